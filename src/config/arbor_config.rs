@@ -1,0 +1,100 @@
+//! arbor's own config file (`<config dir>/arbor/config.yaml`, or `$ARBOR_CONFIG`).
+//!
+//! ```yaml
+//! bundle: ./my-bundle.md          # optional: replaces the built-in bundle
+//! theme: dark
+//! provider: openai                # which configured provider a root session uses
+//! providers:                      # module entries, as in a bundle
+//!   - module: provider-openai
+//!     config: {base_url: "http://127.0.0.1:8765/v1", api_key: "…", default_model: "gpt-4o"}
+//!   - module: provider-anthropic
+//!     config: {default_model: "claude-sonnet-4-5"}
+//! keymap: {}                      # overrides, see tui::keymap
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::mount_plan::ModuleEntry;
+
+/// The parsed config file. A missing file is the default config, not an error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ArborConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    /// Id (or module) of the provider root sessions use; the first usable one if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub providers: Vec<ModuleEntry>,
+    #[serde(default)]
+    pub keymap: Map<String, Value>,
+    /// Every other key, kept.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The config file exists but cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+}
+
+impl ArborConfig {
+    /// Loads `path`; a missing file gives the default config.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_is_default_and_keys_parse() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            ArborConfig::load(&dir.path().join("nope.yaml")).unwrap(),
+            ArborConfig::default()
+        );
+        let p = dir.path().join("c.yaml");
+        std::fs::write(
+            &p,
+            "theme: dark\nproviders:\n  - module: provider-openai\n    config: {base_url: 'http://x'}\nfoo: 1\n",
+        )
+        .unwrap();
+        let c = ArborConfig::load(&p).unwrap();
+        assert_eq!(c.theme.as_deref(), Some("dark"));
+        assert_eq!(c.providers[0].config["base_url"], "http://x");
+        assert_eq!(c.extra["foo"], 1);
+        std::fs::write(&p, "providers: [unclosed\n").unwrap();
+        assert!(ArborConfig::load(&p).is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! Where arbor reads and writes on disk (SPEC §2).
+//!
+//! Owns: resolving the Amplifier home, arbor's config file, the log file, the project
+//! slug and the sessions directory from the environment. Does not own: reading any of
+//! those files.
+
+use std::path::{Path, PathBuf};
+
+/// All filesystem locations arbor uses, resolved once at startup from the environment.
+///
+/// Tests build this with [`Paths::from_env_map`] (or set `AMPLIFIER_HOME`, `ARBOR_CONFIG`
+/// and `HOME` to temp dirs) so no test touches the real home directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// `$AMPLIFIER_HOME`, else `~/.amplifier`.
+    pub amplifier_home: PathBuf,
+    /// `$ARBOR_CONFIG`, else `<config dir>/arbor/config.yaml`.
+    pub config_file: PathBuf,
+    /// `<config dir>/arbor/themes`.
+    pub themes_dir: PathBuf,
+    /// `<state or data-local dir>/arbor/arbor.log`.
+    pub log_file: PathBuf,
+    /// The working directory sessions are recorded against (canonicalized when possible).
+    pub cwd: PathBuf,
+}
+
+impl Paths {
+    /// Resolves every path from the process environment and current directory.
+    pub fn from_env() -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Self::from_env_map(&|k| std::env::var(k).ok(), cwd)
+    }
+
+    /// Resolves every path from `env` (a variable lookup) and `cwd`.
+    ///
+    /// `HOME` from `env` is honoured for the `~/.amplifier` default and for the
+    /// config/state fallbacks, so a test that sets `HOME` gets paths inside it.
+    pub fn from_env_map(env: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
+        let home = env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let amplifier_home = env("AMPLIFIER_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".amplifier"));
+        let config_dir = env("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".config"))
+            .join("arbor");
+        let state_dir = env("XDG_STATE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".local").join("state"))
+            .join("arbor");
+        let config_file = env("ARBOR_CONFIG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| config_dir.join("config.yaml"));
+        let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+        Self {
+            amplifier_home,
+            config_file,
+            themes_dir: config_dir.join("themes"),
+            log_file: state_dir.join("arbor.log"),
+            cwd,
+        }
+    }
+
+    /// `$AMPLIFIER_HOME/agents`.
+    pub fn user_agents_dir(&self) -> PathBuf {
+        self.amplifier_home.join("agents")
+    }
+
+    /// `$AMPLIFIER_HOME/routing`.
+    pub fn routing_dir(&self) -> PathBuf {
+        self.amplifier_home.join("routing")
+    }
+
+    /// `.amplifier/agents` in `cwd` or the nearest ancestor that has one.
+    pub fn project_agents_dir(&self) -> Option<PathBuf> {
+        self.cwd
+            .ancestors()
+            .map(|dir| dir.join(".amplifier").join("agents"))
+            .find(|dir| dir.is_dir())
+    }
+
+    /// `$AMPLIFIER_HOME/projects/<slug>/sessions` for the current directory.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.sessions_dir_for(&self.cwd)
+    }
+
+    /// `$AMPLIFIER_HOME/projects/<slug>/sessions` for `dir`.
+    pub fn sessions_dir_for(&self, dir: &Path) -> PathBuf {
+        self.amplifier_home
+            .join("projects")
+            .join(project_slug(dir))
+            .join("sessions")
+    }
+
+    /// `$AMPLIFIER_HOME/projects`, the parent of every project's sessions.
+    pub fn projects_dir(&self) -> PathBuf {
+        self.amplifier_home.join("projects")
+    }
+}
+
+/// Amplifier's project slug (SPEC §2): every `/` and `\` becomes `-`, `:` is removed,
+/// and a leading `-` is added if missing. `/home/u/app` → `-home-u-app`.
+pub fn project_slug(dir: &Path) -> String {
+    let raw = dir.to_string_lossy();
+    let mut slug: String = raw
+        .chars()
+        .filter(|c| *c != ':')
+        .map(|c| if c == '/' || c == '\\' { '-' } else { c })
+        .collect();
+    if !slug.starts_with('-') {
+        slug.insert(0, '-');
+    }
+    slug
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_matches_amplifier() {
+        assert_eq!(project_slug(Path::new("/home/u/app")), "-home-u-app");
+        assert_eq!(project_slug(Path::new("C:\\Users\\u")), "-C-Users-u");
+    }
+
+    #[test]
+    fn env_overrides_win() {
+        let env = |k: &str| match k {
+            "AMPLIFIER_HOME" => Some("/tmp/amp".to_string()),
+            "ARBOR_CONFIG" => Some("/tmp/cfg.yaml".to_string()),
+            "HOME" => Some("/tmp/home".to_string()),
+            _ => None,
+        };
+        let p = Paths::from_env_map(&env, PathBuf::from("/nonexistent/x"));
+        assert_eq!(p.amplifier_home, PathBuf::from("/tmp/amp"));
+        assert_eq!(p.config_file, PathBuf::from("/tmp/cfg.yaml"));
+        assert_eq!(p.log_file, PathBuf::from("/tmp/home/.local/state/arbor/arbor.log"));
+        assert_eq!(
+            p.sessions_dir(),
+            PathBuf::from("/tmp/amp/projects/-nonexistent-x/sessions")
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! Model providers: the trait the turn loop calls, and the wire clients behind it.
+//!
+//! Owns: the provider-neutral request/stream/response types, the streaming decoders
+//! (SSE), the OpenAI Chat Completions and Anthropic Messages clients, and building
+//! providers from config + environment (`setup`). Does not own: the turn loop
+//! (`engine`), transcripts (`session`), or which agent uses which model beyond the
+//! mount plan's `providers` list.
+
+pub mod anthropic;
+pub mod error;
+pub mod openai;
+pub mod setup;
+pub mod sse;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::{ProviderError, ProviderErrorKind};
+
+use crate::session::message::{ContentBlock, Message, ToolCall};
+
+/// A tool as offered to the model: name, description and JSON Schema of its input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema (`{"type":"object","properties":{…},"required":[…]}`).
+    pub input_schema: Value,
+}
+
+/// One model call: system prompt + transcript + tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// Model id as the API names it (`gpt-4o`, `claude-sonnet-4-5`, `qwen2.5-coder-0.5b`).
+    pub model: String,
+    /// The system prompt (the agent's instruction).
+    pub system: String,
+    /// The transcript so far, already repaired (no orphaned tool calls).
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// Output token cap; providers use their default when `None`.
+    pub max_tokens: Option<u32>,
+    /// Provider config from the mount plan entry (`temperature`, …); unknown keys ignored.
+    pub config: Value,
+}
+
+/// Token counts of one model call (both APIs; cache fields 0 when not reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self` field by field.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_creation_tokens += other.cache_creation_tokens;
+    }
+
+    /// input + output tokens.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// The assembled result of one streamed model call.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProviderResponse {
+    /// Blocks in stream order (text, thinking, redacted thinking, tool calls).
+    pub content: Vec<ContentBlock>,
+    /// The tool calls, arguments parsed as JSON (`{}` when the stream sent none).
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    /// `stop`/`end_turn`/`tool_use`/`tool_calls`/`length`/`max_tokens`/… as the API said.
+    pub stop_reason: Option<String>,
+    /// The model id the API reported, if any.
+    pub model: Option<String>,
+}
+
+impl ProviderResponse {
+    /// Text blocks joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What a provider stream yields: live deltas for display, then exactly one
+/// `Completed` with the assembled response (unless an error ends the stream first).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// Visible text.
+    TextDelta(String),
+    /// Reasoning/thinking text (Anthropic `thinking_delta`, OpenAI-compatible
+    /// `reasoning`/`reasoning_content`).
+    ThinkingDelta(String),
+    /// A tool call began (name known, arguments still streaming).
+    ToolCallStarted { id: String, name: String },
+    /// The whole response.
+    Completed(ProviderResponse),
+}
+
+/// A model provider. Implementations: [`openai::OpenAiProvider`],
+/// [`anthropic::AnthropicProvider`].
+///
+/// Cancellation is by dropping the stream: the HTTP connection closes with it.
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// The provider's id in the mount plan (`openai`, `anthropic`, `ollama`, or an
+    /// entry's explicit `id`).
+    fn id(&self) -> &str;
+    /// The module name (`provider-openai`, `provider-anthropic`).
+    fn module(&self) -> &str;
+    /// The model used when a request does not name one (`default_model` in config).
+    fn default_model(&self) -> &str;
+    /// Streams one model call. Errors before the first delta are retryable by the
+    /// caller; an `Err` item after deltas ends the stream (partial text is the caller's
+    /// to keep).
+    fn stream(&self, request: ChatRequest) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
+    /// The model ids the provider offers (`GET {base}/models`).
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>>;
+}

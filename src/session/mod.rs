@@ -1,0 +1,18 @@
+//! Sessions: ids, the on-disk store, transcript messages, events and the bus (SPEC §7).
+//!
+//! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
+//! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
+//! recovery (`store`), secret redaction (`redact`), message shapes (`message`) and the
+//! event bus (`events`). Does not own: running turns (`engine`).
+
+pub mod events;
+pub mod ids;
+pub mod message;
+pub mod metadata;
+pub mod redact;
+pub mod store;
+
+pub use events::{Event, EventBus};
+pub use message::Message;
+pub use metadata::{Metadata, SessionStatus};
+pub use store::{LoadedSession, SessionStore, SessionWriter, StoreError};

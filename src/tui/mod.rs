@@ -1,0 +1,1 @@
+//! The full-screen TUI. TODO(tui helper)
