@@ -1,1 +1,337 @@
-//! TODO(provider helper)
+//! `provider-anthropic`: the Anthropic Messages API client.
+//!
+//! Owns: the request (`POST {base_url}/v1/messages`, headers `x-api-key` and
+//! `anthropic-version: 2023-06-01`, `stream: true`), converting a [`ChatRequest`] into
+//! Messages blocks and tools, and `GET {base_url}/v1/models`. Does not own: decoding
+//! the stream (`anthropic_stream`), HTTP error mapping (`transport`), or where the key
+//! comes from (`setup`).
+//!
+//! Message conversion: `system` is the system prompt (transcript `system` messages are
+//! appended to it, separated by a blank line); user text; assistant blocks in order —
+//! `text` (empty ones dropped), `thinking` with its `signature` (thinking without a
+//! signature, e.g. from another provider, is dropped: the API rejects it),
+//! `redacted_thinking`, `tool_use` (plus any call in `tool_calls` missing from the
+//! blocks); tool results as user `tool_result` blocks (`is_error` when set), with
+//! consecutive results — and a user text right after them — grouped into one user
+//! message, as the API requires.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use super::anthropic_stream::MessagesAssembler;
+use super::transport::{HttpClient, drive, fetch_model_ids, send_checked};
+use super::{ChatRequest, Provider, ProviderError, StreamEvent};
+use crate::session::message::{ContentBlock, Message};
+
+/// Anthropic's official endpoint (without `/v1`).
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header value sent.
+pub const API_VERSION: &str = "2023-06-01";
+/// `max_tokens` when the request sets none (the API requires it).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Settings of one Messages endpoint. `Debug` never shows the key.
+#[derive(Clone, Default)]
+pub struct AnthropicConfig {
+    /// Provider id in the mount plan (`anthropic` or the entry's `id`).
+    pub id: String,
+    /// Module name (`provider-anthropic`).
+    pub module: String,
+    /// Base URL without `/v1` (a trailing `/v1` or `/` is tolerated).
+    pub base_url: String,
+    /// Sent as `x-api-key` when set.
+    pub api_key: Option<String>,
+    /// The model for requests that name none.
+    pub default_model: String,
+    /// Extra request headers (config `headers`), e.g. `anthropic-beta`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("id", &self.id)
+            .field("module", &self.module)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .field("default_model", &self.default_model)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// The Messages client. Cheap to clone.
+#[derive(Clone)]
+pub struct AnthropicProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: AnthropicConfig,
+    /// Base URL including `/v1`.
+    api_url: String,
+    client: HttpClient,
+}
+
+impl std::fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+impl AnthropicProvider {
+    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
+    pub fn new(config: AnthropicConfig) -> Self {
+        let base = config.base_url.trim().trim_end_matches('/');
+        let base = if base.is_empty() {
+            DEFAULT_BASE_URL
+        } else {
+            base
+        };
+        let api_url = if base.ends_with("/v1") {
+            base.to_string()
+        } else {
+            format!("{base}/v1")
+        };
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                api_url,
+                client: HttpClient::new(),
+            }),
+        }
+    }
+
+    /// The URL prefix requests go to (`…/v1`).
+    pub fn api_url(&self) -> &str {
+        &self.inner.api_url
+    }
+}
+
+impl Inner {
+    fn request(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let mut builder = builder.header("anthropic-version", API_VERSION);
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            builder = builder.header("x-api-key", key);
+        }
+        for (name, value) in &self.config.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        builder
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn id(&self) -> &str {
+        &self.inner.config.id
+    }
+
+    fn module(&self) -> &str {
+        &self.inner.config.module
+    }
+
+    fn default_model(&self) -> &str {
+        &self.inner.config.default_model
+    }
+
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let inner = Arc::clone(&self.inner);
+        let id = inner.config.id.clone();
+        let send = async move {
+            let model = if request.model.is_empty() {
+                inner.config.default_model.clone()
+            } else {
+                request.model.clone()
+            };
+            let body = request_body(&request, &model);
+            let url = format!("{}/messages", inner.api_url);
+            tracing::debug!(provider = %inner.config.id, %url, %model, "messages request");
+            send_checked(
+                &inner.config.id,
+                inner
+                    .request(inner.client.post(&inner.config.id, url)?)
+                    .json(&body),
+            )
+            .await
+        }
+        .boxed();
+        drive(id.clone(), send, MessagesAssembler::new(&id))
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let url = format!("{}/models?limit=1000", inner.api_url);
+            fetch_model_ids(
+                &inner.config.id,
+                inner.request(inner.client.get(&inner.config.id, url)?),
+            )
+            .await
+        }
+        .boxed()
+    }
+}
+
+/// The JSON body of a streamed Messages call for `request` with `model`. Passes
+/// `max_tokens` (default [`DEFAULT_MAX_TOKENS`]) and from `request.config`:
+/// `temperature`, `top_p`, `top_k`, `thinking`, `stop_sequences`.
+pub fn request_body(request: &ChatRequest, model: &str) -> Value {
+    let mut system = request.system.clone();
+    for message in &request.messages {
+        if let Message::System(m) = message
+            && !m.content.is_empty()
+        {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(&m.content);
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(
+        "max_tokens".into(),
+        json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    body.insert("stream".into(), json!(true));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert("messages".into(), Value::Array(messages(&request.messages)));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    for key in [
+        "temperature",
+        "top_p",
+        "top_k",
+        "thinking",
+        "stop_sequences",
+    ] {
+        if let Some(v) = request.config.get(key).filter(|v| !v.is_null()) {
+            body.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(body)
+}
+
+fn messages(transcript: &[Message]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    // Whether the last message pushed is a user message holding tool results.
+    let mut open_results = false;
+    for message in transcript {
+        match message {
+            Message::System(_) => {}
+            Message::User(m) => {
+                let block = json!({"type": "text", "text": m.content});
+                if open_results && let Some(blocks) = last_blocks(&mut out) {
+                    if !m.content.is_empty() {
+                        blocks.push(block);
+                    }
+                } else {
+                    out.push(json!({"role": "user", "content": m.content}));
+                }
+                open_results = false;
+            }
+            Message::Tool(m) => {
+                let mut result = json!({
+                    "type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content,
+                });
+                if m.is_error {
+                    result["is_error"] = json!(true);
+                }
+                match last_blocks(&mut out).filter(|_| open_results) {
+                    Some(blocks) => blocks.push(result),
+                    None => out.push(json!({"role": "user", "content": [result]})),
+                }
+                open_results = true;
+            }
+            Message::Assistant(m) => {
+                let mut blocks = Vec::new();
+                for block in &m.content {
+                    match block {
+                        ContentBlock::Text { text } if !text.is_empty() => {
+                            blocks.push(json!({"type": "text", "text": text}));
+                        }
+                        ContentBlock::Thinking {
+                            thinking,
+                            signature: Some(sig),
+                        } => blocks.push(
+                            json!({"type": "thinking", "thinking": thinking, "signature": sig}),
+                        ),
+                        ContentBlock::RedactedThinking { data } => {
+                            blocks.push(json!({"type": "redacted_thinking", "data": data}));
+                        }
+                        ContentBlock::ToolCall { id, name, input } => {
+                            blocks.push(tool_use(id, name, input));
+                        }
+                        _ => {}
+                    }
+                }
+                for call in &m.tool_calls {
+                    let listed = m
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolCall { id, .. } if *id == call.id));
+                    if !listed {
+                        blocks.push(tool_use(&call.id, &call.tool, &call.arguments));
+                    }
+                }
+                if !blocks.is_empty() {
+                    out.push(json!({"role": "assistant", "content": blocks}));
+                }
+                open_results = false;
+            }
+        }
+    }
+    out
+}
+
+/// The content array of the last message, when it is an array.
+fn last_blocks(out: &mut [Value]) -> Option<&mut Vec<Value>> {
+    out.last_mut()?.get_mut("content")?.as_array_mut()
+}
+
+fn tool_use(id: &str, name: &str, input: &Value) -> Value {
+    let input = match input {
+        Value::Object(_) => input.clone(),
+        Value::Null => json!({}),
+        other => json!({"_raw": other}),
+    };
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_variants_and_debug_hides_key() {
+        let p = AnthropicProvider::new(AnthropicConfig::default());
+        assert_eq!(p.api_url(), "https://api.anthropic.com/v1");
+        let p = AnthropicProvider::new(AnthropicConfig {
+            base_url: "http://proxy:8080/v1/".into(),
+            api_key: Some("sk-ant-secret".into()),
+            ..Default::default()
+        });
+        assert_eq!(p.api_url(), "http://proxy:8080/v1");
+        assert!(!format!("{p:?}").contains("sk-ant-secret"));
+    }
+}

@@ -7,10 +7,15 @@
 //! mount plan's `providers` list.
 
 pub mod anthropic;
+mod anthropic_stream;
 pub mod error;
+pub mod http_error;
 pub mod openai;
+pub mod openai_stream;
+pub mod probe;
 pub mod setup;
 pub mod sse;
+mod transport;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;

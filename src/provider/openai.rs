@@ -1,1 +1,340 @@
-//! TODO(provider helper)
+//! `provider-openai` (and `provider-ollama`): the OpenAI Chat Completions client.
+//!
+//! Owns: the request (`POST {base_url}/chat/completions`, `stream: true`,
+//! `stream_options.include_usage`), converting a [`ChatRequest`] into Chat Completions
+//! messages and tools, `GET {base_url}/models`, and resolving the model lazily for
+//! local servers. Works with any OpenAI-compatible server through `base_url`
+//! (Ollama at `http://127.0.0.1:11434/v1`, llama.cpp, vLLM, LM Studio, OpenRouter,
+//! Azure's `/openai/v1` endpoint). Does not own: decoding the stream
+//! (`openai_stream`), HTTP error mapping (`transport`), or where the key comes from
+//! (`setup`).
+//!
+//! Message conversion: the system prompt first; transcript `system` messages in
+//! place; user text; assistant text + `tool_calls` `[{id, type: "function",
+//! function: {name, arguments: "<json string>"}}]` (from the message's `tool_calls`,
+//! plus any `tool_call` content block not listed there); tool results as
+//! `{role: "tool", tool_call_id, content}`. Thinking blocks are dropped: Chat
+//! Completions has no way to send them back.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value, json};
+use tokio::sync::OnceCell;
+
+use super::openai_stream::ChatAssembler;
+use super::transport::{HttpClient, drive, fetch_model_ids, send_checked};
+use super::{ChatRequest, Provider, ProviderError, ProviderErrorKind, StreamEvent};
+use crate::session::message::{ContentBlock, Message};
+
+/// OpenAI's official endpoint.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// A local Ollama's OpenAI-compatible endpoint (`provider-ollama`).
+pub const OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+
+/// Settings of one OpenAI-compatible endpoint. `Debug` never shows the key.
+#[derive(Clone, Default)]
+pub struct OpenAiConfig {
+    /// Provider id in the mount plan (`openai`, `ollama`, or the entry's `id`).
+    pub id: String,
+    /// Module name (`provider-openai`, `provider-ollama`).
+    pub module: String,
+    /// Base URL up to and including `/v1` (trailing `/` ignored).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer …` when set.
+    pub api_key: Option<String>,
+    /// The model for requests that name none; `None` resolves it on first use to the
+    /// first id `GET {base_url}/models` lists (cached for the provider's life).
+    pub default_model: Option<String>,
+    /// Extra request headers (config `headers: {name: value}`), e.g. OpenRouter's
+    /// `HTTP-Referer`.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("id", &self.id)
+            .field("module", &self.module)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .field("default_model", &self.default_model)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// The Chat Completions client. Cheap to clone (shared inner state).
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: OpenAiConfig,
+    base_url: String,
+    client: HttpClient,
+    resolved_model: OnceCell<String>,
+}
+
+impl std::fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("config", &self.inner.config)
+            .field("resolved_model", &self.inner.resolved_model.get())
+            .finish()
+    }
+}
+
+impl OpenAiProvider {
+    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
+    pub fn new(config: OpenAiConfig) -> Self {
+        let base = config.base_url.trim().trim_end_matches('/');
+        let base_url = if base.is_empty() {
+            DEFAULT_BASE_URL.to_string()
+        } else {
+            base.to_string()
+        };
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                base_url,
+                client: HttpClient::new(),
+                resolved_model: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// The base URL requests go to (no trailing `/`).
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// The model a request without one uses: the configured default, else the first
+    /// id of `GET {base_url}/models` (fetched once, then cached). Errors when neither
+    /// gives a model.
+    pub async fn resolve_model(&self) -> Result<String, ProviderError> {
+        self.inner.resolve_model().await
+    }
+}
+
+impl Inner {
+    fn id(&self) -> &str {
+        &self.config.id
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let mut request = request;
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            request = request.bearer_auth(key);
+        }
+        for (name, value) in &self.config.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        request
+    }
+
+    async fn list_models(&self) -> Result<Vec<String>, ProviderError> {
+        let url = format!("{}/models", self.base_url);
+        fetch_model_ids(self.id(), self.authorized(self.client.get(self.id(), url)?)).await
+    }
+
+    async fn resolve_model(&self) -> Result<String, ProviderError> {
+        if let Some(model) = self.config.default_model.as_ref().filter(|m| !m.is_empty()) {
+            return Ok(model.clone());
+        }
+        self.resolved_model
+            .get_or_try_init(|| async {
+                let models = self.list_models().await?;
+                let first = models.into_iter().next().ok_or_else(|| {
+                    ProviderError::new(
+                        ProviderErrorKind::NotConfigured,
+                        self.id(),
+                        format!(
+                            "no model configured and {}/models lists none; set `default_model` in the provider's config",
+                            self.base_url
+                        ),
+                    )
+                })?;
+                tracing::info!(provider = self.id(), model = %first, "using the server's first model");
+                Ok(first)
+            })
+            .await
+            .cloned()
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn module(&self) -> &str {
+        &self.inner.config.module
+    }
+
+    /// The configured model, else the lazily resolved one once known, else `""`
+    /// (a request with an empty `model` triggers the resolution).
+    fn default_model(&self) -> &str {
+        self.inner
+            .config
+            .default_model
+            .as_deref()
+            .or_else(|| self.inner.resolved_model.get().map(String::as_str))
+            .unwrap_or("")
+    }
+
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let inner = Arc::clone(&self.inner);
+        let send = async move {
+            let model = if request.model.is_empty() {
+                inner.resolve_model().await?
+            } else {
+                request.model.clone()
+            };
+            let body = request_body(&request, &model);
+            let url = format!("{}/chat/completions", inner.base_url);
+            tracing::debug!(provider = inner.id(), %url, %model, "chat completions request");
+            send_checked(
+                inner.id(),
+                inner
+                    .authorized(inner.client.post(inner.id(), url)?)
+                    .json(&body),
+            )
+            .await
+        }
+        .boxed();
+        drive(
+            self.inner.id().to_string(),
+            send,
+            ChatAssembler::new(self.inner.id()),
+        )
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
+        let inner = Arc::clone(&self.inner);
+        async move { inner.list_models().await }.boxed()
+    }
+}
+
+/// The JSON body of a streamed Chat Completions call for `request` with `model`.
+/// Passes `max_tokens`, and from `request.config`: `temperature`, `top_p`,
+/// `reasoning_effort`, `seed`, `stop`.
+pub fn request_body(request: &ChatRequest, model: &str) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages(request)));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(max) = request.max_tokens {
+        body.insert("max_tokens".into(), json!(max));
+    }
+    for key in ["temperature", "top_p", "reasoning_effort", "seed", "stop"] {
+        if let Some(v) = request.config.get(key).filter(|v| !v.is_null()) {
+            body.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(body)
+}
+
+fn messages(request: &ChatRequest) -> Vec<Value> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        out.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User(m) => out.push(json!({"role": "user", "content": m.content})),
+            Message::System(m) => out.push(json!({"role": "system", "content": m.content})),
+            Message::Tool(m) => out.push(json!({
+                "role": "tool", "tool_call_id": m.tool_call_id, "content": m.content,
+            })),
+            Message::Assistant(m) => {
+                let mut calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| tool_call_json(&c.id, &c.tool, &c.arguments))
+                    .collect();
+                for block in &m.content {
+                    if let ContentBlock::ToolCall { id, name, input } = block
+                        && !m.tool_calls.iter().any(|c| &c.id == id)
+                    {
+                        calls.push(tool_call_json(id, name, input));
+                    }
+                }
+                let text = m.text();
+                if text.is_empty() && calls.is_empty() {
+                    continue;
+                }
+                let mut msg = Map::new();
+                msg.insert("role".into(), json!("assistant"));
+                msg.insert(
+                    "content".into(),
+                    if text.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(text)
+                    },
+                );
+                if !calls.is_empty() {
+                    msg.insert("tool_calls".into(), Value::Array(calls));
+                }
+                out.push(Value::Object(msg));
+            }
+        }
+    }
+    out
+}
+
+fn tool_call_json(id: &str, name: &str, arguments: &Value) -> Value {
+    let arguments = match arguments {
+        Value::Null => "{}".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_the_key_and_base_url_defaults() {
+        let p = OpenAiProvider::new(OpenAiConfig {
+            id: "openai".into(),
+            api_key: Some("sk-secret-123".into()),
+            ..Default::default()
+        });
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("sk-secret-123"), "{shown}");
+        assert!(shown.contains("[REDACTED]"));
+        assert_eq!(p.base_url(), DEFAULT_BASE_URL);
+        let p = OpenAiProvider::new(OpenAiConfig {
+            base_url: "http://h:1/v1/".into(),
+            ..Default::default()
+        });
+        assert_eq!(p.base_url(), "http://h:1/v1");
+        assert_eq!(p.default_model(), "");
+    }
+}

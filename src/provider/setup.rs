@@ -1,1 +1,318 @@
-//! TODO(provider helper)
+//! How the engine gets providers: which ones a new root session mounts, and building
+//! a live client (with its key) from a mount-plan entry.
+//!
+//! Owns: [`detect_providers`] (the `providers` of a new root session's mount plan),
+//! [`build_provider`] (credentials, base URL and model for one entry) and
+//! [`no_provider_message`] (what was looked for and how to configure a provider).
+//! Does not own: the wire clients (`openai`, `anthropic`), routing by model role or
+//! `provider_preferences`, or retries.
+//!
+//! Keys never enter a mount plan: [`detect_providers`] strips `api_key`, and
+//! [`build_provider`] attaches the key when the client is built, in this order:
+//! 1. the entry's own `config.api_key`, unless missing, empty or `"[REDACTED]"`
+//!    (stored sessions are redacted);
+//! 2. the config file's entry with the same `id` (else the same `module`, preferring
+//!    one with the same `base_url`);
+//! 3. the environment: `OPENAI_API_KEY` (`provider-openai`) / `ANTHROPIC_API_KEY`.
+//!
+//! Base URL: entry, then config-file entry, then `OPENAI_BASE_URL` /
+//! `ANTHROPIC_BASE_URL` / `OLLAMA_HOST`, then the official endpoint. Model:
+//! `default_model` (or `model`) from entry or config file, then `OPENAI_MODEL` /
+//! `ANTHROPIC_MODEL`, then — for an OpenAI-compatible entry with a non-official base
+//! URL (a local server) — the first id its `GET /models` lists, resolved lazily on
+//! the first request and cached for the provider's life (`default_model()` is `""`
+//! until then), else `gpt-4o-mini` / `claude-sonnet-4-5`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use super::openai::{self, OpenAiConfig, OpenAiProvider};
+use super::probe::probe_ollama;
+use super::{Provider, ProviderError, ProviderErrorKind};
+use crate::config::arbor_config::ArborConfig;
+use crate::config::mount_plan::ModuleEntry;
+
+/// The value stored sessions hold in place of a key.
+pub const REDACTED: &str = "[REDACTED]";
+/// Model used by `provider-openai` on the official endpoint when none is configured.
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
+/// Model used by `provider-anthropic` when none is configured.
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+
+/// The three modules this crate implements.
+pub const KNOWN_MODULES: [&str; 3] = ["provider-anthropic", "provider-openai", "provider-ollama"];
+
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn env_var(env: Env<'_>, name: &str) -> Option<String> {
+    env(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The provider id of an entry: its `id`, else the module without `provider-`
+/// (`provider-openai` → `openai`).
+pub fn provider_id(entry: &ModuleEntry) -> String {
+    match &entry.id {
+        Some(id) if !id.is_empty() => id.clone(),
+        _ => entry
+            .module
+            .strip_prefix("provider-")
+            .unwrap_or(&entry.module)
+            .to_string(),
+    }
+}
+
+/// The `providers` for a new root session's mount plan.
+///
+/// The config file's `providers` when it has any (with `api_key` removed); else from
+/// the environment: `provider-openai` when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is
+/// set (with `config.base_url` from `OPENAI_BASE_URL`), `provider-anthropic` when
+/// `ANTHROPIC_API_KEY` is set (with `config.base_url` from `ANTHROPIC_BASE_URL`).
+/// Keys are never included. The entry matching `config.provider` (by id or module)
+/// comes first; otherwise the order is kept. Empty when nothing is configured (show
+/// [`no_provider_message`]).
+pub fn detect_providers(
+    config: &ArborConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<ModuleEntry> {
+    let mut entries: Vec<ModuleEntry> = if config.providers.is_empty() {
+        from_env(env)
+    } else {
+        config.providers.iter().map(without_key).collect()
+    };
+    if let Some(preferred) = config.provider.as_deref().filter(|p| !p.is_empty())
+        && let Some(pos) = entries
+            .iter()
+            .position(|e| provider_id(e) == preferred || e.module == preferred)
+    {
+        let entry = entries.remove(pos);
+        entries.insert(0, entry);
+    }
+    entries
+}
+
+fn from_env(env: Env<'_>) -> Vec<ModuleEntry> {
+    let mut entries = Vec::new();
+    let entry = |module: &str, base: Option<String>| ModuleEntry {
+        module: module.to_string(),
+        config: match base {
+            Some(b) => serde_json::json!({ "base_url": b }),
+            None => Value::Null,
+        },
+        ..Default::default()
+    };
+    let openai_base = env_var(env, "OPENAI_BASE_URL");
+    if env_var(env, "OPENAI_API_KEY").is_some() || openai_base.is_some() {
+        entries.push(entry("provider-openai", openai_base));
+    }
+    if env_var(env, "ANTHROPIC_API_KEY").is_some() {
+        entries.push(entry(
+            "provider-anthropic",
+            env_var(env, "ANTHROPIC_BASE_URL"),
+        ));
+    }
+    entries
+}
+
+fn without_key(entry: &ModuleEntry) -> ModuleEntry {
+    let mut entry = entry.clone();
+    if let Value::Object(map) = &mut entry.config {
+        map.remove("api_key");
+    }
+    entry
+}
+
+/// A usable string setting: present, non-empty and not `"[REDACTED]"`.
+fn setting(config: &Value, key: &str) -> Option<String> {
+    config
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && *v != REDACTED)
+        .map(str::to_string)
+}
+
+/// The config file's entry for `entry`: same `id` if the entry has one and the file
+/// has it, else one with the same `module` — the one with the same `base_url` when
+/// several share the module, else the first.
+fn file_entry<'a>(entry: &ModuleEntry, config: &'a ArborConfig) -> Option<&'a ModuleEntry> {
+    let by_id = entry
+        .id
+        .as_ref()
+        .and_then(|id| config.providers.iter().find(|e| e.id.as_ref() == Some(id)));
+    let same_module = || config.providers.iter().filter(|e| e.module == entry.module);
+    let base = setting(&entry.config, "base_url");
+    by_id
+        .or_else(|| {
+            base.as_ref().and_then(|b| {
+                same_module().find(|e| setting(&e.config, "base_url").as_ref() == Some(b))
+            })
+        })
+        .or_else(|| same_module().next())
+}
+
+/// Builds the live client for a mount-plan provider entry, attaching credentials,
+/// base URL and model as described in the module docs.
+///
+/// Errors (`NotConfigured`): an unknown module; the official OpenAI or Anthropic
+/// endpoint without a key (the message names the variable to set). An entry with a
+/// custom `base_url` needs no key (local servers).
+pub fn build_provider(
+    entry: &ModuleEntry,
+    config: &ArborConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let id = provider_id(entry);
+    let file = file_entry(entry, config);
+    let get = |key: &str| {
+        setting(&entry.config, key).or_else(|| file.and_then(|f| setting(&f.config, key)))
+    };
+    let headers = headers(&entry.config)
+        .or_else(|| file.and_then(|f| headers(&f.config)))
+        .unwrap_or_default();
+    let model = get("default_model").or_else(|| get("model"));
+    let not_configured =
+        |message: String| ProviderError::new(ProviderErrorKind::NotConfigured, &id, message);
+    match entry.module.as_str() {
+        "provider-openai" | "provider-ollama" => {
+            let ollama = entry.module == "provider-ollama";
+            let base_url = get("base_url").or_else(|| {
+                if ollama {
+                    super::probe::ollama_addr(env)
+                        .ok()
+                        .map(|a| format!("http://{a}/v1"))
+                } else {
+                    env_var(env, "OPENAI_BASE_URL")
+                }
+            });
+            let base_url = base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
+            let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
+            let api_key = get("api_key")
+                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_API_KEY")).flatten());
+            if official && api_key.is_none() {
+                return Err(not_configured(
+                    "no API key for the OpenAI API: set OPENAI_API_KEY (or `api_key` in this provider's entry in the config file), or set `base_url` / OPENAI_BASE_URL for a local OpenAI-compatible server".into(),
+                ));
+            }
+            let model = model
+                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_MODEL")).flatten())
+                .or_else(|| official.then(|| DEFAULT_OPENAI_MODEL.to_string()));
+            Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+                id,
+                module: entry.module.clone(),
+                base_url,
+                api_key,
+                default_model: model,
+                headers,
+            })))
+        }
+        "provider-anthropic" => {
+            let base_url = get("base_url")
+                .or_else(|| env_var(env, "ANTHROPIC_BASE_URL"))
+                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
+            let official = base_url.trim_end_matches('/').trim_end_matches("/v1")
+                == anthropic::DEFAULT_BASE_URL;
+            let api_key = get("api_key").or_else(|| env_var(env, "ANTHROPIC_API_KEY"));
+            if official && api_key.is_none() {
+                return Err(not_configured(
+                    "no API key for the Anthropic API: set ANTHROPIC_API_KEY (or `api_key` in this provider's entry in the config file)".into(),
+                ));
+            }
+            let model = model
+                .or_else(|| env_var(env, "ANTHROPIC_MODEL"))
+                .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_string());
+            Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+                id,
+                module: entry.module.clone(),
+                base_url,
+                api_key,
+                default_model: model,
+                headers,
+            })))
+        }
+        other => Err(not_configured(format!(
+            "unknown provider module `{other}` (arbor implements {})",
+            KNOWN_MODULES.join(", ")
+        ))),
+    }
+}
+
+/// Config `headers: {name: value}` as pairs (values that are not strings skipped).
+fn headers(config: &Value) -> Option<Vec<(String, String)>> {
+    let map = config.get("headers")?.as_object()?;
+    Some(
+        map.iter()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+            .collect(),
+    )
+}
+
+/// The message shown (TUI and CLI) when no provider is usable: what was looked for —
+/// the config file at `config_path` and its `providers`, `OPENAI_API_KEY`,
+/// `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, and a local Ollama (a loopback probe of at
+/// most 300 ms at `OLLAMA_HOST`, default `127.0.0.1:11434`) — and how to configure a
+/// provider (environment variables, and a `config.yaml` example). Never shows key
+/// values.
+pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let path = config_path.display();
+    let file = if config_path.exists() {
+        match ArborConfig::load(config_path) {
+            Ok(c) if c.providers.is_empty() => format!("{path}: found, no `providers` listed"),
+            Ok(c) => format!(
+                "{path}: lists {} provider(s): {}",
+                c.providers.len(),
+                c.providers
+                    .iter()
+                    .map(provider_id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => format!("{path}: cannot be used: {e}"),
+        }
+    } else {
+        format!("{path}: not found")
+    };
+    let set = |name: &str| {
+        if env_var(env, name).is_some() {
+            "set"
+        } else {
+            "not set"
+        }
+    };
+    let base = env_var(env, "OPENAI_BASE_URL")
+        .map_or_else(|| "not set".to_string(), |b| format!("set to {b}"));
+    let ollama = probe_ollama(env);
+    format!(
+        "No model provider is configured.\n\
+\n\
+arbor looked for:\n\
+  - config file {file}\n\
+  - OPENAI_API_KEY: {openai_key}\n\
+  - OPENAI_BASE_URL: {base}\n\
+  - ANTHROPIC_API_KEY: {anthropic_key}\n\
+  - local Ollama: {ollama}\n\
+\n\
+To use a provider, set one of these environment variables:\n\
+  export ANTHROPIC_API_KEY=sk-ant-...\n\
+  export OPENAI_API_KEY=sk-...\n\
+  export OPENAI_BASE_URL=http://127.0.0.1:8080/v1   # any OpenAI-compatible server (llama.cpp, vLLM, LM Studio)\n\
+\n\
+or add providers to {path}:\n\
+\n\
+  provider: anthropic            # which entry root sessions use\n\
+  providers:\n\
+    - module: provider-anthropic\n\
+      config: {{default_model: claude-sonnet-4-5}}   # key from ANTHROPIC_API_KEY, or api_key: ...\n\
+    - module: provider-ollama    # a local Ollama at 127.0.0.1:11434\n\
+      config: {{default_model: qwen3}}\n\
+    - module: provider-openai\n\
+      id: local\n\
+      config: {{base_url: \"http://127.0.0.1:8080/v1\"}}\n",
+        openai_key = set("OPENAI_API_KEY"),
+        anthropic_key = set("ANTHROPIC_API_KEY"),
+    )
+}

@@ -1,0 +1,228 @@
+//! HTTP plumbing shared by the OpenAI and Anthropic clients.
+//!
+//! Owns: the HTTP client settings, transport failures → `Network`, sending a request
+//! (non-2xx → `http_error`), `/models` lists, and the driver that turns an HTTP
+//! response into the provider's `StreamEvent` stream through a per-API
+//! [`Assembler`]. Does not own: request bodies or the meaning of stream events
+//! (`openai_stream`, `anthropic_stream`), error bodies and headers (`http_error`), or
+//! retrying (a later layer).
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+
+use super::http_error::error_from_response;
+use super::sse::{SseEvent, sse_events};
+use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
+
+/// What an assembler wants after one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Keep reading.
+    Continue,
+    /// The API said the response is complete (`[DONE]`, `message_stop`).
+    Done,
+}
+
+/// Turns one API's stream events into deltas and, at the end, the whole response.
+pub(crate) trait Assembler: Send + 'static {
+    /// Handles one event, pushing deltas to `out`. An `Err` ends the stream after the
+    /// deltas already pushed.
+    fn on_event(
+        &mut self,
+        event: SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, ProviderError>;
+    /// The stream ended (EOF or [`Flow::Done`]): the assembled response, or an error
+    /// when the stream was evidently cut short.
+    fn finish(&mut self) -> Result<ProviderResponse, ProviderError>;
+}
+
+/// The HTTP client both providers use: no overall timeout (streams are long), a
+/// connect timeout, and an idle-read timeout so a stalled stream fails. A client that
+/// cannot be created (no TLS backend) is kept as its error and reported per call.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpClient(Result<reqwest::Client, String>);
+
+impl HttpClient {
+    pub(crate) fn new() -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .read_timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| error_chain(&e));
+        Self(client)
+    }
+
+    fn client(&self, provider: &str) -> Result<&reqwest::Client, ProviderError> {
+        self.0.as_ref().map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::NotConfigured,
+                provider,
+                format!("cannot create the HTTP client: {e}"),
+            )
+        })
+    }
+
+    /// `GET url`.
+    pub(crate) fn get(
+        &self,
+        provider: &str,
+        url: String,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        Ok(self.client(provider)?.get(url))
+    }
+
+    /// `POST url`.
+    pub(crate) fn post(
+        &self,
+        provider: &str,
+        url: String,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        Ok(self.client(provider)?.post(url))
+    }
+}
+
+/// A transport failure (connect refused/reset, timeout, body cut) as a `Network` error.
+pub(crate) fn network_error(provider: &str, context: &str, err: &reqwest::Error) -> ProviderError {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else {
+        "failed"
+    };
+    ProviderError::new(
+        ProviderErrorKind::Network,
+        provider,
+        format!("{context} {kind}: {}", error_chain(err)),
+    )
+}
+
+/// `err` and its sources joined with `: ` (reqwest's own message is terse).
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Drives one streamed call: awaits `send` (which yields a 2xx response or the
+/// error), decodes the body as SSE and feeds `assembler`, yielding its deltas, then
+/// `Completed`, or an error after the deltas already yielded. Dropping the stream
+/// drops the response and closes the connection.
+pub(crate) fn drive<A: Assembler>(
+    provider: String,
+    send: BoxFuture<'static, Result<reqwest::Response, ProviderError>>,
+    assembler: A,
+) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+    type Events = BoxStream<'static, Result<SseEvent, reqwest::Error>>;
+    enum State<A> {
+        Connect(
+            BoxFuture<'static, Result<reqwest::Response, ProviderError>>,
+            A,
+        ),
+        Read(Events, A),
+        Ended,
+    }
+    type Batch = Vec<Result<StreamEvent, ProviderError>>;
+
+    fn complete<A: Assembler>(assembler: &mut A, mut batch: Batch) -> Batch {
+        batch.push(assembler.finish().map(StreamEvent::Completed));
+        batch
+    }
+
+    let step = move |state: State<A>| {
+        let provider = provider.clone();
+        async move {
+            match state {
+                State::Ended => None,
+                State::Connect(send, assembler) => match send.await {
+                    Err(e) => Some((vec![Err(e)], State::Ended)),
+                    Ok(response) => {
+                        let events = sse_events(Box::pin(response.bytes_stream())).boxed();
+                        Some((Vec::new(), State::Read(events, assembler)))
+                    }
+                },
+                State::Read(mut events, mut assembler) => match events.next().await {
+                    Some(Ok(event)) => {
+                        let mut out = Vec::new();
+                        let flow = assembler.on_event(event, &mut out);
+                        let batch: Batch = out.into_iter().map(Ok).collect();
+                        match flow {
+                            Ok(Flow::Continue) => Some((batch, State::Read(events, assembler))),
+                            Ok(Flow::Done) => Some((complete(&mut assembler, batch), State::Ended)),
+                            Err(e) => {
+                                let mut batch = batch;
+                                batch.push(Err(e));
+                                Some((batch, State::Ended))
+                            }
+                        }
+                    }
+                    Some(Err(e)) => Some((
+                        vec![Err(network_error(
+                            &provider,
+                            "reading the response stream",
+                            &e,
+                        ))],
+                        State::Ended,
+                    )),
+                    None => Some((complete(&mut assembler, Vec::new()), State::Ended)),
+                },
+            }
+        }
+    };
+    stream::unfold(State::Connect(send, assembler), step)
+        .flat_map(stream::iter)
+        .boxed()
+}
+
+/// Sends `request` and returns the response when it is 2xx, else the API's error.
+pub(crate) async fn send_checked(
+    provider: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| network_error(provider, "sending the request", &e))?;
+    if response.status().is_success() {
+        Ok(response)
+    } else {
+        Err(error_from_response(provider, response).await)
+    }
+}
+
+/// `GET url` and the `data[].id` list of a `/models` response.
+pub(crate) async fn fetch_model_ids(
+    provider: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<Vec<String>, ProviderError> {
+    let response = send_checked(provider, request).await?;
+    let json: Value = response
+        .json()
+        .await
+        .map_err(|e| network_error(provider, "reading the model list", &e))?;
+    let items = json
+        .get("data")
+        .or_else(|| json.get("models"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Ok(items
+        .iter()
+        .filter_map(|m| {
+            m.get("id")
+                .or_else(|| m.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect())
+}

@@ -1,0 +1,246 @@
+//! Provider setup: detecting entries, attaching keys, and the no-provider message.
+
+use std::collections::HashMap;
+
+use arbor::config::arbor_config::ArborConfig;
+use arbor::config::mount_plan::ModuleEntry;
+use arbor::provider::ProviderErrorKind;
+use arbor::provider::setup::{build_provider, detect_providers, no_provider_message};
+use serde_json::{Value, json};
+
+use super::requests::OPENAI_OK;
+use super::server::{Mode, Reply, Server};
+use super::{request, run};
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k: &str| map.get(k).cloned()
+}
+
+fn entry(v: Value) -> ModuleEntry {
+    ModuleEntry::from_value(&v).unwrap()
+}
+
+#[test]
+fn detect_providers_from_env_and_config_never_carries_keys() {
+    let env = env_of(&[
+        ("OPENAI_API_KEY", "sk-env-openai"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+        ("ANTHROPIC_API_KEY", "sk-ant-env"),
+        ("ANTHROPIC_BASE_URL", "http://proxy.local"),
+    ]);
+    let config = ArborConfig {
+        provider: Some("anthropic".into()),
+        ..Default::default()
+    };
+    let found = detect_providers(&config, &env);
+    assert_eq!(
+        found,
+        vec![
+            entry(
+                json!({"module": "provider-anthropic", "config": {"base_url": "http://proxy.local"}})
+            ),
+            entry(
+                json!({"module": "provider-openai", "config": {"base_url": "http://127.0.0.1:8080/v1"}})
+            ),
+        ]
+    );
+    assert!(!serde_json::to_string(&found).unwrap().contains("sk-"));
+
+    let found = detect_providers(
+        &ArborConfig::default(),
+        &env_of(&[("OPENAI_BASE_URL", "http://h/v1")]),
+    );
+    assert_eq!(
+        found,
+        vec![entry(
+            json!({"module": "provider-openai", "config": {"base_url": "http://h/v1"}})
+        )]
+    );
+    assert!(
+        detect_providers(
+            &ArborConfig::default(),
+            &env_of(&[("ANTHROPIC_BASE_URL", "http://x")])
+        )
+        .is_empty()
+    );
+    assert!(detect_providers(&ArborConfig::default(), &env_of(&[])).is_empty());
+
+    // Config providers win over env, lose their keys, and the preferred one leads.
+    let config = ArborConfig {
+        provider: Some("local".into()),
+        providers: vec![
+            entry(json!({"module": "provider-anthropic", "config": {"api_key": "sk-ant-file"}})),
+            entry(
+                json!({"module": "provider-openai", "id": "local", "config": {"base_url": "http://h/v1", "api_key": "sk-file"}}),
+            ),
+        ],
+        ..Default::default()
+    };
+    let found = detect_providers(&config, &env);
+    assert_eq!(
+        found,
+        vec![
+            entry(
+                json!({"module": "provider-openai", "id": "local", "config": {"base_url": "http://h/v1"}})
+            ),
+            entry(json!({"module": "provider-anthropic", "config": {}})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn build_provider_attaches_keys_from_entry_file_or_env() {
+    let server = Server::always(Reply::sse(OPENAI_OK.into(), Mode::Whole)).await;
+    let base = server.url("/v1");
+    let env = env_of(&[("OPENAI_API_KEY", "sk-from-env")]);
+
+    // A stored (redacted) entry gets the env key.
+    let stored = entry(
+        json!({"module": "provider-openai", "config": {"api_key": "[REDACTED]", "base_url": base, "default_model": "m"}}),
+    );
+    let p = build_provider(&stored, &ArborConfig::default(), &env).unwrap();
+    assert_eq!(
+        (p.id(), p.module(), p.default_model()),
+        ("openai", "provider-openai", "m")
+    );
+    assert!(!format!("{p:?}").contains("sk-from-env"));
+    assert!(run(p.as_ref(), request("")).await.completed.is_some());
+
+    // The config file's entry (matched by id) beats the environment.
+    let config = ArborConfig {
+        providers: vec![entry(
+            json!({"module": "provider-openai", "id": "local", "config": {"api_key": "sk-from-file"}}),
+        )],
+        ..Default::default()
+    };
+    let by_id = entry(
+        json!({"module": "provider-openai", "id": "local", "config": {"base_url": base, "model": "m2"}}),
+    );
+    let p = build_provider(&by_id, &config, &env).unwrap();
+    assert_eq!((p.id(), p.default_model()), ("local", "m2"));
+    assert!(run(p.as_ref(), request("")).await.completed.is_some());
+
+    // Two file entries of one module without ids: the key follows the base_url, so the
+    // key-less entries `detect_providers` hands out still get the right one.
+    let config = ArborConfig {
+        providers: vec![
+            entry(
+                json!({"module": "provider-openai", "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-other"}}),
+            ),
+            entry(
+                json!({"module": "provider-openai", "config": {"base_url": base, "api_key": "sk-this", "default_model": "m3"}}),
+            ),
+        ],
+        ..Default::default()
+    };
+    let detected = detect_providers(&config, &env_of(&[]));
+    let p = build_provider(&detected[1], &config, &env).unwrap();
+    assert_eq!(p.default_model(), "m3");
+    assert!(run(p.as_ref(), request("")).await.completed.is_some());
+
+    let auth: Vec<Option<String>> = server
+        .captured()
+        .iter()
+        .map(|c| c.header("authorization").map(str::to_string))
+        .collect();
+    assert_eq!(
+        auth,
+        [
+            Some("Bearer sk-from-env".into()),
+            Some("Bearer sk-from-file".into()),
+            Some("Bearer sk-this".into()),
+        ]
+    );
+}
+
+#[test]
+fn build_provider_defaults_and_missing_keys() {
+    let none = env_of(&[]);
+    let config = ArborConfig::default();
+    let e = build_provider(&entry(json!("provider-openai")), &config, &none).unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::NotConfigured);
+    assert!(e.message.contains("OPENAI_API_KEY"), "{e}");
+    let e = build_provider(&entry(json!("provider-anthropic")), &config, &none).unwrap_err();
+    assert!(e.message.contains("ANTHROPIC_API_KEY"), "{e}");
+    let e = build_provider(&entry(json!("provider-gemini")), &config, &none).unwrap_err();
+    assert!(e.message.contains("provider-gemini"), "{e}");
+
+    let keyed = env_of(&[("OPENAI_API_KEY", "k1"), ("ANTHROPIC_API_KEY", "k2")]);
+    let p = build_provider(&entry(json!("provider-openai")), &config, &keyed).unwrap();
+    assert_eq!(p.default_model(), "gpt-4o-mini");
+    let p = build_provider(&entry(json!("provider-anthropic")), &config, &keyed).unwrap();
+    assert_eq!(p.default_model(), "claude-sonnet-4-5");
+    let with_models = env_of(&[
+        ("ANTHROPIC_API_KEY", "k2"),
+        ("ANTHROPIC_MODEL", "claude-opus-4-1"),
+        ("OPENAI_MODEL", "gpt-4.1"),
+    ]);
+    let p = build_provider(&entry(json!("provider-anthropic")), &config, &with_models).unwrap();
+    assert_eq!(p.default_model(), "claude-opus-4-1");
+
+    // A local server needs no key; its model is resolved lazily unless set.
+    let local = entry(
+        json!({"module": "provider-openai", "config": {"base_url": "http://127.0.0.1:1/v1"}}),
+    );
+    assert_eq!(
+        build_provider(&local, &config, &none)
+            .unwrap()
+            .default_model(),
+        ""
+    );
+    assert_eq!(
+        build_provider(&local, &config, &with_models)
+            .unwrap()
+            .default_model(),
+        "gpt-4.1"
+    );
+    let ollama = build_provider(&entry(json!("provider-ollama")), &config, &none).unwrap();
+    assert_eq!(
+        (ollama.id(), ollama.module()),
+        ("ollama", "provider-ollama")
+    );
+    assert!(format!("{ollama:?}").contains("http://127.0.0.1:11434/v1"));
+}
+
+#[test]
+fn no_provider_message_says_what_was_looked_for_and_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let closed_s = closed.to_string();
+    let env = env_of(&[("OLLAMA_HOST", closed_s.as_str())]);
+    let msg = no_provider_message(&path, &env);
+    for needle in [
+        &format!("{}: not found", path.display()),
+        "OPENAI_API_KEY: not set",
+        "OPENAI_BASE_URL: not set",
+        "ANTHROPIC_API_KEY: not set",
+        &format!("local Ollama: nothing is listening at {closed}"),
+        "export ANTHROPIC_API_KEY=",
+        "providers:",
+        "- module: provider-anthropic",
+        "- module: provider-openai",
+        "base_url:",
+    ] {
+        assert!(msg.contains(needle), "missing {needle:?} in:\n{msg}");
+    }
+
+    std::fs::write(&path, "theme: dark\n").unwrap();
+    let env = env_of(&[
+        ("OLLAMA_HOST", closed_s.as_str()),
+        ("OPENAI_API_KEY", "sk-secret-value"),
+        ("OPENAI_BASE_URL", "http://h/v1"),
+    ]);
+    let msg = no_provider_message(&path, &env);
+    assert!(msg.contains("found, no `providers` listed"), "{msg}");
+    assert!(msg.contains("OPENAI_API_KEY: set"), "{msg}");
+    assert!(msg.contains("OPENAI_BASE_URL: set to http://h/v1"), "{msg}");
+    assert!(!msg.contains("sk-secret-value"));
+}
