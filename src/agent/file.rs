@@ -1,1 +1,337 @@
-//! TODO(agent helper)
+//! One agent file → one [`AgentDef`] (SPEC §3).
+//!
+//! Owns: parsing the frontmatter YAML (with `serde_saphyr`, errors mapped to the file's
+//! own line and column), normalizing both frontmatter forms into the agent overlay
+//! (`name`/`description` under `meta`, top-level `model_role` wins), the trimmed body as
+//! the instruction, and validation: bad YAML, a bad `agents:` value or ill-typed plan
+//! keys make the agent invalid; unavailable modules and unknown keys are warnings.
+//! Does not own: which file wins (`registry`) or merging the overlay (`config::merge`).
+//!
+//! An invalid file never panics and never breaks the registry: it becomes an `AgentDef`
+//! with `errors` and an empty-object overlay.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::frontmatter::{self, FrontmatterError};
+use super::{AgentDef, AgentIssue, AgentSource};
+use crate::agent::validate;
+
+/// Where an agent's text came from, for names, messages and the resulting `AgentDef`.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentOrigin<'a> {
+    /// The file on disk; `None` for agents embedded in the binary.
+    pub path: Option<&'a Path>,
+    /// The file stem: the agent's name when the frontmatter gives none.
+    pub stem: &'a str,
+    /// The resolution tier the file belongs to.
+    pub source: AgentSource,
+    /// Bundle namespace for bundle agents.
+    pub namespace: Option<&'a str>,
+}
+
+impl AgentOrigin<'_> {
+    fn display_path(&self) -> String {
+        match self.path {
+            Some(p) => p.display().to_string(),
+            None => format!("builtin:{}", self.stem),
+        }
+    }
+}
+
+/// The file stem of `path` (lossy UTF-8), `"agent"` when it has none.
+pub fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "agent".to_string())
+}
+
+/// Reads and parses the agent file at `path`. A read error becomes an invalid agent
+/// named after the file stem (`path:0:0: cannot read …`).
+pub fn load_agent_file(path: &Path, source: AgentSource, namespace: Option<&str>) -> AgentDef {
+    let stem = file_stem(path);
+    let origin = AgentOrigin {
+        path: Some(path),
+        stem: &stem,
+        source,
+        namespace,
+    };
+    match std::fs::read(path) {
+        Ok(bytes) => parse_agent(&String::from_utf8_lossy(&bytes), &origin),
+        Err(e) => invalid(&origin, 0, 0, format!("cannot read agent file: {e}")),
+    }
+}
+
+/// An invalid agent with one error and an empty overlay.
+pub fn invalid(origin: &AgentOrigin<'_>, line: usize, column: usize, message: String) -> AgentDef {
+    let mut def = empty_def(origin);
+    def.errors.push(AgentIssue {
+        path: origin.display_path(),
+        line,
+        column,
+        message,
+    });
+    def
+}
+
+fn empty_def(origin: &AgentOrigin<'_>) -> AgentDef {
+    AgentDef {
+        name: origin.stem.to_string(),
+        namespace: origin.namespace.map(str::to_string),
+        source: origin.source,
+        path: origin.path.map(Path::to_path_buf),
+        description: String::new(),
+        instruction: String::new(),
+        overlay: Value::Object(Map::new()),
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        shadows: Vec::new(),
+    }
+}
+
+/// Parses agent file `text` (frontmatter + Markdown body). Never panics.
+///
+/// The overlay holds every frontmatter key, with `name` and `description` moved under
+/// `meta`, plan keys found only under `meta` (`model_role`, `agents`, `tools`, …) lifted
+/// to the top level, and the trimmed body as `instruction` (omitted when empty).
+pub fn parse_agent(text: &str, origin: &AgentOrigin<'_>) -> AgentDef {
+    let fm = match frontmatter::split(text) {
+        Ok(fm) => fm,
+        Err(e @ FrontmatterError::Missing) => return invalid(origin, 1, 1, e.to_string()),
+        Err(e @ FrontmatterError::Unclosed { .. }) => {
+            return invalid(origin, e.line(), 1, e.to_string());
+        }
+    };
+    let instruction = fm.body.trim().to_string();
+    let front = match parse_yaml(&fm.yaml, fm.yaml_line) {
+        Ok(v) => v,
+        Err((line, column, message)) => {
+            let mut def = invalid(origin, line, column, message);
+            def.instruction = instruction;
+            return def;
+        }
+    };
+    let mut front = match front {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            let mut def = invalid(
+                origin,
+                fm.yaml_line,
+                1,
+                format!(
+                    "frontmatter must be a mapping, got {}",
+                    validate::kind(&other)
+                ),
+            );
+            def.instruction = instruction;
+            return def;
+        }
+    };
+
+    let mut def = empty_def(origin);
+    let locate = |key: &str| validate::key_position(&fm.yaml, fm.yaml_line, key);
+    let issue = |key: &str, message: String| {
+        let (line, column) = locate(key);
+        AgentIssue {
+            path: origin.display_path(),
+            line,
+            column,
+            message,
+        }
+    };
+
+    normalize(&mut front);
+    let meta = front.get("meta").and_then(Value::as_object);
+    match meta.and_then(|m| m.get("name")) {
+        Some(Value::String(n)) if !n.trim().is_empty() => def.name = n.trim().to_string(),
+        Some(Value::String(_)) | Some(Value::Null) | None => {}
+        Some(other) => def.errors.push(issue(
+            "meta",
+            format!("name: expected a string, got {}", validate::kind(other)),
+        )),
+    }
+    if let Some(reason) = validate::name_problem(&def.name) {
+        def.errors
+            .push(issue("meta", format!("name '{}': {reason}", def.name)));
+    }
+    def.description = match meta.and_then(|m| m.get("description")) {
+        Some(Value::String(d)) => d.trim().to_string(),
+        _ => String::new(),
+    };
+
+    for (key, message) in validate::check_keys(&front) {
+        def.errors.push(issue(&key, message));
+    }
+    def.warnings = validate::warnings(&front);
+
+    if !instruction.is_empty() {
+        front.insert("instruction".into(), Value::String(instruction.clone()));
+    }
+    def.instruction = match front.get("instruction") {
+        Some(Value::String(s)) => s.clone(),
+        _ => instruction,
+    };
+    if def.errors.is_empty() {
+        def.overlay = Value::Object(front);
+    }
+    def
+}
+
+/// Moves `name`/`description` under `meta` and lifts plan keys that only `meta` has.
+fn normalize(front: &mut Map<String, Value>) {
+    let mut meta = match front.shift_remove("meta") {
+        Some(Value::Object(m)) => m,
+        Some(Value::Null) | None => Map::new(),
+        Some(other) => {
+            // Not a mapping: keep it where it was; `check_keys` reports it.
+            front.insert("meta".into(), other);
+            return;
+        }
+    };
+    for key in ["name", "description"] {
+        if let Some(v) = front.shift_remove(key)
+            && !meta.contains_key(key)
+        {
+            meta.insert(key.to_string(), v);
+        }
+    }
+    for key in validate::PLAN_KEYS {
+        if !front.contains_key(*key)
+            && let Some(v) = meta.get(*key)
+        {
+            front.insert((*key).to_string(), v.clone());
+        }
+    }
+    // `meta` first: it reads best in `agent show`.
+    let rest = std::mem::take(front);
+    front.insert("meta".into(), Value::Object(meta));
+    front.extend(rest);
+}
+
+/// Parses frontmatter YAML into JSON. Errors carry the FILE's 1-based line and column
+/// (`yaml_line` is the file line of the first YAML line) and a one-line reason.
+pub fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Value, (usize, usize, String)> {
+    if yaml.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    let first = match serde_saphyr::from_str::<Value>(yaml) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    // PyYAML (Amplifier) accepts quoted scalars whose continuation lines are not
+    // indented (real agent files rely on it); retry with them indented, which does not
+    // change the value (leading blanks of continuation lines fold away).
+    if let Some(v) =
+        reindent_quoted_scalars(yaml).and_then(|fixed| serde_saphyr::from_str::<Value>(&fixed).ok())
+    {
+        return Ok(v);
+    }
+    let (line, column) = first
+        .location()
+        .map(|l| (l.line() as usize, l.column() as usize))
+        .unwrap_or((0, 0));
+    let file_line = if line == 0 {
+        yaml_line
+    } else {
+        yaml_line + line - 1
+    };
+    Err((file_line, column.max(1), yaml_message(&first)))
+}
+
+/// `yaml` with the continuation lines of multi-line quoted scalars (`key: "…` or
+/// `- "…` not closed on their line) indented past their key; `None` when there are
+/// none. Line numbers are unchanged.
+fn reindent_quoted_scalars(yaml: &str) -> Option<String> {
+    let mut out = String::with_capacity(yaml.len() + 64);
+    let mut open: Option<(char, usize)> = None; // (quote, key indent)
+    let mut changed = false;
+    for line in yaml.split_inclusive('\n') {
+        if let Some((quote, indent)) = open {
+            let text = line.trim_start_matches([' ', '\t']);
+            if line.len() - text.len() <= indent && !text.trim().is_empty() {
+                out.push_str(&" ".repeat(indent + 2));
+                out.push_str(text);
+                changed = true;
+            } else {
+                out.push_str(line);
+            }
+            if closing_quote(text, quote).is_some() {
+                open = None;
+            }
+            continue;
+        }
+        out.push_str(line);
+        let text = line.trim_start_matches(' ');
+        let mut indent = line.len() - text.len();
+        if text.starts_with("- ") {
+            indent += 2;
+        }
+        if let Some((quote, after)) = quoted_value_start(line.trim_end())
+            && closing_quote(after, quote).is_none()
+        {
+            open = Some((quote, indent));
+        }
+    }
+    changed.then_some(out)
+}
+
+/// For `key: "text…`, `- 'text…` or `- key: "…`: the quote and the text after it.
+fn quoted_value_start(line: &str) -> Option<(char, &str)> {
+    let mut rest = line.trim_start();
+    if let Some(item) = rest.strip_prefix("- ") {
+        rest = item.trim_start();
+    }
+    if !rest.starts_with(['"', '\'']) {
+        let colon = rest.find(": ")?;
+        let key = &rest[..colon];
+        if key.is_empty() || key.contains(['"', '\'', '#', '{', '[']) {
+            return None;
+        }
+        rest = rest[colon + 1..].trim_start();
+    }
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    Some((quote, &rest[1..]))
+}
+
+/// The byte index of the quote that closes a scalar opened with `quote` in `text`.
+fn closing_quote(text: &str, quote: char) -> Option<usize> {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if quote == '"' && c == '\\' {
+            chars.next();
+        } else if c == quote {
+            if quote == '\'' && chars.peek().is_some_and(|(_, n)| *n == '\'') {
+                chars.next();
+                continue;
+            }
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The error's own message on one line, without saphyr's `at line X, column Y` (the
+/// caller reports the file's position instead).
+pub fn yaml_message(e: &serde_saphyr::Error) -> String {
+    use serde_saphyr::MessageFormatter;
+    let text = serde_saphyr::UserMessageFormatter
+        .format_message(e.without_snippet())
+        .into_owned();
+    let one_line: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    if one_line.is_empty() {
+        "invalid YAML".to_string()
+    } else {
+        format!("invalid YAML: {one_line}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -2,13 +2,16 @@
 //!
 //! Owns: splitting frontmatter from body (`frontmatter`), parsing and validating one
 //! agent file into an [`AgentDef`] (`file`), the resolution tiers env → user → project →
-//! bundle with `ns:name` and shadowing (`registry`), and the debounced file watcher that
-//! rebuilds the registry and reports a diff (`watcher`). Does not own: merging an agent
-//! into a mount plan (`config::merge`) or bundles (`config::bundle`).
+//! bundle with `ns:name` and shadowing (`registry`), the validation rules shared with
+//! bundles (`validate`), the reload scheduler that coalesces change bursts and reports a
+//! diff (`reload`), and the OS file watcher feeding it (`watcher`). Does not own: merging
+//! an agent into a mount plan (`config::merge`) or bundles (`config::bundle`).
 
 pub mod file;
 pub mod frontmatter;
 pub mod registry;
+pub mod reload;
+pub mod validate;
 pub mod watcher;
 
 use std::path::PathBuf;

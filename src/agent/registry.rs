@@ -1,39 +1,249 @@
 //! The agent registry: resolution tiers, `ns:name`, shadowing (SPEC §4).
-//! CONTRACT STUB — the agent helper replaces the bodies; keep these signatures.
+//!
+//! Owns: collecting agent definitions from the four tiers — `AMPLIFIER_AGENT_<NAME>`
+//! (env) → user dir → project dir → bundle — picking the first match per name, keeping
+//! the losers as `shadows`, and `ns:name` lookups inside a bundle namespace. Does not
+//! own: parsing one file (`agent::file`), watching files (`agent::watcher`) or loading
+//! the bundle (`config::bundle`).
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::AgentDef;
+use super::file::{self, AgentOrigin};
+use super::{AgentDef, AgentSource, Shadowed};
 use crate::config::Bundle;
 use crate::paths::Paths;
+
+/// Prefix of the per-agent override variables (`AMPLIFIER_AGENT_ZEN_ARCHITECT`).
+pub const ENV_PREFIX: &str = "AMPLIFIER_AGENT_";
 
 /// Every agent visible to a session, winners only (sorted by name), each carrying the
 /// definitions it shadows. Cheap to share as `Arc<Registry>`; rebuilt whole on change.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Registry {
     agents: Vec<AgentDef>,
+    /// Every bundle agent, winner or not, for `ns:name` lookups.
+    bundle_agents: Vec<AgentDef>,
 }
 
 /// How consumers hold the live registry: the watcher sends a new one on every change.
 pub type RegistryHandle = tokio::sync::watch::Receiver<Arc<Registry>>;
 
+/// The override variable for agent `name`: upper-cased, `-` → `_`, prefixed with
+/// [`ENV_PREFIX`] (`zen-architect` → `AMPLIFIER_AGENT_ZEN_ARCHITECT`).
+pub fn env_var_name(name: &str) -> String {
+    format!("{ENV_PREFIX}{}", name.to_uppercase().replace('-', "_"))
+}
+
+/// The agent name an override variable introduces on its own: the suffix lower-cased,
+/// `_` → `-` (`AMPLIFIER_AGENT_ZEN_ARCHITECT` → `zen-architect`). `None` for other
+/// variables or an empty suffix.
+pub fn agent_name_from_var(var: &str) -> Option<String> {
+    let suffix = var.strip_prefix(ENV_PREFIX)?;
+    (!suffix.is_empty()).then(|| suffix.to_lowercase().replace('_', "-"))
+}
+
+/// Parses one agent file for `arbor agent validate PATH` (reported as a user agent).
+pub fn validate_file(path: &Path) -> AgentDef {
+    file::load_agent_file(path, AgentSource::User, None)
+}
+
+/// `*.md` files directly in `dir` (no dot-files), sorted by file name. A missing or
+/// unreadable directory is empty.
+pub fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            !name.starts_with('.')
+                && Path::new(&*name)
+                    .extension()
+                    .is_some_and(|x| x.eq_ignore_ascii_case("md"))
+        })
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+fn load_dir(dir: Option<&Path>, source: AgentSource) -> Vec<AgentDef> {
+    dir.map(agent_files_in)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| file::load_agent_file(p, source, None))
+        .collect()
+}
+
+/// Loads the file an override variable names, as agent `name`. A set variable whose
+/// file is missing gives an invalid agent (never a silent fall-through).
+fn load_env_agent(name: &str, var: &str, value: &str, cwd: &Path) -> AgentDef {
+    let path = cwd.join(value);
+    let origin = AgentOrigin {
+        path: Some(&path),
+        stem: name,
+        source: AgentSource::Env,
+        namespace: None,
+    };
+    if !path.is_file() {
+        return file::invalid(
+            &origin,
+            0,
+            0,
+            format!(
+                "{var} is set but the file {} does not exist",
+                path.display()
+            ),
+        );
+    }
+    let mut def = file::load_agent_file(&path, AgentSource::Env, None);
+    if def.name != name {
+        def.warnings.push(format!(
+            "the file names its agent '{}'; {var} selects it as '{name}'",
+            def.name
+        ));
+        def.name = name.to_string();
+    }
+    def
+}
+
 impl Registry {
     /// Builds the registry from `AMPLIFIER_AGENT_*` in `env`, the user dir, the project
     /// dir (both from `paths`) and `bundle`'s agents. Never fails: bad files become
     /// invalid entries.
+    ///
+    /// `env` is asked about the variable of every name found in any tier, and about
+    /// every `AMPLIFIER_AGENT_*` variable the process has (so an env-only agent appears
+    /// when `env` reads the process environment). For a fixed set of variables use
+    /// [`Registry::load_with_vars`].
     pub fn load(paths: &Paths, bundle: &Bundle, env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let _ = (paths, bundle, env);
-        todo!("agent helper")
+        let vars: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with(ENV_PREFIX))
+            .collect();
+        Self::build(paths, bundle, env, &vars)
+    }
+
+    /// Like [`Registry::load`], with the environment given as `(name, value)` pairs;
+    /// every `AMPLIFIER_AGENT_*` among them is scanned, so an agent that only exists as
+    /// a variable appears (name = suffix lower-cased, `_` → `-`).
+    pub fn load_with_vars(paths: &Paths, bundle: &Bundle, vars: &[(String, String)]) -> Self {
+        let lookup = |k: &str| {
+            vars.iter()
+                .rev()
+                .find(|(name, _)| name == k)
+                .map(|(_, v)| v.clone())
+        };
+        let names: Vec<String> = vars
+            .iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| k.starts_with(ENV_PREFIX))
+            .collect();
+        Self::build(paths, bundle, &lookup, &names)
+    }
+
+    fn build(
+        paths: &Paths,
+        bundle: &Bundle,
+        env: &dyn Fn(&str) -> Option<String>,
+        env_vars: &[String],
+    ) -> Self {
+        let project_dir = paths.project_agents_dir();
+        let bundle_agents: Vec<AgentDef> = bundle
+            .agent_files
+            .iter()
+            .map(|f| {
+                let origin = AgentOrigin {
+                    path: f.path.as_deref(),
+                    stem: &f.stem,
+                    source: AgentSource::Bundle,
+                    namespace: Some(&bundle.name),
+                };
+                file::parse_agent(&f.text, &origin)
+            })
+            .collect();
+        let mut by_name: BTreeMap<String, Vec<AgentDef>> = BTreeMap::new();
+        let tiers = [
+            load_dir(Some(&paths.user_agents_dir()), AgentSource::User),
+            load_dir(project_dir.as_deref(), AgentSource::Project),
+            bundle_agents.clone(),
+        ];
+        for def in tiers.into_iter().flatten() {
+            by_name.entry(def.name.clone()).or_default().push(def);
+        }
+        // Variables not covered by a tier name introduce env-only agents.
+        let covered: Vec<String> = by_name.keys().map(|n| env_var_name(n)).collect();
+        for var in env_vars {
+            if covered.contains(var) {
+                continue;
+            }
+            if let Some(name) = agent_name_from_var(var) {
+                by_name.entry(name).or_default();
+            }
+        }
+        let mut agents = Vec::with_capacity(by_name.len());
+        for (name, mut defs) in by_name {
+            let var = env_var_name(&name);
+            if let Some(value) = env(&var).filter(|v| !v.trim().is_empty()) {
+                defs.insert(0, load_env_agent(&name, &var, &value, &paths.cwd));
+            }
+            let mut iter = defs.into_iter();
+            let Some(mut winner) = iter.next() else {
+                continue;
+            };
+            winner.shadows = iter
+                .map(|d| Shadowed {
+                    source: d.source,
+                    path: d.display_path(),
+                })
+                .collect();
+            agents.push(winner);
+        }
+        Self {
+            agents,
+            bundle_agents,
+        }
+    }
+
+    /// A registry over given definitions (winners), e.g. for tests and embedders.
+    /// Sorted by name; `ns:name` finds the `Bundle`-source ones with a namespace.
+    pub fn from_defs(mut agents: Vec<AgentDef>) -> Self {
+        agents.sort_by(|a, b| a.name.cmp(&b.name));
+        let bundle_agents = agents
+            .iter()
+            .filter(|a| a.source == AgentSource::Bundle && a.namespace.is_some())
+            .cloned()
+            .collect();
+        Self {
+            agents,
+            bundle_agents,
+        }
     }
 
     /// The winning definition for `name` (`ns:name` looks only in bundle namespace `ns`).
     pub fn get(&self, name: &str) -> Option<&AgentDef> {
-        self.agents.iter().find(|a| a.name == name)
+        match name.split_once(':') {
+            Some((ns, local)) => self
+                .bundle_agents
+                .iter()
+                .find(|a| a.namespace.as_deref() == Some(ns) && a.name == local),
+            None => self.agents.iter().find(|a| a.name == name),
+        }
     }
 
     /// All winning definitions, sorted by name (valid and invalid).
     pub fn agents(&self) -> &[AgentDef] {
         &self.agents
+    }
+
+    /// Every agent of the active bundle (winner or shadowed), in bundle order.
+    pub fn bundle_agents(&self) -> &[AgentDef] {
+        &self.bundle_agents
     }
 
     /// Names of valid agents, sorted.
@@ -43,5 +253,29 @@ impl Registry {
             .filter(|a| a.is_valid())
             .map(|a| a.name.clone())
             .collect()
+    }
+
+    /// Winning definitions that are invalid.
+    pub fn invalid(&self) -> impl Iterator<Item = &AgentDef> {
+        self.agents.iter().filter(|a| !a.is_valid())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_round_trip() {
+        assert_eq!(
+            env_var_name("zen-architect"),
+            "AMPLIFIER_AGENT_ZEN_ARCHITECT"
+        );
+        assert_eq!(
+            agent_name_from_var("AMPLIFIER_AGENT_ZEN_ARCHITECT").as_deref(),
+            Some("zen-architect")
+        );
+        assert_eq!(agent_name_from_var("AMPLIFIER_AGENT_"), None);
+        assert_eq!(agent_name_from_var("HOME"), None);
     }
 }

@@ -1,9 +1,20 @@
-//! Bundles (SPEC §5). CONTRACT STUB — the config helper replaces the bodies; keep these
-//! signatures.
+//! Bundles (SPEC §5): a root mount plan plus a set of agent files.
+//!
+//! Owns: loading `bundle.md` (YAML frontmatter + body = root instruction) and `.yaml` /
+//! `.yml` bundles (keys `bundle{name,version,description}`, `session`, `providers`,
+//! `tools`, `hooks`, `spawn`, `agents`; other keys pass through), collecting the agent
+//! files in `agents/*.md` beside the bundle file, and arbor's built-in bundle embedded
+//! from the repo's `agents/` directory. Remote `includes:` are reported, never fetched.
+//! Does not own: parsing agent files (`agent::file`) or merging (`config::merge`).
 
 use std::path::{Path, PathBuf};
 
+use serde_json::{Map, Value};
+
 use super::mount_plan::MountPlan;
+use crate::agent::frontmatter::{self, FrontmatterError};
+use crate::agent::registry::agent_files_in;
+use crate::agent::{file, validate};
 
 /// An agent file belonging to a bundle: on disk, or embedded in the binary.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,15 +61,243 @@ pub enum BundleError {
     },
 }
 
+/// The built-in bundle file, embedded.
+const BUILTIN_BUNDLE: &str = include_str!("../../agents/bundle.md");
+
+/// The built-in agents as `(file stem, text)`, embedded.
+pub const BUILTIN_AGENTS: &[(&str, &str)] = &[
+    ("explorer", include_str!("../../agents/explorer.md")),
+    ("implementer", include_str!("../../agents/implementer.md")),
+    ("researcher", include_str!("../../agents/researcher.md")),
+    ("reviewer", include_str!("../../agents/reviewer.md")),
+    (
+        "zen-architect",
+        include_str!("../../agents/zen-architect.md"),
+    ),
+];
+
+/// Keys of a bundle file that describe the bundle itself, not the mount plan.
+const BUNDLE_ONLY_KEYS: &[&str] = &["bundle", "meta", "includes"];
+
 impl Bundle {
     /// arbor's built-in bundle (`agents/bundle.md` + `agents/*.md`, embedded).
+    ///
+    /// Never fails: if the embedded file could not be parsed (a build defect a test
+    /// guards against), the result is an empty `arbor` bundle carrying the error as a
+    /// warning.
     pub fn builtin() -> Self {
-        todo!("config helper")
+        let path = PathBuf::from("builtin:bundle.md");
+        let mut bundle = match parse_markdown(BUILTIN_BUNDLE, &path, "arbor") {
+            Ok(b) => b,
+            Err(e) => Self {
+                name: "arbor".into(),
+                version: None,
+                description: None,
+                path: None,
+                mount_plan: MountPlan::new(),
+                agent_files: Vec::new(),
+                warnings: vec![e.to_string()],
+            },
+        };
+        bundle.path = None;
+        bundle.agent_files = BUILTIN_AGENTS
+            .iter()
+            .map(|(stem, text)| BundleAgentFile {
+                stem: (*stem).to_string(),
+                path: None,
+                text: (*text).to_string(),
+            })
+            .collect();
+        bundle
     }
 
-    /// Loads a `bundle.md` or `.yaml` bundle from disk.
+    /// Loads a `bundle.md` or `.yaml`/`.yml` bundle from disk (a directory means its
+    /// `bundle.md`, else `bundle.yaml`), with the agent files in `agents/*.md` beside it.
+    ///
+    /// Errors: [`BundleError::Read`] when the file cannot be read;
+    /// [`BundleError::Parse`] (file line and column) for a missing frontmatter, bad YAML,
+    /// a non-mapping document or a bad `agents:` value.
     pub fn load(path: &Path) -> Result<Self, BundleError> {
-        let _ = path;
-        todo!("config helper")
+        let path = resolve_bundle_file(path);
+        let text = std::fs::read(&path)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|source| BundleError::Read {
+                path: path.clone(),
+                source,
+            })?;
+        let fallback = default_name(&path);
+        let is_markdown = path
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case("md"));
+        let mut bundle = if is_markdown {
+            parse_markdown(&text, &path, &fallback)?
+        } else {
+            parse_document(&text, "", 1, &path, &fallback)?
+        };
+        bundle.path = Some(path.clone());
+        let dir = path.parent().unwrap_or(Path::new("."));
+        bundle.agent_files = agent_files_in(&dir.join("agents"))
+            .into_iter()
+            .filter_map(|p| {
+                let text = std::fs::read(&p).ok()?;
+                Some(BundleAgentFile {
+                    stem: file::file_stem(&p),
+                    path: Some(p),
+                    text: String::from_utf8_lossy(&text).into_owned(),
+                })
+            })
+            .collect();
+        Ok(bundle)
     }
 }
+
+/// `path`, or for a directory its `bundle.md` / `bundle.yaml` / `bundle.yml`.
+fn resolve_bundle_file(path: &Path) -> PathBuf {
+    if !path.is_dir() {
+        return path.to_path_buf();
+    }
+    ["bundle.md", "bundle.yaml", "bundle.yml"]
+        .iter()
+        .map(|n| path.join(n))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| path.join("bundle.md"))
+}
+
+/// The name used when a bundle declares none: the directory for `bundle.*` files,
+/// else the file stem.
+fn default_name(path: &Path) -> String {
+    let stem = file::file_stem(path);
+    if stem == "bundle"
+        && let Some(dir) = path.parent().and_then(Path::file_name)
+    {
+        return dir.to_string_lossy().into_owned();
+    }
+    stem
+}
+
+fn parse_error(path: &Path, line: usize, column: usize, message: String) -> BundleError {
+    BundleError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+fn parse_markdown(text: &str, path: &Path, fallback: &str) -> Result<Bundle, BundleError> {
+    let fm = frontmatter::split(text).map_err(|e| match e {
+        FrontmatterError::Missing | FrontmatterError::Unclosed { .. } => {
+            parse_error(path, e.line(), 1, e.to_string())
+        }
+    })?;
+    parse_document(&fm.yaml, fm.body.trim(), fm.yaml_line, path, fallback)
+}
+
+/// Builds a bundle from its YAML (`yaml_line` = file line of its first line) and body.
+fn parse_document(
+    yaml: &str,
+    body: &str,
+    yaml_line: usize,
+    path: &Path,
+    fallback: &str,
+) -> Result<Bundle, BundleError> {
+    let doc = file::parse_yaml(yaml, yaml_line)
+        .map_err(|(line, column, message)| parse_error(path, line, column, message))?;
+    let mut doc = match doc {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            return Err(parse_error(
+                path,
+                yaml_line,
+                1,
+                format!("a bundle must be a mapping, got {}", validate::kind(&other)),
+            ));
+        }
+    };
+    if let Some(message) = doc.get("agents").and_then(bundle_agents_problem) {
+        let (line, column) = validate::key_position(yaml, yaml_line, "agents");
+        return Err(parse_error(path, line, column, message));
+    }
+    let mut warnings = Vec::new();
+    let meta = doc
+        .get("bundle")
+        .or_else(|| doc.get("meta"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let text_of = |key: &str| match meta.get(key) {
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let name = match text_of("name").filter(|n| !n.is_empty()) {
+        Some(n) => n,
+        None => {
+            warnings.push(format!("bundle has no bundle.name; using '{fallback}'"));
+            fallback.to_string()
+        }
+    };
+    warnings.extend(include_warnings(doc.get("includes")));
+    warnings.extend(validate::module_warnings(&doc));
+    for key in BUNDLE_ONLY_KEYS {
+        doc.shift_remove(*key);
+    }
+    if !body.is_empty() {
+        doc.insert("instruction".into(), Value::String(body.to_string()));
+    }
+    Ok(Bundle {
+        name,
+        version: text_of("version"),
+        description: text_of("description"),
+        path: None,
+        mount_plan: MountPlan(Value::Object(doc)),
+        agent_files: Vec::new(),
+        warnings,
+    })
+}
+
+/// Bundle-level `agents:` must be `all`, `none`, a list of names, or Amplifier's
+/// roster mapping (`{include: [ns:name, …]}` and/or inline definitions).
+fn bundle_agents_problem(v: &Value) -> Option<String> {
+    match v {
+        Value::Object(m) => match m.get("include") {
+            None => None,
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => None,
+            Some(other) => Some(format!(
+                "agents.include: expected a list of names, got {}",
+                validate::kind(other)
+            )),
+        },
+        other => validate::agents_problem(other),
+    }
+}
+
+/// One warning per `includes:` entry: arbor never fetches other bundles.
+fn include_warnings(includes: Option<&Value>) -> Vec<String> {
+    let Some(includes) = includes else {
+        return Vec::new();
+    };
+    let items = match includes {
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
+    };
+    items
+        .iter()
+        .map(|item| {
+            let target = match item {
+                Value::String(s) => s.clone(),
+                Value::Object(m) => m
+                    .get("bundle")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| Value::Object(m.clone()).to_string()),
+                other => other.to_string(),
+            };
+            format!("includes not supported: {target} (not fetched)")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

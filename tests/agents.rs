@@ -1,0 +1,677 @@
+//! Agent files, the registry, bundles and hot reload against real Amplifier material
+//! (`../shared/fixtures`) and temp dirs. Never touches the real home: every `Paths`
+//! is built from a map with `AMPLIFIER_HOME`, `HOME` and `ARBOR_CONFIG` in a temp dir.
+
+// Test helpers may panic: a failed setup step is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor::agent::reload::ReloadEvent;
+use arbor::agent::watcher::{AgentEnv, WatchSpec, WatcherHandle, spawn_watcher_with};
+use arbor::agent::{AgentSource, Registry, registry::validate_file};
+use arbor::config::Bundle;
+use arbor::config::merge::merge_for_spawn;
+use arbor::paths::Paths;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+
+/// The fixtures dir, or `None` (with a note) in a clone without `../shared`.
+fn fixtures(sub: &str) -> Option<PathBuf> {
+    let p = Path::new(FIXTURES).join(sub);
+    if p.exists() {
+        Some(p)
+    } else {
+        println!("note: {} is absent; skipping", p.display());
+        None
+    }
+}
+
+/// Paths rooted in `root`: `root/home/.amplifier`, config under `root/home/.config`,
+/// current directory `root/project` (created).
+fn paths_in(root: &Path) -> Paths {
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let home = root.join("home");
+    let env = move |k: &str| match k {
+        "HOME" => Some(home.display().to_string()),
+        "AMPLIFIER_HOME" => Some(home.join(".amplifier").display().to_string()),
+        "ARBOR_CONFIG" => Some(home.join(".config/arbor/config.yaml").display().to_string()),
+        _ => None,
+    };
+    Paths::from_env_map(&env, project)
+}
+
+fn copy_md(from: &Path, to: &Path) -> usize {
+    std::fs::create_dir_all(to).unwrap();
+    let mut n = 0;
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn agent(name: &str, description: &str) -> String {
+    format!("---\nmeta:\n  name: {name}\n  description: {description}\n---\nYou are {name}.\n")
+}
+
+fn empty_bundle() -> Bundle {
+    let mut b = Bundle::builtin();
+    b.agent_files.clear();
+    b
+}
+
+fn load(paths: &Paths, bundle: &Bundle) -> Registry {
+    Registry::load_with_vars(paths, bundle, &[])
+}
+
+#[test]
+fn every_real_amplifier_agent_loads_valid() {
+    let Some(src) = fixtures("amplifier/agents") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    assert_eq!(copy_md(&src, &paths.user_agents_dir()), 17);
+    let reg = load(&paths, &empty_bundle());
+    assert_eq!(reg.agents().len(), 17);
+    for a in reg.agents() {
+        assert!(a.is_valid(), "{}: {:?}", a.name, a.errors);
+        assert_eq!(a.source, AgentSource::User);
+        assert!(
+            !a.description.is_empty() && !a.instruction.is_empty(),
+            "{}",
+            a.name
+        );
+    }
+    let zen = reg.get("zen-architect").unwrap();
+    assert_eq!(zen.overlay["model_role"], json!(["reasoning", "general"]));
+    assert_eq!(
+        zen.overlay["provider_preferences"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    assert_eq!(
+        zen.overlay["provider_preferences"][0],
+        json!({"provider": "anthropic", "model": "claude-opus-*"})
+    );
+    let tools: Vec<&str> = zen.overlay["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["module"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"tool-lsp") && tools.contains(&"tool-filesystem"),
+        "{tools:?}"
+    );
+    assert!(
+        zen.warnings
+            .contains(&"unavailable module tool-lsp".to_string()),
+        "{:?}",
+        zen.warnings
+    );
+    assert!(zen.summary().starts_with("Use this agent PROACTIVELY"));
+}
+
+#[test]
+fn bundle_agent_dirs_load_valid_as_project_agents() {
+    for sub in [
+        "amplifier/bundles/anchors/agents",
+        "amplifier/bundles/build-up/agents",
+    ] {
+        let Some(src) = fixtures(sub) else { return };
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = paths_in(tmp.path());
+        let n = copy_md(&src, &paths.cwd.join(".amplifier/agents"));
+        // A nested working directory finds the nearest ancestor's `.amplifier/agents`.
+        let mut nested = paths.clone();
+        nested.cwd = paths.cwd.join("src/deep");
+        std::fs::create_dir_all(&nested.cwd).unwrap();
+        let reg = load(&nested, &empty_bundle());
+        assert_eq!(reg.agents().len(), n, "{sub}");
+        for a in reg.agents() {
+            assert!(a.is_valid(), "{sub} {}: {:?}", a.name, a.errors);
+            assert_eq!(a.source, AgentSource::Project);
+        }
+    }
+}
+
+#[test]
+fn every_fixture_bundle_loads() {
+    let Some(dir) = fixtures("amplifier/bundles") else {
+        return;
+    };
+    let cases = [
+        ("foundation-bundle.md", "foundation", 0),
+        ("minimal.yaml", "foundation-minimal", 0),
+        ("amplifier-dev.yaml", "amplifier-dev", 0),
+        ("with-anthropic.yaml", "foundation-anthropic", 0),
+        ("with-openai.yaml", "foundation-openai", 0),
+        ("anchors/bundle.md", "anchors", 6),
+    ];
+    for (file, name, agents) in cases {
+        let b = Bundle::load(&dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(b.name, name);
+        assert_eq!(b.agent_files.len(), agents, "{file}");
+        assert!(b.mount_plan.get("includes").is_none());
+    }
+    let foundation = Bundle::load(&dir.join("foundation-bundle.md")).unwrap();
+    assert!(
+        foundation
+            .mount_plan
+            .instruction()
+            .starts_with("# Foundation Bundle")
+    );
+    assert_eq!(
+        foundation.mount_plan.agents().unwrap()["include"]
+            .as_array()
+            .unwrap()
+            .len(),
+        11
+    );
+    assert!(foundation.warnings.iter().any(|w| w
+        == "includes not supported: git+https://github.com/microsoft/amplifier-bundle-recipes@main#subdirectory=behaviors/recipes.yaml (not fetched)"));
+    assert!(
+        foundation
+            .warnings
+            .contains(&"unavailable module tool-bash".to_string())
+    );
+    let minimal = Bundle::load(&dir.join("minimal.yaml")).unwrap();
+    assert_eq!(minimal.version.as_deref(), Some("1.0.0"));
+    assert_eq!(
+        minimal.mount_plan.get("session").unwrap()["orchestrator"]["module"],
+        "loop-basic"
+    );
+    // The anchors bundle's agents resolve as `anchors:name`.
+    let anchors = Bundle::load(&dir.join("anchors/bundle.md")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load(&paths_in(tmp.path()), &anchors);
+    let architect = reg.get("anchors:architect").unwrap();
+    assert!(architect.is_valid());
+    assert_eq!(architect.namespace.as_deref(), Some("anchors"));
+}
+
+#[test]
+fn builtin_bundle_agents_are_all_valid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load(&paths_in(tmp.path()), &Bundle::builtin());
+    let names = reg.valid_names();
+    for want in [
+        "explorer",
+        "implementer",
+        "researcher",
+        "reviewer",
+        "zen-architect",
+    ] {
+        assert!(names.contains(&want.to_string()), "{names:?}");
+    }
+    for a in reg.agents() {
+        assert!(
+            a.is_valid() && a.warnings.is_empty(),
+            "{}: {:?} {:?}",
+            a.name,
+            a.errors,
+            a.warnings
+        );
+        assert_eq!(a.display_path(), format!("builtin:{}", a.name));
+        let lines = a.instruction.lines().count();
+        assert!(
+            (20..=60).contains(&lines),
+            "{} has {lines} instruction lines",
+            a.name
+        );
+    }
+    assert_eq!(
+        reg.get("zen-architect").unwrap().overlay["model_role"],
+        json!(["reasoning", "general"])
+    );
+    assert_eq!(
+        reg.get("reviewer").unwrap().overlay["agents"],
+        json!("none")
+    );
+    assert_eq!(reg.get("arbor:reviewer").unwrap().name, "reviewer");
+}
+
+#[test]
+fn spawning_a_builtin_agent_from_the_builtin_root() {
+    let bundle = Bundle::builtin();
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load(&paths_in(tmp.path()), &bundle);
+    let reviewer = reg.get("reviewer").unwrap();
+    let child = merge_for_spawn(&bundle.mount_plan, &reviewer.overlay, &Value::Null);
+    assert_eq!(child.instruction(), reviewer.instruction);
+    assert_eq!(child.agents(), Some(&json!("none")));
+    assert_eq!(child.model_roles(), ["critique"]);
+    let tools: Vec<_> = child.tools().into_iter().map(|t| t.module).collect();
+    assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-task"]);
+    assert_eq!(child.max_iterations(), 50);
+}
+
+// ---- bad input: clear messages, nothing lost ----
+
+#[test]
+fn malformed_yaml_points_at_path_line_and_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    let bad = paths.user_agents_dir().join("broken.md");
+    write(
+        &bad,
+        "---\nmeta:\n  name: broken\n  description: fine\nmodel_role: fast: extra\ntools: []\n---\nBody\n",
+    );
+    write(
+        &paths.user_agents_dir().join("good.md"),
+        &agent("good", "ok"),
+    );
+    let reg = load(&paths, &empty_bundle());
+    assert_eq!(reg.valid_names(), ["good"]);
+    let broken = reg.get("broken").unwrap();
+    let e = &broken.errors[0];
+    let shown = e.to_string();
+    // Line 5 of the file (the YAML's line 4) holds the stray `:` at column 17.
+    assert_eq!(
+        shown,
+        format!(
+            "{}:5:17: invalid YAML: mapping values are not allowed in this context",
+            bad.display()
+        )
+    );
+    assert_eq!(broken.overlay, json!({}));
+}
+
+#[test]
+fn missing_closing_delimiter_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("open.md");
+    write(&p, "---\nmeta:\n  name: open\nBody but no closing line\n");
+    let def = validate_file(&p);
+    assert!(!def.is_valid());
+    assert_eq!(def.errors[0].line, 1);
+    assert!(
+        def.errors[0]
+            .message
+            .contains("never closed with a '---' line"),
+        "{}",
+        def.errors[0]
+    );
+}
+
+#[test]
+fn agents_maybe_is_invalid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("maybe.md");
+    write(&p, "---\nmeta:\n  name: maybe\nagents: maybe\n---\nBody\n");
+    let def = validate_file(&p);
+    assert_eq!(
+        def.errors[0].to_string(),
+        format!(
+            "{}:4:9: agents: expected all, none or a list of names, got 'maybe'",
+            p.display()
+        )
+    );
+}
+
+#[test]
+fn env_override_to_a_missing_file_is_an_error_on_that_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    write(
+        &paths.user_agents_dir().join("zen-architect.md"),
+        &agent("zen-architect", "user copy"),
+    );
+    let vars = [(
+        "AMPLIFIER_AGENT_ZEN_ARCHITECT".to_string(),
+        "/nonexistent/zen.md".to_string(),
+    )];
+    let reg = Registry::load_with_vars(&paths, &empty_bundle(), &vars);
+    let zen = reg.get("zen-architect").unwrap();
+    assert_eq!(zen.source, AgentSource::Env);
+    assert!(!zen.is_valid());
+    assert!(zen.errors[0].message.contains(
+        "AMPLIFIER_AGENT_ZEN_ARCHITECT is set but the file /nonexistent/zen.md does not exist"
+    ));
+    assert_eq!(zen.shadows[0].source, AgentSource::User);
+    // The same through `load` with a lookup function.
+    let env =
+        |k: &str| (k == "AMPLIFIER_AGENT_ZEN_ARCHITECT").then(|| "/nonexistent/zen.md".to_string());
+    let reg = Registry::load(&paths, &empty_bundle(), &env);
+    assert!(!reg.get("zen-architect").unwrap().is_valid());
+}
+
+#[test]
+fn env_override_wins_and_env_only_agents_appear() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    write(
+        &paths.user_agents_dir().join("zen-architect.md"),
+        &agent("zen-architect", "user copy"),
+    );
+    let over = tmp.path().join("elsewhere/zen.md");
+    write(&over, &agent("zen-architect", "env copy"));
+    let solo = tmp.path().join("elsewhere/solo.md");
+    write(&solo, &agent("whatever", "solo"));
+    let vars = [
+        (
+            "AMPLIFIER_AGENT_ZEN_ARCHITECT".to_string(),
+            over.display().to_string(),
+        ),
+        (
+            "AMPLIFIER_AGENT_MY_HELPER".to_string(),
+            solo.display().to_string(),
+        ),
+        ("UNRELATED".to_string(), "x".to_string()),
+    ];
+    let reg = Registry::load_with_vars(&paths, &empty_bundle(), &vars);
+    let zen = reg.get("zen-architect").unwrap();
+    assert_eq!(
+        (zen.source, zen.description.as_str()),
+        (AgentSource::Env, "env copy")
+    );
+    let helper = reg.get("my-helper").unwrap();
+    assert!(helper.is_valid());
+    assert_eq!(helper.description, "solo");
+    assert!(helper.warnings[0].contains("selects it as 'my-helper'"));
+    assert_eq!(reg.valid_names(), ["my-helper", "zen-architect"]);
+}
+
+#[test]
+fn two_hundred_files_twenty_broken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    let dir = paths.user_agents_dir();
+    for i in 0..200 {
+        let text = if i % 10 == 3 {
+            format!("---\nmeta:\n  name: agent-{i:03}\n  description: [broken\n---\nBody\n")
+        } else {
+            agent(&format!("agent-{i:03}"), &format!("number {i}"))
+        };
+        write(&dir.join(format!("agent-{i:03}.md")), &text);
+    }
+    let reg = load(&paths, &empty_bundle());
+    assert_eq!(reg.agents().len(), 200);
+    assert_eq!(reg.valid_names().len(), 180);
+    let invalid: Vec<_> = reg.invalid().collect();
+    assert_eq!(invalid.len(), 20);
+    for a in invalid {
+        let e = &a.errors[0];
+        assert!(
+            e.path.ends_with(&format!("{}.md", a.name)) && e.line >= 4 && e.column >= 1,
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn unknown_agents_are_not_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load(&paths_in(tmp.path()), &Bundle::builtin());
+    assert!(reg.get("no-such-agent").is_none());
+    assert!(reg.get("arbor:no-such-agent").is_none());
+    assert!(reg.get("other:reviewer").is_none());
+    assert!(reg.get("").is_none());
+}
+
+// ---- resolution ----
+
+#[test]
+fn user_beats_project_beats_bundle_and_shadows_are_kept_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    write(
+        &paths.user_agents_dir().join("reviewer.md"),
+        &agent("reviewer", "user"),
+    );
+    write(
+        &paths.cwd.join(".amplifier/agents/reviewer.md"),
+        &agent("reviewer", "project"),
+    );
+    let reg = load(&paths, &Bundle::builtin());
+    let r = reg.get("reviewer").unwrap();
+    assert_eq!(
+        (r.source, r.description.as_str()),
+        (AgentSource::User, "user")
+    );
+    let shadows: Vec<_> = r
+        .shadows
+        .iter()
+        .map(|s| (s.source, s.path.clone()))
+        .collect();
+    assert_eq!(
+        shadows,
+        [
+            (
+                AgentSource::Project,
+                paths
+                    .cwd
+                    .join(".amplifier/agents/reviewer.md")
+                    .display()
+                    .to_string()
+            ),
+            (AgentSource::Bundle, "builtin:reviewer".to_string()),
+        ]
+    );
+    // `ns:name` still reaches the bundle's own definition.
+    let bundled = reg.get("arbor:reviewer").unwrap();
+    assert_eq!(bundled.source, AgentSource::Bundle);
+    assert!(bundled.description.contains("Critically reviews"));
+    // Winners are sorted by name.
+    let names: Vec<_> = reg.agents().iter().map(|a| a.name.clone()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+}
+
+// ---- hot reload on a real filesystem (real notify; bounded waits, no fixed sleeps) ----
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn watch(paths: &Paths) -> WatcherHandle {
+    let bundle = Arc::new(empty_bundle());
+    let registry = Arc::new(load(paths, &bundle));
+    spawn_watcher_with(WatchSpec {
+        paths: paths.clone(),
+        bundle_path: None,
+        env: AgentEnv::Vars(Arc::from(Vec::new())),
+        bundle,
+        registry,
+    })
+    .unwrap()
+}
+
+/// Waits (bounded) for an event after which `done(event, registry)` holds.
+async fn wait_for(
+    h: &mut WatcherHandle,
+    what: &str,
+    done: impl Fn(&ReloadEvent, &Registry) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, h.reloads.recv()).await {
+            Ok(Some(e)) => {
+                let reg = h.registry.borrow().clone();
+                if done(&e, &reg) {
+                    return;
+                }
+            }
+            Ok(None) => panic!("watcher stopped while waiting for {what}"),
+            Err(_) => panic!("timed out waiting for {what}"),
+        }
+    }
+}
+
+fn description(reg: &Registry, name: &str) -> Option<String> {
+    reg.get(name).map(|a| a.description.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_and_editor_save_patterns_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    let dir = paths.user_agents_dir();
+    let file = dir.join("alpha.md");
+    write(&file, &agent("alpha", "v1"));
+    let mut h = watch(&paths);
+
+    write(&file, &agent("alpha", "v2"));
+    wait_for(&mut h, "in-place edit", |e, reg| {
+        matches!(e, ReloadEvent::Agents(d) if d.changed == ["alpha"])
+            && description(reg, "alpha").as_deref() == Some("v2")
+    })
+    .await;
+
+    let temp = dir.join(".alpha.md.tmp");
+    write(&temp, &agent("alpha", "v3"));
+    std::fs::rename(&temp, &file).unwrap();
+    wait_for(&mut h, "write-temp-then-rename", |e, reg| {
+        matches!(e, ReloadEvent::Agents(d) if d.changed == ["alpha"])
+            && description(reg, "alpha").as_deref() == Some("v3")
+    })
+    .await;
+
+    std::fs::remove_file(&file).unwrap();
+    write(&file, &agent("alpha", "v4"));
+    wait_for(&mut h, "delete-then-create", |_, reg| {
+        description(reg, "alpha").as_deref() == Some("v4")
+    })
+    .await;
+
+    write(
+        &file,
+        "---\nmeta:\n  name: alpha\nagents: maybe\n---\nBody\n",
+    );
+    wait_for(
+        &mut h,
+        "now invalid",
+        |e, _| matches!(e, ReloadEvent::Agents(d) if d.now_invalid == ["alpha"]),
+    )
+    .await;
+
+    write(&dir.join("beta.md"), &agent("beta", "b"));
+    wait_for(
+        &mut h,
+        "added",
+        |e, _| matches!(e, ReloadEvent::Agents(d) if d.added == ["beta"]),
+    )
+    .await;
+    std::fs::remove_file(dir.join("beta.md")).unwrap();
+    wait_for(
+        &mut h,
+        "removed",
+        |e, _| matches!(e, ReloadEvent::Agents(d) if d.removed == ["beta"]),
+    )
+    .await;
+
+    write(&paths.config_file, "theme: dark\n");
+    wait_for(&mut h, "config change", |e, _| {
+        *e == ReloadEvent::ConfigChanged
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_directories_created_after_start_are_picked_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    assert!(!paths.user_agents_dir().exists());
+    let mut h = watch(&paths);
+
+    write(
+        &paths.user_agents_dir().join("late-user.md"),
+        &agent("late-user", "u"),
+    );
+    wait_for(
+        &mut h,
+        "user agent in a new dir",
+        |e, _| matches!(e, ReloadEvent::Agents(d) if d.added == ["late-user"]),
+    )
+    .await;
+
+    write(
+        &paths.cwd.join(".amplifier/agents/late-project.md"),
+        &agent("late-project", "p"),
+    );
+    wait_for(&mut h, "project agent in a new dir", |e, reg| {
+        matches!(e, ReloadEvent::Agents(d) if d.added == ["late-project"])
+            && reg
+                .get("late-project")
+                .is_some_and(|a| a.source == AgentSource::Project)
+    })
+    .await;
+
+    // The new directory itself is now watched: a later edit is seen too.
+    write(
+        &paths.cwd.join(".amplifier/agents/late-project.md"),
+        &agent("late-project", "p2"),
+    );
+    wait_for(&mut h, "edit in the new dir", |_, reg| {
+        description(reg, "late-project").as_deref() == Some("p2")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundle_file_changes_reload_the_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = paths_in(tmp.path());
+    let bundle_file = tmp.path().join("mybundle/bundle.md");
+    write(&bundle_file, "---\nbundle: {name: mine}\n---\nRoot v1\n");
+    write(
+        &tmp.path().join("mybundle/agents/helper.md"),
+        &agent("helper", "h1"),
+    );
+    let bundle = Arc::new(Bundle::load(&bundle_file).unwrap());
+    let registry = Arc::new(load(&paths, &bundle));
+    assert_eq!(registry.get("mine:helper").unwrap().description, "h1");
+    let mut h = spawn_watcher_with(WatchSpec {
+        paths: paths.clone(),
+        bundle_path: Some(bundle_file.clone()),
+        env: AgentEnv::Vars(Arc::from(Vec::new())),
+        bundle,
+        registry,
+    })
+    .unwrap();
+
+    write(&bundle_file, "---\nbundle: {name: mine}\n---\nRoot v2\n");
+    wait_for(&mut h, "bundle change", |e, _| {
+        matches!(e, ReloadEvent::BundleChanged { .. })
+    })
+    .await;
+    assert_eq!(h.bundle.borrow().mount_plan.instruction(), "Root v2");
+
+    write(
+        &tmp.path().join("mybundle/agents/helper.md"),
+        &agent("helper", "h2"),
+    );
+    wait_for(&mut h, "bundle agent change", |e, reg| {
+        matches!(e, ReloadEvent::Agents(d) if d.changed == ["helper"])
+            && description(reg, "mine:helper").as_deref() == Some("h2")
+    })
+    .await;
+
+    write(
+        &bundle_file,
+        "---\nbundle: {name: mine}\nagents: maybe\n---\nRoot v3\n",
+    );
+    wait_for(
+        &mut h,
+        "bundle error",
+        |e, _| matches!(e, ReloadEvent::BundleInvalid { message } if message.contains("'maybe'")),
+    )
+    .await;
+    assert_eq!(h.bundle.borrow().mount_plan.instruction(), "Root v2");
+}
