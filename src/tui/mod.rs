@@ -1,1 +1,190 @@
-//! The full-screen TUI. TODO(tui helper)
+//! The full-screen TUI (SPEC §13): session tree, chat pane, composer, status bar,
+//! agent browser and help overlays.
+//!
+//! Entry point: [`run`]`(runtime, options)`. `main`/`cli` builds [`TuiOptions`]:
+//!
+//! ```ignore
+//! let options = arbor::tui::TuiOptions {
+//!     open_session: cli.resume.clone(),            // --resume ID (id or prefix)
+//!     continue_last: cli.continue_,                // --continue
+//!     agent: cli.agent.clone(),                    // --agent NAME
+//!     theme: cli.theme.clone().or(config.theme.clone()),
+//!     provider_label: runtime.provider_label().map_err(|e| e.to_string()),
+//!     store: runtime.store().clone(),
+//!     registry: watcher.registry.clone(),
+//!     reloads: Some(watcher.reloads),              // or None without a watcher
+//!     keymap: config.keymap.clone(),
+//!     paths: paths.clone(),
+//!     no_color: arbor::tui::no_color_from_env(),
+//! };
+//! arbor::tui::run(runtime, options).await?;
+//! ```
+//!
+//! Architecture (STYLE.md): the [`App`] is the single writer of UI state; inputs are
+//! [`AppEvent`]s; requests to the engine leave as [`EngineCommand`]s that the run loop
+//! executes against the `Runtime` in spawned tasks (`executor`). Views (`views/`) are
+//! pure. The keymap (`keymap`) and theme (`theme`) are data. Frames are drawn on
+//! demand, coalesced and capped at ~60 fps (`frame`). Terminal modes and the panic
+//! hook live in `terminal`.
+//!
+//! Submitting while the open thread's turn is running is refused with a note (the
+//! text stays in the composer); Esc cancels the running turn.
+//!
+//! Does not own: the engine, the store, the registry or the watcher — it consumes
+//! them. It never prints to stdout/stderr; logging goes through `tracing`.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod app;
+pub mod app_event;
+pub mod clock;
+pub mod composer;
+pub mod executor;
+pub mod frame;
+pub mod host;
+mod key;
+pub mod keymap;
+pub mod markdown;
+pub mod runloop;
+pub mod state;
+pub mod terminal;
+pub mod theme;
+pub mod views;
+pub mod wrap;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+pub use app::{App, AppOptions, Focus, Overlay};
+pub use app_event::{AppEvent, EngineCommand, KeyOutcome, UiAction};
+pub use terminal::install_panic_hook;
+
+use crate::agent::registry::RegistryHandle;
+use crate::agent::reload::ReloadEvent;
+use crate::engine::Runtime;
+use crate::paths::Paths;
+use crate::session::SessionStore;
+
+/// Everything [`run`] needs besides the runtime.
+pub struct TuiOptions {
+    /// `--resume ID`: open this session (full id or unambiguous prefix) at start.
+    pub open_session: Option<String>,
+    /// `--continue`: open the most recent root session of this project.
+    pub continue_last: bool,
+    /// `--agent NAME`: the agent of new root sessions (bundle root agent when `None`).
+    pub agent: Option<String>,
+    /// Theme name (`--theme`, else config `theme:`); `dark` when `None`.
+    pub theme: Option<String>,
+    /// `Ok("provider/model")` for the status bar, or `Err(no-provider text)` (the
+    /// `EngineError::NoProvider` message) shown in a warning banner.
+    pub provider_label: Result<String, String>,
+    /// This project's session store (listing and loading transcripts).
+    pub store: SessionStore,
+    /// The live registry (the watcher updates it).
+    pub registry: RegistryHandle,
+    /// Watcher events (bundle/config/theme changes); `None` without a watcher.
+    pub reloads: Option<mpsc::UnboundedReceiver<ReloadEvent>>,
+    /// Config `keymap:` overrides (see [`keymap`]).
+    pub keymap: Map<String, Value>,
+    /// For `themes_dir` (user themes).
+    pub paths: Paths,
+    /// Drop colours (`NO_COLOR`); see [`no_color_from_env`].
+    pub no_color: bool,
+}
+
+/// Why the TUI could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(transparent)]
+    Keymap(#[from] keymap::KeymapError),
+    #[error(transparent)]
+    Theme(#[from] theme::ThemeError),
+    #[error("terminal: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Whether `NO_COLOR` is set to a non-empty value (no-color.org).
+pub fn no_color_from_env() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Runs the TUI until the user quits (Ctrl+C twice) or a termination signal arrives.
+/// The terminal is restored on return, on error and on panic.
+///
+/// Errors: a keymap conflict or unknown theme (before the terminal is touched), or a
+/// terminal I/O error.
+pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiError> {
+    let keymap = keymap::Keymap::with_overrides(&options.keymap)?;
+    let theme = theme::Theme::load(
+        options.theme.as_deref(),
+        &options.paths.themes_dir,
+        options.no_color,
+    )?;
+    let bus = runtime.bus().subscribe();
+    let (commands_tx, commands) = mpsc::unbounded_channel();
+    let (results_tx, results) = mpsc::unbounded_channel();
+    let mut registry = options.registry;
+    let registry_now = registry.borrow_and_update().clone();
+    let mut app = App::new(
+        AppOptions {
+            theme,
+            theme_source: Some(app::ThemeSource {
+                name: options.theme.clone(),
+                dir: options.paths.themes_dir.clone(),
+                no_color: options.no_color,
+            }),
+            keymap,
+            clock: clock::Clock::system(),
+            provider_label: options.provider_label,
+            registry: registry_now,
+            agent: options.agent,
+            open_session: options.open_session,
+            continue_last: options.continue_last,
+        },
+        commands_tx,
+    );
+    spawn_signal_listener(results_tx.clone());
+    let channels = runloop::Channels {
+        commands,
+        results_tx,
+        results,
+        bus: Some(bus),
+        registry: Some(registry),
+        reloads: options.reloads,
+    };
+    let executor = executor::RuntimeExecutor {
+        runtime,
+        store: options.store,
+    };
+    install_panic_hook();
+    let mut tui = terminal::setup()?;
+    let input = host::PausableInput::new();
+    let mut host = input.host();
+    let result = runloop::run_app(&mut tui, &mut app, input, channels, &executor, &mut host).await;
+    let restored = terminal::restore();
+    result?;
+    restored.map_err(TuiError::Io)
+}
+
+/// SIGTERM / SIGHUP end the TUI cleanly (terminal restored).
+fn spawn_signal_listener(tx: mpsc::UnboundedSender<AppEvent>) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        let _ = tx.send(AppEvent::Shutdown);
+    });
+    #[cfg(not(unix))]
+    drop(tx);
+}

@@ -1,0 +1,228 @@
+//! Engine-side inputs → state: bus events, command results, registry reloads, the
+//! editor returning.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{App, ThemeSource};
+use crate::agent::Registry;
+use crate::agent::reload::{RegistryDiff, ReloadEvent};
+use crate::engine::TurnOutcome;
+use crate::session::events::names;
+use crate::session::{Event, LoadedSession, Metadata, SessionStatus};
+use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
+use crate::tui::state::tree::parse_status;
+use crate::tui::theme::Theme;
+
+impl App {
+    pub(super) fn on_engine_event(&mut self, event: &Event) {
+        self.tree.apply(event);
+        let Some(thread) = &mut self.thread else {
+            return;
+        };
+        // A new root we are waiting for: adopt it on its start event.
+        if thread.awaiting_root
+            && thread.session_id.is_none()
+            && event.event == names::SESSION_START
+            && event.parent_id.is_none()
+        {
+            thread.session_id = Some(event.session_id.clone());
+            thread.awaiting_root = false;
+            self.tree.reveal(&event.session_id);
+        }
+        if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
+            thread.apply_event(event, &self.theme);
+            if matches!(event.event.as_str(), names::SESSION_STATUS)
+                && event
+                    .data
+                    .get("status")
+                    .and_then(|s| s.as_str())
+                    .and_then(parse_status)
+                    .is_some_and(|s| s != SessionStatus::Running)
+            {
+                thread.turn_in_flight = false;
+            }
+        } else if matches!(
+            event.event.as_str(),
+            names::SESSION_STATUS | names::ORCHESTRATOR_COMPLETE
+        ) && thread.has_child(&event.session_id)
+            && let Some(status) = event
+                .data
+                .get("status")
+                .and_then(|s| s.as_str())
+                .and_then(parse_status)
+        {
+            thread.set_child_status(&event.session_id, status);
+        }
+    }
+
+    pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, String>) {
+        match result {
+            Ok(list) => {
+                self.tree.load(&list);
+                if std::mem::take(&mut self.continue_last) {
+                    match self.tree.latest_root().map(str::to_string) {
+                        Some(id) => self.open_thread(&id),
+                        None => self.set_note("no session to continue in this project", true),
+                    }
+                }
+            }
+            Err(e) => self.set_note(format!("cannot list sessions: {e}"), true),
+        }
+    }
+
+    pub(super) fn on_transcript(
+        &mut self,
+        requested: &str,
+        result: Result<Box<LoadedSession>, String>,
+    ) {
+        let Some(thread) = &mut self.thread else {
+            return;
+        };
+        if !thread.loading || thread.requested.as_deref() != Some(requested) {
+            return;
+        }
+        match result {
+            Ok(loaded) => {
+                let m = &loaded.metadata;
+                self.tree.ensure(
+                    &m.session_id,
+                    m.parent_id.as_deref(),
+                    m.agent_name.as_deref(),
+                );
+                self.tree.reveal(&m.session_id);
+                thread.load(*loaded);
+            }
+            Err(message) => {
+                thread.loading = false;
+                thread.session_id = None;
+                thread.push_error(&message);
+            }
+        }
+    }
+
+    pub(super) fn on_session_created(&mut self, id: &str) {
+        self.tree.ensure(id, None, None);
+        if let Some(thread) = &mut self.thread
+            && ((thread.awaiting_root && thread.session_id.is_none())
+                || thread.session_id.as_deref() == Some(id))
+        {
+            thread.session_id = Some(id.to_string());
+            thread.awaiting_root = false;
+            if let Some(agent) = &thread.agent {
+                self.tree.ensure(id, None, Some(agent));
+            }
+            self.tree.reveal(id);
+        }
+    }
+
+    pub(super) fn on_turn_finished(&mut self, outcome: TurnOutcome) {
+        self.tree
+            .set_status(&outcome.session_id, outcome.status, self.clock.now());
+        let Some(thread) = &mut self.thread else {
+            return;
+        };
+        if thread.session_id.as_deref() != Some(outcome.session_id.as_str()) {
+            return;
+        }
+        thread.turn_in_flight = false;
+        match outcome.status {
+            SessionStatus::Failed => {
+                thread.push_error(outcome.error.as_deref().unwrap_or("the turn failed"));
+            }
+            SessionStatus::Cancelled => thread.push_notice("turn cancelled"),
+            _ => thread.finalize_stream(),
+        }
+    }
+
+    pub(super) fn on_command_failed(&mut self, session_id: Option<String>, message: &str) {
+        let Some(thread) = &mut self.thread else {
+            self.set_note(message.to_string(), true);
+            return;
+        };
+        let ours = match &session_id {
+            Some(id) => thread.session_id.as_deref() == Some(id.as_str()),
+            None => thread.awaiting_root || thread.session_id.is_none(),
+        };
+        if ours {
+            thread.awaiting_root = false;
+            thread.turn_in_flight = false;
+            thread.push_error(message);
+        } else {
+            self.set_note(message.to_string(), true);
+        }
+    }
+
+    pub(super) fn on_registry(&mut self, registry: Arc<Registry>) {
+        let diff = RegistryDiff::between(&self.registry, &registry);
+        self.registry = registry;
+        if !diff.is_empty() {
+            let until = self.clock.now() + jiff::SignedDuration::from_millis(RELOAD_MARK_MS);
+            self.reload_mark = Some(ReloadMark { diff, until });
+        }
+    }
+
+    /// A watcher event other than the registry itself (which arrives on the registry
+    /// channel as `AppEvent::RegistryReloaded`).
+    pub(super) fn on_reload_event(&mut self, event: ReloadEvent) {
+        match event {
+            // The registry channel already carried the new registry; its diff is ours.
+            ReloadEvent::Agents(_) => {}
+            ReloadEvent::BundleChanged { warnings } => {
+                let extra = warnings
+                    .first()
+                    .map(|w| format!(" ({w})"))
+                    .unwrap_or_default();
+                self.set_note(format!("↻ bundle reloaded{extra}"), !warnings.is_empty());
+            }
+            ReloadEvent::BundleInvalid { message } => {
+                self.set_note(format!("bundle not reloaded: {message}"), true);
+            }
+            ReloadEvent::ConfigChanged => {
+                self.set_note(
+                    "config changed; restart arbor to apply keymap and providers",
+                    false,
+                );
+            }
+            ReloadEvent::ThemeChanged => self.reload_theme(),
+        }
+    }
+
+    fn reload_theme(&mut self) {
+        let Some(ThemeSource {
+            name,
+            dir,
+            no_color,
+        }) = self.theme_source.clone()
+        else {
+            return;
+        };
+        match Theme::load(name.as_deref(), &dir, no_color) {
+            Ok(theme) => {
+                self.theme = theme;
+                if let Some(t) = &mut self.thread {
+                    t.cells.iter_mut().for_each(|c| c.invalidate());
+                }
+                self.refresh_placeholder();
+                self.set_note("↻ theme reloaded", false);
+            }
+            Err(e) => self.set_note(e.to_string(), true),
+        }
+    }
+
+    pub(super) fn on_editor_finished(&mut self, path: &Path, result: Result<(), String>) {
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_default();
+        match result {
+            Ok(()) => self.set_note(format!("edited {file}; waiting for reload"), false),
+            Err(e) => self.set_note(format!("editor failed: {e}"), true),
+        }
+    }
+
+    /// The reload summary line, while the mark is visible.
+    pub fn reload_text(&self) -> Option<String> {
+        self.reload_mark.as_ref().map(|m| reload_summary(&m.diff))
+    }
+}

@@ -1,0 +1,336 @@
+//! Terminal input → state changes: key dispatch through the keymap, mouse, paste, and
+//! the [`UiAction`]s widgets emit.
+
+use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+
+use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
+use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
+use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::state::thread::Thread;
+
+impl App {
+    pub(super) fn on_input(&mut self, event: Event) {
+        match event {
+            Event::Key(key) => self.on_key(key),
+            Event::Paste(text) => self.on_paste(&text),
+            Event::Mouse(m) => self.on_mouse(m),
+            _ => {}
+        }
+    }
+
+    fn context(&self) -> Context {
+        match (self.overlay, self.focus) {
+            (Overlay::Help, _) => Context::Help,
+            (Overlay::Browser, _) => Context::Browser,
+            (Overlay::None, Focus::Tree) => Context::Tree,
+            (Overlay::None, Focus::Chat) => Context::Chat,
+            (Overlay::None, Focus::Composer) => Context::Composer,
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        let Some(binding) = KeyBinding::from_event(&key) else {
+            return;
+        };
+        let context = self.context();
+        if context == Context::Browser && self.browser.filtering && self.filter_key(&key, &binding)
+        {
+            return;
+        }
+        let action = self.keymap.resolve(context, &binding);
+        if context == Context::Composer
+            && matches!(action, None | Some(Action::Submit | Action::Newline))
+        {
+            if let KeyOutcome::Emit(a) = self.composer.handle_key(key, action) {
+                self.apply(a);
+            }
+            return;
+        }
+        match action {
+            Some(action) => self.act(action),
+            None if matches!(context, Context::Chat | Context::Tree) && binding.is_text() => {
+                // Typing while reading goes to the composer.
+                self.focus = Focus::Composer;
+                self.composer.handle_key(key, None);
+            }
+            None => {}
+        }
+    }
+
+    /// Filter editing in the browser; returns whether the key was used.
+    fn filter_key(&mut self, key: &KeyEvent, binding: &KeyBinding) -> bool {
+        use crossterm::event::KeyCode;
+        match key.code {
+            KeyCode::Char(c) if binding.is_text() => self.browser.filter.push(c),
+            KeyCode::Backspace => {
+                self.browser.filter.pop();
+            }
+            KeyCode::Enter | KeyCode::Down | KeyCode::Tab => self.browser.filtering = false,
+            KeyCode::Esc => {
+                self.browser.filter.clear();
+                self.browser.filtering = false;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn act(&mut self, action: Action) {
+        match action {
+            Action::Quit => self.ctrl_c(),
+            Action::FocusNext => self.cycle_focus(true),
+            Action::FocusPrev => self.cycle_focus(false),
+            Action::Help | Action::TreeHelp | Action::ChatHelp => {
+                self.help_scroll = 0;
+                self.overlay = Overlay::Help;
+            }
+            Action::Agents | Action::TreeAgents | Action::ChatAgents => {
+                self.overlay = Overlay::Browser
+            }
+            Action::CancelTurn => self.cancel_open_thread(),
+            Action::NewSession => {
+                self.thread = Some(Thread::new_root(self.default_agent.clone()));
+                self.focus = Focus::Composer;
+            }
+            Action::PageUp | Action::PageDown => {
+                let sign = if action == Action::PageUp { -1 } else { 1 };
+                if let Some(t) = &mut self.thread {
+                    let page =
+                        isize::try_from(t.viewport_height().saturating_sub(1).max(1)).unwrap_or(1);
+                    t.scroll_by(sign * page, &self.theme);
+                }
+            }
+            Action::TreeUp => self.tree.move_selection(-1),
+            Action::TreeDown => self.tree.move_selection(1),
+            Action::TreeCollapse => self.tree.set_collapsed(true),
+            Action::TreeExpand => self.tree.set_collapsed(false),
+            Action::TreeOpen => {
+                if let Some(id) = self.tree.selected.clone() {
+                    self.open_thread(&id);
+                    self.focus = Focus::Chat;
+                }
+            }
+            Action::TreeCancel => {
+                if let Some(id) = self.tree.selected.clone() {
+                    self.apply(UiAction::Cancel(id));
+                }
+            }
+            Action::ChatUp | Action::ChatDown => {
+                let up = action == Action::ChatUp;
+                if let Some(t) = &mut self.thread
+                    && !t.select_step(up, &self.theme)
+                {
+                    t.scroll_by(if up { -1 } else { 1 }, &self.theme);
+                }
+            }
+            Action::ChatActivate | Action::ChatToggle => {
+                let toggle_only = action == Action::ChatToggle;
+                if let Some(a) = self.thread.as_mut().and_then(|t| t.activate(toggle_only)) {
+                    self.apply(a);
+                }
+            }
+            Action::ChatTop => {
+                if let Some(t) = &mut self.thread {
+                    t.scroll = crate::tui::state::layout::Scroll::Top { cell: 0, row: 0 };
+                }
+            }
+            Action::ChatBottom => {
+                if let Some(t) = &mut self.thread {
+                    t.scroll = crate::tui::state::layout::Scroll::Follow;
+                    t.selected = None;
+                }
+            }
+            Action::Submit | Action::Newline => {}
+            Action::BrowserUp => self.browser.move_selection(&self.registry.clone(), -1),
+            Action::BrowserDown => self.browser.move_selection(&self.registry.clone(), 1),
+            Action::BrowserFilter => self.browser.filtering = true,
+            Action::BrowserClose | Action::HelpClose => self.overlay = Overlay::None,
+            Action::BrowserStart => {
+                if let Some(a) = self.browser.current(&self.registry) {
+                    let action = if a.is_valid() {
+                        UiAction::StartWithAgent(a.name.clone())
+                    } else {
+                        UiAction::Note(format!(
+                            "agent '{}' is invalid; fix it first (e edits)",
+                            a.name
+                        ))
+                    };
+                    self.apply(action);
+                }
+            }
+            Action::BrowserEdit => {
+                let action = self.browser.current(&self.registry).map(|a| match &a.path {
+                    Some(p) => UiAction::EditFile(p.clone()),
+                    None => {
+                        UiAction::Note(format!("'{}' is built into arbor and has no file", a.name))
+                    }
+                });
+                if let Some(a) = action {
+                    self.apply(a);
+                }
+            }
+            Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        let now = self.clock.now();
+        let within = self
+            .last_ctrl_c
+            .is_some_and(|t| now.as_millisecond() - t.as_millisecond() <= QUIT_WINDOW_MS);
+        if within {
+            self.quit = true;
+        } else {
+            self.last_ctrl_c = Some(now);
+            let until = now + jiff::SignedDuration::from_millis(QUIT_WINDOW_MS);
+            self.note = Some(super::Note {
+                text: "press Ctrl+C again to quit".into(),
+                warning: true,
+                until,
+            });
+        }
+    }
+
+    fn cycle_focus(&mut self, forward: bool) {
+        const ORDER: [Focus; 3] = [Focus::Tree, Focus::Chat, Focus::Composer];
+        let i = ORDER.iter().position(|f| *f == self.focus).unwrap_or(2);
+        let next = if forward { (i + 1) % 3 } else { (i + 2) % 3 };
+        self.focus = ORDER[next];
+    }
+
+    fn cancel_open_thread(&mut self) {
+        if !self.thread_running() {
+            if let Some(t) = &mut self.thread {
+                t.selected = None;
+            }
+            return;
+        }
+        if let Some(id) = self.thread.as_ref().and_then(|t| t.session_id.clone()) {
+            self.apply(UiAction::Cancel(id));
+        } else {
+            self.set_note(
+                "the session is still starting; press Esc again in a moment",
+                true,
+            );
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        if self.overlay == Overlay::Browser && self.browser.filtering {
+            self.browser.filter.push_str(text.trim());
+            return;
+        }
+        self.overlay = Overlay::None;
+        self.focus = Focus::Composer;
+        self.composer.paste(text);
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        let pos = Position::new(m.column, m.row);
+        let inside = |r: Option<Rect>| r.is_some_and(|r| r.contains(pos));
+        match m.kind {
+            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+                let delta: isize = if m.kind == MouseEventKind::ScrollUp {
+                    -3
+                } else {
+                    3
+                };
+                if inside(self.areas.tree) {
+                    self.tree.move_selection(delta.signum());
+                } else if let Some(t) = &mut self.thread {
+                    t.scroll_by(delta, &self.theme);
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) if self.overlay == Overlay::None => {
+                if inside(self.areas.tree) {
+                    self.focus = Focus::Tree;
+                } else if inside(self.areas.chat) {
+                    self.focus = Focus::Chat;
+                } else if inside(self.areas.composer) {
+                    self.focus = Focus::Composer;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Performs a widget's request.
+    pub(super) fn apply(&mut self, action: UiAction) {
+        match action {
+            UiAction::Submit(text) => self.submit(text),
+            UiAction::OpenThread(id) => self.open_thread(&id),
+            UiAction::Cancel(id) => {
+                let agent = self
+                    .tree
+                    .get(&id)
+                    .map(|n| n.agent.clone())
+                    .unwrap_or_else(|| id.clone());
+                self.send(EngineCommand::Cancel { session_id: id });
+                self.set_note(format!("cancelling {agent}…"), false);
+            }
+            UiAction::StartWithAgent(name) => {
+                self.thread = Some(Thread::new_root(Some(name)));
+                self.overlay = Overlay::None;
+                self.focus = Focus::Composer;
+            }
+            UiAction::EditFile(path) => self.editor_request = Some(path),
+            UiAction::Note(text) => self.set_note(text, true),
+        }
+    }
+
+    fn submit(&mut self, text: String) {
+        let running = self.thread_running();
+        let thread = self
+            .thread
+            .get_or_insert_with(|| Thread::new_root(self.default_agent.clone()));
+        if thread.loading {
+            self.set_note(
+                "the thread is still loading; your message stays in the composer",
+                true,
+            );
+            return;
+        }
+        if running || thread.awaiting_root {
+            self.set_note(
+                "a turn is running here — Esc cancels it; your message stays in the composer",
+                true,
+            );
+            return;
+        }
+        let command = match &thread.session_id {
+            Some(id) => EngineCommand::Submit {
+                session_id: Some(id.clone()),
+                agent: None,
+                prompt: text.clone(),
+            },
+            None => {
+                thread.awaiting_root = true;
+                EngineCommand::Submit {
+                    session_id: None,
+                    agent: thread.agent.clone(),
+                    prompt: text.clone(),
+                }
+            }
+        };
+        thread.turn_in_flight = true;
+        thread.push_user_echo(&text);
+        thread.selected = None;
+        self.composer.clear();
+        self.send(command);
+    }
+
+    /// Opens `id`'s thread (loading its transcript), unless it is already open.
+    pub(super) fn open_thread(&mut self, id: &str) {
+        if self.thread.as_ref().and_then(|t| t.session_id.as_deref()) == Some(id) {
+            return;
+        }
+        let agent = self.tree.get(id).map(|n| n.agent.clone());
+        self.thread = Some(Thread::loading(id, agent));
+        self.tree.reveal(id);
+        self.send(EngineCommand::LoadTranscript {
+            session_id: id.to_string(),
+        });
+    }
+}

@@ -1,0 +1,323 @@
+//! The `App`: the single writer of UI state. Every input arrives as an [`AppEvent`];
+//! every request to the engine leaves as an [`EngineCommand`] on a channel. Drawing
+//! (`draw`) lays out the visible window and hands borrowed state to pure views.
+//!
+//! Owns: focus, overlays, the tree, the open thread, the composer, notes and the
+//! Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
+//! (bus events and command results), `draw` (layout + views). Does not own: executing
+//! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
+
+mod draw;
+mod engine;
+mod input;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use ratatui::layout::Rect;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::app_event::{AppEvent, EngineCommand};
+use super::clock::Clock;
+use super::composer::Composer;
+use super::keymap::{Action, Keymap};
+use super::state::browser::{BrowserState, ReloadMark};
+use super::state::thread::Thread;
+use super::state::tree::SessionTree;
+use super::theme::{Slot, Theme};
+use crate::agent::Registry;
+use crate::session::SessionStatus;
+
+/// How long a second Ctrl+C quits.
+pub const QUIT_WINDOW_MS: i64 = 2_000;
+/// How long status-bar notes stay.
+const NOTE_MS: i64 = 4_000;
+
+/// Which pane has keyboard focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Tree,
+    Chat,
+    Composer,
+}
+
+/// An overlay drawn over the panes (takes all keys but `global.quit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help,
+    Browser,
+}
+
+/// Where the theme came from, so a theme-file change can reload it.
+#[derive(Debug, Clone)]
+pub struct ThemeSource {
+    pub name: Option<String>,
+    pub dir: PathBuf,
+    pub no_color: bool,
+}
+
+/// What the `App` starts from.
+pub struct AppOptions {
+    pub theme: Theme,
+    /// Reload the theme from here on theme-file changes (`None`: never).
+    pub theme_source: Option<ThemeSource>,
+    pub keymap: Keymap,
+    pub clock: Clock,
+    /// `provider/model` for the status bar, or the no-provider text for the banner.
+    pub provider_label: Result<String, String>,
+    pub registry: Arc<Registry>,
+    /// `--agent`: the agent of new root sessions.
+    pub agent: Option<String>,
+    /// `--resume`: open this session (id or prefix) at start.
+    pub open_session: Option<String>,
+    /// `--continue`: open the most recent root session once sessions are listed.
+    pub continue_last: bool,
+}
+
+/// A short status-bar message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub text: String,
+    pub warning: bool,
+    pub until: Timestamp,
+}
+
+/// Screen areas of the last frame (mouse hit-testing, paging).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Areas {
+    pub tree: Option<Rect>,
+    pub chat: Option<Rect>,
+    pub composer: Option<Rect>,
+}
+
+/// The UI state and its only writer.
+pub struct App {
+    theme: Theme,
+    theme_source: Option<ThemeSource>,
+    keymap: Keymap,
+    clock: Clock,
+    provider_label: Result<String, String>,
+    registry: Arc<Registry>,
+    default_agent: Option<String>,
+    continue_last: bool,
+    focus: Focus,
+    overlay: Overlay,
+    tree: SessionTree,
+    thread: Option<Thread>,
+    composer: Composer,
+    browser: BrowserState,
+    help_scroll: u16,
+    note: Option<Note>,
+    reload_mark: Option<ReloadMark>,
+    last_ctrl_c: Option<Timestamp>,
+    commands: UnboundedSender<EngineCommand>,
+    quit: bool,
+    editor_request: Option<PathBuf>,
+    dirty: bool,
+    areas: Areas,
+}
+
+impl App {
+    /// A new app. Sends [`EngineCommand::ListSessions`] (and `LoadTranscript` for
+    /// `open_session`) on `commands` right away.
+    pub fn new(options: AppOptions, commands: UnboundedSender<EngineCommand>) -> Self {
+        let mut app = Self {
+            theme: options.theme,
+            theme_source: options.theme_source,
+            keymap: options.keymap,
+            clock: options.clock,
+            provider_label: options.provider_label,
+            registry: options.registry,
+            default_agent: options.agent.clone(),
+            continue_last: options.continue_last,
+            focus: Focus::Composer,
+            overlay: Overlay::None,
+            tree: SessionTree::default(),
+            thread: None,
+            composer: Composer::new(),
+            browser: BrowserState::default(),
+            help_scroll: 0,
+            note: None,
+            reload_mark: None,
+            last_ctrl_c: None,
+            commands,
+            quit: false,
+            editor_request: None,
+            dirty: true,
+            areas: Areas::default(),
+        };
+        app.refresh_placeholder();
+        app.send(EngineCommand::ListSessions);
+        match options.open_session {
+            Some(id) => app.open_thread(&id),
+            None => app.thread = Some(Thread::new_root(options.agent)),
+        }
+        app
+    }
+
+    /// Applies one event. Marks the app for redraw when anything visible changed.
+    pub fn handle(&mut self, event: AppEvent) {
+        match event {
+            AppEvent::Input(ev) => self.on_input(ev),
+            AppEvent::Engine(ev) => self.on_engine_event(&ev),
+            AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
+            AppEvent::Reload(ev) => self.on_reload_event(ev),
+            AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
+            AppEvent::TranscriptLoaded { requested, result } => {
+                self.on_transcript(&requested, result)
+            }
+            AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
+            AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
+            AppEvent::CommandFailed {
+                session_id,
+                message,
+            } => self.on_command_failed(session_id, &message),
+            AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
+            AppEvent::Tick => {
+                self.expire_notes();
+                if !self.animating() {
+                    return;
+                }
+            }
+            AppEvent::Shutdown => self.quit = true,
+        }
+        self.dirty = true;
+    }
+
+    /// Whether the user asked to quit (Ctrl+C twice) or a shutdown arrived.
+    pub fn should_quit(&self) -> bool {
+        self.quit
+    }
+
+    /// Takes the pending "open this file in `$EDITOR`" request, if any.
+    pub fn take_editor_request(&mut self) -> Option<PathBuf> {
+        self.editor_request.take()
+    }
+
+    /// Whether a redraw is due; clears the flag.
+    pub fn take_redraw(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// When the next [`AppEvent::Tick`] is wanted: 100 ms while something runs
+    /// (spinners, live elapsed times), else when the next note expires; `None` when idle.
+    pub fn next_tick(&self) -> Option<Duration> {
+        if self.animating() {
+            return Some(Duration::from_millis(100));
+        }
+        let now = self.clock.now().as_millisecond();
+        [
+            self.note.as_ref().map(|n| n.until),
+            self.reload_mark.as_ref().map(|m| m.until),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|t| Duration::from_millis(u64::try_from(t.as_millisecond() - now).unwrap_or(0) + 1))
+        .min()
+    }
+
+    fn animating(&self) -> bool {
+        self.tree.running_count() > 0 || self.thread.as_ref().is_some_and(|t| t.turn_in_flight)
+    }
+
+    fn expire_notes(&mut self) {
+        let now = self.clock.now();
+        if self.note.as_ref().is_some_and(|n| n.until <= now) {
+            self.note = None;
+            self.dirty = true;
+        }
+        if self.reload_mark.as_ref().is_some_and(|m| m.until <= now) {
+            self.reload_mark = None;
+            self.dirty = true;
+        }
+    }
+
+    fn send(&mut self, command: EngineCommand) {
+        if self.commands.send(command).is_err() {
+            tracing::warn!("engine command channel closed");
+        }
+    }
+
+    fn set_note(&mut self, text: impl Into<String>, warning: bool) {
+        let until = self.clock.now() + jiff::SignedDuration::from_millis(NOTE_MS);
+        self.note = Some(Note {
+            text: text.into(),
+            warning,
+            until,
+        });
+    }
+
+    fn refresh_placeholder(&mut self) {
+        let text = format!(
+            "Message… ({} send · {} new line)",
+            self.keymap.label(Action::Submit),
+            self.keymap
+                .keys_for(Action::Newline)
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+        let style = self.theme.style(Slot::ComposerPlaceholder);
+        self.composer.set_placeholder(&text, style);
+    }
+
+    /// Whether the open thread's session has a turn running.
+    pub fn thread_running(&self) -> bool {
+        let Some(t) = &self.thread else {
+            return false;
+        };
+        t.turn_in_flight
+            || t.session_id
+                .as_deref()
+                .and_then(|id| self.tree.get(id))
+                .is_some_and(|n| n.status == SessionStatus::Running)
+    }
+
+    /// Focused pane.
+    pub fn focus(&self) -> Focus {
+        self.focus
+    }
+
+    /// Open overlay.
+    pub fn overlay(&self) -> Overlay {
+        self.overlay
+    }
+
+    /// The session tree.
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    /// The open thread.
+    pub fn thread(&self) -> Option<&Thread> {
+        self.thread.as_ref()
+    }
+
+    /// The composer's text.
+    pub fn composer_text(&self) -> String {
+        self.composer.text()
+    }
+
+    /// The current status-bar note.
+    pub fn note(&self) -> Option<&Note> {
+        self.note.as_ref()
+    }
+
+    /// The visible reload mark.
+    pub fn reload_mark(&self) -> Option<&ReloadMark> {
+        self.reload_mark.as_ref()
+    }
+
+    /// The registry the browser shows.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The clock (tests advance a manual one).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+}

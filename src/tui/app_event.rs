@@ -1,0 +1,110 @@
+//! The TUI's message types: what flows into the `App` ([`AppEvent`]), what the `App`
+//! asks the engine to do ([`EngineCommand`]), and what input widgets report
+//! ([`KeyOutcome`] carrying a [`UiAction`]).
+//!
+//! Owns: these shapes only. Does not own: handling them (`app`) or executing commands
+//! (`executor`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::agent::Registry;
+use crate::agent::reload::ReloadEvent;
+use crate::engine::TurnOutcome;
+use crate::session::{Event, LoadedSession, Metadata};
+
+/// Everything that can change UI state. The `App` is the only consumer; background
+/// tasks (bus forwarding, command execution, the editor) produce these.
+#[derive(Debug, Clone)]
+pub enum AppEvent {
+    /// A terminal input event (key, mouse, paste, resize, focus) from crossterm.
+    Input(crossterm::event::Event),
+    /// One event from the session event bus (any session of this process).
+    Engine(Arc<Event>),
+    /// The live agent registry changed (the watcher rebuilt it). The `App` diffs it
+    /// against the previous one (added / changed / removed / now invalid) and shows a
+    /// "reloaded" mark.
+    RegistryReloaded(Arc<Registry>),
+    /// A watcher event: bundle/config/theme changes (agent changes arrive as
+    /// `RegistryReloaded`; `ReloadEvent::Agents` is ignored to avoid a double mark).
+    Reload(ReloadEvent),
+    /// Result of [`EngineCommand::ListSessions`]: stored session metadata, newest first,
+    /// or the store error's text.
+    SessionsListed(Result<Vec<Metadata>, String>),
+    /// Result of [`EngineCommand::LoadTranscript`] for `requested` (an id or prefix as
+    /// sent): the loaded session (whose metadata holds the full id) or the error text.
+    TranscriptLoaded {
+        requested: String,
+        result: Result<Box<LoadedSession>, String>,
+    },
+    /// A [`EngineCommand::Submit`] without a session id created this root session; its
+    /// turn is now running.
+    SessionCreated { session_id: String },
+    /// A submitted turn ended (completed, failed or cancelled).
+    TurnFinished(TurnOutcome),
+    /// A command failed before or while running a turn (`EngineError` text, e.g. the
+    /// no-provider message). `session_id` is the session it concerned, when known.
+    CommandFailed {
+        session_id: Option<String>,
+        message: String,
+    },
+    /// `$EDITOR` returned for `path` (`Err` holds why it failed).
+    EditorFinished {
+        path: PathBuf,
+        result: Result<(), String>,
+    },
+    /// Time passed: advance spinners, live elapsed times and expire notes.
+    Tick,
+    /// Quit now (a termination signal arrived).
+    Shutdown,
+}
+
+/// What the `App` asks the engine (or the store) to do. The run loop executes each in
+/// a background task and reports back with an [`AppEvent`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineCommand {
+    /// Run one turn. `session_id: None` creates a new root session first (with `agent`,
+    /// else the bundle's root agent) and reports [`AppEvent::SessionCreated`];
+    /// `Some(id)` continues a live session or resumes a stored one (root or
+    /// sub-session). Ends with [`AppEvent::TurnFinished`] or [`AppEvent::CommandFailed`].
+    Submit {
+        session_id: Option<String>,
+        agent: Option<String>,
+        prompt: String,
+    },
+    /// Cancel the running turn of `session_id` and of all its descendants.
+    Cancel { session_id: String },
+    /// Read a session (id or unambiguous prefix) from the store; answered by
+    /// [`AppEvent::TranscriptLoaded`].
+    LoadTranscript { session_id: String },
+    /// List stored sessions of this project; answered by [`AppEvent::SessionsListed`].
+    ListSessions,
+}
+
+/// What an input widget did with a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyOutcome {
+    /// The widget used the key; nothing else to do but redraw.
+    Consumed,
+    /// The widget does not handle this key; the caller may try elsewhere.
+    Ignored,
+    /// The widget used the key and asks the `App` to perform an action.
+    Emit(UiAction),
+}
+
+/// A request from a widget to the `App`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiAction {
+    /// Send the composer's text as the next user message of the open thread.
+    Submit(String),
+    /// Open this session's thread in the chat pane.
+    OpenThread(String),
+    /// Cancel this session's running turn and its subtree.
+    Cancel(String),
+    /// Start a new root session with this agent (the next submit carries it).
+    StartWithAgent(String),
+    /// Open this agent file in `$EDITOR`.
+    EditFile(PathBuf),
+    /// Show a short note in the status bar.
+    Note(String),
+}

@@ -1,0 +1,153 @@
+//! The composer: a multi-line input (ratatui-textarea) that reports a submit as a
+//! [`KeyOutcome`].
+//!
+//! Owns: the text being written and its editing keys. Does not own: what a submit does
+//! (`app`) or the keymap (submit/newline chords come from `keymap`).
+
+use crossterm::event::KeyEvent;
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
+
+use super::app_event::{KeyOutcome, UiAction};
+use super::keymap::Action;
+
+/// Rows the composer grows to before it scrolls.
+pub const MAX_ROWS: u16 = 6;
+
+/// The message being written.
+#[derive(Debug, Clone)]
+pub struct Composer {
+    textarea: TextArea<'static>,
+}
+
+impl Default for Composer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Composer {
+    /// An empty composer.
+    pub fn new() -> Self {
+        let mut textarea = TextArea::default();
+        textarea.set_cursor_line_style(Style::default());
+        Self { textarea }
+    }
+
+    /// Sets the placeholder and its style (shown while empty).
+    pub fn set_placeholder(&mut self, text: &str, style: Style) {
+        self.textarea.set_placeholder_text(text);
+        self.textarea.set_placeholder_style(style);
+    }
+
+    /// Shows the cursor only when focused.
+    pub fn set_focused(&mut self, focused: bool, text_style: Style) {
+        self.textarea.set_style(text_style);
+        let cursor = if focused {
+            Style::default().add_modifier(ratatui::style::Modifier::REVERSED)
+        } else {
+            Style::default()
+        };
+        self.textarea.set_cursor_style(cursor);
+    }
+
+    /// Handles a key already resolved against the keymap: `action` is the composer
+    /// action it is bound to (`Submit`/`Newline`), if any. Submitting non-blank text
+    /// emits [`UiAction::Submit`]; the text stays until [`Composer::clear`].
+    pub fn handle_key(&mut self, key: KeyEvent, action: Option<Action>) -> KeyOutcome {
+        match action {
+            Some(Action::Submit) => {
+                let text = self.text();
+                if text.trim().is_empty() {
+                    KeyOutcome::Consumed
+                } else {
+                    KeyOutcome::Emit(UiAction::Submit(text))
+                }
+            }
+            Some(Action::Newline) => {
+                self.textarea.insert_newline();
+                KeyOutcome::Consumed
+            }
+            _ => {
+                if self.textarea.input(key) {
+                    KeyOutcome::Consumed
+                } else {
+                    KeyOutcome::Ignored
+                }
+            }
+        }
+    }
+
+    /// Inserts pasted text (newlines kept).
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.textarea.insert_str(text);
+    }
+
+    /// The whole text, lines joined with `\n`.
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    /// Whether nothing is written.
+    pub fn is_empty(&self) -> bool {
+        self.textarea.lines().iter().all(|l| l.is_empty())
+    }
+
+    /// Clears the text (after a submit was accepted).
+    pub fn clear(&mut self) {
+        let mut fresh = TextArea::default();
+        fresh.set_placeholder_text(self.textarea.placeholder_text().to_string());
+        if let Some(s) = self.textarea.placeholder_style() {
+            fresh.set_placeholder_style(s);
+        }
+        fresh.set_cursor_line_style(Style::default());
+        fresh.set_style(self.textarea.style());
+        fresh.set_cursor_style(self.textarea.cursor_style());
+        self.textarea = fresh;
+    }
+
+    /// Rows of text to show (1..=[`MAX_ROWS`]).
+    pub fn rows(&self) -> u16 {
+        u16::try_from(self.textarea.lines().len())
+            .unwrap_or(MAX_ROWS)
+            .clamp(1, MAX_ROWS)
+    }
+
+    /// The text area widget (render `&composer.widget()`).
+    pub fn widget(&self) -> &TextArea<'static> {
+        &self.textarea
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn types_newlines_pastes_and_submits() {
+        let mut c = Composer::new();
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(
+            c.handle_key(enter, Some(Action::Submit)),
+            KeyOutcome::Consumed
+        );
+        c.handle_key(key('h'), None);
+        c.handle_key(key('i'), None);
+        c.handle_key(enter, Some(Action::Newline));
+        c.paste("there\r\nyou");
+        assert_eq!(c.text(), "hi\nthere\nyou");
+        assert_eq!(c.rows(), 3);
+        assert_eq!(
+            c.handle_key(enter, Some(Action::Submit)),
+            KeyOutcome::Emit(UiAction::Submit("hi\nthere\nyou".into()))
+        );
+        c.clear();
+        assert!(c.is_empty());
+    }
+}

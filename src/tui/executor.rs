@@ -1,0 +1,107 @@
+//! Executes the `App`'s engine commands against the real `Runtime` and store, each in
+//! its own task, reporting back as `AppEvent`s.
+//!
+//! Owns: the mapping command → runtime/store calls. Does not own: the runtime itself.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::app_event::{AppEvent, EngineCommand};
+use super::runloop::Executor;
+use crate::engine::Runtime;
+use crate::session::SessionStore;
+
+/// Runs commands on `runtime`; reads transcripts and listings from `store`.
+pub struct RuntimeExecutor {
+    pub runtime: Arc<Runtime>,
+    pub store: SessionStore,
+}
+
+fn send(tx: &UnboundedSender<AppEvent>, ev: AppEvent) {
+    if tx.send(ev).is_err() {
+        tracing::debug!("tui gone; dropping a command result");
+    }
+}
+
+impl Executor for RuntimeExecutor {
+    fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>) {
+        match command {
+            EngineCommand::Submit {
+                session_id,
+                agent,
+                prompt,
+            } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let id = match session_id {
+                        Some(id) => id,
+                        None => {
+                            let rt = runtime.clone();
+                            let created = tokio::task::spawn_blocking(move || {
+                                rt.create_root(agent.as_deref()).map_err(|e| e.to_string())
+                            })
+                            .await
+                            .unwrap_or_else(|e| Err(format!("session creation panicked: {e}")));
+                            match created {
+                                Ok(id) => {
+                                    send(
+                                        &results,
+                                        AppEvent::SessionCreated {
+                                            session_id: id.clone(),
+                                        },
+                                    );
+                                    id
+                                }
+                                Err(message) => {
+                                    send(
+                                        &results,
+                                        AppEvent::CommandFailed {
+                                            session_id: None,
+                                            message,
+                                        },
+                                    );
+                                    return;
+                                }
+                            }
+                        }
+                    };
+                    match runtime.run_turn(&id, prompt).await {
+                        Ok(outcome) => send(&results, AppEvent::TurnFinished(outcome)),
+                        Err(e) => send(
+                            &results,
+                            AppEvent::CommandFailed {
+                                session_id: Some(id),
+                                message: e.to_string(),
+                            },
+                        ),
+                    }
+                });
+            }
+            EngineCommand::Cancel { session_id } => self.runtime.cancel(&session_id),
+            EngineCommand::LoadTranscript { session_id } => {
+                let store = self.store.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = store
+                        .resolve(&session_id)
+                        .and_then(|id| store.load(&id).map(Box::new))
+                        .map_err(|e| e.to_string());
+                    send(
+                        &results,
+                        AppEvent::TranscriptLoaded {
+                            requested: session_id,
+                            result,
+                        },
+                    );
+                });
+            }
+            EngineCommand::ListSessions => {
+                let store = self.store.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = store.list().map_err(|e| e.to_string());
+                    send(&results, AppEvent::SessionsListed(result));
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The event loop: one task that feeds the `App` from every source (terminal input,
+//! command results, the bus, registry and watcher channels, ticks), hands the `App`'s
+//! engine commands to an [`Executor`], and draws frames on demand.
+//!
+//! Generic over the backend and the input stream so tests drive it with a
+//! `TestBackend` and scripted events. Owns: the select loop and its priorities. Does
+//! not own: terminal modes (`terminal`), command execution (`executor`).
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use crossterm::event::Event as TermEvent;
+use futures::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::time::Instant;
+
+use super::TuiError;
+use super::app::App;
+use super::app_event::{AppEvent, EngineCommand};
+use super::frame::{FrameScheduler, MIN_FRAME_INTERVAL};
+use crate::agent::registry::RegistryHandle;
+use crate::agent::reload::ReloadEvent;
+use crate::session::Event;
+
+/// Runs engine commands in the background and reports results as [`AppEvent`]s.
+pub trait Executor {
+    /// Starts `command`; must not block. Results go to `results`.
+    fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>);
+}
+
+/// Things only the real terminal can do.
+pub trait Host<B: Backend> {
+    /// Suspends the TUI, runs `$EDITOR` on `path`, restores the TUI.
+    ///
+    /// Errors: why the editor could not run (shown as a note).
+    fn open_editor(&mut self, terminal: &mut Terminal<B>, path: &Path) -> Result<(), String>;
+}
+
+/// Every channel the loop reads besides terminal input. `None` sources are skipped.
+pub struct Channels {
+    /// Engine commands from the `App` (its sender was given to `App::new`).
+    pub commands: UnboundedReceiver<EngineCommand>,
+    /// Results of executed commands (and signals); the loop hands `results_tx` clones
+    /// to the executor.
+    pub results_tx: UnboundedSender<AppEvent>,
+    pub results: UnboundedReceiver<AppEvent>,
+    /// The session event bus subscription.
+    pub bus: Option<UnboundedReceiver<Arc<Event>>>,
+    /// The live registry.
+    pub registry: Option<RegistryHandle>,
+    /// Watcher events (bundle, config, themes).
+    pub reloads: Option<UnboundedReceiver<ReloadEvent>>,
+}
+
+async fn recv_opt<T>(rx: &mut Option<UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn registry_changed(rx: &mut Option<RegistryHandle>) -> bool {
+    match rx {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs until the app quits or `input` ends.
+///
+/// Priorities: a due frame is drawn first (so streaming never starves drawing); then
+/// (biased) the next frame's deadline, command results (a new session's id before its events), then input, then the bus,
+/// registry and watcher, then ticks.
+///
+/// Errors: terminal I/O failures (reading input or drawing).
+pub async fn run_app<B, S, X, H>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    mut input: S,
+    mut channels: Channels,
+    executor: &X,
+    host: &mut H,
+) -> Result<(), TuiError>
+where
+    B: Backend,
+    S: Stream<Item = io::Result<TermEvent>> + Unpin,
+    X: Executor,
+    H: Host<B>,
+{
+    let mut frames = FrameScheduler::new(MIN_FRAME_INTERVAL);
+    frames.request(Instant::now());
+    loop {
+        while let Ok(command) = channels.commands.try_recv() {
+            executor.execute(command, channels.results_tx.clone());
+        }
+        if app.should_quit() {
+            return Ok(());
+        }
+        if let Some(path) = app.take_editor_request() {
+            let result = host.open_editor(terminal, &path);
+            app.handle(AppEvent::EditorFinished { path, result });
+        }
+        if app.take_redraw() {
+            frames.request(Instant::now());
+        }
+        // A due frame is drawn before anything else: a busy runtime never parks, so a
+        // timer alone could starve drawing while events stream in.
+        if frames.deadline().is_some_and(|d| d <= Instant::now()) {
+            terminal
+                .draw(|f| app.draw(f))
+                .map_err(|e| TuiError::Io(io::Error::other(e.to_string())))?;
+            frames.drawn(Instant::now());
+        }
+        let tick_at = app.next_tick().map(|d| Instant::now() + d);
+        tokio::select! {
+            biased;
+            () = sleep_opt(frames.deadline()) => {}
+            Some(ev) = channels.results.recv() => app.handle(ev),
+            ev = input.next() => match ev {
+                Some(Ok(ev)) => app.handle(AppEvent::Input(ev)),
+                Some(Err(e)) => return Err(TuiError::Io(e)),
+                None => return Ok(()),
+            },
+            Some(ev) = recv_opt(&mut channels.bus) => app.handle(AppEvent::Engine(ev)),
+            changed = registry_changed(&mut channels.registry) => {
+                match (changed, &mut channels.registry) {
+                    (true, Some(rx)) => {
+                        let reg = rx.borrow_and_update().clone();
+                        app.handle(AppEvent::RegistryReloaded(reg));
+                    }
+                    _ => channels.registry = None,
+                }
+            }
+            Some(ev) = recv_opt(&mut channels.reloads) => app.handle(AppEvent::Reload(ev)),
+            () = sleep_opt(tick_at) => app.handle(AppEvent::Tick),
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! Chat cells: one visible unit of a thread (user message, assistant Markdown,
+//! thinking, tool-call card, task card, error, notice, the streaming tail) and its
+//! per-width cache of wrapped rows.
+//!
+//! Owns: how each cell kind looks as rows. Does not own: which cells a thread has
+//! (`thread`), scrolling (`layout`), selection highlight (`views::chat`).
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::stream::StreamState;
+use crate::session::SessionStatus;
+use crate::tui::markdown;
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::{RLine, truncate, wrap};
+
+/// Lines of a tool's arguments or result shown when a card is expanded.
+const EXPANDED_MAX_LINES: usize = 40;
+
+/// Progress of one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    /// Requested by the model, not started.
+    Pending,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl ToolStatus {
+    fn glyph(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "…",
+            ToolStatus::Running => "●",
+            ToolStatus::Done => "✓",
+            ToolStatus::Failed => "✗",
+            ToolStatus::Cancelled => "⊘",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "pending",
+            ToolStatus::Running => "running",
+            ToolStatus::Done => "done",
+            ToolStatus::Failed => "failed",
+            ToolStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A tool-call card (any tool but `task`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCard {
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub status: ToolStatus,
+    /// The tool result (or error text).
+    pub result: Option<String>,
+}
+
+/// A `task` card: a delegation to a sub-session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskCard {
+    pub call_id: String,
+    /// The delegated agent (`arguments.agent`, or the result's `agent`).
+    pub agent: String,
+    pub instruction: String,
+    /// The sub-session id, once known (`tool:pre`/`tool:post` `sub_session_id` or the
+    /// result JSON's `session_id`).
+    pub child: Option<String>,
+    pub status: ToolStatus,
+    /// The child's own session status, from the bus (live).
+    pub child_status: Option<SessionStatus>,
+    /// The result's `response`.
+    pub response: Option<String>,
+}
+
+/// What a cell shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    User(String),
+    /// Markdown source.
+    Assistant(String),
+    Thinking(String),
+    Tool(ToolCard),
+    Task(TaskCard),
+    Error(String),
+    Notice(String),
+    /// The assistant reply being streamed (committed lines + unfinished tail).
+    Streaming(Box<StreamState>),
+}
+
+/// Layout work counters, for tests and benchmarks: they must not grow with history.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LayoutStats {
+    /// Cells whose rows were (re)computed.
+    pub cells_wrapped: u64,
+    /// Logical lines wrapped (streaming: committed lines plus tail re-wraps).
+    pub lines_wrapped: u64,
+}
+
+/// One cell and its cached rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub kind: CellKind,
+    /// Cards and thinking: show the full content.
+    pub expanded: bool,
+    cache: Option<(u16, Vec<Line<'static>>)>,
+}
+
+impl Cell {
+    /// A collapsed cell with no cached layout.
+    pub fn new(kind: CellKind) -> Self {
+        Self {
+            kind,
+            expanded: false,
+            cache: None,
+        }
+    }
+
+    /// Drops cached rows (call after changing `kind` or `expanded`).
+    pub fn invalidate(&mut self) {
+        self.cache = None;
+    }
+
+    /// Whether Enter/space does something on this cell.
+    pub fn is_interactive(&self) -> bool {
+        matches!(
+            self.kind,
+            CellKind::Tool(_) | CellKind::Task(_) | CellKind::Thinking(_)
+        )
+    }
+
+    /// Computes rows for `width` unless cached. Streaming cells do their own
+    /// incremental work.
+    pub fn ensure_layout(&mut self, width: u16, theme: &Theme, stats: &mut LayoutStats) {
+        if let CellKind::Streaming(s) = &mut self.kind {
+            s.ensure_layout(width, theme, stats);
+            return;
+        }
+        if matches!(&self.cache, Some((w, _)) if *w == width) {
+            return;
+        }
+        let rows = self.build_rows(width, theme, stats);
+        stats.cells_wrapped += 1;
+        self.cache = Some((width, rows));
+    }
+
+    /// Rows of the last layout plus one blank separator row.
+    pub fn height(&self) -> usize {
+        let body = match &self.kind {
+            CellKind::Streaming(s) => s.row_count(),
+            _ => self.cache.as_ref().map(|(_, r)| r.len()).unwrap_or(0),
+        };
+        body + 1
+    }
+
+    /// Row `i` of the last layout; `None` for the separator (and out of range).
+    pub fn row(&self, i: usize) -> Option<&Line<'static>> {
+        match &self.kind {
+            CellKind::Streaming(s) => s.row(i),
+            _ => self.cache.as_ref().and_then(|(_, r)| r.get(i)),
+        }
+    }
+
+    fn build_rows(&self, width: u16, theme: &Theme, stats: &mut LayoutStats) -> Vec<Line<'static>> {
+        let mut rows = Vec::new();
+        for row in self.logical(theme) {
+            stats.lines_wrapped += 1;
+            match row {
+                Row::Wrap(r) => rows.extend(wrap(&r, width)),
+                Row::Clip(l) => rows.push(truncate(&l, width)),
+            }
+        }
+        rows
+    }
+
+    fn logical(&self, theme: &Theme) -> Vec<Row> {
+        match &self.kind {
+            CellKind::User(text) => prefixed_text("› ", text, theme.style(Slot::ChatUser)),
+            CellKind::Assistant(src) => {
+                markdown::render(src, theme.style(Slot::ChatAssistant), theme)
+                    .into_iter()
+                    .map(Row::Wrap)
+                    .collect()
+            }
+            CellKind::Thinking(text) => thinking_rows(text, self.expanded, theme),
+            CellKind::Tool(card) => tool_rows(card, self.expanded, theme),
+            CellKind::Task(card) => task_rows(card, self.expanded, theme),
+            CellKind::Error(msg) => prefixed_text("✗ ", msg, theme.style(Slot::ChatError)),
+            CellKind::Notice(msg) => prefixed_text("⊘ ", msg, theme.style(Slot::ChatNotice)),
+            CellKind::Streaming(_) => Vec::new(),
+        }
+    }
+}
+
+/// A logical row: wrapped to the width, or clipped to one row.
+pub(crate) enum Row {
+    Wrap(RLine),
+    Clip(Line<'static>),
+}
+
+fn prefixed_text(prefix: &str, text: &str, style: Style) -> Vec<Row> {
+    let pad = " ".repeat(prefix.chars().count());
+    text.trim_end()
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| {
+            let p = if i == 0 { prefix } else { pad.as_str() };
+            Row::Wrap(RLine::indented(
+                Line::from(vec![
+                    Span::styled(p.to_string(), style),
+                    Span::styled(l.to_string(), style),
+                ]),
+                2,
+            ))
+        })
+        .collect()
+}
+
+fn first_line(s: &str) -> &str {
+    s.trim().lines().next().unwrap_or("")
+}
+
+pub(crate) fn thinking_rows(text: &str, expanded: bool, theme: &Theme) -> Vec<Row> {
+    let style = theme.style(Slot::ChatThinking);
+    if !expanded {
+        return vec![Row::Clip(Line::from(Span::styled(
+            format!("▸ thinking · {}", first_line(text)),
+            style,
+        )))];
+    }
+    let mut rows = vec![Row::Clip(Line::from(Span::styled("▾ thinking", style)))];
+    rows.extend(text.trim().split('\n').map(|l| {
+        Row::Wrap(RLine::indented(
+            Line::from(Span::styled(format!("  {l}"), style)),
+            2,
+        ))
+    }));
+    rows
+}
+
+/// `key=value, key=value` of a JSON object (strings unquoted, values cut at 40 chars).
+pub fn args_summary(args: &Value) -> String {
+    match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => first_line(s).to_string(),
+                    other => other.to_string(),
+                };
+                let v: String = if v.chars().count() > 40 {
+                    v.chars().take(39).chain(['…']).collect()
+                } else {
+                    v
+                };
+                format!("{k}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn block_rows(label: &str, text: &str, style: Style, rows: &mut Vec<Row>) {
+    rows.push(Row::Clip(Line::from(Span::styled(
+        format!("  {label}"),
+        style,
+    ))));
+    let lines: Vec<&str> = text.trim_end().split('\n').collect();
+    for l in lines.iter().take(EXPANDED_MAX_LINES) {
+        rows.push(Row::Wrap(RLine::indented(
+            Line::from(Span::styled(format!("    {l}"), style)),
+            4,
+        )));
+    }
+    if lines.len() > EXPANDED_MAX_LINES {
+        rows.push(Row::Clip(Line::from(Span::styled(
+            format!("    … {} more lines", lines.len() - EXPANDED_MAX_LINES),
+            style,
+        ))));
+    }
+}
+
+fn tool_rows(card: &ToolCard, expanded: bool, theme: &Theme) -> Vec<Row> {
+    let tool = theme.style(Slot::ChatTool);
+    let result = theme.style(Slot::ChatToolResult);
+    let status = status_style(card.status, theme);
+    let arrow = if expanded { "▾" } else { "▸" };
+    let head = Line::from(vec![
+        Span::styled(format!("{arrow} ⚙ {}", card.tool), tool),
+        Span::styled(format!(" {} ", card.status.glyph()), status),
+        Span::styled(args_summary(&card.arguments), result),
+    ]);
+    let mut rows = vec![Row::Clip(head)];
+    if expanded {
+        let args = serde_json::to_string_pretty(&card.arguments).unwrap_or_default();
+        block_rows("arguments:", &args, result, &mut rows);
+        if let Some(r) = &card.result {
+            block_rows(
+                &format!("result ({}):", card.status.label()),
+                r,
+                result,
+                &mut rows,
+            );
+        }
+    } else if let Some(r) = &card.result {
+        rows.push(Row::Clip(Line::from(Span::styled(
+            format!("  └ {}", first_line(r)),
+            result,
+        ))));
+    }
+    rows
+}
+
+/// The short form of a session id: 8 hex digits of a sub-session's own span, else the
+/// first 8 characters.
+pub fn short_id(id: &str) -> String {
+    let own = match id.split_once('_') {
+        Some((spans, _)) => spans.rsplit('-').next().unwrap_or(spans),
+        None => id,
+    };
+    own.chars().take(8).collect()
+}
+
+fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {
+    let task = theme.style(Slot::ChatTask);
+    let meta = theme.style(Slot::ChatToolResult);
+    let status = match card.child_status {
+        Some(SessionStatus::Running) => ToolStatus::Running,
+        Some(SessionStatus::Failed) if card.status != ToolStatus::Done => ToolStatus::Failed,
+        Some(SessionStatus::Cancelled) if card.status != ToolStatus::Done => ToolStatus::Cancelled,
+        _ => card.status,
+    };
+    let arrow = if expanded { "▾" } else { "▸" };
+    let mut head = vec![
+        Span::styled(format!("{arrow} ⇢ task → {}", card.agent), task),
+        Span::styled(
+            format!("  {} {}", status.glyph(), status.label()),
+            status_style(status, theme),
+        ),
+    ];
+    if let Some(child) = &card.child {
+        head.push(Span::styled(format!("  #{}", short_id(child)), meta));
+        head.push(Span::styled("  ⏎ open", theme.style(Slot::MdLink)));
+    }
+    let mut rows = vec![Row::Clip(Line::from(head))];
+    if expanded {
+        block_rows("instruction:", &card.instruction, meta, &mut rows);
+        if let Some(r) = &card.response {
+            block_rows("response:", r, meta, &mut rows);
+        }
+    } else {
+        rows.push(Row::Clip(Line::from(Span::styled(
+            format!("  “{}”", first_line(&card.instruction)),
+            meta,
+        ))));
+    }
+    rows
+}
+
+fn status_style(status: ToolStatus, theme: &Theme) -> Style {
+    theme.style(match status {
+        ToolStatus::Pending | ToolStatus::Running => Slot::TreeRunning,
+        ToolStatus::Done => Slot::TreeDone,
+        ToolStatus::Failed => Slot::TreeFailed,
+        ToolStatus::Cancelled => Slot::TreeCancelled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::wrap::plain;
+    use serde_json::json;
+
+    #[test]
+    fn short_ids_and_summaries() {
+        assert_eq!(
+            short_id("0123456789abcdef-fedcba9876543210_explorer"),
+            "fedcba98"
+        );
+        assert_eq!(short_id("5f0e1c2a-aaaa-bbbb-cccc-dddddddddddd"), "5f0e1c2a");
+        assert_eq!(
+            args_summary(&json!({"path": "a.rs", "limit": 3})),
+            "path=a.rs, limit=3"
+        );
+    }
+
+    #[test]
+    fn layout_is_cached_per_width() {
+        let theme = Theme::builtin_dark(true);
+        let mut stats = LayoutStats::default();
+        let mut c = Cell::new(CellKind::User("hello there world".into()));
+        c.ensure_layout(40, &theme, &mut stats);
+        c.ensure_layout(40, &theme, &mut stats);
+        assert_eq!(stats.cells_wrapped, 1);
+        assert_eq!(c.height(), 2);
+        c.ensure_layout(10, &theme, &mut stats);
+        assert_eq!(stats.cells_wrapped, 2);
+        assert_eq!(plain(c.row(0).unwrap()), "› hello");
+        assert!(c.row(c.height() - 1).is_none());
+    }
+}

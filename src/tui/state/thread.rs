@@ -1,0 +1,345 @@
+//! The open thread: one session's transcript as cells, live updates, selection and
+//! scroll.
+//!
+//! Owns: the cell list, loading a transcript, the streaming cell and its interruption,
+//! the maps from tool-call ids and sub-session ids to cards, selection and scrolling.
+//! Messages become cells in `transcript`; bus events are applied in `thread_events`.
+//! Does not own: the session tree (`tree`) or drawing (`views::chat`).
+
+use std::collections::HashMap;
+
+use super::cells::{Cell, CellKind, LayoutStats, TaskCard};
+use super::layout::{self, LayoutCtx, Scroll};
+use super::stream::StreamState;
+use crate::session::{LoadedSession, Message, SessionStatus};
+use crate::tui::app_event::UiAction;
+use crate::tui::theme::Theme;
+
+/// The thread shown in the chat pane.
+#[derive(Debug, Clone, Default)]
+pub struct Thread {
+    /// The session; `None` for a new root session not created yet.
+    pub session_id: Option<String>,
+    /// The id or prefix being loaded (`loading` is true until the store answers).
+    pub requested: Option<String>,
+    /// Agent shown in the header (for a new root: the agent it will start with).
+    pub agent: Option<String>,
+    pub loading: bool,
+    /// A Submit for a new root was sent; waiting for `SessionCreated`.
+    pub awaiting_root: bool,
+    /// A Submit from this UI is running (until the turn ends).
+    pub turn_in_flight: bool,
+    pub cells: Vec<Cell>,
+    /// Selected cell (chat focus).
+    pub selected: Option<usize>,
+    pub scroll: Scroll,
+    /// Layout counters (tests/benchmarks).
+    pub stats: LayoutStats,
+    /// Visible rows `(cell, row)` from the last [`Thread::layout`].
+    pub window: Vec<(usize, usize)>,
+    pub(super) stream: Option<usize>,
+    /// Cells converted from an interrupted stream, replaced when the message arrives.
+    pub(super) provisional: Option<(usize, usize)>,
+    pub(super) calls: HashMap<String, usize>,
+    pub(super) children: HashMap<String, usize>,
+    /// User message echoed locally, awaiting `message:appended`.
+    pub(super) echo: Option<usize>,
+    /// `message:appended` received while loading.
+    pub(super) buffered: Vec<Message>,
+    size: (u16, usize),
+}
+
+impl Thread {
+    /// An empty thread for a new root session (created on the first submit).
+    pub fn new_root(agent: Option<String>) -> Self {
+        Self {
+            agent,
+            ..Self::default()
+        }
+    }
+
+    /// A thread whose transcript is being loaded.
+    pub fn loading(id: &str, agent: Option<String>) -> Self {
+        Self {
+            session_id: Some(id.to_string()),
+            requested: Some(id.to_string()),
+            agent,
+            loading: true,
+            ..Self::default()
+        }
+    }
+
+    /// Replaces the cells with the loaded transcript (plus messages that arrived while
+    /// loading and are not in it), keeping a live stream at the end.
+    pub fn load(&mut self, loaded: LoadedSession) {
+        let stream = self
+            .stream
+            .and_then(|i| (i < self.cells.len()).then(|| self.cells.swap_remove(i)));
+        self.session_id = Some(loaded.metadata.session_id.clone());
+        if loaded.metadata.agent_name.is_some() {
+            self.agent = loaded.metadata.agent_name.clone();
+        }
+        self.loading = false;
+        self.cells.clear();
+        self.calls.clear();
+        self.children.clear();
+        self.stream = None;
+        self.provisional = None;
+        self.selected = None;
+        self.scroll = Scroll::Follow;
+        for warning in &loaded.warnings {
+            self.push(CellKind::Notice(warning.clone()));
+        }
+        for m in &loaded.transcript {
+            self.push_message(m);
+        }
+        let tail =
+            &loaded.transcript[loaded.transcript.len().saturating_sub(self.buffered.len())..];
+        for m in std::mem::take(&mut self.buffered) {
+            if !tail.contains(&m) {
+                self.push_message(&m);
+            }
+        }
+        if let Some(s) = stream {
+            self.stream = Some(self.cells.len());
+            self.cells.push(s);
+        }
+    }
+
+    pub(super) fn push(&mut self, kind: CellKind) -> usize {
+        self.cells.push(Cell::new(kind));
+        self.cells.len() - 1
+    }
+
+    /// Adds an error cell.
+    pub fn push_error(&mut self, message: &str) {
+        let recent = self.cells.iter().rev().take(3);
+        if recent
+            .into_iter()
+            .any(|c| matches!(&c.kind, CellKind::Error(m) if m == message))
+        {
+            return;
+        }
+        self.finalize_stream();
+        self.push(CellKind::Error(message.to_string()));
+    }
+
+    /// Adds a notice (cancellation, load warnings) unless it repeats the last cell.
+    pub fn push_notice(&mut self, text: &str) {
+        if matches!(self.cells.last().map(|c| &c.kind), Some(CellKind::Notice(m)) if m == text) {
+            return;
+        }
+        self.finalize_stream();
+        self.push(CellKind::Notice(text.to_string()));
+    }
+
+    /// Shows the user's message at once; the matching `message:appended` confirms it.
+    pub fn push_user_echo(&mut self, text: &str) {
+        let i = self.push(CellKind::User(text.to_string()));
+        self.echo = Some(i);
+        self.scroll = Scroll::Follow;
+    }
+
+    /// Updates the live child status shown on the task card of sub-session `child`.
+    pub fn set_child_status(&mut self, child: &str, status: SessionStatus) -> bool {
+        let Some(&i) = self.children.get(child) else {
+            return false;
+        };
+        if let Some(cell) = self.cells.get_mut(i)
+            && let CellKind::Task(card) = &mut cell.kind
+        {
+            card.child_status = Some(status);
+            cell.invalidate();
+        }
+        true
+    }
+
+    /// The task card for sub-session `child`, if this thread has one.
+    pub fn has_child(&self, child: &str) -> bool {
+        self.children.contains_key(child)
+    }
+
+    /// The streaming state, if a reply is streaming.
+    pub fn streaming(&self) -> Option<&StreamState> {
+        match self.cells.get(self.stream?).map(|c| &c.kind) {
+            Some(CellKind::Streaming(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The streaming state, created (as the last cell) when no reply is streaming.
+    pub(super) fn stream_mut(&mut self) -> Option<&mut StreamState> {
+        let idx = match self.stream {
+            Some(i)
+                if matches!(
+                    self.cells.get(i).map(|c| &c.kind),
+                    Some(CellKind::Streaming(_))
+                ) =>
+            {
+                i
+            }
+            _ => {
+                let i = self.push(CellKind::Streaming(Box::default()));
+                self.stream = Some(i);
+                i
+            }
+        };
+        match &mut self.cells.get_mut(idx)?.kind {
+            CellKind::Streaming(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Removes the streaming cell and any provisional cells (the final message
+    /// replaces them) and returns the cells that followed them, so the caller can put
+    /// the final message where the stream was.
+    pub(super) fn take_stream_range(&mut self) -> Vec<Cell> {
+        let mut removed: Vec<usize> = Vec::new();
+        if let Some(i) = self.stream.take() {
+            removed.push(i);
+        }
+        if let Some((a, b)) = self.provisional.take() {
+            removed.extend(a..b);
+        }
+        let Some(&start) = removed.iter().min() else {
+            return Vec::new();
+        };
+        if start >= self.cells.len() {
+            return Vec::new();
+        }
+        let rest = self.cells.split_off(start);
+        rest.into_iter()
+            .enumerate()
+            .filter(|(k, _)| !removed.contains(&(start + k)))
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    /// Turns an interrupted stream into provisional assistant/thinking cells.
+    pub fn finalize_stream(&mut self) {
+        let Some(i) = self.stream.take() else {
+            return;
+        };
+        let Some(cell) = self.cells.get(i) else {
+            return;
+        };
+        let CellKind::Streaming(s) = &cell.kind else {
+            return;
+        };
+        let mut kinds = Vec::new();
+        if !s.thinking().trim().is_empty() {
+            kinds.push(CellKind::Thinking(s.thinking().to_string()));
+        }
+        if !s.text().trim().is_empty() {
+            kinds.push(CellKind::Assistant(s.text()));
+        }
+        let n = kinds.len();
+        self.cells.splice(i..=i, kinds.into_iter().map(Cell::new));
+        if n != 1 {
+            self.reindex();
+        }
+        self.provisional = (n > 0).then_some((i, i + n));
+    }
+
+    /// Rebuilds index maps after cells moved.
+    pub(super) fn reindex(&mut self) {
+        self.calls.clear();
+        self.children.clear();
+        self.stream = None;
+        for (i, c) in self.cells.iter().enumerate() {
+            match &c.kind {
+                CellKind::Tool(t) => {
+                    self.calls.insert(t.call_id.clone(), i);
+                }
+                CellKind::Task(t) => {
+                    self.calls.insert(t.call_id.clone(), i);
+                    if let Some(ch) = &t.child {
+                        self.children.insert(ch.clone(), i);
+                    }
+                }
+                CellKind::Streaming(_) => self.stream = Some(i),
+                _ => {}
+            }
+        }
+        self.selected = self.selected.filter(|s| *s < self.cells.len());
+        self.echo = self.echo.filter(|s| *s < self.cells.len());
+    }
+
+    /// Lays out the visible window for a viewport of `width` × `height` rows.
+    pub fn layout(&mut self, width: u16, height: usize, theme: &Theme) {
+        self.size = (width, height);
+        let mut ctx = LayoutCtx {
+            width,
+            height,
+            theme,
+            stats: &mut self.stats,
+        };
+        self.window = layout::window(&mut self.cells, &mut self.scroll, &mut ctx);
+    }
+
+    /// Scrolls by `delta` rows using the last viewport size.
+    pub fn scroll_by(&mut self, delta: isize, theme: &Theme) {
+        let (width, height) = self.size;
+        let mut ctx = LayoutCtx {
+            width,
+            height,
+            theme,
+            stats: &mut self.stats,
+        };
+        layout::scroll_by(&mut self.cells, &mut self.scroll, delta, &mut ctx);
+    }
+
+    /// Last viewport height in rows.
+    pub fn viewport_height(&self) -> usize {
+        self.size.1
+    }
+
+    /// Selects the previous (`up`) or next interactive cell and scrolls it into view.
+    /// Returns false when there is none in that direction.
+    pub fn select_step(&mut self, up: bool, theme: &Theme) -> bool {
+        let n = self.cells.len();
+        let start = match (self.selected, up) {
+            (Some(s), _) => s,
+            (None, true) => n,
+            (None, false) => return false,
+        };
+        let found = if up {
+            (0..start.min(n))
+                .rev()
+                .find(|i| self.cells[*i].is_interactive())
+        } else {
+            (start + 1..n).find(|i| self.cells[*i].is_interactive())
+        };
+        let Some(i) = found else {
+            return false;
+        };
+        self.selected = Some(i);
+        let (width, height) = self.size;
+        let mut ctx = LayoutCtx {
+            width,
+            height,
+            theme,
+            stats: &mut self.stats,
+        };
+        layout::ensure_visible(&mut self.cells, &mut self.scroll, i, &mut ctx);
+        true
+    }
+
+    /// Enter on the selected cell: a task card with a known sub-session opens it;
+    /// other cards toggle. `toggle_only` (space) never opens.
+    pub fn activate(&mut self, toggle_only: bool) -> Option<UiAction> {
+        let cell = self.cells.get_mut(self.selected?)?;
+        if !toggle_only
+            && let CellKind::Task(TaskCard {
+                child: Some(child), ..
+            }) = &cell.kind
+        {
+            return Some(UiAction::OpenThread(child.clone()));
+        }
+        if cell.is_interactive() {
+            cell.expanded = !cell.expanded;
+            cell.invalidate();
+        }
+        None
+    }
+}

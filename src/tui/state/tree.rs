@@ -1,0 +1,477 @@
+//! The session tree: stored sessions of this project plus live ones from the bus,
+//! parent/child links from `parent_id`, status, timing, tokens, selection, collapse.
+//!
+//! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists;
+//! agent from `data.agent|agent_name`, parent from the event's `parent_id` or
+//! `data.parent`), `session:status` (`data.status`), `orchestrator:complete`
+//! (`data.status`), `provider:response` (`data.usage.{input,output}_tokens`).
+//! Any other event of an unknown session adds a node too.
+//!
+//! Owns: the tree model and its flattening into rows. Does not own: drawing
+//! (`views::tree`).
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::session::events::names;
+use crate::session::{Event, Metadata, SessionStatus};
+use crate::tui::clock::{millis_between, parse_ts};
+
+/// One session in the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: String,
+    pub parent: Option<String>,
+    pub agent: String,
+    pub status: SessionStatus,
+    /// Start of the current or last turn (or creation).
+    pub started: Option<Timestamp>,
+    /// End of the last turn; `None` while running.
+    pub ended: Option<Timestamp>,
+    /// This session's own tokens (input + output).
+    pub tokens: u64,
+    pub children: Vec<String>,
+    pub collapsed: bool,
+}
+
+impl Node {
+    fn new(id: &str, parent: Option<String>, agent: Option<String>) -> Self {
+        Self {
+            id: id.to_string(),
+            parent,
+            agent: agent.unwrap_or_else(|| agent_from_id(id)),
+            status: SessionStatus::Idle,
+            started: None,
+            ended: None,
+            tokens: 0,
+            children: Vec::new(),
+            collapsed: false,
+        }
+    }
+
+    /// Milliseconds of the current turn (running) or of the last one.
+    pub fn elapsed_ms(&self, now: Timestamp) -> Option<u64> {
+        let start = self.started?;
+        match (self.status, self.ended) {
+            (SessionStatus::Running, _) => Some(millis_between(start, now)),
+            (_, Some(end)) => Some(millis_between(start, end)),
+            (_, None) => None,
+        }
+    }
+}
+
+/// The agent part of a sub-session id (`…_explorer` → `explorer`); `session` for roots.
+pub fn agent_from_id(id: &str) -> String {
+    match id.rsplit_once('_') {
+        Some((_, agent)) if !agent.is_empty() => agent.to_string(),
+        _ => "session".to_string(),
+    }
+}
+
+/// One visible row of the flattened tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeRow<'a> {
+    pub node: &'a Node,
+    pub depth: usize,
+    /// Tokens of the node and all its descendants.
+    pub tokens: u64,
+}
+
+/// Sessions as a forest, roots newest first, children in start order.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTree {
+    nodes: HashMap<String, Node>,
+    roots: Vec<String>,
+    /// The selected session.
+    pub selected: Option<String>,
+}
+
+impl SessionTree {
+    /// Number of sessions.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are no sessions.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node of session `id`.
+    pub fn get(&self, id: &str) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    /// Sessions with a running turn.
+    pub fn running_count(&self) -> usize {
+        self.nodes
+            .values()
+            .filter(|n| n.status == SessionStatus::Running)
+            .count()
+    }
+
+    /// The most recent root (first root), for `--continue`.
+    pub fn latest_root(&self) -> Option<&str> {
+        self.roots.first().map(String::as_str)
+    }
+
+    /// Adds stored sessions (newest first, as `SessionStore::list` returns them).
+    /// Sessions already known from the bus keep their live state.
+    pub fn load(&mut self, sessions: &[Metadata]) {
+        let mut ordered: Vec<&Metadata> = sessions.iter().collect();
+        // Oldest first so children are appended in start order and newer roots end up first.
+        ordered.reverse();
+        for m in ordered {
+            if self.nodes.contains_key(&m.session_id) {
+                continue;
+            }
+            let mut node = Node::new(&m.session_id, m.parent_id.clone(), m.agent_name.clone());
+            node.status = m.status;
+            node.started = parse_ts(&m.created);
+            node.ended = parse_ts(&m.last_updated);
+            node.tokens = m.usage.input_tokens + m.usage.output_tokens;
+            node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
+            self.insert(node);
+        }
+        if self.selected.is_none() {
+            self.selected = self.roots.first().cloned();
+        }
+    }
+
+    /// Ensures a node exists for `id`; returns whether it was new.
+    pub fn ensure(&mut self, id: &str, parent: Option<&str>, agent: Option<&str>) -> bool {
+        if let Some(node) = self.nodes.get_mut(id) {
+            if let Some(a) = agent {
+                node.agent = a.to_string();
+            }
+            return false;
+        }
+        self.insert(Node::new(
+            id,
+            parent.map(str::to_string),
+            agent.map(str::to_string),
+        ));
+        if self.selected.is_none() {
+            self.selected = Some(id.to_string());
+        }
+        true
+    }
+
+    fn insert(&mut self, node: Node) {
+        let id = node.id.clone();
+        match node.parent.as_deref().and_then(|p| self.nodes.get_mut(p)) {
+            Some(parent) => parent.children.push(id.clone()),
+            None => {
+                // Newest first; a root without a start time is live, hence newest.
+                let pos = match node.started {
+                    None => 0,
+                    Some(started) => self
+                        .roots
+                        .iter()
+                        .position(|r| {
+                            self.nodes
+                                .get(r)
+                                .and_then(|n| n.started)
+                                .is_some_and(|s| s <= started)
+                        })
+                        .unwrap_or(self.roots.len()),
+                };
+                self.roots.insert(pos, id.clone());
+            }
+        }
+        // Adopt orphans that arrived before their parent.
+        let orphans: Vec<String> = self
+            .roots
+            .iter()
+            .filter(|r| self.nodes.get(*r).and_then(|n| n.parent.as_deref()) == Some(id.as_str()))
+            .cloned()
+            .collect();
+        let mut node = node;
+        if !orphans.is_empty() {
+            self.roots.retain(|r| !orphans.contains(r));
+            node.children.extend(orphans);
+        }
+        self.nodes.insert(id, node);
+    }
+
+    /// Applies one bus event.
+    pub fn apply(&mut self, event: &Event) {
+        let data = &event.data;
+        let agent = data
+            .get("agent")
+            .or_else(|| data.get("agent_name"))
+            .and_then(Value::as_str);
+        let parent = event
+            .parent_id
+            .as_deref()
+            .or_else(|| data.get("parent").and_then(Value::as_str));
+        let ts = parse_ts(&event.timestamp);
+        let is_start = matches!(
+            event.event.as_str(),
+            names::SESSION_START | names::SESSION_FORK | names::SESSION_RESUME
+        );
+        let new = self.ensure(
+            &event.session_id,
+            parent,
+            if is_start { agent } else { None },
+        );
+        let Some(node) = self.nodes.get_mut(&event.session_id) else {
+            return;
+        };
+        if new {
+            node.started = ts;
+        }
+        match event.event.as_str() {
+            names::SESSION_STATUS | names::ORCHESTRATOR_COMPLETE => {
+                if let Some(status) = data
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .and_then(parse_status)
+                {
+                    set_status(node, status, ts);
+                }
+            }
+            names::PROVIDER_RESPONSE => {
+                let usage = data.get("usage").unwrap_or(data);
+                let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                node.tokens += n("input_tokens") + n("output_tokens");
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets `id`'s status directly (a turn outcome reported by a command).
+    pub fn set_status(&mut self, id: &str, status: SessionStatus, at: Timestamp) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            set_status(node, status, Some(at));
+        }
+    }
+
+    /// Visible rows: roots and, under expanded nodes, their descendants.
+    pub fn rows(&self) -> Vec<TreeRow<'_>> {
+        let mut totals: HashMap<&str, u64> = HashMap::new();
+        let mut visiting = HashSet::new();
+        for r in &self.roots {
+            self.total(r, &mut totals, &mut visiting);
+        }
+        let mut out = Vec::new();
+        let mut stack: Vec<(&str, usize)> =
+            self.roots.iter().rev().map(|r| (r.as_str(), 0)).collect();
+        let mut seen = HashSet::new();
+        while let Some((id, depth)) = stack.pop() {
+            let Some(node) = self.nodes.get(id) else {
+                continue;
+            };
+            if !seen.insert(id) {
+                continue;
+            }
+            out.push(TreeRow {
+                node,
+                depth,
+                tokens: totals.get(id).copied().unwrap_or(node.tokens),
+            });
+            if !node.collapsed {
+                stack.extend(node.children.iter().rev().map(|c| (c.as_str(), depth + 1)));
+            }
+        }
+        out
+    }
+
+    fn total<'a>(
+        &'a self,
+        id: &'a str,
+        totals: &mut HashMap<&'a str, u64>,
+        visiting: &mut HashSet<&'a str>,
+    ) -> u64 {
+        if let Some(t) = totals.get(id) {
+            return *t;
+        }
+        let Some(node) = self.nodes.get(id) else {
+            return 0;
+        };
+        if !visiting.insert(id) {
+            return 0;
+        }
+        let mut sum = node.tokens;
+        for c in &node.children {
+            sum += self.total(c, totals, visiting);
+        }
+        totals.insert(id, sum);
+        sum
+    }
+
+    /// Moves the selection by `delta` visible rows.
+    pub fn move_selection(&mut self, delta: isize) {
+        let rows = self.rows();
+        if rows.is_empty() {
+            return;
+        }
+        let cur = self
+            .selected
+            .as_deref()
+            .and_then(|s| rows.iter().position(|r| r.node.id == s))
+            .unwrap_or(0);
+        let next = cur.saturating_add_signed(delta).min(rows.len() - 1);
+        self.selected = Some(rows[next].node.id.clone());
+    }
+
+    /// Collapses (`true`) or expands the selected node. Collapsing a leaf selects its
+    /// parent instead.
+    pub fn set_collapsed(&mut self, collapsed: bool) {
+        let Some(id) = self.selected.clone() else {
+            return;
+        };
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        if collapsed && (node.children.is_empty() || node.collapsed) {
+            if let Some(p) = node.parent.clone().filter(|p| self.nodes.contains_key(p)) {
+                self.selected = Some(p);
+            }
+            return;
+        }
+        node.collapsed = collapsed;
+    }
+
+    /// Selects `id` and expands its ancestors so it is visible.
+    pub fn reveal(&mut self, id: &str) {
+        let mut cur = self.nodes.get(id).and_then(|n| n.parent.clone());
+        let mut guard = 0;
+        while let Some(p) = cur {
+            guard += 1;
+            if guard > 1000 {
+                break;
+            }
+            cur = match self.nodes.get_mut(&p) {
+                Some(n) => {
+                    n.collapsed = false;
+                    n.parent.clone()
+                }
+                None => None,
+            };
+        }
+        if self.nodes.contains_key(id) {
+            self.selected = Some(id.to_string());
+        }
+    }
+}
+
+fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
+    let was_running = node.status == SessionStatus::Running;
+    if status == SessionStatus::Running && !was_running {
+        node.started = ts.or(node.started);
+        node.ended = None;
+    } else if status != SessionStatus::Running && (was_running || node.ended.is_none()) {
+        node.ended = ts;
+    }
+    node.status = status;
+}
+
+/// A `data.status` string as a session status (`completed`, `success` and `done`
+/// mean completed; `error` means failed).
+pub fn parse_status(s: &str) -> Option<SessionStatus> {
+    Some(match s {
+        "running" => SessionStatus::Running,
+        "idle" => SessionStatus::Idle,
+        "completed" | "success" | "done" => SessionStatus::Completed,
+        "failed" | "error" => SessionStatus::Failed,
+        "cancelled" | "canceled" => SessionStatus::Cancelled,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
+        Event {
+            event: name.into(),
+            session_id: id.into(),
+            parent_id: parent.map(Into::into),
+            timestamp: ts.into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn live_fork_appears_under_parent_with_rollup_and_timing() {
+        let mut t = SessionTree::default();
+        t.apply(&ev(
+            names::SESSION_START,
+            "r",
+            None,
+            "2025-01-01T00:00:00Z",
+            json!({"agent": "lead"}),
+        ));
+        t.apply(&ev(
+            names::SESSION_STATUS,
+            "r",
+            None,
+            "2025-01-01T00:00:00Z",
+            json!({"status": "running"}),
+        ));
+        t.apply(&ev(
+            names::SESSION_FORK,
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:05Z",
+            json!({"parent": "r"}),
+        ));
+        t.apply(&ev(
+            names::PROVIDER_RESPONSE,
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:06Z",
+            json!({"usage": {"input_tokens": 100, "output_tokens": 20}}),
+        ));
+        t.apply(&ev(
+            names::PROVIDER_RESPONSE,
+            "r",
+            None,
+            "2025-01-01T00:00:07Z",
+            json!({"usage": {"input_tokens": 1, "output_tokens": 2}}),
+        ));
+        t.apply(&ev(
+            names::SESSION_STATUS,
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:09Z",
+            json!({"status": "completed"}),
+        ));
+        let rows = t.rows();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[1].node.agent.as_str(), rows[1].depth),
+            ("explorer", 1)
+        );
+        assert_eq!(rows[0].tokens, 123);
+        assert_eq!(t.running_count(), 1);
+        let now: Timestamp = "2025-01-01T00:01:00Z".parse().unwrap();
+        assert_eq!(rows[0].node.elapsed_ms(now), Some(60_000));
+        assert_eq!(rows[1].node.elapsed_ms(now), Some(4_000));
+    }
+
+    #[test]
+    fn stored_sessions_link_children_and_orphans_are_adopted() {
+        let meta = |id: &str, parent: Option<&str>| Metadata {
+            session_id: id.into(),
+            parent_id: parent.map(Into::into),
+            ..Default::default()
+        };
+        let mut t = SessionTree::default();
+        t.ensure("c-d_x", Some("r1"), None);
+        t.load(&[
+            meta("r2", None),
+            meta("r1-e_y", Some("r1")),
+            meta("r1", None),
+        ]);
+        assert_eq!(t.latest_root(), Some("r2"));
+        t.reveal("c-d_x");
+        let ids: Vec<&str> = t.rows().iter().map(|r| r.node.id.as_str()).collect();
+        assert_eq!(ids, ["r2", "r1", "c-d_x", "r1-e_y"]);
+    }
+}

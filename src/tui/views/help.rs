@@ -1,0 +1,83 @@
+//! The help overlay, generated from the keymap table (so overrides show).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Widget};
+
+use super::pane_block;
+use crate::tui::keymap::{Context, Keymap, TABLE};
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::truncate;
+
+/// The help overlay.
+pub struct HelpView<'a> {
+    pub keymap: &'a Keymap,
+    pub theme: &'a Theme,
+    /// First row shown.
+    pub scroll: u16,
+}
+
+impl HelpView<'_> {
+    /// Every help line at `width`: a heading per context, then `keys  description`
+    /// rows.
+    pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let col = if width < 60 { 12 } else { 22 };
+        let heading = self.theme.style(Slot::BrowserLabel);
+        let key = self.theme.style(Slot::MdCode);
+        let text = self.theme.style(Slot::Base);
+        let mut out = Vec::new();
+        for ctx in [
+            Context::Global,
+            Context::Tree,
+            Context::Chat,
+            Context::Composer,
+            Context::Browser,
+            Context::Help,
+        ] {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.push(Line::from(Span::styled(ctx.title().to_string(), heading)));
+            for spec in TABLE.iter().filter(|s| s.context == ctx) {
+                let keys = self.keymap.label(spec.action);
+                let keys = if keys.is_empty() {
+                    "(unbound)".to_string()
+                } else {
+                    keys
+                };
+                out.push(Line::from(vec![
+                    Span::styled(format!("  {keys:<col$}"), key),
+                    Span::styled(format!(" {}", spec.description), text),
+                ]));
+            }
+        }
+        out
+    }
+}
+
+impl Widget for &HelpView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        Clear.render(area, buf);
+        let block = pane_block(" Help — keys (config keymap: overrides) ", true, self.theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let lines = self.lines(inner.width);
+        let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
+        let start = usize::from(self.scroll).min(max_scroll);
+        for (y, line) in lines
+            .iter()
+            .skip(start)
+            .take(usize::from(inner.height))
+            .enumerate()
+        {
+            let y = inner.y + u16::try_from(y).unwrap_or(0);
+            buf.set_line(
+                inner.x + 1,
+                y,
+                &truncate(line, inner.width.saturating_sub(1)),
+                inner.width.saturating_sub(1),
+            );
+        }
+    }
+}

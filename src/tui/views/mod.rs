@@ -1,0 +1,60 @@
+//! Pure views: each borrows state and renders (`impl Widget for &XView<'_>`); none
+//! mutates state or builds raw colours (styles come from theme slots).
+//!
+//! Owns: how panes, overlays and bars look. Does not own: layout of the window
+//! (`app::draw`), state (`state`), or the chat's visible-window computation
+//! (`state::layout`, run by the app before drawing).
+
+pub mod banner;
+pub mod browser;
+pub mod chat;
+pub mod composer;
+pub mod help;
+pub mod status;
+pub mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, BorderType, Borders};
+
+use super::theme::{Slot, Theme};
+
+/// A bordered pane with `title`, highlighted when focused.
+pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    let border = if focused {
+        Slot::BorderFocused
+    } else {
+        Slot::BorderUnfocused
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Rounded
+        })
+        .border_style(theme.style(border))
+        .title(title.into().style(theme.style(Slot::Title)))
+        .style(theme.style(Slot::Base))
+}
+
+/// `area` shrunk to a centered rectangle of at most `width` × `height`.
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// Spinner frame for `now_ms` (10 frames per second).
+pub fn spinner(now_ms: i64) -> &'static str {
+    const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+    FRAMES[usize::try_from((now_ms / 100).rem_euclid(10)).unwrap_or(0)]
+}

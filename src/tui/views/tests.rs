@@ -1,0 +1,456 @@
+//! Snapshot tests of every view at 80×24 and 40 columns (insta, `TestBackend`-style
+//! buffers). Time comes from a fixed clock; ids are synthetic.
+
+use std::path::PathBuf;
+
+use jiff::Timestamp;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+use serde_json::{Value, json};
+
+use super::banner::BannerView;
+use super::browser::BrowserView;
+use super::chat::{self, ChatView};
+use super::composer::ComposerView;
+use super::help::HelpView;
+use super::status::StatusView;
+use super::tree::TreeView;
+use crate::agent::reload::RegistryDiff;
+use crate::agent::{AgentDef, AgentIssue, AgentSource, Registry, Shadowed};
+use crate::session::events::names;
+use crate::session::{Event, LoadedSession, Message, Metadata};
+use crate::tui::app::Note;
+use crate::tui::composer::Composer;
+use crate::tui::keymap::{Context, Keymap};
+use crate::tui::state::browser::{BrowserState, ReloadMark};
+use crate::tui::state::thread::Thread;
+use crate::tui::state::tree::SessionTree;
+use crate::tui::theme::Theme;
+
+const NOW: &str = "2025-03-01T12:00:30Z";
+
+fn now() -> Timestamp {
+    NOW.parse().unwrap()
+}
+
+fn theme() -> Theme {
+    Theme::builtin_dark(false)
+}
+
+/// Renders `widget` into a `width`×`height` buffer and returns its rows, right-trimmed.
+fn render<W>(widget: &W, width: u16, height: u16) -> String
+where
+    for<'a> &'a W: Widget,
+{
+    let area = Rect::new(0, 0, width, height);
+    let mut buf = Buffer::empty(area);
+    widget.render(area, &mut buf);
+    buffer_text(&buf)
+}
+
+fn buffer_text(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let mut row = String::new();
+        let mut skip = 0;
+        for x in 0..area.width {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let sym = buf[(x, y)].symbol();
+            skip = unicode_width::UnicodeWidthStr::width(sym).saturating_sub(1);
+            row.push_str(sym);
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
+    Event {
+        event: name.into(),
+        session_id: id.into(),
+        parent_id: parent.map(Into::into),
+        timestamp: ts.into(),
+        data,
+    }
+}
+
+pub(crate) const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
+pub(crate) const EXPLORER: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
+pub(crate) const TESTER: &str = "5f0e1c2a11114222-1122334455667788_tester";
+pub(crate) const REVIEWER: &str = "0a1b2c3d4e5f6071-99aabbccddeeff00_reviewer";
+pub(crate) const WRITER: &str = "5f0e1c2a11114222-aabbccddeeff0011_writer";
+
+fn sample_tree() -> SessionTree {
+    let mut t = SessionTree::default();
+    let s = |st: &str| json!({"status": st});
+    t.apply(&ev(
+        names::SESSION_START,
+        ROOT,
+        None,
+        "2025-03-01T12:00:00Z",
+        json!({"agent": "zen-architect"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        ROOT,
+        None,
+        "2025-03-01T12:00:00Z",
+        s("running"),
+    ));
+    t.apply(&ev(
+        names::SESSION_FORK,
+        EXPLORER,
+        Some(ROOT),
+        "2025-03-01T12:00:02Z",
+        json!({"agent": "explorer"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        EXPLORER,
+        Some(ROOT),
+        "2025-03-01T12:00:02Z",
+        s("running"),
+    ));
+    t.apply(&ev(
+        names::SESSION_FORK,
+        REVIEWER,
+        Some(EXPLORER),
+        "2025-03-01T12:00:04Z",
+        json!({"agent": "reviewer"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        REVIEWER,
+        Some(EXPLORER),
+        "2025-03-01T12:00:04Z",
+        s("running"),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        REVIEWER,
+        Some(EXPLORER),
+        "2025-03-01T12:00:16Z",
+        s("completed"),
+    ));
+    t.apply(&ev(
+        names::PROVIDER_RESPONSE,
+        REVIEWER,
+        Some(EXPLORER),
+        "2025-03-01T12:00:16Z",
+        json!({"usage": {"input_tokens": 1200, "output_tokens": 300}}),
+    ));
+    t.apply(&ev(
+        names::SESSION_FORK,
+        TESTER,
+        Some(ROOT),
+        "2025-03-01T12:00:05Z",
+        json!({"agent": "tester"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        TESTER,
+        Some(ROOT),
+        "2025-03-01T12:00:05Z",
+        s("running"),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        TESTER,
+        Some(ROOT),
+        "2025-03-01T12:00:09Z",
+        s("failed"),
+    ));
+    t.apply(&ev(
+        names::SESSION_FORK,
+        WRITER,
+        Some(ROOT),
+        "2025-03-01T12:00:06Z",
+        json!({"agent": "writer"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        WRITER,
+        Some(ROOT),
+        "2025-03-01T12:00:06Z",
+        s("running"),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        WRITER,
+        Some(ROOT),
+        "2025-03-01T12:00:07Z",
+        s("cancelled"),
+    ));
+    t.apply(&ev(
+        names::PROVIDER_RESPONSE,
+        ROOT,
+        None,
+        "2025-03-01T12:00:20Z",
+        json!({"usage": {"input_tokens": 40000, "output_tokens": 2345}}),
+    ));
+    t.load(&[Metadata {
+        session_id: "9c8b7a6d-0000-4000-8000-000000000000".into(),
+        agent_name: Some("helper".into()),
+        created: "2025-02-28T09:00:00Z".into(),
+        last_updated: "2025-02-28T09:03:05Z".into(),
+        ..Default::default()
+    }]);
+    t.selected = Some(EXPLORER.into());
+    t
+}
+
+#[test]
+fn tree_view_with_nested_statuses() {
+    let tree = sample_tree();
+    let theme = theme();
+    let view = TreeView {
+        tree: &tree,
+        theme: &theme,
+        now: now(),
+        focused: true,
+        open: Some(ROOT),
+    };
+    insta::assert_snapshot!("tree_80", render(&view, 80, 24));
+    insta::assert_snapshot!("tree_40", render(&view, 40, 24));
+}
+
+fn transcript() -> Vec<Message> {
+    let lines = [
+        json!({"role": "user", "content": "Map the crate and test the parser."}),
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "The user wants a survey first.\nThen tests."},
+            {"type": "text", "text": "Plan:\n\n- read `src/lib.rs`\n- delegate the tests\n\n```rust\nfn main() {}\n```"},
+            {"type": "tool_call", "id": "c1", "name": "read_file", "input": {"path": "src/lib.rs"}},
+            {"type": "tool_call", "id": "c2", "name": "task", "input": {"agent": "explorer", "instruction": "Survey the modules"}}
+        ]}),
+        json!({"role": "tool", "name": "read_file", "tool_call_id": "c1", "content": "//! arbor: a terminal workbench\npub mod agent;"}),
+        json!({"role": "tool", "name": "task", "tool_call_id": "c2", "content": format!("{{\"response\":\"Six modules.\",\"session_id\":\"{EXPLORER}\",\"agent\":\"explorer\",\"status\":\"completed\",\"turn_count\":1}}")}),
+    ];
+    lines
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect()
+}
+
+pub(crate) fn sample_thread() -> Thread {
+    let mut t = Thread::loading(ROOT, Some("zen-architect".into()));
+    t.load(LoadedSession {
+        metadata: Metadata {
+            session_id: ROOT.into(),
+            agent_name: Some("zen-architect".into()),
+            ..Default::default()
+        },
+        transcript: transcript(),
+        warnings: vec![],
+    });
+    let theme = theme();
+    t.apply_event(
+        &ev(
+            names::CONTENT_BLOCK_DELTA,
+            ROOT,
+            None,
+            NOW,
+            json!({"delta": "Both done. The parser\nhandles CRLF and BO", "kind": "text"}),
+        ),
+        &theme,
+    );
+    t
+}
+
+#[test]
+fn chat_view_with_markdown_cards_and_streaming_tail() {
+    let theme = theme();
+    let tree = sample_tree();
+    for (w, name) in [(80u16, "chat_80"), (40, "chat_40")] {
+        let mut thread = sample_thread();
+        let area = Rect::new(0, 0, w, 24);
+        thread.layout(
+            chat::wrap_width(area),
+            usize::from(chat::body_area(area).height),
+            &theme,
+        );
+        let view = ChatView {
+            thread: Some(&thread),
+            tree: &tree,
+            theme: &theme,
+            now: now(),
+            focused: true,
+        };
+        insta::assert_snapshot!(name, render(&view, w, 24));
+    }
+    // Scrolled to the top with the task card selected and expanded.
+    let mut thread = sample_thread();
+    let area = Rect::new(0, 0, 80, 24);
+    thread.layout(chat::wrap_width(area), 22, &theme);
+    thread.scroll = crate::tui::state::layout::Scroll::Top { cell: 0, row: 0 };
+    thread.selected = Some(4);
+    thread.activate(true);
+    thread.layout(chat::wrap_width(area), 22, &theme);
+    let view = ChatView {
+        thread: Some(&thread),
+        tree: &tree,
+        theme: &theme,
+        now: now(),
+        focused: true,
+    };
+    insta::assert_snapshot!("chat_80_top_expanded_task", render(&view, 80, 24));
+}
+
+#[test]
+fn composer_view_multiline() {
+    let theme = theme();
+    let mut c = Composer::new();
+    c.paste("First line of the message\nsecond line\nthird");
+    c.set_focused(true, theme.style(crate::tui::theme::Slot::Base));
+    let view = ComposerView {
+        composer: &c,
+        theme: &theme,
+        focused: true,
+        title: " Continue #0a1b2c3d ".into(),
+    };
+    insta::assert_snapshot!("composer_80", render(&view, 80, 5));
+    insta::assert_snapshot!("composer_40", render(&view, 40, 5));
+}
+
+#[test]
+fn status_bar_with_hints_note_and_warning() {
+    let theme = theme();
+    let km = Keymap::defaults();
+    let ok = Ok("openai/gpt-4o".to_string());
+    let view = StatusView {
+        provider: &ok,
+        running: 2,
+        note: None,
+        reload: None,
+        hints: km.hints(Context::Tree),
+        theme: &theme,
+    };
+    insta::assert_snapshot!("status_80", render(&view, 80, 1));
+    insta::assert_snapshot!("status_40", render(&view, 40, 1));
+    let err = Err("none".to_string());
+    let note = Note {
+        text: "press Ctrl+C again to quit".into(),
+        warning: true,
+        until: now(),
+    };
+    let view = StatusView {
+        provider: &err,
+        running: 0,
+        note: Some(&note),
+        reload: None,
+        hints: km.hints(Context::Composer),
+        theme: &theme,
+    };
+    insta::assert_snapshot!("status_80_no_provider_note", render(&view, 80, 1));
+}
+
+pub(crate) fn sample_registry() -> Registry {
+    let def = |name: &str, source: AgentSource, path: &str| AgentDef {
+        name: name.into(),
+        namespace: None,
+        source,
+        path: Some(PathBuf::from(path)),
+        description: format!("{name} does things.\nSecond line."),
+        instruction: "You are helpful.".into(),
+        overlay: json!({"meta": {"name": name}, "model_role": ["reasoning", "general"], "tools": [{"module": "tool-filesystem"}, "tool-search"]}),
+        errors: vec![],
+        warnings: vec![],
+        shadows: vec![],
+    };
+    let mut zen = def(
+        "zen-architect",
+        AgentSource::User,
+        "/home/u/.amplifier/agents/zen-architect.md",
+    );
+    zen.shadows.push(Shadowed {
+        source: AgentSource::Bundle,
+        path: "builtin:zen-architect".into(),
+    });
+    let mut broken = def(
+        "broken",
+        AgentSource::Project,
+        "/work/app/.amplifier/agents/broken.md",
+    );
+    broken.overlay = json!({});
+    broken.errors.push(AgentIssue {
+        path: "/work/app/.amplifier/agents/broken.md".into(),
+        line: 3,
+        column: 7,
+        message: "did not find expected ',' or ']'".into(),
+    });
+    let mut explorer = def("explorer", AgentSource::Bundle, "/x/agents/explorer.md");
+    explorer.path = None;
+    explorer
+        .warnings
+        .push("unavailable module 'tool-lsp'".into());
+    Registry::from_defs(vec![zen, broken, explorer])
+}
+
+#[test]
+fn agent_browser_with_invalid_and_shadowing_entries() {
+    let theme = theme();
+    let registry = sample_registry();
+    let mut state = BrowserState {
+        selected: Some("broken".into()),
+        ..Default::default()
+    };
+    let view = BrowserView {
+        registry: &registry,
+        state: &state,
+        mark: None,
+        theme: &theme,
+    };
+    insta::assert_snapshot!("browser_80_invalid", render(&view, 80, 24));
+    insta::assert_snapshot!("browser_40_invalid", render(&view, 40, 24));
+    state.selected = Some("zen-architect".into());
+    let mark = ReloadMark {
+        diff: RegistryDiff {
+            changed: vec!["zen-architect".into()],
+            ..Default::default()
+        },
+        until: now(),
+    };
+    let view = BrowserView {
+        registry: &registry,
+        state: &state,
+        mark: Some(&mark),
+        theme: &theme,
+    };
+    insta::assert_snapshot!("browser_80_shadowing_reloaded", render(&view, 80, 24));
+    insta::assert_snapshot!("browser_40_shadowing_reloaded", render(&view, 40, 24));
+}
+
+#[test]
+fn help_overlay_from_keymap() {
+    let theme = theme();
+    let km = Keymap::defaults();
+    let view = HelpView {
+        keymap: &km,
+        theme: &theme,
+        scroll: 0,
+    };
+    insta::assert_snapshot!("help_80", render(&view, 80, 24));
+    insta::assert_snapshot!("help_40", render(&view, 40, 24));
+}
+
+pub(crate) const NO_PROVIDER: &str = "No provider configured. Looked for: OPENAI_API_KEY (unset), ANTHROPIC_API_KEY (unset), ollama at http://127.0.0.1:11434 (not running), config providers (none).\nSet OPENAI_API_KEY or ANTHROPIC_API_KEY, or add a provider to ~/.config/arbor/config.yaml.";
+
+#[test]
+fn no_provider_banner() {
+    let theme = theme();
+    let view = BannerView {
+        text: NO_PROVIDER,
+        theme: &theme,
+    };
+    assert!(view.height(80) <= super::banner::MAX_HEIGHT);
+    let h80 = view.height(80);
+    insta::assert_snapshot!("banner_80", render(&view, 80, h80));
+    let h40 = view.height(40);
+    insta::assert_snapshot!("banner_40", render(&view, 40, h40));
+}

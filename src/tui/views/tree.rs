@@ -1,0 +1,127 @@
+//! The session tree pane: one row per visible session with status glyph, agent,
+//! elapsed time and tokens rolled up the subtree.
+
+use jiff::Timestamp;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::{pane_block, spinner};
+use crate::session::SessionStatus;
+use crate::tui::clock::{format_elapsed, format_tokens};
+use crate::tui::state::tree::{SessionTree, TreeRow};
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::{truncate, width};
+
+/// The tree pane.
+pub struct TreeView<'a> {
+    pub tree: &'a SessionTree,
+    pub theme: &'a Theme,
+    pub now: Timestamp,
+    pub focused: bool,
+    /// The session open in the chat pane (marked).
+    pub open: Option<&'a str>,
+}
+
+/// Glyph and slot of a status (`running` animates).
+pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slot) {
+    match status {
+        SessionStatus::Running => (spinner(now.as_millisecond()), Slot::TreeRunning),
+        SessionStatus::Completed => ("✓", Slot::TreeDone),
+        SessionStatus::Failed => ("✗", Slot::TreeFailed),
+        SessionStatus::Cancelled => ("⊘", Slot::TreeCancelled),
+        SessionStatus::Idle => ("·", Slot::TreeIdle),
+    }
+}
+
+impl TreeView<'_> {
+    fn row_line(&self, row: &TreeRow<'_>, w: u16) -> Line<'static> {
+        let node = row.node;
+        let (glyph, slot) = status_glyph(node.status, self.now);
+        let fold = match (node.children.is_empty(), node.collapsed) {
+            (true, _) => "  ",
+            (false, true) => "▸ ",
+            (false, false) => "▾ ",
+        };
+        let open = if self.open == Some(node.id.as_str()) {
+            "›"
+        } else {
+            " "
+        };
+        let meta = self.theme.style(Slot::TreeMeta);
+        let mut right = node
+            .elapsed_ms(self.now)
+            .map(format_elapsed)
+            .unwrap_or_default();
+        if row.tokens > 0 {
+            right.push(' ');
+            right.push_str(&format_tokens(row.tokens));
+        }
+        let left = Line::from(vec![
+            Span::styled(format!("{open}{}{fold}", "  ".repeat(row.depth)), meta),
+            Span::styled(format!("{glyph} "), self.theme.style(slot)),
+            Span::styled(node.agent.clone(), self.theme.style(Slot::Base)),
+        ]);
+        let right_w = width(&right);
+        let avail = usize::from(w);
+        if right.is_empty() || avail < right_w + 8 {
+            return truncate(&left, w);
+        }
+        let left_max = u16::try_from(avail - right_w - 1).unwrap_or(0);
+        let mut line = truncate(&left, left_max);
+        let used: usize = line.spans.iter().map(|s| width(&s.content)).sum();
+        line.spans
+            .push(Span::raw(" ".repeat(avail - used - right_w)));
+        line.spans.push(Span::styled(right, meta));
+        line
+    }
+}
+
+impl Widget for &TreeView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let title = format!(" Sessions ({}) ", self.tree.len());
+        let block = pane_block(title, self.focused, self.theme);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width == 0 {
+            return;
+        }
+        let rows = self.tree.rows();
+        if rows.is_empty() {
+            let hint = Line::from(Span::styled(
+                "no sessions yet",
+                self.theme.style(Slot::TreeMeta),
+            ));
+            buf.set_line(inner.x + 1, inner.y, &hint, inner.width.saturating_sub(1));
+            return;
+        }
+        let selected = self
+            .tree
+            .selected
+            .as_deref()
+            .and_then(|s| rows.iter().position(|r| r.node.id == s));
+        let height = usize::from(inner.height);
+        let offset = selected.map_or(0, |s| s.saturating_sub(height - 1));
+        for (y, (i, row)) in rows
+            .iter()
+            .enumerate()
+            .skip(offset)
+            .take(height)
+            .enumerate()
+        {
+            let line = self.row_line(row, inner.width);
+            let y = inner.y + u16::try_from(y).unwrap_or(0);
+            buf.set_line(inner.x, y, &line, inner.width);
+            if Some(i) == selected {
+                let style = if self.focused {
+                    self.theme.style(Slot::TreeSelected)
+                } else {
+                    Style::default().add_modifier(ratatui::style::Modifier::BOLD)
+                };
+                buf.set_style(Rect::new(inner.x, y, inner.width, 1), style);
+            }
+        }
+    }
+}

@@ -1,0 +1,766 @@
+//! TUI scenario tests: drive `App` with key events and synthetic engine events (no
+//! engine runs), read the engine-command channel, and snapshot whole screens.
+
+// Test helpers (not only `#[test]` fns) unwrap freely.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor::agent::{AgentDef, AgentIssue, AgentSource, Registry};
+use arbor::session::events::names;
+use arbor::session::{Event, LoadedSession, Message, Metadata, SessionStatus};
+use arbor::tui::app::AppOptions;
+use arbor::tui::clock::Clock;
+use arbor::tui::keymap::{Keymap, KeymapError};
+use arbor::tui::theme::Theme;
+use arbor::tui::{App, AppEvent, EngineCommand, Focus, Overlay};
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use jiff::Timestamp;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+const T0: &str = "2025-03-01T12:00:00Z";
+const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
+const CHILD: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
+
+fn registry() -> Registry {
+    let def = |name: &str, errors: Vec<AgentIssue>| AgentDef {
+        name: name.into(),
+        namespace: None,
+        source: AgentSource::User,
+        path: Some(format!("/agents/{name}.md").into()),
+        description: format!("{name} agent"),
+        instruction: String::new(),
+        overlay: json!({}),
+        errors,
+        warnings: vec![],
+        shadows: vec![],
+    };
+    Registry::from_defs(vec![def("explorer", vec![]), def("zen-architect", vec![])])
+}
+
+struct Harness {
+    app: App,
+    commands: UnboundedReceiver<EngineCommand>,
+    clock: Clock,
+}
+
+fn harness_with(provider: Result<String, String>, open: Option<&str>) -> Harness {
+    let (tx, commands) = unbounded_channel();
+    let clock = Clock::manual(T0.parse().unwrap());
+    let app = App::new(
+        AppOptions {
+            theme: Theme::builtin_dark(false),
+            theme_source: None,
+            keymap: Keymap::defaults(),
+            clock: clock.clone(),
+            provider_label: provider,
+            registry: Arc::new(registry()),
+            agent: None,
+            open_session: open.map(str::to_string),
+            continue_last: false,
+        },
+        tx,
+    );
+    let mut h = Harness {
+        app,
+        commands,
+        clock,
+    };
+    assert_eq!(h.drain().first(), Some(&EngineCommand::ListSessions));
+    h
+}
+
+fn harness() -> Harness {
+    harness_with(Ok("openai/gpt-4o".into()), None)
+}
+
+impl Harness {
+    fn drain(&mut self) -> Vec<EngineCommand> {
+        std::iter::from_fn(|| self.commands.try_recv().ok()).collect()
+    }
+
+    fn key(&mut self, code: KeyCode, mods: KeyModifiers) {
+        let ev = TermEvent::Key(KeyEvent::new(code, mods));
+        self.app.handle(AppEvent::Input(ev));
+    }
+
+    fn press(&mut self, code: KeyCode) {
+        self.key(code, KeyModifiers::NONE);
+    }
+
+    fn type_text(&mut self, s: &str) {
+        for c in s.chars() {
+            self.press(KeyCode::Char(c));
+        }
+    }
+
+    fn engine(&mut self, name: &str, id: &str, parent: Option<&str>, secs: i64, data: Value) {
+        let ts = T0.parse::<Timestamp>().unwrap() + jiff::SignedDuration::from_secs(secs);
+        self.app.handle(AppEvent::Engine(Arc::new(Event {
+            event: name.into(),
+            session_id: id.into(),
+            parent_id: parent.map(Into::into),
+            timestamp: ts.to_string(),
+            data,
+        })));
+    }
+
+    fn load(&mut self, id: &str, parent: Option<&str>, agent: &str, transcript: Vec<Message>) {
+        self.app.handle(AppEvent::TranscriptLoaded {
+            requested: id.into(),
+            result: Ok(Box::new(LoadedSession {
+                metadata: Metadata {
+                    session_id: id.into(),
+                    parent_id: parent.map(Into::into),
+                    agent_name: Some(agent.into()),
+                    ..Default::default()
+                },
+                transcript,
+                warnings: vec![],
+            })),
+        });
+    }
+
+    fn screen(&mut self, w: u16, h: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        terminal.draw(|f| self.app.draw(f)).unwrap();
+        let buf = terminal.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..h {
+            let mut row = String::new();
+            let mut skip = 0;
+            for x in 0..w {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                let sym = buf[(x, y)].symbol();
+                skip = unicode_width::UnicodeWidthStr::width(sym).saturating_sub(1);
+                row.push_str(sym);
+            }
+            out.push_str(row.trim_end());
+            out.push('\n');
+        }
+        filter_ids(&out)
+    }
+}
+
+/// Replaces full UUIDs with `[uuid]` (short ids stay: they are synthetic here).
+fn filter_ids(s: &str) -> String {
+    let re =
+        regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
+    re.replace_all(s, "[uuid]").into_owned()
+}
+
+fn msg(v: Value) -> Message {
+    serde_json::from_value(v).unwrap()
+}
+
+fn root_transcript() -> Vec<Message> {
+    vec![
+        msg(json!({"role": "user", "content": "Survey the repo"})),
+        msg(json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Delegating to explorer."},
+            {"type": "tool_call", "id": "c1", "name": "task", "input": {"agent": "explorer", "instruction": "List the modules"}}
+        ]})),
+        msg(json!({"role": "tool", "name": "task", "tool_call_id": "c1",
+            "content": format!("{{\"response\":\"six modules\",\"session_id\":\"{CHILD}\",\"agent\":\"explorer\",\"status\":\"completed\",\"turn_count\":1}}")})),
+        msg(json!({"role": "assistant", "content": "All done."})),
+    ]
+}
+
+/// Root thread open, sessions known, focus in the chat.
+fn with_root_open() -> Harness {
+    let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+    assert!(
+        h.drain().is_empty(),
+        "LoadTranscript was sent with ListSessions"
+    );
+    h.engine(
+        names::SESSION_START,
+        ROOT,
+        None,
+        0,
+        json!({"agent": "zen-architect"}),
+    );
+    h.engine(
+        names::SESSION_FORK,
+        CHILD,
+        Some(ROOT),
+        1,
+        json!({"agent": "explorer"}),
+    );
+    h.engine(
+        names::SESSION_STATUS,
+        CHILD,
+        Some(ROOT),
+        9,
+        json!({"status": "completed"}),
+    );
+    h.load(ROOT, None, "zen-architect", root_transcript());
+    h.press(KeyCode::Tab); // composer → tree
+    h.press(KeyCode::Tab); // tree → chat
+    assert_eq!(h.app.focus(), Focus::Chat);
+    h
+}
+
+#[test]
+fn resume_option_requests_the_transcript() {
+    let (tx, mut rx) = unbounded_channel();
+    let _app = App::new(
+        AppOptions {
+            theme: Theme::builtin_dark(true),
+            theme_source: None,
+            keymap: Keymap::defaults(),
+            clock: Clock::system(),
+            provider_label: Ok("x".into()),
+            registry: Arc::new(Registry::default()),
+            agent: None,
+            open_session: Some("5f0e".into()),
+            continue_last: false,
+        },
+        tx,
+    );
+    let cmds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert_eq!(
+        cmds,
+        [
+            EngineCommand::ListSessions,
+            EngineCommand::LoadTranscript {
+                session_id: "5f0e".into()
+            }
+        ]
+    );
+}
+
+#[test]
+fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
+    let mut h = with_root_open();
+    h.screen(80, 24);
+    // Up selects the nearest card above the bottom: the task card.
+    h.press(KeyCode::Up);
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::LoadTranscript {
+            session_id: CHILD.into()
+        }]
+    );
+    h.load(
+        CHILD,
+        Some(ROOT),
+        "explorer",
+        vec![
+            msg(json!({"role": "user", "content": "List the modules"})),
+            msg(json!({"role": "assistant", "content": "There are six modules: agent, config, engine."})),
+        ],
+    );
+    let screen = h.screen(80, 24);
+    assert!(screen.contains("There are six modules"), "{screen}");
+    assert!(
+        screen.contains("sub-session #0a1b2c3d · explorer"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("child_thread_80", screen);
+    // An unbound letter typed while reading moves to the composer.
+    h.type_text("w");
+    assert_eq!(
+        h.app.focus(),
+        Focus::Composer,
+        "typing in the chat moves to the composer"
+    );
+    h.press(KeyCode::Backspace);
+    h.type_text("and tests?");
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Submit {
+            session_id: Some(CHILD.into()),
+            agent: None,
+            prompt: "and tests?".into()
+        }]
+    );
+    assert!(h.app.composer_text().is_empty());
+    // A second message while the resumed turn runs is refused, text kept.
+    h.type_text("more");
+    h.press(KeyCode::Enter);
+    assert!(h.drain().is_empty());
+    assert_eq!(h.app.composer_text(), "more");
+    assert!(h.app.note().unwrap().text.contains("Esc cancels"));
+}
+
+#[test]
+fn esc_cancels_the_running_turn_of_the_open_thread() {
+    let mut h = with_root_open();
+    h.press(KeyCode::Esc);
+    assert!(h.drain().is_empty(), "nothing runs: Esc does not cancel");
+    h.engine(
+        names::SESSION_STATUS,
+        ROOT,
+        None,
+        20,
+        json!({"status": "running"}),
+    );
+    h.press(KeyCode::Esc);
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Cancel {
+            session_id: ROOT.into()
+        }]
+    );
+    h.engine(names::CANCEL_COMPLETED, ROOT, None, 21, json!({}));
+    h.engine(
+        names::SESSION_STATUS,
+        ROOT,
+        None,
+        21,
+        json!({"status": "cancelled"}),
+    );
+    let screen = h.screen(80, 24);
+    assert!(screen.contains("turn cancelled"), "{screen}");
+    assert!(screen.contains("⊘ cancelled"), "{screen}");
+}
+
+#[test]
+fn x_in_the_tree_cancels_the_selected_subtree() {
+    let mut h = with_root_open();
+    h.press(KeyCode::BackTab); // chat → tree
+    assert_eq!(h.app.focus(), Focus::Tree);
+    h.press(KeyCode::Char('x'));
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Cancel {
+            session_id: ROOT.into()
+        }]
+    );
+}
+
+#[test]
+fn ctrl_c_twice_quits_once_does_not() {
+    let mut h = harness();
+    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(!h.app.should_quit());
+    assert!(h.screen(80, 24).contains("press Ctrl+C again to quit"));
+    h.clock.advance(Duration::from_secs(3));
+    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(
+        !h.app.should_quit(),
+        "outside the 2 s window it starts over"
+    );
+    h.clock.advance(Duration::from_millis(500));
+    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(h.app.should_quit());
+}
+
+#[test]
+fn a_fork_appears_under_its_parent_while_running() {
+    let mut h = harness();
+    h.engine(
+        names::SESSION_START,
+        ROOT,
+        None,
+        0,
+        json!({"agent": "zen-architect"}),
+    );
+    h.engine(
+        names::SESSION_STATUS,
+        ROOT,
+        None,
+        0,
+        json!({"status": "running"}),
+    );
+    h.engine(
+        names::SESSION_FORK,
+        CHILD,
+        Some(ROOT),
+        2,
+        json!({"agent": "explorer"}),
+    );
+    h.engine(
+        names::SESSION_STATUS,
+        CHILD,
+        Some(ROOT),
+        2,
+        json!({"status": "running"}),
+    );
+    h.engine(
+        names::PROVIDER_RESPONSE,
+        CHILD,
+        Some(ROOT),
+        3,
+        json!({"usage": {"input_tokens": 1500, "output_tokens": 500}}),
+    );
+    h.clock.advance(Duration::from_secs(5));
+    let rows = h.app.tree().rows();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[1].node.id.as_str(), rows[1].depth), (CHILD, 1));
+    assert_eq!(rows[1].node.status, SessionStatus::Running);
+    assert_eq!(rows[0].tokens, 2000, "tokens roll up to the parent");
+    let screen = h.screen(80, 24);
+    insta::assert_snapshot!("fork_running_80", screen);
+    assert!(screen.contains("● 2 running"), "{screen}");
+}
+
+#[test]
+fn deltas_stream_into_the_tail_and_commit_line_by_line() {
+    let mut h = with_root_open();
+    h.screen(80, 24);
+    let wrapped = |h: &Harness| h.app.thread().unwrap().stats.lines_wrapped;
+    h.engine(
+        names::CONTENT_BLOCK_DELTA,
+        ROOT,
+        None,
+        30,
+        json!({"delta": "First li", "kind": "text"}),
+    );
+    h.screen(80, 24);
+    let s = h.app.thread().unwrap().streaming().unwrap();
+    assert_eq!((s.committed_len(), s.tail()), (0, "First li"));
+    let before = wrapped(&h);
+    h.engine(
+        names::CONTENT_BLOCK_DELTA,
+        ROOT,
+        None,
+        30,
+        json!({"delta": "ne\nSecond", "kind": "text"}),
+    );
+    let screen = h.screen(80, 24);
+    let s = h.app.thread().unwrap().streaming().unwrap();
+    assert_eq!((s.committed_len(), s.tail()), (1, "Second"));
+    assert_eq!(wrapped(&h) - before, 2, "one committed line and the tail");
+    assert!(
+        screen.contains("First line") && screen.contains("Second▍"),
+        "{screen}"
+    );
+    let before = wrapped(&h);
+    for _ in 0..20 {
+        h.engine(
+            names::CONTENT_BLOCK_DELTA,
+            ROOT,
+            None,
+            30,
+            json!({"delta": " x", "kind": "text"}),
+        );
+        h.screen(80, 24);
+    }
+    assert_eq!(
+        wrapped(&h) - before,
+        20,
+        "each delta re-wraps only the tail"
+    );
+    h.engine(
+        names::MESSAGE_APPENDED,
+        ROOT,
+        None,
+        31,
+        json!({"message": {"role": "assistant", "content": "First line\nSecond x x"}}),
+    );
+    assert!(h.app.thread().unwrap().streaming().is_none());
+    assert!(h.screen(80, 24).contains("Second x x"));
+}
+
+#[test]
+fn registry_reload_shows_the_mark() {
+    let mut h = harness();
+    let mut defs = registry().agents().to_vec();
+    defs[1].description = "rewritten".into();
+    defs.push(AgentDef {
+        name: "broken".into(),
+        path: Some("/agents/broken.md".into()),
+        description: "half-written".into(),
+        errors: vec![AgentIssue {
+            path: "/agents/broken.md".into(),
+            line: 2,
+            column: 5,
+            message: "bad yaml".into(),
+        }],
+        ..defs[0].clone()
+    });
+    h.app
+        .handle(AppEvent::RegistryReloaded(Arc::new(Registry::from_defs(
+            defs,
+        ))));
+    let screen = h.screen(80, 24);
+    assert!(screen.contains("↻ reloaded:"), "{screen}");
+    assert!(screen.contains("zen-architect (changed)"), "{screen}");
+    h.press(KeyCode::F(2));
+    assert_eq!(h.app.overlay(), Overlay::Browser);
+    let screen = h.screen(80, 24);
+    insta::assert_snapshot!("browser_after_reload_80", screen);
+    assert!(screen.contains("broken [user] ✗ invalid"), "{screen}");
+    h.clock.advance(Duration::from_secs(5));
+    h.app.handle(AppEvent::Tick);
+    assert!(h.app.reload_mark().is_none(), "the mark expires");
+}
+
+#[test]
+fn browser_enter_starts_a_session_with_that_agent_and_e_edits() {
+    let mut h = harness();
+    h.press(KeyCode::F(2));
+    h.press(KeyCode::Char('/'));
+    h.type_text("zen");
+    h.press(KeyCode::Enter); // leaves filter mode
+    h.press(KeyCode::Char('e'));
+    assert_eq!(
+        h.app.take_editor_request(),
+        Some("/agents/zen-architect.md".into())
+    );
+    h.press(KeyCode::Enter);
+    assert_eq!(h.app.overlay(), Overlay::None);
+    h.type_text("hello");
+    h.press(KeyCode::Enter);
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Submit {
+            session_id: None,
+            agent: Some("zen-architect".into()),
+            prompt: "hello".into()
+        }]
+    );
+    h.app.handle(AppEvent::SessionCreated {
+        session_id: ROOT.into(),
+    });
+    assert_eq!(h.app.thread().unwrap().session_id.as_deref(), Some(ROOT));
+    assert_eq!(h.app.tree().get(ROOT).unwrap().agent, "zen-architect");
+    h.engine(
+        names::MESSAGE_APPENDED,
+        ROOT,
+        None,
+        1,
+        json!({"message": {"role": "user", "content": "hello"}}),
+    );
+    let cells = &h.app.thread().unwrap().cells;
+    assert_eq!(
+        cells.len(),
+        1,
+        "the echoed user message is confirmed, not duplicated"
+    );
+}
+
+#[test]
+fn help_overlay_lists_keymap_and_closes() {
+    let mut h = harness();
+    h.press(KeyCode::F(1));
+    assert_eq!(h.app.overlay(), Overlay::Help);
+    let screen = h.screen(80, 24);
+    assert!(screen.contains("Cancel subtree"), "{screen}");
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.overlay(), Overlay::None);
+}
+
+#[test]
+fn no_provider_banner_and_failed_submit_show_the_message() {
+    let text = "No provider configured. Looked for OPENAI_API_KEY, ANTHROPIC_API_KEY and a local ollama at http://127.0.0.1:11434.\nAdd one under `providers:` in config.yaml.";
+    let mut h = harness_with(Err(text.into()), None);
+    let screen = h.screen(80, 24);
+    insta::assert_snapshot!("no_provider_80", screen);
+    assert!(screen.contains("⚠ No provider configured"), "{screen}");
+    insta::assert_snapshot!("no_provider_40", h.screen(40, 24));
+    h.type_text("hi");
+    h.press(KeyCode::Enter);
+    assert_eq!(h.drain().len(), 1);
+    h.app.handle(AppEvent::CommandFailed {
+        session_id: None,
+        message: "no provider".into(),
+    });
+    assert!(h.screen(80, 24).contains("✗ no provider"));
+}
+
+#[test]
+fn narrow_terminal_hides_the_tree_until_focused() {
+    let mut h = with_root_open();
+    let screen = h.screen(40, 24);
+    insta::assert_snapshot!("root_thread_40", screen);
+    assert!(!screen.contains("Sessions"), "{screen}");
+    h.press(KeyCode::BackTab);
+    let screen = h.screen(40, 24);
+    assert!(screen.contains("Sessions (2)"), "{screen}");
+    insta::assert_snapshot!("root_thread_80", h.screen(80, 24));
+}
+
+#[test]
+fn keymap_conflicts_are_rejected_at_load() {
+    let overrides = json!({"tree.open": "x"}).as_object().cloned().unwrap();
+    let err = Keymap::with_overrides(&overrides).unwrap_err();
+    assert!(matches!(err, KeymapError::Conflict { .. }));
+    assert_eq!(
+        err.to_string(),
+        "keymap: key x is bound to both tree.open and tree.cancel"
+    );
+}
+
+#[test]
+fn layout_work_is_independent_of_history_length() {
+    fn run(n: usize) -> (u64, u64, u64) {
+        let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
+        let transcript: Vec<Message> = (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("question {i}"))
+                } else {
+                    msg(json!({"role": "assistant", "content": format!("answer {i} with **markdown**\n\n- a\n- b")}))
+                }
+            })
+            .collect();
+        h.load(ROOT, None, "zen-architect", transcript);
+        h.screen(80, 24);
+        let first = h.app.thread().unwrap().stats.cells_wrapped;
+        h.screen(80, 24);
+        let warm = h.app.thread().unwrap().stats.cells_wrapped - first;
+        for _ in 0..5 {
+            h.press(KeyCode::PageUp);
+            h.screen(80, 24);
+        }
+        let paged = h.app.thread().unwrap().stats.cells_wrapped;
+        (first, warm, paged)
+    }
+    let small = run(1_000);
+    let big = run(100_000);
+    assert_eq!(small, big, "the same work for 1k and 100k messages");
+    assert!(big.0 < 30, "only visible cells are laid out: {big:?}");
+    assert_eq!(big.1, 0, "a warm cache lays out nothing");
+}
+
+struct FakeExecutor(std::sync::Mutex<Vec<EngineCommand>>);
+
+impl arbor::tui::runloop::Executor for FakeExecutor {
+    fn execute(
+        &self,
+        command: EngineCommand,
+        results: tokio::sync::mpsc::UnboundedSender<AppEvent>,
+    ) {
+        if let EngineCommand::Submit {
+            session_id: None, ..
+        } = &command
+        {
+            results
+                .send(AppEvent::SessionCreated {
+                    session_id: ROOT.into(),
+                })
+                .unwrap();
+        }
+        self.0.lock().unwrap().push(command);
+    }
+}
+
+struct NoHost;
+
+impl<B: ratatui::backend::Backend> arbor::tui::runloop::Host<B> for NoHost {
+    fn open_editor(&mut self, _: &mut Terminal<B>, _: &std::path::Path) -> Result<(), String> {
+        Err("no editor in tests".into())
+    }
+}
+
+#[tokio::test]
+async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
+    let (commands_tx, commands) = unbounded_channel();
+    let (results_tx, results) = unbounded_channel();
+    let (bus_tx, bus) = unbounded_channel();
+    let mut app = App::new(
+        AppOptions {
+            theme: Theme::builtin_dark(false),
+            theme_source: None,
+            keymap: Keymap::defaults(),
+            clock: Clock::system(),
+            provider_label: Ok("p/m".into()),
+            registry: Arc::new(registry()),
+            agent: None,
+            open_session: None,
+            continue_last: false,
+        },
+        commands_tx,
+    );
+    // A bus event queued before the loop starts is applied too.
+    bus_tx
+        .send(Arc::new(Event::new(
+            names::SESSION_START,
+            ROOT,
+            None,
+            json!({"agent": "zen-architect"}),
+        )))
+        .unwrap();
+    let key = |code, mods| Ok(TermEvent::Key(KeyEvent::new(code, mods)));
+    let input = futures::stream::iter(vec![
+        key(KeyCode::Char('h'), KeyModifiers::NONE),
+        key(KeyCode::Char('i'), KeyModifiers::NONE),
+        key(KeyCode::Enter, KeyModifiers::NONE),
+        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        key(KeyCode::Char('z'), KeyModifiers::NONE),
+    ]);
+    let channels = arbor::tui::runloop::Channels {
+        commands,
+        results_tx,
+        results,
+        bus: Some(bus),
+        registry: None,
+        reloads: None,
+    };
+    let executor = FakeExecutor(Default::default());
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    arbor::tui::runloop::run_app(
+        &mut terminal,
+        &mut app,
+        input,
+        channels,
+        &executor,
+        &mut NoHost,
+    )
+    .await
+    .unwrap();
+    assert!(app.should_quit());
+    assert_eq!(
+        app.composer_text(),
+        "",
+        "the key after the second Ctrl+C was never read"
+    );
+    let executed = executor.0.lock().unwrap().clone();
+    assert_eq!(
+        executed,
+        [
+            EngineCommand::ListSessions,
+            EngineCommand::Submit {
+                session_id: None,
+                agent: None,
+                prompt: "hi".into()
+            }
+        ]
+    );
+    assert!(app.tree().get(ROOT).is_some());
+    let drawn = format!("{}", terminal.backend());
+    assert!(drawn.contains("Sessions"), "at least one frame was drawn");
+}
+
+#[test]
+fn tiny_and_odd_terminal_sizes_render_without_panicking() {
+    let mut h = with_root_open();
+    h.engine(
+        names::CONTENT_BLOCK_DELTA,
+        ROOT,
+        None,
+        30,
+        json!({"delta": "streaming 日本語 text", "kind": "text"}),
+    );
+    for (w, hgt) in [
+        (1, 1),
+        (2, 2),
+        (5, 3),
+        (10, 4),
+        (20, 5),
+        (59, 8),
+        (60, 10),
+        (200, 60),
+    ] {
+        h.screen(w, hgt);
+        for overlay_key in [KeyCode::F(1), KeyCode::Esc, KeyCode::F(2), KeyCode::Esc] {
+            h.press(overlay_key);
+            h.screen(w, hgt);
+        }
+    }
+    h.press(KeyCode::BackTab);
+    h.screen(30, 6);
+}
