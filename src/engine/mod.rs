@@ -5,8 +5,18 @@
 //! tool calls, cancellation that cascades to children, transcript repair. Does not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 
+mod calls;
+pub mod context;
+mod live;
+pub mod providers;
 pub mod repair;
+mod root_plan;
 pub mod runtime;
+mod spawn;
+mod stream;
+#[doc(hidden)]
+pub mod testing;
 pub mod turn;
 
-pub use runtime::{EngineError, Runtime, RuntimeOptions, TurnOutcome};
+pub use providers::ProviderFactory;
+pub use runtime::{EngineError, Runtime, RuntimeHooks, RuntimeOptions, TurnOutcome};

@@ -1,1 +1,296 @@
-//! TODO(engine helper)
+//! The turn loop (SPEC §8): user message → model call → tool calls → … → final answer.
+//!
+//! Owns: one turn of one live session — transcript repair before it, the user message,
+//! the loop of model calls bounded by `max_iterations`, appending assistant messages
+//! (`metadata.author`, `metadata.usage`) and tool results in call order, and ending the
+//! turn as `completed`, `failed` or `cancelled` with metadata written and files synced.
+//! Does not own: streaming one call (`stream`), running tool calls (`calls`), which
+//! session runs (`runtime`, `spawn`).
+//!
+//! Every turn ends with `session:status`, `orchestrator:complete`
+//! (`{status, turn_count, error?}`) and `session:end` (`{status}`): arbor treats each
+//! turn like one Amplifier run of the session, so `session:end` marks the end of a
+//! turn, not of the session's life (any session can be resumed later).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::calls;
+use super::live::LiveSession;
+use super::providers;
+use super::repair;
+use super::runtime::{EngineError, Runtime, TurnOutcome};
+use super::stream::{CallEnd, call_model};
+use crate::provider::{ChatRequest, Provider, ProviderResponse, Usage};
+use crate::session::SessionStatus;
+use crate::session::events::names;
+use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
+use crate::tool::mount::ToolSet;
+
+/// How the loop ended.
+struct LoopEnd {
+    status: SessionStatus,
+    response: String,
+    error: Option<String>,
+}
+
+/// Runs one turn of `live` with `prompt`. `parent` is the calling turn's token when a
+/// parent session's task call runs this turn (cancelling the parent cascades).
+///
+/// Errors before anything is written: the session already runs a turn
+/// (`EngineError::Other`), or no provider of its plan can be built (`NoProvider`).
+pub(crate) async fn run(
+    rt: Arc<Runtime>,
+    live: Arc<LiveSession>,
+    prompt: String,
+    parent: Option<CancellationToken>,
+) -> Result<TurnOutcome, EngineError> {
+    if live.is_running() {
+        return Err(busy(&live));
+    }
+    let (provider, provider_config) = rt.provider_for(&live)?;
+    let guard = live
+        .begin_turn(parent.as_ref())
+        .ok_or_else(|| busy(&live))?;
+    let token = guard.token.clone();
+
+    for fix in repair::missing_results(&live.transcript()) {
+        live.append(fix);
+    }
+    live.append(Message::user(prompt.clone()));
+    live.set_status(SessionStatus::Running);
+    live.emit(names::PROMPT_SUBMIT, json!({"prompt": prompt}));
+
+    let tools = rt.mount_tools(&live);
+    let end = drive(&live, &provider, &provider_config, &tools, &token).await;
+    let outcome = finish(&live, end);
+    drop(guard);
+    Ok(outcome)
+}
+
+fn busy(live: &LiveSession) -> EngineError {
+    EngineError::Other(format!(
+        "session '{}' is already running a turn; wait for it or cancel it",
+        live.id
+    ))
+}
+
+async fn drive(
+    live: &LiveSession,
+    provider: &Arc<dyn Provider>,
+    provider_config: &Value,
+    tools: &ToolSet,
+    token: &CancellationToken,
+) -> LoopEnd {
+    let max_iterations = live.plan.max_iterations();
+    let mut last_text = String::new();
+    for iteration in 1..=max_iterations {
+        let request = ChatRequest {
+            model: provider.default_model().to_string(),
+            system: live.plan.instruction().to_string(),
+            messages: repair::request_view(&live.transcript()),
+            tools: tools.specs(),
+            max_tokens: None,
+            config: provider_config.clone(),
+        };
+        live.emit(
+            names::PROVIDER_REQUEST,
+            json!({
+                "provider": provider.id(),
+                "model": request.model,
+                "iteration": iteration,
+                "message_count": request.messages.len(),
+                "tools": tools.names(),
+            }),
+        );
+        let response = match call_model(live, provider, &request, token).await {
+            CallEnd::Done(response) => normalize(response, iteration),
+            CallEnd::Failed { error, partial } => {
+                live.emit(
+                    names::PROVIDER_ERROR,
+                    json!({
+                        "provider": error.provider,
+                        "kind": error.kind,
+                        "status": error.status,
+                        "error": error.to_string(),
+                    }),
+                );
+                keep_partial(live, &partial, Some(&error.to_string()));
+                return LoopEnd {
+                    status: SessionStatus::Failed,
+                    response: if partial.is_empty() {
+                        last_text
+                    } else {
+                        partial
+                    },
+                    error: Some(error.to_string()),
+                };
+            }
+            CallEnd::Cancelled { partial } => {
+                keep_partial(live, &partial, None);
+                return LoopEnd {
+                    status: SessionStatus::Cancelled,
+                    response: if partial.is_empty() {
+                        last_text
+                    } else {
+                        partial
+                    },
+                    error: None,
+                };
+            }
+        };
+        record_response(live, provider.as_ref(), &response);
+        let text = response.text();
+        if !text.is_empty() {
+            last_text = text;
+        }
+        if response.tool_calls.is_empty() {
+            return LoopEnd {
+                status: SessionStatus::Completed,
+                response: last_text,
+                error: None,
+            };
+        }
+        let outputs = calls::run_calls(live, tools, &response.tool_calls, token).await;
+        for (call, output) in response.tool_calls.iter().zip(outputs) {
+            live.append(Message::tool_result(call, output.content, output.is_error));
+        }
+        if token.is_cancelled() {
+            return LoopEnd {
+                status: SessionStatus::Cancelled,
+                response: last_text,
+                error: None,
+            };
+        }
+    }
+    LoopEnd {
+        status: SessionStatus::Failed,
+        response: last_text,
+        error: Some(format!(
+            "stopped after {max_iterations} model calls (max_iterations) without a final answer; \
+             raise session.orchestrator.config.max_iterations or send another message to continue"
+        )),
+    }
+}
+
+/// The response with an id on every tool call (a provider that sent none gets
+/// `call_<iteration>_<n>`) and a `tool_call` content block for every call, so the
+/// stored assistant message and the results agree.
+fn normalize(mut response: ProviderResponse, iteration: u32) -> ProviderResponse {
+    for (n, call) in response.tool_calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{iteration}_{n}");
+        }
+    }
+    response
+        .content
+        .retain(|b| !matches!(b, ContentBlock::ToolCall { id, .. } if id.is_empty()));
+    for call in &response.tool_calls {
+        let present = response
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolCall { id, .. } if *id == call.id));
+        if !present {
+            response.content.push(ContentBlock::ToolCall {
+                id: call.id.clone(),
+                name: call.tool.clone(),
+                input: call.arguments.clone(),
+            });
+        }
+    }
+    response
+}
+
+/// Appends the assistant message of a completed call, adds usage to the metadata and
+/// publishes `provider:response`.
+fn record_response(live: &LiveSession, provider: &dyn Provider, response: &ProviderResponse) {
+    let model = providers::label(provider, response.model.as_deref());
+    live.append(Message::Assistant(AssistantMessage {
+        content: response.content.clone(),
+        tool_calls: response.tool_calls.clone(),
+        timestamp: Some(now_rfc3339()),
+        metadata: Some(json!({
+            "author": live.agent_name,
+            "model": model,
+            "usage": response.usage,
+        })),
+    }));
+    live.update_metadata(|m| {
+        m.usage.add(&response.usage);
+        m.model = Some(model.clone());
+    });
+    live.emit(
+        names::PROVIDER_RESPONSE,
+        json!({
+            "provider": provider.id(),
+            "model": model,
+            "usage": usage_json(&response.usage),
+            "stop_reason": response.stop_reason,
+            "tool_calls": response.tool_calls.len(),
+        }),
+    );
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_creation_tokens": usage.cache_creation_tokens,
+    })
+}
+
+/// Saves text streamed before an error or cancel as an assistant message
+/// (`metadata.partial = true`).
+fn keep_partial(live: &LiveSession, partial: &str, error: Option<&str>) {
+    if partial.is_empty() {
+        return;
+    }
+    live.append(Message::Assistant(AssistantMessage {
+        content: vec![ContentBlock::Text {
+            text: partial.to_string(),
+        }],
+        tool_calls: Vec::new(),
+        timestamp: Some(now_rfc3339()),
+        metadata: Some(json!({"author": live.agent_name, "partial": true, "error": error})),
+    }));
+}
+
+/// Ends the turn: counts it, records the status, publishes the closing events, syncs.
+fn finish(live: &LiveSession, end: LoopEnd) -> TurnOutcome {
+    let mut error = end.error;
+    if let Some(persist) = live.take_persist_error() {
+        error = Some(match error {
+            Some(e) => format!("{e}; {persist}"),
+            None => persist,
+        });
+    }
+    let status = if error.is_some() && end.status == SessionStatus::Completed {
+        SessionStatus::Failed
+    } else {
+        end.status
+    };
+    live.update_metadata(|m| m.turn_count += 1);
+    live.set_status(status);
+    let turn_count = live.metadata().turn_count;
+    if status == SessionStatus::Cancelled {
+        live.emit(names::CANCEL_COMPLETED, json!({}));
+    }
+    let mut complete = json!({"status": status.as_str(), "turn_count": turn_count});
+    if let (Some(e), Value::Object(map)) = (&error, &mut complete) {
+        map.insert("error".into(), json!(e));
+    }
+    live.emit(names::ORCHESTRATOR_COMPLETE, complete);
+    live.emit(names::SESSION_END, json!({"status": status.as_str()}));
+    live.sync();
+    TurnOutcome {
+        session_id: live.id.clone(),
+        agent: live.agent_name.clone(),
+        status,
+        response: end.response,
+        turn_count,
+        error,
+    }
+}

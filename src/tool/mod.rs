@@ -5,7 +5,9 @@
 //! (`glob`, `grep`), all confined to the session's working directory. Does not own:
 //! running tool calls concurrently (`engine`) or spawning sessions (`engine::runtime`).
 
+pub mod confine;
 pub mod filesystem;
+pub mod mount;
 pub mod search;
 pub mod task;
 
@@ -60,6 +62,9 @@ pub struct ToolContext {
     pub working_dir: PathBuf,
     /// Cancelled when the calling turn is cancelled.
     pub cancel: CancellationToken,
+    /// For `task` calls: the sub-session this call spawns or resumes, decided by
+    /// [`Tool::prepare`] before `tool:pre` is published (`None` for other tools).
+    pub sub_session_id: Option<String>,
 }
 
 /// One callable tool.
@@ -70,4 +75,10 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// Runs one call. Never panics; failures are `ToolOutput::error`.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
+    /// Called by the turn loop before `tool:pre` is published, so a tool can decide
+    /// identifiers the event must carry (the task tool sets `ctx.sub_session_id`).
+    /// The default does nothing.
+    fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
+        let _ = (input, ctx);
+    }
 }

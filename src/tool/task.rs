@@ -1,1 +1,513 @@
-//! TODO
+//! Module `tool-task`, tool `task`: delegation to sub-sessions (SPEC §9).
+//!
+//! Owns: the tool's input schema and description (the agents this session may delegate
+//! to, from the live registry filtered by the plan's `agents`), parsing and validating a
+//! call (unknown agent, depth limit), the `max_parallel` bound, and the result JSON
+//! `{"response","session_id","agent","status","turn_count"}`. Does not own: creating,
+//! resuming or running sessions — that is the [`TaskHost`] the engine implements
+//! (`engine::spawn`), so this module never imports the engine.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use crate::agent::{AgentDef, Registry};
+use crate::session::SessionStatus;
+use crate::session::ids;
+
+use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// The module name in a mount plan's `tools[]`.
+pub const MODULE: &str = "tool-task";
+/// The tool name offered to the model.
+pub const TOOL_NAME: &str = "task";
+
+/// The `tool-task` entry's `config`: `max_recursion_depth` (default 1: only the root
+/// delegates) and `max_parallel` (default 4, at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskConfig {
+    pub max_recursion_depth: u32,
+    pub max_parallel: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            max_recursion_depth: 1,
+            max_parallel: 4,
+        }
+    }
+}
+
+impl TaskConfig {
+    /// Reads the config object; missing or malformed keys take their defaults.
+    pub fn from_value(config: &Value) -> Self {
+        let default = Self::default();
+        let max_recursion_depth = config
+            .get("max_recursion_depth")
+            .and_then(Value::as_u64)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+            .unwrap_or(default.max_recursion_depth);
+        let max_parallel = config
+            .get("max_parallel")
+            .and_then(Value::as_u64)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX).max(1))
+            .unwrap_or(default.max_parallel);
+        Self {
+            max_recursion_depth,
+            max_parallel,
+        }
+    }
+}
+
+/// How much of the parent's transcript prefixes the child's first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextDepth {
+    #[default]
+    None,
+    /// The last `context_turns` turns.
+    Recent,
+    All,
+}
+
+/// One parsed `task` call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRequest {
+    /// The agent to spawn (required unless `session_id` is given).
+    pub agent: Option<String>,
+    pub instruction: String,
+    /// Resume this sub-session instead of spawning.
+    pub session_id: Option<String>,
+    /// Stored in the child's metadata; routing resolves it (later).
+    pub model_role: Option<Value>,
+    /// `[{provider, model}]`; stored in the child's metadata.
+    pub provider_preferences: Option<Value>,
+    pub context_depth: ContextDepth,
+    /// Turns of context for `ContextDepth::Recent` (default 5).
+    pub context_turns: usize,
+}
+
+/// How a delegated turn ended: serialized as the tool result
+/// `{"response","session_id","agent","status","turn_count"}` (+ `error` when failed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskResult {
+    pub response: String,
+    pub session_id: String,
+    pub agent: String,
+    pub status: SessionStatus,
+    pub turn_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the task tool needs from the runtime. Errors are the text the calling model
+/// sees (e.g. "Sub-session 'x' not found. …").
+pub trait TaskHost: Send + Sync {
+    /// The live agent registry.
+    fn registry(&self) -> Arc<Registry>;
+    /// Spawns a sub-session of `ctx.session_id` (id `ctx.sub_session_id`, else a new
+    /// one) running `agent`, runs its first turn with the request, returns its outcome.
+    fn spawn(
+        &self,
+        agent: AgentDef,
+        request: TaskRequest,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+    /// Runs a turn of the existing session `request.session_id` with the instruction.
+    fn resume(
+        &self,
+        request: TaskRequest,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+}
+
+/// The agents a session may delegate to: valid registry agents filtered by the plan's
+/// `agents` (`all`/absent → all, `none` → none, a list or `{include: […]}` → those
+/// names, `ns:name` matching a bundle agent), sorted by name.
+pub fn allowed_agents<'r>(
+    agents: &'r [AgentDef],
+    plan_agents: Option<&Value>,
+) -> Vec<&'r AgentDef> {
+    let names: Option<Vec<&str>> = match plan_agents {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "none" => Some(Vec::new()),
+        Some(Value::String(_)) => None,
+        Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
+        Some(Value::Object(map)) => match map.get("include") {
+            Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
+            _ => None,
+        },
+        Some(_) => None,
+    };
+    let mut agents: Vec<&AgentDef> = agents
+        .iter()
+        .filter(|a| a.is_valid())
+        .filter(|a| match &names {
+            None => true,
+            Some(names) => names.iter().any(|n| agent_matches(a, n)),
+        })
+        .collect();
+    agents.sort_by(|a, b| a.name.cmp(&b.name));
+    agents
+}
+
+fn agent_matches(agent: &AgentDef, name: &str) -> bool {
+    match name.split_once(':') {
+        Some((ns, short)) => agent.namespace.as_deref() == Some(ns) && agent.name == short,
+        None => agent.name == name,
+    }
+}
+
+/// The tool description: what it does, then `- name: first line of description` per
+/// allowed agent, or a note that delegation is unavailable.
+pub fn describe(agents: &[&AgentDef]) -> String {
+    let mut text = String::from(
+        "Delegate a sub-task to a specialised agent. The agent works in its own \
+         sub-session and returns its final answer as JSON {response, session_id, agent, \
+         status, turn_count}. Pass `session_id` (from an earlier result) instead of \
+         `agent` to continue that sub-session.\n\n",
+    );
+    if agents.is_empty() {
+        text.push_str("Delegation is unavailable: no agents are available to this session.");
+    } else {
+        text.push_str("Available agents:\n");
+        for agent in agents {
+            text.push_str(&format!("- {}: {}\n", agent.name, agent.summary()));
+        }
+    }
+    text
+}
+
+/// The `task` tool of one session (mounted per turn).
+pub struct TaskTool {
+    host: Arc<dyn TaskHost>,
+    /// The calling session's plan `agents` value.
+    plan_agents: Option<Value>,
+    config: TaskConfig,
+    permits: Arc<Semaphore>,
+}
+
+impl TaskTool {
+    /// A task tool for a session whose plan has `agents` = `plan_agents`.
+    pub fn new(host: Arc<dyn TaskHost>, plan_agents: Option<Value>, config: TaskConfig) -> Self {
+        Self {
+            host,
+            plan_agents,
+            config,
+            permits: Arc::new(Semaphore::new(config.max_parallel)),
+        }
+    }
+
+    /// Checks a call: the agent must be allowed and the depth limit not exceeded.
+    /// Returns the agent to spawn (`None` for a resume).
+    fn route(&self, request: &TaskRequest, ctx: &ToolContext) -> Result<Option<AgentDef>, String> {
+        if request.session_id.is_some() {
+            return Ok(None);
+        }
+        let registry = self.host.registry();
+        let allowed = allowed_agents(registry.agents(), self.plan_agents.as_ref());
+        let valid = || {
+            if allowed.is_empty() {
+                "none (delegation is unavailable to this session)".to_string()
+            } else {
+                allowed
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let Some(name) = request.agent.as_deref() else {
+            return Err(format!(
+                "task needs 'agent' (or 'session_id' to resume). Valid agents: {}",
+                valid()
+            ));
+        };
+        let def = registry
+            .get(name)
+            .filter(|d| allowed.iter().any(|a| a.name == d.name));
+        let Some(def) = def else {
+            if let Some(invalid) = registry.get(name).filter(|d| !d.is_valid()) {
+                let reasons: Vec<String> = invalid.errors.iter().map(ToString::to_string).collect();
+                return Err(format!(
+                    "agent '{name}' is invalid: {}. Valid agents: {}",
+                    reasons.join("; "),
+                    valid()
+                ));
+            }
+            return Err(format!("Unknown agent '{name}'. Valid agents: {}", valid()));
+        };
+        if ctx.depth + 1 > self.config.max_recursion_depth {
+            return Err(format!(
+                "Delegation depth limit reached: a sub-session of this session would be at depth {} \
+                 but max_recursion_depth is {}.",
+                ctx.depth + 1,
+                self.config.max_recursion_depth
+            ));
+        }
+        Ok(Some(def.clone()))
+    }
+}
+
+/// Parses the call input (`instruction` required; `agent`, `session_id`, `model_role`,
+/// `provider_preferences`, `context_depth` none|recent|all, `context_turns` ≥ 0).
+pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
+    if !input.is_object() {
+        return Err(
+            "task expects an object like {\"agent\": \"…\", \"instruction\": \"…\"}".into(),
+        );
+    }
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match input.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+            Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+        }
+    };
+    let instruction = text("instruction")?.ok_or("task needs 'instruction'")?;
+    let context_depth = match text("context_depth")?.as_deref() {
+        None | Some("none") => ContextDepth::None,
+        Some("recent") => ContextDepth::Recent,
+        Some("all") => ContextDepth::All,
+        Some(other) => {
+            return Err(format!(
+                "'context_depth' must be none, recent or all, got '{other}'"
+            ));
+        }
+    };
+    let context_turns = match input.get("context_turns") {
+        None | Some(Value::Null) => 5,
+        Some(v) => v
+            .as_u64()
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+            .ok_or_else(|| format!("'context_turns' must be a non-negative integer, got {v}"))?,
+    };
+    let present = |key: &str| input.get(key).filter(|v| !v.is_null()).cloned();
+    Ok(TaskRequest {
+        agent: text("agent")?,
+        instruction,
+        session_id: text("session_id")?,
+        model_role: present("model_role"),
+        provider_preferences: present("provider_preferences"),
+        context_depth,
+        context_turns,
+    })
+}
+
+impl Tool for TaskTool {
+    fn module(&self) -> &str {
+        MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let registry = self.host.registry();
+        let agents = allowed_agents(registry.agents(), self.plan_agents.as_ref());
+        ToolSpec {
+            name: TOOL_NAME.into(),
+            description: describe(&agents),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "agent": {"type": "string", "description": "The agent to delegate to (required unless session_id is given)."},
+                    "instruction": {"type": "string", "description": "What the agent should do; include everything it needs."},
+                    "session_id": {"type": "string", "description": "Continue this earlier sub-session instead of spawning a new one."},
+                    "model_role": {
+                        "description": "Model role(s) for the sub-session, e.g. \"fast\" or [\"coding\", \"general\"].",
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                    },
+                    "provider_preferences": {
+                        "type": "array",
+                        "description": "Ordered provider/model preferences for the sub-session.",
+                        "items": {
+                            "type": "object",
+                            "properties": {"provider": {"type": "string"}, "model": {"type": "string"}},
+                            "required": ["provider"]
+                        }
+                    },
+                    "context_depth": {"type": "string", "enum": ["none", "recent", "all"], "description": "How much of this conversation to pass along (default none)."},
+                    "context_turns": {"type": "integer", "minimum": 0, "description": "Turns passed with context_depth=recent (default 5)."}
+                },
+                "required": ["instruction"]
+            }),
+        }
+    }
+
+    fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
+        let Ok(request) = parse_request(input) else {
+            return;
+        };
+        if let Some(id) = request.session_id {
+            ctx.sub_session_id = Some(id);
+        } else if let Ok(Some(agent)) = self.route(&request, ctx) {
+            ctx.sub_session_id = Some(ids::new_child_id(&ctx.session_id, &agent.name));
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let routed = parse_request(&input).and_then(|r| self.route(&r, &ctx).map(|a| (r, a)));
+        let host = self.host.clone();
+        let permits = self.permits.clone();
+        Box::pin(async move {
+            let (request, agent) = match routed {
+                Ok(ok) => ok,
+                Err(message) => return ToolOutput::error(message),
+            };
+            let _permit = tokio::select! {
+                permit = permits.acquire_owned() => match permit {
+                    Ok(p) => p,
+                    Err(_) => return ToolOutput::error("the task tool is shutting down"),
+                },
+                _ = ctx.cancel.cancelled() => {
+                    return ToolOutput::error("cancelled before the sub-session started");
+                }
+            };
+            let result = match agent {
+                Some(agent) => host.spawn(agent, request, ctx).await,
+                None => host.resume(request, ctx).await,
+            };
+            match result {
+                Ok(result) => {
+                    let failed = result.status != SessionStatus::Completed;
+                    let content = serde_json::to_string(&result)
+                        .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
+                    ToolOutput {
+                        content,
+                        is_error: failed,
+                    }
+                }
+                Err(message) => ToolOutput::error(message),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentSource;
+
+    fn def(name: &str, ns: Option<&str>, description: &str, valid: bool) -> AgentDef {
+        AgentDef {
+            name: name.into(),
+            namespace: ns.map(str::to_string),
+            source: AgentSource::Bundle,
+            path: None,
+            description: description.into(),
+            instruction: format!("You are {name}."),
+            overlay: json!({"meta": {"name": name}}),
+            errors: if valid {
+                Vec::new()
+            } else {
+                vec![crate::agent::AgentIssue {
+                    path: "x.md".into(),
+                    line: 2,
+                    column: 1,
+                    message: "bad".into(),
+                }]
+            },
+            warnings: Vec::new(),
+            shadows: Vec::new(),
+        }
+    }
+
+    fn agents() -> Vec<AgentDef> {
+        vec![
+            def("zen", None, "Architect.\nMore lines.", true),
+            def("explorer", Some("foundation"), "Explores code", true),
+            def("broken", None, "Broken", false),
+        ]
+    }
+
+    fn names(list: &[&AgentDef]) -> Vec<String> {
+        list.iter().map(|a| a.name.clone()).collect()
+    }
+
+    #[test]
+    fn agents_filter_follows_the_plan() {
+        let all = agents();
+        assert_eq!(names(&allowed_agents(&all, None)), ["explorer", "zen"]);
+        assert_eq!(
+            names(&allowed_agents(&all, Some(&json!("all")))),
+            ["explorer", "zen"]
+        );
+        assert!(allowed_agents(&all, Some(&json!("none"))).is_empty());
+        assert_eq!(
+            names(&allowed_agents(&all, Some(&json!(["zen", "broken"])))),
+            ["zen"]
+        );
+        assert_eq!(
+            names(&allowed_agents(
+                &all,
+                Some(&json!({"include": ["foundation:explorer"]}))
+            )),
+            ["explorer"]
+        );
+        assert!(allowed_agents(&all, Some(&json!(["other:explorer"]))).is_empty());
+    }
+
+    #[test]
+    fn description_lists_first_lines_sorted_or_says_unavailable() {
+        let all = agents();
+        let text = describe(&allowed_agents(&all, None));
+        assert!(
+            text.ends_with("Available agents:\n- explorer: Explores code\n- zen: Architect.\n"),
+            "{text}"
+        );
+        let none = describe(&[]);
+        assert!(none.contains("Delegation is unavailable"));
+    }
+
+    #[test]
+    fn parses_calls_and_reports_bad_input() {
+        let r = parse_request(&json!({"agent": "zen", "instruction": " do it ", "context_depth": "recent", "context_turns": 2, "model_role": "fast"})).unwrap();
+        assert_eq!(r.agent.as_deref(), Some("zen"));
+        assert_eq!(r.instruction, "do it");
+        assert_eq!(r.context_depth, ContextDepth::Recent);
+        assert_eq!(r.context_turns, 2);
+        assert_eq!(r.model_role, Some(json!("fast")));
+        let r = parse_request(&json!({"session_id": "abc", "instruction": "more"})).unwrap();
+        assert_eq!(
+            (r.session_id.as_deref(), r.context_depth, r.context_turns),
+            (Some("abc"), ContextDepth::None, 5)
+        );
+        assert!(
+            parse_request(&json!({"agent": "zen"}))
+                .unwrap_err()
+                .contains("needs 'instruction'")
+        );
+        assert!(
+            parse_request(&json!({"instruction": "x", "context_depth": "some"}))
+                .unwrap_err()
+                .contains("none, recent or all")
+        );
+        assert!(
+            parse_request(&json!({"instruction": 3}))
+                .unwrap_err()
+                .contains("must be a string")
+        );
+        assert!(parse_request(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn config_defaults_and_bounds() {
+        assert_eq!(
+            TaskConfig::from_value(&Value::Null),
+            TaskConfig {
+                max_recursion_depth: 1,
+                max_parallel: 4
+            }
+        );
+        assert_eq!(
+            TaskConfig::from_value(&json!({"max_recursion_depth": 3, "max_parallel": 0})),
+            TaskConfig {
+                max_recursion_depth: 3,
+                max_parallel: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! One live session: its mount plan, writer, transcript in memory, cancellation and
+//! running flag.
+//!
+//! Owns: persisting and publishing together — every event goes to the bus and (when
+//! logged) to `events.jsonl`; every message to `transcript.jsonl`, the in-memory
+//! transcript and a `message:appended` event; status changes to `metadata.json` and a
+//! `session:status` event. Does not own: what a turn does (`turn`) or the map of live
+//! sessions (`runtime`).
+//!
+//! Locking: every mutex here is a `std::sync::Mutex` held only for a synchronous write,
+//! never across an await. Only one turn runs per session at a time (`running`), so the
+//! writer's lines come from that turn (plus `cancel:requested` from a canceller).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::MountPlan;
+use crate::provider::Provider;
+use crate::session::events::names;
+use crate::session::message::now_rfc3339;
+use crate::session::{Event, EventBus, Message, Metadata, SessionStatus, SessionWriter};
+
+/// Locks `m`, recovering the data of a poisoned lock (a panicked holder cannot leave
+/// these values half-written: every update is a single assignment or push).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A session loaded in this process (created here or resumed from disk).
+pub(crate) struct LiveSession {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub agent_name: String,
+    pub depth: u32,
+    /// The merged mount plan, with credentials (never persisted as is: the store redacts).
+    pub plan: MountPlan,
+    /// The agent's own overlay (`spawn` is read from it when this session delegates).
+    pub agent_overlay: Value,
+    /// Tools are confined here.
+    pub working_dir: PathBuf,
+    bus: EventBus,
+    writer: Mutex<SessionWriter>,
+    transcript: Mutex<Vec<Message>>,
+    metadata: Mutex<Metadata>,
+    cancel: Mutex<CancellationToken>,
+    running: AtomicBool,
+    provider: Mutex<Option<(Arc<dyn Provider>, Value)>>,
+    /// The first persistence failure of the running turn.
+    persist_error: Mutex<Option<String>>,
+}
+
+impl LiveSession {
+    /// A live session from its metadata (which names id, parent, agent, depth,
+    /// working dir), plan, locked writer and transcript.
+    pub fn new(
+        metadata: Metadata,
+        plan: MountPlan,
+        writer: SessionWriter,
+        transcript: Vec<Message>,
+        bus: EventBus,
+        fallback_dir: PathBuf,
+    ) -> Self {
+        Self {
+            id: metadata.session_id.clone(),
+            parent_id: metadata.parent_id.clone(),
+            agent_name: metadata.agent_name.clone().unwrap_or_default(),
+            depth: metadata.depth,
+            plan,
+            agent_overlay: metadata.agent_overlay.clone(),
+            working_dir: metadata
+                .working_dir
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap_or(fallback_dir),
+            bus,
+            writer: Mutex::new(writer),
+            transcript: Mutex::new(transcript),
+            metadata: Mutex::new(metadata),
+            cancel: Mutex::new(CancellationToken::new()),
+            running: AtomicBool::new(false),
+            provider: Mutex::new(None),
+            persist_error: Mutex::new(None),
+        }
+    }
+
+    /// Publishes `name` with `data` on the bus and appends it to `events.jsonl` when logged.
+    pub fn emit(&self, name: &str, data: Value) {
+        let event = Event::new(name, &self.id, self.parent_id.as_deref(), data);
+        if event.is_logged()
+            && let Err(e) = lock(&self.writer).append_event(&event)
+        {
+            tracing::warn!(session = %self.id, event = name, "cannot log event: {e}");
+        }
+        self.bus.publish(event);
+    }
+
+    /// Appends `message` to the transcript file and memory, then publishes
+    /// `message:appended` (`data.message` = the message JSON).
+    pub fn append(&self, message: Message) {
+        if let Err(e) = lock(&self.writer).append_message(&message) {
+            tracing::error!(session = %self.id, "cannot append to the transcript: {e}");
+            lock(&self.persist_error)
+                .get_or_insert_with(|| format!("cannot save the transcript: {e}"));
+        }
+        let json = serde_json::to_value(&message).unwrap_or(Value::Null);
+        lock(&self.transcript).push(message);
+        self.emit(names::MESSAGE_APPENDED, json!({"message": json}));
+    }
+
+    /// A copy of the in-memory transcript.
+    pub fn transcript(&self) -> Vec<Message> {
+        lock(&self.transcript).clone()
+    }
+
+    /// A copy of the current metadata.
+    pub fn metadata(&self) -> Metadata {
+        lock(&self.metadata).clone()
+    }
+
+    /// Applies `change` to the metadata, stamps `last_updated` and writes it.
+    pub fn update_metadata(&self, change: impl FnOnce(&mut Metadata)) {
+        let snapshot = {
+            let mut metadata = lock(&self.metadata);
+            change(&mut metadata);
+            metadata.last_updated = now_rfc3339();
+            metadata.clone()
+        };
+        if let Err(e) = lock(&self.writer).write_metadata(&snapshot) {
+            tracing::error!(session = %self.id, "cannot write metadata: {e}");
+            lock(&self.persist_error).get_or_insert_with(|| format!("cannot save metadata: {e}"));
+        }
+    }
+
+    /// Sets and persists the status, then publishes `session:status` (`data.status`).
+    pub fn set_status(&self, status: SessionStatus) {
+        self.update_metadata(|m| m.status = status);
+        self.emit(names::SESSION_STATUS, json!({"status": status.as_str()}));
+    }
+
+    /// fsyncs transcript and events (end of turn).
+    pub fn sync(&self) {
+        if let Err(e) = lock(&self.writer).sync() {
+            tracing::error!(session = %self.id, "cannot sync session files: {e}");
+            lock(&self.persist_error)
+                .get_or_insert_with(|| format!("cannot save the session: {e}"));
+        }
+    }
+
+    /// Takes the persistence error recorded during the turn, if any.
+    pub fn take_persist_error(&self) -> Option<String> {
+        lock(&self.persist_error).take()
+    }
+
+    /// Marks a turn as started: a fresh token (a child of `parent` when given), the
+    /// running flag set. `None` when a turn is already running.
+    pub fn begin_turn(self: &Arc<Self>, parent: Option<&CancellationToken>) -> Option<TurnGuard> {
+        let mut cancel = lock(&self.cancel);
+        if self
+            .running
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return None;
+        }
+        *cancel = parent.map_or_else(CancellationToken::new, CancellationToken::child_token);
+        Some(TurnGuard {
+            session: self.clone(),
+            token: cancel.clone(),
+        })
+    }
+
+    /// The current turn's token.
+    pub fn cancel_token(&self) -> CancellationToken {
+        lock(&self.cancel).clone()
+    }
+
+    /// Whether a turn is running.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// The cached provider and its entry config.
+    pub fn provider(&self) -> Option<(Arc<dyn Provider>, Value)> {
+        lock(&self.provider).clone()
+    }
+
+    /// Caches the provider built for this session, with its entry config.
+    pub fn set_provider(&self, provider: Arc<dyn Provider>, config: Value) {
+        *lock(&self.provider) = Some((provider, config));
+    }
+}
+
+/// A running turn. Dropping it cancels the turn's token (so no tool call or child turn
+/// outlives it) and clears the running flag; a turn whose future was dropped mid-way
+/// (status still `running`) is recorded as `cancelled` so the session stays resumable.
+pub(crate) struct TurnGuard {
+    session: Arc<LiveSession>,
+    /// This turn's cancellation token.
+    pub token: CancellationToken,
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        self.token.cancel();
+        if self.session.metadata().status == SessionStatus::Running {
+            self.session.set_status(SessionStatus::Cancelled);
+            self.session.sync();
+        }
+        self.session.running.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,148 @@
+//! Mounting tools from a mount plan: which tools one session's model may call.
+//!
+//! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
+//! `read_file`, `list_directory`; `tool-search` → `glob`, `grep`; `tool-task` → `task`
+//! below `max_recursion_depth`), and the error text for a call to a tool that is not
+//! mounted. Does not own: running calls (`engine::turn`) or building the task tool
+//! (the engine passes a constructor, since the task tool needs the runtime).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::MountPlan;
+
+use super::task::{self, TaskConfig};
+use super::{Tool, ToolSpec, filesystem, search};
+
+/// The tools mounted for one session's turn, in mount order, unique by name.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    tools: Vec<Arc<dyn Tool>>,
+    /// Tool name → why it is not mounted (e.g. `task` at the depth limit).
+    unavailable: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSet")
+            .field("tools", &self.names())
+            .field("unavailable", &self.unavailable)
+            .finish()
+    }
+}
+
+impl ToolSet {
+    /// Mounts the built-in modules named in `plan.tools()` for a session at `depth`.
+    /// `task` builds the task tool from its config (`None`: delegation is not wired,
+    /// e.g. in tool-only tests). Modules arbor does not implement are skipped; the
+    /// agent registry reports them.
+    pub fn mount(
+        plan: &MountPlan,
+        depth: u32,
+        task: Option<&dyn Fn(TaskConfig) -> Arc<dyn Tool>>,
+    ) -> Self {
+        let mut set = Self::default();
+        for entry in plan.tools() {
+            match entry.module.as_str() {
+                filesystem::MODULE => set.extend(filesystem::tools()),
+                search::MODULE => set.extend(search::tools()),
+                task::MODULE => {
+                    let config = TaskConfig::from_value(&entry.config);
+                    if depth >= config.max_recursion_depth {
+                        set.unavailable.insert(
+                            task::TOOL_NAME.to_string(),
+                            format!(
+                                "Delegation depth limit reached: this session is at depth {depth} \
+                                 and max_recursion_depth is {}, so the task tool is not available here.",
+                                config.max_recursion_depth
+                            ),
+                        );
+                    } else if let Some(build) = task {
+                        set.extend([build(config)]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        set
+    }
+
+    /// Adds tools, skipping names already mounted.
+    pub fn extend(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) {
+        for tool in tools {
+            let name = tool.spec().name;
+            if self.get(&name).is_none() {
+                self.unavailable.remove(&name);
+                self.tools.push(tool);
+            }
+        }
+    }
+
+    /// The mounted tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.spec().name == name).cloned()
+    }
+
+    /// Specs of every mounted tool, in mount order (what the provider is offered).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// Names of every mounted tool, in mount order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// The error result text for a call to `name`, which is not mounted.
+    pub fn not_mounted_error(&self, name: &str) -> String {
+        if let Some(reason) = self.unavailable.get(name) {
+            return reason.clone();
+        }
+        let names = self.names();
+        if names.is_empty() {
+            format!("Unknown tool '{name}': this session has no tools.")
+        } else {
+            format!(
+                "Unknown tool '{name}'. Available tools: {}",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mounts_builtin_modules_and_skips_others() {
+        let plan = MountPlan(json!({"tools": [
+            "tool-filesystem",
+            {"module": "tool-search"},
+            {"module": "tool-lsp"},
+            {"module": "tool-filesystem"}
+        ]}));
+        let set = ToolSet::mount(&plan, 0, None);
+        assert_eq!(set.names(), ["read_file", "list_directory", "glob", "grep"]);
+        assert!(set.get("grep").is_some());
+        assert_eq!(
+            set.not_mounted_error("bash"),
+            "Unknown tool 'bash'. Available tools: read_file, list_directory, glob, grep"
+        );
+    }
+
+    #[test]
+    fn task_is_withheld_at_the_depth_limit() {
+        let plan = MountPlan(
+            json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": 2}}]}),
+        );
+        let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
+        let at_one = ToolSet::mount(&plan, 1, Some(&build));
+        assert_eq!(at_one.names(), ["read_file"]);
+        let at_two = ToolSet::mount(&plan, 2, Some(&build));
+        assert!(at_two.names().is_empty());
+        let err = at_two.not_mounted_error("task");
+        assert!(err.contains("max_recursion_depth is 2"), "{err}");
+    }
+}
