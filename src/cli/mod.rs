@@ -1,1 +1,88 @@
-//! TODO(cli)
+//! The command line (SPEC §14): clap types and one file per subcommand.
+//!
+//! Owns: argument parsing, building the engine context from paths/config/bundle
+//! (`context`), and the headless consumers of the engine (`run`, `agent`, `session`).
+//! Does not own: the TUI (started from here through `tui::run`) or any engine logic.
+
+pub mod agent;
+pub mod context;
+pub mod logging;
+pub mod run;
+pub mod session;
+pub mod tui_cmd;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// arbor — a terminal workbench for trees of AI-agent sessions.
+#[derive(Debug, Parser)]
+#[command(name = "arbor", version, about, long_about = None)]
+pub struct Cli {
+    /// Open this session (id or unambiguous prefix) in the TUI.
+    #[arg(long, value_name = "ID", global = false)]
+    pub resume: Option<String>,
+    /// Open the most recent root session of this project in the TUI.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_: bool,
+    /// Agent for new sessions (default: the bundle's root agent).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub agent: Option<String>,
+    /// Bundle file (`bundle.md` or `.yaml`) instead of the built-in one.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub bundle: Option<PathBuf>,
+    /// Theme name (built-in `dark`, `light`, `ansi`, or a user theme).
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands; none starts the TUI.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one prompt headless and print the answer.
+    Run(run::RunArgs),
+    /// Inspect and validate agent files.
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
+    /// Inspect, resume and export stored sessions.
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+    /// Print shell completions.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `--output-format` of `run` and `session resume`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    /// Stream the answer's text.
+    #[default]
+    Text,
+    /// One final object `{status, response, session_id, agent, error?}`.
+    Json,
+    /// One bus event per line, then the final object.
+    Jsonl,
+}
+
+/// Runs the parsed command; returns the process exit code.
+pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
+    let options = context::ContextOptions {
+        bundle: cli.bundle.clone(),
+    };
+    match cli.command {
+        None => tui_cmd::run_tui(&cli, options).await,
+        Some(Command::Run(args)) => run::run(args, cli.agent.clone(), options).await,
+        Some(Command::Agent(cmd)) => agent::run(cmd, options),
+        Some(Command::Session(cmd)) => session::run(cmd, options).await,
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "arbor", &mut std::io::stdout());
+            Ok(0)
+        }
+    }
+}

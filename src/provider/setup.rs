@@ -7,7 +7,8 @@
 //! Does not own: the wire clients (`openai`, `anthropic`), routing by model role or
 //! `provider_preferences`, or retries.
 //!
-//! Keys never enter a mount plan: [`detect_providers`] strips `api_key`, and
+//! Keys never enter a mount plan: [`detect_providers`] replaces a config file's
+//! `api_key` with `"[REDACTED]"` (env keys are never copied at all), and
 //! [`build_provider`] attaches the key when the client is built, in this order:
 //! 1. the entry's own `config.api_key`, unless missing, empty or `"[REDACTED]"`
 //!    (stored sessions are redacted);
@@ -68,7 +69,7 @@ pub fn provider_id(entry: &ModuleEntry) -> String {
 
 /// The `providers` for a new root session's mount plan.
 ///
-/// The config file's `providers` when it has any (with `api_key` removed); else from
+/// The config file's `providers` when it has any (`api_key` → `"[REDACTED]"`); else from
 /// the environment: `provider-openai` when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is
 /// set (with `config.base_url` from `OPENAI_BASE_URL`), `provider-anthropic` when
 /// `ANTHROPIC_API_KEY` is set (with `config.base_url` from `ANTHROPIC_BASE_URL`).
@@ -118,10 +119,15 @@ fn from_env(env: Env<'_>) -> Vec<ModuleEntry> {
     entries
 }
 
+/// The entry with its key replaced by `"[REDACTED]"`: the plan (and so the stored
+/// metadata) shows that a key is configured, and [`build_provider`] fetches the real one
+/// from the config file when the client is built.
 fn without_key(entry: &ModuleEntry) -> ModuleEntry {
     let mut entry = entry.clone();
-    if let Value::Object(map) = &mut entry.config {
-        map.remove("api_key");
+    if let Value::Object(map) = &mut entry.config
+        && let Some(key) = map.get_mut("api_key")
+    {
+        *key = Value::String(REDACTED.to_string());
     }
     entry
 }

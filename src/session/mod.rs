@@ -6,11 +6,13 @@
 //! event bus (`events`). Does not own: running turns (`engine`).
 
 pub mod events;
+pub mod export;
 pub mod ids;
 pub mod message;
 pub mod metadata;
 pub mod redact;
 pub mod store;
+pub mod tree;
 
 pub use events::{Event, EventBus};
 pub use message::Message;

@@ -1,25 +1,61 @@
-//! The session store (SPEC §7 "Store"). CONTRACT STUB — the session helper replaces
-//! the bodies; keep these signatures.
+//! The session store (SPEC §7 "Store"): one directory per session under a project's
+//! sessions directory, root sessions and sub-sessions side by side.
+//!
+//! ```text
+//! <sessions dir>/<session id>/
+//!   transcript.jsonl        one Message per line, append-only
+//!   metadata.json           replaced atomically; metadata.json.backup = previous
+//!   events.jsonl            one amplifier.log line per logged event
+//!   lock                    owner pid; OS advisory lock while a writer is open
+//! ```
+//!
+//! Owns: finding, creating, locking, reading and listing session directories, and the
+//! id check before any path is built. Does not own: the file formats' shapes
+//! (`message`, `metadata`, `events`), redaction rules (`redact`), session trees
+//! (`tree`), exports (`export`), or when to write (`engine`).
+//!
+//! Reading (`load`, `list`, `resolve`) never takes the lock: a session open in another
+//! process can always be read.
 
+mod lock;
+mod metadata_file;
+pub mod transcript;
+mod writer;
+
+use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use super::events::Event;
+pub use lock::LOCK_FILE;
+pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
+pub use transcript::{TRANSCRIPT_FILE, parse_transcript};
+pub use writer::{EVENTS_FILE, SessionWriter};
+
+use super::ids;
 use super::message::Message;
 use super::metadata::Metadata;
 
 /// Store failures, with the exact user-facing messages SPEC §7 requires.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The session directory does not exist.
     #[error("Sub-session '{0}' not found. It may have expired or was never created.")]
     NotFound(String),
+    /// Neither `metadata.json` nor its backup is readable.
     #[error("Corrupted session metadata for '{id}': {detail}")]
     Corrupted { id: String, detail: String },
+    /// The id fails [`ids::validate`]; nothing was touched on disk.
     #[error("invalid session id {id:?}: {reason}")]
     InvalidId { id: String, reason: String },
+    /// Another writer holds the session's lock (pid 0 when unknown).
     #[error("session '{id}' is open in another process (pid {pid})")]
     Locked { id: String, pid: u32 },
+    /// A prefix matched several sessions (`matches` sorted).
     #[error("session id prefix '{prefix}' is ambiguous: {matches:?}")]
-    Ambiguous { prefix: String, matches: Vec<String> },
+    Ambiguous {
+        prefix: String,
+        matches: Vec<String>,
+    },
+    /// A filesystem operation failed; `context` says which.
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -27,13 +63,18 @@ pub enum StoreError {
     },
 }
 
+pub(crate) fn io_err(context: String, source: std::io::Error) -> StoreError {
+    StoreError::Io { context, source }
+}
+
 /// A session read from disk: metadata, transcript, and what loading had to skip.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedSession {
     pub metadata: Metadata,
     pub transcript: Vec<Message>,
-    /// e.g. "transcript.jsonl: dropped torn last line", "line 7: … skipped",
-    /// "metadata.json unreadable, used metadata.json.backup".
+    /// e.g. "transcript.jsonl: dropped torn last line (12 bytes)",
+    /// "transcript.jsonl line 7: skipped: …",
+    /// "metadata.json unreadable: …; used metadata.json.backup".
     pub warnings: Vec<String>,
 }
 
@@ -43,13 +84,15 @@ pub struct SessionStore {
     root: PathBuf,
 }
 
-/// Exclusive, locked write access to one session directory. Dropping it releases the lock.
-#[derive(Debug)]
-pub struct SessionWriter {
-    _private: (),
+fn checked(id: &str) -> Result<(), StoreError> {
+    ids::validate(id).map_err(|reason| StoreError::InvalidId {
+        id: id.to_string(),
+        reason,
+    })
 }
 
 impl SessionStore {
+    /// A store over the sessions directory `root` (created on the first `create`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
     }
@@ -59,65 +102,190 @@ impl SessionStore {
         &self.root
     }
 
-    /// Creates the session directory for `metadata.session_id`, takes the lock, writes
-    /// metadata. Refuses invalid ids before touching the disk.
-    pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
-        let _ = metadata;
-        todo!("session helper")
+    /// `<root>/<id>`, after validating `id` (`StoreError::InvalidId`). The directory
+    /// may not exist.
+    pub fn session_dir(&self, id: &str) -> Result<PathBuf, StoreError> {
+        checked(id)?;
+        Ok(self.root.join(id))
     }
 
-    /// Takes the lock of an existing session for writing (a resume).
+    /// Whether a session directory for `id` exists (false for invalid ids).
+    pub fn exists(&self, id: &str) -> bool {
+        self.session_dir(id).is_ok_and(|dir| dir.is_dir())
+    }
+
+    /// Creates the session directory for `metadata.session_id` (and the sessions
+    /// directory), takes the lock, writes metadata (config redacted). Refuses invalid
+    /// ids before touching the disk. An existing directory is reused (its metadata
+    /// becomes the backup); a locked one gives `StoreError::Locked`.
+    pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
+        let dir = self.session_dir(&metadata.session_id)?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
+        let lock = lock::acquire(&dir, &metadata.session_id)?;
+        transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
+        let mut writer = SessionWriter::new(dir, lock, metadata.clone())?;
+        writer.write_metadata(metadata)?;
+        Ok(writer)
+    }
+
+    /// Takes the lock of an existing session for writing (a resume). Missing directory
+    /// → `NotFound`; lock held → `Locked`; metadata unreadable with no usable backup →
+    /// `Corrupted`. A torn last transcript line is cut so appends start on a fresh line.
     pub fn open(&self, id: &str) -> Result<SessionWriter, StoreError> {
-        let _ = id;
-        todo!("session helper")
+        let dir = self.existing_dir(id)?;
+        let lock = lock::acquire(&dir, id)?;
+        let (mut metadata, _) = metadata_file::read(&dir, id)?;
+        if metadata.session_id != id {
+            // The directory name is the truth; metadata copied from elsewhere may differ.
+            tracing::warn!(
+                "session dir '{id}' holds metadata for '{}'",
+                metadata.session_id
+            );
+            metadata.session_id = id.to_string();
+        }
+        transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
+        let writer = SessionWriter::new(dir, lock, metadata)?;
+        Ok(writer)
     }
 
     /// Reads metadata (falling back to `.backup`) and transcript (torn-line recovery),
-    /// fresh from disk. Needs no lock.
+    /// fresh from disk. Needs no lock. Missing directory → `NotFound`; metadata
+    /// unreadable with no usable backup → `Corrupted`. Metadata without `config` loads
+    /// (`config: None`).
     pub fn load(&self, id: &str) -> Result<LoadedSession, StoreError> {
-        let _ = id;
-        todo!("session helper")
+        let dir = self.existing_dir(id)?;
+        let (metadata, mut warnings) = metadata_file::read(&dir, id)?;
+        let (transcript, transcript_warnings) =
+            transcript::read_transcript(&dir.join(TRANSCRIPT_FILE))?;
+        warnings.extend(transcript_warnings);
+        Ok(LoadedSession {
+            metadata,
+            transcript,
+            warnings,
+        })
     }
 
-    /// Metadata of every session in this store (unreadable ones skipped), newest first.
+    /// Metadata only (with the backup fallback and its warnings); no transcript read.
+    pub fn load_metadata(&self, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
+        let dir = self.existing_dir(id)?;
+        metadata_file::read(&dir, id)
+    }
+
+    /// Metadata of every session in this store (unreadable ones and directories whose
+    /// names are not valid ids skipped), newest `last_updated` first. A missing
+    /// sessions directory is an empty list.
     pub fn list(&self) -> Result<Vec<Metadata>, StoreError> {
-        todo!("session helper")
+        let mut out: Vec<Metadata> = self
+            .session_ids()?
+            .into_iter()
+            .filter_map(|id| match metadata_file::read(&self.root.join(&id), &id) {
+                Ok((metadata, _)) => Some(metadata),
+                Err(e) => {
+                    tracing::warn!("skipping session '{id}': {e}");
+                    None
+                }
+            })
+            .collect();
+        out.sort_by(newest_first);
+        Ok(out)
     }
 
-    /// A full id from an unambiguous prefix (an exact id always wins).
+    /// A full id from an id or unambiguous prefix (surrounding whitespace ignored). An
+    /// exact id always wins; else one directory starting with the prefix; else
+    /// `NotFound(prefix)` or `Ambiguous` (matches sorted).
     pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
-        let _ = id_or_prefix;
-        todo!("session helper")
+        let prefix = id_or_prefix.trim();
+        if self.session_dir(prefix)?.is_dir() {
+            return Ok(prefix.to_string());
+        }
+        let mut matches: Vec<String> = self
+            .session_ids()?
+            .into_iter()
+            .filter(|id| id.starts_with(prefix))
+            .collect();
+        matches.sort();
+        match matches.len() {
+            0 => Err(StoreError::NotFound(prefix.to_string())),
+            1 => Ok(matches.remove(0)),
+            _ => Err(StoreError::Ambiguous {
+                prefix: prefix.to_string(),
+                matches,
+            }),
+        }
+    }
+
+    /// Names of the session directories (valid ids only), unordered.
+    fn session_ids(&self) -> Result<Vec<String>, StoreError> {
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(format!("listing {}", self.root.display()), e)),
+        };
+        Ok(entries
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| ids::validate(name).is_ok())
+            .collect())
+    }
+
+    /// The directory of an existing session: `InvalidId`, else `NotFound`.
+    fn existing_dir(&self, id: &str) -> Result<PathBuf, StoreError> {
+        let dir = self.session_dir(id)?;
+        if dir.is_dir() {
+            Ok(dir)
+        } else {
+            Err(StoreError::NotFound(id.to_string()))
+        }
     }
 }
 
-impl SessionWriter {
-    /// The session's id.
-    pub fn id(&self) -> &str {
-        todo!("session helper")
+/// Every project's sessions under `projects_dir` (`$AMPLIFIER_HOME/projects`): pairs of
+/// (`<projects_dir>/<slug>/sessions`, metadata), newest `last_updated` first. For
+/// `arbor session list --all-projects`. A missing `projects_dir` is an empty list;
+/// unreadable projects and sessions are skipped.
+pub fn list_all_projects(projects_dir: &Path) -> Result<Vec<(PathBuf, Metadata)>, StoreError> {
+    let entries = match std::fs::read_dir(projects_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(format!("listing {}", projects_dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let sessions = entry.path().join("sessions");
+        if !sessions.is_dir() {
+            continue;
+        }
+        match SessionStore::new(&sessions).list() {
+            Ok(list) => out.extend(list.into_iter().map(|m| (sessions.clone(), m))),
+            Err(e) => tracing::warn!("skipping {}: {e}", sessions.display()),
+        }
     }
-
-    /// Appends one message line and flushes it (no fsync).
-    pub fn append_message(&mut self, message: &Message) -> Result<(), StoreError> {
-        let _ = message;
-        todo!("session helper")
-    }
-
-    /// Appends one `events.jsonl` line (ignores non-logged events).
-    pub fn append_event(&mut self, event: &Event) -> Result<(), StoreError> {
-        let _ = event;
-        todo!("session helper")
-    }
-
-    /// Writes metadata atomically (temp + rename, previous kept as `.backup`), with
-    /// secrets in `config` redacted.
-    pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
-        let _ = metadata;
-        todo!("session helper")
-    }
-
-    /// fsyncs the transcript and events (end of turn).
-    pub fn sync(&mut self) -> Result<(), StoreError> {
-        todo!("session helper")
-    }
+    out.sort_by(|a, b| newest_first(&a.1, &b.1));
+    Ok(out)
 }
+
+/// Orders metadata newest `last_updated` first (unparseable timestamps last), then by
+/// id for a stable order.
+pub fn newest_first(a: &Metadata, b: &Metadata) -> Ordering {
+    let key = |m: &Metadata| timestamp_of(&m.last_updated);
+    key(b)
+        .cmp(&key(a))
+        .then_with(|| b.last_updated.cmp(&a.last_updated))
+        .then_with(|| a.session_id.cmp(&b.session_id))
+}
+
+/// An RFC 3339 timestamp, or a naive ISO date-time (as Python's `isoformat()` may
+/// write) taken as UTC.
+pub(crate) fn timestamp_of(text: &str) -> Option<jiff::Timestamp> {
+    text.parse::<jiff::Timestamp>().ok().or_else(|| {
+        text.parse::<jiff::civil::DateTime>()
+            .ok()
+            .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
+            .map(|z| z.timestamp())
+    })
+}
+
+#[cfg(test)]
+mod tests;

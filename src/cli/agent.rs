@@ -1,0 +1,186 @@
+//! `arbor agent list|show|validate`.
+//!
+//! `agent list --json`: an array of `{name, source, path, description, valid, errors,
+//! warnings, shadows: [{source, path}]}`. `agent show NAME --format json`: the agent's
+//! overlay with `name`, `source`, `path`, `instruction` and every frontmatter key;
+//! `--merged` adds `merged` (the child mount plan a spawn from the root would get,
+//! secrets redacted).
+
+use std::path::PathBuf;
+
+use clap::{Subcommand, ValueEnum};
+use color_eyre::Result;
+use serde_json::{Value, json};
+
+use super::context::{Context, ContextOptions};
+use crate::agent::AgentDef;
+use crate::agent::registry::validate_file;
+use crate::session::redact::redact;
+
+/// `arbor agent …`.
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// List every agent: name, source, first line of the description.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one agent's definition.
+    Show {
+        name: String,
+        /// Add the child mount plan a spawn from the root session would get.
+        #[arg(long)]
+        merged: bool,
+        #[arg(long, value_enum, default_value_t = ShowFormat::Yaml)]
+        format: ShowFormat,
+    },
+    /// Validate agent files (default: every agent the registry sees).
+    Validate { paths: Vec<PathBuf> },
+}
+
+/// `agent show --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Yaml,
+    Json,
+}
+
+/// Runs an agent subcommand; returns the exit code.
+pub fn run(cmd: AgentCommand, options: ContextOptions) -> Result<i32> {
+    match cmd {
+        AgentCommand::List { json } => {
+            let ctx = Context::load(&options)?;
+            list(&ctx, json)
+        }
+        AgentCommand::Show {
+            name,
+            merged,
+            format,
+        } => {
+            let ctx = Context::load(&options)?;
+            show(&ctx, &name, merged, format)
+        }
+        AgentCommand::Validate { paths } => validate(paths, options),
+    }
+}
+
+/// The `agent list --json` object of one agent.
+pub fn agent_json(agent: &AgentDef) -> Value {
+    json!({
+        "name": agent.name,
+        "source": agent.source,
+        "path": agent.display_path(),
+        "description": agent.description,
+        "valid": agent.is_valid(),
+        "errors": agent.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "warnings": agent.warnings,
+        "shadows": agent.shadows,
+    })
+}
+
+fn list(ctx: &Context, as_json: bool) -> Result<i32> {
+    let agents = ctx.registry.agents();
+    if as_json {
+        let all: Vec<Value> = agents.iter().map(agent_json).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(0);
+    }
+    let width = agents.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
+    println!("{:width$}  {:7}  DESCRIPTION", "NAME", "SOURCE");
+    for a in agents {
+        let source = serde_json::to_value(a.source)?;
+        let mut line = a.summary().to_string();
+        if !a.is_valid() {
+            line = format!("INVALID: {}", a.errors.first().map(ToString::to_string).unwrap_or_default());
+        } else if !a.shadows.is_empty() {
+            line = format!("{line} (shadows {})", a.shadows.len());
+        }
+        println!("{:width$}  {:7}  {}", a.name, source.as_str().unwrap_or("?"), truncate(&line, 100));
+    }
+    Ok(0)
+}
+
+fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i32> {
+    let Some(agent) = ctx.registry.get(name) else {
+        eprintln!(
+            "arbor: unknown agent '{name}'. Available agents: {}",
+            ctx.registry.valid_names().join(", ")
+        );
+        return Ok(1);
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("name".into(), json!(agent.name));
+    out.insert("source".into(), json!(agent.source));
+    out.insert("path".into(), json!(agent.display_path()));
+    if let Value::Object(overlay) = &agent.overlay {
+        for (k, v) in overlay {
+            if k != "instruction" {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out.insert("instruction".into(), json!(agent.instruction));
+    out.insert("valid".into(), json!(agent.is_valid()));
+    if !agent.errors.is_empty() {
+        out.insert("errors".into(), json!(agent.errors.iter().map(ToString::to_string).collect::<Vec<_>>()));
+    }
+    if !agent.warnings.is_empty() {
+        out.insert("warnings".into(), json!(agent.warnings));
+    }
+    if !agent.shadows.is_empty() {
+        out.insert("shadows".into(), json!(agent.shadows));
+    }
+    if merged {
+        let (runtime, _tx) = ctx.runtime();
+        match runtime.child_mount_plan(name) {
+            Ok(plan) => {
+                out.insert("merged".into(), redact(&plan.0));
+            }
+            Err(e) => {
+                eprintln!("arbor: {e}");
+                return Ok(1);
+            }
+        }
+    }
+    let value = Value::Object(out);
+    match format {
+        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
+        ShowFormat::Yaml => print!("{}", serde_saphyr::to_string(&value)?),
+    }
+    Ok(0)
+}
+
+fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
+    let agents: Vec<AgentDef> = if paths.is_empty() {
+        Context::load(&options)?.registry.agents().to_vec()
+    } else {
+        paths.iter().map(|p| validate_file(p)).collect()
+    };
+    let mut invalid = 0;
+    for a in &agents {
+        if a.is_valid() {
+            println!("ok       {} ({})", a.name, a.display_path());
+        } else {
+            invalid += 1;
+            println!("INVALID  {} ({})", a.name, a.display_path());
+        }
+        for e in &a.errors {
+            println!("  error: {e}");
+        }
+        for w in &a.warnings {
+            println!("  warning: {w}");
+        }
+    }
+    println!("{} agents, {} invalid", agents.len(), invalid);
+    Ok(if invalid == 0 { 0 } else { 1 })
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}

@@ -1,0 +1,82 @@
+//! The engine context every command builds: paths, config, bundle, registry, runtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use color_eyre::eyre::{Context as _, Result};
+
+use crate::agent::Registry;
+use crate::agent::registry::RegistryHandle;
+use crate::config::{ArborConfig, Bundle};
+use crate::engine::{Runtime, RuntimeOptions};
+use crate::paths::Paths;
+use crate::session::{EventBus, SessionStore};
+
+/// Options shared by every subcommand.
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// `--bundle PATH`: overrides config `bundle:` and the built-in bundle.
+    pub bundle: Option<PathBuf>,
+}
+
+/// Environment lookup shared with the engine (keys, base URLs, agent overrides).
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What a command works with, loaded once.
+pub struct Context {
+    pub paths: Paths,
+    pub config: ArborConfig,
+    pub bundle: Bundle,
+    /// The bundle file in use (`None`: built-in).
+    pub bundle_path: Option<PathBuf>,
+    pub registry: Arc<Registry>,
+    pub env: Env,
+}
+
+impl Context {
+    /// Loads paths from the environment, the config file, the bundle (`--bundle`, else
+    /// config `bundle:`, else built-in) and the agent registry.
+    pub fn load(options: &ContextOptions) -> Result<Self> {
+        let paths = Paths::from_env();
+        let config = ArborConfig::load(&paths.config_file)?;
+        let bundle_path = options.bundle.clone().or_else(|| config.bundle.clone());
+        let bundle = match &bundle_path {
+            Some(path) => Bundle::load(path).wrap_err("cannot load the bundle")?,
+            None => Bundle::builtin(),
+        };
+        let env: Env = Arc::new(|k: &str| std::env::var(k).ok());
+        let registry = Arc::new(Registry::load(&paths, &bundle, env.as_ref()));
+        Ok(Self {
+            paths,
+            config,
+            bundle,
+            bundle_path,
+            registry,
+            env,
+        })
+    }
+
+    /// This project's session store.
+    pub fn store(&self) -> SessionStore {
+        SessionStore::new(self.paths.sessions_dir())
+    }
+
+    /// A runtime over this context with a fixed registry (headless commands do not
+    /// watch files). The returned sender keeps the registry channel open.
+    pub fn runtime(&self) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
+        let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+        (self.runtime_with(rx), tx)
+    }
+
+    /// A runtime over this context following a live registry (the TUI's watcher).
+    pub fn runtime_with(&self, registry: RegistryHandle) -> Arc<Runtime> {
+        Runtime::new(RuntimeOptions {
+            paths: self.paths.clone(),
+            config: self.config.clone(),
+            bundle: self.bundle.clone(),
+            registry,
+            env: self.env.clone(),
+            bus: EventBus::new(),
+        })
+    }
+}

@@ -1,0 +1,296 @@
+//! `arbor session list|show|tree|resume|export`.
+//!
+//! `session list --json` / `session show ID --json` print
+//! `{session_id, parent_id, agent_name, status, depth, turn_count, created,
+//! last_updated, children: [ids]}` (an array for `list`); `show --transcript` adds
+//! `transcript` (the messages). IDs may be unambiguous prefixes.
+
+use std::collections::BTreeMap;
+
+use clap::{Subcommand, ValueEnum};
+use color_eyre::Result;
+use serde_json::{Value, json};
+
+use super::OutputFormat;
+use super::context::{Context, ContextOptions};
+use crate::session::store::list_all_projects;
+use crate::session::tree::{SessionNode, build_tree};
+use crate::session::Metadata;
+
+/// `arbor session …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List sessions of this project (full ids, parent, agent, status, turns, updated).
+    List {
+        /// Sessions of every project under $AMPLIFIER_HOME/projects.
+        #[arg(long)]
+        all_projects: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+        /// Include the transcript.
+        #[arg(long)]
+        transcript: bool,
+    },
+    /// Print the session tree (all roots of this project, or the subtree of ID).
+    Tree { id: Option<String> },
+    /// Continue any session (sub-sessions included) with a new instruction, headless.
+    Resume {
+        id: String,
+        instruction: String,
+        #[arg(long, value_enum, default_value_t)]
+        output_format: OutputFormat,
+    },
+    /// Export a session and its whole subtree as one file on stdout.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
+        format: ExportFormat,
+    },
+}
+
+/// `session export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Json,
+}
+
+/// Runs a session subcommand; returns the exit code.
+pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
+    let ctx = Context::load(&options)?;
+    let store = ctx.store();
+    match cmd {
+        SessionCommand::List { all_projects, json } => {
+            let list = if all_projects {
+                list_all_projects(&ctx.paths.projects_dir())?
+                    .into_iter()
+                    .map(|(_, m)| m)
+                    .collect()
+            } else {
+                store.list()?
+            };
+            let children = children_index(&list);
+            if json {
+                let all: Vec<Value> = list.iter().map(|m| summary_json(m, &children)).collect();
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else {
+                print_table(&list);
+            }
+            Ok(0)
+        }
+        SessionCommand::Show {
+            id,
+            json,
+            transcript,
+        } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            let loaded = match store.load(&id) {
+                Ok(l) => l,
+                Err(e) => return fail(&e),
+            };
+            let all = store.list()?;
+            let children = children_index(&all);
+            let mut v = summary_json(&loaded.metadata, &children);
+            if transcript {
+                v["transcript"] = serde_json::to_value(&loaded.transcript)?;
+            }
+            for w in &loaded.warnings {
+                eprintln!("arbor: warning: {w}");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print_show(&loaded.metadata, &v, transcript.then_some(&loaded.transcript));
+            }
+            Ok(0)
+        }
+        SessionCommand::Tree { id } => {
+            let list = store.list()?;
+            let roots = build_tree(list);
+            let roots: Vec<&SessionNode> = match id {
+                None => roots.iter().collect(),
+                Some(prefix) => {
+                    let id = match store.resolve(&prefix) {
+                        Ok(id) => id,
+                        Err(e) => return fail(&e),
+                    };
+                    roots.iter().filter_map(|r| find(r, &id)).collect()
+                }
+            };
+            if roots.is_empty() {
+                println!("no sessions in {}", store.root().display());
+            }
+            for root in roots {
+                print_node(root, "", true, true);
+            }
+            Ok(0)
+        }
+        SessionCommand::Resume {
+            id,
+            instruction,
+            output_format,
+        } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            let (runtime, _tx) = ctx.runtime();
+            super::run::drive_turn(&runtime, &id, instruction, output_format).await
+        }
+        SessionCommand::Export { id, format } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            let out = match format {
+                ExportFormat::Md => crate::session::export::export_markdown(&store, &id),
+                ExportFormat::Json => crate::session::export::export_json(&store, &id)
+                    .and_then(|v| serde_json::to_string_pretty(&v).map_err(|e| {
+                        crate::session::StoreError::Corrupted { id: id.clone(), detail: e.to_string() }
+                    })),
+            };
+            match out {
+                Ok(text) => {
+                    println!("{text}");
+                    Ok(0)
+                }
+                Err(e) => fail(&e),
+            }
+        }
+    }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> Result<i32> {
+    eprintln!("arbor: {e}");
+    Ok(1)
+}
+
+fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
+    let mut index: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for m in list {
+        if let Some(parent) = &m.parent_id {
+            index
+                .entry(parent.clone())
+                .or_default()
+                .push((m.created.clone(), m.session_id.clone()));
+        }
+    }
+    index
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort();
+            (k, v.into_iter().map(|(_, id)| id).collect())
+        })
+        .collect()
+}
+
+/// The `session list --json` / `session show --json` object.
+pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> Value {
+    json!({
+        "session_id": m.session_id,
+        "parent_id": m.parent_id,
+        "agent_name": m.agent_name,
+        "status": m.status,
+        "depth": m.depth,
+        "turn_count": m.turn_count,
+        "created": m.created,
+        "last_updated": m.last_updated,
+        "children": children.get(&m.session_id).cloned().unwrap_or_default(),
+    })
+}
+
+fn print_table(list: &[Metadata]) {
+    println!(
+        "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  UPDATED",
+        "SESSION", "PARENT", "AGENT", "STATUS", "TURNS"
+    );
+    for m in list {
+        let parent = m.parent_id.as_deref().map(short).unwrap_or("-");
+        println!(
+            "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  {}",
+            m.session_id,
+            parent,
+            m.agent_name.as_deref().unwrap_or("-"),
+            m.status.as_str(),
+            m.turn_count,
+            m.last_updated
+        );
+    }
+}
+
+fn print_show(m: &Metadata, v: &Value, transcript: Option<&Vec<crate::session::Message>>) {
+    println!("session   {}", m.session_id);
+    println!("parent    {}", m.parent_id.as_deref().unwrap_or("-"));
+    println!("agent     {}", m.agent_name.as_deref().unwrap_or("-"));
+    println!("status    {}", m.status.as_str());
+    println!("depth     {}", m.depth);
+    println!("turns     {}", m.turn_count);
+    println!("model     {}", m.model.as_deref().unwrap_or("-"));
+    println!("created   {}", m.created);
+    println!("updated   {}", m.last_updated);
+    println!(
+        "tokens    {} in / {} out",
+        m.usage.input_tokens, m.usage.output_tokens
+    );
+    if let Some(children) = v["children"].as_array() {
+        for c in children {
+            println!("child     {}", c.as_str().unwrap_or_default());
+        }
+    }
+    if let Some(messages) = transcript {
+        println!();
+        for msg in messages {
+            println!("[{}] {}", msg.role(), msg.text());
+        }
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..16).unwrap_or(id)
+}
+
+fn find<'a>(node: &'a SessionNode, id: &str) -> Option<&'a SessionNode> {
+    if node.metadata.session_id == id {
+        return Some(node);
+    }
+    node.children.iter().find_map(|c| find(c, id))
+}
+
+fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) {
+    let m = &node.metadata;
+    let branch = if root {
+        ""
+    } else if last {
+        "└─ "
+    } else {
+        "├─ "
+    };
+    println!(
+        "{prefix}{branch}{} {} [{}] {} turns",
+        m.agent_name.as_deref().unwrap_or("-"),
+        m.session_id,
+        m.status.as_str(),
+        m.turn_count
+    );
+    let child_prefix = if root {
+        prefix.to_string()
+    } else if last {
+        format!("{prefix}   ")
+    } else {
+        format!("{prefix}│  ")
+    };
+    let n = node.children.len();
+    for (i, c) in node.children.iter().enumerate() {
+        print_node(c, &child_prefix, i + 1 == n, false);
+    }
+}
+

@@ -1,0 +1,179 @@
+//! `metadata.json` on disk: atomic replacement with a kept backup, and reading with
+//! fallback to that backup (SPEC §7 "Store").
+//!
+//! Owns: the file names, the temp-file + fsync + rename dance, and which file a load
+//! trusts. Does not own: the metadata shape (`metadata`) or redaction (`redact`, applied
+//! by the writer before calling here).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{StoreError, io_err};
+use crate::session::metadata::Metadata;
+
+/// The metadata file's name inside a session directory.
+pub const METADATA_FILE: &str = "metadata.json";
+/// The previous version of `metadata.json`, kept by every write.
+pub const METADATA_BACKUP: &str = "metadata.json.backup";
+/// The temp file a write goes through (same directory, so the rename is atomic).
+pub const METADATA_TEMP: &str = "metadata.json.tmp";
+
+/// Reads the metadata in `dir`: `metadata.json`, else `metadata.json.backup` with a
+/// warning. Neither usable → `StoreError::Corrupted` for `id` with both reasons.
+pub(crate) fn read(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
+    let main = match read_one(&dir.join(METADATA_FILE)) {
+        Ok(metadata) => return Ok((metadata, Vec::new())),
+        Err(reason) => reason,
+    };
+    match read_one(&dir.join(METADATA_BACKUP)) {
+        Ok(metadata) => {
+            let warning = format!("{METADATA_FILE} {main}; used {METADATA_BACKUP}");
+            tracing::warn!("session '{id}': {warning}");
+            Ok((metadata, vec![warning]))
+        }
+        Err(backup) => Err(StoreError::Corrupted {
+            id: id.to_string(),
+            detail: format!("{METADATA_FILE} {main}; {METADATA_BACKUP} {backup}"),
+        }),
+    }
+}
+
+/// One file read and parsed, or why not (`"missing"`, `"unreadable: …"`).
+fn read_one(path: &Path) -> Result<Metadata, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("missing".into()),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| format!("unreadable: {e}"))
+}
+
+/// Replaces `dir/metadata.json` with `metadata` so that a crash at any point leaves
+/// either the old or the new file whole:
+/// 1. write `metadata.json.tmp`, fsync;
+/// 2. when the current `metadata.json` parses, copy it to `metadata.json.backup`
+///    (through its own temp file; a corrupt main never overwrites a good backup);
+/// 3. rename the temp file over `metadata.json`, fsync the directory.
+///
+/// The temp file is removed on failure.
+pub(crate) fn write(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
+    let mut text = serde_json::to_vec_pretty(metadata)
+        .map_err(|e| io_err("serializing metadata".to_string(), std::io::Error::other(e)))?;
+    text.push(b'\n');
+    let main = dir.join(METADATA_FILE);
+    let temp = dir.join(METADATA_TEMP);
+    let result = write_synced(&temp, &text)
+        .and_then(|()| backup_current(dir, &main))
+        .and_then(|()| rename(&temp, &main));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result?;
+    sync_dir(dir);
+    Ok(())
+}
+
+fn backup_current(dir: &Path, main: &Path) -> Result<(), StoreError> {
+    let current = match std::fs::read(main) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(format!("reading {}", main.display()), e)),
+    };
+    if serde_json::from_slice::<Metadata>(&current).is_err() {
+        tracing::warn!("{} unreadable; keeping the existing backup", main.display());
+        return Ok(());
+    }
+    let backup_temp: PathBuf = dir.join(format!("{METADATA_BACKUP}.tmp"));
+    let result = write_synced(&backup_temp, &current)
+        .and_then(|()| rename(&backup_temp, &dir.join(METADATA_BACKUP)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&backup_temp);
+    }
+    result
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    File::create(path)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .map_err(|e| io_err(format!("writing {}", path.display()), e))
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), StoreError> {
+    std::fs::rename(from, to).map_err(|e| {
+        io_err(
+            format!("renaming {} to {}", from.display(), to.display()),
+            e,
+        )
+    })
+}
+
+/// Best effort: persists the rename itself. Directories cannot be opened for sync on
+/// every platform, so failures are ignored.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(turns: u32) -> Metadata {
+        Metadata {
+            session_id: "s".into(),
+            turn_count: turns,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn second_write_keeps_backup_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &meta(1)).unwrap();
+        assert!(!dir.path().join(METADATA_BACKUP).exists());
+        write(dir.path(), &meta(2)).unwrap();
+        assert!(!dir.path().join(METADATA_TEMP).exists());
+        let (m, w) = read(dir.path(), "s").unwrap();
+        assert_eq!((m.turn_count, w.len()), (2, 0));
+        let backup: Metadata =
+            serde_json::from_slice(&std::fs::read(dir.path().join(METADATA_BACKUP)).unwrap())
+                .unwrap();
+        assert_eq!(backup.turn_count, 1);
+    }
+
+    #[test]
+    fn corrupt_main_never_replaces_a_good_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &meta(1)).unwrap();
+        write(dir.path(), &meta(2)).unwrap();
+        std::fs::write(
+            dir.path().join(METADATA_FILE),
+            b"{\"session_id\": \"s\", \"tur",
+        )
+        .unwrap();
+        let (m, w) = read(dir.path(), "s").unwrap();
+        assert_eq!(m.turn_count, 1);
+        assert!(w[0].contains("used metadata.json.backup"), "{w:?}");
+        write(dir.path(), &meta(3)).unwrap();
+        let backup: Metadata =
+            serde_json::from_slice(&std::fs::read(dir.path().join(METADATA_BACKUP)).unwrap())
+                .unwrap();
+        assert_eq!(backup.turn_count, 1);
+    }
+
+    #[test]
+    fn nothing_usable_is_corrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(METADATA_FILE), b"garbage").unwrap();
+        match read(dir.path(), "s") {
+            Err(StoreError::Corrupted { id, detail }) => {
+                assert_eq!(id, "s");
+                assert!(detail.contains("metadata.json unreadable"), "{detail}");
+                assert!(detail.contains("metadata.json.backup missing"), "{detail}");
+            }
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Unit tests of the store's listing, ordering and resolution.
+
+use super::*;
+
+fn meta(id: &str, updated: &str) -> Metadata {
+    Metadata {
+        session_id: id.into(),
+        last_updated: updated.into(),
+        config: Some(serde_json::json!({})),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn list_is_newest_first_and_skips_junk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions"));
+    assert!(store.list().unwrap().is_empty(), "missing root is empty");
+    for (id, t) in [
+        ("old", "2025-01-01T00:00:00Z"),
+        ("naive", "2025-06-01T00:00:00.123456"),
+        ("new", "2025-12-01T00:00:00+00:00"),
+    ] {
+        store.create(&meta(id, t)).unwrap();
+    }
+    std::fs::create_dir(store.root().join("empty-dir")).unwrap();
+    std::fs::create_dir(store.root().join(".hidden")).unwrap();
+    std::fs::write(store.root().join("stray-file"), b"x").unwrap();
+    let ids: Vec<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.session_id)
+        .collect();
+    assert_eq!(ids, ["new", "naive", "old"]);
+}
+
+#[test]
+fn resolve_exact_prefix_ambiguous_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    for id in ["abc", "abcdef", "abx1", "zzz"] {
+        std::fs::create_dir(dir.path().join(id)).unwrap();
+    }
+    assert_eq!(store.resolve("abc").unwrap(), "abc");
+    assert_eq!(store.resolve(" abcd ").unwrap(), "abcdef");
+    assert_eq!(store.resolve("z").unwrap(), "zzz");
+    match store.resolve("ab") {
+        Err(StoreError::Ambiguous { prefix, matches }) => {
+            assert_eq!(prefix, "ab");
+            assert_eq!(matches, ["abc", "abcdef", "abx1"]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    assert!(matches!(store.resolve("q"), Err(StoreError::NotFound(p)) if p == "q"));
+    assert!(matches!(
+        store.resolve("../a"),
+        Err(StoreError::InvalidId { .. })
+    ));
+    assert!(matches!(
+        store.resolve("  "),
+        Err(StoreError::InvalidId { .. })
+    ));
+}
+
+#[test]
+fn all_projects_are_listed_with_their_sessions_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let a = SessionStore::new(projects.join("-home-a").join("sessions"));
+    let b = SessionStore::new(projects.join("-home-b").join("sessions"));
+    a.create(&meta("s1", "2025-01-01T00:00:00Z")).unwrap();
+    b.create(&meta("s2", "2025-02-01T00:00:00Z")).unwrap();
+    std::fs::create_dir_all(projects.join("no-sessions")).unwrap();
+    let all = list_all_projects(&projects).unwrap();
+    let got: Vec<(PathBuf, String)> = all.into_iter().map(|(p, m)| (p, m.session_id)).collect();
+    assert_eq!(
+        got,
+        [
+            (b.root().to_path_buf(), "s2".to_string()),
+            (a.root().to_path_buf(), "s1".to_string())
+        ]
+    );
+    assert!(
+        list_all_projects(&dir.path().join("none"))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn open_fixes_a_metadata_id_that_disagrees_with_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    drop(store.create(&meta("copy", "2025-01-01T00:00:00Z")).unwrap());
+    let path = dir.path().join("copy").join(METADATA_FILE);
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"copy\"", "\"original\"");
+    std::fs::write(&path, text).unwrap();
+    let mut writer = store.open("copy").unwrap();
+    assert_eq!(writer.id(), "copy");
+    let m = writer.metadata().clone();
+    writer.write_metadata(&m).unwrap();
+    let wrong = Metadata {
+        session_id: "other".into(),
+        ..m
+    };
+    assert!(matches!(
+        writer.write_metadata(&wrong),
+        Err(StoreError::InvalidId { .. })
+    ));
+}

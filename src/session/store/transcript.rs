@@ -1,0 +1,231 @@
+//! Reading `transcript.jsonl` with crash recovery, and repairing its tail before
+//! appending (SPEC §7 "Store", §17).
+//!
+//! Owns: splitting the file into lines, dropping a torn last line, reporting and
+//! skipping bad lines, and making sure an append never glues a new message onto a torn
+//! line. Does not own: the message shape (`message`) or appending (`writer`).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::{StoreError, io_err};
+use crate::session::message::Message;
+
+/// The transcript's file name inside a session directory.
+pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
+
+/// Parses transcript bytes: one JSON [`Message`] per `\n`-terminated line (a trailing
+/// `\r` is ignored, blank lines are skipped).
+///
+/// Returns the messages in file order and warnings:
+/// - a last line without `\n` that is not valid JSON is a torn write (crash mid-append)
+///   and is dropped: `"transcript.jsonl: dropped torn last line (N bytes)"`;
+/// - any other line that is not a message is skipped:
+///   `"transcript.jsonl line 7: skipped: <reason>"` (1-based line numbers).
+///
+/// Never panics, whatever the bytes.
+pub fn parse_transcript(bytes: &[u8]) -> (Vec<Message>, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut warnings = Vec::new();
+    let ends_with_newline = bytes.last() == Some(&b'\n');
+    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    if ends_with_newline || bytes.is_empty() {
+        lines.pop(); // the empty piece after the final newline
+    }
+    let last = lines.len().saturating_sub(1);
+    for (index, raw) in lines.iter().enumerate() {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Message>(line) {
+            Ok(message) => messages.push(message),
+            Err(e) => {
+                let torn = index == last
+                    && !ends_with_newline
+                    && serde_json::from_slice::<serde_json::Value>(line).is_err();
+                if torn {
+                    warnings.push(format!(
+                        "{TRANSCRIPT_FILE}: dropped torn last line ({} bytes)",
+                        raw.len()
+                    ));
+                } else {
+                    warnings.push(format!(
+                        "{TRANSCRIPT_FILE} line {}: skipped: {e}",
+                        index + 1
+                    ));
+                }
+            }
+        }
+    }
+    (messages, warnings)
+}
+
+/// Reads and parses the transcript at `path` (see [`parse_transcript`]); a missing
+/// file is an empty transcript.
+pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, Vec<String>), StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse_transcript(&bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), Vec::new())),
+        Err(e) => Err(io_err(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// Makes the transcript at `path` safe to append to: when it ends in an unterminated
+/// line, a torn write (not valid JSON) is cut off, and a complete JSON line gets its
+/// missing `\n`. Returns a warning when something was cut.
+pub(crate) fn repair_tail(path: &Path) -> Result<Option<String>, StoreError> {
+    let ctx = || format!("repairing {}", path.display());
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(ctx(), e)),
+    };
+    let len = file.metadata().map_err(|e| io_err(ctx(), e))?.len();
+    let start = tail_start(&mut file, len).map_err(|e| io_err(ctx(), e))?;
+    if start == len {
+        return Ok(None);
+    }
+    let mut tail = Vec::new();
+    file.seek(SeekFrom::Start(start))
+        .and_then(|_| file.read_to_end(&mut tail))
+        .map_err(|e| io_err(ctx(), e))?;
+    if serde_json::from_slice::<serde_json::Value>(&tail).is_ok() {
+        file.seek(SeekFrom::End(0))
+            .and_then(|_| file.write_all(b"\n"))
+            .map_err(|e| io_err(ctx(), e))?;
+        return Ok(None);
+    }
+    file.set_len(start).map_err(|e| io_err(ctx(), e))?;
+    let warning = format!(
+        "{TRANSCRIPT_FILE}: cut torn last line ({} bytes) before appending",
+        len - start
+    );
+    tracing::warn!("{}: {warning}", path.display());
+    Ok(Some(warning))
+}
+
+/// The offset just after the last `\n` in the first `len` bytes of `file` (0 if none),
+/// scanning backwards in chunks so a large transcript is not read whole.
+fn tail_start(file: &mut File, len: u64) -> std::io::Result<u64> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = len;
+    let mut buf = Vec::new();
+    while end > 0 {
+        let begin = end.saturating_sub(CHUNK);
+        buf.resize((end - begin) as usize, 0);
+        file.seek(SeekFrom::Start(begin))?;
+        file.read_exact(&mut buf)?;
+        if let Some(pos) = buf.iter().rposition(|b| *b == b'\n') {
+            return Ok(begin + pos as u64 + 1);
+        }
+        end = begin;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const USER: &str = r#"{"role":"user","content":"hi"}"#;
+    const TOOL: &str = r#"{"role":"tool","name":"bash","tool_call_id":"c1","content":"ok"}"#;
+
+    #[test]
+    fn torn_last_line_is_dropped_with_warning() {
+        let text = format!("{USER}\n{TOOL}\n{{\"role\":\"assi");
+        let (messages, warnings) = parse_transcript(text.as_bytes());
+        assert_eq!(messages.len(), 2);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("dropped torn last line"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn bad_middle_line_is_reported_with_its_line_number() {
+        let text = format!("{USER}\n\nnot json\n{TOOL}\r\n{{\"role\":\"robot\"}}\n{USER}");
+        let (messages, warnings) = parse_transcript(text.as_bytes());
+        assert_eq!(messages.len(), 3, "unterminated valid last line is kept");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("transcript.jsonl line 3: skipped"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].starts_with("transcript.jsonl line 5: skipped"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn repair_cuts_torn_tail_and_terminates_a_complete_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TRANSCRIPT_FILE);
+        std::fs::write(&path, format!("{USER}\n{{\"role\":\"us")).unwrap();
+        assert!(repair_tail(&path).unwrap().is_some());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{USER}\n"));
+        std::fs::write(&path, format!("{USER}\n{TOOL}")).unwrap();
+        assert_eq!(repair_tail(&path).unwrap(), None);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{USER}\n{TOOL}\n")
+        );
+        // A single huge torn line spanning several scan chunks.
+        std::fs::write(&path, "x".repeat(200_000)).unwrap();
+        assert!(repair_tail(&path).unwrap().is_some());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    fn valid_line() -> impl Strategy<Value = String> {
+        ("[a-zA-Z0-9 \"\\\\\u{e9}\u{1f600}]{0,20}", 0..3u8).prop_map(|(text, kind)| {
+            let message = match kind {
+                0 => serde_json::json!({"role": "user", "content": text}),
+                1 => serde_json::json!({"role": "assistant", "content": [{"type": "text", "text": text}]}),
+                _ => serde_json::json!({"role": "tool", "name": "t", "tool_call_id": text, "content": text}),
+            };
+            message.to_string()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn loader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let (messages, warnings) = parse_transcript(&bytes);
+            let lines = bytes.split(|b| *b == b'\n').count();
+            prop_assert!(messages.len() + warnings.len() <= lines);
+        }
+
+        #[test]
+        fn every_complete_valid_line_is_returned(
+            segments in proptest::collection::vec(
+                prop_oneof![
+                    valid_line().prop_map(|l| (true, l.into_bytes())),
+                    proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..40)
+                        .prop_map(|b| (false, b)),
+                ],
+                0..20,
+            ),
+            tail in proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..40),
+        ) {
+            let mut bytes = Vec::new();
+            let mut expected = Vec::new();
+            for (_, line) in &segments {
+                bytes.extend_from_slice(line);
+                bytes.push(b'\n');
+                if let Ok(m) = serde_json::from_slice::<Message>(line) {
+                    expected.push(m);
+                }
+            }
+            bytes.extend_from_slice(&tail);
+            let (messages, _) = parse_transcript(&bytes);
+            prop_assert!(messages.len() >= expected.len());
+            prop_assert_eq!(&messages[..expected.len()], &expected[..]);
+            prop_assert!(segments.iter().filter(|(valid, _)| *valid).count() <= expected.len());
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! [`SessionWriter`]: the one locked writer of a session directory.
+//!
+//! Owns: appending transcript and event lines, replacing metadata, fsync at the end of
+//! a turn, and redacting what it writes. Does not own: reading (`store`, `transcript`),
+//! the lock itself (`lock`), or deciding when to write (`engine`).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::lock::SessionLock;
+use super::metadata_file;
+use super::transcript::TRANSCRIPT_FILE;
+use super::{StoreError, io_err};
+use crate::session::events::Event;
+use crate::session::message::Message;
+use crate::session::metadata::Metadata;
+use crate::session::redact::{redact, redact_strings};
+
+/// The event log's file name inside a session directory.
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+/// Literal secrets shorter than this are ignored by [`SessionWriter::set_secrets`]:
+/// replacing them would mangle ordinary text.
+const MIN_SECRET_LEN: usize = 8;
+
+/// Exclusive, locked write access to one session directory. Dropping it releases the
+/// lock (also when the process dies: the OS drops advisory locks).
+#[derive(Debug)]
+pub struct SessionWriter {
+    id: String,
+    dir: PathBuf,
+    transcript: File,
+    events: File,
+    metadata: Metadata,
+    secrets: Vec<String>,
+    _lock: SessionLock,
+}
+
+impl SessionWriter {
+    /// Opens the append handles of a locked session directory.
+    pub(crate) fn new(
+        dir: PathBuf,
+        lock: SessionLock,
+        metadata: Metadata,
+    ) -> Result<Self, StoreError> {
+        let transcript = open_append(&dir.join(TRANSCRIPT_FILE))?;
+        let events = open_append(&dir.join(EVENTS_FILE))?;
+        Ok(Self {
+            id: metadata.session_id.clone(),
+            dir,
+            transcript,
+            events,
+            metadata,
+            secrets: Vec::new(),
+            _lock: lock,
+        })
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session directory this writer holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The metadata as last written (config and overlay already redacted), or as loaded
+    /// by `open`.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Credential values (API keys from the environment/config) to replace by
+    /// `"[REDACTED]"` in every string this writer writes from now on: messages, events
+    /// and metadata. Values shorter than 8 characters are ignored.
+    pub fn set_secrets(&mut self, secrets: impl IntoIterator<Item = String>) {
+        self.secrets = secrets
+            .into_iter()
+            .filter(|s| s.len() >= MIN_SECRET_LEN)
+            .collect();
+    }
+
+    /// Appends one message line to `transcript.jsonl` in a single write (no fsync).
+    pub fn append_message(&mut self, message: &Message) -> Result<(), StoreError> {
+        let line = self.line(message, false)?;
+        self.transcript
+            .write_all(&line)
+            .and_then(|()| self.transcript.flush())
+            .map_err(|e| {
+                io_err(
+                    format!("appending to {TRANSCRIPT_FILE} of '{}'", self.id),
+                    e,
+                )
+            })
+    }
+
+    /// Appends `event.to_log_line()` to `events.jsonl` with secret-looking keys
+    /// redacted; events that are not logged (live deltas) are ignored.
+    pub fn append_event(&mut self, event: &Event) -> Result<(), StoreError> {
+        if !event.is_logged() {
+            return Ok(());
+        }
+        let line = self.line(&event.to_log_line(), true)?;
+        self.events
+            .write_all(&line)
+            .and_then(|()| self.events.flush())
+            .map_err(|e| io_err(format!("appending to {EVENTS_FILE} of '{}'", self.id), e))
+    }
+
+    /// Writes metadata atomically (temp + fsync + rename, previous kept as
+    /// `metadata.json.backup`), with secrets in `config` and `agent_overlay` redacted.
+    /// `metadata.session_id` must be this writer's id, else `StoreError::InvalidId`.
+    pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
+        if metadata.session_id != self.id {
+            return Err(StoreError::InvalidId {
+                id: metadata.session_id.clone(),
+                reason: format!(
+                    "metadata is for another session (writer holds '{}')",
+                    self.id
+                ),
+            });
+        }
+        let redacted = redact_metadata(metadata, &self.secrets)?;
+        metadata_file::write(&self.dir, &redacted)?;
+        self.metadata = redacted;
+        Ok(())
+    }
+
+    /// fsyncs `transcript.jsonl` and `events.jsonl` (end of a turn).
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        self.transcript
+            .sync_data()
+            .and_then(|()| self.events.sync_data())
+            .map_err(|e| io_err(format!("syncing session '{}'", self.id), e))
+    }
+
+    /// One JSON line (with `\n`), literal secrets removed; `redact_keys` also applies
+    /// key-based redaction (events — messages keep their tool arguments intact).
+    fn line<T: Serialize>(&self, value: &T, redact_keys: bool) -> Result<Vec<u8>, StoreError> {
+        let ser = |e: serde_json::Error| io_err(format!("serializing for '{}'", self.id), e.into());
+        let mut bytes = if self.secrets.is_empty() && !redact_keys {
+            serde_json::to_vec(value).map_err(ser)?
+        } else {
+            let mut v = serde_json::to_value(value).map_err(ser)?;
+            if redact_keys {
+                v = redact(&v);
+            }
+            if !self.secrets.is_empty() {
+                let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+                v = redact_strings(&v, &secrets);
+            }
+            serde_json::to_vec(&v).map_err(ser)?
+        };
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// `metadata` with `config` and `agent_overlay` passed through [`redact`] and, when
+/// `secrets` is non-empty, every literal secret removed.
+fn redact_metadata(metadata: &Metadata, secrets: &[String]) -> Result<Metadata, StoreError> {
+    let mut out = metadata.clone();
+    out.config = out.config.as_ref().map(redact);
+    out.agent_overlay = redact(&out.agent_overlay);
+    if secrets.is_empty() {
+        return Ok(out);
+    }
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let value = serde_json::to_value(&out)
+        .map_err(|e| io_err("serializing metadata".to_string(), e.into()))?;
+    serde_json::from_value(redact_strings(&value, &secrets))
+        .map_err(|e| io_err("re-reading redacted metadata".to_string(), e.into()))
+}
+
+fn open_append(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| io_err(format!("opening {}", path.display()), e))
+}
