@@ -119,12 +119,24 @@ impl SessionStore {
     /// ids before touching the disk. An existing directory is reused (its metadata
     /// becomes the backup); a locked one gives `StoreError::Locked`.
     pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
+        self.create_with_secrets(metadata, Vec::new())
+    }
+
+    /// [`SessionStore::create`] with the writer's literal secrets set before the first
+    /// metadata write (see [`SessionWriter::set_secrets`]), so not even the first
+    /// version — later kept as `metadata.json.backup` — holds a credential value.
+    pub fn create_with_secrets(
+        &self,
+        metadata: &Metadata,
+        secrets: impl IntoIterator<Item = String>,
+    ) -> Result<SessionWriter, StoreError> {
         let dir = self.session_dir(&metadata.session_id)?;
         std::fs::create_dir_all(&dir)
             .map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
         let lock = lock::acquire(&dir, &metadata.session_id)?;
         transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
         let mut writer = SessionWriter::new(dir, lock, metadata.clone())?;
+        writer.set_secrets(secrets);
         writer.write_metadata(metadata)?;
         Ok(writer)
     }

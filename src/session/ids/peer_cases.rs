@@ -133,8 +133,15 @@ fn check_generated(
 ) {
     let repeat = input.get("repeat").and_then(Value::as_u64).unwrap_or(1);
     let ids: Vec<String> = (0..repeat).map(|_| new_child_id(parent, agent)).collect();
+    // Swap a literal leading span (`0000000000000000-`, `^9012345678901234-`) for
+    // arbor's; patterns like `^[0-9a-f]{16}-` already match any span.
     let adjust = |text: &str, offset: usize| match span {
-        Some(span) if text.len() >= 16 + offset => {
+        Some(span)
+            if text
+                .get(offset..offset + 16)
+                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_hexdigit()))
+                && text.get(offset + 16..offset + 17) == Some("-") =>
+        {
             format!("{}{span}{}", &text[..offset], &text[16 + offset..])
         }
         _ => text.to_string(),
