@@ -36,7 +36,9 @@ impl Paths {
     /// `HOME` from `env` is honoured for the `~/.amplifier` default and for the
     /// config/state fallbacks, so a test that sets `HOME` gets paths inside it.
     pub fn from_env_map(env: &dyn Fn(&str) -> Option<String>, cwd: PathBuf) -> Self {
-        let home = env("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let home = env("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
         let amplifier_home = env("AMPLIFIER_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -138,7 +140,10 @@ mod tests {
         let p = Paths::from_env_map(&env, PathBuf::from("/nonexistent/x"));
         assert_eq!(p.amplifier_home, PathBuf::from("/tmp/amp"));
         assert_eq!(p.config_file, PathBuf::from("/tmp/cfg.yaml"));
-        assert_eq!(p.log_file, PathBuf::from("/tmp/home/.local/state/arbor/arbor.log"));
+        assert_eq!(
+            p.log_file,
+            PathBuf::from("/tmp/home/.local/state/arbor/arbor.log")
+        );
         assert_eq!(
             p.sessions_dir(),
             PathBuf::from("/tmp/amp/projects/-nonexistent-x/sessions")

@@ -1,6 +1,9 @@
 //! The command line through the real binary (assert_cmd), one test per command and per
 //! bad input. Every run is isolated: temp HOME, AMPLIFIER_HOME and ARBOR_CONFIG.
 
+// Test helpers (not only `#[test]` fns) unwrap freely.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 use std::path::Path;
@@ -37,18 +40,28 @@ fn copy_md(from: &Path, to: &Path) -> usize {
 
 fn json_out(cmd: &mut assert_cmd::Command) -> Value {
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn text_server(text: &'static str) -> ScriptedServer {
-    ScriptedServer::start(Arc::new(move |_| async move { Reply::Sse(sse_text(text)) }.boxed()))
+    ScriptedServer::start(Arc::new(move |_| {
+        async move { Reply::Sse(sse_text(text)) }.boxed()
+    }))
 }
 
 #[test]
 fn help_and_completions() {
     let env = TestEnv::new();
-    env.cmd().arg("--help").assert().success().stdout(predicate::str::contains("session"));
+    env.cmd()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("session"));
     env.cmd()
         .args(["completions", "bash"])
         .assert()
@@ -63,11 +76,23 @@ fn agent_list_json_loads_every_amplifier_agent() {
     let n = copy_md(&fx.join("agents"), &env.amplifier_home.join("agents"));
     assert_eq!(n, 17);
     let list = json_out(env.cmd().args(["agent", "list", "--json"]));
-    let users: Vec<&Value> = list.as_array().unwrap().iter().filter(|a| a["source"] == "user").collect();
+    let users: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["source"] == "user")
+        .collect();
     assert_eq!(users.len(), 17);
     for a in &users {
         assert_eq!(a["valid"], true, "{a}");
-        for key in ["name", "path", "description", "errors", "warnings", "shadows"] {
+        for key in [
+            "name",
+            "path",
+            "description",
+            "errors",
+            "warnings",
+            "shadows",
+        ] {
             assert!(a.get(key).is_some(), "{key} missing in {a}");
         }
     }
@@ -75,7 +100,12 @@ fn agent_list_json_loads_every_amplifier_agent() {
     let zen = users.iter().find(|a| a["name"] == "zen-architect").unwrap();
     assert_eq!(zen["shadows"][0]["source"], "bundle");
     // Built-in agents are still listed.
-    assert!(list.as_array().unwrap().iter().any(|a| a["name"] == "reviewer" && a["source"] == "bundle"));
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "reviewer" && a["source"] == "bundle")
+    );
 }
 
 #[test]
@@ -83,16 +113,36 @@ fn agent_show_zen_architect_round_trips_its_fields() {
     let Some(fx) = fixtures() else { return };
     let env = TestEnv::new();
     copy_md(&fx.join("agents"), &env.amplifier_home.join("agents"));
-    let show = json_out(env.cmd().args(["agent", "show", "zen-architect", "--format", "json"]));
+    let show = json_out(
+        env.cmd()
+            .args(["agent", "show", "zen-architect", "--format", "json"]),
+    );
     assert_eq!(show["name"], "zen-architect");
     assert_eq!(show["source"], "user");
-    assert_eq!(show["model_role"], serde_json::json!(["reasoning", "general"]));
+    assert_eq!(
+        show["model_role"],
+        serde_json::json!(["reasoning", "general"])
+    );
     assert_eq!(show["provider_preferences"].as_array().unwrap().len(), 7);
     assert_eq!(show["provider_preferences"][0]["model"], "claude-opus-*");
-    let tools: Vec<&str> = show["tools"].as_array().unwrap().iter().map(|t| t["module"].as_str().unwrap()).collect();
+    let tools: Vec<&str> = show["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["module"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-lsp"]);
-    assert!(show["warnings"].to_string().contains("tool-lsp"), "{}", show["warnings"]);
-    assert!(show["instruction"].as_str().unwrap().starts_with("You are the Zen Architect"));
+    assert!(
+        show["warnings"].to_string().contains("tool-lsp"),
+        "{}",
+        show["warnings"]
+    );
+    assert!(
+        show["instruction"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are the Zen Architect")
+    );
     // YAML is the default format.
     env.cmd()
         .args(["agent", "show", "zen-architect"])
@@ -105,15 +155,32 @@ fn agent_show_zen_architect_round_trips_its_fields() {
 fn agent_show_merged_gives_the_child_mount_plan() {
     let env = TestEnv::new();
     std::fs::write(&env.config, "providers:\n  - module: provider-openai\n    config: {base_url: 'http://127.0.0.1:9/v1', api_key: sk-merged-secret}\n").unwrap();
-    let out = env.cmd().args(["agent", "show", "reviewer", "--merged", "--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env
+        .cmd()
+        .args(["agent", "show", "reviewer", "--merged", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("sk-merged-secret"));
     let v: Value = serde_json::from_str(&text).unwrap();
     let merged = &v["merged"];
-    assert_eq!(merged["instruction"].as_str().unwrap(), v["instruction"].as_str().unwrap());
+    assert_eq!(
+        merged["instruction"].as_str().unwrap(),
+        v["instruction"].as_str().unwrap()
+    );
     assert_eq!(merged["providers"][0]["config"]["api_key"], "[REDACTED]");
-    assert!(merged["tools"].as_array().unwrap().iter().any(|t| t["module"] == "tool-filesystem"));
+    assert!(
+        merged["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["module"] == "tool-filesystem")
+    );
 }
 
 #[test]
@@ -121,11 +188,22 @@ fn project_bundles_load_as_project_agents() {
     let Some(fx) = fixtures() else { return };
     for bundle in ["anchors", "build-up"] {
         let env = TestEnv::new();
-        let n = copy_md(&fx.join("bundles").join(bundle).join("agents"), &env.project.join(".amplifier/agents"));
+        let n = copy_md(
+            &fx.join("bundles").join(bundle).join("agents"),
+            &env.project.join(".amplifier/agents"),
+        );
         let list = json_out(env.cmd().args(["agent", "list", "--json"]));
-        let project: Vec<&Value> = list.as_array().unwrap().iter().filter(|a| a["source"] == "project").collect();
+        let project: Vec<&Value> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["source"] == "project")
+            .collect();
         assert_eq!(project.len(), n, "{bundle}");
-        assert!(project.iter().all(|a| a["valid"] == true), "{bundle}: {project:?}");
+        assert!(
+            project.iter().all(|a| a["valid"] == true),
+            "{bundle}: {project:?}"
+        );
     }
 }
 
@@ -134,7 +212,11 @@ fn agent_validate_reports_path_line_col_and_fails() {
     let env = TestEnv::new();
     let good = env.dir.path().join("good.md");
     std::fs::write(&good, "---\nname: good\ndescription: fine\n---\nDo good.\n").unwrap();
-    env.cmd().args(["agent", "validate"]).arg(&good).assert().success();
+    env.cmd()
+        .args(["agent", "validate"])
+        .arg(&good)
+        .assert()
+        .success();
     let bad = env.dir.path().join("bad.md");
     std::fs::write(&bad, "---\nname: bad\ndescription: [unclosed\n---\nBody\n").unwrap();
     env.cmd()
@@ -155,7 +237,10 @@ fn run_without_a_provider_says_what_it_looked_for() {
     for needle in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"] {
         assert!(stderr.contains(needle), "{needle} not in: {stderr}");
     }
-    assert!(stderr.contains(&env.config.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains(&env.config.display().to_string()),
+        "{stderr}"
+    );
     let v = json_out_fail(env.cmd().args(["run", "--output-format", "json", "hello"]));
     assert_eq!(v["status"], "error");
     assert!(v["error"].as_str().unwrap().contains("OPENAI_API_KEY"));
@@ -178,38 +263,81 @@ fn run_streams_text_and_jsonl_events_then_sessions_are_listed() {
         .success()
         .stdout(predicate::str::contains("Hello from the scripted model."));
 
-    let out = env.cmd().args(["run", "--output-format", "jsonl", "hi again"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["run", "--output-format", "jsonl", "hi again"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let last = lines.last().unwrap();
     assert_eq!(last["status"], "success");
-    let events: Vec<&str> = lines[..lines.len() - 1].iter().map(|e| e["event"].as_str().unwrap()).collect();
-    for name in ["prompt:submit", "provider:request", "content_block:delta", "provider:response", "orchestrator:complete"] {
+    let events: Vec<&str> = lines[..lines.len() - 1]
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    for name in [
+        "prompt:submit",
+        "provider:request",
+        "content_block:delta",
+        "provider:response",
+        "orchestrator:complete",
+    ] {
         assert!(events.contains(&name), "{name} not in {events:?}");
     }
     let id = last["session_id"].as_str().unwrap().to_string();
 
     let list = json_out(env.cmd().args(["session", "list", "--json"]));
     assert_eq!(list.as_array().unwrap().len(), 2);
-    let entry = list.as_array().unwrap().iter().find(|s| s["session_id"] == id.as_str()).unwrap();
-    for key in ["parent_id", "agent_name", "status", "depth", "turn_count", "created", "last_updated", "children"] {
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == id.as_str())
+        .unwrap();
+    for key in [
+        "parent_id",
+        "agent_name",
+        "status",
+        "depth",
+        "turn_count",
+        "created",
+        "last_updated",
+        "children",
+    ] {
         assert!(entry.get(key).is_some(), "{key}");
     }
     assert_eq!(entry["turn_count"], 1);
 
-    let show = json_out(env.cmd().args(["session", "show", &id[..8], "--json", "--transcript"]));
+    let show = json_out(
+        env.cmd()
+            .args(["session", "show", &id[..8], "--json", "--transcript"]),
+    );
     assert_eq!(show["session_id"], id.as_str());
     assert_eq!(show["transcript"][0]["content"], "hi again");
 
-    env.cmd().args(["session", "tree"]).assert().success().stdout(predicate::str::contains(&id));
+    env.cmd()
+        .args(["session", "tree"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(&id));
     env.cmd()
         .args(["session", "export", &id, "--format", "md"])
         .assert()
         .success()
         .stdout(predicate::str::contains("Hello from the scripted model."));
-    let export = json_out(env.cmd().args(["session", "export", &id, "--format", "json"]));
+    let export = json_out(
+        env.cmd()
+            .args(["session", "export", &id, "--format", "json"]),
+    );
     assert!(export.to_string().contains("hi again"));
-    let all = json_out(env.cmd().args(["session", "list", "--all-projects", "--json"]));
+    let all = json_out(
+        env.cmd()
+            .args(["session", "list", "--all-projects", "--json"]),
+    );
     assert_eq!(all.as_array().unwrap().len(), 2);
 }
 
@@ -255,9 +383,19 @@ fn run_with_agent_uses_that_agents_instruction() {
     let server = text_server("ok");
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
-    let v = json_out(env.cmd().args(["run", "--agent", "reviewer", "--output-format", "json", "look"]));
+    let v = json_out(env.cmd().args([
+        "run",
+        "--agent",
+        "reviewer",
+        "--output-format",
+        "json",
+        "look",
+    ]));
     assert_eq!(v["agent"], "reviewer");
-    let show = json_out(env.cmd().args(["agent", "show", "reviewer", "--format", "json"]));
+    let show = json_out(
+        env.cmd()
+            .args(["agent", "show", "reviewer", "--format", "json"]),
+    );
     let system = &server.requests()[0]["messages"][0];
     assert_eq!(system["role"], "system");
     assert!(content_text(system).contains(show["instruction"].as_str().unwrap()));

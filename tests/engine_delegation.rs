@@ -447,12 +447,7 @@ async fn registry_reload_reaches_the_task_description_and_new_spawns() {
     fx.write_agent("newbie", "You are newbie.");
     tx.send(fx.load_registry()).unwrap();
     rt.run_turn(&root, "second".into()).await.unwrap();
-    let last_root = fx
-        .provider
-        .requests()
-        .into_iter()
-        .rfind(|r| is_root(r))
-        .unwrap();
+    let last_root = fx.provider.requests().into_iter().rfind(is_root).unwrap();
     let task = last_root.tools.iter().find(|t| t.name == "task").unwrap();
     assert!(
         task.description.contains("- newbie: The newbie agent."),
@@ -462,8 +457,7 @@ async fn registry_reload_reaches_the_task_description_and_new_spawns() {
     let result = fx
         .transcript(&root)
         .into_iter()
-        .filter(|m| m["role"] == "tool")
-        .next_back()
+        .rfind(|m| m["role"] == "tool")
         .unwrap();
     let result: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
     assert_eq!(

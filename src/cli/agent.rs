@@ -86,17 +86,33 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(0);
     }
-    let width = agents.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
+    let width = agents
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     println!("{:width$}  {:7}  DESCRIPTION", "NAME", "SOURCE");
     for a in agents {
         let source = serde_json::to_value(a.source)?;
         let mut line = a.summary().to_string();
         if !a.is_valid() {
-            line = format!("INVALID: {}", a.errors.first().map(ToString::to_string).unwrap_or_default());
+            line = format!(
+                "INVALID: {}",
+                a.errors
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
         } else if !a.shadows.is_empty() {
             line = format!("{line} (shadows {})", a.shadows.len());
         }
-        println!("{:width$}  {:7}  {}", a.name, source.as_str().unwrap_or("?"), truncate(&line, 100));
+        println!(
+            "{:width$}  {:7}  {}",
+            a.name,
+            source.as_str().unwrap_or("?"),
+            truncate(&line, 100)
+        );
     }
     Ok(0)
 }
@@ -123,7 +139,16 @@ fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i
     out.insert("instruction".into(), json!(agent.instruction));
     out.insert("valid".into(), json!(agent.is_valid()));
     if !agent.errors.is_empty() {
-        out.insert("errors".into(), json!(agent.errors.iter().map(ToString::to_string).collect::<Vec<_>>()));
+        out.insert(
+            "errors".into(),
+            json!(
+                agent
+                    .errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+            ),
+        );
     }
     if !agent.warnings.is_empty() {
         out.insert("warnings".into(), json!(agent.warnings));

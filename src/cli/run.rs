@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use crate::engine::{EngineError, Runtime, TurnOutcome};
-use crate::session::{Event, SessionStatus};
 use crate::session::events::names;
+use crate::session::{Event, SessionStatus};
 
 /// `arbor run`.
 #[derive(Debug, Args)]
@@ -94,11 +94,13 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) {
         }
         OutputFormat::Text => {
             let is_text = event.data.get("kind").and_then(Value::as_str) != Some("thinking");
-            if event.event == names::CONTENT_BLOCK_DELTA && event.session_id == session_id && is_text {
-                if let Some(delta) = event.data.get("delta").and_then(Value::as_str) {
-                    let _ = write!(stdout, "{delta}");
-                    let _ = stdout.flush();
-                }
+            if event.event == names::CONTENT_BLOCK_DELTA
+                && event.session_id == session_id
+                && is_text
+                && let Some(delta) = event.data.get("delta").and_then(Value::as_str)
+            {
+                let _ = write!(stdout, "{delta}");
+                let _ = stdout.flush();
             }
         }
         OutputFormat::Json => {}
@@ -134,7 +136,10 @@ fn report_outcome(format: OutputFormat, outcome: &TurnOutcome) -> i32 {
             if let Some(err) = &outcome.error {
                 eprintln!("arbor: {err}");
             } else if outcome.status == SessionStatus::Cancelled {
-                eprintln!("arbor: cancelled (resume with: arbor session resume {} \"…\")", outcome.session_id);
+                eprintln!(
+                    "arbor: cancelled (resume with: arbor session resume {} \"…\")",
+                    outcome.session_id
+                );
             }
         }
         OutputFormat::Json | OutputFormat::Jsonl => println!("{v}"),

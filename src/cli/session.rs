@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
+use crate::session::Metadata;
 use crate::session::store::list_all_projects;
 use crate::session::tree::{SessionNode, build_tree};
-use crate::session::Metadata;
 
 /// `arbor session …`.
 #[derive(Debug, Subcommand)]
@@ -109,7 +109,11 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print_show(&loaded.metadata, &v, transcript.then_some(&loaded.transcript));
+                print_show(
+                    &loaded.metadata,
+                    &v,
+                    transcript.then_some(&loaded.transcript),
+                );
             }
             Ok(0)
         }
@@ -153,10 +157,16 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             };
             let out = match format {
                 ExportFormat::Md => crate::session::export::export_markdown(&store, &id),
-                ExportFormat::Json => crate::session::export::export_json(&store, &id)
-                    .and_then(|v| serde_json::to_string_pretty(&v).map_err(|e| {
-                        crate::session::StoreError::Corrupted { id: id.clone(), detail: e.to_string() }
-                    })),
+                ExportFormat::Json => {
+                    crate::session::export::export_json(&store, &id).and_then(|v| {
+                        serde_json::to_string_pretty(&v).map_err(|e| {
+                            crate::session::StoreError::Corrupted {
+                                id: id.clone(),
+                                detail: e.to_string(),
+                            }
+                        })
+                    })
+                }
             };
             match out {
                 Ok(text) => {
@@ -293,4 +303,3 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) {
         print_node(c, &child_prefix, i + 1 == n, false);
     }
 }
-

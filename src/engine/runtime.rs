@@ -341,10 +341,12 @@ impl Runtime {
         plan: MountPlan,
         transcript: Vec<Message>,
     ) -> Result<Arc<LiveSession>, EngineError> {
-        let mut writer = self.store.create(&metadata)?;
-        writer.set_secrets(providers::secrets(&plan, &self.config, &self.env));
-        // The store wrote metadata before the secrets were known; write it again scrubbed.
-        writer.write_metadata(&metadata)?;
+        // Secrets are known before the first metadata write, so no file (not even the
+        // backup of a later write) ever holds a key.
+        let writer = self.store.create_with_secrets(
+            &metadata,
+            providers::secrets(&plan, &self.config, &self.env),
+        )?;
         let session = Arc::new(LiveSession::new(
             metadata,
             plan,

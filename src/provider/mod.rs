@@ -134,7 +134,10 @@ pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Streams one model call. Errors before the first delta are retryable by the
     /// caller; an `Err` item after deltas ends the stream (partial text is the caller's
     /// to keep).
-    fn stream(&self, request: ChatRequest) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>>;
     /// The model ids the provider offers (`GET {base}/models`).
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>>;
 }

@@ -59,12 +59,7 @@ pub struct Event {
 
 impl Event {
     /// A new event stamped with the current time.
-    pub fn new(
-        event: &str,
-        session_id: &str,
-        parent_id: Option<&str>,
-        data: Value,
-    ) -> Self {
+    pub fn new(event: &str, session_id: &str, parent_id: Option<&str>, data: Value) -> Self {
         Self {
             event: event.to_string(),
             session_id: session_id.to_string(),

@@ -151,11 +151,7 @@ impl Message {
     }
 
     /// A tool result message.
-    pub fn tool_result(
-        call: &ToolCall,
-        content: impl Into<String>,
-        is_error: bool,
-    ) -> Self {
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>, is_error: bool) -> Self {
         Message::Tool(ToolMessage {
             name: call.tool.clone(),
             tool_call_id: call.id.clone(),

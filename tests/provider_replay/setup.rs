@@ -69,7 +69,8 @@ fn detect_providers_from_env_and_config_never_carries_keys() {
     );
     assert!(detect_providers(&ArborConfig::default(), &env_of(&[])).is_empty());
 
-    // Config providers win over env, lose their keys, and the preferred one leads.
+    // Config providers win over env, their keys become "[REDACTED]", and the preferred
+    // one leads.
     let config = ArborConfig {
         provider: Some("local".into()),
         providers: vec![
@@ -85,9 +86,9 @@ fn detect_providers_from_env_and_config_never_carries_keys() {
         found,
         vec![
             entry(
-                json!({"module": "provider-openai", "id": "local", "config": {"base_url": "http://h/v1"}})
+                json!({"module": "provider-openai", "id": "local", "config": {"base_url": "http://h/v1", "api_key": "[REDACTED]"}})
             ),
-            entry(json!({"module": "provider-anthropic", "config": {}})),
+            entry(json!({"module": "provider-anthropic", "config": {"api_key": "[REDACTED]"}})),
         ]
     );
 }

@@ -1,7 +1,7 @@
 //! Test support shared by the integration tests: a scripted OpenAI-compatible loopback
 //! server, SSE builders, and an isolated environment (temp AMPLIFIER_HOME, ARBOR_CONFIG,
 //! HOME) for running the real `arbor` binary.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -103,8 +103,14 @@ async fn serve(
         buf.extend_from_slice(&chunk[..n]);
     }
     let request_line = head.lines().next().unwrap_or_default().to_string();
-    let (status, content_type, body) = if request_line.starts_with("GET") && request_line.contains("/models") {
-        (200, "application/json", json!({"object":"list","data":[{"id":"scripted-model","object":"model"}]}).to_string())
+    let (status, content_type, body) = if request_line.starts_with("GET")
+        && request_line.contains("/models")
+    {
+        (
+            200,
+            "application/json",
+            json!({"object":"list","data":[{"id":"scripted-model","object":"model"}]}).to_string(),
+        )
     } else {
         let body: Value = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
         recorded.lock().unwrap().push(body.clone());
@@ -146,7 +152,11 @@ fn usage_chunk(prompt: u64, completion: u64) -> String {
 pub fn sse_text(text: &str) -> String {
     let mut out = chunk(json!({"role": "assistant", "content": ""}), None);
     for (i, word) in text.split(' ').enumerate() {
-        let piece = if i == 0 { word.to_string() } else { format!(" {word}") };
+        let piece = if i == 0 {
+            word.to_string()
+        } else {
+            format!(" {word}")
+        };
         out += &chunk(json!({"content": piece}), None);
     }
     out += &chunk(json!({}), Some("stop"));
@@ -161,9 +171,18 @@ pub fn sse_tool_calls(calls: &[(&str, &str, Value)]) -> String {
     for (index, (id, name, args)) in calls.iter().enumerate() {
         let args = args.to_string();
         let (a, b) = args.split_at(args.len() / 2);
-        out += &chunk(json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None);
-        out += &chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": a}}]}), None);
-        out += &chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": b}}]}), None);
+        out += &chunk(
+            json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            None,
+        );
+        out += &chunk(
+            json!({"tool_calls": [{"index": index, "function": {"arguments": a}}]}),
+            None,
+        );
+        out += &chunk(
+            json!({"tool_calls": [{"index": index, "function": {"arguments": b}}]}),
+            None,
+        );
     }
     out += &chunk(json!({}), Some("tool_calls"));
     out += &usage_chunk(20, 9);
@@ -235,8 +254,14 @@ impl TestEnv {
     pub fn cmd(&self) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::cargo_bin("arbor").unwrap();
         for var in [
-            "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "ANTHROPIC_API_KEY",
-            "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "XDG_CONFIG_HOME", "XDG_STATE_HOME",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_MODEL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_MODEL",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
             "XDG_DATA_HOME",
         ] {
             cmd.env_remove(var);
@@ -296,14 +321,18 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut hits = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
             } else {
                 let mut bytes = Vec::new();
-                if std::fs::File::open(&p).and_then(|mut f| f.read_to_end(&mut bytes)).is_ok()
+                if std::fs::File::open(&p)
+                    .and_then(|mut f| f.read_to_end(&mut bytes))
+                    .is_ok()
                     && find(&bytes, needle.as_bytes()).is_some()
                 {
                     hits.push(p);
@@ -313,4 +342,3 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     }
     hits
 }
-
