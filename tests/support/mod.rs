@@ -17,6 +17,11 @@ pub enum Reply {
     Sse(String),
     /// Any status with a JSON body.
     Status(u16, String),
+    /// Any status with extra headers (`name: value`) and a JSON body.
+    StatusWithHeaders(u16, Vec<(String, String)>, String),
+    /// 200 with an SSE body and no content-length: the connection closes after it, as
+    /// when a server dies mid-stream.
+    SseCut(String),
 }
 
 /// Decides the reply from the request body (JSON). May wait (async) — e.g. on a barrier.
@@ -103,6 +108,8 @@ async fn serve(
         buf.extend_from_slice(&chunk[..n]);
     }
     let request_line = head.lines().next().unwrap_or_default().to_string();
+    let mut extra_headers = String::new();
+    let mut sized = true;
     let (status, content_type, body) = if request_line.starts_with("GET")
         && request_line.contains("/models")
     {
@@ -117,11 +124,25 @@ async fn serve(
         match responder(body).await {
             Reply::Sse(s) => (200, "text/event-stream", s),
             Reply::Status(code, s) => (code, "application/json", s),
+            Reply::StatusWithHeaders(code, headers, s) => {
+                for (k, v) in headers {
+                    extra_headers += &format!("{k}: {v}\r\n");
+                }
+                (code, "application/json", s)
+            }
+            Reply::SseCut(s) => {
+                sized = false;
+                (200, "text/event-stream", s)
+            }
         }
     };
+    let length = if sized {
+        format!("content-length: {}\r\n", body.len())
+    } else {
+        String::new()
+    };
     let head = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
+        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n{length}{extra_headers}connection: close\r\n\r\n"
     );
     socket.write_all(head.as_bytes()).await?;
     socket.write_all(body.as_bytes()).await?;

@@ -1,0 +1,302 @@
+//! Bad input through the real binary: a clear message, nothing lost, no panic.
+//! Damaged sessions (truncated metadata, no `config`, a lock held by another process)
+//! and failing providers (401, 500, a mid-stream error event, a connection closed
+//! mid-stream), each leaving the session resumable.
+
+// Test helpers (not only `#[test]` fns) unwrap freely.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::FutureExt;
+use predicates::prelude::*;
+use serde_json::{Value, json};
+use support::*;
+
+/// Runs one successful turn and returns the env, the server and the new session's dir.
+fn session_with_one_turn() -> (TestEnv, ScriptedServer, String, PathBuf) {
+    let server = ScriptedServer::start(Arc::new(|_| {
+        async { Reply::Sse(sse_text("First answer.")) }.boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env
+        .cmd()
+        .args(["run", "--output-format", "json", "start"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let dir = env.sessions_dir().join(&id);
+    (env, server, id, dir)
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> (bool, Value, String) {
+    let out = env.cmd().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.success(), v, stderr)
+}
+
+#[test]
+fn truncated_metadata_falls_back_to_the_backup() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    assert!(dir.join("metadata.json.backup").exists());
+    let meta = std::fs::read_to_string(dir.join("metadata.json")).unwrap();
+    std::fs::write(dir.join("metadata.json"), &meta[..meta.len() / 2]).unwrap();
+    let out = env
+        .cmd()
+        .args(["session", "show", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("backup"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ok, v, _) = run_json(
+        &env,
+        &["session", "resume", &id, "go on", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "First answer.");
+    // The resume rewrote a whole, parseable metadata.json.
+    let fixed: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(fixed["turn_count"], 2);
+}
+
+#[test]
+fn metadata_without_config_is_reported_as_corrupted() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    for name in ["metadata.json", "metadata.json.backup"] {
+        let mut meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
+        meta.as_object_mut().unwrap().remove("config");
+        std::fs::write(dir.join(name), meta.to_string()).unwrap();
+    }
+    let transcript = std::fs::read(dir.join("transcript.jsonl")).unwrap();
+    env.cmd()
+        .args(["session", "resume", &id, "go on"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "Corrupted session metadata for '{id}'"
+        )));
+    assert_eq!(
+        std::fs::read(dir.join("transcript.jsonl")).unwrap(),
+        transcript,
+        "nothing lost"
+    );
+}
+
+#[test]
+fn a_session_locked_by_another_process_is_refused_with_its_pid() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    let transcript = std::fs::read(dir.join("transcript.jsonl")).unwrap();
+    let store = arbor::session::SessionStore::new(env.sessions_dir());
+    let writer = store.open(&id).unwrap();
+    env.cmd()
+        .args(["session", "resume", &id, "go on"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "session '{id}' is open in another process (pid {})",
+            std::process::id()
+        )));
+    // Reading still works while it is locked.
+    env.cmd().args(["session", "show", &id]).assert().success();
+    drop(writer);
+    assert_eq!(
+        std::fs::read(dir.join("transcript.jsonl")).unwrap(),
+        transcript
+    );
+    env.cmd()
+        .args(["session", "resume", &id, "go on"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_401_names_the_provider_status_and_api_message() {
+    let server = ScriptedServer::start(Arc::new(|_| {
+        async {
+            Reply::Status(
+                401,
+                json!({"error": {"message": "Incorrect API key provided: sk-bad.", "type": "invalid_request_error", "code": "invalid_api_key"}}).to_string(),
+            )
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-bad");
+    let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
+    assert!(!ok);
+    assert_eq!(v["status"], "error");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("Incorrect API key provided"), "{error}");
+    assert!(error.contains("401"), "{error}");
+    assert!(error.contains("openai"), "{error}");
+    assert_eq!(server.requests().len(), 1, "auth errors are not retried");
+    // The session exists, failed, and is resumable.
+    let id = v["session_id"].as_str().unwrap();
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sessions_dir().join(id).join("metadata.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["status"], "failed");
+}
+
+#[test]
+fn a_500_is_retried_then_reported() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = ScriptedServer::start(Arc::new(move |_| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                Reply::StatusWithHeaders(
+                    500,
+                    vec![("retry-after-ms".into(), "10".into())],
+                    json!({"error": {"message": "The server had an error while processing your request."}}).to_string(),
+                )
+            } else {
+                Reply::Sse(sse_text("Recovered after a retry."))
+            }
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "Recovered after a retry.");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    // Always 500: the error names the status and the API's message.
+    let server = ScriptedServer::start(Arc::new(|_| {
+        async {
+            Reply::StatusWithHeaders(
+                500,
+                vec![("retry-after-ms".into(), "5".into())],
+                json!({"error": {"message": "The server had an error while processing your request."}}).to_string(),
+            )
+        }
+        .boxed()
+    }));
+    env.use_openai(&server.base_url, "sk-x");
+    let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
+    assert!(!ok);
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("500") && error.contains("The server had an error"),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 4, "at most 4 attempts");
+}
+
+fn partial_stream() -> String {
+    let full = sse_text("Partial words before the failure");
+    // Keep the role chunk and three content chunks.
+    full.split("\n\n")
+        .take(4)
+        .map(|c| format!("{c}\n\n"))
+        .collect()
+}
+
+#[test]
+fn a_mid_stream_error_keeps_partial_text_and_the_session_resumes() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = ScriptedServer::start(Arc::new(move |_| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                let error = json!({"error": {"message": "Token limit reached", "code": 400}});
+                Reply::Sse(format!(
+                    "{}data: {error}\n\ndata: [DONE]\n\n",
+                    partial_stream()
+                ))
+            } else {
+                Reply::Sse(sse_text("Resumed fine."))
+            }
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
+    assert!(!ok);
+    assert!(
+        v["error"].as_str().unwrap().contains("Token limit reached"),
+        "{v}"
+    );
+    assert_eq!(v["response"], "Partial words before");
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let transcript = read_jsonl(&env.sessions_dir().join(&id).join("transcript.jsonl"));
+    assert_eq!(
+        transcript.last().unwrap()["content"][0]["text"],
+        "Partial words before"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no retry once output reached the user"
+    );
+    let (ok, v, _) = run_json(
+        &env,
+        &["session", "resume", &id, "again", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "Resumed fine.");
+}
+
+#[test]
+fn a_connection_closed_mid_stream_keeps_partial_text_and_the_session_resumes() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = ScriptedServer::start(Arc::new(move |_| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                Reply::SseCut(partial_stream())
+            } else {
+                Reply::Sse(sse_text("Back again."))
+            }
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
+    assert!(!ok);
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["response"], "Partial words before");
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let (ok, v, _) = run_json(
+        &env,
+        &["session", "resume", &id, "again", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "Back again.");
+    let transcript = read_jsonl(&env.sessions_dir().join(&id).join("transcript.jsonl"));
+    let texts: Vec<String> = transcript
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("Partial words before")),
+        "{texts:?}"
+    );
+}
