@@ -26,12 +26,32 @@ pub struct Paths {
 
 impl Paths {
     /// Resolves every path from the process environment and current directory.
+    ///
+    /// The config and log directories come from the `directories` crate
+    /// (`ProjectDirs` for `arbor`: `~/.config/arbor` and `~/.local/state/arbor` on
+    /// Linux, `~/Library/Application Support/arbor` on macOS, `%APPDATA%` on Windows),
+    /// which honours `HOME` and the XDG variables; `ARBOR_CONFIG` and
+    /// `AMPLIFIER_HOME` override as in [`Paths::from_env_map`].
     pub fn from_env() -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Self::from_env_map(&|k| std::env::var(k).ok(), cwd)
+        let mut paths = Self::from_env_map(&|k| std::env::var(k).ok(), cwd);
+        if let Some(dirs) = directories::ProjectDirs::from("", "", "arbor") {
+            let config_dir = dirs.config_dir().to_path_buf();
+            let state_dir = dirs
+                .state_dir()
+                .unwrap_or_else(|| dirs.data_local_dir())
+                .to_path_buf();
+            if std::env::var_os("ARBOR_CONFIG").is_none_or(|v| v.is_empty()) {
+                paths.config_file = config_dir.join("config.yaml");
+            }
+            paths.themes_dir = config_dir.join("themes");
+            paths.log_file = state_dir.join("arbor.log");
+        }
+        paths
     }
 
-    /// Resolves every path from `env` (a variable lookup) and `cwd`.
+    /// Resolves every path from `env` (a variable lookup) and `cwd`, with the XDG
+    /// layout for config and state (what `directories` gives on Linux).
     ///
     /// `HOME` from `env` is honoured for the `~/.amplifier` default and for the
     /// config/state fallbacks, so a test that sets `HOME` gets paths inside it.

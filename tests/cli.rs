@@ -400,3 +400,52 @@ fn run_with_agent_uses_that_agents_instruction() {
     assert_eq!(system["role"], "system");
     assert!(content_text(system).contains(show["instruction"].as_str().unwrap()));
 }
+
+#[test]
+fn models_lists_what_each_provider_offers() {
+    let server = text_server("unused");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-models-secret");
+    env.cmd()
+        .arg("models")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("scripted-model"));
+    let v = json_out(env.cmd().args(["models", "--json", "--provider", "openai"]));
+    assert_eq!(v[0]["provider"], "openai");
+    assert_eq!(v[0]["models"], serde_json::json!(["scripted-model"]));
+    env.cmd()
+        .args(["models", "--provider", "nope"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "no configured provider named 'nope'",
+        ));
+}
+
+#[test]
+fn doctor_reports_without_printing_keys() {
+    let server = text_server("unused");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-doctor-secret");
+    let bad = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(bad.join("broken.md"), "---\nname: [unclosed\n---\nx\n").unwrap();
+    let out = env.cmd().arg("doctor").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "an invalid agent is a problem: {stdout}"
+    );
+    assert!(!stdout.contains("sk-doctor-secret"));
+    assert!(stdout.contains("present (config file)"), "{stdout}");
+    assert!(stdout.contains("reachable, 1 models listed"), "{stdout}");
+    assert!(stdout.contains("broken.md:2:"), "{stdout}");
+    assert!(stdout.contains("routing   balanced"), "{stdout}");
+    std::fs::remove_file(bad.join("broken.md")).unwrap();
+    env.cmd()
+        .arg("doctor")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("no problems found"));
+}

@@ -6,7 +6,9 @@
 
 pub mod agent;
 pub mod context;
+pub mod doctor;
 pub mod logging;
+pub mod models;
 pub mod run;
 pub mod session;
 pub mod tui_cmd;
@@ -49,6 +51,16 @@ pub enum Command {
     /// Inspect, resume and export stored sessions.
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// List the models each configured provider offers.
+    Models {
+        /// Only this provider (id or module).
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check providers, keys (never printed), local servers, routing and agent files.
+    Doctor,
     /// Print shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -78,6 +90,8 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         Some(Command::Run(args)) => run::run(args, cli.agent.clone(), options).await,
         Some(Command::Agent(cmd)) => agent::run(cmd, options),
         Some(Command::Session(cmd)) => session::run(cmd, options).await,
+        Some(Command::Models { provider, json }) => models::run(provider, json, options).await,
+        Some(Command::Doctor) => doctor::run(options).await,
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

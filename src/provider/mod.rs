@@ -94,13 +94,7 @@ pub struct ProviderResponse {
 impl ProviderResponse {
     /// Text blocks joined.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        crate::session::message::blocks_text(&self.content)
     }
 }
 

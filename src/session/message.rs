@@ -182,16 +182,21 @@ impl Message {
     }
 }
 
+/// The text blocks of `blocks` joined without separator (thinking and tool calls skipped).
+pub fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl AssistantMessage {
     /// Text blocks joined without separator.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        blocks_text(&self.content)
     }
 
     /// The agent that wrote this message, from `metadata.author`.

@@ -1,0 +1,157 @@
+//! `arbor doctor`: what arbor found and what is wrong, without printing any secret.
+//!
+//! Reports the config file, each provider (module, endpoint, whether a key is present
+//! and where it comes from, whether it answers), a local Ollama probe, the routing
+//! matrix in use, and agent-file problems. Exit code 1 when something needs fixing
+//! (no usable provider, an unreachable provider, an invalid config or agent file).
+
+use std::time::Duration;
+
+use color_eyre::Result;
+use serde_json::Value;
+
+use super::context::{Context, ContextOptions};
+use crate::config::{ArborConfig, ModuleEntry};
+use crate::provider::probe::probe_ollama;
+use crate::provider::setup::{build_provider, detect_providers, provider_id};
+
+const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs the checks and prints the report; returns the exit code.
+pub async fn run(options: ContextOptions) -> Result<i32> {
+    let mut problems = 0;
+    let config_path = crate::paths::Paths::from_env().config_file;
+    let ctx = match Context::load(&options) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            println!("config    {}: {e:#}", config_path.display());
+            return Ok(1);
+        }
+    };
+    let exists = if ctx.paths.config_file.exists() {
+        ""
+    } else {
+        " (not present: defaults)"
+    };
+    println!("config    {}{exists}", ctx.paths.config_file.display());
+    println!("home      {}", ctx.paths.amplifier_home.display());
+    println!("sessions  {}", ctx.paths.sessions_dir().display());
+    println!(
+        "bundle    {}",
+        ctx.bundle_path
+            .as_ref()
+            .map_or("built-in".to_string(), |p| p.display().to_string())
+    );
+
+    let env = ctx.env.as_ref();
+    let entries = detect_providers(&ctx.config, env);
+    if entries.is_empty() {
+        problems += 1;
+        println!(
+            "providers none configured (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY, or add `providers:` to the config file)"
+        );
+    }
+    for entry in &entries {
+        let id = provider_id(entry);
+        println!("provider  {id} ({})", entry.module);
+        println!("  key     {}", key_source(entry, &ctx.config, env));
+        match build_provider(entry, &ctx.config, env) {
+            Err(e) => {
+                problems += 1;
+                println!("  status  unusable: {e}");
+            }
+            Ok(p) => match tokio::time::timeout(LIST_TIMEOUT, p.list_models()).await {
+                Ok(Ok(models)) => println!("  status  reachable, {} models listed", models.len()),
+                Ok(Err(e)) => {
+                    problems += 1;
+                    println!("  status  not reachable: {e}");
+                }
+                Err(_) => {
+                    problems += 1;
+                    println!("  status  no answer within {}s", LIST_TIMEOUT.as_secs());
+                }
+            },
+        }
+    }
+    let probe_env = ctx.env.clone();
+    let ollama = tokio::task::spawn_blocking(move || probe_ollama(probe_env.as_ref()))
+        .await
+        .map(|p| p.to_string())
+        .unwrap_or_else(|e| format!("probe failed: {e}"));
+    println!("ollama    {ollama}");
+    println!("routing   {}", routing_matrix(&ctx.config));
+
+    let agents = ctx.registry.agents();
+    let invalid: Vec<_> = agents.iter().filter(|a| !a.is_valid()).collect();
+    let warned = agents.iter().filter(|a| !a.warnings.is_empty()).count();
+    println!(
+        "agents    {} loaded, {} invalid, {} with warnings",
+        agents.len(),
+        invalid.len(),
+        warned
+    );
+    for a in &invalid {
+        problems += 1;
+        for e in &a.errors {
+            println!("  invalid {e}");
+        }
+    }
+    for a in agents.iter().filter(|a| !a.warnings.is_empty()) {
+        for w in &a.warnings {
+            println!("  warning {}: {w}", a.name);
+        }
+    }
+    for w in &ctx.bundle.warnings {
+        println!("  bundle  {w}");
+    }
+    if problems == 0 {
+        println!("ok        no problems found");
+        Ok(0)
+    } else {
+        println!("problems  {problems}");
+        Ok(1)
+    }
+}
+
+/// Where the key of `entry` would come from — never the key itself.
+fn key_source(
+    entry: &ModuleEntry,
+    config: &ArborConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    let has = |v: &Value| {
+        v.get("api_key")
+            .and_then(Value::as_str)
+            .is_some_and(|k| !k.is_empty() && k != crate::provider::setup::REDACTED)
+    };
+    let in_file = config
+        .providers
+        .iter()
+        .any(|p| provider_id(p) == provider_id(entry) && has(&p.config));
+    if in_file {
+        return "present (config file)".into();
+    }
+    let var = match entry.module.as_str() {
+        "provider-openai" => Some("OPENAI_API_KEY"),
+        "provider-anthropic" => Some("ANTHROPIC_API_KEY"),
+        _ => None,
+    };
+    match var {
+        Some(var) if env(var).is_some_and(|v| !v.is_empty()) => {
+            format!("present (environment {var})")
+        }
+        Some(var) => format!("missing ({var} not set; fine for a local server with base_url)"),
+        None => "not needed".into(),
+    }
+}
+
+/// The routing matrix named by config `routing.matrix` (default `balanced`).
+fn routing_matrix(config: &ArborConfig) -> String {
+    config
+        .extra
+        .get("routing")
+        .and_then(|r| r.get("matrix"))
+        .and_then(Value::as_str)
+        .unwrap_or("balanced")
+        .to_string()
+}
