@@ -22,6 +22,9 @@ use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+#[path = "tui/live.rs"]
+mod live;
+
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
 const CHILD: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";

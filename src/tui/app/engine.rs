@@ -11,12 +11,20 @@ use crate::engine::TurnOutcome;
 use crate::session::events::names;
 use crate::session::{Event, LoadedSession, Metadata, SessionStatus};
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
-use crate::tui::state::tree::parse_status;
+use crate::tui::state::tree::{agent_from_id, parse_status};
 use crate::tui::theme::Theme;
+use crate::tui::views::status::model_part;
 
 impl App {
     pub(super) fn on_engine_event(&mut self, event: &Event) {
         self.tree.apply(event);
+        self.inflight.apply(event);
+        let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
+        if event.event == names::PROVIDER_RESPONSE
+            && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))
+        {
+            self.learn_model(&event.data);
+        }
         let Some(thread) = &mut self.thread else {
             return;
         };
@@ -31,6 +39,14 @@ impl App {
             self.tree.reveal(&event.session_id);
         }
         if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
+            if event.event == names::SESSION_START
+                && let Some(agent) = ["agent", "agent_name"]
+                    .iter()
+                    .find_map(|k| event.data.get(*k).and_then(|a| a.as_str()))
+                    .filter(|a| !a.is_empty())
+            {
+                thread.agent = Some(agent.to_string());
+            }
             thread.apply_event(event, &self.theme);
             if matches!(event.event.as_str(), names::SESSION_STATUS)
                 && event
@@ -53,6 +69,32 @@ impl App {
                 .and_then(parse_status)
         {
             thread.set_child_status(&event.session_id, status);
+        }
+    }
+
+    /// Updates the status-bar label from a `provider:response` (`data.model` is
+    /// `provider/model` or a bare model name; `data.provider` the provider id). A
+    /// response without a model keeps the label; a no-provider warning stays.
+    fn learn_model(&mut self, data: &serde_json::Value) {
+        let field = |k: &str| {
+            data.get(k)
+                .and_then(|v| v.as_str())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+        };
+        let Some(model) = field("model") else {
+            return;
+        };
+        let label = match field("provider") {
+            Some(p) if model == p || model == format!("{p}/") => return,
+            Some(p) if !model.starts_with(&format!("{p}/")) => format!("{p}/{model}"),
+            _ => model.to_string(),
+        };
+        if model_part(&label).is_none() {
+            return;
+        }
+        if let Ok(current) = &mut self.provider_label {
+            *current = label;
         }
     }
 
@@ -91,9 +133,17 @@ impl App {
                     m.agent_name.as_deref(),
                 );
                 self.tree.reveal(&m.session_id);
+                if std::mem::take(&mut self.expand_on_load) {
+                    self.tree.expand(&m.session_id);
+                }
+                let id = m.session_id.clone();
                 thread.load(*loaded);
+                if let Some(f) = self.inflight.get(&id) {
+                    thread.seed_stream(&f.text, &f.thinking, &self.theme);
+                }
             }
             Err(message) => {
+                self.expand_on_load = false;
                 thread.loading = false;
                 thread.session_id = None;
                 thread.push_error(&message);
@@ -109,8 +159,18 @@ impl App {
         {
             thread.session_id = Some(id.to_string());
             thread.awaiting_root = false;
-            if let Some(agent) = &thread.agent {
-                self.tree.ensure(id, None, Some(agent));
+            match &thread.agent {
+                Some(agent) => {
+                    self.tree.ensure(id, None, Some(agent));
+                }
+                // Its `session:start` may have come first: the tree knows the agent.
+                None => {
+                    thread.agent = self
+                        .tree
+                        .get(id)
+                        .map(|n| n.agent.clone())
+                        .filter(|a| *a != agent_from_id(id));
+                }
             }
             self.tree.reveal(id);
         }

@@ -24,6 +24,7 @@ use super::clock::Clock;
 use super::composer::Composer;
 use super::keymap::{Action, Keymap};
 use super::state::browser::{BrowserState, ReloadMark};
+use super::state::inflight::InflightStreams;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::theme::{Slot, Theme};
@@ -107,6 +108,11 @@ pub struct App {
     overlay: Overlay,
     tree: SessionTree,
     thread: Option<Thread>,
+    /// What every session with a turn in flight streamed since its last assistant
+    /// message (seeds a thread opened mid-reply).
+    inflight: InflightStreams,
+    /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
+    expand_on_load: bool,
     composer: Composer,
     browser: BrowserState,
     help_scroll: u16,
@@ -137,6 +143,8 @@ impl App {
             overlay: Overlay::None,
             tree: SessionTree::default(),
             thread: None,
+            inflight: InflightStreams::default(),
+            expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
             browser: BrowserState::default(),
             help_scroll: 0,
@@ -309,6 +317,12 @@ impl App {
     /// The visible reload mark.
     pub fn reload_mark(&self) -> Option<&ReloadMark> {
         self.reload_mark.as_ref()
+    }
+
+    /// The status-bar label: `Ok("provider/model")` (updated from `provider:response`)
+    /// or the no-provider text.
+    pub fn provider_label(&self) -> &Result<String, String> {
+        &self.provider_label
     }
 
     /// The registry the browser shows.

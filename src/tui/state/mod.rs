@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod cells;
+pub mod inflight;
 pub mod layout;
 pub mod stream;
 pub mod thread;

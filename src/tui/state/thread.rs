@@ -4,16 +4,25 @@
 //! Owns: the cell list, loading a transcript, the streaming cell and its interruption,
 //! the maps from tool-call ids and sub-session ids to cards, selection and scrolling.
 //! Messages become cells in `transcript`; bus events are applied in `thread_events`.
+//!
+//! A transcript read from disk can already hold messages whose `message:appended`
+//! events are still queued (the read races the bus): the loaded transcript's last
+//! messages stay "unconfirmed" until a live message matches them (skipped as a
+//! duplicate) or a new one arrives.
 //! Does not own: the session tree (`tree`) or drawing (`views::chat`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use super::cells::{Cell, CellKind, LayoutStats, TaskCard};
 use super::layout::{self, LayoutCtx, Scroll};
 use super::stream::StreamState;
+use crate::session::message::ContentBlock;
 use crate::session::{LoadedSession, Message, SessionStatus};
 use crate::tui::app_event::UiAction;
 use crate::tui::theme::Theme;
+
+/// How many of the loaded transcript's last messages may still be announced live.
+const UNCONFIRMED_WINDOW: usize = 16;
 
 /// The thread shown in the chat pane.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +55,8 @@ pub struct Thread {
     pub(super) echo: Option<usize>,
     /// `message:appended` received while loading.
     pub(super) buffered: Vec<Message>,
+    /// The loaded transcript's last messages whose `message:appended` may still come.
+    pub(super) unconfirmed: VecDeque<Message>,
     size: (u16, usize),
 }
 
@@ -69,8 +80,10 @@ impl Thread {
         }
     }
 
-    /// Replaces the cells with the loaded transcript (plus messages that arrived while
-    /// loading and are not in it), keeping a live stream at the end.
+    /// Replaces the cells with the loaded transcript plus the messages that arrived
+    /// while loading and are not in it, keeping a live stream at the end (unless an
+    /// assistant message arrived while loading: the stream then mixes two replies and
+    /// is dropped; the `App` re-seeds it with [`Thread::seed_stream`]).
     pub fn load(&mut self, loaded: LoadedSession) {
         let stream = self
             .stream
@@ -93,16 +106,75 @@ impl Thread {
         for m in &loaded.transcript {
             self.push_message(m);
         }
-        let tail =
-            &loaded.transcript[loaded.transcript.len().saturating_sub(self.buffered.len())..];
-        for m in std::mem::take(&mut self.buffered) {
-            if !tail.contains(&m) {
-                self.push_message(&m);
-            }
+        let buffered = std::mem::take(&mut self.buffered);
+        let window = UNCONFIRMED_WINDOW.max(buffered.len());
+        let start = loaded.transcript.len().saturating_sub(window);
+        self.unconfirmed = loaded.transcript[start..].iter().cloned().collect();
+        let mixed = buffered.iter().any(|m| matches!(m, Message::Assistant(_)));
+        for m in &buffered {
+            self.append_live(m);
         }
-        if let Some(s) = stream {
+        if let Some(s) = stream.filter(|_| !mixed) {
             self.stream = Some(self.cells.len());
             self.cells.push(s);
+        }
+    }
+
+    /// A `message:appended` of this session: buffered while loading, skipped when it
+    /// confirms a message of the loaded transcript (an assistant message still ends
+    /// the stream), else shown.
+    pub fn append_live(&mut self, message: &Message) {
+        if self.loading {
+            self.buffered.push(message.clone());
+            return;
+        }
+        match self.unconfirmed.iter().position(|m| m == message) {
+            Some(pos) => {
+                self.unconfirmed.drain(..=pos);
+                if matches!(message, Message::Assistant(_)) {
+                    let after = self.take_stream_range();
+                    self.cells.extend(after);
+                    self.reindex();
+                }
+            }
+            None => {
+                self.unconfirmed.clear();
+                self.push_message(message);
+            }
+        }
+    }
+
+    /// Shows what the session streamed before this thread was opened: replaces the
+    /// streaming cell (or creates one) with `text` and `thinking`, the whole in-flight
+    /// reply. Nothing happens when both are blank, or when the loaded transcript
+    /// already holds that reply (its `message:appended` is still queued).
+    pub fn seed_stream(&mut self, text: &str, thinking: &str, theme: &Theme) {
+        if text.trim().is_empty() && thinking.trim().is_empty() {
+            return;
+        }
+        let saved = self.unconfirmed.iter().rev().find_map(|m| match m {
+            Message::Assistant(a) => Some(
+                a.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<String>(),
+            ),
+            _ => None,
+        });
+        if !text.trim().is_empty() && saved.is_some_and(|s| s.trim() == text.trim()) {
+            return;
+        }
+        if let Some(s) = self.stream_mut() {
+            let mut fresh = StreamState::default();
+            fresh.push_thinking(thinking);
+            fresh.push_text(text, theme);
+            *s = fresh;
+        }
+        if let Some(cell) = self.stream.and_then(|i| self.cells.get_mut(i)) {
+            cell.invalidate();
         }
     }
 

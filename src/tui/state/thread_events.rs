@@ -49,7 +49,7 @@ impl Thread {
                     .get("message")
                     .and_then(|m| serde_json::from_value::<Message>(m.clone()).ok())
                 {
-                    self.push_message(&m);
+                    self.append_live(&m);
                 }
             }
             names::TOOL_PRE => {
@@ -187,6 +187,47 @@ mod tests {
             Some(crate::tui::app_event::UiAction::OpenThread(
                 "abc-def_explorer".into()
             ))
+        );
+    }
+
+    #[test]
+    fn a_call_id_reused_by_a_later_response_gets_its_own_card() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        t.session_id = Some("root".into());
+        let call = json!({"role": "assistant", "content": [
+            {"type": "tool_call", "id": "call_1", "name": "task", "input": {"agent": "explorer", "instruction": "Look"}}
+        ]});
+        for (n, child) in ["r-1_explorer", "r-2_explorer"].iter().enumerate() {
+            t.apply_event(
+                &ev(names::MESSAGE_APPENDED, json!({"message": call})),
+                &theme,
+            );
+            let pre =
+                json!({"tool_call_id": "call_1", "tool_name": "task", "sub_session_id": child});
+            t.apply_event(&ev(names::TOOL_PRE, pre), &theme);
+            let cards = t
+                .cells
+                .iter()
+                .filter(|c| matches!(c.kind, CellKind::Task(_)));
+            assert_eq!(cards.count(), n + 1, "tool:pre does not add a card");
+            let post = json!({"tool_call_id": "call_1", "result": "ok"});
+            t.apply_event(&ev(names::TOOL_POST, post), &theme);
+        }
+        let children: Vec<_> = t
+            .cells
+            .iter()
+            .filter_map(|c| match &c.kind {
+                CellKind::Task(card) => Some((card.child.clone(), card.status)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            children,
+            [
+                (Some("r-1_explorer".to_string()), ToolStatus::Done),
+                (Some("r-2_explorer".to_string()), ToolStatus::Done)
+            ]
         );
     }
 

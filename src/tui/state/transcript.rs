@@ -84,9 +84,20 @@ impl Thread {
         text.clear();
     }
 
-    /// Adds a tool or task card for call `id` unless one exists.
+    /// Adds a tool or task card for call `id` unless an unfinished one exists (the
+    /// assistant message and `tool:pre` both announce a call). A finished card with
+    /// the same id is an earlier call: some servers reuse ids (`call_1`) every
+    /// response, so the new call gets its own card and the id now maps to it.
     pub(super) fn card(&mut self, id: &str, tool: &str, args: &Value) {
-        if !id.is_empty() && self.calls.contains_key(id) {
+        let open = |s: &ToolStatus| matches!(s, ToolStatus::Pending | ToolStatus::Running);
+        let existing = self.calls.get(id).and_then(|i| self.cells.get(*i));
+        if !id.is_empty()
+            && existing.is_some_and(|c| match &c.kind {
+                CellKind::Tool(t) => open(&t.status),
+                CellKind::Task(t) => open(&t.status),
+                _ => false,
+            })
+        {
             return;
         }
         let kind = if tool == "task" {

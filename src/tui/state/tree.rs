@@ -77,6 +77,8 @@ pub struct TreeRow<'a> {
     pub depth: usize,
     /// Tokens of the node and all its descendants.
     pub tokens: u64,
+    /// Running descendants hidden under this collapsed node (0 when expanded).
+    pub hidden_running: usize,
 }
 
 /// Sessions as a forest, roots newest first, children in start order.
@@ -267,10 +269,16 @@ impl SessionTree {
             if !seen.insert(id) {
                 continue;
             }
+            let hidden_running = if node.collapsed {
+                self.running_below(id)
+            } else {
+                0
+            };
             out.push(TreeRow {
                 node,
                 depth,
                 tokens: totals.get(id).copied().unwrap_or(node.tokens),
+                hidden_running,
             });
             if !node.collapsed {
                 stack.extend(node.children.iter().rev().map(|c| (c.as_str(), depth + 1)));
@@ -300,6 +308,37 @@ impl SessionTree {
         }
         totals.insert(id, sum);
         sum
+    }
+
+    /// Number of running descendants of `id` (cycles and dangling links ignored).
+    pub fn running_below(&self, id: &str) -> usize {
+        let mut seen = HashSet::from([id]);
+        let mut stack: Vec<&str> = self
+            .nodes
+            .get(id)
+            .map(|n| n.children.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut count = 0;
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            let Some(node) = self.nodes.get(c) else {
+                continue;
+            };
+            if node.status == SessionStatus::Running {
+                count += 1;
+            }
+            stack.extend(node.children.iter().map(String::as_str));
+        }
+        count
+    }
+
+    /// Expands `id` so its children are visible.
+    pub fn expand(&mut self, id: &str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.collapsed = false;
+        }
     }
 
     /// Moves the selection by `delta` visible rows.
@@ -450,9 +489,46 @@ mod tests {
         );
         assert_eq!(rows[0].tokens, 123);
         assert_eq!(t.running_count(), 1);
+        assert_eq!(rows[0].hidden_running, 0, "expanded: nothing hidden");
         let now: Timestamp = "2025-01-01T00:01:00Z".parse().unwrap();
         assert_eq!(rows[0].node.elapsed_ms(now), Some(60_000));
         assert_eq!(rows[1].node.elapsed_ms(now), Some(4_000));
+    }
+
+    #[test]
+    fn a_collapsed_node_counts_its_running_descendants() {
+        let mut t = SessionTree::default();
+        let running = json!({"status": "running"});
+        for (id, parent) in [
+            ("r", None),
+            ("r-a_x", Some("r")),
+            ("r-a-b_y", Some("r-a_x")),
+        ] {
+            t.apply(&ev(
+                names::SESSION_START,
+                id,
+                parent,
+                "2025-01-01T00:00:00Z",
+                json!({}),
+            ));
+        }
+        for id in ["r-a_x", "r-a-b_y"] {
+            t.apply(&ev(
+                names::SESSION_STATUS,
+                id,
+                None,
+                "2025-01-01T00:00:01Z",
+                running.clone(),
+            ));
+        }
+        t.selected = Some("r".into());
+        t.set_collapsed(true);
+        let rows = t.rows();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].hidden_running, 2);
+        t.expand("r");
+        assert_eq!(t.rows()[0].hidden_running, 0);
+        assert_eq!(t.rows()[1].hidden_running, 0);
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! The status bar: provider/model (or a no-provider warning), running count, a note
 //! or the reload mark, and key hints from the keymap.
+//!
+//! A label without a model (`openai` or `openai/`: a local server whose model is
+//! resolved on the first request) reads `openai (default model)` until a
+//! `provider:response` names the model.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -9,6 +13,28 @@ use ratatui::widgets::Widget;
 use crate::tui::app::Note;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
+
+/// The model part of a `provider/model` label (`None` when missing or empty).
+pub fn model_part(label: &str) -> Option<&str> {
+    label
+        .split_once('/')
+        .map(|(_, m)| m.trim())
+        .filter(|m| !m.is_empty())
+}
+
+/// How the status bar shows a provider label: as is with a model, else
+/// `provider (default model)`.
+pub fn display_label(label: &str) -> String {
+    if model_part(label).is_some() {
+        return label.to_string();
+    }
+    let provider = label.trim().trim_end_matches('/');
+    if provider.is_empty() {
+        "provider (default model)".to_string()
+    } else {
+        format!("{provider} (default model)")
+    }
+}
 
 /// The status bar.
 pub struct StatusView<'a> {
@@ -30,7 +56,7 @@ impl Widget for &StatusView<'_> {
         let bar = self.theme.style(Slot::StatusBar);
         buf.set_style(area, bar);
         let mut left = vec![match self.provider {
-            Ok(label) => Span::styled(format!(" {label} "), bar),
+            Ok(label) => Span::styled(format!(" {} ", display_label(label)), bar),
             Err(_) => Span::styled(" ⚠ no provider ", self.theme.style(Slot::StatusNote)),
         }];
         if self.running > 0 {

@@ -220,6 +220,38 @@ fn tree_view_with_nested_statuses() {
     insta::assert_snapshot!("tree_40", render(&view, 40, 24));
 }
 
+#[test]
+fn collapsed_node_shows_running_sessions_below() {
+    let mut tree = sample_tree();
+    tree.selected = Some(ROOT.into());
+    tree.set_collapsed(true);
+    let theme = theme();
+    let view = TreeView {
+        tree: &tree,
+        theme: &theme,
+        now: now(),
+        focused: true,
+        open: Some(ROOT),
+    };
+    let wide = render(&view, 40, 4);
+    assert!(
+        wide.contains("›▸ ⠋ zen-architect") && wide.contains(" ●1 30s 43.8k┃"),
+        "{wide}"
+    );
+    // Too narrow for the right-hand column: the count moves next to the fold glyph.
+    let narrow = render(&view, 16, 4);
+    assert!(narrow.contains("┃›▸ ●1 ⠋ zen-a…┃"), "{narrow}");
+}
+
+#[test]
+fn provider_label_without_a_model_reads_default_model() {
+    use super::status::display_label;
+    assert_eq!(display_label("openai/qwen2.5"), "openai/qwen2.5");
+    assert_eq!(display_label("openai/"), "openai (default model)");
+    assert_eq!(display_label("openai"), "openai (default model)");
+    assert_eq!(display_label(""), "provider (default model)");
+}
+
 fn transcript() -> Vec<Message> {
     let lines = [
         json!({"role": "user", "content": "Map the crate and test the parser."}),

@@ -1,5 +1,6 @@
 //! The session tree pane: one row per visible session with status glyph, agent,
-//! elapsed time and tokens rolled up the subtree.
+//! elapsed time and tokens rolled up the subtree. A collapsed node with running
+//! sessions below shows its fold glyph in the running colour and `●N` (N running).
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -51,6 +52,7 @@ impl TreeView<'_> {
             " "
         };
         let meta = self.theme.style(Slot::TreeMeta);
+        let running = self.theme.style(Slot::TreeRunning);
         let mut right = node
             .elapsed_ms(self.now)
             .map(format_elapsed)
@@ -59,14 +61,29 @@ impl TreeView<'_> {
             right.push(' ');
             right.push_str(&format_tokens(row.tokens));
         }
+        let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
+        let fold_style = if hidden.is_some() { running } else { meta };
         let left = Line::from(vec![
-            Span::styled(format!("{open}{}{fold}", "  ".repeat(row.depth)), meta),
+            Span::styled(format!("{open}{}", "  ".repeat(row.depth)), meta),
+            Span::styled(fold, fold_style),
             Span::styled(format!("{glyph} "), self.theme.style(slot)),
             Span::styled(node.agent.clone(), self.theme.style(Slot::Base)),
         ]);
-        let right_w = width(&right);
+        let mut right_spans = Vec::new();
+        if let Some(h) = &hidden {
+            let sep = if right.is_empty() { "" } else { " " };
+            right_spans.push(Span::styled(format!("{h}{sep}"), running));
+        }
+        if !right.is_empty() {
+            right_spans.push(Span::styled(right, meta));
+        }
+        let right_w: usize = right_spans.iter().map(|s| width(&s.content)).sum();
         let avail = usize::from(w);
-        if right.is_empty() || avail < right_w + 8 {
+        if right_spans.is_empty() || avail < right_w + 8 {
+            let mut left = left;
+            if let Some(h) = hidden {
+                left.spans.insert(2, Span::styled(format!("{h} "), running));
+            }
             return truncate(&left, w);
         }
         let left_max = u16::try_from(avail - right_w - 1).unwrap_or(0);
@@ -74,7 +91,7 @@ impl TreeView<'_> {
         let used: usize = line.spans.iter().map(|s| width(&s.content)).sum();
         line.spans
             .push(Span::raw(" ".repeat(avail - used - right_w)));
-        line.spans.push(Span::styled(right, meta));
+        line.spans.extend(right_spans);
         line
     }
 }
