@@ -216,7 +216,7 @@ pub fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Value, (usize, usize, 
     if yaml.trim().is_empty() {
         return Ok(Value::Null);
     }
-    let first = match serde_saphyr::from_str::<Value>(yaml) {
+    let first = match crate::config::yaml::from_str::<Value>(yaml) {
         Ok(v) => return Ok(v),
         Err(e) => e,
     };
@@ -224,7 +224,7 @@ pub fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Value, (usize, usize, 
     // indented (real agent files rely on it); retry with them indented, which does not
     // change the value (leading blanks of continuation lines fold away).
     if let Some(v) =
-        reindent_quoted_scalars(yaml).and_then(|fixed| serde_saphyr::from_str::<Value>(&fixed).ok())
+        reindent_quoted_scalars(yaml).and_then(|fixed| crate::config::yaml::from_str::<Value>(&fixed).ok())
     {
         return Ok(v);
     }

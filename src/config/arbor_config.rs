@@ -66,7 +66,7 @@ impl ArborConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
+        crate::config::yaml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
         })

@@ -211,7 +211,7 @@ fn resolve(
             }
         },
     };
-    let file: ThemeFile = serde_saphyr::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let file: ThemeFile = crate::config::yaml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     let parent = match (&file.extends, is_user) {
         (Some(p), _) => Some(p.clone()),
         (None, true) if name != "dark" => Some("dark".to_string()),
@@ -226,7 +226,7 @@ fn resolve(
         if parent == name {
             let text = builtin.ok_or_else(|| invalid("extends itself".into()))?;
             let base: ThemeFile =
-                serde_saphyr::from_str(text).map_err(|e| invalid(e.to_string()))?;
+                crate::config::yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
             apply(&base, styles).map_err(invalid)?;
         } else {
             resolve(&parent, dir, styles, depth + 1)?;
