@@ -129,9 +129,6 @@ pub fn validate(id: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod peer_cases;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1,6 +1,5 @@
-//! Unit tests for agent-file parsing, plus Amplifier's own cases (`conformance`).
-
-mod conformance;
+//! Unit tests for agent-file parsing. Amplifier's own cases run in
+//! `tests/conformance.rs`.
 
 use std::path::Path;
 

@@ -1,7 +1,5 @@
-//! Unit tests for the overlay merge, one per rule of SPEC §6, plus the Amplifier
-//! conformance cases (`conformance`).
-
-mod conformance;
+//! Unit tests for the overlay merge, one per rule of SPEC §6. Amplifier's own cases
+//! run in `tests/conformance.rs`.
 
 use serde_json::{Value, json};
 
