@@ -2,18 +2,29 @@
 //!
 //! Owns: picking the provider entry of a mount plan (the first entry that builds, in
 //! plan order — `provider::setup::detect_providers` already put the configured
-//! preference first), building it through the injected factory or
-//! `provider::setup::build_provider`, and the list of secret values handed to
-//! `SessionWriter::set_secrets`. Does not own: credentials lookup or wire clients
-//! (`provider::setup`), model routing by role or preferences (later).
+//! preference first, and routing moves a sub-session's chosen entry first), building
+//! it through the injected factory or `provider::setup::build_provider` (pinned to the
+//! entry's `default_model`), the list of secret values handed to
+//! `SessionWriter::set_secrets`, and running model routing for a session's plan
+//! ([`route`]: every plan provider built, model lists fetched through the runtime's
+//! `ModelCache`, the active routing matrix). Does not own: credentials lookup or wire
+//! clients (`provider::setup`), the routing rules themselves (`provider::routing`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use serde_json::Value;
 
+use super::runtime::Runtime;
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
-use crate::provider::setup;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::routing::{
+    ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
+};
+use crate::provider::setup::{self, provider_id};
+use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 
 /// Builds a live provider from a mount-plan entry (keys are attached by the builder;
 /// plan entries hold none, or `[REDACTED]`). Injected by tests and embedders.
@@ -34,16 +45,163 @@ pub(crate) fn select(
 ) -> Result<(Arc<dyn Provider>, Value), Vec<String>> {
     let mut errors = Vec::new();
     for entry in plan.providers() {
-        let built = match factory {
-            Some(factory) => factory(&entry),
-            None => setup::build_provider(&entry, config, env.as_ref()),
-        };
-        match built {
+        match build(&entry, factory, config, env) {
             Ok(provider) => return Ok((provider, entry.config.clone())),
             Err(e) => errors.push(e.to_string()),
         }
     }
     Err(errors)
+}
+
+/// The live provider for one plan entry, pinned to the entry's `config.default_model`
+/// when the built provider would use another model (an injected factory ignores the
+/// entry), so a routed session's requests carry the routed model.
+pub(crate) fn build(
+    entry: &ModuleEntry,
+    factory: Option<&ProviderFactory>,
+    config: &ArborConfig,
+    env: &Env,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let provider = match factory {
+        Some(factory) => factory(entry)?,
+        None => setup::build_provider(entry, config, env.as_ref())?,
+    };
+    let wanted = entry
+        .config
+        .get("default_model")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|m| !m.is_empty());
+    Ok(match wanted {
+        Some(model) if model != provider.default_model() => Arc::new(PinnedModel {
+            inner: provider,
+            model: model.to_string(),
+        }),
+        _ => provider,
+    })
+}
+
+/// A provider whose `default_model` (the model every request of the session names) is
+/// fixed by routing.
+#[derive(Debug)]
+struct PinnedModel {
+    inner: Arc<dyn Provider>,
+    model: String,
+}
+
+impl Provider for PinnedModel {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn module(&self) -> &str {
+        self.inner.module()
+    }
+
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        self.inner.stream(request)
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
+        self.inner.list_models()
+    }
+}
+
+/// How long routing waits for one provider's model list.
+const LIST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Model lists of a plan's built providers, through the runtime's cache (keyed by
+/// provider id and base URL).
+struct PlanModels<'a> {
+    cache: &'a ModelCache,
+    providers: HashMap<String, (Arc<dyn Provider>, String)>,
+}
+
+impl ModelSource for PlanModels<'_> {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            let Some((provider, key)) = self.providers.get(mount) else {
+                return Err("provider is not built".to_string());
+            };
+            let provider = provider.clone();
+            let listed = self
+                .cache
+                .get_or_list(key, || async move {
+                    match tokio::time::timeout(LIST_TIMEOUT, provider.list_models()).await {
+                        Ok(Ok(models)) => Ok(models),
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(_) => Err(format!("no answer within {}s", LIST_TIMEOUT.as_secs())),
+                    }
+                })
+                .await;
+            if let Err(e) = &listed {
+                tracing::warn!(provider = mount, "cannot list models for routing: {e}");
+            }
+            listed
+        })
+    }
+}
+
+/// Resolves `request` for a session with `plan` (SPEC §9 precedence): every plan
+/// provider is built (those that fail are "unavailable" with the error), globs list
+/// models through the runtime's cache, roles use the matrix the config selects
+/// (`routing.matrix`, default `balanced`; a problem with it is logged and the built-in
+/// is used). `parent` is the `(provider, model)` kept when nothing resolves.
+pub(crate) async fn route(
+    rt: &Runtime,
+    plan: &MountPlan,
+    request: &ModelRequest,
+    parent: (&str, &str),
+) -> Routed {
+    let entries = plan.providers();
+    let mut mounts = Mounts {
+        specs: Some(entries.clone()),
+        ..Default::default()
+    };
+    let mut providers = HashMap::new();
+    if !request.is_empty() {
+        for entry in &entries {
+            let mount = provider_id(entry);
+            match build(entry, rt.provider_factory(), &rt.config, &rt.env) {
+                Ok(provider) => {
+                    let base = entry.config.get("base_url").and_then(Value::as_str);
+                    let key = format!("{mount} {}", base.unwrap_or_default());
+                    mounts.names.push(mount.clone());
+                    providers.entry(mount).or_insert((provider, key));
+                }
+                Err(e) => mounts.unavailable.push((mount, e.to_string())),
+            }
+        }
+    }
+    let matrix = request.wants_matrix().then(|| {
+        let active = active_matrix(&rt.config, &rt.paths.routing_dir());
+        if let Some(problem) = &active.problem {
+            tracing::warn!("routing matrix: {problem}");
+        }
+        active.matrix
+    });
+    let source = PlanModels {
+        cache: &rt.models,
+        providers,
+    };
+    let routed =
+        resolve_precedence(request, matrix.flatten().as_ref(), &mounts, &source, parent).await;
+    if let Some(reason) = &routed.resolved.reason {
+        tracing::info!(
+            provider = %routed.resolved.provider,
+            model = %routed.resolved.model,
+            via = routed.resolved.via.as_str(),
+            "model routing fell back: {reason}"
+        );
+    }
+    routed
 }
 
 /// `provider/model` for display and metadata; just the provider id while a local

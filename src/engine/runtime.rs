@@ -24,6 +24,7 @@ use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, Bundle, MountPlan};
 use crate::paths::Paths;
 use crate::provider::Provider;
+use crate::provider::routing::ModelCache;
 use crate::session::events::names;
 use crate::session::message::now_rfc3339;
 use crate::session::{
@@ -98,6 +99,8 @@ pub struct Runtime {
     store: SessionStore,
     hooks: RuntimeHooks,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// Provider model lists for routing, fetched once per provider per process.
+    pub(crate) models: ModelCache,
 }
 
 impl Runtime {
@@ -120,6 +123,7 @@ impl Runtime {
             store,
             hooks,
             live: Mutex::new(HashMap::new()),
+            models: ModelCache::new(),
         })
     }
 
@@ -372,7 +376,12 @@ impl Runtime {
         Ok((provider, config))
     }
 
-    fn select_provider(&self, plan: &MountPlan) -> Result<(Arc<dyn Provider>, Value), EngineError> {
+    /// The injected provider factory, if any (routing builds every plan provider with it).
+    pub(crate) fn provider_factory(&self) -> Option<&ProviderFactory> {
+        self.hooks.provider_factory.as_ref()
+    }
+
+    pub(crate) fn select_provider(&self, plan: &MountPlan) -> Result<(Arc<dyn Provider>, Value), EngineError> {
         providers::select(
             plan,
             self.hooks.provider_factory.as_ref(),

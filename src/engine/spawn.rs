@@ -1,12 +1,16 @@
 //! Delegation: the runtime side of the task tool (SPEC §9).
 //!
 //! Owns: [`Host`], the [`TaskHost`] the task tool calls — spawning a sub-session
-//! (merged mount plan, child id, depth, metadata with `model_role` /
-//! `provider_preferences` of the call in `extra`, `session:fork` on the child,
-//! `task:agent_spawned` on the parent), resuming one by id (`task:agent_resumed`),
+//! (merged mount plan, child id, depth, its model by SPEC §9 precedence recorded as
+//! `resolved_model` in metadata and in `session:fork` / `task:agent_spawned`, the call's
+//! `model_role` / `provider_preferences` kept in metadata `extra`, `session:fork` on
+//! the child, `task:agent_spawned` on the parent), resuming one by id
+//! (`task:agent_resumed`; the child keeps the model it resolved at spawn unless the
+//! resume call passes `provider_preferences` / `model_role`, which re-resolve it),
 //! running the child's turn under a child token of the caller's turn, and
-//! `task:agent_completed`. Does not own: validating the call (`tool::task`), the turn
-//! itself (`turn`).
+//! `task:agent_completed`; and [`Runtime::resolve_child_model`] (what
+//! `agent show --merged` reports). Does not own: validating the call (`tool::task`),
+//! the turn itself (`turn`), the routing rules (`provider::routing`).
 
 use std::sync::{Arc, Weak};
 
@@ -15,10 +19,16 @@ use serde_json::{Value, json};
 
 use super::context::with_context;
 use super::live::LiveSession;
-use super::runtime::{Runtime, TurnOutcome};
+use super::providers;
+use super::runtime::{EngineError, Runtime, TurnOutcome};
 use super::turn;
 use crate::agent::{AgentDef, Registry};
+use crate::config::MountPlan;
 use crate::config::merge::merge_for_spawn;
+use crate::provider::Provider;
+use crate::provider::routing::{
+    ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved,
+};
 use crate::session::events::names;
 use crate::session::ids;
 use crate::session::message::now_rfc3339;
@@ -92,7 +102,20 @@ async fn spawn_child(
         .get("spawn")
         .cloned()
         .unwrap_or(Value::Null);
-    let plan = merge_for_spawn(&parent.plan, &agent.overlay, &calling_spawn);
+    let plan = merge_for_spawn(&current_plan(&parent), &agent.overlay, &calling_spawn);
+    let model_request = ModelRequest {
+        call_preferences: request.provider_preferences.clone(),
+        call_role: request.model_role.clone(),
+        ..Default::default()
+    }
+    .with_agent(&agent.overlay);
+    // What the child inherits from its parent when no model setting applies: the
+    // provider its merged plan selects (the parent's, unless the agent reconfigures it).
+    let inherited = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+    let fallback = model_of(&inherited.0);
+    let routed = providers::route(&rt, &plan, &model_request, pair(&fallback)).await;
+    let (plan, (provider, provider_config)) = apply_routing(&rt, plan, &routed, inherited)?;
+    let resolved = routed.resolved.to_value();
     let parent_meta = parent.metadata();
     let now = now_rfc3339();
     let mut metadata = Metadata {
@@ -104,7 +127,7 @@ async fn spawn_child(
         turn_count: 0,
         working_dir: Some(parent.working_dir.display().to_string()),
         bundle: parent_meta.bundle.clone(),
-        model: parent_meta.model.clone(),
+        model: Some(providers::label(provider.as_ref(), None)),
         status: SessionStatus::Idle,
         depth: parent.depth + 1,
         config: Some(plan.0.clone()),
@@ -119,12 +142,16 @@ async fn spawn_child(
             .extra
             .insert("provider_preferences".into(), prefs.clone());
     }
+    metadata
+        .extra
+        .insert(RESOLVED_MODEL.into(), resolved.clone());
     let child = rt
         .register(metadata, plan, Vec::new())
         .map_err(|e| e.to_string())?;
+    child.set_provider(provider, provider_config);
     child.emit(
         names::SESSION_FORK,
-        json!({"parent": parent.id, "agent": agent.name, "depth": child.depth}),
+        json!({"parent": parent.id, "agent": agent.name, "depth": child.depth, "resolved_model": resolved}),
     );
     child.set_status(SessionStatus::Idle);
     parent.emit(
@@ -134,9 +161,165 @@ async fn spawn_child(
             "sub_session_id": child.id,
             "tool_call_id": ctx.tool_call_id,
             "depth": child.depth,
+            "resolved_model": resolved,
         }),
     );
     run_child(rt, &parent, child, &request, &ctx).await
+}
+
+/// The metadata key of a session's [`ResolvedModel`].
+pub(crate) const RESOLVED_MODEL: &str = "resolved_model";
+
+/// A built provider with its plan entry's config (what `LiveSession` caches).
+type SessionProvider = (Arc<dyn Provider>, Value);
+
+/// `(provider id, model)` of a built provider.
+fn model_of(provider: &Arc<dyn Provider>) -> (String, String) {
+    (
+        provider.id().to_string(),
+        provider.default_model().to_string(),
+    )
+}
+
+fn pair(model: &(String, String)) -> (&str, &str) {
+    (&model.0, &model.1)
+}
+
+/// The plan and provider a routed session uses: with a choice, the plan rewritten for
+/// it (entry first, `default_model`, preference config) and the provider that plan
+/// selects; without one, the plan unchanged and `fallback`.
+fn apply_routing(
+    rt: &Runtime,
+    plan: MountPlan,
+    routed: &Routed,
+    fallback: SessionProvider,
+) -> Result<(MountPlan, SessionProvider), String> {
+    let Some(choice) = &routed.choice else {
+        return Ok((plan, fallback));
+    };
+    let plan = MountPlan(apply_resolved(&plan.0, choice));
+    let provider = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+    Ok((plan, provider))
+}
+
+/// The plan a live session runs with now: its metadata `config` (updated when a resume
+/// re-routed it), else the plan it was loaded with.
+fn current_plan(session: &LiveSession) -> MountPlan {
+    session
+        .metadata()
+        .config
+        .map(MountPlan)
+        .unwrap_or_else(|| session.plan.clone())
+}
+
+/// Before a resumed sub-session's turn: a resume call with `provider_preferences` /
+/// `model_role` re-resolves its model (call tiers only; nothing resolving keeps the
+/// current model, with the reason recorded); otherwise a session freshly loaded from
+/// disk gets the provider of its stored `resolved_model` back.
+async fn route_resume(
+    rt: &Runtime,
+    child: &LiveSession,
+    request: &TaskRequest,
+) -> Result<Option<Value>, String> {
+    if child.is_running() {
+        return Ok(None);
+    }
+    let stored = child
+        .metadata()
+        .extra
+        .get(RESOLVED_MODEL)
+        .and_then(ResolvedModel::from_value);
+    let model_request = ModelRequest {
+        call_preferences: request.provider_preferences.clone(),
+        call_role: request.model_role.clone(),
+        ..Default::default()
+    };
+    if model_request.is_empty() {
+        if let Some(stored) = &stored
+            && child.provider().is_none()
+        {
+            let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
+            let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
+            let (provider, config) = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+            child.set_provider(provider, config);
+        }
+        return Ok(None);
+    }
+    let current = rt.provider_for(child).map_err(|e| e.to_string())?;
+    let fallback = model_of(&current.0);
+    let plan = current_plan(child);
+    let routed = providers::route(rt, &plan, &model_request, pair(&fallback)).await;
+    if routed.choice.is_none() {
+        let Some(mut kept) = stored else {
+            return Ok(None);
+        };
+        let failed = routed.resolved.reason.unwrap_or_default();
+        let failed = failed
+            .rsplit_once("; used the parent's model")
+            .map_or(failed.as_str(), |(head, _)| head);
+        kept.reason = Some(format!(
+            "resume override not applied ({failed}); kept {}/{}",
+            kept.provider, kept.model
+        ));
+        let value = kept.to_value();
+        child.update_metadata(|m| {
+            m.extra.insert(RESOLVED_MODEL.into(), value.clone());
+        });
+        return Ok(Some(value));
+    }
+    let (plan, (provider, config)) = apply_routing(rt, plan, &routed, current)?;
+    let value = routed.resolved.to_value();
+    let label = providers::label(provider.as_ref(), None);
+    child.set_provider(provider, config);
+    child.update_metadata(|m| {
+        m.config = Some(plan.0);
+        m.extra.insert(RESOLVED_MODEL.into(), value.clone());
+        if let Some(role) = &request.model_role {
+            m.extra.insert("model_role".into(), role.clone());
+        }
+        if let Some(prefs) = &request.provider_preferences {
+            m.extra.insert("provider_preferences".into(), prefs.clone());
+        }
+        m.model = Some(label);
+    });
+    Ok(Some(value))
+}
+
+impl Runtime {
+    /// The model a sub-session of `agent` spawned from a new root session would get
+    /// (agent `provider_preferences` > agent `model_role` > the root's provider), with
+    /// the reason for any fallback — what `arbor agent show NAME --merged` shows as
+    /// `resolved_model`. Globs list models (cached per process), so call it inside a
+    /// tokio runtime.
+    ///
+    /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider builds.
+    pub async fn resolve_child_model(&self, agent: &str) -> Result<ResolvedModel, EngineError> {
+        Ok(self.routed_child_mount_plan(agent).await?.1)
+    }
+
+    /// [`Runtime::child_mount_plan`] with routing applied — the chosen provider entry
+    /// first, with `default_model` and the preference's config — plus the resolution;
+    /// secrets redacted. Errors as [`Runtime::resolve_child_model`].
+    pub async fn routed_child_mount_plan(
+        &self,
+        agent: &str,
+    ) -> Result<(MountPlan, ResolvedModel), EngineError> {
+        let root = self.build_root_plan(None)?.0;
+        let def = self.valid_agent(agent)?;
+        let (provider, _) = self.select_provider(&root)?;
+        let child = merge_for_spawn(&root, &def.overlay, &Value::Null);
+        let request = ModelRequest::default().with_agent(&def.overlay);
+        let parent = (provider.id(), provider.default_model());
+        let routed = providers::route(self, &child, &request, parent).await;
+        let plan = match &routed.choice {
+            Some(choice) => apply_resolved(&child.0, choice),
+            None => child.0,
+        };
+        Ok((
+            MountPlan(crate::session::redact::redact(&plan)),
+            routed.resolved,
+        ))
+    }
 }
 
 async fn resume_child(
@@ -147,15 +330,17 @@ async fn resume_child(
     let parent = caller(&rt, &ctx)?;
     let id = request.session_id.clone().unwrap_or_default();
     let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
-    parent.emit(
-        names::TASK_AGENT_RESUMED,
-        json!({
-            "agent": child.agent_name,
-            "sub_session_id": child.id,
-            "tool_call_id": ctx.tool_call_id,
-            "depth": child.depth,
-        }),
-    );
+    let rerouted = route_resume(&rt, &child, &request).await?;
+    let mut data = json!({
+        "agent": child.agent_name,
+        "sub_session_id": child.id,
+        "tool_call_id": ctx.tool_call_id,
+        "depth": child.depth,
+    });
+    if let (Some(resolved), Value::Object(map)) = (rerouted, &mut data) {
+        map.insert(RESOLVED_MODEL.into(), resolved);
+    }
+    parent.emit(names::TASK_AGENT_RESUMED, data);
     run_child(rt, &parent, child, &request, &ctx).await
 }
 

@@ -3,16 +3,25 @@
 //! Owns: consuming a provider stream until `Completed`, an error or cancellation
 //! (`tokio::select!` on the turn's token, so a cancel stops the stream at once —
 //! dropping it closes the connection); publishing `content_block:delta`
-//! (`{delta, kind: "text"|"thinking"}`); retrying retryable errors with exponential
-//! backoff and jitter (honouring `retry_after`), at most 4 attempts, and only while the
-//! attempt has shown no output. Does not own: what is done with the response (`turn`).
+//! (`{delta, kind: "text"|"thinking"}`); retrying retryable errors (connection errors,
+//! 408/409/429/5xx/529: [`ProviderError::is_retryable`]) with exponential backoff and
+//! jitter, or exactly the server's `retry-after`/`retry-after-ms`, at most
+//! [`MAX_ATTEMPTS`] attempts, and only while the attempt has shown no output (a text,
+//! thinking or tool-call delta). A server asking to wait longer than [`MAX_DELAY`] is
+//! not retried: the error reaches the user at once with that wait. Cancelling during a
+//! wait ends the call as cancelled. Does not own: what is done with the response
+//! (`turn`).
+//!
+//! Every retry is visible: before waiting, `provider:error` is published with
+//! [`error_data`] and `retrying: true` (see there for the shape); the turn publishes
+//! the final one (`retrying: false`) when the call fails for good.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use rand::Rng;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
@@ -24,25 +33,29 @@ use crate::session::events::names;
 /// Attempts per model call (the first plus three retries).
 pub const MAX_ATTEMPTS: u32 = 4;
 /// First backoff delay; doubles per attempt.
-const BASE_DELAY: Duration = Duration::from_millis(1000);
-/// Longest wait between attempts, including a server's `retry-after`.
-const MAX_DELAY: Duration = Duration::from_secs(60);
+pub const BASE_DELAY: Duration = Duration::from_millis(1000);
+/// Longest wait between attempts. A server's `retry-after` above it is not waited for.
+pub const MAX_DELAY: Duration = Duration::from_secs(60);
+/// Backoff jitter: the delay is multiplied by a uniform factor in `1 ± JITTER`.
+pub const JITTER: f64 = 0.2;
 
 /// How a model call ended.
 #[derive(Debug)]
 pub(crate) enum CallEnd {
     Done(ProviderResponse),
-    /// The text streamed before the error is in `partial`.
+    /// The text streamed before the error is in `partial`; `attempts` were made.
     Failed {
         error: ProviderError,
         partial: String,
+        attempts: u32,
     },
     Cancelled {
         partial: String,
     },
 }
 
-/// Streams `request` through `provider`, publishing deltas on `live`.
+/// Streams `request` through `provider`, publishing deltas on `live` and retrying
+/// per the module docs.
 pub(crate) async fn call_model(
     live: &LiveSession,
     provider: &Arc<dyn Provider>,
@@ -52,35 +65,110 @@ pub(crate) async fn call_model(
     let mut attempt = 1;
     loop {
         let (end, shown_output) = attempt_once(live, provider, request, token).await;
-        match end {
-            CallEnd::Failed { error, partial }
-                if !shown_output && error.is_retryable() && attempt < MAX_ATTEMPTS =>
-            {
-                let wait = backoff(attempt, error.retry_after);
-                tracing::warn!(
-                    session = %live.id, attempt, wait_ms = wait.as_millis() as u64,
-                    "retrying the model call after: {error}"
-                );
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = token.cancelled() => return CallEnd::Cancelled { partial },
-                }
-                attempt += 1;
-            }
-            other => return other,
+        let CallEnd::Failed { error, partial, .. } = end else {
+            return end;
+        };
+        let Some(wait) = retry_wait(&error, attempt, shown_output) else {
+            return CallEnd::Failed {
+                error,
+                partial,
+                attempts: attempt,
+            };
+        };
+        tracing::warn!(
+            session = %live.id, attempt, wait_ms = millis(wait),
+            "retrying the model call after: {error}"
+        );
+        live.emit(
+            names::PROVIDER_ERROR,
+            error_data(
+                provider.as_ref(),
+                &request.model,
+                &error,
+                attempt,
+                Some(wait),
+            ),
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = token.cancelled() => return CallEnd::Cancelled { partial },
         }
+        attempt += 1;
     }
 }
 
-/// The delay before attempt `attempt + 1`: the server's `retry_after` when given,
-/// else 1 s · 2^(attempt-1) with ±20 % jitter; at most 60 s.
+/// How long to wait before attempt `attempt + 1`, or `None` when the call must not be
+/// retried: output was shown, the error is not retryable, `attempt` was the last, or
+/// the server asks for a wait longer than [`MAX_DELAY`].
+pub(crate) fn retry_wait(
+    error: &ProviderError,
+    attempt: u32,
+    shown_output: bool,
+) -> Option<Duration> {
+    if shown_output || !error.is_retryable() || attempt >= MAX_ATTEMPTS {
+        return None;
+    }
+    if error.retry_after.is_some_and(|w| w > MAX_DELAY) {
+        return None;
+    }
+    Some(backoff(attempt, error.retry_after))
+}
+
+/// The delay before attempt `attempt + 1`: the server's `retry_after` when given
+/// (at most [`MAX_DELAY`]), else [`BASE_DELAY`] · 2^(attempt-1) × (1 ± [`JITTER`]) in
+/// whole milliseconds, at most [`MAX_DELAY`].
 pub(crate) fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
     if let Some(wait) = retry_after {
         return wait.min(MAX_DELAY);
     }
     let exp = BASE_DELAY.saturating_mul(1u32 << attempt.saturating_sub(1).min(6));
-    let jitter = rand::rng().random_range(0.8..1.2);
-    exp.mul_f64(jitter).min(MAX_DELAY)
+    let jitter = rand::rng().random_range((1.0 - JITTER)..(1.0 + JITTER));
+    // Whole milliseconds: what `wait_ms` announces is what the timer waits.
+    Duration::from_millis(millis(exp.mul_f64(jitter))).min(MAX_DELAY)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The `data` of `provider:error`:
+///
+/// ```json
+/// {"provider": "openai", "module": "provider-openai", "model": "gpt-4o",
+///  "kind": "rate_limit", "status": 429, "message": "<the API's own message>",
+///  "error": "openai: <message> (HTTP 429)", "retryable": true,
+///  "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1000,
+///  "retry_after_ms": 1000}
+/// ```
+///
+/// `kind` is a [`ProviderErrorKind`] in snake case (`auth`, `rate_limit`, `overloaded`,
+/// `context_too_long`, `invalid_request`, `server`, `network`, `stream`, `cancelled`,
+/// `not_configured`); `status` is null without an HTTP status; `attempt` is the
+/// attempt that failed (1-based). While retrying, `wait_ms` is the wait before the next
+/// attempt; in the final event (`retrying: false`) it is null. `retry_after_ms` is the
+/// server's requested wait, or null.
+pub fn error_data(
+    provider: &dyn Provider,
+    model: &str,
+    error: &ProviderError,
+    attempt: u32,
+    retry_in: Option<Duration>,
+) -> Value {
+    json!({
+        "provider": error.provider,
+        "module": provider.module(),
+        "model": model,
+        "kind": error.kind,
+        "status": error.status,
+        "message": error.message,
+        "error": error.to_string(),
+        "retryable": error.is_retryable(),
+        "retrying": retry_in.is_some(),
+        "attempt": attempt,
+        "max_attempts": MAX_ATTEMPTS,
+        "wait_ms": retry_in.map(millis),
+        "retry_after_ms": error.retry_after.map(millis),
+    })
 }
 
 /// One attempt; the flag says whether any delta reached the bus.
@@ -93,6 +181,11 @@ async fn attempt_once(
     let mut stream = provider.stream(request.clone());
     let mut partial = String::new();
     let mut shown = false;
+    let failed = |error, partial| CallEnd::Failed {
+        error,
+        partial,
+        attempts: 1,
+    };
     loop {
         let item = tokio::select! {
             biased;
@@ -117,14 +210,14 @@ async fn attempt_once(
             }
             Some(Ok(StreamEvent::ToolCallStarted { .. })) => shown = true,
             Some(Ok(StreamEvent::Completed(response))) => return (CallEnd::Done(response), shown),
-            Some(Err(error)) => return (CallEnd::Failed { error, partial }, shown),
+            Some(Err(error)) => return (failed(error, partial), shown),
             None => {
                 let error = ProviderError::new(
                     ProviderErrorKind::Network,
                     provider.id(),
                     "the response stream ended before the response was complete",
                 );
-                return (CallEnd::Failed { error, partial }, shown);
+                return (failed(error, partial), shown);
             }
         }
     }
@@ -146,5 +239,46 @@ mod tests {
         );
         assert_eq!(backoff(1, Some(Duration::from_secs(600))), MAX_DELAY);
         assert!(backoff(40, None) <= MAX_DELAY);
+    }
+
+    #[test]
+    fn retry_policy_by_kind_output_attempt_and_server_wait() {
+        let err = |kind, retry_after| ProviderError {
+            retry_after,
+            ..ProviderError::new(kind, "p", "m")
+        };
+        use ProviderErrorKind::*;
+        for kind in [RateLimit, Overloaded, Server, Network] {
+            assert!(retry_wait(&err(kind, None), 1, false).is_some(), "{kind:?}");
+        }
+        for kind in [
+            Auth,
+            ContextTooLong,
+            InvalidRequest,
+            Stream,
+            Cancelled,
+            NotConfigured,
+        ] {
+            assert!(retry_wait(&err(kind, None), 1, false).is_none(), "{kind:?}");
+        }
+        let timeout = ProviderError {
+            status: Some(408),
+            ..err(InvalidRequest, None)
+        };
+        assert!(retry_wait(&timeout, 1, false).is_some());
+        let conflict = ProviderError {
+            status: Some(409),
+            ..err(InvalidRequest, None)
+        };
+        assert!(retry_wait(&conflict, 3, false).is_some());
+        assert!(
+            retry_wait(&err(RateLimit, None), 1, true).is_none(),
+            "after output"
+        );
+        assert!(retry_wait(&err(RateLimit, None), MAX_ATTEMPTS, false).is_none());
+        let two = Some(Duration::from_secs(2));
+        assert_eq!(retry_wait(&err(RateLimit, two), 2, false), two);
+        let long = Some(MAX_DELAY + Duration::from_secs(1));
+        assert!(retry_wait(&err(RateLimit, long), 1, false).is_none());
     }
 }

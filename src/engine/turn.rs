@@ -2,15 +2,25 @@
 //!
 //! Owns: one turn of one live session — transcript repair before it, the user message,
 //! the loop of model calls bounded by `max_iterations`, appending assistant messages
-//! (`metadata.author`, `metadata.usage`) and tool results in call order, and ending the
-//! turn as `completed`, `failed` or `cancelled` with metadata written and files synced.
-//! Does not own: streaming one call (`stream`), running tool calls (`calls`), which
-//! session runs (`runtime`, `spawn`).
+//! (`metadata.author`, `metadata.model`, `metadata.usage`) and tool results in call
+//! order, and ending the turn as `completed`, `failed` or `cancelled` with metadata
+//! written and files synced. Does not own: streaming one call (`stream`), running tool
+//! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`config::prices`).
+//!
+//! Usage: every model call's usage ([`usage_json`]: `{input_tokens, output_tokens,
+//! cache_read_tokens, cache_creation_tokens, cost?}`, `cost` in USD only when the
+//! config's price table has the model) goes into the assistant message's
+//! `metadata.usage`, into `provider:response` `data.usage`, and is added to the
+//! session metadata's `usage` (tokens summed; `cost` summed over the priced calls,
+//! absent while none was priced). A call that fails leaves no usage (the APIs report
+//! none for it).
 //!
 //! Every turn ends with `session:status`, `orchestrator:complete`
-//! (`{status, turn_count, error?}`) and `session:end` (`{status}`): arbor treats each
-//! turn like one Amplifier run of the session, so `session:end` marks the end of a
-//! turn, not of the session's life (any session can be resumed later).
+//! (`{status, turn_count, usage, error?}`, `usage` being the turn's total in the shape
+//! above) and `session:end` (`{status}`): arbor treats each turn like one Amplifier run
+//! of the session, so `session:end` marks the end of a turn, not of the session's life
+//! (any session can be resumed later). A failed model call publishes `provider:error`
+//! (`stream::error_data`, `retrying: false`) first.
 
 use std::sync::Arc;
 
@@ -22,7 +32,8 @@ use super::live::LiveSession;
 use super::providers;
 use super::repair;
 use super::runtime::{EngineError, Runtime, TurnOutcome};
-use super::stream::{CallEnd, call_model};
+use super::stream::{CallEnd, call_model, error_data};
+use crate::config::prices::{CacheAccounting, PriceTable};
 use crate::provider::{ChatRequest, Provider, ProviderResponse, Usage};
 use crate::session::SessionStatus;
 use crate::session::events::names;
@@ -34,6 +45,23 @@ struct LoopEnd {
     status: SessionStatus,
     response: String,
     error: Option<String>,
+}
+
+/// Tokens and cost of the model calls of one turn.
+#[derive(Default)]
+struct TurnUsage {
+    usage: Usage,
+    /// Sum over the priced calls; `None` while no call was priced.
+    cost: Option<f64>,
+}
+
+impl TurnUsage {
+    fn add(&mut self, usage: &Usage, cost: Option<f64>) {
+        self.usage.add(usage);
+        if let Some(c) = cost {
+            self.cost = Some(round_cost(self.cost.unwrap_or(0.0) + c));
+        }
+    }
 }
 
 /// Runs one turn of `live` with `prompt`. `parent` is the calling turn's token when a
@@ -64,8 +92,19 @@ pub(crate) async fn run(
     live.emit(names::PROMPT_SUBMIT, json!({"prompt": prompt}));
 
     let tools = rt.mount_tools(&live);
-    let end = drive(&live, &provider, &provider_config, &tools, &token).await;
-    let outcome = finish(&live, end);
+    let (prices, warnings) = PriceTable::from_config(&rt.config);
+    for w in warnings {
+        tracing::warn!("config.yaml: {w}");
+    }
+    let ctx = CallCtx {
+        provider: &provider,
+        provider_config: &provider_config,
+        tools: &tools,
+        prices: &prices,
+    };
+    let mut usage = TurnUsage::default();
+    let end = drive(&live, &ctx, &token, &mut usage).await;
+    let outcome = finish(&live, end, &usage);
     drop(guard);
     Ok(outcome)
 }
@@ -77,13 +116,26 @@ fn busy(live: &LiveSession) -> EngineError {
     ))
 }
 
+/// What every model call of a turn uses.
+struct CallCtx<'a> {
+    provider: &'a Arc<dyn Provider>,
+    provider_config: &'a Value,
+    tools: &'a ToolSet,
+    prices: &'a PriceTable,
+}
+
 async fn drive(
     live: &LiveSession,
-    provider: &Arc<dyn Provider>,
-    provider_config: &Value,
-    tools: &ToolSet,
+    ctx: &CallCtx<'_>,
     token: &CancellationToken,
+    turn_usage: &mut TurnUsage,
 ) -> LoopEnd {
+    let CallCtx {
+        provider,
+        provider_config,
+        tools,
+        prices,
+    } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
     for iteration in 1..=max_iterations {
@@ -107,15 +159,14 @@ async fn drive(
         );
         let response = match call_model(live, provider, &request, token).await {
             CallEnd::Done(response) => normalize(response, iteration),
-            CallEnd::Failed { error, partial } => {
+            CallEnd::Failed {
+                error,
+                partial,
+                attempts,
+            } => {
                 live.emit(
                     names::PROVIDER_ERROR,
-                    json!({
-                        "provider": error.provider,
-                        "kind": error.kind,
-                        "status": error.status,
-                        "error": error.to_string(),
-                    }),
+                    error_data(provider.as_ref(), &request.model, &error, attempts, None),
                 );
                 keep_partial(live, &partial, Some(&error.to_string()));
                 return LoopEnd {
@@ -141,7 +192,8 @@ async fn drive(
                 };
             }
         };
-        record_response(live, provider.as_ref(), &response);
+        let cost = record_response(live, provider.as_ref(), &request.model, &response, prices);
+        turn_usage.add(&response.usage, cost);
         let text = response.text();
         if !text.is_empty() {
             last_text = text;
@@ -203,10 +255,25 @@ fn normalize(mut response: ProviderResponse, iteration: u32) -> ProviderResponse
     response
 }
 
-/// Appends the assistant message of a completed call, adds usage to the metadata and
-/// publishes `provider:response`.
-fn record_response(live: &LiveSession, provider: &dyn Provider, response: &ProviderResponse) {
+/// Appends the assistant message of a completed call, adds its usage (and cost, when
+/// `prices` has the model) to the metadata and publishes `provider:response`. Returns
+/// the call's cost.
+fn record_response(
+    live: &LiveSession,
+    provider: &dyn Provider,
+    request_model: &str,
+    response: &ProviderResponse,
+    prices: &PriceTable,
+) -> Option<f64> {
     let model = providers::label(provider, response.model.as_deref());
+    let reported = response.model.as_deref().unwrap_or_default();
+    let cost = prices
+        .price_for(provider.id(), provider.module(), &[reported, request_model])
+        .map(|p| {
+            let accounting = CacheAccounting::for_module(provider.module());
+            round_cost(p.cost(&response.usage, accounting))
+        });
+    let usage = usage_json(&response.usage, cost);
     live.append(Message::Assistant(AssistantMessage {
         content: response.content.clone(),
         tool_calls: response.tool_calls.clone(),
@@ -214,11 +281,14 @@ fn record_response(live: &LiveSession, provider: &dyn Provider, response: &Provi
         metadata: Some(json!({
             "author": live.agent_name,
             "model": model,
-            "usage": response.usage,
+            "usage": usage,
         })),
     }));
     live.update_metadata(|m| {
         m.usage.add(&response.usage);
+        if let Some(c) = cost {
+            m.usage.cost = Some(round_cost(m.usage.cost.unwrap_or(0.0) + c));
+        }
         m.model = Some(model.clone());
     });
     live.emit(
@@ -226,20 +296,32 @@ fn record_response(live: &LiveSession, provider: &dyn Provider, response: &Provi
         json!({
             "provider": provider.id(),
             "model": model,
-            "usage": usage_json(&response.usage),
+            "usage": usage,
             "stop_reason": response.stop_reason,
             "tool_calls": response.tool_calls.len(),
         }),
     );
+    cost
 }
 
-fn usage_json(usage: &Usage) -> Value {
-    json!({
+/// A usage record: `{input_tokens, output_tokens, cache_read_tokens,
+/// cache_creation_tokens}` plus `cost` (USD) when known.
+pub fn usage_json(usage: &Usage, cost: Option<f64>) -> Value {
+    let mut v = json!({
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cache_read_tokens": usage.cache_read_tokens,
         "cache_creation_tokens": usage.cache_creation_tokens,
-    })
+    });
+    if let (Some(c), Value::Object(map)) = (cost, &mut v) {
+        map.insert("cost".into(), json!(c));
+    }
+    v
+}
+
+/// USD rounded to 10 decimals, so sums of prices stay readable in JSON.
+fn round_cost(usd: f64) -> f64 {
+    (usd * 1e10).round() / 1e10
 }
 
 /// Saves text streamed before an error or cancel as an assistant message
@@ -259,7 +341,7 @@ fn keep_partial(live: &LiveSession, partial: &str, error: Option<&str>) {
 }
 
 /// Ends the turn: counts it, records the status, publishes the closing events, syncs.
-fn finish(live: &LiveSession, end: LoopEnd) -> TurnOutcome {
+fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     let mut error = end.error;
     if let Some(persist) = live.take_persist_error() {
         error = Some(match error {
@@ -278,7 +360,11 @@ fn finish(live: &LiveSession, end: LoopEnd) -> TurnOutcome {
     if status == SessionStatus::Cancelled {
         live.emit(names::CANCEL_COMPLETED, json!({}));
     }
-    let mut complete = json!({"status": status.as_str(), "turn_count": turn_count});
+    let mut complete = json!({
+        "status": status.as_str(),
+        "turn_count": turn_count,
+        "usage": usage_json(&usage.usage, usage.cost),
+    });
     if let (Some(e), Value::Object(map)) = (&error, &mut complete) {
         map.insert("error".into(), json!(e));
     }

@@ -13,6 +13,7 @@ pub mod http_error;
 pub mod openai;
 pub mod openai_stream;
 pub mod probe;
+pub mod routing;
 pub mod setup;
 pub mod sse;
 mod transport;

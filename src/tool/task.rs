@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::agent::{AgentDef, Registry};
+use crate::provider::routing;
 use crate::session::SessionStatus;
 use crate::session::ids;
 
@@ -82,9 +83,10 @@ pub struct TaskRequest {
     pub instruction: String,
     /// Resume this sub-session instead of spawning.
     pub session_id: Option<String>,
-    /// Stored in the child's metadata; routing resolves it (later).
+    /// A role name or list of roles (validated); resolved against the routing matrix
+    /// at spawn, or on resume to re-route the sub-session.
     pub model_role: Option<Value>,
-    /// `[{provider, model}]`; stored in the child's metadata.
+    /// `[{provider, model, config?}]` (validated); outranks every other model setting.
     pub provider_preferences: Option<Value>,
     pub context_depth: ContextDepth,
     /// Turns of context for `ContextDepth::Recent` (default 5).
@@ -253,8 +255,9 @@ impl TaskTool {
     }
 }
 
-/// Parses the call input (`instruction` required; `agent`, `session_id`, `model_role`,
-/// `provider_preferences`, `context_depth` none|recent|all, `context_turns` ≥ 0).
+/// Parses the call input (`instruction` required; `agent`, `session_id`, `model_role`
+/// (a role or list of roles), `provider_preferences` (`[{provider, model, config?}]`),
+/// `context_depth` none|recent|all, `context_turns` ≥ 0).
 pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
     if !input.is_object() {
         return Err(
@@ -288,12 +291,20 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
             .ok_or_else(|| format!("'context_turns' must be a non-negative integer, got {v}"))?,
     };
     let present = |key: &str| input.get(key).filter(|v| !v.is_null()).cloned();
+    let model_role = present("model_role");
+    if let Some(role) = &model_role {
+        routing::parse_roles(role).map_err(|e| e.to_string())?;
+    }
+    let provider_preferences = present("provider_preferences");
+    if let Some(prefs) = &provider_preferences {
+        routing::parse_preferences(prefs).map_err(|e| e.to_string())?;
+    }
     Ok(TaskRequest {
         agent: text("agent")?,
         instruction,
         session_id: text("session_id")?,
-        model_role: present("model_role"),
-        provider_preferences: present("provider_preferences"),
+        model_role,
+        provider_preferences,
         context_depth,
         context_turns,
     })
@@ -317,7 +328,7 @@ impl Tool for TaskTool {
                     "instruction": {"type": "string", "description": "What the agent should do; include everything it needs."},
                     "session_id": {"type": "string", "description": "Continue this earlier sub-session instead of spawning a new one."},
                     "model_role": {
-                        "description": "Model role(s) for the sub-session, e.g. \"fast\" or [\"coding\", \"general\"].",
+                        "description": "Model role(s) for the sub-session, tried in order, e.g. \"fast\" or [\"reasoning\", \"general\"]. Roles: general, fast, coding, ui-coding, security-audit, reasoning, critique, creative, writing, research, vision, image-gen, critical-ops.",
                         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
                     },
                     "provider_preferences": {
@@ -325,8 +336,12 @@ impl Tool for TaskTool {
                         "description": "Ordered provider/model preferences for the sub-session.",
                         "items": {
                             "type": "object",
-                            "properties": {"provider": {"type": "string"}, "model": {"type": "string"}},
-                            "required": ["provider"]
+                            "properties": {
+                                "provider": {"type": "string", "description": "Provider id or module, e.g. anthropic, openai, ollama."},
+                                "model": {"type": "string", "description": "Exact model id or a glob such as claude-sonnet-* (newest match wins)."},
+                                "config": {"type": "object", "description": "Model parameters, e.g. {\"reasoning_effort\": \"high\"}."}
+                            },
+                            "required": ["provider", "model"]
                         }
                     },
                     "context_depth": {"type": "string", "enum": ["none", "recent", "all"], "description": "How much of this conversation to pass along (default none)."},
@@ -491,6 +506,16 @@ mod tests {
                 .contains("must be a string")
         );
         assert!(parse_request(&json!([1])).is_err());
+        let e = parse_request(
+            &json!({"instruction": "x", "provider_preferences": [{"provider": "openai"}]}),
+        )
+        .unwrap_err();
+        assert!(e.contains("requires 'model' key"), "{e}");
+        let e = parse_request(&json!({"instruction": "x", "model_role": 3})).unwrap_err();
+        assert!(e.contains("model_role must be"), "{e}");
+        let r = parse_request(&json!({"instruction": "x", "model_role": ["reasoning", "general"]}))
+            .unwrap();
+        assert_eq!(r.model_role, Some(json!(["reasoning", "general"])));
     }
 
     #[test]

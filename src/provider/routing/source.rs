@@ -1,0 +1,163 @@
+//! Where model lists come from during resolution, and the per-process cache of them.
+//!
+//! Owns: the [`ModelSource`] trait resolution asks (by mount name), [`ModelCache`]
+//! (one successful `list_models` per key per process; failures are not cached, so a
+//! server that comes up later is seen), and [`StaticModels`], a fixed source with call
+//! counters for tests and the conformance suite. Does not own: HTTP (`Provider::list_models`)
+//! or deciding which provider a name means (`prefs`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::future::BoxFuture;
+use tokio::sync::OnceCell;
+
+/// Lists the models of a mounted provider. `Err` carries a one-line reason
+/// ("connection refused", "provider cannot list models") that resolution records.
+pub trait ModelSource: Send + Sync {
+    /// The model ids mounted provider `mount` offers, in the provider's order.
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Model lists cached by key (arbor keys them by provider id and base URL). Owned by
+/// the runtime, shared by every resolution in the process; concurrent requests for one
+/// key share a single fetch.
+#[derive(Debug, Default)]
+pub struct ModelCache {
+    lists: Mutex<HashMap<String, Arc<OnceCell<Vec<String>>>>>,
+}
+
+impl ModelCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The cached list for `key`, else the result of `list()` (cached when `Ok`). The
+    /// internal lock is never held across the fetch.
+    pub async fn get_or_list<F, Fut>(&self, key: &str, list: F) -> Result<Vec<String>, String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Vec<String>, String>>,
+    {
+        let cell = lock(&self.lists)
+            .entry(key.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_try_init(list).await.cloned()
+    }
+
+    /// The cached list for `key`, if fetched successfully before.
+    pub fn cached(&self, key: &str) -> Option<Vec<String>> {
+        lock(&self.lists).get(key).and_then(|c| c.get().cloned())
+    }
+
+    /// Forgets every list (e.g. `arbor models --refresh`).
+    pub fn clear(&self) {
+        lock(&self.lists).clear();
+    }
+}
+
+/// A fixed [`ModelSource`]: per mount, a model list or a failure; mounts not given
+/// fail with "provider cannot list models". Counts calls per mount.
+#[derive(Debug, Default)]
+pub struct StaticModels {
+    lists: HashMap<String, Result<Vec<String>, String>>,
+    calls: Mutex<HashMap<String, usize>>,
+}
+
+impl StaticModels {
+    /// A source that lists nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `mount` lists `models`.
+    pub fn with_models<S: Into<String>>(
+        mut self,
+        mount: &str,
+        models: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let models = models.into_iter().map(Into::into).collect();
+        self.lists.insert(mount.to_string(), Ok(models));
+        self
+    }
+
+    /// Listing `mount` fails with `reason`.
+    pub fn with_failure(mut self, mount: &str, reason: &str) -> Self {
+        self.lists
+            .insert(mount.to_string(), Err(reason.to_string()));
+        self
+    }
+
+    /// How many times `mount` was listed.
+    pub fn calls(&self, mount: &str) -> usize {
+        lock(&self.calls).get(mount).copied().unwrap_or(0)
+    }
+}
+
+impl ModelSource for StaticModels {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        *lock(&self.calls).entry(mount.to_string()).or_default() += 1;
+        let result = self
+            .lists
+            .get(mount)
+            .cloned()
+            .unwrap_or_else(|| Err("provider cannot list models".into()));
+        Box::pin(async move { result })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn cache_fetches_once_and_does_not_keep_failures() {
+        let cache = ModelCache::new();
+        let calls = AtomicUsize::new(0);
+        let fetch = || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(vec!["m1".to_string()])
+        };
+        for _ in 0..3 {
+            assert_eq!(cache.get_or_list("openai", fetch).await.unwrap(), ["m1"]);
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(cache.cached("openai").unwrap(), ["m1"]);
+
+        let failed = cache
+            .get_or_list("local", || async {
+                Err::<Vec<String>, _>("down".to_string())
+            })
+            .await;
+        assert_eq!(failed.unwrap_err(), "down");
+        assert!(cache.cached("local").is_none());
+        let ok = cache
+            .get_or_list("local", || async { Ok(vec!["up".to_string()]) })
+            .await;
+        assert_eq!(ok.unwrap(), ["up"]);
+        cache.clear();
+        assert!(cache.cached("openai").is_none());
+    }
+
+    #[tokio::test]
+    async fn static_models_count_calls() {
+        let source = StaticModels::new()
+            .with_models("a", ["x"])
+            .with_failure("b", "boom");
+        assert_eq!(source.list_models("a").await.unwrap(), ["x"]);
+        assert_eq!(source.list_models("b").await.unwrap_err(), "boom");
+        assert!(source.list_models("c").await.is_err());
+        assert_eq!(
+            (source.calls("a"), source.calls("b"), source.calls("z")),
+            (1, 1, 0)
+        );
+    }
+}
