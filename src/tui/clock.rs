@@ -76,6 +76,19 @@ pub fn format_tokens(n: u64) -> String {
     }
 }
 
+/// A compact USD cost: `$0`, `$0.0042`, `$0.37`, `$12.50`, `$1234`.
+pub fn format_cost(usd: f64) -> String {
+    if !usd.is_finite() || usd <= 0.0 {
+        "$0".to_string()
+    } else if usd < 0.01 {
+        format!("${usd:.4}")
+    } else if usd < 1000.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.0}")
+    }
+}
+
 /// Parses an RFC 3339 timestamp as written in events and metadata.
 pub fn parse_ts(s: &str) -> Option<Timestamp> {
     s.parse().ok()
@@ -94,6 +107,10 @@ mod tests {
         assert_eq!(format_elapsed(3_840_000), "1h04m");
         assert_eq!(format_tokens(12_345), "12.3k");
         assert_eq!(format_tokens(999), "999");
+        assert_eq!(format_cost(0.0), "$0");
+        assert_eq!(format_cost(0.00042), "$0.0004");
+        assert_eq!(format_cost(0.375), "$0.38");
+        assert_eq!(format_cost(1234.4), "$1234");
         assert_eq!(millis_between(c.now(), t0), 0);
     }
 }

@@ -7,6 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use super::{App, Areas, Focus, Overlay};
 use crate::tui::keymap::Context;
 use crate::tui::state::cells::short_id;
+use crate::tui::state::tree::Spend;
 use crate::tui::theme::Slot;
 use crate::tui::views::banner::BannerView;
 use crate::tui::views::browser::BrowserView;
@@ -14,7 +15,7 @@ use crate::tui::views::centered;
 use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::help::HelpView;
-use crate::tui::views::status::StatusView;
+use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
@@ -112,6 +113,7 @@ impl App {
         let status = StatusView {
             provider: &self.provider_label,
             running: self.tree.running_count(),
+            usage: self.status_usage(),
             note: self.note.as_ref(),
             reload: self.reload_text(),
             hints: self.keymap.hints(context),
@@ -143,6 +145,21 @@ impl App {
                 frame.render_widget(&view, area);
             }
         }
+    }
+
+    /// The open session's spend and its root's tree total (when the tree holds more
+    /// than the session); `None` before anything was spent.
+    pub fn status_usage(&self) -> Option<StatusUsage> {
+        let id = self.thread.as_ref()?.session_id.as_deref()?;
+        let session = self.tree.own_spend(id)?;
+        let tree = self
+            .tree
+            .root_of(id)
+            .map(|root| self.tree.subtree_spend(root))
+            .filter(|total| *total != session);
+        let spent = |s: &Spend| s.tokens > 0 || s.cost.is_some();
+        (spent(&session) || tree.as_ref().is_some_and(spent))
+            .then_some(StatusUsage { session, tree })
     }
 
     fn composer_title(&self) -> String {

@@ -1,5 +1,6 @@
 //! Chat cells: one visible unit of a thread (user message, assistant Markdown,
-//! thinking, tool-call card, task card, error, notice, the streaming tail) and its
+//! thinking, tool-call card, task card, error, provider failure, notice, the streaming
+//! tail) and its
 //! per-width cache of wrapped rows.
 //!
 //! Owns: how each cell kind looks as rows. Does not own: which cells a thread has
@@ -9,6 +10,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+use super::error_card::ProviderFailure;
 use super::stream::StreamState;
 use crate::session::SessionStatus;
 use crate::tui::markdown;
@@ -89,6 +91,8 @@ pub enum CellKind {
     Tool(ToolCard),
     Task(TaskCard),
     Error(String),
+    /// A failed model call or a pending retry (`provider:error`), see `error_card`.
+    Failure(Box<ProviderFailure>),
     Notice(String),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
@@ -192,6 +196,7 @@ impl Cell {
             CellKind::Tool(card) => tool_rows(card, self.expanded, theme),
             CellKind::Task(card) => task_rows(card, self.expanded, theme),
             CellKind::Error(msg) => prefixed_text("✗ ", msg, theme.style(Slot::ChatError)),
+            CellKind::Failure(failure) => failure.rows(theme),
             CellKind::Notice(msg) => prefixed_text("⊘ ", msg, theme.style(Slot::ChatNotice)),
             CellKind::Streaming(_) => Vec::new(),
         }

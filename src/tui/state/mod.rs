@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod cells;
+pub mod error_card;
 pub mod inflight;
 pub mod layout;
 pub mod stream;

@@ -183,13 +183,15 @@ impl Thread {
         self.cells.len() - 1
     }
 
-    /// Adds an error cell.
+    /// Adds an error cell, unless one of the last cells already shows `message` (as
+    /// text or as a provider failure card).
     pub fn push_error(&mut self, message: &str) {
         let recent = self.cells.iter().rev().take(3);
-        if recent
-            .into_iter()
-            .any(|c| matches!(&c.kind, CellKind::Error(m) if m == message))
-        {
+        if recent.into_iter().any(|c| match &c.kind {
+            CellKind::Error(m) => m == message,
+            CellKind::Failure(f) => !f.is_retry() && f.error == message,
+            _ => false,
+        }) {
             return;
         }
         self.finalize_stream();

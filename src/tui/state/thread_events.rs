@@ -6,13 +6,14 @@
 //! `message:appended` `{message}`; `tool:pre` `{tool_call_id, tool_name,
 //! tool_input|arguments|input, sub_session_id?}`; `tool:post` `{tool_call_id,
 //! result|tool_response|output, sub_session_id?}`; `tool:error` `{tool_call_id,
-//! error|message}`; `provider:error` `{error|message}`.
+//! error|message}`; `provider:error` (see `error_card`: a retry notice or an error card).
 //!
 //! Owns: that mapping. Does not own: tree updates (`tree`).
 
 use serde_json::Value;
 
 use super::cells::{CellKind, ToolStatus};
+use super::error_card::ProviderFailure;
 use super::thread::Thread;
 use super::transcript::{result_status, str_field};
 use crate::session::events::names;
@@ -86,12 +87,7 @@ impl Thread {
                 let child = str_field(data, "sub_session_id");
                 self.set_result(i, status, &content, child.as_deref());
             }
-            names::PROVIDER_ERROR => {
-                let msg = str_field(data, "error")
-                    .or_else(|| str_field(data, "message"))
-                    .unwrap_or_else(|| "provider error".into());
-                self.push_error(&msg);
-            }
+            names::PROVIDER_ERROR => self.push_failure(ProviderFailure::from_data(data)),
             names::CANCEL_COMPLETED => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
@@ -244,7 +240,7 @@ mod tests {
             &theme,
         );
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial"));
-        assert!(matches!(&t.cells[1].kind, CellKind::Error(s) if s == "openai: 500 boom"));
+        assert!(matches!(&t.cells[1].kind, CellKind::Failure(f) if f.error == "openai: 500 boom"));
         // The engine then saves the partial message: it replaces the provisional cell
         // in place, before the error.
         let partial = json!({"role": "assistant", "content": "partial text"});
@@ -255,6 +251,6 @@ mod tests {
         t.push_error("openai: 500 boom");
         assert_eq!(t.cells.len(), 2);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial text"));
-        assert!(matches!(&t.cells[1].kind, CellKind::Error(_)));
+        assert!(matches!(&t.cells[1].kind, CellKind::Failure(_)));
     }
 }

@@ -4,11 +4,17 @@
 //! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists;
 //! agent from `data.agent|agent_name`, parent from the event's `parent_id` or
 //! `data.parent`), `session:status` (`data.status`), `orchestrator:complete`
-//! (`data.status`), `provider:response` (`data.usage.{input,output}_tokens`).
-//! Any other event of an unknown session adds a node too.
+//! (`data.status`), `provider:response` (`data.usage.{input,output}_tokens`, and
+//! `data.usage.cost` in USD when the model has a price). Any other event of an unknown
+//! session adds a node too.
 //!
-//! Owns: the tree model and its flattening into rows. Does not own: drawing
-//! (`views::tree`).
+//! Owns: the tree model, its flattening into rows, and usage rolled up the subtree
+//! (`usage`: tokens always, cost where any session below has one). Does not own:
+//! drawing (`views::tree`).
+
+mod usage;
+
+pub use usage::Spend;
 
 use std::collections::{HashMap, HashSet};
 
@@ -32,6 +38,8 @@ pub struct Node {
     pub ended: Option<Timestamp>,
     /// This session's own tokens (input + output).
     pub tokens: u64,
+    /// This session's own cost in USD, when any of its model calls had a price.
+    pub cost: Option<f64>,
     pub children: Vec<String>,
     pub collapsed: bool,
 }
@@ -46,6 +54,7 @@ impl Node {
             started: None,
             ended: None,
             tokens: 0,
+            cost: None,
             children: Vec::new(),
             collapsed: false,
         }
@@ -77,6 +86,8 @@ pub struct TreeRow<'a> {
     pub depth: usize,
     /// Tokens of the node and all its descendants.
     pub tokens: u64,
+    /// Cost (USD) of the node and all its descendants; `None` when none is known.
+    pub cost: Option<f64>,
     /// Running descendants hidden under this collapsed node (0 when expanded).
     pub hidden_running: usize,
 }
@@ -134,6 +145,7 @@ impl SessionTree {
             node.started = parse_ts(&m.created);
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
+            node.cost = m.usage.cost;
             node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
             self.insert(node);
         }
@@ -239,6 +251,9 @@ impl SessionTree {
                 let usage = data.get("usage").unwrap_or(data);
                 let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
                 node.tokens += n("input_tokens") + n("output_tokens");
+                if let Some(c) = usage.get("cost").and_then(Value::as_f64) {
+                    node.cost = Some(node.cost.unwrap_or(0.0) + c);
+                }
             }
             _ => {}
         }
@@ -253,7 +268,7 @@ impl SessionTree {
 
     /// Visible rows: roots and, under expanded nodes, their descendants.
     pub fn rows(&self) -> Vec<TreeRow<'_>> {
-        let mut totals: HashMap<&str, u64> = HashMap::new();
+        let mut totals: HashMap<&str, Spend> = HashMap::new();
         let mut visiting = HashSet::new();
         for r in &self.roots {
             self.total(r, &mut totals, &mut visiting);
@@ -274,10 +289,12 @@ impl SessionTree {
             } else {
                 0
             };
+            let spend = totals.get(id).copied().unwrap_or(Spend::of(node));
             out.push(TreeRow {
                 node,
                 depth,
-                tokens: totals.get(id).copied().unwrap_or(node.tokens),
+                tokens: spend.tokens,
+                cost: spend.cost,
                 hidden_running,
             });
             if !node.collapsed {
@@ -290,21 +307,21 @@ impl SessionTree {
     fn total<'a>(
         &'a self,
         id: &'a str,
-        totals: &mut HashMap<&'a str, u64>,
+        totals: &mut HashMap<&'a str, Spend>,
         visiting: &mut HashSet<&'a str>,
-    ) -> u64 {
+    ) -> Spend {
         if let Some(t) = totals.get(id) {
             return *t;
         }
         let Some(node) = self.nodes.get(id) else {
-            return 0;
+            return Spend::default();
         };
         if !visiting.insert(id) {
-            return 0;
+            return Spend::default();
         }
-        let mut sum = node.tokens;
+        let mut sum = Spend::of(node);
         for c in &node.children {
-            sum += self.total(c, totals, visiting);
+            sum.add(self.total(c, totals, visiting));
         }
         totals.insert(id, sum);
         sum

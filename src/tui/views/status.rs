@@ -1,5 +1,6 @@
-//! The status bar: provider/model (or a no-provider warning), running count, a note
-//! or the reload mark, and key hints from the keymap.
+//! The status bar: provider/model (or a no-provider warning), running count, the open
+//! session's usage (tokens, cost where known, and its tree's total when it has
+//! sub-sessions or is one), a note or the reload mark, and key hints from the keymap.
 //!
 //! A label without a model (`openai` or `openai/`: a local server whose model is
 //! resolved on the first request) reads `openai (default model)` until a
@@ -11,6 +12,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::tui::app::Note;
+use crate::tui::clock::{format_cost, format_tokens};
+use crate::tui::state::tree::Spend;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
 
@@ -36,10 +39,44 @@ pub fn display_label(label: &str) -> String {
     }
 }
 
+/// The open session's usage for the status bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatusUsage {
+    /// The session's own tokens and cost.
+    pub session: Spend,
+    /// Its root's whole tree, when that differs from the session alone.
+    pub tree: Option<Spend>,
+}
+
+impl StatusUsage {
+    /// `12.3k tok $0.04 · tree 45.6k $0.31` (cost only where known).
+    pub fn text(&self) -> String {
+        self.text_with(" tok")
+    }
+
+    fn text_with(&self, unit: &str) -> String {
+        let spend = |s: &Spend, unit: &str| {
+            let mut out = format!("{}{unit}", format_tokens(s.tokens));
+            if let Some(c) = s.cost {
+                out.push(' ');
+                out.push_str(&format_cost(c));
+            }
+            out
+        };
+        let mut text = spend(&self.session, unit);
+        if let Some(tree) = &self.tree {
+            text.push_str(&format!(" · tree {}", spend(tree, "")));
+        }
+        text
+    }
+}
+
 /// The status bar.
 pub struct StatusView<'a> {
     pub provider: &'a Result<String, String>,
     pub running: usize,
+    /// The open session's usage (`None`: no session open or nothing spent yet).
+    pub usage: Option<StatusUsage>,
     pub note: Option<&'a Note>,
     /// The reload summary while its mark is visible.
     pub reload: Option<String>,
@@ -48,19 +85,43 @@ pub struct StatusView<'a> {
     pub theme: &'a Theme,
 }
 
-impl Widget for &StatusView<'_> {
-    fn render(self, area: Rect, buf: &mut Buffer) {
-        if area.is_empty() {
-            return;
-        }
+impl StatusView<'_> {
+    /// The left part at `level` of compaction: 0 full; 1 usage without the tree
+    /// total; 2 also the provider label as its model, `●N` for running sessions and
+    /// usage without "tok".
+    fn left(&self, level: u8) -> Vec<Span<'static>> {
         let bar = self.theme.style(Slot::StatusBar);
-        buf.set_style(area, bar);
         let mut left = vec![match self.provider {
+            Ok(label) if level >= 2 => {
+                let short = model_part(label).map_or_else(|| display_label(label), str::to_string);
+                Span::styled(format!(" {short} "), bar)
+            }
             Ok(label) => Span::styled(format!(" {} ", display_label(label)), bar),
             Err(_) => Span::styled(" ⚠ no provider ", self.theme.style(Slot::StatusNote)),
         }];
         if self.running > 0 {
-            left.push(Span::styled(format!("│ ● {} running ", self.running), bar));
+            let text = if level >= 2 {
+                format!("│ ●{} ", self.running)
+            } else {
+                format!("│ ● {} running ", self.running)
+            };
+            left.push(Span::styled(text, bar));
+        }
+        if let Some(usage) = &self.usage {
+            let text = match level {
+                0 => usage.text(),
+                1 => StatusUsage {
+                    tree: None,
+                    ..*usage
+                }
+                .text(),
+                _ => StatusUsage {
+                    tree: None,
+                    ..*usage
+                }
+                .text_with(""),
+            };
+            left.push(Span::styled(format!("│ {text} "), bar));
         }
         if let Some(note) = self.note {
             let slot = if note.warning {
@@ -78,9 +139,29 @@ impl Widget for &StatusView<'_> {
                 self.theme.style(Slot::ReloadMark).patch(bar),
             ));
         }
-        let left = Line::from(left);
-        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        left
+    }
+}
+
+impl Widget for &StatusView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if area.is_empty() {
+            return;
+        }
+        let bar = self.theme.style(Slot::StatusBar);
+        buf.set_style(area, bar);
         let total = usize::from(area.width);
+        let span_w = |spans: &[Span<'_>]| spans.iter().map(|s| width(&s.content)).sum::<usize>();
+        // The least compaction that fits (the last one is truncated when none does).
+        let mut left = self.left(0);
+        for level in 1..=2 {
+            if span_w(&left) <= total {
+                break;
+            }
+            left = self.left(level);
+        }
+        let left_w = span_w(&left);
+        let left = Line::from(left);
         let left = if left_w > total {
             truncate(&left, area.width)
         } else {

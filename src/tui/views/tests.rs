@@ -358,6 +358,7 @@ fn status_bar_with_hints_note_and_warning() {
     let view = StatusView {
         provider: &ok,
         running: 2,
+        usage: None,
         note: None,
         reload: None,
         hints: km.hints(Context::Tree),
@@ -374,6 +375,7 @@ fn status_bar_with_hints_note_and_warning() {
     let view = StatusView {
         provider: &err,
         running: 0,
+        usage: None,
         note: Some(&note),
         reload: None,
         hints: km.hints(Context::Composer),
@@ -485,4 +487,141 @@ fn no_provider_banner() {
     insta::assert_snapshot!("banner_80", render(&view, 80, h80));
     let h40 = view.height(40);
     insta::assert_snapshot!("banner_40", render(&view, 40, h40));
+}
+
+/// A thread whose first call was retried once (rate limited) and whose second turn
+/// failed for good (authentication).
+fn failed_thread() -> Thread {
+    let theme = theme();
+    let mut t = Thread::loading(ROOT, Some("zen-architect".into()));
+    let msgs: Vec<Message> = [json!({"role": "user", "content": "Summarise the README."})]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    t.load(LoadedSession {
+        metadata: Metadata {
+            session_id: ROOT.into(),
+            ..Default::default()
+        },
+        transcript: msgs,
+        warnings: vec![],
+    });
+    let e = |data: Value| ev(names::PROVIDER_ERROR, ROOT, None, NOW, data);
+    t.apply_event(
+        &e(json!({
+            "provider": "openrouter", "module": "provider-openai", "model": "meta-llama/llama-3.2-3b-instruct:free",
+            "kind": "rate_limit", "status": 429,
+            "message": "Rate limit exceeded: limit_rpm/meta-llama/llama-3.2-3b-instruct. Please retry shortly.",
+            "error": "openrouter: Rate limit exceeded (HTTP 429)", "retryable": true,
+            "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1000, "retry_after_ms": 1000
+        })),
+        &theme,
+    );
+    let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "The README describes arbor."}]});
+    t.apply_event(
+        &ev(
+            names::MESSAGE_APPENDED,
+            ROOT,
+            None,
+            NOW,
+            json!({"message": reply}),
+        ),
+        &theme,
+    );
+    let again = json!({"role": "user", "content": "And the SPEC?"});
+    t.apply_event(
+        &ev(
+            names::MESSAGE_APPENDED,
+            ROOT,
+            None,
+            NOW,
+            json!({"message": again}),
+        ),
+        &theme,
+    );
+    t.apply_event(
+        &e(json!({
+            "provider": "anthropic", "module": "provider-anthropic", "model": "claude-sonnet-4-5",
+            "kind": "auth", "status": 401, "message": "invalid x-api-key",
+            "error": "anthropic: invalid x-api-key (HTTP 401)", "retryable": false,
+            "retrying": false, "attempt": 1, "max_attempts": 4, "wait_ms": null, "retry_after_ms": null
+        })),
+        &theme,
+    );
+    t
+}
+
+#[test]
+fn chat_view_with_a_retry_notice_and_an_error_cell() {
+    let theme = theme();
+    let tree = sample_tree();
+    for (w, name) in [(80u16, "chat_80_error_cell"), (40, "chat_40_error_cell")] {
+        let mut thread = failed_thread();
+        let area = Rect::new(0, 0, w, 24);
+        thread.layout(
+            chat::wrap_width(area),
+            usize::from(chat::body_area(area).height),
+            &theme,
+        );
+        let view = ChatView {
+            thread: Some(&thread),
+            tree: &tree,
+            theme: &theme,
+            now: now(),
+            focused: false,
+        };
+        let screen = render(&view, w, 24);
+        assert!(screen.contains("Authentication failed"), "{screen}");
+        insta::assert_snapshot!(name, screen);
+    }
+}
+
+#[test]
+fn status_bar_and_tree_show_usage_and_cost() {
+    use super::status::StatusUsage;
+    use crate::tui::state::tree::Spend;
+    let theme = theme();
+    let km = Keymap::defaults();
+    let ok = Ok("anthropic/claude-sonnet-4-5".to_string());
+    let view = StatusView {
+        provider: &ok,
+        running: 1,
+        usage: Some(StatusUsage {
+            session: Spend {
+                tokens: 12_345,
+                cost: Some(0.0412),
+            },
+            tree: Some(Spend {
+                tokens: 45_600,
+                cost: Some(0.3125),
+            }),
+        }),
+        note: None,
+        reload: None,
+        hints: km.hints(Context::Chat),
+        theme: &theme,
+    };
+    insta::assert_snapshot!("status_80_usage", render(&view, 80, 1));
+    insta::assert_snapshot!("status_40_usage", render(&view, 40, 1));
+
+    let mut tree = sample_tree();
+    let cost = |id: &str, parent: Option<&str>, usd: f64| {
+        ev(
+            names::PROVIDER_RESPONSE,
+            id,
+            parent,
+            "2025-03-01T12:00:21Z",
+            json!({"usage": {"input_tokens": 0, "output_tokens": 0, "cost": usd}}),
+        )
+    };
+    tree.apply(&cost(ROOT, None, 0.25));
+    tree.apply(&cost(REVIEWER, Some(EXPLORER), 0.0042));
+    let view = TreeView {
+        tree: &tree,
+        theme: &theme,
+        now: now(),
+        focused: true,
+        open: Some(ROOT),
+    };
+    insta::assert_snapshot!("tree_80_cost", render(&view, 80, 24));
 }

@@ -1,5 +1,5 @@
 //! The session tree pane: one row per visible session with status glyph, agent,
-//! elapsed time and tokens rolled up the subtree. A collapsed node with running
+//! elapsed time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 
 use jiff::Timestamp;
@@ -11,7 +11,7 @@ use ratatui::widgets::Widget;
 
 use super::{pane_block, spinner};
 use crate::session::SessionStatus;
-use crate::tui::clock::{format_elapsed, format_tokens};
+use crate::tui::clock::{format_cost, format_elapsed, format_tokens};
 use crate::tui::state::tree::{SessionTree, TreeRow};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
@@ -60,6 +60,10 @@ impl TreeView<'_> {
         if row.tokens > 0 {
             right.push(' ');
             right.push_str(&format_tokens(row.tokens));
+        }
+        if let Some(cost) = row.cost {
+            right.push(' ');
+            right.push_str(&format_cost(cost));
         }
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
         let fold_style = if hidden.is_some() { running } else { meta };

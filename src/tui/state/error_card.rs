@@ -1,0 +1,358 @@
+//! Provider error cells: a model call that failed (or is about to be retried), shown
+//! with its kind as a heading, the API's own message, provider, model and HTTP status,
+//! and a hint fitting the kind.
+//!
+//! Reads `provider:error` `data` as the engine publishes it (`engine::stream::
+//! error_data`): `{provider, module, model, kind, status, message, error, retryable,
+//! retrying, attempt, max_attempts, wait_ms, retry_after_ms}`; an older event with only
+//! `error`/`message` still shows (as a generic "Provider error").
+//!
+//! Placement: a retry shows as a one-line notice; the next retry or the final error of
+//! the same call replaces it when it is still the last cell, so a call that gave up
+//! leaves one error card ("after 4 attempts"). A plain error cell with the same text
+//! (the turn's outcome can arrive first) is replaced by the card too.
+//!
+//! Owns: parsing that data, the heading/hint per kind and the rows. Does not own: when
+//! events arrive (`thread_events`) or other cells (`cells`).
+
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::cells::{CellKind, Row};
+use super::thread::Thread;
+use crate::provider::ProviderErrorKind;
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::RLine;
+
+/// One `provider:error`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderFailure {
+    /// `None` for a kind this build does not know.
+    pub kind: Option<ProviderErrorKind>,
+    /// Provider id (`openai`, `anthropic`, …); may be empty.
+    pub provider: String,
+    /// `provider-openai`, `provider-anthropic`, … when known.
+    pub module: Option<String>,
+    pub model: Option<String>,
+    pub status: Option<u16>,
+    /// The API's own message (else a description of the failure).
+    pub message: String,
+    /// The full error text (`provider: message (HTTP n)`), as the turn outcome has it.
+    pub error: String,
+    /// The attempt that failed (1-based) and the most attempts per call.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// While a retry is pending: the wait before it, in milliseconds.
+    pub retry_in_ms: Option<u64>,
+    /// The server's requested wait, in milliseconds.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// The snake-case kind names of `provider:error` `data.kind`.
+pub fn parse_kind(s: &str) -> Option<ProviderErrorKind> {
+    use ProviderErrorKind::*;
+    Some(match s {
+        "auth" => Auth,
+        "rate_limit" => RateLimit,
+        "overloaded" => Overloaded,
+        "context_too_long" => ContextTooLong,
+        "invalid_request" => InvalidRequest,
+        "server" => Server,
+        "network" => Network,
+        "stream" => Stream,
+        "cancelled" => Cancelled,
+        "not_configured" => NotConfigured,
+        _ => return None,
+    })
+}
+
+/// The heading of an error of `kind`.
+pub fn heading(kind: Option<ProviderErrorKind>) -> &'static str {
+    use ProviderErrorKind::*;
+    match kind {
+        Some(Auth) => "Authentication failed",
+        Some(RateLimit) => "Rate limited",
+        Some(Overloaded) => "Provider overloaded",
+        Some(ContextTooLong) => "Context too long",
+        Some(InvalidRequest) => "Request rejected",
+        Some(Server) => "Provider server error",
+        Some(Network) => "Network error",
+        Some(Stream) => "Response stream failed",
+        Some(Cancelled) => "Cancelled",
+        Some(NotConfigured) => "No provider configured",
+        None => "Provider error",
+    }
+}
+
+/// `1.5s`, `45s`, `2m05s`, `250ms`.
+pub fn format_wait(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..10_000 if !ms.is_multiple_of(1_000) => format!("{:.1}s", ms as f64 / 1000.0),
+        1_000..60_000 => format!("{}s", ms / 1_000),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1_000) % 60),
+    }
+}
+
+impl ProviderFailure {
+    /// Parses `provider:error` data (missing fields are empty/`None`).
+    pub fn from_data(data: &Value) -> Self {
+        let s = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
+        let n = |k: &str| data.get(k).and_then(Value::as_u64);
+        let error = s("error")
+            .or_else(|| s("message"))
+            .unwrap_or_else(|| "provider error".into());
+        let retrying = data.get("retrying").and_then(Value::as_bool) == Some(true);
+        Self {
+            kind: s("kind").as_deref().and_then(parse_kind),
+            provider: s("provider").unwrap_or_default(),
+            module: s("module"),
+            model: s("model").filter(|m| !m.is_empty()),
+            status: n("status").and_then(|v| u16::try_from(v).ok()),
+            message: s("message").unwrap_or_else(|| error.clone()),
+            error,
+            attempt: n("attempt")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(1),
+            max_attempts: n("max_attempts")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(1),
+            retry_in_ms: if retrying {
+                Some(n("wait_ms").unwrap_or(0))
+            } else {
+                None
+            },
+            retry_after_ms: n("retry_after_ms"),
+        }
+    }
+
+    /// Whether a retry is pending (a notice, not the final error).
+    pub fn is_retry(&self) -> bool {
+        self.retry_in_ms.is_some()
+    }
+
+    /// The environment variable holding this provider's key.
+    fn key_var(&self) -> &'static str {
+        let names = format!(
+            "{} {}",
+            self.provider.to_ascii_lowercase(),
+            self.module.as_deref().unwrap_or_default()
+        );
+        if names.contains("anthropic") {
+            "ANTHROPIC_API_KEY"
+        } else if names.contains("openrouter") {
+            "OPENROUTER_API_KEY"
+        } else if names.contains("azure") {
+            "AZURE_OPENAI_API_KEY"
+        } else {
+            "OPENAI_API_KEY"
+        }
+    }
+
+    /// What the user can do about it.
+    pub fn hint(&self) -> String {
+        use ProviderErrorKind::*;
+        let wait = self
+            .retry_after_ms
+            .filter(|ms| *ms > 0)
+            .map(|ms| format!("the server asks to wait {}; ", format_wait(ms)))
+            .unwrap_or_default();
+        match self.kind {
+            Some(Auth) => format!(
+                "check {} (or `api_key` in config.yaml), then resend to retry",
+                self.key_var()
+            ),
+            Some(RateLimit) => format!("{wait}wait a moment, then resend to retry"),
+            Some(Overloaded) => format!("{wait}the provider is busy: resend in a moment to retry"),
+            Some(ContextTooLong) => {
+                "the conversation no longer fits the model: start a new session or use a model with a larger context".into()
+            }
+            Some(InvalidRequest) => {
+                "check the model name and provider config; resending unchanged fails again".into()
+            }
+            Some(Server) => format!("{wait}resend to retry; if it persists, check the provider's status"),
+            Some(Network) => "check the connection and the provider's base_url, then resend to retry".into(),
+            Some(Stream) => "the partial reply is kept; resend to retry".into(),
+            Some(Cancelled) => "resend to continue".into(),
+            Some(NotConfigured) => "configure a provider (`arbor doctor` shows what was found)".into(),
+            None => "resend to retry".into(),
+        }
+    }
+
+    /// `openai · gpt-4o · HTTP 429 · after 4 attempts` (empty parts left out).
+    pub fn meta(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if !self.provider.is_empty() {
+            parts.push(self.provider.clone());
+        }
+        if let Some(m) = &self.model {
+            parts.push(m.clone());
+        }
+        if let Some(s) = self.status {
+            parts.push(format!("HTTP {s}"));
+        }
+        if self.attempt > 1 && !self.is_retry() {
+            parts.push(format!("after {} attempts", self.attempt));
+        }
+        parts.join(" · ")
+    }
+
+    /// The cell's logical rows.
+    pub(crate) fn rows(&self, theme: &Theme) -> Vec<Row> {
+        let error = theme.style(Slot::ChatError);
+        let notice = theme.style(Slot::ChatNotice);
+        let meta = theme.style(Slot::ChatToolResult);
+        let message = first_lines(&self.message, 6);
+        if let Some(wait) = self.retry_in_ms {
+            let mut head = format!("↻ {}", heading(self.kind));
+            if let Some(s) = self.status {
+                head.push_str(&format!(" (HTTP {s})"));
+            }
+            head.push_str(&format!(
+                " · retry {} of {} in {} · Esc cancels",
+                self.attempt + 1,
+                self.max_attempts.max(self.attempt + 1),
+                format_wait(wait)
+            ));
+            let mut rows = vec![wrapped(vec![Span::styled(head, notice)], 2)];
+            if let Some(first) = message.first() {
+                rows.push(wrapped(vec![Span::styled(format!("  {first}"), meta)], 2));
+            }
+            return rows;
+        }
+        let mut rows = vec![wrapped(
+            vec![Span::styled(
+                format!("✗ {}", heading(self.kind)),
+                error.add_modifier(Modifier::BOLD),
+            )],
+            2,
+        )];
+        for line in message {
+            rows.push(wrapped(vec![Span::styled(format!("  {line}"), error)], 2));
+        }
+        let meta_text = self.meta();
+        if !meta_text.is_empty() {
+            rows.push(wrapped(
+                vec![Span::styled(format!("  {meta_text}"), meta)],
+                2,
+            ));
+        }
+        rows.push(wrapped(
+            vec![Span::styled(format!("  ↳ {}", self.hint()), notice)],
+            4,
+        ));
+        rows
+    }
+}
+
+fn wrapped(spans: Vec<Span<'static>>, indent: u16) -> Row {
+    Row::Wrap(RLine::indented(Line::from(spans), indent))
+}
+
+/// Up to `max` non-blank lines of `text` (the last says how many were left out).
+fn first_lines(text: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut out: Vec<String> = lines.iter().take(max).map(|l| l.to_string()).collect();
+    if lines.len() > max {
+        out.push(format!("… {} more lines", lines.len() - max));
+    }
+    out
+}
+
+impl Thread {
+    /// Shows a `provider:error`: replaces a pending-retry cell or a plain error cell
+    /// with the same text when it is the last cell, else appends.
+    pub fn push_failure(&mut self, failure: ProviderFailure) {
+        self.finalize_stream();
+        let replace = self.cells.last().is_some_and(|c| match &c.kind {
+            CellKind::Failure(f) => f.is_retry() && f.provider == failure.provider,
+            CellKind::Error(m) => !failure.is_retry() && *m == failure.error,
+            _ => false,
+        });
+        if replace && let Some(cell) = self.cells.last_mut() {
+            cell.kind = CellKind::Failure(Box::new(failure));
+            cell.invalidate();
+            return;
+        }
+        self.push(CellKind::Failure(Box::new(failure)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::wrap::plain;
+    use serde_json::json;
+
+    fn text(f: &ProviderFailure) -> String {
+        let theme = Theme::builtin_dark(true);
+        let mut cell = super::super::cells::Cell::new(CellKind::Failure(Box::new(f.clone())));
+        let mut stats = Default::default();
+        cell.ensure_layout(200, &theme, &mut stats);
+        (0..cell.height())
+            .filter_map(|i| cell.row(i).map(plain))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn each_kind_has_a_heading_and_a_fitting_hint() {
+        let data = |kind: &str, provider: &str| {
+            json!({"provider": provider, "kind": kind, "status": 401,
+                   "message": "invalid x-api-key", "error": "anthropic: invalid x-api-key (HTTP 401)",
+                   "retrying": false, "attempt": 1, "max_attempts": 4})
+        };
+        let auth = ProviderFailure::from_data(&data("auth", "anthropic"));
+        let t = text(&auth);
+        assert!(t.starts_with("✗ Authentication failed"), "{t}");
+        assert!(t.contains("invalid x-api-key") && t.contains("anthropic · HTTP 401"));
+        assert!(t.contains("check ANTHROPIC_API_KEY"), "{t}");
+        let openai = ProviderFailure::from_data(&data("auth", "openai"));
+        assert!(openai.hint().contains("OPENAI_API_KEY"));
+        let ctx = ProviderFailure::from_data(&data("context_too_long", "openai"));
+        assert!(text(&ctx).contains("Context too long") && ctx.hint().contains("new session"));
+        for kind in ["rate_limit", "overloaded", "server", "network"] {
+            let f = ProviderFailure::from_data(&data(kind, "openai"));
+            assert!(f.hint().contains("retry"), "{kind}: {}", f.hint());
+            assert_ne!(heading(f.kind), "Provider error", "{kind}");
+        }
+        let old = ProviderFailure::from_data(&json!({"error": "openai: boom"}));
+        assert_eq!((old.kind, old.message.as_str()), (None, "openai: boom"));
+        assert!(text(&old).starts_with("✗ Provider error"));
+    }
+
+    #[test]
+    fn a_retry_is_a_notice_that_the_final_error_replaces() {
+        let retry = json!({"provider": "openai", "kind": "rate_limit", "status": 429,
+            "message": "slow down", "error": "openai: slow down (HTTP 429)",
+            "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1500,
+            "retry_after_ms": 1500});
+        let f = ProviderFailure::from_data(&retry);
+        assert_eq!(
+            text(&f),
+            "↻ Rate limited (HTTP 429) · retry 2 of 4 in 1.5s · Esc cancels\n  slow down"
+        );
+        let mut t = Thread::new_root(None);
+        t.push_failure(f.clone());
+        let mut second = f.clone();
+        second.attempt = 2;
+        t.push_failure(second);
+        assert_eq!(t.cells.len(), 1, "the next retry replaces the notice");
+        let mut last = f;
+        last.attempt = 4;
+        last.retry_in_ms = None;
+        t.push_failure(last.clone());
+        assert_eq!(t.cells.len(), 1);
+        let CellKind::Failure(card) = &t.cells[0].kind else {
+            panic!("not a failure card");
+        };
+        assert!(text(card).contains("openai · HTTP 429 · after 4 attempts"));
+        // The turn's outcome repeats the error text: no second cell.
+        t.push_error(&last.error);
+        assert_eq!(t.cells.len(), 1);
+        assert_eq!(format_wait(65_000), "1m05s");
+        assert_eq!(format_wait(2_000), "2s");
+        assert_eq!(format_wait(250), "250ms");
+    }
+}

@@ -1,0 +1,140 @@
+//! Usage in the session tree: a session's own tokens and cost, a subtree's total, and
+//! the root a session belongs to.
+//!
+//! Owns: [`Spend`] and those queries (the status bar shows the open session's spend and
+//! its root's tree total; tree rows show subtree totals). Does not own: where usage
+//! comes from (`provider:response` events and metadata, applied in `tree`).
+
+use std::collections::HashSet;
+
+use super::{Node, SessionTree};
+
+/// Tokens (input + output) and cost in USD (`None` when no priced call is included).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    pub tokens: u64,
+    pub cost: Option<f64>,
+}
+
+impl Spend {
+    /// A node's own spend.
+    pub fn of(node: &Node) -> Self {
+        Self {
+            tokens: node.tokens,
+            cost: node.cost,
+        }
+    }
+
+    /// Adds `other`: tokens sum; cost sums the known costs.
+    pub fn add(&mut self, other: Spend) {
+        self.tokens += other.tokens;
+        self.cost = match (self.cost, other.cost) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+impl SessionTree {
+    /// The root of `id`'s tree, following known parents (`id` itself for a root or a
+    /// session whose parent is not in the tree). `None` when `id` is unknown.
+    pub fn root_of(&self, id: &str) -> Option<&str> {
+        let mut cur = self.nodes.get(id)?;
+        let mut seen = HashSet::from([cur.id.as_str()]);
+        while let Some(parent) = cur.parent.as_deref().and_then(|p| self.nodes.get(p)) {
+            if !seen.insert(parent.id.as_str()) {
+                break;
+            }
+            cur = parent;
+        }
+        Some(cur.id.as_str())
+    }
+
+    /// `id`'s own spend, if it is in the tree.
+    pub fn own_spend(&self, id: &str) -> Option<Spend> {
+        self.nodes.get(id).map(Spend::of)
+    }
+
+    /// The spend of `id` and all its descendants (cycles and dangling links ignored).
+    pub fn subtree_spend(&self, id: &str) -> Spend {
+        let mut total = Spend::default();
+        let mut seen = HashSet::new();
+        let mut stack = vec![id];
+        while let Some(cur) = stack.pop() {
+            if !seen.insert(cur) {
+                continue;
+            }
+            let Some(node) = self.nodes.get(cur) else {
+                continue;
+            };
+            total.add(Spend::of(node));
+            stack.extend(node.children.iter().map(String::as_str));
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Event;
+    use crate::session::events::names;
+    use serde_json::{Value, json};
+
+    fn ev(name: &str, id: &str, parent: Option<&str>, data: Value) -> Event {
+        Event {
+            event: name.into(),
+            session_id: id.into(),
+            parent_id: parent.map(Into::into),
+            timestamp: "2025-01-01T00:00:00Z".into(),
+            data,
+        }
+    }
+
+    fn response(id: &str, parent: Option<&str>, tokens: u64, cost: Option<f64>) -> Event {
+        let mut usage = json!({"input_tokens": tokens, "output_tokens": 0});
+        if let Some(c) = cost {
+            usage["cost"] = json!(c);
+        }
+        ev(
+            names::PROVIDER_RESPONSE,
+            id,
+            parent,
+            json!({"usage": usage}),
+        )
+    }
+
+    #[test]
+    fn cost_rolls_up_where_known_and_roots_are_found() {
+        let mut t = SessionTree::default();
+        t.apply(&ev(names::SESSION_START, "r", None, json!({})));
+        t.apply(&ev(names::SESSION_FORK, "r-a_x", Some("r"), json!({})));
+        t.apply(&ev(
+            names::SESSION_FORK,
+            "r-a-b_y",
+            Some("r-a_x"),
+            json!({}),
+        ));
+        t.apply(&ev(names::SESSION_FORK, "r-c_z", Some("r"), json!({})));
+        t.apply(&response("r", None, 100, None));
+        t.apply(&response("r-a_x", Some("r"), 50, Some(0.25)));
+        t.apply(&response("r-a_x", Some("r"), 50, Some(0.5)));
+        t.apply(&response("r-a-b_y", Some("r-a_x"), 10, Some(0.125)));
+        t.apply(&response("r-c_z", Some("r"), 7, None));
+        let rows = t.rows();
+        let row = |id: &str| rows.iter().find(|r| r.node.id == id).unwrap();
+        assert_eq!((row("r").tokens, row("r").cost), (217, Some(0.875)));
+        assert_eq!((row("r-a_x").tokens, row("r-a_x").cost), (110, Some(0.875)));
+        assert_eq!((row("r-c_z").tokens, row("r-c_z").cost), (7, None));
+        assert_eq!(t.root_of("r-a-b_y"), Some("r"));
+        assert_eq!(t.root_of("nope"), None);
+        assert_eq!(
+            t.subtree_spend("r"),
+            Spend {
+                tokens: 217,
+                cost: Some(0.875)
+            }
+        );
+        assert_eq!(t.own_spend("r").unwrap().cost, None);
+    }
+}
