@@ -181,6 +181,11 @@ fn agent_show_merged_gives_the_child_mount_plan() {
             .iter()
             .any(|t| t["module"] == "tool-filesystem")
     );
+    // The reviewer's role is resolved against the mounted provider (the loopback
+    // listing fails, so the routing falls back to the parent's provider, with a reason).
+    let resolved = &v["resolved_model"];
+    assert_eq!(resolved["provider"], "openai", "{resolved}");
+    assert!(resolved["via"].is_string(), "{resolved}");
 }
 
 #[test]
@@ -441,7 +446,7 @@ fn doctor_reports_without_printing_keys() {
     assert!(stdout.contains("present (config file)"), "{stdout}");
     assert!(stdout.contains("reachable, 1 models listed"), "{stdout}");
     assert!(stdout.contains("broken.md:2:"), "{stdout}");
-    assert!(stdout.contains("routing   balanced"), "{stdout}");
+    assert!(stdout.contains("routing   matrix balanced"), "{stdout}");
     std::fs::remove_file(bad.join("broken.md")).unwrap();
     env.cmd()
         .arg("doctor")

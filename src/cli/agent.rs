@@ -4,7 +4,8 @@
 //! warnings, shadows: [{source, path}]}`. `agent show NAME --format json`: the agent's
 //! overlay with `name`, `source`, `path`, `instruction` and every frontmatter key;
 //! `--merged` adds `merged` (the child mount plan a spawn from the root would get,
-//! secrets redacted).
+//! secrets redacted) and `resolved_model` (`{provider, model, via, role?, reason?}`:
+//! the model that spawn would route to).
 
 use std::path::PathBuf;
 
@@ -47,7 +48,7 @@ pub enum ShowFormat {
 }
 
 /// Runs an agent subcommand; returns the exit code.
-pub fn run(cmd: AgentCommand, options: ContextOptions) -> Result<i32> {
+pub async fn run(cmd: AgentCommand, options: ContextOptions) -> Result<i32> {
     match cmd {
         AgentCommand::List { json } => {
             let ctx = Context::load(&options)?;
@@ -59,7 +60,7 @@ pub fn run(cmd: AgentCommand, options: ContextOptions) -> Result<i32> {
             format,
         } => {
             let ctx = Context::load(&options)?;
-            show(&ctx, &name, merged, format)
+            show(&ctx, &name, merged, format).await
         }
         AgentCommand::Validate { paths } => validate(paths, options),
     }
@@ -117,7 +118,7 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
     Ok(0)
 }
 
-fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i32> {
+async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i32> {
     let Some(agent) = ctx.registry.get(name) else {
         eprintln!(
             "arbor: unknown agent '{name}'. Available agents: {}",
@@ -158,9 +159,10 @@ fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i
     }
     if merged {
         let (runtime, _tx) = ctx.runtime();
-        match runtime.child_mount_plan(name) {
-            Ok(plan) => {
+        match runtime.routed_child_mount_plan(name).await {
+            Ok((plan, resolved)) => {
                 out.insert("merged".into(), redact(&plan.0));
+                out.insert("resolved_model".into(), resolved.to_value());
             }
             Err(e) => {
                 eprintln!("arbor: {e}");

@@ -2,7 +2,8 @@
 //!
 //! Reports the config file, each provider (module, endpoint, whether a key is present
 //! and where it comes from, whether it answers), a local Ollama probe, the routing
-//! matrix in use, and agent-file problems. Exit code 1 when something needs fixing
+//! matrix in use (and why a configured one is not), price-table warnings, and
+//! agent-file problems. Exit code 1 when something needs fixing
 //! (no usable provider, an unreachable provider, an invalid config or agent file).
 
 use std::time::Duration;
@@ -11,8 +12,10 @@ use color_eyre::Result;
 use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
+use crate::config::prices::PriceTable;
 use crate::config::{ArborConfig, ModuleEntry};
 use crate::provider::probe::probe_ollama;
+use crate::provider::routing::active_matrix;
 use crate::provider::setup::{build_provider, detect_providers, provider_id};
 
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -79,7 +82,23 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
         .map(|p| p.to_string())
         .unwrap_or_else(|e| format!("probe failed: {e}"));
     println!("ollama    {ollama}");
-    println!("routing   {}", routing_matrix(&ctx.config));
+    let active = active_matrix(&ctx.config, &ctx.paths.routing_dir());
+    match &active.matrix {
+        Some(m) => println!(
+            "routing   matrix {} ({} roles)",
+            m.name,
+            m.known_roles().len()
+        ),
+        None => println!("routing   no usable matrix"),
+    }
+    if let Some(problem) = &active.problem {
+        problems += 1;
+        println!("  problem {problem}");
+    }
+    let (_, price_warnings) = PriceTable::from_config(&ctx.config);
+    for w in &price_warnings {
+        println!("  prices  {w}");
+    }
 
     let agents = ctx.registry.agents();
     let invalid: Vec<_> = agents.iter().filter(|a| !a.is_valid()).collect();
@@ -143,15 +162,4 @@ fn key_source(
         Some(var) => format!("missing ({var} not set; fine for a local server with base_url)"),
         None => "not needed".into(),
     }
-}
-
-/// The routing matrix named by config `routing.matrix` (default `balanced`).
-fn routing_matrix(config: &ArborConfig) -> String {
-    config
-        .extra
-        .get("routing")
-        .and_then(|r| r.get("matrix"))
-        .and_then(Value::as_str)
-        .unwrap_or("balanced")
-        .to_string()
 }

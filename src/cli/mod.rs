@@ -88,7 +88,7 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
     match cli.command {
         None => tui_cmd::run_tui(&cli, options).await,
         Some(Command::Run(args)) => run::run(args, cli.agent.clone(), options).await,
-        Some(Command::Agent(cmd)) => agent::run(cmd, options),
+        Some(Command::Agent(cmd)) => agent::run(cmd, options).await,
         Some(Command::Session(cmd)) => session::run(cmd, options).await,
         Some(Command::Models { provider, json }) => models::run(provider, json, options).await,
         Some(Command::Doctor) => doctor::run(options).await,
