@@ -85,11 +85,11 @@ impl App {
         let Some(model) = field("model") else {
             return;
         };
-        let label = match field("provider") {
-            Some(p) if model == p || model == format!("{p}/") => return,
-            Some(p) if !model.starts_with(&format!("{p}/")) => format!("{p}/{model}"),
-            _ => model.to_string(),
-        };
+        let provider = field("provider");
+        if provider.is_some_and(|p| model == p || model == format!("{p}/")) {
+            return;
+        }
+        let label = crate::tui::state::tree::model_label(provider, model);
         if model_part(&label).is_none() {
             return;
         }

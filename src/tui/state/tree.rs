@@ -40,6 +40,11 @@ pub struct Node {
     pub tokens: u64,
     /// This session's own cost in USD, when any of its model calls had a price.
     pub cost: Option<f64>,
+    /// `provider/model` the session runs on, when known (metadata `resolved_model` or
+    /// `model`, `session:fork`, `provider:response`).
+    pub model: Option<String>,
+    /// How the model was chosen (`resolved_model.via`, e.g. `agent role (general)`).
+    pub model_via: Option<String>,
     pub children: Vec<String>,
     pub collapsed: bool,
 }
@@ -51,6 +56,8 @@ impl Node {
             parent,
             agent: agent.unwrap_or_else(|| agent_from_id(id)),
             status: SessionStatus::Idle,
+            model: None,
+            model_via: None,
             started: None,
             ended: None,
             tokens: 0,
@@ -146,6 +153,10 @@ impl SessionTree {
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
+            match m.extra.get("resolved_model") {
+                Some(resolved) => set_resolved(&mut node, resolved),
+                None => node.model = m.model.clone(),
+            }
             node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
             self.insert(node);
         }
@@ -247,7 +258,19 @@ impl SessionTree {
                     set_status(node, status, ts);
                 }
             }
+            names::SESSION_START | names::SESSION_FORK => match data.get("resolved_model") {
+                Some(resolved) => set_resolved(node, resolved),
+                None => {
+                    if let Some(model) = data.get("model").and_then(Value::as_str) {
+                        node.model = Some(model.to_string());
+                    }
+                }
+            },
             names::PROVIDER_RESPONSE => {
+                if let Some(model) = data.get("model").and_then(Value::as_str) {
+                    let provider = data.get("provider").and_then(Value::as_str);
+                    node.model = Some(model_label(provider, model));
+                }
                 let usage = data.get("usage").unwrap_or(data);
                 let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
                 node.tokens += n("input_tokens") + n("output_tokens");
@@ -414,6 +437,36 @@ impl SessionTree {
     }
 }
 
+/// `provider/model` from a provider id and a model that may already carry it (the
+/// engine reports `provider/model` labels; some events give the bare model).
+pub fn model_label(provider: Option<&str>, model: &str) -> String {
+    match provider {
+        Some(p) if !p.is_empty() && !model.starts_with(&format!("{p}/")) => format!("{p}/{model}"),
+        _ => model.to_string(),
+    }
+}
+
+/// Takes `provider/model` and `via (role)` from a `resolved_model` value
+/// (`{provider, model, via, role?, reason?}`).
+fn set_resolved(node: &mut Node, resolved: &Value) {
+    let text = |k: &str| {
+        resolved
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    if let Some(provider) = text("provider") {
+        node.model = Some(match text("model") {
+            Some(model) => format!("{provider}/{model}"),
+            None => provider.to_string(),
+        });
+    }
+    node.model_via = text("via").map(|via| match text("role") {
+        Some(role) => format!("{via} ({role})"),
+        None => via.to_string(),
+    });
+}
+
 fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
     let was_running = node.status == SessionStatus::Running;
     if status == SessionStatus::Running && !was_running {
@@ -451,6 +504,47 @@ mod tests {
             timestamp: ts.into(),
             data,
         }
+    }
+
+    #[test]
+    fn the_model_comes_from_metadata_then_live_events() {
+        let mut t = SessionTree::default();
+        let mut routed = Metadata {
+            session_id: "a-b_explorer".into(),
+            parent_id: Some("r".into()),
+            model: Some("openai/gpt-4o-mini".into()),
+            ..Default::default()
+        };
+        routed.extra.insert(
+            "resolved_model".into(),
+            json!({"provider": "anthropic", "model": "claude-x", "via": "call preferences"}),
+        );
+        let plain = Metadata {
+            session_id: "r".into(),
+            model: Some("openai/gpt-4o-mini".into()),
+            ..Default::default()
+        };
+        t.load(&[routed, plain]);
+        let child = t.get("a-b_explorer").unwrap();
+        assert_eq!(child.model.as_deref(), Some("anthropic/claude-x"));
+        assert_eq!(child.model_via.as_deref(), Some("call preferences"));
+        assert_eq!(
+            t.get("r").unwrap().model.as_deref(),
+            Some("openai/gpt-4o-mini")
+        );
+        // What the API reports wins once a reply arrives; bare models get the provider.
+        t.apply(&ev(
+            names::PROVIDER_RESPONSE,
+            "r",
+            None,
+            "2025-01-01T00:00:07Z",
+            json!({"provider": "openai", "model": "gpt-4o-2024-08-06"}),
+        ));
+        assert_eq!(
+            t.get("r").unwrap().model.as_deref(),
+            Some("openai/gpt-4o-2024-08-06")
+        );
+        assert_eq!(model_label(Some("openai"), "openai/x"), "openai/x");
     }
 
     #[test]

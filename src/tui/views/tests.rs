@@ -625,3 +625,28 @@ fn status_bar_and_tree_show_usage_and_cost() {
     };
     insta::assert_snapshot!("tree_80_cost", render(&view, 80, 24));
 }
+
+#[test]
+fn tree_footer_names_the_selected_sessions_model_and_routing() {
+    let mut tree = sample_tree();
+    tree.apply(&Event::new(
+        names::SESSION_FORK,
+        EXPLORER,
+        Some(ROOT),
+        json!({"parent": ROOT, "resolved_model": {"provider": "openai", "model": "gpt-4o", "via": "agent role", "role": "general"}}),
+    ));
+    let theme = theme();
+    let view = TreeView {
+        tree: &tree,
+        theme: &theme,
+        now: now(),
+        focused: true,
+        open: Some(ROOT),
+    };
+    let screen = render(&view, 40, 24);
+    assert!(screen.contains("⚙ openai/gpt-4o"), "{screen}");
+    assert!(screen.contains("via agent role (general)"), "{screen}");
+    // Too short a pane keeps every row for sessions.
+    let short = render(&view, 40, 7);
+    assert!(!short.contains("⚙"), "{short}");
+}

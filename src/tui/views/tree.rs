@@ -1,6 +1,7 @@
 //! The session tree pane: one row per visible session with status glyph, agent,
 //! elapsed time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
+//! A footer names the selected session's model and how it was routed.
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -12,7 +13,7 @@ use ratatui::widgets::Widget;
 use super::{pane_block, spinner};
 use crate::session::SessionStatus;
 use crate::tui::clock::{format_cost, format_elapsed, format_tokens};
-use crate::tui::state::tree::{SessionTree, TreeRow};
+use crate::tui::state::tree::{Node, SessionTree, TreeRow};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
 
@@ -100,6 +101,33 @@ impl TreeView<'_> {
     }
 }
 
+impl TreeView<'_> {
+    /// The selected session's model and routing, when known and there is room (the
+    /// pane keeps at least six rows for sessions).
+    fn footer(&self, node: Option<&Node>, inner: Rect) -> Vec<Line<'static>> {
+        let Some(node) = node else { return Vec::new() };
+        let Some(model) = &node.model else {
+            return Vec::new();
+        };
+        let meta = self.theme.style(Slot::TreeMeta);
+        let w = inner.width.saturating_sub(1);
+        let mut lines = vec![truncate(
+            &Line::from(Span::styled(format!("⚙ {model}"), meta)),
+            w,
+        )];
+        if let Some(via) = &node.model_via {
+            lines.push(truncate(
+                &Line::from(Span::styled(format!("  via {via}"), meta)),
+                w,
+            ));
+        }
+        if usize::from(inner.height) < lines.len() + 6 {
+            return Vec::new();
+        }
+        lines
+    }
+}
+
 impl Widget for &TreeView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let title = format!(" Sessions ({}) ", self.tree.len());
@@ -123,7 +151,19 @@ impl Widget for &TreeView<'_> {
             .selected
             .as_deref()
             .and_then(|s| rows.iter().position(|r| r.node.id == s));
-        let height = usize::from(inner.height);
+        let footer = self.footer(selected.map(|i| rows[i].node), inner);
+        let rows_area = Rect::new(
+            inner.x,
+            inner.y,
+            inner.width,
+            inner.height - u16::try_from(footer.len()).unwrap_or(0),
+        );
+        for (k, line) in footer.iter().enumerate() {
+            let y = rows_area.bottom() + u16::try_from(k).unwrap_or(0);
+            buf.set_line(inner.x + 1, y, line, inner.width.saturating_sub(1));
+        }
+        let inner = rows_area;
+        let height = usize::from(inner.height).max(1);
         let offset = selected.map_or(0, |s| s.saturating_sub(height - 1));
         for (y, (i, row)) in rows
             .iter()
