@@ -1,0 +1,169 @@
+//! Unit tests for the session tree state.
+use super::*;
+use serde_json::json;
+
+fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
+    Event {
+        event: name.into(),
+        session_id: id.into(),
+        parent_id: parent.map(Into::into),
+        timestamp: ts.into(),
+        data,
+    }
+}
+
+#[test]
+fn the_model_comes_from_metadata_then_live_events() {
+    let mut t = SessionTree::default();
+    let mut routed = Metadata {
+        session_id: "a-b_explorer".into(),
+        parent_id: Some("r".into()),
+        model: Some("openai/gpt-4o-mini".into()),
+        ..Default::default()
+    };
+    routed.extra.insert(
+        "resolved_model".into(),
+        json!({"provider": "anthropic", "model": "claude-x", "via": "call preferences"}),
+    );
+    let plain = Metadata {
+        session_id: "r".into(),
+        model: Some("openai/gpt-4o-mini".into()),
+        ..Default::default()
+    };
+    t.load(&[routed, plain]);
+    let child = t.get("a-b_explorer").unwrap();
+    assert_eq!(child.model.as_deref(), Some("anthropic/claude-x"));
+    assert_eq!(child.model_via.as_deref(), Some("call preferences"));
+    assert_eq!(
+        t.get("r").unwrap().model.as_deref(),
+        Some("openai/gpt-4o-mini")
+    );
+    // What the API reports wins once a reply arrives; bare models get the provider.
+    t.apply(&ev(
+        names::PROVIDER_RESPONSE,
+        "r",
+        None,
+        "2025-01-01T00:00:07Z",
+        json!({"provider": "openai", "model": "gpt-4o-2024-08-06"}),
+    ));
+    assert_eq!(
+        t.get("r").unwrap().model.as_deref(),
+        Some("openai/gpt-4o-2024-08-06")
+    );
+    assert_eq!(model_label(Some("openai"), "openai/x"), "openai/x");
+}
+
+#[test]
+fn live_fork_appears_under_parent_with_rollup_and_timing() {
+    let mut t = SessionTree::default();
+    t.apply(&ev(
+        names::SESSION_START,
+        "r",
+        None,
+        "2025-01-01T00:00:00Z",
+        json!({"agent": "lead"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        "r",
+        None,
+        "2025-01-01T00:00:00Z",
+        json!({"status": "running"}),
+    ));
+    t.apply(&ev(
+        names::SESSION_FORK,
+        "a-b_explorer",
+        Some("r"),
+        "2025-01-01T00:00:05Z",
+        json!({"parent": "r"}),
+    ));
+    t.apply(&ev(
+        names::PROVIDER_RESPONSE,
+        "a-b_explorer",
+        Some("r"),
+        "2025-01-01T00:00:06Z",
+        json!({"usage": {"input_tokens": 100, "output_tokens": 20}}),
+    ));
+    t.apply(&ev(
+        names::PROVIDER_RESPONSE,
+        "r",
+        None,
+        "2025-01-01T00:00:07Z",
+        json!({"usage": {"input_tokens": 1, "output_tokens": 2}}),
+    ));
+    t.apply(&ev(
+        names::SESSION_STATUS,
+        "a-b_explorer",
+        Some("r"),
+        "2025-01-01T00:00:09Z",
+        json!({"status": "completed"}),
+    ));
+    let rows = t.rows();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[1].node.agent.as_str(), rows[1].depth),
+        ("explorer", 1)
+    );
+    assert_eq!(rows[0].tokens, 123);
+    assert_eq!(t.running_count(), 1);
+    assert_eq!(rows[0].hidden_running, 0, "expanded: nothing hidden");
+    let now: Timestamp = "2025-01-01T00:01:00Z".parse().unwrap();
+    assert_eq!(rows[0].node.elapsed_ms(now), Some(60_000));
+    assert_eq!(rows[1].node.elapsed_ms(now), Some(4_000));
+}
+
+#[test]
+fn a_collapsed_node_counts_its_running_descendants() {
+    let mut t = SessionTree::default();
+    let running = json!({"status": "running"});
+    for (id, parent) in [
+        ("r", None),
+        ("r-a_x", Some("r")),
+        ("r-a-b_y", Some("r-a_x")),
+    ] {
+        t.apply(&ev(
+            names::SESSION_START,
+            id,
+            parent,
+            "2025-01-01T00:00:00Z",
+            json!({}),
+        ));
+    }
+    for id in ["r-a_x", "r-a-b_y"] {
+        t.apply(&ev(
+            names::SESSION_STATUS,
+            id,
+            None,
+            "2025-01-01T00:00:01Z",
+            running.clone(),
+        ));
+    }
+    t.selected = Some("r".into());
+    t.set_collapsed(true);
+    let rows = t.rows();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].hidden_running, 2);
+    t.expand("r");
+    assert_eq!(t.rows()[0].hidden_running, 0);
+    assert_eq!(t.rows()[1].hidden_running, 0);
+}
+
+#[test]
+fn stored_sessions_link_children_and_orphans_are_adopted() {
+    let meta = |id: &str, parent: Option<&str>| Metadata {
+        session_id: id.into(),
+        parent_id: parent.map(Into::into),
+        ..Default::default()
+    };
+    let mut t = SessionTree::default();
+    t.ensure("c-d_x", Some("r1"), None);
+    t.load(&[
+        meta("r2", None),
+        meta("r1-e_y", Some("r1")),
+        meta("r1", None),
+    ]);
+    assert_eq!(t.latest_root(), Some("r2"));
+    t.reveal("c-d_x");
+    let ids: Vec<&str> = t.rows().iter().map(|r| r.node.id.as_str()).collect();
+    assert_eq!(ids, ["r2", "r1", "c-d_x", "r1-e_y"]);
+}
