@@ -237,18 +237,19 @@ fn agent_matches(entry: &str, wanted: &str) -> bool {
 /// The child's `agents` from the parent's (`parent`) and the overlay's (`overlay`).
 ///
 /// Overlay absent, `all`, a map or anything else → the parent's, unchanged (`None`
-/// when the parent has none). `none` → `"none"` (`{}` over an Amplifier agent map). A
-/// list of names → the parent's agents narrowed to those names: a parent list is
-/// intersected (parent order), an Amplifier agent map or `{include: …}` roster is
-/// filtered, a parent `none` stays `"none"`, and a parent `all` or no `agents` (all)
-/// gives the list itself. `ns:name` entries match their bare name.
+/// when the parent has none). `none` → `"none"`. A list of names → the parent's agents
+/// narrowed to those names: a parent list is intersected (parent order), an
+/// `{include: …}` roster is filtered, a parent `none` stays `"none"`, and a parent
+/// `all`, no `agents`, or an Amplifier map of inline definitions (which only adds
+/// definitions to the live registry) gives the list itself. `ns:name` entries match
+/// their bare name.
+///
+/// Amplifier writes `{}` / a filtered map for the last two; arbor writes `"none"` and
+/// the list, so the task tool reads the child's access the same way whatever form
+/// the parent used.
 pub fn filter_agents(parent: Option<&Value>, overlay: Option<&Value>) -> Option<Value> {
-    let is_agent_map = |v: &Value| v.as_object().is_some_and(|m| !m.contains_key("include"));
     match overlay {
-        Some(Value::String(s)) if s == "none" => Some(match parent {
-            Some(p) if is_agent_map(p) => Value::Object(Map::new()),
-            _ => Value::String("none".into()),
-        }),
+        Some(Value::String(s)) if s == "none" => Some(Value::String("none".into())),
         Some(Value::Array(names)) => {
             let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
             let wanted = |entry: &str| names.iter().any(|n| agent_matches(entry, n));
@@ -283,12 +284,6 @@ pub fn filter_agents(parent: Option<&Value>, overlay: Option<&Value>) -> Option<
                     }
                     Value::Object(roster)
                 }
-                Some(Value::Object(m)) => Value::Object(
-                    m.iter()
-                        .filter(|(k, _)| wanted(k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                ),
                 _ => Value::Array(names.iter().map(|n| Value::String((*n).into())).collect()),
             })
         }

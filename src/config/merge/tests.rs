@@ -233,3 +233,19 @@ fn non_list_spawn_tools_disables_exclude_tools() {
     let out = apply_spawn_tool_policy(&plan, &json!({"tools": "inherit", "exclude_tools": ["a"]}));
     assert_eq!(out, plan);
 }
+
+#[test]
+fn agent_access_over_an_inline_definitions_map_is_normalized() {
+    let parent = json!({"explorer": {"description": "E"}, "builder": {"description": "B"}});
+    assert_eq!(
+        filter_agents(Some(&parent), Some(&json!("none"))),
+        Some(json!("none"))
+    );
+    // A list names exactly those agents, whether or not the map defines them: the map
+    // only adds definitions to the live registry.
+    assert_eq!(
+        filter_agents(Some(&parent), Some(&json!(["explorer", "sibling"]))),
+        Some(json!(["explorer", "sibling"]))
+    );
+    assert_eq!(filter_agents(Some(&parent), None), Some(parent.clone()));
+}
