@@ -122,6 +122,22 @@ pub async fn resolve_candidate(
                 )
             })?
     } else {
+        // An exact name needs no listing (Amplifier), but when the provider does list
+        // its models and this one is not among them (an `openai` mount that is really a
+        // local server, say) the candidate is skipped rather than sent to fail.
+        if let Ok(listed) = source.list_models(&mount).await
+            && !listed.is_empty()
+            && !listed
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&candidate.model))
+        {
+            return Err(format!(
+                "{} {}: not among the {} listed models",
+                candidate.provider,
+                candidate.model,
+                listed.len()
+            ));
+        }
         candidate.model.clone()
     };
     Ok(ProviderPreference {

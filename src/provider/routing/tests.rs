@@ -159,8 +159,22 @@ fn candidates_resolve_globs_and_explain_skips() {
         &source,
     ))
     .unwrap();
-    assert_eq!(exact.model, "qwen3");
-    assert_eq!(source.calls("ollama"), 1, "exact names are not listed");
+    assert_eq!(
+        exact.model, "qwen3",
+        "a failed listing still accepts an exact name"
+    );
+    // A provider that lists its models must serve an exact name to be chosen.
+    assert_eq!(
+        skip("openai", "gpt-9"),
+        "openai gpt-9: not among the 3 listed models"
+    );
+    let listed = block(resolve_candidate(
+        &ProviderPreference::new("openai", "GPT-4o"),
+        &mounts,
+        &source,
+    ))
+    .unwrap();
+    assert_eq!(listed.model, "GPT-4o");
 
     let mut with_bad = mounts.clone();
     with_bad.names.retain(|n| n != "ollama");
@@ -209,7 +223,8 @@ fn roles_fall_back_in_order_with_reasons() {
         &source,
     ));
     assert!(r.choice.is_none());
-    assert_eq!(source.calls("openai"), 2, "StaticModels does not cache");
+    // One listing for the glob, one to check the exact `gpt-4o`: StaticModels does not cache.
+    assert_eq!(source.calls("openai"), 3);
 }
 
 #[test]
