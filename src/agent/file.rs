@@ -223,8 +223,8 @@ pub fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Value, (usize, usize, 
     // PyYAML (Amplifier) accepts quoted scalars whose continuation lines are not
     // indented (real agent files rely on it); retry with them indented, which does not
     // change the value (leading blanks of continuation lines fold away).
-    if let Some(v) =
-        reindent_quoted_scalars(yaml).and_then(|fixed| crate::config::yaml::from_str::<Value>(&fixed).ok())
+    if let Some(v) = reindent_quoted_scalars(yaml)
+        .and_then(|fixed| crate::config::yaml::from_str::<Value>(&fixed).ok())
     {
         return Ok(v);
     }

@@ -9,8 +9,8 @@ pub mod arbor_config;
 pub mod bundle;
 pub mod merge;
 pub mod mount_plan;
-pub mod yaml;
 pub mod prices;
+pub mod yaml;
 
 pub use arbor_config::ArborConfig;
 pub use bundle::Bundle;

@@ -20,6 +20,9 @@ mod tests {
     #[test]
     fn only_true_and_false_are_booleans() {
         let v: Value = super::from_str("a: off\nb: n\nc: yes\nd: true\ne: False\n").unwrap();
-        assert_eq!(v, json!({"a": "off", "b": "n", "c": "yes", "d": true, "e": false}));
+        assert_eq!(
+            v,
+            json!({"a": "off", "b": "n", "c": "yes", "d": true, "e": false})
+        );
     }
 }

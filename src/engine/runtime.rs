@@ -381,7 +381,10 @@ impl Runtime {
         self.hooks.provider_factory.as_ref()
     }
 
-    pub(crate) fn select_provider(&self, plan: &MountPlan) -> Result<(Arc<dyn Provider>, Value), EngineError> {
+    pub(crate) fn select_provider(
+        &self,
+        plan: &MountPlan,
+    ) -> Result<(Arc<dyn Provider>, Value), EngineError> {
         providers::select(
             plan,
             self.hooks.provider_factory.as_ref(),

@@ -211,7 +211,8 @@ fn resolve(
             }
         },
     };
-    let file: ThemeFile = crate::config::yaml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let file: ThemeFile =
+        crate::config::yaml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     let parent = match (&file.extends, is_user) {
         (Some(p), _) => Some(p.clone()),
         (None, true) if name != "dark" => Some("dark".to_string()),

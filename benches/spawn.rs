@@ -1,0 +1,186 @@
+//! Spawn overhead and parallel sub-sessions (SPEC §16): one root turn whose first
+//! model reply calls `task` N times in one message (`max_parallel` 128), each child
+//! answering with text, then the root answering. Each iteration is a new root session
+//! in a temp `AMPLIFIER_HOME` (every session written to disk as in real use).
+//!
+//! Two providers: `scripted` (`engine::testing::ScriptedProvider`: engine, task tool
+//! and store cost only) and `stub_server` (the real OpenAI client against a loopback
+//! stub server: adds HTTP + SSE). `tasks = 0` is the same turn with no delegation, the
+//! baseline the spawn overhead is measured against.
+//! Run: `cargo bench --bench spawn`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/server.rs"]
+mod server;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arbor::agent::Registry;
+use arbor::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
+use arbor::engine::providers::Env;
+use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
+use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::paths::Paths;
+use arbor::session::{EventBus, SessionStatus};
+use divan::Bencher;
+use divan::counter::ItemsCount;
+use serde_json::json;
+
+const ROOT: &str = "You are root.";
+const ARGS: [usize; 3] = [0, 1, 100];
+
+fn main() {
+    divan::main();
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    /// Keeps the (never changing) registry channel open.
+    _registry: tokio::sync::watch::Sender<Arc<Registry>>,
+    options: RuntimeOptions,
+}
+
+fn env_of(root: &Path) -> Env {
+    let root = root.to_path_buf();
+    Arc::new(move |k: &str| match k {
+        "HOME" => Some(root.join("home").display().to_string()),
+        "AMPLIFIER_HOME" => Some(root.join("amp").display().to_string()),
+        "ARBOR_CONFIG" => Some(root.join("config.yaml").display().to_string()),
+        _ => None,
+    })
+}
+
+/// A temp project with the user agent `helper`, a bundle whose task tool allows 128
+/// parallel calls, and `provider-openai` at `base_url`.
+fn setup(base_url: &str) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for sub in ["home", "amp/agents", "work"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(
+        root.join("amp/agents/helper.md"),
+        "---\nmeta:\n  name: helper\n  description: Answers briefly.\n---\nYou are helper.\n",
+    )
+    .unwrap();
+    let env = env_of(root);
+    let paths = Paths::from_env_map(&*env, root.join("work"));
+    let bundle = Bundle {
+        name: "bench".into(),
+        version: None,
+        description: None,
+        path: None,
+        mount_plan: MountPlan(json!({
+            "instruction": ROOT,
+            "tools": [{"module": "tool-task", "config": {"max_parallel": 128, "max_recursion_depth": 1}}],
+            "agents": "all",
+        })),
+        agent_files: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let registry = Arc::new(Registry::load_with_vars(&paths, &bundle, &[]));
+    assert!(registry.agents().iter().any(|a| a.name == "helper"));
+    let config = ArborConfig {
+        providers: vec![ModuleEntry {
+            module: "provider-openai".into(),
+            config: json!({"api_key": "local", "base_url": base_url, "default_model": "scripted-model"}),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let (tx, rx) = tokio::sync::watch::channel(registry);
+    Setup {
+        options: RuntimeOptions {
+            paths,
+            config,
+            bundle,
+            registry: rx,
+            env,
+            bus: EventBus::new(),
+        },
+        _dir: dir,
+        _registry: tx,
+    }
+}
+
+fn task_calls(n: usize) -> Vec<(String, String, serde_json::Value)> {
+    (0..n)
+        .map(|i| {
+            let args = json!({"agent": "helper", "instruction": format!("part {i}")});
+            (format!("t{i}"), "task".to_string(), args)
+        })
+        .collect()
+}
+
+/// Runs one root turn on `runtime` in `tokio` and checks it completed.
+fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>) {
+    tokio.block_on(async {
+        let id = runtime.create_root(None).unwrap();
+        let out = runtime.run_turn(&id, "go".into()).await.unwrap();
+        assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
+    });
+}
+
+/// Counts sub-sessions (so divan also reports them per second) when there are any.
+fn per_task<'a, 'b>(bencher: Bencher<'a, 'b>, tasks: usize) -> Bencher<'a, 'b> {
+    if tasks == 0 {
+        bencher
+    } else {
+        bencher.counter(ItemsCount::new(tasks))
+    }
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Engine cost only: the scripted provider answers at once.
+#[divan::bench(args = ARGS, sample_count = 10)]
+fn scripted(bencher: Bencher, tasks: usize) {
+    let calls = task_calls(tasks);
+    let provider = ScriptedProvider::new(move |r| {
+        if r.system != ROOT {
+            vec![Step::text("child answer")]
+        } else if after_tool_results(r) || calls.is_empty() {
+            vec![Step::text("root done")]
+        } else {
+            calls
+                .iter()
+                .map(|(id, name, args)| Step::call(id.clone(), name.clone(), args.clone()))
+                .collect()
+        }
+    });
+    let setup = setup("http://127.0.0.1:9/v1");
+    let hooks = RuntimeHooks {
+        provider_factory: Some(provider.factory()),
+        extra_tools: Vec::new(),
+    };
+    let runtime = Runtime::with_hooks(setup.options, hooks);
+    let tokio = tokio_rt();
+    per_task(bencher, tasks).bench_local(|| run_turn(&tokio, &runtime));
+}
+
+/// The real OpenAI client against a loopback stub server (HTTP + SSE included).
+#[divan::bench(args = ARGS, sample_count = 10)]
+fn stub_server(bencher: Bencher, tasks: usize) {
+    let calls = task_calls(tasks);
+    let server = server::Server::start(Arc::new(move |body| {
+        let (system, last) = server::system_and_last_role(body);
+        let reply = if !system.starts_with(ROOT) {
+            server::text_body("child answer")
+        } else if last == "tool" || calls.is_empty() {
+            server::text_body("root done")
+        } else {
+            server::tool_calls_body(&calls)
+        };
+        server::Reply::whole(reply)
+    }));
+    let setup = setup(&server.base_url);
+    let runtime = Runtime::new(setup.options);
+    let tokio = tokio_rt();
+    per_task(bencher, tasks).bench_local(|| run_turn(&tokio, &runtime));
+}
