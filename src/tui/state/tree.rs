@@ -141,8 +141,10 @@ impl SessionTree {
     /// Sessions already known from the bus keep their live state.
     pub fn load(&mut self, sessions: &[Metadata]) {
         let mut ordered: Vec<&Metadata> = sessions.iter().collect();
-        // Oldest first so children are appended in start order and newer roots end up first.
+        // Oldest first by creation (not by last update, the store's order) so children
+        // are appended in spawn order and newer roots end up first.
         ordered.reverse();
+        ordered.sort_by_cached_key(|m| parse_ts(&m.created));
         for m in ordered {
             if self.nodes.contains_key(&m.session_id) {
                 continue;

@@ -167,3 +167,33 @@ fn stored_sessions_link_children_and_orphans_are_adopted() {
     let ids: Vec<&str> = t.rows().iter().map(|r| r.node.id.as_str()).collect();
     assert_eq!(ids, ["r2", "r1", "c-d_x", "r1-e_y"]);
 }
+
+#[test]
+fn stored_children_keep_spawn_order_whatever_was_updated_last() {
+    let meta = |id: &str, parent: Option<&str>, created: &str, updated: &str| Metadata {
+        session_id: id.into(),
+        parent_id: parent.map(str::to_string),
+        created: created.into(),
+        last_updated: updated.into(),
+        ..Default::default()
+    };
+    let mut t = SessionTree::default();
+    // Newest update first, as SessionStore::list returns them: the first child was
+    // resumed later, so it comes first in the list.
+    t.load(&[
+        meta(
+            "r-a_first",
+            Some("r"),
+            "2025-01-01T00:00:01Z",
+            "2025-01-01T00:09:00Z",
+        ),
+        meta(
+            "r-b_second",
+            Some("r"),
+            "2025-01-01T00:00:02Z",
+            "2025-01-01T00:05:00Z",
+        ),
+        meta("r", None, "2025-01-01T00:00:00Z", "2025-01-01T00:04:00Z"),
+    ]);
+    assert_eq!(t.get("r").unwrap().children, ["r-a_first", "r-b_second"]);
+}
