@@ -1,18 +1,48 @@
 //! arbor's binary: parse the command line, start logging and the panic hook, dispatch.
+//! Errors are printed as one `arbor: …` line (the cause chain joined by `: `), exit 1.
 
 use clap::Parser;
 
-fn main() -> color_eyre::Result<()> {
-    color_eyre::install()?;
+fn main() {
     let cli = arbor::cli::Cli::parse();
     let paths = arbor::paths::Paths::from_env();
     let log_guard = arbor::cli::logging::init(&paths.log_file);
     arbor::tui::install_panic_hook();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:?}");
+            eprintln!("arbor: {}", one_line(&e));
+            1
+        }
+    };
+    drop(log_guard);
+    std::process::exit(code);
+}
+
+/// The error and its causes joined by `: `, skipping a cause the message before it
+/// already ends with (library errors often quote their source).
+fn one_line(error: &color_eyre::Report) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
+fn run(cli: arbor::cli::Cli) -> color_eyre::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let code = runtime.block_on(arbor::cli::dispatch(cli))?;
+    // Background tasks (watchers, streams) end with the runtime.
     drop(runtime);
-    drop(log_guard);
-    std::process::exit(code);
+    Ok(code)
 }

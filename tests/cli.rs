@@ -454,3 +454,55 @@ fn doctor_reports_without_printing_keys() {
         .success()
         .stdout(predicate::str::contains("no problems found"));
 }
+
+#[test]
+fn bundle_flag_replaces_the_built_in_bundle() {
+    let Some(fx) = fixtures() else { return };
+    let env = TestEnv::new();
+    let bundle = fx.join("bundles/anchors/bundle.md");
+    let list = json_out(
+        env.cmd()
+            .arg("--bundle")
+            .arg(&bundle)
+            .args(["agent", "list", "--json"]),
+    );
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["source"] == "bundle")
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "architect",
+        "builder",
+        "debugger",
+        "explorer",
+        "git-ops",
+        "researcher",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert!(
+        !names.contains(&"zen-architect"),
+        "the built-in bundle is replaced: {names:?}"
+    );
+    // The same through the config file's `bundle:`.
+    std::fs::write(&env.config, format!("bundle: {}\n", bundle.display())).unwrap();
+    let list = json_out(env.cmd().args(["agent", "list", "--json"]));
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "debugger")
+    );
+    // A bundle that does not exist is a clear error.
+    env.cmd()
+        .args(["--bundle", "/nonexistent/bundle.md", "agent", "list"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "arbor: cannot load the bundle: cannot read bundle /nonexistent/bundle.md: No such file or directory (os error 2)\n",
+        ))
+        .stderr(predicate::str::contains("BACKTRACE").not());
+}
