@@ -1,5 +1,5 @@
 //! The scheduler on paused tokio time: bursts are built with `advance`, so the quiet
-//! window itself is under test. Needs tokio's `test-util` dev feature (see `tests.rs`).
+//! window itself is under test (tokio's `test-util` dev feature).
 
 use tokio::time::advance;
 
