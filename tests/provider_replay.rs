@@ -99,7 +99,7 @@ fn request(model: &str) -> ChatRequest {
     ChatRequest {
         model: model.to_string(),
         system: "Be brief.".into(),
-        messages: vec![Message::user("hi")],
+        messages: vec![Message::user("hi")].into(),
         tools: Vec::new(),
         max_tokens: None,
         config: Value::Null,
@@ -347,7 +347,8 @@ async fn midstream_error_event_comes_after_the_deltas() {
         let e = out.error.unwrap();
         assert_eq!(
             (e.kind, e.message.as_str()),
-            (ProviderErrorKind::Stream, "upstream model crashed")
+            // `type: server_error` names the kind.
+            (ProviderErrorKind::Server, "upstream model crashed")
         );
     }
 }

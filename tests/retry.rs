@@ -352,6 +352,7 @@ async fn captured_429s_wait_their_retry_after_or_back_off() {
             status: Some(status),
             message,
             retry_after: retry_after(&headers),
+            should_retry: None,
         };
         assert_eq!(err.retry_after, exact, "{name}");
         assert!(err.is_retryable(), "{name}");

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use super::http_error::kind_for_error_type;
+use super::http_error::kind_for_stream_error;
 use super::openai_stream::parse_arguments;
 use super::sse::SseEvent;
 use super::transport::{Assembler, Flow};
@@ -183,12 +183,11 @@ impl MessagesAssembler {
             .and_then(Value::as_str)
             .unwrap_or("the stream reported an error")
             .to_string();
-        let kind = err
-            .get("type")
-            .and_then(Value::as_str)
-            .and_then(|t| kind_for_error_type(t, &message))
-            .unwrap_or(ProviderErrorKind::Stream);
-        ProviderError::new(kind, &self.provider, message)
+        let (kind, status) = kind_for_stream_error(event, &message);
+        ProviderError {
+            status,
+            ..ProviderError::new(kind, &self.provider, message)
+        }
     }
 }
 
@@ -376,6 +375,17 @@ data: {{\"type\":\"message_stop\"}}\n\n"
             (e.kind, e.message.as_str()),
             (ProviderErrorKind::RateLimit, "slow down")
         );
+        for (error_type, kind) in [
+            ("api_error", ProviderErrorKind::Server),
+            ("overloaded_error", ProviderErrorKind::Overloaded),
+            ("invalid_request_error", ProviderErrorKind::InvalidRequest),
+            ("brand_new_error", ProviderErrorKind::Stream),
+        ] {
+            let body = format!(
+                "{START}event: error\ndata: {{\"type\":\"error\",\"error\":{{\"type\":\"{error_type}\",\"message\":\"m\"}}}}\n\n"
+            );
+            assert_eq!(run(&body).1.unwrap_err().kind, kind, "{error_type}");
+        }
         let body = format!(
             "{START}data: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
 data: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"par\"}}}}\n\n"

@@ -14,13 +14,15 @@ pub enum ProviderErrorKind {
     Overloaded,
     /// The prompt is longer than the model's context.
     ContextTooLong,
-    /// Other 4xx: the request was refused.
+    /// Other 4xx, or an account without quota/credit (`insufficient_quota`): the
+    /// request was refused and resending it unchanged fails again.
     InvalidRequest,
     /// 5xx.
     Server,
     /// Connection refused/reset, timeouts, a stream cut mid-way.
     Network,
-    /// An `error` event or error object inside an otherwise good stream.
+    /// An `error` event or error object inside an otherwise good stream whose
+    /// `code`/`type`/`status` names no kind above (a known one maps to that kind).
     Stream,
     /// The call was cancelled.
     Cancelled,
@@ -38,8 +40,13 @@ pub struct ProviderError {
     pub status: Option<u16>,
     /// The API's own message where it sent one, else a description of the failure.
     pub message: String,
-    /// From `retry-after-ms` / `retry-after` headers, when present.
+    /// From `retry-after-ms` / `retry-after` headers, when present, else from
+    /// OpenRouter's `x-ratelimit-reset` (see `http_error::retry_after_at`).
     pub retry_after: Option<Duration>,
+    /// The server's own retry advice (Anthropic's and OpenAI's `x-should-retry:
+    /// true|false`); when set it overrides the kind-based decision of
+    /// [`ProviderError::is_retryable`]. `None` when the server gave none.
+    pub should_retry: Option<bool>,
 }
 
 impl ProviderError {
@@ -50,11 +57,16 @@ impl ProviderError {
             status: None,
             message: message.into(),
             retry_after: None,
+            should_retry: None,
         }
     }
 
-    /// Whether a fresh attempt may succeed (connection errors, 408/409/429/5xx/529).
+    /// Whether a fresh attempt may succeed: the server's `x-should-retry` advice when
+    /// it gave one, else by kind and status (connection errors, 408/409/429/5xx/529).
     pub fn is_retryable(&self) -> bool {
+        if let Some(advice) = self.should_retry {
+            return advice;
+        }
         matches!(
             self.kind,
             ProviderErrorKind::RateLimit
@@ -62,5 +74,36 @@ impl ProviderError {
                 | ProviderErrorKind::Server
                 | ProviderErrorKind::Network
         ) || matches!(self.status, Some(408 | 409))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_retry_advice_overrides_the_kind() {
+        let auth = ProviderError {
+            status: Some(401),
+            ..ProviderError::new(ProviderErrorKind::Auth, "anthropic", "invalid x-api-key")
+        };
+        assert!(!auth.is_retryable());
+        let advised = ProviderError {
+            should_retry: Some(true),
+            ..auth.clone()
+        };
+        assert!(advised.is_retryable());
+        let server = ProviderError::new(ProviderErrorKind::Server, "anthropic", "boom");
+        assert!(server.is_retryable());
+        let refused = ProviderError {
+            should_retry: Some(false),
+            ..server
+        };
+        assert!(!refused.is_retryable());
+        let conflict = ProviderError {
+            status: Some(409),
+            ..ProviderError::new(ProviderErrorKind::InvalidRequest, "openai", "conflict")
+        };
+        assert!(conflict.is_retryable());
     }
 }

@@ -1,30 +1,53 @@
-//! Turning a provider's HTTP error into a [`ProviderError`].
+//! Turning a provider's HTTP error, or an error object inside a stream, into a
+//! [`ProviderError`].
 //!
 //! Owns: reading the API's own message from an error body (OpenAI, Anthropic, Azure,
-//! OpenRouter, vLLM and FastAPI shapes), mapping status and error type to a
-//! [`ProviderErrorKind`], and the `retry-after-ms` / `retry-after` headers. Does not
-//! own: sending requests (`transport`) or deciding to retry (a later layer; it reads
-//! `ProviderError::retry_after`).
+//! OpenRouter, vLLM and FastAPI shapes) and mapping status and error type to a
+//! [`ProviderErrorKind`]; in `codes`, the error-code vocabulary shared with in-stream
+//! error objects; in `headers`, the retry advice in the response headers
+//! (`retry-after-ms`, `retry-after`, `x-ratelimit-reset`, `x-should-retry`). Does not
+//! own: sending requests (`transport`) or deciding to retry (`engine::stream`, which
+//! reads `ProviderError::retry_after` and `ProviderError::is_retryable`).
 
-use std::time::Duration;
+mod codes;
+mod headers;
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::{ProviderError, ProviderErrorKind};
+pub use codes::{kind_for_error_code, kind_for_stream_error};
+pub use headers::{
+    MAX_RESET_WAIT, ratelimit_reset_wait, retry_after, retry_after_at, should_retry,
+};
 
-/// Builds the error for a non-2xx response: reads the body for the API's message
-/// (`error.message`, `error` string, `message`, `detail`), maps the status (and an
-/// `error.type` such as `overloaded_error`) to a kind, and reads `retry-after-ms` /
-/// `retry-after`.
+use super::{ProviderError, ProviderErrorKind};
+use codes::is_quota_code;
+
+/// Builds the error for a non-2xx response with the real clock; see
+/// [`error_from_parts`].
 pub(crate) async fn error_from_response(
     provider: &str,
     response: reqwest::Response,
 ) -> ProviderError {
-    let status = response.status();
-    let retry_after = retry_after(response.headers());
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let body = response.text().await.unwrap_or_default();
-    let json: Option<Value> = serde_json::from_str(&body).ok();
+    error_from_parts(provider, status, &headers, &body, jiff::Timestamp::now())
+}
+
+/// The error for a non-2xx response with `status`, `headers` and `body`, as of `now`:
+/// the API's message from the body (`error.message`, `error` string, `message`,
+/// `detail`; else the body's first 500 characters; else the status line), the kind
+/// from the status and the body's error type ([`kind_for_status`]), the wait from
+/// [`retry_after_at`] and the server's advice from [`should_retry`].
+pub fn error_from_parts(
+    provider: &str,
+    status: u16,
+    headers: &HeaderMap,
+    body: &str,
+    now: jiff::Timestamp,
+) -> ProviderError {
+    let json: Option<Value> = serde_json::from_str(body).ok();
     let message = json
         .as_ref()
         .and_then(api_error_message)
@@ -33,26 +56,29 @@ pub(crate) async fn error_from_response(
             (!trimmed.is_empty()).then(|| trimmed.chars().take(500).collect())
         })
         .unwrap_or_else(|| {
-            format!(
-                "HTTP {} {}",
-                status.as_u16(),
-                status.canonical_reason().unwrap_or("error")
-            )
+            let reason = reqwest::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("error");
+            format!("HTTP {status} {reason}")
         });
     let error_type = json.as_ref().and_then(api_error_type);
-    let kind = kind_for_status(status.as_u16(), &message, error_type.as_deref());
+    let kind = kind_for_status(status, &message, error_type.as_deref());
+    let should_retry = should_retry(headers);
     tracing::debug!(
         provider,
-        status = status.as_u16(),
+        status,
         ?kind,
+        ?should_retry,
         "provider HTTP error"
     );
     ProviderError {
         kind,
         provider: provider.to_string(),
-        status: Some(status.as_u16()),
+        status: Some(status),
         message,
-        retry_after,
+        retry_after: retry_after_at(headers, now),
+        should_retry,
     }
 }
 
@@ -71,23 +97,34 @@ pub(crate) fn api_error_message(json: &Value) -> Option<String> {
         .find_map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_string))
 }
 
-/// `error.type` (Anthropic, OpenAI) or a string `error.code` (Azure, OpenAI).
+/// `error.type` (Anthropic, OpenAI) or a string `error.code` (Azure, OpenAI); a
+/// `code` that [`kind_for_error_code`] knows comes first, since it is the more precise
+/// (OpenAI: `type: invalid_request_error`, `code: context_length_exceeded`).
 pub(crate) fn api_error_type(json: &Value) -> Option<String> {
     let err = json.get("error")?;
-    err.get("type")
-        .and_then(Value::as_str)
-        .or_else(|| err.get("code").and_then(Value::as_str))
+    let field = |k: &str| err.get(k).and_then(Value::as_str);
+    field("code")
+        .filter(|c| kind_for_error_code(c, "").is_some())
+        .or_else(|| field("type"))
+        .or_else(|| field("code"))
         .map(str::to_string)
 }
 
 /// Maps an HTTP status (plus the API's error type and message) to an error kind.
 ///
-/// 401/403 → `Auth`, 429 → `RateLimit`, 529 or `overloaded_error` → `Overloaded`,
-/// 400/413 whose message or code speaks of the context length → `ContextTooLong`,
-/// other 4xx → `InvalidRequest`, 5xx (and anything else) → `Server`.
+/// 401/403 → `Auth`, 429 → `RateLimit`, 529 or an overloaded type → `Overloaded`,
+/// 400/413 whose message or code speaks of the context length (or any status with
+/// `context_length_exceeded`) → `ContextTooLong`, `insufficient_quota` (OpenAI sends
+/// it as a 429 that no retry fixes) and other 4xx → `InvalidRequest`, 5xx (and
+/// anything else) → `Server`.
 pub fn kind_for_status(status: u16, message: &str, error_type: Option<&str>) -> ProviderErrorKind {
-    if error_type == Some("overloaded_error") {
-        return ProviderErrorKind::Overloaded;
+    // Codes more precise than the status win over it.
+    match error_type.and_then(|t| kind_for_error_code(t, message)) {
+        Some(kind @ (ProviderErrorKind::Overloaded | ProviderErrorKind::ContextTooLong)) => {
+            return kind;
+        }
+        _ if error_type.is_some_and(is_quota_code) => return ProviderErrorKind::InvalidRequest,
+        _ => {}
     }
     match status {
         401 | 403 => ProviderErrorKind::Auth,
@@ -97,23 +134,6 @@ pub fn kind_for_status(status: u16, message: &str, error_type: Option<&str>) -> 
         400..=499 => ProviderErrorKind::InvalidRequest,
         _ => ProviderErrorKind::Server,
     }
-}
-
-/// The kind an Anthropic-style error `type` names (`overloaded_error`, …), if known.
-pub(crate) fn kind_for_error_type(error_type: &str, message: &str) -> Option<ProviderErrorKind> {
-    Some(match error_type {
-        "overloaded_error" => ProviderErrorKind::Overloaded,
-        "rate_limit_error" => ProviderErrorKind::RateLimit,
-        "authentication_error" | "permission_error" => ProviderErrorKind::Auth,
-        "api_error" => ProviderErrorKind::Server,
-        "invalid_request_error" if is_context_length(message, Some(error_type)) => {
-            ProviderErrorKind::ContextTooLong
-        }
-        "invalid_request_error" | "not_found_error" | "request_too_large" => {
-            ProviderErrorKind::InvalidRequest
-        }
-        _ => return None,
-    })
 }
 
 fn is_context_length(message: &str, error_type: Option<&str>) -> bool {
@@ -135,64 +155,9 @@ fn is_context_length(message: &str, error_type: Option<&str>) -> bool {
     .any(|needle| m.contains(needle))
 }
 
-/// How long the server asks the client to wait: `retry-after-ms` (milliseconds, used
-/// when > 0), else `retry-after` as seconds or as an HTTP date (time from now;
-/// a past date gives zero). `None` when neither header is usable.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms > 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = header("retry-after")?;
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
-    let wait = when.duration_since(jiff::Timestamp::now());
-    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn retry_after_prefers_positive_ms_then_seconds_then_date() {
-        let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", HeaderValue::from_static("1"));
-        h.insert("retry-after-ms", HeaderValue::from_static("0"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(1)));
-        h.insert("retry-after-ms", HeaderValue::from_static("1500"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
-        let mut h = HeaderMap::new();
-        h.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        let future = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(120);
-        let date = jiff::fmt::rfc2822::DateTimePrinter::new()
-            .timestamp_to_rfc9110_string(&future)
-            .unwrap();
-        h.insert("retry-after", HeaderValue::from_str(&date).unwrap());
-        let got = retry_after(&h).unwrap();
-        assert!(
-            got > Duration::from_secs(100) && got <= Duration::from_secs(120),
-            "{got:?}"
-        );
-        h.insert("retry-after", HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
-    }
 
     #[test]
     fn status_and_type_map_to_kinds() {
@@ -227,8 +192,8 @@ mod tests {
         );
         assert_eq!(kind_for_status(404, "no such model", None), InvalidRequest);
         assert_eq!(kind_for_status(502, "bad gateway", None), Server);
-        assert_eq!(kind_for_error_type("rate_limit_error", ""), Some(RateLimit));
-        assert_eq!(kind_for_error_type("something_new", ""), None);
+        assert_eq!(kind_for_error_code("rate_limit_error", ""), Some(RateLimit));
+        assert_eq!(kind_for_error_code("something_new", ""), None);
     }
 
     #[test]
@@ -245,5 +210,80 @@ mod tests {
         );
         assert_eq!(m(r#"{"detail":"fastapi"}"#).as_deref(), Some("fastapi"));
         assert_eq!(m(r#"{"ok":true}"#), None);
+    }
+
+    #[test]
+    fn precise_codes_win_over_the_http_status() {
+        use ProviderErrorKind::*;
+        assert_eq!(
+            kind_for_status(
+                429,
+                "You exceeded your current quota",
+                Some("insufficient_quota")
+            ),
+            InvalidRequest
+        );
+        assert_eq!(
+            kind_for_status(500, "x", Some("context_length_exceeded")),
+            ContextTooLong
+        );
+        assert_eq!(kind_for_status(503, "x", Some("overloaded")), Overloaded);
+        assert_eq!(
+            kind_for_status(429, "x", Some("RateLimitReached")),
+            RateLimit
+        );
+        assert_eq!(
+            kind_for_status(400, "x", Some("invalid_request_error")),
+            InvalidRequest
+        );
+        let body: Value = serde_json::from_str(
+            r#"{"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"m"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            api_error_type(&body).as_deref(),
+            Some("context_length_exceeded")
+        );
+        let body: Value =
+            serde_json::from_str(r#"{"error":{"type":"invalid_request_error","code":"weird"}}"#)
+                .unwrap();
+        assert_eq!(
+            api_error_type(&body).as_deref(),
+            Some("invalid_request_error")
+        );
+    }
+
+    #[test]
+    fn error_from_parts_reads_body_status_and_headers() {
+        use reqwest::header::HeaderValue;
+        let now: jiff::Timestamp = "2025-08-08T15:40:34Z".parse().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-should-retry", HeaderValue::from_static("true"));
+        h.insert(
+            "x-ratelimit-reset",
+            HeaderValue::from_static("1754667660000"),
+        );
+        let e = error_from_parts(
+            "anthropic",
+            400,
+            &h,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"flaky"}}"#,
+            now,
+        );
+        assert_eq!(
+            (e.kind, e.status, e.message.as_str(), e.should_retry),
+            (
+                ProviderErrorKind::InvalidRequest,
+                Some(400),
+                "flaky",
+                Some(true)
+            )
+        );
+        assert_eq!(e.retry_after, Some(std::time::Duration::from_secs(26)));
+        assert!(e.is_retryable());
+        let e = error_from_parts("openai", 502, &HeaderMap::new(), "", now);
+        assert_eq!(e.message, "HTTP 502 Bad Gateway");
+        assert_eq!((e.should_retry, e.retry_after), (None, None));
+        assert!(e.is_retryable());
     }
 }

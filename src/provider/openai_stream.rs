@@ -5,7 +5,9 @@
 //! Perplexity): `delta.content`, `delta.refusal` (shown as text),
 //! `delta.reasoning_content` / `delta.reasoning` (thinking), `delta.tool_calls`
 //! assembled by `index`, `finish_reason`, `usage` on any chunk (last wins), and error
-//! objects / `event: error`. Does not own: HTTP or SSE framing (`transport`, `sse`).
+//! objects / `event: error` (their `code`/`type`/`status` give the kind, through
+//! `http_error::kind_for_stream_error`, so a 429/5xx before any output is retried).
+//! Does not own: HTTP or SSE framing (`transport`, `sse`).
 //!
 //! Tool-call deltas: the first delta of an `index` carries `id` and `function.name`;
 //! later ones append `function.arguments`. Servers differ: some repeat the name on
@@ -16,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::http_error::api_error_message;
+use super::http_error::{api_error_message, kind_for_stream_error};
 use super::sse::SseEvent;
 use super::transport::{Assembler, Flow};
 use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent, Usage};
@@ -86,8 +88,20 @@ impl ChatAssembler {
         }
     }
 
-    fn stream_error(&self, message: String) -> ProviderError {
-        ProviderError::new(ProviderErrorKind::Stream, &self.provider, message)
+    /// The error an in-stream error object stands for: the kind its
+    /// `code`/`type`/`status` names (`Stream` when none is known), the status it
+    /// carries, and the API's message (else the raw `fallback` text).
+    fn stream_error(&self, json: Option<&Value>, fallback: &str) -> ProviderError {
+        let message = json
+            .and_then(api_error_message)
+            .unwrap_or_else(|| fallback.to_string());
+        let (kind, status) = json.map_or((ProviderErrorKind::Stream, None), |j| {
+            kind_for_stream_error(j, &message)
+        });
+        ProviderError {
+            status,
+            ..ProviderError::new(kind, &self.provider, message)
+        }
     }
 
     fn push_text(&mut self, text: &str, thinking: bool, out: &mut Vec<StreamEvent>) {
@@ -145,8 +159,7 @@ impl ChatAssembler {
 
     fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
-            let message = api_error_message(chunk).unwrap_or_else(|| err.to_string());
-            return Err(self.stream_error(message));
+            return Err(self.stream_error(Some(chunk), &err.to_string()));
         }
         if let Some(model) = chunk.get("model").and_then(Value::as_str)
             && !model.is_empty()
@@ -214,11 +227,7 @@ impl Assembler for ChatAssembler {
         let data = event.data.trim();
         if event.event.as_deref() == Some("error") {
             let json: Option<Value> = serde_json::from_str(data).ok();
-            let message = json
-                .as_ref()
-                .and_then(api_error_message)
-                .unwrap_or_else(|| data.to_string());
-            return Err(self.stream_error(message));
+            return Err(self.stream_error(json.as_ref(), data));
         }
         if data == "[DONE]" {
             self.done = true;
@@ -353,5 +362,92 @@ data: [DONE]
         );
         let (_, r) = run("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n");
         assert_eq!(r.unwrap_err().kind, ProviderErrorKind::Network);
+    }
+
+    #[test]
+    fn in_stream_errors_take_the_kind_their_code_names() {
+        use ProviderErrorKind::*;
+        let cases = [
+            (
+                r#"{"error":{"code":429,"message":"m"}}"#,
+                RateLimit,
+                Some(429),
+            ),
+            (
+                r#"{"error":{"code":"503","message":"m"}}"#,
+                Server,
+                Some(503),
+            ),
+            (
+                r#"{"error":{"code":529,"message":"m"}}"#,
+                Overloaded,
+                Some(529),
+            ),
+            (
+                r#"{"error":{"code":400,"message":"m"}}"#,
+                InvalidRequest,
+                Some(400),
+            ),
+            (
+                r#"{"error":{"code":"rate_limit_exceeded","message":"m"}}"#,
+                RateLimit,
+                None,
+            ),
+            (
+                r#"{"error":{"type":"server_error","message":"m"}}"#,
+                Server,
+                None,
+            ),
+            (
+                r#"{"error":{"type":"overloaded","message":"m"}}"#,
+                Overloaded,
+                None,
+            ),
+            (
+                r#"{"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"m"}}"#,
+                ContextTooLong,
+                None,
+            ),
+            (
+                r#"{"error":{"code":"insufficient_quota","message":"m"}}"#,
+                InvalidRequest,
+                None,
+            ),
+            (
+                r#"{"error":{"type":"invalid_request_error","code":"tool_use_failed","message":"m","status_code":400}}"#,
+                InvalidRequest,
+                Some(400),
+            ),
+            (
+                r#"{"error":{"type":"authentication_error","message":"m"}}"#,
+                Auth,
+                None,
+            ),
+            (
+                r#"{"error":{"code":"brand_new","message":"m"}}"#,
+                Stream,
+                None,
+            ),
+        ];
+        for (chunk, kind, status) in cases {
+            let (out, r) = run(&format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"hi\"}}}}]}}\n\ndata: {chunk}\n\n"
+            ));
+            assert_eq!(out, vec![StreamEvent::TextDelta("hi".into())], "{chunk}");
+            let e = r.unwrap_err();
+            assert_eq!((e.kind, e.status), (kind, status), "{chunk}");
+            assert_eq!(e.message, "m", "{chunk}");
+            // The same object as an `event: error`.
+            let (_, r) = run(&format!("event: error\ndata: {chunk}\n\n"));
+            let e = r.unwrap_err();
+            assert_eq!((e.kind, e.status), (kind, status), "event: error {chunk}");
+        }
+        // An `event: error` whose data is not JSON keeps its text, as a Stream error.
+        let (_, r) = run("event: error\ndata: upstream died\n\n");
+        let e = r.unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str(), e.status),
+            (Stream, "upstream died", None)
+        );
     }
 }

@@ -55,8 +55,9 @@ pub const OPENAI: &[Expect] = &[
         model: Some("openai/gpt-oss-120b"),
         signature_len: 0,
         redacted: 0,
+        // `type: invalid_request_error`, `code: tool_use_failed`, `status_code: 400`.
         error: Some((
-            ProviderErrorKind::Stream,
+            ProviderErrorKind::InvalidRequest,
             "Tool call validation failed: tool call validation failed: parameters for tool get_something_by_name did not match schema: errors: [missing properties: 'name', additionalProperties 'invalid_param' not allowed]",
         )),
     },
@@ -240,7 +241,8 @@ pub const OPENAI: &[Expect] = &[
         model: Some("minimax/minimax-m2:free"),
         signature_len: 0,
         redacted: 0,
-        error: Some((ProviderErrorKind::Stream, "Token limit reached")),
+        // `"error": {"code": 400, ...}`.
+        error: Some((ProviderErrorKind::InvalidRequest, "Token limit reached")),
     },
     Expect {
         file: "openrouter-chat-processing-comment.sse",
