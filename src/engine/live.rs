@@ -10,6 +10,13 @@
 //! Locking: every mutex here is a `std::sync::Mutex` held only for a synchronous write,
 //! never across an await. Only one turn runs per session at a time (`running`), so the
 //! writer's lines come from that turn (plus `cancel:requested` from a canceller).
+//!
+//! Memory: the in-memory transcript is an `Arc<Vec<Message>>`.
+//! [`LiveSession::transcript_snapshot`] shares it (a model request over a
+//! 100k-message history copies no message) and [`LiveSession::append`] pushes in
+//! place when no snapshot is alive, copying the messages once (copy-on-write) only
+//! when one still is. Holders of a snapshot drop it before the next append (the turn
+//! loop does).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +51,7 @@ pub(crate) struct LiveSession {
     pub working_dir: PathBuf,
     bus: EventBus,
     writer: Mutex<SessionWriter>,
-    transcript: Mutex<Vec<Message>>,
+    transcript: Mutex<Arc<Vec<Message>>>,
     metadata: Mutex<Metadata>,
     cancel: Mutex<CancellationToken>,
     running: AtomicBool,
@@ -78,7 +85,7 @@ impl LiveSession {
                 .unwrap_or(fallback_dir),
             bus,
             writer: Mutex::new(writer),
-            transcript: Mutex::new(transcript),
+            transcript: Mutex::new(Arc::new(transcript)),
             metadata: Mutex::new(metadata),
             cancel: Mutex::new(CancellationToken::new()),
             running: AtomicBool::new(false),
@@ -107,13 +114,15 @@ impl LiveSession {
                 .get_or_insert_with(|| format!("cannot save the transcript: {e}"));
         }
         let json = serde_json::to_value(&message).unwrap_or(Value::Null);
-        lock(&self.transcript).push(message);
+        Arc::make_mut(&mut lock(&self.transcript)).push(message);
         self.emit(names::MESSAGE_APPENDED, json!({"message": json}));
     }
 
-    /// A copy of the in-memory transcript.
-    pub fn transcript(&self) -> Vec<Message> {
-        lock(&self.transcript).clone()
+    /// The in-memory transcript as it is now, shared (no message is copied). Drop it
+    /// before the session's next append: while it is alive, that append copies the
+    /// whole transcript once (copy-on-write).
+    pub fn transcript_snapshot(&self) -> Arc<Vec<Message>> {
+        Arc::clone(&lock(&self.transcript))
     }
 
     /// A copy of the current metadata.

@@ -2,9 +2,12 @@
 //!
 //! Owns: finding tool calls that never got a result (a crash or kill mid-tool) and
 //! making the synthetic "cancelled" results that are appended for them, and the
-//! request view of a transcript that places every result right after its call.
+//! request view of a transcript that places every result right after its call (the
+//! shared transcript itself when it is already in that order).
 //! Does not own: writing the transcript (`session::store`); existing lines are never
 //! rewritten — repairs are appended.
+
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -39,26 +42,65 @@ pub fn synthetic_result(call: &ToolCall) -> Message {
 /// calls without a result given a synthetic one. Providers reject any other order,
 /// and repairs are appended at the end of the file, not beside their call.
 pub fn request_view(transcript: &[Message]) -> Vec<Message> {
+    materialize(transcript, &view_slots(transcript))
+}
+
+/// [`request_view`] of a shared transcript without copying it when it is already in
+/// request order (every result right after its call, none missing or stray — the
+/// usual case): then the same `Arc` is returned. Otherwise a new view is built.
+pub fn request_view_shared(transcript: &Arc<Vec<Message>>) -> Arc<Vec<Message>> {
+    let slots = view_slots(transcript);
+    let unchanged = slots.len() == transcript.len()
+        && slots
+            .iter()
+            .enumerate()
+            .all(|(i, slot)| matches!(slot, Slot::At(at) if *at == i));
+    if unchanged {
+        Arc::clone(transcript)
+    } else {
+        Arc::new(materialize(transcript, &slots))
+    }
+}
+
+/// One message of the request view: a transcript message by index, or the synthetic
+/// result of a call that has none.
+enum Slot<'a> {
+    At(usize),
+    Synthetic(&'a ToolCall),
+}
+
+/// The request view (see [`request_view`]) as slots, copying no message.
+fn view_slots(transcript: &[Message]) -> Vec<Slot<'_>> {
     let mut pairs = pair_results(transcript).into_iter().peekable();
     let mut out = Vec::with_capacity(transcript.len());
     for (index, message) in transcript.iter().enumerate() {
         match message {
             Message::Tool(_) => {}
             Message::Assistant(_) => {
-                out.push(message.clone());
+                out.push(Slot::At(index));
                 if let Some((_, calls)) = pairs.next_if(|(at, _)| *at == index) {
                     for (call, result) in calls {
                         out.push(match result {
-                            Some(at) => transcript[at].clone(),
-                            None => synthetic_result(call),
+                            Some(at) => Slot::At(at),
+                            None => Slot::Synthetic(call),
                         });
                     }
                 }
             }
-            other => out.push(other.clone()),
+            _ => out.push(Slot::At(index)),
         }
     }
     out
+}
+
+fn materialize(transcript: &[Message], slots: &[Slot<'_>]) -> Vec<Message> {
+    slots
+        .iter()
+        .map(|slot| match slot {
+            Slot::At(at) => transcript[*at].clone(),
+            Slot::Synthetic(call) => synthetic_result(call),
+        })
+        .collect()
 }
 
 /// The calls of one assistant message, each with the index of its result message.
@@ -164,5 +206,44 @@ mod tests {
         let view = request_view(&transcript);
         let texts: Vec<String> = view.iter().map(Message::text).collect();
         assert_eq!(texts, ["one", "x", "first", "two", "x", MISSING_RESULT]);
+    }
+
+    #[test]
+    fn shared_view_reuses_a_consistent_transcript_and_repairs_others() {
+        let mut messages = Vec::new();
+        for i in 0..1000 {
+            let id = format!("c{i}");
+            messages.push(Message::user(format!("q{i}")));
+            messages.push(assistant(&[&id]));
+            messages.push(Message::tool_result(&call(&id), "r", false));
+            messages.push(assistant(&[]));
+        }
+        let consistent = Arc::new(messages.clone());
+        let view = request_view_shared(&consistent);
+        assert!(
+            Arc::ptr_eq(&view, &consistent),
+            "a consistent transcript is copied"
+        );
+        assert_eq!(*view, request_view(&consistent));
+
+        // A repair appended at the end: the view moves it beside its call.
+        messages.push(assistant(&["late"]));
+        messages.push(Message::user("interrupted"));
+        messages.push(Message::tool_result(&call("late"), "late result", false));
+        let repaired = Arc::new(messages);
+        let view = request_view_shared(&repaired);
+        assert!(!Arc::ptr_eq(&view, &repaired));
+        assert_eq!(*view, request_view(&repaired));
+        let tail: Vec<&str> = view[view.len() - 3..].iter().map(Message::role).collect();
+        assert_eq!(tail, ["assistant", "tool", "user"]);
+
+        // A missing result or a stray one also changes the view.
+        let missing = Arc::new(vec![Message::user("go"), assistant(&["a"])]);
+        assert_eq!(request_view_shared(&missing).len(), 3);
+        let stray = Arc::new(vec![
+            Message::user("go"),
+            Message::tool_result(&call("zzz"), "stray", false),
+        ]);
+        assert_eq!(request_view_shared(&stray).len(), 1);
     }
 }

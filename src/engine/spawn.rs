@@ -352,7 +352,7 @@ async fn run_child(
     ctx: &ToolContext,
 ) -> Result<TaskResult, String> {
     let instruction = with_context(
-        &parent.transcript(),
+        &parent.transcript_snapshot(),
         request.context_depth,
         request.context_turns,
         &request.instruction,

@@ -84,7 +84,10 @@ pub(crate) async fn run(
         .ok_or_else(|| busy(&live))?;
     let token = guard.token.clone();
 
-    for fix in repair::missing_results(&live.transcript()) {
+    // Bound first: a snapshot alive during the appends would make each one copy the
+    // whole transcript (copy-on-write).
+    let fixes = repair::missing_results(&live.transcript_snapshot());
+    for fix in fixes {
         live.append(fix);
     }
     live.append(Message::user(prompt.clone()));
@@ -139,10 +142,11 @@ async fn drive(
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
     for iteration in 1..=max_iterations {
+        // Shares the live transcript (no copy) unless it needs reordering.
         let request = ChatRequest {
             model: provider.default_model().to_string(),
             system: live.plan.instruction().to_string(),
-            messages: repair::request_view(&live.transcript()),
+            messages: repair::request_view_shared(&live.transcript_snapshot()),
             tools: tools.specs(),
             max_tokens: None,
             config: provider_config.clone(),
@@ -157,7 +161,15 @@ async fn drive(
                 "tools": tools.names(),
             }),
         );
-        let response = match call_model(live, provider, &request, token).await {
+        let end = call_model(live, provider, &request, token).await;
+        // The request shares the transcript: release it before anything is appended,
+        // or that append would copy the whole transcript. (`..` alone would keep the
+        // rest of the request alive to the end of the iteration.)
+        let ChatRequest {
+            model, messages, ..
+        } = request;
+        drop(messages);
+        let response = match end {
             CallEnd::Done(response) => normalize(response, iteration),
             CallEnd::Failed {
                 error,
@@ -166,7 +178,7 @@ async fn drive(
             } => {
                 live.emit(
                     names::PROVIDER_ERROR,
-                    error_data(provider.as_ref(), &request.model, &error, attempts, None),
+                    error_data(provider.as_ref(), &model, &error, attempts, None),
                 );
                 keep_partial(live, &partial, Some(&error.to_string()));
                 return LoopEnd {
@@ -192,7 +204,7 @@ async fn drive(
                 };
             }
         };
-        let cost = record_response(live, provider.as_ref(), &request.model, &response, prices);
+        let cost = record_response(live, provider.as_ref(), &model, &response, prices);
         turn_usage.add(&response.usage, cost);
         let text = response.text();
         if !text.is_empty() {
@@ -380,3 +392,6 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
         error,
     }
 }
+
+#[cfg(test)]
+mod tests;

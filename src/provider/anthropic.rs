@@ -20,12 +20,15 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::anthropic_stream::MessagesAssembler;
-use super::transport::{HttpClient, drive, fetch_model_ids, send_checked};
+use super::transport::{HttpClient, body_error, drive, fetch_model_ids, send_json};
 use super::{ChatRequest, Provider, ProviderError, StreamEvent};
-use crate::session::message::{ContentBlock, Message};
+
+mod body;
+
+pub use body::request_bytes;
 
 /// Anthropic's official endpoint (without `/v1`).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -155,14 +158,17 @@ impl Provider for AnthropicProvider {
             } else {
                 request.model.clone()
             };
-            let body = request_body(&request, &model);
+            let body =
+                request_bytes(&request, &model).map_err(|e| body_error(&inner.config.id, &e))?;
+            // The bytes are all that is sent: the transcript is not kept alive while
+            // the request is out and the response streams.
+            drop(request);
             let url = format!("{}/messages", inner.api_url);
-            tracing::debug!(provider = %inner.config.id, %url, %model, "messages request");
-            send_checked(
+            tracing::debug!(provider = %inner.config.id, %url, %model, bytes = body.len(), "messages request");
+            send_json(
                 &inner.config.id,
-                inner
-                    .request(inner.client.post(&inner.config.id, url)?)
-                    .json(&body),
+                inner.request(inner.client.post(&inner.config.id, url)?),
+                body,
             )
             .await
         }
@@ -186,136 +192,11 @@ impl Provider for AnthropicProvider {
 
 /// The JSON body of a streamed Messages call for `request` with `model`. Passes
 /// `max_tokens` (default [`DEFAULT_MAX_TOKENS`]) and from `request.config`:
-/// `temperature`, `top_p`, `top_k`, `thinking`, `stop_sequences`.
+/// `temperature`, `top_p`, `top_k`, `thinking`, `stop_sequences`. The same JSON as the
+/// bytes sent ([`request_bytes`]); `Null` only if serde_json refused a value (it has
+/// none to refuse).
 pub fn request_body(request: &ChatRequest, model: &str) -> Value {
-    let mut system = request.system.clone();
-    for message in &request.messages {
-        if let Message::System(m) = message
-            && !m.content.is_empty()
-        {
-            if !system.is_empty() {
-                system.push_str("\n\n");
-            }
-            system.push_str(&m.content);
-        }
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert(
-        "max_tokens".into(),
-        json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-    );
-    body.insert("stream".into(), json!(true));
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system));
-    }
-    body.insert("messages".into(), Value::Array(messages(&request.messages)));
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    for key in [
-        "temperature",
-        "top_p",
-        "top_k",
-        "thinking",
-        "stop_sequences",
-    ] {
-        if let Some(v) = request.config.get(key).filter(|v| !v.is_null()) {
-            body.insert(key.into(), v.clone());
-        }
-    }
-    Value::Object(body)
-}
-
-fn messages(transcript: &[Message]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    // Whether the last message pushed is a user message holding tool results.
-    let mut open_results = false;
-    for message in transcript {
-        match message {
-            Message::System(_) => {}
-            Message::User(m) => {
-                let block = json!({"type": "text", "text": m.content});
-                if open_results && let Some(blocks) = last_blocks(&mut out) {
-                    if !m.content.is_empty() {
-                        blocks.push(block);
-                    }
-                } else {
-                    out.push(json!({"role": "user", "content": m.content}));
-                }
-                open_results = false;
-            }
-            Message::Tool(m) => {
-                let mut result = json!({
-                    "type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content,
-                });
-                if m.is_error {
-                    result["is_error"] = json!(true);
-                }
-                match last_blocks(&mut out).filter(|_| open_results) {
-                    Some(blocks) => blocks.push(result),
-                    None => out.push(json!({"role": "user", "content": [result]})),
-                }
-                open_results = true;
-            }
-            Message::Assistant(m) => {
-                let mut blocks = Vec::new();
-                for block in &m.content {
-                    match block {
-                        ContentBlock::Text { text } if !text.is_empty() => {
-                            blocks.push(json!({"type": "text", "text": text}));
-                        }
-                        ContentBlock::Thinking {
-                            thinking,
-                            signature: Some(sig),
-                        } => blocks.push(
-                            json!({"type": "thinking", "thinking": thinking, "signature": sig}),
-                        ),
-                        ContentBlock::RedactedThinking { data } => {
-                            blocks.push(json!({"type": "redacted_thinking", "data": data}));
-                        }
-                        ContentBlock::ToolCall { id, name, input } => {
-                            blocks.push(tool_use(id, name, input));
-                        }
-                        _ => {}
-                    }
-                }
-                for call in &m.tool_calls {
-                    let listed = m
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, ContentBlock::ToolCall { id, .. } if *id == call.id));
-                    if !listed {
-                        blocks.push(tool_use(&call.id, &call.tool, &call.arguments));
-                    }
-                }
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
-                }
-                open_results = false;
-            }
-        }
-    }
-    out
-}
-
-/// The content array of the last message, when it is an array.
-fn last_blocks(out: &mut [Value]) -> Option<&mut Vec<Value>> {
-    out.last_mut()?.get_mut("content")?.as_array_mut()
-}
-
-fn tool_use(id: &str, name: &str, input: &Value) -> Value {
-    let input = match input {
-        Value::Object(_) => input.clone(),
-        Value::Null => json!({}),
-        other => json!({"_raw": other}),
-    };
-    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+    body::request_value(request, model).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub mod setup;
 pub mod sse;
 mod transport;
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -37,14 +39,20 @@ pub struct ToolSpec {
 }
 
 /// One model call: system prompt + transcript + tools.
+///
+/// Cloning is cheap for any transcript length: `messages` is shared, not copied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// Model id as the API names it (`gpt-4o`, `claude-sonnet-4-5`, `qwen2.5-coder-0.5b`).
     pub model: String,
     /// The system prompt (the agent's instruction).
     pub system: String,
-    /// The transcript so far, already repaired (no orphaned tool calls).
-    pub messages: Vec<Message>,
+    /// The transcript so far, already repaired (no orphaned tool calls). Shared: the
+    /// engine passes the live session's own transcript snapshot when no repair was
+    /// needed (`engine::repair::request_view_shared`), so a request over a long
+    /// history copies no message. Build one from a `Vec` with `Arc::new(vec)` or
+    /// `vec.into()`.
+    pub messages: Arc<Vec<Message>>,
     pub tools: Vec<ToolSpec>,
     /// Output token cap; providers use their default when `None`.
     pub max_tokens: Option<u32>,

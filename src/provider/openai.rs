@@ -21,13 +21,16 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::openai_stream::ChatAssembler;
-use super::transport::{HttpClient, drive, fetch_model_ids, send_checked};
+use super::transport::{HttpClient, body_error, drive, fetch_model_ids, send_json};
 use super::{ChatRequest, Provider, ProviderError, ProviderErrorKind, StreamEvent};
-use crate::session::message::{ContentBlock, Message};
+
+mod body;
+
+pub use body::request_bytes;
 
 /// OpenAI's official endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -200,14 +203,16 @@ impl Provider for OpenAiProvider {
             } else {
                 request.model.clone()
             };
-            let body = request_body(&request, &model);
+            let body = request_bytes(&request, &model).map_err(|e| body_error(inner.id(), &e))?;
+            // The bytes are all that is sent: the transcript is not kept alive while
+            // the request is out and the response streams.
+            drop(request);
             let url = format!("{}/chat/completions", inner.base_url);
-            tracing::debug!(provider = inner.id(), %url, %model, "chat completions request");
-            send_checked(
+            tracing::debug!(provider = inner.id(), %url, %model, bytes = body.len(), "chat completions request");
+            send_json(
                 inner.id(),
-                inner
-                    .authorized(inner.client.post(inner.id(), url)?)
-                    .json(&body),
+                inner.authorized(inner.client.post(inner.id(), url)?),
+                body,
             )
             .await
         }
@@ -227,92 +232,10 @@ impl Provider for OpenAiProvider {
 
 /// The JSON body of a streamed Chat Completions call for `request` with `model`.
 /// Passes `max_tokens`, and from `request.config`: `temperature`, `top_p`,
-/// `reasoning_effort`, `seed`, `stop`.
+/// `reasoning_effort`, `seed`, `stop`. The same JSON as the bytes sent
+/// ([`request_bytes`]); `Null` only if serde_json refused a value (it has none to refuse).
 pub fn request_body(request: &ChatRequest, model: &str) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages(request)));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema,
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(max) = request.max_tokens {
-        body.insert("max_tokens".into(), json!(max));
-    }
-    for key in ["temperature", "top_p", "reasoning_effort", "seed", "stop"] {
-        if let Some(v) = request.config.get(key).filter(|v| !v.is_null()) {
-            body.insert(key.into(), v.clone());
-        }
-    }
-    Value::Object(body)
-}
-
-fn messages(request: &ChatRequest) -> Vec<Value> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        out.push(json!({"role": "system", "content": request.system}));
-    }
-    for message in &request.messages {
-        match message {
-            Message::User(m) => out.push(json!({"role": "user", "content": m.content})),
-            Message::System(m) => out.push(json!({"role": "system", "content": m.content})),
-            Message::Tool(m) => out.push(json!({
-                "role": "tool", "tool_call_id": m.tool_call_id, "content": m.content,
-            })),
-            Message::Assistant(m) => {
-                let mut calls: Vec<Value> = m
-                    .tool_calls
-                    .iter()
-                    .map(|c| tool_call_json(&c.id, &c.tool, &c.arguments))
-                    .collect();
-                for block in &m.content {
-                    if let ContentBlock::ToolCall { id, name, input } = block
-                        && !m.tool_calls.iter().any(|c| &c.id == id)
-                    {
-                        calls.push(tool_call_json(id, name, input));
-                    }
-                }
-                let text = m.text();
-                if text.is_empty() && calls.is_empty() {
-                    continue;
-                }
-                let mut msg = Map::new();
-                msg.insert("role".into(), json!("assistant"));
-                msg.insert(
-                    "content".into(),
-                    if text.is_empty() {
-                        Value::Null
-                    } else {
-                        json!(text)
-                    },
-                );
-                if !calls.is_empty() {
-                    msg.insert("tool_calls".into(), Value::Array(calls));
-                }
-                out.push(Value::Object(msg));
-            }
-        }
-    }
-    out
-}
-
-fn tool_call_json(id: &str, name: &str, arguments: &Value) -> Value {
-    let arguments = match arguments {
-        Value::Null => "{}".to_string(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+    body::request_value(request, model).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
 use super::http_error::error_from_response;
@@ -198,6 +199,38 @@ pub(crate) async fn send_checked(
     } else {
         Err(error_from_response(provider, response).await)
     }
+}
+
+/// Sends `request` with `body` (JSON bytes) as its body and `Content-Type:
+/// application/json` unless a configured header set one — what
+/// `RequestBuilder::json` does, without serializing a value here. Results as
+/// [`send_checked`].
+pub(crate) async fn send_json(
+    provider: &str,
+    request: reqwest::RequestBuilder,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, ProviderError> {
+    let (client, request) = request.build_split();
+    let mut request = request.map_err(|e| network_error(provider, "sending the request", &e))?;
+    request
+        .headers_mut()
+        .entry(CONTENT_TYPE)
+        .or_insert_with(|| HeaderValue::from_static("application/json"));
+    *request.body_mut() = Some(body.into());
+    send_checked(
+        provider,
+        reqwest::RequestBuilder::from_parts(client, request),
+    )
+    .await
+}
+
+/// A request body that could not be encoded as JSON (`InvalidRequest`).
+pub(crate) fn body_error(provider: &str, err: &serde_json::Error) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::InvalidRequest,
+        provider,
+        format!("cannot encode the request body: {err}"),
+    )
 }
 
 /// `GET url` and the `data[].id` list of a `/models` response.

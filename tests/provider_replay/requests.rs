@@ -67,7 +67,8 @@ fn transcript_request(model: &str) -> ChatRequest {
                 content: "thanks".into(),
                 ..Default::default()
             }),
-        ],
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "glob".into(),
             description: "Find files".into(),
