@@ -300,3 +300,60 @@ fn a_connection_closed_mid_stream_keeps_partial_text_and_the_session_resumes() {
         "{texts:?}"
     );
 }
+
+/// Ctrl+C (SIGINT) during `arbor run` cancels the turn: the final object says
+/// `cancelled`, the exit code is non-zero, and the session resumes afterwards.
+#[cfg(unix)]
+#[test]
+fn sigint_cancels_a_running_turn_and_the_session_resumes() {
+    use std::time::{Duration, Instant};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = ScriptedServer::start(Arc::new(move |_| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 0 {
+                // Hang until the client goes away.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            Reply::Sse(sse_text("After the interruption."))
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let child = env
+        .std_cmd()
+        .args(["run", "--output-format", "json", "take your time"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the request never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["status"], "cancelled", "{v}");
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sessions_dir().join(&id).join("metadata.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["status"], "cancelled");
+    let (ok, v, _) = run_json(
+        &env,
+        &["session", "resume", &id, "go on", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "After the interruption.");
+}

@@ -273,7 +273,14 @@ impl TestEnv {
 
     /// `arbor` with the environment cleared of provider variables and pointed here.
     pub fn cmd(&self) -> assert_cmd::Command {
-        let mut cmd = assert_cmd::Command::cargo_bin("arbor").unwrap();
+        let mut cmd = assert_cmd::Command::from_std(self.std_cmd());
+        cmd.timeout(std::time::Duration::from_secs(60));
+        cmd
+    }
+
+    /// The same as a plain `std::process::Command`, for tests that signal the process.
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("arbor"));
         for var in [
             "OPENAI_API_KEY",
             "OPENAI_BASE_URL",
@@ -291,8 +298,7 @@ impl TestEnv {
             .env("AMPLIFIER_HOME", &self.amplifier_home)
             .env("ARBOR_CONFIG", &self.config)
             .env("NO_COLOR", "1")
-            .current_dir(&self.project)
-            .timeout(std::time::Duration::from_secs(60));
+            .current_dir(&self.project);
         cmd
     }
 
