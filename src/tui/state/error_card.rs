@@ -132,7 +132,8 @@ impl ProviderFailure {
         self.retry_in_ms.is_some()
     }
 
-    /// The environment variable holding this provider's key.
+    /// The environment variable arbor reads this provider's key from (any
+    /// OpenAI-compatible server, OpenRouter and Azure included, uses `OPENAI_API_KEY`).
     fn key_var(&self) -> &'static str {
         let names = format!(
             "{} {}",
@@ -141,13 +142,17 @@ impl ProviderFailure {
         );
         if names.contains("anthropic") {
             "ANTHROPIC_API_KEY"
-        } else if names.contains("openrouter") {
-            "OPENROUTER_API_KEY"
-        } else if names.contains("azure") {
-            "AZURE_OPENAI_API_KEY"
         } else {
             "OPENAI_API_KEY"
         }
+    }
+
+    /// Whether the API's message is about quota, billing or credit.
+    fn is_billing(&self) -> bool {
+        let m = self.message.to_ascii_lowercase();
+        ["quota", "billing", "credit", "payment"]
+            .iter()
+            .any(|w| m.contains(w))
     }
 
     /// What the user can do about it.
@@ -167,6 +172,9 @@ impl ProviderFailure {
             Some(Overloaded) => format!("{wait}the provider is busy: resend in a moment to retry"),
             Some(ContextTooLong) => {
                 "the conversation no longer fits the model: start a new session or use a model with a larger context".into()
+            }
+            Some(InvalidRequest) if self.is_billing() => {
+                "the account is out of quota or credit: check billing with the provider; resending unchanged fails again".into()
             }
             Some(InvalidRequest) => {
                 "check the model name and provider config; resending unchanged fails again".into()
@@ -317,6 +325,24 @@ mod tests {
             assert!(f.hint().contains("retry"), "{kind}: {}", f.hint());
             assert_ne!(heading(f.kind), "Provider error", "{kind}");
         }
+        // OpenRouter is an OpenAI-compatible server: its key is OPENAI_API_KEY to arbor.
+        let openrouter = ProviderFailure::from_data(&data("auth", "openrouter"));
+        assert!(
+            openrouter.hint().contains("OPENAI_API_KEY"),
+            "{}",
+            openrouter.hint()
+        );
+        let quota = ProviderFailure::from_data(
+            &json!({"provider": "openai", "kind": "invalid_request",
+            "status": 429, "message": "You exceeded your current quota, please check your plan and billing details."}),
+        );
+        assert!(quota.hint().contains("billing"), "{}", quota.hint());
+        let bad_model = ProviderFailure::from_data(&data("invalid_request", "openai"));
+        assert!(
+            bad_model.hint().contains("model name"),
+            "{}",
+            bad_model.hint()
+        );
         let old = ProviderFailure::from_data(&json!({"error": "openai: boom"}));
         assert_eq!((old.kind, old.message.as_str()), (None, "openai: boom"));
         assert!(text(&old).starts_with("✗ Provider error"));
