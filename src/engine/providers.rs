@@ -7,15 +7,21 @@
 //! entry's `default_model`), the list of secret values handed to
 //! `SessionWriter::set_secrets`, and running model routing for a session's plan
 //! ([`route`]: every plan provider built, model lists fetched through the runtime's
-//! `ModelCache`, the active routing matrix). Does not own: credentials lookup or wire
-//! clients (`provider::setup`), the routing rules themselves (`provider::routing`).
+//! `ModelCache`, the active routing matrix).
+//!
+//! A provider that leaves its model to the server (a local OpenAI-compatible server
+//! with no configured model: `default_model()` is `""`) is wrapped so its model comes
+//! from the runtime's `ModelCache` too — the first id `GET /models` lists, fetched once
+//! per process and shared by the status-bar label ([`server_model`]), every session's
+//! requests and routing. Does not own: credentials lookup or wire clients
+//! (`provider::setup`), the routing rules themselves (`provider::routing`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
+use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 
 use super::runtime::Runtime;
@@ -34,37 +40,39 @@ pub type ProviderFactory =
 /// Environment lookup shared by the runtime.
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The provider a session with `plan` uses, with its entry's `config` (passed on in
-/// every `ChatRequest`). Errors list every entry's failure; `Err` with an empty list
-/// means the plan has no providers at all.
+/// The provider a session with `plan` uses, with its plan entry (whose `config` is
+/// passed on in every `ChatRequest`). Errors list every entry's failure; `Err` with an
+/// empty list means the plan has no providers at all.
 pub(crate) fn select(
+    rt: &Runtime,
     plan: &MountPlan,
-    factory: Option<&ProviderFactory>,
-    config: &ArborConfig,
-    env: &Env,
-) -> Result<(Arc<dyn Provider>, Value), Vec<String>> {
+) -> Result<(Arc<dyn Provider>, ModuleEntry), Vec<String>> {
     let mut errors = Vec::new();
     for entry in plan.providers() {
-        match build(&entry, factory, config, env) {
-            Ok(provider) => return Ok((provider, entry.config.clone())),
+        match build(rt, &entry) {
+            Ok(provider) => return Ok((provider, entry)),
             Err(e) => errors.push(e.to_string()),
         }
     }
     Err(errors)
 }
 
-/// The live provider for one plan entry, pinned to the entry's `config.default_model`
+/// The `ModelCache` key of a plan entry: its provider id and base URL.
+pub(crate) fn cache_key(entry: &ModuleEntry) -> String {
+    let base = entry.config.get("base_url").and_then(Value::as_str);
+    format!("{} {}", provider_id(entry), base.unwrap_or_default())
+}
+
+/// The live provider for one plan entry (through the runtime's injected factory, else
+/// `provider::setup::build_provider`), pinned to the entry's `config.default_model`
 /// when the built provider would use another model (an injected factory ignores the
-/// entry), so a routed session's requests carry the routed model.
-pub(crate) fn build(
-    entry: &ModuleEntry,
-    factory: Option<&ProviderFactory>,
-    config: &ArborConfig,
-    env: &Env,
-) -> Result<Arc<dyn Provider>, ProviderError> {
-    let provider = match factory {
+/// entry), so a routed session's requests carry the routed model. A provider that
+/// leaves the model to the server gets it from the runtime's model cache
+/// ([`server_model`]).
+pub(crate) fn build(rt: &Runtime, entry: &ModuleEntry) -> Result<Arc<dyn Provider>, ProviderError> {
+    let provider = match rt.provider_factory() {
         Some(factory) => factory(entry)?,
-        None => setup::build_provider(entry, config, env.as_ref())?,
+        None => setup::build_provider(entry, &rt.config, rt.env.as_ref())?,
     };
     let wanted = entry
         .config
@@ -76,6 +84,12 @@ pub(crate) fn build(
         Some(model) if model != provider.default_model() => Arc::new(PinnedModel {
             inner: provider,
             model: model.to_string(),
+        }),
+        _ if provider.default_model().is_empty() => Arc::new(ServerModel {
+            inner: provider,
+            cache: rt.models.clone(),
+            key: cache_key(entry),
+            model: Arc::new(OnceLock::new()),
         }),
         _ => provider,
     })
@@ -114,11 +128,119 @@ impl Provider for PinnedModel {
     }
 }
 
-/// How long routing waits for one provider's model list.
+/// A provider that leaves its model to the server (`default_model()` of the built
+/// client is `""`): the model is the first id of the server's model list, listed
+/// through the runtime's [`ModelCache`] (at most once per process when it succeeds,
+/// shared with the status-bar label and routing) and then named in every request, so
+/// the client never lists on its own. Until known, `default_model()` is `""`.
+#[derive(Debug)]
+struct ServerModel {
+    inner: Arc<dyn Provider>,
+    cache: Arc<ModelCache>,
+    key: String,
+    /// Set once the cache has the list (shared with in-flight streams).
+    model: Arc<OnceLock<String>>,
+}
+
+impl ServerModel {
+    /// The model, once any lister in this process has fetched the list.
+    fn known(&self) -> Option<&str> {
+        if self.model.get().is_none()
+            && let Some(first) = first_model(self.cache.cached(&self.key).unwrap_or_default())
+        {
+            // A concurrent `set` stored the same first id.
+            let _ = self.model.set(first);
+        }
+        self.model.get().map(String::as_str)
+    }
+}
+
+impl Provider for ServerModel {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn module(&self) -> &str {
+        self.inner.module()
+    }
+
+    fn default_model(&self) -> &str {
+        self.known().unwrap_or("")
+    }
+
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let mut request = request;
+        if request.model.is_empty()
+            && let Some(model) = self.known()
+        {
+            request.model = model.to_string();
+        }
+        if !request.model.is_empty() {
+            return self.inner.stream(request);
+        }
+        let inner = self.inner.clone();
+        let cache = self.cache.clone();
+        let key = self.key.clone();
+        let slot = self.model.clone();
+        futures::stream::once(async move {
+            match server_model(&cache, &key, &inner).await {
+                Ok(model) => {
+                    let _ = slot.set(model.clone());
+                    request.model = model;
+                }
+                // The client resolves the model itself and reports the failure as a
+                // typed provider error (retryable network errors stay retryable).
+                Err(e) => tracing::debug!(provider = inner.id(), "model list failed: {e}"),
+            }
+            inner.stream(request)
+        })
+        .flatten()
+        .boxed()
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
+        self.inner.list_models()
+    }
+}
+
+/// The first non-blank id of a model list.
+fn first_model(models: Vec<String>) -> Option<String> {
+    models.into_iter().find(|m| !m.trim().is_empty())
+}
+
+/// The model a provider that leaves it to the server uses: the first id of its model
+/// list, listed through `cache` under `key` (see [`cache_key`]; a successful list is
+/// kept for the process, so this lists at most once). Errors: the list failed or did
+/// not answer within 15 s (one line), or it names no model.
+pub(crate) async fn server_model(
+    cache: &ModelCache,
+    key: &str,
+    provider: &Arc<dyn Provider>,
+) -> Result<String, String> {
+    let provider = provider.clone();
+    let models = cache
+        .get_or_list(key, || list_within(provider, LIST_TIMEOUT))
+        .await?;
+    first_model(models).ok_or_else(|| "the server lists no model".to_string())
+}
+
+/// How long routing (and resolving a server's model) waits for one model list.
 const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// `provider`'s model list, its error as one line, or a timeout after `limit`.
+async fn list_within(provider: Arc<dyn Provider>, limit: Duration) -> Result<Vec<String>, String> {
+    match tokio::time::timeout(limit, provider.list_models()).await {
+        Ok(Ok(models)) => Ok(models),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {}s", limit.as_secs())),
+    }
+}
+
 /// Model lists of a plan's built providers, through the runtime's cache (keyed by
-/// provider id and base URL).
+/// [`cache_key`]).
 struct PlanModels<'a> {
     cache: &'a ModelCache,
     providers: HashMap<String, (Arc<dyn Provider>, String)>,
@@ -133,13 +255,7 @@ impl ModelSource for PlanModels<'_> {
             let provider = provider.clone();
             let listed = self
                 .cache
-                .get_or_list(key, || async move {
-                    match tokio::time::timeout(LIST_TIMEOUT, provider.list_models()).await {
-                        Ok(Ok(models)) => Ok(models),
-                        Ok(Err(e)) => Err(e.to_string()),
-                        Err(_) => Err(format!("no answer within {}s", LIST_TIMEOUT.as_secs())),
-                    }
-                })
+                .get_or_list(key, || list_within(provider, LIST_TIMEOUT))
                 .await;
             if let Err(e) = &listed {
                 tracing::warn!(provider = mount, "cannot list models for routing: {e}");
@@ -169,12 +285,12 @@ pub(crate) async fn route(
     if !request.is_empty() {
         for entry in &entries {
             let mount = provider_id(entry);
-            match build(entry, rt.provider_factory(), &rt.config, &rt.env) {
+            match build(rt, entry) {
                 Ok(provider) => {
-                    let base = entry.config.get("base_url").and_then(Value::as_str);
-                    let key = format!("{mount} {}", base.unwrap_or_default());
                     mounts.names.push(mount.clone());
-                    providers.entry(mount).or_insert((provider, key));
+                    providers
+                        .entry(mount)
+                        .or_insert((provider, cache_key(entry)));
                 }
                 Err(e) => mounts.unavailable.push((mount, e.to_string())),
             }

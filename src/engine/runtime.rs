@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -21,7 +22,7 @@ use super::spawn::Host;
 use super::turn;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
-use crate::config::{ArborConfig, Bundle, MountPlan};
+use crate::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::Provider;
 use crate::provider::routing::ModelCache;
@@ -99,9 +100,13 @@ pub struct Runtime {
     store: SessionStore,
     hooks: RuntimeHooks,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
-    /// Provider model lists for routing, fetched once per provider per process.
-    pub(crate) models: ModelCache,
+    /// Provider model lists (routing, and the model of a provider that leaves it to
+    /// the server), fetched once per provider per process.
+    pub(crate) models: Arc<ModelCache>,
 }
+
+/// How long [`Runtime::resolve_provider_label`] waits for a server to list its models.
+pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
     /// A runtime over `options`; providers come from `provider::setup`.
@@ -123,7 +128,7 @@ impl Runtime {
             store,
             hooks,
             live: Mutex::new(HashMap::new()),
-            models: ModelCache::new(),
+            models: Arc::new(ModelCache::new()),
         })
     }
 
@@ -153,10 +158,46 @@ impl Runtime {
     }
 
     /// `provider/model` of what a new root session would use (just the provider id
-    /// while a local server's model is unresolved), or the NoProvider text.
+    /// while a local server's model is unresolved), or the NoProvider text. Never
+    /// waits: see [`Runtime::resolve_provider_label`] for a server-decided model.
     pub fn provider_label(&self) -> Result<String, EngineError> {
         let plan = self.build_root_plan(None)?.0;
         let (provider, _) = self.select_provider(&plan)?;
+        Ok(providers::label(provider.as_ref(), None))
+    }
+
+    /// [`Runtime::provider_label`] with a server-decided model resolved: when a new
+    /// root session's provider leaves the model to the server (a local
+    /// OpenAI-compatible server with no configured model), its `GET /models` is listed
+    /// — through the runtime's per-process model cache, so neither that session's first
+    /// request nor routing lists again — and the label names the first id
+    /// (`openai/qwen2.5-coder`). Waits at most [`LABEL_TIMEOUT`]; when the server fails,
+    /// lists nothing or is slower, the bare provider id is returned (the model is then
+    /// resolved on the first request, as before). A configured model returns at once.
+    ///
+    /// Errors: as [`Runtime::provider_label`] (`NoProvider`, a bad bundle).
+    pub async fn resolve_provider_label(&self) -> Result<String, EngineError> {
+        let plan = self.build_root_plan(None)?.0;
+        let (provider, entry) = self.select_provider_entry(&plan)?;
+        if provider.default_model().is_empty() {
+            let key = providers::cache_key(&entry);
+            let listed = tokio::time::timeout(
+                LABEL_TIMEOUT,
+                providers::server_model(&self.models, &key, &provider),
+            )
+            .await;
+            match listed {
+                Ok(Ok(model)) => tracing::debug!(provider = provider.id(), %model, "server model"),
+                Ok(Err(e)) => {
+                    tracing::info!(provider = provider.id(), "server model not known yet: {e}");
+                }
+                Err(_) => tracing::info!(
+                    provider = provider.id(),
+                    "server model not known yet: no model list within {}s",
+                    LABEL_TIMEOUT.as_secs()
+                ),
+            }
+        }
         Ok(providers::label(provider.as_ref(), None))
     }
 
@@ -381,17 +422,22 @@ impl Runtime {
         self.hooks.provider_factory.as_ref()
     }
 
+    /// The provider a session with `plan` uses and its entry's `config`; `NoProvider`
+    /// (every entry's failure, then what was looked for) when none builds.
     pub(crate) fn select_provider(
         &self,
         plan: &MountPlan,
     ) -> Result<(Arc<dyn Provider>, Value), EngineError> {
-        providers::select(
-            plan,
-            self.hooks.provider_factory.as_ref(),
-            &self.config,
-            &self.env,
-        )
-        .map_err(|errors| {
+        let (provider, entry) = self.select_provider_entry(plan)?;
+        Ok((provider, entry.config))
+    }
+
+    /// [`Runtime::select_provider`] with the whole plan entry.
+    pub(crate) fn select_provider_entry(
+        &self,
+        plan: &MountPlan,
+    ) -> Result<(Arc<dyn Provider>, ModuleEntry), EngineError> {
+        providers::select(self, plan).map_err(|errors| {
             let mut text = crate::provider::setup::no_provider_message(
                 &self.paths.config_file,
                 self.env.as_ref(),

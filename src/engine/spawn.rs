@@ -255,11 +255,11 @@ async fn route_resume(
         };
         let failed = routed.resolved.reason.unwrap_or_default();
         let failed = failed
-            .rsplit_once("; used the parent's model")
+            .rsplit_once("; used the parent's ")
             .map_or(failed.as_str(), |(head, _)| head);
         kept.reason = Some(format!(
-            "resume override not applied ({failed}); kept {}/{}",
-            kept.provider, kept.model
+            "resume override not applied ({failed}); kept {}",
+            kept.label()
         ));
         let value = kept.to_value();
         child.update_metadata(|m| {

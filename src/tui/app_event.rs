@@ -42,6 +42,12 @@ pub enum AppEvent {
     SessionCreated { session_id: String },
     /// A submitted turn ended (completed, failed or cancelled).
     TurnFinished(TurnOutcome),
+    /// Result of [`EngineCommand::ResolveProviderLabel`]: `provider/model` of what a new
+    /// root session uses, with a server-decided model resolved (`openai/qwen2.5-coder`),
+    /// or the bare provider id when the server did not list one in time. Replaces a
+    /// status-bar label that has no model yet; a label that names a model (configured,
+    /// or learned from a `provider:response`) and the no-provider warning stay.
+    ProviderLabelResolved { label: String },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
     /// no-provider message). `session_id` is the session it concerned, when known.
     CommandFailed {
@@ -79,6 +85,12 @@ pub enum EngineCommand {
     LoadTranscript { session_id: String },
     /// List stored sessions of this project; answered by [`AppEvent::SessionsListed`].
     ListSessions,
+    /// Work out the status-bar label of a new root session, asking a local server for
+    /// its model when none is configured (`Runtime::resolve_provider_label`, bounded
+    /// to a few seconds); answered by [`AppEvent::ProviderLabelResolved`] (nothing when
+    /// no provider is usable: the banner already says so). The run loop sends it once
+    /// at start when the label has no model ([`crate::tui::App::wants_provider_label`]).
+    ResolveProviderLabel,
 }
 
 /// What an input widget did with a key.

@@ -95,6 +95,15 @@ impl Executor for RuntimeExecutor {
                     );
                 });
             }
+            EngineCommand::ResolveProviderLabel => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    match runtime.resolve_provider_label().await {
+                        Ok(label) => send(&results, AppEvent::ProviderLabelResolved { label }),
+                        Err(e) => tracing::debug!("no provider label: {e}"),
+                    }
+                });
+            }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {

@@ -76,7 +76,9 @@ async fn sleep_opt(at: Option<Instant>) {
     }
 }
 
-/// Runs until the app quits or `input` ends.
+/// Runs until the app quits or `input` ends. At start, when the status-bar label has
+/// no model, [`EngineCommand::ResolveProviderLabel`] is executed first (the answer
+/// arrives as a command result).
 ///
 /// Priorities: a due frame is drawn first (so streaming never starves drawing); then
 /// (biased) the next frame's deadline, command results (a new session's id before its events), then input, then the bus,
@@ -99,6 +101,12 @@ where
 {
     let mut frames = FrameScheduler::new(MIN_FRAME_INTERVAL);
     frames.request(Instant::now());
+    if app.wants_provider_label() {
+        executor.execute(
+            EngineCommand::ResolveProviderLabel,
+            channels.results_tx.clone(),
+        );
+    }
     loop {
         while let Ok(command) = channels.commands.try_recv() {
             executor.execute(command, channels.results_tx.clone());
@@ -144,5 +152,130 @@ where
             Some(ev) = recv_opt(&mut channels.reloads) => app.handle(AppEvent::Reload(ev)),
             () = sleep_opt(tick_at) => app.handle(AppEvent::Tick),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::agent::Registry;
+    use crate::tui::app::AppOptions;
+    use crate::tui::clock::Clock;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::Theme;
+
+    /// Records commands; answers `ResolveProviderLabel` with `openai/-` (what a
+    /// llama.cpp server lists) at once.
+    #[derive(Default)]
+    struct LabelExecutor(Mutex<Vec<EngineCommand>>);
+
+    impl Executor for LabelExecutor {
+        fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>) {
+            if command == EngineCommand::ResolveProviderLabel {
+                let label = "openai/-".to_string();
+                results
+                    .send(AppEvent::ProviderLabelResolved { label })
+                    .unwrap();
+            }
+            self.0.lock().unwrap().push(command);
+        }
+    }
+
+    struct NoHost;
+
+    impl<B: Backend> Host<B> for NoHost {
+        fn open_editor(&mut self, _: &mut Terminal<B>, _: &Path) -> Result<(), String> {
+            Err("no editor in tests".into())
+        }
+    }
+
+    /// Runs the loop for a moment (then Ctrl+C twice) with `label`; the commands
+    /// executed and the status bar of the last frame.
+    async fn run_with(label: &str) -> (Vec<EngineCommand>, String) {
+        let (commands_tx, commands) = tokio::sync::mpsc::unbounded_channel();
+        let (results_tx, results) = tokio::sync::mpsc::unbounded_channel();
+        let mut app = App::new(
+            AppOptions {
+                theme: Theme::builtin_dark(true),
+                theme_source: None,
+                keymap: Keymap::defaults(),
+                clock: Clock::manual("2025-03-01T12:00:00Z".parse().unwrap()),
+                provider_label: Ok(label.to_string()),
+                registry: Arc::new(Registry::default()),
+                agent: None,
+                open_session: None,
+                continue_last: false,
+            },
+            commands_tx,
+        );
+        let ctrl_c = || {
+            Ok(TermEvent::Key(KeyEvent::new(
+                KeyCode::Char('c'),
+                KeyModifiers::CONTROL,
+            )))
+        };
+        let input = futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            ctrl_c()
+        })
+        .chain(futures::stream::iter([ctrl_c()]))
+        .boxed();
+        let channels = Channels {
+            commands,
+            results_tx,
+            results,
+            bus: None,
+            registry: None,
+            reloads: None,
+        };
+        let executor = LabelExecutor::default();
+        let mut terminal = Terminal::new(TestBackend::new(100, 20)).unwrap();
+        run_app(
+            &mut terminal,
+            &mut app,
+            input,
+            channels,
+            &executor,
+            &mut NoHost,
+        )
+        .await
+        .unwrap();
+        assert!(app.should_quit());
+        let buffer = terminal.backend().buffer();
+        let status: String = (0..buffer.area.width)
+            .map(|x| buffer[(x, buffer.area.height - 1)].symbol().to_string())
+            .collect();
+        let executed = executor.0.lock().unwrap().clone();
+        (executed, status)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_label_without_a_model_is_resolved_at_start_and_shown() {
+        let (executed, status) = run_with("openai").await;
+        assert_eq!(
+            executed,
+            [
+                EngineCommand::ResolveProviderLabel,
+                EngineCommand::ListSessions
+            ]
+        );
+        assert!(status.starts_with(" openai/- "), "{status}");
+        assert!(!status.contains("default model"), "{status}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_label_with_a_model_is_not_resolved_again() {
+        let (executed, status) = run_with("anthropic/claude-sonnet-4-5").await;
+        assert_eq!(executed, [EngineCommand::ListSessions]);
+        assert!(
+            status.starts_with(" anthropic/claude-sonnet-4-5 "),
+            "{status}"
+        );
     }
 }

@@ -180,9 +180,11 @@ async fn tier(
 
 /// Resolves `request` by precedence against the session's `mounts` (globs listed via
 /// `source`; roles looked up in `matrix`), falling back to `parent` (`(provider, model)`
-/// of the parent session). Earlier tiers that fail, and options skipped inside the tier
-/// that succeeds, are explained in `reason`; with no settings at all the result is the
-/// parent's model with no reason.
+/// of the parent session; an empty model means a server-decided model not known yet).
+/// Earlier tiers that fail, and options skipped inside the tier that succeeds, are
+/// explained in `reason` (a fallback ends "used the parent's model (openai/gpt-4o)",
+/// or "used the parent's provider openai (model resolved by the server)"); with no
+/// settings at all the result is the parent's model with no reason.
 pub async fn resolve_precedence(
     request: &ModelRequest,
     matrix: Option<&RoutingMatrix>,
@@ -228,10 +230,12 @@ pub async fn resolve_precedence(
     }
     let (provider, model) = parent;
     let reason = (!failed.is_empty()).then(|| {
-        format!(
-            "{}; used the parent's model ({provider}/{model})",
-            failed.join("; ")
-        )
+        let used = if model.is_empty() {
+            format!("the parent's provider {provider} (model resolved by the server)")
+        } else {
+            format!("the parent's model ({provider}/{model})")
+        };
+        format!("{}; used {used}", failed.join("; "))
     });
     Routed {
         resolved: ResolvedModel {

@@ -98,6 +98,19 @@ impl App {
         }
     }
 
+    /// The engine's label of a new root session ([`AppEvent::ProviderLabelResolved`]):
+    /// taken only while the current label names no model and the new one does.
+    ///
+    /// [`AppEvent::ProviderLabelResolved`]: crate::tui::AppEvent::ProviderLabelResolved
+    pub(super) fn on_provider_label(&mut self, label: String) {
+        if let Ok(current) = &mut self.provider_label
+            && model_part(current).is_none()
+            && model_part(&label).is_some()
+        {
+            *current = label;
+        }
+    }
+
     pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, String>) {
         match result {
             Ok(list) => {
@@ -284,5 +297,68 @@ impl App {
     /// The reload summary line, while the mark is visible.
     pub fn reload_text(&self) -> Option<String> {
         self.reload_mark.as_ref().map(|m| reload_summary(&m.diff))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::agent::Registry;
+    use crate::tui::app::{App, AppOptions};
+    use crate::tui::app_event::AppEvent;
+    use crate::tui::clock::Clock;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::Theme;
+
+    fn app(label: Result<String, String>) -> App {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        App::new(
+            AppOptions {
+                theme: Theme::builtin_dark(true),
+                theme_source: None,
+                keymap: Keymap::defaults(),
+                clock: Clock::manual("2025-03-01T12:00:00Z".parse().unwrap()),
+                provider_label: label,
+                registry: Arc::new(Registry::default()),
+                agent: None,
+                open_session: None,
+                continue_last: false,
+            },
+            tx,
+        )
+    }
+
+    fn resolved(app: &mut App, label: &str) {
+        app.handle(AppEvent::ProviderLabelResolved {
+            label: label.into(),
+        });
+    }
+
+    #[test]
+    fn a_resolved_label_only_fills_in_a_missing_model() {
+        let mut bare = app(Ok("openai".into()));
+        assert!(bare.wants_provider_label());
+        // A server that did not answer: still no model, label unchanged.
+        resolved(&mut bare, "openai");
+        assert_eq!(bare.provider_label(), &Ok("openai".to_string()));
+        resolved(&mut bare, "openai/qwen2.5-coder");
+        assert_eq!(
+            bare.provider_label(),
+            &Ok("openai/qwen2.5-coder".to_string())
+        );
+        assert!(!bare.wants_provider_label());
+
+        // A model already named (configured or from a reply) stays.
+        let mut named = app(Ok("openai/gpt-4o".into()));
+        assert!(!named.wants_provider_label());
+        resolved(&mut named, "openai/other");
+        assert_eq!(named.provider_label(), &Ok("openai/gpt-4o".to_string()));
+
+        // The no-provider warning stays.
+        let mut none = app(Err("No model provider is configured.".into()));
+        assert!(!none.wants_provider_label());
+        resolved(&mut none, "openai/x");
+        assert!(none.provider_label().is_err());
     }
 }

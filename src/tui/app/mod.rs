@@ -179,6 +179,7 @@ impl App {
             }
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
+            AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
             AppEvent::CommandFailed {
                 session_id,
                 message,
@@ -319,10 +320,18 @@ impl App {
         self.reload_mark.as_ref()
     }
 
-    /// The status-bar label: `Ok("provider/model")` (updated from `provider:response`)
-    /// or the no-provider text.
+    /// The status-bar label: `Ok("provider/model")` (updated from
+    /// [`AppEvent::ProviderLabelResolved`] and `provider:response`) or the no-provider
+    /// text.
     pub fn provider_label(&self) -> &Result<String, String> {
         &self.provider_label
+    }
+
+    /// Whether the status-bar label is a provider without a model (a local server
+    /// whose model is resolved lazily): the run loop then asks the engine for it
+    /// ([`EngineCommand::ResolveProviderLabel`]).
+    pub fn wants_provider_label(&self) -> bool {
+        matches!(&self.provider_label, Ok(label) if crate::tui::views::status::model_part(label).is_none())
     }
 
     /// The registry the browser shows.
