@@ -2,9 +2,9 @@
 //! session's usage (tokens, cost where known, and its tree's total when it has
 //! sub-sessions or is one), a note or the reload mark, and key hints from the keymap.
 //!
-//! A label without a model (`openai` or `openai/`: a local server whose model is
-//! resolved on the first request) reads `openai (default model)` until a
-//! `provider:response` names the model.
+//! A label without a model (`openai` or `openai/`: a local server whose model the
+//! runtime is still asking it for at startup, or could not learn) reads
+//! `openai (default model)` until the startup lookup or a `provider:response` names it.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
