@@ -6,7 +6,7 @@
 //! line. Does not own: the message shape (`message`) or appending (`writer`).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::{StoreError, io_err};
@@ -24,51 +24,92 @@ pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
 /// - any other line that is not a message is skipped:
 ///   `"transcript.jsonl line 7: skipped: <reason>"` (1-based line numbers).
 ///
-/// Never panics, whatever the bytes.
+/// Never panics, whatever the bytes. [`read_transcript`] gives the same result for a
+/// file holding these bytes without reading it whole.
 pub fn parse_transcript(bytes: &[u8]) -> (Vec<Message>, Vec<String>) {
-    let mut messages = Vec::new();
-    let mut warnings = Vec::new();
-    let ends_with_newline = bytes.last() == Some(&b'\n');
-    let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    if ends_with_newline || bytes.is_empty() {
-        lines.pop(); // the empty piece after the final newline
+    let mut parser = LineParser::default();
+    for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+        parser.push(chunk);
     }
-    let last = lines.len().saturating_sub(1);
-    for (index, raw) in lines.iter().enumerate() {
+    parser.finish()
+}
+
+/// Reads and parses the transcript at `path` line by line (see [`parse_transcript`]:
+/// same messages, same warnings), holding one line of the file at a time; a missing
+/// file is an empty transcript.
+pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, Vec<String>), StoreError> {
+    let ctx = || format!("reading {}", path.display());
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(io_err(ctx(), e)),
+    };
+    parse_reader(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| io_err(ctx(), e))
+}
+
+/// Bytes [`read_transcript`] asks of the file at a time.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Parses a transcript from `reader` one line at a time, reusing one line buffer (it
+/// grows to the longest line). Fails only when reading fails.
+fn parse_reader(mut reader: impl BufRead) -> std::io::Result<(Vec<Message>, Vec<String>)> {
+    let mut parser = LineParser::default();
+    let mut chunk = Vec::new();
+    loop {
+        chunk.clear();
+        if reader.read_until(b'\n', &mut chunk)? == 0 {
+            return Ok(parser.finish());
+        }
+        parser.push(&chunk);
+    }
+}
+
+/// The one judge of transcript lines, shared by [`parse_transcript`] (slices of
+/// memory) and [`read_transcript`] (lines read from the file), so the two cannot drift.
+#[derive(Debug, Default)]
+struct LineParser {
+    messages: Vec<Message>,
+    warnings: Vec<String>,
+    /// 1-based number of the last line pushed.
+    line: usize,
+}
+
+impl LineParser {
+    /// Takes the next line as split from the transcript: its bytes ending in `\n`, or,
+    /// for an unterminated last line only, without one. Never empty.
+    fn push(&mut self, chunk: &[u8]) {
+        self.line += 1;
+        let (raw, terminated) = match chunk.strip_suffix(b"\n") {
+            Some(raw) => (raw, true),
+            None => (chunk, false),
+        };
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+            return;
         }
         match serde_json::from_slice::<Message>(line) {
-            Ok(message) => messages.push(message),
+            Ok(message) => self.messages.push(message),
             Err(e) => {
-                let torn = index == last
-                    && !ends_with_newline
-                    && serde_json::from_slice::<serde_json::Value>(line).is_err();
+                let torn =
+                    !terminated && serde_json::from_slice::<serde_json::Value>(line).is_err();
                 if torn {
-                    warnings.push(format!(
+                    self.warnings.push(format!(
                         "{TRANSCRIPT_FILE}: dropped torn last line ({} bytes)",
                         raw.len()
                     ));
                 } else {
-                    warnings.push(format!(
+                    self.warnings.push(format!(
                         "{TRANSCRIPT_FILE} line {}: skipped: {e}",
-                        index + 1
+                        self.line
                     ));
                 }
             }
         }
     }
-    (messages, warnings)
-}
 
-/// Reads and parses the transcript at `path` (see [`parse_transcript`]); a missing
-/// file is an empty transcript.
-pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, Vec<String>), StoreError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(parse_transcript(&bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), Vec::new())),
-        Err(e) => Err(io_err(format!("reading {}", path.display()), e)),
+    /// The messages in file order and the warnings.
+    fn finish(self) -> (Vec<Message>, Vec<String>) {
+        (self.messages, self.warnings)
     }
 }
 
@@ -192,6 +233,69 @@ mod tests {
         })
     }
 
+    /// One line of a generated transcript: a message, a blank or whitespace line,
+    /// JSON that is not a message, a torn message, or arbitrary bytes (invalid UTF-8
+    /// included), with no `\n` inside.
+    fn any_line() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            3 => valid_line().prop_map(String::into_bytes),
+            1 => "[ \t\r]{0,3}".prop_map(String::into_bytes),
+            1 => Just(br#"{"role":"robot"}"#.to_vec()),
+            1 => (valid_line(), 0..30usize).prop_map(|(l, cut)| {
+                l.as_bytes()[..cut.min(l.len())].to_vec()
+            }),
+            1 => proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..30),
+        ]
+    }
+
+    /// Transcript bytes from generated lines, each ended by `\n` or `\r\n` except
+    /// perhaps the last.
+    fn any_transcript() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::vec((any_line(), any::<bool>()), 0..16),
+            any::<bool>(),
+        )
+            .prop_map(|(lines, terminated)| {
+                let mut bytes = Vec::new();
+                let count = lines.len();
+                for (i, (line, crlf)) in lines.into_iter().enumerate() {
+                    bytes.extend_from_slice(&line);
+                    if i + 1 < count || terminated {
+                        bytes.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                    }
+                }
+                bytes
+            })
+    }
+
+    #[test]
+    fn missing_file_is_an_empty_transcript() {
+        let dir = tempfile::tempdir().unwrap();
+        let (messages, warnings) = read_transcript(&dir.path().join(TRANSCRIPT_FILE)).unwrap();
+        assert!(messages.is_empty() && warnings.is_empty());
+    }
+
+    #[test]
+    fn reading_a_file_matches_parsing_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TRANSCRIPT_FILE);
+        // A line far longer than the read buffer, a bad line and a torn tail.
+        let long = serde_json::json!({"role": "user", "content": "y".repeat(3 * READ_BUFFER)});
+        let text = format!("{USER}\n{long}\r\n\nnot json\n{TOOL}\n{{\"role\":\"us");
+        std::fs::write(&path, &text).unwrap();
+        let read = read_transcript(&path).unwrap();
+        assert_eq!(read, parse_transcript(text.as_bytes()));
+        assert_eq!(read.0.len(), 3);
+        assert_eq!(read.0[1].text().len(), 3 * READ_BUFFER);
+        assert_eq!(
+            read.1,
+            [
+                "transcript.jsonl line 4: skipped: expected ident at line 1 column 2",
+                "transcript.jsonl: dropped torn last line (11 bytes)",
+            ]
+        );
+    }
+
     proptest! {
         #[test]
         fn loader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
@@ -226,6 +330,20 @@ mod tests {
             prop_assert!(messages.len() >= expected.len());
             prop_assert_eq!(&messages[..expected.len()], &expected[..]);
             prop_assert!(segments.iter().filter(|(valid, _)| *valid).count() <= expected.len());
+        }
+
+        #[test]
+        fn streaming_and_in_memory_parsing_agree(
+            bytes in any_transcript(),
+            capacity in 1..24usize,
+        ) {
+            let in_memory = parse_transcript(&bytes);
+            let streamed = parse_reader(BufReader::with_capacity(capacity, &bytes[..])).unwrap();
+            prop_assert_eq!(&streamed, &in_memory);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(TRANSCRIPT_FILE);
+            std::fs::write(&path, &bytes).unwrap();
+            prop_assert_eq!(&read_transcript(&path).unwrap(), &in_memory);
         }
     }
 }
