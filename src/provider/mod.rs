@@ -16,6 +16,8 @@ pub mod probe;
 pub mod routing;
 pub mod setup;
 pub mod sse;
+#[cfg(test)]
+mod test_fixtures;
 mod transport;
 
 use std::sync::Arc;
