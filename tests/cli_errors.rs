@@ -151,50 +151,32 @@ fn a_401_names_the_provider_status_and_api_message() {
     assert_eq!(server.requests().len(), 1, "auth errors are not retried");
     // The session exists, failed, and is resumable.
     let id = v["session_id"].as_str().unwrap();
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(env.sessions_dir().join(id).join("metadata.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(meta["status"], "failed");
+    assert_eq!(env.metadata(id)["status"], "failed");
 }
 
 #[test]
 fn a_500_is_retried_then_reported() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = calls.clone();
-    let server = ScriptedServer::start(Arc::new(move |_| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        async move {
-            if n == 0 {
-                Reply::StatusWithHeaders(
-                    500,
-                    vec![("retry-after-ms".into(), "10".into())],
-                    json!({"error": {"message": "The server had an error while processing your request."}}).to_string(),
-                )
-            } else {
-                Reply::Sse(sse_text("Recovered after a retry."))
-            }
-        }
-        .boxed()
-    }));
+    let server_error = |wait_ms: &str| {
+        Reply::StatusWithHeaders(
+            500,
+            vec![("retry-after-ms".into(), wait_ms.into())],
+            json!({"error": {"message": "The server had an error while processing your request."}})
+                .to_string(),
+        )
+    };
+    let server = ScriptedServer::sequence(vec![
+        server_error("10"),
+        Reply::Sse(sse_text("Recovered after a retry.")),
+    ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
     let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
     assert!(ok, "{v}");
     assert_eq!(v["response"], "Recovered after a retry.");
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(server.requests().len(), 2);
 
     // Always 500: the error names the status and the API's message.
-    let server = ScriptedServer::start(Arc::new(|_| {
-        async {
-            Reply::StatusWithHeaders(
-                500,
-                vec![("retry-after-ms".into(), "5".into())],
-                json!({"error": {"message": "The server had an error while processing your request."}}).to_string(),
-            )
-        }
-        .boxed()
-    }));
+    let server = ScriptedServer::sequence(vec![server_error("5")]);
     env.use_openai(&server.base_url, "sk-x");
     let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
     assert!(!ok);
@@ -217,23 +199,14 @@ fn partial_stream() -> String {
 
 #[test]
 fn a_mid_stream_error_keeps_partial_text_and_the_session_resumes() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = calls.clone();
-    let server = ScriptedServer::start(Arc::new(move |_| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        async move {
-            if n == 0 {
-                let error = json!({"error": {"message": "Token limit reached", "code": 400}});
-                Reply::Sse(format!(
-                    "{}data: {error}\n\ndata: [DONE]\n\n",
-                    partial_stream()
-                ))
-            } else {
-                Reply::Sse(sse_text("Resumed fine."))
-            }
-        }
-        .boxed()
-    }));
+    let error = json!({"error": {"message": "Token limit reached", "code": 400}});
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(format!(
+            "{}data: {error}\n\ndata: [DONE]\n\n",
+            partial_stream()
+        )),
+        Reply::Sse(sse_text("Resumed fine.")),
+    ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
     let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
@@ -264,19 +237,10 @@ fn a_mid_stream_error_keeps_partial_text_and_the_session_resumes() {
 
 #[test]
 fn a_connection_closed_mid_stream_keeps_partial_text_and_the_session_resumes() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = calls.clone();
-    let server = ScriptedServer::start(Arc::new(move |_| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        async move {
-            if n == 0 {
-                Reply::SseCut(partial_stream())
-            } else {
-                Reply::Sse(sse_text("Back again."))
-            }
-        }
-        .boxed()
-    }));
+    let server = ScriptedServer::sequence(vec![
+        Reply::SseCut(partial_stream()),
+        Reply::Sse(sse_text("Back again.")),
+    ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
     let (ok, v, _) = run_json(&env, &["run", "--output-format", "json", "hi"]);
@@ -345,11 +309,7 @@ fn sigint_cancels_a_running_turn_and_the_session_resumes() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(v["status"], "cancelled", "{v}");
     let id = v["session_id"].as_str().unwrap().to_string();
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(env.sessions_dir().join(&id).join("metadata.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(meta["status"], "cancelled");
+    assert_eq!(env.metadata(&id)["status"], "cancelled");
     let (ok, v, _) = run_json(
         &env,
         &["session", "resume", &id, "go on", "--output-format", "json"],

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 /// What the scripted server answers to one request.
+#[derive(Clone)]
 pub enum Reply {
     /// 200 with an SSE body.
     Sse(String),
@@ -65,6 +66,17 @@ impl ScriptedServer {
             base_url: format!("http://{addr}/v1"),
             requests,
         }
+    }
+
+    /// A server answering its n-th chat request with `replies[n]` (the last one again
+    /// once they run out).
+    pub fn sequence(replies: Vec<Reply>) -> Self {
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        Self::start(Arc::new(move |_| {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let reply = replies[n.min(replies.len() - 1)].clone();
+            Box::pin(async move { reply })
+        }))
     }
 
     pub fn requests(&self) -> Vec<Value> {
@@ -316,6 +328,12 @@ impl TestEnv {
             .join("projects")
             .join(arbor::paths::project_slug(&self.project))
             .join("sessions")
+    }
+
+    /// A session's `metadata.json`, parsed.
+    pub fn metadata(&self, id: &str) -> Value {
+        let path = self.sessions_dir().join(id).join("metadata.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
     /// Session directories whose name contains `needle`.
