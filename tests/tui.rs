@@ -13,6 +13,7 @@ use arbor::session::{Event, LoadedSession, Message, Metadata, SessionStatus};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::{Keymap, KeymapError};
+use arbor::tui::testing::buffer_text;
 use arbor::tui::theme::Theme;
 use arbor::tui::{App, AppEvent, EngineCommand, Focus, Overlay};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
@@ -131,23 +132,7 @@ impl Harness {
     fn screen(&mut self, w: u16, h: u16) -> String {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
         terminal.draw(|f| self.app.draw(f)).unwrap();
-        let buf = terminal.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..h {
-            let mut row = String::new();
-            let mut skip = 0;
-            for x in 0..w {
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
-                }
-                let sym = buf[(x, y)].symbol();
-                skip = unicode_width::UnicodeWidthStr::width(sym).saturating_sub(1);
-                row.push_str(sym);
-            }
-            out.push_str(row.trim_end());
-            out.push('\n');
-        }
+        let out = buffer_text(terminal.backend().buffer());
         filter_ids(&out)
     }
 }

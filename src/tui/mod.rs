@@ -48,6 +48,8 @@ pub mod markdown;
 pub mod runloop;
 pub mod state;
 pub mod terminal;
+#[doc(hidden)]
+pub mod testing;
 pub mod theme;
 pub mod views;
 pub mod wrap;

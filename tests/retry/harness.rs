@@ -61,23 +61,7 @@ pub fn feed(app: &mut App, events: &[Arc<Event>]) {
 pub fn screen(app: &mut App, w: u16, h: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
     terminal.draw(|f| app.draw(f)).unwrap();
-    let buf = terminal.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut row = String::new();
-        let mut skip = 0;
-        for x in 0..w {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let sym = buf[(x, y)].symbol();
-            skip = unicode_width::UnicodeWidthStr::width(sym).saturating_sub(1);
-            row.push_str(sym);
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
+    let out = arbor::tui::testing::buffer_text(terminal.backend().buffer());
     let uuid =
         regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();
     let short = regex::Regex::new(r"#[0-9a-f]{8}").unwrap();

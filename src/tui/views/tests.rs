@@ -26,6 +26,7 @@ use crate::tui::keymap::{Context, Keymap};
 use crate::tui::state::browser::{BrowserState, ReloadMark};
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
+use crate::tui::testing::buffer_text;
 use crate::tui::theme::Theme;
 
 const NOW: &str = "2025-03-01T12:00:30Z";
@@ -47,27 +48,6 @@ where
     let mut buf = Buffer::empty(area);
     widget.render(area, &mut buf);
     buffer_text(&buf)
-}
-
-fn buffer_text(buf: &Buffer) -> String {
-    let area = buf.area;
-    let mut out = String::new();
-    for y in 0..area.height {
-        let mut row = String::new();
-        let mut skip = 0;
-        for x in 0..area.width {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let sym = buf[(x, y)].symbol();
-            skip = unicode_width::UnicodeWidthStr::width(sym).saturating_sub(1);
-            row.push_str(sym);
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
