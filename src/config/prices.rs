@@ -30,8 +30,8 @@
 use serde_json::Value;
 
 use super::ArborConfig;
-use crate::provider::Usage;
 use crate::provider::routing::glob_matches;
+use crate::session::Usage;
 
 /// The config key of the table.
 pub const PRICES_KEY: &str = "prices";

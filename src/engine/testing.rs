@@ -14,7 +14,8 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 
 use super::providers::ProviderFactory;
-use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent, Usage};
+use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};
+use crate::session::Usage;
 use crate::session::message::{ContentBlock, Message, ToolCall};
 
 /// One scripted piece of a streamed reply.

@@ -34,10 +34,10 @@ use super::repair;
 use super::runtime::{EngineError, Runtime, TurnOutcome};
 use super::stream::{CallEnd, call_model, error_data};
 use crate::config::prices::{CacheAccounting, PriceTable};
-use crate::provider::{ChatRequest, Provider, ProviderResponse, Usage};
-use crate::session::SessionStatus;
+use crate::provider::{ChatRequest, Provider, ProviderResponse};
 use crate::session::events::names;
 use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
+use crate::session::{SessionStatus, Usage};
 use crate::tool::mount::ToolSet;
 
 /// How the loop ended.

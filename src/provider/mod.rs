@@ -29,6 +29,7 @@ use serde_json::Value;
 
 pub use error::{ProviderError, ProviderErrorKind};
 
+use crate::session::Usage;
 use crate::session::message::{ContentBlock, Message, ToolCall};
 
 /// A tool as offered to the model: name, description and JSON Schema of its input.
@@ -60,32 +61,6 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Provider config from the mount plan entry (`temperature`, …); unknown keys ignored.
     pub config: Value,
-}
-
-/// Token counts of one model call (both APIs; cache fields 0 when not reported).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    #[serde(default)]
-    pub cache_creation_tokens: u64,
-}
-
-impl Usage {
-    /// Adds `other` into `self` field by field.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_creation_tokens += other.cache_creation_tokens;
-    }
-
-    /// input + output tokens.
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
 }
 
 /// The assembled result of one streamed model call.

@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 use super::http_error::{api_error_message, kind_for_stream_error};
 use super::sse::SseEvent;
 use super::transport::{Assembler, Flow};
-use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent, Usage};
+use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
+use crate::session::Usage;
 use crate::session::message::{ContentBlock, ToolCall};
 
 /// Parses streamed tool-call arguments: empty → `{}`; valid JSON → that value; one

@@ -2,8 +2,8 @@
 //!
 //! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
 //! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
-//! recovery (`store`), secret redaction (`redact`), message shapes (`message`) and the
-//! event bus (`events`). Does not own: running turns (`engine`).
+//! recovery (`store`), secret redaction (`redact`), message shapes (`message`), token counts (`usage`)
+//! and the event bus (`events`). Does not own: running turns (`engine`).
 
 pub mod events;
 pub mod export;
@@ -13,8 +13,10 @@ pub mod metadata;
 pub mod redact;
 pub mod store;
 pub mod tree;
+pub mod usage;
 
 pub use events::{Event, EventBus};
 pub use message::Message;
 pub use metadata::{Metadata, SessionStatus};
 pub use store::{LoadedSession, SessionStore, SessionWriter, StoreError};
+pub use usage::Usage;
