@@ -10,6 +10,7 @@ pub mod config;
 pub mod engine;
 pub mod paths;
 pub mod provider;
+pub mod routing;
 pub mod session;
 pub mod tool;
 pub mod tui;

@@ -12,11 +12,11 @@ use color_eyre::Result;
 use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
-use crate::config::prices::PriceTable;
 use crate::config::{ArborConfig, ModuleEntry};
 use crate::provider::probe::probe_ollama;
-use crate::provider::routing::active_matrix;
-use crate::provider::setup::{build_provider, detect_providers, provider_id};
+use crate::routing::active_matrix;
+use crate::routing::prices::PriceTable;
+use crate::routing::setup::{build_provider, detect_providers, provider_id};
 
 const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -141,7 +141,7 @@ fn key_source(
     let has = |v: &Value| {
         v.get("api_key")
             .and_then(Value::as_str)
-            .is_some_and(|k| !k.is_empty() && k != crate::provider::setup::REDACTED)
+            .is_some_and(|k| !k.is_empty() && k != crate::routing::setup::REDACTED)
     };
     let in_file = config
         .providers

@@ -8,7 +8,7 @@ use color_eyre::Result;
 use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
-use crate::provider::setup::{build_provider, detect_providers, no_provider_message, provider_id};
+use crate::routing::setup::{build_provider, detect_providers, no_provider_message, provider_id};
 
 /// How long one provider may take to list its models.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);

@@ -3,13 +3,12 @@
 //! Owns: `config.yaml` (`ArborConfig`), bundle loading (`bundle`), the dynamic mount
 //! plan with typed accessors (`mount_plan`), and `merge(parent, overlay)` with spawn
 //! tool policy and `agents` access control (`merge`). Does not own: agent files
-//! (`agent`) or provider credentials (`provider::setup`).
+//! (`agent`) or provider credentials (`routing::setup`).
 
 pub mod arbor_config;
 pub mod bundle;
 pub mod merge;
 pub mod mount_plan;
-pub mod prices;
 pub mod yaml;
 
 pub use arbor_config::ArborConfig;

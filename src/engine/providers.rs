@@ -1,9 +1,9 @@
 //! Which provider a session's turns use, and the credentials its writer must scrub.
 //!
 //! Owns: picking the provider entry of a mount plan (the first entry that builds, in
-//! plan order — `provider::setup::detect_providers` already put the configured
+//! plan order — `routing::setup::detect_providers` already put the configured
 //! preference first, and routing moves a sub-session's chosen entry first), building
-//! it through the injected factory or `provider::setup::build_provider` (pinned to the
+//! it through the injected factory or `routing::setup::build_provider` (pinned to the
 //! entry's `default_model`), the list of secret values handed to
 //! `SessionWriter::set_secrets`, and running model routing for a session's plan
 //! ([`route`]: every plan provider built, model lists fetched through the runtime's
@@ -14,7 +14,7 @@
 //! from the runtime's `ModelCache` too — the first id `GET /models` lists, fetched once
 //! per process and shared by the status-bar label ([`server_model`]), every session's
 //! requests and routing. Does not own: credentials lookup or wire clients
-//! (`provider::setup`), the routing rules themselves (`provider::routing`).
+//! (`routing::setup`), the routing rules themselves (`routing`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -26,11 +26,11 @@ use serde_json::Value;
 
 use super::runtime::Runtime;
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
-use crate::provider::routing::{
+use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
+use crate::routing::setup::{self, provider_id};
+use crate::routing::{
     ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
 };
-use crate::provider::setup::{self, provider_id};
-use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 
 /// Builds a live provider from a mount-plan entry (keys are attached by the builder;
 /// plan entries hold none, or `[REDACTED]`). Injected by tests and embedders.
@@ -64,7 +64,7 @@ pub(crate) fn cache_key(entry: &ModuleEntry) -> String {
 }
 
 /// The live provider for one plan entry (through the runtime's injected factory, else
-/// `provider::setup::build_provider`), pinned to the entry's `config.default_model`
+/// `routing::setup::build_provider`), pinned to the entry's `config.default_model`
 /// when the built provider would use another model (an injected factory ignores the
 /// entry), so a routed session's requests carry the routed model. A provider that
 /// leaves the model to the server gets it from the runtime's model cache

@@ -1,6 +1,6 @@
 //! The mount plan of a new root session.
 //!
-//! Owns: bundle mount plan + `providers` from `provider::setup::detect_providers`
+//! Owns: bundle mount plan + `providers` from `routing::setup::detect_providers`
 //! (the bundle's own `providers` when nothing is configured), and — for a root started
 //! with an agent — that agent's overlay merged in, so the root uses its instruction and
 //! tools. Does not own: the merge rules (`config::merge`) or spawned children (`spawn`).
@@ -11,7 +11,7 @@ use super::runtime::{EngineError, Runtime};
 use crate::agent::AgentDef;
 use crate::config::MountPlan;
 use crate::config::merge::merge_for_spawn;
-use crate::provider::setup::{detect_providers, no_provider_message};
+use crate::routing::setup::{detect_providers, no_provider_message};
 
 impl Runtime {
     /// The root plan (with whatever credentials the config holds: never persist it

@@ -25,7 +25,7 @@ use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::Provider;
-use crate::provider::routing::ModelCache;
+use crate::routing::ModelCache;
 use crate::session::events::names;
 use crate::session::message::now_rfc3339;
 use crate::session::{
@@ -50,7 +50,7 @@ pub struct RuntimeOptions {
 /// Test and embedding hooks for [`Runtime::with_hooks`].
 #[derive(Clone, Default)]
 pub struct RuntimeHooks {
-    /// Builds providers instead of `provider::setup::build_provider` (scripted fakes).
+    /// Builds providers instead of `routing::setup::build_provider` (scripted fakes).
     pub provider_factory: Option<ProviderFactory>,
     /// Tools mounted in every session in addition to the plan's modules.
     pub extra_tools: Vec<Arc<dyn Tool>>,
@@ -109,7 +109,7 @@ pub struct Runtime {
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
-    /// A runtime over `options`; providers come from `provider::setup`.
+    /// A runtime over `options`; providers come from `routing::setup`.
     pub fn new(options: RuntimeOptions) -> Arc<Self> {
         Self::with_hooks(options, RuntimeHooks::default())
     }
@@ -438,7 +438,7 @@ impl Runtime {
         plan: &MountPlan,
     ) -> Result<(Arc<dyn Provider>, ModuleEntry), EngineError> {
         providers::select(self, plan).map_err(|errors| {
-            let mut text = crate::provider::setup::no_provider_message(
+            let mut text = crate::routing::setup::no_provider_message(
                 &self.paths.config_file,
                 self.env.as_ref(),
             );

@@ -10,7 +10,7 @@
 //! running the child's turn under a child token of the caller's turn, and
 //! `task:agent_completed`; and [`Runtime::resolve_child_model`] (what
 //! `agent show --merged` reports). Does not own: validating the call (`tool::task`),
-//! the turn itself (`turn`), the routing rules (`provider::routing`).
+//! the turn itself (`turn`), the routing rules (`routing`).
 
 use std::sync::{Arc, Weak};
 
@@ -26,9 +26,7 @@ use crate::agent::{AgentDef, Registry};
 use crate::config::MountPlan;
 use crate::config::merge::merge_for_spawn;
 use crate::provider::Provider;
-use crate::provider::routing::{
-    ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved,
-};
+use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
 use crate::session::events::names;
 use crate::session::ids;
 use crate::session::message::now_rfc3339;

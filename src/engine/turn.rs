@@ -5,7 +5,7 @@
 //! (`metadata.author`, `metadata.model`, `metadata.usage`) and tool results in call
 //! order, and ending the turn as `completed`, `failed` or `cancelled` with metadata
 //! written and files synced. Does not own: streaming one call (`stream`), running tool
-//! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`config::prices`).
+//! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`routing::prices`).
 //!
 //! Usage: every model call's usage ([`usage_json`]: `{input_tokens, output_tokens,
 //! cache_read_tokens, cache_creation_tokens, cost?}`, `cost` in USD only when the
@@ -33,8 +33,8 @@ use super::providers;
 use super::repair;
 use super::runtime::{EngineError, Runtime, TurnOutcome};
 use super::stream::{CallEnd, call_model, error_data};
-use crate::config::prices::{CacheAccounting, PriceTable};
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
+use crate::routing::prices::{CacheAccounting, PriceTable};
 use crate::session::events::names;
 use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
 use crate::session::{SessionStatus, Usage};

@@ -4,7 +4,7 @@
 //! `anthropic-version: 2023-06-01`, `stream: true`), converting a [`ChatRequest`] into
 //! Messages blocks and tools, and `GET {base_url}/v1/models`. Does not own: decoding
 //! the stream (`anthropic_stream`), HTTP error mapping (`transport`), or where the key
-//! comes from (`setup`).
+//! comes from (`routing::setup`).
 //!
 //! Message conversion: `system` is the system prompt (transcript `system` messages are
 //! appended to it, separated by a blank line); user text; assistant blocks in order —

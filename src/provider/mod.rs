@@ -1,10 +1,12 @@
 //! Model providers: the trait the turn loop calls, and the wire clients behind it.
 //!
 //! Owns: the provider-neutral request/stream/response types, the streaming decoders
-//! (SSE), the OpenAI Chat Completions and Anthropic Messages clients, and building
-//! providers from config + environment (`setup`). Does not own: the turn loop
-//! (`engine`), transcripts (`session`), or which agent uses which model beyond the
-//! mount plan's `providers` list.
+//! (SSE), the OpenAI Chat Completions and Anthropic Messages clients, retries and HTTP
+//! error mapping (`transport`, `http_error`), and the loopback Ollama probe (`probe`).
+//! Wire clients only: it reads no config file and encodes `session` messages, so it
+//! sits above `session` and below `routing`. Does not own: building providers from
+//! config + environment or choosing a model (`routing`), the turn loop (`engine`),
+//! transcripts or token counts (`session`).
 
 pub mod anthropic;
 mod anthropic_stream;
@@ -13,8 +15,6 @@ pub mod http_error;
 pub mod openai;
 pub mod openai_stream;
 pub mod probe;
-pub mod routing;
-pub mod setup;
 pub mod sse;
 #[cfg(test)]
 mod test_fixtures;

@@ -7,7 +7,7 @@
 //! (Ollama at `http://127.0.0.1:11434/v1`, llama.cpp, vLLM, LM Studio, OpenRouter,
 //! Azure's `/openai/v1` endpoint). Does not own: decoding the stream
 //! (`openai_stream`), HTTP error mapping (`transport`), or where the key comes from
-//! (`setup`).
+//! (`routing::setup`).
 //!
 //! Message conversion: the system prompt first; transcript `system` messages in
 //! place; user text; assistant text + `tool_calls` `[{id, type: "function",

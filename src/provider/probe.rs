@@ -2,7 +2,7 @@
 //!
 //! Owns: one blocking loopback probe of `GET /v1/models` at `OLLAMA_HOST` (default
 //! `127.0.0.1:11434`), bounded by [`PROBE_BUDGET`] in total. Does not own: building a
-//! provider from what it finds (the user adds `provider-ollama`; see `setup`).
+//! provider from what it finds (the user adds `provider-ollama`; see `routing::setup`).
 //!
 //! Blocking on purpose: it runs once, only when nothing is configured, and a refused
 //! loopback connection returns at once. Host names other than `localhost` are not

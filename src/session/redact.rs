@@ -3,7 +3,7 @@
 //!
 //! Owns: deciding which JSON keys hold secrets and replacing their values, and replacing
 //! known secret values inside free text. Does not own: finding the credentials in the
-//! environment (`provider::setup`) or deciding what gets written (`store`).
+//! environment (`routing::setup`) or deciding what gets written (`store`).
 //!
 //! Key names are compared case-insensitively with `-` and `_` ignored, so `api_key`,
 //! `apiKey`, `API-KEY` and `x-api-key` are one family. A bare `key`, `model` or

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::agent::{AgentDef, Registry};
-use crate::provider::routing;
+use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids;
 

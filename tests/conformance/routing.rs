@@ -1,4 +1,4 @@
-//! `amplifier-routing.yaml` onto `arbor::provider::routing` (SPEC §9–10).
+//! `amplifier-routing.yaml` onto `arbor::routing` (SPEC §9–10).
 //!
 //! The coordinator: `mounted_providers` become [`Mounts`] (mount names in file order)
 //! and a [`StaticModels`] source (`{models}` lists, `{list_models: raises}` fails,
@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use arbor::config::ModuleEntry;
-use arbor::provider::routing::{
+use arbor::routing::{
     ModelCache, ModelSource, Mounts, ProviderPreference, Role, RoutingMatrix, StaticModels,
     apply_provider_preferences, apply_provider_preferences_with_resolution, apply_single_override,
     build_provider_lookup, compose_matrix, find_provider, is_glob_pattern, parse_preferences,

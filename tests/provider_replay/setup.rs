@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use arbor::config::arbor_config::ArborConfig;
 use arbor::config::mount_plan::ModuleEntry;
 use arbor::provider::ProviderErrorKind;
-use arbor::provider::setup::{build_provider, detect_providers, no_provider_message};
+use arbor::routing::setup::{build_provider, detect_providers, no_provider_message};
 use serde_json::{Value, json};
 
 use super::requests::OPENAI_OK;

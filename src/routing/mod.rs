@@ -1,6 +1,14 @@
-//! Model routing: `provider_preferences`, model roles and routing matrices (SPEC §9–10).
+//! Model routing: `provider_preferences`, model roles and routing matrices (SPEC §9–10),
+//! provider setup from config + environment, and model prices.
 //!
-//! Owns the pure side of choosing a sub-session's provider and model:
+//! Sits above `provider` (it builds wire clients and lists their models) and below
+//! `tool` (the task tool validates `model_role` / `provider_preferences` with it);
+//! reads `config` for the config file and mount-plan entries.
+//!
+//! Owns building providers ([`setup`]: which providers a new root session mounts,
+//! credentials, base URL and default model), the config's price table ([`prices`]:
+//! what a model call costs, keyed by the same provider/model globs), and the pure side
+//! of choosing a sub-session's provider and model:
 //! - [`glob`]: fnmatch-style model globs (`*`, `?`, `[0-9]`, `[!..]`), case-insensitive;
 //! - [`version`]: natural version order (`claude-opus-4-10` > `claude-opus-4-7`; an
 //!   undated alias beats a dated snapshot) and picking the newest glob match;
@@ -14,9 +22,9 @@
 //! - [`resolve`] / [`precedence`]: resolving preferences and roles with reasons, and
 //!   the call > agent > parent precedence producing [`ResolvedModel`].
 //!
-//! Does not own: building providers, HTTP, or applying the result to a live session —
-//! the engine does that (`engine::providers`, `engine::spawn`). Everything here is
-//! deterministic given a [`ModelSource`]; resolution functions are `async` only
+//! Does not own: HTTP or the wire clients (`provider`), or applying the result to a live
+//! session — the engine does that (`engine::providers`, `engine::spawn`). Model choice
+//! is deterministic given a [`ModelSource`]; resolution functions are `async` only
 //! because listing is (drive them with `futures::executor::block_on` in sync code).
 //!
 //! Deliberate differences from Amplifier (listed for the conformance suite): natural
@@ -31,7 +39,9 @@ pub mod glob;
 pub mod matrix;
 pub mod precedence;
 pub mod prefs;
+pub mod prices;
 pub mod resolve;
+pub mod setup;
 pub mod source;
 pub mod version;
 

@@ -4,8 +4,8 @@
 //! Owns: [`detect_providers`] (the `providers` of a new root session's mount plan),
 //! [`build_provider`] (credentials, base URL and model for one entry) and
 //! [`no_provider_message`] (what was looked for and how to configure a provider).
-//! Does not own: the wire clients (`openai`, `anthropic`), routing by model role or
-//! `provider_preferences`, or retries.
+//! Does not own: the wire clients (`provider::openai`, `provider::anthropic`), routing
+//! by model role or `provider_preferences` (the rest of `routing`), or retries.
 //!
 //! Keys never enter a mount plan: [`detect_providers`] replaces a config file's
 //! `api_key` with `"[REDACTED]"` (env keys are never copied at all), and
@@ -29,12 +29,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::anthropic::{self, AnthropicConfig, AnthropicProvider};
-use super::openai::{self, OpenAiConfig, OpenAiProvider};
-use super::probe::probe_ollama;
-use super::{Provider, ProviderError, ProviderErrorKind};
 use crate::config::arbor_config::ArborConfig;
 use crate::config::mount_plan::ModuleEntry;
+use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
+use crate::provider::probe::probe_ollama;
+use crate::provider::{Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
 pub const REDACTED: &str = "[REDACTED]";
@@ -188,7 +188,7 @@ pub fn build_provider(
             let ollama = entry.module == "provider-ollama";
             let base_url = get("base_url").or_else(|| {
                 if ollama {
-                    super::probe::ollama_addr(env)
+                    crate::provider::probe::ollama_addr(env)
                         .ok()
                         .map(|a| format!("http://{a}/v1"))
                 } else {

@@ -29,8 +29,8 @@
 
 use serde_json::Value;
 
-use super::ArborConfig;
-use crate::provider::routing::glob_matches;
+use super::glob::glob_matches;
+use crate::config::ArborConfig;
 use crate::session::Usage;
 
 /// The config key of the table.

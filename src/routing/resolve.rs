@@ -26,7 +26,7 @@ use super::prefs::{
 use super::source::ModelSource;
 use super::version::matching_models;
 use crate::config::ModuleEntry;
-use crate::provider::setup::provider_id;
+use crate::routing::setup::provider_id;
 
 /// The providers mounted in a session: mount names (arbor: provider ids, plan order),
 /// the plan entries behind them when known, and plan providers that cannot be used.

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::ModuleEntry;
-use crate::provider::setup::provider_id;
+use crate::routing::setup::provider_id;
 
 /// Provider config keys a preference or matrix candidate never sets (credentials,
 /// endpoints, identities, TLS): Amplifier's list plus arbor's `endpoint`.
