@@ -21,8 +21,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arbor::agent::Bundle;
 use arbor::agent::Registry;
-use arbor::config::{ArborConfig, Bundle};
+use arbor::config::ArborConfig;
 use arbor::engine::{Runtime, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStore};

@@ -6,8 +6,8 @@
 #[path = "common/generate.rs"]
 mod generate;
 
+use arbor::agent::Bundle;
 use arbor::agent::Registry;
-use arbor::config::Bundle;
 use arbor::paths::Paths;
 use divan::Bencher;
 use divan::counter::ItemsCount;

@@ -16,8 +16,9 @@ mod server;
 use std::path::Path;
 use std::sync::Arc;
 
+use arbor::agent::Bundle;
 use arbor::agent::Registry;
-use arbor::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
+use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
 use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};

@@ -1,8 +1,30 @@
 //! arbor: a terminal workbench for trees of AI-agent sessions.
 //!
-//! The engine (`agent`, `config`, `session`, `engine`, `provider`, `tool`) never imports
-//! `tui` or `cli`; those two are consumers of the engine's commands and of the session
-//! event bus (`session::events::EventBus`).
+//! # Layers
+//!
+//! Each top-level module uses only the ones listed below it, and no two import each
+//! other (`python3 ../shared/tools/layers.py cycles` checks it). From the top:
+//!
+//! - `cli`, `tui`: front ends — clap subcommands (`cli` starts `tui`) and the terminal
+//!   UI; they consume the engine's events and send it commands.
+//! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
+//!   imports `cli` or `tui`.
+//! - `tool`: the `Tool` trait, mounting tools from a mount plan, the built-in tools.
+//! - `routing`: model roles, provider preferences, routing matrices, model prices, and
+//!   building providers from config + environment (`routing::setup`).
+//! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
+//!   OpenAI-compatible clients, retries, HTTP errors.
+//! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `config`: `config.yaml`, the mount plan, overlay merge, YAML reading.
+//! - `session`: ids, messages, token usage, metadata, the store, the event bus.
+//! - `paths`: where things live.
+//!
+//! `agent` sits above `config`: agent files and bundles are read into mount plans, and
+//! merge works on plain JSON overlays, so `config` needs nothing from `agent`. When a
+//! lower module needs something from a higher one, the type moves down (`Usage` lives
+//! in `session`, the list of built-in tool modules in `agent::validate`) or the
+//! dependency is passed in as a trait the higher layer implements (the task tool's
+//! `Host`, implemented by the engine).
 
 pub mod agent;
 pub mod cli;

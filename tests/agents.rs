@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arbor::agent::Bundle;
 use arbor::agent::reload::ReloadEvent;
 use arbor::agent::watcher::{AgentEnv, WatchSpec, WatcherHandle, spawn_watcher_with};
 use arbor::agent::{AgentSource, Registry, registry::validate_file};
-use arbor::config::Bundle;
 use arbor::config::merge::merge_for_spawn;
 use arbor::paths::Paths;
 use serde_json::{Value, json};

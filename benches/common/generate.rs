@@ -183,7 +183,7 @@ pub fn messages(n: usize) -> Vec<Message> {
 /// plan with an OpenAI provider (as `create_root` records it) and fills it with `n`
 /// messages (see [`fill_session`]). Returns its id.
 pub fn create_session(store: &SessionStore, n: usize) -> String {
-    let bundle = arbor::config::Bundle::builtin();
+    let bundle = arbor::agent::Bundle::builtin();
     let mut plan = bundle.mount_plan.0.clone();
     plan["providers"] = json!([{"module": "provider-openai",
         "config": {"base_url": "http://127.0.0.1:9/v1", "default_model": "scripted-model"}}]);

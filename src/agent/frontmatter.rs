@@ -3,7 +3,7 @@
 //! Owns: finding the `---` delimiters at the very top of an agent or bundle file,
 //! tolerating a UTF-8 BOM (repeated BOMs too) and CRLF line ends, and reporting where the
 //! YAML and the body start so parse errors can point at the file's own line numbers.
-//! Does not own: parsing the YAML (`agent::file`, `config::bundle`).
+//! Does not own: parsing the YAML (`agent::file`, `agent::bundle`).
 //!
 //! Rules (line based): the first line must be `---` (trailing whitespace allowed); the
 //! block ends at the next line that is `---` (trailing whitespace allowed). Everything

@@ -1,12 +1,17 @@
-//! Agent files, resolution and the registry (SPEC §3–4), and hot reload (SPEC §15).
+//! Agent files, bundles, resolution and the registry (SPEC §3–5), and hot reload
+//! (SPEC §15).
 //!
 //! Owns: splitting frontmatter from body (`frontmatter`), parsing and validating one
-//! agent file into an [`AgentDef`] (`file`), the resolution tiers env → user → project →
-//! bundle with `ns:name` and shadowing (`registry`), the validation rules shared with
-//! bundles (`validate`), the reload scheduler that coalesces change bursts and reports a
-//! diff (`reload`), and the OS file watcher feeding it (`watcher`). Does not own: merging
-//! an agent into a mount plan (`config::merge`) or bundles (`config::bundle`).
+//! agent file into an [`AgentDef`] (`file`), bundles — a root mount plan plus agent
+//! files (`bundle`), the resolution tiers env → user → project → bundle with `ns:name`
+//! and shadowing (`registry`), the validation rules shared with bundles and the lists
+//! of modules arbor implements (`validate`), the reload scheduler that coalesces change
+//! bursts and reports a diff (`reload`), and the OS file watcher feeding it
+//! (`watcher`). Sits above `config` (it reads YAML and builds mount plans with it) and
+//! below `provider`. Does not own: merging an agent into a mount plan
+//! (`config::merge`) or mounting tools (`tool::mount`).
 
+pub mod bundle;
 pub mod file;
 pub mod frontmatter;
 pub mod registry;
@@ -19,6 +24,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use bundle::Bundle;
 pub use registry::Registry;
 
 /// Where an agent definition came from, highest precedence first.

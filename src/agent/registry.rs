@@ -4,15 +4,15 @@
 //! (env) → user dir → project dir → bundle — picking the first match per name, keeping
 //! the losers as `shadows`, and `ns:name` lookups inside a bundle namespace. Does not
 //! own: parsing one file (`agent::file`), watching files (`agent::watcher`) or loading
-//! the bundle (`config::bundle`).
+//! the bundle (`bundle`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::Bundle;
 use super::file::{self, AgentOrigin};
 use super::{AgentDef, AgentSource, Shadowed};
-use crate::config::Bundle;
 use crate::paths::Paths;
 
 /// Prefix of the per-agent override variables (`AMPLIFIER_AGENT_ZEN_ARCHITECT`).

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::Bundle;
 use super::Registry;
-use crate::config::Bundle;
 
 /// How long notifications must pause before a burst is handled.
 pub const QUIET_WINDOW: Duration = Duration::from_millis(75);

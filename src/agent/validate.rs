@@ -7,7 +7,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::tool::BUILTIN_TOOL_MODULES;
+use crate::config::mount_plan::module_name;
+
+/// Tool modules arbor implements (`tool::mount` mounts exactly these; its tests keep the
+/// two in step). Anything else in a mount plan is an "unavailable module" (loaded,
+/// reported, not mounted). Kept here, below `tool`, so agent validation needs no tool.
+pub const BUILTIN_TOOL_MODULES: &[&str] = &["tool-task", "tool-filesystem", "tool-search"];
 
 /// Provider modules arbor implements; any other provider module is "unavailable".
 pub const BUILTIN_PROVIDER_MODULES: &[&str] =
@@ -128,15 +133,6 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// The module name of a module-list entry (`"tool-x"` or `{module: tool-x}`).
-pub fn module_name(entry: &Value) -> Option<&str> {
-    match entry {
-        Value::String(s) => Some(s),
-        Value::Object(m) => m.get("module").and_then(Value::as_str),
-        _ => None,
-    }
 }
 
 /// Warnings for a normalized frontmatter map: unavailable modules, ignored entries,

@@ -22,11 +22,11 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::Bundle;
 use super::Registry;
+use super::bundle::BundleError;
 use super::registry::RegistryHandle;
 use super::reload::{ChangeSet, Notice, RebuildFn, Rebuilt, ReloadEvent, ReloadScheduler};
-use crate::config::Bundle;
-use crate::config::bundle::BundleError;
 use crate::paths::Paths;
 
 mod targets;

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use color_eyre::eyre::{Context as _, Result};
 
+use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
-use crate::config::{ArborConfig, Bundle};
+use crate::config::ArborConfig;
 use crate::engine::{Runtime, RuntimeOptions};
 use crate::paths::Paths;
 use crate::session::{EventBus, SessionStore};

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::mount_plan::MountPlan;
+use super::mount_plan::{MountPlan, module_name};
 
 /// Top-level keys merged as module lists.
 pub const MODULE_LIST_KEYS: &[&str] = &["tools", "providers", "hooks"];
@@ -210,7 +210,7 @@ pub fn apply_spawn_tool_policy(plan: &Value, spawn: &Value) -> Value {
     } else if let Some(excluded) = spawn.get("exclude_tools").and_then(Value::as_array) {
         let excluded: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
         let is_excluded = |t: &Value| {
-            let module = crate::agent::validate::module_name(t).unwrap_or_default();
+            let module = module_name(t).unwrap_or_default();
             excluded.contains(&module) || excluded.contains(&module_key(t).as_str())
         };
         tools.into_iter().filter(|t| !is_excluded(t)).collect()

@@ -1,16 +1,16 @@
-//! Configuration: arbor's own config file, bundles, the mount plan and overlay merge.
+//! Configuration: arbor's own config file, the mount plan and overlay merge.
 //!
-//! Owns: `config.yaml` (`ArborConfig`), bundle loading (`bundle`), the dynamic mount
-//! plan with typed accessors (`mount_plan`), and `merge(parent, overlay)` with spawn
-//! tool policy and `agents` access control (`merge`). Does not own: agent files
-//! (`agent`) or provider credentials (`routing::setup`).
+//! Owns: `config.yaml` (`ArborConfig`), the dynamic mount plan with typed accessors
+//! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
+//! policy and `agents` access control (`merge`), and the YAML reader (`yaml`). Sits
+//! below `agent` (agent files and bundles are read into mount plans with it) and uses
+//! no other arbor module: merge works on plain JSON overlays. Does not own: agent
+//! files or bundles (`agent`), the price table or provider credentials (`routing`).
 
 pub mod arbor_config;
-pub mod bundle;
 pub mod merge;
 pub mod mount_plan;
 pub mod yaml;
 
 pub use arbor_config::ArborConfig;
-pub use bundle::Bundle;
 pub use mount_plan::{ModuleEntry, MountPlan};

@@ -25,6 +25,15 @@ pub struct ModuleEntry {
     pub config: Value,
 }
 
+/// The module name of a module-list entry (`"tool-x"` or `{module: tool-x}`).
+pub fn module_name(entry: &Value) -> Option<&str> {
+    match entry {
+        Value::String(s) => Some(s),
+        Value::Object(m) => m.get("module").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
 impl ModuleEntry {
     /// Reads an entry from a mount-plan list item (object or bare string).
     pub fn from_value(v: &Value) -> Option<Self> {

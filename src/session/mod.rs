@@ -2,8 +2,10 @@
 //!
 //! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
 //! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
-//! recovery (`store`), secret redaction (`redact`), message shapes (`message`), token counts (`usage`)
-//! and the event bus (`events`). Does not own: running turns (`engine`).
+//! recovery (`store`), secret redaction (`redact`), message shapes (`message`), token
+//! counts (`usage`) and the event bus (`events`). The bottom layer above `paths`: it
+//! imports no other arbor module. Does not own: running turns (`engine`) or encoding
+//! messages for an API (`provider`).
 
 pub mod events;
 pub mod export;

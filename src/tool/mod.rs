@@ -19,10 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::provider::ToolSpec;
 
-/// Module names arbor implements. Anything else in a mount plan is an
-/// "unavailable module" (loaded, reported, not mounted).
-pub const BUILTIN_TOOL_MODULES: &[&str] = &["tool-task", "tool-filesystem", "tool-search"];
-
 /// The result of one tool call; `content` goes back to the model verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {

@@ -113,6 +113,7 @@ impl ToolSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::validate::BUILTIN_TOOL_MODULES;
     use serde_json::json;
 
     #[test]
@@ -130,6 +131,23 @@ mod tests {
             set.not_mounted_error("bash"),
             "Unknown tool 'bash'. Available tools: read_file, list_directory, glob, grep"
         );
+    }
+
+    /// Agent validation warns about any tool module outside `BUILTIN_TOOL_MODULES`:
+    /// the list must name exactly the modules `mount` implements.
+    #[test]
+    fn builtin_tool_modules_are_the_mounted_ones() {
+        let mut listed = BUILTIN_TOOL_MODULES.to_vec();
+        listed.sort_unstable();
+        let mut implemented = [filesystem::MODULE, search::MODULE, task::MODULE];
+        implemented.sort_unstable();
+        assert_eq!(listed, implemented);
+        let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
+        for module in BUILTIN_TOOL_MODULES {
+            let plan = MountPlan(json!({"tools": [module]}));
+            let set = ToolSet::mount(&plan, 0, Some(&build));
+            assert!(!set.names().is_empty(), "{module} mounts nothing");
+        }
     }
 
     #[test]

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arbor::agent::Bundle;
 use arbor::agent::Registry;
 use arbor::agent::registry::RegistryHandle;
-use arbor::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
+use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
 use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};

@@ -8,8 +8,9 @@ use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
 
+use crate::agent::Bundle;
 use crate::agent::Registry;
-use crate::config::{ArborConfig, Bundle, ModuleEntry, MountPlan};
+use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::engine::{Runtime, RuntimeHooks, RuntimeOptions};
 use crate::paths::Paths;
 use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};

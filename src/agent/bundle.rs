@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::mount_plan::MountPlan;
-use crate::agent::frontmatter::{self, FrontmatterError};
-use crate::agent::registry::agent_files_in;
-use crate::agent::{file, validate};
+use super::frontmatter::{self, FrontmatterError};
+use super::registry::agent_files_in;
+use super::{file, validate};
+use crate::config::MountPlan;
 
 /// An agent file belonging to a bundle: on disk, or embedded in the binary.
 #[derive(Debug, Clone, PartialEq)]
