@@ -77,7 +77,11 @@ fn warm(messages: usize) -> (App, UnboundedReceiver<EngineCommand>, Terminal<Tes
     let (mut app, rx) = app();
     deliver(&mut app, loaded(messages));
     let mut term = terminal();
-    term.draw(|f| app.draw(f)).unwrap();
+    term.draw(|f| {
+        app.layout(f.area());
+        app.draw(f);
+    })
+    .unwrap();
     assert!(
         format!("{}", term.backend()).contains("module"),
         "history drawn"
@@ -100,7 +104,11 @@ fn delta(text: &str) -> AppEvent {
 fn frame_idle(bencher: Bencher, messages: usize) {
     let (mut app, _rx, mut term) = warm(messages);
     bencher.bench_local(|| {
-        term.draw(|f| app.draw(f)).unwrap();
+        term.draw(|f| {
+            app.layout(f.area());
+            app.draw(f);
+        })
+        .unwrap();
     });
 }
 
@@ -117,7 +125,11 @@ fn frame_streaming(bencher: Bencher, messages: usize) {
             " word"
         };
         app.handle(delta(text));
-        term.draw(|f| app.draw(f)).unwrap();
+        term.draw(|f| {
+            app.layout(f.area());
+            app.draw(f);
+        })
+        .unwrap();
     });
     assert!(app.thread().unwrap().streaming().is_some());
 }
@@ -130,7 +142,11 @@ fn open_and_first_frame(bencher: Bencher, messages: usize) {
         .with_inputs(|| (app(), session.clone(), terminal()))
         .bench_local_values(|((mut app, rx), session, mut term)| {
             deliver(&mut app, session);
-            term.draw(|f| app.draw(f)).unwrap();
+            term.draw(|f| {
+                app.layout(f.area());
+                app.draw(f);
+            })
+            .unwrap();
             (app, rx, term)
         });
 }

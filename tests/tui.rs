@@ -20,6 +20,7 @@ use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use jiff::Timestamp;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -131,7 +132,12 @@ impl Harness {
 
     fn screen(&mut self, w: u16, h: u16) -> String {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-        terminal.draw(|f| self.app.draw(f)).unwrap();
+        terminal
+            .draw(|f| {
+                self.app.layout(f.area());
+                self.app.draw(f);
+            })
+            .unwrap();
         let out = buffer_text(terminal.backend().buffer());
         filter_ids(&out)
     }
@@ -568,6 +574,26 @@ fn narrow_terminal_hides_the_tree_until_focused() {
     let screen = h.screen(40, 24);
     assert!(screen.contains("Sessions (2)"), "{screen}");
     insta::assert_snapshot!("root_thread_80", h.screen(80, 24));
+}
+
+/// Drawing reads state only (`App::draw` takes `&App`): the chat's visible window is
+/// laid out by `App::layout`, the update step before a frame, never by drawing, and
+/// the same state draws the same frame twice.
+#[test]
+fn layout_is_the_update_step_and_draw_reads_state_only() {
+    let mut h = with_root_open();
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut draw = |app: &App| {
+        terminal.draw(|f| app.draw(f)).unwrap();
+        buffer_text(terminal.backend().buffer())
+    };
+    let unlaid = draw(&h.app);
+    assert!(!unlaid.contains("Survey the repo"), "{unlaid}");
+    h.app.layout(Rect::new(0, 0, 80, 24));
+    let first = draw(&h.app);
+    assert!(first.contains("Survey the repo"), "{first}");
+    assert_eq!(draw(&h.app), first);
+    assert_eq!(filter_ids(&first), h.screen(80, 24));
 }
 
 #[test]

@@ -125,7 +125,10 @@ where
         // timer alone could starve drawing while events stream in.
         if frames.deadline().is_some_and(|d| d <= Instant::now()) {
             terminal
-                .draw(|f| app.draw(f))
+                .draw(|f| {
+                    app.layout(f.area());
+                    app.draw(f);
+                })
                 .map_err(|e| TuiError::Io(io::Error::other(e.to_string())))?;
             frames.drawn(Instant::now());
         }

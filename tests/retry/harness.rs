@@ -60,7 +60,12 @@ pub fn feed(app: &mut App, events: &[Arc<Event>]) {
 /// The screen as text, rows right-trimmed, session ids replaced by placeholders.
 pub fn screen(app: &mut App, w: u16, h: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-    terminal.draw(|f| app.draw(f)).unwrap();
+    terminal
+        .draw(|f| {
+            app.layout(f.area());
+            app.draw(f);
+        })
+        .unwrap();
     let out = arbor::tui::testing::buffer_text(terminal.backend().buffer());
     let uuid =
         regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").unwrap();

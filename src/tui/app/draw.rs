@@ -1,5 +1,7 @@
-//! Layout of the window and rendering: computes pane areas (the tree collapses on
-//! narrow terminals), lays out the chat's visible window, then renders pure views.
+//! Layout of the window and rendering, in two steps: [`App::layout`] (the update step
+//! before a frame) lays out the chat's visible window and records pane areas;
+//! [`App::draw`] reads state only and renders pure views. Pane areas come from one
+//! function for both (the tree collapses on narrow terminals).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -23,29 +25,50 @@ pub const NARROW_WIDTH: u16 = 60;
 /// Tree pane width on wide terminals.
 pub const TREE_WIDTH: u16 = 30;
 
+/// Where each part of a frame goes, computed from the frame's area and the state.
+struct Panes {
+    /// Everything above the status bar (overlays cover it).
+    main: Rect,
+    status: Rect,
+    /// The provider banner above the chat (zero height without one).
+    banner: Rect,
+    tree: Option<Rect>,
+    chat: Option<Rect>,
+    composer: Option<Rect>,
+}
+
 impl App {
-    /// Draws one frame.
-    pub fn draw(&mut self, frame: &mut Frame<'_>) {
-        let area = frame.area();
-        let [main, status_area] =
-            Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
-        let narrow = area.width < NARROW_WIDTH;
-        let (tree_area, right) = if !narrow {
-            let w = TREE_WIDTH.min(area.width / 3);
-            let [t, r] =
-                Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(main);
-            (Some(t), Some(r))
-        } else if self.focus == Focus::Tree {
-            (Some(main), None)
-        } else {
-            (None, Some(main))
+    /// The update step before each frame, for a frame of `area`: lays out the open
+    /// thread's visible window for the chat pane (the wrapped-lines cache), sets the
+    /// composer's focus look, and records the pane areas for mouse hit-testing and
+    /// paging. Call it with the frame's area right before [`App::draw`]:
+    /// `terminal.draw(|f| { app.layout(f.area()); app.draw(f) })`.
+    pub fn layout(&mut self, area: Rect) {
+        let panes = self.panes(area);
+        if let (Some(t), Some(chat_area)) = (&mut self.thread, panes.chat) {
+            let body = chat::body_area(chat_area);
+            t.layout(
+                chat::wrap_width(chat_area),
+                usize::from(body.height),
+                &self.theme,
+            );
+        }
+        let focused = self.composer_focused();
+        self.composer
+            .set_focused(focused, self.theme.style(Slot::Base));
+        self.areas = Areas {
+            tree: panes.tree,
+            chat: panes.chat,
+            composer: panes.composer,
         };
+    }
+
+    /// Draws one frame from the state as [`App::layout`] left it for the same area.
+    /// Reads state only: a frame drawn twice is the same frame.
+    pub fn draw(&self, frame: &mut Frame<'_>) {
+        let panes = self.panes(frame.area());
         let now = self.clock.now();
-        let mut areas = Areas {
-            tree: tree_area,
-            ..Areas::default()
-        };
-        if let Some(tree_area) = tree_area {
+        if let Some(tree_area) = panes.tree {
             let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
             let view = TreeView {
                 tree: &self.tree,
@@ -56,30 +79,9 @@ impl App {
             };
             frame.render_widget(&view, tree_area);
         }
-        if let Some(right) = right {
-            let banner_text = self.provider_label.as_ref().err().cloned();
-            let banner = banner_text.as_deref().map(|text| BannerView {
-                text,
-                theme: &self.theme,
-            });
-            let banner_h = banner.as_ref().map_or(0, |b| b.height(right.width));
-            let composer_h = self.composer.rows() + 2;
-            let [banner_area, chat_area, composer_area] = Layout::vertical([
-                Constraint::Length(banner_h),
-                Constraint::Min(3),
-                Constraint::Length(composer_h),
-            ])
-            .areas(right);
-            if let Some(b) = &banner {
-                frame.render_widget(b, banner_area);
-            }
-            if let Some(t) = &mut self.thread {
-                let body = chat::body_area(chat_area);
-                t.layout(
-                    chat::wrap_width(chat_area),
-                    usize::from(body.height),
-                    &self.theme,
-                );
+        if let (Some(chat_area), Some(composer_area)) = (panes.chat, panes.composer) {
+            if let Some(b) = self.banner() {
+                frame.render_widget(&b, panes.banner);
             }
             let view = ChatView {
                 thread: self.thread.as_ref(),
@@ -89,20 +91,14 @@ impl App {
                 focused: self.focus == Focus::Chat,
             };
             frame.render_widget(&view, chat_area);
-            let focused = self.focus == Focus::Composer && self.overlay == Overlay::None;
-            self.composer
-                .set_focused(focused, self.theme.style(Slot::Base));
             let view = ComposerView {
                 composer: &self.composer,
                 theme: &self.theme,
-                focused,
+                focused: self.composer_focused(),
                 title: self.composer_title(),
             };
             frame.render_widget(&view, composer_area);
-            areas.chat = Some(chat_area);
-            areas.composer = Some(composer_area);
         }
-        self.areas = areas;
         let context = match (self.overlay, self.focus) {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
@@ -119,8 +115,63 @@ impl App {
             hints: self.keymap.hints(context),
             theme: &self.theme,
         };
-        frame.render_widget(&status, status_area);
-        self.draw_overlay(frame, main);
+        frame.render_widget(&status, panes.status);
+        self.draw_overlay(frame, panes.main);
+    }
+
+    /// Pane areas for a frame of `area`: the status bar at the bottom; the tree beside
+    /// the chat on wide terminals, else only when focused (then it takes the pane);
+    /// the banner, chat and composer stacked on the right.
+    fn panes(&self, area: Rect) -> Panes {
+        let [main, status] =
+            Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        let narrow = area.width < NARROW_WIDTH;
+        let (tree, right) = if !narrow {
+            let w = TREE_WIDTH.min(area.width / 3);
+            let [t, r] =
+                Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(main);
+            (Some(t), Some(r))
+        } else if self.focus == Focus::Tree {
+            (Some(main), None)
+        } else {
+            (None, Some(main))
+        };
+        let mut panes = Panes {
+            main,
+            status,
+            banner: Rect::default(),
+            tree,
+            chat: None,
+            composer: None,
+        };
+        if let Some(right) = right {
+            let banner_h = self.banner().map_or(0, |b| b.height(right.width));
+            let composer_h = self.composer.rows() + 2;
+            let [banner, chat, composer] = Layout::vertical([
+                Constraint::Length(banner_h),
+                Constraint::Min(3),
+                Constraint::Length(composer_h),
+            ])
+            .areas(right);
+            panes.banner = banner;
+            panes.chat = Some(chat);
+            panes.composer = Some(composer);
+        }
+        panes
+    }
+
+    /// The provider banner: shown while no provider is available.
+    fn banner(&self) -> Option<BannerView<'_>> {
+        let text = self.provider_label.as_ref().err()?;
+        Some(BannerView {
+            text,
+            theme: &self.theme,
+        })
+    }
+
+    /// The composer takes keys: focused and no overlay open.
+    fn composer_focused(&self) -> bool {
+        self.focus == Focus::Composer && self.overlay == Overlay::None
     }
 
     fn draw_overlay(&self, frame: &mut Frame<'_>, main: Rect) {
