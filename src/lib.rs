@@ -3,7 +3,8 @@
 //! # Layers
 //!
 //! Each top-level module uses only the ones listed below it, and no two import each
-//! other (`python3 ../shared/tools/layers.py cycles` checks it). From the top:
+//! other (CI runs `python3 ../shared/tools/layers.py cycles`, see `.ci/run`). From the
+//! top:
 //!
 //! - `cli`, `tui`: front ends — clap subcommands (`cli` starts `tui`) and the terminal
 //!   UI; they consume the engine's events and send it commands.
