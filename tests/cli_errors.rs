@@ -317,3 +317,77 @@ fn sigint_cancels_a_running_turn_and_the_session_resumes() {
     assert!(ok, "{v}");
     assert_eq!(v["response"], "After the interruption.");
 }
+
+/// A 401 whose body echoes the key (and the `Authorization` header it came in) never
+/// shows the key: not on stdout or stderr in any output format, not in the session's
+/// files, not in the log — whether the key came from the config file or the
+/// environment.
+#[test]
+fn a_key_echoed_by_a_401_appears_nowhere() {
+    const KEY: &str = "sk-live-0123456789abcdefECHOED";
+    const OTHER: &str = "tok-opaque-98765432109876";
+    let body = json!({"error": {
+        "message": format!("Incorrect API key provided: {KEY}. Received headers: Authorization: Bearer {KEY}; x-api-key: {OTHER}"),
+        "type": "invalid_request_error",
+        "code": "invalid_api_key",
+    }})
+    .to_string();
+    let server = ScriptedServer::sequence(vec![Reply::Status(401, body)]);
+    let env = TestEnv::new();
+    for (from_env, format) in [(true, "jsonl"), (false, "text"), (false, "json")] {
+        let mut cmd = env.cmd();
+        if from_env {
+            std::fs::write(
+                &env.config,
+                format!(
+                    "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{}\"\n      default_model: scripted-model\n",
+                    server.base_url
+                ),
+            )
+            .unwrap();
+            cmd.env("OPENAI_API_KEY", KEY);
+        } else {
+            env.use_openai(&server.base_url, KEY);
+        }
+        let out = cmd
+            .env("ARBOR_LOG", "trace")
+            .args(["run", "--output-format", format, "hi"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let shown = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(shown.contains("Incorrect API key provided"), "{shown}");
+        assert!(shown.contains("401"), "{shown}");
+        for secret in [KEY, OTHER] {
+            assert!(!shown.contains(secret), "{format}: {shown}");
+        }
+    }
+    assert_eq!(server.requests().len(), 3);
+    let sessions = env.sessions_dir();
+    assert_eq!(std::fs::read_dir(&sessions).unwrap().count(), 3);
+    assert_eq!(
+        files_containing(&sessions, "Incorrect API key provided").len(),
+        3,
+        "each session's events record the error (scrubbed, not dropped)"
+    );
+    let log = env.home.join(".local/state/arbor/arbor.log");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("Incorrect API key provided"),
+        "the log records the error"
+    );
+    assert_eq!(
+        files_containing(env.dir.path(), KEY),
+        [env.config.clone()],
+        "only the config file holds the key"
+    );
+    assert_eq!(
+        files_containing(env.dir.path(), OTHER),
+        Vec::<PathBuf>::new()
+    );
+}

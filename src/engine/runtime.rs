@@ -116,7 +116,15 @@ impl Runtime {
     }
 
     /// A runtime with injected providers and/or extra tools (tests, embedders).
+    ///
+    /// The config's and the environment's provider keys join the process's secret
+    /// register (`session::redact::register_secrets`) so no error text shows them.
     pub fn with_hooks(options: RuntimeOptions, hooks: RuntimeHooks) -> Arc<Self> {
+        crate::session::redact::register_secrets(providers::secrets(
+            &MountPlan::default(),
+            &options.config,
+            &options.env,
+        ));
         let store = SessionStore::new(options.paths.sessions_dir());
         Arc::new_cyclic(|me| Self {
             me: me.clone(),

@@ -361,6 +361,9 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
             None => persist,
         });
     }
+    if let Some(e) = &error {
+        tracing::warn!(session = %live.id, "turn failed: {e}");
+    }
     let status = if error.is_some() && end.status == SessionStatus::Completed {
         SessionStatus::Failed
     } else {

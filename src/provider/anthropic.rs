@@ -94,6 +94,7 @@ impl std::fmt::Debug for AnthropicProvider {
 impl AnthropicProvider {
     /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
     pub fn new(config: AnthropicConfig) -> Self {
+        super::error::register_credentials(config.api_key.as_deref(), &config.headers);
         let base = config.base_url.trim().trim_end_matches('/');
         let base = if base.is_empty() {
             DEFAULT_BASE_URL

@@ -1,6 +1,34 @@
-//! Provider errors: one taxonomy for both APIs.
+//! Provider errors: one taxonomy for both APIs, and keeping credentials out of them.
+//!
+//! Every error text a server or the network hands us passes [`scrubbed`] (in
+//! [`ProviderError::new`]) before it becomes a [`ProviderError`] message, so an API that echoes the key (or the header
+//! it came in) never gets it to the screen, an event, the store or the log. Clients
+//! register the credentials they attach ([`register_credentials`]).
 
+use std::borrow::Cow;
 use std::time::Duration;
+
+use crate::session::redact::{is_secret_key, register_secrets, scrub};
+
+/// `text` without the process's registered secrets or credential echoes (see
+/// `session::redact::scrub`).
+pub(crate) fn scrubbed(text: &str) -> String {
+    match scrub(text) {
+        Cow::Borrowed(same) => same.to_string(),
+        Cow::Owned(clean) => clean,
+    }
+}
+
+/// Registers what a client attaches to its requests as process secrets: the API key
+/// and the values of secret-named extra headers (`Authorization`, `x-api-key`, …;
+/// `session::redact::is_secret_key`).
+pub(crate) fn register_credentials(api_key: Option<&str>, headers: &[(String, String)]) {
+    let header_values = headers
+        .iter()
+        .filter(|(name, _)| is_secret_key(name))
+        .map(|(_, value)| value.as_str());
+    register_secrets(api_key.into_iter().chain(header_values));
+}
 
 /// What kind of failure a provider call had (drives retry and the TUI's hint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -50,12 +78,15 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
+    /// An error of `kind` from `provider` with `message` [`scrubbed`] of credentials
+    /// (every constructor of a server's or the network's text goes through here), no
+    /// status and no retry advice.
     pub fn new(kind: ProviderErrorKind, provider: &str, message: impl Into<String>) -> Self {
         Self {
             kind,
             provider: provider.to_string(),
             status: None,
-            message: message.into(),
+            message: scrubbed(&message.into()),
             retry_after: None,
             should_retry: None,
         }

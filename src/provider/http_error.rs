@@ -47,7 +47,10 @@ pub fn error_from_parts(
     body: &str,
     now: jiff::Timestamp,
 ) -> ProviderError {
-    let json: Option<Value> = serde_json::from_str(body).ok();
+    // Scrubbed whole, before any cut: a key split at the 500-character cut would no
+    // longer match.
+    let body = super::error::scrubbed(body);
+    let json: Option<Value> = serde_json::from_str(&body).ok();
     let message = json
         .as_ref()
         .and_then(api_error_message)
@@ -73,12 +76,10 @@ pub fn error_from_parts(
         "provider HTTP error"
     );
     ProviderError {
-        kind,
-        provider: provider.to_string(),
         status: Some(status),
-        message,
         retry_after: retry_after_at(headers, now),
         should_retry,
+        ..ProviderError::new(kind, provider, message)
     }
 }
 

@@ -97,6 +97,7 @@ impl std::fmt::Debug for OpenAiProvider {
 impl OpenAiProvider {
     /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
     pub fn new(config: OpenAiConfig) -> Self {
+        super::error::register_credentials(config.api_key.as_deref(), &config.headers);
         let base = config.base_url.trim().trim_end_matches('/');
         let base_url = if base.is_empty() {
             DEFAULT_BASE_URL.to_string()

@@ -1,18 +1,34 @@
 //! Secret redaction (SPEC §17: API keys never reach transcripts, metadata, events or
 //! logs).
 //!
-//! Owns: deciding which JSON keys hold secrets and replacing their values, and replacing
-//! known secret values inside free text. Does not own: finding the credentials in the
-//! environment (`routing::setup`) or deciding what gets written (`store`).
+//! Owns: deciding which JSON keys hold secrets and replacing their values, replacing
+//! known secret values inside free text, and the process's register of secret values
+//! with [`scrub`], which every error text passes through before it is shown, published,
+//! stored or logged. Does not own: finding the credentials in the environment
+//! (`routing::setup`) or deciding what gets written (`store`).
+//!
+//! The register is process-wide on purpose: a key must be scrubbed from every sink of
+//! the process (the log writer and panic hook exist before any config is read, and a
+//! `Display` impl takes no parameters), and it only ever grows. Provider clients
+//! register the keys they attach; the runtime registers the config's and environment's
+//! keys.
 //!
 //! Key names are compared case-insensitively with `-` and `_` ignored, so `api_key`,
 //! `apiKey`, `API-KEY` and `x-api-key` are one family. A bare `key`, `model` or
 //! `max_tokens` is never a secret; token *counts* (`input_tokens`, `*_tokens`) are kept.
 
+use std::borrow::Cow;
+use std::sync::{LazyLock, RwLock};
+
+use regex::Regex;
 use serde_json::Value;
 
 /// What every redacted value becomes.
 pub const REDACTED: &str = "[REDACTED]";
+
+/// Literal secrets shorter than this are not registered or replaced in free text:
+/// replacing them would mangle ordinary words.
+pub const MIN_SECRET_LEN: usize = 8;
 
 /// Exact key names (lower-case, `-`/`_` removed) whose values are secrets.
 const SECRET_KEYS: &[&str] = &[
@@ -155,6 +171,70 @@ pub fn redact_strings(value: &Value, secrets: &[&str]) -> Value {
     }
 }
 
+/// The process's secret values (see the module doc), longest first.
+static REGISTERED: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Credential echoes in error text: a secret-named header or field followed by `:` or
+/// `=` (optionally quoted, optionally `Bearer`/`Basic`/`Token`), and a bare
+/// `Bearer <token>`; values of at least 8 characters (shorter words are prose).
+/// Group `keep` is kept, the value replaced.
+static ECHO: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)(?P<keep>\b(?:proxy-authorization|authorization|x-api-key|x-goog-api-key|api[-_]key|access[-_]token)["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token)\s+)?|\bbearer\s+)[^\s"',;\[\]{}()<>]{8,}"#,
+    )
+    .ok()
+});
+
+/// Adds credential values (API keys, secret header values) to the process's register;
+/// from now on [`scrub`] replaces them. Values are trimmed; empty ones, `[REDACTED]`,
+/// `${VAR}` references and values shorter than [`MIN_SECRET_LEN`] are ignored.
+pub fn register_secrets<S: AsRef<str>>(values: impl IntoIterator<Item = S>) {
+    let fresh: Vec<String> = values
+        .into_iter()
+        .map(|v| v.as_ref().trim().to_string())
+        .filter(|v| v.len() >= MIN_SECRET_LEN && v != REDACTED && !is_env_reference(v))
+        .collect();
+    if fresh.is_empty() {
+        return;
+    }
+    let mut known = REGISTERED.write().unwrap_or_else(|p| p.into_inner());
+    for value in fresh {
+        if !known.contains(&value) {
+            known.push(value);
+        }
+    }
+    known.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// `text` with every registered secret (see [`register_secrets`]) and every credential
+/// echo (`Authorization: Bearer …`, `x-api-key: …`, `"api_key": "…"`, a bare
+/// `Bearer …`) replaced by `[REDACTED]`. Borrowed when nothing was found.
+///
+/// For error text on its way to stdout, stderr, the TUI, events, the store or the log
+/// (an API may quote the key or the header it came in). Not for model output, which
+/// may quote such headers legitimately: the session writer removes literal secrets
+/// from everything it writes.
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    {
+        let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
+        for secret in known.iter() {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+            }
+        }
+    }
+    if let Some(echo) = ECHO.as_ref()
+        && echo.is_match(&out)
+    {
+        out = Cow::Owned(
+            echo.replace_all(&out, format!("${{keep}}{REDACTED}").as_str())
+                .into_owned(),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -245,5 +325,41 @@ mod tests {
         );
         let v = redact_strings(&json!({"out": ["sk-abc123"]}), &["sk-abc123"]);
         assert_eq!(v, json!({"out": ["[REDACTED]"]}));
+    }
+
+    #[test]
+    fn registered_secrets_and_credential_echoes_are_scrubbed() {
+        let key = "sk-scrub-test-0123456789";
+        let text = format!("Incorrect API key provided: {key}.");
+        assert_eq!(scrub(&text), text, "not registered yet");
+        register_secrets([format!(" {key} "), "short".into(), REDACTED.into()]);
+        assert_eq!(scrub(&text), "Incorrect API key provided: [REDACTED].");
+        assert_eq!(scrub("short stays"), "short stays");
+        for (echo, want) in [
+            (
+                "got Authorization: Bearer abc.DEF-123_x; retry",
+                "got Authorization: Bearer [REDACTED]; retry",
+            ),
+            ("x-api-key=opaque9876 sent", "x-api-key=[REDACTED] sent"),
+            (
+                r#"{"api_key": "abcd-efgh"}"#,
+                r#"{"api_key": "[REDACTED]"}"#,
+            ),
+            ("header 'bearer zz99yy88'", "header 'bearer [REDACTED]'"),
+            (
+                "PROXY-AUTHORIZATION: Basic dXNlcjpw",
+                "PROXY-AUTHORIZATION: Basic [REDACTED]",
+            ),
+        ] {
+            assert_eq!(scrub(echo), want);
+        }
+        for plain in [
+            "Authorization header is missing",
+            "the api_key: [REDACTED] was redacted",
+            "missing bearer token",
+            "Incorrect API key provided",
+        ] {
+            assert_eq!(scrub(plain), plain);
+        }
     }
 }

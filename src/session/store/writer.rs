@@ -17,14 +17,10 @@ use super::{StoreError, io_err};
 use crate::session::events::Event;
 use crate::session::message::Message;
 use crate::session::metadata::Metadata;
-use crate::session::redact::{redact, redact_strings};
+use crate::session::redact::{MIN_SECRET_LEN, redact, redact_strings};
 
 /// The event log's file name inside a session directory.
 pub const EVENTS_FILE: &str = "events.jsonl";
-
-/// Literal secrets shorter than this are ignored by [`SessionWriter::set_secrets`]:
-/// replacing them would mangle ordinary text.
-const MIN_SECRET_LEN: usize = 8;
 
 /// Exclusive, locked write access to one session directory. Dropping it releases the
 /// lock (also when the process dies: the OS drops advisory locks).
