@@ -1,5 +1,6 @@
 //! arbor's binary: parse the command line, start logging and the panic hook, dispatch.
-//! Errors are printed as one `arbor: …` line (the cause chain joined by `: `), exit 1.
+//! Errors are printed as one `arbor: …` line (the cause chain joined by `: `, scrubbed of
+//! credentials), exit 1; a closed stdout ends the process quietly with exit code 141.
 
 use clap::Parser;
 
@@ -10,9 +11,11 @@ fn main() {
     arbor::tui::install_panic_hook();
     let code = match run(cli) {
         Ok(code) => code,
+        // The reader of stdout went away (`arbor session list | head -1`): end quietly.
+        Err(e) if arbor::cli::out::is_broken_pipe(e.as_ref()) => arbor::cli::out::EXIT_BROKEN_PIPE,
         Err(e) => {
             tracing::error!("{e:?}");
-            eprintln!("arbor: {}", one_line(&e));
+            arbor::cli::out::error(one_line(&e));
             1
         }
     };

@@ -506,3 +506,47 @@ fn bundle_flag_replaces_the_built_in_bundle() {
         ))
         .stderr(predicate::str::contains("BACKTRACE").not());
 }
+
+/// A reader that takes one line and closes the pipe (`arbor session list | head -1`)
+/// ends the command quietly: no panic, nothing on stderr, exit 0 or 141 (SIGPIPE's).
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    let env = TestEnv::new();
+    let sessions = env.sessions_dir();
+    // Far more than a pipe buffer (64 KiB) of listing, so the writer must block.
+    for n in 0..1500 {
+        let id = format!("00000000-0000-4000-8000-{n:012}");
+        let dir = sessions.join(&id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("metadata.json"),
+            format!(r#"{{"session_id":"{id}","agent_name":"a-rather-long-agent-name","created":"2025-01-01T00:00:00Z","last_updated":"2025-01-01T00:00:00Z"}}"#),
+        )
+        .unwrap();
+    }
+    for args in [&["session", "list"][..], &["session", "list", "--json"][..]] {
+        let mut child = env
+            .std_cmd()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty());
+        // The pipe's read end is closed here (dropped); the process must notice.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        assert!(
+            matches!(out.status.code(), Some(0 | 141)),
+            "{args:?}: {:?}",
+            out.status
+        );
+    }
+}

@@ -14,9 +14,11 @@ use color_eyre::Result;
 use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
+use super::out;
 use crate::agent::AgentDef;
 use crate::agent::registry::validate_file;
 use crate::session::redact::redact;
+use crate::{out, outln};
 
 /// `arbor agent …`.
 #[derive(Debug, Subcommand)]
@@ -84,7 +86,7 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
     let agents = ctx.registry.agents();
     if as_json {
         let all: Vec<Value> = agents.iter().map(agent_json).collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?)?;
         return Ok(0);
     }
     let width = agents
@@ -93,7 +95,7 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!("{:width$}  {:7}  DESCRIPTION", "NAME", "SOURCE");
+    outln!("{:width$}  {:7}  DESCRIPTION", "NAME", "SOURCE")?;
     for a in agents {
         let source = serde_json::to_value(a.source)?;
         let mut line = a.summary().to_string();
@@ -108,22 +110,22 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
         } else if !a.shadows.is_empty() {
             line = format!("{line} (shadows {})", a.shadows.len());
         }
-        println!(
+        outln!(
             "{:width$}  {:7}  {}",
             a.name,
             source.as_str().unwrap_or("?"),
             truncate(&line, 100)
-        );
+        )?;
     }
     Ok(0)
 }
 
 async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Result<i32> {
     let Some(agent) = ctx.registry.get(name) else {
-        eprintln!(
-            "arbor: unknown agent '{name}'. Available agents: {}",
+        out::error(format!(
+            "unknown agent '{name}'. Available agents: {}",
             ctx.registry.valid_names().join(", ")
-        );
+        ));
         return Ok(1);
     };
     let mut out = serde_json::Map::new();
@@ -165,15 +167,15 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
                 out.insert("resolved_model".into(), resolved.to_value());
             }
             Err(e) => {
-                eprintln!("arbor: {e}");
+                out::error(e);
                 return Ok(1);
             }
         }
     }
     let value = Value::Object(out);
     match format {
-        ShowFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
-        ShowFormat::Yaml => print!("{}", serde_saphyr::to_string(&value)?),
+        ShowFormat::Json => outln!("{}", serde_json::to_string_pretty(&value)?)?,
+        ShowFormat::Yaml => out!("{}", serde_saphyr::to_string(&value)?)?,
     }
     Ok(0)
 }
@@ -187,19 +189,19 @@ fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
     let mut invalid = 0;
     for a in &agents {
         if a.is_valid() {
-            println!("ok       {} ({})", a.name, a.display_path());
+            outln!("ok       {} ({})", a.name, a.display_path())?;
         } else {
             invalid += 1;
-            println!("INVALID  {} ({})", a.name, a.display_path());
+            outln!("INVALID  {} ({})", a.name, a.display_path())?;
         }
         for e in &a.errors {
-            println!("  error: {e}");
+            outln!("  error: {e}")?;
         }
         for w in &a.warnings {
-            println!("  warning: {w}");
+            outln!("  warning: {w}")?;
         }
     }
-    println!("{} agents, {} invalid", agents.len(), invalid);
+    outln!("{} agents, {} invalid", agents.len(), invalid)?;
     Ok(if invalid == 0 { 0 } else { 1 })
 }
 

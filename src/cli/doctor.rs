@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
 use crate::config::{ArborConfig, ModuleEntry};
+use crate::outln;
 use crate::provider::probe::probe_ollama;
 use crate::routing::active_matrix;
 use crate::routing::prices::PriceTable;
@@ -27,7 +28,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     let ctx = match Context::load(&options) {
         Ok(ctx) => ctx,
         Err(e) => {
-            println!("config    {}: {e:#}", config_path.display());
+            outln!("config    {}: {e:#}", config_path.display())?;
             return Ok(1);
         }
     };
@@ -36,42 +37,42 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     } else {
         " (not present: defaults)"
     };
-    println!("config    {}{exists}", ctx.paths.config_file.display());
-    println!("home      {}", ctx.paths.amplifier_home.display());
-    println!("sessions  {}", ctx.paths.sessions_dir().display());
-    println!(
+    outln!("config    {}{exists}", ctx.paths.config_file.display())?;
+    outln!("home      {}", ctx.paths.amplifier_home.display())?;
+    outln!("sessions  {}", ctx.paths.sessions_dir().display())?;
+    outln!(
         "bundle    {}",
         ctx.bundle_path
             .as_ref()
             .map_or("built-in".to_string(), |p| p.display().to_string())
-    );
+    )?;
 
     let env = ctx.env.as_ref();
     let entries = detect_providers(&ctx.config, env);
     if entries.is_empty() {
         problems += 1;
-        println!(
+        outln!(
             "providers none configured (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY, or add `providers:` to the config file)"
-        );
+        )?;
     }
     for entry in &entries {
         let id = provider_id(entry);
-        println!("provider  {id} ({})", entry.module);
-        println!("  key     {}", key_source(entry, &ctx.config, env));
+        outln!("provider  {id} ({})", entry.module)?;
+        outln!("  key     {}", key_source(entry, &ctx.config, env))?;
         match build_provider(entry, &ctx.config, env) {
             Err(e) => {
                 problems += 1;
-                println!("  status  unusable: {e}");
+                outln!("  status  unusable: {e}")?;
             }
             Ok(p) => match tokio::time::timeout(LIST_TIMEOUT, p.list_models()).await {
-                Ok(Ok(models)) => println!("  status  reachable, {} models listed", models.len()),
+                Ok(Ok(models)) => outln!("  status  reachable, {} models listed", models.len())?,
                 Ok(Err(e)) => {
                     problems += 1;
-                    println!("  status  not reachable: {e}");
+                    outln!("  status  not reachable: {e}")?;
                 }
                 Err(_) => {
                     problems += 1;
-                    println!("  status  no answer within {}s", LIST_TIMEOUT.as_secs());
+                    outln!("  status  no answer within {}s", LIST_TIMEOUT.as_secs())?;
                 }
             },
         }
@@ -81,53 +82,53 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
         .await
         .map(|p| p.to_string())
         .unwrap_or_else(|e| format!("probe failed: {e}"));
-    println!("ollama    {ollama}");
+    outln!("ollama    {ollama}")?;
     let active = active_matrix(&ctx.config, &ctx.paths.routing_dir());
     match &active.matrix {
-        Some(m) => println!(
+        Some(m) => outln!(
             "routing   matrix {} ({} roles)",
             m.name,
             m.known_roles().len()
-        ),
-        None => println!("routing   no usable matrix"),
+        )?,
+        None => outln!("routing   no usable matrix")?,
     }
     if let Some(problem) = &active.problem {
         problems += 1;
-        println!("  problem {problem}");
+        outln!("  problem {problem}")?;
     }
     let (_, price_warnings) = PriceTable::from_config(&ctx.config);
     for w in &price_warnings {
-        println!("  prices  {w}");
+        outln!("  prices  {w}")?;
     }
 
     let agents = ctx.registry.agents();
     let invalid: Vec<_> = agents.iter().filter(|a| !a.is_valid()).collect();
     let warned = agents.iter().filter(|a| !a.warnings.is_empty()).count();
-    println!(
+    outln!(
         "agents    {} loaded, {} invalid, {} with warnings",
         agents.len(),
         invalid.len(),
         warned
-    );
+    )?;
     for a in &invalid {
         problems += 1;
         for e in &a.errors {
-            println!("  invalid {e}");
+            outln!("  invalid {e}")?;
         }
     }
     for a in agents.iter().filter(|a| !a.warnings.is_empty()) {
         for w in &a.warnings {
-            println!("  warning {}: {w}", a.name);
+            outln!("  warning {}: {w}", a.name)?;
         }
     }
     for w in &ctx.bundle.warnings {
-        println!("  bundle  {w}");
+        outln!("  bundle  {w}")?;
     }
     if problems == 0 {
-        println!("ok        no problems found");
+        outln!("ok        no problems found")?;
         Ok(0)
     } else {
-        println!("problems  {problems}");
+        outln!("problems  {problems}")?;
         Ok(1)
     }
 }

@@ -3,12 +3,18 @@
 //! Owns: argument parsing, building the engine context from paths/config/bundle
 //! (`context`), and the headless consumers of the engine (`run`, `agent`, `session`).
 //! Does not own: the TUI (started from here through `tui::run`) or any engine logic.
+//!
+//! Everything printed goes through `out` (a closed stdout ends a command quietly;
+//! errors on stderr are scrubbed of credentials), so `print!`/`eprint!` are denied here.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
 pub mod context;
 pub mod doctor;
 pub mod logging;
 pub mod models;
+pub mod out;
 pub mod run;
 pub mod session;
 pub mod tui_cmd;
@@ -95,7 +101,9 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "arbor", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "arbor", &mut script);
+            crate::out!("{}", String::from_utf8_lossy(&script))?;
             Ok(0)
         }
     }

@@ -8,6 +8,8 @@ use color_eyre::Result;
 use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
+use super::out;
+use crate::outln;
 use crate::routing::setup::{build_provider, detect_providers, no_provider_message, provider_id};
 
 /// How long one provider may take to list its models.
@@ -26,11 +28,11 @@ pub async fn run(provider: Option<String>, as_json: bool, options: ContextOption
         .collect();
     if entries.is_empty() {
         match &provider {
-            Some(p) => eprintln!("arbor: no configured provider named '{p}'"),
-            None => eprintln!(
-                "{}",
-                no_provider_message(&ctx.paths.config_file, ctx.env.as_ref())
-            ),
+            Some(p) => out::error(format!("no configured provider named '{p}'")),
+            None => out::plain_error(no_provider_message(
+                &ctx.paths.config_file,
+                ctx.env.as_ref(),
+            )),
         }
         return Ok(1);
     }
@@ -63,19 +65,19 @@ pub async fn run(provider: Option<String>, as_json: bool, options: ContextOption
         results.push(v);
     }
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&Value::Array(results))?);
+        outln!("{}", serde_json::to_string_pretty(&Value::Array(results))?)?;
     } else {
         for r in &results {
-            println!(
+            outln!(
                 "{} ({})",
                 r["provider"].as_str().unwrap_or_default(),
                 r["module"].as_str().unwrap_or_default()
-            );
+            )?;
             if let Some(e) = r["error"].as_str() {
-                println!("  error: {e}");
+                outln!("  error: {e}")?;
             }
             for m in r["models"].as_array().into_iter().flatten() {
-                println!("  {}", m.as_str().unwrap_or_default());
+                outln!("  {}", m.as_str().unwrap_or_default())?;
             }
         }
     }

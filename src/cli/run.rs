@@ -6,8 +6,9 @@
 //! - `jsonl`: every bus event as one JSON object a line, then the same final object.
 //!
 //! `status` is `success` | `error` | `cancelled`; the exit code is 0 only on success.
+//! A stdout that can no longer be written (its reader closed the pipe) cancels the
+//! turn and ends the command through `out` (quietly for a closed pipe).
 
-use std::io::Write;
 use std::sync::Arc;
 
 use clap::Args;
@@ -16,9 +17,12 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
+use super::out;
 use crate::engine::{EngineError, Runtime, TurnOutcome};
 use crate::session::events::names;
+use crate::session::redact::scrub;
 use crate::session::{Event, SessionStatus};
+use crate::{out, outln};
 
 /// `arbor run`.
 #[derive(Debug, Args)]
@@ -36,13 +40,14 @@ pub async fn run(args: RunArgs, agent: Option<String>, options: ContextOptions) 
     let (runtime, _registry_tx) = ctx.runtime();
     let session_id = match runtime.create_root(agent.as_deref()) {
         Ok(id) => id,
-        Err(e) => return Ok(report_error(args.output_format, None, agent.as_deref(), &e)),
+        Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
     drive_turn(&runtime, &session_id, args.prompt, args.output_format).await
 }
 
 /// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
-/// Ctrl+C cancels the turn (the session stays resumable).
+/// Ctrl+C, or a stdout that can no longer be written, cancels the turn (the session
+/// stays resumable); the latter ends with that write error.
 pub async fn drive_turn(
     runtime: &Arc<Runtime>,
     session_id: &str,
@@ -58,9 +63,22 @@ pub async fn drive_turn(
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut cancelled = false;
+    let mut unwritable: Option<std::io::Error> = None;
+    let mut print = |event: &Event, cancelled: &mut bool| {
+        if unwritable.is_some() {
+            return;
+        }
+        if let Err(e) = print_event(format, session_id, event) {
+            unwritable = Some(e);
+            if !*cancelled {
+                *cancelled = true;
+                runtime.cancel(session_id);
+            }
+        }
+    };
     let result = loop {
         tokio::select! {
-            Some(event) = events.recv() => print_event(format, session_id, &event),
+            Some(event) = events.recv() => print(&event, &mut cancelled),
             _ = &mut ctrl_c, if !cancelled => {
                 cancelled = true;
                 runtime.cancel(session_id);
@@ -68,28 +86,31 @@ pub async fn drive_turn(
             joined = &mut turn => {
                 // Everything the turn published is already queued: print it all.
                 while let Ok(event) = events.try_recv() {
-                    print_event(format, session_id, &event);
+                    print(&event, &mut cancelled);
                 }
                 break joined;
             }
         }
     };
+    if let Some(e) = unwritable {
+        return Err(e.into());
+    }
     let result = match result {
         Ok(r) => r,
         Err(join) => Err(EngineError::Other(format!("the turn task failed: {join}"))),
     };
-    Ok(match result {
+    match result {
         Ok(outcome) => report_outcome(format, &outcome),
         Err(e) => report_error(format, Some(session_id), None, &e),
-    })
+    }
 }
 
-fn print_event(format: OutputFormat, session_id: &str, event: &Event) {
-    let mut stdout = std::io::stdout();
+/// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
+fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io::Result<()> {
     match format {
         OutputFormat::Jsonl => {
             if let Ok(line) = serde_json::to_string(event) {
-                let _ = writeln!(stdout, "{line}");
+                outln!("{line}")?;
             }
         }
         OutputFormat::Text => {
@@ -99,12 +120,12 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) {
                 && is_text
                 && let Some(delta) = event.data.get("delta").and_then(Value::as_str)
             {
-                let _ = write!(stdout, "{delta}");
-                let _ = stdout.flush();
+                out!("{delta}")?;
             }
         }
         OutputFormat::Json => {}
     }
+    Ok(())
 }
 
 /// The final object of `json`/`jsonl` output for a finished turn.
@@ -121,30 +142,29 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
         "agent": outcome.agent,
     });
     if let Some(err) = &outcome.error {
-        v["error"] = json!(err);
+        v["error"] = json!(scrub(err));
     }
     v
 }
 
-fn report_outcome(format: OutputFormat, outcome: &TurnOutcome) -> i32 {
+fn report_outcome(format: OutputFormat, outcome: &TurnOutcome) -> Result<i32> {
     let v = outcome_json(outcome);
     let success = v["status"] == "success";
     match format {
         OutputFormat::Text => {
-            let mut stdout = std::io::stdout();
-            let _ = writeln!(stdout);
+            outln!()?;
             if let Some(err) = &outcome.error {
-                eprintln!("arbor: {err}");
+                out::error(err);
             } else if outcome.status == SessionStatus::Cancelled {
-                eprintln!(
-                    "arbor: cancelled (resume with: arbor session resume {} \"…\")",
+                out::error(format!(
+                    "cancelled (resume with: arbor session resume {} \"…\")",
                     outcome.session_id
-                );
+                ));
             }
         }
-        OutputFormat::Json | OutputFormat::Jsonl => println!("{v}"),
+        OutputFormat::Json | OutputFormat::Jsonl => outln!("{v}")?,
     }
-    if success { 0 } else { 1 }
+    Ok(if success { 0 } else { 1 })
 }
 
 fn report_error(
@@ -152,19 +172,19 @@ fn report_error(
     session_id: Option<&str>,
     agent: Option<&str>,
     error: &EngineError,
-) -> i32 {
+) -> Result<i32> {
     match format {
-        OutputFormat::Text => eprintln!("arbor: {error}"),
-        OutputFormat::Json | OutputFormat::Jsonl => println!(
+        OutputFormat::Text => out::error(error),
+        OutputFormat::Json | OutputFormat::Jsonl => outln!(
             "{}",
             json!({
                 "status": "error",
                 "response": "",
                 "session_id": session_id,
                 "agent": agent,
-                "error": error.to_string(),
+                "error": scrub(&error.to_string()),
             })
-        ),
+        )?,
     }
-    1
+    Ok(1)
 }

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
+use super::out;
+use crate::outln;
 use crate::session::Metadata;
 use crate::session::store::list_all_projects;
 use crate::session::tree::{SessionNode, build_tree};
@@ -78,9 +80,9 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             let children = children_index(&list);
             if json {
                 let all: Vec<Value> = list.iter().map(|m| summary_json(m, &children)).collect();
-                println!("{}", serde_json::to_string_pretty(&all)?);
+                outln!("{}", serde_json::to_string_pretty(&all)?)?;
             } else {
-                print_table(&list);
+                print_table(&list)?;
             }
             Ok(0)
         }
@@ -104,16 +106,16 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
                 v["transcript"] = serde_json::to_value(&loaded.transcript)?;
             }
             for w in &loaded.warnings {
-                eprintln!("arbor: warning: {w}");
+                out::warning(w);
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                outln!("{}", serde_json::to_string_pretty(&v)?)?;
             } else {
                 print_show(
                     &loaded.metadata,
                     &v,
                     transcript.then_some(&loaded.transcript),
-                );
+                )?;
             }
             Ok(0)
         }
@@ -131,10 +133,10 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
                 }
             };
             if roots.is_empty() {
-                println!("no sessions in {}", store.root().display());
+                outln!("no sessions in {}", store.root().display())?;
             }
             for root in roots {
-                print_node(root, "", true, true);
+                print_node(root, "", true, true)?;
             }
             Ok(0)
         }
@@ -170,7 +172,7 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             };
             match out {
                 Ok(text) => {
-                    println!("{text}");
+                    outln!("{text}")?;
                     Ok(0)
                 }
                 Err(e) => fail(&e),
@@ -180,7 +182,7 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
 }
 
 fn fail(e: &dyn std::fmt::Display) -> Result<i32> {
-    eprintln!("arbor: {e}");
+    out::error(e);
     Ok(1)
 }
 
@@ -218,14 +220,18 @@ pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> V
     })
 }
 
-fn print_table(list: &[Metadata]) {
-    println!(
+fn print_table(list: &[Metadata]) -> std::io::Result<()> {
+    outln!(
         "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  UPDATED",
-        "SESSION", "PARENT", "AGENT", "STATUS", "TURNS"
-    );
+        "SESSION",
+        "PARENT",
+        "AGENT",
+        "STATUS",
+        "TURNS"
+    )?;
     for m in list {
         let parent = m.parent_id.as_deref().map(short).unwrap_or("-");
-        println!(
+        outln!(
             "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  {}",
             m.session_id,
             parent,
@@ -233,35 +239,42 @@ fn print_table(list: &[Metadata]) {
             m.status.as_str(),
             m.turn_count,
             m.last_updated
-        );
+        )?;
     }
+    Ok(())
 }
 
-fn print_show(m: &Metadata, v: &Value, transcript: Option<&Vec<crate::session::Message>>) {
-    println!("session   {}", m.session_id);
-    println!("parent    {}", m.parent_id.as_deref().unwrap_or("-"));
-    println!("agent     {}", m.agent_name.as_deref().unwrap_or("-"));
-    println!("status    {}", m.status.as_str());
-    println!("depth     {}", m.depth);
-    println!("turns     {}", m.turn_count);
-    println!("model     {}", m.model.as_deref().unwrap_or("-"));
-    println!("created   {}", m.created);
-    println!("updated   {}", m.last_updated);
-    println!(
+fn print_show(
+    m: &Metadata,
+    v: &Value,
+    transcript: Option<&Vec<crate::session::Message>>,
+) -> std::io::Result<()> {
+    outln!("session   {}", m.session_id)?;
+    outln!("parent    {}", m.parent_id.as_deref().unwrap_or("-"))?;
+    outln!("agent     {}", m.agent_name.as_deref().unwrap_or("-"))?;
+    outln!("status    {}", m.status.as_str())?;
+    outln!("depth     {}", m.depth)?;
+    outln!("turns     {}", m.turn_count)?;
+    outln!("model     {}", m.model.as_deref().unwrap_or("-"))?;
+    outln!("created   {}", m.created)?;
+    outln!("updated   {}", m.last_updated)?;
+    outln!(
         "tokens    {} in / {} out",
-        m.usage.input_tokens, m.usage.output_tokens
-    );
+        m.usage.input_tokens,
+        m.usage.output_tokens
+    )?;
     if let Some(children) = v["children"].as_array() {
         for c in children {
-            println!("child     {}", c.as_str().unwrap_or_default());
+            outln!("child     {}", c.as_str().unwrap_or_default())?;
         }
     }
     if let Some(messages) = transcript {
-        println!();
+        outln!()?;
         for msg in messages {
-            println!("[{}] {}", msg.role(), msg.text());
+            outln!("[{}] {}", msg.role(), msg.text())?;
         }
     }
+    Ok(())
 }
 
 fn short(id: &str) -> &str {
@@ -275,7 +288,7 @@ fn find<'a>(node: &'a SessionNode, id: &str) -> Option<&'a SessionNode> {
     node.children.iter().find_map(|c| find(c, id))
 }
 
-fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) {
+fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::io::Result<()> {
     let m = &node.metadata;
     let branch = if root {
         ""
@@ -284,13 +297,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) {
     } else {
         "├─ "
     };
-    println!(
+    outln!(
         "{prefix}{branch}{} {} [{}] {} turns",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
         m.turn_count
-    );
+    )?;
     let child_prefix = if root {
         prefix.to_string()
     } else if last {
@@ -300,6 +313,7 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) {
     };
     let n = node.children.len();
     for (i, c) in node.children.iter().enumerate() {
-        print_node(c, &child_prefix, i + 1 == n, false);
+        print_node(c, &child_prefix, i + 1 == n, false)?;
     }
+    Ok(())
 }
