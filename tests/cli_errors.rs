@@ -391,3 +391,46 @@ fn a_key_echoed_by_a_401_appears_nowhere() {
         Vec::<PathBuf>::new()
     );
 }
+
+/// A transcript that is a symlink to `/dev/zero`, or a FIFO, is refused at once by
+/// `show`, `export` and `resume` (it used to hang, or fill memory), naming the file.
+#[cfg(unix)]
+#[test]
+fn a_transcript_that_is_not_a_regular_file_is_refused_at_once() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    let transcript = dir.join("transcript.jsonl");
+    for fifo in [false, true] {
+        std::fs::remove_file(&transcript).unwrap();
+        if fifo {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&transcript)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &transcript).unwrap();
+        }
+        let kind = if fifo { "a FIFO" } else { "a device" };
+        for args in [
+            &["session", "show", &id][..],
+            &["session", "export", &id, "--format", "md"][..],
+            &["session", "resume", &id, "go on"][..],
+        ] {
+            let out = env
+                .cmd()
+                .timeout(std::time::Duration::from_secs(10))
+                .args(args)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "{}: {kind}, not a regular file",
+                    transcript.display()
+                )),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}

@@ -17,6 +17,7 @@
 //! Reading (`load`, `list`, `resolve`) never takes the lock: a session open in another
 //! process can always be read.
 
+mod files;
 mod lock;
 mod metadata_file;
 pub mod transcript;
@@ -25,6 +26,7 @@ mod writer;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
+pub use files::{MAX_LINE_BYTES, MAX_METADATA_BYTES};
 pub use lock::LOCK_FILE;
 pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
 pub use transcript::{TRANSCRIPT_FILE, parse_transcript};
@@ -55,6 +57,27 @@ pub enum StoreError {
         prefix: String,
         matches: Vec<String>,
     },
+    /// A session file is not a regular file once symlinks are followed (a FIFO, a
+    /// device such as `/dev/zero`, a directory): refused unread, since reading it could
+    /// block or never end. `kind` is `"a FIFO"`, `"a device"`, `"a socket"`,
+    /// `"a directory"` or `"not a regular file"`.
+    #[error("{}: {kind}, not a regular file; refusing to read it", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// A line of a session JSONL file is longer than `cap` bytes (see
+    /// `files::MAX_LINE_BYTES`); `line` is 1-based. Nothing past the cap was read.
+    #[error(
+        "{} line {line} is longer than {}, the cap for one line; not read",
+        path.display(),
+        files::bytes_text(*cap)
+    )]
+    LineTooLong {
+        path: PathBuf,
+        line: usize,
+        cap: usize,
+    },
+    /// A session file that is read whole (metadata) is larger than `cap` bytes.
+    #[error("{} is larger than {}; not read", path.display(), files::bytes_text(*cap))]
+    TooLarge { path: PathBuf, cap: usize },
     /// A filesystem operation failed; `context` says which.
     #[error("{context}: {source}")]
     Io {

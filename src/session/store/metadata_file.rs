@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::files::{MAX_METADATA_BYTES, read_capped};
 use super::{StoreError, io_err};
 use crate::session::metadata::Metadata;
 
@@ -39,11 +40,12 @@ pub(crate) fn read(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), Stor
     }
 }
 
-/// One file read and parsed, or why not (`"missing"`, `"unreadable: …"`).
+/// One file read and parsed, or why not (`"missing"`, `"unreadable: …"`). Only a
+/// regular file of at most [`MAX_METADATA_BYTES`] is read (`files::read_capped`).
 fn read_one(path: &Path) -> Result<Metadata, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("missing".into()),
+    let bytes = match read_capped(path, MAX_METADATA_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err("missing".into()),
         Err(e) => return Err(format!("unreadable: {e}")),
     };
     serde_json::from_slice(&bytes).map_err(|e| format!("unreadable: {e}"))
@@ -75,10 +77,14 @@ pub(crate) fn write(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
 }
 
 fn backup_current(dir: &Path, main: &Path) -> Result<(), StoreError> {
-    let current = match std::fs::read(main) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err(format!("reading {}", main.display()), e)),
+    let current = match read_capped(main, MAX_METADATA_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(()),
+        Err(e @ (StoreError::NotRegular { .. } | StoreError::TooLarge { .. })) => {
+            tracing::warn!("{e}; keeping the existing backup");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
     };
     if serde_json::from_slice::<Metadata>(&current).is_err() {
         tracing::warn!("{} unreadable; keeping the existing backup", main.display());

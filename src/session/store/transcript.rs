@@ -3,12 +3,14 @@
 //!
 //! Owns: splitting the file into lines, dropping a torn last line, reporting and
 //! skipping bad lines, and making sure an append never glues a new message onto a torn
-//! line. Does not own: the message shape (`message`) or appending (`writer`).
+//! line. Does not own: the message shape (`message`), appending (`writer`), or the
+//! regular-file check and line cap (`files`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use super::files::{CappedLines, MAX_LINE_BYTES, open_regular, regular_or_missing};
 use super::{StoreError, io_err};
 use crate::session::message::Message;
 
@@ -37,31 +39,39 @@ pub fn parse_transcript(bytes: &[u8]) -> (Vec<Message>, Vec<String>) {
 /// Reads and parses the transcript at `path` line by line (see [`parse_transcript`]:
 /// same messages, same warnings), holding one line of the file at a time; a missing
 /// file is an empty transcript.
+///
+/// Errors: `NotRegular` when the transcript is not a regular file once symlinks are
+/// followed (a FIFO or `/dev/zero` would block or never end); `LineTooLong` for a
+/// line over [`MAX_LINE_BYTES`] (named, nothing past the cap held in memory); `Io`.
 pub fn read_transcript(path: &Path) -> Result<(Vec<Message>, Vec<String>), StoreError> {
-    let ctx = || format!("reading {}", path.display());
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
-        Err(e) => return Err(io_err(ctx(), e)),
+    let Some(file) = open_regular(path)? else {
+        return Ok((Vec::new(), Vec::new()));
     };
-    parse_reader(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| io_err(ctx(), e))
+    parse_reader(
+        BufReader::with_capacity(READ_BUFFER, file),
+        path,
+        MAX_LINE_BYTES,
+    )
 }
 
 /// Bytes [`read_transcript`] asks of the file at a time.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// Parses a transcript from `reader` one line at a time, reusing one line buffer (it
-/// grows to the longest line). Fails only when reading fails.
-fn parse_reader(mut reader: impl BufRead) -> std::io::Result<(Vec<Message>, Vec<String>)> {
+/// Parses a transcript from `reader` (the file at `path`) one line at a time, reusing
+/// one line buffer (it grows to the longest line, at most `cap + 1` bytes). Fails when
+/// reading fails or a line is longer than `cap`.
+fn parse_reader(
+    reader: impl BufRead,
+    path: &Path,
+    cap: usize,
+) -> Result<(Vec<Message>, Vec<String>), StoreError> {
     let mut parser = LineParser::default();
+    let mut lines = CappedLines::new(reader, path, cap);
     let mut chunk = Vec::new();
-    loop {
-        chunk.clear();
-        if reader.read_until(b'\n', &mut chunk)? == 0 {
-            return Ok(parser.finish());
-        }
+    while lines.next_into(&mut chunk)? {
         parser.push(&chunk);
     }
+    Ok(parser.finish())
 }
 
 /// The one judge of transcript lines, shared by [`parse_transcript`] (slices of
@@ -116,8 +126,13 @@ impl LineParser {
 /// Makes the transcript at `path` safe to append to: when it ends in an unterminated
 /// line, a torn write (not valid JSON) is cut off, and a complete JSON line gets its
 /// missing `\n`. Returns a warning when something was cut.
+///
+/// Errors: `NotRegular` for a transcript that is not a regular file; `Io`.
 pub(crate) fn repair_tail(path: &Path) -> Result<Option<String>, StoreError> {
     let ctx = || format!("repairing {}", path.display());
+    if !regular_or_missing(path)? {
+        return Ok(None);
+    }
     let mut file = match OpenOptions::new().read(true).write(true).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -296,6 +311,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_line_over_the_cap_stops_the_read_and_is_named() {
+        let text = format!("{USER}\n{}\n{TOOL}\n", "x".repeat(100));
+        let path = Path::new("s/transcript.jsonl");
+        let err = parse_reader(text.as_bytes(), path, 50).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                StoreError::LineTooLong {
+                    line: 2,
+                    cap: 50,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "s/transcript.jsonl line 2 is longer than 50 bytes, the cap for one line; not read"
+        );
+        assert_eq!(parse_reader(text.as_bytes(), path, 100).unwrap().0.len(), 2);
+    }
+
     proptest! {
         #[test]
         fn loader_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
@@ -338,7 +376,12 @@ mod tests {
             capacity in 1..24usize,
         ) {
             let in_memory = parse_transcript(&bytes);
-            let streamed = parse_reader(BufReader::with_capacity(capacity, &bytes[..])).unwrap();
+            let streamed = parse_reader(
+                BufReader::with_capacity(capacity, &bytes[..]),
+                Path::new(TRANSCRIPT_FILE),
+                MAX_LINE_BYTES,
+            )
+            .unwrap();
             prop_assert_eq!(&streamed, &in_memory);
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join(TRANSCRIPT_FILE);

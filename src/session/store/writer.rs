@@ -173,7 +173,10 @@ fn redact_metadata(metadata: &Metadata, secrets: &[String]) -> Result<Metadata, 
         .map_err(|e| io_err("re-reading redacted metadata".to_string(), e.into()))
 }
 
+/// Opens (creating) `path` for appending; an existing non-regular file (a FIFO would
+/// block the open) is refused with `NotRegular`.
 fn open_append(path: &Path) -> Result<File, StoreError> {
+    super::files::regular_or_missing(path)?;
     OpenOptions::new()
         .append(true)
         .create(true)
