@@ -434,3 +434,114 @@ fn a_transcript_that_is_not_a_regular_file_is_refused_at_once() {
         }
     }
 }
+
+/// A kill between writing `metadata.json.tmp` and renaming it left a directory holding
+/// only that temp file: the session is listed, shown and resumed from it.
+#[test]
+fn a_session_holding_only_its_metadata_temp_is_listed_and_resumable() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    std::fs::rename(dir.join("metadata.json"), dir.join("metadata.json.tmp")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "metadata.json.tmp" {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let out = env.cmd().args(["session", "list"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
+    let out = env.cmd().args(["session", "show", &id]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("used metadata.json.tmp"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ok, v, _) = run_json(
+        &env,
+        &["session", "resume", &id, "go on", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "First answer.");
+    assert_eq!(env.metadata(&id)["turn_count"], 2);
+}
+
+/// `session list` hides no session directory: garbage metadata with nothing to rebuild
+/// from, and a directory a kill left holding only its lock, are listed with the
+/// reason; one whose metadata is lost but whose transcript survived is rebuilt and
+/// shown as `interrupted`.
+#[test]
+fn session_list_shows_unreadable_and_rebuilt_sessions() {
+    let (env, _server, id, dir) = session_with_one_turn();
+    let sessions = env.sessions_dir();
+    let garbage = "11111111-1111-4111-8111-111111111111";
+    std::fs::create_dir_all(sessions.join(garbage)).unwrap();
+    std::fs::write(sessions.join(garbage).join("metadata.json"), "garbage").unwrap();
+    let lock_only = "22222222-2222-4222-8222-222222222222";
+    std::fs::create_dir_all(sessions.join(lock_only)).unwrap();
+    std::fs::write(sessions.join(lock_only).join("lock"), "4242").unwrap();
+    for name in ["metadata.json", "metadata.json.backup"] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+
+    let out = env.cmd().args(["session", "list"]).output().unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    let row = |needle: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(needle))
+            .unwrap_or_else(|| panic!("{needle} not listed:\n{table}"))
+            .to_string()
+    };
+    assert!(row(&id).contains("interrupted"), "{table}");
+    assert!(
+        row(garbage).contains(&format!(
+            "unreadable      -  Corrupted session metadata for '{garbage}': metadata.json unreadable"
+        )),
+        "{table}"
+    );
+    assert!(
+        row(lock_only).contains("metadata.json missing; metadata.json.backup missing; metadata.json.tmp missing; nothing to rebuild it from"),
+        "{table}"
+    );
+
+    let (ok, v, _) = run_json(&env, &["session", "list", "--json"]);
+    assert!(ok);
+    let by_id = |want: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["session_id"] == want)
+            .unwrap_or_else(|| panic!("{want} missing: {v}"))
+            .clone()
+    };
+    let rebuilt = by_id(&id);
+    assert_eq!(rebuilt["status"], "interrupted");
+    assert_eq!(rebuilt["agent_name"], "arbor");
+    assert_eq!(rebuilt["turn_count"], 1);
+    assert_eq!(by_id(garbage)["status"], "unreadable");
+    assert!(
+        by_id(garbage)["error"]
+            .as_str()
+            .unwrap()
+            .contains("metadata.json unreadable"),
+        "{v}"
+    );
+
+    let out = env.cmd().args(["session", "show", &id]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("metadata rebuilt from transcript.jsonl and events.jsonl"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    env.cmd()
+        .args(["session", "show", garbage])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(format!(
+            "Corrupted session metadata for '{garbage}'"
+        )));
+}

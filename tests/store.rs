@@ -242,8 +242,12 @@ fn garbage_metadata_without_backup_is_corrupted() {
         store.open(ROOT),
         Err(StoreError::Corrupted { .. })
     ));
-    // Listing skips it rather than failing.
+    // Listing shows it, with the reason, rather than failing or hiding it.
     assert!(store.list().unwrap().is_empty());
+    let listing = store.listing().unwrap();
+    assert_eq!(listing.unreadable.len(), 1);
+    assert_eq!(listing.unreadable[0].session_id, ROOT);
+    assert_eq!(listing.unreadable[0].reason, err.to_string());
 }
 
 #[test]

@@ -133,7 +133,7 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
     let status = match outcome.status {
         SessionStatus::Completed | SessionStatus::Idle => "success",
         SessionStatus::Cancelled => "cancelled",
-        SessionStatus::Failed | SessionStatus::Running => "error",
+        SessionStatus::Failed | SessionStatus::Running | SessionStatus::Interrupted => "error",
     };
     let mut v = json!({
         "status": status,

@@ -16,7 +16,7 @@ use super::context::{Context, ContextOptions};
 use super::out;
 use crate::outln;
 use crate::session::Metadata;
-use crate::session::store::list_all_projects;
+use crate::session::store::{Unreadable, list_all_projects};
 use crate::session::tree::{SessionNode, build_tree};
 
 /// `arbor session …`.
@@ -69,20 +69,24 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
     let store = ctx.store();
     match cmd {
         SessionCommand::List { all_projects, json } => {
-            let list = if all_projects {
-                list_all_projects(&ctx.paths.projects_dir())?
-                    .into_iter()
-                    .map(|(_, m)| m)
-                    .collect()
+            let (list, unreadable) = if all_projects {
+                let all = list_all_projects(&ctx.paths.projects_dir())?;
+                let list = all.sessions.into_iter().map(|(_, m)| m).collect();
+                (list, all.unreadable)
             } else {
-                store.list()?
+                let listing = store.listing()?;
+                (listing.sessions, listing.unreadable)
             };
             let children = children_index(&list);
             if json {
-                let all: Vec<Value> = list.iter().map(|m| summary_json(m, &children)).collect();
+                let all: Vec<Value> = list
+                    .iter()
+                    .map(|m| summary_json(m, &children))
+                    .chain(unreadable.iter().map(unreadable_json))
+                    .collect();
                 outln!("{}", serde_json::to_string_pretty(&all)?)?;
             } else {
-                print_table(&list)?;
+                print_table(&list, &unreadable)?;
             }
             Ok(0)
         }
@@ -220,7 +224,19 @@ pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> V
     })
 }
 
-fn print_table(list: &[Metadata]) -> std::io::Result<()> {
+/// A `session list --json` entry for a directory that cannot be read:
+/// `{"session_id", "status": "unreadable", "error"}`.
+fn unreadable_json(u: &Unreadable) -> Value {
+    json!({
+        "session_id": u.session_id,
+        "status": "unreadable",
+        "error": u.reason,
+    })
+}
+
+/// The session table; unreadable directories last, with the reason where the
+/// update time would be.
+fn print_table(list: &[Metadata], unreadable: &[Unreadable]) -> std::io::Result<()> {
     outln!(
         "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  UPDATED",
         "SESSION",
@@ -239,6 +255,17 @@ fn print_table(list: &[Metadata]) -> std::io::Result<()> {
             m.status.as_str(),
             m.turn_count,
             m.last_updated
+        )?;
+    }
+    for u in unreadable {
+        outln!(
+            "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  {}",
+            u.session_id,
+            "-",
+            "-",
+            "unreadable",
+            "-",
+            u.reason
         )?;
     }
     Ok(())

@@ -20,6 +20,9 @@ pub enum SessionStatus {
     Failed,
     /// The last turn was cancelled.
     Cancelled,
+    /// Derived by readers (SPEC §7), never written by arbor: the session's metadata
+    /// was lost to a kill and rebuilt from its transcript and events.
+    Interrupted,
 }
 
 impl SessionStatus {
@@ -30,6 +33,7 @@ impl SessionStatus {
             SessionStatus::Completed => "completed",
             SessionStatus::Failed => "failed",
             SessionStatus::Cancelled => "cancelled",
+            SessionStatus::Interrupted => "interrupted",
         }
     }
 }

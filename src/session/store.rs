@@ -10,7 +10,10 @@
 //! ```
 //!
 //! Owns: finding, creating, locking, reading and listing session directories, and the
-//! id check before any path is built. Does not own: the file formats' shapes
+//! id check before any path is built. A listing never hides a session directory: one
+//! whose metadata is lost is rebuilt (`rebuild`), one that cannot be read at all is
+//! listed as [`Unreadable`] with the reason. A creation that fails removes the
+//! directory it made, so a full disk leaves no directory holding only a lock. Does not own: the file formats' shapes
 //! (`message`, `metadata`, `events`), redaction rules (`redact`), session trees
 //! (`tree`), exports (`export`), or when to write (`engine`).
 //!
@@ -20,6 +23,7 @@
 mod files;
 mod lock;
 mod metadata_file;
+mod rebuild;
 pub mod transcript;
 mod writer;
 
@@ -101,6 +105,26 @@ pub struct LoadedSession {
     pub warnings: Vec<String>,
 }
 
+/// A session directory whose metadata can be neither read nor rebuilt (or that cannot
+/// be read at all), listed with the reason instead of being hidden.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreadable {
+    pub session_id: String,
+    /// The session directory.
+    pub dir: PathBuf,
+    /// The error, e.g. "Corrupted session metadata for '…': metadata.json unreadable: …".
+    pub reason: String,
+}
+
+/// What a listing found: readable sessions (`T` is [`Metadata`], or a pair of the
+/// sessions directory and metadata across projects), newest `last_updated` first, and
+/// unreadable directories sorted by id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing<T> {
+    pub sessions: Vec<T>,
+    pub unreadable: Vec<Unreadable>,
+}
+
 /// One project's sessions directory (`$AMPLIFIER_HOME/projects/<slug>/sessions`).
 #[derive(Debug, Clone)]
 pub struct SessionStore {
@@ -140,7 +164,8 @@ impl SessionStore {
     /// Creates the session directory for `metadata.session_id` (and the sessions
     /// directory), takes the lock, writes metadata (config redacted). Refuses invalid
     /// ids before touching the disk. An existing directory is reused (its metadata
-    /// becomes the backup); a locked one gives `StoreError::Locked`.
+    /// becomes the backup); a locked one gives `StoreError::Locked`. When any step
+    /// fails (a full disk), a directory this call created is removed again.
     pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
         self.create_with_secrets(metadata, Vec::new())
     }
@@ -154,14 +179,14 @@ impl SessionStore {
         secrets: impl IntoIterator<Item = String>,
     ) -> Result<SessionWriter, StoreError> {
         let dir = self.session_dir(&metadata.session_id)?;
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
-        let lock = lock::acquire(&dir, &metadata.session_id)?;
-        transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
-        let mut writer = SessionWriter::new(dir, lock, metadata.clone())?;
-        writer.set_secrets(secrets);
-        writer.write_metadata(metadata)?;
-        Ok(writer)
+        in_new_dir(&dir, || {
+            let lock = lock::acquire(&dir, &metadata.session_id)?;
+            transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
+            let mut writer = SessionWriter::new(dir.clone(), lock, metadata.clone())?;
+            writer.set_secrets(secrets);
+            writer.write_metadata(metadata)?;
+            Ok(writer)
+        })
     }
 
     /// Takes the lock of an existing session for writing (a resume). Missing directory
@@ -170,7 +195,7 @@ impl SessionStore {
     pub fn open(&self, id: &str) -> Result<SessionWriter, StoreError> {
         let dir = self.existing_dir(id)?;
         let lock = lock::acquire(&dir, id)?;
-        let (mut metadata, _) = metadata_file::read(&dir, id)?;
+        let (mut metadata, _) = rebuild::read_or_rebuild(&dir, id)?;
         if metadata.session_id != id {
             // The directory name is the truth; metadata copied from elsewhere may differ.
             tracing::warn!(
@@ -184,13 +209,15 @@ impl SessionStore {
         Ok(writer)
     }
 
-    /// Reads metadata (falling back to `.backup`) and transcript (torn-line recovery),
-    /// fresh from disk. Needs no lock. Missing directory → `NotFound`; metadata
-    /// unreadable with no usable backup → `Corrupted`. Metadata without `config` loads
-    /// (`config: None`).
+    /// Reads metadata (falling back to `.backup`, then `.tmp`, then a rebuild from the
+    /// transcript and events: `rebuild::read_or_rebuild`) and transcript (torn-line
+    /// recovery), fresh from disk. Needs no lock. Missing directory → `NotFound`;
+    /// nothing usable and nothing to rebuild from → `Corrupted`; a transcript that is
+    /// not a regular file → `NotRegular`; a line over the cap → `LineTooLong`.
+    /// Metadata without `config` loads (`config: None`).
     pub fn load(&self, id: &str) -> Result<LoadedSession, StoreError> {
         let dir = self.existing_dir(id)?;
-        let (metadata, mut warnings) = metadata_file::read(&dir, id)?;
+        let (metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
         let (transcript, transcript_warnings) =
             transcript::read_transcript(&dir.join(TRANSCRIPT_FILE))?;
         warnings.extend(transcript_warnings);
@@ -201,29 +228,48 @@ impl SessionStore {
         })
     }
 
-    /// Metadata only (with the backup fallback and its warnings); no transcript read.
+    /// Metadata only (with the fallbacks of [`SessionStore::load`] and their warnings;
+    /// the transcript is read only for a rebuild).
     pub fn load_metadata(&self, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
         let dir = self.existing_dir(id)?;
-        metadata_file::read(&dir, id)
+        rebuild::read_or_rebuild(&dir, id)
     }
 
-    /// Metadata of every session in this store (unreadable ones and directories whose
-    /// names are not valid ids skipped), newest `last_updated` first. A missing
-    /// sessions directory is an empty list.
+    /// Metadata of every readable session in this store (recovered and rebuilt ones
+    /// included; see [`SessionStore::load`]), newest `last_updated` first; unreadable
+    /// directories are logged and left out (see [`SessionStore::listing`] for them). A
+    /// missing sessions directory is an empty list.
     pub fn list(&self) -> Result<Vec<Metadata>, StoreError> {
-        let mut out: Vec<Metadata> = self
-            .session_ids()?
-            .into_iter()
-            .filter_map(|id| match metadata_file::read(&self.root.join(&id), &id) {
-                Ok((metadata, _)) => Some(metadata),
-                Err(e) => {
-                    tracing::warn!("skipping session '{id}': {e}");
-                    None
-                }
-            })
-            .collect();
-        out.sort_by(newest_first);
-        Ok(out)
+        let listing = self.listing()?;
+        for u in &listing.unreadable {
+            tracing::warn!("session '{}' is unreadable: {}", u.session_id, u.reason);
+        }
+        Ok(listing.sessions)
+    }
+
+    /// Every session directory of this store (directories whose names are not valid
+    /// ids are not sessions): the readable ones' metadata, newest first, and the
+    /// unreadable ones with the reason. A missing sessions directory is empty.
+    pub fn listing(&self) -> Result<Listing<Metadata>, StoreError> {
+        let mut sessions = Vec::new();
+        let mut unreadable = Vec::new();
+        for id in self.session_ids()? {
+            let dir = self.root.join(&id);
+            match rebuild::read_or_rebuild(&dir, &id) {
+                Ok((metadata, _)) => sessions.push(metadata),
+                Err(e) => unreadable.push(Unreadable {
+                    session_id: id,
+                    dir,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        sessions.sort_by(newest_first);
+        unreadable.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        Ok(Listing {
+            sessions,
+            unreadable,
+        })
     }
 
     /// A full id from an id or unambiguous prefix (surrounding whitespace ignored). An
@@ -277,28 +323,61 @@ impl SessionStore {
 }
 
 /// Every project's sessions under `projects_dir` (`$AMPLIFIER_HOME/projects`): pairs of
-/// (`<projects_dir>/<slug>/sessions`, metadata), newest `last_updated` first. For
-/// `arbor session list --all-projects`. A missing `projects_dir` is an empty list;
-/// unreadable projects and sessions are skipped.
-pub fn list_all_projects(projects_dir: &Path) -> Result<Vec<(PathBuf, Metadata)>, StoreError> {
+/// (`<projects_dir>/<slug>/sessions`, metadata), newest `last_updated` first, and the
+/// unreadable session directories (see [`SessionStore::listing`]). For `arbor session
+/// list --all-projects`. A missing `projects_dir` is empty; a project whose sessions
+/// directory cannot be listed is logged and skipped.
+pub fn list_all_projects(projects_dir: &Path) -> Result<Listing<(PathBuf, Metadata)>, StoreError> {
+    let mut out = Listing {
+        sessions: Vec::new(),
+        unreadable: Vec::new(),
+    };
     let entries = match std::fs::read_dir(projects_dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
         Err(e) => return Err(io_err(format!("listing {}", projects_dir.display()), e)),
     };
-    let mut out = Vec::new();
     for entry in entries.filter_map(Result::ok) {
         let sessions = entry.path().join("sessions");
         if !sessions.is_dir() {
             continue;
         }
-        match SessionStore::new(&sessions).list() {
-            Ok(list) => out.extend(list.into_iter().map(|m| (sessions.clone(), m))),
+        match SessionStore::new(&sessions).listing() {
+            Ok(listing) => {
+                let pairs = listing.sessions.into_iter().map(|m| (sessions.clone(), m));
+                out.sessions.extend(pairs);
+                out.unreadable.extend(listing.unreadable);
+            }
             Err(e) => tracing::warn!("skipping {}: {e}", sessions.display()),
         }
     }
-    out.sort_by(|a, b| newest_first(&a.1, &b.1));
+    out.sessions.sort_by(|a, b| newest_first(&a.1, &b.1));
+    out.unreadable
+        .sort_by(|a, b| a.session_id.cmp(&b.session_id));
     Ok(out)
+}
+
+/// Creates `dir` (and its parents) and runs `fill` in it. When `fill` fails and `dir`
+/// did not exist before, `dir` is removed again (best effort, logged), so a failed
+/// creation (a full disk) leaves no directory holding only a lock; an existing
+/// directory is never removed.
+fn in_new_dir<T>(
+    dir: &Path,
+    fill: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let fresh = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
+    let filled = fill();
+    if filled.is_err() && fresh {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => tracing::warn!("removed {} after a failed creation", dir.display()),
+            Err(e) => tracing::warn!(
+                "cannot remove {} after a failed creation: {e}",
+                dir.display()
+            ),
+        }
+    }
+    filled
 }
 
 /// Orders metadata newest `last_updated` first (unparseable timestamps last), then by

@@ -20,24 +20,28 @@ pub const METADATA_BACKUP: &str = "metadata.json.backup";
 /// The temp file a write goes through (same directory, so the rename is atomic).
 pub const METADATA_TEMP: &str = "metadata.json.tmp";
 
-/// Reads the metadata in `dir`: `metadata.json`, else `metadata.json.backup` with a
-/// warning. Neither usable → `StoreError::Corrupted` for `id` with both reasons.
+/// Reads the metadata in `dir`: `metadata.json`, else `metadata.json.backup`, else
+/// `metadata.json.tmp` (a write that a kill interrupted before its rename: fsynced
+/// before the rename, so whole when it parses), the last two with a warning naming
+/// why the ones before were not used. None usable → `StoreError::Corrupted` for `id`
+/// with every reason.
 pub(crate) fn read(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
-    let main = match read_one(&dir.join(METADATA_FILE)) {
-        Ok(metadata) => return Ok((metadata, Vec::new())),
-        Err(reason) => reason,
-    };
-    match read_one(&dir.join(METADATA_BACKUP)) {
-        Ok(metadata) => {
-            let warning = format!("{METADATA_FILE} {main}; used {METADATA_BACKUP}");
-            tracing::warn!("session '{id}': {warning}");
-            Ok((metadata, vec![warning]))
+    let mut reasons = Vec::new();
+    for name in [METADATA_FILE, METADATA_BACKUP, METADATA_TEMP] {
+        match read_one(&dir.join(name)) {
+            Ok(metadata) if reasons.is_empty() => return Ok((metadata, Vec::new())),
+            Ok(metadata) => {
+                let warning = format!("{}; used {name}", reasons.join("; "));
+                tracing::warn!("session '{id}': {warning}");
+                return Ok((metadata, vec![warning]));
+            }
+            Err(reason) => reasons.push(format!("{name} {reason}")),
         }
-        Err(backup) => Err(StoreError::Corrupted {
-            id: id.to_string(),
-            detail: format!("{METADATA_FILE} {main}; {METADATA_BACKUP} {backup}"),
-        }),
     }
+    Err(StoreError::Corrupted {
+        id: id.to_string(),
+        detail: reasons.join("; "),
+    })
 }
 
 /// One file read and parsed, or why not (`"missing"`, `"unreadable: …"`). Only a
@@ -167,6 +171,32 @@ mod tests {
             serde_json::from_slice(&std::fs::read(dir.path().join(METADATA_BACKUP)).unwrap())
                 .unwrap();
         assert_eq!(backup.turn_count, 1);
+    }
+
+    #[test]
+    fn the_temp_of_an_interrupted_first_write_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &meta(1)).unwrap();
+        std::fs::rename(
+            dir.path().join(METADATA_FILE),
+            dir.path().join(METADATA_TEMP),
+        )
+        .unwrap();
+        let (m, w) = read(dir.path(), "s").unwrap();
+        assert_eq!(m.turn_count, 1);
+        assert_eq!(
+            w,
+            ["metadata.json missing; metadata.json.backup missing; used metadata.json.tmp"]
+        );
+        std::fs::write(
+            dir.path().join(METADATA_TEMP),
+            b"{\"session_id\": \"s\", \"tu",
+        )
+        .unwrap();
+        assert!(matches!(
+            read(dir.path(), "s"),
+            Err(StoreError::Corrupted { .. })
+        ));
     }
 
     #[test]

@@ -73,7 +73,11 @@ fn all_projects_are_listed_with_their_sessions_dir() {
     b.create(&meta("s2", "2025-02-01T00:00:00Z")).unwrap();
     std::fs::create_dir_all(projects.join("no-sessions")).unwrap();
     let all = list_all_projects(&projects).unwrap();
-    let got: Vec<(PathBuf, String)> = all.into_iter().map(|(p, m)| (p, m.session_id)).collect();
+    let got: Vec<(PathBuf, String)> = all
+        .sessions
+        .into_iter()
+        .map(|(p, m)| (p, m.session_id))
+        .collect();
     assert_eq!(
         got,
         [
@@ -84,6 +88,7 @@ fn all_projects_are_listed_with_their_sessions_dir() {
     assert!(
         list_all_projects(&dir.path().join("none"))
             .unwrap()
+            .sessions
             .is_empty()
     );
 }
@@ -110,4 +115,32 @@ fn open_fixes_a_metadata_id_that_disagrees_with_its_directory() {
         writer.write_metadata(&wrong),
         Err(StoreError::InvalidId { .. })
     ));
+}
+
+#[test]
+fn a_failed_creation_removes_only_a_directory_it_made() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("sessions").join("s1");
+    let full = || {
+        io_err(
+            "writing metadata.json.tmp".into(),
+            std::io::ErrorKind::StorageFull.into(),
+        )
+    };
+    let failed = in_new_dir(&dir, || -> Result<(), StoreError> {
+        std::fs::write(dir.join(LOCK_FILE), "1").unwrap();
+        Err(full())
+    });
+    assert!(matches!(failed, Err(StoreError::Io { .. })));
+    assert!(!dir.exists(), "no directory holding only a lock");
+    assert!(root.path().join("sessions").is_dir());
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("transcript.jsonl"), "{}\n").unwrap();
+    assert!(in_new_dir(&dir, || -> Result<(), StoreError> { Err(full()) }).is_err());
+    assert!(
+        dir.join("transcript.jsonl").exists(),
+        "an existing session is kept"
+    );
+    assert_eq!(in_new_dir(&root.path().join("s2"), || Ok(7)).unwrap(), 7);
+    assert!(root.path().join("s2").is_dir());
 }

@@ -489,6 +489,7 @@ pub fn parse_status(s: &str) -> Option<SessionStatus> {
         "completed" | "success" | "done" => SessionStatus::Completed,
         "failed" | "error" => SessionStatus::Failed,
         "cancelled" | "canceled" => SessionStatus::Cancelled,
+        "interrupted" => SessionStatus::Interrupted,
         _ => return None,
     })
 }

@@ -34,6 +34,7 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
         SessionStatus::Completed => ("✓", Slot::TreeDone),
         SessionStatus::Failed => ("✗", Slot::TreeFailed),
         SessionStatus::Cancelled => ("⊘", Slot::TreeCancelled),
+        SessionStatus::Interrupted => ("!", Slot::TreeFailed),
         SessionStatus::Idle => ("·", Slot::TreeIdle),
     }
 }

@@ -1,0 +1,238 @@
+//! The metadata of a session whose metadata files are all unusable, rebuilt from its
+//! transcript and event log (issue 8 item 4: a kill during creation, before
+//! `metadata.json` was renamed into place, must not lose the session).
+//!
+//! Owns: [`read_or_rebuild`], the one way the store reads a session's metadata —
+//! `metadata.json`, its backup or the temp file of an interrupted write
+//! (`metadata_file::read`), else a rebuild. Does not own: the files' formats
+//! (`metadata_file`, `transcript`, `events`).
+//!
+//! A rebuilt session has status [`SessionStatus::Interrupted`] (SPEC §7: readers
+//! derive `interrupted`) and no `config`: a root resumes from its bundle, a
+//! sub-session cannot resume ("Corrupted session metadata").
+
+use std::io::BufReader;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
+use super::transcript::{TRANSCRIPT_FILE, read_transcript};
+use super::writer::EVENTS_FILE;
+use super::{StoreError, metadata_file};
+use crate::session::message::Message;
+use crate::session::metadata::{Metadata, SessionStatus};
+
+/// The metadata of the session `id` in `dir` and the warnings reading it gave:
+/// `metadata.json`, else `metadata.json.backup`, else `metadata.json.tmp` (each when it
+/// parses), else rebuilt from `transcript.jsonl` and `events.jsonl` (status
+/// `interrupted`, warning `"metadata rebuilt from transcript.jsonl and events.jsonl
+/// (… why …)"`).
+///
+/// Errors: `Corrupted` (every metadata file's reason) when there is nothing to rebuild
+/// from either — no message and no event; the transcript's own errors (`NotRegular`,
+/// `LineTooLong`, `Io`) when it cannot be read.
+pub(crate) fn read_or_rebuild(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
+    let detail = match metadata_file::read(dir, id) {
+        Err(StoreError::Corrupted { detail, .. }) => detail,
+        other => return other,
+    };
+    let (transcript, mut warnings) = read_transcript(&dir.join(TRANSCRIPT_FILE))?;
+    let events = read_events(&dir.join(EVENTS_FILE), &mut warnings);
+    if transcript.is_empty() && events.is_empty() {
+        return Err(StoreError::Corrupted {
+            id: id.to_string(),
+            detail: format!(
+                "{detail}; nothing to rebuild it from ({TRANSCRIPT_FILE} and {EVENTS_FILE} hold no message or event)"
+            ),
+        });
+    }
+    let metadata = rebuild(id, &transcript, &events);
+    let warning = format!("metadata rebuilt from {TRANSCRIPT_FILE} and {EVENTS_FILE} ({detail})");
+    tracing::warn!("session '{id}': {warning}");
+    let mut out = vec![warning];
+    out.append(&mut warnings);
+    Ok((metadata, out))
+}
+
+/// The parseable lines of `events.jsonl` (missing file: none). Whatever stops the read
+/// (not a regular file, an over-long line, an I/O error) ends it with a warning.
+fn read_events(path: &Path, warnings: &mut Vec<String>) -> Vec<Value> {
+    let mut events = Vec::new();
+    let file = match open_regular(path) {
+        Ok(Some(file)) => file,
+        Ok(None) => return events,
+        Err(e) => {
+            warnings.push(e.to_string());
+            return events;
+        }
+    };
+    let mut lines = CappedLines::new(BufReader::new(file), path, MAX_LINE_BYTES);
+    let mut line = Vec::new();
+    loop {
+        match lines.next_into(&mut line) {
+            Ok(true) => {
+                if let Ok(event) = serde_json::from_slice::<Value>(&line) {
+                    events.push(event);
+                }
+            }
+            Ok(false) => return events,
+            Err(e) => {
+                warnings.push(e.to_string());
+                return events;
+            }
+        }
+    }
+}
+
+/// Metadata for `id` from what its transcript and `events.jsonl` lines tell:
+/// parent, agent, depth, bundle, model and working dir from `session:start` /
+/// `session:fork` / `session:resume` (else the transcript's authors and the id), turns
+/// from `prompt:submit` (else user messages), times from the first and last timestamp.
+fn rebuild(id: &str, transcript: &[Message], events: &[Value]) -> Metadata {
+    let data = |e: &Value, key: &str| e.get("data").and_then(|d| d.get(key)).cloned();
+    let text = |e: &Value, key: &str| data(e, key).and_then(|v| v.as_str().map(str::to_string));
+    let starts: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                event_name(e),
+                "session:start" | "session:fork" | "session:resume"
+            )
+        })
+        .collect();
+    let first_of = |key: &str| starts.iter().find_map(|e| text(e, key));
+    let parent_id = events.iter().find_map(|e| text(e, "parent_id"));
+    let agent_name = first_of("agent")
+        .or_else(|| transcript.iter().find_map(author))
+        .or_else(|| id.rsplit_once('_').map(|(_, agent)| agent.to_string()));
+    let depth = starts
+        .iter()
+        .find_map(|e| data(e, "depth").and_then(|d| d.as_u64()))
+        .and_then(|d| u32::try_from(d).ok())
+        .unwrap_or(u32::from(parent_id.is_some()));
+    let prompts = events
+        .iter()
+        .filter(|e| event_name(e) == "prompt:submit")
+        .count();
+    let user_messages = transcript
+        .iter()
+        .filter(|m| matches!(m, Message::User(_)))
+        .count();
+    let times: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.get("ts").and_then(Value::as_str).map(str::to_string))
+        .chain(transcript.iter().filter_map(timestamp))
+        .collect();
+    let first = times.iter().min_by_key(|t| super::timestamp_of(t)).cloned();
+    let last = times.iter().max_by_key(|t| super::timestamp_of(t)).cloned();
+    Metadata {
+        session_id: id.to_string(),
+        parent_id,
+        agent_name,
+        created: first.unwrap_or_default(),
+        last_updated: last.unwrap_or_default(),
+        turn_count: u32::try_from(prompts.max(user_messages)).unwrap_or(u32::MAX),
+        working_dir: first_of("working_dir"),
+        bundle: first_of("bundle"),
+        model: first_of("model"),
+        status: SessionStatus::Interrupted,
+        depth,
+        ..Default::default()
+    }
+}
+
+fn event_name(event: &Value) -> &str {
+    event
+        .get("event")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn author(message: &Message) -> Option<String> {
+    match message {
+        Message::Assistant(m) => m.author().map(str::to_string),
+        _ => None,
+    }
+}
+
+fn timestamp(message: &Message) -> Option<String> {
+    match message {
+        Message::User(m) | Message::System(m) => m.timestamp.clone(),
+        Message::Assistant(m) => m.timestamp.clone(),
+        Message::Tool(m) => m.timestamp.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn log_line(event: &str, ts: &str, data: Value) -> String {
+        json!({"ts": ts, "lvl": "INFO", "event": event, "session_id": "s", "data": data})
+            .to_string()
+    }
+
+    #[test]
+    fn a_session_is_rebuilt_from_its_events_and_transcript() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = [
+            log_line(
+                "session:fork",
+                "2025-03-01T12:00:00Z",
+                json!({"parent": "p", "agent": "explorer", "depth": 2, "parent_id": "p"}),
+            ),
+            log_line(
+                "prompt:submit",
+                "2025-03-01T12:00:01Z",
+                json!({"prompt": "go", "parent_id": "p"}),
+            ),
+            "{torn".to_string(),
+        ];
+        std::fs::write(dir.path().join(EVENTS_FILE), events.join("\n")).unwrap();
+        std::fs::write(
+            dir.path().join(TRANSCRIPT_FILE),
+            format!(
+                "{}\n{}\n",
+                json!({"role": "user", "content": "go", "timestamp": "2025-03-01T12:00:01Z"}),
+                json!({"role": "assistant", "content": "done", "timestamp": "2025-03-01T12:05:00Z"}),
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(metadata_file::METADATA_FILE), "{\"sess").unwrap();
+        let (m, warnings) = read_or_rebuild(dir.path(), "p-c_explorer").unwrap();
+        assert_eq!(m.session_id, "p-c_explorer");
+        assert_eq!(m.parent_id.as_deref(), Some("p"));
+        assert_eq!(m.agent_name.as_deref(), Some("explorer"));
+        assert_eq!((m.depth, m.turn_count), (2, 1));
+        assert_eq!(m.created, "2025-03-01T12:00:00Z");
+        assert_eq!(m.last_updated, "2025-03-01T12:05:00Z");
+        assert_eq!(m.status, SessionStatus::Interrupted);
+        assert_eq!(m.config, None);
+        assert!(
+            warnings[0].starts_with(
+                "metadata rebuilt from transcript.jsonl and events.jsonl (metadata.json unreadable"
+            ),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_to_rebuild_from_is_corrupted_with_every_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(TRANSCRIPT_FILE), "").unwrap();
+        std::fs::write(dir.path().join("lock"), "1").unwrap();
+        match read_or_rebuild(dir.path(), "s") {
+            Err(StoreError::Corrupted { id, detail }) => {
+                assert_eq!(id, "s");
+                assert_eq!(
+                    detail,
+                    "metadata.json missing; metadata.json.backup missing; metadata.json.tmp missing; nothing to rebuild it from (transcript.jsonl and events.jsonl hold no message or event)"
+                );
+            }
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+    }
+}
