@@ -4,8 +4,9 @@
 //! feeding its output through a tiny terminal emulator (cursor moves, clears, printed
 //! cells; styles ignored) so a bench can wait until the *screen* shows something,
 //! answering the terminal queries crossterm sends at startup (primary device
-//! attributes, cursor position) as a real terminal would, and reading the process's
-//! RSS. Does not own: what is measured (`benches/pty.rs`).
+//! attributes, cursor position) as a real terminal would, keeping the raw output (for
+//! tests of the escape sequences written), and reading the process's RSS. Does not
+//! own: what is measured (`benches/pty.rs`) or tested (`tests/terminal.rs`).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -194,6 +195,8 @@ impl Screen {
 struct Shared {
     screen: Mutex<(Screen, bool)>,
     changed: Condvar,
+    /// Every byte the process wrote, in order.
+    raw: Mutex<Vec<u8>>,
 }
 
 /// A running `arbor` in a 120×40 pty. Killed on drop.
@@ -245,6 +248,7 @@ impl Pty {
         let shared = Arc::new(Shared {
             screen: Mutex::new((Screen::new(), false)),
             changed: Condvar::new(),
+            raw: Mutex::new(Vec::new()),
         });
         let mut reader = pair.master.try_clone_reader().unwrap();
         let (shared2, writer2) = (shared.clone(), writer.clone());
@@ -255,6 +259,7 @@ impl Pty {
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
+                shared2.raw.lock().unwrap().extend_from_slice(&buf[..n]);
                 let replies = {
                     let mut guard = shared2.screen.lock().unwrap();
                     let replies = guard.0.feed(&buf[..n]);
@@ -314,6 +319,26 @@ impl Pty {
     /// The current screen, rows separated by `\n`.
     pub fn screen(&self) -> String {
         self.shared.screen.lock().unwrap().0.text()
+    }
+
+    /// Every byte the process has written so far.
+    pub fn output(&self) -> Vec<u8> {
+        self.shared.raw.lock().unwrap().clone()
+    }
+
+    /// Waits up to `timeout` for the process to exit; its status, or `None` if it is
+    /// still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<portable_pty::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Resident set size of the process, in KiB (see [`rss_kib`]).

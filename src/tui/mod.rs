@@ -112,8 +112,9 @@ pub fn no_color_from_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
-/// Runs the TUI until the user quits (Ctrl+C twice) or a termination signal arrives.
-/// The terminal is restored on return, on error and on panic.
+/// Runs the TUI until the user quits (Ctrl+C twice) or a signal (`SIGINT`, `SIGQUIT`,
+/// `SIGTERM`, `SIGHUP`) arrives. The terminal is restored on return, on error, on a
+/// panic of the run loop and on every one of those signals.
 ///
 /// Errors: a keymap conflict or unknown theme (before the terminal is touched), or a
 /// terminal I/O error.
@@ -147,7 +148,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         },
         commands_tx,
     );
-    spawn_signal_listener(results_tx.clone());
+    listen_for_signals(results_tx.clone());
     let channels = runloop::Channels {
         commands,
         results_tx,
@@ -170,23 +171,69 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
     restored.map_err(TuiError::Io)
 }
 
-/// SIGTERM / SIGHUP end the TUI cleanly (terminal restored).
-fn spawn_signal_listener(tx: mpsc::UnboundedSender<AppEvent>) {
+/// How long the run loop has to end after a signal before the terminal is restored
+/// from the signal task and the process exits.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `SIGINT`, `SIGQUIT`, `SIGTERM` and `SIGHUP` end the TUI with the terminal restored.
+/// (In raw mode Ctrl+C and Ctrl+\ arrive as keys; these come from `kill` or a closed
+/// terminal.) The first one asks the run loop to shut down ([`AppEvent::Shutdown`]),
+/// which restores the terminal as it returns; a second one, or no shutdown within
+/// [`SHUTDOWN_GRACE`], restores it from here and exits with 128 + the signal number.
+///
+/// The handlers are registered before this returns (so before the terminal is taken);
+/// one that cannot be registered is logged and the others still work.
+fn listen_for_signals(tx: mpsc::UnboundedSender<AppEvent>) {
     #[cfg(unix)]
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let register = |kind: SignalKind, number: i32| match signal(kind) {
+            Ok(stream) => Some((stream, number)),
+            Err(e) => {
+                tracing::warn!("cannot listen for signal {number}: {e}");
+                None
+            }
         };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = hup.recv() => {}
-        }
-        let _ = tx.send(AppEvent::Shutdown);
-    });
+        let mut signals: Vec<(Signal, i32)> = [
+            (SignalKind::interrupt(), 2),
+            (SignalKind::quit(), 3),
+            (SignalKind::terminate(), 15),
+            (SignalKind::hangup(), 1),
+        ]
+        .into_iter()
+        .filter_map(|(kind, number)| register(kind, number))
+        .collect();
+        tokio::spawn(async move {
+            let Some(first) = next_signal(&mut signals).await else {
+                return;
+            };
+            tracing::info!("signal {first}: shutting down");
+            let _ = tx.send(AppEvent::Shutdown);
+            let number = tokio::select! {
+                second = next_signal(&mut signals) => second.unwrap_or(first),
+                () = tokio::time::sleep(SHUTDOWN_GRACE) => first,
+            };
+            let _ = terminal::restore();
+            std::process::exit(128 + number);
+        });
+    }
     #[cfg(not(unix))]
     drop(tx);
+}
+
+/// The number of the next signal any of `signals` receives (`None` if all closed).
+#[cfg(unix)]
+async fn next_signal(signals: &mut [(tokio::signal::unix::Signal, i32)]) -> Option<i32> {
+    use futures::future::select_all;
+    if signals.is_empty() {
+        return None;
+    }
+    let waits = signals
+        .iter_mut()
+        .map(|(stream, number)| {
+            let number = *number;
+            Box::pin(async move { stream.recv().await.map(|()| number) })
+        })
+        .collect::<Vec<_>>();
+    select_all(waits).await.0
 }

@@ -7,10 +7,19 @@
 //!
 //! Restoring is idempotent and a no-op when the TUI never took the terminal, so the
 //! panic hook is safe to install for headless commands too.
+//!
+//! Panics ([`install_panic_hook`]): one on the thread that owns the terminal (the run
+//! loop's) restores the terminal before the message is printed, since that thread is
+//! unwinding out of the TUI. One on another thread while the TUI runs (a background
+//! task: the engine turns those into failed sessions) goes to the log instead of the
+//! screen — printing would garble the TUI, and restoring the terminal under a TUI that
+//! keeps running would leave it drawing on a normal screen in cooked mode. When stderr
+//! is not the terminal, the message is printed there too.
 
-use std::io::{self, Write};
-use std::sync::Once;
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once};
+use std::thread::ThreadId;
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -28,19 +37,69 @@ use ratatui::backend::CrosstermBackend;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement flags were pushed (and must be popped).
 static ENHANCED: AtomicBool = AtomicBool::new(false);
+/// The thread that put the terminal into TUI mode (the run loop's).
+static OWNER: Mutex<Option<ThreadId>> = Mutex::new(None);
+
+fn owner() -> std::sync::MutexGuard<'static, Option<ThreadId>> {
+    OWNER
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the panic hook does with a panic (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnPanic {
+    /// Restore the terminal, then run the previous hook (which prints the message).
+    RestoreThenPrint,
+    /// Leave the terminal to the running TUI; log the panic and print it to stderr.
+    LogAndPrint,
+    /// Leave the terminal to the running TUI; log the panic only.
+    Log,
+}
+
+/// The hook's choice for a panic: `active` = the TUI owns the terminal, `on_owner` =
+/// the panicking thread is the one that took it, `stderr_is_terminal` = printing
+/// would land on the screen.
+fn on_panic(active: bool, on_owner: bool, stderr_is_terminal: bool) -> OnPanic {
+    match (active && !on_owner, stderr_is_terminal) {
+        (false, _) => OnPanic::RestoreThenPrint,
+        (true, true) => OnPanic::Log,
+        (true, false) => OnPanic::LogAndPrint,
+    }
+}
 
 /// The real terminal type the TUI draws on.
 pub type Tui = Terminal<CrosstermBackend<io::Stdout>>;
 
 /// Installs (once per process) a panic hook that restores the terminal and then runs
-/// the previously installed hook (e.g. color-eyre's), so the panic message is readable.
+/// the previously installed hook (e.g. color-eyre's), so the panic message is readable
+/// on a normal screen. A panic of another thread while the TUI runs is logged instead
+/// (see the module doc).
 pub fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let _ = restore();
-            previous(info);
+            let on_owner = *owner() == Some(std::thread::current().id());
+            let action = on_panic(
+                ACTIVE.load(Ordering::SeqCst),
+                on_owner,
+                io::stderr().is_terminal(),
+            );
+            match action {
+                OnPanic::RestoreThenPrint => {
+                    let _ = restore();
+                    previous(info);
+                }
+                OnPanic::LogAndPrint | OnPanic::Log => {
+                    let thread = std::thread::current();
+                    let name = thread.name().unwrap_or("unnamed");
+                    tracing::error!("thread '{name}' panicked while the TUI ran: {info}");
+                    if action == OnPanic::LogAndPrint {
+                        previous(info);
+                    }
+                }
+            }
         }));
     });
 }
@@ -59,6 +118,7 @@ pub fn setup() -> io::Result<Tui> {
 
 fn enter_modes() -> io::Result<()> {
     enable_raw_mode()?;
+    *owner() = Some(std::thread::current().id());
     ACTIVE.store(true, Ordering::SeqCst);
     let mut out = io::stdout();
     execute!(
@@ -132,6 +192,16 @@ pub fn run_editor(terminal: &mut Tui, path: &std::path::Path) -> io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_terminal_owners_panic_restores_the_terminal_first() {
+        // Headless, or the run loop's own thread unwinding out of the TUI.
+        assert_eq!(on_panic(false, false, true), OnPanic::RestoreThenPrint);
+        assert_eq!(on_panic(true, true, true), OnPanic::RestoreThenPrint);
+        // A background thread while the TUI runs: the screen stays the TUI's.
+        assert_eq!(on_panic(true, false, true), OnPanic::Log);
+        assert_eq!(on_panic(true, false, false), OnPanic::LogAndPrint);
+    }
 
     #[test]
     fn restore_without_setup_is_a_no_op_and_hook_installs_once() {
