@@ -48,29 +48,32 @@ fn run_json(env: &TestEnv, args: &[&str]) -> (bool, Value, String) {
     (out.status.success(), v, stderr)
 }
 
+/// `session show --json ID` succeeds warning `warning` on stderr, then a resume runs
+/// (the scripted server answers "First answer.").
+fn shows_with_warning_then_resumes(env: &TestEnv, id: &str, warning: &str) {
+    let out = env
+        .cmd()
+        .args(["session", "show", id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(warning), "{stderr}");
+    let (ok, v, _) = run_json(
+        env,
+        &["session", "resume", id, "go on", "--output-format", "json"],
+    );
+    assert!(ok, "{v}");
+    assert_eq!(v["response"], "First answer.");
+}
+
 #[test]
 fn truncated_metadata_falls_back_to_the_backup() {
     let (env, _server, id, dir) = session_with_one_turn();
     assert!(dir.join("metadata.json.backup").exists());
     let meta = std::fs::read_to_string(dir.join("metadata.json")).unwrap();
     std::fs::write(dir.join("metadata.json"), &meta[..meta.len() / 2]).unwrap();
-    let out = env
-        .cmd()
-        .args(["session", "show", &id, "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("backup"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (ok, v, _) = run_json(
-        &env,
-        &["session", "resume", &id, "go on", "--output-format", "json"],
-    );
-    assert!(ok, "{v}");
-    assert_eq!(v["response"], "First answer.");
+    shows_with_warning_then_resumes(&env, &id, "used metadata.json.backup");
     // The resume rewrote a whole, parseable metadata.json.
     let fixed: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("metadata.json")).unwrap()).unwrap();
@@ -383,7 +386,7 @@ fn a_key_echoed_by_a_401_appears_nowhere() {
     );
     assert_eq!(
         files_containing(env.dir.path(), KEY),
-        [env.config.clone()],
+        std::slice::from_ref(&env.config),
         "only the config file holds the key"
     );
     assert_eq!(
@@ -450,19 +453,7 @@ fn a_session_holding_only_its_metadata_temp_is_listed_and_resumable() {
     let out = env.cmd().args(["session", "list"]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
-    let out = env.cmd().args(["session", "show", &id]).output().unwrap();
-    assert!(out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("used metadata.json.tmp"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (ok, v, _) = run_json(
-        &env,
-        &["session", "resume", &id, "go on", "--output-format", "json"],
-    );
-    assert!(ok, "{v}");
-    assert_eq!(v["response"], "First answer.");
+    shows_with_warning_then_resumes(&env, &id, "used metadata.json.tmp");
     assert_eq!(env.metadata(&id)["turn_count"], 2);
 }
 
