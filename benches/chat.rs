@@ -10,8 +10,8 @@ mod generate;
 use std::sync::Arc;
 
 use arbor::agent::Registry;
-use arbor::session::events::names;
-use arbor::session::{Event, LoadedSession, Metadata};
+use arbor::session::protocol::DeltaKind;
+use arbor::session::{EngineEvent, Event, LoadedSession, Metadata};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::Keymap;
@@ -20,7 +20,6 @@ use arbor::tui::{App, AppEvent, EngineCommand};
 use divan::Bencher;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const ID: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -91,11 +90,10 @@ fn warm(messages: usize) -> (App, UnboundedReceiver<EngineCommand>, Terminal<Tes
 
 fn delta(text: &str) -> AppEvent {
     AppEvent::Engine(Arc::new(Event {
-        event: names::CONTENT_BLOCK_DELTA.into(),
         session_id: ID.into(),
         parent_id: None,
         timestamp: T0.into(),
-        data: json!({"delta": text, "kind": "text"}),
+        msg: EngineEvent::delta(DeltaKind::Text, text),
     }))
 }
 

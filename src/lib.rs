@@ -7,7 +7,8 @@
 //! top:
 //!
 //! - `cli`, `tui`: front ends — clap subcommands (`cli` starts `tui`) and the terminal
-//!   UI; they consume the engine's events and send it commands.
+//!   UI; they send the engine commands and consume its typed events
+//!   (`session::protocol`: `EngineCommand` in, `EngineEvent` out on the `EventBus`).
 //! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
 //!   imports `cli` or `tui`.
 //! - `tool`: the `Tool` trait, mounting tools from a mount plan, the built-in tools.
@@ -17,15 +18,17 @@
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
 //! - `config`: `config.yaml`, the mount plan, overlay merge, YAML reading.
-//! - `session`: ids, messages, token usage, metadata, the store, the event bus.
+//! - `session`: ids, messages, token usage, metadata, the store, the protocol (events,
+//!   commands, the event bus).
 //! - `paths`: where things live.
 //!
 //! `agent` sits above `config`: agent files and bundles are read into mount plans, and
 //! merge works on plain JSON overlays, so `config` needs nothing from `agent`. When a
-//! lower module needs something from a higher one, the type moves down (`Usage` lives
-//! in `session`, the list of built-in tool modules in `agent::validate`) or the
-//! dependency is passed in as a trait the higher layer implements (the task tool's
-//! `Host`, implemented by the engine).
+//! lower module needs something from a higher one, the type moves down (`Usage` and the
+//! records events carry — `ProviderErrorKind`, `ResolvedModel` — live in `session`, the
+//! list of built-in tool modules in `agent::validate`) or the dependency is passed in
+//! as a trait the higher layer implements (the task tool's `Host`, implemented by the
+//! engine).
 
 pub mod agent;
 pub mod cli;

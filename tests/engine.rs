@@ -90,8 +90,8 @@ async fn text_turn_persists_transcript_metadata_and_events() {
         .iter()
         .map(|e| {
             (
-                e.data["kind"].as_str().unwrap().to_string(),
-                e.data["delta"].as_str().unwrap().to_string(),
+                data(e)["kind"].as_str().unwrap().to_string(),
+                data(e)["delta"].as_str().unwrap().to_string(),
             )
         })
         .collect();
@@ -103,18 +103,15 @@ async fn text_turn_persists_transcript_metadata_and_events() {
             ("text".into(), " world".into())
         ]
     );
-    let statuses: Vec<&str> = find(&bus, "session:status", &id)
+    let statuses: Vec<String> = find(&bus, "session:status", &id)
         .iter()
-        .map(|e| e.data["status"].as_str().unwrap())
+        .map(|e| data(e)["status"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(statuses, ["idle", "running", "completed"]);
     assert_eq!(find(&bus, "message:appended", &id).len(), 2);
-    let complete = find(&bus, "orchestrator:complete", &id)[0];
+    let complete = data(find(&bus, "orchestrator:complete", &id)[0]);
     assert_eq!(
-        (
-            complete.data["status"].as_str(),
-            complete.data["turn_count"].as_u64()
-        ),
+        (complete["status"].as_str(), complete["turn_count"].as_u64()),
         (Some("completed"), Some(1))
     );
 

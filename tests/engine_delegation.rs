@@ -43,7 +43,9 @@ async fn cancel_cascades_to_a_running_child_and_both_resume() {
     let child = tokio::time::timeout(GUARD, async {
         loop {
             let e = rx.recv().await.unwrap();
-            if e.event == "content_block:delta" && e.parent_id.as_deref() == Some(root.as_str()) {
+            if e.msg.name() == "content_block:delta"
+                && e.parent_id.as_deref() == Some(root.as_str())
+            {
                 return e.session_id.clone();
             }
         }
@@ -153,17 +155,17 @@ async fn task_spawns_a_persisted_sub_session() {
     let bus = drain(&mut rx);
     let fork = find(&bus, "session:fork", &child)[0];
     assert_eq!(
-        (fork.data["parent"].as_str(), fork.parent_id.as_deref()),
+        (data(fork)["parent"].as_str(), fork.parent_id.as_deref()),
         (Some(root.as_str()), Some(root.as_str()))
     );
     let spawned = find(&bus, "task:agent_spawned", &root)[0];
-    assert_eq!(spawned.data["sub_session_id"], child.as_str());
+    assert_eq!(data(spawned)["sub_session_id"], child.as_str());
     for name in ["tool:pre", "tool:post"] {
-        let e = find(&bus, name, &root)[0];
-        assert_eq!(e.data["tool_name"], "task");
-        assert_eq!(e.data["sub_session_id"], child.as_str(), "{name}");
-        assert_eq!(e.data["parent_session_id"], root.as_str(), "{name}");
-        assert_eq!(e.data["depth"], 1, "{name}");
+        let e = data(find(&bus, name, &root)[0]);
+        assert_eq!(e["tool_name"], "task");
+        assert_eq!(e["sub_session_id"], child.as_str(), "{name}");
+        assert_eq!(e["parent_session_id"], root.as_str(), "{name}");
+        assert_eq!(e["depth"], 1, "{name}");
     }
     assert!(position(&bus, "tool:pre", &root) < position(&bus, "session:fork", &child));
     assert!(position(&bus, "task:agent_completed", &root) < position(&bus, "tool:post", &root));
@@ -255,12 +257,12 @@ async fn task_resume_sends_the_child_history_and_appends_to_it() {
     assert_eq!(fx.metadata(&child)["turn_count"], 2);
     let bus = drain(&mut rx);
     assert_eq!(
-        find(&bus, "task:agent_resumed", &root)[0].data["sub_session_id"],
+        data(find(&bus, "task:agent_resumed", &root)[0])["sub_session_id"],
         child.as_str()
     );
     assert_eq!(find(&bus, "session:resume", &child).len(), 1);
     assert_eq!(
-        find(&bus, "tool:pre", &root)[0].data["sub_session_id"],
+        data(find(&bus, "tool:pre", &root)[0])["sub_session_id"],
         child.as_str()
     );
 }
@@ -360,7 +362,7 @@ async fn parallel_task_calls_run_at_once_and_max_parallel_serializes_them() {
         let bus = drain(&mut rx);
         let forks: Vec<String> = bus
             .iter()
-            .filter(|e| e.event == "session:fork")
+            .filter(|e| e.msg.name() == "session:fork")
             .map(|e| e.session_id.clone())
             .collect();
         assert_eq!(forks.len(), 2);
@@ -368,9 +370,9 @@ async fn parallel_task_calls_run_at_once_and_max_parallel_serializes_them() {
         let second_running = bus
             .iter()
             .position(|e| {
-                e.event == "session:status"
+                e.msg.name() == "session:status"
                     && e.session_id == forks[1]
-                    && e.data["status"] == "running"
+                    && data(e)["status"] == "running"
             })
             .unwrap();
         if max_parallel == 4 {

@@ -27,7 +27,7 @@ use arbor::provider::{
 };
 use arbor::session::message::Message;
 use arbor::session::{EventBus, SessionStatus};
-use fixture::{Fixture, drain, env_of, find, plan};
+use fixture::{Fixture, data, drain, env_of, find, plan};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -480,7 +480,7 @@ async fn engine_turn(bodies: Vec<String>) -> EngineRun {
     let events = drain(&mut rx);
     let provider_errors = find(&events, "provider:error", &id)
         .into_iter()
-        .map(|e| e.data.clone())
+        .map(|e| data(e))
         .collect();
     EngineRun {
         status: out.status,

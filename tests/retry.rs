@@ -58,7 +58,7 @@ fn gaps(times: &Mutex<Vec<Instant>>) -> Vec<Duration> {
 fn provider_errors(events: &[Arc<Event>], id: &str) -> Vec<Value> {
     find(events, "provider:error", id)
         .into_iter()
-        .map(|e| e.data.clone())
+        .map(|e| data(e))
         .collect()
 }
 

@@ -5,9 +5,12 @@
 
 use std::path::Path;
 
-use arbor::session::events::{Event, names};
 use arbor::session::message::{AssistantMessage, ContentBlock, ToolCall};
+use arbor::session::protocol::{
+    DeltaKind, ProviderErrorEvent, ProviderErrorKind, SessionStartEvent, ToolPreEvent,
+};
 use arbor::session::store::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP, TRANSCRIPT_FILE};
+use arbor::session::{EngineEvent, Event};
 use arbor::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
 use serde_json::{Value, json};
 
@@ -90,17 +93,10 @@ fn round_trip_create_append_sync_load() {
     for m in &messages {
         writer.append_message(m).unwrap();
     }
-    writer
-        .append_event(&Event::new(names::SESSION_START, ROOT, None, json!({})))
-        .unwrap();
-    writer
-        .append_event(&Event::new(
-            names::CONTENT_BLOCK_DELTA,
-            ROOT,
-            None,
-            json!({"delta": "x"}),
-        ))
-        .unwrap();
+    let start = EngineEvent::SessionStart(SessionStartEvent::default());
+    writer.append_event(&Event::new(ROOT, None, start)).unwrap();
+    let delta = EngineEvent::delta(DeltaKind::Text, "x");
+    writer.append_event(&Event::new(ROOT, None, delta)).unwrap();
     let mut updated = meta(ROOT);
     updated.turn_count = 1;
     updated.status = SessionStatus::Completed;
@@ -361,14 +357,29 @@ fn secrets_never_reach_metadata_or_events() {
     let mut second = m.clone();
     second.turn_count = 1;
     writer.write_metadata(&second).unwrap();
-    writer
-        .append_event(&Event::new(
-            names::PROVIDER_ERROR,
-            ROOT,
-            None,
-            json!({"error": "401 for key sk-live-0123456789", "request": {"x-api-key": "abc"}}),
-        ))
-        .unwrap();
+    let error = EngineEvent::ProviderError(ProviderErrorEvent {
+        provider: "openai".into(),
+        module: "provider-openai".into(),
+        model: "gpt-5".into(),
+        kind: ProviderErrorKind::Auth,
+        status: Some(401),
+        message: "401 for key sk-live-0123456789".into(),
+        error: "401 for key sk-live-0123456789".into(),
+        retryable: false,
+        retrying: false,
+        attempt: 1,
+        max_attempts: 4,
+        wait_ms: None,
+        retry_after_ms: None,
+    });
+    writer.append_event(&Event::new(ROOT, None, error)).unwrap();
+    let call = EngineEvent::ToolPre(ToolPreEvent {
+        tool_name: "bash".into(),
+        tool_call_id: "c1".into(),
+        tool_input: json!({"command": "curl", "x-api-key": "abc"}),
+        task: None,
+    });
+    writer.append_event(&Event::new(ROOT, None, call)).unwrap();
     writer
         .append_message(&Message::user("my key is sk-live-0123456789"))
         .unwrap();
@@ -386,6 +397,8 @@ fn secrets_never_reach_metadata_or_events() {
         assert!(!text.contains("shh-very-secret"), "{file}: {text}");
         assert!(text.contains("[REDACTED]"), "{file}: {text}");
     }
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(events.contains(r#""x-api-key":"[REDACTED]""#), "{events}");
     let loaded = store.load(ROOT).unwrap();
     let config = &loaded.metadata.config.unwrap()["providers"][0]["config"];
     assert_eq!(config["api_key"], "[REDACTED]");

@@ -8,8 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor::agent::{AgentDef, AgentIssue, AgentSource, Registry};
-use arbor::session::events::names;
-use arbor::session::{Event, LoadedSession, Message, Metadata, SessionStatus};
+use arbor::session::metadata::SessionUsage;
+use arbor::session::protocol::{
+    CancelCompletedEvent, DeltaKind, ProviderResponseEvent, SessionForkEvent, SessionStartEvent,
+};
+use arbor::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::{Keymap, KeymapError};
@@ -30,6 +33,47 @@ mod live;
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
 const CHILD: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
+
+fn start(agent: &str) -> EngineEvent {
+    EngineEvent::SessionStart(SessionStartEvent {
+        agent: agent.into(),
+        ..Default::default()
+    })
+}
+
+fn fork(parent: &str, agent: &str) -> EngineEvent {
+    EngineEvent::SessionFork(SessionForkEvent {
+        parent: parent.into(),
+        agent: agent.into(),
+        ..Default::default()
+    })
+}
+
+/// A `provider:response` with this usage and no model.
+fn tokens(input_tokens: u64, output_tokens: u64, cost: Option<f64>) -> EngineEvent {
+    EngineEvent::ProviderResponse(ProviderResponseEvent {
+        usage: SessionUsage {
+            input_tokens,
+            output_tokens,
+            cost,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+/// A `provider:response` from `provider` naming `model`, with no usage.
+fn response(provider: &str, model: &str) -> EngineEvent {
+    EngineEvent::ProviderResponse(ProviderResponseEvent {
+        provider: provider.into(),
+        model: model.into(),
+        ..Default::default()
+    })
+}
+
+fn appended(message: Value) -> EngineEvent {
+    EngineEvent::appended(serde_json::from_value(message).unwrap())
+}
 
 fn registry() -> Registry {
     let def = |name: &str, errors: Vec<AgentIssue>| AgentDef {
@@ -103,14 +147,13 @@ impl Harness {
         }
     }
 
-    fn engine(&mut self, name: &str, id: &str, parent: Option<&str>, secs: i64, data: Value) {
+    fn engine(&mut self, msg: EngineEvent, id: &str, parent: Option<&str>, secs: i64) {
         let ts = T0.parse::<Timestamp>().unwrap() + jiff::SignedDuration::from_secs(secs);
         self.app.handle(AppEvent::Engine(Arc::new(Event {
-            event: name.into(),
             session_id: id.into(),
             parent_id: parent.map(Into::into),
             timestamp: ts.to_string(),
-            data,
+            msg,
         })));
     }
 
@@ -174,26 +217,13 @@ fn with_root_open() -> Harness {
         h.drain().is_empty(),
         "LoadTranscript was sent with ListSessions"
     );
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 1);
     h.engine(
-        names::SESSION_START,
-        ROOT,
-        None,
-        0,
-        json!({"agent": "zen-architect"}),
-    );
-    h.engine(
-        names::SESSION_FORK,
-        CHILD,
-        Some(ROOT),
-        1,
-        json!({"agent": "explorer"}),
-    );
-    h.engine(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Completed),
         CHILD,
         Some(ROOT),
         9,
-        json!({"status": "completed"}),
     );
     h.load(ROOT, None, "zen-architect", root_transcript());
     h.press(KeyCode::Tab); // composer → tree
@@ -292,13 +322,7 @@ fn esc_cancels_the_running_turn_of_the_open_thread() {
     let mut h = with_root_open();
     h.press(KeyCode::Esc);
     assert!(h.drain().is_empty(), "nothing runs: Esc does not cancel");
-    h.engine(
-        names::SESSION_STATUS,
-        ROOT,
-        None,
-        20,
-        json!({"status": "running"}),
-    );
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
     h.press(KeyCode::Esc);
     assert_eq!(
         h.drain(),
@@ -306,13 +330,17 @@ fn esc_cancels_the_running_turn_of_the_open_thread() {
             session_id: ROOT.into()
         }]
     );
-    h.engine(names::CANCEL_COMPLETED, ROOT, None, 21, json!({}));
     h.engine(
-        names::SESSION_STATUS,
+        EngineEvent::CancelCompleted(CancelCompletedEvent {}),
         ROOT,
         None,
         21,
-        json!({"status": "cancelled"}),
+    );
+    h.engine(
+        EngineEvent::status(SessionStatus::Cancelled),
+        ROOT,
+        None,
+        21,
     );
     let screen = h.screen(80, 24);
     assert!(screen.contains("turn cancelled"), "{screen}");
@@ -353,41 +381,16 @@ fn ctrl_c_twice_quits_once_does_not() {
 #[test]
 fn a_fork_appears_under_its_parent_while_running() {
     let mut h = harness();
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 0);
+    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 2);
     h.engine(
-        names::SESSION_START,
-        ROOT,
-        None,
-        0,
-        json!({"agent": "zen-architect"}),
-    );
-    h.engine(
-        names::SESSION_STATUS,
-        ROOT,
-        None,
-        0,
-        json!({"status": "running"}),
-    );
-    h.engine(
-        names::SESSION_FORK,
+        EngineEvent::status(SessionStatus::Running),
         CHILD,
         Some(ROOT),
         2,
-        json!({"agent": "explorer"}),
     );
-    h.engine(
-        names::SESSION_STATUS,
-        CHILD,
-        Some(ROOT),
-        2,
-        json!({"status": "running"}),
-    );
-    h.engine(
-        names::PROVIDER_RESPONSE,
-        CHILD,
-        Some(ROOT),
-        3,
-        json!({"usage": {"input_tokens": 1500, "output_tokens": 500}}),
-    );
+    h.engine(tokens(1500, 500, None), CHILD, Some(ROOT), 3);
     h.clock.advance(Duration::from_secs(5));
     let rows = h.app.tree().rows();
     assert_eq!(rows.len(), 2);
@@ -405,22 +408,20 @@ fn deltas_stream_into_the_tail_and_commit_line_by_line() {
     h.screen(80, 24);
     let wrapped = |h: &Harness| h.app.thread().unwrap().stats.lines_wrapped;
     h.engine(
-        names::CONTENT_BLOCK_DELTA,
+        EngineEvent::delta(DeltaKind::Text, "First li"),
         ROOT,
         None,
         30,
-        json!({"delta": "First li", "kind": "text"}),
     );
     h.screen(80, 24);
     let s = h.app.thread().unwrap().streaming().unwrap();
     assert_eq!((s.committed_len(), s.tail()), (0, "First li"));
     let before = wrapped(&h);
     h.engine(
-        names::CONTENT_BLOCK_DELTA,
+        EngineEvent::delta(DeltaKind::Text, "ne\nSecond"),
         ROOT,
         None,
         30,
-        json!({"delta": "ne\nSecond", "kind": "text"}),
     );
     let screen = h.screen(80, 24);
     let s = h.app.thread().unwrap().streaming().unwrap();
@@ -432,13 +433,7 @@ fn deltas_stream_into_the_tail_and_commit_line_by_line() {
     );
     let before = wrapped(&h);
     for _ in 0..20 {
-        h.engine(
-            names::CONTENT_BLOCK_DELTA,
-            ROOT,
-            None,
-            30,
-            json!({"delta": " x", "kind": "text"}),
-        );
+        h.engine(EngineEvent::delta(DeltaKind::Text, " x"), ROOT, None, 30);
         h.screen(80, 24);
     }
     assert_eq!(
@@ -447,11 +442,10 @@ fn deltas_stream_into_the_tail_and_commit_line_by_line() {
         "each delta re-wraps only the tail"
     );
     h.engine(
-        names::MESSAGE_APPENDED,
+        appended(json!({"role": "assistant", "content": "First line\nSecond x x"})),
         ROOT,
         None,
         31,
-        json!({"message": {"role": "assistant", "content": "First line\nSecond x x"}}),
     );
     assert!(h.app.thread().unwrap().streaming().is_none());
     assert!(h.screen(80, 24).contains("Second x x"));
@@ -521,11 +515,10 @@ fn browser_enter_starts_a_session_with_that_agent_and_e_edits() {
     assert_eq!(h.app.thread().unwrap().session_id.as_deref(), Some(ROOT));
     assert_eq!(h.app.tree().get(ROOT).unwrap().agent, "zen-architect");
     h.engine(
-        names::MESSAGE_APPENDED,
+        appended(json!({"role": "user", "content": "hello"})),
         ROOT,
         None,
         1,
-        json!({"message": {"role": "user", "content": "hello"}}),
     );
     let cells = &h.app.thread().unwrap().cells;
     assert_eq!(
@@ -690,12 +683,7 @@ async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
     );
     // A bus event queued before the loop starts is applied too.
     bus_tx
-        .send(Arc::new(Event::new(
-            names::SESSION_START,
-            ROOT,
-            None,
-            json!({"agent": "zen-architect"}),
-        )))
+        .send(Arc::new(Event::new(ROOT, None, start("zen-architect"))))
         .unwrap();
     let key = |code, mods| Ok(TermEvent::Key(KeyEvent::new(code, mods)));
     let input = futures::stream::iter(vec![
@@ -753,11 +741,10 @@ async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
 fn tiny_and_odd_terminal_sizes_render_without_panicking() {
     let mut h = with_root_open();
     h.engine(
-        names::CONTENT_BLOCK_DELTA,
+        EngineEvent::delta(DeltaKind::Text, "streaming 日本語 text"),
         ROOT,
         None,
         30,
-        json!({"delta": "streaming 日本語 text", "kind": "text"}),
     );
     for (w, hgt) in [
         (1, 1),

@@ -90,9 +90,9 @@ async fn a_priced_model_writes_cost_per_call_turn_and_session() {
     let events = drain(&mut rx);
     let responses = find(&events, "provider:response", &id);
     assert_eq!(responses.len(), 2);
-    assert!(close(&responses[0].data["usage"]["cost"], CALL_COST));
+    assert!(close(&data(responses[0])["usage"]["cost"], CALL_COST));
     let complete = find(&events, "orchestrator:complete", &id);
-    let turn = &complete[0].data["usage"];
+    let turn = &data(complete[0])["usage"];
     assert_eq!(turn["input_tokens"], 20);
     assert!(close(&turn["cost"], 2.0 * CALL_COST), "{turn}");
 
@@ -141,11 +141,12 @@ async fn without_a_price_there_is_no_cost_field_and_no_failure() {
         }
         let events = drain(&mut rx);
         for e in find(&events, "provider:response", &id) {
-            assert!(e.data["usage"].get("cost").is_none());
+            assert!(data(e)["usage"].get("cost").is_none());
         }
         let complete = find(&events, "orchestrator:complete", &id);
-        assert_eq!(complete[0].data["usage"]["output_tokens"], 10);
-        assert!(complete[0].data["usage"].get("cost").is_none());
+        let turn = data(complete[0]);
+        assert_eq!(turn["usage"]["output_tokens"], 10);
+        assert!(turn["usage"].get("cost").is_none());
     }
 }
 

@@ -3,7 +3,8 @@
 //! Output formats (documented in the README):
 //! - `text`: the answer's text streamed as it arrives; errors on stderr.
 //! - `json`: one object `{status, response, session_id, agent, error?}`.
-//! - `jsonl`: every bus event as one JSON object a line, then the same final object.
+//! - `jsonl`: every bus event as one JSON object a line (`session::protocol`'s wire
+//!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object.
 //!
 //! `status` is `success` | `error` | `cancelled`; the exit code is 0 only on success.
 //! A stdout that can no longer be written (its reader closed the pipe) cancels the
@@ -19,9 +20,9 @@ use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
 use crate::engine::{EngineError, Runtime, TurnOutcome};
-use crate::session::events::names;
+use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
 use crate::session::redact::scrub;
-use crate::session::{Event, SessionStatus};
+use crate::session::{EngineEvent, Event, SessionStatus};
 use crate::{out, outln};
 
 /// `arbor run`.
@@ -114,11 +115,11 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io
             }
         }
         OutputFormat::Text => {
-            let is_text = event.data.get("kind").and_then(Value::as_str) != Some("thinking");
-            if event.event == names::CONTENT_BLOCK_DELTA
+            if let EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+                delta,
+                kind: DeltaKind::Text,
+            }) = &event.msg
                 && event.session_id == session_id
-                && is_text
-                && let Some(delta) = event.data.get("delta").and_then(Value::as_str)
             {
                 out!("{delta}")?;
             }

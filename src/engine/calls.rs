@@ -10,12 +10,12 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
-use crate::session::events::names;
+use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
+use crate::session::protocol::{TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
 use crate::tool::{ToolContext, ToolOutput};
@@ -55,8 +55,8 @@ pub(crate) async fn run_calls(
 }
 
 /// Prepares a call, publishes `tool:pre` and spawns it. `Err` holds an immediate
-/// result (unknown tool, already cancelled). The map holds the task fields that every
-/// event of the call repeats (`sub_session_id`, `parent_session_id`, `depth`).
+/// result (unknown tool, already cancelled). The fields are the task call's, which
+/// every event of the call repeats (`None` for other tools).
 fn start(
     live: &LiveSession,
     tools: &ToolSet,
@@ -64,7 +64,7 @@ fn start(
     token: &CancellationToken,
 ) -> (
     Result<tokio::task::JoinHandle<ToolOutput>, ToolOutput>,
-    Map<String, Value>,
+    Option<TaskCallFields>,
 ) {
     let mut ctx = ToolContext {
         session_id: live.id.clone(),
@@ -79,25 +79,23 @@ fn start(
     if let Some(tool) = &tool {
         tool.prepare(&call.arguments, &mut ctx);
     }
-    let mut fields = Map::new();
-    if let Some(sub) = &ctx.sub_session_id {
-        fields.insert("sub_session_id".into(), json!(sub));
-        fields.insert("parent_session_id".into(), json!(live.id));
-        fields.insert("depth".into(), json!(live.depth + 1));
-    }
-    let mut pre = json!({
-        "tool_name": call.tool,
-        "tool_call_id": call.id,
-        "arguments": call.arguments,
+    let task = ctx.sub_session_id.as_ref().map(|sub| TaskCallFields {
+        sub_session_id: sub.clone(),
+        parent_session_id: live.id.clone(),
+        depth: live.depth + 1,
     });
-    extend(&mut pre, &fields);
-    live.emit(names::TOOL_PRE, pre);
+    live.emit(EngineEvent::ToolPre(ToolPreEvent {
+        tool_name: call.tool.clone(),
+        tool_call_id: call.id.clone(),
+        tool_input: call.arguments.clone(),
+        task: task.clone(),
+    }));
     let handle = match tool {
         None => Err(ToolOutput::error(tools.not_mounted_error(&call.tool))),
         Some(_) if token.is_cancelled() => Err(ToolOutput::error(CANCELLED_RESULT)),
         Some(tool) => Ok(tokio::spawn(tool.call(call.arguments.clone(), ctx))),
     };
-    (handle, fields)
+    (handle, task)
 }
 
 async fn finish(
@@ -121,31 +119,26 @@ fn publish_result(
     live: &LiveSession,
     call: &ToolCall,
     output: &ToolOutput,
-    fields: Map<String, Value>,
+    task: Option<TaskCallFields>,
 ) {
-    let text = truncate_chars(&output.content, EVENT_RESULT_MAX);
-    let (name, mut data) = if output.is_error {
-        (
-            names::TOOL_ERROR,
-            json!({"tool_name": call.tool, "tool_call_id": call.id, "error": text}),
-        )
+    let text = truncate_chars(&output.content, EVENT_RESULT_MAX).to_string();
+    let truncated = text.len() < output.content.len();
+    let (tool_name, tool_call_id) = (call.tool.clone(), call.id.clone());
+    live.emit(if output.is_error {
+        EngineEvent::ToolError(ToolErrorEvent {
+            tool_name,
+            tool_call_id,
+            error: text,
+            truncated,
+            task,
+        })
     } else {
-        (
-            names::TOOL_POST,
-            json!({"tool_name": call.tool, "tool_call_id": call.id, "result": text}),
-        )
-    };
-    if text.len() < output.content.len()
-        && let Value::Object(map) = &mut data
-    {
-        map.insert("truncated".into(), json!(true));
-    }
-    extend(&mut data, &fields);
-    live.emit(name, data);
-}
-
-fn extend(data: &mut Value, fields: &Map<String, Value>) {
-    if let Value::Object(map) = data {
-        map.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
+        EngineEvent::ToolPost(ToolPostEvent {
+            tool_name,
+            tool_call_id,
+            result: text,
+            truncated,
+            task,
+        })
+    });
 }

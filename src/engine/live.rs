@@ -22,14 +22,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::MountPlan;
 use crate::provider::Provider;
-use crate::session::events::names;
 use crate::session::message::now_rfc3339;
-use crate::session::{Event, EventBus, Message, Metadata, SessionStatus, SessionWriter};
+use crate::session::{
+    EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionWriter,
+};
 
 /// Locks `m`, recovering the data of a poisoned lock (a panicked holder cannot leave
 /// these values half-written: every update is a single assignment or push).
@@ -94,28 +95,28 @@ impl LiveSession {
         }
     }
 
-    /// Publishes `name` with `data` on the bus and appends it to `events.jsonl` when logged.
-    pub fn emit(&self, name: &str, data: Value) {
-        let event = Event::new(name, &self.id, self.parent_id.as_deref(), data);
+    /// Publishes `msg` from this session on the bus and appends it to `events.jsonl`
+    /// when logged.
+    pub fn emit(&self, msg: EngineEvent) {
+        let event = Event::new(&self.id, self.parent_id.as_deref(), msg);
         if event.is_logged()
             && let Err(e) = lock(&self.writer).append_event(&event)
         {
-            tracing::warn!(session = %self.id, event = name, "cannot log event: {e}");
+            tracing::warn!(session = %self.id, event = event.msg.name(), "cannot log event: {e}");
         }
         self.bus.publish(event);
     }
 
     /// Appends `message` to the transcript file and memory, then publishes
-    /// `message:appended` (`data.message` = the message JSON).
+    /// `message:appended` with it.
     pub fn append(&self, message: Message) {
         if let Err(e) = lock(&self.writer).append_message(&message) {
             tracing::error!(session = %self.id, "cannot append to the transcript: {e}");
             lock(&self.persist_error)
                 .get_or_insert_with(|| format!("cannot save the transcript: {e}"));
         }
-        let json = serde_json::to_value(&message).unwrap_or(Value::Null);
-        Arc::make_mut(&mut lock(&self.transcript)).push(message);
-        self.emit(names::MESSAGE_APPENDED, json!({"message": json}));
+        Arc::make_mut(&mut lock(&self.transcript)).push(message.clone());
+        self.emit(EngineEvent::appended(message));
     }
 
     /// The in-memory transcript as it is now, shared (no message is copied). Drop it
@@ -144,10 +145,10 @@ impl LiveSession {
         }
     }
 
-    /// Sets and persists the status, then publishes `session:status` (`data.status`).
+    /// Sets and persists the status, then publishes `session:status`.
     pub fn set_status(&self, status: SessionStatus) {
         self.update_metadata(|m| m.status = status);
-        self.emit(names::SESSION_STATUS, json!({"status": status.as_str()}));
+        self.emit(EngineEvent::status(status));
     }
 
     /// fsyncs transcript and events (end of turn).

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::live::{LiveSession, lock};
 use super::providers::{self, Env, ProviderFactory};
@@ -27,10 +27,11 @@ use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::Provider;
 use crate::routing::ModelCache;
-use crate::session::events::names;
 use crate::session::message::now_rfc3339;
+use crate::session::protocol::{CancelRequestedEvent, SessionResumeEvent, SessionStartEvent};
 use crate::session::{
-    EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore, StoreError, ids,
+    EngineEvent, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
+    StoreError, ids,
 };
 use crate::tool::Tool;
 use crate::tool::mount::ToolSet;
@@ -239,16 +240,13 @@ impl Runtime {
         let live = self.register(metadata, plan, Vec::new())?;
         live.set_provider(provider, provider_config);
         let meta = live.metadata();
-        live.emit(
-            names::SESSION_START,
-            json!({
-                "agent": live.agent_name,
-                "depth": 0,
-                "bundle": meta.bundle,
-                "model": meta.model,
-                "working_dir": meta.working_dir,
-            }),
-        );
+        live.emit(EngineEvent::SessionStart(SessionStartEvent {
+            agent: live.agent_name.clone(),
+            depth: 0,
+            bundle: meta.bundle,
+            model: meta.model,
+            working_dir: meta.working_dir,
+        }));
         live.set_status(SessionStatus::Idle);
         Ok(live.id.clone())
     }
@@ -285,7 +283,7 @@ impl Runtime {
             return;
         };
         if targets.iter().any(|s| s.is_running()) {
-            root.emit(names::CANCEL_REQUESTED, json!({}));
+            root.emit(EngineEvent::CancelRequested(CancelRequestedEvent {}));
         }
         for session in &targets {
             session.cancel_token().cancel();
@@ -376,15 +374,12 @@ impl Runtime {
         live.insert(id.to_string(), session.clone());
         drop(live);
         let meta = session.metadata();
-        session.emit(
-            names::SESSION_RESUME,
-            json!({
-                "agent": session.agent_name,
-                "depth": session.depth,
-                "turn_count": meta.turn_count,
-                "status": meta.status.as_str(),
-            }),
-        );
+        session.emit(EngineEvent::SessionResume(SessionResumeEvent {
+            agent: session.agent_name.clone(),
+            depth: session.depth,
+            turn_count: meta.turn_count,
+            status: meta.status,
+        }));
         Ok(session)
     }
 

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::context::with_context;
 use super::live::LiveSession;
@@ -27,10 +27,12 @@ use crate::config::MountPlan;
 use crate::config::merge::merge_for_spawn;
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
-use crate::session::events::names;
 use crate::session::ids;
 use crate::session::message::now_rfc3339;
-use crate::session::{Metadata, SessionStatus};
+use crate::session::protocol::{
+    SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
+};
+use crate::session::{EngineEvent, Metadata, SessionStatus};
 use crate::tool::ToolContext;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
 
@@ -113,7 +115,7 @@ async fn spawn_child(
     let fallback = model_of(&inherited.0);
     let routed = providers::route(&rt, &plan, &model_request, pair(&fallback)).await;
     let (plan, (provider, provider_config)) = apply_routing(&rt, plan, &routed, inherited)?;
-    let resolved = routed.resolved.to_value();
+    let resolved = routed.resolved;
     let parent_meta = parent.metadata();
     let now = now_rfc3339();
     let mut metadata = Metadata {
@@ -142,26 +144,25 @@ async fn spawn_child(
     }
     metadata
         .extra
-        .insert(RESOLVED_MODEL.into(), resolved.clone());
+        .insert(RESOLVED_MODEL.into(), resolved.to_value());
     let child = rt
         .register(metadata, plan, Vec::new())
         .map_err(|e| e.to_string())?;
     child.set_provider(provider, provider_config);
-    child.emit(
-        names::SESSION_FORK,
-        json!({"parent": parent.id, "agent": agent.name, "depth": child.depth, "resolved_model": resolved}),
-    );
+    child.emit(EngineEvent::SessionFork(SessionForkEvent {
+        parent: parent.id.clone(),
+        agent: agent.name.clone(),
+        depth: child.depth,
+        resolved_model: Some(resolved.clone()),
+    }));
     child.set_status(SessionStatus::Idle);
-    parent.emit(
-        names::TASK_AGENT_SPAWNED,
-        json!({
-            "agent": agent.name,
-            "sub_session_id": child.id,
-            "tool_call_id": ctx.tool_call_id,
-            "depth": child.depth,
-            "resolved_model": resolved,
-        }),
-    );
+    parent.emit(EngineEvent::TaskAgentSpawned(TaskAgentSpawnedEvent {
+        agent: agent.name.clone(),
+        sub_session_id: child.id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        depth: child.depth,
+        resolved_model: resolved,
+    }));
     run_child(rt, &parent, child, &request, &ctx).await
 }
 
@@ -218,7 +219,7 @@ async fn route_resume(
     rt: &Runtime,
     child: &LiveSession,
     request: &TaskRequest,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<ResolvedModel>, String> {
     if child.is_running() {
         return Ok(None);
     }
@@ -261,9 +262,9 @@ async fn route_resume(
         ));
         let value = kept.to_value();
         child.update_metadata(|m| {
-            m.extra.insert(RESOLVED_MODEL.into(), value.clone());
+            m.extra.insert(RESOLVED_MODEL.into(), value);
         });
-        return Ok(Some(value));
+        return Ok(Some(kept));
     }
     let (plan, (provider, config)) = apply_routing(rt, plan, &routed, current)?;
     let value = routed.resolved.to_value();
@@ -271,7 +272,7 @@ async fn route_resume(
     child.set_provider(provider, config);
     child.update_metadata(|m| {
         m.config = Some(plan.0);
-        m.extra.insert(RESOLVED_MODEL.into(), value.clone());
+        m.extra.insert(RESOLVED_MODEL.into(), value);
         if let Some(role) = &request.model_role {
             m.extra.insert("model_role".into(), role.clone());
         }
@@ -280,7 +281,7 @@ async fn route_resume(
         }
         m.model = Some(label);
     });
-    Ok(Some(value))
+    Ok(Some(routed.resolved))
 }
 
 impl Runtime {
@@ -329,16 +330,13 @@ async fn resume_child(
     let id = request.session_id.clone().unwrap_or_default();
     let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
     let rerouted = route_resume(&rt, &child, &request).await?;
-    let mut data = json!({
-        "agent": child.agent_name,
-        "sub_session_id": child.id,
-        "tool_call_id": ctx.tool_call_id,
-        "depth": child.depth,
-    });
-    if let (Some(resolved), Value::Object(map)) = (rerouted, &mut data) {
-        map.insert(RESOLVED_MODEL.into(), resolved);
-    }
-    parent.emit(names::TASK_AGENT_RESUMED, data);
+    parent.emit(EngineEvent::TaskAgentResumed(TaskAgentResumedEvent {
+        agent: child.agent_name.clone(),
+        sub_session_id: child.id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        depth: child.depth,
+        resolved_model: rerouted,
+    }));
     run_child(rt, &parent, child, &request, &ctx).await
 }
 
@@ -358,16 +356,13 @@ async fn run_child(
     let outcome: TurnOutcome = turn::run(rt, child.clone(), instruction, Some(ctx.cancel.clone()))
         .await
         .map_err(|e| e.to_string())?;
-    parent.emit(
-        names::TASK_AGENT_COMPLETED,
-        json!({
-            "agent": outcome.agent,
-            "sub_session_id": outcome.session_id,
-            "tool_call_id": ctx.tool_call_id,
-            "status": outcome.status.as_str(),
-            "turn_count": outcome.turn_count,
-        }),
-    );
+    parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
+        agent: outcome.agent.clone(),
+        sub_session_id: outcome.session_id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        status: outcome.status,
+        turn_count: outcome.turn_count,
+    }));
     Ok(TaskResult {
         response: outcome.response,
         session_id: outcome.session_id,

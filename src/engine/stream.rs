@@ -12,23 +12,23 @@
 //! wait ends the call as cancelled. Does not own: what is done with the response
 //! (`turn`).
 //!
-//! Every retry is visible: before waiting, `provider:error` is published with
-//! [`error_data`] and `retrying: true` (see there for the shape); the turn publishes
-//! the final one (`retrying: false`) when the call fails for good.
+//! Every retry is visible: before waiting, `provider:error` is published
+//! ([`error_event`], `retrying: true`); the turn publishes the final one
+//! (`retrying: false`) when the call fails for good.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use rand::Rng;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
 use crate::provider::{
     ChatRequest, Provider, ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent,
 };
-use crate::session::events::names;
+use crate::session::EngineEvent;
+use crate::session::protocol::{DeltaKind, ProviderErrorEvent};
 
 /// Attempts per model call (the first plus three retries).
 pub const MAX_ATTEMPTS: u32 = 4;
@@ -79,16 +79,13 @@ pub(crate) async fn call_model(
             session = %live.id, attempt, wait_ms = millis(wait),
             "retrying the model call after: {error}"
         );
-        live.emit(
-            names::PROVIDER_ERROR,
-            error_data(
-                provider.as_ref(),
-                &request.model,
-                &error,
-                attempt,
-                Some(wait),
-            ),
-        );
+        live.emit(EngineEvent::ProviderError(error_event(
+            provider.as_ref(),
+            &request.model,
+            &error,
+            attempt,
+            Some(wait),
+        )));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = token.cancelled() => return CallEnd::Cancelled { partial },
@@ -131,44 +128,31 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The `data` of `provider:error`:
-///
-/// ```json
-/// {"provider": "openai", "module": "provider-openai", "model": "gpt-4o",
-///  "kind": "rate_limit", "status": 429, "message": "<the API's own message>",
-///  "error": "openai: <message> (HTTP 429)", "retryable": true,
-///  "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1000,
-///  "retry_after_ms": 1000}
-/// ```
-///
-/// `kind` is a [`ProviderErrorKind`] in snake case (`auth`, `rate_limit`, `overloaded`,
-/// `context_too_long`, `invalid_request`, `server`, `network`, `stream`, `cancelled`,
-/// `not_configured`); `status` is null without an HTTP status; `attempt` is the
-/// attempt that failed (1-based). While retrying, `wait_ms` is the wait before the next
-/// attempt; in the final event (`retrying: false`) it is null. `retry_after_ms` is the
-/// server's requested wait, or null.
-pub fn error_data(
+/// The `provider:error` of `attempt` (1-based) of a call to `model` that failed with
+/// `error`: `retry_in` is the wait before the next attempt while retrying, `None` in
+/// the final event. Shape: [`ProviderErrorEvent`].
+pub fn error_event(
     provider: &dyn Provider,
     model: &str,
     error: &ProviderError,
     attempt: u32,
     retry_in: Option<Duration>,
-) -> Value {
-    json!({
-        "provider": error.provider,
-        "module": provider.module(),
-        "model": model,
-        "kind": error.kind,
-        "status": error.status,
-        "message": error.message,
-        "error": error.to_string(),
-        "retryable": error.is_retryable(),
-        "retrying": retry_in.is_some(),
-        "attempt": attempt,
-        "max_attempts": MAX_ATTEMPTS,
-        "wait_ms": retry_in.map(millis),
-        "retry_after_ms": error.retry_after.map(millis),
-    })
+) -> ProviderErrorEvent {
+    ProviderErrorEvent {
+        provider: error.provider.clone(),
+        module: provider.module().to_string(),
+        model: model.to_string(),
+        kind: error.kind,
+        status: error.status,
+        message: error.message.clone(),
+        error: error.to_string(),
+        retryable: error.is_retryable(),
+        retrying: retry_in.is_some(),
+        attempt,
+        max_attempts: MAX_ATTEMPTS,
+        wait_ms: retry_in.map(millis),
+        retry_after_ms: error.retry_after.map(millis),
+    }
 }
 
 /// One attempt; the flag says whether any delta reached the bus.
@@ -196,17 +180,11 @@ async fn attempt_once(
             Some(Ok(StreamEvent::TextDelta(delta))) => {
                 shown = true;
                 partial.push_str(&delta);
-                live.emit(
-                    names::CONTENT_BLOCK_DELTA,
-                    json!({"delta": delta, "kind": "text"}),
-                );
+                live.emit(EngineEvent::delta(DeltaKind::Text, delta));
             }
             Some(Ok(StreamEvent::ThinkingDelta(delta))) => {
                 shown = true;
-                live.emit(
-                    names::CONTENT_BLOCK_DELTA,
-                    json!({"delta": delta, "kind": "thinking"}),
-                );
+                live.emit(EngineEvent::delta(DeltaKind::Thinking, delta));
             }
             Some(Ok(StreamEvent::ToolCallStarted { .. })) => shown = true,
             Some(Ok(StreamEvent::Completed(response))) => return (CallEnd::Done(response), shown),

@@ -7,7 +7,7 @@
 //! written and files synced. Does not own: streaming one call (`stream`), running tool
 //! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`routing::prices`).
 //!
-//! Usage: every model call's usage ([`usage_json`]: `{input_tokens, output_tokens,
+//! Usage: every model call's usage ([`usage_record`]: `{input_tokens, output_tokens,
 //! cache_read_tokens, cache_creation_tokens, cost?}`, `cost` in USD only when the
 //! config's price table has the model) goes into the assistant message's
 //! `metadata.usage`, into `provider:response` `data.usage`, and is added to the
@@ -20,7 +20,7 @@
 //! above) and `session:end` (`{status}`): arbor treats each turn like one Amplifier run
 //! of the session, so `session:end` marks the end of a turn, not of the session's life
 //! (any session can be resumed later). A failed model call publishes `provider:error`
-//! (`stream::error_data`, `retrying: false`) first.
+//! (`stream::error_event`, `retrying: false`) first.
 
 use std::sync::Arc;
 
@@ -32,12 +32,16 @@ use super::live::LiveSession;
 use super::providers;
 use super::repair;
 use super::runtime::{EngineError, Runtime, TurnOutcome};
-use super::stream::{CallEnd, call_model, error_data};
+use super::stream::{CallEnd, call_model, error_event};
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
 use crate::routing::prices::{CacheAccounting, PriceTable};
-use crate::session::events::names;
 use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
-use crate::session::{SessionStatus, Usage};
+use crate::session::metadata::SessionUsage;
+use crate::session::protocol::{
+    CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent, ProviderRequestEvent,
+    ProviderResponseEvent, SessionEndEvent,
+};
+use crate::session::{EngineEvent, SessionStatus, Usage};
 use crate::tool::mount::ToolSet;
 
 /// How the loop ended.
@@ -92,7 +96,9 @@ pub(crate) async fn run(
     }
     live.append(Message::user(prompt.clone()));
     live.set_status(SessionStatus::Running);
-    live.emit(names::PROMPT_SUBMIT, json!({"prompt": prompt}));
+    live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent {
+        prompt: prompt.clone(),
+    }));
 
     let tools = rt.mount_tools(&live);
     let (prices, warnings) = PriceTable::from_config(&rt.config);
@@ -151,16 +157,13 @@ async fn drive(
             max_tokens: None,
             config: provider_config.clone(),
         };
-        live.emit(
-            names::PROVIDER_REQUEST,
-            json!({
-                "provider": provider.id(),
-                "model": request.model,
-                "iteration": iteration,
-                "message_count": request.messages.len(),
-                "tools": tools.names(),
-            }),
-        );
+        live.emit(EngineEvent::ProviderRequest(ProviderRequestEvent {
+            provider: provider.id().to_string(),
+            model: request.model.clone(),
+            iteration,
+            message_count: request.messages.len(),
+            tools: tools.names(),
+        }));
         let end = call_model(live, provider, &request, token).await;
         // The request shares the transcript: release it before anything is appended,
         // or that append would copy the whole transcript. (`..` alone would keep the
@@ -176,10 +179,13 @@ async fn drive(
                 partial,
                 attempts,
             } => {
-                live.emit(
-                    names::PROVIDER_ERROR,
-                    error_data(provider.as_ref(), &model, &error, attempts, None),
-                );
+                live.emit(EngineEvent::ProviderError(error_event(
+                    provider.as_ref(),
+                    &model,
+                    &error,
+                    attempts,
+                    None,
+                )));
                 keep_partial(live, &partial, Some(&error.to_string()));
                 return LoopEnd {
                     status: SessionStatus::Failed,
@@ -285,7 +291,7 @@ fn record_response(
             let accounting = CacheAccounting::for_module(provider.module());
             round_cost(p.cost(&response.usage, accounting))
         });
-    let usage = usage_json(&response.usage, cost);
+    let usage = usage_record(&response.usage, cost);
     live.append(Message::Assistant(AssistantMessage {
         content: response.content.clone(),
         tool_calls: response.tool_calls.clone(),
@@ -303,32 +309,25 @@ fn record_response(
         }
         m.model = Some(model.clone());
     });
-    live.emit(
-        names::PROVIDER_RESPONSE,
-        json!({
-            "provider": provider.id(),
-            "model": model,
-            "usage": usage,
-            "stop_reason": response.stop_reason,
-            "tool_calls": response.tool_calls.len(),
-        }),
-    );
+    live.emit(EngineEvent::ProviderResponse(ProviderResponseEvent {
+        provider: provider.id().to_string(),
+        model,
+        usage,
+        stop_reason: response.stop_reason.clone(),
+        tool_calls: response.tool_calls.len(),
+    }));
     cost
 }
 
 /// A usage record: `{input_tokens, output_tokens, cache_read_tokens,
 /// cache_creation_tokens}` plus `cost` (USD) when known.
-pub fn usage_json(usage: &Usage, cost: Option<f64>) -> Value {
-    let mut v = json!({
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_creation_tokens": usage.cache_creation_tokens,
-    });
-    if let (Some(c), Value::Object(map)) = (cost, &mut v) {
-        map.insert("cost".into(), json!(c));
-    }
-    v
+pub fn usage_record(usage: &Usage, cost: Option<f64>) -> SessionUsage {
+    let mut record = SessionUsage {
+        cost,
+        ..SessionUsage::default()
+    };
+    record.add(usage);
+    record
 }
 
 /// USD rounded to 10 decimals, so sums of prices stay readable in JSON.
@@ -373,18 +372,17 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     live.set_status(status);
     let turn_count = live.metadata().turn_count;
     if status == SessionStatus::Cancelled {
-        live.emit(names::CANCEL_COMPLETED, json!({}));
+        live.emit(EngineEvent::CancelCompleted(CancelCompletedEvent {}));
     }
-    let mut complete = json!({
-        "status": status.as_str(),
-        "turn_count": turn_count,
-        "usage": usage_json(&usage.usage, usage.cost),
-    });
-    if let (Some(e), Value::Object(map)) = (&error, &mut complete) {
-        map.insert("error".into(), json!(e));
-    }
-    live.emit(names::ORCHESTRATOR_COMPLETE, complete);
-    live.emit(names::SESSION_END, json!({"status": status.as_str()}));
+    live.emit(EngineEvent::OrchestratorComplete(
+        OrchestratorCompleteEvent {
+            status,
+            turn_count,
+            usage: usage_record(&usage.usage, usage.cost),
+            error: error.clone(),
+        },
+    ));
+    live.emit(EngineEvent::SessionEnd(SessionEndEvent { status }));
     live.sync();
     TurnOutcome {
         session_id: live.id.clone(),

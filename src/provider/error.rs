@@ -30,33 +30,8 @@ pub(crate) fn register_credentials(api_key: Option<&str>, headers: &[(String, St
     register_secrets(api_key.into_iter().chain(header_values));
 }
 
-/// What kind of failure a provider call had (drives retry and the TUI's hint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderErrorKind {
-    /// 401/403: bad or missing key.
-    Auth,
-    /// 429.
-    RateLimit,
-    /// 529 / `overloaded_error`.
-    Overloaded,
-    /// The prompt is longer than the model's context.
-    ContextTooLong,
-    /// Other 4xx, or an account without quota/credit (`insufficient_quota`): the
-    /// request was refused and resending it unchanged fails again.
-    InvalidRequest,
-    /// 5xx.
-    Server,
-    /// Connection refused/reset, timeouts, a stream cut mid-way.
-    Network,
-    /// An `error` event or error object inside an otherwise good stream whose
-    /// `code`/`type`/`status` names no kind above (a known one maps to that kind).
-    Stream,
-    /// The call was cancelled.
-    Cancelled,
-    /// No provider is configured / usable.
-    NotConfigured,
-}
+/// Defined with the protocol (events carry it): `provider:error` `data.kind`.
+pub use crate::session::protocol::ProviderErrorKind;
 
 /// A provider failure, naming the provider, the HTTP status and the API's own message.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

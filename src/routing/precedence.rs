@@ -7,7 +7,6 @@
 //! a `reason` that explains every fallback. Does not own: building providers or
 //! rewriting the session (`engine::providers`), resolving one tier (`resolve`).
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::matrix::RoutingMatrix;
@@ -15,70 +14,8 @@ use super::prefs::{ProviderPreference, parse_preferences, parse_roles};
 use super::resolve::{Mounts, Resolution, resolve_model_role, resolve_preferences};
 use super::source::ModelSource;
 
-/// Where a sub-session's model came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Via {
-    #[serde(rename = "call preferences")]
-    CallPreferences,
-    #[serde(rename = "call role")]
-    CallRole,
-    #[serde(rename = "agent preferences")]
-    AgentPreferences,
-    #[serde(rename = "agent role")]
-    AgentRole,
-    #[serde(rename = "parent")]
-    Parent,
-}
-
-impl Via {
-    /// The label used in metadata and reasons (`call preferences`, …, `parent`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::CallPreferences => "call preferences",
-            Via::CallRole => "call role",
-            Via::AgentPreferences => "agent preferences",
-            Via::AgentRole => "agent role",
-            Via::Parent => "parent",
-        }
-    }
-}
-
-/// The model a session resolved, as stored in its metadata under `resolved_model`:
-/// `{provider, model, via, role?, reason?}`. `provider` is the mount name (provider id)
-/// in the session's plan; `role` the model role that resolved (role tiers); `reason`
-/// explains fallbacks ("role reasoning: no candidate available (…); used role general").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResolvedModel {
-    pub provider: String,
-    pub model: String,
-    pub via: Via,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl ResolvedModel {
-    /// The record as JSON.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-
-    /// `provider/model` for display (`provider` alone when the model is unknown).
-    pub fn label(&self) -> String {
-        if self.model.is_empty() {
-            self.provider.clone()
-        } else {
-            format!("{}/{}", self.provider, self.model)
-        }
-    }
-
-    /// Reads a stored record (e.g. `metadata.extra["resolved_model"]`); `None` when
-    /// absent or malformed.
-    pub fn from_value(v: &Value) -> Option<Self> {
-        serde_json::from_value(v.clone()).ok()
-    }
-}
+/// Defined with the protocol (`session:fork` and `task:agent_*` carry the record).
+pub use crate::session::protocol::{ResolvedModel, Via};
 
 /// The raw model settings of a spawn (each `None` when not given): from the task call
 /// and from the agent's frontmatter.

@@ -1,24 +1,25 @@
-//! Sessions: ids, the on-disk store, transcript messages, events and the bus (SPEC §7).
+//! Sessions: ids, the on-disk store, transcript messages, and the typed protocol —
+//! events, commands and the bus (SPEC §7).
 //!
 //! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
 //! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
 //! recovery (`store`), secret redaction (`redact`), message shapes (`message`), token
-//! counts (`usage`) and the event bus (`events`). The bottom layer above `paths`: it
-//! imports no other arbor module. Does not own: running turns (`engine`) or encoding
-//! messages for an API (`provider`).
+//! counts (`usage`) and the engine ↔ front-end protocol with the event bus
+//! (`protocol`). The bottom layer above `paths`: it imports no other arbor module. Does
+//! not own: running turns (`engine`) or encoding messages for an API (`provider`).
 
-pub mod events;
 pub mod export;
 pub mod ids;
 pub mod message;
 pub mod metadata;
+pub mod protocol;
 pub mod redact;
 pub mod store;
 pub mod tree;
 pub mod usage;
 
-pub use events::{Event, EventBus};
 pub use message::Message;
 pub use metadata::{Metadata, SessionStatus};
+pub use protocol::{EngineCommand, EngineEvent, Event, EventBus};
 pub use store::{LoadedSession, SessionStore, SessionWriter, StoreError};
 pub use usage::Usage;

@@ -1,9 +1,9 @@
-//! The TUI's message types: what flows into the `App` ([`AppEvent`]), what the `App`
-//! asks the engine to do ([`EngineCommand`]), and what input widgets report
-//! ([`KeyOutcome`] carrying a [`UiAction`]).
+//! The TUI's message types: what flows into the `App` ([`AppEvent`]) and what input
+//! widgets report ([`KeyOutcome`] carrying a [`UiAction`]). What the `App` asks the
+//! engine to do is the protocol's [`EngineCommand`], re-exported here.
 //!
-//! Owns: these shapes only. Does not own: handling them (`app`) or executing commands
-//! (`executor`).
+//! Owns: these shapes only. Does not own: handling them (`app`), executing commands
+//! (`executor`), or the protocol (`session::protocol`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
+pub use crate::session::EngineCommand;
 use crate::session::{Event, LoadedSession, Metadata};
 
 /// Everything that can change UI state. The `App` is the only consumer; background
@@ -63,34 +64,6 @@ pub enum AppEvent {
     Tick,
     /// Quit now (a termination signal arrived).
     Shutdown,
-}
-
-/// What the `App` asks the engine (or the store) to do. The run loop executes each in
-/// a background task and reports back with an [`AppEvent`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EngineCommand {
-    /// Run one turn. `session_id: None` creates a new root session first (with `agent`,
-    /// else the bundle's root agent) and reports [`AppEvent::SessionCreated`];
-    /// `Some(id)` continues a live session or resumes a stored one (root or
-    /// sub-session). Ends with [`AppEvent::TurnFinished`] or [`AppEvent::CommandFailed`].
-    Submit {
-        session_id: Option<String>,
-        agent: Option<String>,
-        prompt: String,
-    },
-    /// Cancel the running turn of `session_id` and of all its descendants.
-    Cancel { session_id: String },
-    /// Read a session (id or unambiguous prefix) from the store; answered by
-    /// [`AppEvent::TranscriptLoaded`].
-    LoadTranscript { session_id: String },
-    /// List stored sessions of this project; answered by [`AppEvent::SessionsListed`].
-    ListSessions,
-    /// Work out the status-bar label of a new root session, asking a local server for
-    /// its model when none is configured (`Runtime::resolve_provider_label`, bounded
-    /// to a few seconds); answered by [`AppEvent::ProviderLabelResolved`] (nothing when
-    /// no provider is usable: the banner already says so). The run loop sends it once
-    /// at start when the label has no model ([`crate::tui::App::wants_provider_label`]).
-    ResolveProviderLabel,
 }
 
 /// What an input widget did with a key.

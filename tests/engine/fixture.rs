@@ -209,17 +209,22 @@ pub fn drain(rx: &mut UnboundedReceiver<Arc<Event>>) -> Vec<Arc<Event>> {
     out
 }
 
+/// The event's `data` as `--output-format jsonl` writes it (its wire keys).
+pub fn data(event: &Event) -> Value {
+    serde_json::to_value(event).unwrap()["data"].take()
+}
+
 pub fn find<'a>(events: &'a [Arc<Event>], name: &str, session: &str) -> Vec<&'a Arc<Event>> {
     events
         .iter()
-        .filter(|e| e.event == name && e.session_id == session)
+        .filter(|e| e.msg.name() == name && e.session_id == session)
         .collect()
 }
 
 pub fn position(events: &[Arc<Event>], name: &str, session: &str) -> usize {
     events
         .iter()
-        .position(|e| e.event == name && e.session_id == session)
+        .position(|e| e.msg.name() == name && e.session_id == session)
         .unwrap_or_else(|| panic!("no {name} on {session}"))
 }
 

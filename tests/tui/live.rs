@@ -7,24 +7,17 @@ use super::*;
 const WORDS: &str = "Working on it. Here is a careful answer ";
 
 fn delta(h: &mut Harness, id: &str, parent: Option<&str>, text: &str) {
-    h.engine(
-        names::CONTENT_BLOCK_DELTA,
-        id,
-        parent,
-        20,
-        json!({"delta": text, "kind": "text"}),
-    );
+    h.engine(EngineEvent::delta(DeltaKind::Text, text), id, parent, 20);
 }
 
 /// The root thread open with its task card, the child's turn running.
 fn with_child_running() -> Harness {
     let mut h = with_root_open();
     h.engine(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         CHILD,
         Some(ROOT),
         20,
-        json!({"status": "running"}),
     );
     h
 }
@@ -48,19 +41,12 @@ fn user_instruction() -> Value {
 #[test]
 fn opening_a_running_session_shows_what_streamed_before_it_was_opened() {
     let mut h = with_child_running();
+    h.engine(appended(user_instruction()), CHILD, Some(ROOT), 20);
     h.engine(
-        names::MESSAGE_APPENDED,
+        EngineEvent::delta(DeltaKind::Thinking, "weighing options"),
         CHILD,
         Some(ROOT),
         20,
-        json!({"message": user_instruction()}),
-    );
-    h.engine(
-        names::CONTENT_BLOCK_DELTA,
-        CHILD,
-        Some(ROOT),
-        20,
-        json!({"delta": "weighing options", "kind": "thinking"}),
     );
     delta(&mut h, CHILD, Some(ROOT), "Working on it.\nHere is ");
     open_child(&mut h);
@@ -75,11 +61,10 @@ fn opening_a_running_session_shows_what_streamed_before_it_was_opened() {
     assert_eq!(screen.matches("› List the modules").count(), 1, "{screen}");
     // The final message replaces the stream, shown once.
     h.engine(
-        names::MESSAGE_APPENDED,
+        appended(json!({"role": "assistant", "content": format!("{WORDS}done.")})),
         CHILD,
         Some(ROOT),
         21,
-        json!({"message": {"role": "assistant", "content": format!("{WORDS}done.")}}),
     );
     let screen = h.screen(80, 24);
     assert!(h.app.thread().unwrap().streaming().is_none());
@@ -96,20 +81,8 @@ fn messages_appended_while_loading_or_already_on_disk_show_once() {
     // after the read, so not on disk).
     let reply =
         json!({"role": "assistant", "content": WORDS.trim(), "timestamp": "2025-03-01T12:00:21Z"});
-    h.engine(
-        names::MESSAGE_APPENDED,
-        CHILD,
-        Some(ROOT),
-        20,
-        json!({"message": user_instruction()}),
-    );
-    h.engine(
-        names::MESSAGE_APPENDED,
-        CHILD,
-        Some(ROOT),
-        21,
-        json!({"message": reply}),
-    );
+    h.engine(appended(user_instruction()), CHILD, Some(ROOT), 20);
+    h.engine(appended(reply.clone()), CHILD, Some(ROOT), 21);
     h.load(CHILD, Some(ROOT), "explorer", vec![msg(user_instruction())]);
     let screen = h.screen(80, 24);
     assert_eq!(screen.matches("› List the modules").count(), 1, "{screen}");
@@ -142,23 +115,16 @@ fn messages_appended_while_loading_or_already_on_disk_show_once() {
     );
     let screen = h.screen(80, 24);
     assert_eq!(screen.matches("Second reply.").count(), 1, "{screen}");
-    h.engine(
-        names::MESSAGE_APPENDED,
-        CHILD,
-        Some(ROOT),
-        22,
-        json!({"message": second}),
-    );
+    h.engine(appended(second), CHILD, Some(ROOT), 22);
     let screen = h.screen(80, 24);
     assert_eq!(screen.matches("Second reply.").count(), 1, "{screen}");
     assert!(h.app.thread().unwrap().streaming().is_none());
     // A genuinely new message after that is shown.
     h.engine(
-        names::MESSAGE_APPENDED,
+        appended(json!({"role": "assistant", "content": "Third reply."})),
         CHILD,
         Some(ROOT),
         23,
-        json!({"message": {"role": "assistant", "content": "Third reply."}}),
     );
     assert!(h.screen(80, 24).contains("Third reply."));
 }
@@ -169,26 +135,18 @@ fn the_status_bar_learns_the_model_from_the_first_reply() {
     assert!(h.screen(80, 24).contains(" openai (default model) "));
     // A sub-session's reply (not open) does not change the label.
     h.engine(
-        names::PROVIDER_RESPONSE,
+        response("anthropic", "anthropic/claude-x"),
         CHILD,
         Some(ROOT),
         1,
-        json!({"provider": "anthropic", "model": "anthropic/claude-x", "usage": {}}),
     );
-    h.engine(
-        names::PROVIDER_RESPONSE,
-        ROOT,
-        None,
-        2,
-        json!({"provider": "openai", "model": "openai", "usage": {}}),
-    );
+    h.engine(response("openai", "openai"), ROOT, None, 2);
     assert_eq!(h.app.provider_label(), &Ok("openai".to_string()));
     h.engine(
-        names::PROVIDER_RESPONSE,
+        response("openai", "openai/qwen2.5-coder-0.5b"),
         ROOT,
         None,
         3,
-        json!({"provider": "openai", "model": "openai/qwen2.5-coder-0.5b", "usage": {}}),
     );
     let screen = h.screen(80, 24);
     assert!(
@@ -200,13 +158,7 @@ fn the_status_bar_learns_the_model_from_the_first_reply() {
         "{screen}"
     );
     // A bare model name is prefixed with the provider.
-    h.engine(
-        names::PROVIDER_RESPONSE,
-        ROOT,
-        None,
-        4,
-        json!({"provider": "openai", "model": "gpt-4o-mini", "usage": {}}),
-    );
+    h.engine(response("openai", "gpt-4o-mini"), ROOT, None, 4);
     assert_eq!(
         h.app.provider_label(),
         &Ok("openai/gpt-4o-mini".to_string())
@@ -228,11 +180,15 @@ fn a_new_root_header_shows_the_agent_from_session_start() {
         ));
         let start = |h: &mut Harness| {
             h.engine(
-                names::SESSION_START,
+                EngineEvent::SessionStart(SessionStartEvent {
+                    agent: "arbor".into(),
+                    bundle: Some("arbor".into()),
+                    model: Some("openai".into()),
+                    ..Default::default()
+                }),
                 ROOT,
                 None,
                 0,
-                json!({"agent": "arbor", "depth": 0, "bundle": "arbor", "model": "openai"}),
             )
         };
         if start_first {

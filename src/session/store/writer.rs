@@ -14,9 +14,9 @@ use super::lock::SessionLock;
 use super::metadata_file;
 use super::transcript::TRANSCRIPT_FILE;
 use super::{StoreError, io_err};
-use crate::session::events::Event;
 use crate::session::message::Message;
 use crate::session::metadata::Metadata;
+use crate::session::protocol::Event;
 use crate::session::redact::{MIN_SECRET_LEN, redact, redact_strings};
 
 /// The event log's file name inside a session directory.
@@ -96,7 +96,8 @@ impl SessionWriter {
     }
 
     /// Appends `event.to_log_line()` to `events.jsonl` with secret-looking keys
-    /// redacted; events that are not logged (live deltas) are ignored.
+    /// redacted; events that are not logged (live deltas, appended messages) are
+    /// ignored.
     pub fn append_event(&mut self, event: &Event) -> Result<(), StoreError> {
         if !event.is_logged() {
             return Ok(());

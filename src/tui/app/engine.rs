@@ -8,10 +8,9 @@ use super::{App, ThemeSource};
 use crate::agent::Registry;
 use crate::agent::reload::{RegistryDiff, ReloadEvent};
 use crate::engine::TurnOutcome;
-use crate::session::events::names;
-use crate::session::{Event, LoadedSession, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Event, LoadedSession, Metadata, SessionStatus};
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
-use crate::tui::state::tree::{agent_from_id, parse_status};
+use crate::tui::state::tree::agent_from_id;
 use crate::tui::theme::Theme;
 use crate::tui::views::status::model_part;
 
@@ -20,72 +19,58 @@ impl App {
         self.tree.apply(event);
         self.inflight.apply(event);
         let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
-        if event.event == names::PROVIDER_RESPONSE
+        if let EngineEvent::ProviderResponse(response) = &event.msg
             && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))
         {
-            self.learn_model(&event.data);
+            self.learn_model(&response.provider, &response.model);
         }
         let Some(thread) = &mut self.thread else {
             return;
         };
+        let start = match &event.msg {
+            EngineEvent::SessionStart(start) => Some(start),
+            _ => None,
+        };
         // A new root we are waiting for: adopt it on its start event.
         if thread.awaiting_root
             && thread.session_id.is_none()
-            && event.event == names::SESSION_START
+            && start.is_some()
             && event.parent_id.is_none()
         {
             thread.session_id = Some(event.session_id.clone());
             thread.awaiting_root = false;
             self.tree.reveal(&event.session_id);
         }
+        let status = match &event.msg {
+            EngineEvent::SessionStatus(s) => Some(s.status),
+            _ => None,
+        };
         if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
-            if event.event == names::SESSION_START
-                && let Some(agent) = ["agent", "agent_name"]
-                    .iter()
-                    .find_map(|k| event.data.get(*k).and_then(|a| a.as_str()))
-                    .filter(|a| !a.is_empty())
-            {
-                thread.agent = Some(agent.to_string());
+            if let Some(start) = start.filter(|s| !s.agent.is_empty()) {
+                thread.agent = Some(start.agent.clone());
             }
             thread.apply_event(event, &self.theme);
-            if matches!(event.event.as_str(), names::SESSION_STATUS)
-                && event
-                    .data
-                    .get("status")
-                    .and_then(|s| s.as_str())
-                    .and_then(parse_status)
-                    .is_some_and(|s| s != SessionStatus::Running)
-            {
+            if status.is_some_and(|s| s != SessionStatus::Running) {
                 thread.turn_in_flight = false;
             }
-        } else if matches!(
-            event.event.as_str(),
-            names::SESSION_STATUS | names::ORCHESTRATOR_COMPLETE
-        ) && thread.has_child(&event.session_id)
-            && let Some(status) = event
-                .data
-                .get("status")
-                .and_then(|s| s.as_str())
-                .and_then(parse_status)
+        } else if let Some(status) = match &event.msg {
+            EngineEvent::OrchestratorComplete(complete) => Some(complete.status),
+            _ => status,
+        } && thread.has_child(&event.session_id)
         {
             thread.set_child_status(&event.session_id, status);
         }
     }
 
-    /// Updates the status-bar label from a `provider:response` (`data.model` is
-    /// `provider/model` or a bare model name; `data.provider` the provider id). A
-    /// response without a model keeps the label; a no-provider warning stays.
-    fn learn_model(&mut self, data: &serde_json::Value) {
-        let field = |k: &str| {
-            data.get(k)
-                .and_then(|v| v.as_str())
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-        };
-        let Some(model) = field("model") else {
+    /// Updates the status-bar label from a `provider:response`'s provider id and model
+    /// (`provider/model` or a bare model name). A response without a model keeps the
+    /// label; a no-provider warning stays.
+    fn learn_model(&mut self, provider: &str, model: &str) {
+        let (provider, model) = (provider.trim(), model.trim());
+        if model.is_empty() {
             return;
-        };
-        let provider = field("provider");
+        }
+        let provider = Some(provider).filter(|p| !p.is_empty());
         if provider.is_some_and(|p| model == p || model == format!("{p}/")) {
             return;
         }

@@ -2,10 +2,8 @@
 //! with its kind as a heading, the API's own message, provider, model and HTTP status,
 //! and a hint fitting the kind.
 //!
-//! Reads `provider:error` `data` as the engine publishes it (`engine::stream::
-//! error_data`): `{provider, module, model, kind, status, message, error, retryable,
-//! retrying, attempt, max_attempts, wait_ms, retry_after_ms}`; an older event with only
-//! `error`/`message` still shows (as a generic "Provider error").
+//! Built from a `provider:error` event ([`ProviderErrorEvent`], published by
+//! `engine::stream`); a failure of no known kind shows as a generic "Provider error".
 //!
 //! Placement: a retry shows as a one-line notice; the next retry or the final error of
 //! the same call replaces it when it is still the last cell, so a call that gave up
@@ -17,18 +15,18 @@
 
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 
 use super::cells::{CellKind, Row};
 use super::thread::Thread;
 use crate::provider::ProviderErrorKind;
+use crate::session::protocol::ProviderErrorEvent;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::RLine;
 
 /// One `provider:error`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderFailure {
-    /// `None` for a kind this build does not know.
+    /// `None`: no known kind (a generic "Provider error").
     pub kind: Option<ProviderErrorKind>,
     /// Provider id (`openai`, `anthropic`, …); may be empty.
     pub provider: String,
@@ -47,24 +45,6 @@ pub struct ProviderFailure {
     pub retry_in_ms: Option<u64>,
     /// The server's requested wait, in milliseconds.
     pub retry_after_ms: Option<u64>,
-}
-
-/// The snake-case kind names of `provider:error` `data.kind`.
-pub fn parse_kind(s: &str) -> Option<ProviderErrorKind> {
-    use ProviderErrorKind::*;
-    Some(match s {
-        "auth" => Auth,
-        "rate_limit" => RateLimit,
-        "overloaded" => Overloaded,
-        "context_too_long" => ContextTooLong,
-        "invalid_request" => InvalidRequest,
-        "server" => Server,
-        "network" => Network,
-        "stream" => Stream,
-        "cancelled" => Cancelled,
-        "not_configured" => NotConfigured,
-        _ => return None,
-    })
 }
 
 /// The heading of an error of `kind`.
@@ -95,38 +75,25 @@ pub fn format_wait(ms: u64) -> String {
     }
 }
 
-impl ProviderFailure {
-    /// Parses `provider:error` data (missing fields are empty/`None`).
-    pub fn from_data(data: &Value) -> Self {
-        let s = |k: &str| data.get(k).and_then(Value::as_str).map(str::to_string);
-        let n = |k: &str| data.get(k).and_then(Value::as_u64);
-        let error = s("error")
-            .or_else(|| s("message"))
-            .unwrap_or_else(|| "provider error".into());
-        let retrying = data.get("retrying").and_then(Value::as_bool) == Some(true);
+impl From<&ProviderErrorEvent> for ProviderFailure {
+    fn from(e: &ProviderErrorEvent) -> Self {
         Self {
-            kind: s("kind").as_deref().and_then(parse_kind),
-            provider: s("provider").unwrap_or_default(),
-            module: s("module"),
-            model: s("model").filter(|m| !m.is_empty()),
-            status: n("status").and_then(|v| u16::try_from(v).ok()),
-            message: s("message").unwrap_or_else(|| error.clone()),
-            error,
-            attempt: n("attempt")
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(1),
-            max_attempts: n("max_attempts")
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(1),
-            retry_in_ms: if retrying {
-                Some(n("wait_ms").unwrap_or(0))
-            } else {
-                None
-            },
-            retry_after_ms: n("retry_after_ms"),
+            kind: Some(e.kind),
+            provider: e.provider.clone(),
+            module: Some(e.module.clone()).filter(|m| !m.is_empty()),
+            model: Some(e.model.clone()).filter(|m| !m.is_empty()),
+            status: e.status,
+            message: e.message.clone(),
+            error: e.error.clone(),
+            attempt: e.attempt,
+            max_attempts: e.max_attempts,
+            retry_in_ms: e.retrying.then(|| e.wait_ms.unwrap_or(0)),
+            retry_after_ms: e.retry_after_ms,
         }
     }
+}
 
+impl ProviderFailure {
     /// Whether a retry is pending (a notice, not the final error).
     pub fn is_retry(&self) -> bool {
         self.retry_in_ms.is_some()
@@ -291,7 +258,25 @@ impl Thread {
 mod tests {
     use super::*;
     use crate::tui::wrap::plain;
-    use serde_json::json;
+
+    /// A final (not retrying) `provider:error` of `kind` from `provider`.
+    fn event(kind: ProviderErrorKind, provider: &str) -> ProviderErrorEvent {
+        ProviderErrorEvent {
+            provider: provider.into(),
+            module: String::new(),
+            model: String::new(),
+            kind,
+            status: Some(401),
+            message: "invalid x-api-key".into(),
+            error: "anthropic: invalid x-api-key (HTTP 401)".into(),
+            retryable: false,
+            retrying: false,
+            attempt: 1,
+            max_attempts: 4,
+            wait_ms: None,
+            retry_after_ms: None,
+        }
+    }
 
     fn text(f: &ProviderFailure) -> String {
         let theme = Theme::builtin_dark(true);
@@ -306,55 +291,63 @@ mod tests {
 
     #[test]
     fn each_kind_has_a_heading_and_a_fitting_hint() {
-        let data = |kind: &str, provider: &str| {
-            json!({"provider": provider, "kind": kind, "status": 401,
-                   "message": "invalid x-api-key", "error": "anthropic: invalid x-api-key (HTTP 401)",
-                   "retrying": false, "attempt": 1, "max_attempts": 4})
-        };
-        let auth = ProviderFailure::from_data(&data("auth", "anthropic"));
+        use ProviderErrorKind::*;
+        let data = |kind, provider: &str| ProviderFailure::from(&event(kind, provider));
+        let auth = data(Auth, "anthropic");
         let t = text(&auth);
         assert!(t.starts_with("✗ Authentication failed"), "{t}");
         assert!(t.contains("invalid x-api-key") && t.contains("anthropic · HTTP 401"));
         assert!(t.contains("check ANTHROPIC_API_KEY"), "{t}");
-        let openai = ProviderFailure::from_data(&data("auth", "openai"));
+        let openai = data(Auth, "openai");
         assert!(openai.hint().contains("OPENAI_API_KEY"));
-        let ctx = ProviderFailure::from_data(&data("context_too_long", "openai"));
+        let ctx = data(ContextTooLong, "openai");
         assert!(text(&ctx).contains("Context too long") && ctx.hint().contains("new session"));
-        for kind in ["rate_limit", "overloaded", "server", "network"] {
-            let f = ProviderFailure::from_data(&data(kind, "openai"));
-            assert!(f.hint().contains("retry"), "{kind}: {}", f.hint());
-            assert_ne!(heading(f.kind), "Provider error", "{kind}");
+        for kind in [RateLimit, Overloaded, Server, Network] {
+            let f = data(kind, "openai");
+            assert!(f.hint().contains("retry"), "{kind:?}: {}", f.hint());
+            assert_ne!(heading(f.kind), "Provider error", "{kind:?}");
         }
         // OpenRouter is an OpenAI-compatible server: its key is OPENAI_API_KEY to arbor.
-        let openrouter = ProviderFailure::from_data(&data("auth", "openrouter"));
+        let openrouter = data(Auth, "openrouter");
         assert!(
             openrouter.hint().contains("OPENAI_API_KEY"),
             "{}",
             openrouter.hint()
         );
-        let quota = ProviderFailure::from_data(
-            &json!({"provider": "openai", "kind": "invalid_request",
-            "status": 429, "message": "You exceeded your current quota, please check your plan and billing details."}),
-        );
+        let quota = ProviderFailure::from(&ProviderErrorEvent {
+            status: Some(429),
+            message: "You exceeded your current quota, please check your plan and billing details."
+                .into(),
+            ..event(InvalidRequest, "openai")
+        });
         assert!(quota.hint().contains("billing"), "{}", quota.hint());
-        let bad_model = ProviderFailure::from_data(&data("invalid_request", "openai"));
+        let bad_model = data(InvalidRequest, "openai");
         assert!(
             bad_model.hint().contains("model name"),
             "{}",
             bad_model.hint()
         );
-        let old = ProviderFailure::from_data(&json!({"error": "openai: boom"}));
-        assert_eq!((old.kind, old.message.as_str()), (None, "openai: boom"));
-        assert!(text(&old).starts_with("✗ Provider error"));
+        let unknown = ProviderFailure {
+            kind: None,
+            ..data(Server, "openai")
+        };
+        assert!(text(&unknown).starts_with("✗ Provider error"));
     }
 
     #[test]
     fn a_retry_is_a_notice_that_the_final_error_replaces() {
-        let retry = json!({"provider": "openai", "kind": "rate_limit", "status": 429,
-            "message": "slow down", "error": "openai: slow down (HTTP 429)",
-            "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1500,
-            "retry_after_ms": 1500});
-        let f = ProviderFailure::from_data(&retry);
+        let retry = ProviderErrorEvent {
+            provider: "openai".into(),
+            status: Some(429),
+            message: "slow down".into(),
+            error: "openai: slow down (HTTP 429)".into(),
+            retryable: true,
+            retrying: true,
+            wait_ms: Some(1500),
+            retry_after_ms: Some(1500),
+            ..event(ProviderErrorKind::RateLimit, "openai")
+        };
+        let f = ProviderFailure::from(&retry);
         assert_eq!(
             text(&f),
             "↻ Rate limited (HTTP 429) · retry 2 of 4 in 1.5s · Esc cancels\n  slow down"

@@ -2,7 +2,7 @@
 //! so opening a running session shows what streamed before it was opened (the
 //! transcript on disk holds only finished messages).
 //!
-//! Bus events read: `content_block:delta` `{delta|text, kind|block_type}` (appends);
+//! Bus events read: `content_block:delta` (appends text or thinking);
 //! `message:appended` of an assistant message, `session:status` other than `running`,
 //! `orchestrator:complete` and `session:end` (clear the session's entry).
 //!
@@ -11,10 +11,10 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
-use crate::session::Event;
-use crate::session::events::names;
+use crate::session::protocol::{
+    ContentBlockDeltaEvent, DeltaKind, MessageAppendedEvent, SessionStatusEvent,
+};
+use crate::session::{EngineEvent, Event, Message, SessionStatus};
 
 /// Most bytes of streamed text (and, separately, thinking) kept per session; older
 /// whole lines are dropped first.
@@ -40,43 +40,33 @@ pub struct InflightStreams {
 impl InflightStreams {
     /// Applies one bus event of any session.
     pub fn apply(&mut self, event: &Event) {
-        let data = &event.data;
-        match event.event.as_str() {
-            names::CONTENT_BLOCK_DELTA => {
-                let Some(delta) = str_of(data, "delta").or_else(|| str_of(data, "text")) else {
-                    return;
-                };
-                let kind = str_of(data, "kind").or_else(|| str_of(data, "block_type"));
-                if !matches!(kind, None | Some("text" | "thinking")) || delta.is_empty() {
-                    return;
-                }
-                if !self.sessions.contains_key(&event.session_id)
-                    && self.sessions.len() >= MAX_INFLIGHT_SESSIONS
+        match &event.msg {
+            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent { delta, kind }) => {
+                if delta.is_empty()
+                    || (!self.sessions.contains_key(&event.session_id)
+                        && self.sessions.len() >= MAX_INFLIGHT_SESSIONS)
                 {
                     return;
                 }
                 let entry = self.sessions.entry(event.session_id.clone()).or_default();
-                let buf = if kind == Some("thinking") {
-                    &mut entry.thinking
-                } else {
-                    &mut entry.text
+                let buf = match kind {
+                    DeltaKind::Thinking => &mut entry.thinking,
+                    DeltaKind::Text => &mut entry.text,
                 };
                 buf.push_str(delta);
                 bound(buf);
             }
-            names::MESSAGE_APPENDED => {
-                let role = data
-                    .get("message")
-                    .and_then(|m| m.get("role"))
-                    .and_then(Value::as_str);
-                if role == Some("assistant") {
-                    self.sessions.remove(&event.session_id);
-                }
-            }
-            names::SESSION_STATUS if str_of(data, "status").is_some_and(|s| s != "running") => {
+            EngineEvent::MessageAppended(MessageAppendedEvent {
+                message: Message::Assistant(_),
+            }) => {
                 self.sessions.remove(&event.session_id);
             }
-            names::ORCHESTRATOR_COMPLETE | names::SESSION_END => {
+            EngineEvent::SessionStatus(SessionStatusEvent { status })
+                if *status != SessionStatus::Running =>
+            {
+                self.sessions.remove(&event.session_id);
+            }
+            EngineEvent::OrchestratorComplete(_) | EngineEvent::SessionEnd(_) => {
                 self.sessions.remove(&event.session_id);
             }
             _ => {}
@@ -99,10 +89,6 @@ impl InflightStreams {
     }
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 /// Drops the oldest bytes of `buf` beyond [`MAX_INFLIGHT_BYTES`], at a line start when
 /// one follows within 4 KiB, else at a char boundary.
 fn bound(buf: &mut String) {
@@ -123,30 +109,28 @@ fn bound(buf: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::protocol::OrchestratorCompleteEvent;
     use serde_json::json;
 
-    fn ev(name: &str, id: &str, data: Value) -> Event {
-        Event::new(name, id, None, data)
+    fn ev(id: &str, msg: EngineEvent) -> Event {
+        Event::new(id, None, msg)
+    }
+
+    fn text(delta: &str) -> EngineEvent {
+        EngineEvent::delta(DeltaKind::Text, delta)
+    }
+
+    fn appended(message: serde_json::Value) -> EngineEvent {
+        EngineEvent::appended(serde_json::from_value(message).unwrap())
     }
 
     #[test]
     fn keeps_text_until_the_assistant_message_or_the_end_of_the_turn() {
         let mut s = InflightStreams::default();
-        let delta = |t: &str, k: &str| {
-            ev(
-                names::CONTENT_BLOCK_DELTA,
-                "a",
-                json!({"delta": t, "kind": k}),
-            )
-        };
-        s.apply(&delta("Hello ", "text"));
-        s.apply(&delta("hmm", "thinking"));
-        s.apply(&delta("world", "text"));
-        s.apply(&ev(
-            names::CONTENT_BLOCK_DELTA,
-            "b",
-            json!({"delta": "other"}),
-        ));
+        s.apply(&ev("a", text("Hello ")));
+        s.apply(&ev("a", EngineEvent::delta(DeltaKind::Thinking, "hmm")));
+        s.apply(&ev("a", text("world")));
+        s.apply(&ev("b", text("other")));
         assert_eq!(
             s.get("a"),
             Some(&Inflight {
@@ -155,35 +139,24 @@ mod tests {
             })
         );
         // A user or tool message does not end the reply; an assistant message does.
-        s.apply(&ev(
-            names::MESSAGE_APPENDED,
-            "a",
-            json!({"message": {"role": "user", "content": "x"}}),
-        ));
+        s.apply(&ev("a", appended(json!({"role": "user", "content": "x"}))));
         assert!(s.get("a").is_some());
         s.apply(&ev(
-            names::MESSAGE_APPENDED,
             "a",
-            json!({"message": {"role": "assistant", "content": "Hello world"}}),
+            appended(json!({"role": "assistant", "content": "Hello world"})),
         ));
         assert!(s.get("a").is_none());
-        s.apply(&ev(
-            names::SESSION_STATUS,
-            "b",
-            json!({"status": "running"}),
-        ));
+        s.apply(&ev("b", EngineEvent::status(SessionStatus::Running)));
         assert!(s.get("b").is_some());
-        s.apply(&ev(
-            names::SESSION_STATUS,
-            "b",
-            json!({"status": "cancelled"}),
-        ));
+        s.apply(&ev("b", EngineEvent::status(SessionStatus::Cancelled)));
         assert!(s.is_empty());
-        s.apply(&delta("again", "text"));
+        s.apply(&ev("a", text("again")));
         s.apply(&ev(
-            names::ORCHESTRATOR_COMPLETE,
             "a",
-            json!({"status": "success"}),
+            EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent {
+                status: SessionStatus::Completed,
+                ..Default::default()
+            }),
         ));
         assert!(s.is_empty());
     }
@@ -193,18 +166,14 @@ mod tests {
         let mut s = InflightStreams::default();
         let line = format!("{}é\n", "x".repeat(99));
         for _ in 0..(MAX_INFLIGHT_BYTES / line.len() + 50) {
-            s.apply(&ev(names::CONTENT_BLOCK_DELTA, "a", json!({"delta": line})));
+            s.apply(&ev("a", text(&line)));
         }
-        let text = &s.get("a").unwrap().text;
-        assert!(text.len() <= MAX_INFLIGHT_BYTES);
-        assert!(text.len() > MAX_INFLIGHT_BYTES - 2 * line.len());
-        assert!(text.starts_with('x'), "cut at a line start");
+        let text_a = &s.get("a").unwrap().text;
+        assert!(text_a.len() <= MAX_INFLIGHT_BYTES);
+        assert!(text_a.len() > MAX_INFLIGHT_BYTES - 2 * line.len());
+        assert!(text_a.starts_with('x'), "cut at a line start");
         for i in 0..MAX_INFLIGHT_SESSIONS + 10 {
-            s.apply(&ev(
-                names::CONTENT_BLOCK_DELTA,
-                &format!("s{i}"),
-                json!({"delta": "y"}),
-            ));
+            s.apply(&ev(&format!("s{i}"), text("y")));
         }
         assert_eq!(s.len(), MAX_INFLIGHT_SESSIONS);
     }

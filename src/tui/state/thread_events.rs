@@ -1,103 +1,87 @@
 //! Applying bus events of the open session to its thread: streaming deltas, appended
 //! messages, tool-call progress, provider errors, cancellation.
 //!
-//! Event `data` fields read (Amplifier names first, arbor aliases second):
-//! `content_block:delta` `{delta|text, kind|block_type}` (`text` default, `thinking`);
-//! `message:appended` `{message}`; `tool:pre` `{tool_call_id, tool_name,
-//! tool_input|arguments|input, sub_session_id?}`; `tool:post` `{tool_call_id,
-//! result|tool_response|output, sub_session_id?}`; `tool:error` `{tool_call_id,
-//! error|message}`; `provider:error` (see `error_card`: a retry notice or an error card).
+//! Events read: `content_block:delta` (text or thinking into the stream),
+//! `message:appended` (the message's cells), `tool:pre` (the call's card, running; a
+//! task call's sub-session), `task:agent_spawned` / `task:agent_resumed` (the task
+//! card's sub-session), `tool:post` / `tool:error` (the card's result),
+//! `provider:error` (see `error_card`: a retry notice or an error card),
+//! `cancel:completed` and `orchestrator:complete` (the turn ended).
 //!
 //! Owns: that mapping. Does not own: tree updates (`tree`).
-
-use serde_json::Value;
 
 use super::cells::{CellKind, ToolStatus};
 use super::error_card::ProviderFailure;
 use super::thread::Thread;
-use super::transcript::{result_status, str_field};
-use crate::session::events::names;
-use crate::session::{Event, Message};
+use super::transcript::result_status;
+use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind, TaskCallFields};
+use crate::session::{EngineEvent, Event};
 use crate::tui::theme::Theme;
 
 impl Thread {
     /// Applies one bus event whose `session_id` is this thread's session.
     pub fn apply_event(&mut self, event: &Event, theme: &Theme) {
-        let data = &event.data;
-        match event.event.as_str() {
-            names::CONTENT_BLOCK_DELTA => {
-                let delta = str_field(data, "delta").or_else(|| str_field(data, "text"));
-                let kind = str_field(data, "kind").or_else(|| str_field(data, "block_type"));
-                let Some(delta) = delta else {
+        match &event.msg {
+            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent { delta, kind }) => {
+                let Some(stream) = self.stream_mut() else {
                     return;
                 };
-                match kind.as_deref() {
-                    None | Some("text") => {
-                        if let Some(s) = self.stream_mut() {
-                            s.push_text(&delta, theme);
-                        }
+                match kind {
+                    DeltaKind::Text => {
+                        stream.push_text(delta, theme);
                     }
-                    Some("thinking") => {
-                        if let Some(s) = self.stream_mut() {
-                            s.push_thinking(&delta);
-                        }
-                    }
-                    _ => {}
+                    DeltaKind::Thinking => stream.push_thinking(delta),
                 }
             }
-            names::MESSAGE_APPENDED => {
-                if let Some(m) = data
-                    .get("message")
-                    .and_then(|m| serde_json::from_value::<Message>(m.clone()).ok())
-                {
-                    self.append_live(&m);
+            EngineEvent::MessageAppended(appended) => self.append_live(&appended.message),
+            EngineEvent::ToolPre(pre) => {
+                self.card(&pre.tool_call_id, &pre.tool_name, &pre.tool_input);
+                if let Some(&i) = self.calls.get(&pre.tool_call_id) {
+                    self.set_running(i, sub_session(&pre.task));
                 }
             }
-            names::TOOL_PRE => {
-                let id = str_field(data, "tool_call_id").unwrap_or_default();
-                let name = str_field(data, "tool_name").unwrap_or_default();
-                let args = ["tool_input", "arguments", "input"]
-                    .iter()
-                    .find_map(|k| data.get(*k))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                self.card(&id, &name, &args);
-                if let Some(&i) = self.calls.get(&id) {
-                    self.set_running(i, str_field(data, "sub_session_id"));
+            EngineEvent::TaskAgentSpawned(spawned) => {
+                if let Some(&i) = self.calls.get(&spawned.tool_call_id) {
+                    self.set_running(i, Some(spawned.sub_session_id.clone()));
                 }
             }
-            names::TASK_AGENT_SPAWNED | names::TASK_AGENT_RESUMED => {
-                let id = str_field(data, "tool_call_id").unwrap_or_default();
-                if let Some(&i) = self.calls.get(&id) {
-                    self.set_running(i, str_field(data, "sub_session_id"));
+            EngineEvent::TaskAgentResumed(resumed) => {
+                if let Some(&i) = self.calls.get(&resumed.tool_call_id) {
+                    self.set_running(i, Some(resumed.sub_session_id.clone()));
                 }
             }
-            names::TOOL_POST | names::TOOL_ERROR => {
-                let id = str_field(data, "tool_call_id").unwrap_or_default();
-                let Some(&i) = self.calls.get(&id) else {
-                    return;
-                };
-                let is_error = event.event == names::TOOL_ERROR;
-                let content = ["result", "tool_response", "output", "error", "message"]
-                    .iter()
-                    .find_map(|k| data.get(*k))
-                    .map(value_text)
-                    .unwrap_or_default();
-                let status = result_status(&content, is_error);
-                let child = str_field(data, "sub_session_id");
-                self.set_result(i, status, &content, child.as_deref());
+            EngineEvent::ToolPost(post) => {
+                self.tool_result(&post.tool_call_id, &post.result, false, &post.task);
             }
-            names::PROVIDER_ERROR => self.push_failure(ProviderFailure::from_data(data)),
-            names::CANCEL_COMPLETED => {
+            EngineEvent::ToolError(error) => {
+                self.tool_result(&error.tool_call_id, &error.error, true, &error.task);
+            }
+            EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
+            EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
             }
-            names::ORCHESTRATOR_COMPLETE => {
+            EngineEvent::OrchestratorComplete(_) => {
                 self.finalize_stream();
                 self.turn_in_flight = false;
             }
             _ => {}
         }
+    }
+
+    /// A `tool:post` / `tool:error` for call `id`: its card gets the result.
+    fn tool_result(
+        &mut self,
+        id: &str,
+        content: &str,
+        is_error: bool,
+        task: &Option<TaskCallFields>,
+    ) {
+        let Some(&i) = self.calls.get(id) else {
+            return;
+        };
+        let status = result_status(content, is_error);
+        self.set_result(i, status, content, sub_session(task).as_deref());
     }
 
     fn set_running(&mut self, idx: usize, child: Option<String>) {
@@ -125,22 +109,52 @@ impl Thread {
     }
 }
 
-/// A JSON value as display text (strings unquoted).
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// The sub-session a task call's event names.
+fn sub_session(task: &Option<TaskCallFields>) -> Option<String> {
+    task.as_ref().map(|t| t.sub_session_id.clone())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::protocol::{
+        ProviderErrorEvent, ProviderErrorKind, ToolPostEvent, ToolPreEvent,
+    };
     use crate::tui::state::cells::TaskCard;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn ev(name: &str, data: Value) -> Event {
-        Event::new(name, "root", None, data)
+    fn ev(msg: EngineEvent) -> Event {
+        Event::new("root", None, msg)
+    }
+
+    fn appended(message: &Value) -> Event {
+        ev(EngineEvent::appended(
+            serde_json::from_value(message.clone()).unwrap(),
+        ))
+    }
+
+    fn text(delta: &str) -> Event {
+        ev(EngineEvent::delta(DeltaKind::Text, delta))
+    }
+
+    fn task_pre(id: &str, child: &str) -> Event {
+        ev(EngineEvent::ToolPre(ToolPreEvent {
+            tool_call_id: id.into(),
+            tool_name: "task".into(),
+            task: Some(TaskCallFields {
+                sub_session_id: child.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    fn post(id: &str, result: &str) -> Event {
+        ev(EngineEvent::ToolPost(ToolPostEvent {
+            tool_call_id: id.into(),
+            result: result.into(),
+            ..Default::default()
+        }))
     }
 
     #[test]
@@ -152,23 +166,14 @@ mod tests {
             {"type": "text", "text": "Delegating."},
             {"type": "tool_call", "id": "c1", "name": "task", "input": {"agent": "explorer", "instruction": "Look around"}}
         ]});
-        t.apply_event(
-            &ev(
-                names::CONTENT_BLOCK_DELTA,
-                json!({"delta": "Deleg", "kind": "text"}),
-            ),
-            &theme,
-        );
+        t.apply_event(&text("Deleg"), &theme);
         assert!(t.streaming().is_some());
-        t.apply_event(
-            &ev(names::MESSAGE_APPENDED, json!({"message": assistant})),
-            &theme,
-        );
+        t.apply_event(&appended(&assistant), &theme);
         assert!(t.streaming().is_none(), "final message replaces the stream");
         assert_eq!(t.cells.len(), 2);
-        t.apply_event(&ev(names::TOOL_PRE, json!({"tool_call_id": "c1", "tool_name": "task", "sub_session_id": "abc-def_explorer"})), &theme);
+        t.apply_event(&task_pre("c1", "abc-def_explorer"), &theme);
         assert!(t.has_child("abc-def_explorer"));
-        t.apply_event(&ev(names::TOOL_POST, json!({"tool_call_id": "c1", "result": "{\"response\":\"found it\",\"session_id\":\"abc-def_explorer\",\"status\":\"completed\"}"})), &theme);
+        t.apply_event(&post("c1", "{\"response\":\"found it\",\"session_id\":\"abc-def_explorer\",\"status\":\"completed\"}"), &theme);
         let CellKind::Task(TaskCard {
             status, response, ..
         }) = &t.cells[1].kind
@@ -195,20 +200,14 @@ mod tests {
             {"type": "tool_call", "id": "call_1", "name": "task", "input": {"agent": "explorer", "instruction": "Look"}}
         ]});
         for (n, child) in ["r-1_explorer", "r-2_explorer"].iter().enumerate() {
-            t.apply_event(
-                &ev(names::MESSAGE_APPENDED, json!({"message": call})),
-                &theme,
-            );
-            let pre =
-                json!({"tool_call_id": "call_1", "tool_name": "task", "sub_session_id": child});
-            t.apply_event(&ev(names::TOOL_PRE, pre), &theme);
+            t.apply_event(&appended(&call), &theme);
+            t.apply_event(&task_pre("call_1", child), &theme);
             let cards = t
                 .cells
                 .iter()
                 .filter(|c| matches!(c.kind, CellKind::Task(_)));
             assert_eq!(cards.count(), n + 1, "tool:pre does not add a card");
-            let post = json!({"tool_call_id": "call_1", "result": "ok"});
-            t.apply_event(&ev(names::TOOL_POST, post), &theme);
+            t.apply_event(&post("call_1", "ok"), &theme);
         }
         let children: Vec<_> = t
             .cells
@@ -231,23 +230,29 @@ mod tests {
     fn provider_error_keeps_partial_text_and_shows_the_error() {
         let theme = Theme::builtin_dark(true);
         let mut t = Thread::new_root(None);
-        t.apply_event(
-            &ev(names::CONTENT_BLOCK_DELTA, json!({"delta": "partial"})),
-            &theme,
-        );
-        t.apply_event(
-            &ev(names::PROVIDER_ERROR, json!({"error": "openai: 500 boom"})),
-            &theme,
-        );
+        t.apply_event(&text("partial"), &theme);
+        let error = ProviderErrorEvent {
+            provider: "openai".into(),
+            module: "provider-openai".into(),
+            model: "gpt-4o".into(),
+            kind: ProviderErrorKind::Server,
+            status: Some(500),
+            message: "boom".into(),
+            error: "openai: 500 boom".into(),
+            retryable: true,
+            retrying: false,
+            attempt: 4,
+            max_attempts: 4,
+            wait_ms: None,
+            retry_after_ms: None,
+        };
+        t.apply_event(&ev(EngineEvent::ProviderError(error)), &theme);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial"));
         assert!(matches!(&t.cells[1].kind, CellKind::Failure(f) if f.error == "openai: 500 boom"));
         // The engine then saves the partial message: it replaces the provisional cell
         // in place, before the error.
         let partial = json!({"role": "assistant", "content": "partial text"});
-        t.apply_event(
-            &ev(names::MESSAGE_APPENDED, json!({"message": partial})),
-            &theme,
-        );
+        t.apply_event(&appended(&partial), &theme);
         t.push_error("openai: 500 boom");
         assert_eq!(t.cells.len(), 2);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial text"));

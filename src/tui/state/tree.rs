@@ -1,12 +1,12 @@
 //! The session tree: stored sessions of this project plus live ones from the bus,
 //! parent/child links from `parent_id`, status, timing, tokens, selection, collapse.
 //!
-//! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists;
-//! agent from `data.agent|agent_name`, parent from the event's `parent_id` or
-//! `data.parent`), `session:status` (`data.status`), `orchestrator:complete`
-//! (`data.status`), `provider:response` (`data.usage.{input,output}_tokens`, and
-//! `data.usage.cost` in USD when the model has a price). Any other event of an unknown
-//! session adds a node too.
+//! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists,
+//! with its agent; parent from the envelope's `parent_id` or the fork's `parent`; model
+//! from the start's `model` or the fork's `resolved_model`), `session:status` and
+//! `orchestrator:complete` (status), `provider:response` (model, input + output
+//! tokens, and the cost in USD when the model has a price). Any other event of an
+//! unknown session adds a node too.
 //!
 //! Owns: the tree model, its flattening into rows, and usage rolled up the subtree
 //! (`usage`: tokens always, cost where any session below has one). Does not own:
@@ -19,10 +19,9 @@ pub use usage::Spend;
 use std::collections::{HashMap, HashSet};
 
 use jiff::Timestamp;
-use serde_json::Value;
 
-use crate::session::events::names;
-use crate::session::{Event, Metadata, SessionStatus};
+use crate::session::protocol::{OrchestratorCompleteEvent, ResolvedModel, SessionStatusEvent};
+use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
 
 /// One session in the tree.
@@ -155,8 +154,12 @@ impl SessionTree {
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
-            match m.extra.get("resolved_model") {
-                Some(resolved) => set_resolved(&mut node, resolved),
+            match m
+                .extra
+                .get("resolved_model")
+                .and_then(ResolvedModel::from_value)
+            {
+                Some(resolved) => set_resolved(&mut node, &resolved),
                 None => node.model = m.model.clone(),
             }
             node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
@@ -225,58 +228,46 @@ impl SessionTree {
 
     /// Applies one bus event.
     pub fn apply(&mut self, event: &Event) {
-        let data = &event.data;
-        let agent = data
-            .get("agent")
-            .or_else(|| data.get("agent_name"))
-            .and_then(Value::as_str);
-        let parent = event
-            .parent_id
-            .as_deref()
-            .or_else(|| data.get("parent").and_then(Value::as_str));
+        let (agent, parent) = match &event.msg {
+            EngineEvent::SessionStart(start) => (Some(start.agent.as_str()), None),
+            EngineEvent::SessionFork(fork) => {
+                (Some(fork.agent.as_str()), Some(fork.parent.as_str()))
+            }
+            EngineEvent::SessionResume(resume) => (Some(resume.agent.as_str()), None),
+            _ => (None, None),
+        };
+        let agent = agent.filter(|a| !a.is_empty());
+        let parent = event.parent_id.as_deref().or(parent);
         let ts = parse_ts(&event.timestamp);
-        let is_start = matches!(
-            event.event.as_str(),
-            names::SESSION_START | names::SESSION_FORK | names::SESSION_RESUME
-        );
-        let new = self.ensure(
-            &event.session_id,
-            parent,
-            if is_start { agent } else { None },
-        );
+        let new = self.ensure(&event.session_id, parent, agent);
         let Some(node) = self.nodes.get_mut(&event.session_id) else {
             return;
         };
         if new {
             node.started = ts;
         }
-        match event.event.as_str() {
-            names::SESSION_STATUS | names::ORCHESTRATOR_COMPLETE => {
-                if let Some(status) = data
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .and_then(parse_status)
-                {
-                    set_status(node, status, ts);
+        match &event.msg {
+            EngineEvent::SessionStatus(SessionStatusEvent { status })
+            | EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent { status, .. }) => {
+                set_status(node, *status, ts);
+            }
+            EngineEvent::SessionStart(start) => {
+                if let Some(model) = &start.model {
+                    node.model = Some(model.clone());
                 }
             }
-            names::SESSION_START | names::SESSION_FORK => match data.get("resolved_model") {
-                Some(resolved) => set_resolved(node, resolved),
-                None => {
-                    if let Some(model) = data.get("model").and_then(Value::as_str) {
-                        node.model = Some(model.to_string());
-                    }
+            EngineEvent::SessionFork(fork) => {
+                if let Some(resolved) = &fork.resolved_model {
+                    set_resolved(node, resolved);
                 }
-            },
-            names::PROVIDER_RESPONSE => {
-                if let Some(model) = data.get("model").and_then(Value::as_str) {
-                    let provider = data.get("provider").and_then(Value::as_str);
-                    node.model = Some(model_label(provider, model));
+            }
+            EngineEvent::ProviderResponse(response) => {
+                if !response.model.is_empty() {
+                    let provider = Some(response.provider.as_str());
+                    node.model = Some(model_label(provider, &response.model));
                 }
-                let usage = data.get("usage").unwrap_or(data);
-                let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                node.tokens += n("input_tokens") + n("output_tokens");
-                if let Some(c) = usage.get("cost").and_then(Value::as_f64) {
+                node.tokens += response.usage.input_tokens + response.usage.output_tokens;
+                if let Some(c) = response.usage.cost {
                     node.cost = Some(node.cost.unwrap_or(0.0) + c);
                 }
             }
@@ -448,24 +439,14 @@ pub fn model_label(provider: Option<&str>, model: &str) -> String {
     }
 }
 
-/// Takes `provider/model` and `via (role)` from a `resolved_model` value
-/// (`{provider, model, via, role?, reason?}`).
-fn set_resolved(node: &mut Node, resolved: &Value) {
-    let text = |k: &str| {
-        resolved
-            .get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    if let Some(provider) = text("provider") {
-        node.model = Some(match text("model") {
-            Some(model) => format!("{provider}/{model}"),
-            None => provider.to_string(),
-        });
+/// Takes `provider/model` and `via (role)` from a `resolved_model` record.
+fn set_resolved(node: &mut Node, resolved: &ResolvedModel) {
+    if !resolved.provider.is_empty() {
+        node.model = Some(resolved.label());
     }
-    node.model_via = text("via").map(|via| match text("role") {
-        Some(role) => format!("{via} ({role})"),
-        None => via.to_string(),
+    node.model_via = Some(match resolved.role.as_deref().filter(|r| !r.is_empty()) {
+        Some(role) => format!("{} ({role})", resolved.via.as_str()),
+        None => resolved.via.as_str().to_string(),
     });
 }
 
@@ -478,20 +459,6 @@ fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
         node.ended = ts;
     }
     node.status = status;
-}
-
-/// A `data.status` string as a session status (`completed`, `success` and `done`
-/// mean completed; `error` means failed).
-pub fn parse_status(s: &str) -> Option<SessionStatus> {
-    Some(match s {
-        "running" => SessionStatus::Running,
-        "idle" => SessionStatus::Idle,
-        "completed" | "success" | "done" => SessionStatus::Completed,
-        "failed" | "error" => SessionStatus::Failed,
-        "cancelled" | "canceled" => SessionStatus::Cancelled,
-        "interrupted" => SessionStatus::Interrupted,
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -18,8 +18,11 @@ use super::status::StatusView;
 use super::tree::TreeView;
 use crate::agent::reload::RegistryDiff;
 use crate::agent::{AgentDef, AgentIssue, AgentSource, Registry, Shadowed};
-use crate::session::events::names;
-use crate::session::{Event, LoadedSession, Message, Metadata};
+use crate::session::metadata::SessionUsage;
+use crate::session::protocol::{
+    DeltaKind, ProviderResponseEvent, ResolvedModel, SessionForkEvent, SessionStartEvent, Via,
+};
+use crate::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
 use crate::tui::app::Note;
 use crate::tui::composer::Composer;
 use crate::tui::keymap::{Context, Keymap};
@@ -50,14 +53,45 @@ where
     buffer_text(&buf)
 }
 
-fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
+fn ev(msg: EngineEvent, id: &str, parent: Option<&str>, ts: &str) -> Event {
     Event {
-        event: name.into(),
         session_id: id.into(),
         parent_id: parent.map(Into::into),
         timestamp: ts.into(),
-        data,
+        msg,
     }
+}
+
+fn start(agent: &str) -> EngineEvent {
+    EngineEvent::SessionStart(SessionStartEvent {
+        agent: agent.into(),
+        ..Default::default()
+    })
+}
+
+fn fork(parent: &str, agent: &str) -> EngineEvent {
+    EngineEvent::SessionFork(SessionForkEvent {
+        parent: parent.into(),
+        agent: agent.into(),
+        ..Default::default()
+    })
+}
+
+/// A `provider:response` with this usage and no model.
+fn tokens(input_tokens: u64, output_tokens: u64, cost: Option<f64>) -> EngineEvent {
+    EngineEvent::ProviderResponse(ProviderResponseEvent {
+        usage: SessionUsage {
+            input_tokens,
+            output_tokens,
+            cost,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+fn appended(message: Value) -> EngineEvent {
+    EngineEvent::appended(serde_json::from_value(message).unwrap())
 }
 
 pub(crate) const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -68,111 +102,95 @@ pub(crate) const WRITER: &str = "5f0e1c2a11114222-aabbccddeeff0011_writer";
 
 fn sample_tree() -> SessionTree {
     let mut t = SessionTree::default();
-    let s = |st: &str| json!({"status": st});
     t.apply(&ev(
-        names::SESSION_START,
+        start("zen-architect"),
         ROOT,
         None,
         "2025-03-01T12:00:00Z",
-        json!({"agent": "zen-architect"}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         ROOT,
         None,
         "2025-03-01T12:00:00Z",
-        s("running"),
     ));
     t.apply(&ev(
-        names::SESSION_FORK,
+        fork(ROOT, "explorer"),
         EXPLORER,
         Some(ROOT),
         "2025-03-01T12:00:02Z",
-        json!({"agent": "explorer"}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         EXPLORER,
         Some(ROOT),
         "2025-03-01T12:00:02Z",
-        s("running"),
     ));
     t.apply(&ev(
-        names::SESSION_FORK,
+        fork(EXPLORER, "reviewer"),
         REVIEWER,
         Some(EXPLORER),
         "2025-03-01T12:00:04Z",
-        json!({"agent": "reviewer"}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         REVIEWER,
         Some(EXPLORER),
         "2025-03-01T12:00:04Z",
-        s("running"),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Completed),
         REVIEWER,
         Some(EXPLORER),
         "2025-03-01T12:00:16Z",
-        s("completed"),
     ));
     t.apply(&ev(
-        names::PROVIDER_RESPONSE,
+        tokens(1200, 300, None),
         REVIEWER,
         Some(EXPLORER),
         "2025-03-01T12:00:16Z",
-        json!({"usage": {"input_tokens": 1200, "output_tokens": 300}}),
     ));
     t.apply(&ev(
-        names::SESSION_FORK,
+        fork(ROOT, "tester"),
         TESTER,
         Some(ROOT),
         "2025-03-01T12:00:05Z",
-        json!({"agent": "tester"}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         TESTER,
         Some(ROOT),
         "2025-03-01T12:00:05Z",
-        s("running"),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Failed),
         TESTER,
         Some(ROOT),
         "2025-03-01T12:00:09Z",
-        s("failed"),
     ));
     t.apply(&ev(
-        names::SESSION_FORK,
+        fork(ROOT, "writer"),
         WRITER,
         Some(ROOT),
         "2025-03-01T12:00:06Z",
-        json!({"agent": "writer"}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Running),
         WRITER,
         Some(ROOT),
         "2025-03-01T12:00:06Z",
-        s("running"),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Cancelled),
         WRITER,
         Some(ROOT),
         "2025-03-01T12:00:07Z",
-        s("cancelled"),
     ));
     t.apply(&ev(
-        names::PROVIDER_RESPONSE,
+        tokens(40000, 2345, None),
         ROOT,
         None,
         "2025-03-01T12:00:20Z",
-        json!({"usage": {"input_tokens": 40000, "output_tokens": 2345}}),
     ));
     t.load(&[Metadata {
         session_id: "9c8b7a6d-0000-4000-8000-000000000000".into(),
@@ -264,11 +282,13 @@ pub(crate) fn sample_thread() -> Thread {
     let theme = theme();
     t.apply_event(
         &ev(
-            names::CONTENT_BLOCK_DELTA,
+            EngineEvent::delta(
+                DeltaKind::Text,
+                "Both done. The parser\nhandles CRLF and BO",
+            ),
             ROOT,
             None,
             NOW,
-            json!({"delta": "Both done. The parser\nhandles CRLF and BO", "kind": "text"}),
         ),
         &theme,
     );
@@ -486,7 +506,10 @@ fn failed_thread() -> Thread {
         transcript: msgs,
         warnings: vec![],
     });
-    let e = |data: Value| ev(names::PROVIDER_ERROR, ROOT, None, NOW, data);
+    let e = |data: Value| {
+        let error = serde_json::from_value(data).unwrap();
+        ev(EngineEvent::ProviderError(error), ROOT, None, NOW)
+    };
     t.apply_event(
         &e(json!({
             "provider": "openrouter", "module": "provider-openai", "model": "meta-llama/llama-3.2-3b-instruct:free",
@@ -498,27 +521,9 @@ fn failed_thread() -> Thread {
         &theme,
     );
     let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "The README describes arbor."}]});
-    t.apply_event(
-        &ev(
-            names::MESSAGE_APPENDED,
-            ROOT,
-            None,
-            NOW,
-            json!({"message": reply}),
-        ),
-        &theme,
-    );
+    t.apply_event(&ev(appended(reply), ROOT, None, NOW), &theme);
     let again = json!({"role": "user", "content": "And the SPEC?"});
-    t.apply_event(
-        &ev(
-            names::MESSAGE_APPENDED,
-            ROOT,
-            None,
-            NOW,
-            json!({"message": again}),
-        ),
-        &theme,
-    );
+    t.apply_event(&ev(appended(again), ROOT, None, NOW), &theme);
     t.apply_event(
         &e(json!({
             "provider": "anthropic", "module": "provider-anthropic", "model": "claude-sonnet-4-5",
@@ -586,13 +591,7 @@ fn status_bar_and_tree_show_usage_and_cost() {
 
     let mut tree = sample_tree();
     let cost = |id: &str, parent: Option<&str>, usd: f64| {
-        ev(
-            names::PROVIDER_RESPONSE,
-            id,
-            parent,
-            "2025-03-01T12:00:21Z",
-            json!({"usage": {"input_tokens": 0, "output_tokens": 0, "cost": usd}}),
-        )
+        ev(tokens(0, 0, Some(usd)), id, parent, "2025-03-01T12:00:21Z")
     };
     tree.apply(&cost(ROOT, None, 0.25));
     tree.apply(&cost(REVIEWER, Some(EXPLORER), 0.0042));
@@ -609,11 +608,22 @@ fn status_bar_and_tree_show_usage_and_cost() {
 #[test]
 fn tree_footer_names_the_selected_sessions_model_and_routing() {
     let mut tree = sample_tree();
+    let resolved = ResolvedModel {
+        provider: "openai".into(),
+        model: "gpt-4o".into(),
+        via: Via::AgentRole,
+        role: Some("general".into()),
+        reason: None,
+    };
+    let fork = SessionForkEvent {
+        parent: ROOT.into(),
+        resolved_model: Some(resolved),
+        ..Default::default()
+    };
     tree.apply(&Event::new(
-        names::SESSION_FORK,
         EXPLORER,
         Some(ROOT),
-        json!({"parent": ROOT, "resolved_model": {"provider": "openai", "model": "gpt-4o", "via": "agent role", "role": "general"}}),
+        EngineEvent::SessionFork(fork),
     ));
     let theme = theme();
     let view = TreeView {

@@ -1,15 +1,36 @@
 //! Unit tests for the session tree state.
 use super::*;
+use crate::session::metadata::SessionUsage;
+use crate::session::protocol::{ProviderResponseEvent, SessionForkEvent, SessionStartEvent};
 use serde_json::json;
 
-fn ev(name: &str, id: &str, parent: Option<&str>, ts: &str, data: Value) -> Event {
+fn ev(msg: EngineEvent, id: &str, parent: Option<&str>, ts: &str) -> Event {
     Event {
-        event: name.into(),
         session_id: id.into(),
         parent_id: parent.map(Into::into),
         timestamp: ts.into(),
-        data,
+        msg,
     }
+}
+
+fn start(agent: &str) -> EngineEvent {
+    EngineEvent::SessionStart(SessionStartEvent {
+        agent: agent.into(),
+        ..Default::default()
+    })
+}
+
+fn response(provider: &str, model: &str, input_tokens: u64, output_tokens: u64) -> EngineEvent {
+    EngineEvent::ProviderResponse(ProviderResponseEvent {
+        provider: provider.into(),
+        model: model.into(),
+        usage: SessionUsage {
+            input_tokens,
+            output_tokens,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
 }
 
 #[test]
@@ -40,11 +61,10 @@ fn the_model_comes_from_metadata_then_live_events() {
     );
     // What the API reports wins once a reply arrives; bare models get the provider.
     t.apply(&ev(
-        names::PROVIDER_RESPONSE,
+        response("openai", "gpt-4o-2024-08-06", 0, 0),
         "r",
         None,
         "2025-01-01T00:00:07Z",
-        json!({"provider": "openai", "model": "gpt-4o-2024-08-06"}),
     ));
     assert_eq!(
         t.get("r").unwrap().model.as_deref(),
@@ -56,47 +76,35 @@ fn the_model_comes_from_metadata_then_live_events() {
 #[test]
 fn live_fork_appears_under_parent_with_rollup_and_timing() {
     let mut t = SessionTree::default();
+    t.apply(&ev(start("lead"), "r", None, "2025-01-01T00:00:00Z"));
     t.apply(&ev(
-        names::SESSION_START,
+        EngineEvent::status(SessionStatus::Running),
         "r",
         None,
         "2025-01-01T00:00:00Z",
-        json!({"agent": "lead"}),
     ));
+    let fork = EngineEvent::SessionFork(SessionForkEvent {
+        parent: "r".into(),
+        ..Default::default()
+    });
+    t.apply(&ev(fork, "a-b_explorer", Some("r"), "2025-01-01T00:00:05Z"));
     t.apply(&ev(
-        names::SESSION_STATUS,
-        "r",
-        None,
-        "2025-01-01T00:00:00Z",
-        json!({"status": "running"}),
-    ));
-    t.apply(&ev(
-        names::SESSION_FORK,
-        "a-b_explorer",
-        Some("r"),
-        "2025-01-01T00:00:05Z",
-        json!({"parent": "r"}),
-    ));
-    t.apply(&ev(
-        names::PROVIDER_RESPONSE,
+        response("", "", 100, 20),
         "a-b_explorer",
         Some("r"),
         "2025-01-01T00:00:06Z",
-        json!({"usage": {"input_tokens": 100, "output_tokens": 20}}),
     ));
     t.apply(&ev(
-        names::PROVIDER_RESPONSE,
+        response("", "", 1, 2),
         "r",
         None,
         "2025-01-01T00:00:07Z",
-        json!({"usage": {"input_tokens": 1, "output_tokens": 2}}),
     ));
     t.apply(&ev(
-        names::SESSION_STATUS,
+        EngineEvent::status(SessionStatus::Completed),
         "a-b_explorer",
         Some("r"),
         "2025-01-01T00:00:09Z",
-        json!({"status": "completed"}),
     ));
     let rows = t.rows();
     assert_eq!(rows.len(), 2);
@@ -115,28 +123,16 @@ fn live_fork_appears_under_parent_with_rollup_and_timing() {
 #[test]
 fn a_collapsed_node_counts_its_running_descendants() {
     let mut t = SessionTree::default();
-    let running = json!({"status": "running"});
+    let running = EngineEvent::status(SessionStatus::Running);
     for (id, parent) in [
         ("r", None),
         ("r-a_x", Some("r")),
         ("r-a-b_y", Some("r-a_x")),
     ] {
-        t.apply(&ev(
-            names::SESSION_START,
-            id,
-            parent,
-            "2025-01-01T00:00:00Z",
-            json!({}),
-        ));
+        t.apply(&ev(start(""), id, parent, "2025-01-01T00:00:00Z"));
     }
     for id in ["r-a_x", "r-a-b_y"] {
-        t.apply(&ev(
-            names::SESSION_STATUS,
-            id,
-            None,
-            "2025-01-01T00:00:01Z",
-            running.clone(),
-        ));
+        t.apply(&ev(running.clone(), id, None, "2025-01-01T00:00:01Z"));
     }
     t.selected = Some("r".into());
     t.set_collapsed(true);

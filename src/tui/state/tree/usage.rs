@@ -77,45 +77,48 @@ impl SessionTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Event;
-    use crate::session::events::names;
-    use serde_json::{Value, json};
+    use crate::session::metadata::SessionUsage;
+    use crate::session::protocol::{ProviderResponseEvent, SessionForkEvent};
+    use crate::session::{EngineEvent, Event};
 
-    fn ev(name: &str, id: &str, parent: Option<&str>, data: Value) -> Event {
+    fn ev(msg: EngineEvent, id: &str, parent: Option<&str>) -> Event {
         Event {
-            event: name.into(),
             session_id: id.into(),
             parent_id: parent.map(Into::into),
             timestamp: "2025-01-01T00:00:00Z".into(),
-            data,
+            msg,
         }
     }
 
+    fn fork(id: &str, parent: &str) -> Event {
+        let fork = SessionForkEvent {
+            parent: parent.into(),
+            ..Default::default()
+        };
+        ev(EngineEvent::SessionFork(fork), id, Some(parent))
+    }
+
     fn response(id: &str, parent: Option<&str>, tokens: u64, cost: Option<f64>) -> Event {
-        let mut usage = json!({"input_tokens": tokens, "output_tokens": 0});
-        if let Some(c) = cost {
-            usage["cost"] = json!(c);
-        }
-        ev(
-            names::PROVIDER_RESPONSE,
-            id,
-            parent,
-            json!({"usage": usage}),
-        )
+        let usage = SessionUsage {
+            input_tokens: tokens,
+            cost,
+            ..Default::default()
+        };
+        let response = ProviderResponseEvent {
+            usage,
+            ..Default::default()
+        };
+        ev(EngineEvent::ProviderResponse(response), id, parent)
     }
 
     #[test]
     fn cost_rolls_up_where_known_and_roots_are_found() {
         let mut t = SessionTree::default();
-        t.apply(&ev(names::SESSION_START, "r", None, json!({})));
-        t.apply(&ev(names::SESSION_FORK, "r-a_x", Some("r"), json!({})));
-        t.apply(&ev(
-            names::SESSION_FORK,
-            "r-a-b_y",
-            Some("r-a_x"),
-            json!({}),
-        ));
-        t.apply(&ev(names::SESSION_FORK, "r-c_z", Some("r"), json!({})));
+        let start = EngineEvent::SessionStart(Default::default());
+        t.apply(&ev(start, "r", None));
+        t.apply(&fork("r-a_x", "r"));
+        t.apply(&fork("r-a-b_y", "r-a_x"));
+        t.apply(&fork("r-c_z", "r"));
         t.apply(&response("r", None, 100, None));
         t.apply(&response("r-a_x", Some("r"), 50, Some(0.25)));
         t.apply(&response("r-a_x", Some("r"), 50, Some(0.5)));

@@ -1,0 +1,63 @@
+//! The one in-process event bus (SPEC §7: "all sessions of a process publish to one
+//! in-process event bus that the TUI and headless output subscribe to").
+//!
+//! Unbounded per subscriber on purpose: a subscriber that falls behind must never lose
+//! a `content_block:delta` (the TUI would show a gap), and every producer is bounded by
+//! the turn loop anyway.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::Event;
+
+/// The process-wide event bus: every session publishes here; the TUI, headless output
+/// and the store writers subscribe. Cheap to clone (an `Arc` inside).
+#[derive(Clone, Default)]
+pub struct EventBus {
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<Event>>>>>,
+}
+
+impl EventBus {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Delivers `event` to every live subscriber; closed subscribers are dropped.
+    pub fn publish(&self, event: Event) {
+        let event = Arc::new(event);
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.retain(|tx| tx.send(event.clone()).is_ok());
+        }
+    }
+
+    /// A new subscription receiving every event published from now on.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.push(tx);
+        }
+        rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::protocol::{CancelCompletedEvent, CancelRequestedEvent, EngineEvent};
+
+    #[tokio::test]
+    async fn every_subscriber_gets_every_event() {
+        let bus = EventBus::new();
+        let mut a = bus.subscribe();
+        let mut b = bus.subscribe();
+        let requested = EngineEvent::CancelRequested(CancelRequestedEvent {});
+        bus.publish(Event::new("s1", None, requested.clone()));
+        assert_eq!(a.recv().await.unwrap().session_id, "s1");
+        assert_eq!(b.recv().await.unwrap().msg, requested);
+        drop(a);
+        let completed = EngineEvent::CancelCompleted(CancelCompletedEvent {});
+        bus.publish(Event::new("s1", None, completed.clone()));
+        assert_eq!(b.recv().await.unwrap().msg, completed);
+    }
+}

@@ -1,0 +1,43 @@
+//! [`EngineCommand`]: what a front end asks of the engine. Front ends send commands
+//! and receive [`EngineEvent`](super::EngineEvent)s; an executor (the TUI's
+//! `tui::executor`) runs each command against the runtime and the store and reports
+//! its result to the front end that sent it.
+//!
+//! Headless `arbor run` / `session resume` call the runtime directly (one turn, one
+//! cancel on Ctrl+C): a command channel would add nothing there.
+//!
+//! Coming commands (SPEC §12–§13) go here as variants when the engine can execute
+//! them: `Steer { session_id, text }` (reaches the running turn's next model call),
+//! `Queue { session_id, text }` (the next turn), `Approve { session_id, call_id,
+//! scope }` / `Deny { session_id, call_id, reason }` for `approval:required`, and
+//! `Retry { session_id }` for a stopped node.
+
+/// What a front end asks the engine (or the store) to do. Each is executed in a
+/// background task; its result comes back to the sender (the TUI: an `AppEvent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineCommand {
+    /// Run one turn. `session_id: None` creates a new root session first (with `agent`,
+    /// else the bundle's root agent) and reports the new id; `Some(id)` continues a
+    /// live session or resumes a stored one (root or sub-session). Ends with the turn's
+    /// outcome, or the error that kept it from running.
+    Submit {
+        session_id: Option<String>,
+        agent: Option<String>,
+        prompt: String,
+    },
+    /// Cancel the running turn of `session_id` and of all its descendants (the engine
+    /// publishes `cancel:requested`, then `cancel:completed` per stopped turn).
+    Cancel { session_id: String },
+    /// Read a session (id or unambiguous prefix) from the store; answered with the
+    /// loaded session or the store error.
+    LoadTranscript { session_id: String },
+    /// List stored sessions of this project; answered with their metadata, newest
+    /// first, or the store error.
+    ListSessions,
+    /// Work out the status-bar label of a new root session, asking a local server for
+    /// its model when none is configured (`Runtime::resolve_provider_label`, bounded
+    /// to a few seconds); answered with `provider/model` (nothing when no provider is
+    /// usable: the front end already says so). The TUI sends it once at start when its
+    /// label has no model.
+    ResolveProviderLabel,
+}

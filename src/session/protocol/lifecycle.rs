@@ -1,0 +1,104 @@
+//! Payloads of the session lifecycle events: start, fork, resume, status, prompt,
+//! the end of a turn, cancellation, appended messages.
+//!
+//! Field order is the key order of the JSON `data` object (`serde_json` keeps it), and
+//! matches what arbor has always written.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::ResolvedModel;
+use crate::session::message::Message;
+use crate::session::metadata::{SessionStatus, SessionUsage};
+
+/// `session:start`: `{agent, depth, bundle, model, working_dir}` (`null` when unknown).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionStartEvent {
+    /// The root agent's name (the bundle's name when no agent was chosen).
+    pub agent: String,
+    /// Always 0: a root.
+    pub depth: u32,
+    /// The bundle the session was built from.
+    pub bundle: Option<String>,
+    /// `provider/model` the session starts with.
+    pub model: Option<String>,
+    /// The directory its tools work in.
+    pub working_dir: Option<String>,
+}
+
+/// `session:fork`: `{parent, agent, depth, resolved_model}`. `parent` is Amplifier's
+/// key; `agent`, `depth` and `resolved_model` are arbor's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionForkEvent {
+    /// The parent session id (also the envelope's `parent_id`).
+    pub parent: String,
+    /// The sub-session's agent.
+    pub agent: String,
+    /// Parent depth + 1.
+    pub depth: u32,
+    /// The model the sub-session got and why (SPEC §9 precedence). Absent (key
+    /// omitted) when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<ResolvedModel>,
+}
+
+/// `session:resume`: `{agent, depth, turn_count, status}` as stored before the resume.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionResumeEvent {
+    pub agent: String,
+    pub depth: u32,
+    /// Turns run so far.
+    pub turn_count: u32,
+    /// The stored status.
+    pub status: SessionStatus,
+}
+
+/// `session:end`: `{status}`, the turn's final status.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionEndEvent {
+    pub status: SessionStatus,
+}
+
+/// `session:status` (arbor's own): `{status}`, the session's new status.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionStatusEvent {
+    pub status: SessionStatus,
+}
+
+/// `prompt:submit`: `{prompt}`, the user message of the turn (Amplifier's key).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PromptSubmitEvent {
+    pub prompt: String,
+}
+
+/// `orchestrator:complete`: `{status, turn_count, usage, error?}` (Amplifier's `status`
+/// and `turn_count`; `usage` and `error` are arbor's).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct OrchestratorCompleteEvent {
+    /// How the turn ended: `completed`, `failed` or `cancelled`.
+    pub status: SessionStatus,
+    /// Turns run so far, this one included.
+    pub turn_count: u32,
+    /// The turn's total over its model calls: `{input_tokens, output_tokens,
+    /// cache_read_tokens, cache_creation_tokens, cost?}` (`cost` in USD, present only
+    /// when some call had a price).
+    pub usage: SessionUsage,
+    /// Why the turn failed (omitted unless it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `cancel:requested`: `{}`. Published on the session a cancel was aimed at, when it or
+/// a descendant had a turn running.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CancelRequestedEvent {}
+
+/// `cancel:completed`: `{}`. Published by every session whose turn ended cancelled.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CancelCompletedEvent {}
+
+/// `message:appended` (arbor's own, live only): `{message}`, the message exactly as
+/// appended to `transcript.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageAppendedEvent {
+    pub message: Message,
+}

@@ -1,0 +1,92 @@
+//! The typed protocol between the engine and its front ends (SPEC §7 "Events",
+//! STYLE "One typed protocol").
+//!
+//! Owns: [`EngineEvent`] — one variant per event a session publishes, each with a
+//! payload struct (`lifecycle`, `model`, `tools`); the envelope every event travels in
+//! ([`Event`]: `session_id`, `parent_id`, `timestamp`); [`EngineCommand`], what a front
+//! end asks of the engine; the process-wide [`EventBus`]; and the JSON forms an event
+//! takes when it leaves the process (`wire`): the `events.jsonl` line and the
+//! `arbor run --output-format jsonl` object.
+//!
+//! Does not own: writing `events.jsonl` (`store`), deciding when an event happens
+//! (`engine`), or what a front end does with it (`tui`, `cli`).
+//!
+//! Inside the process nothing here is JSON: publishers build payload structs, front
+//! ends match on variants, and a new event is a new variant the compiler makes every
+//! `match` handle. Event names and data keys are Amplifier's where Amplifier has the
+//! event (its kernel's event names, `hooks-logging`'s log line, `tool-delegate`'s
+//! `sub_session_id`/`parent_session_id`); arbor's own events and keys are marked as
+//! such on each payload.
+//!
+//! Coming events (SPEC §11–§13) get their own variants here: `approval:required`,
+//! `approval:granted`, `approval:denied` (§12), transfers (`transfer_to_agent`, §11),
+//! steer/queue acknowledgements and budget pauses (§13).
+
+mod bus;
+mod command;
+mod event;
+mod lifecycle;
+mod model;
+mod tools;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use bus::EventBus;
+pub use command::EngineCommand;
+pub use event::EngineEvent;
+pub use lifecycle::{
+    CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
+    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionResumeEvent, SessionStartEvent,
+    SessionStatusEvent,
+};
+pub use model::{
+    ContentBlockDeltaEvent, DeltaKind, ProviderErrorEvent, ProviderErrorKind, ProviderRequestEvent,
+    ProviderResponseEvent, ResolvedModel, Via,
+};
+pub use tools::{
+    TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, TaskCallFields,
+    ToolErrorEvent, ToolPostEvent, ToolPreEvent,
+};
+pub use wire::LogLine;
+
+/// One event of one session: the envelope every [`EngineEvent`] travels in on the bus.
+///
+/// Leaves the process in two JSON forms (`wire`): `--output-format jsonl` writes
+/// `{"event","session_id","parent_id","timestamp","data"}` (its `Serialize`), and
+/// `events.jsonl` gets Amplifier's log line ([`Event::to_log_line`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The publishing session.
+    pub session_id: String,
+    /// Its parent session, `None` for a root.
+    pub parent_id: Option<String>,
+    /// When it was published: RFC 3339, UTC.
+    pub timestamp: String,
+    /// What happened.
+    pub msg: EngineEvent,
+}
+
+impl Event {
+    /// `msg` from session `session_id` (child of `parent_id`), stamped with the
+    /// current time.
+    pub fn new(session_id: &str, parent_id: Option<&str>, msg: EngineEvent) -> Self {
+        Self {
+            session_id: session_id.to_string(),
+            parent_id: parent_id.map(str::to_string),
+            timestamp: super::message::now_rfc3339(),
+            msg,
+        }
+    }
+
+    /// Whether this event goes to `events.jsonl`: everything but the live-only
+    /// `content_block:delta` and `message:appended` (the message itself is in
+    /// `transcript.jsonl`).
+    pub fn is_logged(&self) -> bool {
+        !matches!(
+            self.msg,
+            EngineEvent::ContentBlockDelta(_) | EngineEvent::MessageAppended(_)
+        )
+    }
+}

@@ -1,0 +1,199 @@
+//! Payloads of the model-call events (`provider:*`, `content_block:delta`) and the
+//! records they carry that the layers above produce: [`ProviderErrorKind`] (made by the
+//! provider clients) and [`ResolvedModel`] (made by routing, stored in metadata).
+//!
+//! Those two live here, at the bottom, because events carry them; `provider` and
+//! `provider::routing` re-export them where they are made.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::session::metadata::SessionUsage;
+
+/// What kind of failure a provider call had (drives retry and the TUI's hint).
+/// Serialized in snake case (`rate_limit`, …) as `provider:error` `data.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderErrorKind {
+    /// 401/403: bad or missing key.
+    Auth,
+    /// 429.
+    RateLimit,
+    /// 529 / `overloaded_error`.
+    Overloaded,
+    /// The prompt is longer than the model's context.
+    ContextTooLong,
+    /// Other 4xx, or an account without quota/credit (`insufficient_quota`): the
+    /// request was refused and resending it unchanged fails again.
+    InvalidRequest,
+    /// 5xx.
+    Server,
+    /// Connection refused/reset, timeouts, a stream cut mid-way.
+    Network,
+    /// An `error` event or error object inside an otherwise good stream whose
+    /// `code`/`type`/`status` names no kind above (a known one maps to that kind).
+    Stream,
+    /// The call was cancelled.
+    Cancelled,
+    /// No provider is configured / usable.
+    NotConfigured,
+}
+
+/// Where a sub-session's model came from (SPEC §9 precedence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Via {
+    #[serde(rename = "call preferences")]
+    CallPreferences,
+    #[serde(rename = "call role")]
+    CallRole,
+    #[serde(rename = "agent preferences")]
+    AgentPreferences,
+    #[serde(rename = "agent role")]
+    AgentRole,
+    #[serde(rename = "parent")]
+    Parent,
+}
+
+impl Via {
+    /// The label used in metadata and reasons (`call preferences`, …, `parent`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::CallPreferences => "call preferences",
+            Via::CallRole => "call role",
+            Via::AgentPreferences => "agent preferences",
+            Via::AgentRole => "agent role",
+            Via::Parent => "parent",
+        }
+    }
+}
+
+/// The model a session resolved, as stored in its metadata under `resolved_model` and
+/// carried by `session:fork` / `task:agent_spawned` / `task:agent_resumed`:
+/// `{provider, model, via, role?, reason?}`. `provider` is the mount name (provider id)
+/// in the session's plan; `role` the model role that resolved (role tiers); `reason`
+/// explains fallbacks ("role reasoning: no candidate available (…); used role general").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedModel {
+    pub provider: String,
+    pub model: String,
+    pub via: Via,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ResolvedModel {
+    /// The record as JSON.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// `provider/model` for display (`provider` alone when the model is unknown).
+    pub fn label(&self) -> String {
+        if self.model.is_empty() {
+            self.provider.clone()
+        } else {
+            format!("{}/{}", self.provider, self.model)
+        }
+    }
+
+    /// Reads a stored record (e.g. `metadata.extra["resolved_model"]`); `None` when
+    /// absent or malformed.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        serde_json::from_value(v.clone()).ok()
+    }
+}
+
+/// `provider:request`: `{provider, model, iteration, message_count, tools}` (arbor's
+/// keys; Amplifier's event carries the request itself, which arbor does not log).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProviderRequestEvent {
+    /// Provider id (mount name).
+    pub provider: String,
+    /// The model asked for.
+    pub model: String,
+    /// 1-based model call of the turn (bounded by `max_iterations`).
+    pub iteration: u32,
+    /// Messages sent.
+    pub message_count: usize,
+    /// Names of the tools offered.
+    pub tools: Vec<String>,
+}
+
+/// `provider:response`: `{provider, model, usage, stop_reason, tool_calls}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProviderResponseEvent {
+    /// Provider id.
+    pub provider: String,
+    /// `provider/model` as the API reported it (else as configured). Empty: unknown.
+    pub model: String,
+    /// The call's usage: `{input_tokens, output_tokens, cache_read_tokens,
+    /// cache_creation_tokens, cost?}`, `cost` in USD only when the config's price table
+    /// has the model.
+    pub usage: SessionUsage,
+    /// The API's stop reason (`end_turn`, `tool_use`, `stop`, …), when it sent one.
+    pub stop_reason: Option<String>,
+    /// How many tool calls the reply holds (a count: the calls follow as `tool:pre`).
+    pub tool_calls: usize,
+}
+
+/// `provider:error`:
+///
+/// ```json
+/// {"provider": "openai", "module": "provider-openai", "model": "gpt-4o",
+///  "kind": "rate_limit", "status": 429, "message": "<the API's own message>",
+///  "error": "openai: <message> (HTTP 429)", "retryable": true,
+///  "retrying": true, "attempt": 1, "max_attempts": 4, "wait_ms": 1000,
+///  "retry_after_ms": 1000}
+/// ```
+///
+/// Amplifier's `provider:error` carries `error`; the other keys are arbor's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderErrorEvent {
+    /// Provider id (`openai`, `anthropic`, …).
+    pub provider: String,
+    /// `provider-openai`, `provider-anthropic`, ….
+    pub module: String,
+    /// The model asked for.
+    pub model: String,
+    pub kind: ProviderErrorKind,
+    /// The HTTP status; `null` without one (connection errors, in-stream errors).
+    pub status: Option<u16>,
+    /// The API's own message (else a description of the failure).
+    pub message: String,
+    /// The full error text: `provider: message (HTTP n)`.
+    pub error: String,
+    /// Whether a fresh attempt may succeed.
+    pub retryable: bool,
+    /// Whether a retry is pending (`false` in the final event of a failed call).
+    pub retrying: bool,
+    /// The attempt that failed, 1-based.
+    pub attempt: u32,
+    /// Most attempts per call.
+    pub max_attempts: u32,
+    /// While retrying: milliseconds before the next attempt; `null` in the final event.
+    pub wait_ms: Option<u64>,
+    /// The server's requested wait (`retry-after` / `retry-after-ms`) in milliseconds,
+    /// or `null`.
+    pub retry_after_ms: Option<u64>,
+}
+
+/// What a `content_block:delta` streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeltaKind {
+    /// Answer text.
+    #[default]
+    Text,
+    /// Thinking (reasoning) text.
+    Thinking,
+}
+
+/// `content_block:delta`: `{delta, kind}` — `kind` is `text` or `thinking`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContentBlockDeltaEvent {
+    /// The streamed text piece.
+    pub delta: String,
+    pub kind: DeltaKind,
+}

@@ -1,0 +1,259 @@
+//! The serialized forms of every event: snapshots of the `--output-format jsonl`
+//! object and of the `events.jsonl` line (a renamed or reordered key changes a
+//! snapshot), read back to the same event, and old lines still read.
+
+use serde_json::json;
+
+use super::*;
+use crate::session::Message;
+use crate::session::SessionStatus;
+use crate::session::metadata::SessionUsage;
+
+const ROOT: &str = "0d9e1c52-6f1a-4c1e-9c55-2f4f2b8a7e10";
+const CHILD: &str = "0d9e1c526f1a4c1e-3f2a9b7c1d4e5f60_explorer";
+const TS: &str = "2025-03-01T12:00:00.000Z";
+
+fn resolved() -> ResolvedModel {
+    ResolvedModel {
+        provider: "openai".into(),
+        model: "gpt-4o".into(),
+        via: Via::AgentRole,
+        role: Some("general".into()),
+        reason: None,
+    }
+}
+
+fn usage(cost: Option<f64>) -> SessionUsage {
+    SessionUsage {
+        input_tokens: 1200,
+        output_tokens: 300,
+        cache_read_tokens: 1000,
+        cache_creation_tokens: 0,
+        cost,
+    }
+}
+
+fn task() -> Option<TaskCallFields> {
+    Some(TaskCallFields {
+        sub_session_id: CHILD.into(),
+        parent_session_id: ROOT.into(),
+        depth: 1,
+    })
+}
+
+/// One event of every variant, as the engine publishes them.
+fn samples() -> Vec<Event> {
+    use EngineEvent as E;
+    let root = |msg| Event {
+        session_id: ROOT.into(),
+        parent_id: None,
+        timestamp: TS.into(),
+        msg,
+    };
+    let child = |msg| Event {
+        session_id: CHILD.into(),
+        parent_id: Some(ROOT.into()),
+        timestamp: TS.into(),
+        msg,
+    };
+    let message: Message = serde_json::from_value(json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Delegating."},
+        {"type": "tool_call", "id": "call_1", "name": "task", "input": {"agent": "explorer", "instruction": "Map the crate"}}
+    ], "tool_calls": [{"id": "call_1", "tool": "task", "arguments": {"agent": "explorer", "instruction": "Map the crate"}}]}))
+    .unwrap();
+    vec![
+        root(E::SessionStart(SessionStartEvent {
+            agent: "zen-architect".into(),
+            depth: 0,
+            bundle: Some("foundation".into()),
+            model: Some("openai/gpt-4o".into()),
+            working_dir: Some("/work/project".into()),
+        })),
+        child(E::SessionFork(SessionForkEvent {
+            parent: ROOT.into(),
+            agent: "explorer".into(),
+            depth: 1,
+            resolved_model: Some(resolved()),
+        })),
+        child(E::SessionResume(SessionResumeEvent {
+            agent: "explorer".into(),
+            depth: 1,
+            turn_count: 2,
+            status: SessionStatus::Completed,
+        })),
+        root(E::SessionEnd(SessionEndEvent {
+            status: SessionStatus::Completed,
+        })),
+        root(E::PromptSubmit(PromptSubmitEvent {
+            prompt: "Map the crate".into(),
+        })),
+        root(E::ProviderRequest(ProviderRequestEvent {
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            iteration: 1,
+            message_count: 3,
+            tools: vec!["read_file".into(), "task".into()],
+        })),
+        root(E::ProviderResponse(ProviderResponseEvent {
+            provider: "openai".into(),
+            model: "openai/gpt-4o-2024-08-06".into(),
+            usage: usage(Some(0.0075)),
+            stop_reason: Some("tool_calls".into()),
+            tool_calls: 1,
+        })),
+        root(E::ProviderError(ProviderErrorEvent {
+            provider: "openai".into(),
+            module: "provider-openai".into(),
+            model: "gpt-4o".into(),
+            kind: ProviderErrorKind::RateLimit,
+            status: Some(429),
+            message: "slow down".into(),
+            error: "openai: slow down (HTTP 429)".into(),
+            retryable: true,
+            retrying: true,
+            attempt: 1,
+            max_attempts: 4,
+            wait_ms: Some(1500),
+            retry_after_ms: None,
+        })),
+        root(E::ContentBlockDelta(ContentBlockDeltaEvent {
+            delta: "Deleg".into(),
+            kind: DeltaKind::Text,
+        })),
+        root(E::ToolPre(ToolPreEvent {
+            tool_name: "task".into(),
+            tool_call_id: "call_1".into(),
+            tool_input: json!({"agent": "explorer", "instruction": "Map the crate"}),
+            task: task(),
+        })),
+        root(E::ToolPost(ToolPostEvent {
+            tool_name: "read_file".into(),
+            tool_call_id: "call_2".into(),
+            result: "pub mod agent;".into(),
+            truncated: true,
+            task: None,
+        })),
+        root(E::ToolError(ToolErrorEvent {
+            tool_name: "task".into(),
+            tool_call_id: "call_1".into(),
+            error: "unknown agent 'ghost'".into(),
+            truncated: false,
+            task: task(),
+        })),
+        root(E::TaskAgentSpawned(TaskAgentSpawnedEvent {
+            agent: "explorer".into(),
+            sub_session_id: CHILD.into(),
+            tool_call_id: "call_1".into(),
+            depth: 1,
+            resolved_model: resolved(),
+        })),
+        root(E::TaskAgentResumed(TaskAgentResumedEvent {
+            agent: "explorer".into(),
+            sub_session_id: CHILD.into(),
+            tool_call_id: "call_3".into(),
+            depth: 1,
+            resolved_model: None,
+        })),
+        root(E::TaskAgentCompleted(TaskAgentCompletedEvent {
+            agent: "explorer".into(),
+            sub_session_id: CHILD.into(),
+            tool_call_id: "call_1".into(),
+            status: SessionStatus::Completed,
+            turn_count: 1,
+        })),
+        root(E::CancelRequested(CancelRequestedEvent {})),
+        child(E::CancelCompleted(CancelCompletedEvent {})),
+        root(E::OrchestratorComplete(OrchestratorCompleteEvent {
+            status: SessionStatus::Failed,
+            turn_count: 3,
+            usage: usage(None),
+            error: Some("openai: slow down (HTTP 429)".into()),
+        })),
+        child(E::SessionStatus(SessionStatusEvent {
+            status: SessionStatus::Running,
+        })),
+        root(E::MessageAppended(MessageAppendedEvent { message })),
+    ]
+}
+
+#[test]
+fn the_samples_cover_every_event_once() {
+    let names: Vec<&str> = samples().iter().map(|e| e.msg.name()).collect();
+    assert_eq!(names, EngineEvent::NAMES);
+}
+
+#[test]
+fn jsonl_output_form_of_every_event() {
+    let lines: Vec<String> = samples()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
+
+#[test]
+fn events_jsonl_line_of_every_logged_event() {
+    let samples = samples();
+    let unlogged: Vec<&str> = samples
+        .iter()
+        .filter(|e| !e.is_logged())
+        .map(|e| e.msg.name())
+        .collect();
+    assert_eq!(unlogged, ["content_block:delta", "message:appended"]);
+    let lines: Vec<String> = samples
+        .iter()
+        .filter(|e| e.is_logged())
+        .map(|e| serde_json::to_string(&e.to_log_line()).unwrap())
+        .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
+
+#[test]
+fn both_forms_read_back_to_the_same_event() {
+    for event in samples() {
+        let jsonl = serde_json::to_string(&event).unwrap();
+        let back: Event = serde_json::from_str(&jsonl).unwrap();
+        assert_eq!(back, event, "{jsonl}");
+        let line = serde_json::to_string(&event.to_log_line()).unwrap();
+        assert_eq!(Event::from_log_line(&line).unwrap(), event, "{line}");
+    }
+}
+
+#[test]
+fn lines_written_by_older_arbor_still_read() {
+    // `tool:pre` carried the input as `arguments` before `tool_input`.
+    let old = r#"{"ts":"2025-03-01T12:00:00.000Z","lvl":"INFO","schema":{"name":"amplifier.log","ver":"1.0.0"},"event":"tool:pre","session_id":"s1","data":{"tool_name":"read_file","tool_call_id":"c1","arguments":{"file_path":"a.rs"},"parent_id":null,"timestamp":"2025-03-01T12:00:00.000Z"}}"#;
+    let event = Event::from_log_line(old).unwrap();
+    assert_eq!(
+        event.msg,
+        EngineEvent::ToolPre(ToolPreEvent {
+            tool_name: "read_file".into(),
+            tool_call_id: "c1".into(),
+            tool_input: json!({"file_path": "a.rs"}),
+            task: None,
+        })
+    );
+    assert_eq!((event.session_id.as_str(), event.parent_id), ("s1", None));
+    let unknown = old.replace("tool:pre", "tool:sideways");
+    assert!(Event::from_log_line(&unknown).is_err());
+}
+
+#[test]
+fn error_events_log_at_error_level() {
+    let levels: Vec<(&str, String)> = samples()
+        .iter()
+        .filter(|e| e.is_logged())
+        .map(|e| {
+            let line = serde_json::to_value(e.to_log_line()).unwrap();
+            (e.msg.name(), line["lvl"].as_str().unwrap().to_string())
+        })
+        .filter(|(_, lvl)| lvl != "INFO")
+        .collect();
+    assert_eq!(
+        levels,
+        [
+            ("provider:error", "ERROR".to_string()),
+            ("tool:error", "ERROR".to_string())
+        ]
+    );
+}

@@ -1,0 +1,119 @@
+//! Payloads of the tool-call events (`tool:pre`, `tool:post`, `tool:error`) and the
+//! task tool's delegation events (`task:agent_*`).
+//!
+//! Keys are Amplifier's: `tool_name`, `tool_call_id`, `tool_input` (as its
+//! `hooks-logging` and hooks such as `hooks-process-guard` read it), `result` (as its
+//! trace collector reads `tool:post`), and for task calls `tool-delegate`'s
+//! `sub_session_id` / `parent_session_id`. Field order is the key order of `data`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::model::ResolvedModel;
+use crate::session::metadata::SessionStatus;
+
+/// The keys every event of a task call repeats, so a reader links the call to its
+/// sub-session: `{sub_session_id, parent_session_id, depth}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskCallFields {
+    /// The sub-session the call spawns or resumes.
+    pub sub_session_id: String,
+    /// The calling session.
+    pub parent_session_id: String,
+    /// The sub-session's depth (caller's depth + 1).
+    pub depth: u32,
+}
+
+/// `tool:pre`: `{tool_name, tool_call_id, tool_input}` plus, for a task call, the
+/// [`TaskCallFields`]. Older arbor wrote the input as `arguments`; both are read.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolPreEvent {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    /// The call's input object, as the model sent it.
+    #[serde(alias = "arguments")]
+    pub tool_input: Value,
+    /// Set for task calls.
+    #[serde(flatten)]
+    pub task: Option<TaskCallFields>,
+}
+
+/// `tool:post`: `{tool_name, tool_call_id, result, truncated?}` plus, for a task call,
+/// the [`TaskCallFields`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolPostEvent {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    /// The result text, cut to 16 KiB (the whole text is in the transcript and in
+    /// `message:appended`).
+    pub result: String,
+    /// `true` (key present) when `result` was cut.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+    /// Set for task calls.
+    #[serde(flatten)]
+    pub task: Option<TaskCallFields>,
+}
+
+/// `tool:error`: `{tool_name, tool_call_id, error, truncated?}` plus, for a task call,
+/// the [`TaskCallFields`]. `error` is the error result given to the model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolErrorEvent {
+    pub tool_name: String,
+    pub tool_call_id: String,
+    /// The error text, cut like [`ToolPostEvent::result`].
+    pub error: String,
+    /// `true` (key present) when `error` was cut.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+    /// Set for task calls.
+    #[serde(flatten)]
+    pub task: Option<TaskCallFields>,
+}
+
+/// `task:agent_spawned`: `{agent, sub_session_id, tool_call_id, depth, resolved_model}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgentSpawnedEvent {
+    /// The sub-session's agent.
+    pub agent: String,
+    pub sub_session_id: String,
+    /// The parent's task call that spawned it.
+    pub tool_call_id: String,
+    /// The sub-session's depth.
+    pub depth: u32,
+    /// The model it got and why.
+    pub resolved_model: ResolvedModel,
+}
+
+/// `task:agent_resumed`: `{agent, sub_session_id, tool_call_id, depth,
+/// resolved_model?}`; `resolved_model` only when the resume call re-routed the model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskAgentResumedEvent {
+    /// The sub-session's agent.
+    pub agent: String,
+    pub sub_session_id: String,
+    /// The parent's task call that resumed it.
+    pub tool_call_id: String,
+    /// The sub-session's depth.
+    pub depth: u32,
+    /// The re-resolved model, when the call asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<ResolvedModel>,
+}
+
+/// `task:agent_completed`: `{agent, sub_session_id, tool_call_id, status,
+/// turn_count}`, the sub-session's turn outcome.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskAgentCompletedEvent {
+    pub agent: String,
+    pub sub_session_id: String,
+    pub tool_call_id: String,
+    /// How the sub-session's turn ended.
+    pub status: SessionStatus,
+    /// Its turns so far.
+    pub turn_count: u32,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
