@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use arbor::agent::Registry;
 use arbor::session::protocol::DeltaKind;
-use arbor::session::{EngineEvent, Event, LoadedSession, Metadata};
+use arbor::session::{EngineEvent, LoadedSession, Metadata};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::Keymap;
@@ -89,12 +89,8 @@ fn warm(messages: usize) -> (App, UnboundedReceiver<EngineCommand>, Terminal<Tes
 }
 
 fn delta(text: &str) -> AppEvent {
-    AppEvent::Engine(Arc::new(Event {
-        session_id: ID.into(),
-        parent_id: None,
-        timestamp: T0.into(),
-        msg: EngineEvent::delta(DeltaKind::Text, text),
-    }))
+    let msg = EngineEvent::delta(DeltaKind::Text, text);
+    AppEvent::Engine(Arc::new(arbor::tui::testing::event(msg, ID, None, T0)))
 }
 
 /// One frame with nothing changed since the last.

@@ -6,9 +6,7 @@
 use std::path::Path;
 
 use arbor::session::message::{AssistantMessage, ContentBlock, ToolCall};
-use arbor::session::protocol::{
-    DeltaKind, ProviderErrorEvent, ProviderErrorKind, SessionStartEvent, ToolPreEvent,
-};
+use arbor::session::protocol::{DeltaKind, SessionStartEvent, ToolErrorEvent, ToolPreEvent};
 use arbor::session::store::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP, TRANSCRIPT_FILE};
 use arbor::session::{EngineEvent, Event};
 use arbor::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
@@ -357,20 +355,11 @@ fn secrets_never_reach_metadata_or_events() {
     let mut second = m.clone();
     second.turn_count = 1;
     writer.write_metadata(&second).unwrap();
-    let error = EngineEvent::ProviderError(ProviderErrorEvent {
-        provider: "openai".into(),
-        module: "provider-openai".into(),
-        model: "gpt-5".into(),
-        kind: ProviderErrorKind::Auth,
-        status: Some(401),
-        message: "401 for key sk-live-0123456789".into(),
+    let error = EngineEvent::ToolError(ToolErrorEvent {
+        tool_name: "bash".into(),
+        tool_call_id: "c0".into(),
         error: "401 for key sk-live-0123456789".into(),
-        retryable: false,
-        retrying: false,
-        attempt: 1,
-        max_attempts: 4,
-        wait_ms: None,
-        retry_after_ms: None,
+        ..Default::default()
     });
     writer.append_event(&Event::new(ROOT, None, error)).unwrap();
     let call = EngineEvent::ToolPre(ToolPreEvent {

@@ -8,15 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor::agent::{AgentDef, AgentIssue, AgentSource, Registry};
-use arbor::session::metadata::SessionUsage;
-use arbor::session::protocol::{
-    CancelCompletedEvent, DeltaKind, ProviderResponseEvent, SessionForkEvent, SessionStartEvent,
-};
+use arbor::session::protocol::{CancelCompletedEvent, DeltaKind, SessionStartEvent};
 use arbor::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::{Keymap, KeymapError};
-use arbor::tui::testing::buffer_text;
+use arbor::tui::testing::{buffer_text, fork, response, start, tokens};
 use arbor::tui::theme::Theme;
 use arbor::tui::{App, AppEvent, EngineCommand, Focus, Overlay};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
@@ -33,43 +30,6 @@ mod live;
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
 const CHILD: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
-
-fn start(agent: &str) -> EngineEvent {
-    EngineEvent::SessionStart(SessionStartEvent {
-        agent: agent.into(),
-        ..Default::default()
-    })
-}
-
-fn fork(parent: &str, agent: &str) -> EngineEvent {
-    EngineEvent::SessionFork(SessionForkEvent {
-        parent: parent.into(),
-        agent: agent.into(),
-        ..Default::default()
-    })
-}
-
-/// A `provider:response` with this usage and no model.
-fn tokens(input_tokens: u64, output_tokens: u64, cost: Option<f64>) -> EngineEvent {
-    EngineEvent::ProviderResponse(ProviderResponseEvent {
-        usage: SessionUsage {
-            input_tokens,
-            output_tokens,
-            cost,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
-
-/// A `provider:response` from `provider` naming `model`, with no usage.
-fn response(provider: &str, model: &str) -> EngineEvent {
-    EngineEvent::ProviderResponse(ProviderResponseEvent {
-        provider: provider.into(),
-        model: model.into(),
-        ..Default::default()
-    })
-}
 
 fn appended(message: Value) -> EngineEvent {
     EngineEvent::appended(serde_json::from_value(message).unwrap())
@@ -149,12 +109,8 @@ impl Harness {
 
     fn engine(&mut self, msg: EngineEvent, id: &str, parent: Option<&str>, secs: i64) {
         let ts = T0.parse::<Timestamp>().unwrap() + jiff::SignedDuration::from_secs(secs);
-        self.app.handle(AppEvent::Engine(Arc::new(Event {
-            session_id: id.into(),
-            parent_id: parent.map(Into::into),
-            timestamp: ts.to_string(),
-            msg,
-        })));
+        let event = arbor::tui::testing::event(msg, id, parent, &ts.to_string());
+        self.app.handle(AppEvent::Engine(Arc::new(event)));
     }
 
     fn load(&mut self, id: &str, parent: Option<&str>, agent: &str, transcript: Vec<Message>) {

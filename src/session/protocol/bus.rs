@@ -19,6 +19,7 @@ pub struct EventBus {
 }
 
 impl EventBus {
+    /// A bus with no subscribers.
     pub fn new() -> Self {
         Self::default()
     }

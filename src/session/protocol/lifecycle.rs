@@ -44,7 +44,9 @@ pub struct SessionForkEvent {
 /// `session:resume`: `{agent, depth, turn_count, status}` as stored before the resume.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionResumeEvent {
+    /// The session's agent.
     pub agent: String,
+    /// 0 for a root, parent depth + 1 for a sub-session.
     pub depth: u32,
     /// Turns run so far.
     pub turn_count: u32,
@@ -55,18 +57,21 @@ pub struct SessionResumeEvent {
 /// `session:end`: `{status}`, the turn's final status.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionEndEvent {
+    /// `completed`, `failed` or `cancelled`.
     pub status: SessionStatus,
 }
 
 /// `session:status` (arbor's own): `{status}`, the session's new status.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStatusEvent {
+    /// The status now (as `metadata.json` has it).
     pub status: SessionStatus,
 }
 
 /// `prompt:submit`: `{prompt}`, the user message of the turn (Amplifier's key).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PromptSubmitEvent {
+    /// The user message text.
     pub prompt: String,
 }
 
@@ -100,5 +105,6 @@ pub struct CancelCompletedEvent {}
 /// appended to `transcript.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageAppendedEvent {
+    /// The appended message (user, assistant, tool result or system).
     pub message: Message,
 }

@@ -42,14 +42,19 @@ pub enum ProviderErrorKind {
 /// Where a sub-session's model came from (SPEC §9 precedence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Via {
+    /// The task call's `provider_preferences`.
     #[serde(rename = "call preferences")]
     CallPreferences,
+    /// The task call's `model_role`.
     #[serde(rename = "call role")]
     CallRole,
+    /// The agent's `provider_preferences`.
     #[serde(rename = "agent preferences")]
     AgentPreferences,
+    /// The agent's `model_role`.
     #[serde(rename = "agent role")]
     AgentRole,
+    /// Nothing applied: the parent's provider and model.
     #[serde(rename = "parent")]
     Parent,
 }
@@ -74,11 +79,16 @@ impl Via {
 /// explains fallbacks ("role reasoning: no candidate available (…); used role general").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedModel {
+    /// Provider id (mount name).
     pub provider: String,
+    /// Exact model id; empty when the provider's default is used.
     pub model: String,
+    /// Which precedence tier chose it.
     pub via: Via,
+    /// The model role that resolved (role tiers only; omitted otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// Why a tier fell through (omitted when none did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -157,6 +167,7 @@ pub struct ProviderErrorEvent {
     pub module: String,
     /// The model asked for.
     pub model: String,
+    /// What failed, in snake case (`auth`, `rate_limit`, …).
     pub kind: ProviderErrorKind,
     /// The HTTP status; `null` without one (connection errors, in-stream errors).
     pub status: Option<u16>,
@@ -195,5 +206,6 @@ pub enum DeltaKind {
 pub struct ContentBlockDeltaEvent {
     /// The streamed text piece.
     pub delta: String,
+    /// `text` or `thinking`.
     pub kind: DeltaKind,
 }

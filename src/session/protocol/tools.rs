@@ -28,7 +28,9 @@ pub struct TaskCallFields {
 /// [`TaskCallFields`]. Older arbor wrote the input as `arguments`; both are read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolPreEvent {
+    /// The tool's name as the model called it.
     pub tool_name: String,
+    /// The call's id (the assistant message's `tool_calls[].id`).
     pub tool_call_id: String,
     /// The call's input object, as the model sent it.
     #[serde(alias = "arguments")]
@@ -42,7 +44,9 @@ pub struct ToolPreEvent {
 /// the [`TaskCallFields`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolPostEvent {
+    /// The tool's name as the model called it.
     pub tool_name: String,
+    /// The call's id (the assistant message's `tool_calls[].id`).
     pub tool_call_id: String,
     /// The result text, cut to 16 KiB (the whole text is in the transcript and in
     /// `message:appended`).
@@ -59,7 +63,9 @@ pub struct ToolPostEvent {
 /// the [`TaskCallFields`]. `error` is the error result given to the model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolErrorEvent {
+    /// The tool's name as the model called it.
     pub tool_name: String,
+    /// The call's id (the assistant message's `tool_calls[].id`).
     pub tool_call_id: String,
     /// The error text, cut like [`ToolPostEvent::result`].
     pub error: String,
@@ -76,6 +82,7 @@ pub struct ToolErrorEvent {
 pub struct TaskAgentSpawnedEvent {
     /// The sub-session's agent.
     pub agent: String,
+    /// The new sub-session.
     pub sub_session_id: String,
     /// The parent's task call that spawned it.
     pub tool_call_id: String,
@@ -91,6 +98,7 @@ pub struct TaskAgentSpawnedEvent {
 pub struct TaskAgentResumedEvent {
     /// The sub-session's agent.
     pub agent: String,
+    /// The resumed sub-session.
     pub sub_session_id: String,
     /// The parent's task call that resumed it.
     pub tool_call_id: String,
@@ -105,8 +113,11 @@ pub struct TaskAgentResumedEvent {
 /// turn_count}`, the sub-session's turn outcome.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskAgentCompletedEvent {
+    /// The sub-session's agent.
     pub agent: String,
+    /// The sub-session.
     pub sub_session_id: String,
+    /// The parent's task call that ran it.
     pub tool_call_id: String,
     /// How the sub-session's turn ended.
     pub status: SessionStatus,

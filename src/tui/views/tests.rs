@@ -18,10 +18,7 @@ use super::status::StatusView;
 use super::tree::TreeView;
 use crate::agent::reload::RegistryDiff;
 use crate::agent::{AgentDef, AgentIssue, AgentSource, Registry, Shadowed};
-use crate::session::metadata::SessionUsage;
-use crate::session::protocol::{
-    DeltaKind, ProviderResponseEvent, ResolvedModel, SessionForkEvent, SessionStartEvent, Via,
-};
+use crate::session::protocol::{DeltaKind, ResolvedModel, SessionForkEvent, Via};
 use crate::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
 use crate::tui::app::Note;
 use crate::tui::composer::Composer;
@@ -29,7 +26,7 @@ use crate::tui::keymap::{Context, Keymap};
 use crate::tui::state::browser::{BrowserState, ReloadMark};
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::buffer_text;
+use crate::tui::testing::{buffer_text, event as ev, fork, start, tokens};
 use crate::tui::theme::Theme;
 
 const NOW: &str = "2025-03-01T12:00:30Z";
@@ -51,43 +48,6 @@ where
     let mut buf = Buffer::empty(area);
     widget.render(area, &mut buf);
     buffer_text(&buf)
-}
-
-fn ev(msg: EngineEvent, id: &str, parent: Option<&str>, ts: &str) -> Event {
-    Event {
-        session_id: id.into(),
-        parent_id: parent.map(Into::into),
-        timestamp: ts.into(),
-        msg,
-    }
-}
-
-fn start(agent: &str) -> EngineEvent {
-    EngineEvent::SessionStart(SessionStartEvent {
-        agent: agent.into(),
-        ..Default::default()
-    })
-}
-
-fn fork(parent: &str, agent: &str) -> EngineEvent {
-    EngineEvent::SessionFork(SessionForkEvent {
-        parent: parent.into(),
-        agent: agent.into(),
-        ..Default::default()
-    })
-}
-
-/// A `provider:response` with this usage and no model.
-fn tokens(input_tokens: u64, output_tokens: u64, cost: Option<f64>) -> EngineEvent {
-    EngineEvent::ProviderResponse(ProviderResponseEvent {
-        usage: SessionUsage {
-            input_tokens,
-            output_tokens,
-            cost,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
 }
 
 fn appended(message: Value) -> EngineEvent {

@@ -1,37 +1,7 @@
 //! Unit tests for the session tree state.
 use super::*;
-use crate::session::metadata::SessionUsage;
-use crate::session::protocol::{ProviderResponseEvent, SessionForkEvent, SessionStartEvent};
+use crate::tui::testing::{event as ev, fork, response, start, tokens};
 use serde_json::json;
-
-fn ev(msg: EngineEvent, id: &str, parent: Option<&str>, ts: &str) -> Event {
-    Event {
-        session_id: id.into(),
-        parent_id: parent.map(Into::into),
-        timestamp: ts.into(),
-        msg,
-    }
-}
-
-fn start(agent: &str) -> EngineEvent {
-    EngineEvent::SessionStart(SessionStartEvent {
-        agent: agent.into(),
-        ..Default::default()
-    })
-}
-
-fn response(provider: &str, model: &str, input_tokens: u64, output_tokens: u64) -> EngineEvent {
-    EngineEvent::ProviderResponse(ProviderResponseEvent {
-        provider: provider.into(),
-        model: model.into(),
-        usage: SessionUsage {
-            input_tokens,
-            output_tokens,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-}
 
 #[test]
 fn the_model_comes_from_metadata_then_live_events() {
@@ -61,7 +31,7 @@ fn the_model_comes_from_metadata_then_live_events() {
     );
     // What the API reports wins once a reply arrives; bare models get the provider.
     t.apply(&ev(
-        response("openai", "gpt-4o-2024-08-06", 0, 0),
+        response("openai", "gpt-4o-2024-08-06"),
         "r",
         None,
         "2025-01-01T00:00:07Z",
@@ -83,23 +53,19 @@ fn live_fork_appears_under_parent_with_rollup_and_timing() {
         None,
         "2025-01-01T00:00:00Z",
     ));
-    let fork = EngineEvent::SessionFork(SessionForkEvent {
-        parent: "r".into(),
-        ..Default::default()
-    });
-    t.apply(&ev(fork, "a-b_explorer", Some("r"), "2025-01-01T00:00:05Z"));
     t.apply(&ev(
-        response("", "", 100, 20),
+        fork("r", ""),
+        "a-b_explorer",
+        Some("r"),
+        "2025-01-01T00:00:05Z",
+    ));
+    t.apply(&ev(
+        tokens(100, 20, None),
         "a-b_explorer",
         Some("r"),
         "2025-01-01T00:00:06Z",
     ));
-    t.apply(&ev(
-        response("", "", 1, 2),
-        "r",
-        None,
-        "2025-01-01T00:00:07Z",
-    ));
+    t.apply(&ev(tokens(1, 2, None), "r", None, "2025-01-01T00:00:07Z"));
     t.apply(&ev(
         EngineEvent::status(SessionStatus::Completed),
         "a-b_explorer",

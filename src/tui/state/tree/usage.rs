@@ -77,48 +77,29 @@ impl SessionTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::metadata::SessionUsage;
-    use crate::session::protocol::{ProviderResponseEvent, SessionForkEvent};
-    use crate::session::{EngineEvent, Event};
+    use crate::session::Event;
+    use crate::tui::testing::{event, fork, start, tokens};
 
-    fn ev(msg: EngineEvent, id: &str, parent: Option<&str>) -> Event {
-        Event {
-            session_id: id.into(),
-            parent_id: parent.map(Into::into),
-            timestamp: "2025-01-01T00:00:00Z".into(),
-            msg,
-        }
+    fn response(id: &str, parent: Option<&str>, tokens_in: u64, cost: Option<f64>) -> Event {
+        event(
+            tokens(tokens_in, 0, cost),
+            id,
+            parent,
+            "2025-01-01T00:00:00Z",
+        )
     }
 
-    fn fork(id: &str, parent: &str) -> Event {
-        let fork = SessionForkEvent {
-            parent: parent.into(),
-            ..Default::default()
-        };
-        ev(EngineEvent::SessionFork(fork), id, Some(parent))
-    }
-
-    fn response(id: &str, parent: Option<&str>, tokens: u64, cost: Option<f64>) -> Event {
-        let usage = SessionUsage {
-            input_tokens: tokens,
-            cost,
-            ..Default::default()
-        };
-        let response = ProviderResponseEvent {
-            usage,
-            ..Default::default()
-        };
-        ev(EngineEvent::ProviderResponse(response), id, parent)
+    fn forked(id: &str, parent: &str) -> Event {
+        event(fork(parent, ""), id, Some(parent), "2025-01-01T00:00:00Z")
     }
 
     #[test]
     fn cost_rolls_up_where_known_and_roots_are_found() {
         let mut t = SessionTree::default();
-        let start = EngineEvent::SessionStart(Default::default());
-        t.apply(&ev(start, "r", None));
-        t.apply(&fork("r-a_x", "r"));
-        t.apply(&fork("r-a-b_y", "r-a_x"));
-        t.apply(&fork("r-c_z", "r"));
+        t.apply(&event(start(""), "r", None, "2025-01-01T00:00:00Z"));
+        t.apply(&forked("r-a_x", "r"));
+        t.apply(&forked("r-a-b_y", "r-a_x"));
+        t.apply(&forked("r-c_z", "r"));
         t.apply(&response("r", None, 100, None));
         t.apply(&response("r-a_x", Some("r"), 50, Some(0.25)));
         t.apply(&response("r-a_x", Some("r"), 50, Some(0.5)));
