@@ -4,10 +4,17 @@
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, cancellation that cascades to children, transcript repair. Does not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
+//!
+//! Files form layers, each using only those below it (`tests/inner_layers.rs` fails
+//! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
+//! `Sessions` trait `runtime` implements); `turn` (with `calls`, `stream`, `repair`);
+//! `root_plan`, `providers`; then `env` (the shared `TurnEnv`), `outcome`, `live`.
 
 mod calls;
 pub mod context;
+mod env;
 mod live;
+mod outcome;
 pub mod providers;
 pub mod repair;
 mod root_plan;
@@ -18,5 +25,6 @@ mod stream;
 pub mod testing;
 pub mod turn;
 
+pub use outcome::{EngineError, TurnOutcome};
 pub use providers::ProviderFactory;
-pub use runtime::{EngineError, Runtime, RuntimeHooks, RuntimeOptions, TurnOutcome};
+pub use runtime::{Runtime, RuntimeHooks, RuntimeOptions};

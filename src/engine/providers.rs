@@ -1,13 +1,16 @@
 //! Which provider a session's turns use, and the credentials its writer must scrub.
 //!
-//! Owns: picking the provider entry of a mount plan (the first entry that builds, in
-//! plan order — `routing::setup::detect_providers` already put the configured
+//! Owns: a session's provider ([`provider_for`]: built once, then cached on the live
+//! session; [`select_provider`]: `NoProvider` naming every entry's failure and what
+//! was looked for), picking the provider entry of a mount plan (the first entry that
+//! builds, in plan order — `routing::setup::detect_providers` already put the configured
 //! preference first, and routing moves a sub-session's chosen entry first), building
 //! it through the injected factory or `routing::setup::build_provider` (pinned to the
 //! entry's `default_model`), the list of secret values handed to
 //! `SessionWriter::set_secrets`, and running model routing for a session's plan
 //! ([`route`]: every plan provider built, model lists fetched through the runtime's
-//! `ModelCache`, the active routing matrix).
+//! `ModelCache`, the active routing matrix). Everything comes from the runtime's
+//! [`TurnEnv`]; this file never names the runtime.
 //!
 //! A provider that leaves its model to the server (a local OpenAI-compatible server
 //! with no configured model: `default_model()` is `""`) is wrapped so its model comes
@@ -24,7 +27,10 @@ use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 
-use super::runtime::Runtime;
+use super::env::TurnEnv;
+pub use super::env::{Env, ProviderFactory};
+use super::live::LiveSession;
+use super::outcome::EngineError;
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 use crate::routing::setup::{self, provider_id};
@@ -32,29 +38,59 @@ use crate::routing::{
     ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
 };
 
-/// Builds a live provider from a mount-plan entry (keys are attached by the builder;
-/// plan entries hold none, or `[REDACTED]`). Injected by tests and embedders.
-pub type ProviderFactory =
-    Arc<dyn Fn(&ModuleEntry) -> Result<Arc<dyn Provider>, ProviderError> + Send + Sync>;
-
-/// Environment lookup shared by the runtime.
-pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// The provider a session with `plan` uses, with its plan entry (whose `config` is
 /// passed on in every `ChatRequest`). Errors list every entry's failure; `Err` with an
 /// empty list means the plan has no providers at all.
-pub(crate) fn select(
-    rt: &Runtime,
+fn select(
+    env: &TurnEnv,
     plan: &MountPlan,
 ) -> Result<(Arc<dyn Provider>, ModuleEntry), Vec<String>> {
     let mut errors = Vec::new();
     for entry in plan.providers() {
-        match build(rt, &entry) {
+        match build(env, &entry) {
             Ok(provider) => return Ok((provider, entry)),
             Err(e) => errors.push(e.to_string()),
         }
     }
     Err(errors)
+}
+
+/// The provider a session with `plan` uses and its entry's `config`; `NoProvider`
+/// (every entry's failure, then what was looked for) when none builds.
+pub(crate) fn select_provider(
+    env: &TurnEnv,
+    plan: &MountPlan,
+) -> Result<(Arc<dyn Provider>, Value), EngineError> {
+    let (provider, entry) = select_entry(env, plan)?;
+    Ok((provider, entry.config))
+}
+
+/// [`select_provider`] with the whole plan entry.
+pub(crate) fn select_entry(
+    env: &TurnEnv,
+    plan: &MountPlan,
+) -> Result<(Arc<dyn Provider>, ModuleEntry), EngineError> {
+    select(env, plan).map_err(|errors| {
+        let mut text =
+            crate::routing::setup::no_provider_message(&env.paths.config_file, env.env.as_ref());
+        if !errors.is_empty() {
+            text = format!("{}\n\n{text}", errors.join("\n"));
+        }
+        EngineError::NoProvider(text)
+    })
+}
+
+/// The session's provider (built once, then cached) and its entry config.
+pub(crate) fn provider_for(
+    env: &TurnEnv,
+    live: &LiveSession,
+) -> Result<(Arc<dyn Provider>, Value), EngineError> {
+    if let Some(cached) = live.provider() {
+        return Ok(cached);
+    }
+    let (provider, config) = select_provider(env, &live.plan)?;
+    live.set_provider(provider.clone(), config.clone());
+    Ok((provider, config))
 }
 
 /// The `ModelCache` key of a plan entry: its provider id and base URL.
@@ -69,10 +105,13 @@ pub(crate) fn cache_key(entry: &ModuleEntry) -> String {
 /// entry), so a routed session's requests carry the routed model. A provider that
 /// leaves the model to the server gets it from the runtime's model cache
 /// ([`server_model`]).
-pub(crate) fn build(rt: &Runtime, entry: &ModuleEntry) -> Result<Arc<dyn Provider>, ProviderError> {
-    let provider = match rt.provider_factory() {
+pub(crate) fn build(
+    env: &TurnEnv,
+    entry: &ModuleEntry,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let provider = match &env.provider_factory {
         Some(factory) => factory(entry)?,
-        None => setup::build_provider(entry, &rt.config, rt.env.as_ref())?,
+        None => setup::build_provider(entry, &env.config, env.env.as_ref())?,
     };
     let wanted = entry
         .config
@@ -87,7 +126,7 @@ pub(crate) fn build(rt: &Runtime, entry: &ModuleEntry) -> Result<Arc<dyn Provide
         }),
         _ if provider.default_model().is_empty() => Arc::new(ServerModel {
             inner: provider,
-            cache: rt.models.clone(),
+            cache: env.models.clone(),
             key: cache_key(entry),
             model: Arc::new(OnceLock::new()),
         }),
@@ -271,7 +310,7 @@ impl ModelSource for PlanModels<'_> {
 /// (`routing.matrix`, default `balanced`; a problem with it is logged and the built-in
 /// is used). `parent` is the `(provider, model)` kept when nothing resolves.
 pub(crate) async fn route(
-    rt: &Runtime,
+    env: &TurnEnv,
     plan: &MountPlan,
     request: &ModelRequest,
     parent: (&str, &str),
@@ -285,7 +324,7 @@ pub(crate) async fn route(
     if !request.is_empty() {
         for entry in &entries {
             let mount = provider_id(entry);
-            match build(rt, entry) {
+            match build(env, entry) {
                 Ok(provider) => {
                     mounts.names.push(mount.clone());
                     providers
@@ -297,14 +336,14 @@ pub(crate) async fn route(
         }
     }
     let matrix = request.wants_matrix().then(|| {
-        let active = active_matrix(&rt.config, &rt.paths.routing_dir());
+        let active = active_matrix(&env.config, &env.paths.routing_dir());
         if let Some(problem) = &active.problem {
             tracing::warn!("routing matrix: {problem}");
         }
         active.matrix
     });
     let source = PlanModels {
-        cache: &rt.models,
+        cache: &env.models,
         providers,
     };
     let routed =

@@ -3,78 +3,76 @@
 //! Owns: bundle mount plan + `providers` from `routing::setup::detect_providers`
 //! (the bundle's own `providers` when nothing is configured), and — for a root started
 //! with an agent — that agent's overlay merged in, so the root uses its instruction and
-//! tools. Does not own: the merge rules (`config::merge`) or spawned children (`spawn`).
+//! tools; checking an agent name against the registry ([`valid_agent`]). Reads the
+//! runtime's [`TurnEnv`]. Does not own: the merge rules (`config::merge`) or spawned
+//! children (`spawn`).
 
 use serde_json::Value;
 
-use super::runtime::{EngineError, Runtime};
+use super::env::TurnEnv;
+use super::outcome::EngineError;
 use crate::agent::AgentDef;
 use crate::config::MountPlan;
 use crate::config::merge::merge_for_spawn;
 use crate::routing::setup::{detect_providers, no_provider_message};
 
-impl Runtime {
-    /// The root plan (with whatever credentials the config holds: never persist it
-    /// unredacted) and the agent overlay recorded in metadata (`{}` for the bundle).
-    ///
-    /// The bundle's `spawn` policy governs children, not the root, so it is set aside
-    /// while the agent overlay is merged and restored afterwards (unless the agent sets
-    /// its own).
-    pub(crate) fn build_root_plan(
-        &self,
-        agent: Option<&str>,
-    ) -> Result<(MountPlan, Value), EngineError> {
-        let mut plan = self.bundle.mount_plan.clone();
-        if !plan.0.is_object() {
-            plan = MountPlan::new();
-        }
-        let detected = detect_providers(&self.config, self.env.as_ref());
-        if !detected.is_empty() {
-            let entries = serde_json::to_value(detected)
-                .map_err(|e| EngineError::Other(format!("cannot encode providers: {e}")))?;
-            plan.set("providers", entries);
-        } else if plan.providers().is_empty() {
-            return Err(EngineError::NoProvider(no_provider_message(
-                &self.paths.config_file,
-                self.env.as_ref(),
-            )));
-        }
-        let Some(name) = agent else {
-            return Ok((plan, Value::Object(Default::default())));
-        };
-        let def = self.valid_agent(name)?;
-        let bundle_spawn = plan.get("spawn").cloned();
-        if let Value::Object(map) = &mut plan.0 {
-            map.remove("spawn");
-        }
-        let mut merged = merge_for_spawn(&plan, &def.overlay, &Value::Null);
-        if let Some(spawn) = bundle_spawn
-            && merged.get("spawn").is_none()
-        {
-            merged.set("spawn", spawn);
-        }
-        Ok((merged, def.overlay))
+/// The root plan (with whatever credentials the config holds: never persist it
+/// unredacted) and the agent overlay recorded in metadata (`{}` for the bundle).
+///
+/// The bundle's `spawn` policy governs children, not the root, so it is set aside
+/// while the agent overlay is merged and restored afterwards (unless the agent sets
+/// its own).
+pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Value), EngineError> {
+    let mut plan = env.bundle.mount_plan.clone();
+    if !plan.0.is_object() {
+        plan = MountPlan::new();
     }
+    let detected = detect_providers(&env.config, env.env.as_ref());
+    if !detected.is_empty() {
+        let entries = serde_json::to_value(detected)
+            .map_err(|e| EngineError::Other(format!("cannot encode providers: {e}")))?;
+        plan.set("providers", entries);
+    } else if plan.providers().is_empty() {
+        return Err(EngineError::NoProvider(no_provider_message(
+            &env.paths.config_file,
+            env.env.as_ref(),
+        )));
+    }
+    let Some(name) = agent else {
+        return Ok((plan, Value::Object(Default::default())));
+    };
+    let def = valid_agent(env, name)?;
+    let bundle_spawn = plan.get("spawn").cloned();
+    if let Value::Object(map) = &mut plan.0 {
+        map.remove("spawn");
+    }
+    let mut merged = merge_for_spawn(&plan, &def.overlay, &Value::Null);
+    if let Some(spawn) = bundle_spawn
+        && merged.get("spawn").is_none()
+    {
+        merged.set("spawn", spawn);
+    }
+    Ok((merged, def.overlay))
+}
 
-    /// The registry's definition of `name`: `UnknownAgent` (listing valid names) when
-    /// absent, `InvalidAgent` (its errors) when it failed validation.
-    pub(crate) fn valid_agent(&self, name: &str) -> Result<AgentDef, EngineError> {
-        let registry = self.registry();
-        match registry.get(name) {
-            None => Err(EngineError::UnknownAgent {
-                name: name.to_string(),
-                available: registry.valid_names(),
-            }),
-            Some(def) if !def.is_valid() => Err(EngineError::InvalidAgent {
-                name: name.to_string(),
-                reason: def
-                    .errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            }),
-            Some(def) => Ok(def.clone()),
-        }
+/// The registry's definition of `name`: `UnknownAgent` (listing valid names) when
+/// absent, `InvalidAgent` (its errors) when it failed validation.
+pub(crate) fn valid_agent(env: &TurnEnv, name: &str) -> Result<AgentDef, EngineError> {
+    let registry = env.registry();
+    match registry.get(name) {
+        None => Err(EngineError::UnknownAgent {
+            name: name.to_string(),
+            available: registry.valid_names(),
+        }),
+        Some(def) if !def.is_valid() => Err(EngineError::InvalidAgent {
+            name: name.to_string(),
+            reason: def
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        }),
+        Some(def) => Ok(def.clone()),
     }
 }

@@ -3,8 +3,11 @@
 //! Owns: paths, config, bundle, the live registry handle, environment and event bus;
 //! the project's [`SessionStore`]; the map of live sessions (created here or resumed
 //! from disk); creating root sessions, resuming stored ones, cancelling subtrees, and
-//! mounting a session's tools. Does not own: the turn loop (`turn`), delegation
-//! (`spawn`), mount plans of the root (`root_plan`), wire protocols (`provider`).
+//! building the [`TurnEnv`] that turns, spawns and provider setup share (it implements
+//! spawn's [`Sessions`], so delegation reaches the live map without naming the runtime).
+//! Does not own: the turn loop (`turn`), delegation (`spawn`), mount plans of the root
+//! (`root_plan`), choosing a session's provider (`providers`), wire protocols
+//! (`provider`).
 //!
 //! Locking: the live map is a `std::sync::Mutex` held only for lookups and inserts,
 //! never across an await; resuming (load + lock, both synchronous) happens under it so
@@ -16,17 +19,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::env::{Env, ProviderFactory, TurnEnv};
 use super::live::{LiveSession, lock};
-use super::providers::{self, Env, ProviderFactory};
-use super::spawn::Host;
+use super::outcome::{EngineError, TurnOutcome};
+use super::providers;
+use super::root_plan;
+use super::spawn::{self, Host, Sessions};
 use super::turn;
 use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
-use crate::config::{ArborConfig, ModuleEntry, MountPlan};
+use crate::config::{ArborConfig, MountPlan};
 use crate::paths::Paths;
-use crate::provider::Provider;
-use crate::routing::ModelCache;
+use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{CancelRequestedEvent, SessionResumeEvent, SessionStartEvent};
 use crate::session::{
@@ -34,8 +39,6 @@ use crate::session::{
     StoreError, ids,
 };
 use crate::tool::Tool;
-use crate::tool::mount::ToolSet;
-use crate::tool::task::{TaskHost, TaskTool};
 
 /// Everything a runtime is built from.
 pub struct RuntimeOptions {
@@ -58,53 +61,14 @@ pub struct RuntimeHooks {
     pub extra_tools: Vec<Arc<dyn Tool>>,
 }
 
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnOutcome {
-    pub session_id: String,
-    pub agent: String,
-    pub status: SessionStatus,
-    /// The final assistant text of the turn (partial text when failed/cancelled).
-    pub response: String,
-    pub turn_count: u32,
-    /// The error text when `status` is `Failed`.
-    pub error: Option<String>,
-}
-
-/// Engine failures that stop a command before a turn runs.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("unknown agent '{name}'. Available agents: {}", available.join(", "))]
-    UnknownAgent {
-        name: String,
-        available: Vec<String>,
-    },
-    #[error("agent '{name}' is invalid: {reason}")]
-    InvalidAgent { name: String, reason: String },
-    /// No usable provider; the message says what was looked for and how to configure one.
-    #[error("{0}")]
-    NoProvider(String),
-    #[error("{0}")]
-    Other(String),
-}
-
 /// Drives sessions. Shared as `Arc<Runtime>`.
 pub struct Runtime {
-    me: Weak<Runtime>,
-    pub(crate) paths: Paths,
-    pub(crate) config: ArborConfig,
-    pub(crate) bundle: Bundle,
-    registry: RegistryHandle,
-    pub(crate) env: Env,
+    /// Paths, config, bundle, registry, environment, model cache and hooks, as turns
+    /// and spawns read them.
+    turn_env: TurnEnv,
     bus: EventBus,
     store: SessionStore,
-    hooks: RuntimeHooks,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
-    /// Provider model lists (routing, and the model of a provider that leaves it to
-    /// the server), fetched once per provider per process.
-    pub(crate) models: Arc<ModelCache>,
 }
 
 /// How long [`Runtime::resolve_provider_label`] waits for a server to list its models.
@@ -127,18 +91,24 @@ impl Runtime {
             &options.env,
         ));
         let store = SessionStore::new(options.paths.sessions_dir());
-        Arc::new_cyclic(|me| Self {
-            me: me.clone(),
-            paths: options.paths,
-            config: options.config,
-            bundle: options.bundle,
-            registry: options.registry,
-            env: options.env,
-            bus: options.bus,
-            store,
-            hooks,
-            live: Mutex::new(HashMap::new()),
-            models: Arc::new(ModelCache::new()),
+        Arc::new_cyclic(|me: &Weak<Runtime>| {
+            let sessions: Weak<dyn Sessions> = me.clone();
+            Self {
+                turn_env: TurnEnv {
+                    paths: options.paths,
+                    config: options.config,
+                    bundle: options.bundle,
+                    registry: options.registry,
+                    env: options.env,
+                    models: Arc::new(ModelCache::new()),
+                    provider_factory: hooks.provider_factory,
+                    extra_tools: hooks.extra_tools,
+                    task_host: Arc::new(Host::new(sessions)),
+                },
+                bus: options.bus,
+                store,
+                live: Mutex::new(HashMap::new()),
+            }
         })
     }
 
@@ -154,25 +124,25 @@ impl Runtime {
 
     /// The paths the runtime was built with.
     pub fn paths(&self) -> &Paths {
-        &self.paths
+        &self.turn_env.paths
     }
 
     /// The active bundle.
     pub fn bundle(&self) -> &Bundle {
-        &self.bundle
+        &self.turn_env.bundle
     }
 
     /// The current agent registry (a snapshot; the watcher may replace it any time).
     pub fn registry(&self) -> Arc<Registry> {
-        self.registry.borrow().clone()
+        self.turn_env.registry()
     }
 
     /// `provider/model` of what a new root session would use (just the provider id
     /// while a local server's model is unresolved), or the NoProvider text. Never
     /// waits: see [`Runtime::resolve_provider_label`] for a server-decided model.
     pub fn provider_label(&self) -> Result<String, EngineError> {
-        let plan = self.build_root_plan(None)?.0;
-        let (provider, _) = self.select_provider(&plan)?;
+        let plan = root_plan::build(&self.turn_env, None)?.0;
+        let (provider, _) = providers::select_provider(&self.turn_env, &plan)?;
         Ok(providers::label(provider.as_ref(), None))
     }
 
@@ -187,13 +157,13 @@ impl Runtime {
     ///
     /// Errors: as [`Runtime::provider_label`] (`NoProvider`, a bad bundle).
     pub async fn resolve_provider_label(&self) -> Result<String, EngineError> {
-        let plan = self.build_root_plan(None)?.0;
-        let (provider, entry) = self.select_provider_entry(&plan)?;
+        let plan = root_plan::build(&self.turn_env, None)?.0;
+        let (provider, entry) = providers::select_entry(&self.turn_env, &plan)?;
         if provider.default_model().is_empty() {
             let key = providers::cache_key(&entry);
             let listed = tokio::time::timeout(
                 LABEL_TIMEOUT,
-                providers::server_model(&self.models, &key, &provider),
+                providers::server_model(&self.turn_env.models, &key, &provider),
             )
             .await;
             match listed {
@@ -218,18 +188,19 @@ impl Runtime {
     /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider is
     /// configured or none builds; `Store` when the session cannot be written.
     pub fn create_root(&self, agent: Option<&str>) -> Result<String, EngineError> {
-        let (plan, overlay) = self.build_root_plan(agent)?;
-        let (provider, provider_config) = self.select_provider(&plan)?;
+        let env = &self.turn_env;
+        let (plan, overlay) = root_plan::build(env, agent)?;
+        let (provider, provider_config) = providers::select_provider(env, &plan)?;
         let now = now_rfc3339();
         let metadata = Metadata {
             session_id: ids::new_root_id(),
             parent_id: None,
-            agent_name: Some(agent.map_or_else(|| self.bundle.name.clone(), str::to_string)),
+            agent_name: Some(agent.map_or_else(|| env.bundle.name.clone(), str::to_string)),
             created: now.clone(),
             last_updated: now,
             turn_count: 0,
-            working_dir: Some(self.paths.cwd.display().to_string()),
-            bundle: Some(self.bundle.name.clone()),
+            working_dir: Some(env.paths.cwd.display().to_string()),
+            bundle: Some(env.bundle.name.clone()),
             model: Some(providers::label(provider.as_ref(), None)),
             status: SessionStatus::Idle,
             depth: 0,
@@ -265,7 +236,7 @@ impl Runtime {
         prompt: String,
     ) -> Result<TurnOutcome, EngineError> {
         let live = self.live_or_resume(session_id)?;
-        turn::run(self.clone(), live, prompt, None).await
+        turn::run(&self.turn_env, live, prompt, None).await
     }
 
     /// Cancels the running turn of `session_id` and of all its live descendants.
@@ -314,7 +285,7 @@ impl Runtime {
     /// The mount plan a new root session with `agent` would get, secrets redacted
     /// (for display).
     pub fn root_mount_plan(&self, agent: Option<&str>) -> Result<MountPlan, EngineError> {
-        let plan = self.build_root_plan(agent)?.0;
+        let plan = root_plan::build(&self.turn_env, agent)?.0;
         Ok(MountPlan(crate::session::redact::redact(&plan.0)))
     }
 
@@ -322,10 +293,31 @@ impl Runtime {
     /// get (`merge_for_spawn(root, overlay, …)`), secrets redacted — what
     /// `arbor agent show NAME --merged` prints.
     pub fn child_mount_plan(&self, agent: &str) -> Result<MountPlan, EngineError> {
-        let root = self.build_root_plan(None)?.0;
-        let def = self.valid_agent(agent)?;
+        let root = root_plan::build(&self.turn_env, None)?.0;
+        let def = root_plan::valid_agent(&self.turn_env, agent)?;
         let child = crate::config::merge::merge_for_spawn(&root, &def.overlay, &Value::Null);
         Ok(MountPlan(crate::session::redact::redact(&child.0)))
+    }
+
+    /// The model a sub-session of `agent` spawned from a new root session would get
+    /// (agent `provider_preferences` > agent `model_role` > the root's provider), with
+    /// the reason for any fallback — what `arbor agent show NAME --merged` shows as
+    /// `resolved_model`. Globs list models (cached per process), so call it inside a
+    /// tokio runtime.
+    ///
+    /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider builds.
+    pub async fn resolve_child_model(&self, agent: &str) -> Result<ResolvedModel, EngineError> {
+        Ok(self.routed_child_mount_plan(agent).await?.1)
+    }
+
+    /// [`Runtime::child_mount_plan`] with routing applied — the chosen provider entry
+    /// first, with `default_model` and the preference's config — plus the resolution;
+    /// secrets redacted. Errors as [`Runtime::resolve_child_model`].
+    pub async fn routed_child_mount_plan(
+        &self,
+        agent: &str,
+    ) -> Result<(MountPlan, ResolvedModel), EngineError> {
+        spawn::routed_child_plan(&self.turn_env, agent).await
     }
 
     // ---- crate-internal -------------------------------------------------------------
@@ -360,7 +352,11 @@ impl Runtime {
         }
         let plan = MountPlan(config);
         let mut writer = self.store.open(id)?;
-        writer.set_secrets(providers::secrets(&plan, &self.config, &self.env));
+        writer.set_secrets(providers::secrets(
+            &plan,
+            &self.turn_env.config,
+            &self.turn_env.env,
+        ));
         let mut metadata = loaded.metadata;
         metadata.session_id = id.to_string();
         let session = Arc::new(LiveSession::new(
@@ -369,7 +365,7 @@ impl Runtime {
             writer,
             loaded.transcript,
             self.bus.clone(),
-            self.paths.cwd.clone(),
+            self.turn_env.paths.cwd.clone(),
         ));
         live.insert(id.to_string(), session.clone());
         drop(live);
@@ -394,7 +390,7 @@ impl Runtime {
         // backup of a later write) ever holds a key.
         let writer = self.store.create_with_secrets(
             &metadata,
-            providers::secrets(&plan, &self.config, &self.env),
+            providers::secrets(&plan, &self.turn_env.config, &self.turn_env.env),
         )?;
         let session = Arc::new(LiveSession::new(
             metadata,
@@ -402,68 +398,33 @@ impl Runtime {
             writer,
             transcript,
             self.bus.clone(),
-            self.paths.cwd.clone(),
+            self.turn_env.paths.cwd.clone(),
         ));
         lock(&self.live).insert(session.id.clone(), session.clone());
         Ok(session)
     }
+}
 
-    /// The session's provider (built once, then cached) and its entry config.
-    pub(crate) fn provider_for(
+impl Sessions for Runtime {
+    fn turn_env(&self) -> &TurnEnv {
+        &self.turn_env
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
+        Runtime::live(self, id)
+    }
+
+    fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
+        Runtime::live_or_resume(self, id)
+    }
+
+    fn register(
         &self,
-        live: &LiveSession,
-    ) -> Result<(Arc<dyn Provider>, Value), EngineError> {
-        if let Some(cached) = live.provider() {
-            return Ok(cached);
-        }
-        let (provider, config) = self.select_provider(&live.plan)?;
-        live.set_provider(provider.clone(), config.clone());
-        Ok((provider, config))
-    }
-
-    /// The injected provider factory, if any (routing builds every plan provider with it).
-    pub(crate) fn provider_factory(&self) -> Option<&ProviderFactory> {
-        self.hooks.provider_factory.as_ref()
-    }
-
-    /// The provider a session with `plan` uses and its entry's `config`; `NoProvider`
-    /// (every entry's failure, then what was looked for) when none builds.
-    pub(crate) fn select_provider(
-        &self,
-        plan: &MountPlan,
-    ) -> Result<(Arc<dyn Provider>, Value), EngineError> {
-        let (provider, entry) = self.select_provider_entry(plan)?;
-        Ok((provider, entry.config))
-    }
-
-    /// [`Runtime::select_provider`] with the whole plan entry.
-    pub(crate) fn select_provider_entry(
-        &self,
-        plan: &MountPlan,
-    ) -> Result<(Arc<dyn Provider>, ModuleEntry), EngineError> {
-        providers::select(self, plan).map_err(|errors| {
-            let mut text = crate::routing::setup::no_provider_message(
-                &self.paths.config_file,
-                self.env.as_ref(),
-            );
-            if !errors.is_empty() {
-                text = format!("{}\n\n{text}", errors.join("\n"));
-            }
-            EngineError::NoProvider(text)
-        })
-    }
-
-    /// The tools of `live` for its next turn (the task tool's description reads the
-    /// registry at that moment, so hot-reloaded agents show up).
-    pub(crate) fn mount_tools(&self, live: &LiveSession) -> ToolSet {
-        let host: Arc<dyn TaskHost> = Arc::new(Host::new(self.me.clone()));
-        let agents = live.plan.agents().cloned();
-        let build = |config| -> Arc<dyn Tool> {
-            Arc::new(TaskTool::new(host.clone(), agents.clone(), config))
-        };
-        let mut set = ToolSet::mount(&live.plan, live.depth, Some(&build));
-        set.extend(self.hooks.extra_tools.iter().cloned());
-        set
+        metadata: Metadata,
+        plan: MountPlan,
+        transcript: Vec<Message>,
+    ) -> Result<Arc<LiveSession>, EngineError> {
+        Runtime::register(self, metadata, plan, transcript)
     }
 }
 

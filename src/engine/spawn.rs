@@ -8,9 +8,12 @@
 //! (`task:agent_resumed`; the child keeps the model it resolved at spawn unless the
 //! resume call passes `provider_preferences` / `model_role`, which re-resolve it),
 //! running the child's turn under a child token of the caller's turn, and
-//! `task:agent_completed`; and [`Runtime::resolve_child_model`] (what
-//! `agent show --merged` reports). Does not own: validating the call (`tool::task`),
-//! the turn itself (`turn`), the routing rules (`routing`).
+//! `task:agent_completed`; and the routed plan of a would-be sub-session
+//! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
+//! `agent show --merged` report). Reaches the live sessions only through the
+//! [`Sessions`] trait the runtime implements, and everything else through
+//! [`TurnEnv`]. Does not own: validating the call (`tool::task`), the turn itself
+//! (`turn`), the live-session map (`runtime`), the routing rules (`routing`).
 
 use std::sync::{Arc, Weak};
 
@@ -18,9 +21,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::context::with_context;
+use super::env::TurnEnv;
 use super::live::LiveSession;
+use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
-use super::runtime::{EngineError, Runtime, TurnOutcome};
+use super::root_plan;
 use super::turn;
 use crate::agent::{AgentDef, Registry};
 use crate::config::MountPlan;
@@ -32,21 +37,44 @@ use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
     SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
 };
-use crate::session::{EngineEvent, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Message, Metadata, SessionStatus};
 use crate::tool::ToolContext;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
 
+/// What delegation needs from the owner of the live sessions (the runtime implements
+/// it), so this file never names the runtime.
+pub(crate) trait Sessions: Send + Sync {
+    /// The shared setup every session's turns use.
+    fn turn_env(&self) -> &TurnEnv;
+
+    /// The live session `id`, if loaded.
+    fn live(&self, id: &str) -> Option<Arc<LiveSession>>;
+
+    /// The live session `id`, resuming it from disk when not loaded (errors as
+    /// `Runtime::run_turn` before its turn).
+    fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError>;
+
+    /// Creates the session directory for `metadata` and makes it live (`Store` when
+    /// it cannot be written).
+    fn register(
+        &self,
+        metadata: Metadata,
+        plan: MountPlan,
+        transcript: Vec<Message>,
+    ) -> Result<Arc<LiveSession>, EngineError>;
+}
+
 /// The task tool's handle on the runtime (weak: tools never keep the runtime alive).
 pub(crate) struct Host {
-    runtime: Weak<Runtime>,
+    runtime: Weak<dyn Sessions>,
 }
 
 impl Host {
-    pub fn new(runtime: Weak<Runtime>) -> Self {
+    pub fn new(runtime: Weak<dyn Sessions>) -> Self {
         Self { runtime }
     }
 
-    fn runtime(&self) -> Result<Arc<Runtime>, String> {
+    fn runtime(&self) -> Result<Arc<dyn Sessions>, String> {
         self.runtime
             .upgrade()
             .ok_or_else(|| "the runtime is shutting down".to_string())
@@ -57,7 +85,7 @@ impl TaskHost for Host {
     fn registry(&self) -> Arc<Registry> {
         self.runtime
             .upgrade()
-            .map(|rt| rt.registry())
+            .map(|rt| rt.turn_env().registry())
             .unwrap_or_default()
     }
 
@@ -81,18 +109,18 @@ impl TaskHost for Host {
     }
 }
 
-fn caller(rt: &Runtime, ctx: &ToolContext) -> Result<Arc<LiveSession>, String> {
+fn caller(rt: &dyn Sessions, ctx: &ToolContext) -> Result<Arc<LiveSession>, String> {
     rt.live(&ctx.session_id)
         .ok_or_else(|| format!("the calling session '{}' is not loaded", ctx.session_id))
 }
 
 async fn spawn_child(
-    rt: Arc<Runtime>,
+    rt: Arc<dyn Sessions>,
     agent: AgentDef,
     request: TaskRequest,
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
-    let parent = caller(&rt, &ctx)?;
+    let parent = caller(rt.as_ref(), &ctx)?;
     let child_id = ctx
         .sub_session_id
         .clone()
@@ -111,10 +139,11 @@ async fn spawn_child(
     .with_agent(&agent.overlay);
     // What the child inherits from its parent when no model setting applies: the
     // provider its merged plan selects (the parent's, unless the agent reconfigures it).
-    let inherited = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+    let env = rt.turn_env();
+    let inherited = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
     let fallback = model_of(&inherited.0);
-    let routed = providers::route(&rt, &plan, &model_request, pair(&fallback)).await;
-    let (plan, (provider, provider_config)) = apply_routing(&rt, plan, &routed, inherited)?;
+    let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
+    let (plan, (provider, provider_config)) = apply_routing(env, plan, &routed, inherited)?;
     let resolved = routed.resolved;
     let parent_meta = parent.metadata();
     let now = now_rfc3339();
@@ -188,7 +217,7 @@ fn pair(model: &(String, String)) -> (&str, &str) {
 /// it (entry first, `default_model`, preference config) and the provider that plan
 /// selects; without one, the plan unchanged and `fallback`.
 fn apply_routing(
-    rt: &Runtime,
+    env: &TurnEnv,
     plan: MountPlan,
     routed: &Routed,
     fallback: SessionProvider,
@@ -197,7 +226,7 @@ fn apply_routing(
         return Ok((plan, fallback));
     };
     let plan = MountPlan(apply_resolved(&plan.0, choice));
-    let provider = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+    let provider = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
     Ok((plan, provider))
 }
 
@@ -216,7 +245,7 @@ fn current_plan(session: &LiveSession) -> MountPlan {
 /// current model, with the reason recorded); otherwise a session freshly loaded from
 /// disk gets the provider of its stored `resolved_model` back.
 async fn route_resume(
-    rt: &Runtime,
+    env: &TurnEnv,
     child: &LiveSession,
     request: &TaskRequest,
 ) -> Result<Option<ResolvedModel>, String> {
@@ -239,15 +268,16 @@ async fn route_resume(
         {
             let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
             let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
-            let (provider, config) = rt.select_provider(&plan).map_err(|e| e.to_string())?;
+            let (provider, config) =
+                providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
             child.set_provider(provider, config);
         }
         return Ok(None);
     }
-    let current = rt.provider_for(child).map_err(|e| e.to_string())?;
+    let current = providers::provider_for(env, child).map_err(|e| e.to_string())?;
     let fallback = model_of(&current.0);
     let plan = current_plan(child);
-    let routed = providers::route(rt, &plan, &model_request, pair(&fallback)).await;
+    let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
     if routed.choice.is_none() {
         let Some(mut kept) = stored else {
             return Ok(None);
@@ -266,7 +296,7 @@ async fn route_resume(
         });
         return Ok(Some(kept));
     }
-    let (plan, (provider, config)) = apply_routing(rt, plan, &routed, current)?;
+    let (plan, (provider, config)) = apply_routing(env, plan, &routed, current)?;
     let value = routed.resolved.to_value();
     let label = providers::label(provider.as_ref(), None);
     child.set_provider(provider, config);
@@ -284,52 +314,44 @@ async fn route_resume(
     Ok(Some(routed.resolved))
 }
 
-impl Runtime {
-    /// The model a sub-session of `agent` spawned from a new root session would get
-    /// (agent `provider_preferences` > agent `model_role` > the root's provider), with
-    /// the reason for any fallback — what `arbor agent show NAME --merged` shows as
-    /// `resolved_model`. Globs list models (cached per process), so call it inside a
-    /// tokio runtime.
-    ///
-    /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider builds.
-    pub async fn resolve_child_model(&self, agent: &str) -> Result<ResolvedModel, EngineError> {
-        Ok(self.routed_child_mount_plan(agent).await?.1)
-    }
-
-    /// [`Runtime::child_mount_plan`] with routing applied — the chosen provider entry
-    /// first, with `default_model` and the preference's config — plus the resolution;
-    /// secrets redacted. Errors as [`Runtime::resolve_child_model`].
-    pub async fn routed_child_mount_plan(
-        &self,
-        agent: &str,
-    ) -> Result<(MountPlan, ResolvedModel), EngineError> {
-        let root = self.build_root_plan(None)?.0;
-        let def = self.valid_agent(agent)?;
-        let (provider, _) = self.select_provider(&root)?;
-        let child = merge_for_spawn(&root, &def.overlay, &Value::Null);
-        let request = ModelRequest::default().with_agent(&def.overlay);
-        let parent = (provider.id(), provider.default_model());
-        let routed = providers::route(self, &child, &request, parent).await;
-        let plan = match &routed.choice {
-            Some(choice) => apply_resolved(&child.0, choice),
-            None => child.0,
-        };
-        Ok((
-            MountPlan(crate::session::redact::redact(&plan)),
-            routed.resolved,
-        ))
-    }
+/// The mount plan a sub-session of `agent` spawned from a new root session would get,
+/// with routing applied — the chosen provider entry first, with `default_model` and
+/// the preference's config — plus the resolution (agent `provider_preferences` >
+/// agent `model_role` > the root's provider, with the reason for any fallback);
+/// secrets redacted. What `Runtime::routed_child_mount_plan` and
+/// `Runtime::resolve_child_model` report.
+///
+/// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider builds.
+pub(crate) async fn routed_child_plan(
+    env: &TurnEnv,
+    agent: &str,
+) -> Result<(MountPlan, ResolvedModel), EngineError> {
+    let root = root_plan::build(env, None)?.0;
+    let def = root_plan::valid_agent(env, agent)?;
+    let (provider, _) = providers::select_provider(env, &root)?;
+    let child = merge_for_spawn(&root, &def.overlay, &Value::Null);
+    let request = ModelRequest::default().with_agent(&def.overlay);
+    let parent = (provider.id(), provider.default_model());
+    let routed = providers::route(env, &child, &request, parent).await;
+    let plan = match &routed.choice {
+        Some(choice) => apply_resolved(&child.0, choice),
+        None => child.0,
+    };
+    Ok((
+        MountPlan(crate::session::redact::redact(&plan)),
+        routed.resolved,
+    ))
 }
 
 async fn resume_child(
-    rt: Arc<Runtime>,
+    rt: Arc<dyn Sessions>,
     request: TaskRequest,
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
-    let parent = caller(&rt, &ctx)?;
+    let parent = caller(rt.as_ref(), &ctx)?;
     let id = request.session_id.clone().unwrap_or_default();
     let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
-    let rerouted = route_resume(&rt, &child, &request).await?;
+    let rerouted = route_resume(rt.turn_env(), &child, &request).await?;
     parent.emit(EngineEvent::TaskAgentResumed(TaskAgentResumedEvent {
         agent: child.agent_name.clone(),
         sub_session_id: child.id.clone(),
@@ -341,7 +363,7 @@ async fn resume_child(
 }
 
 async fn run_child(
-    rt: Arc<Runtime>,
+    rt: Arc<dyn Sessions>,
     parent: &LiveSession,
     child: Arc<LiveSession>,
     request: &TaskRequest,
@@ -353,9 +375,14 @@ async fn run_child(
         request.context_turns,
         &request.instruction,
     );
-    let outcome: TurnOutcome = turn::run(rt, child.clone(), instruction, Some(ctx.cancel.clone()))
-        .await
-        .map_err(|e| e.to_string())?;
+    let outcome: TurnOutcome = turn::run(
+        rt.turn_env(),
+        child.clone(),
+        instruction,
+        Some(ctx.cancel.clone()),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),

@@ -6,6 +6,7 @@
 //! order, and ending the turn as `completed`, `failed` or `cancelled` with metadata
 //! written and files synced. Does not own: streaming one call (`stream`), running tool
 //! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`routing::prices`).
+//! Reads the runtime's setup through [`TurnEnv`] and never names the runtime.
 //!
 //! Usage: every model call's usage ([`usage_record`]: `{input_tokens, output_tokens,
 //! cache_read_tokens, cache_creation_tokens, cost?}`, `cost` in USD only when the
@@ -28,10 +29,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::calls;
+use super::env::TurnEnv;
 use super::live::LiveSession;
+use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
 use super::repair;
-use super::runtime::{EngineError, Runtime, TurnOutcome};
 use super::stream::{CallEnd, call_model, error_event};
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
 use crate::routing::prices::{CacheAccounting, PriceTable};
@@ -74,7 +76,7 @@ impl TurnUsage {
 /// Errors before anything is written: the session already runs a turn
 /// (`EngineError::Other`), or no provider of its plan can be built (`NoProvider`).
 pub(crate) async fn run(
-    rt: Arc<Runtime>,
+    env: &TurnEnv,
     live: Arc<LiveSession>,
     prompt: String,
     parent: Option<CancellationToken>,
@@ -82,7 +84,7 @@ pub(crate) async fn run(
     if live.is_running() {
         return Err(busy(&live));
     }
-    let (provider, provider_config) = rt.provider_for(&live)?;
+    let (provider, provider_config) = providers::provider_for(env, &live)?;
     let guard = live
         .begin_turn(parent.as_ref())
         .ok_or_else(|| busy(&live))?;
@@ -100,8 +102,8 @@ pub(crate) async fn run(
         prompt: prompt.clone(),
     }));
 
-    let tools = rt.mount_tools(&live);
-    let (prices, warnings) = PriceTable::from_config(&rt.config);
+    let tools = env.mount_tools(&live);
+    let (prices, warnings) = PriceTable::from_config(&env.config);
     for w in warnings {
         tracing::warn!("config.yaml: {w}");
     }
