@@ -1,12 +1,22 @@
 //! Wrapping styled lines to a width (word wrap, hard breaks for long words, hanging
 //! indent for continuation rows) and truncating single rows with an ellipsis.
 //!
-//! Owns: display-width arithmetic (unicode-width). Does not own: what the lines say
-//! (`markdown`, `state::cells`).
+//! Owns: display-width arithmetic. Text is measured per grapheme cluster
+//! (unicode-segmentation, UAX #29 extended clusters) with ratatui's own
+//! [`CellWidth`] — the measure its buffer uses when it draws a span — so a row laid
+//! out here never overflows what ratatui puts on screen: `❤️` (U+2764 U+FE0F) is 2
+//! columns, a ZWJ family `👨‍👩‍👧` 2, a skin-toned `👍🏽` 2, a CJK ideograph 2. Summing
+//! per `char` (what this module did, and what textwrap 0.16's `display_width` does)
+//! gives 1, 6 and 4 and lets such rows run past the pane's edge, where ratatui clips
+//! the rest. A long word is broken between clusters, never inside one.
+//!
+//! Does not own: what the lines say (`markdown`, `state::cells`), or the caching of
+//! wrapped rows per width (`state::cells`, `state::stream`).
 
+use ratatui::buffer::CellWidth;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// A logical line before wrapping: its spans, and how many columns continuation rows
 /// are indented (a list item's text start, a quote bar's width).
@@ -34,29 +44,46 @@ impl RLine {
     }
 }
 
-/// Display width of `s` in terminal columns.
-pub fn width(s: &str) -> usize {
-    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+/// Columns one grapheme cluster takes on screen: ratatui's [`CellWidth`], and 0 for a
+/// cluster holding a control character (ratatui skips those when drawing).
+fn cluster_width(g: &str) -> usize {
+    if g.contains(char::is_control) {
+        0
+    } else {
+        usize::from(g.cell_width())
+    }
 }
 
+/// Display width of `s` in terminal columns, as ratatui draws it (see the module docs).
+pub fn width(s: &str) -> usize {
+    s.graphemes(true).map(cluster_width).sum()
+}
+
+/// A run of grapheme clusters of one style that are all spaces or all not.
 struct Token {
     text: String,
     style: Style,
     space: bool,
+    width: usize,
 }
 
 fn tokens(line: &Line<'_>) -> Vec<Token> {
     let mut out: Vec<Token> = Vec::new();
     for span in &line.spans {
-        for c in span.content.chars() {
-            let c = if c == '\t' { ' ' } else { c };
-            let space = c == ' ';
+        for g in span.content.graphemes(true) {
+            let g = if g == "\t" { " " } else { g };
+            let space = g == " ";
+            let w = cluster_width(g);
             match out.last_mut() {
-                Some(t) if t.space == space && t.style == span.style => t.text.push(c),
+                Some(t) if t.space == space && t.style == span.style => {
+                    t.text.push_str(g);
+                    t.width += w;
+                }
                 _ => out.push(Token {
-                    text: c.to_string(),
+                    text: g.to_string(),
                     style: span.style,
                     space,
+                    width: w,
                 }),
             }
         }
@@ -74,11 +101,11 @@ struct Rows {
 }
 
 impl Rows {
-    fn push(&mut self, text: &str, style: Style) {
+    fn push(&mut self, text: &str, text_width: usize, style: Style) {
         if text.is_empty() {
             return;
         }
-        self.cur_width += width(text);
+        self.cur_width += text_width;
         match self.cur.last_mut() {
             Some(s) if s.style == style => s.content.to_mut().push_str(text),
             _ => self.cur.push(Span::styled(text.to_string(), style)),
@@ -94,15 +121,17 @@ impl Rows {
         self.cur_width = 0;
         self.indent_width = 0;
         if self.indent > 0 {
-            self.push(&" ".repeat(self.indent), Style::default());
+            self.push(&" ".repeat(self.indent), self.indent, Style::default());
             self.indent_width = self.indent;
         }
     }
 }
 
-/// Wraps `rline` to at most `width` columns (at least 1 row; an empty line gives one
-/// empty row). Whitespace at a wrap point is dropped; words longer than a row are
-/// broken by character.
+/// Wraps `rline` to at most `width_cols` columns (at least 1 row; an empty line gives
+/// one empty row). Whitespace at a wrap point is dropped; a word longer than a row
+/// fills the current row and is broken between grapheme clusters. A tab counts as one
+/// space. Only a single cluster wider than the whole row (a 2-column emoji at width 1)
+/// can exceed it.
 pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
     let max = usize::from(width_cols.max(1));
     let indent = usize::from(rline.indent);
@@ -115,17 +144,17 @@ pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
         indent,
     };
     for token in tokens(&rline.line) {
-        let w = width(&token.text);
+        let w = token.width;
         if token.space {
             if rows.cur_width + w <= max {
-                rows.push(&token.text, token.style);
+                rows.push(&token.text, w, token.style);
             } else if rows.has_content() {
                 rows.break_row();
             }
             continue;
         }
         // Move to a fresh row only when the word fits there; longer words (paths,
-        // URLs) fill the current row and break by character.
+        // URLs) fill the current row and break between clusters.
         if rows.cur_width + w > max && rows.has_content() && w + indent <= max {
             // Drop trailing spaces of the row we leave.
             if let Some(last) = rows.cur.last_mut() {
@@ -135,16 +164,15 @@ pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
             rows.break_row();
         }
         if rows.cur_width + w <= max {
-            rows.push(&token.text, token.style);
+            rows.push(&token.text, w, token.style);
             continue;
         }
-        for c in token.text.chars() {
-            let cw = c.width().unwrap_or(0);
-            if rows.cur_width + cw > max && rows.cur_width > rows.indent_width {
+        for g in token.text.graphemes(true) {
+            let gw = cluster_width(g);
+            if rows.cur_width + gw > max && rows.cur_width > rows.indent_width {
                 rows.break_row();
             }
-            let mut buf = [0u8; 4];
-            rows.push(c.encode_utf8(&mut buf), token.style);
+            rows.push(g, gw, token.style);
         }
     }
     rows.rows.push(rows.cur);
@@ -154,7 +182,8 @@ pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
         .collect()
 }
 
-/// Cuts `line` to `width_cols` columns, ending with `…` when something was cut.
+/// Cuts `line` to `width_cols` columns, ending with `…` when something was cut; cuts
+/// fall between grapheme clusters.
 pub fn truncate(line: &Line<'_>, width_cols: u16) -> Line<'static> {
     let max = usize::from(width_cols);
     let total: usize = line.spans.iter().map(|s| width(&s.content)).sum();
@@ -173,17 +202,17 @@ pub fn truncate(line: &Line<'_>, width_cols: u16) -> Line<'static> {
     let mut last_style = Style::default();
     'outer: for span in &line.spans {
         let mut text = String::new();
-        for c in span.content.chars() {
-            let cw = c.width().unwrap_or(0);
-            if used + cw > budget {
+        for g in span.content.graphemes(true) {
+            let gw = cluster_width(g);
+            if used + gw > budget {
                 if !text.is_empty() {
                     spans.push(Span::styled(text, span.style));
                 }
                 last_style = span.style;
                 break 'outer;
             }
-            used += cw;
-            text.push(c);
+            used += gw;
+            text.push_str(g);
         }
         last_style = span.style;
         spans.push(Span::styled(text, span.style));
@@ -227,5 +256,65 @@ mod tests {
     fn truncates_with_ellipsis() {
         assert_eq!(plain(&truncate(&Line::from("hello world"), 8)), "hello w…");
         assert_eq!(plain(&truncate(&Line::from("short"), 8)), "short");
+    }
+
+    #[test]
+    fn measures_grapheme_clusters_as_ratatui_draws_them() {
+        // VS16 emoji, ZWJ family, skin tone, flag, keycap: two columns each.
+        for g in [
+            "❤\u{fe0f}",
+            "👨\u{200d}👩\u{200d}👧",
+            "👍🏽",
+            "🇫🇷",
+            "1\u{fe0f}\u{20e3}",
+        ] {
+            assert_eq!(width(g), 2, "{g:?}");
+        }
+        assert_eq!(width("❤"), 1);
+        assert_eq!(width("e\u{301}"), 1);
+        assert_eq!(width("日本"), 4);
+        assert_eq!(width("a\tb"), 2);
+    }
+
+    #[test]
+    fn every_row_fits_and_no_cluster_is_split() {
+        let heart = "❤\u{fe0f}";
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let text = format!(
+            "{} tail {family}{family}{family} 👍🏽👍🏿 日本語のテキスト end",
+            heart.repeat(12)
+        );
+        for cols in [5u16, 7, 10, 13, 20, 80] {
+            let rows = wrap(&RLine::indented(Line::from(text.clone()), 2), cols);
+            for row in &rows {
+                let w: usize = row.spans.iter().map(|s| width(&s.content)).sum();
+                assert!(
+                    w <= usize::from(cols),
+                    "{cols}: {:?} is {w} wide",
+                    plain(row)
+                );
+            }
+            let joined: String = texts(&rows).concat();
+            let clusters = |s: &str| -> Vec<String> {
+                s.graphemes(true)
+                    .filter(|g| *g != " ")
+                    .map(str::to_string)
+                    .collect()
+            };
+            assert_eq!(clusters(&joined), clusters(&text), "at {cols}");
+        }
+        let rows = wrap(&RLine::new(Line::from(heart.repeat(12))), 10);
+        assert_eq!(
+            texts(&rows),
+            [heart.repeat(5), heart.repeat(5), heart.repeat(2)]
+        );
+    }
+
+    #[test]
+    fn truncates_between_clusters() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let line = Line::from(format!("ab{family}{family}"));
+        assert_eq!(plain(&truncate(&line, 5)), format!("ab{family}…"));
+        assert_eq!(plain(&truncate(&line, 4)), "ab…");
     }
 }

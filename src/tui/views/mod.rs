@@ -15,6 +15,8 @@ pub mod tree;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wide_text_tests;
 
 use ratatui::layout::Rect;
 use ratatui::text::Line;
