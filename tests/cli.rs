@@ -346,6 +346,39 @@ fn run_streams_text_and_jsonl_events_then_sessions_are_listed() {
     assert_eq!(all.as_array().unwrap().len(), 2);
 }
 
+/// Broken parent links in stored metadata (a cycle, a self-parent, a deleted parent)
+/// hide no session from `session tree`; each detached root says why.
+#[test]
+fn session_tree_shows_sessions_with_broken_parent_links() {
+    let env = TestEnv::new();
+    let write = |id: &str, agent: &str, parent: Option<&str>, created: &str| {
+        let dir = env.sessions_dir().join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({
+            "session_id": id, "parent_id": parent, "agent_name": agent,
+            "created": created, "last_updated": created, "status": "completed",
+        });
+        std::fs::write(dir.join("metadata.json"), meta.to_string()).unwrap();
+        std::fs::write(dir.join("transcript.jsonl"), "").unwrap();
+    };
+    write("r", "zen-architect", None, "2025-03-01T12:00:05Z");
+    write("b", "coder", Some("a"), "2025-03-01T12:00:02Z");
+    write("a", "planner", Some("b"), "2025-03-01T12:00:01Z");
+    write("s", "tester", Some("s"), "2025-03-01T12:00:04Z");
+    write("o", "reviewer", Some("deleted"), "2025-03-01T12:00:06Z");
+    let out = env.cmd().args(["session", "tree"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "reviewer o [completed] 0 turns  (parent missing: deleted)\n\
+         zen-architect r [completed] 0 turns\n\
+         tester s [completed] 0 turns  (own parent: s)\n\
+         planner a [completed] 0 turns  (parent cycle: b)\n\
+         └─ coder b [completed] 0 turns\n"
+    );
+}
+
 #[test]
 fn resume_errors_are_exact() {
     let env = TestEnv::new();

@@ -324,8 +324,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
     } else {
         "├─ "
     };
+    // A root that names a parent it is not shown under says why (see session::tree).
+    let note = match (node.detached, m.parent_id.as_deref()) {
+        (Some(d), Some(parent)) => format!("  ({}: {parent})", d.note()),
+        _ => String::new(),
+    };
     outln!(
-        "{prefix}{branch}{} {} [{}] {} turns",
+        "{prefix}{branch}{} {} [{}] {} turns{note}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),

@@ -1,22 +1,154 @@
 //! Session trees: sessions linked by `parent_id` (SPEC §13 tree pane, §14
-//! `arbor session tree`).
+//! `arbor session tree`). The one tree model both front ends draw: the TUI's
+//! `SessionTree` links its nodes with [`forest`], `arbor session tree` and exports use
+//! [`build_tree`] (which is [`forest`] over stored metadata).
 //!
-//! Owns: turning a flat metadata list into parent → children nodes, and walking a
-//! subtree. Does not own: reading the list (`store`) or drawing it (`tui`, `cli`).
+//! Owns: turning sessions that name their parent into a forest in which every session
+//! appears exactly once, the reason a session that names a parent is shown as a root
+//! ([`Detached`]), and walking a subtree. Does not own: reading the list (`store`),
+//! live state of a session (`tui::state::tree`), or drawing (`tui`, `cli`).
 //!
-//! Works on whatever the list holds: a session whose parent is not in the list is a
-//! root; duplicate ids keep the first; parent cycles (corrupt metadata) are broken so
-//! every session appears exactly once.
+//! Metadata can be wrong (a deleted parent, a hand-edited file, a copy between
+//! projects), and a front end must still show every session:
+//! - a parent that is not in the list, or the session itself, makes a root;
+//! - a parent cycle (`a.parent = b`, `b.parent = a`) is cut once, above its oldest
+//!   member in spawn order, which becomes a root; the others stay below it;
+//! - with duplicate ids a parent link goes to the first of them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::metadata::Metadata;
 use super::store::{newest_first, timestamp_of};
+
+/// Why a session that names a parent is shown as a root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detached {
+    /// The parent is not among the sessions (deleted, or in another project).
+    MissingParent,
+    /// The session names itself as its parent.
+    SelfParent,
+    /// Following parents leads back to this session; the link was cut here.
+    Cycle,
+}
+
+impl Detached {
+    /// A short note for front ends: `parent missing`, `own parent`, `parent cycle`.
+    pub fn note(self) -> &'static str {
+        match self {
+            Detached::MissingParent => "parent missing",
+            Detached::SelfParent => "own parent",
+            Detached::Cycle => "parent cycle",
+        }
+    }
+}
+
+/// The shape of a forest over sessions given in spawn order, as indices into that
+/// input: every input index is either in `roots` or in exactly one `children` list.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Forest {
+    /// Roots, in input order.
+    pub roots: Vec<usize>,
+    /// Sub-sessions of each input, in input order.
+    pub children: Vec<Vec<usize>>,
+    /// The tree parent of each input (`None` for roots).
+    pub parent: Vec<Option<usize>>,
+    /// For each input: why it is a root although it names a parent (`None` when it
+    /// names none, or is linked below its parent).
+    pub detached: Vec<Option<Detached>>,
+}
+
+/// Links `(session id, parent id)` pairs, given in spawn order (oldest first), into a
+/// forest (see the module docs for bad links). Linear in the number of sessions, no
+/// recursion: any depth is fine.
+pub fn forest<'a, I>(links: I) -> Forest
+where
+    I: IntoIterator<Item = (&'a str, Option<&'a str>)>,
+{
+    let links: Vec<(&str, Option<&str>)> = links.into_iter().collect();
+    let n = links.len();
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (i, (id, _)) in links.iter().enumerate() {
+        index.entry(id).or_insert(i);
+    }
+    let mut f = Forest {
+        roots: Vec::new(),
+        children: vec![Vec::new(); n],
+        parent: vec![None; n],
+        detached: vec![None; n],
+    };
+    for (i, (_, parent)) in links.iter().enumerate() {
+        let Some(parent) = parent else { continue };
+        match index.get(parent) {
+            Some(&p) if p == i => f.detached[i] = Some(Detached::SelfParent),
+            Some(&p) => f.parent[i] = Some(p),
+            None => f.detached[i] = Some(Detached::MissingParent),
+        }
+    }
+    for (i, p) in f.parent.iter().enumerate() {
+        if let Some(p) = p {
+            f.children[*p].push(i);
+        }
+    }
+    // Sessions reachable from no root hang below a parent cycle: cut each cycle once.
+    let mut reached = vec![false; n];
+    let mut visit = vec![0; n];
+    let starts: Vec<usize> = (0..n).filter(|&i| f.parent[i].is_none()).collect();
+    mark(&starts, &f.children, &mut reached);
+    for i in 0..n {
+        if reached[i] {
+            continue;
+        }
+        let cut = oldest_in_cycle_above(i, &f.parent, &mut visit);
+        if let Some(p) = f.parent[cut].take() {
+            f.children[p].retain(|&c| c != cut);
+        }
+        f.detached[cut] = Some(Detached::Cycle);
+        mark(&[cut], &f.children, &mut reached);
+    }
+    f.roots = (0..n).filter(|&i| f.parent[i].is_none()).collect();
+    f
+}
+
+/// Marks everything below `start` (inclusive) as reached.
+fn mark(start: &[usize], children: &[Vec<usize>], reached: &mut [bool]) {
+    let mut stack: Vec<usize> = start.to_vec();
+    while let Some(i) = stack.pop() {
+        if !reached[i] {
+            reached[i] = true;
+            stack.extend(children[i].iter().copied());
+        }
+    }
+}
+
+/// The oldest (lowest index) member of the parent cycle that `i` leads into; `i`
+/// must be unreachable from every root, so following parents from it must repeat.
+/// `visit` marks nodes walked from `i` with `i + 1` (shared between calls, so each
+/// call costs only the path it walks).
+fn oldest_in_cycle_above(i: usize, parent: &[Option<usize>], visit: &mut [usize]) -> usize {
+    let mut cur = i;
+    while visit[cur] != i + 1 {
+        visit[cur] = i + 1;
+        match parent[cur] {
+            Some(p) => cur = p,
+            None => return cur,
+        }
+    }
+    // `cur` is on the cycle: walk it once for its lowest index.
+    let mut oldest = cur;
+    let mut j = parent[cur].unwrap_or(cur);
+    while j != cur {
+        oldest = oldest.min(j);
+        j = parent[j].unwrap_or(cur);
+    }
+    oldest
+}
 
 /// One session and its sub-sessions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionNode {
     pub metadata: Metadata,
+    /// Why this root names a parent it is not shown under (`None` otherwise).
+    pub detached: Option<Detached>,
     /// Sub-sessions, oldest `created` first.
     pub children: Vec<SessionNode>,
 }
@@ -39,86 +171,51 @@ impl SessionNode {
     }
 }
 
-/// Builds the forest of `list`: roots are sessions with no parent or whose parent is
-/// not in `list`, newest `last_updated` first; children are sorted by `created`
-/// (oldest first, then id). Every session of `list` appears once.
+/// Builds the forest of `list` with [`forest`]: sub-sessions in spawn order (oldest
+/// `created` first, then id), roots newest `last_updated` first. Every session of
+/// `list` appears once (duplicate ids keep the first); see the module docs for missing
+/// parents and cycles.
 pub fn build_tree(list: Vec<Metadata>) -> Vec<SessionNode> {
-    let mut seen = HashSet::new();
-    let list: Vec<Metadata> = list
+    let mut seen = std::collections::HashSet::new();
+    let mut list: Vec<Metadata> = list
         .into_iter()
         .filter(|m| seen.insert(m.session_id.clone()))
         .collect();
-    let index: HashMap<&str, usize> = list
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.session_id.as_str(), i))
-        .collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); list.len()];
-    let mut roots = Vec::new();
-    for (i, m) in list.iter().enumerate() {
-        match m.parent_id.as_deref().and_then(|p| index.get(p)) {
-            Some(&parent) if parent != i => children[parent].push(i),
-            _ => roots.push(i),
-        }
-    }
-    let by_created = |a: &usize, b: &usize| {
-        let (a, b) = (&list[*a], &list[*b]);
+    list.sort_by(|a, b| {
         timestamp_of(&a.created)
             .cmp(&timestamp_of(&b.created))
             .then_with(|| a.created.cmp(&b.created))
             .then_with(|| a.session_id.cmp(&b.session_id))
-    };
-    for kids in &mut children {
-        kids.sort_by(by_created);
-    }
-    // Sessions in a parent cycle are reachable from no root: promote one per cycle.
-    let mut reached = vec![false; list.len()];
-    mark(&roots, &children, &mut reached);
-    for i in 0..list.len() {
-        if !reached[i] {
-            roots.push(i);
-            mark(&[i], &children, &mut reached);
-        }
-    }
+    });
+    let f = forest(
+        list.iter()
+            .map(|m| (m.session_id.as_str(), m.parent_id.as_deref())),
+    );
+    let mut roots = f.roots.clone();
     roots.sort_by(|a, b| newest_first(&list[*a], &list[*b]));
+    // Build bottom-up without recursion: a node is assembled once all its children are.
     let mut slots: Vec<Option<Metadata>> = list.into_iter().map(Some).collect();
-    let mut placed = vec![false; slots.len()];
-    roots
-        .iter()
-        .filter_map(|&r| assemble(r, &children, &mut slots, &mut placed))
-        .collect()
-}
-
-fn mark(start: &[usize], children: &[Vec<usize>], reached: &mut [bool]) {
-    let mut stack: Vec<usize> = start.to_vec();
-    while let Some(i) = stack.pop() {
-        if !reached[i] {
-            reached[i] = true;
-            stack.extend(children[i].iter().copied());
+    let mut built: Vec<Option<SessionNode>> = vec![None; slots.len()];
+    let mut stack: Vec<(usize, bool)> = roots.iter().rev().map(|&r| (r, false)).collect();
+    while let Some((i, expanded)) = stack.pop() {
+        if !expanded {
+            stack.push((i, true));
+            stack.extend(f.children[i].iter().map(|&c| (c, false)));
+            continue;
+        }
+        let children = f.children[i]
+            .iter()
+            .filter_map(|&c| built[c].take())
+            .collect();
+        if let Some(metadata) = slots[i].take() {
+            built[i] = Some(SessionNode {
+                metadata,
+                detached: f.detached[i],
+                children,
+            });
         }
     }
-}
-
-/// The node for `i` with its children; `placed` stops a cycle re-entering a node.
-fn assemble(
-    i: usize,
-    children: &[Vec<usize>],
-    slots: &mut [Option<Metadata>],
-    placed: &mut [bool],
-) -> Option<SessionNode> {
-    if placed[i] {
-        return None;
-    }
-    placed[i] = true;
-    let metadata = slots[i].take()?;
-    let kids = children[i]
-        .iter()
-        .filter_map(|&c| assemble(c, children, slots, placed))
-        .collect();
-    Some(SessionNode {
-        metadata,
-        children: kids,
-    })
+    roots.iter().filter_map(|&r| built[r].take()).collect()
 }
 
 /// The node with `id` anywhere in `roots`.
@@ -138,57 +235,4 @@ pub fn subtree_ids(roots: &[SessionNode], id: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn meta(id: &str, parent: Option<&str>, created: &str, updated: &str) -> Metadata {
-        Metadata {
-            session_id: id.into(),
-            parent_id: parent.map(Into::into),
-            created: created.into(),
-            last_updated: updated.into(),
-            ..Default::default()
-        }
-    }
-
-    const T1: &str = "2025-01-01T00:00:01Z";
-    const T2: &str = "2025-01-01T00:00:02Z";
-    const T3: &str = "2025-01-01T00:00:03Z";
-
-    #[test]
-    fn children_by_created_roots_newest_first() {
-        let tree = build_tree(vec![
-            meta("c2", Some("r1"), T3, T3),
-            meta("r1", None, T1, T1),
-            meta("c1", Some("r1"), T2, T2),
-            meta("g1", Some("c1"), T3, T3),
-            meta("r2", None, T1, T2),
-            meta("orphan", Some("gone"), T1, T3),
-        ]);
-        let roots: Vec<&str> = tree.iter().map(SessionNode::id).collect();
-        assert_eq!(roots, ["orphan", "r2", "r1"]);
-        let r1 = find(&tree, "r1").unwrap();
-        let kids: Vec<&str> = r1.children.iter().map(SessionNode::id).collect();
-        assert_eq!(kids, ["c1", "c2"]);
-        assert_eq!(subtree_ids(&tree, "r1"), ["r1", "c1", "g1", "c2"]);
-        assert_eq!(subtree_ids(&tree, "c1"), ["c1", "g1"]);
-        assert!(subtree_ids(&tree, "nope").is_empty());
-    }
-
-    #[test]
-    fn cycles_self_parents_and_duplicates_keep_every_session_once() {
-        let tree = build_tree(vec![
-            meta("a", Some("b"), T1, T1),
-            meta("b", Some("a"), T2, T2),
-            meta("s", Some("s"), T1, T1),
-            meta("s", None, T3, T3),
-        ]);
-        let mut all: Vec<&str> = tree
-            .iter()
-            .flat_map(SessionNode::walk)
-            .map(SessionNode::id)
-            .collect();
-        all.sort();
-        assert_eq!(all, ["a", "b", "s"]);
-    }
-}
+mod tests;

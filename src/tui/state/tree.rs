@@ -8,9 +8,12 @@
 //! tokens, and the cost in USD when the model has a price). Any other event of an
 //! unknown session adds a node too.
 //!
-//! Owns: the tree model, its flattening into rows, and usage rolled up the subtree
-//! (`usage`: tokens always, cost where any session below has one). Does not own:
-//! drawing (`views::tree`).
+//! Owns: the live state of each session, its flattening into rows, selection and
+//! collapse, and usage rolled up the subtree (`usage`: tokens always, cost where any
+//! session below has one). Does not own: how sessions are linked — that is
+//! `session::tree::forest`, the model `arbor session tree` uses too, so a missing
+//! parent or a parent cycle shows every session here as there — or drawing
+//! (`views::tree`).
 
 mod usage;
 
@@ -21,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use jiff::Timestamp;
 
 use crate::session::protocol::{OrchestratorCompleteEvent, ResolvedModel, SessionStatusEvent};
+use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
 
@@ -44,7 +48,10 @@ pub struct Node {
     pub model: Option<String>,
     /// How the model was chosen (`resolved_model.via`, e.g. `agent role (general)`).
     pub model_via: Option<String>,
+    /// Sub-sessions in spawn order (linked by `session::tree::forest`).
     pub children: Vec<String>,
+    /// Why this node is a root although it names a `parent` (`None` otherwise).
+    pub detached: Option<Detached>,
     pub collapsed: bool,
 }
 
@@ -62,7 +69,17 @@ impl Node {
             tokens: 0,
             cost: None,
             children: Vec::new(),
+            detached: None,
             collapsed: false,
+        }
+    }
+
+    /// The parent this node is shown under: `parent`, unless the tree could not link
+    /// it there (`detached`).
+    pub fn tree_parent(&self) -> Option<&str> {
+        match self.detached {
+            Some(_) => None,
+            None => self.parent.as_deref(),
         }
     }
 
@@ -102,6 +119,10 @@ pub struct TreeRow<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct SessionTree {
     nodes: HashMap<String, Node>,
+    /// Session ids in the order they joined (spawn order: stored ones by creation,
+    /// then live ones as they appear), each with its start time when it joined, which
+    /// orders the roots.
+    joined: Vec<(String, Option<Timestamp>)>,
     roots: Vec<String>,
     /// The selected session.
     pub selected: Option<String>,
@@ -163,8 +184,10 @@ impl SessionTree {
                 None => node.model = m.model.clone(),
             }
             node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
-            self.insert(node);
+            self.joined.push((node.id.clone(), node.started));
+            self.nodes.insert(node.id.clone(), node);
         }
+        self.relink();
         if self.selected.is_none() {
             self.selected = self.roots.first().cloned();
         }
@@ -190,40 +213,43 @@ impl SessionTree {
     }
 
     fn insert(&mut self, node: Node) {
-        let id = node.id.clone();
-        match node.parent.as_deref().and_then(|p| self.nodes.get_mut(p)) {
-            Some(parent) => parent.children.push(id.clone()),
-            None => {
-                // Newest first; a root without a start time is live, hence newest.
-                let pos = match node.started {
-                    None => 0,
-                    Some(started) => self
-                        .roots
-                        .iter()
-                        .position(|r| {
-                            self.nodes
-                                .get(r)
-                                .and_then(|n| n.started)
-                                .is_some_and(|s| s <= started)
-                        })
-                        .unwrap_or(self.roots.len()),
-                };
-                self.roots.insert(pos, id.clone());
+        self.joined.push((node.id.clone(), node.started));
+        self.nodes.insert(node.id.clone(), node);
+        self.relink();
+    }
+
+    /// Links every node under its parent with the shared tree model (children in spawn
+    /// order; a missing parent or a cycle makes a marked root) and orders the roots
+    /// newest first by the start time they joined with, live ones (no start yet) first,
+    /// later joins before earlier ones on ties.
+    fn relink(&mut self) {
+        let f = forest(self.joined.iter().map(|(id, _)| {
+            let parent = self.nodes.get(id).and_then(|n| n.parent.as_deref());
+            (id.as_str(), parent)
+        }));
+        for (i, (id, _)) in self.joined.iter().enumerate() {
+            let children = f.children[i]
+                .iter()
+                .map(|&c| self.joined[c].0.clone())
+                .collect();
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.children = children;
+                node.detached = f.detached[i];
             }
         }
-        // Adopt orphans that arrived before their parent.
-        let orphans: Vec<String> = self
-            .roots
-            .iter()
-            .filter(|r| self.nodes.get(*r).and_then(|n| n.parent.as_deref()) == Some(id.as_str()))
-            .cloned()
+        let mut roots = f.roots;
+        roots.sort_by(|&a, &b| {
+            let started = |i: usize| self.joined[i].1;
+            match (started(a), started(b)) {
+                (None, Some(_)) => std::cmp::Ordering::Less,
+                (Some(_), None) => std::cmp::Ordering::Greater,
+                (x, y) => y.cmp(&x).then(b.cmp(&a)),
+            }
+        });
+        self.roots = roots
+            .into_iter()
+            .map(|i| self.joined[i].0.clone())
             .collect();
-        let mut node = node;
-        if !orphans.is_empty() {
-            self.roots.retain(|r| !orphans.contains(r));
-            node.children.extend(orphans);
-        }
-        self.nodes.insert(id, node);
     }
 
     /// Applies one bus event.
@@ -399,8 +425,8 @@ impl SessionTree {
             return;
         };
         if collapsed && (node.children.is_empty() || node.collapsed) {
-            if let Some(p) = node.parent.clone().filter(|p| self.nodes.contains_key(p)) {
-                self.selected = Some(p);
+            if let Some(p) = node.tree_parent() {
+                self.selected = Some(p.to_string());
             }
             return;
         }
@@ -409,20 +435,15 @@ impl SessionTree {
 
     /// Selects `id` and expands its ancestors so it is visible.
     pub fn reveal(&mut self, id: &str) {
-        let mut cur = self.nodes.get(id).and_then(|n| n.parent.clone());
-        let mut guard = 0;
+        let mut cur = self
+            .nodes
+            .get(id)
+            .and_then(|n| n.tree_parent().map(str::to_string));
         while let Some(p) = cur {
-            guard += 1;
-            if guard > 1000 {
-                break;
-            }
-            cur = match self.nodes.get_mut(&p) {
-                Some(n) => {
-                    n.collapsed = false;
-                    n.parent.clone()
-                }
-                None => None,
-            };
+            cur = self.nodes.get_mut(&p).and_then(|n| {
+                n.collapsed = false;
+                n.tree_parent().map(str::to_string)
+            });
         }
         if self.nodes.contains_key(id) {
             self.selected = Some(id.to_string());

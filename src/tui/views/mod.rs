@@ -14,6 +14,8 @@ pub mod status;
 pub mod tree;
 
 #[cfg(test)]
+mod detached_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod wide_text_tests;

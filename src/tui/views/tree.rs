@@ -1,7 +1,9 @@
 //! The session tree pane: one row per visible session with status glyph, agent,
 //! elapsed time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
-//! A footer names the selected session's model and how it was routed.
+//! A root that names a parent it is not shown under (missing, itself, a cycle) carries
+//! a note saying which. A footer names the selected session's model and how it was
+//! routed.
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -69,12 +71,17 @@ impl TreeView<'_> {
         }
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
         let fold_style = if hidden.is_some() { running } else { meta };
-        let left = Line::from(vec![
+        let mut left = Line::from(vec![
             Span::styled(format!("{open}{}", "  ".repeat(row.depth)), meta),
             Span::styled(fold, fold_style),
             Span::styled(format!("{glyph} "), self.theme.style(slot)),
             Span::styled(node.agent.clone(), self.theme.style(Slot::Base)),
         ]);
+        // A root that names a parent it is not shown under says why.
+        if let Some(d) = node.detached {
+            left.spans
+                .push(Span::styled(format!(" ({})", d.note()), meta));
+        }
         let mut right_spans = Vec::new();
         if let Some(h) = &hidden {
             let sep = if right.is_empty() { "" } else { " " };
@@ -86,7 +93,6 @@ impl TreeView<'_> {
         let right_w: usize = right_spans.iter().map(|s| width(&s.content)).sum();
         let avail = usize::from(w);
         if right_spans.is_empty() || avail < right_w + 8 {
-            let mut left = left;
             if let Some(h) = hidden {
                 left.spans.insert(2, Span::styled(format!("{h} "), running));
             }

@@ -159,3 +159,50 @@ fn stored_children_keep_spawn_order_whatever_was_updated_last() {
     ]);
     assert_eq!(t.get("r").unwrap().children, ["r-a_first", "r-b_second"]);
 }
+
+#[test]
+fn parent_cycles_and_missing_parents_hide_no_session() {
+    let meta = |id: &str, parent: Option<&str>, created: &str| Metadata {
+        session_id: id.into(),
+        parent_id: parent.map(str::to_string),
+        created: created.into(),
+        last_updated: created.into(),
+        status: SessionStatus::Completed,
+        ..Default::default()
+    };
+    let mut t = SessionTree::default();
+    t.load(&[
+        meta("r", None, "2025-01-01T00:00:05Z"),
+        meta("b", Some("a"), "2025-01-01T00:00:02Z"),
+        meta("a", Some("b"), "2025-01-01T00:00:01Z"),
+        meta("c", Some("a"), "2025-01-01T00:00:03Z"),
+        meta("s", Some("s"), "2025-01-01T00:00:04Z"),
+        meta("o", Some("gone"), "2025-01-01T00:00:06Z"),
+    ]);
+    let rows: Vec<(&str, usize, Option<Detached>)> = t
+        .rows()
+        .iter()
+        .map(|r| (r.node.id.as_str(), r.depth, r.node.detached))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("o", 0, Some(Detached::MissingParent)),
+            ("r", 0, None),
+            ("s", 0, Some(Detached::SelfParent)),
+            ("a", 0, Some(Detached::Cycle)),
+            ("b", 1, None),
+            ("c", 1, None),
+        ]
+    );
+    assert_eq!(t.root_of("b"), Some("a"));
+    t.reveal("b");
+    t.set_collapsed(true);
+    assert_eq!(t.selected.as_deref(), Some("a"));
+    // When the missing parent shows up live, `o` is linked under it, unmarked.
+    t.ensure("gone", None, Some("planner"));
+    let gone = t.get("gone").unwrap();
+    assert_eq!(gone.children, ["o"]);
+    assert_eq!(t.get("o").unwrap().detached, None);
+    assert_eq!(t.latest_root(), Some("gone"));
+}

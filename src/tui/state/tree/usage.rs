@@ -36,15 +36,12 @@ impl Spend {
 }
 
 impl SessionTree {
-    /// The root of `id`'s tree, following known parents (`id` itself for a root or a
-    /// session whose parent is not in the tree). `None` when `id` is unknown.
+    /// The root of `id`'s tree as shown, following tree parents (`id` itself for a
+    /// root, a session whose parent is not in the tree, or a cycle's cut). `None`
+    /// when `id` is unknown.
     pub fn root_of(&self, id: &str) -> Option<&str> {
         let mut cur = self.nodes.get(id)?;
-        let mut seen = HashSet::from([cur.id.as_str()]);
-        while let Some(parent) = cur.parent.as_deref().and_then(|p| self.nodes.get(p)) {
-            if !seen.insert(parent.id.as_str()) {
-                break;
-            }
+        while let Some(parent) = cur.tree_parent().and_then(|p| self.nodes.get(p)) {
             cur = parent;
         }
         Some(cur.id.as_str())
