@@ -5,8 +5,13 @@
 //!
 //! Two providers: `scripted` (`engine::testing::ScriptedProvider`: engine, task tool
 //! and store cost only) and `stub_server` (the real OpenAI client against a loopback
-//! stub server: adds HTTP + SSE). `tasks = 0` is the same turn with no delegation, the
-//! baseline the spawn overhead is measured against.
+//! stub server: adds HTTP + SSE). `tasks = 0` is the same turn with no delegation.
+//!
+//! The divan benches time whole turns. Spawn overhead is measured apart, after them:
+//! from the moment the provider hands out the root's reply with the task calls to the
+//! moment each sub-session's first model request reaches the provider (task tool,
+//! spawn — merged mount plan, session created on disk, events — and the child's
+//! request built), `SPAWN_RUNS` turns per case, p50/p95 over sub-sessions.
 //! Run: `cargo bench --bench spawn`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,7 +19,8 @@
 mod server;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use arbor::agent::Bundle;
 use arbor::agent::Registry;
@@ -31,15 +37,34 @@ use serde_json::json;
 const ROOT: &str = "You are root.";
 const ARGS: [usize; 3] = [0, 1, 100];
 
+/// Turns per case of the spawn-overhead measurement: (sub-sessions, turns).
+const SPAWN_RUNS: [(usize, usize); 2] = [(1, 30), (100, 5)];
+
 fn main() {
     divan::main();
+    spawn_overhead();
 }
 
+/// When the provider handed out the root's task calls, and when each sub-session's
+/// first request arrived.
+#[derive(Default)]
+struct Stamps {
+    calls_out: Option<Instant>,
+    child_requests: Vec<Instant>,
+}
+
+type Clock = Arc<Mutex<Stamps>>;
+
 struct Setup {
+    held: Held,
+    options: RuntimeOptions,
+}
+
+/// What must outlive a runtime built from a [`Setup`].
+struct Held {
     _dir: tempfile::TempDir,
     /// Keeps the (never changing) registry channel open.
     _registry: tokio::sync::watch::Sender<Arc<Registry>>,
-    options: RuntimeOptions,
 }
 
 fn env_of(root: &Path) -> Env {
@@ -100,8 +125,10 @@ fn setup(base_url: &str) -> Setup {
             env,
             bus: EventBus::new(),
         },
-        _dir: dir,
-        _registry: tx,
+        held: Held {
+            _dir: dir,
+            _registry: tx,
+        },
     }
 }
 
@@ -139,16 +166,20 @@ fn tokio_rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Engine cost only: the scripted provider answers at once.
-#[divan::bench(args = ARGS, sample_count = 10)]
-fn scripted(bencher: Bencher, tasks: usize) {
+/// A runtime on the scripted provider (engine cost only: it answers at once) whose
+/// root delegates `tasks` calls; stamps go to `clock`. Keep the [`Held`] alive while
+/// the runtime runs.
+fn scripted_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
     let calls = task_calls(tasks);
     let provider = ScriptedProvider::new(move |r| {
+        let mut stamps = clock.lock().unwrap();
         if r.system != ROOT {
+            stamps.child_requests.push(Instant::now());
             vec![Step::text("child answer")]
         } else if after_tool_results(r) || calls.is_empty() {
             vec![Step::text("root done")]
         } else {
+            stamps.calls_out = Some(Instant::now());
             calls
                 .iter()
                 .map(|(id, name, args)| Step::call(id.clone(), name.clone(), args.clone()))
@@ -160,7 +191,37 @@ fn scripted(bencher: Bencher, tasks: usize) {
         provider_factory: Some(provider.factory()),
         extra_tools: Vec::new(),
     };
-    let runtime = Runtime::with_hooks(setup.options, hooks);
+    (setup.held, Runtime::with_hooks(setup.options, hooks))
+}
+
+/// A runtime on the real OpenAI client against a loopback stub server (HTTP + SSE
+/// included) whose root delegates `tasks` calls; stamps go to `clock` (taken when a
+/// request has arrived whole and when the reply is handed to the socket).
+fn stub_server_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
+    let calls = task_calls(tasks);
+    let server = server::Server::start(Arc::new(move |body| {
+        let (system, last) = server::system_and_last_role(body);
+        let mut stamps = clock.lock().unwrap();
+        let reply = if !system.starts_with(ROOT) {
+            stamps.child_requests.push(Instant::now());
+            server::text_body("child answer")
+        } else if last == "tool" || calls.is_empty() {
+            server::text_body("root done")
+        } else {
+            let body = server::tool_calls_body(&calls);
+            stamps.calls_out = Some(Instant::now());
+            body
+        };
+        server::Reply::whole(reply)
+    }));
+    let setup = setup(&server.base_url);
+    (setup.held, Runtime::new(setup.options))
+}
+
+/// Engine cost only: the scripted provider answers at once.
+#[divan::bench(args = ARGS, sample_count = 10)]
+fn scripted(bencher: Bencher, tasks: usize) {
+    let (_held, runtime) = scripted_runtime(tasks, Clock::default());
     let tokio = tokio_rt();
     per_task(bencher, tasks).bench_local(|| run_turn(&tokio, &runtime));
 }
@@ -168,20 +229,56 @@ fn scripted(bencher: Bencher, tasks: usize) {
 /// The real OpenAI client against a loopback stub server (HTTP + SSE included).
 #[divan::bench(args = ARGS, sample_count = 10)]
 fn stub_server(bencher: Bencher, tasks: usize) {
-    let calls = task_calls(tasks);
-    let server = server::Server::start(Arc::new(move |body| {
-        let (system, last) = server::system_and_last_role(body);
-        let reply = if !system.starts_with(ROOT) {
-            server::text_body("child answer")
-        } else if last == "tool" || calls.is_empty() {
-            server::text_body("root done")
-        } else {
-            server::tool_calls_body(&calls)
-        };
-        server::Reply::whole(reply)
-    }));
-    let setup = setup(&server.base_url);
-    let runtime = Runtime::new(setup.options);
+    let (_held, runtime) = stub_server_runtime(tasks, Clock::default());
     let tokio = tokio_rt();
     per_task(bencher, tasks).bench_local(|| run_turn(&tokio, &runtime));
+}
+
+/// p50 and p95 (nearest rank) of `samples` in ms.
+fn percentiles(samples: &mut [f64]) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let rank = (p * samples.len() as f64).ceil() as usize;
+        samples[rank.clamp(1, samples.len()) - 1]
+    };
+    (at(0.50), at(0.95))
+}
+
+/// Spawn overhead apart from the turn (see the module docs), printed as a table.
+fn spawn_overhead() {
+    type Build = fn(usize, Clock) -> (Held, Arc<Runtime>);
+    let providers: [(&str, Build); 2] = [
+        ("scripted", scripted_runtime),
+        ("stub_server", stub_server_runtime),
+    ];
+    println!(
+        "\n| spawn overhead: task calls handed out → sub-session's first model request | sub-sessions | turns | p50 | p95 | last one started (median) |\n|---|---|---|---|---|---|"
+    );
+    let tokio = tokio_rt();
+    for (name, build) in providers {
+        for (tasks, turns) in SPAWN_RUNS {
+            let clock = Clock::default();
+            let (_held, runtime) = build(tasks, clock.clone());
+            run_turn(&tokio, &runtime); // warm-up: caches, first files
+            let mut each = Vec::new();
+            let mut last = Vec::new();
+            for _ in 0..turns {
+                *clock.lock().unwrap() = Stamps::default();
+                run_turn(&tokio, &runtime);
+                let stamps = clock.lock().unwrap();
+                let out = stamps.calls_out.unwrap();
+                assert_eq!(stamps.child_requests.len(), tasks);
+                let ms: Vec<f64> = stamps
+                    .child_requests
+                    .iter()
+                    .map(|t| t.duration_since(out).as_secs_f64() * 1e3)
+                    .collect();
+                last.push(ms.iter().copied().fold(0.0, f64::max));
+                each.extend(ms);
+            }
+            let (p50, p95) = percentiles(&mut each);
+            let (last, _) = percentiles(&mut last);
+            println!("| {name} | {tasks} | {turns} | {p50:.2} ms | {p95:.2} ms | {last:.2} ms |");
+        }
+    }
 }

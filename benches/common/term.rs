@@ -5,18 +5,21 @@
 //! cells; styles ignored) so a bench can wait until the *screen* shows something,
 //! answering the terminal queries crossterm sends at startup (primary device
 //! attributes, cursor position) as a real terminal would, keeping the raw output (for
-//! tests of the escape sequences written), and reading the process's RSS. Does not
-//! own: what is measured (`benches/pty.rs`) or tested (`tests/terminal.rs`).
+//! tests of the escape sequences written), and the process's RSS (read by `rss`). Does
+//! not own: what is measured (`benches/pty.rs`) or tested (`tests/terminal.rs`).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use rss::rss_kib;
 use unicode_width::UnicodeWidthChar;
+
+#[path = "rss.rs"]
+pub mod rss;
 
 pub const COLS: usize = 120;
 pub const ROWS: usize = 40;
@@ -341,49 +344,9 @@ impl Pty {
         }
     }
 
-    /// Resident set size of the process, in KiB (see [`rss_kib`]).
+    /// Resident set size of the process, in KiB.
     pub fn rss_kib(&self) -> Option<u64> {
         rss_kib(self.pid)
-    }
-}
-
-/// Resident set size of process `pid` (`VmRSS` of `/proc/<pid>/status`), in KiB.
-pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Samples a process's RSS every 20 ms on a thread and keeps the peak.
-pub struct RssSampler {
-    peak: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl RssSampler {
-    pub fn start(pid: u32) -> Self {
-        let peak = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (peak, stop) = (peak.clone(), stop.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_kib(pid).unwrap_or(0), Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            })
-        };
-        Self { peak, stop, thread }
-    }
-
-    /// Stops sampling; the peak in KiB (`None` if never read).
-    pub fn stop(self) -> Option<u64> {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.thread.join();
-        Some(self.peak.load(Ordering::Relaxed)).filter(|&p| p > 0)
     }
 }
 
