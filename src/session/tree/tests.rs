@@ -128,7 +128,7 @@ proptest! {
             }
         }
         prop_assert!(count.iter().all(|&c| c == 1), "{:?}", count);
-        for i in 0..ids.len() {
+        for (i, name) in names.iter().enumerate() {
             let mut cur = i;
             for _ in 0..=ids.len() {
                 match f.parent[cur] {
@@ -138,7 +138,7 @@ proptest! {
             }
             prop_assert_eq!(f.parent[cur], None, "no root above {}", i);
             let is_root = f.parent[i].is_none();
-            prop_assert_eq!(is_root && names[i].is_some(), f.detached[i].is_some());
+            prop_assert_eq!(is_root && name.is_some(), f.detached[i].is_some());
         }
     }
 }
