@@ -18,6 +18,8 @@
 mod generate;
 #[path = "common/server.rs"]
 mod server;
+#[path = "common/stats.rs"]
+mod stats;
 #[path = "common/term.rs"]
 mod term;
 
@@ -125,16 +127,6 @@ impl Sandbox {
     }
 }
 
-/// p50 and p95 (nearest rank) of `samples`.
-fn percentiles(samples: &mut [f64]) -> (f64, f64) {
-    samples.sort_by(f64::total_cmp);
-    let at = |p: f64| {
-        let rank = (p * samples.len() as f64).ceil() as usize;
-        samples[rank.clamp(1, samples.len()) - 1]
-    };
-    (at(0.50), at(0.95))
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -146,7 +138,7 @@ struct Report {
 
 impl Report {
     fn timing(&mut self, what: &str, samples: &mut [f64]) {
-        let (p50, p95) = percentiles(samples);
+        let (p50, p95) = stats::percentiles(samples);
         self.rows.push([
             what.into(),
             samples.len().to_string(),

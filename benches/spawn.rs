@@ -17,6 +17,8 @@
 
 #[path = "common/server.rs"]
 mod server;
+#[path = "common/stats.rs"]
+mod stats;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -234,16 +236,6 @@ fn stub_server(bencher: Bencher, tasks: usize) {
     per_task(bencher, tasks).bench_local(|| run_turn(&tokio, &runtime));
 }
 
-/// p50 and p95 (nearest rank) of `samples` in ms.
-fn percentiles(samples: &mut [f64]) -> (f64, f64) {
-    samples.sort_by(f64::total_cmp);
-    let at = |p: f64| {
-        let rank = (p * samples.len() as f64).ceil() as usize;
-        samples[rank.clamp(1, samples.len()) - 1]
-    };
-    (at(0.50), at(0.95))
-}
-
 /// Spawn overhead apart from the turn (see the module docs), printed as a table.
 fn spawn_overhead() {
     type Build = fn(usize, Clock) -> (Held, Arc<Runtime>);
@@ -276,8 +268,8 @@ fn spawn_overhead() {
                 last.push(ms.iter().copied().fold(0.0, f64::max));
                 each.extend(ms);
             }
-            let (p50, p95) = percentiles(&mut each);
-            let (last, _) = percentiles(&mut last);
+            let (p50, p95) = stats::percentiles(&mut each);
+            let (last, _) = stats::percentiles(&mut last);
             println!("| {name} | {tasks} | {turns} | {p50:.2} ms | {p95:.2} ms | {last:.2} ms |");
         }
     }

@@ -2,14 +2,9 @@
 //! session naming itself, a deleted parent. Every session is drawn, the detached roots
 //! say why, at 80 columns and 40.
 
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-use ratatui::widgets::Widget;
-
 use super::tree::TreeView;
 use crate::session::{Metadata, SessionStatus};
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::buffer_text;
 use crate::tui::theme::Theme;
 
 fn meta(id: &str, agent: &str, parent: Option<&str>, created: &str) -> Metadata {
@@ -43,10 +38,7 @@ fn tree_shows_cycles_self_parents_and_missing_parents() {
             focused: true,
             open: None,
         };
-        let area = Rect::new(0, 0, w, 8);
-        let mut buf = Buffer::empty(area);
-        view.render(area, &mut buf);
-        let text = buffer_text(&buf);
+        let text = super::tests::render(&view, w, 8);
         insta::assert_snapshot!(name, text);
         for agent in ["zen-architect", "coder", "planner", "tester", "reviewer"] {
             assert!(text.contains(agent), "{agent} missing at {w}:\n{text}");

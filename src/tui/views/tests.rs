@@ -40,7 +40,7 @@ fn theme() -> Theme {
 }
 
 /// Renders `widget` into a `width`×`height` buffer and returns its rows, right-trimmed.
-fn render<W>(widget: &W, width: u16, height: u16) -> String
+pub(super) fn render<W>(widget: &W, width: u16, height: u16) -> String
 where
     for<'a> &'a W: Widget,
 {

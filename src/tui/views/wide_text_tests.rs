@@ -3,9 +3,7 @@
 //! Nothing may be clipped at the pane's edge: every cluster of the message is drawn.
 
 use jiff::Timestamp;
-use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::widgets::Widget;
 use serde_json::json;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -13,7 +11,6 @@ use super::chat::{self, ChatView};
 use crate::session::{LoadedSession, Message, Metadata};
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::buffer_text;
 use crate::tui::theme::Theme;
 
 const ID: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -57,11 +54,6 @@ fn render(width: u16, height: u16) -> String {
     let tree = SessionTree::default();
     let mut thread = thread(&theme);
     let area = Rect::new(0, 0, width, height);
-    thread.layout(
-        chat::wrap_width(area),
-        usize::from(chat::body_area(area).height),
-        &theme,
-    );
     thread.scroll = crate::tui::state::layout::Scroll::Top { cell: 0, row: 0 };
     thread.layout(
         chat::wrap_width(area),
@@ -75,9 +67,7 @@ fn render(width: u16, height: u16) -> String {
         now: "2025-03-01T12:00:30Z".parse::<Timestamp>().unwrap(),
         focused: true,
     };
-    let mut buf = Buffer::empty(area);
-    view.render(area, &mut buf);
-    buffer_text(&buf)
+    super::tests::render(&view, width, height)
 }
 
 /// Grapheme clusters of `s` that are not whitespace or pane border.
