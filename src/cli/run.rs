@@ -134,7 +134,14 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
     let status = match outcome.status {
         SessionStatus::Completed | SessionStatus::Idle => "success",
         SessionStatus::Cancelled => "cancelled",
-        SessionStatus::Failed | SessionStatus::Running | SessionStatus::Interrupted => "error",
+        // A finished turn is never running, queued, waiting or paused: say error
+        // rather than claim success.
+        SessionStatus::Failed
+        | SessionStatus::Running
+        | SessionStatus::Queued
+        | SessionStatus::Waiting
+        | SessionStatus::Paused
+        | SessionStatus::Interrupted => "error",
     };
     let mut v = json!({
         "status": status,

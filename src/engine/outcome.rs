@@ -35,6 +35,15 @@ pub enum EngineError {
     /// No usable provider; the message says what was looked for and how to configure one.
     #[error("{0}")]
     NoProvider(String),
+    /// `Runtime::resolve_approval` for a tool call that does not wait for an answer.
+    #[error(
+        "no pending approval for tool call '{tool_call_id}' of session '{session_id}' \
+         (already answered, cancelled, or never asked)"
+    )]
+    NoPendingApproval {
+        session_id: String,
+        tool_call_id: String,
+    },
     #[error("{0}")]
     Other(String),
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::approvals::PendingApprovals;
 use super::env::{Env, ProviderFactory, TurnEnv};
 use super::live::{LiveSession, lock};
 use super::outcome::{EngineError, TurnOutcome};
@@ -33,7 +34,9 @@ use crate::config::{ArborConfig, MountPlan};
 use crate::paths::Paths;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
-use crate::session::protocol::{CancelRequestedEvent, SessionResumeEvent, SessionStartEvent};
+use crate::session::protocol::{
+    ApprovalDecision, CancelRequestedEvent, SessionResumeEvent, SessionStartEvent,
+};
 use crate::session::{
     EngineEvent, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
     StoreError, ids,
@@ -69,6 +72,8 @@ pub struct Runtime {
     bus: EventBus,
     store: SessionStore,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// Tool calls waiting for a person's approval (SPEC §12).
+    approvals: PendingApprovals,
 }
 
 /// How long [`Runtime::resolve_provider_label`] waits for a server to list its models.
@@ -108,6 +113,7 @@ impl Runtime {
                 bus: options.bus,
                 store,
                 live: Mutex::new(HashMap::new()),
+                approvals: PendingApprovals::default(),
             }
         })
     }
@@ -259,6 +265,27 @@ impl Runtime {
         for session in &targets {
             session.cancel_token().cancel();
         }
+    }
+
+    /// Answers the approval that tool call `tool_call_id` of `session_id` waits for
+    /// (`approval:required`); the waiting call then runs or is denied and publishes
+    /// `approval:granted` / `approval:denied`.
+    ///
+    /// Errors: [`EngineError::NoPendingApproval`] when that call does not wait (already
+    /// answered, cancelled, never asked).
+    pub fn resolve_approval(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<(), EngineError> {
+        self.approvals.resolve(session_id, tool_call_id, decision)
+    }
+
+    /// The registry of tool calls waiting for approval: the tool-call gate registers
+    /// a call there before publishing `approval:required` and awaits the answer.
+    pub fn approvals(&self) -> &PendingApprovals {
+        &self.approvals
     }
 
     /// Whether `session_id` has a turn running now.

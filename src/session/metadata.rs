@@ -5,12 +5,21 @@ use serde_json::{Map, Value};
 
 use super::Usage;
 
-/// A session's lifecycle state.
+/// A session's lifecycle state, as `metadata.json` and `session:status` write it
+/// (SPEC §7: `running|queued|waiting|paused|idle|completed|failed|cancelled`, plus the
+/// derived `interrupted`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionStatus {
     /// A turn is in progress.
     Running,
+    /// A turn is accepted but waits to start (a concurrency limit, a queued message).
+    Queued,
+    /// A turn is in progress and a tool call waits for a person's approval (SPEC §12:
+    /// "needs you").
+    Waiting,
+    /// A turn is held (a budget reached) until the person continues it.
+    Paused,
     /// Created or between turns.
     #[default]
     Idle,
@@ -26,9 +35,13 @@ pub enum SessionStatus {
 }
 
 impl SessionStatus {
+    /// The status as written to `metadata.json` (`running`, `waiting`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             SessionStatus::Running => "running",
+            SessionStatus::Queued => "queued",
+            SessionStatus::Waiting => "waiting",
+            SessionStatus::Paused => "paused",
             SessionStatus::Idle => "idle",
             SessionStatus::Completed => "completed",
             SessionStatus::Failed => "failed",
@@ -101,4 +114,31 @@ pub struct Metadata {
     pub name: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spec_status_parses_and_writes_back() {
+        for name in [
+            "running",
+            "queued",
+            "waiting",
+            "paused",
+            "idle",
+            "completed",
+            "failed",
+            "cancelled",
+            "interrupted",
+        ] {
+            let status: SessionStatus = serde_json::from_value(Value::from(name)).unwrap();
+            assert_eq!(status.as_str(), name);
+            assert_eq!(serde_json::to_value(status).unwrap(), Value::from(name));
+        }
+        let meta: Metadata =
+            serde_json::from_str(r#"{"session_id": "s1", "status": "waiting"}"#).unwrap();
+        assert_eq!(meta.status, SessionStatus::Waiting);
+    }
 }

@@ -104,6 +104,24 @@ impl Executor for RuntimeExecutor {
                     }
                 });
             }
+            EngineCommand::ResolveApproval {
+                session_id,
+                tool_call_id,
+                decision,
+            } => {
+                if let Err(e) = self
+                    .runtime
+                    .resolve_approval(&session_id, &tool_call_id, decision)
+                {
+                    send(
+                        &results,
+                        AppEvent::CommandFailed {
+                            session_id: Some(session_id),
+                            message: e.to_string(),
+                        },
+                    );
+                }
+            }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {

@@ -8,9 +8,10 @@
 //!
 //! Coming commands (SPEC §12–§13) go here as variants when the engine can execute
 //! them: `Steer { session_id, text }` (reaches the running turn's next model call),
-//! `Queue { session_id, text }` (the next turn), `Approve { session_id, call_id,
-//! scope }` / `Deny { session_id, call_id, reason }` for `approval:required`, and
-//! `Retry { session_id }` for a stopped node.
+//! `Queue { session_id, text }` (the next turn), and `Retry { session_id }` for a
+//! stopped node.
+
+use super::approvals::ApprovalDecision;
 
 /// What a front end asks the engine (or the store) to do. Each is executed in a
 /// background task; its result comes back to the sender (the TUI: an `AppEvent`).
@@ -40,4 +41,14 @@ pub enum EngineCommand {
     /// usable: the front end already says so). The TUI sends it once at start when its
     /// label has no model.
     ResolveProviderLabel,
+    /// Answer the `approval:required` of tool call `tool_call_id` in session
+    /// `session_id`: allow it (once, or always for its tool / command prefix in this
+    /// tree) or deny it (with an optional reason for the model). The engine then
+    /// publishes `approval:granted` or `approval:denied`. Answering a call that no
+    /// longer waits (already answered, cancelled) fails with "no pending approval …".
+    ResolveApproval {
+        session_id: String,
+        tool_call_id: String,
+        decision: ApprovalDecision,
+    },
 }

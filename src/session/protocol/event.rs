@@ -1,7 +1,8 @@
 //! [`EngineEvent`]: every event a session publishes, by its wire name.
 //!
 //! Owns: the variant list, each variant's name (`session:start`, …) and which payload
-//! it carries. Does not own: the payload fields (`lifecycle`, `model`, `tools`) or the
+//! it carries. Does not own: the payload fields (`lifecycle`, `model`, `tools`,
+//! `approvals`) or the
 //! JSON envelopes (`wire`).
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
+use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
     PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionResumeEvent, SessionStartEvent,
@@ -112,6 +114,13 @@ engine_events! {
     "cancel:completed" => CancelCompleted(CancelCompletedEvent),
     /// The turn loop finished (Amplifier `orchestrator:complete`).
     "orchestrator:complete" => OrchestratorComplete(OrchestratorCompleteEvent),
+    /// A tool call waits for a person's approval (Amplifier `approval:required`).
+    "approval:required" => ApprovalRequired(ApprovalRequiredEvent),
+    /// A waiting (or policy-checked) tool call was allowed (Amplifier
+    /// `approval:granted`).
+    "approval:granted" => ApprovalGranted(ApprovalGrantedEvent),
+    /// A tool call was denied and does not run (Amplifier `approval:denied`).
+    "approval:denied" => ApprovalDenied(ApprovalDeniedEvent),
     /// arbor's own: the session's status changed.
     "session:status" => SessionStatus(SessionStatusEvent),
     /// arbor's own: a whole message was appended to the transcript. Live only.

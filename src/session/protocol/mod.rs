@@ -2,7 +2,7 @@
 //! STYLE "One typed protocol").
 //!
 //! Owns: [`EngineEvent`] — one variant per event a session publishes, each with a
-//! payload struct (`lifecycle`, `model`, `tools`); the envelope every event travels in
+//! payload struct (`lifecycle`, `model`, `tools`, `approvals`); the envelope every event travels in
 //! ([`Event`]: `session_id`, `parent_id`, `timestamp`); [`EngineCommand`], what a front
 //! end asks of the engine; the process-wide [`EventBus`]; and the JSON forms an event
 //! takes when it leaves the process (`wire`): the `events.jsonl` line and the
@@ -18,10 +18,10 @@
 //! `sub_session_id`/`parent_session_id`); arbor's own events and keys are marked as
 //! such on each payload.
 //!
-//! Coming events (SPEC §11–§13) get their own variants here: `approval:required`,
-//! `approval:granted`, `approval:denied` (§12), transfers (`transfer_to_agent`, §11),
-//! steer/queue acknowledgements and budget pauses (§13).
+//! Coming events (SPEC §11–§13) get their own variants here: transfers
+//! (`transfer_to_agent`, §11), steer/queue acknowledgements and budget pauses (§13).
 
+mod approvals;
 mod bus;
 mod command;
 mod event;
@@ -33,6 +33,10 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use approvals::{
+    AllowScope, ApprovalDecision, ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent,
+    DecisionKind,
+};
 pub use bus::EventBus;
 pub use command::EngineCommand;
 pub use event::EngineEvent;

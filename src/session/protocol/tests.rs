@@ -169,8 +169,31 @@ fn samples() -> Vec<Event> {
             usage: usage(None),
             error: Some("openai: slow down (HTTP 429)".into()),
         })),
+        child(E::ApprovalRequired(ApprovalRequiredEvent {
+            tool_call_id: "call_4".into(),
+            tool_name: "bash".into(),
+            agent: "explorer".into(),
+            summary: "cargo test --lib".into(),
+            command: Some("cargo test --lib".into()),
+            diff: None,
+        })),
+        child(E::ApprovalGranted(ApprovalGrantedEvent {
+            tool_call_id: "call_4".into(),
+            tool_name: "bash".into(),
+            agent: "explorer".into(),
+            decision: DecisionKind::Always,
+            rule: Some("bash(cargo test*)".into()),
+            reason: None,
+        })),
+        child(E::ApprovalDenied(ApprovalDeniedEvent {
+            tool_call_id: "call_5".into(),
+            tool_name: "write_file".into(),
+            agent: "explorer".into(),
+            decision: DecisionKind::Once,
+            reason: Some("not in src/".into()),
+        })),
         child(E::SessionStatus(SessionStatusEvent {
-            status: SessionStatus::Running,
+            status: SessionStatus::Waiting,
         })),
         root(E::MessageAppended(MessageAppendedEvent { message })),
     ]
@@ -255,5 +278,40 @@ fn error_events_log_at_error_level() {
             ("provider:error", "ERROR".to_string()),
             ("tool:error", "ERROR".to_string())
         ]
+    );
+}
+
+#[test]
+fn an_edit_approval_carries_its_diff_and_omits_the_command() {
+    let event = EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+        tool_call_id: "call_6".into(),
+        tool_name: "edit_file".into(),
+        agent: "implementer".into(),
+        summary: "edit src/lib.rs".into(),
+        command: None,
+        diff: Some("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-old\n+new\n".into()),
+    });
+    let data = serde_json::to_value(super::event::Data(&event)).unwrap();
+    assert_eq!(
+        data,
+        json!({
+            "tool_call_id": "call_6",
+            "tool_name": "edit_file",
+            "agent": "implementer",
+            "summary": "edit src/lib.rs",
+            "diff": "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-old\n+new\n"
+        })
+    );
+    let denied = r#"{"event":"approval:denied","session_id":"s1","timestamp":"t","data":{"tool_call_id":"c","tool_name":"bash","agent":"a","decision":"cancelled"}}"#;
+    let back: Event = serde_json::from_str(denied).unwrap();
+    assert_eq!(
+        back.msg,
+        EngineEvent::ApprovalDenied(ApprovalDeniedEvent {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            agent: "a".into(),
+            decision: DecisionKind::Cancelled,
+            reason: None,
+        })
     );
 }

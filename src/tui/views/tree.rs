@@ -33,6 +33,9 @@ pub struct TreeView<'a> {
 pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slot) {
     match status {
         SessionStatus::Running => (spinner(now.as_millisecond()), Slot::TreeRunning),
+        SessionStatus::Queued => ("◌", Slot::TreeIdle),
+        SessionStatus::Waiting => ("⚑", Slot::Warning),
+        SessionStatus::Paused => ("‖", Slot::Warning),
         SessionStatus::Completed => ("✓", Slot::TreeDone),
         SessionStatus::Failed => ("✗", Slot::TreeFailed),
         SessionStatus::Cancelled => ("⊘", Slot::TreeCancelled),
