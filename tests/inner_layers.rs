@@ -335,10 +335,6 @@ fn nodes_of(sources: &[Source]) -> BTreeMap<Vec<String>, BTreeSet<String>> {
     nodes
 }
 
-/// Folders whose cycle is still being broken (issue 7 item 2: `tui/state`'s cells,
-/// error card, stream and thread; `tui`'s views reading `app::Note`).
-const NOT_YET: [&str; 2] = ["tui", "tui/state"];
-
 #[test]
 fn no_module_has_a_cycle_between_its_files() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -351,7 +347,6 @@ fn no_module_has_a_cycle_between_its_files() {
     );
     let problems: Vec<String> = graph
         .iter()
-        .filter(|(folder, _)| !NOT_YET.contains(&folder.as_str()))
         .flat_map(|(folder, edges)| {
             cycles(edges)
                 .into_iter()

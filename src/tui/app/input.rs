@@ -7,6 +7,7 @@ use ratatui::layout::{Position, Rect};
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
 use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
 use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::state::note::Note;
 use crate::tui::state::thread::Thread;
 
 impl App {
@@ -185,7 +186,7 @@ impl App {
         } else {
             self.last_ctrl_c = Some(now);
             let until = now + jiff::SignedDuration::from_millis(QUIT_WINDOW_MS);
-            self.note = Some(super::Note {
+            self.note = Some(Note {
                 text: "press Ctrl+C again to quit".into(),
                 warning: true,
                 until,

@@ -25,6 +25,7 @@ use super::composer::Composer;
 use super::keymap::{Action, Keymap};
 use super::state::browser::{BrowserState, ReloadMark};
 use super::state::inflight::InflightStreams;
+use super::state::note::Note;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::theme::{Slot, Theme};
@@ -76,14 +77,6 @@ pub struct AppOptions {
     pub open_session: Option<String>,
     /// `--continue`: open the most recent root session once sessions are listed.
     pub continue_last: bool,
-}
-
-/// A short status-bar message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Note {
-    pub text: String,
-    pub warning: bool,
-    pub until: Timestamp,
 }
 
 /// Screen areas of the last frame (mouse hit-testing, paging).

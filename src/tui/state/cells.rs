@@ -4,13 +4,16 @@
 //! per-width cache of wrapped rows.
 //!
 //! Owns: how each cell kind looks as rows. Does not own: which cells a thread has
-//! (`thread`), scrolling (`layout`), selection highlight (`views::chat`).
+//! (`thread`), scrolling (`layout`), selection highlight (`views::chat`), the rows of
+//! a provider failure (`error_card`) or of the streaming tail (`stream`), the row
+//! type and the thinking summary they share (`rows`).
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 use super::error_card::ProviderFailure;
+use super::rows::{LayoutStats, Row, first_line, thinking_rows};
 use super::stream::StreamState;
 use crate::session::SessionStatus;
 use crate::tui::markdown;
@@ -96,15 +99,6 @@ pub enum CellKind {
     Notice(String),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
-}
-
-/// Layout work counters, for tests and benchmarks: they must not grow with history.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LayoutStats {
-    /// Cells whose rows were (re)computed.
-    pub cells_wrapped: u64,
-    /// Logical lines wrapped (streaming: committed lines plus tail re-wraps).
-    pub lines_wrapped: u64,
 }
 
 /// One cell and its cached rows.
@@ -203,12 +197,6 @@ impl Cell {
     }
 }
 
-/// A logical row: wrapped to the width, or clipped to one row.
-pub(crate) enum Row {
-    Wrap(RLine),
-    Clip(Line<'static>),
-}
-
 fn prefixed_text(prefix: &str, text: &str, style: Style) -> Vec<Row> {
     let pad = " ".repeat(prefix.chars().count());
     text.trim_end()
@@ -225,28 +213,6 @@ fn prefixed_text(prefix: &str, text: &str, style: Style) -> Vec<Row> {
             ))
         })
         .collect()
-}
-
-fn first_line(s: &str) -> &str {
-    s.trim().lines().next().unwrap_or("")
-}
-
-pub(crate) fn thinking_rows(text: &str, expanded: bool, theme: &Theme) -> Vec<Row> {
-    let style = theme.style(Slot::ChatThinking);
-    if !expanded {
-        return vec![Row::Clip(Line::from(Span::styled(
-            format!("▸ thinking · {}", first_line(text)),
-            style,
-        )))];
-    }
-    let mut rows = vec![Row::Clip(Line::from(Span::styled("▾ thinking", style)))];
-    rows.extend(text.trim().split('\n').map(|l| {
-        Row::Wrap(RLine::indented(
-            Line::from(Span::styled(format!("  {l}"), style)),
-            2,
-        ))
-    }));
-    rows
 }
 
 /// `key=value, key=value` of a JSON object (strings unquoted, values cut at 40 chars).

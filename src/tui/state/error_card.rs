@@ -11,13 +11,13 @@
 //! (the turn's outcome can arrive first) is replaced by the card too.
 //!
 //! Owns: parsing that data, the heading/hint per kind and the rows. Does not own: when
-//! events arrive (`thread_events`) or other cells (`cells`).
+//! events arrive and where the card goes (`Thread::push_failure` in `thread_events`)
+//! or other cells (`cells`).
 
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
-use super::cells::{CellKind, Row};
-use super::thread::Thread;
+use super::rows::Row;
 use crate::provider::ProviderErrorKind;
 use crate::session::protocol::ProviderErrorEvent;
 use crate::tui::theme::{Slot, Theme};
@@ -235,28 +235,11 @@ fn first_lines(text: &str, max: usize) -> Vec<String> {
     out
 }
 
-impl Thread {
-    /// Shows a `provider:error`: replaces a pending-retry cell or a plain error cell
-    /// with the same text when it is the last cell, else appends.
-    pub fn push_failure(&mut self, failure: ProviderFailure) {
-        self.finalize_stream();
-        let replace = self.cells.last().is_some_and(|c| match &c.kind {
-            CellKind::Failure(f) => f.is_retry() && f.provider == failure.provider,
-            CellKind::Error(m) => !failure.is_retry() && *m == failure.error,
-            _ => false,
-        });
-        if replace && let Some(cell) = self.cells.last_mut() {
-            cell.kind = CellKind::Failure(Box::new(failure));
-            cell.invalidate();
-            return;
-        }
-        self.push(CellKind::Failure(Box::new(failure)));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::state::cells::{Cell, CellKind};
+    use crate::tui::state::thread::Thread;
     use crate::tui::wrap::plain;
 
     /// A final (not retrying) `provider:error` of `kind` from `provider`.
@@ -280,7 +263,7 @@ mod tests {
 
     fn text(f: &ProviderFailure) -> String {
         let theme = Theme::builtin_dark(true);
-        let mut cell = super::super::cells::Cell::new(CellKind::Failure(Box::new(f.clone())));
+        let mut cell = Cell::new(CellKind::Failure(Box::new(f.clone())));
         let mut stats = Default::default();
         cell.ensure_layout(200, &theme, &mut stats);
         (0..cell.height())

@@ -9,7 +9,8 @@
 //!
 //! Owns: the anchor and window arithmetic. Does not own: cell contents (`cells`).
 
-use super::cells::{Cell, LayoutStats};
+use super::cells::Cell;
+use super::rows::LayoutStats;
 use crate::tui::theme::Theme;
 
 /// Where the viewport is.

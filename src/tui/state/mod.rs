@@ -1,14 +1,22 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
-//! scroll anchor, streaming, and the agent browser.
+//! scroll anchor, streaming, the agent browser and the status-bar note.
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
+//!
+//! The thread's files form layers, each using only those below it
+//! (`tests/inner_layers.rs` fails on a cycle): `thread_events` and `transcript` (more
+//! `Thread` methods) on top; `thread`; `layout`; `cells`; `stream` and `error_card`
+//! (the streaming and provider-failure cell kinds); `rows` (the row type, thinking
+//! summary and layout counters every kind shares) at the bottom.
 
 pub mod browser;
 pub mod cells;
 pub mod error_card;
 pub mod inflight;
 pub mod layout;
+pub mod note;
+pub mod rows;
 pub mod stream;
 pub mod thread;
 mod thread_events;

@@ -4,11 +4,12 @@
 //! tail is re-wrapped.
 //!
 //! Owns: commit-whole-lines streaming. Does not own: the final rendering of the
-//! finished message (`cells`, when `message:appended` replaces this cell).
+//! finished message (`cells`, when `message:appended` replaces this cell), the row
+//! type and thinking summary (`rows`).
 
 use ratatui::text::{Line, Span};
 
-use super::cells::{LayoutStats, Row, thinking_rows};
+use super::rows::{LayoutStats, Row, thinking_rows};
 use crate::tui::markdown;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, truncate, wrap};

@@ -13,8 +13,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::cells::{Cell, CellKind, LayoutStats, TaskCard};
+use super::cells::{Cell, CellKind, TaskCard};
 use super::layout::{self, LayoutCtx, Scroll};
+use super::rows::LayoutStats;
 use super::stream::StreamState;
 use crate::session::message::ContentBlock;
 use crate::session::{LoadedSession, Message, SessionStatus};

@@ -8,7 +8,9 @@
 //! `provider:error` (see `error_card`: a retry notice or an error card),
 //! `cancel:completed` and `orchestrator:complete` (the turn ended).
 //!
-//! Owns: that mapping. Does not own: tree updates (`tree`).
+//! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
+//! retry notice replaced by the next retry or the final card). Does not own: tree
+//! updates (`tree`) or how a failure card looks (`error_card`).
 
 use super::cells::{CellKind, ToolStatus};
 use super::error_card::ProviderFailure;
@@ -106,6 +108,25 @@ impl Thread {
         if let Some(c) = child {
             self.children.insert(c, idx);
         }
+    }
+}
+
+impl Thread {
+    /// Shows a `provider:error`: replaces a pending-retry cell or a plain error cell
+    /// with the same text when it is the last cell, else appends.
+    pub fn push_failure(&mut self, failure: ProviderFailure) {
+        self.finalize_stream();
+        let replace = self.cells.last().is_some_and(|c| match &c.kind {
+            CellKind::Failure(f) => f.is_retry() && f.provider == failure.provider,
+            CellKind::Error(m) => !failure.is_retry() && *m == failure.error,
+            _ => false,
+        });
+        if replace && let Some(cell) = self.cells.last_mut() {
+            cell.kind = CellKind::Failure(Box::new(failure));
+            cell.invalidate();
+            return;
+        }
+        self.push(CellKind::Failure(Box::new(failure)));
     }
 }
 

@@ -11,8 +11,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::tui::app::Note;
 use crate::tui::clock::{format_cost, format_tokens};
+use crate::tui::state::note::Note;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
