@@ -23,6 +23,15 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .map(str::trim)
 }
 
+/// `secs` as a [`Duration`]: `None` when negative, NaN or infinite; [`Duration::MAX`]
+/// when finite but too long to represent.
+fn wait_from_secs(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+}
+
 /// [`retry_after_at`] with the real clock.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     retry_after_at(headers, Timestamp::now())
@@ -31,13 +40,15 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// How long the server asks the client to wait, as of `now`: `retry-after-ms`
 /// (milliseconds, used when > 0), else `retry-after` as seconds or as an HTTP date
 /// (time from `now`; a past date gives zero), else [`ratelimit_reset_wait`]. `None`
-/// when no header is usable.
+/// when no header is usable (absent, negative, NaN, infinite, unreadable); a wait
+/// too long to represent is [`Duration::MAX`]. Never panics.
 pub fn retry_after_at(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
-    if let Some(ms) = header(headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms > 0.0
+    if let Some(wait) = header(headers, "retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|ms| *ms > 0.0)
+        .and_then(|ms| wait_from_secs(ms / 1000.0))
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
     retry_after_header(headers, now).or_else(|| ratelimit_reset_wait(headers, now))
 }
@@ -45,7 +56,7 @@ pub fn retry_after_at(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
 fn retry_after_header(headers: &HeaderMap, now: Timestamp) -> Option<Duration> {
     let value = header(headers, "retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return wait_from_secs(secs);
     }
     let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
     Some(Duration::try_from(when.duration_since(now)).unwrap_or(Duration::ZERO))
@@ -72,7 +83,7 @@ pub fn ratelimit_reset_wait(headers: &HeaderMap, now: Timestamp) -> Option<Durat
     if ahead_ms.abs() > MAX_RESET_WAIT.as_secs_f64() * 1000.0 {
         return None;
     }
-    Some(Duration::from_secs_f64(ahead_ms.max(0.0) / 1000.0))
+    wait_from_secs(ahead_ms.max(0.0) / 1000.0)
 }
 
 /// `x-should-retry`: `Some(true)` / `Some(false)` for `true` / `false` (any case),
@@ -91,6 +102,7 @@ pub fn should_retry(headers: &HeaderMap) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use reqwest::header::HeaderValue;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -202,6 +214,86 @@ mod tests {
             ("retry-after", "soon"),
         ]);
         assert_eq!(retry_after_at(&h, now), Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn huge_waits_saturate_and_junk_falls_back_to_the_reset() {
+        let now = at(1_754_667_660_000 - 30_000);
+        for (name, value) in [
+            ("retry-after", "1e30"),
+            ("retry-after", "1e300"),
+            ("retry-after", "18446744073709551616"),
+            ("retry-after-ms", "1e30"),
+        ] {
+            let h = headers(&[(name, value)]);
+            assert_eq!(
+                retry_after_at(&h, now),
+                Some(Duration::MAX),
+                "{name}: {value}"
+            );
+        }
+        // Garbage in either header: the rate-limit reset (else nothing) decides.
+        for (name, junk) in [
+            ("retry-after", "-1"),
+            ("retry-after", "-0.5"),
+            ("retry-after", "NaN"),
+            ("retry-after", "inf"),
+            ("retry-after", "-inf"),
+            ("retry-after", "1e309"),
+            ("retry-after", "soon"),
+            ("retry-after-ms", "-250"),
+            ("retry-after-ms", "NaN"),
+            ("retry-after-ms", "infinity"),
+        ] {
+            assert_eq!(
+                retry_after_at(&headers(&[(name, junk)]), now),
+                None,
+                "{junk}"
+            );
+            let with_reset = headers(&[(name, junk), ("x-ratelimit-reset", "1754667660000")]);
+            assert_eq!(
+                retry_after_at(&with_reset, now),
+                Some(Duration::from_secs(30)),
+                "{name}: {junk}"
+            );
+        }
+        assert_eq!(
+            retry_after_at(&headers(&[("retry-after", "-0")]), now),
+            Some(Duration::ZERO)
+        );
+        for junk in ["1e30", "-1e30", "1e-30"] {
+            let h = headers(&[("x-ratelimit-reset", junk)]);
+            let got = ratelimit_reset_wait(&h, now);
+            assert!(got.is_none_or(|w| w <= MAX_RESET_WAIT), "{junk}: {got:?}");
+        }
+    }
+
+    proptest! {
+        /// Whatever a server sends in the retry headers, reading them never panics,
+        /// and a wait from a reset header stays within its bound.
+        #[test]
+        fn no_header_value_panics(
+            value in prop_oneof![
+                "\\PC{0,40}",
+                "[-+]?[0-9]{0,40}(\\.[0-9]{0,20})?([eE][-+]?[0-9]{1,4})?",
+                proptest::num::f64::ANY.prop_map(|f| f.to_string()),
+            ],
+            now_ms in proptest::num::i64::ANY,
+        ) {
+            let now = Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH);
+            let value = HeaderValue::from_str(&value);
+            prop_assume!(value.is_ok());
+            let value = value.unwrap();
+            for name in ["retry-after", "retry-after-ms", "x-ratelimit-reset", "x-should-retry"] {
+                let mut h = HeaderMap::new();
+                h.insert(name, value.clone());
+                let _ = retry_after_at(&h, now);
+                let _ = should_retry(&h);
+                if let Some(wait) = ratelimit_reset_wait(&h, now) {
+                    prop_assert!(wait <= MAX_RESET_WAIT);
+                }
+            }
+        }
     }
 
     #[test]
