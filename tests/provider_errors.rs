@@ -1,8 +1,10 @@
 //! Provider error handling end to end: in-stream error objects take the kind their
 //! `code`/`type`/`status` names (so the engine retries a 429/5xx that arrives before
 //! any output), Anthropic's `x-should-retry` overrides the kind, and OpenRouter's
-//! `x-ratelimit-reset` gives the wait when no `retry-after` does. Real captures from
-//! `../shared/fixtures/sse/` where they exist; loopback servers only.
+//! `x-ratelimit-reset` gives the wait when no `retry-after` does, a `retry-after` of
+//! `1e30` fails the turn at once with an error naming the wait (no panic), and an
+//! unusable one falls back to backoff. Real captures from `../shared/fixtures/sse/`
+//! where they exist; loopback servers only.
 
 // Test helpers outside `#[test]` fns (servers, fixture loading) may unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -34,6 +36,8 @@ use futures::stream::BoxStream;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use server::{Mode, Reply, Server};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn fixtures() -> Option<PathBuf> {
     let dir = Path::new(concat!(
@@ -436,6 +440,7 @@ impl Drop for RealTime {
 struct EngineRun {
     status: SessionStatus,
     response: String,
+    error: Option<String>,
     requests: usize,
     provider_errors: Vec<Value>,
     elapsed: Duration,
@@ -453,8 +458,17 @@ async fn engine_turn(bodies: Vec<String>) -> EngineRun {
         }))
         .await
         .unwrap();
+    let mut run = engine_turn_at(&real, server.addr).await;
+    run.requests = server.captured().len();
+    run
+}
+
+/// One engine turn on this test's (paused) clock whose provider is a real OpenAI
+/// client of the server at `addr`, its HTTP exchange running on `real`'s clock.
+/// `requests` is left 0 for the caller, who knows the server.
+async fn engine_turn_at(real: &RealTime, addr: std::net::SocketAddr) -> EngineRun {
     let provider: Arc<dyn Provider> = Arc::new(OffClock {
-        inner: Arc::new(openai_at(server.addr)),
+        inner: Arc::new(openai_at(addr)),
         rt: real.handle(),
     });
     let fx = Fixture::new(plan(json!({})), &[], |_| Vec::new());
@@ -485,9 +499,99 @@ async fn engine_turn(bodies: Vec<String>) -> EngineRun {
     EngineRun {
         status: out.status,
         response: out.response,
-        requests: server.captured().len(),
+        error: out.error,
+        requests: 0,
         provider_errors,
         elapsed,
+    }
+}
+
+/// A wiremock server (on `real`'s clock) answering every chat request with
+/// `first` at most `times` times, then with a one-word `ok` stream.
+async fn mock_chat(real: &RealTime, first: ResponseTemplate, times: u64) -> MockServer {
+    real.handle()
+        .spawn(async move {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .respond_with(first)
+                .up_to_n_times(times)
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .and(path("/v1/chat/completions"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .insert_header("content-type", "text/event-stream")
+                        .set_body_string(format!("{}{DONE}", chunk("ok"))),
+                )
+                .mount(&server)
+                .await;
+            server
+        })
+        .await
+        .unwrap()
+}
+
+fn rate_limited(retry_after: &str) -> ResponseTemplate {
+    ResponseTemplate::new(429)
+        .insert_header("retry-after", retry_after)
+        .set_body_json(
+            json!({"error": {"message": "Rate limit exceeded", "type": "rate_limit_error"}}),
+        )
+}
+
+async fn request_count(real: &RealTime, server: MockServer) -> usize {
+    real.handle()
+        .spawn(async move { server.received_requests().await.unwrap_or_default().len() })
+        .await
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_asking_to_wait_1e30_seconds_fails_at_once_naming_the_wait() {
+    let real = RealTime::new();
+    let server = mock_chat(&real, rate_limited("1e30"), 1).await;
+    let mut run = engine_turn_at(&real, *server.address()).await;
+    run.requests = request_count(&real, server).await;
+    assert_eq!((run.status, run.requests), (SessionStatus::Failed, 1));
+    assert_eq!(
+        run.elapsed,
+        Duration::ZERO,
+        "no wait at all on the paused clock"
+    );
+    let error = run.error.unwrap();
+    assert!(
+        error.contains("Rate limit exceeded; the server asks to wait over 584 billion years")
+            && error.contains("retry.max_wait: 1m00s"),
+        "{error}"
+    );
+    let e = run.provider_errors.last().unwrap();
+    assert_eq!(
+        (&e["kind"], &e["retrying"], &e["retry_after_ms"]),
+        (&json!("rate_limit"), &json!(false), &json!(u64::MAX))
+    );
+    assert_eq!(e["error"], json!(error));
+}
+
+#[tokio::test(start_paused = true)]
+async fn unusable_retry_after_values_fall_back_to_backoff() {
+    for junk in ["-5", "NaN", "inf", "soon"] {
+        let real = RealTime::new();
+        let server = mock_chat(&real, rate_limited(junk), 1).await;
+        let mut run = engine_turn_at(&real, *server.address()).await;
+        run.requests = request_count(&real, server).await;
+        assert_eq!(
+            (run.status, run.response.as_str(), run.requests),
+            (SessionStatus::Completed, "ok", 2),
+            "{junk}"
+        );
+        let e = &run.provider_errors[0];
+        assert_eq!(e["retry_after_ms"], Value::Null, "{junk}");
+        // The first backoff: 1 s ± 20 %.
+        let wait = e["wait_ms"].as_u64().unwrap();
+        assert!((800..=1200).contains(&wait), "{junk}: {wait} ms");
     }
 }
 

@@ -265,7 +265,46 @@ async fn non_retryable_and_overlong_waits_fail_at_once() {
             .map(|w| json!(w.as_millis() as u64))
             .unwrap_or(Value::Null);
         assert_eq!(errors[0]["retry_after_ms"], expect_after);
+        let named = out
+            .error
+            .unwrap()
+            .contains("asks to wait 10m00s before a retry");
+        assert_eq!(named, wait.is_some(), "{kind:?}");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_configured_max_wait_is_the_limit() {
+    let wait_of = |n: usize| Duration::from_secs(if n == 0 { 4 } else { 6 });
+    let (mut fx, times) = timed(move |n| match n {
+        0 | 2 => vec![Step::Fail(error(
+            ProviderErrorKind::RateLimit,
+            429,
+            Some(wait_of(n)),
+        ))],
+        _ => vec![Step::text("ok")],
+    });
+    fx.config
+        .extra
+        .insert("retry".into(), json!({"max_wait": 5}));
+    let rt = fx.runtime();
+    let id = rt.create_root(None).unwrap();
+    // 4 s is within the limit: waited exactly.
+    let out = rt.run_turn(&id, "hi".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed);
+    assert_eq!(gaps(&times), [Duration::from_secs(4)]);
+    // 6 s is not: the turn fails at once, naming both.
+    let start = Instant::now();
+    let out = rt.run_turn(&id, "again".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Failed);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(fx.provider.requests().len(), 3);
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("asks to wait 6s before a retry")
+            && error.contains("(retry.max_wait: 5s in config.yaml)"),
+        "{error}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -10,7 +10,11 @@
 //!   - module: provider-anthropic
 //!     config: {default_model: "claude-sonnet-4-5"}
 //! keymap: {}                      # overrides, see tui::keymap
+//! retry: {max_wait: 60}           # seconds, see config::retry
 //! ```
+//!
+//! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
+//! `retry` (`config::retry`), `routing` (`routing`).
 
 use std::path::{Path, PathBuf};
 

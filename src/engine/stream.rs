@@ -7,10 +7,11 @@
 //! 408/409/429/5xx/529: [`ProviderError::is_retryable`]) with exponential backoff and
 //! jitter, or exactly the server's `retry-after`/`retry-after-ms`, at most
 //! [`MAX_ATTEMPTS`] attempts, and only while the attempt has shown no output (a text,
-//! thinking or tool-call delta). A server asking to wait longer than [`MAX_DELAY`] is
-//! not retried: the error reaches the user at once with that wait. Cancelling during a
-//! wait ends the call as cancelled. Does not own: what is done with the response
-//! (`turn`).
+//! thinking or tool-call delta). A server asking to wait longer than the config's
+//! `retry.max_wait` ([`RetryPolicy`], default 60 s) is not retried: the error reaches
+//! the user at once, its message naming the wait asked for and the limit. Cancelling
+//! during a wait ends the call as cancelled. Does not own: what is done with the
+//! response (`turn`), reading the limit (`config::retry`).
 //!
 //! Every retry is visible: before waiting, `provider:error` is published
 //! ([`error_event`], `retrying: true`); the turn publishes the final one
@@ -24,6 +25,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
+use crate::config::retry::{RetryPolicy, describe_wait};
 use crate::provider::{
     ChatRequest, Provider, ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent,
 };
@@ -32,10 +34,8 @@ use crate::session::protocol::{DeltaKind, ProviderErrorEvent};
 
 /// Attempts per model call (the first plus three retries).
 pub const MAX_ATTEMPTS: u32 = 4;
-/// First backoff delay; doubles per attempt.
+/// First backoff delay; doubles per attempt (never beyond `retry.max_wait`).
 pub const BASE_DELAY: Duration = Duration::from_millis(1000);
-/// Longest wait between attempts. A server's `retry-after` above it is not waited for.
-pub const MAX_DELAY: Duration = Duration::from_secs(60);
 /// Backoff jitter: the delay is multiplied by a uniform factor in `1 ± JITTER`.
 pub const JITTER: f64 = 0.2;
 
@@ -55,12 +55,13 @@ pub(crate) enum CallEnd {
 }
 
 /// Streams `request` through `provider`, publishing deltas on `live` and retrying
-/// per the module docs.
+/// per the module docs within `policy`.
 pub(crate) async fn call_model(
     live: &LiveSession,
     provider: &Arc<dyn Provider>,
     request: &ChatRequest,
     token: &CancellationToken,
+    policy: &RetryPolicy,
 ) -> CallEnd {
     let mut attempt = 1;
     loop {
@@ -68,9 +69,9 @@ pub(crate) async fn call_model(
         let CallEnd::Failed { error, partial, .. } = end else {
             return end;
         };
-        let Some(wait) = retry_wait(&error, attempt, shown_output) else {
+        let Some(wait) = retry_wait(&error, attempt, shown_output, policy.max_wait) else {
             return CallEnd::Failed {
-                error,
+                error: explain_refused_wait(error, shown_output, policy.max_wait),
                 partial,
                 attempts: attempt,
             };
@@ -96,32 +97,64 @@ pub(crate) async fn call_model(
 
 /// How long to wait before attempt `attempt + 1`, or `None` when the call must not be
 /// retried: output was shown, the error is not retryable, `attempt` was the last, or
-/// the server asks for a wait longer than [`MAX_DELAY`].
+/// the server asks for a wait longer than `max_wait`.
 pub(crate) fn retry_wait(
     error: &ProviderError,
     attempt: u32,
     shown_output: bool,
+    max_wait: Duration,
 ) -> Option<Duration> {
     if shown_output || !error.is_retryable() || attempt >= MAX_ATTEMPTS {
         return None;
     }
-    if error.retry_after.is_some_and(|w| w > MAX_DELAY) {
+    if error.retry_after.is_some_and(|w| w > max_wait) {
         return None;
     }
-    Some(backoff(attempt, error.retry_after))
+    Some(backoff(attempt, error.retry_after, max_wait))
 }
 
 /// The delay before attempt `attempt + 1`: the server's `retry_after` when given
-/// (at most [`MAX_DELAY`]), else [`BASE_DELAY`] · 2^(attempt-1) × (1 ± [`JITTER`]) in
-/// whole milliseconds, at most [`MAX_DELAY`].
-pub(crate) fn backoff(attempt: u32, retry_after: Option<Duration>) -> Duration {
+/// (at most `max_wait`), else [`BASE_DELAY`] · 2^(attempt-1) × (1 ± [`JITTER`]) in
+/// whole milliseconds, at most `max_wait`.
+pub(crate) fn backoff(attempt: u32, retry_after: Option<Duration>, max_wait: Duration) -> Duration {
     if let Some(wait) = retry_after {
-        return wait.min(MAX_DELAY);
+        return wait.min(max_wait);
     }
     let exp = BASE_DELAY.saturating_mul(1u32 << attempt.saturating_sub(1).min(6));
     let jitter = rand::rng().random_range((1.0 - JITTER)..(1.0 + JITTER));
     // Whole milliseconds: what `wait_ms` announces is what the timer waits.
-    Duration::from_millis(millis(exp.mul_f64(jitter))).min(MAX_DELAY)
+    Duration::from_millis(millis(exp.mul_f64(jitter))).min(max_wait)
+}
+
+/// `error` with its message extended by why it was not retried when the only reason
+/// is a server-requested wait longer than `max_wait` (`…; the server asks to wait
+/// 2h00m before a retry, longer than arbor waits (retry.max_wait: 1m00s)`); any
+/// other error unchanged.
+fn explain_refused_wait(
+    error: ProviderError,
+    shown_output: bool,
+    max_wait: Duration,
+) -> ProviderError {
+    let Some(asked) = error.retry_after.filter(|w| *w > max_wait) else {
+        return error;
+    };
+    if shown_output || !error.is_retryable() {
+        return error;
+    }
+    tracing::warn!(
+        provider = %error.provider,
+        asked_ms = millis(asked),
+        max_wait_ms = millis(max_wait),
+        "not retrying: the server asks for a longer wait than retry.max_wait"
+    );
+    let message = format!(
+        "{}; the server asks to wait {} before a retry, longer than arbor waits \
+         (retry.max_wait: {} in config.yaml)",
+        error.message,
+        describe_wait(asked),
+        describe_wait(max_wait)
+    );
+    ProviderError { message, ..error }
 }
 
 fn millis(d: Duration) -> u64 {
@@ -205,18 +238,20 @@ async fn attempt_once(
 mod tests {
     use super::*;
 
+    const MAX: Duration = crate::config::retry::DEFAULT_MAX_WAIT;
+
     #[test]
     fn backoff_grows_and_honours_retry_after() {
-        let first = backoff(1, None);
+        let first = backoff(1, None, MAX);
         assert!(first >= Duration::from_millis(800) && first <= Duration::from_millis(1200));
-        let third = backoff(3, None);
+        let third = backoff(3, None, MAX);
         assert!(third >= Duration::from_millis(3200) && third <= Duration::from_millis(4800));
         assert_eq!(
-            backoff(1, Some(Duration::from_millis(1500))),
+            backoff(1, Some(Duration::from_millis(1500)), MAX),
             Duration::from_millis(1500)
         );
-        assert_eq!(backoff(1, Some(Duration::from_secs(600))), MAX_DELAY);
-        assert!(backoff(40, None) <= MAX_DELAY);
+        assert_eq!(backoff(1, Some(Duration::from_secs(600)), MAX), MAX);
+        assert!(backoff(40, None, MAX) <= MAX);
     }
 
     #[test]
@@ -227,7 +262,10 @@ mod tests {
         };
         use ProviderErrorKind::*;
         for kind in [RateLimit, Overloaded, Server, Network] {
-            assert!(retry_wait(&err(kind, None), 1, false).is_some(), "{kind:?}");
+            assert!(
+                retry_wait(&err(kind, None), 1, false, MAX).is_some(),
+                "{kind:?}"
+            );
         }
         for kind in [
             Auth,
@@ -237,26 +275,68 @@ mod tests {
             Cancelled,
             NotConfigured,
         ] {
-            assert!(retry_wait(&err(kind, None), 1, false).is_none(), "{kind:?}");
+            assert!(
+                retry_wait(&err(kind, None), 1, false, MAX).is_none(),
+                "{kind:?}"
+            );
         }
         let timeout = ProviderError {
             status: Some(408),
             ..err(InvalidRequest, None)
         };
-        assert!(retry_wait(&timeout, 1, false).is_some());
+        assert!(retry_wait(&timeout, 1, false, MAX).is_some());
         let conflict = ProviderError {
             status: Some(409),
             ..err(InvalidRequest, None)
         };
-        assert!(retry_wait(&conflict, 3, false).is_some());
+        assert!(retry_wait(&conflict, 3, false, MAX).is_some());
         assert!(
-            retry_wait(&err(RateLimit, None), 1, true).is_none(),
+            retry_wait(&err(RateLimit, None), 1, true, MAX).is_none(),
             "after output"
         );
-        assert!(retry_wait(&err(RateLimit, None), MAX_ATTEMPTS, false).is_none());
+        assert!(retry_wait(&err(RateLimit, None), MAX_ATTEMPTS, false, MAX).is_none());
         let two = Some(Duration::from_secs(2));
-        assert_eq!(retry_wait(&err(RateLimit, two), 2, false), two);
-        let long = Some(MAX_DELAY + Duration::from_secs(1));
-        assert!(retry_wait(&err(RateLimit, long), 1, false).is_none());
+        assert_eq!(retry_wait(&err(RateLimit, two), 2, false, MAX), two);
+        let long = Some(MAX + Duration::from_secs(1));
+        assert!(retry_wait(&err(RateLimit, long), 1, false, MAX).is_none());
+        // The limit is the caller's (config `retry.max_wait`).
+        let short = Duration::from_secs(1);
+        assert!(retry_wait(&err(RateLimit, two), 1, false, short).is_none());
+        let backed_off = retry_wait(&err(Server, None), 3, false, short);
+        assert_eq!(
+            backed_off,
+            Some(short),
+            "own backoff stays within the limit"
+        );
+    }
+
+    #[test]
+    fn a_refused_long_wait_is_named_in_the_error() {
+        let err = |retry_after| ProviderError {
+            status: Some(429),
+            retry_after,
+            ..ProviderError::new(ProviderErrorKind::RateLimit, "openai", "slow down")
+        };
+        let refused = explain_refused_wait(err(Some(Duration::MAX)), false, MAX);
+        assert_eq!(
+            refused.message,
+            "slow down; the server asks to wait over 584 billion years before a retry, \
+             longer than arbor waits (retry.max_wait: 1m00s in config.yaml)"
+        );
+        assert_eq!(refused.retry_after, Some(Duration::MAX));
+        let two_hours = explain_refused_wait(err(Some(Duration::from_secs(7200))), false, MAX);
+        assert!(
+            two_hours.message.contains("wait 2h00m before"),
+            "{}",
+            two_hours.message
+        );
+        // Not refused for its wait: unchanged.
+        for (e, shown) in [
+            (err(Some(MAX)), false),
+            (err(None), false),
+            (err(Some(Duration::MAX)), true),
+        ] {
+            assert_eq!(explain_refused_wait(e.clone(), shown, MAX), e);
+        }
     }
 }

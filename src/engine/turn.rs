@@ -35,6 +35,7 @@ use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
 use super::repair;
 use super::stream::{CallEnd, call_model, error_event};
+use crate::config::retry::RetryPolicy;
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
 use crate::routing::prices::{CacheAccounting, PriceTable};
 use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
@@ -103,7 +104,9 @@ pub(crate) async fn run(
     }));
 
     let tools = env.mount_tools(&live);
-    let (prices, warnings) = PriceTable::from_config(&env.config);
+    let (prices, mut warnings) = PriceTable::from_config(&env.config);
+    let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
+    warnings.extend(retry_warnings);
     for w in warnings {
         tracing::warn!("config.yaml: {w}");
     }
@@ -112,6 +115,7 @@ pub(crate) async fn run(
         provider_config: &provider_config,
         tools: &tools,
         prices: &prices,
+        retry: &retry,
     };
     let mut usage = TurnUsage::default();
     let end = drive(&live, &ctx, &token, &mut usage).await;
@@ -133,6 +137,7 @@ struct CallCtx<'a> {
     provider_config: &'a Value,
     tools: &'a ToolSet,
     prices: &'a PriceTable,
+    retry: &'a RetryPolicy,
 }
 
 async fn drive(
@@ -146,6 +151,7 @@ async fn drive(
         provider_config,
         tools,
         prices,
+        retry,
     } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
@@ -166,7 +172,7 @@ async fn drive(
             message_count: request.messages.len(),
             tools: tools.names(),
         }));
-        let end = call_model(live, provider, &request, token).await;
+        let end = call_model(live, provider, &request, token, retry).await;
         // The request shares the transcript: release it before anything is appended,
         // or that append would copy the whole transcript. (`..` alone would keep the
         // rest of the request alive to the end of the iteration.)

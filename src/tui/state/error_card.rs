@@ -65,14 +65,10 @@ pub fn heading(kind: Option<ProviderErrorKind>) -> &'static str {
     }
 }
 
-/// `1.5s`, `45s`, `2m05s`, `250ms`.
+/// `ms` milliseconds for people: `1.5s`, `45s`, `2m05s`, `250ms`, `3h07m`, `12d04h`
+/// (see `config::retry::describe_wait`).
 pub fn format_wait(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms}ms"),
-        1_000..10_000 if !ms.is_multiple_of(1_000) => format!("{:.1}s", ms as f64 / 1000.0),
-        1_000..60_000 => format!("{}s", ms / 1_000),
-        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1_000) % 60),
-    }
+    crate::config::retry::describe_wait(std::time::Duration::from_millis(ms))
 }
 
 impl From<&ProviderErrorEvent> for ProviderFailure {
@@ -356,5 +352,7 @@ mod tests {
         assert_eq!(format_wait(65_000), "1m05s");
         assert_eq!(format_wait(2_000), "2s");
         assert_eq!(format_wait(250), "250ms");
+        assert_eq!(format_wait(3 * 3_600_000 + 7 * 60_000), "3h07m");
+        assert_eq!(format_wait(u64::MAX), "213503982334d14h");
     }
 }
