@@ -5,7 +5,9 @@
 //! once, publishing `tool:post`/`tool:error` as each finishes, and cancellation: when
 //! the turn's token fires, a call gets a short grace period to finish on its own (the
 //! task tool then returns its child's cancelled result), after which it is aborted and
-//! gets a cancelled result. Does not own: appending results (`turn`, in call order).
+//! gets a cancelled result. A call whose task panics gets an error result (`the tool
+//! panicked: …`), the panic is logged, and the turn is told so it fails. Does not own:
+//! appending results (`turn`, in call order).
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
+use super::panics;
 use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::protocol::{TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
@@ -29,13 +32,22 @@ pub const CANCELLED_RESULT: &str =
 /// is in the transcript and in `message:appended`).
 const EVENT_RESULT_MAX: usize = 16 * 1024;
 
+/// The results of one assistant message's tool calls.
+pub(crate) struct CallResults {
+    /// One output per call, in call order (a panicked call's is an error result).
+    pub outputs: Vec<ToolOutput>,
+    /// One line per call whose task panicked (`tool `bash` (call c1) panicked: …`),
+    /// in call order; the turn fails when it is not empty.
+    pub panics: Vec<String>,
+}
+
 /// Runs `calls` concurrently; the outputs come back in call order.
 pub(crate) async fn run_calls(
     live: &LiveSession,
     tools: &ToolSet,
     calls: &[ToolCall],
     token: &CancellationToken,
-) -> Vec<ToolOutput> {
+) -> CallResults {
     let started: Vec<_> = calls
         .iter()
         .map(|call| start(live, tools, call, token))
@@ -44,14 +56,27 @@ pub(crate) async fn run_calls(
         .into_iter()
         .zip(calls)
         .map(|((handle, fields), call)| async move {
-            let output = match handle {
-                Err(output) => output,
-                Ok(handle) => finish(handle, token).await,
+            let (output, panic) = match handle {
+                Err(output) => (output, None),
+                Ok(handle) => match finish(handle, token).await {
+                    Ok(output) => (output, None),
+                    Err(panic) => {
+                        let what = format!("tool `{}` (call {})", call.tool, call.id);
+                        let text =
+                            panics::logged(&format!("{what} in session '{}'", live.id), &*panic);
+                        let output = ToolOutput::error(format!("the tool panicked: {text}"));
+                        (output, Some(format!("{what} panicked: {text}")))
+                    }
+                },
             };
             publish_result(live, call, &output, fields);
-            output
+            (output, panic)
         });
-    join_all(finished).await
+    let (outputs, panics): (Vec<_>, Vec<_>) = join_all(finished).await.into_iter().unzip();
+    CallResults {
+        outputs,
+        panics: panics.into_iter().flatten().collect(),
+    }
 }
 
 /// Prepares a call, publishes `tool:pre` and spawns it. `Err` holds an immediate
@@ -98,21 +123,27 @@ fn start(
     (handle, task)
 }
 
+/// Awaits a spawned call (see the module docs for cancellation). `Err` holds the
+/// payload of a panic of the call's task.
 async fn finish(
     mut handle: tokio::task::JoinHandle<ToolOutput>,
     token: &CancellationToken,
-) -> ToolOutput {
+) -> Result<ToolOutput, Box<dyn std::any::Any + Send>> {
     let joined = tokio::select! {
         joined = &mut handle => joined,
         _ = token.cancelled() => match tokio::time::timeout(CANCEL_GRACE, &mut handle).await {
             Ok(joined) => joined,
             Err(_) => {
                 handle.abort();
-                return ToolOutput::error(CANCELLED_RESULT);
+                return Ok(ToolOutput::error(CANCELLED_RESULT));
             }
         },
     };
-    joined.unwrap_or_else(|e| ToolOutput::error(format!("the tool failed: {e}")))
+    match joined {
+        Ok(output) => Ok(output),
+        Err(e) if e.is_panic() => Err(e.into_panic()),
+        Err(e) => Ok(ToolOutput::error(format!("the tool failed: {e}"))),
+    }
 }
 
 fn publish_result(

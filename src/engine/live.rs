@@ -206,7 +206,8 @@ impl LiveSession {
 
 /// A running turn. Dropping it cancels the turn's token (so no tool call or child turn
 /// outlives it) and clears the running flag; a turn whose future was dropped mid-way
-/// (status still `running`) is recorded as `cancelled` so the session stays resumable.
+/// (status still `running`) is recorded as `cancelled` so the session stays resumable,
+/// or as `failed` when the drop is the unwinding of a panic.
 pub(crate) struct TurnGuard {
     session: Arc<LiveSession>,
     /// This turn's cancellation token.
@@ -217,7 +218,11 @@ impl Drop for TurnGuard {
     fn drop(&mut self) {
         self.token.cancel();
         if self.session.metadata().status == SessionStatus::Running {
-            self.session.set_status(SessionStatus::Cancelled);
+            self.session.set_status(if std::thread::panicking() {
+                SessionStatus::Failed
+            } else {
+                SessionStatus::Cancelled
+            });
             self.session.sync();
         }
         self.session.running.store(false, Ordering::Release);

@@ -18,6 +18,7 @@ pub mod context;
 mod env;
 mod live;
 mod outcome;
+pub mod panics;
 pub mod providers;
 pub mod repair;
 mod root_plan;

@@ -46,4 +46,7 @@ pub enum EngineError {
     },
     #[error("{0}")]
     Other(String),
+    /// A bug: `what` panicked with `message` (also in the log).
+    #[error("internal error: {what} panicked: {message}")]
+    Panicked { what: String, message: String },
 }

@@ -23,6 +23,7 @@ use super::approvals::PendingApprovals;
 use super::env::{Env, ProviderFactory, TurnEnv};
 use super::live::{LiveSession, lock};
 use super::outcome::{EngineError, TurnOutcome};
+use super::panics;
 use super::providers;
 use super::root_plan;
 use super::spawn::{self, Host, Sessions};
@@ -233,16 +234,24 @@ impl Runtime {
     /// all progress is published on the bus meanwhile.
     ///
     /// `Ok` for every turn that ran, whatever its status (failed and cancelled turns
-    /// leave a resumable session). Errors before the turn: an invalid, missing or
-    /// corrupted session, a lock held by another process (`Store`), a turn already
-    /// running in that session (`Other`), no usable provider (`NoProvider`).
+    /// leave a resumable session; a panic inside the turn loop is a `failed` turn).
+    /// Errors before the turn: an invalid, missing or corrupted session, a lock held by
+    /// another process (`Store`), a turn already running in that session (`Other`), no
+    /// usable provider (`NoProvider`); a panic outside the loop (`Panicked`, the session
+    /// then recorded as `failed`). Never panics itself.
     pub async fn run_turn(
         self: &Arc<Self>,
         session_id: &str,
         prompt: String,
     ) -> Result<TurnOutcome, EngineError> {
-        let live = self.live_or_resume(session_id)?;
-        turn::run(&self.turn_env, live, prompt, None).await
+        let what = format!("the turn of session '{session_id}'");
+        let turn = async {
+            let live = self.live_or_resume(session_id)?;
+            turn::run(&self.turn_env, live, prompt, None).await
+        };
+        panics::catch(&what, turn)
+            .await
+            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
     }
 
     /// Cancels the running turn of `session_id` and of all its live descendants.

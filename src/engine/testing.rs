@@ -35,6 +35,9 @@ pub enum Step {
     Fail(ProviderError),
     /// The stream stays open forever (until dropped): for cancellation tests.
     Hang,
+    /// The stream panics with this message when polled to this step (after the
+    /// earlier steps' deltas): for tests that a panic fails the turn, not the process.
+    Panic(String),
     /// The stream waits at this barrier before its next step (proves concurrency:
     /// two streams waiting on a barrier of 2 finish only if they run at once).
     Barrier(Arc<tokio::sync::Barrier>),
@@ -60,6 +63,7 @@ enum Action {
     Emit(Result<StreamEvent, ProviderError>),
     Barrier(Arc<tokio::sync::Barrier>),
     Hang,
+    Panic(String),
 }
 
 type Script = dyn Fn(&ChatRequest) -> Vec<Step> + Send + Sync;
@@ -193,6 +197,11 @@ impl Provider for ScriptedProvider {
                     ends = true;
                     break;
                 }
+                Step::Panic(message) => {
+                    actions.push_back(Action::Panic(message));
+                    ends = true;
+                    break;
+                }
                 Step::Barrier(barrier) => actions.push_back(Action::Barrier(barrier)),
             }
         }
@@ -223,6 +232,7 @@ impl Provider for ScriptedProvider {
                         barrier.wait().await;
                     }
                     Action::Hang => futures::future::pending::<()>().await,
+                    Action::Panic(message) => std::panic::panic_any(message),
                 }
             }
         }))

@@ -22,6 +22,11 @@
 //! of the session, so `session:end` marks the end of a turn, not of the session's life
 //! (any session can be resumed later). A failed model call publishes `provider:error`
 //! (`stream::error_event`, `retrying: false`) first.
+//!
+//! A panic anywhere in the loop (a provider, a tool call, a bug of the engine) ends the
+//! turn as `failed` with `error` `internal error: … panicked: <message>` through the
+//! same closing events (the message is logged too): the process and the other
+//! sessions carry on.
 
 use std::sync::Arc;
 
@@ -32,6 +37,7 @@ use super::calls;
 use super::env::TurnEnv;
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
+use super::panics;
 use super::providers;
 use super::repair;
 use super::stream::{CallEnd, call_model, error_event};
@@ -118,7 +124,14 @@ pub(crate) async fn run(
         retry: &retry,
     };
     let mut usage = TurnUsage::default();
-    let end = drive(&live, &ctx, &token, &mut usage).await;
+    let what = format!("the turn of session '{}'", live.id);
+    let end = panics::catch(&what, drive(&live, &ctx, &token, &mut usage))
+        .await
+        .unwrap_or_else(|panic| LoopEnd {
+            status: SessionStatus::Failed,
+            response: String::new(),
+            error: Some(format!("internal error: the turn panicked: {panic}")),
+        });
     let outcome = finish(&live, end, &usage);
     drop(guard);
     Ok(outcome)
@@ -231,9 +244,16 @@ async fn drive(
                 error: None,
             };
         }
-        let outputs = calls::run_calls(live, tools, &response.tool_calls, token).await;
-        for (call, output) in response.tool_calls.iter().zip(outputs) {
+        let results = calls::run_calls(live, tools, &response.tool_calls, token).await;
+        for (call, output) in response.tool_calls.iter().zip(results.outputs) {
             live.append(Message::tool_result(call, output.content, output.is_error));
+        }
+        if !results.panics.is_empty() {
+            return LoopEnd {
+                status: SessionStatus::Failed,
+                response: last_text,
+                error: Some(format!("internal error: {}", results.panics.join("; "))),
+            };
         }
         if token.is_cancelled() {
             return LoopEnd {

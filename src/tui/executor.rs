@@ -1,7 +1,10 @@
 //! Executes the `App`'s engine commands against the real `Runtime` and store, each in
 //! its own task, reporting back as `AppEvent`s.
 //!
-//! Owns: the mapping command → runtime/store calls. Does not own: the runtime itself.
+//! Owns: the mapping command → runtime/store calls, and that every command is answered:
+//! a panic in a store call comes back as a `CommandFailed`/error result (a panic in a
+//! turn is already a failed turn or an error of `Runtime::run_turn`). Does not own: the
+//! runtime itself.
 
 use std::sync::Arc;
 
@@ -9,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
-use crate::engine::Runtime;
+use crate::engine::{Runtime, panics};
 use crate::session::SessionStore;
 
 /// Runs commands on `runtime`; reads transcripts and listings from `store`.
@@ -22,6 +25,14 @@ fn send(tx: &UnboundedSender<AppEvent>, ev: AppEvent) {
     if tx.send(ev).is_err() {
         tracing::debug!("tui gone; dropping a command result");
     }
+}
+
+/// Runs `work` (a store or runtime call on a blocking thread); a panic in it becomes
+/// the error `internal error: <what> panicked: …` (and a log line), so the app always
+/// hears back.
+fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    panics::catch_blocking(what, work)
+        .unwrap_or_else(|message| Err(format!("internal error: {what} panicked: {message}")))
 }
 
 impl Executor for RuntimeExecutor {
@@ -39,10 +50,12 @@ impl Executor for RuntimeExecutor {
                         None => {
                             let rt = runtime.clone();
                             let created = tokio::task::spawn_blocking(move || {
-                                rt.create_root(agent.as_deref()).map_err(|e| e.to_string())
+                                guarded("creating a session", || {
+                                    rt.create_root(agent.as_deref()).map_err(|e| e.to_string())
+                                })
                             })
                             .await
-                            .unwrap_or_else(|e| Err(format!("session creation panicked: {e}")));
+                            .unwrap_or_else(|e| Err(format!("session creation failed: {e}")));
                             match created {
                                 Ok(id) => {
                                     send(
@@ -82,10 +95,12 @@ impl Executor for RuntimeExecutor {
             EngineCommand::LoadTranscript { session_id } => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {
-                    let result = store
-                        .resolve(&session_id)
-                        .and_then(|id| store.load(&id).map(Box::new))
-                        .map_err(|e| e.to_string());
+                    let result = guarded("loading a session", || {
+                        store
+                            .resolve(&session_id)
+                            .and_then(|id| store.load(&id).map(Box::new))
+                            .map_err(|e| e.to_string())
+                    });
                     send(
                         &results,
                         AppEvent::TranscriptLoaded {
@@ -125,7 +140,9 @@ impl Executor for RuntimeExecutor {
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {
-                    let result = store.list().map_err(|e| e.to_string());
+                    let result = guarded("listing sessions", || {
+                        store.list().map_err(|e| e.to_string())
+                    });
                     send(&results, AppEvent::SessionsListed(result));
                 });
             }

@@ -6,7 +6,8 @@
 //! task call's sub-session), `task:agent_spawned` / `task:agent_resumed` (the task
 //! card's sub-session), `tool:post` / `tool:error` (the card's result),
 //! `provider:error` (see `error_card`: a retry notice or an error card),
-//! `cancel:completed` and `orchestrator:complete` (the turn ended).
+//! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
+//! `error` as an error cell).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -17,7 +18,7 @@ use super::error_card::ProviderFailure;
 use super::thread::Thread;
 use super::transcript::result_status;
 use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind, TaskCallFields};
-use crate::session::{EngineEvent, Event};
+use crate::session::{EngineEvent, Event, SessionStatus};
 use crate::tui::theme::Theme;
 
 impl Thread {
@@ -63,9 +64,16 @@ impl Thread {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
             }
-            EngineEvent::OrchestratorComplete(_) => {
+            EngineEvent::OrchestratorComplete(done) => {
                 self.finalize_stream();
                 self.turn_in_flight = false;
+                // A failed turn's error (shown once: a provider failure card or the
+                // turn's outcome with the same text is not repeated).
+                if done.status == SessionStatus::Failed
+                    && let Some(error) = &done.error
+                {
+                    self.push_error(error);
+                }
             }
             _ => {}
         }
