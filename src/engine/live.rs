@@ -151,13 +151,19 @@ impl LiveSession {
         self.emit(EngineEvent::status(status));
     }
 
-    /// fsyncs transcript and events (end of turn).
+    /// Makes the session's files durable (end of a turn; see `SessionWriter::sync`).
     pub fn sync(&self) {
         if let Err(e) = lock(&self.writer).sync() {
             tracing::error!(session = %self.id, "cannot sync session files: {e}");
             lock(&self.persist_error)
                 .get_or_insert_with(|| format!("cannot save the session: {e}"));
         }
+    }
+
+    /// How many fsyncs the session's writer has made (tests: a turn syncs once).
+    #[cfg(test)]
+    pub fn fsyncs(&self) -> u64 {
+        lock(&self.writer).fsyncs()
     }
 
     /// Takes the persistence error recorded during the turn, if any.

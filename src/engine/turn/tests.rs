@@ -1,6 +1,8 @@
 //! The turn loop over a long history: every request shares the live session's
 //! transcript (no message copied for the request), and appends after a call grow that
 //! same transcript in place (no copy-on-write copy: the loop released its request).
+//! And durability: every message is on disk as it is appended, while the session's
+//! files are fsynced once per turn, however many messages it has.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +18,7 @@ use crate::paths::Paths;
 use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};
 use crate::session::message::{AssistantMessage, ContentBlock, Message, ToolCall};
 use crate::session::{EventBus, SessionStatus};
+use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 const HISTORY: usize = 2_000;
 
@@ -74,7 +77,11 @@ impl Provider for Recorder {
     }
 }
 
-fn runtime(root: &std::path::Path, provider: Arc<Recorder>) -> Arc<Runtime> {
+fn runtime(
+    root: &std::path::Path,
+    provider: Arc<dyn Provider>,
+    extra_tools: Vec<Arc<dyn Tool>>,
+) -> Arc<Runtime> {
     for sub in ["home", "amp", "work"] {
         std::fs::create_dir_all(root.join(sub)).unwrap();
     }
@@ -113,10 +120,8 @@ fn runtime(root: &std::path::Path, provider: Arc<Recorder>) -> Arc<Runtime> {
         bus: EventBus::new(),
     };
     let hooks = RuntimeHooks {
-        provider_factory: Some(Arc::new(move |_entry| {
-            Ok(provider.clone() as Arc<dyn Provider>)
-        })),
-        extra_tools: Vec::new(),
+        provider_factory: Some(Arc::new(move |_entry| Ok(provider.clone()))),
+        extra_tools,
     };
     Runtime::with_hooks(options, hooks)
 }
@@ -125,7 +130,7 @@ fn runtime(root: &std::path::Path, provider: Arc<Recorder>) -> Arc<Runtime> {
 async fn requests_share_the_live_transcript_and_appends_do_not_copy_it() {
     let dir = tempfile::tempdir().unwrap();
     let provider = Arc::new(Recorder::default());
-    let rt = runtime(dir.path(), provider.clone());
+    let rt = runtime(dir.path(), provider.clone(), Vec::new());
     let id = rt.create_root(None).unwrap();
     let live = rt.live(&id).unwrap();
     for i in 0..HISTORY / 2 {
@@ -153,4 +158,130 @@ async fn requests_share_the_live_transcript_and_appends_do_not_copy_it() {
         "a request copied the transcript, or an append copied it because a request \
          was still alive"
     );
+}
+
+/// Calls `probe` until the transcript has `rounds` tool results (a prompt of `short`:
+/// none), then answers.
+#[derive(Debug)]
+struct Looper {
+    rounds: usize,
+}
+
+impl Provider for Looper {
+    fn id(&self) -> &str {
+        "looper"
+    }
+
+    fn module(&self) -> &str {
+        "provider-looper"
+    }
+
+    fn default_model(&self) -> &str {
+        "looper-model"
+    }
+
+    fn stream(
+        &self,
+        request: ChatRequest,
+    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
+        let results = request.messages.iter().rev();
+        let results = results
+            .take_while(|m| !matches!(m, Message::User(_)))
+            .filter(|m| matches!(m, Message::Tool(_)))
+            .count();
+        let short = crate::engine::testing::last_user_text(&request) == "short";
+        let response = if short || results >= self.rounds {
+            ProviderResponse {
+                content: vec![ContentBlock::Text {
+                    text: "done".into(),
+                }],
+                ..Default::default()
+            }
+        } else {
+            ProviderResponse {
+                tool_calls: vec![ToolCall {
+                    id: format!("c{}", results + 1),
+                    tool: "probe".into(),
+                    arguments: json!({}),
+                }],
+                ..Default::default()
+            }
+        };
+        stream::iter([Ok(StreamEvent::Completed(response))]).boxed()
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
+        async { Ok(vec!["looper-model".to_string()]) }.boxed()
+    }
+}
+
+/// Records how many lines the calling session's `transcript.jsonl` has on disk when
+/// it runs.
+struct Probe {
+    /// The sessions directory, known once the runtime is built.
+    sessions: Arc<std::sync::OnceLock<std::path::PathBuf>>,
+    seen: Arc<Mutex<Vec<usize>>>,
+}
+
+impl Tool for Probe {
+    fn module(&self) -> &str {
+        "tool-probe"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "probe".into(),
+            description: "counts transcript lines on disk".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn call(&self, _input: serde_json::Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let sessions = self.sessions.get().unwrap();
+        let path = sessions.join(&ctx.session_id).join("transcript.jsonl");
+        let lines = std::fs::read_to_string(path).unwrap().lines().count();
+        self.seen.lock().unwrap().push(lines);
+        async { ToolOutput::ok("probed") }.boxed()
+    }
+}
+
+#[tokio::test]
+async fn each_message_is_on_disk_at_once_and_a_turn_syncs_once() {
+    const ROUNDS: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sessions = Arc::new(std::sync::OnceLock::new());
+    let probe = Probe {
+        sessions: sessions.clone(),
+        seen: seen.clone(),
+    };
+    let rt = runtime(
+        dir.path(),
+        Arc::new(Looper { rounds: ROUNDS }),
+        vec![Arc::new(probe)],
+    );
+    sessions.set(rt.paths().sessions_dir()).unwrap();
+    let long = rt.create_root(None).unwrap();
+    let live = rt.live(&long).unwrap();
+    assert_eq!(live.fsyncs(), 0, "creating a session syncs nothing yet");
+
+    let out = rt.run_turn(&long, "go".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
+    // The prompt, 20 × (call, result), the answer.
+    assert_eq!(live.transcript_snapshot().len(), 2 + 2 * ROUNDS);
+    // Call k ran with the prompt, k - 1 rounds and its own call on disk.
+    let expected: Vec<usize> = (1..=ROUNDS).map(|k| 2 * k).collect();
+    assert_eq!(*seen.lock().unwrap(), expected, "appended but not flushed");
+    let long_turn = live.fsyncs();
+
+    let short = rt.create_root(None).unwrap();
+    let out = rt.run_turn(&short, "short".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed);
+    let short_turn = rt.live(&short).unwrap().fsyncs();
+    assert_eq!(
+        long_turn, short_turn,
+        "a turn of 42 messages synced more than one of 2"
+    );
+    // One sync: transcript, events, metadata.json, its backup, the directory.
+    assert!((1..=5).contains(&long_turn), "{long_turn} fsyncs");
 }

@@ -1,15 +1,16 @@
 //! `metadata.json` on disk: atomic replacement with a kept backup, and reading with
 //! fallback to that backup (SPEC §7 "Store").
 //!
-//! Owns: the file names, the temp-file + fsync + rename dance, and which file a load
-//! trusts. Does not own: the metadata shape (`metadata`) or redaction (`redact`, applied
-//! by the writer before calling here).
+//! Owns: the file names, the temp-file + rename dance, making it durable ([`sync`],
+//! which the session writer calls at the end of a turn, not per write), and which file
+//! a load trusts. Does not own: the metadata shape (`metadata`) or redaction (`redact`,
+//! applied by the writer before calling here).
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::files::{MAX_METADATA_BYTES, read_capped};
+use super::files::{MAX_METADATA_BYTES, open_regular, read_capped};
 use super::{StoreError, io_err};
 use crate::session::metadata::Metadata;
 
@@ -55,29 +56,47 @@ fn read_one(path: &Path) -> Result<Metadata, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("unreadable: {e}"))
 }
 
-/// Replaces `dir/metadata.json` with `metadata` so that a crash at any point leaves
-/// either the old or the new file whole:
-/// 1. write `metadata.json.tmp`, fsync;
+/// Replaces `dir/metadata.json` with `metadata` so that a crash of the process at any
+/// point leaves either the old or the new file whole:
+/// 1. write `metadata.json.tmp`;
 /// 2. when the current `metadata.json` parses, copy it to `metadata.json.backup`
 ///    (through its own temp file; a corrupt main never overwrites a good backup);
-/// 3. rename the temp file over `metadata.json`, fsync the directory.
+/// 3. rename the temp file over `metadata.json`.
 ///
-/// The temp file is removed on failure.
+/// Nothing is fsynced here: [`sync`] makes the result durable (the session writer
+/// calls it at the end of a turn, SPEC §7), so a power loss before it may lose this
+/// write. The temp file is removed on failure.
 pub(crate) fn write(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
     let mut text = serde_json::to_vec_pretty(metadata)
         .map_err(|e| io_err("serializing metadata".to_string(), std::io::Error::other(e)))?;
     text.push(b'\n');
     let main = dir.join(METADATA_FILE);
     let temp = dir.join(METADATA_TEMP);
-    let result = write_synced(&temp, &text)
+    let result = write_file(&temp, &text)
         .and_then(|()| backup_current(dir, &main))
         .and_then(|()| rename(&temp, &main));
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    result?;
+    result
+}
+
+/// Makes the [`write`]s in `dir` durable: fsyncs `metadata.json`,
+/// `metadata.json.backup` (those present) and the directory (best effort, see
+/// [`sync_dir`]). Returns how many fsyncs it made. Errors: a file that cannot be
+/// opened or synced, or that is not a regular file (`files::open_regular`).
+pub(crate) fn sync(dir: &Path) -> Result<u32, StoreError> {
+    let mut fsyncs = 0;
+    for name in [METADATA_FILE, METADATA_BACKUP] {
+        let path = dir.join(name);
+        if let Some(file) = open_regular(&path)? {
+            file.sync_all()
+                .map_err(|e| io_err(format!("syncing {}", path.display()), e))?;
+            fsyncs += 1;
+        }
+    }
     sync_dir(dir);
-    Ok(())
+    Ok(fsyncs + 1)
 }
 
 fn backup_current(dir: &Path, main: &Path) -> Result<(), StoreError> {
@@ -95,7 +114,7 @@ fn backup_current(dir: &Path, main: &Path) -> Result<(), StoreError> {
         return Ok(());
     }
     let backup_temp: PathBuf = dir.join(format!("{METADATA_BACKUP}.tmp"));
-    let result = write_synced(&backup_temp, &current)
+    let result = write_file(&backup_temp, &current)
         .and_then(|()| rename(&backup_temp, &dir.join(METADATA_BACKUP)));
     if result.is_err() {
         let _ = std::fs::remove_file(&backup_temp);
@@ -103,9 +122,9 @@ fn backup_current(dir: &Path, main: &Path) -> Result<(), StoreError> {
     result
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     File::create(path)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|mut f| f.write_all(bytes))
         .map_err(|e| io_err(format!("writing {}", path.display()), e))
 }
 

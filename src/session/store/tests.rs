@@ -144,3 +144,44 @@ fn a_failed_creation_removes_only_a_directory_it_made() {
     assert_eq!(in_new_dir(&root.path().join("s2"), || Ok(7)).unwrap(), 7);
     assert!(root.path().join("s2").is_dir());
 }
+
+#[test]
+fn writes_are_readable_at_once_and_fsynced_only_by_sync() {
+    use crate::session::protocol::PromptSubmitEvent;
+    use crate::session::{EngineEvent, Event};
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let mut writer = store.create(&meta("s", "2025-01-01T00:00:00Z")).unwrap();
+    for n in 1..=20 {
+        writer
+            .append_message(&Message::user(format!("m{n}")))
+            .unwrap();
+        let mut m = writer.metadata().clone();
+        m.turn_count = n;
+        writer.write_metadata(&m).unwrap();
+        writer
+            .append_event(&Event::new(
+                "s",
+                None,
+                EngineEvent::PromptSubmit(PromptSubmitEvent {
+                    prompt: format!("m{n}"),
+                }),
+            ))
+            .unwrap();
+        // Each message and metadata version is on disk for any reader right away.
+        let loaded = store.load("s").unwrap();
+        assert_eq!(
+            (loaded.transcript.len(), loaded.metadata.turn_count),
+            (n as usize, n)
+        );
+    }
+    assert_eq!(writer.fsyncs(), 0, "no fsync per message or metadata write");
+    writer.sync().unwrap();
+    // transcript + events + metadata.json, its backup and the directory.
+    assert_eq!(writer.fsyncs(), 5);
+    writer.sync().unwrap();
+    assert_eq!(writer.fsyncs(), 5, "nothing written since: nothing synced");
+    writer.append_message(&Message::user("one more")).unwrap();
+    writer.sync().unwrap();
+    assert_eq!(writer.fsyncs(), 6, "only the transcript changed");
+}

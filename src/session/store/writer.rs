@@ -1,8 +1,13 @@
 //! [`SessionWriter`]: the one locked writer of a session directory.
 //!
-//! Owns: appending transcript and event lines, replacing metadata, fsync at the end of
-//! a turn, and redacting what it writes. Does not own: reading (`store`, `transcript`),
-//! the lock itself (`lock`), or deciding when to write (`engine`).
+//! Owns: appending transcript and event lines, replacing metadata, redacting what it
+//! writes, and durability (SPEC §7: each message is appended and flushed as it
+//! completes; fsync at the end of each turn): every line and every metadata
+//! replacement reaches the file at once (readable by any reader, safe from a crash of
+//! the process), and only [`SessionWriter::sync`] — the end of a turn — or dropping the
+//! writer (the end of the session in this process) fsyncs what changed since the last
+//! sync. Does not own: reading (`store`, `transcript`), the lock itself (`lock`), or
+//! deciding when to write or sync (`engine`).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -32,7 +37,19 @@ pub struct SessionWriter {
     events: File,
     metadata: Metadata,
     secrets: Vec<String>,
+    /// What was written since the last sync.
+    unsynced: Unsynced,
+    /// fsyncs made so far (see [`SessionWriter::fsyncs`]).
+    fsyncs: u64,
     _lock: SessionLock,
+}
+
+/// The files written since the last [`SessionWriter::sync`].
+#[derive(Debug, Default, Clone, Copy)]
+struct Unsynced {
+    transcript: bool,
+    events: bool,
+    metadata: bool,
 }
 
 impl SessionWriter {
@@ -51,6 +68,8 @@ impl SessionWriter {
             events,
             metadata,
             secrets: Vec::new(),
+            unsynced: Unsynced::default(),
+            fsyncs: 0,
             _lock: lock,
         })
     }
@@ -81,9 +100,11 @@ impl SessionWriter {
             .collect();
     }
 
-    /// Appends one message line to `transcript.jsonl` in a single write (no fsync).
+    /// Appends one message line to `transcript.jsonl` in a single write, readable at
+    /// once (no fsync: see [`SessionWriter::sync`]).
     pub fn append_message(&mut self, message: &Message) -> Result<(), StoreError> {
         let line = self.line(message, false)?;
+        self.unsynced.transcript = true;
         self.transcript
             .write_all(&line)
             .and_then(|()| self.transcript.flush())
@@ -103,15 +124,17 @@ impl SessionWriter {
             return Ok(());
         }
         let line = self.line(&event.to_log_line(), true)?;
+        self.unsynced.events = true;
         self.events
             .write_all(&line)
             .and_then(|()| self.events.flush())
             .map_err(|e| io_err(format!("appending to {EVENTS_FILE} of '{}'", self.id), e))
     }
 
-    /// Writes metadata atomically (temp + fsync + rename, previous kept as
-    /// `metadata.json.backup`), with secrets in `config` and `agent_overlay` redacted.
-    /// `metadata.session_id` must be this writer's id, else `StoreError::InvalidId`.
+    /// Writes metadata atomically (temp + rename, previous kept as
+    /// `metadata.json.backup`; fsynced by the next [`SessionWriter::sync`]), with
+    /// secrets in `config` and `agent_overlay` redacted. `metadata.session_id` must be
+    /// this writer's id, else `StoreError::InvalidId`.
     pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
         if metadata.session_id != self.id {
             return Err(StoreError::InvalidId {
@@ -123,17 +146,39 @@ impl SessionWriter {
             });
         }
         let redacted = redact_metadata(metadata, &self.secrets)?;
+        self.unsynced.metadata = true;
         metadata_file::write(&self.dir, &redacted)?;
         self.metadata = redacted;
         Ok(())
     }
 
-    /// fsyncs `transcript.jsonl` and `events.jsonl` (end of a turn).
+    /// Makes everything written since the last sync durable (end of a turn): fsyncs
+    /// `transcript.jsonl` and `events.jsonl` when appended to, and `metadata.json`, its
+    /// backup and the directory when metadata was written. Nothing written: no fsync.
+    /// Errors: the first file that cannot be synced (the rest stay marked unsynced).
     pub fn sync(&mut self) -> Result<(), StoreError> {
-        self.transcript
-            .sync_data()
-            .and_then(|()| self.events.sync_data())
-            .map_err(|e| io_err(format!("syncing session '{}'", self.id), e))
+        let err = |id: &str, e| io_err(format!("syncing session '{id}'"), e);
+        if self.unsynced.transcript {
+            self.transcript.sync_data().map_err(|e| err(&self.id, e))?;
+            self.fsyncs += 1;
+            self.unsynced.transcript = false;
+        }
+        if self.unsynced.events {
+            self.events.sync_data().map_err(|e| err(&self.id, e))?;
+            self.fsyncs += 1;
+            self.unsynced.events = false;
+        }
+        if self.unsynced.metadata {
+            self.fsyncs += u64::from(metadata_file::sync(&self.dir)?);
+            self.unsynced.metadata = false;
+        }
+        Ok(())
+    }
+
+    /// How many fsyncs this writer has made (a test hook: a turn's count does not grow
+    /// with its number of messages).
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs
     }
 
     /// One JSON line (with `\n`), literal secrets removed; `redact_keys` also applies
@@ -155,6 +200,16 @@ impl SessionWriter {
         };
         bytes.push(b'\n');
         Ok(bytes)
+    }
+}
+
+impl Drop for SessionWriter {
+    /// The end of the session in this process: what is still unsynced is synced (best
+    /// effort, failures logged) before the lock is released.
+    fn drop(&mut self) {
+        if let Err(e) = self.sync() {
+            tracing::error!("{e}");
+        }
     }
 }
 
