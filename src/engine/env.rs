@@ -2,10 +2,10 @@
 //! value instead of the runtime itself.
 //!
 //! Owns: [`TurnEnv`] — the paths, config, bundle and live registry the runtime was
-//! built with, the environment lookup, the per-process model cache, the injected
-//! provider factory and extra tools, and the task tool's host — and mounting a
-//! session's tools for its next turn ([`TurnEnv::mount_tools`]); the [`Env`] and
-//! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
+//! built with, the environment lookup, the per-process model cache and HTTP client
+//! pool, the injected provider factory and extra tools, and the task tool's host — and
+//! mounting a session's tools for its next turn ([`TurnEnv::mount_tools`]); the
+//! [`Env`] and [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
 //! `spawn`, `providers` and `root_plan` read it and never reach back into the
 //! runtime. Does not own: the map of live sessions, the store or the bus (`runtime`),
 //! building providers (`providers`), the turn loop (`turn`), delegation (`spawn`).
@@ -18,7 +18,7 @@ use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, ModuleEntry};
 use crate::paths::Paths;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::{HttpPool, Provider, ProviderError};
 use crate::routing::ModelCache;
 use crate::tool::Tool;
 use crate::tool::mount::ToolSet;
@@ -44,6 +44,8 @@ pub(crate) struct TurnEnv {
     /// Provider model lists (routing, and the model of a provider that leaves it to
     /// the server), fetched once per provider per process.
     pub models: Arc<ModelCache>,
+    /// The HTTP clients of every session's provider: one per endpoint per process.
+    pub http: HttpPool,
     /// Builds providers instead of `routing::setup::build_provider` (scripted fakes).
     pub provider_factory: Option<ProviderFactory>,
     /// Tools mounted in every session in addition to the plan's modules.

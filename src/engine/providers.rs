@@ -5,12 +5,13 @@
 //! was looked for), picking the provider entry of a mount plan (the first entry that
 //! builds, in plan order — `routing::setup::detect_providers` already put the configured
 //! preference first, and routing moves a sub-session's chosen entry first), building
-//! it through the injected factory or `routing::setup::build_provider` (pinned to the
-//! entry's `default_model`), the list of secret values handed to
-//! `SessionWriter::set_secrets`, and running model routing for a session's plan
-//! ([`route`]: every plan provider built, model lists fetched through the runtime's
-//! `ModelCache`, the active routing matrix). Everything comes from the runtime's
-//! [`TurnEnv`]; this file never names the runtime.
+//! it through the injected factory or `routing::setup::build_provider_in` (pinned to
+//! the entry's `default_model`; with the runtime's `provider::HttpPool`, so all
+//! sessions of a process on one endpoint share one HTTP client), the list of secret
+//! values handed to `SessionWriter::set_secrets`, and running model routing for a
+//! session's plan ([`route`]: every plan provider built, model lists fetched through
+//! the runtime's `ModelCache`, the active routing matrix). Everything comes from the
+//! runtime's [`TurnEnv`]; this file never names the runtime.
 //!
 //! A provider that leaves its model to the server (a local OpenAI-compatible server
 //! with no configured model: `default_model()` is `""`) is wrapped so its model comes
@@ -100,18 +101,18 @@ pub(crate) fn cache_key(entry: &ModuleEntry) -> String {
 }
 
 /// The live provider for one plan entry (through the runtime's injected factory, else
-/// `routing::setup::build_provider`), pinned to the entry's `config.default_model`
-/// when the built provider would use another model (an injected factory ignores the
-/// entry), so a routed session's requests carry the routed model. A provider that
-/// leaves the model to the server gets it from the runtime's model cache
-/// ([`server_model`]).
+/// `routing::setup::build_provider_in` with the runtime's `provider::HttpPool`),
+/// pinned to the entry's `config.default_model` when the built provider would use
+/// another model (an injected factory ignores the entry), so a routed session's
+/// requests carry the routed model. A provider that leaves the model to the server
+/// gets it from the runtime's model cache ([`server_model`]).
 pub(crate) fn build(
     env: &TurnEnv,
     entry: &ModuleEntry,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     let provider = match &env.provider_factory {
         Some(factory) => factory(entry)?,
-        None => setup::build_provider(entry, &env.config, env.env.as_ref())?,
+        None => setup::build_provider_in(entry, &env.config, env.env.as_ref(), &env.http)?,
     };
     let wanted = entry
         .config

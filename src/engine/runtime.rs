@@ -33,6 +33,7 @@ use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, MountPlan};
 use crate::paths::Paths;
+use crate::provider::HttpPool;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
@@ -107,6 +108,7 @@ impl Runtime {
                     registry: options.registry,
                     env: options.env,
                     models: Arc::new(ModelCache::new()),
+                    http: HttpPool::new(),
                     provider_factory: hooks.provider_factory,
                     extra_tools: hooks.extra_tools,
                     task_host: Arc::new(Host::new(sessions)),
@@ -127,6 +129,11 @@ impl Runtime {
     /// This project's session store.
     pub fn store(&self) -> &SessionStore {
         &self.store
+    }
+
+    /// The HTTP clients the runtime's providers share (one per endpoint).
+    pub fn http_pool(&self) -> &HttpPool {
+        &self.turn_env.http
     }
 
     /// The paths the runtime was built with.

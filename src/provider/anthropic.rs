@@ -23,7 +23,7 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 
 use super::anthropic_stream::MessagesAssembler;
-use super::transport::{HttpClient, body_error, drive, fetch_model_ids, send_json};
+use super::transport::{HttpClient, HttpPool, body_error, drive, fetch_model_ids, send_json};
 use super::{ChatRequest, Provider, ProviderError, StreamEvent};
 
 mod body;
@@ -92,8 +92,15 @@ impl std::fmt::Debug for AnthropicProvider {
 }
 
 impl AnthropicProvider {
-    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
+    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]) with an
+    /// HTTP client of its own; see [`AnthropicProvider::with_pool`] to share one.
     pub fn new(config: AnthropicConfig) -> Self {
+        Self::with_pool(config, &HttpPool::new())
+    }
+
+    /// [`AnthropicProvider::new`] with the HTTP client `pool` keeps for the API URL, so
+    /// every provider of that endpoint built through `pool` shares its connections.
+    pub fn with_pool(config: AnthropicConfig, pool: &HttpPool) -> Self {
         super::error::register_credentials(config.api_key.as_deref(), &config.headers);
         let base = config.base_url.trim().trim_end_matches('/');
         let base = if base.is_empty() {
@@ -108,9 +115,9 @@ impl AnthropicProvider {
         };
         Self {
             inner: Arc::new(Inner {
+                client: pool.client(&api_url),
                 config,
                 api_url,
-                client: HttpClient::new(),
             }),
         }
     }

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{ProviderError, ProviderErrorKind};
+pub use transport::{HttpPool, PoolStats};
 
 use crate::session::Usage;
 use crate::session::message::{ContentBlock, Message, ToolCall};

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::openai_stream::ChatAssembler;
-use super::transport::{HttpClient, body_error, drive, fetch_model_ids, send_json};
+use super::transport::{HttpClient, HttpPool, body_error, drive, fetch_model_ids, send_json};
 use super::{ChatRequest, Provider, ProviderError, ProviderErrorKind, StreamEvent};
 
 mod body;
@@ -95,8 +95,15 @@ impl std::fmt::Debug for OpenAiProvider {
 }
 
 impl OpenAiProvider {
-    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]).
+    /// A client for `config` (an empty `base_url` means [`DEFAULT_BASE_URL`]) with an
+    /// HTTP client of its own; see [`OpenAiProvider::with_pool`] to share one.
     pub fn new(config: OpenAiConfig) -> Self {
+        Self::with_pool(config, &HttpPool::new())
+    }
+
+    /// [`OpenAiProvider::new`] with the HTTP client `pool` keeps for the base URL, so
+    /// every provider of that endpoint built through `pool` shares its connections.
+    pub fn with_pool(config: OpenAiConfig, pool: &HttpPool) -> Self {
         super::error::register_credentials(config.api_key.as_deref(), &config.headers);
         let base = config.base_url.trim().trim_end_matches('/');
         let base_url = if base.is_empty() {
@@ -106,9 +113,9 @@ impl OpenAiProvider {
         };
         Self {
             inner: Arc::new(Inner {
+                client: pool.client(&base_url),
                 config,
                 base_url,
-                client: HttpClient::new(),
                 resolved_model: OnceCell::new(),
             }),
         }

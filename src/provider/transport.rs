@@ -1,12 +1,16 @@
 //! HTTP plumbing shared by the OpenAI and Anthropic clients.
 //!
-//! Owns: the HTTP client settings, transport failures → `Network`, sending a request
+//! Owns: the HTTP client settings and [`HttpPool`] (one client — one connection pool,
+//! one read of the system certificates — per endpoint and settings, shared by every
+//! provider built through the pool), transport failures → `Network`, sending a request
 //! (non-2xx → `http_error`), `/models` lists, and the driver that turns an HTTP
 //! response into the provider's `StreamEvent` stream through a per-API
 //! [`Assembler`]. Does not own: request bodies or the meaning of stream events
 //! (`openai_stream`, `anthropic_stream`), error bodies and headers (`http_error`), or
 //! retrying (a later layer).
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -41,17 +45,38 @@ pub(crate) trait Assembler: Send + 'static {
     fn finish(&mut self) -> Result<ProviderResponse, ProviderError>;
 }
 
+/// The settings an [`HttpClient`] is built with; part of the key [`HttpPool`] shares
+/// clients by (a setting that becomes configurable per provider entry goes here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ClientOptions {
+    /// How long connecting (TCP + TLS) may take.
+    pub connect_timeout: Duration,
+    /// How long a response (a stream included) may stay silent.
+    pub read_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    /// 15 s to connect, 300 s of silence; no overall timeout (streams are long).
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(15),
+            read_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
 /// The HTTP client both providers use: no overall timeout (streams are long), a
 /// connect timeout, and an idle-read timeout so a stalled stream fails. A client that
 /// cannot be created (no TLS backend) is kept as its error and reported per call.
+/// Cloning shares the client (its connection pool).
 #[derive(Debug, Clone)]
 pub(crate) struct HttpClient(Result<reqwest::Client, String>);
 
 impl HttpClient {
-    pub(crate) fn new() -> Self {
+    fn with_options(options: ClientOptions) -> Self {
         let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
-            .read_timeout(Duration::from_secs(300))
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
             .build()
             .map_err(|e| error_chain(&e));
         Self(client)
@@ -83,6 +108,67 @@ impl HttpClient {
         url: String,
     ) -> Result<reqwest::RequestBuilder, ProviderError> {
         Ok(self.client(provider)?.post(url))
+    }
+}
+
+/// HTTP clients shared by endpoint: every provider built through one pool for the
+/// same endpoint (its normalized base URL) and [`ClientOptions`] gets the same client,
+/// so all sessions of a process share its connections (kept alive, HTTP/2
+/// multiplexed) and the system certificates are read once per endpoint, not once per
+/// session. Keys (API keys) are per-request headers, never part of the client, so
+/// providers with different keys share a client too. One pool per runtime (the engine
+/// owns it): no process-global state.
+#[derive(Debug, Default)]
+pub struct HttpPool {
+    clients: Mutex<HashMap<(String, ClientOptions), HttpClient>>,
+    handed_out: std::sync::atomic::AtomicUsize,
+}
+
+/// What an [`HttpPool`] did so far (a test hook).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Clients built: one per endpoint (and options) used.
+    pub clients_built: usize,
+    /// Clients handed to providers: one per provider built through the pool.
+    pub clients_handed_out: usize,
+}
+
+impl HttpPool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The client for `endpoint` (a base URL; a trailing `/` and surrounding blanks
+    /// are ignored) with the default options, built on first use.
+    pub(crate) fn client(&self, endpoint: &str) -> HttpClient {
+        let key = (
+            endpoint.trim().trim_end_matches('/').to_string(),
+            ClientOptions::default(),
+        );
+        self.handed_out
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        clients
+            .entry(key)
+            .or_insert_with_key(|(_, options)| HttpClient::with_options(*options))
+            .clone()
+    }
+
+    /// How many clients the pool built and handed out (N sub-sessions on one endpoint:
+    /// one built, N handed out).
+    pub fn stats(&self) -> PoolStats {
+        let clients = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        PoolStats {
+            clients_built: clients.len(),
+            clients_handed_out: self.handed_out.load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 }
 
@@ -258,4 +344,30 @@ pub(crate) async fn fetch_model_ids(
                 .map(str::to_string)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_builds_one_client_per_endpoint() {
+        let pool = HttpPool::new();
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            " http://127.0.0.1:8080/v1/",
+            "http://127.0.0.1:8080/v1",
+        ] {
+            assert!(pool.client(url).0.is_ok());
+        }
+        assert_eq!(
+            pool.stats(),
+            PoolStats {
+                clients_built: 1,
+                clients_handed_out: 3
+            }
+        );
+        let _ = pool.client("https://api.anthropic.com/v1");
+        assert_eq!(pool.stats().clients_built, 2);
+    }
 }

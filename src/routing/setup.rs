@@ -34,7 +34,7 @@ use crate::config::mount_plan::ModuleEntry;
 use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
 use crate::provider::probe::probe_ollama;
-use crate::provider::{Provider, ProviderError, ProviderErrorKind};
+use crate::provider::{HttpPool, Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
 pub const REDACTED: &str = "[REDACTED]";
@@ -167,10 +167,24 @@ fn file_entry<'a>(entry: &ModuleEntry, config: &'a ArborConfig) -> Option<&'a Mo
 /// Errors (`NotConfigured`): an unknown module; the official OpenAI or Anthropic
 /// endpoint without a key (the message names the variable to set). An entry with a
 /// custom `base_url` needs no key (local servers).
+///
+/// The provider gets an HTTP client of its own; [`build_provider_in`] shares one.
 pub fn build_provider(
     entry: &ModuleEntry,
     config: &ArborConfig,
     env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    build_provider_in(entry, config, env, &HttpPool::new())
+}
+
+/// [`build_provider`] with the HTTP client `pool` keeps for the entry's endpoint: the
+/// engine builds every session's provider through its runtime's pool, so all
+/// sessions of a process on one endpoint share one client.
+pub fn build_provider_in(
+    entry: &ModuleEntry,
+    config: &ArborConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    pool: &HttpPool,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     let id = provider_id(entry);
     let file = file_entry(entry, config);
@@ -207,14 +221,15 @@ pub fn build_provider(
             let model = model
                 .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_MODEL")).flatten())
                 .or_else(|| official.then(|| DEFAULT_OPENAI_MODEL.to_string()));
-            Ok(Arc::new(OpenAiProvider::new(OpenAiConfig {
+            let settings = OpenAiConfig {
                 id,
                 module: entry.module.clone(),
                 base_url,
                 api_key,
                 default_model: model,
                 headers,
-            })))
+            };
+            Ok(Arc::new(OpenAiProvider::with_pool(settings, pool)))
         }
         "provider-anthropic" => {
             let base_url = get("base_url")
@@ -231,14 +246,15 @@ pub fn build_provider(
             let model = model
                 .or_else(|| env_var(env, "ANTHROPIC_MODEL"))
                 .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_string());
-            Ok(Arc::new(AnthropicProvider::new(AnthropicConfig {
+            let settings = AnthropicConfig {
                 id,
                 module: entry.module.clone(),
                 base_url,
                 api_key,
                 default_model: model,
                 headers,
-            })))
+            };
+            Ok(Arc::new(AnthropicProvider::with_pool(settings, pool)))
         }
         other => Err(not_configured(format!(
             "unknown provider module `{other}` (arbor implements {})",
