@@ -5,7 +5,10 @@
 // Test helpers may panic: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+#[path = "support/shared.rs"]
+mod shared;
+
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,19 +19,6 @@ use arbor::agent::{AgentSource, Registry, registry::validate_file};
 use arbor::config::merge::merge_for_spawn;
 use arbor::paths::Paths;
 use serde_json::{Value, json};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
-
-/// The fixtures dir, or `None` (with a note) in a clone without `../shared`.
-fn fixtures(sub: &str) -> Option<PathBuf> {
-    let p = Path::new(FIXTURES).join(sub);
-    if p.exists() {
-        Some(p)
-    } else {
-        println!("note: {} is absent; skipping", p.display());
-        None
-    }
-}
 
 /// Paths rooted in `root`: `root/home/.amplifier`, config under `root/home/.config`,
 /// current directory `root/project` (created).
@@ -79,7 +69,7 @@ fn load(paths: &Paths, bundle: &Bundle) -> Registry {
 
 #[test]
 fn every_real_amplifier_agent_loads_valid() {
-    let Some(src) = fixtures("amplifier/agents") else {
+    let Some(src) = shared::fixtures("amplifier/agents") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -134,7 +124,9 @@ fn bundle_agent_dirs_load_valid_as_project_agents() {
         "amplifier/bundles/anchors/agents",
         "amplifier/bundles/build-up/agents",
     ] {
-        let Some(src) = fixtures(sub) else { return };
+        let Some(src) = shared::fixtures(sub) else {
+            return;
+        };
         let tmp = tempfile::tempdir().unwrap();
         let paths = paths_in(tmp.path());
         let n = copy_md(&src, &paths.cwd.join(".amplifier/agents"));
@@ -153,7 +145,7 @@ fn bundle_agent_dirs_load_valid_as_project_agents() {
 
 #[test]
 fn every_fixture_bundle_loads() {
-    let Some(dir) = fixtures("amplifier/bundles") else {
+    let Some(dir) = shared::fixtures("amplifier/bundles") else {
         return;
     };
     let cases = [

@@ -14,18 +14,6 @@ use predicates::prelude::*;
 use serde_json::Value;
 use support::*;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/amplifier");
-
-fn fixtures() -> Option<&'static Path> {
-    let p = Path::new(FIXTURES);
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("note: {FIXTURES} absent; skipping");
-        None
-    }
-}
-
 fn copy_md(from: &Path, to: &Path) -> usize {
     std::fs::create_dir_all(to).unwrap();
     let mut n = 0;
@@ -71,7 +59,9 @@ fn help_and_completions() {
 
 #[test]
 fn agent_list_json_loads_every_amplifier_agent() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = shared::fixtures("amplifier") else {
+        return;
+    };
     let env = TestEnv::new();
     let n = copy_md(&fx.join("agents"), &env.amplifier_home.join("agents"));
     assert_eq!(n, 17);
@@ -110,7 +100,9 @@ fn agent_list_json_loads_every_amplifier_agent() {
 
 #[test]
 fn agent_show_zen_architect_round_trips_its_fields() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = shared::fixtures("amplifier") else {
+        return;
+    };
     let env = TestEnv::new();
     copy_md(&fx.join("agents"), &env.amplifier_home.join("agents"));
     let show = json_out(
@@ -190,7 +182,9 @@ fn agent_show_merged_gives_the_child_mount_plan() {
 
 #[test]
 fn project_bundles_load_as_project_agents() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = shared::fixtures("amplifier") else {
+        return;
+    };
     for bundle in ["anchors", "build-up"] {
         let env = TestEnv::new();
         let n = copy_md(
@@ -490,7 +484,9 @@ fn doctor_reports_without_printing_keys() {
 
 #[test]
 fn bundle_flag_replaces_the_built_in_bundle() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = shared::fixtures("amplifier") else {
+        return;
+    };
     let env = TestEnv::new();
     let bundle = fx.join("bundles/anchors/bundle.md");
     let list = json_out(

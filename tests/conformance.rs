@@ -12,7 +12,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::Path;
 
 use serde_json::Value;
 
@@ -30,10 +29,11 @@ mod ids;
 mod merge;
 #[path = "conformance/routing.rs"]
 mod routing;
+#[path = "support/shared.rs"]
+mod shared;
 
 use deviations::{Deviations, Verdict};
 
-const CASES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/peer-cases");
 const DEVIATIONS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/conformance/deviations.yaml"
@@ -70,13 +70,12 @@ struct Tally {
 
 #[test]
 fn amplifier_peer_cases() {
-    let dir = Path::new(CASES_DIR);
-    if !dir.is_dir() {
-        announce(&format!(
-            "note: {CASES_DIR} is absent; Amplifier conformance cases skipped"
-        ));
+    let Some(dir) = shared::fixtures("peer-cases") else {
+        announce(
+            "note: ../shared/fixtures/peer-cases is absent; Amplifier conformance cases skipped",
+        );
         return;
-    }
+    };
     let mut deviations = Deviations::parse(&std::fs::read_to_string(DEVIATIONS).unwrap())
         .unwrap_or_else(|e| panic!("{DEVIATIONS}: {e}"));
     let mut total = Tally::default();

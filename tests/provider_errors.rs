@@ -14,8 +14,10 @@ mod fixture;
 #[allow(dead_code)]
 #[path = "provider_replay/server.rs"]
 mod server;
+#[path = "support/shared.rs"]
+mod shared;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -38,19 +40,6 @@ use serde_json::{Value, json};
 use server::{Mode, Reply, Server};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/sse"
-    ));
-    if dir.is_dir() {
-        Some(dir.to_path_buf())
-    } else {
-        println!("note: {} is absent; skipping", dir.display());
-        None
-    }
-}
 
 /// A `.headers` capture: the status from its first line and the `Name: value` lines.
 fn captured_headers(path: &Path) -> (u16, HeaderMap) {
@@ -147,7 +136,9 @@ fn error_chunk(code: Value, message: &str) -> String {
 
 #[test]
 fn captured_http_errors_carry_kind_wait_and_retry_advice() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = shared::fixtures("sse") else {
+        return;
+    };
     let body = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
 
     // Anthropic 401 with `X-Should-Retry: false`.
@@ -275,7 +266,9 @@ async fn x_ratelimit_reset_reaches_the_error_through_the_openai_client() {
 
 #[tokio::test]
 async fn captured_midstream_errors_get_their_precise_kind() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = shared::fixtures("sse") else {
+        return;
+    };
     for (file, kind, status, message) in [
         (
             "openrouter-chat-midstream-error.sse",

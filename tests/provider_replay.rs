@@ -21,8 +21,10 @@ mod requests;
 mod server;
 #[path = "provider_replay/setup.rs"]
 mod setup;
+#[path = "support/shared.rs"]
+mod shared;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use arbor::provider::anthropic::{AnthropicConfig, AnthropicProvider};
@@ -35,19 +37,6 @@ use expected::{Api, Expect, check};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use server::{Mode, Reply, Server};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/sse"
-    ));
-    if dir.is_dir() {
-        Some(dir.to_path_buf())
-    } else {
-        println!("note: {} is absent; skipping fixture replay", dir.display());
-        None
-    }
-}
 
 /// What a provider stream produced.
 #[derive(Debug, Default)]
@@ -130,7 +119,9 @@ fn anthropic_at(server: &Server, key: Option<&str>) -> AnthropicProvider {
 
 #[tokio::test]
 async fn every_fixture_replays_whole_and_rechunked() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = shared::fixtures("sse") else {
+        return;
+    };
     // Every fixture of the two APIs has an entry (a new capture cannot be skipped).
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -216,7 +207,9 @@ fn captured_error(dir: &Path, name: &str) -> Reply {
 
 #[tokio::test]
 async fn captured_http_errors_map_to_kind_message_and_retry_after() {
-    let Some(dir) = fixtures() else { return };
+    let Some(dir) = shared::fixtures("sse") else {
+        return;
+    };
     let server = Server::always(captured_error(&dir, "anthropic-401-authentication-error")).await;
     let out = run(&anthropic_at(&server, Some("sk-ant-bad")), request("")).await;
     let e = out.error.unwrap();

@@ -11,6 +11,8 @@
 mod fixture;
 #[path = "retry/harness.rs"]
 mod harness;
+#[path = "support/shared.rs"]
+mod shared;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -332,19 +334,6 @@ async fn cancelling_during_the_wait_ends_the_turn_without_another_attempt() {
     assert_eq!(fx.provider.requests().len(), 1);
 }
 
-fn fixture_dir() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/sse"
-    ));
-    if dir.is_dir() {
-        Some(dir.to_path_buf())
-    } else {
-        println!("note: {} is absent; skipping", dir.display());
-        None
-    }
-}
-
 /// Headers of a captured response (`HTTP …` status line, then `Name: value` lines).
 fn captured(dir: &std::path::Path, name: &str) -> (u16, HeaderMap, String) {
     let text = std::fs::read_to_string(dir.join(format!("{name}.headers"))).unwrap();
@@ -375,7 +364,7 @@ fn captured(dir: &std::path::Path, name: &str) -> (u16, HeaderMap, String) {
 
 #[tokio::test(start_paused = true)]
 async fn captured_429s_wait_their_retry_after_or_back_off() {
-    let Some(dir) = fixture_dir() else {
+    let Some(dir) = shared::fixtures("sse") else {
         return;
     };
     // Azure: `Retry-After: 1` with `Retry-After-Ms: 0` → exactly 1 s.

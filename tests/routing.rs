@@ -15,7 +15,6 @@ mod fixture;
 mod support;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -515,19 +514,9 @@ async fn config_routing_matrix_picks_a_user_matrix() {
     ));
 }
 
-fn fixtures(sub: &str) -> Option<std::path::PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/")).join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("note: {} is absent; skipping", dir.display());
-        None
-    }
-}
-
 #[test]
 fn every_real_amplifier_matrix_loads() {
-    let Some(dir) = fixtures("amplifier/routing") else {
+    let Some(dir) = support::shared::fixtures("amplifier/routing") else {
         return;
     };
     let names = routing::available_matrices(&dir);

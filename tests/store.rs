@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 #[path = "store/lock.rs"]
 mod lock;
+#[path = "support/shared.rs"]
+mod shared;
 #[path = "store/tree_export.rs"]
 mod tree_export;
 

@@ -1,7 +1,10 @@
 //! Test support shared by the integration tests: a scripted OpenAI-compatible loopback
 //! server, SSE builders, and an isolated environment (temp AMPLIFIER_HOME, ARBOR_CONFIG,
-//! HOME) for running the real `arbor` binary.
+//! HOME) for running the real `arbor` binary; `shared`: the `../shared` fixtures (a
+//! missing one fails the test under `CI=true`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod shared;
 
 use std::io::Read;
 use std::net::TcpListener;
