@@ -1,6 +1,7 @@
 //! Delegation through the task tool with a scripted provider and temp dirs: spawn,
 //! resume by `session_id`, depth limit, unknown agents, parallel task calls and
-//! `max_parallel`, `context_depth`, and cancellation cascading to a running child.
+//! `max_parallel`, `context_depth`, cancellation cascading to a running child, and
+//! `Runtime::cancel` stopping exactly the named session's subtree.
 //! Nothing touches the real home (see `engine/fixture.rs`).
 
 // Test helpers may panic: a failed setup step is a failed test.
@@ -466,4 +467,109 @@ async fn registry_reload_reaches_the_task_description_and_new_spawns() {
         (result["agent"].as_str(), result["status"].as_str()),
         (Some("newbie"), Some("completed"))
     );
+}
+
+/// Runs a turn of `id` with `prompt` in its own task.
+fn spawn_turn(
+    rt: &Arc<arbor::engine::Runtime>,
+    id: &str,
+    prompt: &str,
+) -> tokio::task::JoinHandle<Result<arbor::engine::TurnOutcome, arbor::engine::EngineError>> {
+    let (rt, id, prompt) = (rt.clone(), id.to_string(), prompt.to_string());
+    tokio::spawn(async move { rt.run_turn(&id, prompt).await })
+}
+
+fn child_of(transcript: &[Value], call_id: &str) -> String {
+    let result: Value = serde_json::from_str(
+        tool_result(transcript, call_id)["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    result["session_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn cancel_stops_exactly_the_subtree_of_the_session_it_names() {
+    // root → alpha → gamma, and root → beta.
+    let plan = plan(json!({
+        "tools": [{"module": "tool-task", "config": {"max_recursion_depth": 2}}],
+    }));
+    let agents = [
+        ("alpha", "You are alpha."),
+        ("beta", "You are beta."),
+        ("gamma", "You are gamma."),
+    ];
+    let fx = Fixture::new(plan, &agents, |r| {
+        if last_user_text(r) == "hang" {
+            return vec![Step::text("hanging"), Step::Hang];
+        }
+        let task = |id: &str, agent: &str| {
+            Step::call(id, "task", json!({"agent": agent, "instruction": "work"}))
+        };
+        match r.system.as_str() {
+            _ if after_tool_results(r) => vec![Step::text("done")],
+            ROOT => vec![task("t1", "alpha"), task("t2", "beta")],
+            "You are alpha." => vec![task("g1", "gamma")],
+            _ => vec![Step::text("leaf done")],
+        }
+    });
+    let rt = fx.runtime();
+    let root = rt.create_root(None).unwrap();
+    let out = rt.run_turn(&root, "build the tree".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
+    let alpha = child_of(&fx.transcript(&root), "t1");
+    let beta = child_of(&fx.transcript(&root), "t2");
+    let gamma = child_of(&fx.transcript(&alpha), "g1");
+    assert_eq!(fx.metadata(&gamma)["parent_id"], json!(alpha));
+
+    // Every session runs a turn of its own (resumed directly, as from the TUI), so no
+    // turn's token is a child of another's: only the runtime's tree walk links them.
+    let mut rx = rt.bus().subscribe();
+    let ids = [&root, &alpha, &beta, &gamma];
+    let [root_turn, alpha_turn, beta_turn, gamma_turn] = ids.map(|id| spawn_turn(&rt, id, "hang"));
+    tokio::time::timeout(GUARD, async {
+        let mut streaming = std::collections::HashSet::new();
+        while streaming.len() < ids.len() {
+            let e = rx.recv().await.unwrap();
+            if e.msg.name() == "content_block:delta" {
+                streaming.insert(e.session_id.clone());
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(ids.iter().all(|id| rt.is_running(id)));
+
+    rt.cancel(&alpha);
+    for (id, turn) in [(&alpha, alpha_turn), (&gamma, gamma_turn)] {
+        let out = tokio::time::timeout(GUARD, turn).await.unwrap().unwrap();
+        assert_eq!(out.unwrap().status, SessionStatus::Cancelled, "{id}");
+        assert_eq!(fx.metadata(id)["status"], "cancelled", "{id}");
+    }
+    // The rest of the tree is untouched: still running, nothing cancelled.
+    for id in [&root, &beta] {
+        assert!(rt.is_running(id), "{id} stopped");
+        assert_eq!(fx.metadata(id)["status"], "running", "{id}");
+        let logged = fx.logged_events(id);
+        assert!(
+            !logged.iter().any(|e| e.starts_with("cancel:")),
+            "{id}: {logged:?}"
+        );
+    }
+    assert!(
+        fx.logged_events(&alpha)
+            .contains(&"cancel:requested".to_string())
+    );
+    assert!(
+        !fx.logged_events(&gamma)
+            .contains(&"cancel:requested".to_string())
+    );
+
+    // Cancelling the root stops the rest.
+    rt.cancel(&root);
+    for turn in [root_turn, beta_turn] {
+        let out = tokio::time::timeout(GUARD, turn).await.unwrap().unwrap();
+        assert_eq!(out.unwrap().status, SessionStatus::Cancelled);
+    }
 }
