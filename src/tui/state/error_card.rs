@@ -66,9 +66,14 @@ pub fn heading(kind: Option<ProviderErrorKind>) -> &'static str {
 }
 
 /// `ms` milliseconds for people: `1.5s`, `45s`, `2m05s`, `250ms`, `3h07m`, `12d04h`
-/// (see `config::retry::describe_wait`).
+/// (see `config::retry::describe_wait`); `u64::MAX`, what a wait too long to count
+/// in milliseconds is sent as, reads as the longest wait there is.
 pub fn format_wait(ms: u64) -> String {
-    crate::config::retry::describe_wait(std::time::Duration::from_millis(ms))
+    let wait = match ms {
+        u64::MAX => std::time::Duration::MAX,
+        ms => std::time::Duration::from_millis(ms),
+    };
+    crate::config::retry::describe_wait(wait)
 }
 
 impl From<&ProviderErrorEvent> for ProviderFailure {
@@ -353,6 +358,7 @@ mod tests {
         assert_eq!(format_wait(2_000), "2s");
         assert_eq!(format_wait(250), "250ms");
         assert_eq!(format_wait(3 * 3_600_000 + 7 * 60_000), "3h07m");
-        assert_eq!(format_wait(u64::MAX), "213503982334d14h");
+        assert_eq!(format_wait(u64::MAX - 1), "213503982334d14h");
+        assert_eq!(format_wait(u64::MAX), "over 584 billion years");
     }
 }
