@@ -76,12 +76,7 @@ async fn cancel_cascades_to_a_running_child_and_both_resume() {
     );
     let child_t = fx.transcript(&child);
     assert_eq!(child_t.last().unwrap()["content"][0]["text"], "working…");
-    let result: Value = serde_json::from_str(
-        tool_result(&fx.transcript(&root), "t1")["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let result: Value = task_result(&fx.transcript(&root), "t1");
     assert_eq!(
         (result["status"].as_str(), result["session_id"].as_str()),
         (Some("cancelled"), Some(child.as_str()))
@@ -116,12 +111,7 @@ async fn task_spawns_a_persisted_sub_session() {
         (SessionStatus::Completed, "root done")
     );
 
-    let result: Value = serde_json::from_str(
-        tool_result(&fx.transcript(&root), "t1")["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let result: Value = task_result(&fx.transcript(&root), "t1");
     let child = result["session_id"].as_str().unwrap().to_string();
     assert_eq!(
         result,
@@ -218,12 +208,7 @@ async fn task_resume_sends_the_child_history_and_appends_to_it() {
     let rt = fx.runtime();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "delegate".into()).await.unwrap();
-    let first: Value = serde_json::from_str(
-        tool_result(&fx.transcript(&root), "t1")["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let first: Value = task_result(&fx.transcript(&root), "t1");
     let child = first["session_id"].as_str().unwrap().to_string();
     *child_id.lock().unwrap() = child.clone();
     drop(rt);
@@ -240,12 +225,7 @@ async fn task_resume_sends_the_child_history_and_appends_to_it() {
         .unwrap();
     let texts: Vec<String> = req.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["say hi", "hi from helper", "more"]);
-    let result: Value = serde_json::from_str(
-        tool_result(&fx.transcript(&root), "t2")["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let result: Value = task_result(&fx.transcript(&root), "t2");
     assert_eq!(
         (
             result["session_id"].as_str(),
@@ -480,13 +460,10 @@ fn spawn_turn(
 }
 
 fn child_of(transcript: &[Value], call_id: &str) -> String {
-    let result: Value = serde_json::from_str(
-        tool_result(transcript, call_id)["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    result["session_id"].as_str().unwrap().to_string()
+    task_result(transcript, call_id)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]

@@ -213,12 +213,7 @@ async fn a_panicking_sub_session_fails_alone() {
         (out.status, out.response.as_str()),
         (SessionStatus::Completed, "root done")
     );
-    let result: Value = serde_json::from_str(
-        tool_result(&fx.transcript(&root), "t1")["content"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
+    let result: Value = task_result(&fx.transcript(&root), "t1");
     assert_eq!(
         (&result["status"], &result["error"]),
         (&json!("failed"), &json!(TURN_PANIC))
@@ -249,19 +244,11 @@ async fn a_panic_before_the_turn_loop_is_an_error_of_run_turn() {
     // A fresh runtime (a new process) resumes the session from disk and builds its
     // provider through a factory that panics.
     let (_tx, registry) = tokio::sync::watch::channel(fx.registry.clone());
-    let options = arbor::engine::RuntimeOptions {
-        paths: fx.paths.clone(),
-        config: fx.config.clone(),
-        bundle: fx.bundle.clone(),
-        registry,
-        env: env_of(fx.dir.path()),
-        bus: arbor::session::EventBus::new(),
-    };
     let hooks = arbor::engine::RuntimeHooks {
         provider_factory: Some(Arc::new(|_| panic!("factory bug"))),
         extra_tools: Vec::new(),
     };
-    let rt = arbor::engine::Runtime::with_hooks(options, hooks);
+    let rt = fx.runtime_with_hooks(registry, hooks);
     let err = rt.run_turn(&id, "hi".into()).await.unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -12,9 +12,9 @@ mod support;
 
 use std::sync::Arc;
 
-use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
-use arbor::session::{EventBus, SessionStatus};
-use fixture::{Fixture, HELPER, env_of, plan};
+use arbor::engine::RuntimeHooks;
+use arbor::session::SessionStatus;
+use fixture::{Fixture, HELPER, plan};
 use serde_json::{Value, json};
 use support::{Reply, ScriptedServer, last_role, sse_text, sse_tool_calls};
 
@@ -60,16 +60,8 @@ async fn every_sub_session_shares_the_one_client_of_its_endpoint() {
         "default_model": "scripted-model",
     });
     let (_tx, registry) = tokio::sync::watch::channel(fx.registry.clone());
-    let options = RuntimeOptions {
-        paths: fx.paths.clone(),
-        config: fx.config.clone(),
-        bundle: fx.bundle.clone(),
-        registry,
-        env: env_of(fx.dir.path()),
-        bus: EventBus::new(),
-    };
     // No provider factory: the real `provider-openai` client, as in use.
-    let rt = Runtime::with_hooks(options, RuntimeHooks::default());
+    let rt = fx.runtime_with_hooks(registry, RuntimeHooks::default());
     let root = rt.create_root(None).unwrap();
     let out = tokio::time::timeout(fixture::GUARD, rt.run_turn(&root, "go".into()))
         .await

@@ -22,16 +22,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::RuntimeHooks;
 use arbor::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use arbor::provider::http_error::{error_from_parts, retry_after_at};
 use arbor::provider::openai::{OpenAiConfig, OpenAiProvider};
 use arbor::provider::{
     ChatRequest, Provider, ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent,
 };
+use arbor::session::SessionStatus;
 use arbor::session::message::Message;
-use arbor::session::{EventBus, SessionStatus};
-use fixture::{Fixture, data, drain, env_of, find, plan};
+use fixture::{Fixture, data, drain, find, plan};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -466,19 +466,11 @@ async fn engine_turn_at(real: &RealTime, addr: std::net::SocketAddr) -> EngineRu
     });
     let fx = Fixture::new(plan(json!({})), &[], |_| Vec::new());
     let (_tx, registry) = tokio::sync::watch::channel(fx.registry.clone());
-    let options = RuntimeOptions {
-        paths: fx.paths.clone(),
-        config: fx.config.clone(),
-        bundle: fx.bundle.clone(),
-        registry,
-        env: env_of(fx.dir.path()),
-        bus: EventBus::new(),
-    };
     let hooks = RuntimeHooks {
         provider_factory: Some(Arc::new(move |_| Ok(provider.clone()))),
         extra_tools: Vec::new(),
     };
-    let rt = Runtime::with_hooks(options, hooks);
+    let rt = fx.runtime_with_hooks(registry, hooks);
     let mut rx = rt.bus().subscribe();
     let id = rt.create_root(None).unwrap();
     let start = tokio::time::Instant::now();

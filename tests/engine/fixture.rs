@@ -117,6 +117,20 @@ impl Fixture {
         registry: RegistryHandle,
         extra_tools: Vec<Arc<dyn Tool>>,
     ) -> Arc<Runtime> {
+        let hooks = RuntimeHooks {
+            provider_factory: Some(self.provider.factory()),
+            extra_tools,
+        };
+        self.runtime_with_hooks(registry, hooks)
+    }
+
+    /// A runtime over this project with `hooks` instead of the scripted provider (no
+    /// factory: the real provider clients of `config`).
+    pub fn runtime_with_hooks(
+        &self,
+        registry: RegistryHandle,
+        hooks: RuntimeHooks,
+    ) -> Arc<Runtime> {
         let options = RuntimeOptions {
             paths: self.paths.clone(),
             config: self.config.clone(),
@@ -124,10 +138,6 @@ impl Fixture {
             registry,
             env: env_of(self.dir.path()),
             bus: EventBus::new(),
-        };
-        let hooks = RuntimeHooks {
-            provider_factory: Some(self.provider.factory()),
-            extra_tools,
         };
         Runtime::with_hooks(options, hooks)
     }
@@ -260,4 +270,15 @@ pub fn tool_result(transcript: &[Value], call_id: &str) -> Value {
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
         .cloned()
         .unwrap()
+}
+
+/// The result JSON of task call `call_id` in `transcript` (`{response, session_id,
+/// agent, status, turn_count, error?}`).
+pub fn task_result(transcript: &[Value], call_id: &str) -> Value {
+    serde_json::from_str(
+        tool_result(transcript, call_id)["content"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap()
 }

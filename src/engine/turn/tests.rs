@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
+use crate::engine::testing::{ScriptedProvider, Step, last_user_text};
 use crate::engine::{Runtime, RuntimeHooks, RuntimeOptions};
 use crate::paths::Paths;
 use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};
@@ -160,59 +161,23 @@ async fn requests_share_the_live_transcript_and_appends_do_not_copy_it() {
     );
 }
 
-/// Calls `probe` until the transcript has `rounds` tool results (a prompt of `short`:
-/// none), then answers.
-#[derive(Debug)]
-struct Looper {
-    rounds: usize,
-}
-
-impl Provider for Looper {
-    fn id(&self) -> &str {
-        "looper"
-    }
-
-    fn module(&self) -> &str {
-        "provider-looper"
-    }
-
-    fn default_model(&self) -> &str {
-        "looper-model"
-    }
-
-    fn stream(
-        &self,
-        request: ChatRequest,
-    ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
-        let results = request.messages.iter().rev();
-        let results = results
+/// A provider calling `probe` until the turn has `rounds` tool results (a prompt of
+/// `short`: none), then answering.
+fn looper(rounds: usize) -> Arc<dyn Provider> {
+    Arc::new(ScriptedProvider::new(move |request| {
+        let results = request
+            .messages
+            .iter()
+            .rev()
             .take_while(|m| !matches!(m, Message::User(_)))
             .filter(|m| matches!(m, Message::Tool(_)))
             .count();
-        let short = crate::engine::testing::last_user_text(&request) == "short";
-        let response = if short || results >= self.rounds {
-            ProviderResponse {
-                content: vec![ContentBlock::Text {
-                    text: "done".into(),
-                }],
-                ..Default::default()
-            }
+        if last_user_text(request) == "short" || results >= rounds {
+            vec![Step::text("done")]
         } else {
-            ProviderResponse {
-                tool_calls: vec![ToolCall {
-                    id: format!("c{}", results + 1),
-                    tool: "probe".into(),
-                    arguments: json!({}),
-                }],
-                ..Default::default()
-            }
-        };
-        stream::iter([Ok(StreamEvent::Completed(response))]).boxed()
-    }
-
-    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {
-        async { Ok(vec!["looper-model".to_string()]) }.boxed()
-    }
+            vec![Step::call(format!("c{}", results + 1), "probe", json!({}))]
+        }
+    }))
 }
 
 /// Records how many lines the calling session's `transcript.jsonl` has on disk when
@@ -255,11 +220,7 @@ async fn each_message_is_on_disk_at_once_and_a_turn_syncs_once() {
         sessions: sessions.clone(),
         seen: seen.clone(),
     };
-    let rt = runtime(
-        dir.path(),
-        Arc::new(Looper { rounds: ROUNDS }),
-        vec![Arc::new(probe)],
-    );
+    let rt = runtime(dir.path(), looper(ROUNDS), vec![Arc::new(probe)]);
     sessions.set(rt.paths().sessions_dir()).unwrap();
     let long = rt.create_root(None).unwrap();
     let live = rt.live(&long).unwrap();
