@@ -120,7 +120,15 @@ async fn text_turn_persists_transcript_metadata_and_events() {
     assert_eq!(req.messages.len(), 1);
     assert_eq!(
         tool_names(req),
-        ["read_file", "list_directory", "glob", "grep", "task"]
+        [
+            "read_file",
+            "list_directory",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "task"
+        ]
     );
     assert!(!fx.all_session_text().contains(SECRET));
 }

@@ -2,8 +2,10 @@
 //!
 //! `session list --json` / `session show ID --json` print
 //! `{session_id, parent_id, agent_name, status, depth, turn_count, created,
-//! last_updated, children: [ids]}` (an array for `list`); `show --transcript` adds
-//! `transcript` (the messages). IDs may be unambiguous prefixes.
+//! last_updated, children: [ids]}` (an array for `list`); `show` adds `files_changed`
+//! (`[{path, tool, lines_added, lines_removed, created, changes}]`, the files the
+//! session's tools wrote or edited) and, with `--transcript`, `transcript` (the
+//! messages). IDs may be unambiguous prefixes.
 
 use std::collections::BTreeMap;
 
@@ -106,6 +108,7 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             let all = store.list()?;
             let children = children_index(&all);
             let mut v = summary_json(&loaded.metadata, &children);
+            v["files_changed"] = serde_json::to_value(&loaded.metadata.files_changed)?;
             if transcript {
                 v["transcript"] = serde_json::to_value(&loaded.transcript)?;
             }
@@ -294,6 +297,20 @@ fn print_show(
         for c in children {
             outln!("child     {}", c.as_str().unwrap_or_default())?;
         }
+    }
+    for f in &m.files_changed {
+        // A model chose the name: no control character reaches the terminal.
+        let path: String = f
+            .path
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        outln!(
+            "changed   {path} (+{} -{}, {})",
+            f.lines_added,
+            f.lines_removed,
+            f.tool
+        )?;
     }
     if let Some(messages) = transcript {
         outln!()?;

@@ -6,9 +6,13 @@
 //! the turn's token fires, a call gets a short grace period to finish on its own (the
 //! task tool then returns its child's cancelled result), after which it is aborted and
 //! gets a cancelled result. A call whose task panics gets an error result (`the tool
-//! panicked: …`), the panic is logged, and the turn is told so it fails. Does not own:
+//! panicked: …`), the panic is logged, and the turn is told so it fails. Every output
+//! passes `session::redact::scrub_secrets` (a command that prints the environment must
+//! not put a key into the transcript or the model's context), and a call that changed
+//! a file adds it to the session's `files_changed` as it finishes. Does not own:
 //! appending results (`turn`, in call order).
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -19,6 +23,8 @@ use super::panics;
 use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::protocol::{TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
+use crate::session::metadata::record_file_change;
+use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
 use crate::tool::{ToolContext, ToolOutput};
@@ -56,7 +62,7 @@ pub(crate) async fn run_calls(
         .into_iter()
         .zip(calls)
         .map(|((handle, fields), call)| async move {
-            let (output, panic) = match handle {
+            let (mut output, panic) = match handle {
                 Err(output) => (output, None),
                 Ok(handle) => match finish(handle, token).await {
                     Ok(output) => (output, None),
@@ -69,6 +75,12 @@ pub(crate) async fn run_calls(
                     }
                 },
             };
+            if let Cow::Owned(clean) = scrub_secrets(&output.content) {
+                output.content = clean;
+            }
+            if let Some(change) = &output.change {
+                live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
+            }
             publish_result(live, call, &output, fields);
             (output, panic)
         });

@@ -1,4 +1,5 @@
-//! `metadata.json`: one session's identity, status, usage and merged config.
+//! `metadata.json`: one session's identity, status, usage, merged config and the files
+//! its tools changed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -75,6 +76,54 @@ impl SessionUsage {
     }
 }
 
+/// One file a session wrote or edited (SPEC §12 "Every file a session writes or edits is
+/// recorded"): produced by `write_file` / `edit_file`, summed per path in
+/// [`Metadata::files_changed`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The file, relative to the session's working directory with `/` separators, or
+    /// absolute when it lies outside it (another `allowed_write_paths` entry).
+    pub path: String,
+    /// The tool of the latest change (`write_file`, `edit_file`).
+    pub tool: String,
+    /// Lines added (a line diff of old → new content, summed over the changes).
+    #[serde(default)]
+    pub lines_added: u64,
+    /// Lines removed, summed the same way.
+    #[serde(default)]
+    pub lines_removed: u64,
+    /// Whether the first recorded change created the file.
+    #[serde(default)]
+    pub created: bool,
+    /// How many writes/edits were folded into this entry.
+    #[serde(default = "one")]
+    pub changes: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl FileChange {
+    /// Folds a later change of the same path into this entry: lines and change counts
+    /// add up, `tool` becomes the later one's, `created` stays the first one's.
+    pub fn absorb(&mut self, later: &FileChange) {
+        self.tool.clone_from(&later.tool);
+        self.lines_added += later.lines_added;
+        self.lines_removed += later.lines_removed;
+        self.changes += later.changes;
+    }
+}
+
+/// Adds `change` to `list` (kept sorted by path: concurrent tool calls finish in any
+/// order): folded into the entry of the same path, else inserted.
+pub fn record_file_change(list: &mut Vec<FileChange>, change: &FileChange) {
+    match list.binary_search_by(|c| c.path.cmp(&change.path)) {
+        Ok(at) => list[at].absorb(change),
+        Err(at) => list.insert(at, change.clone()),
+    }
+}
+
 /// `metadata.json` (SPEC §7). Unknown keys written by other tools are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Metadata {
@@ -112,6 +161,10 @@ pub struct Metadata {
     pub usage: SessionUsage,
     #[serde(default)]
     pub name: Option<String>,
+    /// Files written or edited by this session's tools, one entry per path (see
+    /// [`FileChange`]); empty when none.
+    #[serde(default)]
+    pub files_changed: Vec<FileChange>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

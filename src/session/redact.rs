@@ -206,6 +206,22 @@ pub fn register_secrets<S: AsRef<str>>(values: impl IntoIterator<Item = S>) {
     known.sort_by_key(|s| std::cmp::Reverse(s.len()));
 }
 
+/// `text` with every registered secret (see [`register_secrets`]) replaced by
+/// `[REDACTED]`; borrowed when none occurs. For tool output (SPEC §12: values of
+/// configured keys are scrubbed from tool output before it is stored): only the
+/// literal key values go, not [`scrub`]'s header patterns, so a source file that
+/// mentions `api_key = "…"` reads (and can be edited) as it is.
+pub fn scrub_secrets(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
+    for secret in known.iter() {
+        if out.contains(secret.as_str()) {
+            out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
+        }
+    }
+    out
+}
+
 /// `text` with every registered secret (see [`register_secrets`]) and every credential
 /// echo (`Authorization: Bearer …`, `x-api-key: …`, `"api_key": "…"`, a bare
 /// `Bearer …`) replaced by `[REDACTED]`. Borrowed when nothing was found.
@@ -215,15 +231,7 @@ pub fn register_secrets<S: AsRef<str>>(values: impl IntoIterator<Item = S>) {
 /// may quote such headers legitimately: the session writer removes literal secrets
 /// from everything it writes.
 pub fn scrub(text: &str) -> Cow<'_, str> {
-    let mut out = Cow::Borrowed(text);
-    {
-        let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
-        for secret in known.iter() {
-            if out.contains(secret.as_str()) {
-                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
-            }
-        }
-    }
+    let mut out = scrub_secrets(text);
     if let Some(echo) = ECHO.as_ref()
         && echo.is_match(&out)
     {

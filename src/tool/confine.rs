@@ -1,9 +1,12 @@
-//! Confining tool paths to the session's working directory.
+//! Confining tool paths: reads to the session's working directory, writes to
+//! `allowed_write_paths`.
 //!
 //! Owns: turning a path a model passed (relative or absolute) into a canonical path
-//! inside the working directory, refusing `..` escapes and symlinks that lead out, and
-//! the small helpers the read-only tools share (binary sniffing, display paths). Does
-//! not own: reading or walking files (`filesystem`, `search`).
+//! inside the working directory ([`resolve`]) or inside one of the write roots
+//! ([`resolve_for_write`], which also handles files and directories that do not exist
+//! yet), refusing `..` escapes and symlinks that lead out, and the small helpers the
+//! file tools share (binary sniffing, display paths). Does not own: reading, writing
+//! or walking files (`filesystem`, `search`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -64,6 +67,144 @@ pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, String> {
         return Err(outside());
     }
     Ok(canonical)
+}
+
+/// The config key naming the write roots (Amplifier's `tool-filesystem` key).
+pub const ALLOWED_WRITE_PATHS: &str = "allowed_write_paths";
+
+/// Where a write may land, resolved: the canonical existing directory the path starts
+/// in plus the components still to be created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteTarget {
+    /// The file to write: every existing part canonical (symlinks resolved), so a
+    /// symlink to a file inside the roots is written through to that file.
+    pub path: PathBuf,
+    /// Whether the file exists now (as a regular file).
+    pub exists: bool,
+}
+
+/// Resolves `requested` (relative to `working_dir`, or absolute) to a file that
+/// `write_file` / `edit_file` may write: inside one of `allowed` (`allowed_write_paths`
+/// entries: relative ones are taken from `working_dir`, `~/` is the home directory;
+/// entries that do not exist are skipped). Parents that do not exist yet are allowed
+/// when the deepest existing one is inside a root.
+///
+/// Symlinks are resolved before the check: every existing component of the path,
+/// including the file itself and a not-yet-existing file's parent, is canonicalized,
+/// so neither `../` nor a symlink (to a file or a directory) leads out. A dangling
+/// symlink is refused rather than replaced.
+///
+/// Errors (text for the model): outside every root — `Access denied: …` naming
+/// `allowed_write_paths`, the requested path and the roots; an empty path or a NUL; a
+/// directory; a parent that is a file; an unreadable path.
+pub fn resolve_for_write(
+    working_dir: &Path,
+    allowed: &[String],
+    requested: &str,
+    home: Option<&Path>,
+) -> Result<WriteTarget, String> {
+    let requested = requested.trim();
+    if requested.is_empty() {
+        return Err("the file path is empty".to_string());
+    }
+    if requested.contains('\0') {
+        return Err("the path contains a NUL byte".to_string());
+    }
+    let cwd = root(working_dir)?;
+    let roots = write_roots(&cwd, allowed, home);
+    let denied = |resolved: Option<&Path>| {
+        let shown = if roots.is_empty() {
+            "none: the list is empty or names no existing directory".to_string()
+        } else {
+            roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let via = resolved
+            .map(|p| format!(" (it resolves to {})", p.display()))
+            .unwrap_or_default();
+        format!(
+            "Access denied: '{requested}'{via} is not within allowed_write_paths \
+             ({shown}); write_file and edit_file only write inside those directories"
+        )
+    };
+    let p = Path::new(requested);
+    let candidate = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    };
+    let Some(lexical) = normalize(&candidate) else {
+        return Err(denied(None));
+    };
+    // The deepest part of the path that exists (as a name: a dangling symlink counts).
+    let mut existing = lexical.clone();
+    let mut missing: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match std::fs::symlink_metadata(&existing) {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
+                    return Err(format!("cannot access '{requested}': {e}"));
+                };
+                missing.push(name);
+                if !existing.pop() {
+                    return Err(format!("cannot access '{requested}': {e}"));
+                }
+            }
+            Err(e) => return Err(format!("cannot access '{requested}': {e}")),
+        }
+    }
+    let canonical = std::fs::canonicalize(&existing).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "'{}' is a symlink whose target does not exist; refusing to write through it",
+                existing.display()
+            )
+        } else {
+            format!("cannot access '{requested}': {e}")
+        }
+    })?;
+    let is_dir = canonical.is_dir();
+    let path = missing
+        .iter()
+        .rev()
+        .fold(canonical.clone(), |acc, name| acc.join(name));
+    if !roots.iter().any(|r| path.starts_with(r) && path != *r) {
+        return Err(denied((path != lexical).then_some(path.as_path())));
+    }
+    if missing.is_empty() && is_dir {
+        return Err(format!("'{requested}' is a directory, not a file"));
+    }
+    if !missing.is_empty() && !is_dir {
+        return Err(format!(
+            "cannot create '{requested}': {} is not a directory",
+            canonical.display()
+        ));
+    }
+    Ok(WriteTarget {
+        path,
+        exists: missing.is_empty(),
+    })
+}
+
+/// The canonical write roots: each `allowed` entry (`~/` expanded with `home`,
+/// relative ones joined to `cwd`) that exists.
+fn write_roots(cwd: &Path, allowed: &[String], home: Option<&Path>) -> Vec<PathBuf> {
+    allowed
+        .iter()
+        .filter_map(|entry| {
+            let entry = entry.trim();
+            let path = match (entry.strip_prefix("~/"), home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ if entry == "~" => home?.to_path_buf(),
+                _ => cwd.join(entry),
+            };
+            std::fs::canonicalize(path).ok()
+        })
+        .collect()
 }
 
 /// Lexical normalization: drops `.`, resolves `..` against earlier components; `None`

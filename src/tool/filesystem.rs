@@ -1,8 +1,16 @@
-//! Module `tool-filesystem` (read-only part): `read_file` and `list_directory`.
+//! Module `tool-filesystem`: `read_file`, `list_directory`, `write_file`, `edit_file`.
 //!
-//! Owns: reading text files with line numbers and listing directories, confined to the
-//! session's working directory (`confine`). Does not own: writes (`write_file`,
-//! `edit_file` and approvals come later) or searching (`search`).
+//! Owns: the module's tool list and config, reading text files with line numbers and
+//! listing directories, confined to the session's working directory (`confine`). The
+//! write tools live in `write` (confined to `allowed_write_paths`), their pure text
+//! work in `diff`. Does not own: searching (`search`) or approvals.
+//!
+//! Config (the module entry's `config`):
+//! - `allowed_write_paths`: directories `write_file` / `edit_file` may write under
+//!   (Amplifier's key; default `["."]`, the session's working directory).
+//! - `read_only: true` (arbor's key, ignored by Amplifier): mount only `read_file` and
+//!   `list_directory`, so an agent that must not change files is not even offered the
+//!   write tools. The built-in read-only agents (explorer, reviewer, …) set it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,23 +21,37 @@ use serde_json::{Value, json};
 use super::confine;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
+pub mod diff;
+pub mod write;
+
+pub use write::{EditFile, WriteConfig, WriteFile};
+
 /// The module name in a mount plan's `tools[]`.
 pub const MODULE: &str = "tool-filesystem";
+/// The config key that mounts the read tools only.
+pub const READ_ONLY: &str = "read_only";
 /// Output cap of one `read_file` call, in bytes.
 pub const READ_OUTPUT_CAP: usize = 256 * 1024;
-/// Files larger than this are refused outright, in bytes.
+/// Files larger than this are refused outright (read or edited), in bytes.
 const READ_FILE_MAX: u64 = 64 * 1024 * 1024;
 /// Lines returned when the call gives no `limit`.
 const DEFAULT_LINE_LIMIT: usize = 2000;
 /// Entries shown by `list_directory`.
 const LIST_CAP: usize = 1000;
 
-/// The tools of this module: `read_file`, `list_directory`.
-pub fn tools() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(ReadFile), Arc::new(ListDirectory)]
+/// The tools of this module for its entry `config` (see the module doc): `read_file`,
+/// `list_directory`, and unless `read_only` is true, `write_file` and `edit_file`.
+pub fn tools(config: &Value) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ReadFile), Arc::new(ListDirectory)];
+    if config.get(READ_ONLY).and_then(Value::as_bool) != Some(true) {
+        let write = WriteConfig::from_config(config);
+        tools.push(Arc::new(WriteFile::new(write.clone())));
+        tools.push(Arc::new(EditFile::new(write)));
+    }
+    tools
 }
 
-/// `read_file {path, offset?, limit?}`: the file's lines numbered from 1 (`cat -n`
+/// `read_file {file_path, offset?, limit?}` (`path` is accepted too): the file's lines numbered from 1 (`cat -n`
 /// style, `{n:>6}\t{line}`), starting at line `offset` (1-based), at most `limit` lines
 /// (default 2000), output capped at 256 KB. Binary files and directories are refused.
 #[derive(Debug, Clone, Copy)]
@@ -54,11 +76,11 @@ impl Tool for ReadFile {
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the working directory."},
+                    "file_path": {"type": "string", "description": "File path, relative to the working directory."},
                     "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
                     "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines (default 2000)."}
                 },
-                "required": ["path"]
+                "required": ["file_path"]
             }),
         }
     }
@@ -93,12 +115,13 @@ impl Tool for ListDirectory {
     }
 }
 
-/// Runs blocking file work off the async workers.
-pub(crate) async fn blocking(
-    work: impl FnOnce() -> Result<String, String> + Send + 'static,
+/// Runs blocking file work off the async workers: `Ok` is the result (a text is a
+/// successful output), `Err` an error text.
+pub(crate) async fn blocking<T: Into<ToolOutput> + Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> ToolOutput {
     match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(text)) => ToolOutput::ok(text),
+        Ok(Ok(output)) => output.into(),
         Ok(Err(message)) => ToolOutput::error(message),
         Err(e) => ToolOutput::error(format!("the tool failed: {e}")),
     }
@@ -128,9 +151,12 @@ fn opt_count(input: &Value, key: &str) -> Result<Option<usize>, String> {
 
 fn read_file(input: &Value, working_dir: &Path) -> Result<String, String> {
     if !input.is_object() {
-        return Err("read_file expects an object like {\"path\": \"src/main.rs\"}".into());
+        return Err("read_file expects an object like {\"file_path\": \"src/main.rs\"}".into());
     }
-    let requested = opt_str(input, "path")?.ok_or("read_file needs 'path'")?;
+    let requested = match opt_str(input, "file_path")? {
+        Some(path) => path,
+        None => opt_str(input, "path")?.ok_or("read_file needs 'file_path'")?,
+    };
     let offset = opt_count(input, "offset")?.unwrap_or(1);
     let limit = opt_count(input, "limit")?.unwrap_or(DEFAULT_LINE_LIMIT);
     let root = confine::root(working_dir)?;
@@ -285,7 +311,7 @@ mod tests {
             .await;
         assert!(out.is_error && out.content.contains("outside the working directory"));
         let out = ReadFile.call(json!({}), c()).await;
-        assert!(out.is_error && out.content.contains("needs 'path'"));
+        assert!(out.is_error && out.content.contains("needs 'file_path'"));
         let out = ReadFile.call(json!({"path": "x", "limit": -1}), c()).await;
         assert!(out.is_error && out.content.contains("positive integer"));
         let out = ReadFile.call(json!("a.txt"), c()).await;

@@ -1,23 +1,28 @@
 //! Tools a model can call, and the registry that mounts them from a mount plan.
 //!
 //! Owns: the `Tool` trait, tool outputs, the built-in modules `tool-task`,
-//! `tool-filesystem` (read-only: `read_file`, `list_directory`) and `tool-search`
-//! (`glob`, `grep`), all confined to the session's working directory. Does not own:
-//! running tool calls concurrently (`engine`) or spawning sessions (`engine::runtime`).
+//! `tool-filesystem` (`read_file`, `list_directory`, `write_file`, `edit_file`),
+//! `tool-search` (`glob`, `grep`) and `tool-bash` (`bash`). Reads are confined to the
+//! session's working directory, writes to `allowed_write_paths` (`confine`). Does not
+//! own: running tool calls concurrently, recording `files_changed` or scrubbing secrets
+//! from outputs (`engine`), spawning sessions (`engine::runtime`), or deciding whether
+//! a call may run at all (approvals).
 
+pub mod bash;
 pub mod confine;
 pub mod filesystem;
 pub mod mount;
 pub mod search;
 pub mod task;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::provider::ToolSpec;
+use crate::session::metadata::FileChange;
 
 /// The result of one tool call; `content` goes back to the model verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +30,16 @@ pub struct ToolOutput {
     pub content: String,
     /// The call failed; `content` is the error text the model sees.
     pub is_error: bool,
+    /// The file this call wrote or edited (`write_file`, `edit_file`), for the
+    /// session's `files_changed`; `None` for every other call and for failures.
+    pub change: Option<FileChange>,
+}
+
+/// A text is a successful output.
+impl From<String> for ToolOutput {
+    fn from(content: String) -> Self {
+        Self::ok(content)
+    }
 }
 
 impl ToolOutput {
@@ -32,6 +47,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            change: None,
         }
     }
 
@@ -39,6 +55,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            change: None,
         }
     }
 }
@@ -76,5 +93,13 @@ pub trait Tool: Send + Sync {
     /// The default does nothing.
     fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
         let _ = (input, ctx);
+    }
+    /// What a call with `input` would change, shown before it runs (the approval
+    /// prompt): a unified diff for `write_file` / `edit_file`, `Err` with the reason
+    /// the call would fail. `None` (the default) for tools that change no file. Reads
+    /// the current file (blocking) but writes nothing.
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+        let _ = (input, working_dir);
+        None
     }
 }

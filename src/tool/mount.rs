@@ -1,8 +1,9 @@
 //! Mounting tools from a mount plan: which tools one session's model may call.
 //!
 //! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
-//! `read_file`, `list_directory`; `tool-search` → `glob`, `grep`; `tool-task` → `task`
-//! below `max_recursion_depth`), and the error text for a call to a tool that is not
+//! `read_file`, `list_directory`, and unless its config says `read_only: true`,
+//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
+//! `tool-task` → `task` below `max_recursion_depth`), and the error text for a call to a tool that is not
 //! mounted. Does not own: running calls (`engine::turn`) or building the task tool
 //! (the engine passes a constructor, since the task tool needs the runtime).
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use crate::config::MountPlan;
 
 use super::task::{self, TaskConfig};
-use super::{Tool, ToolSpec, filesystem, search};
+use super::{Tool, ToolSpec, bash, filesystem, search};
 
 /// The tools mounted for one session's turn, in mount order, unique by name.
 #[derive(Clone, Default)]
@@ -44,8 +45,9 @@ impl ToolSet {
         let mut set = Self::default();
         for entry in plan.tools() {
             match entry.module.as_str() {
-                filesystem::MODULE => set.extend(filesystem::tools()),
+                filesystem::MODULE => set.extend(filesystem::tools(&entry.config)),
                 search::MODULE => set.extend(search::tools()),
+                bash::MODULE => set.extend(bash::tools(&entry.config)),
                 task::MODULE => {
                     let config = TaskConfig::from_value(&entry.config);
                     if depth >= config.max_recursion_depth {
@@ -125,12 +127,35 @@ mod tests {
             {"module": "tool-filesystem"}
         ]}));
         let set = ToolSet::mount(&plan, 0, None);
-        assert_eq!(set.names(), ["read_file", "list_directory", "glob", "grep"]);
+        assert_eq!(
+            set.names(),
+            [
+                "read_file",
+                "list_directory",
+                "write_file",
+                "edit_file",
+                "glob",
+                "grep"
+            ]
+        );
         assert!(set.get("grep").is_some());
         assert_eq!(
             set.not_mounted_error("bash"),
-            "Unknown tool 'bash'. Available tools: read_file, list_directory, glob, grep"
+            "Unknown tool 'bash'. Available tools: read_file, list_directory, write_file, \
+             edit_file, glob, grep"
         );
+    }
+
+    #[test]
+    fn read_only_filesystem_and_bash_module() {
+        let plan = MountPlan(json!({"tools": [
+            {"module": "tool-filesystem", "config": {"read_only": true}},
+            {"module": "tool-bash", "config": {"timeout": 30}},
+        ]}));
+        let set = ToolSet::mount(&plan, 0, None);
+        assert_eq!(set.names(), ["read_file", "list_directory", "bash"]);
+        let description = set.get("bash").unwrap().spec().description;
+        assert!(description.contains("default 30"), "{description}");
     }
 
     /// Agent validation warns about any tool module outside `BUILTIN_TOOL_MODULES`:
@@ -139,7 +164,12 @@ mod tests {
     fn builtin_tool_modules_are_the_mounted_ones() {
         let mut listed = BUILTIN_TOOL_MODULES.to_vec();
         listed.sort_unstable();
-        let mut implemented = [filesystem::MODULE, search::MODULE, task::MODULE];
+        let mut implemented = [
+            filesystem::MODULE,
+            search::MODULE,
+            task::MODULE,
+            bash::MODULE,
+        ];
         implemented.sort_unstable();
         assert_eq!(listed, implemented);
         let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };

@@ -393,6 +393,7 @@ impl Tool for TaskTool {
                     ToolOutput {
                         content,
                         is_error: failed,
+                        change: None,
                     }
                 }
                 Err(message) => ToolOutput::error(message),

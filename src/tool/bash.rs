@@ -1,0 +1,310 @@
+//! Module `tool-bash`: the `bash` tool (SPEC §12).
+//!
+//! Owns: running one command as `sh -c` in the session's working directory, in a
+//! process group of its own with stdin closed; its timeout (default 120 s, at most
+//! 600 s); killing the whole group (SIGKILL to `-pgid`) when the command times out, when
+//! the turn is cancelled, when the call's future is dropped, and when the shell exits
+//! (processes it left in the background would otherwise hold the output pipes open);
+//! and capping what it printed ([`output::Capped`]: head and tail kept, the cut
+//! stated). Does not own: approvals, or scrubbing secrets from the output (the engine
+//! scrubs every tool's output).
+//!
+//! Result (Amplifier's keys): `{"stdout", "stderr", "returncode"}`, plus
+//! `"truncated": true` when a stream was cut, and `"error"` when the command did not
+//! finish (timeout, cancel); `returncode` is `-N` for a command ended by signal `N`
+//! and `null` when it did not finish. The call is an error result unless the command
+//! exited with 0.
+//!
+//! Limits: a process that leaves the group (`setsid`) escapes the kill; once the
+//! shell has exited, its output is read for at most [`DRAIN`] more.
+
+pub mod output;
+
+use std::path::Path;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+use output::Capped;
+
+/// The module name in a mount plan's `tools[]`.
+pub const MODULE: &str = "tool-bash";
+/// The tool's name.
+pub const TOOL_NAME: &str = "bash";
+/// A call's timeout when neither the call nor the module config sets one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest timeout a call or the config may ask for; longer ones are lowered.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// After the shell exited (or was killed), how long its pipes are still read.
+pub const DRAIN: Duration = Duration::from_secs(2);
+
+/// The tools of this module for its entry `config` (`timeout`: the default timeout in
+/// seconds, Amplifier's key).
+pub fn tools(config: &Value) -> Vec<Arc<dyn Tool>> {
+    let timeout = seconds(config.get("timeout")).unwrap_or(DEFAULT_TIMEOUT);
+    vec![Arc::new(Bash::new(timeout))]
+}
+
+/// `bash {command, timeout?}`: see the module doc.
+#[derive(Debug, Clone)]
+pub struct Bash {
+    default_timeout: Duration,
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Self::new(DEFAULT_TIMEOUT)
+    }
+}
+
+impl Bash {
+    /// A bash tool whose calls time out after `default_timeout` unless they set their
+    /// own (both capped at [`MAX_TIMEOUT`]).
+    pub fn new(default_timeout: Duration) -> Self {
+        Self {
+            default_timeout: default_timeout.min(MAX_TIMEOUT),
+        }
+    }
+}
+
+impl Tool for Bash {
+    fn module(&self) -> &str {
+        MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: TOOL_NAME.into(),
+            description: format!(
+                "Run a shell command (sh -c) in the working directory and get its stdout, \
+                 stderr and exit code. Use it for builds, tests, git and other command-line \
+                 tools. stdin is closed, so interactive commands fail; long output keeps its \
+                 beginning and end. The command is killed, with every process it started, \
+                 after `timeout` seconds (default {}, at most {}); processes left running in \
+                 the background are killed when the command ends.",
+                self.default_timeout.as_secs(),
+                MAX_TIMEOUT.as_secs()
+            ),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command to run."},
+                    "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT.as_secs(), "description": "Timeout in seconds."}
+                },
+                "required": ["command"]
+            }),
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let default_timeout = self.default_timeout;
+        Box::pin(async move {
+            let command = match input.get("command") {
+                Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+                Some(Value::String(_)) | None | Some(Value::Null) => {
+                    return ToolOutput::error("bash needs a non-empty 'command'");
+                }
+                Some(other) => {
+                    return ToolOutput::error(format!("'command' must be a string, got {other}"));
+                }
+            };
+            let timeout = match input.get("timeout") {
+                None | Some(Value::Null) => default_timeout,
+                Some(v) => match seconds(Some(v)) {
+                    Some(t) => t,
+                    None => {
+                        return ToolOutput::error(format!(
+                            "'timeout' must be a positive number of seconds, got {v}"
+                        ));
+                    }
+                },
+            };
+            run(&command, &ctx.working_dir, timeout, &ctx.cancel).await
+        })
+    }
+}
+
+/// A positive number of seconds (a number or a numeric string), capped at
+/// [`MAX_TIMEOUT`]; `None` when absent or not positive.
+fn seconds(value: Option<&Value>) -> Option<Duration> {
+    let v = value?;
+    let secs = v
+        .as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(secs.min(MAX_TIMEOUT.as_secs_f64())))
+}
+
+/// How the wait for the shell ended.
+enum End {
+    Exited(ExitStatus),
+    WaitFailed(std::io::Error),
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs `command` as `sh -c` in `dir` (see the module doc) and builds the result.
+pub async fn run(
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    if cancel.is_cancelled() {
+        return ToolOutput::error("cancelled: the turn was cancelled before the command started");
+    }
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return ToolOutput::error(format!("cannot start `sh -c` in {}: {e}", dir.display()));
+        }
+    };
+    // Declared after `child`, so it drops (killing the group) before the child does.
+    let mut group = Group(child.id());
+    let (mut stdout, mut stderr) = (Capped::default(), Capped::default());
+    let out_pipe = child.stdout.take();
+    let err_pipe = child.stderr.take();
+    // Boxed so it can be dropped (ending its borrows of the buffers) before they are read.
+    let mut reading = Box::pin(async {
+        tokio::join!(pump(out_pipe, &mut stdout), pump(err_pipe, &mut stderr));
+    });
+    let mut read_done = false;
+    let deadline = tokio::time::sleep(timeout);
+    let mut deadline = pin!(deadline);
+    let end = loop {
+        tokio::select! {
+            () = &mut reading, if !read_done => read_done = true,
+            status = child.wait() => break match status {
+                Ok(status) => End::Exited(status),
+                Err(e) => End::WaitFailed(e),
+            },
+            () = &mut deadline => break End::TimedOut,
+            () = cancel.cancelled() => break End::Cancelled,
+        }
+    };
+    group.kill();
+    if !matches!(end, End::Exited(_)) {
+        let _ = child.wait().await;
+    }
+    if !read_done {
+        let _ = tokio::time::timeout(DRAIN, &mut reading).await;
+    }
+    drop(reading);
+    result(end, timeout, stdout, stderr)
+}
+
+fn result(end: End, timeout: Duration, stdout: Capped, stderr: Capped) -> ToolOutput {
+    let truncated = stdout.was_cut() || stderr.was_cut();
+    let mut body = json!({
+        "stdout": stdout.into_text(),
+        "stderr": stderr.into_text(),
+    });
+    let (returncode, error) = match end {
+        End::Exited(status) => (Some(exit_code(status)), None),
+        End::WaitFailed(e) => (None, Some(format!("cannot wait for the command: {e}"))),
+        End::TimedOut => (
+            None,
+            Some(format!(
+                "Command timed out after {} seconds; it was killed with every process it started",
+                timeout.as_secs_f64()
+            )),
+        ),
+        End::Cancelled => (
+            None,
+            Some(
+                "cancelled: the turn was cancelled; the command was killed with every process \
+                 it started"
+                    .to_string(),
+            ),
+        ),
+    };
+    if let Value::Object(map) = &mut body {
+        map.insert("returncode".into(), json!(returncode));
+        if truncated {
+            map.insert("truncated".into(), json!(true));
+        }
+        if let Some(e) = &error {
+            map.insert("error".into(), json!(e));
+        }
+    }
+    let content = body.to_string();
+    if returncode == Some(0) {
+        ToolOutput::ok(content)
+    } else {
+        ToolOutput::error(content)
+    }
+}
+
+/// The exit code, or `-N` for a command ended by signal `N` (Python's convention, as
+/// Amplifier reports it).
+fn exit_code(status: ExitStatus) -> i32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return -signal;
+        }
+    }
+    status.code().unwrap_or(-1)
+}
+
+/// Reads `pipe` to its end into `buf`.
+async fn pump(pipe: Option<impl AsyncRead + Unpin>, buf: &mut Capped) {
+    let Some(mut pipe) = pipe else { return };
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.push(&chunk[..n]),
+        }
+    }
+}
+
+/// The command's process group (its id is the shell's pid): killed by
+/// [`Group::kill`] or on drop, at most once.
+struct Group(Option<u32>);
+
+impl Group {
+    fn kill(&mut self) {
+        let Some(pgid) = self.0.take() else { return };
+        #[cfg(unix)]
+        {
+            use nix::sys::signal::{Signal, killpg};
+            use nix::unistd::Pid;
+            if let Ok(raw) = i32::try_from(pgid) {
+                // ESRCH: every member is gone already.
+                let _ = killpg(Pid::from_raw(raw), Signal::SIGKILL);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = pgid;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,411 @@
+//! Module `tool-filesystem`, writing part: `write_file` and `edit_file`.
+//!
+//! Owns: the two write tools (Amplifier's names, inputs and result keys), their module
+//! config (`allowed_write_paths`, default `["."]`), atomic replacement of a file (a
+//! temp file in the same directory, renamed over it; permissions kept), creating
+//! missing parent directories inside the allowed roots, the [`FileChange`] each
+//! successful call reports, and previews (the diff a call would make, without writing).
+//! Does not own: path confinement (`confine::resolve_for_write`), the edit and diff
+//! rules (`diff`), recording changes in metadata (`engine`) or approvals.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::diff::{self, apply_edit};
+use super::{MODULE, READ_FILE_MAX, blocking, opt_str};
+use crate::session::metadata::FileChange;
+use crate::tool::confine::{self, ALLOWED_WRITE_PATHS, WriteTarget};
+use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// Files larger than this get line counts from their line totals instead of a diff.
+const DIFF_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where the write tools may write: the `allowed_write_paths` entries of the module
+/// config, or why that config is unusable (then every write is refused with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteConfig {
+    allowed: Result<Vec<String>, String>,
+}
+
+impl Default for WriteConfig {
+    fn default() -> Self {
+        Self {
+            allowed: Ok(vec![".".to_string()]),
+        }
+    }
+}
+
+impl WriteConfig {
+    /// Reads `allowed_write_paths` from a `tool-filesystem` config: absent or null →
+    /// `["."]` (the session's working directory); a string → that one entry; a list of
+    /// strings → those (an empty list allows no write). Anything else is kept as an
+    /// error that every write reports, so a typo never widens what may be written.
+    pub fn from_config(config: &Value) -> Self {
+        let allowed = match config.get(ALLOWED_WRITE_PATHS) {
+            None | Some(Value::Null) => return Self::default(),
+            Some(Value::String(one)) => Ok(vec![one.clone()]),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or(v))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|bad| {
+                    format!(
+                        "the tool-filesystem config is invalid: {ALLOWED_WRITE_PATHS} must list \
+                         directory paths as strings, got {bad}; nothing can be written"
+                    )
+                }),
+            Some(other) => Err(format!(
+                "the tool-filesystem config is invalid: {ALLOWED_WRITE_PATHS} must be a list of \
+                 directory paths, got {other}; nothing can be written"
+            )),
+        };
+        Self { allowed }
+    }
+
+    /// The file `requested` resolves to, if a write there is allowed (see
+    /// `confine::resolve_for_write`; `~/` is `$HOME`).
+    fn target(&self, working_dir: &Path, requested: &str) -> Result<WriteTarget, String> {
+        let allowed = self.allowed.as_ref().map_err(Clone::clone)?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        confine::resolve_for_write(working_dir, allowed, requested, home.as_deref())
+    }
+}
+
+/// `write_file {file_path, content}`: creates or replaces a file with `content`
+/// (parent directories created). Result: `{"file_path", "bytes", "created",
+/// "lines_added", "lines_removed"}` (Amplifier's `file_path`/`bytes` plus the change).
+#[derive(Debug, Clone, Default)]
+pub struct WriteFile {
+    config: WriteConfig,
+}
+
+/// `edit_file {file_path, old_string, new_string, replace_all?}`: replaces an exact
+/// occurrence of `old_string` (exactly one, or every one with `replace_all`). Result:
+/// `{"file_path", "replacements_made", "bytes_written", "lines_added",
+/// "lines_removed"}`.
+#[derive(Debug, Clone, Default)]
+pub struct EditFile {
+    config: WriteConfig,
+}
+
+impl WriteFile {
+    pub fn new(config: WriteConfig) -> Self {
+        Self { config }
+    }
+}
+
+impl EditFile {
+    pub fn new(config: WriteConfig) -> Self {
+        Self { config }
+    }
+}
+
+impl Tool for WriteFile {
+    fn module(&self) -> &str {
+        MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write_file".into(),
+            description: "Write a file: creates it (and missing parent directories) or \
+                          replaces its whole content. Read an existing file first; prefer \
+                          edit_file for changes to part of a file. Only paths inside the \
+                          allowed write directories (by default the working directory) \
+                          can be written."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to write, relative to the working directory or absolute."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["file_path", "content"]
+            }),
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let config = self.config.clone();
+        Box::pin(blocking(move || {
+            write_file(&input, &ctx.working_dir, &config)
+        }))
+    }
+
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+        Some(plan_write(input, working_dir, &self.config).map(|p| p.diff()))
+    }
+}
+
+impl Tool for EditFile {
+    fn module(&self) -> &str {
+        MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "edit_file".into(),
+            description: "Replace exact text in a file. old_string must match the file \
+                          exactly (whitespace and indentation included, without read_file's \
+                          line-number prefix) and exactly once, unless replace_all is true. \
+                          Read the file first."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to edit, relative to the working directory or absolute."},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
+                    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string (default false)."}
+                },
+                "required": ["file_path", "old_string", "new_string"]
+            }),
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let config = self.config.clone();
+        Box::pin(blocking(move || {
+            edit_file(&input, &ctx.working_dir, &config)
+        }))
+    }
+
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+        Some(plan_edit(input, working_dir, &self.config).map(|p| p.diff()))
+    }
+}
+
+/// A write worked out but not done: where, the content before (`None`: a new file)
+/// and after, and the result fields of the tool.
+struct Planned {
+    target: PathBuf,
+    /// The path as shown to the model and recorded (relative to the working directory
+    /// when inside it).
+    shown: String,
+    before: Option<String>,
+    after: String,
+    tool: &'static str,
+    replacements: usize,
+}
+
+impl Planned {
+    fn diff(&self) -> String {
+        diff::unified_diff(&self.shown, self.before.as_deref(), &self.after)
+    }
+
+    fn change(&self) -> FileChange {
+        let before = self.before.as_deref().unwrap_or("");
+        let (lines_added, lines_removed) =
+            if before.len() > DIFF_MAX_BYTES || self.after.len() > DIFF_MAX_BYTES {
+                (
+                    self.after.lines().count() as u64,
+                    before.lines().count() as u64,
+                )
+            } else {
+                diff::line_counts(before, &self.after)
+            };
+        FileChange {
+            path: self.shown.clone(),
+            tool: self.tool.to_string(),
+            lines_added,
+            lines_removed,
+            created: self.before.is_none(),
+            changes: 1,
+        }
+    }
+}
+
+fn write_file(
+    input: &Value,
+    working_dir: &Path,
+    config: &WriteConfig,
+) -> Result<ToolOutput, String> {
+    let planned = plan_write(input, working_dir, config)?;
+    commit(&planned)?;
+    let change = planned.change();
+    let content = json!({
+        "file_path": planned.shown,
+        "bytes": planned.after.len(),
+        "created": change.created,
+        "lines_added": change.lines_added,
+        "lines_removed": change.lines_removed,
+    });
+    Ok(ToolOutput {
+        content: content.to_string(),
+        is_error: false,
+        change: Some(change),
+    })
+}
+
+fn edit_file(
+    input: &Value,
+    working_dir: &Path,
+    config: &WriteConfig,
+) -> Result<ToolOutput, String> {
+    let planned = plan_edit(input, working_dir, config)?;
+    commit(&planned)?;
+    let change = planned.change();
+    let content = json!({
+        "file_path": planned.shown,
+        "replacements_made": planned.replacements,
+        "bytes_written": planned.after.len(),
+        "lines_added": change.lines_added,
+        "lines_removed": change.lines_removed,
+    });
+    Ok(ToolOutput {
+        content: content.to_string(),
+        is_error: false,
+        change: Some(change),
+    })
+}
+
+fn plan_write(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<Planned, String> {
+    if !input.is_object() {
+        return Err(
+            "write_file expects an object like {\"file_path\": \"notes.md\", \"content\": \"…\"}"
+                .into(),
+        );
+    }
+    let requested = opt_str(input, "file_path")?.ok_or("write_file needs 'file_path'")?;
+    let content = opt_str(input, "content")?.ok_or("write_file needs 'content'")?;
+    let target = config.target(working_dir, requested)?;
+    let before = if target.exists {
+        Some(read_text(&target.path, requested, true)?)
+    } else {
+        None
+    };
+    Ok(Planned {
+        shown: shown(working_dir, &target.path),
+        target: target.path,
+        before,
+        after: content.to_string(),
+        tool: "write_file",
+        replacements: 0,
+    })
+}
+
+fn plan_edit(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<Planned, String> {
+    if !input.is_object() {
+        return Err(
+            "edit_file expects an object like {\"file_path\": \"src/a.rs\", \
+                    \"old_string\": \"…\", \"new_string\": \"…\"}"
+                .into(),
+        );
+    }
+    let requested = opt_str(input, "file_path")?.ok_or("edit_file needs 'file_path'")?;
+    let old = opt_str(input, "old_string")?.ok_or("edit_file needs 'old_string'")?;
+    let new = opt_str(input, "new_string")?.ok_or("edit_file needs 'new_string'")?;
+    let replace_all = opt_bool(input, "replace_all")?.unwrap_or(false);
+    let target = config.target(working_dir, requested)?;
+    if !target.exists {
+        return Err(format!(
+            "file not found: '{requested}' (edit_file changes existing files; write_file creates one)"
+        ));
+    }
+    let before = read_text(&target.path, requested, false)?;
+    let shown = shown(working_dir, &target.path);
+    let edited = apply_edit(&before, old, new, replace_all).map_err(|e| e.message(&shown))?;
+    Ok(Planned {
+        shown,
+        target: target.path,
+        before: Some(before),
+        after: edited.content,
+        tool: "edit_file",
+        replacements: edited.replacements,
+    })
+}
+
+/// The current text of `path`. `lossy`: a binary or non-UTF-8 file is read lossily
+/// (only line counts use it) instead of refused.
+fn read_text(path: &Path, requested: &str, lossy: bool) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("'{requested}' is not a regular file"));
+    }
+    if meta.len() > READ_FILE_MAX {
+        if lossy {
+            return Ok(String::new());
+        }
+        return Err(format!(
+            "'{requested}' is too large to edit ({} bytes; the limit is {READ_FILE_MAX})",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+    if lossy {
+        return Ok(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    if confine::looks_binary(&bytes) {
+        return Err(format!(
+            "'{requested}' looks like a binary file; edit_file edits text only"
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| format!("'{requested}' is not UTF-8 text; edit_file edits UTF-8 text only"))
+}
+
+/// `path` relative to the working directory (canonical) when inside it, else absolute.
+fn shown(working_dir: &Path, path: &Path) -> String {
+    match confine::root(working_dir) {
+        Ok(root) => confine::display(&root, path),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Writes `planned.after` to `planned.target` atomically: missing parent directories
+/// first, then a temp file in the same directory (mode 0666 less the umask, or the
+/// replaced file's permissions), synced, renamed over the target.
+fn commit(planned: &Planned) -> Result<(), String> {
+    let shown = &planned.shown;
+    let dir = planned
+        .target
+        .parent()
+        .ok_or_else(|| format!("cannot write '{shown}': it has no parent directory"))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?;
+    let name = planned
+        .target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".arbor-tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temp = builder
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot write '{shown}': {e}"))?;
+    if planned.before.is_some()
+        && let Ok(meta) = std::fs::metadata(&planned.target)
+    {
+        std::fs::set_permissions(temp.path(), meta.permissions())
+            .map_err(|e| format!("cannot write '{shown}': {e}"))?;
+    }
+    temp.write_all(planned.after.as_bytes())
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(|e| format!("cannot write '{shown}': {e}"))?;
+    temp.persist(&planned.target)
+        .map_err(|e| format!("cannot write '{shown}': {}", e.error))?;
+    Ok(())
+}
+
+/// A boolean argument (`true`/`false`, or those words as strings); `None` when absent.
+fn opt_bool(input: &Value, key: &str) -> Result<Option<bool>, String> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(other) => Err(format!("'{key}' must be true or false, got {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;
