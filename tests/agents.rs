@@ -18,6 +18,7 @@ use arbor::agent::watcher::{AgentEnv, WatchSpec, WatcherHandle, spawn_watcher_wi
 use arbor::agent::{AgentSource, Registry, registry::validate_file};
 use arbor::config::merge::merge_for_spawn;
 use arbor::paths::Paths;
+use arbor::tool::mount::ToolSet;
 use serde_json::{Value, json};
 
 /// Paths rooted in `root`: `root/home/.amplifier`, config under `root/home/.config`,
@@ -259,6 +260,34 @@ fn spawning_a_builtin_agent_from_the_builtin_root() {
     let tools: Vec<_> = child.tools().into_iter().map(|t| t.module).collect();
     assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-task"]);
     assert_eq!(child.max_iterations(), 50);
+}
+
+/// Until approvals exist, no session of the built-in bundle may write or run commands:
+/// the root, every built-in agent spawned from it, and a root started as one of them.
+#[test]
+fn the_builtin_bundle_mounts_no_write_or_shell_tool() {
+    let bundle = Bundle::builtin();
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load(&paths_in(tmp.path()), &bundle);
+    let mut plans = vec![("root".to_string(), bundle.mount_plan.clone())];
+    for agent in reg.agents() {
+        let spawned = merge_for_spawn(&bundle.mount_plan, &agent.overlay, &Value::Null);
+        plans.push((agent.name.clone(), spawned));
+    }
+    assert!(plans.len() > 4, "{}", plans.len());
+    for (name, plan) in plans {
+        let tools = ToolSet::mount(&plan, 0, None).names();
+        assert!(
+            tools.contains(&"read_file".to_string()),
+            "{name}: {tools:?}"
+        );
+        for forbidden in ["write_file", "edit_file", "bash"] {
+            assert!(
+                !tools.contains(&forbidden.to_string()),
+                "{name} mounts {forbidden}"
+            );
+        }
+    }
 }
 
 // ---- bad input: clear messages, nothing lost ----
