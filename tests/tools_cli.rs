@@ -1,6 +1,7 @@
 //! The write and shell tools through the real binary and a scripted loopback
 //! provider: an agent of the user's own directory (the built-in bundle does not mount
-//! these tools until approvals exist) runs `env` with a provider key in the
+//! these tools until approvals exist, so the agent turns its `read_only` off and adds
+//! `tool-bash`) runs `env` with a provider key in the
 //! environment and writes a file; the key reaches neither the model nor any session
 //! file, and `session show --json` lists the file in `files_changed`.
 
@@ -15,7 +16,7 @@ const CONFIG_KEY: &str = "sk-config-key-77777777";
 const ENV_KEY: &str = "sk-env-key-OPENAI-123456789";
 
 const SHELL_AGENT: &str = "---\nmeta:\n  name: shell\n  description: Runs commands.\n\
-tools:\n  - module: tool-filesystem\n  - module: tool-bash\n---\nYou run commands.\n";
+tools:\n  - module: tool-filesystem\n    config:\n      read_only: false\n  - module: tool-bash\n---\nYou run commands.\n";
 
 #[test]
 fn env_output_is_scrubbed_and_writes_are_listed() {
