@@ -260,15 +260,7 @@ mod tests {
     use super::*;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            session_id: "s".into(),
-            parent_id: None,
-            depth: 0,
-            tool_call_id: "c".into(),
-            working_dir: dir.to_path_buf(),
-            cancel: Default::default(),
-            sub_session_id: None,
-        }
+        ToolContext::in_dir(dir)
     }
 
     #[tokio::test]

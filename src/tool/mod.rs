@@ -80,6 +80,22 @@ pub struct ToolContext {
     pub sub_session_id: Option<String>,
 }
 
+#[cfg(test)]
+impl ToolContext {
+    /// A root session's call `c` in `dir`, never cancelled (tool unit tests).
+    pub(crate) fn in_dir(dir: &Path) -> Self {
+        Self {
+            session_id: "s".into(),
+            parent_id: None,
+            depth: 0,
+            tool_call_id: "c".into(),
+            working_dir: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+            sub_session_id: None,
+        }
+    }
+}
+
 /// One callable tool.
 pub trait Tool: Send + Sync {
     /// The module this tool belongs to (`tool-filesystem`).

@@ -9,13 +9,8 @@ use super::*;
 
 fn ctx(dir: &Path, cancel: CancellationToken) -> ToolContext {
     ToolContext {
-        session_id: "s".into(),
-        parent_id: None,
-        depth: 0,
-        tool_call_id: "c".into(),
-        working_dir: dir.to_path_buf(),
         cancel,
-        sub_session_id: None,
+        ..ToolContext::in_dir(dir)
     }
 }
 

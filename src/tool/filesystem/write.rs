@@ -131,7 +131,7 @@ impl Tool for WriteFile {
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let config = self.config.clone();
         Box::pin(blocking(move || {
-            write_file(&input, &ctx.working_dir, &config)
+            execute(plan_write(&input, &ctx.working_dir, &config))
         }))
     }
 
@@ -169,7 +169,7 @@ impl Tool for EditFile {
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let config = self.config.clone();
         Box::pin(blocking(move || {
-            edit_file(&input, &ctx.working_dir, &config)
+            execute(plan_edit(&input, &ctx.working_dir, &config))
         }))
     }
 
@@ -218,43 +218,27 @@ impl Planned {
     }
 }
 
-fn write_file(
-    input: &Value,
-    working_dir: &Path,
-    config: &WriteConfig,
-) -> Result<ToolOutput, String> {
-    let planned = plan_write(input, working_dir, config)?;
+/// Writes a planned change and builds the tool's result: Amplifier's keys for the tool
+/// (`write_file`: `bytes`, `created`; `edit_file`: `replacements_made`,
+/// `bytes_written`) plus the line counts.
+fn execute(planned: Result<Planned, String>) -> Result<ToolOutput, String> {
+    let planned = planned?;
     commit(&planned)?;
     let change = planned.change();
-    let content = json!({
+    let mut content = json!({
         "file_path": planned.shown,
-        "bytes": planned.after.len(),
-        "created": change.created,
         "lines_added": change.lines_added,
         "lines_removed": change.lines_removed,
     });
-    Ok(ToolOutput {
-        content: content.to_string(),
-        is_error: false,
-        change: Some(change),
-    })
-}
-
-fn edit_file(
-    input: &Value,
-    working_dir: &Path,
-    config: &WriteConfig,
-) -> Result<ToolOutput, String> {
-    let planned = plan_edit(input, working_dir, config)?;
-    commit(&planned)?;
-    let change = planned.change();
-    let content = json!({
-        "file_path": planned.shown,
-        "replacements_made": planned.replacements,
-        "bytes_written": planned.after.len(),
-        "lines_added": change.lines_added,
-        "lines_removed": change.lines_removed,
-    });
+    let bytes = planned.after.len();
+    let extra = if planned.tool == "edit_file" {
+        json!({"replacements_made": planned.replacements, "bytes_written": bytes})
+    } else {
+        json!({"bytes": bytes, "created": change.created})
+    };
+    if let (Value::Object(map), Value::Object(extra)) = (&mut content, extra) {
+        map.extend(extra);
+    }
     Ok(ToolOutput {
         content: content.to_string(),
         is_error: false,
