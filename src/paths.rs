@@ -1,7 +1,7 @@
 //! Where arbor reads and writes on disk (SPEC §2).
 //!
-//! Owns: resolving the Amplifier home, arbor's config file, the log file, the project
-//! slug and the sessions directory from the environment. Does not own: reading any of
+//! Owns: resolving the Amplifier home, arbor's config file, the log file, the trust
+//! store, the project slug and the sessions directory from the environment. Does not own: reading any of
 //! those files.
 
 use std::path::{Path, PathBuf};
@@ -92,6 +92,13 @@ impl Paths {
         self.amplifier_home.join("agents")
     }
 
+    /// The trust store (`config::trust`): `trusted-projects.json` in arbor's state
+    /// directory, beside the log file (on Linux `~/.local/state/arbor/`). Trust is a
+    /// decision about this machine's directories, so it lives with state, not config.
+    pub fn trust_file(&self) -> PathBuf {
+        self.log_file.with_file_name("trusted-projects.json")
+    }
+
     /// `$AMPLIFIER_HOME/routing`.
     pub fn routing_dir(&self) -> PathBuf {
         self.amplifier_home.join("routing")
@@ -167,6 +174,10 @@ mod tests {
         assert_eq!(
             p.sessions_dir(),
             PathBuf::from("/tmp/amp/projects/-nonexistent-x/sessions")
+        );
+        assert_eq!(
+            p.trust_file(),
+            PathBuf::from("/tmp/home/.local/state/arbor/trusted-projects.json")
         );
     }
 }

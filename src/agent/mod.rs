@@ -6,11 +6,14 @@
 //! files (`bundle`), the resolution tiers env → user → project → bundle with `ns:name`
 //! and shadowing (`registry`), the validation rules shared with bundles and the lists
 //! of modules arbor implements (`validate`), the reload scheduler that coalesces change
-//! bursts and reports a diff (`reload`), and the OS file watcher feeding it
-//! (`watcher`). Sits above `config` (it reads YAML and builds mount plans with it) and
-//! below `provider`. Does not own: merging an agent into a mount plan
-//! (`config::merge`) or mounting tools (`tool::mount`).
+//! bursts and reports a diff (`reload`), the OS file watcher feeding it (`watcher`),
+//! the tier rule for an agent's `approvals:` (`approvals`), and withholding the tools
+//! of an untrusted project's agents (`registry`, with `config::trust`). Sits above
+//! `config` (it reads YAML and builds mount plans with it) and below `provider`. Does
+//! not own: merging an agent into a mount plan (`config::merge`) or mounting tools
+//! (`tool::mount`).
 
+pub mod approvals;
 pub mod bundle;
 pub mod file;
 pub mod frontmatter;
@@ -39,6 +42,18 @@ pub enum AgentSource {
     Project,
     /// The active bundle (built-in by default).
     Bundle,
+}
+
+impl AgentSource {
+    /// `env`, `user`, `project` or `bundle`, as `agent list` shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Env => "env",
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Bundle => "bundle",
+        }
+    }
 }
 
 /// A validation problem with a position: `path:line:col: message`.

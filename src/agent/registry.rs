@@ -2,7 +2,8 @@
 //!
 //! Owns: collecting agent definitions from the four tiers — `AMPLIFIER_AGENT_<NAME>`
 //! (env) → user dir → project dir → bundle — picking the first match per name, keeping
-//! the losers as `shadows`, and `ns:name` lookups inside a bundle namespace. Does not
+//! the losers as `shadows`, `ns:name` lookups inside a bundle namespace, and
+//! withholding the tools of an untrusted project's agents (`config::trust`). Does not
 //! own: parsing one file (`agent::file`), watching files (`agent::watcher`) or loading
 //! the bundle (`bundle`).
 
@@ -10,9 +11,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::Bundle;
 use super::file::{self, AgentOrigin};
 use super::{AgentDef, AgentSource, Shadowed};
+use crate::config::mount_plan::module_name;
+use crate::config::trust;
 use crate::paths::Paths;
 
 /// Prefix of the per-agent override variables (`AMPLIFIER_AGENT_ZEN_ARCHITECT`).
@@ -78,6 +83,40 @@ fn load_dir(dir: Option<&Path>, source: AgentSource) -> Vec<AgentDef> {
         .iter()
         .map(|p| file::load_agent_file(p, source, None))
         .collect()
+}
+
+/// An untrusted project's agents add no tools (SPEC §12 "Trust"): the `tools` list of
+/// each agent from `agents_dir` is taken out of its overlay — the agent still loads and
+/// inherits its parent's tools, which come from the bundle — with a warning naming the
+/// withheld modules. Nothing changes once the project is trusted (`arbor trust`).
+fn withhold_untrusted_tools(paths: &Paths, agents_dir: &Path, defs: &mut [AgentDef]) {
+    let Some(root) = agents_dir.parent().and_then(Path::parent) else {
+        return;
+    };
+    if trust::is_trusted(paths, root) {
+        return;
+    }
+    for def in defs {
+        let Some(Value::Array(tools)) = def
+            .overlay
+            .as_object_mut()
+            .and_then(|m| m.shift_remove("tools"))
+        else {
+            continue;
+        };
+        if tools.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = tools
+            .iter()
+            .map(|t| module_name(t).unwrap_or("?").to_string())
+            .collect();
+        def.warnings.push(format!(
+            "project {} is not trusted: tools {} withheld (run `arbor trust` there to let its agents add tools)",
+            root.display(),
+            names.join(", ")
+        ));
+    }
 }
 
 /// Loads the file an override variable names, as agent `name`. A set variable whose
@@ -168,9 +207,13 @@ impl Registry {
             })
             .collect();
         let mut by_name: BTreeMap<String, Vec<AgentDef>> = BTreeMap::new();
+        let mut project_agents = load_dir(project_dir.as_deref(), AgentSource::Project);
+        if let Some(dir) = &project_dir {
+            withhold_untrusted_tools(paths, dir, &mut project_agents);
+        }
         let tiers = [
             load_dir(Some(&paths.user_agents_dir()), AgentSource::User),
-            load_dir(project_dir.as_deref(), AgentSource::Project),
+            project_agents,
             bundle_agents.clone(),
         ];
         for def in tiers.into_iter().flatten() {

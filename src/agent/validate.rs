@@ -1,12 +1,14 @@
 //! Validation rules for agent frontmatter (SPEC §3), shared with bundles.
 //!
 //! Owns: the type checks on plan keys (`agents`, `model_role`, module lists, transfer
-//! flags), agent-name rules, "unavailable module" and "unknown key" warnings, and finding
-//! a top-level key's line in the YAML for error positions. Does not own: YAML parsing
+//! flags, `approvals` through `config::approvals`), agent-name rules, "unavailable
+//! module" and "unknown key" warnings, and finding a top-level key's line in the YAML
+//! for error positions. Does not own: YAML parsing
 //! or the frontmatter split (`agent::file`, `agent::frontmatter`).
 
 use serde_json::{Map, Value};
 
+use crate::config::approvals::Rules;
 use crate::config::mount_plan::module_name;
 
 /// Tool modules arbor implements (`tool::mount` mounts exactly these; its tests keep the
@@ -46,6 +48,7 @@ const KNOWN_KEYS: &[&str] = &[
     "sub_agents",
     "disallow_transfer_to_parent",
     "disallow_transfer_to_peers",
+    "approvals",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -124,6 +127,12 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
                 }
                 None
             }
+            "approvals" => {
+                if let Err(issues) = Rules::from_value(v) {
+                    out.extend(issues.into_iter().map(|i| (key.clone(), i.0)));
+                }
+                None
+            }
             _ => None,
         };
         if let Some(expected) = expected {
@@ -137,9 +146,13 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
 }
 
 /// Warnings for a normalized frontmatter map: unavailable modules, ignored entries,
-/// a roster-shaped `agents:` mapping, unknown top-level keys (kept).
+/// a roster-shaped `agents:` mapping, `approvals:` keys naming no known tool or module,
+/// unknown top-level keys (kept).
 pub fn warnings(front: &Map<String, Value>) -> Vec<String> {
     let mut out = module_warnings(front);
+    if let Some(Ok(rules)) = front.get("approvals").map(Rules::from_value) {
+        out.extend(rules.warnings());
+    }
     if front.get("agents").is_some_and(Value::is_object) {
         out.push("agents: a roster mapping is ignored in agent files (the parent's agents are inherited)".into());
     }
@@ -255,10 +268,28 @@ mod tests {
     fn type_checks() {
         let front = json!({
             "model_role": 3, "tools": "x", "sub_agents": ["a"], "disallow_transfer_to_parent": "no",
-            "spawn": {"exclude_tools": []}
+            "spawn": {"exclude_tools": []}, "approvals": {"bash": "maybe", "grep": "allow"}
         });
         let problems = check_keys(front.as_object().unwrap());
         let keys: Vec<_> = problems.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["model_role", "tools", "disallow_transfer_to_parent"]);
+        assert_eq!(
+            keys,
+            [
+                "model_role",
+                "tools",
+                "disallow_transfer_to_parent",
+                "approvals"
+            ]
+        );
+        assert_eq!(
+            problems[3].1,
+            "approvals: \"bash\": expected allow, ask or deny, got 'maybe'"
+        );
+        let fine = json!({"approvals": {"bash": "deny"}});
+        assert!(check_keys(fine.as_object().unwrap()).is_empty());
+        assert!(
+            warnings(fine.as_object().unwrap()).is_empty(),
+            "a known key"
+        );
     }
 }

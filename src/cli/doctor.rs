@@ -1,10 +1,12 @@
 //! `arbor doctor`: what arbor found and what is wrong, without printing any secret.
 //!
-//! Reports the config file, each provider (module, endpoint, whether a key is present
-//! and where it comes from, whether it answers), a local Ollama probe, the routing
-//! matrix in use (and why a configured one is not), price-table warnings, and
-//! agent-file problems. Exit code 1 when something needs fixing
-//! (no usable provider, an unreachable provider, an invalid config or agent file).
+//! Reports the config file, the approval rules and whether the current project is
+//! trusted, each provider (module, endpoint, whether a key is present and where it
+//! comes from, whether it answers), a local Ollama probe, the routing matrix in use
+//! (and why a configured one is not), price-table warnings, and agent-file problems.
+//! Exit code 1 when something needs fixing (no usable provider, an unreachable
+//! provider, an invalid config — a bad `approvals:` entry included — or agent file,
+//! an unreadable trust store).
 
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use color_eyre::Result;
 use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
+use crate::config::trust::{self, TrustStore};
 use crate::config::{ArborConfig, ModuleEntry};
 use crate::outln;
 use crate::provider::probe::probe_ollama;
@@ -46,6 +49,8 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
             .as_ref()
             .map_or("built-in".to_string(), |p| p.display().to_string())
     )?;
+
+    problems += approvals_and_trust(&ctx)?;
 
     let env = ctx.env.as_ref();
     let entries = detect_providers(&ctx.config, env);
@@ -130,6 +135,52 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     } else {
         outln!("problems  {problems}")?;
         Ok(1)
+    }
+}
+
+/// The config's approval rules (a bad one already failed loading the config) with
+/// warnings for keys naming nothing known, and whether the current project is trusted.
+/// Returns the number of problems: an unreadable trust store is one; an untrusted
+/// project is not (it is a state the person chooses).
+fn approvals_and_trust(ctx: &Context) -> Result<usize> {
+    let rules = &ctx.config.approvals;
+    if rules.is_empty() {
+        outln!(
+            "approvals defaults (reads, search and task allow; writes, bash and MCP tools ask)"
+        )?;
+    } else {
+        outln!(
+            "approvals {} rule(s) over the defaults",
+            rules.rules().len()
+        )?;
+    }
+    for w in rules.warnings() {
+        outln!("  warning {w}")?;
+    }
+    let Some(root) = trust::project_root(&ctx.paths.cwd) else {
+        outln!(
+            "project   nothing to trust here (no {} or {})",
+            trust::AGENTS_DIR,
+            trust::MCP_FILE
+        )?;
+        return Ok(0);
+    };
+    match TrustStore::load(&ctx.paths.trust_file()) {
+        Err(e) => {
+            outln!("project   {}: {e}", root.display())?;
+            Ok(1)
+        }
+        Ok(store) if store.is_trusted(&root) => {
+            outln!("project   {} (trusted)", root.display())?;
+            Ok(0)
+        }
+        Ok(_) => {
+            outln!(
+                "project   {} (not trusted: its agents add no tools; run `arbor trust`)",
+                root.display()
+            )?;
+            Ok(0)
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The command line (SPEC §14): clap types and one file per subcommand.
 //!
 //! Owns: argument parsing, building the engine context from paths/config/bundle
-//! (`context`), and the headless consumers of the engine (`run`, `agent`, `session`).
+//! (`context`), the headless consumers of the engine (`run`, `agent`, `session`), and
+//! the commands around them (`doctor`, `models`, `trust`).
 //! Does not own: the TUI (started from here through `tui::run`) or any engine logic.
 //!
 //! Everything printed goes through `out` (a closed stdout ends a command quietly;
@@ -17,6 +18,7 @@ pub mod models;
 pub mod out;
 pub mod run;
 pub mod session;
+pub mod trust;
 pub mod tui_cmd;
 
 use std::path::PathBuf;
@@ -65,7 +67,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check providers, keys (never printed), local servers, routing and agent files.
+    /// Trust a project once, so its agents may add tools (or `--revoke`, `--list`).
+    Trust(trust::TrustArgs),
+    /// Check providers, keys (never printed), local servers, routing, approvals, trust
+    /// and agent files.
     Doctor,
     /// Print shell completions.
     Completions {
@@ -97,6 +102,7 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         Some(Command::Agent(cmd)) => agent::run(cmd, options).await,
         Some(Command::Session(cmd)) => session::run(cmd, options).await,
         Some(Command::Models { provider, json }) => models::run(provider, json, options).await,
+        Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Doctor) => doctor::run(options).await,
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;

@@ -11,16 +11,21 @@
 //!     config: {default_model: "claude-sonnet-4-5"}
 //! keymap: {}                      # overrides, see tui::keymap
 //! retry: {max_wait: 60}           # seconds, see config::retry
+//! approvals: {bash: ask, "bash(cargo test*)": allow}   # see config::approvals
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
 //! `retry` (`config::retry`), `routing` (`routing`).
+//!
+//! A bad `approvals:` entry makes the whole file unusable ([`ConfigError::Parse`],
+//! quoting the key and value): an approval rule is never silently dropped.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::approvals::Rules;
 use super::mount_plan::ModuleEntry;
 
 /// The parsed config file. A missing file is the default config, not an error.
@@ -37,6 +42,9 @@ pub struct ArborConfig {
     pub providers: Vec<ModuleEntry>,
     #[serde(default)]
     pub keymap: Map<String, Value>,
+    /// Approval rules over the defaults (full authority: the user's own file).
+    #[serde(default, skip_serializing_if = "Rules::is_empty")]
+    pub approvals: Rules,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -100,5 +108,38 @@ mod tests {
         assert_eq!(c.extra["foo"], 1);
         std::fs::write(&p, "providers: [unclosed\n").unwrap();
         assert!(ArborConfig::load(&p).is_err());
+    }
+
+    #[test]
+    fn approvals_parse_and_a_bad_entry_makes_the_file_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.yaml");
+        std::fs::write(
+            &p,
+            "approvals:\n  bash: deny\n  \"bash(cargo test*)\": allow\n",
+        )
+        .unwrap();
+        let c = ArborConfig::load(&p).unwrap();
+        assert_eq!(c.approvals.rules().len(), 2);
+        assert_eq!(
+            c.approvals.rules()[0].decision,
+            crate::config::approvals::Decision::Deny
+        );
+        for (yaml, quoted) in [
+            (
+                "approvals:\n  bash: maybe\n",
+                "\"bash\": expected allow, ask or deny, got 'maybe'",
+            ),
+            ("approvals: [bash]\n", "approvals: expected a mapping"),
+            (
+                "approvals:\n  \"bash([)\": allow\n",
+                "\"bash([)\": pattern does not compile",
+            ),
+        ] {
+            std::fs::write(&p, yaml).unwrap();
+            let err = ArborConfig::load(&p).unwrap_err().to_string();
+            assert!(err.contains(quoted), "{yaml}: {err}");
+            assert!(err.starts_with(&p.display().to_string()), "{err}");
+        }
     }
 }

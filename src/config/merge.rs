@@ -47,7 +47,9 @@ pub fn merge_configs(parent: &Value, overlay: &Value) -> Value {
 }
 
 /// Merges `overlay` into `base` (the policy-filtered parent); `agents` is computed from
-/// the unfiltered `parent`'s.
+/// the unfiltered `parent`'s. An overlay's `approvals` never enters the plan: maps merge
+/// child-wins here, while agent approvals follow their tier (`config::approvals`), so
+/// the gate reads them from the agent, not the plan.
 fn merge_overlay(base: &Value, parent: &Value, overlay: &Value) -> Value {
     let mut out = match base {
         Value::Object(m) => m.clone(),
@@ -55,7 +57,7 @@ fn merge_overlay(base: &Value, parent: &Value, overlay: &Value) -> Value {
     };
     if let Value::Object(over) = overlay {
         for (key, value) in over {
-            if key == "agents" {
+            if key == "agents" || key == "approvals" {
                 continue;
             }
             let merged = match (out.get(key.as_str()), value) {

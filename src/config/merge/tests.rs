@@ -212,6 +212,16 @@ fn the_agents_instruction_becomes_the_childs() {
 }
 
 #[test]
+fn an_agents_approvals_stay_out_of_the_plan() {
+    let parent = plan(json!({"approvals": {"bash": "deny"}}));
+    let overlay = json!({"approvals": {"bash": "allow", "grep": "deny"}});
+    let child = merge_for_spawn(&parent, &overlay, &Value::Null);
+    assert_eq!(child.get("approvals"), Some(&json!({"bash": "deny"})));
+    let root = merge_for_spawn(&plan(json!({})), &overlay, &Value::Null);
+    assert_eq!(root.get("approvals"), None);
+}
+
+#[test]
 fn the_parent_is_never_modified() {
     let parent = plan(json!({
         "tools": ["tool-task", "tool-search"],

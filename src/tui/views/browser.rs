@@ -26,12 +26,7 @@ pub struct BrowserView<'a> {
 
 /// `env`, `user`, `project`, `bundle`.
 pub fn source_name(source: AgentSource) -> &'static str {
-    match source {
-        AgentSource::Env => "env",
-        AgentSource::User => "user",
-        AgentSource::Project => "project",
-        AgentSource::Bundle => "bundle",
-    }
+    source.as_str()
 }
 
 impl BrowserView<'_> {

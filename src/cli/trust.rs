@@ -1,0 +1,99 @@
+//! `arbor trust [PATH] [--revoke] [--list]`: trust a project once (SPEC §12 "Trust").
+//!
+//! Owns: the subcommand's arguments and output. The project is PATH (default: the
+//! current directory) or its nearest ancestor with `.amplifier/agents/` or `.mcp.json`;
+//! a directory with neither has nothing to trust. Reads no config file, so a broken
+//! config never stands in the way. Does not own: the store or what trust unlocks
+//! (`config::trust`, `agent::registry`).
+
+use std::path::{Path, PathBuf};
+
+use color_eyre::Result;
+use color_eyre::eyre::eyre;
+
+use crate::agent::registry::agent_files_in;
+use crate::config::trust::{self, TrustStore};
+use crate::outln;
+use crate::paths::Paths;
+
+/// `arbor trust` arguments.
+#[derive(Debug, clap::Args)]
+pub struct TrustArgs {
+    /// The project directory (default: the current directory's project).
+    pub path: Option<PathBuf>,
+    /// Forget the project instead: its agents add no tools again.
+    #[arg(long, conflicts_with = "list")]
+    pub revoke: bool,
+    /// List the trusted projects.
+    #[arg(long, conflicts_with = "path")]
+    pub list: bool,
+}
+
+/// Runs `arbor trust`; returns the exit code.
+pub fn run(args: TrustArgs) -> Result<i32> {
+    let paths = Paths::from_env();
+    let mut store = TrustStore::load(&paths.trust_file())?;
+    if args.list {
+        if store.projects().is_empty() {
+            outln!("no trusted projects")?;
+        }
+        for p in store.projects() {
+            let gone = if p.path.is_dir() { "" } else { " (missing)" };
+            outln!("{}  {}{gone}", p.path.display(), p.trusted_at)?;
+        }
+        return Ok(0);
+    }
+    let start = match &args.path {
+        Some(p) => std::fs::canonicalize(p).map_err(|e| eyre!("{}: {e}", p.display()))?,
+        None => paths.cwd.clone(),
+    };
+    let root = trust::project_root(&start);
+    if args.revoke {
+        let root = root.unwrap_or(start);
+        if store.revoke(&root)? {
+            outln!(
+                "revoked   {}: its agents add no tools until trusted again",
+                root.display()
+            )?;
+        } else {
+            outln!("not trusted  {}", root.display())?;
+        }
+        return Ok(0);
+    }
+    let Some(root) = root else {
+        outln!(
+            "nothing to trust: {} and its parents have no {} or {}",
+            start.display(),
+            trust::AGENTS_DIR,
+            trust::MCP_FILE
+        )?;
+        return Ok(0);
+    };
+    describe(&root)?;
+    let (root, added) = store.trust(&root)?;
+    if added {
+        outln!(
+            "trusted   {}: its agents may add tools and its MCP servers may start; \
+             agent files still cannot loosen approvals",
+            root.display()
+        )?;
+    } else {
+        outln!("trusted   {} (already)", root.display())?;
+    }
+    Ok(0)
+}
+
+/// What trusting `root` lets in: its agent files and its `.mcp.json`.
+fn describe(root: &Path) -> Result<()> {
+    let agents: Vec<String> = agent_files_in(&root.join(trust::AGENTS_DIR))
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    if !agents.is_empty() {
+        outln!("agents    {}", agents.join(", "))?;
+    }
+    if root.join(trust::MCP_FILE).is_file() {
+        outln!("mcp       {}", root.join(trust::MCP_FILE).display())?;
+    }
+    Ok(())
+}

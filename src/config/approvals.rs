@@ -1,0 +1,349 @@
+//! Approval rules (SPEC §12 "Approvals"): what `approvals:` in the config file or in an
+//! agent file's frontmatter says about tool calls.
+//!
+//! ```yaml
+//! approvals:
+//!   bash: ask                      # a tool name
+//!   "mcp__github__*": allow        # a glob over tool names
+//!   tool-filesystem: allow         # a module id (every tool of the module)
+//!   "bash(cargo test*)": allow     # a glob over a bash command
+//!   "bash(rm *)": deny
+//! ```
+//!
+//! Owns: the [`Decision`] values, parsing and validating an `approvals:` mapping into
+//! [`Rules`] (every problem reported, quoting the bad key or value), the built-in
+//! defaults ([`default_decision`]), warnings for keys that name no known tool or module,
+//! and — in [`policy`] — how rules from several sources combine into one decision per
+//! tool call. Does not own: asking the person (the engine's approval gate and the TUI
+//! prompt), the trust of a project ([`super::trust`]), or which tier an agent file
+//! belongs to (`agent::approvals` maps agent sources onto [`policy::Authority`]).
+
+pub mod command;
+pub mod policy;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use policy::{ApprovalPolicy, Authority, DecidedBy, Grant, Grants, RuleSource, Verdict};
+
+/// What happens to one tool call, ordered from least to most restrictive, so
+/// `max` is "the most restrictive of".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Run without asking.
+    Allow,
+    /// Ask the person first (headless: denied unless `--yes`).
+    Ask,
+    /// Never run; no answer and no `--yes` overrides it.
+    Deny,
+}
+
+impl Decision {
+    /// `allow`, `ask` or `deny`, as written in `approvals:`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "allow" => Some(Self::Allow),
+            "ask" => Some(Self::Ask),
+            "deny" => Some(Self::Deny),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Decision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tools whose calls only read or delegate: allowed by default (SPEC §12).
+pub const DEFAULT_ALLOW: &[&str] = &[
+    "read_file",
+    "list_directory",
+    "glob",
+    "grep",
+    "task",
+    "transfer_to_agent",
+];
+
+/// Tools that ask by default; MCP tools (`mcp__<server>__<tool>`) ask too, and so does
+/// any tool arbor does not know.
+pub const DEFAULT_ASK: &[&str] = &["write_file", "edit_file", "bash"];
+
+/// The tools that take a command pattern key (`bash(…)`), and the input field holding
+/// the command.
+pub const COMMAND_TOOLS: &[(&str, &str)] = &[("bash", "command")];
+
+/// Module ids arbor knows, for the "names no known module" warning.
+pub const KNOWN_MODULES: &[&str] = &[
+    "tool-filesystem",
+    "tool-search",
+    "tool-task",
+    "tool-bash",
+    "tool-mcp",
+];
+
+/// The built-in decision for `tool` when no rule matches: [`DEFAULT_ALLOW`] allow,
+/// everything else (writes, `bash`, MCP tools, unknown tools) ask.
+pub fn default_decision(tool: &str) -> Decision {
+    if DEFAULT_ALLOW.contains(&tool) {
+        Decision::Allow
+    } else {
+        Decision::Ask
+    }
+}
+
+/// What one key matches, from the least to the most specific.
+#[derive(Debug, Clone)]
+pub enum KeyKind {
+    /// `tool-filesystem`: every tool of the module (a key starting with `tool-`).
+    Module(String),
+    /// `mcp__github__*`: a glob over tool names (a key with `*`, `?` or `[`).
+    ToolGlob(GlobMatcher),
+    /// `bash`: one tool.
+    Tool(String),
+    /// `bash(cargo test*)`: a glob over the command string of one tool's calls.
+    Command {
+        /// The tool (`bash`).
+        tool: String,
+        /// The glob, matched against each simple command (see [`policy`]).
+        pattern: GlobMatcher,
+    },
+}
+
+impl KeyKind {
+    /// How specific the key is: command pattern 4 > tool name 3 > tool glob 2 > module 1
+    /// (the built-in default is 0).
+    pub fn specificity(&self) -> u8 {
+        match self {
+            Self::Module(_) => 1,
+            Self::ToolGlob(_) => 2,
+            Self::Tool(_) => 3,
+            Self::Command { .. } => 4,
+        }
+    }
+}
+
+/// One `key: decision` entry.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The key as written (`bash(cargo test*)`).
+    pub key: String,
+    pub kind: KeyKind,
+    pub decision: Decision,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.decision == other.decision
+    }
+}
+
+/// A parsed `approvals:` mapping, in file order, keys unique. Empty when absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rules {
+    rules: Vec<Rule>,
+}
+
+/// One problem in an `approvals:` value; the message quotes the bad key or value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ApprovalIssue(pub String);
+
+impl Rules {
+    /// Parses an `approvals:` value: a mapping of keys (tool name, tool-name glob,
+    /// module id, or `bash(glob)`) to `allow`, `ask` or `deny`. `null` is empty.
+    ///
+    /// Errors: every bad entry, each message starting `approvals:` and quoting the key
+    /// and the bad value — `approvals: "bash": expected allow, ask or deny, got
+    /// 'maybe'`; a pattern that does not compile; a command pattern on a tool other than
+    /// `bash`; a value that is not a mapping.
+    pub fn from_value(value: &Value) -> Result<Self, Vec<ApprovalIssue>> {
+        let map = match value {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            other => {
+                return Err(vec![ApprovalIssue(format!(
+                    "approvals: expected a mapping of tool names, module ids or \"bash(pattern)\" \
+                     to allow, ask or deny, got {}",
+                    describe(other)
+                ))]);
+            }
+        };
+        let mut rules = Vec::with_capacity(map.len());
+        let mut issues = Vec::new();
+        for (key, value) in map {
+            let decision = match value.as_str().and_then(Decision::parse) {
+                Some(d) => Some(d),
+                None => {
+                    issues.push(ApprovalIssue(format!(
+                        "approvals: \"{key}\": expected allow, ask or deny, got {}",
+                        describe(value)
+                    )));
+                    None
+                }
+            };
+            let kind = match parse_key(key) {
+                Ok(kind) => Some(kind),
+                Err(message) => {
+                    issues.push(ApprovalIssue(format!("approvals: \"{key}\": {message}")));
+                    None
+                }
+            };
+            if let (Some(kind), Some(decision)) = (kind, decision) {
+                rules.push(Rule {
+                    key: key.clone(),
+                    kind,
+                    decision,
+                });
+            }
+        }
+        if issues.is_empty() {
+            Ok(Self { rules })
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// The rules, in file order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Keys that name no tool or module arbor knows (a typo such as `bahs: deny` would
+    /// otherwise silently not apply): one message per key. MCP tool names
+    /// (`mcp__…`) and globs are never warned about.
+    pub fn warnings(&self) -> Vec<String> {
+        let known_tool = |t: &str| {
+            DEFAULT_ALLOW.contains(&t) || DEFAULT_ASK.contains(&t) || t.starts_with("mcp__")
+        };
+        self.rules
+            .iter()
+            .filter_map(|r| match &r.kind {
+                KeyKind::Tool(t) if !known_tool(t) => Some(format!(
+                    "approvals: \"{}\" names no tool arbor knows (known: {})",
+                    r.key,
+                    DEFAULT_ALLOW
+                        .iter()
+                        .chain(DEFAULT_ASK)
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                KeyKind::Module(m) if !KNOWN_MODULES.contains(&m.as_str()) => Some(format!(
+                    "approvals: \"{}\" names no module arbor knows (known: {})",
+                    r.key,
+                    KNOWN_MODULES.join(", ")
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Serialize for Rules {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.rules.len()))?;
+        for rule in &self.rules {
+            map.serialize_entry(&rule.key, rule.decision.as_str())?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Rules {
+    /// Through [`Rules::from_value`]; every problem is reported, joined by `; `.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Rules::from_value(&value).map_err(|issues| {
+            serde::de::Error::custom(
+                issues
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })
+    }
+}
+
+/// A value for messages: strings quoted, mappings and lists named.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        Value::Object(_) => "a mapping".into(),
+        Value::Array(_) => "a list".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads one key; the error says what is wrong with it (without the key).
+fn parse_key(key: &str) -> Result<KeyKind, String> {
+    if key.trim().is_empty() {
+        return Err("empty key".into());
+    }
+    if key != key.trim() {
+        return Err("leading or trailing spaces".into());
+    }
+    if let Some(open) = key.find('(') {
+        let tool = &key[..open];
+        let Some(pattern) = key[open + 1..].strip_suffix(')') else {
+            return Err("a command pattern is written tool(pattern), with a closing ')'".into());
+        };
+        if !COMMAND_TOOLS.iter().any(|(t, _)| *t == tool) {
+            return Err(format!(
+                "command patterns apply to {} only, not '{tool}'",
+                COMMAND_TOOLS
+                    .iter()
+                    .map(|(t, _)| *t)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if pattern.trim().is_empty() {
+            return Err("empty command pattern".into());
+        }
+        return Ok(KeyKind::Command {
+            tool: tool.to_string(),
+            pattern: compile(pattern)?,
+        });
+    }
+    if key.contains(')') || key.chars().any(char::is_whitespace) {
+        return Err("not a tool name, module id or tool(pattern)".into());
+    }
+    if key.starts_with("tool-") {
+        return Ok(KeyKind::Module(key.to_string()));
+    }
+    if key.contains(['*', '?', '[']) {
+        return Ok(KeyKind::ToolGlob(compile(key)?));
+    }
+    Ok(KeyKind::Tool(key.to_string()))
+}
+
+/// A glob where `*` also matches `/` (commands and tool names are not paths).
+fn compile(pattern: &str) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map(|g: Glob| g.compile_matcher())
+        .map_err(|e| format!("pattern does not compile: {}", e.kind()))
+}
+
+#[cfg(test)]
+mod tests;
