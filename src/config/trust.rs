@@ -60,6 +60,13 @@ pub fn is_trusted(paths: &Paths, root: &Path) -> bool {
     }
 }
 
+/// The project of the current directory (`paths.cwd`) when it needs trust and is not
+/// trusted: what a trust prompt asks about. `None` when there is no project or it is
+/// trusted.
+pub fn untrusted_project(paths: &Paths) -> Option<PathBuf> {
+    project_root(&paths.cwd).filter(|root| !is_trusted(paths, root))
+}
+
 /// The trust store cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
@@ -295,7 +302,24 @@ mod tests {
     fn a_dir_that_needs_no_trust_is_trusted() {
         let tmp = tempfile::tempdir().unwrap();
         let plain = project(tmp.path(), "none");
-        assert!(is_trusted(&paths(tmp.path(), &plain), &plain));
+        let paths = paths(tmp.path(), &plain);
+        assert!(is_trusted(&paths, &plain));
+        assert_eq!(untrusted_project(&paths), None);
+    }
+
+    #[test]
+    fn the_untrusted_project_is_the_one_a_prompt_asks_about() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = project(tmp.path(), "agents");
+        let deep = root.join("src");
+        std::fs::create_dir_all(&deep).unwrap();
+        let paths = paths(tmp.path(), &deep);
+        assert_eq!(untrusted_project(&paths), Some(root.clone()));
+        TrustStore::load(&paths.trust_file())
+            .unwrap()
+            .trust(&root)
+            .unwrap();
+        assert_eq!(untrusted_project(&paths), None);
     }
 
     #[test]
