@@ -24,11 +24,14 @@ fn decide(policy: &ApprovalPolicy, tool: &str, module: &str, input: &Value) -> D
         .decision
 }
 
-fn key_of(v: &Verdict) -> Option<&str> {
-    match &v.decided_by {
+/// The decision for a `bash` call of `command` and the key that decided it.
+fn bash_key(policy: &ApprovalPolicy, command: &str) -> (Decision, Option<String>) {
+    let v = policy.decide("bash", "tool-bash", &bash(command), &Grants::default());
+    let key = match v.decided_by {
         DecidedBy::Rule { key, .. } => Some(key),
         _ => None,
-    }
+    };
+    (v.decision, key)
 }
 
 #[test]
@@ -171,17 +174,13 @@ fn the_most_specific_kind_wins() {
         "bash": "allow",
         "bash(git push*)": "ask",
     })));
-    let v = p.decide("bash", "tool-bash", &bash("ls -la"), &Grants::default());
-    assert_eq!((v.decision, key_of(&v)), (Decision::Allow, Some("bash")));
-    let v = p.decide(
-        "bash",
-        "tool-bash",
-        &bash("git push origin"),
-        &Grants::default(),
+    assert_eq!(
+        bash_key(&p, "ls -la"),
+        (Decision::Allow, Some("bash".into()))
     );
     assert_eq!(
-        (v.decision, key_of(&v)),
-        (Decision::Ask, Some("bash(git push*)"))
+        bash_key(&p, "git push origin"),
+        (Decision::Ask, Some("bash(git push*)".into()))
     );
     // Tool glob over module id.
     let p = ApprovalPolicy::new(&rules(json!({"tool-mcp": "allow", "mcp__*": "ask"})));
@@ -207,15 +206,9 @@ fn several_matches_of_one_kind_combine_to_the_most_restrictive() {
         decide(&p, "bash", "tool-bash", &bash("cargo test")),
         Decision::Allow
     );
-    let v = p.decide(
-        "bash",
-        "tool-bash",
-        &bash("cargo publish --dry-run"),
-        &Grants::default(),
-    );
     assert_eq!(
-        (v.decision, key_of(&v)),
-        (Decision::Ask, Some("bash(cargo publish*)"))
+        bash_key(&p, "cargo publish --dry-run"),
+        (Decision::Ask, Some("bash(cargo publish*)".into()))
     );
     let p = ApprovalPolicy::new(&rules(json!({"mcp__a*": "allow", "mcp__*": "ask"})));
     assert_eq!(decide(&p, "mcp__a__b", "", &json!({})), Decision::Ask);
@@ -228,10 +221,9 @@ fn deny_is_never_overridden() {
         "bash": "allow",
         "bash(cargo test*)": "allow",
     })));
-    let v = p.decide("bash", "tool-bash", &bash("cargo test"), &Grants::default());
     assert_eq!(
-        (v.decision, key_of(&v)),
-        (Decision::Deny, Some("tool-bash"))
+        bash_key(&p, "cargo test"),
+        (Decision::Deny, Some("tool-bash".into()))
     );
     // A grant never lifts a deny either.
     let grants = Grants(vec![Grant::Tool("bash".into())]);
