@@ -34,6 +34,8 @@
 
 use serde_json::Value;
 
+use crate::session::protocol::AllowScope;
+
 use super::command::{CommandShape, prefix_covers};
 use super::{COMMAND_TOOLS, Decision, KeyKind, Rule, Rules, default_decision};
 
@@ -76,6 +78,29 @@ pub enum Grant {
 }
 
 impl Grant {
+    /// The grant a person's "always" answer (`a`) to a call of `tool` makes, or `None`
+    /// for a once-only answer.
+    pub fn from_scope(tool: &str, scope: &AllowScope) -> Option<Self> {
+        match scope {
+            AllowScope::Once => None,
+            AllowScope::AlwaysTool => Some(Self::Tool(tool.to_string())),
+            AllowScope::AlwaysPrefix(prefix) => Some(Self::CommandPrefix {
+                tool: tool.to_string(),
+                prefix: prefix.clone(),
+            }),
+        }
+    }
+
+    /// The grant written as a policy key, for the `rule` of `approval:granted`:
+    /// `write_file`, `bash(cargo test*)`. (The grant itself matches a prefix at a word
+    /// boundary and on every command of a chain, which is stricter than that glob.)
+    pub fn key(&self) -> String {
+        match self {
+            Self::Tool(t) => t.clone(),
+            Self::CommandPrefix { tool, prefix } => format!("{tool}({prefix}*)"),
+        }
+    }
+
     fn covers(&self, tool: &str, input: &Value) -> bool {
         match self {
             Self::Tool(t) => t == tool,

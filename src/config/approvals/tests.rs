@@ -385,3 +385,21 @@ fn grants_turn_ask_into_allow_for_the_tool_or_the_prefix() {
         Decision::Allow
     );
 }
+
+#[test]
+fn an_always_answer_becomes_a_grant_with_its_policy_key() {
+    use crate::session::protocol::AllowScope;
+    assert_eq!(Grant::from_scope("bash", &AllowScope::Once), None);
+    let tool = Grant::from_scope("write_file", &AllowScope::AlwaysTool).unwrap();
+    assert_eq!(tool, Grant::Tool("write_file".into()));
+    assert_eq!(tool.key(), "write_file");
+    let prefix = Grant::from_scope("bash", &AllowScope::AlwaysPrefix("git status".into())).unwrap();
+    assert_eq!(prefix.key(), "bash(git status*)");
+    let grants = Grants(vec![prefix]);
+    let p = ApprovalPolicy::default();
+    assert_eq!(
+        p.decide("bash", "tool-bash", &bash("git status -s"), &grants)
+            .decision,
+        Decision::Allow
+    );
+}
