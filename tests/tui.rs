@@ -24,6 +24,8 @@ use ratatui::layout::Rect;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+#[path = "tui/approvals.rs"]
+mod approvals;
 #[path = "tui/live.rs"]
 mod live;
 

@@ -50,6 +50,18 @@ impl SessionStatus {
             SessionStatus::Interrupted => "interrupted",
         }
     }
+
+    /// Whether a turn is in progress: running, queued to start, waiting for an
+    /// approval, or paused (everything but idle and the ended states).
+    pub fn turn_in_progress(self) -> bool {
+        matches!(
+            self,
+            SessionStatus::Running
+                | SessionStatus::Queued
+                | SessionStatus::Waiting
+                | SessionStatus::Paused
+        )
+    }
 }
 
 /// Usage rolled into metadata: tokens summed over every turn, cost when a price is known.
@@ -193,5 +205,25 @@ mod tests {
         let meta: Metadata =
             serde_json::from_str(r#"{"session_id": "s1", "status": "waiting"}"#).unwrap();
         assert_eq!(meta.status, SessionStatus::Waiting);
+    }
+
+    #[test]
+    fn a_turn_is_in_progress_until_it_ends() {
+        use SessionStatus::*;
+        let in_progress: Vec<SessionStatus> = [
+            Running,
+            Queued,
+            Waiting,
+            Paused,
+            Idle,
+            Completed,
+            Failed,
+            Cancelled,
+            Interrupted,
+        ]
+        .into_iter()
+        .filter(|s| s.turn_in_progress())
+        .collect();
+        assert_eq!(in_progress, [Running, Queued, Waiting, Paused]);
     }
 }

@@ -12,6 +12,7 @@ use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
 pub use crate::session::EngineCommand;
+use crate::session::protocol::ApprovalDecision;
 use crate::session::{Event, LoadedSession, Metadata};
 
 /// Everything that can change UI state. The `App` is the only consumer; background
@@ -92,4 +93,11 @@ pub enum UiAction {
     EditFile(PathBuf),
     /// Show a short note in the status bar.
     Note(String),
+    /// Answer the approval that tool call `tool_call_id` of `session_id` waits for
+    /// (sent to the engine as `EngineCommand::ResolveApproval`).
+    ResolveApproval {
+        session_id: String,
+        tool_call_id: String,
+        decision: ApprovalDecision,
+    },
 }

@@ -15,8 +15,9 @@ use serde_json::{Map, Value};
 
 pub use super::key::{KeyBinding, KeyParseError};
 
-/// Where a binding applies. `Global` bindings work in the three panes; `Browser` and
-/// `Help` are overlay modes that only see their own bindings plus `global.quit`.
+/// Where a binding applies. `Global` bindings work in the three panes; `Browser`,
+/// `Help` and `Approval` (the modal approval prompt, above everything) are overlay
+/// modes that only see their own bindings plus `global.quit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Context {
     Global,
@@ -25,6 +26,7 @@ pub enum Context {
     Composer,
     Browser,
     Help,
+    Approval,
 }
 
 impl Context {
@@ -37,11 +39,12 @@ impl Context {
             Context::Composer => "Composer",
             Context::Browser => "Agent browser",
             Context::Help => "Help",
+            Context::Approval => "Approval prompt",
         }
     }
 
     fn is_overlay(self) -> bool {
-        matches!(self, Context::Browser | Context::Help)
+        matches!(self, Context::Browser | Context::Help | Context::Approval)
     }
 }
 
@@ -102,6 +105,12 @@ actions! {
     HelpUp = "help.up", Help, ["up", "k"], false, "Scroll up";
     HelpDown = "help.down", Help, ["down", "j"], false, "Scroll down";
     HelpClose = "help.close", Help, ["esc", "q", "?", "f1"], true, "Close";
+    ApprovalAllow = "approval.allow", Approval, ["y"], true, "Allow once";
+    ApprovalAlways = "approval.always", Approval, ["a"], true, "Allow always (this tool or command prefix, this tree)";
+    ApprovalDeny = "approval.deny", Approval, ["n"], true, "Deny (type a reason for the model; Enter sends)";
+    ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
+    ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
+    ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
 }
 
 /// One row of the keymap table.

@@ -6,7 +6,10 @@ use ratatui::buffer::Buffer;
 use unicode_width::UnicodeWidthStr;
 
 use crate::session::metadata::SessionUsage;
-use crate::session::protocol::{ProviderResponseEvent, SessionForkEvent, SessionStartEvent};
+use crate::session::protocol::{
+    ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent, DecisionKind,
+    ProviderResponseEvent, SessionForkEvent, SessionStartEvent,
+};
 use crate::session::{EngineEvent, Event};
 
 /// `msg` from session `id` (child of `parent`) at `timestamp` (RFC 3339).
@@ -57,6 +60,57 @@ pub fn response(provider: &str, model: &str) -> EngineEvent {
         ..Default::default()
     })
 }
+
+/// `approval:required` of `agent`'s `bash` call `call` running `command`.
+pub fn approval_bash(call: &str, agent: &str, command: &str) -> EngineEvent {
+    EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+        tool_call_id: call.into(),
+        tool_name: "bash".into(),
+        agent: agent.into(),
+        summary: command.lines().next().unwrap_or_default().into(),
+        command: Some(command.into()),
+        diff: None,
+    })
+}
+
+/// `approval:required` of `agent`'s `edit_file` call `call` on `path` with `diff` (a
+/// unified diff).
+pub fn approval_edit(call: &str, agent: &str, path: &str, diff: &str) -> EngineEvent {
+    EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+        tool_call_id: call.into(),
+        tool_name: "edit_file".into(),
+        agent: agent.into(),
+        summary: format!("edit {path}"),
+        command: None,
+        diff: Some(diff.into()),
+    })
+}
+
+/// `approval:granted` of call `call` (`bash`, by `agent`), decided by `decision`.
+pub fn approval_granted(call: &str, agent: &str, decision: DecisionKind) -> EngineEvent {
+    EngineEvent::ApprovalGranted(ApprovalGrantedEvent {
+        tool_call_id: call.into(),
+        tool_name: "bash".into(),
+        agent: agent.into(),
+        decision,
+        rule: None,
+        reason: None,
+    })
+}
+
+/// `approval:denied` of call `call` (`bash`, by `agent`), decided by `decision`.
+pub fn approval_denied(call: &str, agent: &str, decision: DecisionKind) -> EngineEvent {
+    EngineEvent::ApprovalDenied(ApprovalDeniedEvent {
+        tool_call_id: call.into(),
+        tool_name: "bash".into(),
+        agent: agent.into(),
+        decision,
+        reason: None,
+    })
+}
+
+/// A unified diff of `src/lib.rs` replacing one line, with context.
+pub const SAMPLE_DIFF: &str = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,4 +1,4 @@\n pub mod agent;\n-pub mod config;\n+pub mod settings;\n pub mod engine;\n pub mod tui;\n";
 
 /// `buf` as text: one line per row, right-trimmed, each wide symbol once (the cells it
 /// covers are skipped).

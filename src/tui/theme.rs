@@ -63,6 +63,7 @@ slots! {
     TreeFailed = "tree.failed",
     TreeCancelled = "tree.cancelled",
     TreeIdle = "tree.idle",
+    TreeWaiting = "tree.waiting",
     TreeSelected = "tree.selected",
     TreeMeta = "tree.meta",
     StatusBar = "status.bar",
@@ -79,6 +80,9 @@ slots! {
     BrowserLabel = "browser.label",
     ReloadMark = "reload.mark",
     ComposerPlaceholder = "composer.placeholder",
+    DiffAdded = "diff.added",
+    DiffRemoved = "diff.removed",
+    DiffHunk = "diff.hunk",
 }
 
 const BUILTINS: &[(&str, &str)] = &[

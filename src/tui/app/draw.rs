@@ -11,6 +11,7 @@ use crate::tui::keymap::Context;
 use crate::tui::state::cells::short_id;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::Slot;
+use crate::tui::views::approval::ApprovalView;
 use crate::tui::views::banner::BannerView;
 use crate::tui::views::browser::BrowserView;
 use crate::tui::views::centered;
@@ -52,6 +53,15 @@ impl App {
                 usize::from(body.height),
                 &self.theme,
             );
+        }
+        let prompt = ApprovalView {
+            queue: &self.approvals,
+            keymap: &self.keymap,
+            theme: &self.theme,
+        }
+        .layout(panes.main);
+        if let Some(p) = prompt {
+            self.approvals.clamp_scroll(p.body_rows, p.body_visible);
         }
         let focused = self.composer_focused();
         self.composer
@@ -100,6 +110,7 @@ impl App {
             frame.render_widget(&view, composer_area);
         }
         let context = match (self.overlay, self.focus) {
+            _ if !self.approvals.is_empty() => Context::Approval,
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
             (_, Focus::Tree) => Context::Tree,
@@ -108,6 +119,7 @@ impl App {
         };
         let status = StatusView {
             provider: &self.provider_label,
+            waiting: self.approvals.len(),
             running: self.tree.running_count(),
             usage: self.status_usage(),
             note: self.note.as_ref(),
@@ -117,6 +129,13 @@ impl App {
         };
         frame.render_widget(&status, panes.status);
         self.draw_overlay(frame, panes.main);
+        // The approval prompt is modal: above every pane and overlay.
+        let prompt = ApprovalView {
+            queue: &self.approvals,
+            keymap: &self.keymap,
+            theme: &self.theme,
+        };
+        frame.render_widget(&prompt, panes.main);
     }
 
     /// Pane areas for a frame of `area`: the status bar at the bottom; the tree beside
@@ -169,9 +188,9 @@ impl App {
         })
     }
 
-    /// The composer takes keys: focused and no overlay open.
+    /// The composer takes keys: focused, no overlay open and no approval prompt.
     fn composer_focused(&self) -> bool {
-        self.focus == Focus::Composer && self.overlay == Overlay::None
+        self.focus == Focus::Composer && self.overlay == Overlay::None && self.approvals.is_empty()
     }
 
     fn draw_overlay(&self, frame: &mut Frame<'_>, main: Rect) {

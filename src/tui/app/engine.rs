@@ -18,6 +18,9 @@ impl App {
     pub(super) fn on_engine_event(&mut self, event: &Event) {
         self.tree.apply(event);
         self.inflight.apply(event);
+        if self.approvals.apply(event, self.clock.now()) {
+            self.tree.set_waiting(self.approvals.waiting_sessions());
+        }
         let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
         if let EngineEvent::ProviderResponse(response) = &event.msg
             && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))
@@ -50,7 +53,7 @@ impl App {
                 thread.agent = Some(start.agent.clone());
             }
             thread.apply_event(event, &self.theme);
-            if status.is_some_and(|s| s != SessionStatus::Running) {
+            if status.is_some_and(|s| !s.turn_in_progress()) {
                 thread.turn_in_flight = false;
             }
         } else if let Some(status) = match &event.msg {

@@ -5,6 +5,7 @@ use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind}
 use ratatui::layout::{Position, Rect};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
+use crate::session::protocol::{AllowScope, ApprovalDecision};
 use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::note::Note;
@@ -21,6 +22,9 @@ impl App {
     }
 
     fn context(&self) -> Context {
+        if !self.approvals.is_empty() {
+            return Context::Approval;
+        }
         match (self.overlay, self.focus) {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
@@ -40,6 +44,13 @@ impl App {
             return;
         }
         let action = self.keymap.resolve(context, &binding);
+        if context == Context::Approval && action != Some(Action::Quit) {
+            let now = self.clock.now();
+            if let KeyOutcome::Emit(a) = self.approvals.handle_key(&key, action, now) {
+                self.apply(a);
+            }
+            return;
+        }
         if context == Context::Composer
             && matches!(action, None | Some(Action::Submit | Action::Newline))
         {
@@ -171,6 +182,13 @@ impl App {
                     self.apply(a);
                 }
             }
+            // The approval prompt handles its own keys (`on_key`).
+            Action::ApprovalAllow
+            | Action::ApprovalAlways
+            | Action::ApprovalDeny
+            | Action::ApprovalDenyNow
+            | Action::ApprovalUp
+            | Action::ApprovalDown => {}
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
         }
@@ -219,6 +237,9 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
+        if self.approvals.paste(text) {
+            return;
+        }
         if self.overlay == Overlay::Browser && self.browser.filtering {
             self.browser.filter.push_str(text.trim());
             return;
@@ -278,6 +299,19 @@ impl App {
             }
             UiAction::EditFile(path) => self.editor_request = Some(path),
             UiAction::Note(text) => self.set_note(text, true),
+            UiAction::ResolveApproval {
+                session_id,
+                tool_call_id,
+                decision,
+            } => {
+                self.tree.set_waiting(self.approvals.waiting_sessions());
+                self.set_note(answer_note(&decision), false);
+                self.send(EngineCommand::ResolveApproval {
+                    session_id,
+                    tool_call_id,
+                    decision,
+                });
+            }
         }
     }
 
@@ -333,5 +367,24 @@ impl App {
         self.send(EngineCommand::LoadTranscript {
             session_id: id.to_string(),
         });
+    }
+}
+
+/// The status-bar note after answering an approval.
+fn answer_note(decision: &ApprovalDecision) -> String {
+    match decision {
+        ApprovalDecision::Allow {
+            scope: AllowScope::Once,
+        } => "allowed once".to_string(),
+        ApprovalDecision::Allow {
+            scope: AllowScope::AlwaysTool,
+        } => "allowed always for this tool in this tree".to_string(),
+        ApprovalDecision::Allow {
+            scope: AllowScope::AlwaysPrefix(prefix),
+        } => format!("allowed always in this tree: bash({prefix}*)"),
+        ApprovalDecision::Deny { reason: None } => "denied".to_string(),
+        ApprovalDecision::Deny {
+            reason: Some(reason),
+        } => format!("denied: {reason}"),
     }
 }

@@ -2,8 +2,8 @@
 //! every request to the engine leaves as an [`EngineCommand`] on a channel. Drawing
 //! (`draw`) lays out the visible window and hands borrowed state to pure views.
 //!
-//! Owns: focus, overlays, the tree, the open thread, the composer, notes and the
-//! Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
+//! Owns: focus, overlays, the approval prompts, the tree, the open thread, the
+//! composer, notes and the Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
 //! (bus events and command results), `draw` (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
@@ -23,6 +23,7 @@ use super::app_event::{AppEvent, EngineCommand};
 use super::clock::Clock;
 use super::composer::Composer;
 use super::keymap::{Action, Keymap};
+use super::state::approvals::ApprovalQueue;
 use super::state::browser::{BrowserState, ReloadMark};
 use super::state::inflight::InflightStreams;
 use super::state::note::Note;
@@ -30,7 +31,6 @@ use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
-use crate::session::SessionStatus;
 
 /// How long a second Ctrl+C quits.
 pub const QUIT_WINDOW_MS: i64 = 2_000;
@@ -107,6 +107,8 @@ pub struct App {
     /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
     expand_on_load: bool,
     composer: Composer,
+    /// Approval prompts waiting for the person; the front one is modal.
+    approvals: ApprovalQueue,
     browser: BrowserState,
     help_scroll: u16,
     note: Option<Note>,
@@ -139,6 +141,7 @@ impl App {
             inflight: InflightStreams::default(),
             expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
+            approvals: ApprovalQueue::default(),
             browser: BrowserState::default(),
             help_scroll: 0,
             note: None,
@@ -275,7 +278,7 @@ impl App {
             || t.session_id
                 .as_deref()
                 .and_then(|id| self.tree.get(id))
-                .is_some_and(|n| n.status == SessionStatus::Running)
+                .is_some_and(|n| n.status.turn_in_progress())
     }
 
     /// Focused pane.
@@ -286,6 +289,11 @@ impl App {
     /// Open overlay.
     pub fn overlay(&self) -> Overlay {
         self.overlay
+    }
+
+    /// The approval prompts waiting (the front one is shown and takes the keys).
+    pub fn approvals(&self) -> &ApprovalQueue {
+        &self.approvals
     }
 
     /// The session tree.

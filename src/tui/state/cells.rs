@@ -304,7 +304,7 @@ fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {
     let task = theme.style(Slot::ChatTask);
     let meta = theme.style(Slot::ChatToolResult);
     let status = match card.child_status {
-        Some(SessionStatus::Running) => ToolStatus::Running,
+        Some(s) if s.turn_in_progress() => ToolStatus::Running,
         Some(SessionStatus::Failed) if card.status != ToolStatus::Done => ToolStatus::Failed,
         Some(SessionStatus::Cancelled) if card.status != ToolStatus::Done => ToolStatus::Cancelled,
         _ => card.status,

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use crate::session::protocol::{
     ContentBlockDeltaEvent, DeltaKind, MessageAppendedEvent, SessionStatusEvent,
 };
-use crate::session::{EngineEvent, Event, Message, SessionStatus};
+use crate::session::{EngineEvent, Event, Message};
 
 /// Most bytes of streamed text (and, separately, thinking) kept per session; older
 /// whole lines are dropped first.
@@ -62,7 +62,7 @@ impl InflightStreams {
                 self.sessions.remove(&event.session_id);
             }
             EngineEvent::SessionStatus(SessionStatusEvent { status })
-                if *status != SessionStatus::Running =>
+                if !status.turn_in_progress() =>
             {
                 self.sessions.remove(&event.session_id);
             }
@@ -109,6 +109,7 @@ fn bound(buf: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionStatus;
     use crate::session::protocol::OrchestratorCompleteEvent;
     use serde_json::json;
 

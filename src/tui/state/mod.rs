@@ -1,5 +1,6 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
-//! scroll anchor, streaming, the agent browser and the status-bar note.
+//! scroll anchor, streaming, the agent browser, the status-bar note and the approval
+//! prompts.
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
@@ -10,6 +11,7 @@
 //! (the streaming and provider-failure cell kinds); `rows` (the row type, thinking
 //! summary and layout counters every kind shares) at the bottom.
 
+pub mod approvals;
 pub mod browser;
 pub mod cells;
 pub mod error_card;

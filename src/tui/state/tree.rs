@@ -87,7 +87,7 @@ impl Node {
     pub fn elapsed_ms(&self, now: Timestamp) -> Option<u64> {
         let start = self.started?;
         match (self.status, self.ended) {
-            (SessionStatus::Running, _) => Some(millis_between(start, now)),
+            (s, _) if s.turn_in_progress() => Some(millis_between(start, now)),
             (_, Some(end)) => Some(millis_between(start, end)),
             (_, None) => None,
         }
@@ -113,6 +113,9 @@ pub struct TreeRow<'a> {
     pub cost: Option<f64>,
     /// Running descendants hidden under this collapsed node (0 when expanded).
     pub hidden_running: usize,
+    /// Descendants waiting for the person hidden under this collapsed node (0 when
+    /// expanded).
+    pub hidden_waiting: usize,
 }
 
 /// Sessions as a forest, roots newest first, children in start order.
@@ -124,6 +127,9 @@ pub struct SessionTree {
     /// orders the roots.
     joined: Vec<(String, Option<Timestamp>)>,
     roots: Vec<String>,
+    /// Sessions with approval prompts waiting, with how many (set by the `App` from
+    /// its approval queue).
+    waiting: HashMap<String, usize>,
     /// The selected session.
     pub selected: Option<String>,
 }
@@ -150,6 +156,21 @@ impl SessionTree {
             .values()
             .filter(|n| n.status == SessionStatus::Running)
             .count()
+    }
+
+    /// Replaces the sessions that have approval prompts waiting (session → count).
+    pub fn set_waiting(&mut self, waiting: HashMap<String, usize>) {
+        self.waiting = waiting;
+    }
+
+    /// Whether session `id` waits for the person: an approval prompt of it waits, or
+    /// its status is `waiting`.
+    pub fn is_waiting(&self, id: &str) -> bool {
+        self.waiting.get(id).is_some_and(|n| *n > 0)
+            || self
+                .nodes
+                .get(id)
+                .is_some_and(|n| n.status == SessionStatus::Waiting)
     }
 
     /// The most recent root (first root), for `--continue`.
@@ -326,10 +347,10 @@ impl SessionTree {
             if !seen.insert(id) {
                 continue;
             }
-            let hidden_running = if node.collapsed {
-                self.running_below(id)
+            let (hidden_running, hidden_waiting) = if node.collapsed {
+                (self.running_below(id), self.waiting_below(id))
             } else {
-                0
+                (0, 0)
             };
             let spend = totals.get(id).copied().unwrap_or(Spend::of(node));
             out.push(TreeRow {
@@ -338,6 +359,7 @@ impl SessionTree {
                 tokens: spend.tokens,
                 cost: spend.cost,
                 hidden_running,
+                hidden_waiting,
             });
             if !node.collapsed {
                 stack.extend(node.children.iter().rev().map(|c| (c.as_str(), depth + 1)));
@@ -371,6 +393,17 @@ impl SessionTree {
 
     /// Number of running descendants of `id` (cycles and dangling links ignored).
     pub fn running_below(&self, id: &str) -> usize {
+        self.count_below(id, |n| n.status == SessionStatus::Running)
+    }
+
+    /// Number of descendants of `id` waiting for the person ([`SessionTree::is_waiting`]).
+    pub fn waiting_below(&self, id: &str) -> usize {
+        self.count_below(id, |n| self.is_waiting(&n.id))
+    }
+
+    /// Number of descendants of `id` that `pred` holds for (cycles and dangling links
+    /// ignored).
+    fn count_below(&self, id: &str, pred: impl Fn(&Node) -> bool) -> usize {
         let mut seen = HashSet::from([id]);
         let mut stack: Vec<&str> = self
             .nodes
@@ -385,7 +418,7 @@ impl SessionTree {
             let Some(node) = self.nodes.get(c) else {
                 continue;
             };
-            if node.status == SessionStatus::Running {
+            if pred(node) {
                 count += 1;
             }
             stack.extend(node.children.iter().map(String::as_str));
@@ -471,12 +504,15 @@ fn set_resolved(node: &mut Node, resolved: &ResolvedModel) {
     });
 }
 
+/// Sets `status`; the turn's clock starts when a turn begins and stops when it ends
+/// (waiting for an approval is part of the turn).
 fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
-    let was_running = node.status == SessionStatus::Running;
-    if status == SessionStatus::Running && !was_running {
+    let was_in_turn = node.status.turn_in_progress();
+    let in_turn = status.turn_in_progress();
+    if in_turn && !was_in_turn {
         node.started = ts.or(node.started);
         node.ended = None;
-    } else if status != SessionStatus::Running && (was_running || node.ended.is_none()) {
+    } else if !in_turn && (was_in_turn || node.ended.is_none()) {
         node.ended = ts;
     }
     node.status = status;

@@ -55,7 +55,7 @@ impl ChatView<'_> {
         }
         let node = self.tree.get(id);
         let mut status = node.map(|n| n.status).unwrap_or_default();
-        if t.turn_in_flight {
+        if t.turn_in_flight && !status.turn_in_progress() {
             status = SessionStatus::Running;
         }
         let (glyph, slot) = status_glyph(status, self.now);

@@ -34,6 +34,7 @@ impl HelpView<'_> {
             Context::Composer,
             Context::Browser,
             Context::Help,
+            Context::Approval,
         ] {
             if !out.is_empty() {
                 out.push(Line::default());

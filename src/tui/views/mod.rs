@@ -5,6 +5,7 @@
 //! (`app::draw`), state (`state`), or the chat's visible-window computation
 //! (`state::layout`, run by the app before drawing).
 
+pub mod approval;
 pub mod banner;
 pub mod browser;
 pub mod chat;
@@ -56,6 +57,9 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
         h,
     )
 }
+
+/// The "waiting for you" glyph: tree rows, the status bar's count, the approval prompt.
+pub const WAITING_GLYPH: &str = "⚑";
 
 /// Spinner frame for `now_ms` (10 frames per second).
 pub fn spinner(now_ms: i64) -> &'static str {

@@ -1,4 +1,5 @@
-//! The status bar: provider/model (or a no-provider warning), running count, the open
+//! The status bar: provider/model (or a no-provider warning), the count of approval
+//! prompts waiting for the person (`⚑ 2 waiting`), running count, the open
 //! session's usage (tokens, cost where known, and its tree's total when it has
 //! sub-sessions or is one), a note or the reload mark, and key hints from the keymap.
 //!
@@ -15,6 +16,7 @@ use crate::tui::clock::{format_cost, format_tokens};
 use crate::tui::state::note::Note;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::{Slot, Theme};
+use crate::tui::views::WAITING_GLYPH;
 use crate::tui::wrap::{truncate, width};
 
 /// The model part of a `provider/model` label (`None` when missing or empty).
@@ -74,6 +76,8 @@ impl StatusUsage {
 /// The status bar.
 pub struct StatusView<'a> {
     pub provider: &'a Result<String, String>,
+    /// Approval prompts waiting for the person.
+    pub waiting: usize,
     pub running: usize,
     /// The open session's usage (`None`: no session open or nothing spent yet).
     pub usage: Option<StatusUsage>,
@@ -87,8 +91,8 @@ pub struct StatusView<'a> {
 
 impl StatusView<'_> {
     /// The left part at `level` of compaction: 0 full; 1 usage without the tree
-    /// total; 2 also the provider label as its model, `●N` for running sessions and
-    /// usage without "tok".
+    /// total; 2 also the provider label as its model, `⚑N` / `●N` for waiting prompts
+    /// and running sessions and usage without "tok".
     fn left(&self, level: u8) -> Vec<Span<'static>> {
         let bar = self.theme.style(Slot::StatusBar);
         let mut left = vec![match self.provider {
@@ -99,6 +103,14 @@ impl StatusView<'_> {
             Ok(label) => Span::styled(format!(" {} ", display_label(label)), bar),
             Err(_) => Span::styled(" ⚠ no provider ", self.theme.style(Slot::StatusNote)),
         }];
+        if self.waiting > 0 {
+            let text = if level >= 2 {
+                format!("│ {WAITING_GLYPH}{} ", self.waiting)
+            } else {
+                format!("│ {WAITING_GLYPH} {} waiting ", self.waiting)
+            };
+            left.push(Span::styled(text, self.theme.style(Slot::StatusNote)));
+        }
         if self.running > 0 {
             let text = if level >= 2 {
                 format!("│ ●{} ", self.running)

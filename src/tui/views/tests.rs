@@ -317,6 +317,7 @@ fn status_bar_with_hints_note_and_warning() {
     let ok = Ok("openai/gpt-4o".to_string());
     let view = StatusView {
         provider: &ok,
+        waiting: 0,
         running: 2,
         usage: None,
         note: None,
@@ -334,6 +335,7 @@ fn status_bar_with_hints_note_and_warning() {
     };
     let view = StatusView {
         provider: &err,
+        waiting: 0,
         running: 0,
         usage: None,
         note: Some(&note),
@@ -530,6 +532,7 @@ fn status_bar_and_tree_show_usage_and_cost() {
     let ok = Ok("anthropic/claude-sonnet-4-5".to_string());
     let view = StatusView {
         provider: &ok,
+        waiting: 0,
         running: 1,
         usage: Some(StatusUsage {
             session: Spend {

@@ -1,6 +1,9 @@
 //! The session tree pane: one row per visible session with status glyph, agent,
 //! elapsed time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
+//! A session waiting for the person (an approval prompt, or status `waiting`) shows
+//! `⚑` in the `tree.waiting` colour; a collapsed node with such sessions below shows
+//! `⚑N`.
 //! A root that names a parent it is not shown under (missing, itself, a cycle) carries
 //! a note saying which. A footer names the selected session's model and how it was
 //! routed.
@@ -12,7 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::{pane_block, spinner};
+use super::{WAITING_GLYPH, pane_block, spinner};
 use crate::session::SessionStatus;
 use crate::tui::clock::{format_cost, format_elapsed, format_tokens};
 use crate::tui::state::tree::{Node, SessionTree, TreeRow};
@@ -34,7 +37,7 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
     match status {
         SessionStatus::Running => (spinner(now.as_millisecond()), Slot::TreeRunning),
         SessionStatus::Queued => ("◌", Slot::TreeIdle),
-        SessionStatus::Waiting => ("⚑", Slot::Warning),
+        SessionStatus::Waiting => (WAITING_GLYPH, Slot::TreeWaiting),
         SessionStatus::Paused => ("‖", Slot::Warning),
         SessionStatus::Completed => ("✓", Slot::TreeDone),
         SessionStatus::Failed => ("✗", Slot::TreeFailed),
@@ -47,7 +50,11 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
 impl TreeView<'_> {
     fn row_line(&self, row: &TreeRow<'_>, w: u16) -> Line<'static> {
         let node = row.node;
-        let (glyph, slot) = status_glyph(node.status, self.now);
+        let (glyph, slot) = if self.tree.is_waiting(&node.id) {
+            status_glyph(SessionStatus::Waiting, self.now)
+        } else {
+            status_glyph(node.status, self.now)
+        };
         let fold = match (node.children.is_empty(), node.collapsed) {
             (true, _) => "  ",
             (false, true) => "▸ ",
@@ -72,14 +79,26 @@ impl TreeView<'_> {
             right.push(' ');
             right.push_str(&format_cost(cost));
         }
+        let waiting = self.theme.style(Slot::TreeWaiting);
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
-        let fold_style = if hidden.is_some() { running } else { meta };
+        let hidden_waiting = (row.hidden_waiting > 0)
+            .then(|| Span::styled(format!("{WAITING_GLYPH}{} ", row.hidden_waiting), waiting));
+        let fold_style = match (&hidden_waiting, &hidden) {
+            (Some(_), _) => waiting,
+            (None, Some(_)) => running,
+            (None, None) => meta,
+        };
         let mut left = Line::from(vec![
             Span::styled(format!("{open}{}", "  ".repeat(row.depth)), meta),
             Span::styled(fold, fold_style),
             Span::styled(format!("{glyph} "), self.theme.style(slot)),
-            Span::styled(node.agent.clone(), self.theme.style(Slot::Base)),
         ]);
+        // A waiting count hidden below comes before the agent: it must not be cut.
+        left.spans.extend(hidden_waiting);
+        left.spans.push(Span::styled(
+            node.agent.clone(),
+            self.theme.style(Slot::Base),
+        ));
         // A root that names a parent it is not shown under says why.
         if let Some(d) = node.detached {
             left.spans

@@ -1,0 +1,304 @@
+//! The approval prompts waiting for the person (SPEC §12, §13 "modal prompts"): one per
+//! `approval:required` of any session of this process, oldest first; the front one is
+//! shown and takes the keyboard.
+//!
+//! Bus events read: `approval:required` (queued once per session and tool call),
+//! `approval:granted` / `approval:denied` (that prompt goes: the engine decided, e.g.
+//! the subtree was cancelled), and a turn's end (`orchestrator:complete`,
+//! `session:end`, `cancel:completed`: every prompt of that session goes, since no call
+//! of a finished turn still waits).
+//!
+//! Keys (from the keymap's `approval.*` actions): allow once, allow always (the tool,
+//! or a simple `bash` command's prefix, in this tree), deny with an optional one-line
+//! reason (typed after the deny key; Enter sends, Esc goes back to the prompt), deny
+//! at once (Esc), scroll a long command or diff. For [`ANSWER_GRACE_MS`] after a
+//! prompt comes to the front its answer keys are ignored, so keys typed for the
+//! composer just before it appeared answer nothing.
+//!
+//! Owns: the queue, the reason being typed, the scroll of the front prompt, and what
+//! "always" means for a call ([`PendingApproval::always`]). Does not own: sending the
+//! answer (the `App`, as `EngineCommand::ResolveApproval`), or drawing
+//! (`views::approval`).
+
+use std::collections::{HashMap, VecDeque};
+
+use crossterm::event::{KeyCode, KeyEvent};
+use jiff::Timestamp;
+
+use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
+use crate::session::{EngineEvent, Event};
+use crate::tui::app_event::{KeyOutcome, UiAction};
+use crate::tui::key::KeyBinding;
+use crate::tui::keymap::Action;
+
+/// How long answer keys are ignored after a prompt comes to the front (ms).
+pub const ANSWER_GRACE_MS: i64 = 400;
+
+/// Longest deny reason kept, in characters (it goes back to the model).
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// Characters that chain, pipe, redirect, substitute or escape in a shell command: a
+/// `bash` call containing any of them gets no "always" (a prefix rule must not cover
+/// what follows `;`, `&&`, `|`, `>`, `$(…)` or a line break).
+const SHELL_CONTROL: &[char] = &[
+    ';', '&', '|', '$', '`', '<', '>', '(', ')', '{', '}', '\\', '\n', '\r',
+];
+
+/// One tool call waiting for an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApproval {
+    /// The asking session.
+    pub session_id: String,
+    /// What it asks (tool, agent, summary, command or diff).
+    pub request: ApprovalRequiredEvent,
+}
+
+impl PendingApproval {
+    /// What "always" allows for this call, with its rule as a policy key: a `bash`
+    /// call of one simple command allows its prefix (the program, plus a subcommand
+    /// word such as `test` in `cargo test --lib`: `bash(cargo test*)`); any other tool
+    /// allows the tool (`write_file`). `None` for a `bash` command that chains, pipes,
+    /// redirects, substitutes or escapes (see `SHELL_CONTROL`) or is empty: such a
+    /// command can only be allowed once.
+    pub fn always(&self) -> Option<(AllowScope, String)> {
+        let tool = &self.request.tool_name;
+        if tool != "bash" {
+            return Some((AllowScope::AlwaysTool, tool.clone()));
+        }
+        let command = self.request.command.as_deref().unwrap_or_default().trim();
+        if command.is_empty() || command.contains(SHELL_CONTROL) {
+            return None;
+        }
+        let mut words = command.split_whitespace();
+        let program = words.next()?;
+        let subcommand = words.next().filter(|w| {
+            !w.starts_with('-')
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+        let prefix = match subcommand {
+            Some(sub) => format!("{program} {sub}"),
+            None => program.to_string(),
+        };
+        let rule = format!("bash({prefix}*)");
+        Some((AllowScope::AlwaysPrefix(prefix), rule))
+    }
+}
+
+/// The prompts waiting, oldest first, and the state of the front one.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalQueue {
+    pending: VecDeque<PendingApproval>,
+    /// The deny reason being typed for the front prompt (`Some` after the deny key).
+    reason: Option<String>,
+    /// First body row of the front prompt shown.
+    scroll: u16,
+    /// When the front prompt came to the front.
+    front_since: Option<Timestamp>,
+}
+
+impl ApprovalQueue {
+    /// Applies one bus event at `now`; returns whether the queue changed.
+    pub fn apply(&mut self, event: &Event, now: Timestamp) -> bool {
+        let session = event.session_id.as_str();
+        let before = self.pending.len();
+        let front = self.front_key();
+        match &event.msg {
+            EngineEvent::ApprovalRequired(request) => {
+                let known = self.position(session, &request.tool_call_id).is_some();
+                if !known {
+                    self.pending.push_back(PendingApproval {
+                        session_id: session.to_string(),
+                        request: request.clone(),
+                    });
+                }
+            }
+            EngineEvent::ApprovalGranted(g) => self.remove(session, &g.tool_call_id),
+            EngineEvent::ApprovalDenied(d) => self.remove(session, &d.tool_call_id),
+            EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::CancelCompleted(_) => self.pending.retain(|p| p.session_id != session),
+            _ => {}
+        }
+        self.front_moved(front, now);
+        self.pending.len() != before
+    }
+
+    /// The prompt shown (the oldest waiting).
+    pub fn front(&self) -> Option<&PendingApproval> {
+        self.pending.front()
+    }
+
+    /// How many prompts wait (the shown one included).
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether no prompt waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The deny reason being typed, when the person pressed the deny key.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// First body row of the front prompt to show.
+    pub fn scroll(&self) -> u16 {
+        self.scroll
+    }
+
+    /// Sessions with waiting prompts, with how many each.
+    pub fn waiting_sessions(&self) -> HashMap<String, usize> {
+        let mut out = HashMap::new();
+        for p in &self.pending {
+            *out.entry(p.session_id.clone()).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// Handles a key for the front prompt at `now`; `action` is the key's `approval.*`
+    /// action, if bound. Every key is used (the prompt is modal). Answering removes the
+    /// prompt and emits [`UiAction::ResolveApproval`]; "always" on a call that has no
+    /// always emits a note instead.
+    pub fn handle_key(
+        &mut self,
+        key: &KeyEvent,
+        action: Option<Action>,
+        now: Timestamp,
+    ) -> KeyOutcome {
+        if self.pending.is_empty() {
+            return KeyOutcome::Ignored;
+        }
+        if let Some(reason) = &mut self.reason {
+            match key.code {
+                KeyCode::Enter => {
+                    let text = reason.trim().to_string();
+                    let reason = Some(text).filter(|t| !t.is_empty());
+                    return self.answer(ApprovalDecision::Deny { reason }, now);
+                }
+                KeyCode::Esc => self.reason = None,
+                KeyCode::Backspace => {
+                    reason.pop();
+                }
+                KeyCode::Char(c)
+                    if KeyBinding::from_event(key).is_some_and(|b| b.is_text())
+                        && reason.chars().count() < MAX_REASON_CHARS =>
+                {
+                    reason.push(c);
+                }
+                _ => {}
+            }
+            return KeyOutcome::Consumed;
+        }
+        let answering = matches!(
+            action,
+            Some(
+                Action::ApprovalAllow
+                    | Action::ApprovalAlways
+                    | Action::ApprovalDeny
+                    | Action::ApprovalDenyNow
+            )
+        );
+        if answering && self.in_grace(now) {
+            return KeyOutcome::Consumed;
+        }
+        match action {
+            Some(Action::ApprovalAllow) => self.answer(
+                ApprovalDecision::Allow {
+                    scope: AllowScope::Once,
+                },
+                now,
+            ),
+            Some(Action::ApprovalAlways) => match self.front().and_then(PendingApproval::always) {
+                Some((scope, _)) => self.answer(ApprovalDecision::Allow { scope }, now),
+                None => KeyOutcome::Emit(UiAction::Note(
+                    "no \"always\" for a command that chains, pipes or redirects: allow it once or deny".into(),
+                )),
+            },
+            Some(Action::ApprovalDeny) => {
+                self.reason = Some(String::new());
+                KeyOutcome::Consumed
+            }
+            Some(Action::ApprovalDenyNow) => {
+                self.answer(ApprovalDecision::Deny { reason: None }, now)
+            }
+            Some(Action::ApprovalUp) => {
+                self.scroll = self.scroll.saturating_sub(1);
+                KeyOutcome::Consumed
+            }
+            Some(Action::ApprovalDown) => {
+                self.scroll = self.scroll.saturating_add(1);
+                KeyOutcome::Consumed
+            }
+            _ => KeyOutcome::Consumed,
+        }
+    }
+
+    /// Takes pasted text into the deny reason being typed (its first line, within
+    /// [`MAX_REASON_CHARS`]); returns `false` when no reason is being typed.
+    pub fn paste(&mut self, text: &str) -> bool {
+        let Some(reason) = &mut self.reason else {
+            return false;
+        };
+        let room = MAX_REASON_CHARS.saturating_sub(reason.chars().count());
+        let line = text.lines().next().unwrap_or_default();
+        reason.extend(line.chars().filter(|c| !c.is_control()).take(room));
+        true
+    }
+
+    /// Keeps the scroll within a body of `rows` rows shown `visible` at a time (the
+    /// view reports it after laying out).
+    pub fn clamp_scroll(&mut self, rows: usize, visible: usize) {
+        let max = u16::try_from(rows.saturating_sub(visible)).unwrap_or(u16::MAX);
+        self.scroll = self.scroll.min(max);
+    }
+
+    fn answer(&mut self, decision: ApprovalDecision, now: Timestamp) -> KeyOutcome {
+        let front = self.front_key();
+        let Some(answered) = self.pending.pop_front() else {
+            return KeyOutcome::Consumed;
+        };
+        self.front_moved(front, now);
+        KeyOutcome::Emit(UiAction::ResolveApproval {
+            session_id: answered.session_id,
+            tool_call_id: answered.request.tool_call_id,
+            decision,
+        })
+    }
+
+    fn in_grace(&self, now: Timestamp) -> bool {
+        self.front_since
+            .is_some_and(|t| now.as_millisecond() - t.as_millisecond() < ANSWER_GRACE_MS)
+    }
+
+    fn position(&self, session: &str, call: &str) -> Option<usize> {
+        self.pending
+            .iter()
+            .position(|p| p.session_id == session && p.request.tool_call_id == call)
+    }
+
+    fn remove(&mut self, session: &str, call: &str) {
+        if let Some(i) = self.position(session, call) {
+            self.pending.remove(i);
+        }
+    }
+
+    fn front_key(&self) -> Option<(String, String)> {
+        self.front()
+            .map(|p| (p.session_id.clone(), p.request.tool_call_id.clone()))
+    }
+
+    /// A new front prompt starts unscrolled, with no reason typed, and its grace.
+    fn front_moved(&mut self, before: Option<(String, String)>, now: Timestamp) {
+        if self.front_key() != before {
+            self.reason = None;
+            self.scroll = 0;
+            self.front_since = self.front().map(|_| now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

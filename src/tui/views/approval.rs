@@ -1,0 +1,321 @@
+//! The approval prompt (SPEC §12): the front prompt of the approval queue, drawn over
+//! everything. It names the asking session (short id), its agent and the tool, then
+//! shows the command (`$ …`) or the change as a coloured unified diff (`diff.added`,
+//! `diff.removed`, `diff.hunk`), then the answer keys from the keymap — or the deny
+//! reason being typed. The title counts the queue (`1 of 3`); a body taller than the
+//! prompt scrolls, with its position on the bottom border.
+//!
+//! Commands and diffs are shown exactly: rows break at the width, not at spaces, so a
+//! break never hides or invents a space; control characters show as their Unicode
+//! pictures (`␛`) and bidirectional or invisible format characters as `⟨U+202E⟩`, so
+//! nothing in a command can redraw or reorder what the person reads.
+//!
+//! Owns: how the prompt looks and how tall it is. Does not own: the queue or its keys
+//! (`state::approvals`), where it goes on screen (`app::draw`).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
+use unicode_width::UnicodeWidthChar;
+
+use super::WAITING_GLYPH;
+use crate::tui::keymap::{Action, Keymap};
+use crate::tui::state::approvals::{ApprovalQueue, PendingApproval};
+use crate::tui::state::cells::short_id;
+use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::{RLine, truncate, wrap};
+
+/// Widest the prompt gets (columns, borders included).
+pub const MAX_WIDTH: u16 = 84;
+
+/// Source lines of a command or diff laid out at most; the rest is counted.
+pub const MAX_BODY_LINES: usize = 2_000;
+
+/// The approval prompt.
+pub struct ApprovalView<'a> {
+    pub queue: &'a ApprovalQueue,
+    pub keymap: &'a Keymap,
+    pub theme: &'a Theme,
+}
+
+/// How the prompt fits a frame: its area and its body's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptLayout {
+    /// Where the prompt goes (borders included).
+    pub area: Rect,
+    /// Body rows in all.
+    pub body_rows: usize,
+    /// Body rows shown at once.
+    pub body_visible: usize,
+}
+
+impl ApprovalView<'_> {
+    /// The prompt's place in `main` (centered, at most [`MAX_WIDTH`] wide, as tall as
+    /// its content allows) and its body's size; `None` when no prompt waits.
+    pub fn layout(&self, main: Rect) -> Option<PromptLayout> {
+        let front = self.queue.front()?;
+        let width = main.width.min(MAX_WIDTH);
+        let inner_w = width.saturating_sub(4).max(1);
+        let fixed = self.head(front, inner_w).len() + self.footer(front, inner_w).len() + 2;
+        let body_rows = self.body(front, inner_w).len();
+        let max_h = usize::from(main.height);
+        let height = (fixed + body_rows + 2).min(max_h);
+        let body_visible = height.saturating_sub(fixed + 2).max(1);
+        let h = u16::try_from(height).unwrap_or(main.height);
+        let area = Rect::new(
+            main.x + (main.width - width) / 2,
+            main.y + (main.height - h) / 2,
+            width,
+            h,
+        );
+        Some(PromptLayout {
+            area,
+            body_rows,
+            body_visible,
+        })
+    }
+
+    /// `explorer #0a1b2c3d wants to run bash`.
+    fn head(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
+        let r = &front.request;
+        let verb = if r.command.is_some() {
+            "wants to run"
+        } else {
+            "wants to use"
+        };
+        let line = Line::from(vec![
+            Span::styled(
+                format!("{WAITING_GLYPH} "),
+                self.theme.style(Slot::TreeWaiting),
+            ),
+            Span::styled(r.agent.clone(), self.theme.style(Slot::Title)),
+            Span::styled(
+                format!(" #{} ", short_id(&front.session_id)),
+                self.theme.style(Slot::TreeMeta),
+            ),
+            Span::styled(format!("{verb} "), self.theme.style(Slot::Base)),
+            Span::styled(r.tool_name.clone(), self.theme.style(Slot::ChatTool)),
+        ]);
+        wrap(&RLine::indented(line, 2), width)
+    }
+
+    /// The command (`$ ` then the text, broken at the width) or the summary and the
+    /// coloured diff, or the summary alone.
+    fn body(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
+        let r = &front.request;
+        let mut rows = Vec::new();
+        if let Some(command) = &r.command {
+            let style = self.theme.style(Slot::MdCode);
+            for (i, line) in command.lines().take(MAX_BODY_LINES).enumerate() {
+                let prefix = if i == 0 { "$ " } else { "  " };
+                rows.extend(exact_rows(line, prefix, "  ", style, width));
+            }
+            more_lines(command.lines().count(), self.theme, &mut rows);
+            return rows;
+        }
+        rows.extend(exact_rows(
+            &r.summary,
+            "",
+            "  ",
+            self.theme.style(Slot::Title),
+            width,
+        ));
+        if let Some(diff) = &r.diff {
+            for line in diff.lines().take(MAX_BODY_LINES) {
+                rows.extend(exact_rows(line, "", "", self.diff_style(line), width));
+            }
+            more_lines(diff.lines().count(), self.theme, &mut rows);
+        }
+        rows
+    }
+
+    fn diff_style(&self, line: &str) -> Style {
+        if line.starts_with("+++") || line.starts_with("---") {
+            self.theme.style(Slot::Title)
+        } else if line.starts_with('+') {
+            self.theme.style(Slot::DiffAdded)
+        } else if line.starts_with('-') {
+            self.theme.style(Slot::DiffRemoved)
+        } else if line.starts_with("@@") {
+            self.theme.style(Slot::DiffHunk)
+        } else {
+            self.theme.style(Slot::Base)
+        }
+    }
+
+    /// The answer keys (`y allow once · a always: bash(cargo test*) · n deny… · Esc
+    /// deny`), or the deny reason being typed.
+    fn footer(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
+        let key = self.theme.style(Slot::StatusKey);
+        let text = self.theme.style(Slot::Base);
+        let meta = self.theme.style(Slot::TreeMeta);
+        if let Some(reason) = self.queue.reason() {
+            let head = Line::from(Span::styled(
+                "Deny. Reason for the model (optional; Enter sends, Esc goes back):",
+                text,
+            ));
+            let mut rows = wrap(&RLine::new(head), width);
+            rows.extend(exact_rows(
+                &format!("{reason}▏"),
+                "> ",
+                "  ",
+                self.theme.style(Slot::ChatUser),
+                width,
+            ));
+            return rows;
+        }
+        let always = match front.always() {
+            Some((_, rule)) => format!(" always: {rule}"),
+            None => " always: not for a compound command".to_string(),
+        };
+        let mut spans = Vec::new();
+        for (action, what) in [
+            (Action::ApprovalAllow, " allow once".to_string()),
+            (Action::ApprovalAlways, always),
+            (Action::ApprovalDeny, " deny with a reason".to_string()),
+            (Action::ApprovalDenyNow, " deny".to_string()),
+        ] {
+            let keys = self.keymap.label(action);
+            if keys.is_empty() {
+                continue;
+            }
+            if !spans.is_empty() {
+                spans.push(Span::styled(" · ", meta));
+            }
+            spans.push(Span::styled(keys, key));
+            spans.push(Span::styled(what, text));
+        }
+        wrap(&RLine::new(Line::from(spans)), width)
+    }
+
+    fn label(&self, action: Action, fallback: &str) -> String {
+        let label = self.keymap.label(action);
+        if label.is_empty() {
+            fallback.to_string()
+        } else {
+            label
+        }
+    }
+}
+
+impl Widget for &ApprovalView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (Some(front), Some(layout)) = (self.queue.front(), self.layout(area)) else {
+            return;
+        };
+        let area = layout.area;
+        Clear.render(area, buf);
+        let mut title = format!(" {WAITING_GLYPH} Approval needed ");
+        if self.queue.len() > 1 {
+            title = format!(
+                " {WAITING_GLYPH} Approval needed · 1 of {} ",
+                self.queue.len()
+            );
+        }
+        let mut block = Block::default()
+            .borders(Borders::ALL)
+            .border_type(BorderType::Thick)
+            .border_style(self.theme.style(Slot::TreeWaiting))
+            .title(Line::from(title).style(self.theme.style(Slot::Title)))
+            .padding(Padding::horizontal(1))
+            .style(self.theme.style(Slot::Base));
+        let scroll = usize::from(self.queue.scroll())
+            .min(layout.body_rows.saturating_sub(layout.body_visible));
+        if layout.body_rows > layout.body_visible {
+            let last = (scroll + layout.body_visible).min(layout.body_rows);
+            let position = format!(
+                " {}–{} of {} rows · {}/{} scroll ",
+                scroll + 1,
+                last,
+                layout.body_rows,
+                self.label(Action::ApprovalUp, "up"),
+                self.label(Action::ApprovalDown, "down"),
+            );
+            block = block.title_bottom(
+                Line::from(position)
+                    .style(self.theme.style(Slot::TreeMeta))
+                    .right_aligned(),
+            );
+        }
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let w = inner.width;
+        let body: Vec<Line<'static>> = self
+            .body(front, w)
+            .into_iter()
+            .skip(scroll)
+            .take(layout.body_visible)
+            .collect();
+        let mut rows = self.head(front, w);
+        rows.push(Line::default());
+        rows.extend(body);
+        rows.push(Line::default());
+        rows.extend(self.footer(front, w));
+        for (y, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
+            let y = inner.y + u16::try_from(y).unwrap_or(0);
+            buf.set_line(inner.x, y, &truncate(row, w), w);
+        }
+    }
+}
+
+/// `text` as rows of at most `width` columns, broken between characters (never at
+/// or around spaces), the first row after `first`, the others after `rest`, every
+/// character visible (see the module docs).
+fn exact_rows(text: &str, first: &str, rest: &str, style: Style, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width).max(1);
+    let mut rows = Vec::new();
+    let mut row = first.to_string();
+    let mut used = crate::tui::wrap::width(first);
+    let mut fresh = true;
+    for c in visible(text).chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width && !fresh {
+            rows.push(Line::from(Span::styled(std::mem::take(&mut row), style)));
+            row = rest.to_string();
+            used = crate::tui::wrap::width(rest);
+        }
+        row.push(c);
+        used += w;
+        fresh = false;
+    }
+    rows.push(Line::from(Span::styled(row, style)));
+    rows
+}
+
+/// `text` with control characters as their Unicode pictures (`␛`, `␉`) and
+/// bidirectional / invisible format characters as `⟨U+XXXX⟩`.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{0}'..='\u{1f}' => {
+                out.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('?'));
+            }
+            '\u{7f}' => out.push('␡'),
+            '\u{80}'..='\u{9f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{feff}' => out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c))),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn more_lines(total: usize, theme: &Theme, rows: &mut Vec<Line<'static>>) {
+    if total > MAX_BODY_LINES {
+        rows.push(Line::from(Span::styled(
+            format!(
+                "… {} more lines not shown (the whole text is in the session's events.jsonl)",
+                total - MAX_BODY_LINES
+            ),
+            theme.style(Slot::TreeMeta),
+        )));
+    }
+}
+
+#[cfg(test)]
+mod tests;
