@@ -14,13 +14,7 @@ const TESTER: &str = "5f0e1c2a11114222-1122334455667788_tester";
 /// The root thread open with its explorer child running, the person halfway through
 /// a message in the composer, and the child's `bash` call waiting.
 fn with_child_asking(command: &str) -> Harness {
-    let mut h = with_root_open();
-    h.engine(
-        EngineEvent::status(SessionStatus::Running),
-        CHILD,
-        Some(ROOT),
-        20,
-    );
+    let mut h = super::live::with_child_running();
     h.press(KeyCode::Tab); // chat → composer
     h.type_text("half-written");
     h.engine(

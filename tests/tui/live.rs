@@ -11,7 +11,7 @@ fn delta(h: &mut Harness, id: &str, parent: Option<&str>, text: &str) {
 }
 
 /// The root thread open with its task card, the child's turn running.
-fn with_child_running() -> Harness {
+pub(super) fn with_child_running() -> Harness {
     let mut h = with_root_open();
     h.engine(
         EngineEvent::status(SessionStatus::Running),
