@@ -106,8 +106,8 @@ actions! {
     HelpDown = "help.down", Help, ["down", "j"], false, "Scroll down";
     HelpClose = "help.close", Help, ["esc", "q", "?", "f1"], true, "Close";
     ApprovalAllow = "approval.allow", Approval, ["y"], true, "Allow once";
-    ApprovalAlways = "approval.always", Approval, ["a"], true, "Allow always (this tool or command prefix, this tree)";
-    ApprovalDeny = "approval.deny", Approval, ["n"], true, "Deny (type a reason for the model; Enter sends)";
+    ApprovalAlways = "approval.always", Approval, ["a"], true, "Always allow (tool or command prefix, tree)";
+    ApprovalDeny = "approval.deny", Approval, ["n"], true, "Deny, with a reason for the model";
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";

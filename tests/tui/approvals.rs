@@ -231,7 +231,10 @@ fn the_help_overlay_lists_the_prompts_keys_and_ctrl_c_still_quits() {
     }
     let screen = h.screen(80, 40);
     assert!(screen.contains("Approval prompt"), "{screen}");
-    assert!(screen.contains("Deny (type a reason"), "{screen}");
+    assert!(
+        screen.contains("Deny, with a reason for the model"),
+        "{screen}"
+    );
 
     let mut h = with_child_asking("ls");
     h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
