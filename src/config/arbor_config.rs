@@ -12,6 +12,9 @@
 //! keymap: {}                      # overrides, see tui::keymap
 //! retry: {max_wait: 60}           # seconds, see config::retry
 //! approvals: {bash: ask, "bash(cargo test*)": allow}   # see config::approvals
+//! limits:                         # delegation bounds no agent file can raise (`limits`)
+//!   max_sessions_per_tree: 100
+//!   max_concurrent_sub_sessions: 32
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -26,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::approvals::Rules;
+use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
 
 /// The parsed config file. A missing file is the default config, not an error.
@@ -45,6 +49,9 @@ pub struct ArborConfig {
     /// Approval rules over the defaults (full authority: the user's own file).
     #[serde(default, skip_serializing_if = "Rules::is_empty")]
     pub approvals: Rules,
+    /// Tree-wide delegation limits (`limits:`); defaults when absent.
+    #[serde(default)]
+    pub limits: Limits,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

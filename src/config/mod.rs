@@ -4,13 +4,16 @@
 //! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
 //! policy and `agents` access control (`merge`), the retry limits (`retry`), approval
 //! rules and the policy that decides each tool call (`approvals`), the project trust
-//! store (`trust`), and the YAML reader (`yaml`). Sits below `agent` (agent files and
-//! bundles are read into mount plans with it) and uses only `paths` and `session`'s
-//! protocol types below it: merge works on plain JSON overlays. Does not own: agent
+//! store (`trust`), delegation limits — the task tool's, which agent files may only
+//! tighten, and the config's tree-wide ones (`limits`) — and the YAML reader (`yaml`).
+//! Sits below `agent` (agent files and bundles are read into mount plans with it) and
+//! uses only `paths` and `session`'s protocol types below it: merge works on plain JSON
+//! overlays. Does not own: agent
 //! files or bundles (`agent`), the price table or provider credentials (`routing`).
 
 pub mod approvals;
 pub mod arbor_config;
+pub mod limits;
 pub mod merge;
 pub mod mount_plan;
 pub mod retry;
@@ -18,4 +21,5 @@ pub mod trust;
 pub mod yaml;
 
 pub use arbor_config::ArborConfig;
+pub use limits::{Limits, TaskConfig};
 pub use mount_plan::{ModuleEntry, MountPlan};

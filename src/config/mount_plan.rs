@@ -125,7 +125,7 @@ impl MountPlan {
     pub fn task_tool_config(&self) -> Value {
         self.tools()
             .into_iter()
-            .find(|t| t.module == "tool-task")
+            .find(|t| t.module == super::limits::TASK_MODULE)
             .map(|t| t.config)
             .unwrap_or(Value::Null)
     }

@@ -3,15 +3,17 @@
 //!
 //! Owns: [`TurnEnv`] — the paths, config, bundle and live registry the runtime was
 //! built with, the environment lookup, the per-process model cache and HTTP client
-//! pool, the injected provider factory and extra tools, and the task tool's host — and
-//! mounting a session's tools for its next turn ([`TurnEnv::mount_tools`]); the
-//! [`Env`] and [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
+//! pool, the injected provider factory and extra tools, the task tool's host, and the
+//! delegation limits every spawn checks (`limits::TreeLimits`) — and mounting a
+//! session's tools for its next turn ([`TurnEnv::mount_tools`]); the [`Env`] and
+//! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
 //! `spawn`, `providers` and `root_plan` read it and never reach back into the
 //! runtime. Does not own: the map of live sessions, the store or the bus (`runtime`),
 //! building providers (`providers`), the turn loop (`turn`), delegation (`spawn`).
 
 use std::sync::Arc;
 
+use super::limits::TreeLimits;
 use super::live::LiveSession;
 use crate::agent::Bundle;
 use crate::agent::Registry;
@@ -52,6 +54,9 @@ pub(crate) struct TurnEnv {
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// The task tool's handle on the runtime (holds it weakly).
     pub task_host: Arc<dyn TaskHost>,
+    /// The config's `limits:` (sessions per tree, sub-sessions at once), counted for
+    /// this process.
+    pub limits: TreeLimits,
 }
 
 impl TurnEnv {

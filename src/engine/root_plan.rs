@@ -3,17 +3,18 @@
 //! Owns: bundle mount plan + `providers` from `routing::setup::detect_providers`
 //! (the bundle's own `providers` when nothing is configured), and — for a root started
 //! with an agent — that agent's overlay merged in, so the root uses its instruction and
-//! tools; checking an agent name against the registry ([`valid_agent`]). Reads the
+//! tools (its task limits at most the bundle's, unless it is a user agent); checking
+//! an agent name against the registry ([`valid_agent`]). Reads the
 //! runtime's [`TurnEnv`]. Does not own: the merge rules (`config::merge`) or spawned
 //! children (`spawn`).
 
 use serde_json::Value;
 
 use super::env::TurnEnv;
+use super::limits::agent_plan;
 use super::outcome::EngineError;
 use crate::agent::AgentDef;
 use crate::config::MountPlan;
-use crate::config::merge::merge_for_spawn;
 use crate::routing::setup::{detect_providers, no_provider_message};
 
 /// The root plan (with whatever credentials the config holds: never persist it
@@ -46,7 +47,7 @@ pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Va
     if let Value::Object(map) = &mut plan.0 {
         map.remove("spawn");
     }
-    let mut merged = merge_for_spawn(&plan, &def.overlay, &Value::Null);
+    let mut merged = agent_plan(&plan, &def, &Value::Null);
     if let Some(spawn) = bundle_spawn
         && merged.get("spawn").is_none()
     {

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::approvals::PendingApprovals;
 use super::env::{Env, ProviderFactory, TurnEnv};
+use super::limits::{self, TreeLimits};
 use super::live::{LiveSession, lock};
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
@@ -98,6 +99,10 @@ impl Runtime {
             &options.env,
         ));
         let store = SessionStore::new(options.paths.sessions_dir());
+        let limits = TreeLimits::new(
+            options.config.limits,
+            SessionStore::new(options.paths.sessions_dir()),
+        );
         Arc::new_cyclic(|me: &Weak<Runtime>| {
             let sessions: Weak<dyn Sessions> = me.clone();
             Self {
@@ -112,6 +117,7 @@ impl Runtime {
                     provider_factory: hooks.provider_factory,
                     extra_tools: hooks.extra_tools,
                     task_host: Arc::new(Host::new(sessions)),
+                    limits,
                 },
                 bus: options.bus,
                 store,
@@ -223,6 +229,7 @@ impl Runtime {
             ..Default::default()
         };
         let live = self.register(metadata, plan, Vec::new())?;
+        env.limits.root_created(&live.id);
         live.set_provider(provider, provider_config);
         let meta = live.metadata();
         live.emit(EngineEvent::SessionStart(SessionStartEvent {
@@ -333,12 +340,13 @@ impl Runtime {
     }
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
-    /// get (`merge_for_spawn(root, overlay, …)`), secrets redacted — what
+    /// get (`merge_for_spawn(root, overlay, …)`, task limits tightened unless it is a
+    /// user agent), secrets redacted — what
     /// `arbor agent show NAME --merged` prints.
     pub fn child_mount_plan(&self, agent: &str) -> Result<MountPlan, EngineError> {
         let root = root_plan::build(&self.turn_env, None)?.0;
         let def = root_plan::valid_agent(&self.turn_env, agent)?;
-        let child = crate::config::merge::merge_for_spawn(&root, &def.overlay, &Value::Null);
+        let child = limits::agent_plan(&root, &def, &Value::Null);
         Ok(MountPlan(crate::session::redact::redact(&child.0)))
     }
 

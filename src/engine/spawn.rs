@@ -12,7 +12,9 @@
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
 //! [`Sessions`] trait the runtime implements, and everything else through
-//! [`TurnEnv`]. Does not own: validating the call (`tool::task`), the turn itself
+//! [`TurnEnv`]. Before a sub-session is created or resumed, the config's tree-wide
+//! limits are checked (`limits`); a refusal is the call's error result, naming the
+//! limit. Does not own: validating the call (`tool::task`), the turn itself
 //! (`turn`), the live-session map (`runtime`), the routing rules (`routing`).
 
 use std::sync::{Arc, Weak};
@@ -22,6 +24,7 @@ use serde_json::Value;
 
 use super::context::with_context;
 use super::env::TurnEnv;
+use super::limits::{LimitReached, RunPermit, agent_plan};
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
@@ -29,7 +32,6 @@ use super::root_plan;
 use super::turn;
 use crate::agent::{AgentDef, Registry};
 use crate::config::MountPlan;
-use crate::config::merge::merge_for_spawn;
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
 use crate::session::ids;
@@ -130,7 +132,13 @@ async fn spawn_child(
         .get("spawn")
         .cloned()
         .unwrap_or(Value::Null);
-    let plan = merge_for_spawn(&current_plan(&parent), &agent.overlay, &calling_spawn);
+    let env = rt.turn_env();
+    // The limits first, before anything is resolved or written.
+    let permit = start_run(env, &parent)?;
+    env.limits
+        .reserve(&parent.id, &child_id)
+        .map_err(|e| refused(&parent, &e))?;
+    let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
     let model_request = ModelRequest {
         call_preferences: request.provider_preferences.clone(),
         call_role: request.model_role.clone(),
@@ -139,7 +147,6 @@ async fn spawn_child(
     .with_agent(&agent.overlay);
     // What the child inherits from its parent when no model setting applies: the
     // provider its merged plan selects (the parent's, unless the agent reconfigures it).
-    let env = rt.turn_env();
     let inherited = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
     let fallback = model_of(&inherited.0);
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
@@ -192,7 +199,19 @@ async fn spawn_child(
         depth: child.depth,
         resolved_model: resolved,
     }));
-    run_child(rt, &parent, child, &request, &ctx).await
+    run_child(rt, &parent, child, &request, &ctx, permit).await
+}
+
+/// A permit to run one more sub-session turn for `parent`
+/// (`limits.max_concurrent_sub_sessions`), else the refusal's text.
+fn start_run(env: &TurnEnv, parent: &LiveSession) -> Result<RunPermit, String> {
+    env.limits.start_run().map_err(|e| refused(parent, &e))
+}
+
+/// The error result of a spawn `limit` refused, logged against `parent`.
+fn refused(parent: &LiveSession, limit: &LimitReached) -> String {
+    tracing::warn!(session = %parent.id, "sub-session refused: {limit}");
+    limit.to_string()
 }
 
 /// The metadata key of a session's [`ResolvedModel`].
@@ -329,7 +348,7 @@ pub(crate) async fn routed_child_plan(
     let root = root_plan::build(env, None)?.0;
     let def = root_plan::valid_agent(env, agent)?;
     let (provider, _) = providers::select_provider(env, &root)?;
-    let child = merge_for_spawn(&root, &def.overlay, &Value::Null);
+    let child = agent_plan(&root, &def, &Value::Null);
     let request = ModelRequest::default().with_agent(&def.overlay);
     let parent = (provider.id(), provider.default_model());
     let routed = providers::route(env, &child, &request, parent).await;
@@ -350,6 +369,7 @@ async fn resume_child(
 ) -> Result<TaskResult, String> {
     let parent = caller(rt.as_ref(), &ctx)?;
     let id = request.session_id.clone().unwrap_or_default();
+    let permit = start_run(rt.turn_env(), &parent)?;
     let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
     let rerouted = route_resume(rt.turn_env(), &child, &request).await?;
     parent.emit(EngineEvent::TaskAgentResumed(TaskAgentResumedEvent {
@@ -359,7 +379,7 @@ async fn resume_child(
         depth: child.depth,
         resolved_model: rerouted,
     }));
-    run_child(rt, &parent, child, &request, &ctx).await
+    run_child(rt, &parent, child, &request, &ctx, permit).await
 }
 
 async fn run_child(
@@ -368,6 +388,7 @@ async fn run_child(
     child: Arc<LiveSession>,
     request: &TaskRequest,
     ctx: &ToolContext,
+    permit: RunPermit,
 ) -> Result<TaskResult, String> {
     let instruction = with_context(
         &parent.transcript_snapshot(),
@@ -383,6 +404,7 @@ async fn run_child(
     )
     .await
     .map_err(|e| e.to_string())?;
+    drop(permit);
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),

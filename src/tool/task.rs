@@ -5,7 +5,10 @@
 //! call (unknown agent, depth limit), the `max_parallel` bound, and the result JSON
 //! `{"response","session_id","agent","status","turn_count"}`. Does not own: creating,
 //! resuming or running sessions — that is the [`TaskHost`] the engine implements
-//! (`engine::spawn`), so this module never imports the engine.
+//! (`engine::spawn`), so this module never imports the engine; nor the limits
+//! themselves: [`TaskConfig`] and the tighten-only rule live in `config::limits`, and
+//! the tree-wide limits (sessions per tree, sub-sessions at once) are checked by the
+//! host, whose refusal comes back as the call's error result.
 
 use std::sync::Arc;
 
@@ -15,6 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::agent::{AgentDef, Registry};
+pub use crate::config::TaskConfig;
+use crate::config::limits::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids;
@@ -22,47 +27,9 @@ use crate::session::ids;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The module name in a mount plan's `tools[]`.
-pub const MODULE: &str = "tool-task";
+pub const MODULE: &str = TASK_MODULE;
 /// The tool name offered to the model.
 pub const TOOL_NAME: &str = "task";
-
-/// The `tool-task` entry's `config`: `max_recursion_depth` (default 1: only the root
-/// delegates) and `max_parallel` (default 4, at least 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TaskConfig {
-    pub max_recursion_depth: u32,
-    pub max_parallel: usize,
-}
-
-impl Default for TaskConfig {
-    fn default() -> Self {
-        Self {
-            max_recursion_depth: 1,
-            max_parallel: 4,
-        }
-    }
-}
-
-impl TaskConfig {
-    /// Reads the config object; missing or malformed keys take their defaults.
-    pub fn from_value(config: &Value) -> Self {
-        let default = Self::default();
-        let max_recursion_depth = config
-            .get("max_recursion_depth")
-            .and_then(Value::as_u64)
-            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-            .unwrap_or(default.max_recursion_depth);
-        let max_parallel = config
-            .get("max_parallel")
-            .and_then(Value::as_u64)
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX).max(1))
-            .unwrap_or(default.max_parallel);
-        Self {
-            max_recursion_depth,
-            max_parallel,
-        }
-    }
-}
 
 /// How much of the parent's transcript prefixes the child's first message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -517,23 +484,5 @@ mod tests {
         let r = parse_request(&json!({"instruction": "x", "model_role": ["reasoning", "general"]}))
             .unwrap();
         assert_eq!(r.model_role, Some(json!(["reasoning", "general"])));
-    }
-
-    #[test]
-    fn config_defaults_and_bounds() {
-        assert_eq!(
-            TaskConfig::from_value(&Value::Null),
-            TaskConfig {
-                max_recursion_depth: 1,
-                max_parallel: 4
-            }
-        );
-        assert_eq!(
-            TaskConfig::from_value(&json!({"max_recursion_depth": 3, "max_parallel": 0})),
-            TaskConfig {
-                max_recursion_depth: 3,
-                max_parallel: 1
-            }
-        );
     }
 }

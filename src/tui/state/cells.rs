@@ -332,6 +332,15 @@ fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {
             format!("  “{}”", first_line(&card.instruction)),
             meta,
         ))));
+        // Why it failed stays visible collapsed: a refused spawn says which limit held.
+        if status == ToolStatus::Failed
+            && let Some(r) = card.response.as_deref().filter(|r| !r.trim().is_empty())
+        {
+            rows.push(Row::Clip(Line::from(Span::styled(
+                format!("  └ {}", first_line(r)),
+                theme.style(Slot::ChatError),
+            ))));
+        }
     }
     rows
 }
@@ -361,6 +370,40 @@ mod tests {
         assert_eq!(
             args_summary(&json!({"path": "a.rs", "limit": 3})),
             "path=a.rs, limit=3"
+        );
+    }
+
+    #[test]
+    fn a_failed_task_card_shows_why_when_collapsed() {
+        let theme = Theme::builtin_dark(true);
+        let mut stats = LayoutStats::default();
+        let card = |status, response: &str| {
+            Cell::new(CellKind::Task(TaskCard {
+                call_id: "c1".into(),
+                agent: "x".into(),
+                instruction: "part 7".into(),
+                child: Some("r-1_x".into()),
+                status,
+                child_status: None,
+                response: Some(response.into()),
+            }))
+        };
+        let refusal = "Session limit reached: this session tree already holds 100 sessions and \
+                       max_sessions_per_tree is 100 (arbor config `limits:`), so no sub-session was started.";
+        let mut failed = card(ToolStatus::Failed, refusal);
+        failed.ensure_layout(200, &theme, &mut stats);
+        let rows: Vec<String> = (0..failed.height())
+            .filter_map(|i| failed.row(i).map(plain))
+            .collect();
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert!(rows[2].starts_with("  └ Session limit reached"), "{rows:?}");
+        assert!(rows[2].contains("max_sessions_per_tree"), "{rows:?}");
+        let mut done = card(ToolStatus::Done, "All parts done.");
+        done.ensure_layout(200, &theme, &mut stats);
+        assert_eq!(
+            done.height(),
+            3,
+            "a finished card stays two rows and a separator"
         );
     }
 

@@ -1,0 +1,366 @@
+//! Delegation limits at run time (SPEC §12 "Trust", §17): what an agent file may set,
+//! and the config's tree-wide limits that stop a runaway tree.
+//!
+//! Owns: [`agent_plan`] — an agent overlay merged onto a plan, with the `tool-task`
+//! limits tightened to the plan's unless the agent comes from the user's own agents
+//! directory — and [`TreeLimits`]: counting the sessions of each tree (stored ones
+//! included, read once per tree per process) against `limits.max_sessions_per_tree`,
+//! and the sub-sessions running at once against `limits.max_concurrent_sub_sessions`.
+//! A spawn beyond either is refused with a [`LimitReached`] whose text (the task call's
+//! error result, so the calling model and the thread see it) names the limit.
+//!
+//! Does not own: the merge rules (`config::merge`), parsing the limits
+//! (`config::limits`), the depth limit (the task tool checks it and `tool::mount`
+//! withholds the tool), or spawning itself (`spawn`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::live::lock;
+use crate::agent::{AgentDef, AgentSource};
+use crate::config::limits::tighten_task_limits;
+use crate::config::merge::merge_for_spawn;
+use crate::config::{Limits, MountPlan};
+use crate::session::SessionStore;
+
+/// `merge_for_spawn(parent, agent overlay, calling_spawn)` (SPEC §6) with the trust
+/// rule of SPEC §12: an agent file from the user's own agents directory may set any
+/// task-tool limit; every other agent file (project, bundle, or one named by
+/// `AMPLIFIER_AGENT_<NAME>`) only lowers them — asking for more gets `parent`'s
+/// `max_recursion_depth` / `max_parallel` (the defaults when `parent` has no task tool).
+pub(crate) fn agent_plan(parent: &MountPlan, agent: &AgentDef, calling_spawn: &Value) -> MountPlan {
+    let merged = merge_for_spawn(parent, &agent.overlay, calling_spawn);
+    if agent.source == AgentSource::User {
+        merged
+    } else {
+        tighten_task_limits(parent, merged)
+    }
+}
+
+/// Why a spawn was refused. The text names the limit, its value, and where to change it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitReached {
+    #[error(
+        "Session limit reached: this session tree already holds {size} sessions and \
+         max_sessions_per_tree is {limit} (arbor config `limits:`), so no sub-session \
+         was started. Finish the work with the sessions you have."
+    )]
+    SessionsPerTree { size: usize, limit: usize },
+    #[error(
+        "Concurrency limit reached: {limit} sub-sessions are already running in this \
+         process and max_concurrent_sub_sessions is {limit} (arbor config `limits:`), so \
+         no sub-session was started. Try again when some have finished."
+    )]
+    ConcurrentSubSessions { limit: usize },
+}
+
+/// The sessions of each tree this process knows.
+#[derive(Default)]
+struct Trees {
+    /// Session id → the id of its tree's root.
+    roots: HashMap<String, String>,
+    /// Root id → sessions in the tree (stored ones and those created here).
+    sizes: HashMap<String, usize>,
+}
+
+/// The config's tree-wide limits, enforced for one process (one per `Runtime`).
+pub(crate) struct TreeLimits {
+    limits: Limits,
+    /// The project's sessions, read to count a tree this process has not seen.
+    store: SessionStore,
+    trees: Mutex<Trees>,
+    running: Arc<Semaphore>,
+}
+
+/// Held while a sub-session's turn runs: one of `max_concurrent_sub_sessions`.
+pub(crate) type RunPermit = OwnedSemaphorePermit;
+
+impl TreeLimits {
+    /// Limits over the sessions stored in `store` (the project's).
+    pub fn new(limits: Limits, store: SessionStore) -> Self {
+        Self {
+            limits,
+            store,
+            trees: Mutex::default(),
+            running: Arc::new(Semaphore::new(limits.concurrent_sub_sessions())),
+        }
+    }
+
+    /// Records a root session created by this process: a tree of one.
+    pub fn root_created(&self, id: &str) {
+        let mut trees = lock(&self.trees);
+        trees.roots.insert(id.to_string(), id.to_string());
+        trees.sizes.insert(id.to_string(), 1);
+    }
+
+    /// A permit for one more sub-session turn, or `ConcurrentSubSessions` when
+    /// `max_concurrent_sub_sessions` are running. Never waits: a parent waiting on a
+    /// permit its own children hold would wait forever.
+    pub fn start_run(&self) -> Result<RunPermit, LimitReached> {
+        self.running
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| LimitReached::ConcurrentSubSessions {
+                limit: self.limits.concurrent_sub_sessions(),
+            })
+    }
+
+    /// Counts `child` into the tree of `parent`, or `SessionsPerTree` when that tree
+    /// already holds `max_sessions_per_tree` sessions. A tree this process has not
+    /// seen yet (a resumed session delegating) is counted from the store first. The
+    /// count is kept even if creating the child then fails (a directory may exist).
+    pub fn reserve(&self, parent: &str, child: &str) -> Result<(), LimitReached> {
+        let limit = self.limits.sessions_per_tree();
+        let mut trees = lock(&self.trees);
+        let root = match trees.roots.get(parent) {
+            Some(root) => root.clone(),
+            None => {
+                let (root, members) = stored_tree(&self.store, parent);
+                let size = trees.sizes.get(&root).copied().unwrap_or(0);
+                trees.sizes.insert(root.clone(), size.max(members.len()));
+                for id in members {
+                    trees.roots.insert(id, root.clone());
+                }
+                root
+            }
+        };
+        let size = trees.sizes.entry(root.clone()).or_insert(1);
+        if *size >= limit {
+            return Err(LimitReached::SessionsPerTree { size: *size, limit });
+        }
+        *size += 1;
+        trees.roots.insert(child.to_string(), root);
+        Ok(())
+    }
+}
+
+/// The root of `id`'s tree and every stored session in it (`id` included), from the
+/// metadata in `store`. A store that cannot be listed counts `id` alone.
+fn stored_tree(store: &SessionStore, id: &str) -> (String, Vec<String>) {
+    let listed = match store.list() {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::warn!("cannot list sessions to count the tree of '{id}': {e}");
+            Vec::new()
+        }
+    };
+    let parents: HashMap<String, Option<String>> = listed
+        .into_iter()
+        .map(|m| (m.session_id, m.parent_id))
+        .collect();
+    tree_of(&parents, id)
+}
+
+/// The root reached from `id` through `parents` (a parent missing from the map ends
+/// the walk: it is the root as far as the store knows), and every id in `parents`
+/// whose walk ends there, plus `id`. Cycles end the walk where they close.
+fn tree_of(parents: &HashMap<String, Option<String>>, id: &str) -> (String, Vec<String>) {
+    let mut roots: HashMap<&str, String> = HashMap::new();
+    let mut root_of = |start: &str| -> String {
+        // Walk up until a known root or the top, then remember it for the whole path.
+        let mut path: Vec<&str> = Vec::new();
+        let mut current = start;
+        let root = loop {
+            if let Some(root) = roots.get(current) {
+                break root.clone();
+            }
+            if path.contains(&current) {
+                break current.to_string();
+            }
+            path.push(current);
+            match parents.get_key_value(current) {
+                Some((_, Some(parent))) => match parents.get_key_value(parent.as_str()) {
+                    Some((key, _)) => current = key.as_str(),
+                    None => break parent.clone(),
+                },
+                _ => break current.to_string(),
+            }
+        };
+        for p in path {
+            if let Some((key, _)) = parents.get_key_value(p) {
+                roots.insert(key.as_str(), root.clone());
+            }
+        }
+        root
+    };
+    let root = root_of(id);
+    let mut members: Vec<String> = parents
+        .keys()
+        .filter(|k| root_of(k) == root)
+        .cloned()
+        .collect();
+    if !members.iter().any(|m| m == id) {
+        members.push(id.to_string());
+    }
+    members.sort();
+    (root, members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TaskConfig;
+    use serde_json::json;
+
+    fn agent(source: AgentSource, depth: u32, parallel: u32) -> AgentDef {
+        AgentDef {
+            name: "x".into(),
+            namespace: None,
+            source,
+            path: None,
+            description: String::new(),
+            instruction: "You are x.".into(),
+            overlay: json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": depth, "max_parallel": parallel}}]}),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            shadows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_user_agents_raise_task_limits() {
+        let parent = MountPlan(json!({"tools": [
+            {"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4}}
+        ]}));
+        let limits = |source, depth, parallel| {
+            TaskConfig::of_plan(&agent_plan(
+                &parent,
+                &agent(source, depth, parallel),
+                &Value::Null,
+            ))
+        };
+        let parents = TaskConfig {
+            max_recursion_depth: 2,
+            max_parallel: 4,
+        };
+        for source in [AgentSource::Project, AgentSource::Bundle, AgentSource::Env] {
+            assert_eq!(limits(source, 1000, 50), parents, "{source:?}");
+            assert_eq!(
+                limits(source, 1, 2),
+                TaskConfig {
+                    max_recursion_depth: 1,
+                    max_parallel: 2
+                },
+                "{source:?}"
+            );
+        }
+        assert_eq!(
+            limits(AgentSource::User, 1000, 50),
+            TaskConfig {
+                max_recursion_depth: 1000,
+                max_parallel: 50
+            }
+        );
+    }
+
+    fn parents(pairs: &[(&str, Option<&str>)]) -> HashMap<String, Option<String>> {
+        pairs
+            .iter()
+            .map(|(id, p)| (id.to_string(), p.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn a_tree_is_its_root_and_everything_below_it() {
+        let map = parents(&[
+            ("r", None),
+            ("a", Some("r")),
+            ("b", Some("a")),
+            ("other", None),
+            ("c", Some("other")),
+        ]);
+        assert_eq!(
+            tree_of(&map, "b"),
+            ("r".to_string(), vec!["a".into(), "b".into(), "r".into()])
+        );
+        // A parent the store does not hold ends the walk.
+        let orphan = parents(&[("x", Some("gone"))]);
+        assert_eq!(tree_of(&orphan, "x").0, "gone");
+        // A cycle ends too.
+        let cycle = parents(&[("p", Some("q")), ("q", Some("p"))]);
+        assert_eq!(tree_of(&cycle, "p").1.len(), 2);
+        // An id the store does not list is its own tree.
+        assert_eq!(tree_of(&map, "new"), ("new".into(), vec!["new".into()]));
+    }
+
+    #[test]
+    fn the_tree_limit_counts_the_root_and_refuses_past_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = TreeLimits::new(
+            Limits {
+                max_sessions_per_tree: 3,
+                ..Limits::default()
+            },
+            SessionStore::new(dir.path()),
+        );
+        limits.root_created("r");
+        limits.reserve("r", "c1").unwrap();
+        limits.reserve("c1", "g1").unwrap();
+        let err = limits.reserve("g1", "g2").unwrap_err();
+        assert_eq!(err, LimitReached::SessionsPerTree { size: 3, limit: 3 });
+        let text = err.to_string();
+        assert!(text.contains("limit") && text.contains("max_sessions_per_tree is 3"));
+        // Another tree has its own count.
+        limits.root_created("s");
+        limits.reserve("s", "d1").unwrap();
+    }
+
+    #[test]
+    fn a_resumed_tree_counts_its_stored_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        for (id, parent) in [
+            ("r", None),
+            ("c1", Some("r")),
+            ("c2", Some("r")),
+            ("g1", Some("c1")),
+            ("elsewhere", None),
+        ] {
+            let meta = crate::session::Metadata {
+                session_id: id.into(),
+                parent_id: parent.map(str::to_string),
+                ..Default::default()
+            };
+            drop(store.create(&meta).unwrap());
+        }
+        let limits = TreeLimits::new(
+            Limits {
+                max_sessions_per_tree: 5,
+                ..Limits::default()
+            },
+            store,
+        );
+        // g1 was resumed and delegates: its tree already holds 4 stored sessions.
+        limits.reserve("g1", "g2").unwrap();
+        assert_eq!(
+            limits.reserve("c2", "g3").unwrap_err(),
+            LimitReached::SessionsPerTree { size: 5, limit: 5 }
+        );
+        // The other stored tree is counted on its own.
+        limits.reserve("elsewhere", "e1").unwrap();
+    }
+
+    #[test]
+    fn concurrent_sub_sessions_are_refused_not_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = TreeLimits::new(
+            Limits {
+                max_concurrent_sub_sessions: 2,
+                ..Limits::default()
+            },
+            SessionStore::new(dir.path()),
+        );
+        let a = limits.start_run().unwrap();
+        let _b = limits.start_run().unwrap();
+        let err = limits.start_run().unwrap_err();
+        assert!(
+            err.to_string().contains("max_concurrent_sub_sessions is 2"),
+            "{err}"
+        );
+        drop(a);
+        assert!(limits.start_run().is_ok());
+    }
+}
