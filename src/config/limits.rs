@@ -14,10 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::mount_plan::{MountPlan, module_name};
-
-/// The module name of the task tool in a plan's `tools[]`.
-pub const TASK_MODULE: &str = "tool-task";
+use super::mount_plan::{MountPlan, TASK_MODULE, module_name};
 
 /// A `tool-task` entry's `config`: `max_recursion_depth` (default 1: only the root
 /// delegates) and `max_parallel` (default 4, at least 1) — SPEC §9.

@@ -25,6 +25,9 @@ pub struct ModuleEntry {
     pub config: Value,
 }
 
+/// The module name of the task tool in a plan's `tools[]` (SPEC §9).
+pub const TASK_MODULE: &str = "tool-task";
+
 /// The module name of a module-list entry (`"tool-x"` or `{module: tool-x}`).
 pub fn module_name(entry: &Value) -> Option<&str> {
     match entry {
@@ -125,7 +128,7 @@ impl MountPlan {
     pub fn task_tool_config(&self) -> Value {
         self.tools()
             .into_iter()
-            .find(|t| t.module == super::limits::TASK_MODULE)
+            .find(|t| t.module == TASK_MODULE)
             .map(|t| t.config)
             .unwrap_or(Value::Null)
     }

@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
-use crate::config::limits::TASK_MODULE;
+use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids;
