@@ -3,6 +3,8 @@
 //! Output formats (documented in the README):
 //! - `text`: the answer's text streamed as it arrives; errors on stderr.
 //! - `json`: one object `{status, response, session_id, agent, error?}`.
+//! - `text` and `json` also note on stderr when a resume moved the session to the
+//!   current endpoint (`arbor: endpoint changed: openai http://a/v1 → http://b/v1`).
 //! - `jsonl`: every bus event as one JSON object a line (`session::protocol`'s wire
 //!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object.
 //!
@@ -108,6 +110,12 @@ pub async fn drive_turn(
 
 /// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
 fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io::Result<()> {
+    if let EngineEvent::ProviderEndpointChanged(changed) = &event.msg
+        && event.session_id == session_id
+        && format != OutputFormat::Jsonl
+    {
+        out::error(changed.note());
+    }
     match format {
         OutputFormat::Jsonl => {
             if let Ok(line) = serde_json::to_string(event) {

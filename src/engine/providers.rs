@@ -38,6 +38,7 @@ use crate::routing::setup::{self, provider_id};
 use crate::routing::{
     ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
 };
+use crate::session::protocol::ProviderEndpointChangedEvent;
 
 /// The provider a session with `plan` uses, with its plan entry (whose `config` is
 /// passed on in every `ChatRequest`). Errors list every entry's failure; `Err` with an
@@ -373,6 +374,53 @@ pub(crate) fn label(provider: &dyn Provider, model: Option<&str>) -> String {
     }
 }
 
+/// A stored plan (a session being resumed) with each provider entry's `base_url`
+/// replaced by the one the current config file or environment sets for it
+/// (`routing::setup::current_base_url`; SPEC §7 "Resume": the current config and
+/// environment win), and one [`ProviderEndpointChangedEvent`] per entry that moved.
+/// Entries with no stored `base_url` are left alone: building one already reads the
+/// config file and environment. A trailing `/` is not a change.
+pub(crate) fn follow_current_endpoints(
+    plan: MountPlan,
+    config: &ArborConfig,
+    env: &Env,
+) -> (MountPlan, Vec<ProviderEndpointChangedEvent>) {
+    let mut plan = plan;
+    let mut changes = Vec::new();
+    let Some(Value::Array(entries)) = plan.0.get_mut("providers") else {
+        return (plan, changes);
+    };
+    for item in entries.iter_mut() {
+        let Some(entry) = ModuleEntry::from_value(item) else {
+            continue;
+        };
+        let Some(stored) = entry
+            .config
+            .get("base_url")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let Some(current) = setup::current_base_url(&entry, config, env.as_ref()) else {
+            continue;
+        };
+        if current.trim_end_matches('/') == stored.trim().trim_end_matches('/') {
+            continue;
+        }
+        if let Some(slot) = item.pointer_mut("/config/base_url") {
+            *slot = Value::String(current.clone());
+            changes.push(ProviderEndpointChangedEvent {
+                provider: provider_id(&entry),
+                from: stored,
+                to: current,
+            });
+        }
+    }
+    (plan, changes)
+}
+
 /// Secret values to scrub from everything a session writes: keys in the config file's
 /// provider entries and in `plan`'s, and the provider key variables of the environment.
 pub(crate) fn secrets(plan: &MountPlan, config: &ArborConfig, env: &Env) -> Vec<String> {
@@ -425,6 +473,43 @@ fn collect_secret_strings(value: &Value, secret: bool, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_resumed_plan_follows_the_current_endpoint() {
+        let plan = MountPlan(json!({"providers": [
+            {"module": "provider-openai", "config": {"base_url": "http://a:1/v1/", "api_key": "[REDACTED]"}},
+            {"module": "provider-anthropic", "config": {"default_model": "claude-sonnet-4-5"}},
+            "provider-ollama"
+        ], "tools": ["tool-task"]}));
+        let none: Env = Arc::new(|_: &str| None);
+        let config = ArborConfig::default();
+        let (same, moved) = follow_current_endpoints(plan.clone(), &config, &none);
+        assert_eq!((same, moved), (plan.clone(), Vec::new()));
+        let same_url: Env =
+            Arc::new(|k: &str| (k == "OPENAI_BASE_URL").then(|| "http://a:1/v1".to_string()));
+        assert!(
+            follow_current_endpoints(plan.clone(), &config, &same_url)
+                .1
+                .is_empty()
+        );
+        let env: Env = Arc::new(|k: &str| match k {
+            "OPENAI_BASE_URL" => Some("http://b:2/v1".to_string()),
+            "ANTHROPIC_BASE_URL" => Some("http://c:3".to_string()),
+            _ => None,
+        });
+        let (moved_plan, moved) = follow_current_endpoints(plan.clone(), &config, &env);
+        assert_eq!(
+            moved,
+            [ProviderEndpointChangedEvent {
+                provider: "openai".into(),
+                from: "http://a:1/v1/".into(),
+                to: "http://b:2/v1".into(),
+            }]
+        );
+        let mut expected = plan.0.clone();
+        expected["providers"][0]["config"]["base_url"] = json!("http://b:2/v1");
+        assert_eq!(moved_plan.0, expected, "only the stored base_url changes");
+    }
 
     #[test]
     fn secrets_come_from_config_plan_and_env() {

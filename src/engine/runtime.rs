@@ -380,7 +380,9 @@ impl Runtime {
 
     /// The live session `id`, resuming it from disk when not loaded: fresh load,
     /// `config` required (else `Corrupted`), the lock taken (`Locked` when another
-    /// process has it), `session:resume` published.
+    /// process has it), provider endpoints moved to those the current config or
+    /// environment set, `session:resume` published, then `provider:endpoint_changed`
+    /// for each endpoint that moved.
     pub(crate) fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
         let mut live = lock(&self.live);
         if let Some(session) = live.get(id) {
@@ -401,7 +403,12 @@ impl Runtime {
         for warning in &loaded.warnings {
             tracing::warn!(session = id, "{warning}");
         }
-        let plan = MountPlan(config);
+        // The current config and environment choose the endpoint (SPEC §7 "Resume").
+        let (plan, moved) = providers::follow_current_endpoints(
+            MountPlan(config),
+            &self.turn_env.config,
+            &self.turn_env.env,
+        );
         let mut writer = self.store.open(id)?;
         writer.set_secrets(providers::secrets(
             &plan,
@@ -410,6 +417,10 @@ impl Runtime {
         ));
         let mut metadata = loaded.metadata;
         metadata.session_id = id.to_string();
+        if !moved.is_empty() {
+            // Sub-sessions re-route and spawn from the stored plan: keep it current.
+            metadata.config = Some(plan.0.clone());
+        }
         let session = Arc::new(LiveSession::new(
             metadata,
             plan,
@@ -427,6 +438,10 @@ impl Runtime {
             turn_count: meta.turn_count,
             status: meta.status,
         }));
+        for changed in moved {
+            tracing::info!(session = id, "{}", changed.note());
+            session.emit(EngineEvent::ProviderEndpointChanged(changed));
+        }
         Ok(session)
     }
 

@@ -2,7 +2,8 @@
 //! a live client (with its key) from a mount-plan entry.
 //!
 //! Owns: [`detect_providers`] (the `providers` of a new root session's mount plan),
-//! [`build_provider`] (credentials, base URL and model for one entry) and
+//! [`build_provider`] (credentials, base URL and model for one entry),
+//! [`current_base_url`] (the endpoint a resumed session moves to) and
 //! [`no_provider_message`] (what was looked for and how to configure a provider).
 //! Does not own: the wire clients (`provider::openai`, `provider::anthropic`), routing
 //! by model role or `provider_preferences` (the rest of `routing`), or retries.
@@ -159,6 +160,32 @@ fn file_entry<'a>(entry: &ModuleEntry, config: &'a ArborConfig) -> Option<&'a Mo
             })
         })
         .or_else(|| same_module().next())
+}
+
+/// The endpoint the current config file and environment set for a stored plan
+/// `entry`: the `base_url` of the config file's matching entry (same `id`, else same
+/// `module`, as when building), else `OPENAI_BASE_URL` (`provider-openai`),
+/// `ANTHROPIC_BASE_URL` (`provider-anthropic`) or `OLLAMA_HOST` as `http://HOST/v1`
+/// (`provider-ollama`); `None` when neither sets one. A resumed session takes it over
+/// its stored `base_url` (SPEC §7 "Resume").
+pub fn current_base_url(
+    entry: &ModuleEntry,
+    config: &ArborConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
+    if let Some(url) = file_entry(entry, config).and_then(|f| setting(&f.config, "base_url")) {
+        return Some(url);
+    }
+    match entry.module.as_str() {
+        "provider-openai" => env_var(env, "OPENAI_BASE_URL"),
+        "provider-anthropic" => env_var(env, "ANTHROPIC_BASE_URL"),
+        "provider-ollama" => env_var(env, "OLLAMA_HOST").and_then(|_| {
+            crate::provider::probe::ollama_addr(env)
+                .ok()
+                .map(|a| format!("http://{a}/v1"))
+        }),
+        _ => None,
+    }
 }
 
 /// Builds the live client for a mount-plan provider entry, attaching credentials,
@@ -337,4 +364,58 @@ or add providers to {path}:\n\
         openai_key = set("OPENAI_API_KEY"),
         anthropic_key = set("ANTHROPIC_API_KEY"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(module: &str, id: Option<&str>, base: Option<&str>) -> ModuleEntry {
+        ModuleEntry {
+            module: module.into(),
+            id: id.map(str::to_string),
+            config: base.map_or(Value::Null, |b| json!({"base_url": b})),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_current_endpoint_comes_from_the_config_file_then_the_environment() {
+        let stored = entry("provider-openai", None, Some("http://a:1/v1"));
+        let env = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://b:2/v1".to_string());
+        let none = |_: &str| None;
+        let empty = ArborConfig::default();
+        assert_eq!(
+            current_base_url(&stored, &empty, &env).as_deref(),
+            Some("http://b:2/v1")
+        );
+        assert_eq!(current_base_url(&stored, &empty, &none), None);
+        let config = ArborConfig {
+            providers: vec![
+                entry("provider-openai", Some("local"), Some("http://c:3/v1")),
+                entry("provider-anthropic", None, None),
+            ],
+            ..Default::default()
+        };
+        // The config file wins over the environment, matched by module (or id).
+        assert_eq!(
+            current_base_url(&stored, &config, &env).as_deref(),
+            Some("http://c:3/v1")
+        );
+        // A config entry without base_url leaves it to the environment.
+        let anthropic = entry("provider-anthropic", None, Some("http://old/v1"));
+        let env = |k: &str| (k == "ANTHROPIC_BASE_URL").then(|| "http://new".to_string());
+        assert_eq!(
+            current_base_url(&anthropic, &config, &env).as_deref(),
+            Some("http://new")
+        );
+        let ollama = entry("provider-ollama", None, Some("http://127.0.0.1:11434/v1"));
+        assert_eq!(current_base_url(&ollama, &empty, &none), None);
+        let env = |k: &str| (k == "OLLAMA_HOST").then(|| "10.0.0.5:9999".to_string());
+        assert_eq!(
+            current_base_url(&ollama, &empty, &env).as_deref(),
+            Some("http://10.0.0.5:9999/v1")
+        );
+    }
 }

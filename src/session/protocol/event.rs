@@ -17,8 +17,8 @@ use super::lifecycle::{
     SessionStatusEvent,
 };
 use super::model::{
-    ContentBlockDeltaEvent, DeltaKind, ProviderErrorEvent, ProviderRequestEvent,
-    ProviderResponseEvent,
+    ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
+    ProviderRequestEvent, ProviderResponseEvent,
 };
 use super::tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, ToolErrorEvent,
@@ -78,6 +78,9 @@ engine_events! {
     "session:fork" => SessionFork(SessionForkEvent),
     /// A stored session was loaded to run again (Amplifier `session:resume`).
     "session:resume" => SessionResume(SessionResumeEvent),
+    /// arbor's own: a resumed session's provider endpoint follows the current config
+    /// or environment, away from the one stored with it.
+    "provider:endpoint_changed" => ProviderEndpointChanged(ProviderEndpointChangedEvent),
     /// A turn ended (Amplifier `session:end`; arbor treats each turn as one Amplifier
     /// run of the session, so a session can end many times).
     "session:end" => SessionEnd(SessionEndEvent),

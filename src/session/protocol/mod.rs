@@ -46,8 +46,8 @@ pub use lifecycle::{
     SessionStatusEvent,
 };
 pub use model::{
-    ContentBlockDeltaEvent, DeltaKind, ProviderErrorEvent, ProviderErrorKind, ProviderRequestEvent,
-    ProviderResponseEvent, ResolvedModel, Via,
+    ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
+    ProviderErrorKind, ProviderRequestEvent, ProviderResponseEvent, ResolvedModel, Via,
 };
 pub use tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, TaskCallFields,

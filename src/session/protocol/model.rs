@@ -115,6 +115,30 @@ impl ResolvedModel {
     }
 }
 
+/// `provider:endpoint_changed` (arbor's own): `{provider, from, to}`. Published by a
+/// session resumed from disk whose stored provider entry named another `base_url` than
+/// the current config file or environment does: the session now talks to `to`
+/// (SPEC §7 "Resume"). A note for the person; never sent to the model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProviderEndpointChangedEvent {
+    /// Provider id (mount name) of the entry that moved.
+    pub provider: String,
+    /// The `base_url` stored in the session.
+    pub from: String,
+    /// The `base_url` it uses from now on.
+    pub to: String,
+}
+
+impl ProviderEndpointChangedEvent {
+    /// The note front ends show: `endpoint changed: openai http://a/v1 → http://b/v1`.
+    pub fn note(&self) -> String {
+        format!(
+            "endpoint changed: {} {} → {}",
+            self.provider, self.from, self.to
+        )
+    }
+}
+
 /// `provider:request`: `{provider, model, iteration, message_count, tools}` (arbor's
 /// keys; Amplifier's event carries the request itself, which arbor does not log).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -81,6 +81,11 @@ fn samples() -> Vec<Event> {
             turn_count: 2,
             status: SessionStatus::Completed,
         })),
+        child(E::ProviderEndpointChanged(ProviderEndpointChangedEvent {
+            provider: "openai".into(),
+            from: "http://127.0.0.1:8080/v1".into(),
+            to: "http://127.0.0.1:9090/v1".into(),
+        })),
         root(E::SessionEnd(SessionEndEvent {
             status: SessionStatus::Completed,
         })),

@@ -7,7 +7,8 @@
 //! card's sub-session), `tool:post` / `tool:error` (the card's result),
 //! `provider:error` (see `error_card`: a retry notice or an error card),
 //! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
-//! `error` as an error cell).
+//! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
+//! the current endpoint).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -60,6 +61,7 @@ impl Thread {
                 self.tool_result(&error.tool_call_id, &error.error, true, &error.task);
             }
             EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
+            EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
@@ -286,5 +288,23 @@ mod tests {
         assert_eq!(t.cells.len(), 2);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial text"));
         assert!(matches!(&t.cells[1].kind, CellKind::Failure(_)));
+    }
+
+    #[test]
+    fn a_resume_that_moved_the_endpoint_shows_a_notice() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let changed = crate::session::protocol::ProviderEndpointChangedEvent {
+            provider: "openai".into(),
+            from: "http://127.0.0.1:1/v1".into(),
+            to: "http://127.0.0.1:2/v1".into(),
+        };
+        t.apply_event(&ev(EngineEvent::ProviderEndpointChanged(changed)), &theme);
+        assert!(
+            matches!(&t.cells[0].kind, CellKind::Notice(n)
+                if n == "endpoint changed: openai http://127.0.0.1:1/v1 → http://127.0.0.1:2/v1"),
+            "{:?}",
+            t.cells[0].kind
+        );
     }
 }
