@@ -8,7 +8,7 @@
 //! `limits:` block: sessions per tree, sub-sessions running at once).
 //!
 //! Does not own: which agent files may raise limits (the engine decides from the agent's
-//! source: only the user's own agents directory), counting sessions and refusing
+//! source, in the tiers approvals use: only the user's own agent files), counting sessions and refusing
 //! spawns (`engine`), or withholding the task tool at the depth limit (`tool::mount`).
 
 use serde::{Deserialize, Serialize};

@@ -2,8 +2,7 @@
 //! and the config's tree-wide limits that stop a runaway tree.
 //!
 //! Owns: [`agent_plan`] — an agent overlay merged onto a plan, with the `tool-task`
-//! limits tightened to the plan's unless the agent comes from the user's own agents
-//! directory — and [`TreeLimits`]: counting the sessions of each tree (stored ones
+//! limits tightened to the plan's unless the agent file is the user's own — and [`TreeLimits`]: counting the sessions of each tree (stored ones
 //! included, read once per tree per process) against `limits.max_sessions_per_tree`,
 //! and the sub-sessions running at once against `limits.max_concurrent_sub_sessions`.
 //! A spawn beyond either is refused with a [`LimitReached`] whose text (the task call's
@@ -20,23 +19,24 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::live::lock;
-use crate::agent::{AgentDef, AgentSource};
+use crate::agent::AgentDef;
+use crate::config::approvals::Authority;
 use crate::config::limits::tighten_task_limits;
 use crate::config::merge::merge_for_spawn;
 use crate::config::{Limits, MountPlan};
 use crate::session::SessionStore;
 
 /// `merge_for_spawn(parent, agent overlay, calling_spawn)` (SPEC §6) with the trust
-/// rule of SPEC §12: an agent file from the user's own agents directory may set any
-/// task-tool limit; every other agent file (project, bundle, or one named by
-/// `AMPLIFIER_AGENT_<NAME>`) only lowers them — asking for more gets `parent`'s
-/// `max_recursion_depth` / `max_parallel` (the defaults when `parent` has no task tool).
+/// rule of SPEC §12, in the tiers approvals use (`AgentSource::approval_authority`):
+/// the user's own agent files (`$AMPLIFIER_HOME/agents`, `AMPLIFIER_AGENT_<NAME>`) may
+/// set any task-tool limit; project and bundle agent files only lower them — asking
+/// for more gets `parent`'s `max_recursion_depth` / `max_parallel` (the defaults when
+/// `parent` has no task tool).
 pub(crate) fn agent_plan(parent: &MountPlan, agent: &AgentDef, calling_spawn: &Value) -> MountPlan {
     let merged = merge_for_spawn(parent, &agent.overlay, calling_spawn);
-    if agent.source == AgentSource::User {
-        merged
-    } else {
-        tighten_task_limits(parent, merged)
+    match agent.source.approval_authority() {
+        Authority::Full => merged,
+        Authority::TightenOnly => tighten_task_limits(parent, merged),
     }
 }
 
@@ -202,6 +202,7 @@ fn tree_of(parents: &HashMap<String, Option<String>>, id: &str) -> (String, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::AgentSource;
     use crate::config::TaskConfig;
     use serde_json::json;
 
@@ -236,7 +237,7 @@ mod tests {
             max_recursion_depth: 2,
             max_parallel: 4,
         };
-        for source in [AgentSource::Project, AgentSource::Bundle, AgentSource::Env] {
+        for source in [AgentSource::Project, AgentSource::Bundle] {
             assert_eq!(limits(source, 1000, 50), parents, "{source:?}");
             assert_eq!(
                 limits(source, 1, 2),
@@ -247,13 +248,16 @@ mod tests {
                 "{source:?}"
             );
         }
-        assert_eq!(
-            limits(AgentSource::User, 1000, 50),
-            TaskConfig {
-                max_recursion_depth: 1000,
-                max_parallel: 50
-            }
-        );
+        for source in [AgentSource::User, AgentSource::Env] {
+            assert_eq!(
+                limits(source, 1000, 50),
+                TaskConfig {
+                    max_recursion_depth: 1000,
+                    max_parallel: 50
+                },
+                "{source:?}"
+            );
+        }
     }
 
     fn parents(pairs: &[(&str, Option<&str>)]) -> HashMap<String, Option<String>> {
