@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use arbor::agent::Bundle;
 use arbor::agent::Registry;
 use arbor::config::ArborConfig;
-use arbor::engine::{Runtime, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStore};
 use rand::rngs::StdRng;
@@ -119,6 +119,7 @@ impl Sandbox {
             registry: rx,
             env,
             bus: EventBus::new(),
+            approval_mode: ApprovalMode::Headless { yes: false },
         };
         let tokio = tokio::runtime::Runtime::new().unwrap();
         let id = tokio.block_on(async { Runtime::new(options).create_root(None).unwrap() });

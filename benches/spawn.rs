@@ -29,7 +29,7 @@ use arbor::agent::Registry;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
-use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStatus};
 use divan::Bencher;
@@ -126,6 +126,7 @@ fn setup(base_url: &str) -> Setup {
             registry: rx,
             env,
             bus: EventBus::new(),
+            approval_mode: ApprovalMode::Headless { yes: false },
         },
         held: Held {
             _dir: dir,

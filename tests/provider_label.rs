@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use arbor::agent::{AgentDef, AgentSource, Registry};
 use arbor::config::ArborConfig;
 use arbor::engine::providers::Env;
-use arbor::engine::{Runtime, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
 use arbor::session::{EventBus, SessionStatus};
 use fixture::*;
 use serde_json::{Value, json};
@@ -66,6 +66,7 @@ fn runtime(fx: &Fixture, base_url: &str, extra: &[(&str, &str)]) -> Arc<Runtime>
         registry,
         env,
         bus: EventBus::new(),
+        approval_mode: ApprovalMode::Headless { yes: false },
     })
 }
 

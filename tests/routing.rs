@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use arbor::config::{ArborConfig, ModuleEntry};
 use arbor::engine::providers::ProviderFactory;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results, last_user_text};
-use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
 use arbor::provider::{ChatRequest, Provider, ProviderError, ProviderErrorKind, StreamEvent};
 use arbor::routing::setup::provider_id;
 use arbor::routing::{self, Via};
@@ -181,6 +181,7 @@ impl Harness {
             registry,
             env: env_of(self.fx.dir.path()),
             bus: EventBus::new(),
+            approval_mode: ApprovalMode::Headless { yes: false },
         };
         let hooks = RuntimeHooks {
             provider_factory: Some(self.factory()),
@@ -614,6 +615,7 @@ async fn a_real_loopback_server_serves_the_model_list_and_sees_the_routed_model(
         registry,
         env: env_of(h.fx.dir.path()),
         bus: EventBus::new(),
+        approval_mode: ApprovalMode::Headless { yes: false },
     });
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "go".into()).await.unwrap();

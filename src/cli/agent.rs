@@ -160,7 +160,7 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
         out.insert("shadows".into(), json!(agent.shadows));
     }
     if merged {
-        let (runtime, _tx) = ctx.runtime();
+        let (runtime, _tx) = ctx.runtime(false);
         match runtime.routed_child_mount_plan(name).await {
             Ok((plan, resolved)) => {
                 out.insert("merged".into(), redact(&plan.0));

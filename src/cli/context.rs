@@ -9,7 +9,7 @@ use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
 use crate::config::ArborConfig;
-use crate::engine::{Runtime, RuntimeOptions};
+use crate::engine::{ApprovalMode, Runtime, RuntimeOptions};
 use crate::paths::Paths;
 use crate::session::{EventBus, SessionStore};
 
@@ -62,15 +62,21 @@ impl Context {
         SessionStore::new(self.paths.sessions_dir())
     }
 
-    /// A runtime over this context with a fixed registry (headless commands do not
-    /// watch files). The returned sender keeps the registry channel open.
-    pub fn runtime(&self) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
+    /// A headless runtime over this context with a fixed registry (headless commands
+    /// do not watch files): tool calls that need approval are denied, or granted when
+    /// `yes` (`--yes`). The returned sender keeps the registry channel open.
+    pub fn runtime(&self, yes: bool) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
         let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
-        (self.runtime_with(rx), tx)
+        (self.runtime_with(rx, ApprovalMode::Headless { yes }), tx)
     }
 
-    /// A runtime over this context following a live registry (the TUI's watcher).
-    pub fn runtime_with(&self, registry: RegistryHandle) -> Arc<Runtime> {
+    /// A runtime over this context following a live registry (the TUI's watcher),
+    /// with `approval_mode` answering tool calls that need approval.
+    pub fn runtime_with(
+        &self,
+        registry: RegistryHandle,
+        approval_mode: ApprovalMode,
+    ) -> Arc<Runtime> {
         Runtime::new(RuntimeOptions {
             paths: self.paths.clone(),
             config: self.config.clone(),
@@ -78,6 +84,7 @@ impl Context {
             registry,
             env: self.env.clone(),
             bus: EventBus::new(),
+            approval_mode,
         })
     }
 }

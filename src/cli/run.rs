@@ -35,12 +35,17 @@ pub struct RunArgs {
     /// text (default), json or jsonl.
     #[arg(long, value_enum, default_value_t)]
     pub output_format: OutputFormat,
+    /// Allow the tool calls that would ask for approval (writes, bash). Without it
+    /// they are denied and the model is told how to allow them; calls the approval
+    /// policy denies stay denied either way.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// Creates a root session (with `--agent` if given), runs one turn, prints the result.
 pub async fn run(args: RunArgs, agent: Option<String>, options: ContextOptions) -> Result<i32> {
     let ctx = Context::load(&options)?;
-    let (runtime, _registry_tx) = ctx.runtime();
+    let (runtime, _registry_tx) = ctx.runtime(args.yes);
     let session_id = match runtime.create_root(agent.as_deref()) {
         Ok(id) => id,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),

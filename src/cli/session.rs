@@ -49,6 +49,10 @@ pub enum SessionCommand {
         instruction: String,
         #[arg(long, value_enum, default_value_t)]
         output_format: OutputFormat,
+        /// Allow the tool calls that would ask for approval (writes, bash). Calls the
+        /// approval policy denies stay denied.
+        #[arg(long)]
+        yes: bool,
     },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
@@ -151,12 +155,13 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             id,
             instruction,
             output_format,
+            yes,
         } => {
             let id = match store.resolve(&id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
-            let (runtime, _tx) = ctx.runtime();
+            let (runtime, _tx) = ctx.runtime(yes);
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
         }
         SessionCommand::Export { id, format } => {

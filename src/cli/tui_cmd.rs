@@ -9,6 +9,7 @@ use color_eyre::Result;
 use super::Cli;
 use super::context::{Context, ContextOptions};
 use crate::agent::watcher::spawn_watcher;
+use crate::engine::ApprovalMode;
 use crate::tui::{TuiOptions, no_color_from_env};
 
 /// Starts the TUI; returns the exit code.
@@ -29,7 +30,7 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
     let reloads = watcher
         .as_mut()
         .map(|w| std::mem::replace(&mut w.reloads, tokio::sync::mpsc::unbounded_channel().1));
-    let runtime = ctx.runtime_with(registry.clone());
+    let runtime = ctx.runtime_with(registry.clone(), ApprovalMode::Interactive);
     let tui_options = TuiOptions {
         open_session: cli.resume.clone(),
         continue_last: cli.continue_,

@@ -2,7 +2,10 @@
 //! `approval:required` and wait for a person's answer.
 //!
 //! Owns: the registry from (session id, tool call id) to the channel the waiting call
-//! listens on; handing an answer ([`ApprovalDecision`]) to that call. Does not own:
+//! listens on; handing an answer ([`ApprovalDecision`]) to that call; who answers
+//! ([`ApprovalMode`]: a person, or headless `--yes` / its absence); the metadata key
+//! listing the calls of a session that wait ([`AWAITING_APPROVAL`], read by transcript
+//! repair after a crash). Does not own:
 //! deciding whether a call needs approval (the policy), publishing the approval events,
 //! or what the call does with the answer (the turn's tool-call gate), nor asking the
 //! person (`tui`).
@@ -16,9 +19,60 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
+use serde_json::Value;
+
 use super::live::lock;
 use super::outcome::EngineError;
+use crate::session::Metadata;
 use crate::session::protocol::ApprovalDecision;
+
+/// Who answers a tool call whose policy decision is `ask` (SPEC §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// A front end (the TUI) answers each `approval:required` with
+    /// `EngineCommand::ResolveApproval`; the call waits for it (or for its session's
+    /// cancellation).
+    Interactive,
+    /// Headless `arbor run` / `arbor session resume`: nobody is there to answer. `ask`
+    /// is denied, unless `yes` (`--yes`), which grants it. `deny` holds either way.
+    Headless { yes: bool },
+}
+
+/// The `metadata.json` key (arbor's own) listing the tool call ids of the session that
+/// wait for approval now: `"awaiting_approval": ["call_1"]`, absent when none. Written
+/// with the status `waiting`, so a session whose process died while a call waited
+/// resumes with a "not run" result for that call (`repair`).
+pub const AWAITING_APPROVAL: &str = "awaiting_approval";
+
+/// The tool call ids `metadata` lists under [`AWAITING_APPROVAL`] (empty when absent or
+/// not a list of strings).
+pub fn awaiting_approval(metadata: &Metadata) -> Vec<String> {
+    match metadata.extra.get(AWAITING_APPROVAL) {
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(|id| id.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Adds (`waiting`) or removes tool call `id` in `metadata`'s [`AWAITING_APPROVAL`]
+/// list (the key goes when the list empties). Returns how many calls wait afterwards.
+pub fn set_awaiting(metadata: &mut Metadata, id: &str, waiting: bool) -> usize {
+    let mut ids = awaiting_approval(metadata);
+    ids.retain(|known| known != id);
+    if waiting {
+        ids.push(id.to_string());
+    }
+    if ids.is_empty() {
+        metadata.extra.remove(AWAITING_APPROVAL);
+    } else {
+        metadata
+            .extra
+            .insert(AWAITING_APPROVAL.into(), Value::from(ids.clone()));
+    }
+    ids.len()
+}
 
 /// (session id, tool call id).
 type Key = (String, String);
@@ -87,6 +141,24 @@ impl PendingApprovals {
 mod tests {
     use super::*;
     use crate::session::protocol::AllowScope;
+
+    #[test]
+    fn awaiting_calls_are_listed_in_metadata_until_answered() {
+        let mut meta = Metadata::default();
+        assert_eq!(set_awaiting(&mut meta, "call_1", true), 1);
+        assert_eq!(set_awaiting(&mut meta, "call_2", true), 2);
+        assert_eq!(set_awaiting(&mut meta, "call_1", true), 2, "listed once");
+        let json = serde_json::to_value(&meta).unwrap();
+        assert_eq!(
+            json[AWAITING_APPROVAL],
+            serde_json::json!(["call_2", "call_1"])
+        );
+        assert_eq!(set_awaiting(&mut meta, "call_2", false), 1);
+        assert_eq!(awaiting_approval(&meta), ["call_1"]);
+        assert_eq!(set_awaiting(&mut meta, "call_1", false), 0);
+        let json = serde_json::to_value(&meta).unwrap();
+        assert!(json.get(AWAITING_APPROVAL).is_none(), "{json}");
+    }
 
     #[test]
     fn a_registered_call_receives_its_answer_once() {

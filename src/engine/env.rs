@@ -3,8 +3,9 @@
 //!
 //! Owns: [`TurnEnv`] — the paths, config, bundle and live registry the runtime was
 //! built with, the environment lookup, the per-process model cache and HTTP client
-//! pool, the injected provider factory and extra tools, the task tool's host, and the
-//! delegation limits every spawn checks (`limits::TreeLimits`) — and mounting a
+//! pool, the injected provider factory and extra tools, the task tool's host, the
+//! delegation limits every spawn checks (`limits::TreeLimits`), the approval mode and
+//! the registry of calls waiting for approval — and mounting a
 //! session's tools for its next turn ([`TurnEnv::mount_tools`]); the [`Env`] and
 //! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
 //! `spawn`, `providers` and `root_plan` read it and never reach back into the
@@ -13,6 +14,7 @@
 
 use std::sync::Arc;
 
+use super::approvals::{ApprovalMode, PendingApprovals};
 use super::limits::TreeLimits;
 use super::live::LiveSession;
 use crate::agent::Bundle;
@@ -57,6 +59,10 @@ pub(crate) struct TurnEnv {
     /// The config's `limits:` (sessions per tree, sub-sessions at once), counted for
     /// this process.
     pub limits: TreeLimits,
+    /// Who answers tool calls that need approval.
+    pub approval_mode: ApprovalMode,
+    /// Tool calls waiting for a person's answer (SPEC §12).
+    pub approvals: PendingApprovals,
 }
 
 impl TurnEnv {

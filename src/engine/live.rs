@@ -42,6 +42,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) struct LiveSession {
     pub id: String,
     pub parent_id: Option<String>,
+    /// The root of this session's tree (its own id for a root): "always" approvals
+    /// hold for the whole tree.
+    pub root_id: String,
     pub agent_name: String,
     pub depth: u32,
     /// The merged mount plan, with credentials (never persisted as is: the store redacts).
@@ -63,9 +66,10 @@ pub(crate) struct LiveSession {
 
 impl LiveSession {
     /// A live session from its metadata (which names id, parent, agent, depth,
-    /// working dir), plan, locked writer and transcript.
+    /// working dir), the root of its tree, plan, locked writer and transcript.
     pub fn new(
         metadata: Metadata,
+        root_id: String,
         plan: MountPlan,
         writer: SessionWriter,
         transcript: Vec<Message>,
@@ -75,6 +79,7 @@ impl LiveSession {
         Self {
             id: metadata.session_id.clone(),
             parent_id: metadata.parent_id.clone(),
+            root_id,
             agent_name: metadata.agent_name.clone().unwrap_or_default(),
             depth: metadata.depth,
             plan,

@@ -31,6 +31,7 @@ mod stream;
 pub mod testing;
 pub mod turn;
 
+pub use approvals::ApprovalMode;
 pub use outcome::{EngineError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub use runtime::{Runtime, RuntimeHooks, RuntimeOptions};

@@ -1,7 +1,9 @@
 //! Transcript repair before a turn (SPEC §7 "Resume").
 //!
 //! Owns: finding tool calls that never got a result (a crash or kill mid-tool) and
-//! making the synthetic "cancelled" results that are appended for them, and the
+//! making the synthetic results that are appended for them — "cancelled" in general,
+//! "not run: interrupted while waiting for approval" for a call that was waiting for a
+//! person when its process died (the gate lists those in metadata) — and the
 //! request view of a transcript that places every result right after its call (the
 //! shared transcript itself when it is already in that order).
 //! Does not own: writing the transcript (`session::store`); existing lines are never
@@ -16,21 +18,38 @@ use crate::session::message::{Message, ToolCall};
 /// The content of a synthetic result for a call that has none.
 pub const MISSING_RESULT: &str = "cancelled: no result was recorded";
 
+/// The content of a synthetic result for a call that was waiting for approval when
+/// its session's process died (SPEC §7 "Resume", §12): it never ran.
+pub const NOT_RUN_AWAITING_APPROVAL: &str = "not run: interrupted while waiting for approval";
+
 /// Synthetic `{"role":"tool", …, "content": "cancelled: no result was recorded",
 /// "is_error": true}` messages, one per tool call in `transcript` that has no result,
-/// in call order. Empty when the transcript is consistent.
-pub fn missing_results(transcript: &[Message]) -> Vec<Message> {
+/// in call order; a call whose id is in `awaiting_approval` (the calls that were
+/// waiting for a person, from metadata) gets [`NOT_RUN_AWAITING_APPROVAL`] instead.
+/// Empty when the transcript is consistent.
+pub fn missing_results(transcript: &[Message], awaiting_approval: &[String]) -> Vec<Message> {
     pair_results(transcript)
         .into_iter()
         .flat_map(|(_, calls)| calls)
         .filter(|(_, result)| result.is_none())
-        .map(|(call, _)| synthetic_result(call))
+        .map(|(call, _)| {
+            let text = if awaiting_approval.contains(&call.id) {
+                NOT_RUN_AWAITING_APPROVAL
+            } else {
+                MISSING_RESULT
+            };
+            synthetic_with(call, text)
+        })
         .collect()
 }
 
 /// The synthetic result for `call`, marked `metadata.synthetic = true`.
 pub fn synthetic_result(call: &ToolCall) -> Message {
-    let mut message = Message::tool_result(call, MISSING_RESULT, true);
+    synthetic_with(call, MISSING_RESULT)
+}
+
+fn synthetic_with(call: &ToolCall, text: &str) -> Message {
+    let mut message = Message::tool_result(call, text, true);
     if let Message::Tool(t) = &mut message {
         t.metadata = Some(json!({"synthetic": true}));
     }
@@ -166,14 +185,29 @@ mod tests {
             assistant(&["a", "b"]),
             Message::tool_result(&call("a"), "done", false),
         ];
-        let fixes = missing_results(&transcript);
+        let fixes = missing_results(&transcript, &[]);
         assert_eq!(fixes.len(), 1);
         let line = serde_json::to_value(&fixes[0]).unwrap();
         assert_eq!(line["role"], "tool");
         assert_eq!(line["tool_call_id"], "b");
         assert_eq!(line["content"], MISSING_RESULT);
         assert_eq!(line["is_error"], true);
-        assert!(missing_results(&[Message::user("x"), assistant(&[])]).is_empty());
+        assert!(missing_results(&[Message::user("x"), assistant(&[])], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_call_that_waited_for_approval_is_not_run() {
+        let transcript = vec![Message::user("go"), assistant(&["a", "b", "c"])];
+        let waiting = vec!["b".to_string(), "zzz".to_string()];
+        let fixes = missing_results(&transcript, &waiting);
+        let texts: Vec<String> = fixes.iter().map(Message::text).collect();
+        assert_eq!(
+            texts,
+            [MISSING_RESULT, NOT_RUN_AWAITING_APPROVAL, MISSING_RESULT]
+        );
+        let line = serde_json::to_value(&fixes[1]).unwrap();
+        assert_eq!(line["tool_call_id"], "b");
+        assert_eq!(line["metadata"]["synthetic"], true);
     }
 
     #[test]
@@ -201,7 +235,7 @@ mod tests {
             Message::user("two"),
             assistant(&["call_0"]),
         ];
-        let fixes = missing_results(&transcript);
+        let fixes = missing_results(&transcript, &[]);
         assert_eq!(fixes.len(), 1);
         let view = request_view(&transcript);
         let texts: Vec<String> = view.iter().map(Message::text).collect();

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::approvals::PendingApprovals;
+use super::approvals::{ApprovalMode, PendingApprovals};
 use super::env::{Env, ProviderFactory, TurnEnv};
 use super::limits::{self, TreeLimits};
 use super::live::{LiveSession, lock};
@@ -56,6 +56,9 @@ pub struct RuntimeOptions {
     /// Environment lookup for keys/base URLs (`OPENAI_API_KEY`, …); tests inject it.
     pub env: Env,
     pub bus: EventBus,
+    /// Who answers tool calls that need approval: the TUI's person
+    /// ([`ApprovalMode::Interactive`]) or nobody (headless `run`, `--yes`).
+    pub approval_mode: ApprovalMode,
 }
 
 /// Test and embedding hooks for [`Runtime::with_hooks`].
@@ -75,8 +78,6 @@ pub struct Runtime {
     bus: EventBus,
     store: SessionStore,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
-    /// Tool calls waiting for a person's approval (SPEC §12).
-    approvals: PendingApprovals,
 }
 
 /// How long [`Runtime::resolve_provider_label`] waits for a server to list its models.
@@ -118,11 +119,12 @@ impl Runtime {
                     extra_tools: hooks.extra_tools,
                     task_host: Arc::new(Host::new(sessions)),
                     limits,
+                    approval_mode: options.approval_mode,
+                    approvals: PendingApprovals::default(),
                 },
                 bus: options.bus,
                 store,
                 live: Mutex::new(HashMap::new()),
-                approvals: PendingApprovals::default(),
             }
         })
     }
@@ -302,13 +304,15 @@ impl Runtime {
         tool_call_id: &str,
         decision: ApprovalDecision,
     ) -> Result<(), EngineError> {
-        self.approvals.resolve(session_id, tool_call_id, decision)
+        self.turn_env
+            .approvals
+            .resolve(session_id, tool_call_id, decision)
     }
 
     /// The registry of tool calls waiting for approval: the tool-call gate registers
     /// a call there before publishing `approval:required` and awaits the answer.
     pub fn approvals(&self) -> &PendingApprovals {
-        &self.approvals
+        &self.turn_env.approvals
     }
 
     /// Whether `session_id` has a turn running now.
@@ -421,8 +425,10 @@ impl Runtime {
             // Sub-sessions re-route and spawn from the stored plan: keep it current.
             metadata.config = Some(plan.0.clone());
         }
+        let root_id = root_of(&live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
             metadata,
+            root_id,
             plan,
             writer,
             loaded.transcript,
@@ -458,15 +464,18 @@ impl Runtime {
             &metadata,
             providers::secrets(&plan, &self.turn_env.config, &self.turn_env.env),
         )?;
+        let mut live = lock(&self.live);
+        let root_id = root_of(&live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
             metadata,
+            root_id,
             plan,
             writer,
             transcript,
             self.bus.clone(),
             self.turn_env.paths.cwd.clone(),
         ));
-        lock(&self.live).insert(session.id.clone(), session.clone());
+        live.insert(session.id.clone(), session.clone());
         Ok(session)
     }
 }
@@ -494,6 +503,33 @@ impl Sessions for Runtime {
     }
 }
 
+/// The root of `metadata`'s tree: the parent chain followed through the live sessions
+/// (whose root is known) and, for parents not loaded, their stored metadata; the last
+/// session reached when a parent is missing or the chain is implausibly long (a cycle).
+fn root_of(
+    live: &HashMap<String, Arc<LiveSession>>,
+    store: &SessionStore,
+    metadata: &Metadata,
+) -> String {
+    let mut top = metadata.session_id.clone();
+    let mut parent = metadata.parent_id.clone();
+    for _ in 0..MAX_TREE_DEPTH {
+        let Some(id) = parent else { break };
+        if let Some(session) = live.get(&id) {
+            return session.root_id.clone();
+        }
+        let Ok((stored, _)) = store.load_metadata(&id) else {
+            break;
+        };
+        top = id;
+        parent = stored.parent_id;
+    }
+    top
+}
+
+/// How many parent links [`root_of`] and [`descends_from`] follow at most.
+const MAX_TREE_DEPTH: usize = 64;
+
 /// Whether `session` has `ancestor` on its live parent chain.
 fn descends_from(
     live: &HashMap<String, Arc<LiveSession>>,
@@ -507,7 +543,7 @@ fn descends_from(
             return true;
         }
         hops += 1;
-        if hops > 64 {
+        if hops > MAX_TREE_DEPTH {
             return false;
         }
         parent = live.get(&id).and_then(|s| s.parent_id.clone());

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::approvals;
 use super::calls;
 use super::env::TurnEnv;
 use super::live::LiveSession;
@@ -99,9 +100,16 @@ pub(crate) async fn run(
 
     // Bound first: a snapshot alive during the appends would make each one copy the
     // whole transcript (copy-on-write).
-    let fixes = repair::missing_results(&live.transcript_snapshot());
+    // A call that was waiting for a person when the process died never ran.
+    let awaiting = approvals::awaiting_approval(&live.metadata());
+    let fixes = repair::missing_results(&live.transcript_snapshot(), &awaiting);
     for fix in fixes {
         live.append(fix);
+    }
+    if !awaiting.is_empty() {
+        live.update_metadata(|m| {
+            m.extra.remove(approvals::AWAITING_APPROVAL);
+        });
     }
     live.append(Message::user(prompt.clone()));
     live.set_status(SessionStatus::Running);

@@ -14,7 +14,7 @@ use arbor::agent::registry::RegistryHandle;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
-use arbor::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::provider::ChatRequest;
 use arbor::session::{Event, EventBus};
@@ -138,6 +138,7 @@ impl Fixture {
             registry,
             env: env_of(self.dir.path()),
             bus: EventBus::new(),
+            approval_mode: ApprovalMode::Headless { yes: false },
         };
         Runtime::with_hooks(options, hooks)
     }

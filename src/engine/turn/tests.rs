@@ -14,7 +14,7 @@ use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::engine::testing::{ScriptedProvider, Step, last_user_text};
-use crate::engine::{Runtime, RuntimeHooks, RuntimeOptions};
+use crate::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
 use crate::paths::Paths;
 use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};
 use crate::session::message::{AssistantMessage, ContentBlock, Message, ToolCall};
@@ -119,6 +119,7 @@ fn runtime(
         registry,
         env,
         bus: EventBus::new(),
+        approval_mode: ApprovalMode::Headless { yes: false },
     };
     let hooks = RuntimeHooks {
         provider_factory: Some(Arc::new(move |_entry| Ok(provider.clone()))),
