@@ -2,7 +2,8 @@
 //! `approval:required` and wait for a person's answer.
 //!
 //! Owns: the registry from (session id, tool call id) to the channel the waiting call
-//! listens on; handing an answer ([`ApprovalDecision`]) to that call; who answers
+//! listens on; handing an answer ([`ApprovalDecision`]) to that call; the "always"
+//! grants of each session tree ([`TreeGrants`]); who answers
 //! ([`ApprovalMode`]: a person, or headless `--yes` / its absence); the metadata key
 //! listing the calls of a session that wait ([`AWAITING_APPROVAL`], read by transcript
 //! repair after a crash). Does not own:
@@ -23,8 +24,35 @@ use serde_json::Value;
 
 use super::live::lock;
 use super::outcome::EngineError;
+use crate::config::approvals::{Grant, Grants};
 use crate::session::Metadata;
 use crate::session::protocol::ApprovalDecision;
+
+/// The "always" answers of this process, per session tree (keyed by root session id):
+/// SPEC §12 `a` allows "this tool or command prefix, in this tree". Held in memory
+/// only: a new process asks again.
+#[derive(Debug, Default)]
+pub struct TreeGrants {
+    by_root: Mutex<HashMap<String, Grants>>,
+}
+
+impl TreeGrants {
+    /// The grants of the tree rooted at `root_id` (a copy; empty when none).
+    pub fn of(&self, root_id: &str) -> Grants {
+        lock(&self.by_root)
+            .get(root_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Adds `grant` to the tree rooted at `root_id` (once).
+    pub fn add(&self, root_id: &str, grant: Grant) {
+        lock(&self.by_root)
+            .entry(root_id.to_string())
+            .or_default()
+            .add(grant);
+    }
+}
 
 /// Who answers a tool call whose policy decision is `ask` (SPEC §12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,9 @@
 //! Running one assistant message's tool calls concurrently.
 //!
 //! Owns: preparing each call (`Tool::prepare`, so task calls know their sub-session id
-//! before `tool:pre`), publishing `tool:pre`, running every call as its own task at
-//! once, publishing `tool:post`/`tool:error` as each finishes, and cancellation: when
+//! before `tool:pre`), publishing `tool:pre`, passing each call through the approval
+//! gate (`gate`: a call it refuses does not run and gets the gate's result), running
+//! every call as its own task at once, publishing `tool:post`/`tool:error` as each finishes, and cancellation: when
 //! the turn's token fires, a call gets a short grace period to finish on its own (the
 //! task tool then returns its child's cancelled result), after which it is aborted and
 //! gets a cancelled result. A call whose task panics gets an error result (`the tool
@@ -13,11 +14,13 @@
 //! appending results (`turn`, in call order).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+use super::gate::{Gate, Pass};
 use super::live::LiveSession;
 use super::panics;
 use crate::session::EngineEvent;
@@ -27,7 +30,7 @@ use crate::session::protocol::{TaskCallFields, ToolErrorEvent, ToolPostEvent, To
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
-use crate::tool::{ToolContext, ToolOutput};
+use crate::tool::{Tool, ToolContext, ToolOutput};
 
 /// How long a call may keep running after its turn was cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -47,31 +50,39 @@ pub(crate) struct CallResults {
     pub panics: Vec<String>,
 }
 
-/// Runs `calls` concurrently; the outputs come back in call order.
+/// Runs `calls` concurrently, each once `gate` lets it; the outputs come back in call
+/// order.
 pub(crate) async fn run_calls(
     live: &LiveSession,
     tools: &ToolSet,
+    gate: &Gate<'_>,
     calls: &[ToolCall],
     token: &CancellationToken,
 ) -> CallResults {
-    let started: Vec<_> = calls
+    // `tool:pre` of every call first, in call order.
+    let prepared: Vec<_> = calls
         .iter()
-        .map(|call| start(live, tools, call, token))
+        .map(|call| prepare(live, tools, call, token))
         .collect();
-    let finished = started
+    let finished = prepared
         .into_iter()
         .zip(calls)
-        .map(|((handle, fields), call)| async move {
-            let (mut output, panic) = match handle {
-                Err(output) => (output, None),
-                Ok(handle) => match finish(handle, token).await {
-                    Ok(output) => (output, None),
-                    Err(panic) => {
-                        let what = format!("tool `{}` (call {})", call.tool, call.id);
-                        let text =
-                            panics::logged(&format!("{what} in session '{}'", live.id), &*panic);
-                        let output = ToolOutput::error(format!("the tool panicked: {text}"));
-                        (output, Some(format!("{what} panicked: {text}")))
+        .map(|(prepared, call)| async move {
+            let Prepared { tool, ctx, task } = prepared;
+            let (mut output, panic) = match tool {
+                None => (ToolOutput::error(tools.not_mounted_error(&call.tool)), None),
+                Some(_) if token.is_cancelled() => (ToolOutput::error(CANCELLED_RESULT), None),
+                Some(tool) => match gate.check(&tool, call, token).await {
+                    Pass::Refused(output) => (output, None),
+                    Pass::Run if token.is_cancelled() => {
+                        (ToolOutput::error(CANCELLED_RESULT), None)
+                    }
+                    Pass::Run => {
+                        let handle = tokio::spawn(tool.call(call.arguments.clone(), ctx));
+                        match finish(handle, token).await {
+                            Ok(output) => (output, None),
+                            Err(panic) => panicked(live, call, &*panic),
+                        }
                     }
                 },
             };
@@ -81,7 +92,7 @@ pub(crate) async fn run_calls(
             if let Some(change) = &output.change {
                 live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
             }
-            publish_result(live, call, &output, fields);
+            publish_result(live, call, &output, task);
             (output, panic)
         });
     let (outputs, panics): (Vec<_>, Vec<_>) = join_all(finished).await.into_iter().unzip();
@@ -91,18 +102,34 @@ pub(crate) async fn run_calls(
     }
 }
 
-/// Prepares a call, publishes `tool:pre` and spawns it. `Err` holds an immediate
-/// result (unknown tool, already cancelled). The fields are the task call's, which
-/// every event of the call repeats (`None` for other tools).
-fn start(
+/// The error result of a call whose task panicked, and the line for the turn's error
+/// (the panic is logged).
+fn panicked(
+    live: &LiveSession,
+    call: &ToolCall,
+    panic: &(dyn std::any::Any + Send),
+) -> (ToolOutput, Option<String>) {
+    let what = format!("tool `{}` (call {})", call.tool, call.id);
+    let text = panics::logged(&format!("{what} in session '{}'", live.id), panic);
+    let output = ToolOutput::error(format!("the tool panicked: {text}"));
+    (output, Some(format!("{what} panicked: {text}")))
+}
+
+/// A call ready to run: its tool (`None`: not mounted), its context, and the task
+/// call's fields, which every event of the call repeats (`None` for other tools).
+struct Prepared {
+    tool: Option<Arc<dyn Tool>>,
+    ctx: ToolContext,
+    task: Option<TaskCallFields>,
+}
+
+/// Prepares a call (`Tool::prepare`) and publishes its `tool:pre`.
+fn prepare(
     live: &LiveSession,
     tools: &ToolSet,
     call: &ToolCall,
     token: &CancellationToken,
-) -> (
-    Result<tokio::task::JoinHandle<ToolOutput>, ToolOutput>,
-    Option<TaskCallFields>,
-) {
+) -> Prepared {
     let mut ctx = ToolContext {
         session_id: live.id.clone(),
         parent_id: live.parent_id.clone(),
@@ -127,12 +154,7 @@ fn start(
         tool_input: call.arguments.clone(),
         task: task.clone(),
     }));
-    let handle = match tool {
-        None => Err(ToolOutput::error(tools.not_mounted_error(&call.tool))),
-        Some(_) if token.is_cancelled() => Err(ToolOutput::error(CANCELLED_RESULT)),
-        Some(tool) => Ok(tokio::spawn(tool.call(call.arguments.clone(), ctx))),
-    };
-    (handle, task)
+    Prepared { tool, ctx, task }
 }
 
 /// Awaits a spawned call (see the module docs for cancellation). `Err` holds the

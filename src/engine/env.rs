@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use super::approvals::{ApprovalMode, PendingApprovals};
+use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::limits::TreeLimits;
 use super::live::LiveSession;
 use crate::agent::Bundle;
@@ -63,6 +63,8 @@ pub(crate) struct TurnEnv {
     pub approval_mode: ApprovalMode,
     /// Tool calls waiting for a person's answer (SPEC §12).
     pub approvals: PendingApprovals,
+    /// The "always" answers of each session tree.
+    pub grants: TreeGrants,
 }
 
 impl TurnEnv {

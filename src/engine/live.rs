@@ -217,8 +217,8 @@ impl LiveSession {
 
 /// A running turn. Dropping it cancels the turn's token (so no tool call or child turn
 /// outlives it) and clears the running flag; a turn whose future was dropped mid-way
-/// (status still `running`) is recorded as `cancelled` so the session stays resumable,
-/// or as `failed` when the drop is the unwinding of a panic.
+/// (status still `running` or `waiting`) is recorded as `cancelled` so the session
+/// stays resumable, or as `failed` when the drop is the unwinding of a panic.
 pub(crate) struct TurnGuard {
     session: Arc<LiveSession>,
     /// This turn's cancellation token.
@@ -228,7 +228,10 @@ pub(crate) struct TurnGuard {
 impl Drop for TurnGuard {
     fn drop(&mut self) {
         self.token.cancel();
-        if self.session.metadata().status == SessionStatus::Running {
+        if matches!(
+            self.session.metadata().status,
+            SessionStatus::Running | SessionStatus::Waiting
+        ) {
             self.session.set_status(if std::thread::panicking() {
                 SessionStatus::Failed
             } else {

@@ -2,21 +2,23 @@
 //!
 //! Owns: the `Runtime` every consumer (TUI, `arbor run`, the task tool) drives — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
-//! tool calls, cancellation that cascades to children, transcript repair, the registry
-//! of tool calls waiting for approval (`approvals`), and the delegation limits that
-//! bound a tree (`limits`). Does not own:
+//! tool calls, cancellation that cascades to children, transcript repair, the approval
+//! gate of every tool call (`gate`), the registry of calls waiting for a person's
+//! answer (`approvals`), and the delegation limits that bound a tree (`limits`). Does
+//! not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
 //! Files form layers, each using only those below it (`tests/inner_layers.rs` fails
 //! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements); `turn` (with `calls`, `stream`, `repair`);
-//! `root_plan`, `providers`; then `env` (the shared `TurnEnv`), `approvals`, `limits`,
-//! `outcome`, `live`.
+//! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
+//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `outcome`, `live`.
 
 pub mod approvals;
 mod calls;
 pub mod context;
 mod env;
+mod gate;
 mod limits;
 mod live;
 mod outcome;

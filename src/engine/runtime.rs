@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::approvals::{ApprovalMode, PendingApprovals};
+use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::env::{Env, ProviderFactory, TurnEnv};
+use super::gate::AGENT_SOURCE;
 use super::limits::{self, TreeLimits};
 use super::live::{LiveSession, lock};
 use super::outcome::{EngineError, TurnOutcome};
@@ -121,6 +122,7 @@ impl Runtime {
                     limits,
                     approval_mode: options.approval_mode,
                     approvals: PendingApprovals::default(),
+                    grants: TreeGrants::default(),
                 },
                 bus: options.bus,
                 store,
@@ -214,7 +216,7 @@ impl Runtime {
         let (plan, overlay) = root_plan::build(env, agent)?;
         let (provider, provider_config) = providers::select_provider(env, &plan)?;
         let now = now_rfc3339();
-        let metadata = Metadata {
+        let mut metadata = Metadata {
             session_id: ids::new_root_id(),
             parent_id: None,
             agent_name: Some(agent.map_or_else(|| env.bundle.name.clone(), str::to_string)),
@@ -230,6 +232,12 @@ impl Runtime {
             agent_overlay: overlay,
             ..Default::default()
         };
+        // The tier of the agent file decides how much its `approvals:` may say.
+        if let Some(def) = agent.and_then(|name| root_plan::valid_agent(env, name).ok()) {
+            metadata
+                .extra
+                .insert(AGENT_SOURCE.into(), def.source.as_str().into());
+        }
         let live = self.register(metadata, plan, Vec::new())?;
         env.limits.root_created(&live.id);
         live.set_provider(provider, provider_config);

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::context::with_context;
 use super::env::TurnEnv;
+use super::gate::AGENT_SOURCE;
 use super::limits::{LimitReached, RunPermit, agent_plan};
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
@@ -181,6 +182,9 @@ async fn spawn_child(
     metadata
         .extra
         .insert(RESOLVED_MODEL.into(), resolved.to_value());
+    metadata
+        .extra
+        .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
     let child = rt
         .register(metadata, plan, Vec::new())
         .map_err(|e| e.to_string())?;

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use super::approvals;
 use super::calls;
 use super::env::TurnEnv;
+use super::gate::Gate;
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
@@ -124,12 +125,14 @@ pub(crate) async fn run(
     for w in warnings {
         tracing::warn!("config.yaml: {w}");
     }
+    let gate = Gate::new(env, &live);
     let ctx = CallCtx {
         provider: &provider,
         provider_config: &provider_config,
         tools: &tools,
         prices: &prices,
         retry: &retry,
+        gate: &gate,
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
@@ -159,6 +162,8 @@ struct CallCtx<'a> {
     tools: &'a ToolSet,
     prices: &'a PriceTable,
     retry: &'a RetryPolicy,
+    /// Decides whether each tool call may run (SPEC §12).
+    gate: &'a Gate<'a>,
 }
 
 async fn drive(
@@ -173,6 +178,7 @@ async fn drive(
         tools,
         prices,
         retry,
+        gate,
     } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
@@ -252,7 +258,7 @@ async fn drive(
                 error: None,
             };
         }
-        let results = calls::run_calls(live, tools, &response.tool_calls, token).await;
+        let results = calls::run_calls(live, tools, gate, &response.tool_calls, token).await;
         for (call, output) in response.tool_calls.iter().zip(results.outputs) {
             live.append(Message::tool_result(call, output.content, output.is_error));
         }

@@ -112,6 +112,8 @@ impl Fixture {
     }
 
     /// A runtime reading the registry from `registry` (a test may send new ones).
+    /// Tool calls that need approval are granted as with `--yes` (policy denials
+    /// hold); see [`Fixture::runtime_in`] for another mode.
     pub fn runtime_on(
         &self,
         registry: RegistryHandle,
@@ -121,13 +123,35 @@ impl Fixture {
             provider_factory: Some(self.provider.factory()),
             extra_tools,
         };
-        self.runtime_with_hooks(registry, hooks)
+        self.runtime_in(ApprovalMode::Headless { yes: true }, registry, hooks)
     }
 
     /// A runtime over this project with `hooks` instead of the scripted provider (no
-    /// factory: the real provider clients of `config`).
+    /// factory: the real provider clients of `config`). Approvals as in
+    /// [`Fixture::runtime_on`].
     pub fn runtime_with_hooks(
         &self,
+        registry: RegistryHandle,
+        hooks: RuntimeHooks,
+    ) -> Arc<Runtime> {
+        self.runtime_in(ApprovalMode::Headless { yes: true }, registry, hooks)
+    }
+
+    /// A runtime over the fixture's registry and scripted provider answering
+    /// approvals in `mode`.
+    pub fn runtime_mode(&self, mode: ApprovalMode) -> Arc<Runtime> {
+        let (_tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+        let hooks = RuntimeHooks {
+            provider_factory: Some(self.provider.factory()),
+            extra_tools: Vec::new(),
+        };
+        self.runtime_in(mode, rx, hooks)
+    }
+
+    /// A runtime answering approvals in `mode`, with `hooks`.
+    pub fn runtime_in(
+        &self,
+        mode: ApprovalMode,
         registry: RegistryHandle,
         hooks: RuntimeHooks,
     ) -> Arc<Runtime> {
@@ -138,7 +162,7 @@ impl Fixture {
             registry,
             env: env_of(self.dir.path()),
             bus: EventBus::new(),
-            approval_mode: ApprovalMode::Headless { yes: false },
+            approval_mode: mode,
         };
         Runtime::with_hooks(options, hooks)
     }

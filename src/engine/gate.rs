@@ -1,0 +1,434 @@
+//! The approval gate (SPEC §12): whether one tool call may run, asked before it runs.
+//!
+//! Owns: the approval policy of a session ([`session_policy`]: config `approvals:`
+//! with full authority, the bundle plan's and the session agent's `approvals:` at
+//! their tier's authority) combined with the "always" grants of its tree; acting on
+//! the decision — `allow` runs the call, `deny` refuses it with a result naming the
+//! rule, `ask` publishes `approval:required` and, in the TUI, sets the session
+//! `waiting` and waits for the person's answer or the session's cancellation, while
+//! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
+//! grant for the tree; publishing `approval:granted` / `approval:denied`; and the
+//! result texts the model reads for a call that did not run. Does not own: the rules
+//! and their precedence (`config::approvals`), the tier of an agent file
+//! (`agent::approvals`), the registry of waiting calls (`approvals`), running the call
+//! (`calls`), or asking the person (`tui`).
+//!
+//! A call that did not run gets an error result whose first line says why: "denied by
+//! policy: …" (with the deciding key), "denied: … re-run with --yes …" (headless),
+//! "denied by the person: …", or "cancelled: …" (the session was cancelled while the
+//! call waited).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::approvals::{ApprovalMode, set_awaiting};
+use super::env::TurnEnv;
+use super::live::LiveSession;
+use crate::agent::AgentSource;
+use crate::agent::approvals::overlay_rules;
+use crate::config::approvals::{
+    ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Rules, Verdict,
+    default_decision,
+};
+use crate::session::message::ToolCall;
+use crate::session::protocol::{
+    ApprovalDecision, ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent,
+    DecisionKind,
+};
+use crate::session::{EngineEvent, SessionStatus};
+use crate::tool::confine::truncate_chars;
+use crate::tool::{Tool, ToolOutput};
+
+/// The metadata key (arbor's own) of the tier the session's agent file was found in
+/// (`user`, `project`, `bundle`, `env`), recorded when the session is created: its
+/// `approvals:` get that tier's authority. Absent: tighten-only.
+pub(crate) const AGENT_SOURCE: &str = "agent_source";
+
+/// A summary longer than this many bytes is cut (the command itself is sent whole).
+const SUMMARY_MAX: usize = 200;
+
+/// What the gate lets happen to one call.
+pub(crate) enum Pass {
+    /// Run the call.
+    Run,
+    /// Do not run it; this is its result.
+    Refused(ToolOutput),
+}
+
+/// The gate of one session's turn: its policy, built once per turn.
+pub(crate) struct Gate<'a> {
+    env: &'a TurnEnv,
+    live: &'a LiveSession,
+    policy: ApprovalPolicy,
+}
+
+impl<'a> Gate<'a> {
+    /// The gate for `live`'s calls with the policy of its config, bundle and agent.
+    pub fn new(env: &'a TurnEnv, live: &'a LiveSession) -> Self {
+        Self {
+            env,
+            live,
+            policy: session_policy(env, live),
+        }
+    }
+
+    /// Decides `call` of `tool` and, when it asks, gets the answer (a person's, or the
+    /// headless mode's). Never fails: every way a call does not run is a
+    /// [`Pass::Refused`] result for the model.
+    pub async fn check(
+        &self,
+        tool: &Arc<dyn Tool>,
+        call: &ToolCall,
+        token: &CancellationToken,
+    ) -> Pass {
+        let grants = self.env.grants.of(&self.live.root_id);
+        let verdict = self
+            .policy
+            .decide(&call.tool, tool.module(), &call.arguments, &grants);
+        match verdict.decision {
+            Decision::Allow => {
+                self.note_allowed(call, &verdict);
+                Pass::Run
+            }
+            Decision::Deny => {
+                let reason = verdict.decided_by.to_string();
+                self.denied(call, DecisionKind::Policy, Some(reason.clone()));
+                Pass::Refused(ToolOutput::error(format!(
+                    "denied by policy: {} is denied by {reason}; this call did not run and \
+                     will not be allowed, so do not retry it",
+                    call.tool
+                )))
+            }
+            Decision::Ask => self.ask(tool, call, token).await,
+        }
+    }
+
+    /// An allowed call that would ask by default says what allowed it
+    /// (`approval:granted`): a rule (`policy`) or an "always" answer (`remembered`).
+    fn note_allowed(&self, call: &ToolCall, verdict: &Verdict) {
+        if default_decision(&call.tool) == Decision::Allow {
+            return;
+        }
+        let (decision, rule, reason) = match &verdict.decided_by {
+            DecidedBy::Grant(grant) => (DecisionKind::Remembered, Some(grant.key()), None),
+            other => (DecisionKind::Policy, None, Some(other.to_string())),
+        };
+        self.granted(call, decision, rule, reason);
+    }
+
+    async fn ask(&self, tool: &Arc<dyn Tool>, call: &ToolCall, token: &CancellationToken) -> Pass {
+        let required = self.required_event(tool, call).await;
+        match self.env.approval_mode {
+            ApprovalMode::Headless { yes: true } => {
+                self.live.emit(EngineEvent::ApprovalRequired(required));
+                self.granted(call, DecisionKind::Headless, None, Some("--yes".into()));
+                Pass::Run
+            }
+            ApprovalMode::Headless { yes: false } => {
+                self.live.emit(EngineEvent::ApprovalRequired(required));
+                self.denied(
+                    call,
+                    DecisionKind::Headless,
+                    Some("headless run without --yes".into()),
+                );
+                Pass::Refused(ToolOutput::error(headless_denial(&call.tool)))
+            }
+            ApprovalMode::Interactive => self.wait(call, required, token).await,
+        }
+    }
+
+    /// Registers the call, marks the session `waiting`, publishes
+    /// `approval:required` and waits for the answer or the session's cancellation.
+    async fn wait(
+        &self,
+        call: &ToolCall,
+        required: ApprovalRequiredEvent,
+        token: &CancellationToken,
+    ) -> Pass {
+        let answer = {
+            let receiver = self.env.approvals.register(&self.live.id, &call.id);
+            let _waiting = Waiting::start(self.env, self.live, &call.id);
+            self.live.emit(EngineEvent::ApprovalRequired(required));
+            tokio::select! {
+                biased;
+                () = token.cancelled() => None,
+                answer = receiver => answer.ok(),
+            }
+        };
+        match answer {
+            Some(ApprovalDecision::Allow { scope }) => {
+                match Grant::from_scope(&call.tool, &scope) {
+                    None => self.granted(call, DecisionKind::Once, None, None),
+                    Some(grant) => {
+                        let rule = grant.key();
+                        self.env.grants.add(&self.live.root_id, grant);
+                        self.granted(call, DecisionKind::Always, Some(rule), None);
+                    }
+                }
+                Pass::Run
+            }
+            Some(ApprovalDecision::Deny { reason }) => {
+                let reason = reason
+                    .map(|r| r.trim().to_string())
+                    .filter(|r| !r.is_empty());
+                self.denied(call, DecisionKind::Once, reason.clone());
+                Pass::Refused(ToolOutput::error(match reason {
+                    Some(r) => format!("denied by the person: {r}"),
+                    None => {
+                        "denied by the person (no reason given); this call did not run".to_string()
+                    }
+                }))
+            }
+            None if token.is_cancelled() => {
+                self.denied(
+                    call,
+                    DecisionKind::Cancelled,
+                    Some("the session was cancelled while the call waited for approval".into()),
+                );
+                Pass::Refused(ToolOutput::error(CANCELLED_WHILE_WAITING))
+            }
+            None => {
+                self.denied(
+                    call,
+                    DecisionKind::Cancelled,
+                    Some("the approval request was withdrawn".into()),
+                );
+                Pass::Refused(ToolOutput::error(
+                    "not run: the approval request was withdrawn before anyone answered",
+                ))
+            }
+        }
+    }
+
+    /// `approval:required` for `call`: summary, the command of a `bash` call, the diff
+    /// of a write or edit (the tool's preview; a call that would fail says why in the
+    /// summary instead).
+    async fn required_event(&self, tool: &Arc<dyn Tool>, call: &ToolCall) -> ApprovalRequiredEvent {
+        let command = call
+            .arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let preview = {
+            let (tool, input, dir) = (
+                tool.clone(),
+                call.arguments.clone(),
+                self.live.working_dir.clone(),
+            );
+            // Reads the current file: off the async workers.
+            tokio::task::spawn_blocking(move || tool.preview(&input, &dir))
+                .await
+                .unwrap_or_else(|e| Some(Err(format!("no preview: {e}"))))
+        };
+        let mut summary = summary(&call.tool, &call.arguments, command.as_deref());
+        let diff = match preview {
+            Some(Ok(diff)) => Some(diff),
+            Some(Err(why)) => {
+                summary = format!("{summary} (as it stands it would fail: {why})");
+                None
+            }
+            None => None,
+        };
+        ApprovalRequiredEvent {
+            tool_call_id: call.id.clone(),
+            tool_name: call.tool.clone(),
+            agent: self.live.agent_name.clone(),
+            summary: truncate_chars(&summary, SUMMARY_MAX).to_string(),
+            command,
+            diff,
+        }
+    }
+
+    fn granted(
+        &self,
+        call: &ToolCall,
+        decision: DecisionKind,
+        rule: Option<String>,
+        reason: Option<String>,
+    ) {
+        self.live
+            .emit(EngineEvent::ApprovalGranted(ApprovalGrantedEvent {
+                tool_call_id: call.id.clone(),
+                tool_name: call.tool.clone(),
+                agent: self.live.agent_name.clone(),
+                decision,
+                rule,
+                reason,
+            }));
+    }
+
+    fn denied(&self, call: &ToolCall, decision: DecisionKind, reason: Option<String>) {
+        self.live
+            .emit(EngineEvent::ApprovalDenied(ApprovalDeniedEvent {
+                tool_call_id: call.id.clone(),
+                tool_name: call.tool.clone(),
+                agent: self.live.agent_name.clone(),
+                decision,
+                reason,
+            }));
+    }
+}
+
+/// The result of a call whose session was cancelled while it waited for approval.
+pub const CANCELLED_WHILE_WAITING: &str =
+    "cancelled: the session was cancelled while this call waited for approval; it did not run";
+
+/// The result of an `ask` call in a headless run without `--yes`: its first line says
+/// it was denied and how to allow it.
+pub fn headless_denial(tool: &str) -> String {
+    format!(
+        "denied: {tool} needs approval and this headless run cannot ask; re-run with --yes to \
+         allow it, or set approvals: {{{tool}: allow}} in config.\nThe call did not run."
+    )
+}
+
+/// One line saying what the call does: the command's first line for `bash`, `write
+/// PATH` / `edit PATH`, else the tool name.
+fn summary(tool: &str, input: &Value, command: Option<&str>) -> String {
+    if let Some(command) = command {
+        let first = command.lines().next().unwrap_or_default().trim();
+        return if command.trim().lines().count() > 1 {
+            format!("{first} …")
+        } else {
+            first.to_string()
+        };
+    }
+    let path = input.get("file_path").and_then(Value::as_str);
+    match (tool, path) {
+        ("write_file", Some(p)) => format!("write {p}"),
+        ("edit_file", Some(p)) => format!("edit {p}"),
+        _ => tool.to_string(),
+    }
+}
+
+/// A call waiting for its answer: listed in the session's metadata with the status
+/// `waiting` while it lives; on drop (answered, cancelled, or the turn dropped) its
+/// registry entry is withdrawn and the status goes back to `running` once no call of
+/// the session waits.
+struct Waiting<'a> {
+    env: &'a TurnEnv,
+    live: &'a LiveSession,
+    call_id: &'a str,
+}
+
+impl<'a> Waiting<'a> {
+    fn start(env: &'a TurnEnv, live: &'a LiveSession, call_id: &'a str) -> Self {
+        live.update_metadata(|m| {
+            set_awaiting(m, call_id, true);
+            m.status = SessionStatus::Waiting;
+        });
+        live.emit(EngineEvent::status(SessionStatus::Waiting));
+        Self { env, live, call_id }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.env.approvals.withdraw(&self.live.id, self.call_id);
+        let mut resumed = false;
+        self.live.update_metadata(|m| {
+            let left = set_awaiting(m, self.call_id, false);
+            if left == 0 && m.status == SessionStatus::Waiting {
+                m.status = SessionStatus::Running;
+                resumed = true;
+            }
+        });
+        if resumed {
+            self.live.emit(EngineEvent::status(SessionStatus::Running));
+        }
+    }
+}
+
+/// The approval policy of `live`'s calls: config `approvals:` (full authority), then
+/// the `approvals:` of the bundle's plan (tighten-only), then those of the session's
+/// agent overlay at its tier's authority (metadata [`AGENT_SOURCE`]; an unknown tier is
+/// tighten-only).
+pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolicy {
+    let mut policy = ApprovalPolicy::new(&env.config.approvals);
+    if let Some(value) = live.plan.get("approvals") {
+        match Rules::from_value(value) {
+            Ok(rules) => {
+                policy = policy.with_layer(
+                    RuleSource::Agent {
+                        name: env.bundle.name.clone(),
+                        tier: AgentSource::Bundle.as_str().to_string(),
+                    },
+                    Authority::TightenOnly,
+                    &rules,
+                );
+            }
+            Err(issues) => tracing::warn!(
+                session = %live.id,
+                "the bundle's approvals are ignored: {}",
+                issues.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            ),
+        }
+    }
+    let rules = overlay_rules(&live.agent_overlay);
+    if rules.is_empty() {
+        return policy;
+    }
+    let source = live
+        .metadata()
+        .extra
+        .get(AGENT_SOURCE)
+        .and_then(Value::as_str)
+        .and_then(|text| {
+            [
+                AgentSource::Env,
+                AgentSource::User,
+                AgentSource::Project,
+                AgentSource::Bundle,
+            ]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+        });
+    let authority = source.map_or(Authority::TightenOnly, AgentSource::approval_authority);
+    let tier = source.map_or("unknown", AgentSource::as_str);
+    policy.with_layer(
+        RuleSource::Agent {
+            name: live.agent_name.clone(),
+            tier: tier.to_string(),
+        },
+        authority,
+        &rules,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::protocol::AllowScope;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_name_the_command_or_the_file() {
+        let bash = json!({"command": "cargo test\n  && rm -rf target"});
+        assert_eq!(
+            summary("bash", &bash, bash["command"].as_str()),
+            "cargo test …"
+        );
+        let write = json!({"file_path": "src/a.rs", "content": "x"});
+        assert_eq!(summary("write_file", &write, None), "write src/a.rs");
+        assert_eq!(summary("edit_file", &write, None), "edit src/a.rs");
+        assert_eq!(summary("mcp__x__y", &json!({}), None), "mcp__x__y");
+    }
+
+    #[test]
+    fn the_headless_denial_says_denied_and_how_to_allow_on_its_first_line() {
+        let text = headless_denial("bash");
+        let first = text.lines().next().unwrap();
+        assert!(first.contains("denied"), "{first}");
+        assert!(first.contains("--yes"), "{first}");
+        assert!(first.contains("approvals: {bash: allow}"), "{first}");
+    }
+
+    #[test]
+    fn an_always_answer_makes_a_grant_with_a_policy_key() {
+        let grant = Grant::from_scope("bash", &AllowScope::AlwaysPrefix("cargo test".into()));
+        assert_eq!(grant.unwrap().key(), "bash(cargo test*)");
+        assert!(Grant::from_scope("bash", &AllowScope::Once).is_none());
+    }
+}
