@@ -259,35 +259,65 @@ fn spawning_a_builtin_agent_from_the_builtin_root() {
     assert_eq!(child.model_roles(), ["critique"]);
     let tools: Vec<_> = child.tools().into_iter().map(|t| t.module).collect();
     assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-task"]);
+    assert_eq!(child.tools()[0].config, json!({"read_only": true}));
     assert_eq!(child.max_iterations(), 50);
 }
 
-/// Until approvals exist, no session of the built-in bundle may write or run commands:
-/// the root, every built-in agent spawned from it, and a root started as one of them.
+/// In the built-in bundle only the root and `implementer` may write files and run
+/// commands (behind approvals); every other built-in agent spawned from the root stays
+/// read-only, and so does its child, and a custom agent without tools of its own
+/// inherits the root's writes but not `bash`.
 #[test]
-fn the_builtin_bundle_mounts_no_write_or_shell_tool() {
+fn the_builtin_bundle_gives_hands_to_the_root_and_the_implementer_only() {
     let bundle = Bundle::builtin();
     let tmp = tempfile::tempdir().unwrap();
     let reg = load(&paths_in(tmp.path()), &bundle);
+    let acting = ["write_file", "edit_file", "bash"];
     let mut plans = vec![("root".to_string(), bundle.mount_plan.clone())];
     for agent in reg.agents() {
         let spawned = merge_for_spawn(&bundle.mount_plan, &agent.overlay, &Value::Null);
         plans.push((agent.name.clone(), spawned));
     }
-    assert!(plans.len() > 4, "{}", plans.len());
-    for (name, plan) in plans {
-        let tools = ToolSet::mount(&plan, 0, None).names();
+    assert!(plans.len() > 5, "{}", plans.len());
+    for (name, plan) in &plans {
+        let tools = ToolSet::mount(plan, 0, None).names();
         assert!(
             tools.contains(&"read_file".to_string()),
             "{name}: {tools:?}"
         );
-        for forbidden in ["write_file", "edit_file", "bash"] {
-            assert!(
-                !tools.contains(&forbidden.to_string()),
-                "{name} mounts {forbidden}"
+        let hands = ["root", "implementer"].contains(&name.as_str());
+        for tool in acting {
+            assert_eq!(
+                tools.contains(&tool.to_string()),
+                hands,
+                "{name}: {tools:?}"
             );
         }
     }
+    // A read-only agent's own children stay read-only.
+    let reviewer = &plans.iter().find(|(n, _)| n == "reviewer").unwrap().1;
+    let researcher = reg.get("researcher").unwrap();
+    let grandchild = merge_for_spawn(reviewer, &json!({"instruction": "x"}), &Value::Null);
+    let tools = ToolSet::mount(&grandchild, 0, None).names();
+    assert!(
+        !tools.iter().any(|t| acting.contains(&t.as_str())),
+        "{tools:?}"
+    );
+    let again = merge_for_spawn(reviewer, &researcher.overlay, &Value::Null);
+    let tools = ToolSet::mount(&again, 0, None).names();
+    assert!(
+        !tools.iter().any(|t| acting.contains(&t.as_str())),
+        "{tools:?}"
+    );
+    // A custom agent without tools writes (asking first) but runs no command.
+    let custom = merge_for_spawn(
+        &bundle.mount_plan,
+        &json!({"instruction": "You help."}),
+        &Value::Null,
+    );
+    let tools = ToolSet::mount(&custom, 0, None).names();
+    assert!(tools.contains(&"write_file".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"bash".to_string()), "{tools:?}");
 }
 
 // ---- bad input: clear messages, nothing lost ----

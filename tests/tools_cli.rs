@@ -1,7 +1,6 @@
 //! The write and shell tools through the real binary and a scripted loopback
-//! provider: an agent of the user's own directory (the built-in bundle does not mount
-//! these tools until approvals exist, so the agent turns its `read_only` off and adds
-//! `tool-bash`) runs `env` with a provider key in the
+//! provider: an agent of the user's own directory (it turns `read_only` off and adds
+//! `tool-bash` itself), allowed to act with `--yes`, runs `env` with a provider key in the
 //! environment and writes a file; the key reaches neither the model nor any session
 //! file, and `session show --json` lists the file in `files_changed`.
 
@@ -40,7 +39,15 @@ fn env_output_is_scrubbed_and_writes_are_listed() {
     let out = env
         .cmd()
         .env("OPENAI_API_KEY", ENV_KEY)
-        .args(["run", "--agent", "shell", "--output-format", "json", "go"])
+        .args([
+            "run",
+            "--agent",
+            "shell",
+            "--yes",
+            "--output-format",
+            "json",
+            "go",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -2,9 +2,10 @@
 //!
 //! Owns: bundle mount plan + `providers` from `routing::setup::detect_providers`
 //! (the bundle's own `providers` when nothing is configured), and — for a root started
-//! with an agent — that agent's overlay merged in, so the root uses its instruction and
-//! tools (its task limits at most the bundle's, unless it is a user agent); checking
-//! an agent name against the registry ([`valid_agent`]). Reads the
+//! with an agent — that agent's overlay merged in as if the bundle's root spawned it, so
+//! the root uses its instruction and tools (its task limits at most the bundle's,
+//! unless it is a user agent); checking an agent name against the registry
+//! ([`valid_agent`]). Reads the
 //! runtime's [`TurnEnv`]. Does not own: the merge rules (`config::merge`) or spawned
 //! children (`spawn`).
 
@@ -20,9 +21,10 @@ use crate::routing::setup::{detect_providers, no_provider_message};
 /// The root plan (with whatever credentials the config holds: never persist it
 /// unredacted) and the agent overlay recorded in metadata (`{}` for the bundle).
 ///
-/// The bundle's `spawn` policy governs children, not the root, so it is set aside
-/// while the agent overlay is merged and restored afterwards (unless the agent sets
-/// its own).
+/// A root started as an agent gets the tools that agent gets when the bundle's root
+/// spawns it: the bundle's `spawn` policy applies before the overlay merges in (the
+/// built-in bundle keeps `tool-bash` from every agent whose file does not add it), and
+/// stays the policy for the root's own children unless the agent sets its own.
 pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Value), EngineError> {
     let mut plan = env.bundle.mount_plan.clone();
     if !plan.0.is_object() {
@@ -43,16 +45,7 @@ pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Va
         return Ok((plan, Value::Object(Default::default())));
     };
     let def = valid_agent(env, name)?;
-    let bundle_spawn = plan.get("spawn").cloned();
-    if let Value::Object(map) = &mut plan.0 {
-        map.remove("spawn");
-    }
-    let mut merged = agent_plan(&plan, &def, &Value::Null);
-    if let Some(spawn) = bundle_spawn
-        && merged.get("spawn").is_none()
-    {
-        merged.set("spawn", spawn);
-    }
+    let merged = agent_plan(&plan, &def, &Value::Null);
     Ok((merged, def.overlay))
 }
 
