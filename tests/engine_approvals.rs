@@ -486,3 +486,83 @@ async fn a_project_agent_cannot_allow_itself_bash_but_a_user_agent_can() {
     assert_eq!(meta["agent_source"], "user");
     assert!(mine.contains("ran"), "{mine}");
 }
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Polls (bounded) until `check` holds; a process runs on the real clock.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{what} never happened");
+}
+
+/// A child's command, approved by the person, runs in its own process group; stopping
+/// the root's subtree kills the whole group (the command's own child included).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelling_the_tree_kills_an_approved_command_and_its_children() {
+    let fx = Fixture::new(acting_plan(), &[("helper", HELPER)], |r| {
+        if is_root(r) {
+            return if after_tool_results(r) {
+                vec![Step::text("root done")]
+            } else {
+                vec![Step::call(
+                    "t1",
+                    "task",
+                    json!({"agent": "helper", "instruction": "sleep"}),
+                )]
+            };
+        }
+        vec![Step::call(
+            "h1",
+            "bash",
+            json!({"command": "sleep 100 & echo $! > child.pid; wait"}),
+        )]
+    });
+    let rt = fx.runtime_mode(ApprovalMode::Interactive);
+    let mut rx = rt.bus().subscribe();
+    let id = rt.create_root(None).unwrap();
+    let turn = tokio::spawn({
+        let (rt, id) = (rt.clone(), id.clone());
+        async move { rt.run_turn(&id, "go".into()).await }
+    });
+    let asked = until(&mut rx, is_required).await;
+    assert_ne!(asked.session_id, id, "the child asks");
+    let once = ApprovalDecision::Allow {
+        scope: AllowScope::Once,
+    };
+    rt.resolve_approval(&asked.session_id, "h1", once).unwrap();
+    let pid_file = fx.paths.cwd.join("child.pid");
+    eventually("the command's child started", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<u32>().is_ok())
+    })
+    .await;
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!is_dead(pid));
+    rt.cancel(&id);
+    let out = tokio::time::timeout(GUARD, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status, SessionStatus::Cancelled);
+    eventually("the command's child died", || is_dead(pid)).await;
+    let child = fx.metadata(&asked.session_id);
+    assert_eq!(child["status"], "cancelled");
+}
