@@ -258,8 +258,7 @@ async fn always_holds_for_the_whole_tree_and_only_for_its_prefix() {
         .provider
         .requests()
         .into_iter()
-        .filter(|r| !is_root(r))
-        .next_back()
+        .rfind(|r| !is_root(r))
         .unwrap();
     assert!(result_of(&helper_last, "h1").contains("two"));
     let root_logged = approvals(&fx, &id);
