@@ -203,6 +203,7 @@ fn publish_result(
             tool_call_id,
             result: text,
             truncated,
+            file_changed: output.change.clone(),
             task,
         })
     });

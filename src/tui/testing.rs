@@ -5,10 +5,10 @@
 use ratatui::buffer::Buffer;
 use unicode_width::UnicodeWidthStr;
 
-use crate::session::metadata::SessionUsage;
+use crate::session::metadata::{FileChange, SessionUsage};
 use crate::session::protocol::{
     ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent, DecisionKind,
-    ProviderResponseEvent, SessionForkEvent, SessionStartEvent,
+    ProviderResponseEvent, SessionForkEvent, SessionStartEvent, ToolPostEvent,
 };
 use crate::session::{EngineEvent, Event};
 
@@ -111,6 +111,24 @@ pub fn approval_denied(call: &str, agent: &str, decision: DecisionKind) -> Engin
 
 /// A unified diff of `src/lib.rs` replacing one line, with context.
 pub const SAMPLE_DIFF: &str = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,4 +1,4 @@\n pub mod agent;\n-pub mod config;\n+pub mod settings;\n pub mod engine;\n pub mod tui;\n";
+
+/// `tool:post` of a `write_file` call that changed `path` by `+added -removed` lines.
+pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
+    EngineEvent::ToolPost(ToolPostEvent {
+        tool_name: "write_file".into(),
+        tool_call_id: format!("write-{path}"),
+        result: format!("wrote {path}"),
+        file_changed: Some(FileChange {
+            path: path.into(),
+            tool: "write_file".into(),
+            lines_added: added,
+            lines_removed: removed,
+            created: false,
+            changes: 1,
+        }),
+        ..Default::default()
+    })
+}
 
 /// `buf` as text: one line per row, right-trimmed, each wide symbol once (the cells it
 /// covers are skipped).

@@ -136,6 +136,7 @@ fn samples() -> Vec<Event> {
             tool_call_id: "call_2".into(),
             result: "pub mod agent;".into(),
             truncated: true,
+            file_changed: None,
             task: None,
         })),
         root(E::ToolError(ToolErrorEvent {
@@ -319,4 +320,46 @@ fn an_edit_approval_carries_its_diff_and_omits_the_command() {
             reason: None,
         })
     );
+}
+
+#[test]
+fn a_write_tool_post_carries_the_file_it_changed() {
+    let change = crate::session::metadata::FileChange {
+        path: "src/lib.rs".into(),
+        tool: "edit_file".into(),
+        lines_added: 3,
+        lines_removed: 1,
+        created: false,
+        changes: 1,
+    };
+    let event = Event {
+        session_id: ROOT.into(),
+        parent_id: None,
+        timestamp: TS.into(),
+        msg: EngineEvent::ToolPost(ToolPostEvent {
+            tool_name: "edit_file".into(),
+            tool_call_id: "call_9".into(),
+            result: "edited".into(),
+            truncated: false,
+            file_changed: Some(change.clone()),
+            task: None,
+        }),
+    };
+    let wire = serde_json::to_value(&event).unwrap();
+    assert_eq!(
+        wire["data"],
+        json!({
+            "tool_name": "edit_file",
+            "tool_call_id": "call_9",
+            "result": "edited",
+            "file_changed": {"path": "src/lib.rs", "tool": "edit_file", "lines_added": 3,
+                             "lines_removed": 1, "created": false, "changes": 1},
+        })
+    );
+    let line = serde_json::to_string(&event.to_log_line()).unwrap();
+    let back = Event::from_log_line(&line).unwrap();
+    let EngineEvent::ToolPost(post) = back.msg else {
+        panic!("{back:?}")
+    };
+    assert_eq!(post.file_changed, Some(change));
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::ResolvedModel;
-use crate::session::metadata::SessionStatus;
+use crate::session::metadata::{FileChange, SessionStatus};
 
 /// The keys every event of a task call repeats, so a reader links the call to its
 /// sub-session: `{sub_session_id, parent_session_id, depth}`.
@@ -40,8 +40,8 @@ pub struct ToolPreEvent {
     pub task: Option<TaskCallFields>,
 }
 
-/// `tool:post`: `{tool_name, tool_call_id, result, truncated?}` plus, for a task call,
-/// the [`TaskCallFields`].
+/// `tool:post`: `{tool_name, tool_call_id, result, truncated?, file_changed?}` plus, for
+/// a task call, the [`TaskCallFields`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolPostEvent {
     /// The tool's name as the model called it.
@@ -54,6 +54,11 @@ pub struct ToolPostEvent {
     /// `true` (key present) when `result` was cut.
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// arbor's own key: the file a `write_file` / `edit_file` call changed (`{path,
+    /// tool, lines_added, lines_removed, created, changes}`, as the session's
+    /// `files_changed` records it); absent for every other call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_changed: Option<FileChange>,
     /// Set for task calls.
     #[serde(flatten)]
     pub task: Option<TaskCallFields>,

@@ -5,16 +5,18 @@
 //! with its agent; parent from the envelope's `parent_id` or the fork's `parent`; model
 //! from the start's `model` or the fork's `resolved_model`), `session:status` and
 //! `orchestrator:complete` (status), `provider:response` (model, input + output
-//! tokens, and the cost in USD when the model has a price). Any other event of an
-//! unknown session adds a node too.
+//! tokens, and the cost in USD when the model has a price), `tool:post` with
+//! `file_changed` (the files the session changed; stored sessions bring their metadata's
+//! `files_changed`). Any other event of an unknown session adds a node too.
 //!
 //! Owns: the live state of each session, its flattening into rows, selection and
-//! collapse, and usage rolled up the subtree (`usage`: tokens always, cost where any
-//! session below has one). Does not own: how sessions are linked — that is
+//! collapse, usage rolled up the subtree (`usage`: tokens always, cost where any
+//! session below has one), and the distinct files changed in a subtree (`files`). Does not own: how sessions are linked — that is
 //! `session::tree::forest`, the model `arbor session tree` uses too, so a missing
 //! parent or a parent cycle shows every session here as there — or drawing
 //! (`views::tree`).
 
+mod files;
 mod usage;
 
 pub use usage::Spend;
@@ -23,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 
 use jiff::Timestamp;
 
+use crate::session::metadata::{FileChange, record_file_change};
 use crate::session::protocol::{OrchestratorCompleteEvent, ResolvedModel, SessionStatusEvent};
 use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
@@ -53,6 +56,9 @@ pub struct Node {
     /// Why this node is a root although it names a `parent` (`None` otherwise).
     pub detached: Option<Detached>,
     pub collapsed: bool,
+    /// Files this session wrote or edited, one entry per path (metadata
+    /// `files_changed`, then `tool:post.file_changed` as calls finish).
+    pub files_changed: Vec<FileChange>,
 }
 
 impl Node {
@@ -71,6 +77,7 @@ impl Node {
             children: Vec::new(),
             detached: None,
             collapsed: false,
+            files_changed: Vec::new(),
         }
     }
 
@@ -116,6 +123,8 @@ pub struct TreeRow<'a> {
     /// Descendants waiting for the person hidden under this collapsed node (0 when
     /// expanded).
     pub hidden_waiting: usize,
+    /// Distinct files changed by the node and all its descendants.
+    pub files: usize,
 }
 
 /// Sessions as a forest, roots newest first, children in start order.
@@ -196,6 +205,7 @@ impl SessionTree {
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
+            node.files_changed.clone_from(&m.files_changed);
             match m
                 .extra
                 .get("resolved_model")
@@ -308,6 +318,11 @@ impl SessionTree {
                     set_resolved(node, resolved);
                 }
             }
+            EngineEvent::ToolPost(post) => {
+                if let Some(change) = &post.file_changed {
+                    record_file_change(&mut node.files_changed, change);
+                }
+            }
             EngineEvent::ProviderResponse(response) => {
                 if !response.model.is_empty() {
                     let provider = Some(response.provider.as_str());
@@ -360,6 +375,7 @@ impl SessionTree {
                 cost: spend.cost,
                 hidden_running,
                 hidden_waiting,
+                files: self.subtree_files(id),
             });
             if !node.collapsed {
                 stack.extend(node.children.iter().rev().map(|c| (c.as_str(), depth + 1)));

@@ -17,6 +17,8 @@ pub mod tree;
 #[cfg(test)]
 mod detached_tests;
 #[cfg(test)]
+mod files_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod wide_text_tests;

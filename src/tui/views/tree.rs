@@ -1,5 +1,6 @@
-//! The session tree pane: one row per visible session with status glyph, agent,
-//! elapsed time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
+//! The session tree pane: one row per visible session with status glyph, agent, the
+//! files changed (`✎ 3 files`, distinct paths of the subtree), elapsed time, tokens and
+//! (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
 //! `⚑` in the `tree.waiting` colour; a collapsed node with such sessions below shows
@@ -47,6 +48,15 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
     }
 }
 
+/// `✎ 1 file`, `✎ 3 files`; empty for none.
+pub fn files_label(files: usize) -> String {
+    match files {
+        0 => String::new(),
+        1 => "✎ 1 file".to_string(),
+        n => format!("✎ {n} files"),
+    }
+}
+
 impl TreeView<'_> {
     fn row_line(&self, row: &TreeRow<'_>, w: u16) -> Line<'static> {
         let node = row.node;
@@ -67,10 +77,13 @@ impl TreeView<'_> {
         };
         let meta = self.theme.style(Slot::TreeMeta);
         let running = self.theme.style(Slot::TreeRunning);
-        let mut right = node
-            .elapsed_ms(self.now)
-            .map(format_elapsed)
-            .unwrap_or_default();
+        let mut right = files_label(row.files);
+        if let Some(elapsed) = node.elapsed_ms(self.now).map(format_elapsed) {
+            if !right.is_empty() {
+                right.push(' ');
+            }
+            right.push_str(&elapsed);
+        }
         if row.tokens > 0 {
             right.push(' ');
             right.push_str(&format_tokens(row.tokens));

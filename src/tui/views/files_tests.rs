@@ -1,0 +1,75 @@
+//! Snapshot of the tree pane with files changed: each row counts the distinct files of
+//! its subtree (`✎ 3 files`), a collapsed root counts its hidden children's, at 80
+//! columns and 40.
+
+use super::tree::TreeView;
+use crate::session::{EngineEvent, SessionStatus};
+use crate::tui::state::tree::SessionTree;
+use crate::tui::testing::{buffer_text, event, file_written, fork, start};
+use crate::tui::theme::Theme;
+
+const T0: &str = "2025-03-01T12:00:00Z";
+
+fn tree() -> SessionTree {
+    let mut tree = SessionTree::default();
+    let ev = |msg, id: &str, parent: Option<&str>| event(msg, id, parent, T0);
+    tree.apply(&ev(start("arbor"), "root", None));
+    tree.apply(&ev(
+        fork("root", "implementer"),
+        "root-a_implementer",
+        Some("root"),
+    ));
+    tree.apply(&ev(
+        fork("root", "reviewer"),
+        "root-b_reviewer",
+        Some("root"),
+    ));
+    tree.apply(&ev(file_written("Cargo.toml", 3, 1), "root", None));
+    for path in ["src/lib.rs", "src/gate.rs", "README.md"] {
+        tree.apply(&ev(
+            file_written(path, 10, 2),
+            "root-a_implementer",
+            Some("root"),
+        ));
+    }
+    for id in ["root", "root-a_implementer", "root-b_reviewer"] {
+        let parent = (id != "root").then_some("root");
+        tree.apply(&event(
+            EngineEvent::status(SessionStatus::Completed),
+            id,
+            parent,
+            "2025-03-01T12:00:42Z",
+        ));
+    }
+    tree
+}
+
+fn render(tree: &SessionTree, w: u16) -> String {
+    let theme = Theme::builtin_dark(false);
+    let view = TreeView {
+        tree,
+        theme: &theme,
+        now: "2025-03-01T12:01:00Z".parse().unwrap(),
+        focused: false,
+        open: None,
+    };
+    let area = ratatui::layout::Rect::new(0, 0, w, 8);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    ratatui::widgets::Widget::render(&view, area, &mut buf);
+    buffer_text(&buf)
+}
+
+#[test]
+fn rows_count_the_files_changed_below_them() {
+    let mut tree = tree();
+    let wide = render(&tree, 80);
+    assert!(wide.contains("✎ 4 files"), "{wide}");
+    assert!(wide.contains("✎ 3 files"), "{wide}");
+    insta::assert_snapshot!("tree_80_files", wide);
+    insta::assert_snapshot!("tree_40_files", render(&tree, 40));
+    tree.selected = Some("root".into());
+    tree.set_collapsed(true);
+    let collapsed = render(&tree, 80);
+    assert!(collapsed.contains("✎ 4 files"), "{collapsed}");
+    assert!(!collapsed.contains("implementer"), "{collapsed}");
+}
