@@ -63,8 +63,15 @@ fn run(env: &TestEnv, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-/// `(event, tool_call_id, decision)` of the approval events among `events`.
+/// `(event, tool_call_id, decision)` of the approval events among `events`, grouped by
+/// call id (calls run concurrently; each call's own events keep their order).
 fn approval_events(events: &[Value]) -> Vec<(String, String, String)> {
+    let mut out = approval_events_in_order(events);
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    out
+}
+
+fn approval_events_in_order(events: &[Value]) -> Vec<(String, String, String)> {
     events
         .iter()
         .filter(|e| {
@@ -106,10 +113,10 @@ fn headless_without_yes_touches_nothing_and_says_how_to_allow() {
         );
     }
     let expected = [
-        ("approval:required", "w1", ""),
-        ("approval:denied", "w1", "headless"),
         ("approval:required", "b1", ""),
         ("approval:denied", "b1", "headless"),
+        ("approval:required", "w1", ""),
+        ("approval:denied", "w1", "headless"),
     ]
     .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()));
     assert_eq!(approval_events(&lines), expected);
@@ -144,8 +151,8 @@ fn yes_runs_the_calls_and_the_output_reaches_the_model() {
     assert_eq!(
         decisions,
         [
-            ("approval:granted", "w1", "headless"),
-            ("approval:granted", "b1", "headless")
+            ("approval:granted", "b1", "headless"),
+            ("approval:granted", "w1", "headless")
         ]
         .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
     );

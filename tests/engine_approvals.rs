@@ -363,26 +363,29 @@ async fn headless_denies_asks_unless_yes_and_deny_holds_under_yes() {
             "{first}"
         );
     }
-    let events: Vec<(String, String)> = approvals(&fx, &id)
+    // Calls run concurrently: each call's own events keep their order.
+    let mut events: Vec<(String, String, String)> = approvals(&fx, &id)
         .iter()
         .map(|e| {
             (
+                e["data"]["tool_call_id"].as_str().unwrap().to_string(),
                 e["event"].as_str().unwrap().to_string(),
                 e["data"]["decision"].as_str().unwrap_or("").to_string(),
             )
         })
         .collect();
-    let pairs: Vec<(&str, &str)> = events
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    let triples: Vec<(&str, &str, &str)> = events
         .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
         .collect();
     assert_eq!(
-        pairs,
+        triples,
         [
-            ("approval:required", ""),
-            ("approval:denied", "headless"),
-            ("approval:required", ""),
-            ("approval:denied", "headless"),
+            ("b1", "approval:required", ""),
+            ("b1", "approval:denied", "headless"),
+            ("w1", "approval:required", ""),
+            ("w1", "approval:denied", "headless"),
         ]
     );
 
