@@ -1,7 +1,7 @@
 //! The files and directories hot reload cares about, and what a change to each means.
 //!
 //! Owns: the target list (user and project agent dirs, bundle file and its agents,
-//! config file, themes dir), classifying a changed path into a [`ChangeSet`], and the
+//! config file, themes dir, the project trust store), classifying a changed path into a [`ChangeSet`], and the
 //! set of directories to watch. Does not own: the OS watcher (`agent::watcher`).
 
 use std::collections::BTreeSet;
@@ -35,7 +35,8 @@ pub struct WatchTargets {
 
 impl WatchTargets {
     /// User agents dir, project agents dir (found, and `<cwd>/.amplifier/agents`), the
-    /// bundle file and its `agents/` dir, the config file and the themes dir.
+    /// bundle file and its `agents/` dir, the config file, the themes dir, and the
+    /// project trust store (a change rebuilds the registry, like an agent file's).
     pub fn new(paths: &Paths, bundle_path: Option<&Path>) -> Self {
         let mut targets = vec![Target {
             path: paths.user_agents_dir(),
@@ -77,6 +78,13 @@ impl WatchTargets {
         targets.push(Target {
             path: paths.config_file.clone(),
             kind: Kind::Config,
+            dir: false,
+        });
+        // Trusting a project (`arbor trust`, the TUI's prompt) lets its agents add
+        // tools: the registry is rebuilt.
+        targets.push(Target {
+            path: paths.trust_file(),
+            kind: Kind::Agents,
             dir: false,
         });
         targets.push(Target {
@@ -173,6 +181,12 @@ mod tests {
         assert!(
             t.classify(Path::new("/r/home/.config/arbor/other.txt"))
                 .is_empty()
+        );
+        let trusted = t.classify(Path::new("/r/trusted-projects.json"));
+        assert!(trusted.agents && !trusted.config, "{trusted:?}");
+        assert!(
+            t.classify(Path::new("/r/log")).is_empty(),
+            "the log is not watched"
         );
         assert!(
             t.classify(Path::new("/r/home/.amplifier/projects"))
