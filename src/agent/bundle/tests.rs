@@ -19,7 +19,14 @@ fn builtin_bundle_loads_with_its_agents() {
     assert_eq!(b.mount_plan.agents(), Some(&json!("all")));
     assert!(b.mount_plan.providers().is_empty());
     let tools: Vec<_> = b.mount_plan.tools().into_iter().map(|t| t.module).collect();
-    assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-task"]);
+    assert_eq!(
+        tools,
+        ["tool-filesystem", "tool-bash", "tool-search", "tool-task"]
+    );
+    assert_eq!(
+        b.mount_plan.spawn(),
+        &json!({"exclude_tools": ["tool-bash"]})
+    );
     let stems: Vec<_> = b.agent_files.iter().map(|f| f.stem.as_str()).collect();
     for want in [
         "zen-architect",

@@ -119,7 +119,8 @@ fn runtime(
         registry,
         env,
         bus: EventBus::new(),
-        approval_mode: ApprovalMode::Headless { yes: false },
+        // Test tools are not known to the approval policy (they would ask).
+        approval_mode: ApprovalMode::Headless { yes: true },
     };
     let hooks = RuntimeHooks {
         provider_factory: Some(Arc::new(move |_entry| Ok(provider.clone()))),
