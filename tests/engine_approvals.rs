@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arbor::config::approvals::Rules;
 use arbor::engine::testing::{Step, after_tool_results};
-use arbor::engine::{ApprovalMode, RuntimeHooks};
+use arbor::engine::{ApprovalMode, EngineError, Runtime, RuntimeHooks, TurnOutcome};
 use arbor::provider::ChatRequest;
 use arbor::session::message::Message;
 use arbor::session::protocol::{AllowScope, ApprovalDecision, DecisionKind};
@@ -22,6 +22,7 @@ use arbor::session::{EngineEvent, Event, SessionStatus};
 use fixture::*;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
 
 /// A plan whose sessions may write files and run commands (and delegate).
 fn acting_plan() -> Value {
@@ -69,6 +70,26 @@ async fn until(
     .expect("the event never came")
 }
 
+/// An interactive runtime running a turn of a new root session ("go") in the
+/// background, its bus subscribed before the turn starts.
+struct Started {
+    rt: Arc<Runtime>,
+    rx: UnboundedReceiver<Arc<Event>>,
+    id: String,
+    turn: JoinHandle<Result<TurnOutcome, EngineError>>,
+}
+
+fn start_interactive(fx: &Fixture) -> Started {
+    let rt = fx.runtime_mode(ApprovalMode::Interactive);
+    let rx = rt.bus().subscribe();
+    let id = rt.create_root(None).unwrap();
+    let turn = tokio::spawn({
+        let (rt, id) = (rt.clone(), id.clone());
+        async move { rt.run_turn(&id, "go".into()).await }
+    });
+    Started { rt, rx, id, turn }
+}
+
 fn is_required(e: &Event) -> bool {
     matches!(e.msg, EngineEvent::ApprovalRequired(_))
 }
@@ -109,13 +130,12 @@ async fn a_person_answers_each_call_and_nothing_runs_before_the_answer() {
             ]
         }
     });
-    let rt = fx.runtime_mode(ApprovalMode::Interactive);
-    let mut rx = rt.bus().subscribe();
-    let id = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, id) = (rt.clone(), id.clone());
-        async move { rt.run_turn(&id, "go".into()).await }
-    });
+    let Started {
+        rt,
+        mut rx,
+        id,
+        turn,
+    } = start_interactive(&fx);
     let mut asked = Vec::new();
     for _ in 0..2 {
         let event = until(&mut rx, is_required).await;
@@ -222,13 +242,12 @@ async fn always_holds_for_the_whole_tree_and_only_for_its_prefix() {
             _ => vec![Step::text("root done")],
         }
     });
-    let rt = fx.runtime_mode(ApprovalMode::Interactive);
-    let mut rx = rt.bus().subscribe();
-    let id = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, id) = (rt.clone(), id.clone());
-        async move { rt.run_turn(&id, "go".into()).await }
-    });
+    let Started {
+        rt,
+        mut rx,
+        id,
+        turn,
+    } = start_interactive(&fx);
     until(&mut rx, is_required).await;
     let always = ApprovalDecision::Allow {
         scope: AllowScope::AlwaysPrefix("echo".into()),
@@ -295,13 +314,12 @@ async fn cancelling_while_a_call_waits_runs_nothing() {
             )]
         }
     });
-    let rt = fx.runtime_mode(ApprovalMode::Interactive);
-    let mut rx = rt.bus().subscribe();
-    let id = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, id) = (rt.clone(), id.clone());
-        async move { rt.run_turn(&id, "go".into()).await }
-    });
+    let Started {
+        rt,
+        mut rx,
+        id,
+        turn,
+    } = start_interactive(&fx);
     until(&mut rx, is_required).await;
     rt.cancel(&id);
     let out = turn.await.unwrap().unwrap();
@@ -533,13 +551,12 @@ async fn cancelling_the_tree_kills_an_approved_command_and_its_children() {
             json!({"command": "sleep 100 & echo $! > child.pid; wait"}),
         )]
     });
-    let rt = fx.runtime_mode(ApprovalMode::Interactive);
-    let mut rx = rt.bus().subscribe();
-    let id = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, id) = (rt.clone(), id.clone());
-        async move { rt.run_turn(&id, "go".into()).await }
-    });
+    let Started {
+        rt,
+        mut rx,
+        id,
+        turn,
+    } = start_interactive(&fx);
     let asked = until(&mut rx, is_required).await;
     assert_ne!(asked.session_id, id, "the child asks");
     let once = ApprovalDecision::Allow {

@@ -344,6 +344,25 @@ impl SessionTree {
         }
     }
 
+    /// `id` and all its descendants, each once (cycles and dangling links ignored);
+    /// empty for an unknown id.
+    pub fn subtree(&self, id: &str) -> Vec<&Node> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![id];
+        while let Some(cur) = stack.pop() {
+            if !seen.insert(cur) {
+                continue;
+            }
+            let Some(node) = self.nodes.get(cur) else {
+                continue;
+            };
+            out.push(node);
+            stack.extend(node.children.iter().map(String::as_str));
+        }
+        out
+    }
+
     /// Visible rows: roots and, under expanded nodes, their descendants.
     pub fn rows(&self) -> Vec<TreeRow<'_>> {
         let mut totals: HashMap<&str, Spend> = HashMap::new();

@@ -13,19 +13,11 @@ impl SessionTree {
     /// Distinct paths changed by `id` and all its descendants (a file two sessions
     /// edited counts once; cycles and dangling links ignored). 0 for an unknown id.
     pub fn subtree_files(&self, id: &str) -> usize {
-        let mut paths: HashSet<&str> = HashSet::new();
-        let mut seen = HashSet::new();
-        let mut stack = vec![id];
-        while let Some(cur) = stack.pop() {
-            if !seen.insert(cur) {
-                continue;
-            }
-            let Some(node) = self.nodes.get(cur) else {
-                continue;
-            };
-            paths.extend(node.files_changed.iter().map(|f| f.path.as_str()));
-            stack.extend(node.children.iter().map(String::as_str));
-        }
+        let paths: HashSet<&str> = self
+            .subtree(id)
+            .into_iter()
+            .flat_map(|node| node.files_changed.iter().map(|f| f.path.as_str()))
+            .collect();
         paths.len()
     }
 }

@@ -5,8 +5,6 @@
 //! its root's tree total; tree rows show subtree totals). Does not own: where usage
 //! comes from (`provider:response` events and metadata, applied in `tree`).
 
-use std::collections::HashSet;
-
 use super::{Node, SessionTree};
 
 /// Tokens (input + output) and cost in USD (`None` when no priced call is included).
@@ -55,17 +53,8 @@ impl SessionTree {
     /// The spend of `id` and all its descendants (cycles and dangling links ignored).
     pub fn subtree_spend(&self, id: &str) -> Spend {
         let mut total = Spend::default();
-        let mut seen = HashSet::new();
-        let mut stack = vec![id];
-        while let Some(cur) = stack.pop() {
-            if !seen.insert(cur) {
-                continue;
-            }
-            let Some(node) = self.nodes.get(cur) else {
-                continue;
-            };
+        for node in self.subtree(id) {
             total.add(Spend::of(node));
-            stack.extend(node.children.iter().map(String::as_str));
         }
         total
     }
