@@ -128,6 +128,27 @@ pub fn tighten_task_limits(parent: &MountPlan, child: MountPlan) -> MountPlan {
     child
 }
 
+/// `child` with `session.orchestrator.config.max_iterations` (model calls per turn,
+/// [`MountPlan::max_iterations`]) lowered to at most `parent`'s. The same Trust rule as
+/// [`tighten_task_limits`]: an agent file other than the user's own may not give its
+/// sessions more model calls per turn than the plan above it. A value at or below the
+/// parent's is kept; a malformed one reads as the default and is left alone when that
+/// default is within the parent's limit.
+pub fn tighten_max_iterations(parent: &MountPlan, child: MountPlan) -> MountPlan {
+    let ceiling = parent.max_iterations();
+    if child.max_iterations() <= ceiling {
+        return child;
+    }
+    let mut child = child;
+    if let Some(slot) = child
+        .0
+        .pointer_mut("/session/orchestrator/config/max_iterations")
+    {
+        *slot = Value::from(ceiling);
+    }
+    child
+}
+
 /// Default of [`Limits::max_sessions_per_tree`].
 pub const DEFAULT_MAX_SESSIONS_PER_TREE: usize = 100;
 /// Default of [`Limits::max_concurrent_sub_sessions`]: above the 4 + 16 sub-sessions
@@ -307,5 +328,23 @@ mod tests {
             (zero.sessions_per_tree(), zero.concurrent_sub_sessions()),
             (1, 1)
         );
+    }
+
+    #[test]
+    fn an_agent_asking_for_more_model_calls_gets_the_parents() {
+        let parent =
+            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}));
+        let greedy = MountPlan(
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 1000000}}}}),
+        );
+        assert_eq!(tighten_max_iterations(&parent, greedy).max_iterations(), 20);
+        let modest =
+            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 5}}}}));
+        assert_eq!(tighten_max_iterations(&parent, modest).max_iterations(), 5);
+        // A parent that sets nothing has the default ceiling (50).
+        let greedy =
+            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 999}}}}));
+        let bare = MountPlan(json!({}));
+        assert_eq!(tighten_max_iterations(&bare, greedy).max_iterations(), 50);
     }
 }

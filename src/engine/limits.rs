@@ -21,7 +21,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::live::lock;
 use crate::agent::AgentDef;
 use crate::config::approvals::Authority;
-use crate::config::limits::tighten_task_limits;
+use crate::config::limits::{tighten_max_iterations, tighten_task_limits};
 use crate::config::merge::merge_for_spawn;
 use crate::config::{Limits, MountPlan};
 use crate::session::SessionStore;
@@ -31,12 +31,14 @@ use crate::session::SessionStore;
 /// the user's own agent files (`$AMPLIFIER_HOME/agents`, `AMPLIFIER_AGENT_<NAME>`) may
 /// set any task-tool limit; project and bundle agent files only lower them — asking
 /// for more gets `parent`'s `max_recursion_depth` / `max_parallel` (the defaults when
-/// `parent` has no task tool).
+/// `parent` has no task tool) and `parent`'s `max_iterations`.
 pub(crate) fn agent_plan(parent: &MountPlan, agent: &AgentDef, calling_spawn: &Value) -> MountPlan {
     let merged = merge_for_spawn(parent, &agent.overlay, calling_spawn);
     match agent.source.approval_authority() {
         Authority::Full => merged,
-        Authority::TightenOnly => tighten_task_limits(parent, merged),
+        Authority::TightenOnly => {
+            tighten_max_iterations(parent, tighten_task_limits(parent, merged))
+        }
     }
 }
 
@@ -257,6 +259,25 @@ mod tests {
                 },
                 "{source:?}"
             );
+        }
+    }
+
+    #[test]
+    fn only_user_agents_raise_max_iterations() {
+        let parent =
+            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}));
+        let mut greedy = agent(AgentSource::Project, 1, 1);
+        greedy.overlay =
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 1000000}}}});
+        for source in [AgentSource::Project, AgentSource::Bundle] {
+            greedy.source = source;
+            let plan = agent_plan(&parent, &greedy, &Value::Null);
+            assert_eq!(plan.max_iterations(), 20, "{source:?}");
+        }
+        for source in [AgentSource::User, AgentSource::Env] {
+            greedy.source = source;
+            let plan = agent_plan(&parent, &greedy, &Value::Null);
+            assert_eq!(plan.max_iterations(), 1_000_000, "{source:?}");
         }
     }
 
