@@ -98,6 +98,15 @@ pub fn child_span_of(id: &str) -> Option<&str> {
     }
 }
 
+/// The short form of a session id the front ends show and every command accepts
+/// (`SessionStore::resolve`): a sub-session's own child span cut to 8 characters
+/// (`…-1eb7af22aaaaaaaa_explorer` → `1eb7af22`), else the id's first 8 characters
+/// (a root's UUID prefix).
+pub fn short_id(id: &str) -> String {
+    let own = child_span_of(id).unwrap_or(id);
+    own.chars().take(8).collect()
+}
+
 /// Whether `id` has the sub-session shape (see [`child_span_of`]).
 pub fn is_sub_session(id: &str) -> bool {
     child_span_of(id).is_some()
@@ -165,6 +174,17 @@ mod tests {
         assert_eq!(parent_span_of(&grandchild), "00000000000000bb");
         assert!(is_sub_session(&grandchild));
         assert!(!is_sub_session(ROOT));
+    }
+
+    #[test]
+    fn short_ids_are_a_childs_own_span_or_the_ids_start() {
+        assert_eq!(
+            short_id("0123456789abcdef-fedcba9876543210_explorer"),
+            "fedcba98"
+        );
+        assert_eq!(short_id(ROOT), "9b1c7e2e");
+        assert_eq!(short_id("héllo-wörld"), "héllo-wö");
+        assert_eq!(short_id("ab"), "ab");
     }
 
     #[test]

@@ -30,8 +30,11 @@ pub enum SessionStatus {
     Failed,
     /// The last turn was cancelled.
     Cancelled,
-    /// Derived by readers (SPEC §7), never written by arbor: the session's metadata
-    /// was lost to a kill and rebuilt from its transcript and events.
+    /// Derived by readers (SPEC §7; `store` decides it when reading): the metadata
+    /// says `running`, `queued` or `waiting` but the process that wrote it is gone
+    /// (nobody holds the session's lock), or the metadata was lost to a kill and
+    /// rebuilt from the transcript and events. arbor never sets it on a running
+    /// session; a resumed one carries it until its turn starts.
     Interrupted,
 }
 

@@ -272,19 +272,37 @@ impl SessionStore {
         })
     }
 
-    /// A full id from an id or unambiguous prefix (surrounding whitespace ignored). An
-    /// exact id always wins; else one directory starting with the prefix; else
-    /// `NotFound(prefix)` or `Ambiguous` (matches sorted).
+    /// A full id from what a person typed (surrounding whitespace and a leading `#`
+    /// ignored; SPEC §14: every id arbor shows is accepted):
+    /// 1. an exact id always wins;
+    /// 2. else the sessions whose *own* part starts with it — a root's id (its
+    ///    8-character UUID prefix is what the TUI shows), a sub-session's child span
+    ///    (`#1eb7af22` for `…-1eb7af22…_explorer`);
+    /// 3. else, when none, the sub-sessions whose whole id starts with it (a longer
+    ///    prefix, or a parent span).
+    ///
+    /// So a root's prefix resolves to the root although its children's ids start with
+    /// the same digits (their parent span is the root's first 16 hex digits). One match
+    /// at the first step that has any → its id; several → `Ambiguous` (those
+    /// candidates, sorted); none → `NotFound(input)`.
     pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
         let prefix = id_or_prefix.trim();
         if self.session_dir(prefix)?.is_dir() {
             return Ok(prefix.to_string());
         }
-        let mut matches: Vec<String> = self
-            .session_ids()?
-            .into_iter()
-            .filter(|id| id.starts_with(prefix))
-            .collect();
+        let short = prefix.strip_prefix('#').unwrap_or(prefix);
+        if short.is_empty() {
+            return Err(StoreError::NotFound(prefix.to_string()));
+        }
+        let all = self.session_ids()?;
+        let own = |id: &&String| match ids::child_span_of(id) {
+            Some(span) => span.starts_with(short),
+            None => id.starts_with(short),
+        };
+        let mut matches: Vec<String> = all.iter().filter(own).cloned().collect();
+        if matches.is_empty() {
+            matches = all.into_iter().filter(|id| id.starts_with(short)).collect();
+        }
         matches.sort();
         match matches.len() {
             0 => Err(StoreError::NotFound(prefix.to_string())),

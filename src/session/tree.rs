@@ -171,6 +171,44 @@ impl SessionNode {
     }
 }
 
+/// The ids of the sessions under `node` (itself included) that `pick` keeps, in waves
+/// that put every session after all of its descendants (children first): wave `h`
+/// holds the picked sessions whose deepest chain of descendants is `h` long, so the
+/// sessions of one wave never contain each other and may run at once. Each wave in
+/// pre-order; empty waves are left out. No recursion: any depth is fine.
+pub fn children_first_waves(
+    node: &SessionNode,
+    pick: impl Fn(&Metadata) -> bool,
+) -> Vec<Vec<String>> {
+    // Heights bottom-up without recursion: a node is measured once its children are.
+    let mut height: HashMap<&str, usize> = HashMap::new();
+    let mut stack = vec![(node, false)];
+    while let Some((n, measured_children)) = stack.pop() {
+        if measured_children {
+            let h = n
+                .children
+                .iter()
+                .map(|c| height.get(c.id()).map_or(0, |h| h + 1))
+                .max()
+                .unwrap_or(0);
+            height.insert(n.id(), h);
+        } else {
+            stack.push((n, true));
+            stack.extend(n.children.iter().map(|c| (c, false)));
+        }
+    }
+    let mut waves: Vec<Vec<String>> = vec![Vec::new(); height.get(node.id()).map_or(0, |h| h + 1)];
+    for n in node.walk() {
+        if pick(&n.metadata)
+            && let Some(wave) = height.get(n.id()).and_then(|&h| waves.get_mut(h))
+        {
+            wave.push(n.id().to_string());
+        }
+    }
+    waves.retain(|w| !w.is_empty());
+    waves
+}
+
 /// Builds the forest of `list` with [`forest`]: sub-sessions in spawn order (oldest
 /// `created` first, then id), roots newest `last_updated` first. Every session of
 /// `list` appears once (duplicate ids keep the first); see the module docs for missing

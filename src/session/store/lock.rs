@@ -13,6 +13,9 @@
 //!   of every fd between `fork` and `exec`, lock files included. A lock that looks held
 //!   while the file names this process and the set says we released it is such a
 //!   window: retried for up to [`FORK_WINDOW`] before reporting `Locked`.
+//! - A reader asking whether the owner is alive ([`is_held`]) takes a shared lock for
+//!   an instant. A writer meeting that instant retries for up to [`PROBE_WINDOW`]
+//!   before reporting `Locked`.
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -28,6 +31,10 @@ pub const LOCK_FILE: &str = "lock";
 
 /// How long a lock that only a spawning child of this process can hold is retried.
 const FORK_WINDOW: Duration = Duration::from_millis(500);
+
+/// How long a lock held by another process is retried: a reader's liveness probe
+/// ([`is_held`]) holds it for microseconds.
+const PROBE_WINDOW: Duration = Duration::from_millis(50);
 
 /// Session directories (canonical) whose lock this process holds.
 static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
@@ -87,7 +94,12 @@ fn lock_file(dir: &Path, id: &str, own_pid: u32) -> Result<File, StoreError> {
             Ok(()) => break,
             Err(TryLockError::WouldBlock) => {
                 let pid = read_pid(&mut file);
-                if pid != own_pid || started.elapsed() >= FORK_WINDOW {
+                let window = if pid == own_pid {
+                    FORK_WINDOW
+                } else {
+                    PROBE_WINDOW
+                };
+                if started.elapsed() >= window {
                     return Err(StoreError::Locked {
                         id: id.to_string(),
                         pid,
@@ -113,6 +125,33 @@ fn lock_file(dir: &Path, id: &str, own_pid: u32) -> Result<File, StoreError> {
         .and_then(|()| file.flush())
         .map_err(|e| io_err(format!("writing {}", path.display()), e))?;
     Ok(file)
+}
+
+/// Whether a writer holds the lock of the session in `dir` now (SPEC §7: readers
+/// derive `interrupted` for an active session whose process is gone):
+/// - `Some(true)`: this process holds it, or another process does (its OS lock is
+///   taken; the OS drops it when that process dies, `kill -9` included);
+/// - `Some(false)`: the lock file exists and nobody holds it — the writer ended or died;
+/// - `None`: unknown — no lock file (a session arbor never opened, e.g. Amplifier's),
+///   file locks unsupported, or the file cannot be opened.
+///
+/// Takes a shared lock for an instant to find out (never blocks); a writer that meets
+/// it retries (see the module docs).
+pub(crate) fn is_held(dir: &Path) -> Option<bool> {
+    let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if held().contains(&key) {
+        return Some(true);
+    }
+    let file = File::open(dir.join(LOCK_FILE)).ok()?;
+    match file.try_lock_shared() {
+        // Dropping `file` releases the probe's lock.
+        Ok(()) => Some(false),
+        Err(TryLockError::WouldBlock) => Some(true),
+        Err(TryLockError::Error(e)) => {
+            tracing::debug!("cannot probe the lock in {}: {e}", dir.display());
+            None
+        }
+    }
 }
 
 fn read_pid(file: &mut File) -> u32 {
@@ -166,5 +205,22 @@ mod tests {
         // concurrent test may hold a copy of `foreign` for a moment; the pid in the file
         // is not ours, so no retry would cover that.)
         drop(foreign);
+    }
+
+    #[test]
+    fn is_held_tells_a_live_writer_from_a_gone_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(is_held(dir.path()), None, "no lock file: unknown");
+        let writer = acquire(dir.path(), "s").unwrap();
+        assert_eq!(is_held(dir.path()), Some(true), "held by this process");
+        drop(writer);
+        assert_eq!(is_held(dir.path()), Some(false), "released");
+        // Another process's lock (here: another open file) counts as held.
+        let foreign = File::open(dir.path().join(LOCK_FILE)).unwrap();
+        foreign.try_lock().unwrap();
+        assert_eq!(is_held(dir.path()), Some(true));
+        drop(foreign);
+        // The probe left nothing behind: a writer takes the lock at once.
+        assert!(acquire(dir.path(), "s").is_ok());
     }
 }

@@ -4,12 +4,15 @@
 //!
 //! Owns: [`read_or_rebuild`], the one way the store reads a session's metadata —
 //! `metadata.json`, its backup or the temp file of an interrupted write
-//! (`metadata_file::read`), else a rebuild. Does not own: the files' formats
-//! (`metadata_file`, `transcript`, `events`).
+//! (`metadata_file::read`), else a rebuild — and so the one place the derived status
+//! `interrupted` is decided (SPEC §7: readers derive it). Does not own: the files'
+//! formats (`metadata_file`, `transcript`, `events`), the lock (`lock`).
 //!
-//! A rebuilt session has status [`SessionStatus::Interrupted`] (SPEC §7: readers
-//! derive `interrupted`) and no `config`: a root resumes from its bundle, a
-//! sub-session cannot resume ("Corrupted session metadata").
+//! A session reads as [`SessionStatus::Interrupted`] when
+//! - its metadata says `running`, `queued` or `waiting` but no process holds its lock
+//!   (`lock::is_held`: the process that wrote it died, `kill -9` included), or
+//! - it was rebuilt: it then also has no `config` (a root resumes from its bundle, a
+//!   sub-session cannot resume: "Corrupted session metadata").
 
 use std::io::BufReader;
 use std::path::Path;
@@ -19,7 +22,7 @@ use serde_json::Value;
 use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
 use super::transcript::{TRANSCRIPT_FILE, read_transcript};
 use super::writer::EVENTS_FILE;
-use super::{StoreError, metadata_file};
+use super::{StoreError, lock, metadata_file};
 use crate::session::message::Message;
 use crate::session::metadata::{Metadata, SessionStatus};
 
@@ -32,10 +35,17 @@ use crate::session::metadata::{Metadata, SessionStatus};
 /// Errors: `Corrupted` (every metadata file's reason) when there is nothing to rebuild
 /// from either — no message and no event; the transcript's own errors (`NotRegular`,
 /// `LineTooLong`, `Io`) when it cannot be read.
+///
+/// A stored `running`/`queued`/`waiting` status whose writer is gone reads as
+/// `interrupted` (see the module docs); the file itself is not changed.
 pub(crate) fn read_or_rebuild(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
     let detail = match metadata_file::read(dir, id) {
         Err(StoreError::Corrupted { detail, .. }) => detail,
-        other => return other,
+        Ok((mut metadata, warnings)) => {
+            derive_interrupted(dir, &mut metadata);
+            return Ok((metadata, warnings));
+        }
+        Err(other) => return Err(other),
     };
     let (transcript, mut warnings) = read_transcript(&dir.join(TRANSCRIPT_FILE))?;
     let events = read_events(&dir.join(EVENTS_FILE), &mut warnings);
@@ -53,6 +63,18 @@ pub(crate) fn read_or_rebuild(dir: &Path, id: &str) -> Result<(Metadata, Vec<Str
     let mut out = vec![warning];
     out.append(&mut warnings);
     Ok((metadata, out))
+}
+
+/// Marks an active session whose writer is gone as `interrupted` (SPEC §7). A lock
+/// nobody can tell about (`lock::is_held` → `None`) leaves the status as written.
+fn derive_interrupted(dir: &Path, metadata: &mut Metadata) {
+    let active = matches!(
+        metadata.status,
+        SessionStatus::Running | SessionStatus::Queued | SessionStatus::Waiting
+    );
+    if active && lock::is_held(dir) == Some(false) {
+        metadata.status = SessionStatus::Interrupted;
+    }
 }
 
 /// The parseable lines of `events.jsonl` (missing file: none). Whatever stops the read

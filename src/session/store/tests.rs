@@ -185,3 +185,118 @@ fn writes_are_readable_at_once_and_fsynced_only_by_sync() {
     writer.sync().unwrap();
     assert_eq!(writer.fsyncs(), 6, "only the transcript changed");
 }
+
+#[test]
+fn an_active_session_without_its_writer_reads_as_interrupted() {
+    use crate::session::metadata::SessionStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let statuses = |store: &SessionStore| -> Vec<(String, SessionStatus)> {
+        let mut all: Vec<_> = store
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.session_id, m.status))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    };
+    let mut writers = Vec::new();
+    for (id, status) in [
+        ("done", SessionStatus::Completed),
+        ("queued", SessionStatus::Queued),
+        ("running", SessionStatus::Running),
+        ("waiting", SessionStatus::Waiting),
+    ] {
+        let m = Metadata {
+            status,
+            ..meta(id, "2025-01-01T00:00:00Z")
+        };
+        writers.push(store.create(&m).unwrap());
+    }
+    // Writers alive: every status as written.
+    let written = [
+        ("done".to_string(), SessionStatus::Completed),
+        ("queued".to_string(), SessionStatus::Queued),
+        ("running".to_string(), SessionStatus::Running),
+        ("waiting".to_string(), SessionStatus::Waiting),
+    ];
+    assert_eq!(statuses(&store), written);
+    // The writers are gone (as after `kill -9`: the OS drops the locks).
+    writers.clear();
+    assert_eq!(
+        statuses(&store),
+        [
+            ("done".to_string(), SessionStatus::Completed),
+            ("queued".to_string(), SessionStatus::Interrupted),
+            ("running".to_string(), SessionStatus::Interrupted),
+            ("waiting".to_string(), SessionStatus::Interrupted),
+        ]
+    );
+    assert_eq!(
+        store.load("running").unwrap().metadata.status,
+        SessionStatus::Interrupted
+    );
+    let on_disk = std::fs::read_to_string(dir.path().join("running").join(METADATA_FILE)).unwrap();
+    assert!(on_disk.contains("\"running\""), "the file is not changed");
+    // A writer that opens it again sees what was written, and readers see it running.
+    let writer = store.open("running").unwrap();
+    assert_eq!(writer.metadata().status, SessionStatus::Running);
+    assert_eq!(
+        store.load("running").unwrap().metadata.status,
+        SessionStatus::Running
+    );
+    drop(writer);
+    // No lock file (a session arbor never opened): the status stays as written.
+    std::fs::remove_file(dir.path().join("queued").join(LOCK_FILE)).unwrap();
+    assert_eq!(
+        store.load("queued").unwrap().metadata.status,
+        SessionStatus::Queued
+    );
+}
+
+#[test]
+fn short_ids_resolve_roots_before_their_children_and_children_by_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let root = "9b1c7e2e-0a4b-4f7e-8f7e-1c2d3e4f5a6b";
+    let child = crate::session::ids::child_id_with_span(root, "explorer", "1eb7af22aaaaaaaa");
+    let sibling = crate::session::ids::child_id_with_span(root, "coder", "1eb7ffffbbbbbbbb");
+    let grandchild = crate::session::ids::child_id_with_span(&child, "x", "0123456789abcdef");
+    let other_root = "9b1c7e2f-0000-4000-8000-000000000000";
+    for id in [root, &child, &sibling, &grandchild, other_root] {
+        std::fs::create_dir(dir.path().join(id)).unwrap();
+    }
+    // The root's 8-character prefix: the root, not its children (whose ids start
+    // with the same digits).
+    assert_eq!(store.resolve("9b1c7e2e").unwrap(), root);
+    // A child's span as the TUI shows it, with or without `#`; a child span prefix
+    // beats the grandchild whose parent span it is.
+    assert_eq!(store.resolve("1eb7af22").unwrap(), child);
+    assert_eq!(store.resolve(" #1eb7af22 ").unwrap(), child);
+    assert_eq!(store.resolve("01234567").unwrap(), grandchild);
+    // Whole-id prefixes of sub-sessions still work.
+    assert_eq!(store.resolve("9b1c7e2e0a4b4f7e-1eb7f").unwrap(), sibling);
+    // Real ambiguity lists the candidates.
+    match store.resolve("1eb7") {
+        Err(StoreError::Ambiguous { prefix, matches }) => {
+            assert_eq!(prefix, "1eb7");
+            assert_eq!(matches, [child.clone(), sibling.clone()]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    match store.resolve("9b1c7e2") {
+        Err(StoreError::Ambiguous { matches, .. }) => {
+            assert_eq!(matches, [root.to_string(), other_root.to_string()]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    match store.resolve("9b1c7e2e0a4b4f7e-") {
+        Err(StoreError::Ambiguous { matches, .. }) => {
+            assert_eq!(matches, [child.clone(), sibling.clone()]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    assert!(matches!(store.resolve("#"), Err(StoreError::NotFound(p)) if p == "#"));
+    assert!(matches!(store.resolve("#ffff"), Err(StoreError::NotFound(p)) if p == "#ffff"));
+}

@@ -184,3 +184,30 @@ fn cycles_self_parents_and_duplicates_keep_every_session_once() {
     );
     assert_eq!(subtree_ids(&tree, "a"), ["a", "b"]);
 }
+
+#[test]
+fn children_first_waves_put_every_session_after_its_descendants() {
+    use crate::session::SessionStatus;
+    // r ─ a ─ g ─ gg
+    //   └ b
+    //   └ c (completed: not picked)
+    let list = vec![
+        meta("r", None, T1, T1),
+        meta("a", Some("r"), T2, T2),
+        meta("b", Some("r"), T3, T3),
+        meta("g", Some("a"), T3, T3),
+        meta("gg", Some("g"), T3, T3),
+        Metadata {
+            status: SessionStatus::Completed,
+            ..meta("c", Some("r"), T3, T3)
+        },
+    ];
+    let roots = build_tree(list);
+    let waves = children_first_waves(&roots[0], |m| m.status != SessionStatus::Completed);
+    assert_eq!(waves, [vec!["gg", "b"], vec!["g"], vec!["a"], vec!["r"]]);
+    // Nothing picked: no wave.
+    assert!(children_first_waves(&roots[0], |_| false).is_empty());
+    // A picked parent above unpicked children still waits for their height.
+    let waves = children_first_waves(&roots[0], |m| m.session_id == "r" || m.session_id == "b");
+    assert_eq!(waves, [vec!["b"], vec!["r"]]);
+}

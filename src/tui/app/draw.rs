@@ -7,8 +7,8 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::{App, Areas, Focus, Overlay};
+use crate::session::ids::short_id;
 use crate::tui::keymap::Context;
-use crate::tui::state::cells::short_id;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::Slot;
 use crate::tui::views::approval::ApprovalView;

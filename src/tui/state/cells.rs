@@ -16,6 +16,7 @@ use super::error_card::ProviderFailure;
 use super::rows::{LayoutStats, Row, first_line, thinking_rows};
 use super::stream::StreamState;
 use crate::session::SessionStatus;
+use crate::session::ids::short_id;
 use crate::tui::markdown;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, truncate, wrap};
@@ -290,16 +291,6 @@ fn tool_rows(card: &ToolCard, expanded: bool, theme: &Theme) -> Vec<Row> {
     rows
 }
 
-/// The short form of a session id: 8 hex digits of a sub-session's own span, else the
-/// first 8 characters.
-pub fn short_id(id: &str) -> String {
-    let own = match id.split_once('_') {
-        Some((spans, _)) => spans.rsplit('-').next().unwrap_or(spans),
-        None => id,
-    };
-    own.chars().take(8).collect()
-}
-
 fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {
     let task = theme.style(Slot::ChatTask);
     let meta = theme.style(Slot::ChatToolResult);
@@ -361,12 +352,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn short_ids_and_summaries() {
-        assert_eq!(
-            short_id("0123456789abcdef-fedcba9876543210_explorer"),
-            "fedcba98"
-        );
-        assert_eq!(short_id("5f0e1c2a-aaaa-bbbb-cccc-dddddddddddd"), "5f0e1c2a");
+    fn args_summaries() {
         assert_eq!(
             args_summary(&json!({"path": "a.rs", "limit": 3})),
             "path=a.rs, limit=3"

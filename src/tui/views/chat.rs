@@ -10,7 +10,7 @@ use ratatui::widgets::Widget;
 use super::pane_block;
 use super::tree::status_glyph;
 use crate::session::SessionStatus;
-use crate::tui::state::cells::short_id;
+use crate::session::ids::short_id;
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
 use crate::tui::theme::{Slot, Theme};
