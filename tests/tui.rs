@@ -28,6 +28,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 mod approvals;
 #[path = "tui/live.rs"]
 mod live;
+#[path = "tui/recover.rs"]
+mod recover;
 
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";

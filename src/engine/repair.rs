@@ -1,9 +1,10 @@
 //! Transcript repair before a turn (SPEC §7 "Resume").
 //!
 //! Owns: finding tool calls that never got a result (a crash or kill mid-tool) and
-//! making the synthetic results that are appended for them — "cancelled" in general,
-//! "not run: interrupted while waiting for approval" for a call that was waiting for a
-//! person when its process died (the gate lists those in metadata) — and the
+//! making the synthetic results that are appended for them — "interrupted" when the
+//! session's process died mid-turn, "cancelled" otherwise, "not run: interrupted while
+//! waiting for approval" for a call that was waiting for a person when its process
+//! died (the gate lists those in metadata) — and the
 //! request view of a transcript that places every result right after its call (the
 //! shared transcript itself when it is already in that order).
 //! Does not own: writing the transcript (`session::store`); existing lines are never
@@ -18,16 +19,25 @@ use crate::session::message::{Message, ToolCall};
 /// The content of a synthetic result for a call that has none.
 pub const MISSING_RESULT: &str = "cancelled: no result was recorded";
 
+/// The content of a synthetic result for a call whose session was interrupted: the
+/// process running it ended (a crash, `kill -9`) before the call finished.
+pub const INTERRUPTED_RESULT: &str = "interrupted: arbor stopped before this tool call finished; it may have run in part or not at all";
+
 /// The content of a synthetic result for a call that was waiting for approval when
 /// its session's process died (SPEC §7 "Resume", §12): it never ran.
 pub const NOT_RUN_AWAITING_APPROVAL: &str = "not run: interrupted while waiting for approval";
 
-/// Synthetic `{"role":"tool", …, "content": "cancelled: no result was recorded",
-/// "is_error": true}` messages, one per tool call in `transcript` that has no result,
-/// in call order; a call whose id is in `awaiting_approval` (the calls that were
-/// waiting for a person, from metadata) gets [`NOT_RUN_AWAITING_APPROVAL`] instead.
-/// Empty when the transcript is consistent.
-pub fn missing_results(transcript: &[Message], awaiting_approval: &[String]) -> Vec<Message> {
+/// Synthetic `{"role":"tool", …, "content": otherwise, "is_error": true}` messages,
+/// one per tool call in `transcript` that has no result, in call order; `otherwise` is
+/// [`MISSING_RESULT`] ("cancelled: …") or, for a session that was interrupted,
+/// [`INTERRUPTED_RESULT`]. A call whose id is in `awaiting_approval` (the calls that
+/// were waiting for a person, from metadata) gets [`NOT_RUN_AWAITING_APPROVAL`]
+/// instead. Empty when the transcript is consistent.
+pub fn missing_results(
+    transcript: &[Message],
+    awaiting_approval: &[String],
+    otherwise: &str,
+) -> Vec<Message> {
     pair_results(transcript)
         .into_iter()
         .flat_map(|(_, calls)| calls)
@@ -36,7 +46,7 @@ pub fn missing_results(transcript: &[Message], awaiting_approval: &[String]) -> 
             let text = if awaiting_approval.contains(&call.id) {
                 NOT_RUN_AWAITING_APPROVAL
             } else {
-                MISSING_RESULT
+                otherwise
             };
             synthetic_with(call, text)
         })
@@ -185,25 +195,33 @@ mod tests {
             assistant(&["a", "b"]),
             Message::tool_result(&call("a"), "done", false),
         ];
-        let fixes = missing_results(&transcript, &[]);
+        let fixes = missing_results(&transcript, &[], MISSING_RESULT);
         assert_eq!(fixes.len(), 1);
         let line = serde_json::to_value(&fixes[0]).unwrap();
         assert_eq!(line["role"], "tool");
         assert_eq!(line["tool_call_id"], "b");
         assert_eq!(line["content"], MISSING_RESULT);
         assert_eq!(line["is_error"], true);
-        assert!(missing_results(&[Message::user("x"), assistant(&[])], &[]).is_empty());
+        let empty = missing_results(&[Message::user("x"), assistant(&[])], &[], MISSING_RESULT);
+        assert!(empty.is_empty());
+        let interrupted = missing_results(&transcript, &[], INTERRUPTED_RESULT);
+        assert_eq!(interrupted.len(), 1);
+        assert_eq!(interrupted[0].text(), INTERRUPTED_RESULT);
     }
 
     #[test]
     fn a_call_that_waited_for_approval_is_not_run() {
         let transcript = vec![Message::user("go"), assistant(&["a", "b", "c"])];
         let waiting = vec!["b".to_string(), "zzz".to_string()];
-        let fixes = missing_results(&transcript, &waiting);
+        let fixes = missing_results(&transcript, &waiting, INTERRUPTED_RESULT);
         let texts: Vec<String> = fixes.iter().map(Message::text).collect();
         assert_eq!(
             texts,
-            [MISSING_RESULT, NOT_RUN_AWAITING_APPROVAL, MISSING_RESULT]
+            [
+                INTERRUPTED_RESULT,
+                NOT_RUN_AWAITING_APPROVAL,
+                INTERRUPTED_RESULT
+            ]
         );
         let line = serde_json::to_value(&fixes[1]).unwrap();
         assert_eq!(line["tool_call_id"], "b");
@@ -235,7 +253,7 @@ mod tests {
             Message::user("two"),
             assistant(&["call_0"]),
         ];
-        let fixes = missing_results(&transcript, &[]);
+        let fixes = missing_results(&transcript, &[], MISSING_RESULT);
         assert_eq!(fixes.len(), 1);
         let view = request_view(&transcript);
         let texts: Vec<String> = view.iter().map(Message::text).collect();

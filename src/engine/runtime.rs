@@ -2,7 +2,9 @@
 //!
 //! Owns: paths, config, bundle, the live registry handle, environment and event bus;
 //! the project's [`SessionStore`]; the map of live sessions (created here or resumed
-//! from disk); creating root sessions, resuming stored ones, cancelling subtrees, and
+//! from disk); creating root sessions, resuming stored ones, continuing stopped ones
+//! (one, or every interrupted session of a tree), cancelling subtrees, ending every
+//! turn before the process exits ([`Runtime::shutdown`]), and
 //! building the [`TurnEnv`] that turns, spawns and provider setup share (it implements
 //! spawn's [`Sessions`], so delegation reaches the live map without naming the runtime).
 //! Does not own: the turn loop (`turn`), delegation (`spawn`), mount plans of the root
@@ -39,10 +41,13 @@ use crate::provider::HttpPool;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
-    ApprovalDecision, CancelRequestedEvent, SessionResumeEvent, SessionStartEvent,
+    ApprovalDecision, CancelRequestedEvent, SessionRenamedEvent, SessionResumeEvent,
+    SessionStartEvent,
 };
+use crate::session::title::title_from;
+use crate::session::tree::{build_tree, children_first_waves, find};
 use crate::session::{
-    EngineEvent, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
+    EngineEvent, Event, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
     StoreError, ids,
 };
 use crate::tool::Tool;
@@ -80,6 +85,9 @@ pub struct Runtime {
     store: SessionStore,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
 }
+
+/// How often [`Runtime::shutdown`] looks whether the cancelled turns have ended.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 
 /// How long [`Runtime::resolve_provider_label`] waits for a server to list its models.
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -276,6 +284,108 @@ impl Runtime {
         panics::catch(&what, turn)
             .await
             .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
+    }
+
+    /// Continues the stopped session `session_id` (SPEC §13 `r`; live, or resumed from
+    /// disk as [`Runtime::run_turn`] does): orphaned tool calls get their synthetic
+    /// results, then the model call that never got an answer runs again, or — when
+    /// the model had answered the last message — `Continue.` is sent as a user message.
+    ///
+    /// Errors: as [`Runtime::run_turn`] before its turn.
+    pub async fn continue_turn(
+        self: &Arc<Self>,
+        session_id: &str,
+    ) -> Result<TurnOutcome, EngineError> {
+        let what = format!("continuing session '{session_id}'");
+        let turn = async {
+            let live = self.live_or_resume(session_id)?;
+            turn::run_input(&self.turn_env, live, turn::Input::Continue, None).await
+        };
+        panics::catch(&what, turn)
+            .await
+            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
+    }
+
+    /// Continues every `interrupted` session of the tree under `session_id` (itself
+    /// included), as stored now, children before their parents: in waves
+    /// (`session::tree::children_first_waves`), the sessions of one wave at once.
+    /// Returns one result per continued session, in that order; empty when none is
+    /// interrupted.
+    ///
+    /// Errors: the store cannot be listed, or `session_id` is not in it (`Store`).
+    pub async fn continue_interrupted(
+        self: &Arc<Self>,
+        session_id: &str,
+    ) -> Result<Vec<Result<TurnOutcome, EngineError>>, EngineError> {
+        let roots = build_tree(self.store.list()?);
+        let Some(node) = find(&roots, session_id) else {
+            return Err(StoreError::NotFound(session_id.to_string()).into());
+        };
+        let waves = children_first_waves(node, |m| m.status == SessionStatus::Interrupted);
+        let mut out = Vec::new();
+        for wave in waves {
+            let turns = wave.iter().map(|id| self.continue_turn(id));
+            out.extend(futures::future::join_all(turns).await);
+        }
+        Ok(out)
+    }
+
+    /// Ends this process's work before it exits (the TUI quitting): cancels every
+    /// running turn (sub-sessions included: each keeps the text it streamed so far as a
+    /// partial message, SPEC §8) and waits until they have ended — their transcripts
+    /// and metadata written and synced — or `grace` has passed. Returns how many turns
+    /// were still running then (0 normally).
+    pub async fn shutdown(&self, grace: Duration) -> usize {
+        let running = || -> Vec<Arc<LiveSession>> {
+            lock(&self.live)
+                .values()
+                .filter(|s| s.is_running())
+                .cloned()
+                .collect()
+        };
+        for session in running() {
+            session.cancel_token().cancel();
+        }
+        let settled = tokio::time::timeout(grace, async {
+            while !running().is_empty() {
+                tokio::time::sleep(SHUTDOWN_POLL).await;
+            }
+        })
+        .await;
+        let left = running().len();
+        if settled.is_err() {
+            tracing::warn!("{left} turn(s) still running after {grace:?}; exiting anyway");
+        }
+        left
+    }
+
+    /// Titles `session_id` (SPEC §7 metadata `name`): `title` as `session::title`
+    /// shapes it (first visible line, at most 60 characters), written to metadata and
+    /// logged as `session:renamed`. A session live in this process is renamed in place
+    /// (the event also goes to the bus); a stored one is opened for writing for the
+    /// moment. `last_updated` is kept for a stored session. Returns the title stored.
+    ///
+    /// Errors: a title with no visible character (`Other`); an invalid, missing or
+    /// corrupted session, or one open in another process (`Store`: `Locked`).
+    pub fn rename(&self, session_id: &str, title: &str) -> Result<String, EngineError> {
+        let name = title_from(title).ok_or_else(|| {
+            EngineError::Other("a session title needs at least one visible character".into())
+        })?;
+        let renamed = || EngineEvent::SessionRenamed(SessionRenamedEvent { name: name.clone() });
+        if let Some(live) = self.live(session_id) {
+            live.update_metadata(|m| m.name = Some(name.clone()));
+            live.emit(renamed());
+            live.sync();
+            return Ok(name);
+        }
+        let mut writer = self.store.open(session_id)?;
+        let mut metadata = writer.metadata().clone();
+        metadata.name = Some(name.clone());
+        writer.write_metadata(&metadata)?;
+        let event = Event::new(session_id, metadata.parent_id.as_deref(), renamed());
+        writer.append_event(&event)?;
+        writer.sync()?;
+        Ok(name)
     }
 
     /// Cancels the running turn of `session_id` and of all its live descendants.

@@ -50,8 +50,9 @@ use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc33
 use crate::session::metadata::SessionUsage;
 use crate::session::protocol::{
     CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent, ProviderRequestEvent,
-    ProviderResponseEvent, SessionEndEvent,
+    ProviderResponseEvent, SessionEndEvent, SessionRenamedEvent,
 };
+use crate::session::title::title_from;
 use crate::session::{EngineEvent, SessionStatus, Usage};
 use crate::tool::mount::ToolSet;
 
@@ -79,6 +80,22 @@ impl TurnUsage {
     }
 }
 
+/// What starts a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// A new user message (appended verbatim). A root's first one also names the
+    /// session (metadata `name`, `session:renamed`) unless it has a name.
+    Prompt(String),
+    /// Continue a stopped session (SPEC §13 `r`): when the model never answered the
+    /// last message (it is a user message or a tool result, after repair) its model
+    /// call runs again with no new message; otherwise [`CONTINUE_PROMPT`] is sent as a
+    /// visible user message.
+    Continue,
+}
+
+/// The user message [`Input::Continue`] sends when the model had answered.
+pub const CONTINUE_PROMPT: &str = "Continue.";
+
 /// Runs one turn of `live` with `prompt`. `parent` is the calling turn's token when a
 /// parent session's task call runs this turn (cancelling the parent cascades).
 ///
@@ -90,6 +107,20 @@ pub(crate) async fn run(
     prompt: String,
     parent: Option<CancellationToken>,
 ) -> Result<TurnOutcome, EngineError> {
+    run_input(env, live, Input::Prompt(prompt), parent).await
+}
+
+/// [`run`] started by any [`Input`].
+///
+/// Before the input, orphaned tool calls get synthetic results (`repair`): "interrupted"
+/// ones when the session was interrupted (its process died mid-turn), "cancelled"
+/// ones otherwise, "not run" for calls that were waiting for approval.
+pub(crate) async fn run_input(
+    env: &TurnEnv,
+    live: Arc<LiveSession>,
+    input: Input,
+    parent: Option<CancellationToken>,
+) -> Result<TurnOutcome, EngineError> {
     if live.is_running() {
         return Err(busy(&live));
     }
@@ -99,11 +130,16 @@ pub(crate) async fn run(
         .ok_or_else(|| busy(&live))?;
     let token = guard.token.clone();
 
-    // Bound first: a snapshot alive during the appends would make each one copy the
-    // whole transcript (copy-on-write).
+    let gap = if live.metadata().status == SessionStatus::Interrupted {
+        repair::INTERRUPTED_RESULT
+    } else {
+        repair::MISSING_RESULT
+    };
     // A call that was waiting for a person when the process died never ran.
     let awaiting = approvals::awaiting_approval(&live.metadata());
-    let fixes = repair::missing_results(&live.transcript_snapshot(), &awaiting);
+    // Bound first: a snapshot alive during the appends would make each one copy the
+    // whole transcript (copy-on-write).
+    let fixes = repair::missing_results(&live.transcript_snapshot(), &awaiting, gap);
     for fix in fixes {
         live.append(fix);
     }
@@ -112,11 +148,26 @@ pub(crate) async fn run(
             m.extra.remove(approvals::AWAITING_APPROVAL);
         });
     }
-    live.append(Message::user(prompt.clone()));
+    let prompt = match input {
+        Input::Prompt(prompt) => {
+            name_root(&live, &prompt);
+            Some(prompt)
+        }
+        Input::Continue => {
+            let answered = !matches!(
+                live.transcript_snapshot().last(),
+                Some(Message::User(_) | Message::Tool(_))
+            );
+            answered.then(|| CONTINUE_PROMPT.to_string())
+        }
+    };
+    if let Some(prompt) = &prompt {
+        live.append(Message::user(prompt.clone()));
+    }
     live.set_status(SessionStatus::Running);
-    live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent {
-        prompt: prompt.clone(),
-    }));
+    if let Some(prompt) = prompt {
+        live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
+    }
 
     let tools = env.mount_tools(&live);
     let (prices, mut warnings) = PriceTable::from_config(&env.config);
@@ -146,6 +197,19 @@ pub(crate) async fn run(
     let outcome = finish(&live, end, &usage);
     drop(guard);
     Ok(outcome)
+}
+
+/// Gives a root without a name the title of its first prompt (`session::title`),
+/// stored as metadata `name` and published as `session:renamed`.
+fn name_root(live: &LiveSession, prompt: &str) {
+    if live.parent_id.is_some() || live.metadata().name.is_some() {
+        return;
+    }
+    let Some(name) = title_from(prompt) else {
+        return;
+    };
+    live.update_metadata(|m| m.name = Some(name.clone()));
+    live.emit(EngineEvent::SessionRenamed(SessionRenamedEvent { name }));
 }
 
 fn busy(live: &LiveSession) -> EngineError {

@@ -3,7 +3,7 @@
 //!
 //! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
 //! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
-//! recovery (`store`), secret redaction (`redact`), message shapes (`message`), token
+//! recovery (`store`), secret redaction (`redact`), titles (`title`), message shapes (`message`), token
 //! counts (`usage`) and the engine ↔ front-end protocol with the event bus
 //! (`protocol`). The bottom layer above `paths`: it imports no other arbor module. Does
 //! not own: running turns (`engine`) or encoding messages for an API (`provider`).
@@ -15,6 +15,7 @@ pub mod metadata;
 pub mod protocol;
 pub mod redact;
 pub mod store;
+pub mod title;
 pub mod tree;
 pub mod usage;
 

@@ -1,18 +1,21 @@
 //! Executes the `App`'s engine commands against the real `Runtime` and store, each in
 //! its own task, reporting back as `AppEvent`s.
 //!
-//! Owns: the mapping command → runtime/store calls, and that every command is answered:
+//! Owns: the mapping command → runtime/store calls, ending every turn when the TUI
+//! quits (`Executor::shutdown` → `Runtime::shutdown`), and that every command is answered:
 //! a panic in a store call comes back as a `CommandFailed`/error result (a panic in a
 //! turn is already a failed turn or an error of `Runtime::run_turn`). Does not own: the
 //! runtime itself.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
-use crate::engine::{Runtime, panics};
+use crate::engine::{EngineError, Runtime, TurnOutcome, panics};
 use crate::session::SessionStore;
 
 /// Runs commands on `runtime`; reads transcripts and listings from `store`.
@@ -35,7 +38,29 @@ fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T,
         .unwrap_or_else(|message| Err(format!("internal error: {what} panicked: {message}")))
 }
 
+/// The app event for a turn's result: `TurnFinished`, or `CommandFailed` for
+/// `session_id`.
+fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> AppEvent {
+    match result {
+        Ok(outcome) => AppEvent::TurnFinished(outcome),
+        Err(e) => AppEvent::CommandFailed {
+            session_id: Some(session_id),
+            message: e.to_string(),
+        },
+    }
+}
+
+/// How long quitting waits for cancelled turns to save what they streamed
+/// (`Runtime::shutdown`); below the signal handler's grace (`tui::SHUTDOWN_GRACE`).
+pub const QUIT_GRACE: Duration = Duration::from_secs(2);
+
 impl Executor for RuntimeExecutor {
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.runtime.shutdown(QUIT_GRACE).await;
+        })
+    }
+
     fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>) {
         match command {
             EngineCommand::Submit {
@@ -85,6 +110,36 @@ impl Executor for RuntimeExecutor {
                             &results,
                             AppEvent::CommandFailed {
                                 session_id: Some(id),
+                                message: e.to_string(),
+                            },
+                        ),
+                    }
+                });
+            }
+            EngineCommand::Continue { session_id } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let result = runtime.continue_turn(&session_id).await;
+                    send(&results, turn_result(session_id, result));
+                });
+            }
+            EngineCommand::ContinueInterrupted { session_id } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    match runtime.continue_interrupted(&session_id).await {
+                        Ok(turns) => {
+                            for result in turns {
+                                let id = match &result {
+                                    Ok(outcome) => outcome.session_id.clone(),
+                                    Err(_) => session_id.clone(),
+                                };
+                                send(&results, turn_result(id, result));
+                            }
+                        }
+                        Err(e) => send(
+                            &results,
+                            AppEvent::CommandFailed {
+                                session_id: Some(session_id),
                                 message: e.to_string(),
                             },
                         ),

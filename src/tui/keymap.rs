@@ -82,6 +82,8 @@ actions! {
     TreeDown = "tree.down", Tree, ["down", "j"], false, "Select next session";
     TreeOpen = "tree.open", Tree, ["enter"], true, "Open thread";
     TreeCancel = "tree.cancel", Tree, ["x"], true, "Cancel subtree";
+    TreeContinue = "tree.continue", Tree, ["r"], false, "Continue a stopped session";
+    TreeContinueInterrupted = "tree.continue_interrupted", Tree, ["R"], false, "Resume interrupted sessions of the tree";
     TreeCollapse = "tree.collapse", Tree, ["left", "h"], false, "Collapse";
     TreeExpand = "tree.expand", Tree, ["right", "l"], false, "Expand";
     TreeHelp = "tree.help", Tree, ["?"], true, "Help";

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crossterm::event::Event as TermEvent;
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
@@ -29,6 +30,13 @@ use crate::session::Event;
 pub trait Executor {
     /// Starts `command`; must not block. Results go to `results`.
     fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>);
+
+    /// Ends the engine's work before the TUI exits: the run loop awaits it once when
+    /// the app quits or input ends, so every running turn (sub-sessions included)
+    /// can save its partial output. Nothing by default.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Things only the real terminal can do.
@@ -76,7 +84,8 @@ async fn sleep_opt(at: Option<Instant>) {
     }
 }
 
-/// Runs until the app quits or `input` ends. At start, when the status-bar label has
+/// Runs until the app quits or `input` ends, then awaits [`Executor::shutdown`] (every
+/// running turn ends and saves what it streamed). At start, when the status-bar label has
 /// no model, [`EngineCommand::ResolveProviderLabel`] is executed first (the answer
 /// arrives as a command result).
 ///
@@ -112,6 +121,7 @@ where
             executor.execute(command, channels.results_tx.clone());
         }
         if app.should_quit() {
+            executor.shutdown().await;
             return Ok(());
         }
         if let Some(path) = app.take_editor_request() {
@@ -139,8 +149,14 @@ where
             Some(ev) = channels.results.recv() => app.handle(ev),
             ev = input.next() => match ev {
                 Some(Ok(ev)) => app.handle(AppEvent::Input(ev)),
-                Some(Err(e)) => return Err(TuiError::Io(e)),
-                None => return Ok(()),
+                Some(Err(e)) => {
+                    executor.shutdown().await;
+                    return Err(TuiError::Io(e));
+                }
+                None => {
+                    executor.shutdown().await;
+                    return Ok(());
+                }
             },
             Some(ev) = recv_opt(&mut channels.bus) => app.handle(AppEvent::Engine(ev)),
             changed = registry_changed(&mut channels.registry) => {
@@ -161,6 +177,7 @@ where
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -173,10 +190,10 @@ mod tests {
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;
 
-    /// Records commands; answers `ResolveProviderLabel` with `openai/-` (what a
-    /// llama.cpp server lists) at once.
+    /// Records commands and shutdowns; answers `ResolveProviderLabel` with
+    /// `openai/-` (what a llama.cpp server lists) at once.
     #[derive(Default)]
-    struct LabelExecutor(Mutex<Vec<EngineCommand>>);
+    struct LabelExecutor(Mutex<Vec<EngineCommand>>, AtomicUsize);
 
     impl Executor for LabelExecutor {
         fn execute(&self, command: EngineCommand, results: UnboundedSender<AppEvent>) {
@@ -187,6 +204,11 @@ mod tests {
                     .unwrap();
             }
             self.0.lock().unwrap().push(command);
+        }
+
+        fn shutdown(&self) -> BoxFuture<'_, ()> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async {})
         }
     }
 
@@ -250,6 +272,11 @@ mod tests {
         .await
         .unwrap();
         assert!(app.should_quit());
+        assert_eq!(
+            executor.1.load(Ordering::SeqCst),
+            1,
+            "quitting ends the engine's turns once"
+        );
         let buffer = terminal.backend().buffer();
         let status: String = (0..buffer.area.width)
             .map(|x| buffer[(x, buffer.area.height - 1)].symbol().to_string())

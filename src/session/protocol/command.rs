@@ -7,9 +7,8 @@
 //! cancel on Ctrl+C): a command channel would add nothing there.
 //!
 //! Coming commands (SPEC §12–§13) go here as variants when the engine can execute
-//! them: `Steer { session_id, text }` (reaches the running turn's next model call),
-//! `Queue { session_id, text }` (the next turn), and `Retry { session_id }` for a
-//! stopped node.
+//! them: `Steer { session_id, text }` (reaches the running turn's next model call) and
+//! `Queue { session_id, text }` (the next turn).
 
 use super::approvals::ApprovalDecision;
 
@@ -26,6 +25,17 @@ pub enum EngineCommand {
         agent: Option<String>,
         prompt: String,
     },
+    /// Continue the stopped session `session_id` (interrupted, failed, cancelled,
+    /// paused; SPEC §13 `r`): orphaned tool calls get their synthetic results, then
+    /// the model call that never got an answer runs again, or `Continue.` is sent as a
+    /// user message when the model had answered (`Runtime::continue_turn`). Ends like
+    /// [`EngineCommand::Submit`] with an id.
+    Continue { session_id: String },
+    /// Continue every `interrupted` session of the tree under `session_id` (itself
+    /// included), children before their parents (`Runtime::continue_interrupted`):
+    /// after a crash, one command resumes the whole tree. Each continued turn ends
+    /// like [`EngineCommand::Continue`]; a tree that cannot be read fails the command.
+    ContinueInterrupted { session_id: String },
     /// Cancel the running turn of `session_id` and of all its descendants (the engine
     /// publishes `cancel:requested`, then `cancel:completed` per stopped turn).
     Cancel { session_id: String },

@@ -13,8 +13,8 @@ use crate::session::metadata::SessionStatus;
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionResumeEvent, SessionStartEvent,
-    SessionStatusEvent,
+    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent, SessionResumeEvent,
+    SessionStartEvent, SessionStatusEvent,
 };
 use super::model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
@@ -126,6 +126,8 @@ engine_events! {
     "approval:denied" => ApprovalDenied(ApprovalDeniedEvent),
     /// arbor's own: the session's status changed.
     "session:status" => SessionStatus(SessionStatusEvent),
+    /// arbor's own: the session got a title (metadata `name`).
+    "session:renamed" => SessionRenamed(SessionRenamedEvent),
     /// arbor's own: a whole message was appended to the transcript. Live only.
     "message:appended" => MessageAppended(MessageAppendedEvent),
 }

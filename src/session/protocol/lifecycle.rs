@@ -68,6 +68,15 @@ pub struct SessionStatusEvent {
     pub status: SessionStatus,
 }
 
+/// `session:renamed` (arbor's own): `{name}`, the session's new title (metadata
+/// `name`): a root's first prompt gave it one, or a person renamed the session.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionRenamedEvent {
+    /// The title now (`session::title::title_from` shape: one line, at most 60
+    /// characters).
+    pub name: String,
+}
+
 /// `prompt:submit`: `{prompt}`, the user message of the turn (Amplifier's key).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PromptSubmitEvent {

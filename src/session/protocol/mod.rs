@@ -42,8 +42,8 @@ pub use command::EngineCommand;
 pub use event::EngineEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionResumeEvent, SessionStartEvent,
-    SessionStatusEvent,
+    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent, SessionResumeEvent,
+    SessionStartEvent, SessionStatusEvent,
 };
 pub use model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,

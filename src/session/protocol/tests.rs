@@ -201,6 +201,9 @@ fn samples() -> Vec<Event> {
         child(E::SessionStatus(SessionStatusEvent {
             status: SessionStatus::Waiting,
         })),
+        root(E::SessionRenamed(SessionRenamedEvent {
+            name: "Map the crate".into(),
+        })),
         root(E::MessageAppended(MessageAppendedEvent { message })),
     ]
 }

@@ -5,6 +5,7 @@ use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind}
 use ratatui::layout::{Position, Rect};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
+use crate::session::SessionStatus;
 use crate::session::protocol::{AllowScope, ApprovalDecision};
 use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
 use crate::tui::keymap::{Action, Context, KeyBinding};
@@ -128,6 +129,8 @@ impl App {
                     self.apply(UiAction::Cancel(id));
                 }
             }
+            Action::TreeContinue => self.continue_selected(),
+            Action::TreeContinueInterrupted => self.continue_interrupted(),
             Action::ChatUp | Action::ChatDown => {
                 let up = action == Action::ChatUp;
                 if let Some(t) = &mut self.thread
@@ -192,6 +195,66 @@ impl App {
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
         }
+    }
+
+    /// `r` on the selected node: continues it when it is stopped (interrupted, failed,
+    /// cancelled, paused); says why not otherwise.
+    fn continue_selected(&mut self) {
+        let Some(node) = self
+            .tree
+            .selected
+            .as_deref()
+            .and_then(|id| self.tree.get(id))
+        else {
+            return;
+        };
+        let (id, name, status) = (node.id.clone(), node.label().to_string(), node.status);
+        if !matches!(
+            status,
+            SessionStatus::Interrupted
+                | SessionStatus::Failed
+                | SessionStatus::Cancelled
+                | SessionStatus::Paused
+        ) {
+            let why = format!(
+                "{name} is {}: r continues a stopped session (interrupted, failed, cancelled, paused)",
+                status.as_str()
+            );
+            self.set_note(why, true);
+            return;
+        }
+        if let Some(t) = &mut self.thread
+            && t.session_id.as_deref() == Some(id.as_str())
+        {
+            t.turn_in_flight = true;
+        }
+        self.send(EngineCommand::Continue { session_id: id });
+        self.set_note(format!("continuing {name}…"), false);
+    }
+
+    /// `R`: resumes every interrupted session of the selected node's tree, children
+    /// first (the engine orders them).
+    fn continue_interrupted(&mut self) {
+        let Some(root) = self
+            .tree
+            .selected
+            .as_deref()
+            .and_then(|id| self.tree.root_of(id))
+            .map(str::to_string)
+        else {
+            return;
+        };
+        let count = self.tree.interrupted_below(&root);
+        if count == 0 {
+            self.set_note("no interrupted session in this tree", true);
+            return;
+        }
+        self.send(EngineCommand::ContinueInterrupted { session_id: root });
+        let plural = if count == 1 { "" } else { "s" };
+        self.set_note(
+            format!("resuming {count} interrupted session{plural}…"),
+            false,
+        );
     }
 
     fn ctrl_c(&mut self) {

@@ -4,10 +4,11 @@
 //! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists,
 //! with its agent; parent from the envelope's `parent_id` or the fork's `parent`; model
 //! from the start's `model` or the fork's `resolved_model`), `session:status` and
-//! `orchestrator:complete` (status), `provider:response` (model, input + output
-//! tokens, and the cost in USD when the model has a price), `tool:post` with
-//! `file_changed` (the files the session changed; stored sessions bring their metadata's
-//! `files_changed`). Any other event of an unknown session adds a node too.
+//! `orchestrator:complete` (status), `session:renamed` (title), `provider:response`
+//! (model, input + output tokens, and the cost in USD when the model has a price),
+//! `tool:post` with `file_changed` (the files the session changed; stored sessions
+//! bring their metadata's `files_changed`). Any other event of an unknown session adds
+//! a node too.
 //!
 //! Owns: the live state of each session, its flattening into rows, selection and
 //! collapse, usage rolled up the subtree (`usage`: tokens always, cost where any
@@ -37,6 +38,8 @@ pub struct Node {
     pub id: String,
     pub parent: Option<String>,
     pub agent: String,
+    /// The session's title (metadata `name`, `session:renamed`), when it has one.
+    pub title: Option<String>,
     pub status: SessionStatus,
     /// Start of the current or last turn (or creation).
     pub started: Option<Timestamp>,
@@ -67,6 +70,7 @@ impl Node {
             id: id.to_string(),
             parent,
             agent: agent.unwrap_or_else(|| agent_from_id(id)),
+            title: None,
             status: SessionStatus::Idle,
             model: None,
             model_via: None,
@@ -79,6 +83,11 @@ impl Node {
             collapsed: false,
             files_changed: Vec::new(),
         }
+    }
+
+    /// What the tree shows for this node: its title, else its agent.
+    pub fn label(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.agent)
     }
 
     /// The parent this node is shown under: `parent`, unless the tree could not link
@@ -201,6 +210,7 @@ impl SessionTree {
             }
             let mut node = Node::new(&m.session_id, m.parent_id.clone(), m.agent_name.clone());
             node.status = m.status;
+            node.title = m.name.clone().filter(|n| !n.trim().is_empty());
             node.started = parse_ts(&m.created);
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
@@ -308,6 +318,7 @@ impl SessionTree {
             | EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent { status, .. }) => {
                 set_status(node, *status, ts);
             }
+            EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),
             EngineEvent::SessionStart(start) => {
                 if let Some(model) = &start.model {
                     node.model = Some(model.clone());
@@ -434,6 +445,15 @@ impl SessionTree {
     /// Number of descendants of `id` waiting for the person ([`SessionTree::is_waiting`]).
     pub fn waiting_below(&self, id: &str) -> usize {
         self.count_below(id, |n| self.is_waiting(&n.id))
+    }
+
+    /// Number of interrupted sessions in `id`'s tree: `id` itself and its descendants.
+    pub fn interrupted_below(&self, id: &str) -> usize {
+        let own = self
+            .nodes
+            .get(id)
+            .is_some_and(|n| n.status == SessionStatus::Interrupted);
+        usize::from(own) + self.count_below(id, |n| n.status == SessionStatus::Interrupted)
     }
 
     /// Number of descendants of `id` that `pred` holds for (cycles and dangling links

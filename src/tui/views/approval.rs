@@ -21,9 +21,9 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
 use unicode_width::UnicodeWidthChar;
 
 use super::WAITING_GLYPH;
+use crate::session::ids::short_id;
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::state::approvals::{ApprovalQueue, PendingApproval};
-use crate::tui::state::cells::short_id;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, truncate, wrap};
 

@@ -1,6 +1,6 @@
-//! The session tree pane: one row per visible session with status glyph, agent, the
-//! files changed (`✎ 3 files`, distinct paths of the subtree), elapsed time, tokens and
-//! (where known) cost rolled up the subtree. A collapsed node with running
+//! The session tree pane: one row per visible session with status glyph, title (else
+//! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), elapsed
+//! time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
 //! `⚑` in the `tree.waiting` colour; a collapsed node with such sessions below shows
@@ -106,10 +106,10 @@ impl TreeView<'_> {
             Span::styled(fold, fold_style),
             Span::styled(format!("{glyph} "), self.theme.style(slot)),
         ]);
-        // A waiting count hidden below comes before the agent: it must not be cut.
+        // A waiting count hidden below comes before the title: it must not be cut.
         left.spans.extend(hidden_waiting);
         left.spans.push(Span::styled(
-            node.agent.clone(),
+            node.label().to_string(),
             self.theme.style(Slot::Base),
         ));
         // A root that names a parent it is not shown under says why.
