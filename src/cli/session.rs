@@ -1,11 +1,13 @@
-//! `arbor session list|show|tree|resume|export`.
+//! `arbor session list|show|tree|resume|export|rename`.
 //!
 //! `session list --json` / `session show ID --json` print
-//! `{session_id, parent_id, agent_name, status, depth, turn_count, created,
-//! last_updated, children: [ids]}` (an array for `list`); `show` adds `files_changed`
-//! (`[{path, tool, lines_added, lines_removed, created, changes}]`, the files the
-//! session's tools wrote or edited) and, with `--transcript`, `transcript` (the
-//! messages). IDs may be unambiguous prefixes.
+//! `{session_id, name, parent_id, agent_name, status, depth, turn_count, created,
+//! last_updated, children: [ids]}` (an array for `list`; `name` is the title, `null`
+//! when none); `show` adds `files_changed` (`[{path, tool, lines_added,
+//! lines_removed, created, changes}]`, the files the session's tools wrote or edited)
+//! and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
+//! `SessionStore::resolve` accepts: a full id, an unambiguous prefix, a root's
+//! 8-character UUID prefix, a sub-session's 8-character span (`#` optional).
 
 use std::collections::BTreeMap;
 
@@ -53,6 +55,12 @@ pub enum SessionCommand {
         /// approval policy denies stay denied.
         #[arg(long)]
         yes: bool,
+    },
+    /// Give a session a title (shown in the tree and `session list`).
+    Rename {
+        id: String,
+        /// The title: its first line, at most 60 characters.
+        title: String,
     },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
@@ -164,6 +172,20 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
             let (runtime, _tx) = ctx.runtime(yes);
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
         }
+        SessionCommand::Rename { id, title } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            let (runtime, _tx) = ctx.runtime();
+            match runtime.rename(&id, &title) {
+                Ok(name) => {
+                    outln!("{id}: {name}")?;
+                    Ok(0)
+                }
+                Err(e) => fail(&e),
+            }
+        }
         SessionCommand::Export { id, format } => {
             let id = match store.resolve(&id) {
                 Ok(id) => id,
@@ -221,6 +243,7 @@ fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
 pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> Value {
     json!({
         "session_id": m.session_id,
+        "name": m.name,
         "parent_id": m.parent_id,
         "agent_name": m.agent_name,
         "status": m.status,
@@ -246,28 +269,30 @@ fn unreadable_json(u: &Unreadable) -> Value {
 /// update time would be.
 fn print_table(list: &[Metadata], unreadable: &[Unreadable]) -> std::io::Result<()> {
     outln!(
-        "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  UPDATED",
+        "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {:<32}  TITLE",
         "SESSION",
         "PARENT",
         "AGENT",
         "STATUS",
-        "TURNS"
+        "TURNS",
+        "UPDATED"
     )?;
     for m in list {
         let parent = m.parent_id.as_deref().map(short).unwrap_or("-");
         outln!(
-            "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  {}",
+            "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {:<32}  {}",
             m.session_id,
             parent,
             m.agent_name.as_deref().unwrap_or("-"),
             m.status.as_str(),
             m.turn_count,
-            m.last_updated
+            m.last_updated,
+            m.name.as_deref().unwrap_or("-")
         )?;
     }
     for u in unreadable {
         outln!(
-            "{:<54}  {:<16}  {:<18}  {:<9}  {:>5}  {}",
+            "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {}",
             u.session_id,
             "-",
             "-",
@@ -285,6 +310,7 @@ fn print_show(
     transcript: Option<&Vec<crate::session::Message>>,
 ) -> std::io::Result<()> {
     outln!("session   {}", m.session_id)?;
+    outln!("title     {}", m.name.as_deref().unwrap_or("-"))?;
     outln!("parent    {}", m.parent_id.as_deref().unwrap_or("-"))?;
     outln!("agent     {}", m.agent_name.as_deref().unwrap_or("-"))?;
     outln!("status    {}", m.status.as_str())?;
@@ -351,8 +377,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         (Some(d), Some(parent)) => format!("  ({}: {parent})", d.note()),
         _ => String::new(),
     };
+    let title = m
+        .name
+        .as_deref()
+        .map(|t| format!(" \"{t}\""))
+        .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{} {} [{}] {} turns{note}",
+        "{prefix}{branch}{}{title} {} [{}] {} turns{note}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
