@@ -29,7 +29,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "arbor", version, about, long_about = None)]
 pub struct Cli {
-    /// Open this session (id or unambiguous prefix) in the TUI.
+    /// Open this session in the TUI (full id, unambiguous prefix, or the 8-character
+    /// short id the TUI shows).
     #[arg(long, value_name = "ID", global = false)]
     pub resume: Option<String>,
     /// Open the most recent root session of this project in the TUI.
