@@ -316,18 +316,7 @@ async fn parallel_task_calls_run_at_once_and_max_parallel_serializes_them() {
             ),
             &[("helper", HELPER)],
             move |r| match (is_root(r), after_tool_results(r)) {
-                (true, false) => vec![
-                    Step::call(
-                        "t1",
-                        "task",
-                        json!({"agent": "helper", "instruction": "one"}),
-                    ),
-                    Step::call(
-                        "t2",
-                        "task",
-                        json!({"agent": "helper", "instruction": "two"}),
-                    ),
-                ],
+                (true, false) => two_helper_calls(),
                 (true, true) => vec![Step::text("both done")],
                 (false, _) => helper.clone(),
             },

@@ -30,6 +30,18 @@ fn set_stored_status(fx: &Fixture, id: &str, status: &str) {
     std::fs::write(&path, meta.to_string()).unwrap();
 }
 
+/// The root delegates `help` to `helper` once, then answers; the helper answers.
+fn delegating_to_a_helper() -> Fixture {
+    Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "help"}),
+            vec![Step::text("helped")],
+        ),
+    )
+}
+
 fn roles_and_texts(transcript: &[Value]) -> Vec<(String, String)> {
     transcript
         .iter()
@@ -144,14 +156,7 @@ async fn an_interrupted_session_gets_interrupted_results_and_its_call_runs_again
 
 #[tokio::test]
 async fn continue_interrupted_runs_children_before_their_parent() {
-    let fx = Fixture::new(
-        plan(json!({})),
-        &[("helper", HELPER)],
-        delegating(
-            json!({"agent": "helper", "instruction": "help"}),
-            vec![Step::text("helped")],
-        ),
-    );
+    let fx = delegating_to_a_helper();
     let rt = fx.runtime();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "delegate".into()).await.unwrap();
@@ -193,18 +198,7 @@ async fn continue_interrupted_runs_children_before_their_parent() {
 async fn shutdown_keeps_every_sub_sessions_partial_output() {
     let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], |r| {
         if is_root(r) {
-            vec![
-                Step::call(
-                    "t1",
-                    "task",
-                    json!({"agent": "helper", "instruction": "one"}),
-                ),
-                Step::call(
-                    "t2",
-                    "task",
-                    json!({"agent": "helper", "instruction": "two"}),
-                ),
-            ]
+            two_helper_calls()
         } else {
             vec![
                 Step::text(format!("partial from {}", last_user_text(r))),
@@ -262,14 +256,7 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
 
 #[tokio::test]
 async fn a_root_is_titled_by_its_first_prompt_and_can_be_renamed() {
-    let fx = Fixture::new(
-        plan(json!({})),
-        &[("helper", HELPER)],
-        delegating(
-            json!({"agent": "helper", "instruction": "help"}),
-            vec![Step::text("helped")],
-        ),
-    );
+    let fx = delegating_to_a_helper();
     let rt = fx.runtime();
     let mut rx = rt.bus().subscribe();
     let root = rt.create_root(None).unwrap();

@@ -276,14 +276,8 @@ impl Runtime {
         session_id: &str,
         prompt: String,
     ) -> Result<TurnOutcome, EngineError> {
-        let what = format!("the turn of session '{session_id}'");
-        let turn = async {
-            let live = self.live_or_resume(session_id)?;
-            turn::run(&self.turn_env, live, prompt, None).await
-        };
-        panics::catch(&what, turn)
+        self.start_turn(session_id, turn::Input::Prompt(prompt))
             .await
-            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
     }
 
     /// Continues the stopped session `session_id` (SPEC §13 `r`; live, or resumed from
@@ -296,10 +290,20 @@ impl Runtime {
         self: &Arc<Self>,
         session_id: &str,
     ) -> Result<TurnOutcome, EngineError> {
-        let what = format!("continuing session '{session_id}'");
+        self.start_turn(session_id, turn::Input::Continue).await
+    }
+
+    /// One top-level turn of `session_id` started by `input` (live, or resumed from
+    /// disk); a panic outside the turn loop becomes `EngineError::Panicked`.
+    async fn start_turn(
+        self: &Arc<Self>,
+        session_id: &str,
+        input: turn::Input,
+    ) -> Result<TurnOutcome, EngineError> {
+        let what = format!("the turn of session '{session_id}'");
         let turn = async {
             let live = self.live_or_resume(session_id)?;
-            turn::run_input(&self.turn_env, live, turn::Input::Continue, None).await
+            turn::run_input(&self.turn_env, live, input, None).await
         };
         panics::catch(&what, turn)
             .await

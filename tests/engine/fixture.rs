@@ -289,6 +289,23 @@ pub fn delegating(
     }
 }
 
+/// Two `task` calls in one message: `t1` and `t2`, both to `helper`, with the
+/// instructions `one` and `two`.
+pub fn two_helper_calls() -> Vec<Step> {
+    vec![
+        Step::call(
+            "t1",
+            "task",
+            json!({"agent": "helper", "instruction": "one"}),
+        ),
+        Step::call(
+            "t2",
+            "task",
+            json!({"agent": "helper", "instruction": "two"}),
+        ),
+    ]
+}
+
 pub fn tool_result(transcript: &[Value], call_id: &str) -> Value {
     transcript
         .iter()

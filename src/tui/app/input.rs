@@ -217,8 +217,9 @@ impl App {
                 | SessionStatus::Paused
         ) {
             let why = format!(
-                "{name} is {}: r continues a stopped session (interrupted, failed, cancelled, paused)",
-                status.as_str()
+                "{name} is {}: {} continues a stopped session (interrupted, failed, cancelled, paused)",
+                status.as_str(),
+                self.keymap.label(Action::TreeContinue)
             );
             self.set_note(why, true);
             return;
