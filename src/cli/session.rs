@@ -177,7 +177,7 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
-            let (runtime, _tx) = ctx.runtime();
+            let (runtime, _tx) = ctx.runtime(false);
             match runtime.rename(&id, &title) {
                 Ok(name) => {
                     outln!("{id}: {name}")?;
