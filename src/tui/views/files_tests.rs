@@ -1,6 +1,6 @@
 //! Snapshot of the tree pane with files changed: each row counts the distinct files of
-//! its subtree (`✎ 3 files`), a collapsed root counts its hidden children's, at 80
-//! columns and 40.
+//! its subtree (`✎ 3 files`, `✎3` where the agent's name would not fit beside it), a
+//! collapsed root counts its hidden children's, at 80, 40 and 30 columns.
 
 use super::tree::TreeView;
 use crate::session::{EngineEvent, SessionStatus};
@@ -67,6 +67,13 @@ fn rows_count_the_files_changed_below_them() {
     assert!(wide.contains("✎ 3 files"), "{wide}");
     insta::assert_snapshot!("tree_80_files", wide);
     insta::assert_snapshot!("tree_40_files", render(&tree, 40));
+    // Too narrow to spell it out beside the agent's name: `✎3`, the name whole.
+    let narrow = render(&tree, 30);
+    assert!(
+        narrow.contains("✓ implementer") && narrow.contains("✎3 42s"),
+        "{narrow}"
+    );
+    insta::assert_snapshot!("tree_30_files", narrow);
     tree.selected = Some("root".into());
     tree.set_collapsed(true);
     let collapsed = render(&tree, 80);

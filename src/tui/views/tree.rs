@@ -48,12 +48,13 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
     }
 }
 
-/// `✎ 1 file`, `✎ 3 files`; empty for none.
-pub fn files_label(files: usize) -> String {
-    match files {
-        0 => String::new(),
-        1 => "✎ 1 file".to_string(),
-        n => format!("✎ {n} files"),
+/// `✎ 1 file`, `✎ 3 files` (`✎3` when `compact`); empty for none.
+pub fn files_label(files: usize, compact: bool) -> String {
+    match (files, compact) {
+        (0, _) => String::new(),
+        (n, true) => format!("✎{n}"),
+        (1, false) => "✎ 1 file".to_string(),
+        (n, false) => format!("✎ {n} files"),
     }
 }
 
@@ -77,13 +78,10 @@ impl TreeView<'_> {
         };
         let meta = self.theme.style(Slot::TreeMeta);
         let running = self.theme.style(Slot::TreeRunning);
-        let mut right = files_label(row.files);
-        if let Some(elapsed) = node.elapsed_ms(self.now).map(format_elapsed) {
-            if !right.is_empty() {
-                right.push(' ');
-            }
-            right.push_str(&elapsed);
-        }
+        let mut right = node
+            .elapsed_ms(self.now)
+            .map(format_elapsed)
+            .unwrap_or_default();
         if row.tokens > 0 {
             right.push(' ');
             right.push_str(&format_tokens(row.tokens));
@@ -116,6 +114,23 @@ impl TreeView<'_> {
         if let Some(d) = node.detached {
             left.spans
                 .push(Span::styled(format!(" ({})", d.note()), meta));
+        }
+        // Files changed lead the right side, spelled out when the agent's name still
+        // fits beside them, else as `✎3`.
+        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let others_w = width(right.trim_start()) + hidden.as_ref().map_or(0, |h| width(h) + 1);
+        let full = files_label(row.files, false);
+        let files = if left_w + 1 + width(&full) + 1 + others_w <= usize::from(w) {
+            full
+        } else {
+            files_label(row.files, true)
+        };
+        if !files.is_empty() {
+            right = if right.trim().is_empty() {
+                files
+            } else {
+                format!("{files} {}", right.trim_start())
+            };
         }
         let mut right_spans = Vec::new();
         if let Some(h) = &hidden {
