@@ -30,6 +30,8 @@ mod approvals;
 mod live;
 #[path = "tui/recover.rs"]
 mod recover;
+#[path = "tui/trust.rs"]
+mod trust;
 
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";

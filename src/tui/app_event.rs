@@ -100,4 +100,7 @@ pub enum UiAction {
         tool_call_id: String,
         decision: ApprovalDecision,
     },
+    /// Answer the trust prompt: `trust` records the project in the trust store; either
+    /// way the prompt closes.
+    AnswerTrust { trust: bool },
 }

@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 pub use super::key::{KeyBinding, KeyParseError};
 
 /// Where a binding applies. `Global` bindings work in the three panes; `Browser`,
-/// `Help` and `Approval` (the modal approval prompt, above everything) are overlay
-/// modes that only see their own bindings plus `global.quit`.
+/// `Help`, `Approval` (the modal approval prompt, above everything) and `Trust` (the
+/// start-up trust prompt) are overlay modes that only see their own bindings plus
+/// `global.quit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Context {
     Global,
@@ -27,6 +28,7 @@ pub enum Context {
     Browser,
     Help,
     Approval,
+    Trust,
 }
 
 impl Context {
@@ -40,11 +42,15 @@ impl Context {
             Context::Browser => "Agent browser",
             Context::Help => "Help",
             Context::Approval => "Approval prompt",
+            Context::Trust => "Trust prompt",
         }
     }
 
     fn is_overlay(self) -> bool {
-        matches!(self, Context::Browser | Context::Help | Context::Approval)
+        matches!(
+            self,
+            Context::Browser | Context::Help | Context::Approval | Context::Trust
+        )
     }
 }
 
@@ -113,6 +119,8 @@ actions! {
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
+    TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
+    TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";
 }
 
 /// One row of the keymap table.

@@ -68,6 +68,7 @@ use crate::agent::reload::ReloadEvent;
 use crate::engine::Runtime;
 use crate::paths::Paths;
 use crate::session::SessionStore;
+use state::trust::TrustPrompt;
 
 /// Everything [`run`] needs besides the runtime.
 pub struct TuiOptions {
@@ -148,6 +149,16 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         },
         commands_tx,
     );
+    // SPEC §12: a project with `.amplifier/agents/` or `.mcp.json` that is not trusted
+    // yet is asked about once at start; any other directory never is.
+    if let Some(project) = crate::config::trust::untrusted_project(&options.paths) {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        app.ask_trust(TrustPrompt::new(
+            project,
+            options.paths.trust_file(),
+            home.as_deref(),
+        ));
+    }
     listen_for_signals(results_tx.clone());
     let channels = runloop::Channels {
         commands,

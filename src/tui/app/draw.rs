@@ -20,6 +20,7 @@ use crate::tui::views::composer::ComposerView;
 use crate::tui::views::help::HelpView;
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
+use crate::tui::views::trust::TrustView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
 pub const NARROW_WIDTH: u16 = 60;
@@ -111,6 +112,7 @@ impl App {
         }
         let context = match (self.overlay, self.focus) {
             _ if !self.approvals.is_empty() => Context::Approval,
+            _ if self.trust.is_some() => Context::Trust,
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
             (_, Focus::Tree) => Context::Tree,
@@ -129,6 +131,15 @@ impl App {
         };
         frame.render_widget(&status, panes.status);
         self.draw_overlay(frame, panes.main);
+        // The trust prompt is modal; an approval prompt goes above even that.
+        if let Some(prompt) = &self.trust {
+            let view = TrustView {
+                prompt,
+                keymap: &self.keymap,
+                theme: &self.theme,
+            };
+            frame.render_widget(&view, panes.main);
+        }
         // The approval prompt is modal: above every pane and overlay.
         let prompt = ApprovalView {
             queue: &self.approvals,
@@ -190,7 +201,10 @@ impl App {
 
     /// The composer takes keys: focused, no overlay open and no approval prompt.
     fn composer_focused(&self) -> bool {
-        self.focus == Focus::Composer && self.overlay == Overlay::None && self.approvals.is_empty()
+        self.focus == Focus::Composer
+            && self.overlay == Overlay::None
+            && self.approvals.is_empty()
+            && self.trust.is_none()
     }
 
     fn draw_overlay(&self, frame: &mut Frame<'_>, main: Rect) {

@@ -5,6 +5,7 @@ use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind}
 use ratatui::layout::{Position, Rect};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
+use crate::config::trust::TrustStore;
 use crate::session::SessionStatus;
 use crate::session::protocol::{AllowScope, ApprovalDecision};
 use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
@@ -25,6 +26,9 @@ impl App {
     fn context(&self) -> Context {
         if !self.approvals.is_empty() {
             return Context::Approval;
+        }
+        if self.trust.is_some() {
+            return Context::Trust;
         }
         match (self.overlay, self.focus) {
             (Overlay::Help, _) => Context::Help,
@@ -48,6 +52,13 @@ impl App {
         if context == Context::Approval && action != Some(Action::Quit) {
             let now = self.clock.now();
             if let KeyOutcome::Emit(a) = self.approvals.handle_key(&key, action, now) {
+                self.apply(a);
+            }
+            return;
+        }
+        if context == Context::Trust && action != Some(Action::Quit) {
+            let outcome = self.trust.as_ref().map(|t| t.handle(action));
+            if let Some(KeyOutcome::Emit(a)) = outcome {
                 self.apply(a);
             }
             return;
@@ -185,13 +196,15 @@ impl App {
                     self.apply(a);
                 }
             }
-            // The approval prompt handles its own keys (`on_key`).
+            // The approval and trust prompts handle their own keys (`on_key`).
             Action::ApprovalAllow
             | Action::ApprovalAlways
             | Action::ApprovalDeny
             | Action::ApprovalDenyNow
             | Action::ApprovalUp
-            | Action::ApprovalDown => {}
+            | Action::ApprovalDown
+            | Action::TrustYes
+            | Action::TrustNo => {}
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
         }
@@ -376,6 +389,7 @@ impl App {
                     decision,
                 });
             }
+            UiAction::AnswerTrust { trust } => self.answer_trust(trust),
         }
     }
 
@@ -431,6 +445,32 @@ impl App {
         self.send(EngineCommand::LoadTranscript {
             session_id: id.to_string(),
         });
+    }
+}
+
+impl App {
+    /// Closes the trust prompt; `trust` records the project in the trust store (the
+    /// file watcher then reloads the agents, so the project's agents get their tools).
+    fn answer_trust(&mut self, trust: bool) {
+        let Some(prompt) = self.trust.take() else {
+            return;
+        };
+        let shown = prompt.project.display().to_string();
+        if !trust {
+            self.set_note(
+                format!("{shown} not trusted: its agents add no tools (`arbor trust` trusts it)"),
+                false,
+            );
+            return;
+        }
+        let stored = TrustStore::load(&prompt.store).and_then(|mut s| s.trust(&prompt.project));
+        match stored {
+            Ok(_) => self.set_note(
+                format!("trusted {shown}: its agents may add tools; approvals still apply"),
+                false,
+            ),
+            Err(e) => self.set_note(format!("not trusted: {e}"), true),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! every request to the engine leaves as an [`EngineCommand`] on a channel. Drawing
 //! (`draw`) lays out the visible window and hands borrowed state to pure views.
 //!
-//! Owns: focus, overlays, the approval prompts, the tree, the open thread, the
+//! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
 //! composer, notes and the Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
 //! (bus events and command results), `draw` (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
@@ -29,6 +29,7 @@ use super::state::inflight::InflightStreams;
 use super::state::note::Note;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
+use super::state::trust::TrustPrompt;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
 
@@ -109,6 +110,8 @@ pub struct App {
     composer: Composer,
     /// Approval prompts waiting for the person; the front one is modal.
     approvals: ApprovalQueue,
+    /// The start-up trust prompt, until answered (modal, below approval prompts).
+    trust: Option<TrustPrompt>,
     browser: BrowserState,
     help_scroll: u16,
     note: Option<Note>,
@@ -142,6 +145,7 @@ impl App {
             expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
             approvals: ApprovalQueue::default(),
+            trust: None,
             browser: BrowserState::default(),
             help_scroll: 0,
             note: None,
@@ -294,6 +298,19 @@ impl App {
     /// The approval prompts waiting (the front one is shown and takes the keys).
     pub fn approvals(&self) -> &ApprovalQueue {
         &self.approvals
+    }
+
+    /// Asks whether to trust the current project (`tui::run` does at start when
+    /// `config::trust::untrusted_project` names one): the prompt takes the keyboard
+    /// until answered; the composer keeps its text.
+    pub fn ask_trust(&mut self, prompt: TrustPrompt) {
+        self.trust = Some(prompt);
+        self.dirty = true;
+    }
+
+    /// The trust prompt, while it waits for an answer.
+    pub fn trust_prompt(&self) -> Option<&TrustPrompt> {
+        self.trust.as_ref()
     }
 
     /// The session tree.

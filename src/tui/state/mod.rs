@@ -1,6 +1,6 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
-//! scroll anchor, streaming, the agent browser, the status-bar note and the approval
-//! prompts.
+//! scroll anchor, streaming, the agent browser, the status-bar note, the approval
+//! prompts and the trust prompt.
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
@@ -24,3 +24,4 @@ pub mod thread;
 mod thread_events;
 mod transcript;
 pub mod tree;
+pub mod trust;

@@ -35,6 +35,7 @@ impl HelpView<'_> {
             Context::Browser,
             Context::Help,
             Context::Approval,
+            Context::Trust,
         ] {
             if !out.is_empty() {
                 out.push(Line::default());

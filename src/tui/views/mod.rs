@@ -13,6 +13,7 @@ pub mod composer;
 pub mod help;
 pub mod status;
 pub mod tree;
+pub mod trust;
 
 #[cfg(test)]
 mod detached_tests;
