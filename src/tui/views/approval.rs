@@ -20,7 +20,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
 use unicode_width::UnicodeWidthChar;
 
-use super::WAITING_GLYPH;
+use super::{WAITING_GLYPH, answer_keys};
 use crate::session::ids::short_id;
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::state::approvals::{ApprovalQueue, PendingApproval};
@@ -148,9 +148,7 @@ impl ApprovalView<'_> {
     /// The answer keys (`y allow once · a always: bash(cargo test*) · n deny… · Esc
     /// deny`), or the deny reason being typed.
     fn footer(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
-        let key = self.theme.style(Slot::StatusKey);
         let text = self.theme.style(Slot::Base);
-        let meta = self.theme.style(Slot::TreeMeta);
         if let Some(reason) = self.queue.reason() {
             let head = Line::from(Span::styled(
                 "Deny. Reason for the model (optional; Enter sends, Esc goes back):",
@@ -170,24 +168,17 @@ impl ApprovalView<'_> {
             Some((_, rule)) => format!(" always: {rule}"),
             None => " always: not for a compound command".to_string(),
         };
-        let mut spans = Vec::new();
-        for (action, what) in [
-            (Action::ApprovalAllow, " allow once".to_string()),
-            (Action::ApprovalAlways, always),
-            (Action::ApprovalDeny, " deny with a reason".to_string()),
-            (Action::ApprovalDenyNow, " deny".to_string()),
-        ] {
-            let keys = self.keymap.label(action);
-            if keys.is_empty() {
-                continue;
-            }
-            if !spans.is_empty() {
-                spans.push(Span::styled(" · ", meta));
-            }
-            spans.push(Span::styled(keys, key));
-            spans.push(Span::styled(what, text));
-        }
-        wrap(&RLine::new(Line::from(spans)), width)
+        let keys = answer_keys(
+            self.keymap,
+            self.theme,
+            &[
+                (Action::ApprovalAllow, " allow once".to_string()),
+                (Action::ApprovalAlways, always),
+                (Action::ApprovalDeny, " deny with a reason".to_string()),
+                (Action::ApprovalDenyNow, " deny".to_string()),
+            ],
+        );
+        wrap(&RLine::new(keys), width)
     }
 
     fn label(&self, action: Action, fallback: &str) -> String {

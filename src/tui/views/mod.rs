@@ -25,9 +25,10 @@ mod tests;
 mod wide_text_tests;
 
 use ratatui::layout::Rect;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
+use super::keymap::{Action, Keymap};
 use super::theme::{Slot, Theme};
 
 /// A bordered pane with `title`, highlighted when focused.
@@ -59,6 +60,24 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
         w,
         h,
     )
+}
+
+/// A modal prompt's answer keys from the keymap: `y allow once · n deny`, each action's
+/// keys (in `status.key`) then what it does; unbound actions are left out.
+pub fn answer_keys(keymap: &Keymap, theme: &Theme, answers: &[(Action, String)]) -> Line<'static> {
+    let mut spans = Vec::new();
+    for (action, what) in answers {
+        let keys = keymap.label(*action);
+        if keys.is_empty() {
+            continue;
+        }
+        if !spans.is_empty() {
+            spans.push(Span::styled(" · ", theme.style(Slot::TreeMeta)));
+        }
+        spans.push(Span::styled(keys, theme.style(Slot::StatusKey)));
+        spans.push(Span::styled(what.clone(), theme.style(Slot::Base)));
+    }
+    Line::from(spans)
 }
 
 /// The "waiting for you" glyph: tree rows, the status bar's count, the approval prompt.

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
 
-use super::centered;
+use super::{answer_keys, centered};
 use crate::tui::keymap::{Action, Keymap};
 use crate::tui::state::trust::TrustPrompt;
 use crate::tui::theme::{Slot, Theme};
@@ -56,20 +56,15 @@ impl TrustView<'_> {
             ));
         }
         rows.push(Line::default());
-        let key = self.theme.style(Slot::StatusKey);
-        let mut spans = Vec::new();
-        for (action, what) in [(Action::TrustYes, " trust"), (Action::TrustNo, " not now")] {
-            let keys = self.keymap.label(action);
-            if keys.is_empty() {
-                continue;
-            }
-            if !spans.is_empty() {
-                spans.push(Span::styled(" · ", meta));
-            }
-            spans.push(Span::styled(keys, key));
-            spans.push(Span::styled(what, text));
-        }
-        rows.extend(wrap(&RLine::new(Line::from(spans)), width));
+        let keys = answer_keys(
+            self.keymap,
+            self.theme,
+            &[
+                (Action::TrustYes, " trust".to_string()),
+                (Action::TrustNo, " not now".to_string()),
+            ],
+        );
+        rows.extend(wrap(&RLine::new(keys), width));
         rows
     }
 }
