@@ -15,6 +15,7 @@
 
 pub mod approvals;
 pub mod bundle;
+pub mod endpoints;
 pub mod file;
 pub mod frontmatter;
 pub mod registry;

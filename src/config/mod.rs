@@ -13,6 +13,7 @@
 
 pub mod approvals;
 pub mod arbor_config;
+pub mod endpoint;
 pub mod limits;
 pub mod merge;
 pub mod mount_plan;

@@ -20,20 +20,21 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::live::lock;
 use crate::agent::AgentDef;
+use crate::agent::endpoints::merge_agent;
 use crate::config::approvals::Authority;
 use crate::config::limits::{tighten_max_iterations, tighten_task_limits};
-use crate::config::merge::merge_for_spawn;
 use crate::config::{Limits, MountPlan};
 use crate::session::SessionStore;
 
-/// `merge_for_spawn(parent, agent overlay, calling_spawn)` (SPEC §6) with the trust
-/// rule of SPEC §12, in the tiers approvals use (`AgentSource::approval_authority`):
+/// `agent::endpoints::merge_agent(parent, agent, calling_spawn)` (SPEC §6 merge; the
+/// provider endpoints the overlay sets are marked with its tier, so a project agent
+/// never gets the user's key sent to its own endpoint) with the trust rule of SPEC §12, in the tiers approvals use (`AgentSource::approval_authority`):
 /// the user's own agent files (`$AMPLIFIER_HOME/agents`, `AMPLIFIER_AGENT_<NAME>`) may
 /// set any task-tool limit; project and bundle agent files only lower them — asking
 /// for more gets `parent`'s `max_recursion_depth` / `max_parallel` (the defaults when
 /// `parent` has no task tool) and `parent`'s `max_iterations`.
 pub(crate) fn agent_plan(parent: &MountPlan, agent: &AgentDef, calling_spawn: &Value) -> MountPlan {
-    let merged = merge_for_spawn(parent, &agent.overlay, calling_spawn);
+    let merged = merge_agent(parent, agent, calling_spawn);
     match agent.source.approval_authority() {
         Authority::Full => merged,
         Authority::TightenOnly => {

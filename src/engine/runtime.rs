@@ -466,7 +466,7 @@ impl Runtime {
     }
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
-    /// get (`merge_for_spawn(root, overlay, …)`, task limits tightened unless it is a
+    /// get (`limits::agent_plan(root, agent, …)`: endpoint marks included, task limits tightened unless it is a
     /// user agent), secrets redacted — what
     /// `arbor agent show NAME --merged` prints.
     pub fn child_mount_plan(&self, agent: &str) -> Result<MountPlan, EngineError> {

@@ -46,6 +46,8 @@ pub mod source;
 pub mod version;
 
 #[cfg(test)]
+mod setup_tests;
+#[cfg(test)]
 mod tests;
 
 pub use catalog::{ActiveMatrix, RoutingSettings, active_matrix, available_matrices, load_matrix};

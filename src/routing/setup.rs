@@ -18,7 +18,18 @@
 //! 3. the environment: `OPENAI_API_KEY` (`provider-openai`) / `ANTHROPIC_API_KEY`.
 //!
 //! Base URL: entry, then config-file entry, then `OPENAI_BASE_URL` /
-//! `ANTHROPIC_BASE_URL` / `OLLAMA_HOST`, then the official endpoint. Model:
+//! `ANTHROPIC_BASE_URL` / `OLLAMA_HOST`, then the official endpoint.
+//!
+//! A key goes only where it was configured (SPEC §12 "Trust"): the *configured
+//! endpoint* of an entry is the config-file entry's `base_url`, else the environment's
+//! (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `OLLAMA_HOST`), else the official one. An
+//! entry whose own `base_url` is on another origin (scheme, host, port) gets the
+//! credentials arbor holds — a config-file or environment key, and `headers` — only
+//! when its `config.endpoint_from` mark (`config::endpoint`) says the user's own agent
+//! file set that endpoint. Otherwise (a project or bundle agent file set it, or nobody
+//! knows who) building fails with a `NotConfigured` error naming the agent and both
+//! endpoints, so no request leaves; an entry that would carry no such credential (its
+//! own `api_key`, or none at all) builds as before. Model:
 //! `default_model` (or `model`) from entry or config file, then `OPENAI_MODEL` /
 //! `ANTHROPIC_MODEL`, then — for an OpenAI-compatible entry with a non-official base
 //! URL (a local server) — the first id its `GET /models` lists, resolved lazily on
@@ -31,6 +42,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::config::arbor_config::ArborConfig;
+use crate::config::endpoint::{EndpointFrom, same_origin};
 use crate::config::mount_plan::ModuleEntry;
 use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
@@ -240,6 +252,13 @@ pub fn build_provider_in(
             let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
             let api_key = get("api_key")
                 .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_API_KEY")).flatten());
+            guard_endpoint(
+                entry,
+                &id,
+                &configured_endpoint(entry, file, env),
+                &api_key,
+                &headers,
+            )?;
             if official && api_key.is_none() {
                 return Err(not_configured(
                     "no API key for the OpenAI API: set OPENAI_API_KEY (or `api_key` in this provider's entry in the config file), or set `base_url` / OPENAI_BASE_URL for a local OpenAI-compatible server".into(),
@@ -265,6 +284,13 @@ pub fn build_provider_in(
             let official = base_url.trim_end_matches('/').trim_end_matches("/v1")
                 == anthropic::DEFAULT_BASE_URL;
             let api_key = get("api_key").or_else(|| env_var(env, "ANTHROPIC_API_KEY"));
+            guard_endpoint(
+                entry,
+                &id,
+                &configured_endpoint(entry, file, env),
+                &api_key,
+                &headers,
+            )?;
             if official && api_key.is_none() {
                 return Err(not_configured(
                     "no API key for the Anthropic API: set ANTHROPIC_API_KEY (or `api_key` in this provider's entry in the config file)".into(),
@@ -288,6 +314,69 @@ pub fn build_provider_in(
             KNOWN_MODULES.join(", ")
         ))),
     }
+}
+
+/// The endpoint `entry`'s configured key belongs to: the config-file entry `file`'s
+/// `base_url`, else `OPENAI_BASE_URL` (`provider-openai`), `OLLAMA_HOST` as
+/// `http://HOST/v1` (`provider-ollama`, default `127.0.0.1:11434`) or
+/// `ANTHROPIC_BASE_URL` (`provider-anthropic`), else the official endpoint. The
+/// entry's own `base_url` plays no part. Empty for an unknown module.
+pub fn configured_endpoint(
+    entry: &ModuleEntry,
+    file: Option<&ModuleEntry>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    if let Some(url) = file.and_then(|f| setting(&f.config, "base_url")) {
+        return url;
+    }
+    match entry.module.as_str() {
+        "provider-openai" => {
+            env_var(env, "OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string())
+        }
+        "provider-ollama" => crate::provider::probe::ollama_addr(env)
+            .map(|a| format!("http://{a}/v1"))
+            .unwrap_or_default(),
+        "provider-anthropic" => env_var(env, "ANTHROPIC_BASE_URL")
+            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
+        _ => String::new(),
+    }
+}
+
+/// Refuses to build `entry` when it would carry credentials arbor holds (`api_key`
+/// from the config file or environment rather than the entry itself, or any
+/// `headers`) to an endpoint of its own on another origin than `configured`, unless
+/// its `endpoint_from` mark is trusted (see the module docs). The error names the
+/// agent that set the endpoint, both endpoints and how to allow it.
+fn guard_endpoint(
+    entry: &ModuleEntry,
+    id: &str,
+    configured: &str,
+    api_key: &Option<String>,
+    headers: &[(String, String)],
+) -> Result<(), ProviderError> {
+    let Some(own) = setting(&entry.config, "base_url") else {
+        return Ok(());
+    };
+    let held_key = api_key.is_some() && setting(&entry.config, "api_key").is_none();
+    let carries_credentials = held_key || !headers.is_empty();
+    if !carries_credentials || same_origin(&own, configured) {
+        return Ok(());
+    }
+    let from = EndpointFrom::of(entry);
+    if from.as_ref().is_some_and(|f| f.trusted) {
+        return Ok(());
+    }
+    let who = from.map_or_else(
+        || "this session's plan".to_string(),
+        |f| format!("agent {}", f.agent),
+    );
+    Err(ProviderError::new(
+        ProviderErrorKind::NotConfigured,
+        id,
+        format!(
+            "{who} points provider {id} at {own}, which is not the configured endpoint ({configured}); arbor does not send your key there — set it as this provider's base_url in your config (or keep the agent in your own agents directory) to allow it"
+        ),
+    ))
 }
 
 /// Config `headers: {name: value}` as pairs (values that are not strings skipped).

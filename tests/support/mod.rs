@@ -32,10 +32,12 @@ pub enum Reply {
 pub type Responder = Arc<dyn Fn(Value) -> BoxFuture<'static, Reply> + Send + Sync>;
 
 /// A loopback OpenAI-compatible server (`/v1/chat/completions`, `/v1/models`) that runs
-/// on its own thread and records every chat request body.
+/// on its own thread and records every chat request body, and the request line and
+/// headers of every request (model lists too).
 pub struct ScriptedServer {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Value>>>,
+    pub heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl ScriptedServer {
@@ -45,6 +47,8 @@ impl ScriptedServer {
         listener.set_nonblocking(true).unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = requests.clone();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -59,8 +63,9 @@ impl ScriptedServer {
                     };
                     let responder = responder.clone();
                     let recorded = recorded.clone();
+                    let seen = seen.clone();
                     tokio::spawn(async move {
-                        let _ = serve(socket, responder, recorded).await;
+                        let _ = serve(socket, responder, recorded, seen).await;
                     });
                 }
             });
@@ -68,6 +73,7 @@ impl ScriptedServer {
         Self {
             base_url: format!("http://{addr}/v1"),
             requests,
+            heads,
         }
     }
 
@@ -85,12 +91,18 @@ impl ScriptedServer {
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// The request line and headers of every request so far, in arrival order.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
 }
 
 async fn serve(
     socket: tokio::net::TcpStream,
     responder: Responder,
     recorded: Arc<Mutex<Vec<Value>>>,
+    seen: Arc<Mutex<Vec<String>>>,
 ) -> std::io::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut socket = socket;
@@ -107,6 +119,7 @@ async fn serve(
         }
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    seen.lock().unwrap().push(head.clone());
     let length = head
         .lines()
         .find_map(|l| {
