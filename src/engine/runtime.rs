@@ -466,9 +466,9 @@ impl Runtime {
     }
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
-    /// get (`limits::agent_plan(root, agent, …)`: endpoint marks included, task limits tightened unless it is a
-    /// user agent), secrets redacted — what
-    /// `arbor agent show NAME --merged` prints.
+    /// get (`limits::agent_plan(root, agent, …)`: endpoint marks included, task limits
+    /// tightened unless it is a user agent), secrets redacted — what `arbor agent show
+    /// NAME --merged` prints.
     pub fn child_mount_plan(&self, agent: &str) -> Result<MountPlan, EngineError> {
         let root = root_plan::build(&self.turn_env, None)?.0;
         let def = root_plan::valid_agent(&self.turn_env, agent)?;

@@ -255,7 +255,7 @@ pub fn build_provider_in(
             guard_endpoint(
                 entry,
                 &id,
-                &configured_endpoint(entry, file, env),
+                &configured_endpoint(entry, config, env),
                 &api_key,
                 &headers,
             )?;
@@ -287,7 +287,7 @@ pub fn build_provider_in(
             guard_endpoint(
                 entry,
                 &id,
-                &configured_endpoint(entry, file, env),
+                &configured_endpoint(entry, config, env),
                 &api_key,
                 &headers,
             )?;
@@ -316,30 +316,24 @@ pub fn build_provider_in(
     }
 }
 
-/// The endpoint `entry`'s configured key belongs to: the config-file entry `file`'s
-/// `base_url`, else `OPENAI_BASE_URL` (`provider-openai`), `OLLAMA_HOST` as
-/// `http://HOST/v1` (`provider-ollama`, default `127.0.0.1:11434`) or
-/// `ANTHROPIC_BASE_URL` (`provider-anthropic`), else the official endpoint. The
+/// The endpoint `entry`'s configured key belongs to: [`current_base_url`] (the config
+/// file's matching entry, else `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` /
+/// `OLLAMA_HOST` — the endpoint a resumed session moves to, so both rules name one
+/// endpoint), else the official one (`http://127.0.0.1:11434/v1` for Ollama). The
 /// entry's own `base_url` plays no part. Empty for an unknown module.
 pub fn configured_endpoint(
     entry: &ModuleEntry,
-    file: Option<&ModuleEntry>,
+    config: &ArborConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> String {
-    if let Some(url) = file.and_then(|f| setting(&f.config, "base_url")) {
-        return url;
-    }
-    match entry.module.as_str() {
-        "provider-openai" => {
-            env_var(env, "OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string())
-        }
+    current_base_url(entry, config, env).unwrap_or_else(|| match entry.module.as_str() {
+        "provider-openai" => openai::DEFAULT_BASE_URL.to_string(),
         "provider-ollama" => crate::provider::probe::ollama_addr(env)
             .map(|a| format!("http://{a}/v1"))
             .unwrap_or_default(),
-        "provider-anthropic" => env_var(env, "ANTHROPIC_BASE_URL")
-            .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string()),
+        "provider-anthropic" => anthropic::DEFAULT_BASE_URL.to_string(),
         _ => String::new(),
-    }
+    })
 }
 
 /// Refuses to build `entry` when it would carry credentials arbor holds (`api_key`

@@ -35,15 +35,18 @@ fn the_configured_endpoint_comes_from_the_config_file_then_the_environment() {
     let none = |_: &str| None;
     let env = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://a:1/v1".to_string());
     assert_eq!(
-        configured_endpoint(&entry, None, &none),
+        configured_endpoint(&entry, &ArborConfig::default(), &none),
         "https://api.openai.com/v1"
     );
-    assert_eq!(configured_endpoint(&entry, None, &env), "http://a:1/v1");
-    let file = openai(json!({"base_url": "http://c:3/v1"}));
     assert_eq!(
-        configured_endpoint(&entry, Some(&file), &env),
-        "http://c:3/v1"
+        configured_endpoint(&entry, &ArborConfig::default(), &env),
+        "http://a:1/v1"
     );
+    let config = ArborConfig {
+        providers: vec![openai(json!({"base_url": "http://c:3/v1"}))],
+        ..Default::default()
+    };
+    assert_eq!(configured_endpoint(&entry, &config, &env), "http://c:3/v1");
 }
 
 #[test]
