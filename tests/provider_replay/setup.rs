@@ -97,9 +97,13 @@ fn detect_providers_from_env_and_config_never_carries_keys() {
 async fn build_provider_attaches_keys_from_entry_file_or_env() {
     let server = Server::always(Reply::sse(OPENAI_OK.into(), Mode::Whole)).await;
     let base = server.url("/v1");
-    let env = env_of(&[("OPENAI_API_KEY", "sk-from-env")]);
+    let env = env_of(&[
+        ("OPENAI_API_KEY", "sk-from-env"),
+        ("OPENAI_BASE_URL", &base),
+    ]);
 
-    // A stored (redacted) entry gets the env key.
+    // A stored (redacted) entry gets the env key at the endpoint it is configured for;
+    // with that endpoint no longer configured, the key is not sent there.
     let stored = entry(
         json!({"module": "provider-openai", "config": {"api_key": "[REDACTED]", "base_url": base, "default_model": "m"}}),
     );
@@ -110,11 +114,15 @@ async fn build_provider_attaches_keys_from_entry_file_or_env() {
     );
     assert!(!format!("{p:?}").contains("sk-from-env"));
     assert!(run(p.as_ref(), request("")).await.completed.is_some());
+    let key_only = env_of(&[("OPENAI_API_KEY", "sk-from-env")]);
+    let e = build_provider(&stored, &ArborConfig::default(), &key_only).unwrap_err();
+    assert_eq!(e.kind, ProviderErrorKind::NotConfigured);
+    assert!(e.message.contains("not the configured endpoint"), "{e}");
 
     // The config file's entry (matched by id) beats the environment.
     let config = ArborConfig {
         providers: vec![entry(
-            json!({"module": "provider-openai", "id": "local", "config": {"api_key": "sk-from-file"}}),
+            json!({"module": "provider-openai", "id": "local", "config": {"api_key": "sk-from-file", "base_url": base}}),
         )],
         ..Default::default()
     };
