@@ -76,18 +76,7 @@ mod tests {
     use serde_json::json;
 
     fn agent(source: AgentSource, overlay: Value) -> AgentDef {
-        AgentDef {
-            name: "x".into(),
-            namespace: None,
-            source,
-            path: None,
-            description: String::new(),
-            instruction: String::new(),
-            overlay,
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            shadows: Vec::new(),
-        }
+        AgentDef::for_test("x", source, overlay)
     }
 
     fn parent() -> MountPlan {

@@ -57,6 +57,25 @@ impl AgentSource {
     }
 }
 
+#[cfg(test)]
+impl AgentDef {
+    /// A valid agent `name` of tier `source` with `overlay` and no file (unit tests).
+    pub(crate) fn for_test(name: &str, source: AgentSource, overlay: Value) -> Self {
+        Self {
+            name: name.into(),
+            namespace: None,
+            source,
+            path: None,
+            description: String::new(),
+            instruction: format!("You are {name}."),
+            overlay,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            shadows: Vec::new(),
+        }
+    }
+}
+
 /// A validation problem with a position: `path:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentIssue {

@@ -210,18 +210,11 @@ mod tests {
     use serde_json::json;
 
     fn agent(source: AgentSource, depth: u32, parallel: u32) -> AgentDef {
-        AgentDef {
-            name: "x".into(),
-            namespace: None,
+        AgentDef::for_test(
+            "x",
             source,
-            path: None,
-            description: String::new(),
-            instruction: "You are x.".into(),
-            overlay: json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": depth, "max_parallel": parallel}}]}),
-            errors: Vec::new(),
-            warnings: Vec::new(),
-            shadows: Vec::new(),
-        }
+            json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": depth, "max_parallel": parallel}}]}),
+        )
     }
 
     #[test]

@@ -252,13 +252,7 @@ pub fn build_provider_in(
             let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
             let api_key = get("api_key")
                 .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_API_KEY")).flatten());
-            guard_endpoint(
-                entry,
-                &id,
-                &configured_endpoint(entry, config, env),
-                &api_key,
-                &headers,
-            )?;
+            guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
                 return Err(not_configured(
                     "no API key for the OpenAI API: set OPENAI_API_KEY (or `api_key` in this provider's entry in the config file), or set `base_url` / OPENAI_BASE_URL for a local OpenAI-compatible server".into(),
@@ -284,13 +278,7 @@ pub fn build_provider_in(
             let official = base_url.trim_end_matches('/').trim_end_matches("/v1")
                 == anthropic::DEFAULT_BASE_URL;
             let api_key = get("api_key").or_else(|| env_var(env, "ANTHROPIC_API_KEY"));
-            guard_endpoint(
-                entry,
-                &id,
-                &configured_endpoint(entry, config, env),
-                &api_key,
-                &headers,
-            )?;
+            guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
                 return Err(not_configured(
                     "no API key for the Anthropic API: set ANTHROPIC_API_KEY (or `api_key` in this provider's entry in the config file)".into(),
@@ -338,19 +326,21 @@ pub fn configured_endpoint(
 
 /// Refuses to build `entry` when it would carry credentials arbor holds (`api_key`
 /// from the config file or environment rather than the entry itself, or any
-/// `headers`) to an endpoint of its own on another origin than `configured`, unless
-/// its `endpoint_from` mark is trusted (see the module docs). The error names the
-/// agent that set the endpoint, both endpoints and how to allow it.
+/// `headers`) to an endpoint of its own on another origin than
+/// [`configured_endpoint`], unless its `endpoint_from` mark is trusted (see the module
+/// docs). The error names the agent that set the endpoint, both endpoints and how to
+/// allow it.
 fn guard_endpoint(
     entry: &ModuleEntry,
     id: &str,
-    configured: &str,
+    (config, env): (&ArborConfig, Env<'_>),
     api_key: &Option<String>,
     headers: &[(String, String)],
 ) -> Result<(), ProviderError> {
     let Some(own) = setting(&entry.config, "base_url") else {
         return Ok(());
     };
+    let configured = &configured_endpoint(entry, config, env);
     let held_key = api_key.is_some() && setting(&entry.config, "api_key").is_none();
     let carries_credentials = held_key || !headers.is_empty();
     if !carries_credentials || same_origin(&own, configured) {
