@@ -44,6 +44,8 @@ struct Outcome {
     text: String,
     thinking: String,
     started: Vec<(String, String)>,
+    /// The `ToolCallDelta` pieces joined per call id, in first-seen order.
+    arguments: Vec<(String, String)>,
     completed: Option<ProviderResponse>,
     error: Option<ProviderError>,
     /// (text deltas seen) at the time the error arrived.
@@ -70,6 +72,12 @@ async fn run(provider: &dyn Provider, request: ChatRequest) -> Outcome {
             Ok(StreamEvent::ToolCallStarted { id, name }) => {
                 out.order.push("tool");
                 out.started.push((id, name));
+            }
+            Ok(StreamEvent::ToolCallDelta { id, arguments }) => {
+                match out.arguments.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, text)) => text.push_str(&arguments),
+                    None => out.arguments.push((id, arguments)),
+                }
             }
             Ok(StreamEvent::Completed(r)) => {
                 out.order.push("completed");

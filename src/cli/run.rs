@@ -1,7 +1,8 @@
 //! `arbor run PROMPT` and the headless output shared with `arbor session resume`.
 //!
 //! Output formats (documented in the README):
-//! - `text`: the answer's text streamed as it arrives; errors on stderr.
+//! - `text`: the answer's text streamed as it arrives; errors and warnings (a
+//!   response that skipped malformed stream events) on stderr.
 //! - `json`: one object `{status, response, session_id, agent, error?}`.
 //! - `text` and `json` also note on stderr when a resume moved the session to the
 //!   current endpoint (`arbor: endpoint changed: openai http://a/v1 → http://b/v1`).
@@ -127,16 +128,17 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io
                 outln!("{line}")?;
             }
         }
-        OutputFormat::Text => {
-            if let EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+        OutputFormat::Text if event.session_id == session_id => match &event.msg {
+            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
                 delta,
                 kind: DeltaKind::Text,
-            }) = &event.msg
-                && event.session_id == session_id
-            {
-                out!("{delta}")?;
+            }) => out!("{delta}")?,
+            EngineEvent::ProviderWarning(warning) => {
+                out::warning(format!("{} ({})", warning.message, warning.provider));
             }
-        }
+            _ => {}
+        },
+        OutputFormat::Text => {}
         OutputFormat::Json => {}
     }
     Ok(())

@@ -15,6 +15,7 @@
 //! limits:                         # delegation bounds no agent file can raise (`limits`)
 //!   max_sessions_per_tree: 100
 //!   max_concurrent_sub_sessions: 32
+//! response: {max_bytes: 8388608, max_time: 600}   # see config::response
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),

@@ -2,13 +2,14 @@
 //!
 //! Owns: `config.yaml` (`ArborConfig`), the dynamic mount plan with typed accessors
 //! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
-//! policy and `agents` access control (`merge`), the retry limits (`retry`), approval
-//! rules and the policy that decides each tool call (`approvals`), the project trust
-//! store (`trust`), delegation limits — the task tool's, which agent files may only
-//! tighten, and the config's tree-wide ones (`limits`) — and the YAML reader (`yaml`).
-//! Sits below `agent` (agent files and bundles are read into mount plans with it) and
-//! uses only `paths` and `session`'s protocol types below it: merge works on plain JSON
-//! overlays. Does not own: agent
+//! policy and `agents` access control (`merge`), the retry limits (`retry`), the
+//! limits on one model response (`response`), approval rules and the policy that
+//! decides each tool call (`approvals`), the project trust store (`trust`), delegation
+//! limits — the task tool's, which agent files may only tighten, and the config's
+//! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
+//! files and bundles are read into mount plans with it) and uses only `paths` and
+//! `session`'s protocol types below it: merge works on plain JSON overlays. Does not
+//! own: agent
 //! files or bundles (`agent`), the price table or provider credentials (`routing`).
 
 pub mod approvals;
@@ -17,6 +18,7 @@ pub mod endpoint;
 pub mod limits;
 pub mod merge;
 pub mod mount_plan;
+pub mod response;
 pub mod retry;
 pub mod trust;
 pub mod yaml;

@@ -16,6 +16,14 @@
 //! Every retry is visible: before waiting, `provider:error` is published
 //! ([`error_event`], `retrying: true`); the turn publishes the final one
 //! (`retrying: false`) when the call fails for good.
+//!
+//! Limits on one response (one attempt; `config::response`, [`ResponseLimits`]): its
+//! streamed text — answer, thinking and tool-call arguments — may not pass
+//! `max_bytes`, and it may not take longer than `max_time`. A response passing
+//! either is cut there (the stream dropped, closing the connection) and the call
+//! fails with an error naming the limit, not retried; the answer text that came, up
+//! to the limit, is the partial the turn keeps. A completed response that skipped
+//! malformed stream pieces publishes `provider:warning` ([`warning_event`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,12 +33,15 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::live::LiveSession;
+use crate::config::response::ResponseLimits;
 use crate::config::retry::{RetryPolicy, describe_wait};
 use crate::provider::{
-    ChatRequest, Provider, ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent,
+    ChatRequest, Malformed, Provider, ProviderError, ProviderErrorKind, ProviderResponse,
+    StreamEvent,
 };
 use crate::session::EngineEvent;
-use crate::session::protocol::{DeltaKind, ProviderErrorEvent};
+use crate::session::protocol::{DeltaKind, ProviderErrorEvent, ProviderWarningEvent};
+use crate::session::store::bytes_text;
 
 /// Attempts per model call (the first plus three retries).
 pub const MAX_ATTEMPTS: u32 = 4;
@@ -54,18 +65,19 @@ pub(crate) enum CallEnd {
     },
 }
 
-/// Streams `request` through `provider`, publishing deltas on `live` and retrying
-/// per the module docs within `policy`.
+/// Streams `request` through `provider`, publishing deltas on `live`, retrying within
+/// `policy` and holding each response within `limits`, per the module docs.
 pub(crate) async fn call_model(
     live: &LiveSession,
     provider: &Arc<dyn Provider>,
     request: &ChatRequest,
     token: &CancellationToken,
     policy: &RetryPolicy,
+    limits: &ResponseLimits,
 ) -> CallEnd {
     let mut attempt = 1;
     loop {
-        let (end, shown_output) = attempt_once(live, provider, request, token).await;
+        let (end, shown_output) = attempt_once(live, provider, request, token, limits).await;
         let CallEnd::Failed { error, partial, .. } = end else {
             return end;
         };
@@ -188,14 +200,86 @@ pub fn error_event(
     }
 }
 
+/// The `provider:warning` of a response from `provider` (asked for `model`) that
+/// skipped `malformed` stream pieces; `None` when it skipped none. Shape:
+/// [`ProviderWarningEvent`].
+pub fn warning_event(
+    provider: &str,
+    model: &str,
+    malformed: &Malformed,
+) -> Option<ProviderWarningEvent> {
+    (malformed.count > 0).then(|| ProviderWarningEvent {
+        provider: provider.to_string(),
+        model: model.to_string(),
+        message: format!("{} skipped", malformed.count_text()),
+        malformed_events: malformed.count,
+        first_malformed: malformed.first.clone(),
+    })
+}
+
+/// The error of a response cut at `max_bytes` of streamed text.
+fn too_large(provider: &str, max_bytes: usize) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Stream,
+        provider,
+        format!(
+            "the response was too large: it passed the limit of {} of text \
+             (response.max_bytes in config.yaml) and was cut there",
+            bytes_text(max_bytes)
+        ),
+    )
+}
+
+/// The error of a response cut after `max_time`.
+fn too_long(provider: &str, max_time: Duration) -> ProviderError {
+    let time = if max_time.subsec_nanos() == 0 {
+        format!("{} s", max_time.as_secs())
+    } else {
+        format!("{} s", max_time.as_secs_f64())
+    };
+    ProviderError::new(
+        ProviderErrorKind::Stream,
+        provider,
+        format!(
+            "the response took too long: it was still streaming after the limit of {time} \
+             (response.max_time in config.yaml) and was cut there"
+        ),
+    )
+}
+
+/// How much streamed text a response may still carry.
+struct Budget {
+    left: usize,
+}
+
+impl Budget {
+    /// `piece` as far as the budget allows (cut at a character boundary) and whether
+    /// it had to be cut: the response passed the limit.
+    fn take(&mut self, mut piece: String) -> (String, bool) {
+        if piece.len() <= self.left {
+            self.left -= piece.len();
+            return (piece, false);
+        }
+        piece.truncate(piece.floor_char_boundary(self.left));
+        self.left = 0;
+        (piece, true)
+    }
+}
+
 /// One attempt; the flag says whether any delta reached the bus.
 async fn attempt_once(
     live: &LiveSession,
     provider: &Arc<dyn Provider>,
     request: &ChatRequest,
     token: &CancellationToken,
+    limits: &ResponseLimits,
 ) -> (CallEnd, bool) {
     let mut stream = provider.stream(request.clone());
+    let deadline = tokio::time::sleep(limits.max_time);
+    tokio::pin!(deadline);
+    let mut budget = Budget {
+        left: limits.max_bytes,
+    };
     let mut partial = String::new();
     let mut shown = false;
     let failed = |error, partial| CallEnd::Failed {
@@ -207,20 +291,36 @@ async fn attempt_once(
         let item = tokio::select! {
             biased;
             _ = token.cancelled() => return (CallEnd::Cancelled { partial }, shown),
+            _ = &mut deadline => {
+                return (failed(too_long(provider.id(), limits.max_time), partial), shown);
+            }
             item = stream.next() => item,
         };
-        match item {
-            Some(Ok(StreamEvent::TextDelta(delta))) => {
+        let piece = match item {
+            Some(Ok(StreamEvent::TextDelta(delta))) => Some((DeltaKind::Text, delta)),
+            Some(Ok(StreamEvent::ThinkingDelta(delta))) => Some((DeltaKind::Thinking, delta)),
+            Some(Ok(StreamEvent::ToolCallDelta { arguments, .. })) => {
                 shown = true;
-                partial.push_str(&delta);
-                live.emit(EngineEvent::delta(DeltaKind::Text, delta));
+                if budget.take(arguments).1 {
+                    return (
+                        failed(too_large(provider.id(), limits.max_bytes), partial),
+                        shown,
+                    );
+                }
+                None
             }
-            Some(Ok(StreamEvent::ThinkingDelta(delta))) => {
+            Some(Ok(StreamEvent::ToolCallStarted { .. })) => {
                 shown = true;
-                live.emit(EngineEvent::delta(DeltaKind::Thinking, delta));
+                None
             }
-            Some(Ok(StreamEvent::ToolCallStarted { .. })) => shown = true,
-            Some(Ok(StreamEvent::Completed(response))) => return (CallEnd::Done(response), shown),
+            Some(Ok(StreamEvent::Completed(response))) => {
+                if let Some(warning) =
+                    warning_event(provider.id(), &request.model, &response.malformed)
+                {
+                    live.emit(EngineEvent::ProviderWarning(warning));
+                }
+                return (CallEnd::Done(response), shown);
+            }
             Some(Err(error)) => return (failed(error, partial), shown),
             None => {
                 let error = ProviderError::new(
@@ -230,6 +330,23 @@ async fn attempt_once(
                 );
                 return (failed(error, partial), shown);
             }
+        };
+        let Some((kind, delta)) = piece else {
+            continue;
+        };
+        shown = true;
+        let (delta, over) = budget.take(delta);
+        if !delta.is_empty() {
+            if kind == DeltaKind::Text {
+                partial.push_str(&delta);
+            }
+            live.emit(EngineEvent::delta(kind, delta));
+        }
+        if over {
+            return (
+                failed(too_large(provider.id(), limits.max_bytes), partial),
+                shown,
+            );
         }
     }
 }

@@ -25,7 +25,8 @@ pub enum Step {
     Text(String),
     /// A thinking delta.
     Thinking(String),
-    /// A tool call (announced with `ToolCallStarted`, listed in the response).
+    /// A tool call (announced with `ToolCallStarted`, its arguments streamed as one
+    /// `ToolCallDelta`, listed in the response).
     Call {
         id: String,
         name: String,
@@ -180,6 +181,10 @@ impl Provider for ScriptedProvider {
                     actions.push_back(Action::Emit(Ok(StreamEvent::ToolCallStarted {
                         id: id.clone(),
                         name: name.clone(),
+                    })));
+                    actions.push_back(Action::Emit(Ok(StreamEvent::ToolCallDelta {
+                        id: id.clone(),
+                        arguments: arguments.to_string(),
                     })));
                     response.tool_calls.push(ToolCall {
                         id,

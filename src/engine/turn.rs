@@ -43,6 +43,7 @@ use super::panics;
 use super::providers;
 use super::repair;
 use super::stream::{CallEnd, call_model, error_event};
+use crate::config::response::ResponseLimits;
 use crate::config::retry::RetryPolicy;
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
 use crate::routing::prices::{CacheAccounting, PriceTable};
@@ -172,7 +173,9 @@ pub(crate) async fn run_input(
     let tools = env.mount_tools(&live);
     let (prices, mut warnings) = PriceTable::from_config(&env.config);
     let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
+    let (limits, limit_warnings) = ResponseLimits::from_config(&env.config);
     warnings.extend(retry_warnings);
+    warnings.extend(limit_warnings);
     for w in warnings {
         tracing::warn!("config.yaml: {w}");
     }
@@ -184,6 +187,7 @@ pub(crate) async fn run_input(
         prices: &prices,
         retry: &retry,
         gate: &gate,
+        limits: &limits,
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
@@ -228,6 +232,7 @@ struct CallCtx<'a> {
     retry: &'a RetryPolicy,
     /// Decides whether each tool call may run (SPEC §12).
     gate: &'a Gate<'a>,
+    limits: &'a ResponseLimits,
 }
 
 async fn drive(
@@ -243,6 +248,7 @@ async fn drive(
         prices,
         retry,
         gate,
+        limits,
     } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
@@ -263,7 +269,7 @@ async fn drive(
             message_count: request.messages.len(),
             tools: tools.names(),
         }));
-        let end = call_model(live, provider, &request, token, retry).await;
+        let end = call_model(live, provider, &request, token, retry, limits).await;
         // The request shares the transcript: release it before anything is appended,
         // or that append would copy the whole transcript. (`..` alone would keep the
         // rest of the request alive to the end of the iteration.)

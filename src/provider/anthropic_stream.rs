@@ -6,7 +6,8 @@
 //! skipped: they are not client tool calls), `content_block_delta` (`text_delta`,
 //! `thinking_delta`, `signature_delta`, `input_json_delta`; `citations_delta` and
 //! unknown deltas ignored), `message_delta` (stop reason, final usage), `message_stop`,
-//! `ping` and `error`. Does not own: HTTP or SSE framing.
+//! `ping` and `error`; an event whose data is not a JSON object is skipped as
+//! malformed (`Flow::Skipped`). Does not own: HTTP or SSE framing.
 //!
 //! Usage: `message_start.message.usage` gives input/cache counts; `message_delta.usage`
 //! is cumulative and overrides any field it carries. When it carries `iterations`
@@ -149,8 +150,15 @@ impl MessagesAssembler {
             (Some(Block::Thinking { signature, .. }), "signature_delta") => {
                 signature.push_str(s("signature"));
             }
-            (Some(Block::ToolUse { json, .. }), "input_json_delta") => {
-                json.push_str(s("partial_json"));
+            (Some(Block::ToolUse { id, json, .. }), "input_json_delta") => {
+                let piece = s("partial_json");
+                if !piece.is_empty() {
+                    json.push_str(piece);
+                    out.push(StreamEvent::ToolCallDelta {
+                        id: id.clone(),
+                        arguments: piece.to_string(),
+                    });
+                }
             }
             _ => {}
         }
@@ -216,11 +224,15 @@ impl Assembler for MessagesAssembler {
         out: &mut Vec<StreamEvent>,
     ) -> Result<Flow, ProviderError> {
         let json: Value = match serde_json::from_str(event.data.trim()) {
-            Ok(v) => v,
+            Ok(v @ Value::Object(_)) => v,
+            Ok(other) => {
+                tracing::warn!(provider = %self.provider, "skipping an event that is not an object: {other}");
+                return Ok(Flow::Skipped);
+            }
             Err(_) if event.data.trim().is_empty() => Value::Null,
             Err(e) => {
                 tracing::warn!(provider = %self.provider, "skipping a malformed event: {e}");
-                return Ok(Flow::Continue);
+                return Ok(Flow::Skipped);
             }
         };
         let kind = json
@@ -321,7 +333,7 @@ mod tests {
         let mut out = Vec::new();
         for ev in decode_all(body.as_bytes()) {
             match a.on_event(ev, &mut out) {
-                Ok(Flow::Continue) => {}
+                Ok(Flow::Continue | Flow::Skipped) => {}
                 Ok(Flow::Done) => break,
                 Err(e) => return (out, Err(e)),
             }
@@ -364,6 +376,41 @@ data: {{\"type\":\"message_stop\"}}\n\n"
                 cache_creation_tokens: 0
             }
         );
+    }
+
+    #[test]
+    fn tool_input_streams_as_deltas_and_unreadable_events_are_skipped() {
+        let body = format!(
+            "{START}data: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"grep\",\"input\":{{}}}}}}\n\n\
+data: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"{{\\\"q\\\":\"}}}}\n\n\
+data: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":\"1}}\"}}}}\n\n\
+data: {{\"type\":\"message_stop\"}}\n\n"
+        );
+        let (out, r) = run(&body);
+        let delta = |arguments: &str| StreamEvent::ToolCallDelta {
+            id: "t1".into(),
+            arguments: arguments.into(),
+        };
+        assert_eq!(&out[1..], &[delta("{\"q\":"), delta("1}")]);
+        assert_eq!(
+            r.unwrap().tool_calls[0].arguments,
+            serde_json::json!({"q": 1})
+        );
+
+        let mut a = MessagesAssembler::new("anthropic");
+        let mut out = Vec::new();
+        for data in ["{\"type\": \"message_st", "garbage", "42", "null"] {
+            let ev = SseEvent {
+                event: Some("message_start".into()),
+                data: data.into(),
+            };
+            assert_eq!(a.on_event(ev, &mut out).unwrap(), Flow::Skipped, "{data}");
+        }
+        let ping = SseEvent {
+            event: Some("ping".into()),
+            data: String::new(),
+        };
+        assert_eq!(a.on_event(ping, &mut out).unwrap(), Flow::Continue);
     }
 
     #[test]

@@ -76,7 +76,33 @@ pub struct ProviderResponse {
     pub stop_reason: Option<String>,
     /// The model id the API reported, if any.
     pub model: Option<String>,
+    /// What the stream held that could not be read and was skipped (none: count 0).
+    pub malformed: Malformed,
 }
+
+/// Pieces of a response stream that were skipped because they could not be read: SSE
+/// events whose `data` is not the JSON object the API sends, and lines that are not
+/// SSE at all (`sse::SseDecoder::ignored_lines`). A response with some is still used
+/// when anything else arrived; one with nothing else fails (`transport::drive`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Malformed {
+    /// How many were skipped.
+    pub count: u64,
+    /// The first one, cut to [`MALFORMED_SAMPLE_CHARS`] characters and scrubbed of
+    /// credentials; empty when none was skipped.
+    pub first: String,
+}
+
+impl Malformed {
+    /// The count for people: `1 malformed stream event`, `3 malformed stream events`.
+    pub fn count_text(&self) -> String {
+        let s = if self.count == 1 { "" } else { "s" };
+        format!("{} malformed stream event{s}", self.count)
+    }
+}
+
+/// The longest sample of a malformed stream piece kept in [`Malformed::first`].
+pub const MALFORMED_SAMPLE_CHARS: usize = 100;
 
 impl ProviderResponse {
     /// Text blocks joined.
@@ -96,6 +122,10 @@ pub enum StreamEvent {
     ThinkingDelta(String),
     /// A tool call began (name known, arguments still streaming).
     ToolCallStarted { id: String, name: String },
+    /// A piece of a tool call's arguments (JSON text as streamed; the pieces of one
+    /// call joined are its arguments). `id` is empty when the API has not named the
+    /// call yet.
+    ToolCallDelta { id: String, arguments: String },
     /// The whole response.
     Completed(ProviderResponse),
 }

@@ -7,6 +7,7 @@
 //! assembled by `index`, `finish_reason`, `usage` on any chunk (last wins), and error
 //! objects / `event: error` (their `code`/`type`/`status` give the kind, through
 //! `http_error::kind_for_stream_error`, so a 429/5xx before any output is retried).
+//! An event whose data is not a JSON object is skipped as malformed (`Flow::Skipped`).
 //! Does not own: HTTP or SSE framing (`transport`, `sse`).
 //!
 //! Tool-call deltas: the first delta of an `index` carries `id` and `function.name`;
@@ -141,11 +142,17 @@ impl ChatAssembler {
         {
             call.name = name.to_string();
         }
-        match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(s)) => call.arguments.push_str(s),
-            Some(v @ Value::Object(_)) => call.arguments = v.to_string(),
-            _ => {}
-        }
+        let piece = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(s)) => {
+                call.arguments.push_str(s);
+                s.clone()
+            }
+            Some(v @ Value::Object(_)) => {
+                call.arguments = v.to_string();
+                call.arguments.clone()
+            }
+            _ => String::new(),
+        };
         if !call.started && !call.name.is_empty() {
             call.started = true;
             if call.id.is_empty() {
@@ -154,6 +161,12 @@ impl ChatAssembler {
             out.push(StreamEvent::ToolCallStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
+            });
+        }
+        if !piece.is_empty() {
+            out.push(StreamEvent::ToolCallDelta {
+                id: call.id.clone(),
+                arguments: piece,
             });
         }
     }
@@ -238,8 +251,15 @@ impl Assembler for ChatAssembler {
             return Ok(Flow::Continue);
         }
         match serde_json::from_str::<Value>(data) {
-            Ok(chunk) => self.on_chunk(&chunk, out)?,
-            Err(e) => tracing::warn!(provider = %self.provider, "skipping a malformed chunk: {e}"),
+            Ok(chunk) if chunk.is_object() => self.on_chunk(&chunk, out)?,
+            Ok(other) => {
+                tracing::warn!(provider = %self.provider, "skipping a chunk that is not an object: {other}");
+                return Ok(Flow::Skipped);
+            }
+            Err(e) => {
+                tracing::warn!(provider = %self.provider, "skipping a malformed chunk: {e}");
+                return Ok(Flow::Skipped);
+            }
         }
         Ok(Flow::Continue)
     }
@@ -303,7 +323,7 @@ mod tests {
         let mut out = Vec::new();
         for ev in decode_all(body.as_bytes()) {
             match a.on_event(ev, &mut out) {
-                Ok(Flow::Continue) => {}
+                Ok(Flow::Continue | Flow::Skipped) => {}
                 Ok(Flow::Done) => break,
                 Err(e) => return (out, Err(e)),
             }
@@ -342,12 +362,41 @@ data: [DONE]
                     id: "x".into(),
                     name: "b".into()
                 },
+                StreamEvent::ToolCallDelta {
+                    id: "x".into(),
+                    arguments: "{\"q\"".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    id: "x".into(),
+                    arguments: ":1}".into()
+                },
             ]
         );
         assert_eq!(r.tool_calls[0].arguments, json!({}));
         assert_eq!(r.tool_calls[1].tool, "b");
         assert_eq!(r.tool_calls[1].arguments, json!({"q":1}));
         assert_eq!(r.stop_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn data_that_is_not_a_json_object_is_skipped_as_malformed() {
+        let mut a = ChatAssembler::new("openai");
+        let mut out = Vec::new();
+        for data in ["{\"choices\": [", "garbage", "42", "[1]", "null"] {
+            let ev = SseEvent {
+                event: None,
+                data: data.into(),
+            };
+            assert_eq!(a.on_event(ev, &mut out).unwrap(), Flow::Skipped, "{data}");
+        }
+        for data in ["", "{}", "[DONE]"] {
+            let ev = SseEvent {
+                event: None,
+                data: data.into(),
+            };
+            assert_ne!(a.on_event(ev, &mut out).unwrap(), Flow::Skipped, "{data}");
+        }
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -4,22 +4,20 @@
 //! [`SseEvent`]s, following the WHATWG `text/event-stream` rules where they matter for
 //! model APIs: LF, CRLF and lone-CR line endings; `:` comment lines (OpenRouter's
 //! `: OPENROUTER PROCESSING`); `event:` names; multi-line `data:` joined with `\n`;
-//! `id:`, `retry:` and non-standard field names (llama-box's `error:`) ignored; a
-//! leading BOM dropped. Chunk boundaries may fall anywhere, including inside a UTF-8
+//! `id:` and `retry:` ignored; a leading BOM dropped. Lines with any other field name
+//! (garbage, a server's own field such as llama-box's `error:`) are ignored as the
+//! standard says, but counted ([`SseDecoder::ignored_lines`]) so a caller can say
+//! that something in the stream was not understood. Chunk boundaries may fall anywhere, including inside a UTF-8
 //! sequence or between the `\r` and `\n` of a CRLF: lines are buffered as bytes and
 //! decoded (lossily) only when complete. Unlike a browser, a final event that is not
 //! followed by a blank line is still delivered at end of stream, because servers
 //! that omit it (or `[DONE]`) still meant it.
 //!
-//! Does not own: what the `data` means (`openai`, `anthropic`), or HTTP.
+//! Does not own: what the `data` means (`openai`, `anthropic`), HTTP, or reading the
+//! body (`transport::drive` feeds the decoder chunk by chunk).
 //!
 //! The `sse-stream` crate was not used: it discards an unterminated final event and
 //! ends the stream on invalid UTF-8, and both cases occur in captured responses.
-
-use std::collections::VecDeque;
-
-use bytes::Bytes;
-use futures::stream::{self, Stream, StreamExt};
 
 /// One dispatched SSE event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -43,7 +41,14 @@ pub struct SseDecoder {
     event: Option<String>,
     data: String,
     has_data: bool,
+    /// Lines with a field SSE does not define.
+    ignored: u64,
+    /// The first of them (lossy UTF-8, at most `MAX_SAMPLE` bytes).
+    first_ignored: Option<String>,
 }
+
+/// The longest sample of an ignored line kept, in bytes.
+const MAX_SAMPLE: usize = 200;
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
@@ -77,6 +82,18 @@ impl SseDecoder {
             }
         }
         self.line.extend_from_slice(chunk);
+    }
+
+    /// How many lines so far had a field SSE does not define (not `data`, `event`,
+    /// `id`, `retry`, nor a `:` comment): garbage, or a server's own field. They were
+    /// skipped; the count does not depend on how the bytes were chunked.
+    pub fn ignored_lines(&self) -> u64 {
+        self.ignored
+    }
+
+    /// The first ignored line (lossy UTF-8, cut to 200 bytes), if any.
+    pub fn first_ignored(&self) -> Option<&str> {
+        self.first_ignored.as_deref()
     }
 
     /// Ends the stream: an unterminated last line is processed and a pending event
@@ -120,7 +137,14 @@ impl SseDecoder {
                 self.has_data = true;
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
-            _ => {}
+            b"id" | b"retry" => {}
+            _ => {
+                self.ignored += 1;
+                if self.first_ignored.is_none() {
+                    let sample = &line[..line.len().min(MAX_SAMPLE)];
+                    self.first_ignored = Some(String::from_utf8_lossy(sample).into_owned());
+                }
+            }
         }
     }
 
@@ -146,53 +170,6 @@ pub fn decode_all(bytes: &[u8]) -> Vec<SseEvent> {
     out
 }
 
-/// Adapts a byte stream (`reqwest::Response::bytes_stream()`) into a stream of
-/// events. A transport error is passed through as `Err` and ends the stream; events
-/// decoded before it are yielded first.
-pub fn sse_events<S, E>(bytes: S) -> impl Stream<Item = Result<SseEvent, E>> + Send
-where
-    S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
-    E: Send,
-{
-    struct State<S> {
-        bytes: S,
-        decoder: SseDecoder,
-        ready: VecDeque<SseEvent>,
-        ended: bool,
-    }
-    let state = State {
-        bytes,
-        decoder: SseDecoder::new(),
-        ready: VecDeque::new(),
-        ended: false,
-    };
-    stream::unfold(state, |mut st| async move {
-        loop {
-            if let Some(ev) = st.ready.pop_front() {
-                return Some((Ok(ev), st));
-            }
-            if st.ended {
-                return None;
-            }
-            match st.bytes.next().await {
-                Some(Ok(chunk)) => {
-                    let mut out = Vec::new();
-                    st.decoder.push(&chunk, &mut out);
-                    st.ready.extend(out);
-                }
-                Some(Err(e)) => {
-                    st.ended = true;
-                    return Some((Err(e), st));
-                }
-                None => {
-                    st.ended = true;
-                    st.ready.extend(st.decoder.finish());
-                }
-            }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +193,19 @@ data: line one\ndata:line two\nid: 7\nretry: 10\nerror: {\"x\":1}\n\n";
                 ev(None, "line one\nline two"),
             ]
         );
+        let (_, ignored, first) = chunked(input, &[]);
+        assert_eq!((ignored, first.as_deref()), (1, Some("error: {\"x\":1}")));
+    }
+
+    #[test]
+    fn lines_that_are_not_sse_are_counted_not_dispatched() {
+        let input = b"data: a\n\nnot sse at all\n\n{\"choices\":[]}\ndata: b\n\n: comment\nid: 1\n";
+        let (events, ignored, first) = chunked(input, &[]);
+        assert_eq!(events, vec![ev(None, "a"), ev(None, "b")]);
+        assert_eq!((ignored, first.as_deref()), (2, Some("not sse at all")));
+        let long = [b"x".repeat(500), b"\n".to_vec()].concat();
+        let (_, ignored, first) = chunked(&long, &[7, 300]);
+        assert_eq!((ignored, first.map(|f| f.len())), (1, Some(200)));
     }
 
     #[test]
@@ -250,19 +240,9 @@ data: line one\ndata:line two\nid: 7\nretry: 10\nerror: {\"x\":1}\n\n";
         assert_eq!(out, vec![ev(None, "h\u{e9}llo \u{1F44B}"), ev(None, "two")]);
     }
 
-    #[test]
-    fn stream_adapter_passes_events_then_error() {
-        let chunks: Vec<Result<Bytes, &str>> = vec![
-            Ok(Bytes::from_static(b"data: a\n\nda")),
-            Ok(Bytes::from_static(b"ta: b\n\n")),
-            Err("cut"),
-        ];
-        let got: Vec<_> =
-            futures::executor::block_on(sse_events(stream::iter(chunks)).collect::<Vec<_>>());
-        assert_eq!(got, vec![Ok(ev(None, "a")), Ok(ev(None, "b")), Err("cut")]);
-    }
-
-    fn chunked(bytes: &[u8], cuts: &[usize]) -> Vec<SseEvent> {
+    /// The events, ignored-line count and first ignored line of `bytes` fed in chunks
+    /// cut at `cuts` (modulo the length).
+    fn chunked(bytes: &[u8], cuts: &[usize]) -> (Vec<SseEvent>, u64, Option<String>) {
         let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
         points.sort_unstable();
         let mut d = SseDecoder::new();
@@ -274,7 +254,11 @@ data: line one\ndata:line two\nid: 7\nretry: 10\nerror: {\"x\":1}\n\n";
         }
         d.push(&bytes[start..], &mut out);
         out.extend(d.finish());
-        out
+        (
+            out,
+            d.ignored_lines(),
+            d.first_ignored().map(str::to_string),
+        )
     }
 
     const SAMPLE: &str = ": comment\r\n\r\nevent: message_start\r\ndata: {\"t\":\"\u{1F44B} \u{e9}\"}\r\n\r\n\
@@ -284,7 +268,10 @@ data: a\ndata: b\n\nerror: nope\n\ndata: [DONE]\n\ndata: tail";
         #[test]
         fn any_chunking_decodes_the_same(cuts in proptest::collection::vec(0usize..400, 0..40)) {
             let bytes = SAMPLE.as_bytes();
-            prop_assert_eq!(chunked(bytes, &cuts), decode_all(bytes));
+            let whole = chunked(bytes, &[]);
+            prop_assert_eq!(&whole.0, &decode_all(bytes));
+            prop_assert_eq!(whole.1, 1);
+            prop_assert_eq!(chunked(bytes, &cuts), whole);
         }
 
         #[test]
@@ -295,7 +282,9 @@ data: a\ndata: b\n\nerror: nope\n\ndata: [DONE]\n\ndata: tail";
             ),
             cuts in proptest::collection::vec(0usize..300, 0..30),
         ) {
-            prop_assert_eq!(chunked(&bytes, &cuts), decode_all(&bytes));
+            let whole = chunked(&bytes, &[]);
+            prop_assert_eq!(&whole.0, &decode_all(&bytes));
+            prop_assert_eq!(chunked(&bytes, &cuts), whole);
         }
     }
 }

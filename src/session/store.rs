@@ -30,7 +30,7 @@ mod writer;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-pub use files::{MAX_LINE_BYTES, MAX_METADATA_BYTES};
+pub use files::{MAX_LINE_BYTES, MAX_METADATA_BYTES, bytes_text};
 pub use lock::LOCK_FILE;
 pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
 pub use transcript::{TRANSCRIPT_FILE, parse_transcript};

@@ -1,8 +1,9 @@
 //! What each captured stream must assemble into, and the check that compares.
 
-use arbor::provider::ProviderErrorKind;
+use arbor::provider::openai_stream::parse_arguments;
+use arbor::provider::{Malformed, ProviderErrorKind};
 use arbor::session::message::ContentBlock;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Outcome;
 use super::server::Mode;
@@ -152,6 +153,20 @@ pub fn check(expect: &Expect, out: &Outcome, mode: Mode) {
         })
         .collect();
     assert_eq!(calls, want, "{file}: tool calls");
+    for (id, _, args) in &want {
+        let streamed = out
+            .arguments
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, text)| parse_arguments(text))
+            .unwrap_or_else(|| json!({}));
+        assert_eq!(&streamed, args, "{file}: streamed arguments of {id}");
+    }
+    assert_eq!(
+        r.malformed,
+        Malformed::default(),
+        "{file}: a captured stream has nothing malformed"
+    );
     let blocks = r
         .content
         .iter()

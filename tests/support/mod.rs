@@ -26,6 +26,19 @@ pub enum Reply {
     /// 200 with an SSE body and no content-length: the connection closes after it, as
     /// when a server dies mid-stream.
     SseCut(String),
+    /// 200 with an SSE body sent in `pieces` parts (cut at char boundaries), waiting
+    /// `every` before each: a model answering slowly.
+    Paced {
+        body: String,
+        pieces: usize,
+        every: std::time::Duration,
+    },
+    /// 200 and `chunk` again and again, `every` apart, until the client goes away: a
+    /// stream that never ends.
+    Endless {
+        chunk: String,
+        every: std::time::Duration,
+    },
 }
 
 /// Decides the reply from the request body (JSON). May wait (async) — e.g. on a barrier.
@@ -162,6 +175,26 @@ async fn serve(
                 sized = false;
                 (200, "text/event-stream", s)
             }
+            Reply::Paced {
+                body,
+                pieces,
+                every,
+            } => {
+                write_head(&mut socket, "").await?;
+                let pieces = split_in(&body, pieces.max(1));
+                for piece in pieces {
+                    tokio::time::sleep(every).await;
+                    socket.write_all(piece.as_bytes()).await?;
+                }
+                return socket.shutdown().await;
+            }
+            Reply::Endless { chunk, every } => {
+                write_head(&mut socket, "").await?;
+                loop {
+                    socket.write_all(chunk.as_bytes()).await?;
+                    tokio::time::sleep(every).await;
+                }
+            }
         }
     };
     let length = if sized {
@@ -175,6 +208,33 @@ async fn serve(
     socket.write_all(head.as_bytes()).await?;
     socket.write_all(body.as_bytes()).await?;
     socket.shutdown().await
+}
+
+/// The head of a 200 SSE response with `length` (a `content-length` line, or empty
+/// for a body that ends when the connection closes).
+async fn write_head(socket: &mut tokio::net::TcpStream, length: &str) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let head = format!(
+        "HTTP/1.1 200 X\r\ncontent-type: text/event-stream\r\n{length}connection: close\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await
+}
+
+/// `text` in `n` nearly equal parts, cut at char boundaries.
+fn split_in(text: &str, n: usize) -> Vec<&str> {
+    let size = text.len().div_ceil(n).max(1);
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (a, b) = rest.split_at(cut);
+        parts.push(a);
+        rest = b;
+    }
+    parts
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -18,7 +18,7 @@ use super::lifecycle::{
 };
 use super::model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
-    ProviderRequestEvent, ProviderResponseEvent,
+    ProviderRequestEvent, ProviderResponseEvent, ProviderWarningEvent,
 };
 use super::tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, ToolErrorEvent,
@@ -93,6 +93,8 @@ engine_events! {
     /// A model call failed: a retry is pending (`retrying: true`) or it failed for
     /// good (Amplifier `provider:error`).
     "provider:error" => ProviderError(ProviderErrorEvent),
+    /// arbor's own: a model call completed but skipped malformed pieces of its stream.
+    "provider:warning" => ProviderWarning(ProviderWarningEvent),
     /// Streamed text or thinking (Amplifier `content_block:delta`). Live only: never
     /// written to `events.jsonl`.
     "content_block:delta" => ContentBlockDelta(ContentBlockDeltaEvent),

@@ -47,7 +47,8 @@ pub use lifecycle::{
 };
 pub use model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
-    ProviderErrorKind, ProviderRequestEvent, ProviderResponseEvent, ResolvedModel, Via,
+    ProviderErrorKind, ProviderRequestEvent, ProviderResponseEvent, ProviderWarningEvent,
+    ResolvedModel, Via,
 };
 pub use tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, TaskCallFields,

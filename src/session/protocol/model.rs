@@ -214,6 +214,31 @@ pub struct ProviderErrorEvent {
     pub retry_after_ms: Option<u64>,
 }
 
+/// `provider:warning` (arbor's own event and keys): a model call completed, but its
+/// stream held pieces that could not be read and were skipped (SSE events whose data
+/// is not the API's JSON, lines that are not SSE):
+///
+/// ```json
+/// {"provider": "openai", "model": "gpt-4o",
+///  "message": "3 malformed stream events skipped",
+///  "malformed_events": 3, "first_malformed": "{not json"}
+/// ```
+///
+/// A call where nothing else arrived fails instead (`provider:error`, kind `stream`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProviderWarningEvent {
+    /// Provider id (mount name).
+    pub provider: String,
+    /// The model asked for.
+    pub model: String,
+    /// The warning for people: `N malformed stream events skipped`.
+    pub message: String,
+    /// How many pieces were skipped.
+    pub malformed_events: u64,
+    /// The first of them (at most 100 characters, scrubbed of credentials).
+    pub first_malformed: String,
+}
+
 /// What a `content_block:delta` streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

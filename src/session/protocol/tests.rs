@@ -121,6 +121,13 @@ fn samples() -> Vec<Event> {
             wait_ms: Some(1500),
             retry_after_ms: None,
         })),
+        root(E::ProviderWarning(ProviderWarningEvent {
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            message: "3 malformed stream events skipped".into(),
+            malformed_events: 3,
+            first_malformed: "{\"choices\": [".into(),
+        })),
         root(E::ContentBlockDelta(ContentBlockDeltaEvent {
             delta: "Deleg".into(),
             kind: DeltaKind::Text,

@@ -19,10 +19,13 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// The largest `metadata.json` (or backup, or temp) read, in bytes.
 pub const MAX_METADATA_BYTES: usize = 16 << 20;
 
-/// `cap` bytes as text: whole MiB as `"64 MiB"`, else `"N bytes"`.
-pub(crate) fn bytes_text(cap: usize) -> String {
+/// `cap` bytes as text: whole MiB as `"64 MiB"`, whole KiB as `"64 KiB"`, else
+/// `"N bytes"`.
+pub fn bytes_text(cap: usize) -> String {
     if cap >= 1 << 20 && cap.is_multiple_of(1 << 20) {
         format!("{} MiB", cap >> 20)
+    } else if cap >= 1 << 10 && cap.is_multiple_of(1 << 10) {
+        format!("{} KiB", cap >> 10)
     } else {
         format!("{cap} bytes")
     }
@@ -187,6 +190,8 @@ mod tests {
     fn caps_read_as_text() {
         assert_eq!(bytes_text(MAX_LINE_BYTES), "64 MiB");
         assert_eq!(bytes_text(100), "100 bytes");
+        assert_eq!(bytes_text(64 << 10), "64 KiB");
+        assert_eq!(bytes_text((64 << 10) + 1), "65537 bytes");
     }
 
     #[cfg(unix)]

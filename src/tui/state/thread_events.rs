@@ -8,7 +8,8 @@
 //! `provider:error` (see `error_card`: a retry notice or an error card),
 //! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
 //! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
-//! the current endpoint).
+//! the current endpoint), `provider:warning` (a notice: `⚠ 3 malformed stream events
+//! skipped`).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -62,6 +63,9 @@ impl Thread {
             }
             EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
             EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
+            EngineEvent::ProviderWarning(warning) => {
+                self.push_notice(&format!("⚠ {} ({})", warning.message, warning.provider));
+            }
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
@@ -149,7 +153,7 @@ fn sub_session(task: &Option<TaskCallFields>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::session::protocol::{
-        ProviderErrorEvent, ProviderErrorKind, ToolPostEvent, ToolPreEvent,
+        ProviderErrorEvent, ProviderErrorKind, ProviderWarningEvent, ToolPostEvent, ToolPreEvent,
     };
     use crate::tui::state::cells::TaskCard;
     use serde_json::{Value, json};
@@ -305,6 +309,34 @@ mod tests {
                 if n == "endpoint changed: openai http://127.0.0.1:1/v1 → http://127.0.0.1:2/v1"),
             "{:?}",
             t.cells[0].kind
+        );
+    }
+
+    #[test]
+    fn a_response_that_skipped_malformed_events_shows_a_warning_after_its_text() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        t.apply_event(&text("answer"), &theme);
+        let warning = ProviderWarningEvent {
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            message: "2 malformed stream events skipped".into(),
+            malformed_events: 2,
+            first_malformed: "garbage".into(),
+        };
+        t.apply_event(&ev(EngineEvent::ProviderWarning(warning)), &theme);
+        t.apply_event(
+            &appended(&json!({"role": "assistant", "content": "answer"})),
+            &theme,
+        );
+        let kinds: Vec<&CellKind> = t.cells.iter().map(|c| &c.kind).collect();
+        assert!(
+            matches!(
+                kinds[..],
+                [CellKind::Assistant(a), CellKind::Notice(n)]
+                    if a == "answer" && n == "⚠ 2 malformed stream events skipped (openai)"
+            ),
+            "{kinds:?}"
         );
     }
 }
