@@ -109,6 +109,7 @@ impl Runtime {
             &options.env,
         ));
         let store = SessionStore::new(options.paths.sessions_dir());
+        store.sweep_abandoned_creations(crate::session::store::ABANDONED_AFTER);
         let limits = TreeLimits::new(
             options.config.limits,
             SessionStore::new(options.paths.sessions_dir()),

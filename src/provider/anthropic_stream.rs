@@ -16,10 +16,10 @@
 
 use serde_json::Value;
 
+use super::body::{Assembler, Flow};
 use super::http_error::kind_for_stream_error;
 use super::openai_stream::parse_arguments;
 use super::sse::SseEvent;
-use super::transport::{Assembler, Flow};
 use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
 use crate::session::Usage;
 use crate::session::message::{ContentBlock, ToolCall};

@@ -10,6 +10,7 @@
 
 pub mod anthropic;
 mod anthropic_stream;
+mod body;
 pub mod error;
 pub mod http_error;
 pub mod openai;

@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::body::{Assembler, Flow};
 use super::http_error::{api_error_message, kind_for_stream_error};
 use super::sse::SseEvent;
-use super::transport::{Assembler, Flow};
 use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
 use crate::session::Usage;
 use crate::session::message::{ContentBlock, ToolCall};

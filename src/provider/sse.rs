@@ -91,6 +91,12 @@ impl SseDecoder {
         self.ignored
     }
 
+    /// Bytes held for the event not yet complete: its unterminated line and the
+    /// `data` gathered so far. A caller bounds memory with it (`transport::drive`).
+    pub fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
     /// The first ignored line (lossy UTF-8, cut to 200 bytes), if any.
     pub fn first_ignored(&self) -> Option<&str> {
         self.first_ignored.as_deref()
@@ -195,6 +201,16 @@ data: line one\ndata:line two\nid: 7\nretry: 10\nerror: {\"x\":1}\n\n";
         );
         let (_, ignored, first) = chunked(input, &[]);
         assert_eq!((ignored, first.as_deref()), (1, Some("error: {\"x\":1}")));
+    }
+
+    #[test]
+    fn pending_bytes_are_the_unfinished_event() {
+        let mut d = SseDecoder::new();
+        let mut out = Vec::new();
+        d.push(b"data: abc\ndata: de", &mut out);
+        assert_eq!(d.pending_bytes(), "abc".len() + "data: de".len());
+        d.push(b"\n\n", &mut out);
+        assert_eq!((d.pending_bytes(), out.len()), (0, 1));
     }
 
     #[test]

@@ -5,54 +5,22 @@
 //! provider built through the pool), transport failures → `Network`, sending a request
 //! (non-2xx → `http_error`), `/models` lists, and the driver that turns an HTTP
 //! response into the provider's `StreamEvent` stream through a per-API
-//! [`Assembler`], counting the malformed pieces it skips. Does not own: request bodies or the meaning of stream events
+//! `body::Assembler` (`body` reads the body). Does not own: request bodies or the meaning of stream events
 //! (`openai_stream`, `anthropic_stream`), error bodies and headers (`http_error`), or
 //! retrying (a later layer).
 
 use std::collections::HashMap;
-use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
-use super::error::scrubbed;
+use super::body::{Assembler, BodyReader, MAX_EVENT_BYTES};
 use super::http_error::error_from_response;
-use super::sse::{SseDecoder, SseEvent};
-use super::{
-    MALFORMED_SAMPLE_CHARS, Malformed, ProviderError, ProviderErrorKind, ProviderResponse,
-    StreamEvent,
-};
-
-/// What an assembler wants after one event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// Keep reading.
-    Continue,
-    /// The API said the response is complete (`[DONE]`, `message_stop`).
-    Done,
-    /// The event could not be read (its data is not the JSON object the API sends):
-    /// it was skipped and is counted as malformed. Keep reading.
-    Skipped,
-}
-
-/// Turns one API's stream events into deltas and, at the end, the whole response.
-pub(crate) trait Assembler: Send + 'static {
-    /// Handles one event, pushing deltas to `out`. An `Err` ends the stream after the
-    /// deltas already pushed.
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Flow, ProviderError>;
-    /// The stream ended (EOF or [`Flow::Done`]): the assembled response, or an error
-    /// when the stream was evidently cut short.
-    fn finish(&mut self) -> Result<ProviderResponse, ProviderError>;
-}
+use super::{ProviderError, ProviderErrorKind, StreamEvent};
 
 /// The settings an [`HttpClient`] is built with; part of the key [`HttpPool`] shares
 /// clients by (a setting that becomes configurable per provider entry goes here).
@@ -215,10 +183,9 @@ pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
 /// `Completed`, or an error after the deltas already yielded. Dropping the stream
 /// drops the response and closes the connection.
 ///
-/// Malformed pieces (events the assembler answers [`Flow::Skipped`], lines that are
-/// not SSE) are skipped and counted into the response's [`Malformed`]; when some
-/// were skipped and nothing else produced a delta, the call fails (`Stream`) instead
-/// of completing empty, its message giving the count and the first one.
+/// The body is read by a [`BodyReader`]: malformed pieces are skipped and counted
+/// into the response's `malformed`; a response of nothing but malformed pieces, or
+/// with one SSE event passing [`MAX_EVENT_BYTES`], fails (`Stream`).
 pub(crate) fn drive<A: Assembler>(
     provider: String,
     send: BoxFuture<'static, Result<reqwest::Response, ProviderError>>,
@@ -229,7 +196,7 @@ pub(crate) fn drive<A: Assembler>(
             BoxFuture<'static, Result<reqwest::Response, ProviderError>>,
             A,
         ),
-        Read(Box<Reader<A>>),
+        Read(Box<BodyReader<A>>),
         Ended,
     }
     let step = move |state: State<A>| {
@@ -240,7 +207,16 @@ pub(crate) fn drive<A: Assembler>(
                 State::Connect(send, assembler) => match send.await {
                     Err(e) => Some((vec![Err(e)], State::Ended)),
                     Ok(response) => {
-                        let reader = Reader::new(provider, response, assembler);
+                        let reading = provider.clone();
+                        let body = response
+                            .bytes_stream()
+                            .map(move |chunk| {
+                                chunk.map_err(|e| {
+                                    network_error(&reading, "reading the response stream", &e)
+                                })
+                            })
+                            .boxed();
+                        let reader = BodyReader::new(provider, body, assembler, MAX_EVENT_BYTES);
                         Some((Vec::new(), State::Read(Box::new(reader))))
                     }
                 },
@@ -261,126 +237,6 @@ pub(crate) fn drive<A: Assembler>(
     stream::unfold(State::Connect(send, assembler), step)
         .flat_map(stream::iter)
         .boxed()
-}
-
-type Batch = Vec<Result<StreamEvent, ProviderError>>;
-
-/// Reading one response body: SSE decoding, the assembler, and the malformed count.
-struct Reader<A> {
-    provider: String,
-    body: BoxStream<'static, Result<Bytes, reqwest::Error>>,
-    decoder: SseDecoder,
-    /// Decoded events not yet given to the assembler.
-    ready: VecDeque<SseEvent>,
-    assembler: A,
-    /// Events the assembler skipped, and the first of them.
-    skipped: u64,
-    first_skipped: Option<String>,
-    /// Whether any delta was yielded.
-    output: bool,
-    eof: bool,
-}
-
-impl<A: Assembler> Reader<A> {
-    fn new(provider: String, response: reqwest::Response, assembler: A) -> Self {
-        Self {
-            provider,
-            body: response.bytes_stream().boxed(),
-            decoder: SseDecoder::new(),
-            ready: VecDeque::new(),
-            assembler,
-            skipped: 0,
-            first_skipped: None,
-            output: false,
-            eof: false,
-        }
-    }
-
-    /// One step: the next decoded event through the assembler, else the next chunk of
-    /// the body. Returns what to yield and whether to keep reading.
-    async fn step(&mut self) -> (Batch, bool) {
-        if let Some(event) = self.ready.pop_front() {
-            let sample = event.data.clone();
-            let mut out = Vec::new();
-            let flow = self.assembler.on_event(event, &mut out);
-            self.output |= !out.is_empty();
-            let mut batch: Batch = out.into_iter().map(Ok).collect();
-            return match flow {
-                Ok(Flow::Continue) => (batch, true),
-                Ok(Flow::Skipped) => {
-                    self.skipped += 1;
-                    self.first_skipped.get_or_insert(sample);
-                    (batch, true)
-                }
-                Ok(Flow::Done) => {
-                    batch.push(self.complete());
-                    (batch, false)
-                }
-                Err(e) => {
-                    batch.push(Err(e));
-                    (batch, false)
-                }
-            };
-        }
-        if self.eof {
-            return (vec![self.complete()], false);
-        }
-        match self.body.next().await {
-            Some(Ok(chunk)) => {
-                let mut events = Vec::new();
-                self.decoder.push(&chunk, &mut events);
-                self.ready.extend(events);
-                (Vec::new(), true)
-            }
-            Some(Err(e)) => (
-                vec![Err(network_error(
-                    &self.provider,
-                    "reading the response stream",
-                    &e,
-                ))],
-                false,
-            ),
-            None => {
-                self.eof = true;
-                self.ready.extend(self.decoder.finish());
-                (Vec::new(), true)
-            }
-        }
-    }
-
-    /// What the stream held that was skipped: the assembler's skipped events and the
-    /// decoder's ignored lines (the first sample taken from the events when both
-    /// have one).
-    fn malformed(&self) -> Malformed {
-        let count = self.skipped + self.decoder.ignored_lines();
-        let first = self
-            .first_skipped
-            .as_deref()
-            .or(self.decoder.first_ignored())
-            .map(|s| scrubbed(&s.chars().take(MALFORMED_SAMPLE_CHARS).collect::<String>()))
-            .unwrap_or_default();
-        Malformed { count, first }
-    }
-
-    /// The end of the stream: the assembled response with its malformed count, or
-    /// the error when the stream was cut short or nothing but malformed pieces came.
-    fn complete(&mut self) -> Result<StreamEvent, ProviderError> {
-        let malformed = self.malformed();
-        if malformed.count > 0 && !self.output {
-            return Err(ProviderError::new(
-                ProviderErrorKind::Stream,
-                &self.provider,
-                format!(
-                    "no usable event in the response stream: {} skipped (first: {:?})",
-                    malformed.count_text(),
-                    malformed.first
-                ),
-            ));
-        }
-        let mut response = self.assembler.finish()?;
-        response.malformed = malformed;
-        Ok(StreamEvent::Completed(response))
-    }
 }
 
 /// Sends `request` and returns the response when it is 2xx, else the API's error.

@@ -166,6 +166,12 @@ impl SessionStore {
     /// ids before touching the disk. An existing directory is reused (its metadata
     /// becomes the backup); a locked one gives `StoreError::Locked`. When any step
     /// fails (a full disk), a directory this call created is removed again.
+    ///
+    /// A new directory appears whole: it is filled as `.creating-<id>` (a name no
+    /// listing reads) and renamed into place once its first `metadata.json` is
+    /// written, so a process killed at any point leaves either a loadable session or
+    /// no session directory at all; [`SessionStore::sweep_abandoned_creations`] removes
+    /// what such a kill left.
     pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
         self.create_with_secrets(metadata, Vec::new())
     }
@@ -178,15 +184,77 @@ impl SessionStore {
         metadata: &Metadata,
         secrets: impl IntoIterator<Item = String>,
     ) -> Result<SessionWriter, StoreError> {
-        let dir = self.session_dir(&metadata.session_id)?;
-        in_new_dir(&dir, || {
-            let lock = lock::acquire(&dir, &metadata.session_id)?;
+        let id = &metadata.session_id;
+        let dir = self.session_dir(id)?;
+        let secrets: Vec<String> = secrets.into_iter().collect();
+        let open = |dir: &Path, first: &Metadata| {
+            let lock = lock::acquire(dir, id)?;
             transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
-            let mut writer = SessionWriter::new(dir.clone(), lock, metadata.clone())?;
-            writer.set_secrets(secrets);
+            let mut writer = SessionWriter::new(dir.to_path_buf(), lock, first.clone())?;
+            writer.set_secrets(secrets.clone());
+            Ok::<_, StoreError>(writer)
+        };
+        if dir.exists() {
+            let mut writer = open(&dir, metadata)?;
             writer.write_metadata(metadata)?;
-            Ok(writer)
-        })
+            return Ok(writer);
+        }
+        let staging = self.root.join(format!("{STAGING_PREFIX}{id}"));
+        let first = in_new_dir(&staging, || {
+            let mut writer = open(&staging, metadata)?;
+            writer.write_metadata(metadata)?;
+            Ok(writer.metadata().clone())
+        })?;
+        if let Err(e) = std::fs::rename(&staging, &dir) {
+            remove_created(&staging);
+            return Err(io_err(format!("creating {}", dir.display()), e));
+        }
+        let opened = open(&dir, &first);
+        if opened.is_err() {
+            remove_created(&dir);
+        }
+        opened
+    }
+
+    /// Removes what creations killed before their rename left behind: `.creating-<id>`
+    /// directories last changed more than `older_than` ago whose lock is free (a
+    /// creation in progress holds it, and takes milliseconds). Returns how many were
+    /// removed; failures are logged and skipped. A runtime calls it once at start
+    /// with [`ABANDONED_AFTER`].
+    pub fn sweep_abandoned_creations(&self, older_than: std::time::Duration) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_prefix(STAGING_PREFIX) else {
+                continue;
+            };
+            let old_enough = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= older_than));
+            if !old_enough || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let dir = entry.path();
+            let Ok(lock) = lock::acquire(&dir, id) else {
+                continue;
+            };
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => removed += 1,
+                Err(e) => tracing::warn!("cannot remove {}: {e}", dir.display()),
+            }
+            drop(lock);
+        }
+        if removed > 0 {
+            tracing::info!(
+                "removed {removed} abandoned session creation(s) in {}",
+                self.root.display()
+            );
+        }
+        removed
     }
 
     /// Takes the lock of an existing session for writing (a resume). Missing directory
@@ -387,15 +455,30 @@ fn in_new_dir<T>(
     std::fs::create_dir_all(dir).map_err(|e| io_err(format!("creating {}", dir.display()), e))?;
     let filled = fill();
     if filled.is_err() && fresh {
-        match std::fs::remove_dir_all(dir) {
-            Ok(()) => tracing::warn!("removed {} after a failed creation", dir.display()),
-            Err(e) => tracing::warn!(
-                "cannot remove {} after a failed creation: {e}",
-                dir.display()
-            ),
-        }
+        remove_created(dir);
     }
     filled
+}
+
+/// The name prefix of a session directory being created (`.creating-<id>`); ids never
+/// start with `.`, so no listing reads one. A leftover one (a creation killed before
+/// its rename) holds no session.
+const STAGING_PREFIX: &str = ".creating-";
+
+/// How old a `.creating-<id>` directory must be before
+/// [`SessionStore::sweep_abandoned_creations`] removes it: 10 minutes, far beyond the
+/// milliseconds a creation takes.
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes `dir`, made by a creation that failed (best effort, logged).
+fn remove_created(dir: &Path) {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => tracing::warn!("removed {} after a failed creation", dir.display()),
+        Err(e) => tracing::warn!(
+            "cannot remove {} after a failed creation: {e}",
+            dir.display()
+        ),
+    }
 }
 
 /// Orders metadata newest `last_updated` first (unparseable timestamps last), then by

@@ -300,3 +300,57 @@ fn short_ids_resolve_roots_before_their_children_and_children_by_span() {
     assert!(matches!(store.resolve("#"), Err(StoreError::NotFound(p)) if p == "#"));
     assert!(matches!(store.resolve("#ffff"), Err(StoreError::NotFound(p)) if p == "#ffff"));
 }
+
+#[test]
+fn a_new_session_directory_appears_whole_with_its_metadata() {
+    let root = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(root.path().join("sessions"));
+    // What a creation killed before its rename leaves: not a session.
+    let leftover = store.root().join(format!("{STAGING_PREFIX}killed"));
+    std::fs::create_dir_all(&leftover).unwrap();
+    std::fs::write(leftover.join(LOCK_FILE), "1").unwrap();
+
+    let writer = store
+        .create_with_secrets(
+            &meta("s1", "2025-01-01T00:00:00Z"),
+            ["sk-0123456789".to_string()],
+        )
+        .unwrap();
+    let dir = store.root().join("s1");
+    assert_eq!(writer.dir(), dir.as_path());
+    assert!(dir.join(METADATA_FILE).is_file());
+    assert!(!dir.join(METADATA_BACKUP).exists(), "written once");
+    let names: Vec<String> = std::fs::read_dir(store.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(STAGING_PREFIX))
+        .collect();
+    assert_eq!(names, [format!("{STAGING_PREFIX}killed")]);
+    let listing = store.listing().unwrap();
+    assert_eq!(listing.sessions.len(), 1);
+    assert!(listing.unreadable.is_empty());
+    // The writer holds the lock at the session's own path.
+    assert!(matches!(store.open("s1"), Err(StoreError::Locked { .. })));
+    drop(writer);
+    assert!(store.open("s1").is_ok());
+
+    // The leftover goes once it is old enough and no one holds its lock.
+    let minute = std::time::Duration::from_secs(60);
+    assert_eq!(store.sweep_abandoned_creations(minute), 0, "too recent");
+    let held = lock::acquire(&leftover, "killed").unwrap();
+    assert_eq!(
+        store.sweep_abandoned_creations(std::time::Duration::ZERO),
+        0,
+        "in progress"
+    );
+    drop(held);
+    assert_eq!(
+        store.sweep_abandoned_creations(std::time::Duration::ZERO),
+        1
+    );
+    assert!(!leftover.exists());
+    assert!(
+        dir.join(METADATA_FILE).is_file(),
+        "sessions are never swept"
+    );
+}
