@@ -73,6 +73,7 @@ fn request() -> ChatRequest {
         messages: vec![Message::user("hi")].into(),
         tools: Vec::new(),
         max_tokens: None,
+        max_time: None,
         config: Value::Null,
     }
 }

@@ -99,6 +99,7 @@ fn request(model: &str) -> ChatRequest {
         messages: vec![Message::user("hi")].into(),
         tools: Vec::new(),
         max_tokens: None,
+        max_time: None,
         config: Value::Null,
     }
 }

@@ -19,10 +19,12 @@
 //!
 //! Limits on one response (one attempt; `config::response`, [`ResponseLimits`]): its
 //! streamed text — answer, thinking and tool-call arguments — may not pass
-//! `max_bytes`, and it may not take longer than `max_time`. A response passing
-//! either is cut there (the stream dropped, closing the connection) and the call
-//! fails with an error naming the limit, not retried; the answer text that came, up
-//! to the limit, is the partial the turn keeps. A completed response that skipped
+//! `max_bytes`. A response passing it is cut there (the stream dropped, closing the
+//! connection) and the call fails with an error naming the limit, not retried; the
+//! answer text that came, up to the limit, is the partial the turn keeps. The time
+//! limit, `max_time`, travels in the request (`ChatRequest::max_time`, set by the
+//! turn) and is kept by the provider on its own clock, as the connection's timeouts
+//! are; its error reaches here like any other. A completed response that skipped
 //! malformed stream pieces publishes `provider:warning` ([`warning_event`]).
 
 use std::sync::Arc;
@@ -230,23 +232,6 @@ fn too_large(provider: &str, max_bytes: usize) -> ProviderError {
     )
 }
 
-/// The error of a response cut after `max_time`.
-fn too_long(provider: &str, max_time: Duration) -> ProviderError {
-    let time = if max_time.subsec_nanos() == 0 {
-        format!("{} s", max_time.as_secs())
-    } else {
-        format!("{} s", max_time.as_secs_f64())
-    };
-    ProviderError::new(
-        ProviderErrorKind::Stream,
-        provider,
-        format!(
-            "the response took too long: it was still streaming after the limit of {time} \
-             (response.max_time in config.yaml) and was cut there"
-        ),
-    )
-}
-
 /// How much streamed text a response may still carry.
 struct Budget {
     left: usize,
@@ -275,8 +260,6 @@ async fn attempt_once(
     limits: &ResponseLimits,
 ) -> (CallEnd, bool) {
     let mut stream = provider.stream(request.clone());
-    let deadline = tokio::time::sleep(limits.max_time);
-    tokio::pin!(deadline);
     let mut budget = Budget {
         left: limits.max_bytes,
     };
@@ -291,9 +274,6 @@ async fn attempt_once(
         let item = tokio::select! {
             biased;
             _ = token.cancelled() => return (CallEnd::Cancelled { partial }, shown),
-            _ = &mut deadline => {
-                return (failed(too_long(provider.id(), limits.max_time), partial), shown);
-            }
             item = stream.next() => item,
         };
         let piece = match item {

@@ -260,6 +260,7 @@ async fn drive(
             messages: repair::request_view_shared(&live.transcript_snapshot()),
             tools: tools.specs(),
             max_tokens: None,
+            max_time: Some(limits.max_time),
             config: provider_config.clone(),
         };
         live.emit(EngineEvent::ProviderRequest(ProviderRequestEvent {

@@ -160,6 +160,7 @@ impl Provider for AnthropicProvider {
     ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         let inner = Arc::clone(&self.inner);
         let id = inner.config.id.clone();
+        let max_time = request.max_time;
         let send = async move {
             let model = if request.model.is_empty() {
                 inner.config.default_model.clone()
@@ -181,7 +182,7 @@ impl Provider for AnthropicProvider {
             .await
         }
         .boxed();
-        drive(id.clone(), send, MessagesAssembler::new(&id))
+        drive(id.clone(), send, MessagesAssembler::new(&id), max_time)
     }
 
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ProviderError>> {

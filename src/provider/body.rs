@@ -4,12 +4,14 @@
 //! Owns: the [`Assembler`] trait each API implements, feeding the body chunk by chunk
 //! through the [`SseDecoder`] and the assembler, counting what they skip as malformed ([`Malformed`]: events the
 //! assembler answers [`Flow::Skipped`], lines that are not SSE), failing a response
-//! that brought nothing but malformed pieces, and bounding the memory one unfinished
-//! SSE event may take ([`MAX_EVENT_BYTES`]). Does not own: sending the request or the
+//! that brought nothing but malformed pieces, bounding the memory one unfinished SSE
+//! event may take ([`MAX_EVENT_BYTES`]), and the time limit of one response
+//! ([`TimeLimit`], on the clock of the runtime polling the stream). Does not own: sending the request or the
 //! stream the caller sees (`transport::drive`), what events mean (`openai_stream`,
 //! `anthropic_stream`), or the limits on a whole response (`engine::stream`).
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
@@ -57,6 +59,48 @@ pub(crate) type Batch = Vec<Result<StreamEvent, ProviderError>>;
 /// event that does not end.
 pub(crate) const MAX_EVENT_BYTES: usize = 64 << 20;
 
+/// The time limit of one response: its deadline and how it is named in the error.
+#[derive(Debug, Clone)]
+pub(crate) struct TimeLimit {
+    deadline: tokio::time::Instant,
+    error: ProviderError,
+}
+
+impl TimeLimit {
+    /// A limit of `max_time` from now for a response from `provider`.
+    pub(crate) fn starting_now(provider: &str, max_time: Duration) -> Self {
+        let time = if max_time.subsec_nanos() == 0 {
+            format!("{} s", max_time.as_secs())
+        } else {
+            format!("{} s", max_time.as_secs_f64())
+        };
+        Self {
+            deadline: tokio::time::Instant::now() + max_time,
+            error: ProviderError::new(
+                ProviderErrorKind::Stream,
+                provider,
+                format!(
+                    "the response took too long: it was still streaming after the limit of \
+                     {time} (response.max_time in config.yaml) and was cut there"
+                ),
+            ),
+        }
+    }
+}
+
+/// `future`'s output, or the limit's error when `limit` passes first.
+pub(crate) async fn within<F: Future>(
+    limit: Option<&TimeLimit>,
+    future: F,
+) -> Result<F::Output, ProviderError> {
+    match limit {
+        Some(limit) => tokio::time::timeout_at(limit.deadline, future)
+            .await
+            .map_err(|_| limit.error.clone()),
+        None => Ok(future.await),
+    }
+}
+
 /// One response body being read.
 pub(crate) struct BodyReader<A> {
     provider: String,
@@ -75,17 +119,19 @@ pub(crate) struct BodyReader<A> {
     /// The body must be cut (an event passed `max_event`) once `ready` is drained.
     cut: Option<ProviderError>,
     max_event: usize,
+    limit: Option<TimeLimit>,
 }
 
 impl<A: Assembler> BodyReader<A> {
     /// A reader of `body` (the response's `bytes_stream()`, a transport failure
     /// already a `ProviderError`) from `provider`, cutting an unfinished event at
-    /// `max_event` bytes ([`MAX_EVENT_BYTES`] in use).
+    /// `max_event` bytes ([`MAX_EVENT_BYTES`] in use) and the response at `limit`.
     pub(crate) fn new(
         provider: String,
         body: BoxStream<'static, Result<Bytes, ProviderError>>,
         assembler: A,
         max_event: usize,
+        limit: Option<TimeLimit>,
     ) -> Self {
         Self {
             provider,
@@ -99,6 +145,7 @@ impl<A: Assembler> BodyReader<A> {
             eof: false,
             cut: None,
             max_event,
+            limit,
         }
     }
 
@@ -115,7 +162,11 @@ impl<A: Assembler> BodyReader<A> {
         if self.eof {
             return (vec![self.complete()], false);
         }
-        match self.body.next().await {
+        let next = match within(self.limit.as_ref(), self.body.next()).await {
+            Ok(next) => next,
+            Err(too_long) => return (vec![Err(too_long)], false),
+        };
+        match next {
             Some(Ok(chunk)) => {
                 let mut events = Vec::new();
                 self.decoder.push(&chunk, &mut events);
@@ -207,25 +258,28 @@ mod tests {
     use futures::stream;
     use proptest::prelude::*;
 
+    /// Everything a reader of `body` yields, to the end.
+    async fn read_all(
+        body: BoxStream<'static, Result<Bytes, ProviderError>>,
+        max_event: usize,
+        limit: Option<TimeLimit>,
+    ) -> Batch {
+        let assembler = ChatAssembler::new("openai");
+        let mut reader = BodyReader::new("openai".into(), body, assembler, max_event, limit);
+        let mut all = Vec::new();
+        loop {
+            let (batch, more) = reader.step().await;
+            all.extend(batch);
+            if !more {
+                return all;
+            }
+        }
+    }
+
     /// Everything a reader over `chunks` yields, to the end.
     fn read(chunks: Vec<Vec<u8>>, max_event: usize) -> Batch {
         let body = stream::iter(chunks.into_iter().map(|c| Ok(Bytes::from(c)))).boxed();
-        let mut reader = BodyReader::new(
-            "openai".into(),
-            body,
-            ChatAssembler::new("openai"),
-            max_event,
-        );
-        futures::executor::block_on(async {
-            let mut all = Vec::new();
-            loop {
-                let (batch, more) = reader.step().await;
-                all.extend(batch);
-                if !more {
-                    return all;
-                }
-            }
-        })
+        futures::executor::block_on(read_all(body, max_event, None))
     }
 
     fn chunk(delta: &str) -> String {
@@ -299,6 +353,39 @@ mod tests {
             e.message.contains("passed 1000 bytes without ending"),
             "{e}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_still_streaming_at_the_time_limit_is_cut_after_what_came() {
+        // One delta every 10 s, for ever.
+        let body = stream::unfold(0u32, |n| async move {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Some((Ok(Bytes::from(chunk(&format!("{n} ")))), n + 1))
+        })
+        .boxed();
+        let started = tokio::time::Instant::now();
+        let limit = TimeLimit::starting_now("openai", Duration::from_secs(35));
+        let batch = read_all(body, MAX_EVENT_BYTES, Some(limit)).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(35));
+        let text: String = batch
+            .iter()
+            .filter_map(|item| match item {
+                Ok(StreamEvent::TextDelta(t)) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "0 1 2 ");
+        let Some(Err(e)) = batch.last() else {
+            panic!("{batch:?}")
+        };
+        assert_eq!(e.kind, ProviderErrorKind::Stream);
+        assert_eq!(
+            e.to_string(),
+            "openai: the response took too long: it was still streaming after the limit of \
+             35 s (response.max_time in config.yaml) and was cut there"
+        );
+        let half = TimeLimit::starting_now("openai", Duration::from_millis(500));
+        assert!(half.error.message.contains("limit of 0.5 s"));
     }
 
     proptest! {

@@ -22,6 +22,7 @@ mod test_fixtures;
 mod transport;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -61,6 +62,11 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token cap; providers use their default when `None`.
     pub max_tokens: Option<u32>,
+    /// Longest the whole response may take, from sending the request to its last
+    /// event (the engine sets config's `response.max_time`). A response still going
+    /// then is cut: the stream ends with a `Stream` error naming the limit after the
+    /// deltas that came. `None`: no limit but the connection's idle timeout (300 s).
+    pub max_time: Option<Duration>,
     /// Provider config from the mount plan entry (`temperature`, …); unknown keys ignored.
     pub config: Value,
 }

@@ -205,6 +205,7 @@ impl Provider for OpenAiProvider {
         request: ChatRequest,
     ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
         let inner = Arc::clone(&self.inner);
+        let max_time = request.max_time;
         let send = async move {
             let model = if request.model.is_empty() {
                 inner.resolve_model().await?
@@ -229,6 +230,7 @@ impl Provider for OpenAiProvider {
             self.inner.id().to_string(),
             send,
             ChatAssembler::new(self.inner.id()),
+            max_time,
         )
     }
 

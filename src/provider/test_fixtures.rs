@@ -99,6 +99,7 @@ pub(crate) fn edge_request() -> ChatRequest {
             },
         ],
         max_tokens: None,
+        max_time: None,
         config: json!({"stop": ["x"], "seed": 7, "top_k": 3,
             "thinking": {"type": "enabled", "budget_tokens": 1024}, "top_p": null,
             "temperature": 0.7, "stop_sequences": ["s"], "reasoning_effort": "low"}),

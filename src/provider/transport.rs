@@ -18,7 +18,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
-use super::body::{Assembler, BodyReader, MAX_EVENT_BYTES};
+use super::body::{Assembler, BodyReader, MAX_EVENT_BYTES, TimeLimit, within};
 use super::http_error::error_from_response;
 use super::{ProviderError, ProviderErrorKind, StreamEvent};
 
@@ -185,11 +185,15 @@ pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
 ///
 /// The body is read by a [`BodyReader`]: malformed pieces are skipped and counted
 /// into the response's `malformed`; a response of nothing but malformed pieces, or
-/// with one SSE event passing [`MAX_EVENT_BYTES`], fails (`Stream`).
+/// with one SSE event passing [`MAX_EVENT_BYTES`], fails (`Stream`). With `max_time`
+/// (`ChatRequest::max_time`), a response not ended that long after the first poll
+/// (when the request goes out) fails (`Stream`, naming the limit) after the deltas
+/// that came.
 pub(crate) fn drive<A: Assembler>(
     provider: String,
     send: BoxFuture<'static, Result<reqwest::Response, ProviderError>>,
     assembler: A,
+    max_time: Option<Duration>,
 ) -> BoxStream<'static, Result<StreamEvent, ProviderError>> {
     enum State<A> {
         Connect(
@@ -204,22 +208,26 @@ pub(crate) fn drive<A: Assembler>(
         async move {
             match state {
                 State::Ended => None,
-                State::Connect(send, assembler) => match send.await {
-                    Err(e) => Some((vec![Err(e)], State::Ended)),
-                    Ok(response) => {
-                        let reading = provider.clone();
-                        let body = response
-                            .bytes_stream()
-                            .map(move |chunk| {
-                                chunk.map_err(|e| {
-                                    network_error(&reading, "reading the response stream", &e)
+                State::Connect(send, assembler) => {
+                    let limit = max_time.map(|t| TimeLimit::starting_now(&provider, t));
+                    match within(limit.as_ref(), send).await {
+                        Err(e) | Ok(Err(e)) => Some((vec![Err(e)], State::Ended)),
+                        Ok(Ok(response)) => {
+                            let reading = provider.clone();
+                            let body = response
+                                .bytes_stream()
+                                .map(move |chunk| {
+                                    chunk.map_err(|e| {
+                                        network_error(&reading, "reading the response stream", &e)
+                                    })
                                 })
-                            })
-                            .boxed();
-                        let reader = BodyReader::new(provider, body, assembler, MAX_EVENT_BYTES);
-                        Some((Vec::new(), State::Read(Box::new(reader))))
+                                .boxed();
+                            let reader =
+                                BodyReader::new(provider, body, assembler, MAX_EVENT_BYTES, limit);
+                            Some((Vec::new(), State::Read(Box::new(reader))))
+                        }
                     }
-                },
+                }
                 State::Read(mut reader) => {
                     let (batch, more) = reader.step().await;
                     Some((

@@ -75,6 +75,7 @@ fn transcript_request(model: &str) -> ChatRequest {
             input_schema: json!({"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}),
         }],
         max_tokens: Some(100),
+        max_time: None,
         config: json!({"temperature": 0.2, "api_key": "must-not-be-sent", "base_url": "x"}),
     }
 }
