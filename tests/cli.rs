@@ -268,10 +268,7 @@ fn run_streams_text_and_jsonl_events_then_sessions_are_listed() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl_lines(&out.stdout);
     let last = lines.last().unwrap();
     assert_eq!(last["status"], "success");
     let events: Vec<&str> = lines[..lines.len() - 1]

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use arbor::engine::testing::Step;
 use arbor::session::SessionStatus;
 use serde_json::{Value, json};
-use support::{Reply, ScriptedServer, TestEnv, read_jsonl, sse_text};
+use support::{Reply, ScriptedServer, TestEnv, jsonl_lines, read_jsonl, sse_text};
 
 /// `env`'s config pointing at `server`, plus `extra` YAML (a `response:` section).
 fn configure(env: &TestEnv, server: &ScriptedServer, extra: &str) {
@@ -186,10 +186,7 @@ fn garbage_between_valid_events_is_counted_and_shown_as_a_warning() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl_lines(&out.stdout);
     let warnings: Vec<&Value> = lines
         .iter()
         .filter(|l| l["event"] == "provider:warning")

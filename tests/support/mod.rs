@@ -427,6 +427,14 @@ impl TestEnv {
     }
 }
 
+/// The lines of `--output-format jsonl` output (`stdout`), parsed.
+pub fn jsonl_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Reads a JSONL file into values (panics on a bad line: these are our own files).
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
