@@ -8,8 +8,8 @@
 //! `provider:error` (see `error_card`: a retry notice or an error card),
 //! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
 //! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
-//! the current endpoint), `provider:warning` (a notice: `⚠ 3 malformed stream events
-//! skipped`).
+//! the current endpoint), `provider:warning` (a notice: `⊘ 3 malformed stream events
+//! skipped (openai)`).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -64,7 +64,7 @@ impl Thread {
             EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
             EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
             EngineEvent::ProviderWarning(warning) => {
-                self.push_notice(&format!("⚠ {} ({})", warning.message, warning.provider));
+                self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
@@ -334,7 +334,7 @@ mod tests {
             matches!(
                 kinds[..],
                 [CellKind::Assistant(a), CellKind::Notice(n)]
-                    if a == "answer" && n == "⚠ 2 malformed stream events skipped (openai)"
+                    if a == "answer" && n == "2 malformed stream events skipped (openai)"
             ),
             "{kinds:?}"
         );
