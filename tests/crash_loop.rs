@@ -4,10 +4,12 @@
 //! --json` lists none unreadable, `session show` works) and resume (`session resume ID
 //! continue` succeeds against the same server).
 //!
-//! The kill points come from a seeded RNG; the seed is printed, and
-//! `ARBOR_CRASH_SEED=<seed>` replays a run. The short run (6 kills) is part of `cargo
-//! test`; the long one is `#[ignore]`d and run by `scripts/crash-loop.sh N`
-//! (`ARBOR_CRASH_KILLS=N`), which prints the figures: kills, sessions, unreadable.
+//! The kill points are fractions, from a seeded RNG, of how long one whole run takes
+//! (timed first, unkilled, on this machine); the seed is printed, and
+//! `ARBOR_CRASH_SEED=<seed>` replays the same fractions. The short run (6 kills) is
+//! part of `cargo test`; the long one is `#[ignore]`d and run by
+//! `scripts/crash-loop.sh N` (`ARBOR_CRASH_KILLS=N`), which prints the figures: kills,
+//! sessions, unreadable.
 
 // Test helpers may panic: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -27,8 +29,6 @@ use support::*;
 
 /// Children in one delegation.
 const CHILDREN: usize = 3;
-/// The latest kill point after `arbor run` starts; a run takes about this long.
-const KILL_WINDOW: Duration = Duration::from_millis(1200);
 
 /// The root delegates to `CHILDREN` zen-architects, whose answers trickle in over
 /// ~400 ms; after the results the root answers; `continue` gets a quick answer from
@@ -108,10 +108,21 @@ fn crash_loop(kills: usize, seed: u64) -> Figures {
     let server = ScriptedServer::start(responder());
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-crash");
+    // Kill points fall anywhere in a whole run: one is timed first, unkilled (its
+    // sessions are checked with the rest).
+    let started = Instant::now();
+    let timed = env
+        .cmd()
+        .args(["run", "Delegate the survey"])
+        .output()
+        .unwrap();
+    assert!(timed.status.success(), "the unkilled run: {timed:?}");
+    let window = started.elapsed();
+    println!("crash loop: a whole run takes {window:?}; kills fall in [0, {window:?})");
     let mut figures = Figures::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     for round in 1..=kills {
-        let wait = Duration::from_millis(rng.random_range(0..KILL_WINDOW.as_millis() as u64));
+        let wait = window.mul_f64(rng.random_range(0.0..1.0));
         let mut child = env
             .std_cmd()
             .args(["run", "Delegate the survey"])
