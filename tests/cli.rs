@@ -329,7 +329,20 @@ fn run_streams_text_and_jsonl_events_then_sessions_are_listed() {
         env.cmd()
             .args(["session", "export", &id, "--format", "json"]),
     );
-    assert!(export.to_string().contains("hi again"));
+    // One document whose messages are JSON objects, not strings holding JSON.
+    assert_eq!(export["format"], "arbor.session-export");
+    assert_eq!(export["root"], id.as_str());
+    let transcript = export["session"]["transcript"].as_array().unwrap();
+    assert_eq!(transcript[0]["role"], "user");
+    assert_eq!(transcript[0]["content"], "hi again");
+    assert_eq!(transcript[1]["role"], "assistant");
+    assert!(
+        transcript[1]["content"]
+            .to_string()
+            .contains("Hello from the scripted model."),
+        "{}",
+        transcript[1]
+    );
     let all = json_out(
         env.cmd()
             .args(["session", "list", "--all-projects", "--json"]),

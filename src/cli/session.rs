@@ -191,18 +191,11 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
+            // Both exports are whole documents already (the JSON one pretty-printed,
+            // messages as objects): print them as they are.
             let out = match format {
                 ExportFormat::Md => crate::session::export::export_markdown(&store, &id),
-                ExportFormat::Json => {
-                    crate::session::export::export_json(&store, &id).and_then(|v| {
-                        serde_json::to_string_pretty(&v).map_err(|e| {
-                            crate::session::StoreError::Corrupted {
-                                id: id.clone(),
-                                detail: e.to_string(),
-                            }
-                        })
-                    })
-                }
+                ExportFormat::Json => crate::session::export::export_json(&store, &id),
             };
             match out {
                 Ok(text) => {
