@@ -3,10 +3,12 @@
 //! Reports the config file, the approval rules and whether the current project is
 //! trusted, each provider (module, endpoint, whether a key is present and where it
 //! comes from, whether it answers), a local Ollama probe, the routing matrix in use
-//! (and why a configured one is not), price-table warnings, and agent-file problems.
+//! (and why a configured one is not), price-table warnings, agent-file problems, and
+//! (`doctor_checks`) the bundle, the keymap and the themes.
 //! Exit code 1 when something needs fixing (no usable provider, an unreachable
 //! provider, an invalid config — a bad `approvals:` entry included — or agent file,
-//! an unreadable trust store).
+//! an unreadable trust store, a bundle module arbor cannot run or agents with no
+//! delegation tool, an unusable keymap or theme).
 
 use std::time::Duration;
 
@@ -126,9 +128,8 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
             outln!("  warning {}: {w}", a.name)?;
         }
     }
-    for w in &ctx.bundle.warnings {
-        outln!("  bundle  {w}")?;
-    }
+    problems += super::doctor_checks::bundle(&ctx)?;
+    problems += super::doctor_checks::keymap_and_themes(&ctx)?;
     if problems == 0 {
         outln!("ok        no problems found")?;
         Ok(0)

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod context;
 pub mod doctor;
+mod doctor_checks;
 pub mod logging;
 pub mod models;
 pub mod out;
