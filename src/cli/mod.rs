@@ -40,6 +40,11 @@ pub struct Cli {
     /// Agent for new sessions (default: the bundle's root agent).
     #[arg(long, value_name = "NAME", global = true)]
     pub agent: Option<String>,
+    /// Model for new root sessions (TUI, `run`) or for the resumed session's next
+    /// turns (`session resume`): `MODEL` on the configured provider, or
+    /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub model: Option<String>,
     /// Bundle file (`bundle.md` or `.yaml`) instead of the built-in one.
     #[arg(long, value_name = "PATH", global = true)]
     pub bundle: Option<PathBuf>,
@@ -100,9 +105,15 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
     };
     match cli.command {
         None => tui_cmd::run_tui(&cli, options).await,
-        Some(Command::Run(args)) => run::run(args, cli.agent.clone(), options).await,
+        Some(Command::Run(args)) => {
+            let root = crate::engine::RootOptions {
+                agent: cli.agent.clone(),
+                model: cli.model.clone(),
+            };
+            run::run(args, root, options).await
+        }
         Some(Command::Agent(cmd)) => agent::run(cmd, options).await,
-        Some(Command::Session(cmd)) => session::run(cmd, options).await,
+        Some(Command::Session(cmd)) => session::run(cmd, cli.model.clone(), options).await,
         Some(Command::Models { provider, json }) => models::run(provider, json, options).await,
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Doctor) => doctor::run(options).await,

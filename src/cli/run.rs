@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
-use crate::engine::{EngineError, Runtime, TurnOutcome};
+use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome};
 use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
 use crate::session::redact::scrub;
 use crate::session::{EngineEvent, Event, SessionStatus};
@@ -43,11 +43,13 @@ pub struct RunArgs {
     pub yes: bool,
 }
 
-/// Creates a root session (with `--agent` if given), runs one turn, prints the result.
-pub async fn run(args: RunArgs, agent: Option<String>, options: ContextOptions) -> Result<i32> {
+/// Creates a root session (with `--agent` and `--model` if given: routed as
+/// `Runtime::create_root_with` says), runs one turn, prints the result.
+pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
     let ctx = Context::load(&options)?;
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
-    let session_id = match runtime.create_root(agent.as_deref()) {
+    let agent = root.agent.clone();
+    let session_id = match runtime.create_root_with(root).await {
         Ok(id) => id,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };

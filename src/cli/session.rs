@@ -77,8 +77,14 @@ pub enum ExportFormat {
     Json,
 }
 
-/// Runs a session subcommand; returns the exit code.
-pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
+/// Runs a session subcommand; returns the exit code. `model` (`--model`) switches a
+/// resumed session's model before its turn (`Runtime::set_model`); other
+/// subcommands ignore it.
+pub async fn run(
+    cmd: SessionCommand,
+    model: Option<String>,
+    options: ContextOptions,
+) -> Result<i32> {
     let ctx = Context::load(&options)?;
     let store = ctx.store();
     match cmd {
@@ -170,6 +176,11 @@ pub async fn run(cmd: SessionCommand, options: ContextOptions) -> Result<i32> {
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
+            if let Some(model) = model
+                && let Err(e) = runtime.set_model(&id, &model).await
+            {
+                return fail(&e);
+            }
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
         }
         SessionCommand::Rename { id, title } => {

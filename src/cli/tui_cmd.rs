@@ -31,6 +31,8 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         .as_mut()
         .map(|w| std::mem::replace(&mut w.reloads, tokio::sync::mpsc::unbounded_channel().1));
     let runtime = ctx.runtime_with(registry.clone(), ApprovalMode::Interactive);
+    // `--model`: every new root session of this TUI uses it unless switched.
+    runtime.set_root_model(cli.model.clone());
     let tui_options = TuiOptions {
         open_session: cli.resume.clone(),
         continue_last: cli.continue_,

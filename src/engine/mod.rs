@@ -10,7 +10,8 @@
 //!
 //! Files form layers, each using only those below it (`tests/inner_layers.rs` fails
 //! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
-//! `Sessions` trait `runtime` implements); `turn` (with `calls`, `stream`, `repair`);
+//! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
+//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `approvals`, `limits`, `outcome`, `live`.
 
@@ -21,6 +22,7 @@ mod env;
 mod gate;
 mod limits;
 mod live;
+mod model_choice;
 mod outcome;
 pub mod panics;
 pub mod providers;
@@ -36,4 +38,4 @@ pub mod turn;
 pub use approvals::ApprovalMode;
 pub use outcome::{EngineError, TurnOutcome};
 pub use providers::ProviderFactory;
-pub use runtime::{Runtime, RuntimeHooks, RuntimeOptions};
+pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};

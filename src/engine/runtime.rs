@@ -26,11 +26,12 @@ use super::env::{Env, ProviderFactory, TurnEnv};
 use super::gate::AGENT_SOURCE;
 use super::limits::{self, TreeLimits};
 use super::live::{LiveSession, lock};
+use super::model_choice;
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
 use super::root_plan;
-use super::spawn::{self, Host, Sessions};
+use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
 use super::turn;
 use crate::agent::Bundle;
 use crate::agent::Registry;
@@ -76,6 +77,18 @@ pub struct RuntimeHooks {
     pub extra_tools: Vec<Arc<dyn Tool>>,
 }
 
+/// How [`Runtime::create_root_with`] starts a root session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RootOptions {
+    /// The agent (the bundle's root agent when `None`); its `provider_preferences` /
+    /// `model_role` route the root as they would a spawned child of that agent.
+    pub agent: Option<String>,
+    /// A model choice (`--model`; `MODEL` or `PROVIDER/MODEL`, see
+    /// `engine::model_choice`) that wins over the agent's routing; `None`: the
+    /// runtime's [`Runtime::set_root_model`], else no choice.
+    pub model: Option<String>,
+}
+
 /// Drives sessions. Shared as `Arc<Runtime>`.
 pub struct Runtime {
     /// Paths, config, bundle, registry, environment, model cache and hooks, as turns
@@ -84,6 +97,8 @@ pub struct Runtime {
     bus: EventBus,
     store: SessionStore,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// The model choice of new root sessions that bring none (`--model` of the TUI).
+    root_model: Mutex<Option<String>>,
 }
 
 /// How often [`Runtime::shutdown`] looks whether the cancelled turns have ended.
@@ -136,6 +151,7 @@ impl Runtime {
                 bus: options.bus,
                 store,
                 live: Mutex::new(HashMap::new()),
+                root_model: Mutex::new(None),
             }
         })
     }
@@ -173,10 +189,30 @@ impl Runtime {
     /// `provider/model` of what a new root session would use (just the provider id
     /// while a local server's model is unresolved), or the NoProvider text. Never
     /// waits: see [`Runtime::resolve_provider_label`] for a server-decided model.
+    /// With a model set for new roots ([`Runtime::set_root_model`]) the label is
+    /// that choice as written (`openai/gpt-4o`; a glob stays a glob until a session
+    /// resolves it).
     pub fn provider_label(&self) -> Result<String, EngineError> {
         let plan = root_plan::build(&self.turn_env, None)?.0;
         let (provider, _) = providers::select_provider(&self.turn_env, &plan)?;
+        if let Some(model) = self.root_model() {
+            let (mount, model) = model_choice::split_choice(&plan, provider.id(), &model)?;
+            return Ok(format!("{mount}/{model}"));
+        }
         Ok(providers::label(provider.as_ref(), None))
+    }
+
+    /// Sets the model choice of new root sessions that bring none of their own
+    /// ([`RootOptions::model`]): the TUI's `--model`, or switching the model while the
+    /// open thread is a root not yet started. `None` clears it. Not checked here: a
+    /// bad choice fails the session's creation, naming it.
+    pub fn set_root_model(&self, model: Option<String>) {
+        *lock(&self.root_model) = model.filter(|m| !m.trim().is_empty());
+    }
+
+    /// The model choice of new root sessions, if set ([`Runtime::set_root_model`]).
+    pub fn root_model(&self) -> Option<String> {
+        lock(&self.root_model).clone()
     }
 
     /// [`Runtime::provider_label`] with a server-decided model resolved: when a new
@@ -190,6 +226,9 @@ impl Runtime {
     ///
     /// Errors: as [`Runtime::provider_label`] (`NoProvider`, a bad bundle).
     pub async fn resolve_provider_label(&self) -> Result<String, EngineError> {
+        if self.root_model().is_some() {
+            return self.provider_label();
+        }
         let plan = root_plan::build(&self.turn_env, None)?.0;
         let (provider, entry) = providers::select_entry(&self.turn_env, &plan)?;
         if provider.default_model().is_empty() {
@@ -215,15 +254,79 @@ impl Runtime {
     }
 
     /// Creates (and persists) a new root session with `agent` (the bundle's root agent
-    /// when `None`). Runs nothing. Publishes `session:start`
-    /// (`{agent, depth, bundle, model, working_dir}`) and `session:status` (`idle`).
+    /// when `None`) on the plan's first provider that builds — no model routing and no
+    /// model choice (see [`Runtime::create_root_with`], which front ends use). Runs
+    /// nothing. Publishes `session:start` (`{agent, depth, bundle, model,
+    /// working_dir}`) and `session:status` (`idle`).
     ///
     /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider is
     /// configured or none builds; `Store` when the session cannot be written.
     pub fn create_root(&self, agent: Option<&str>) -> Result<String, EngineError> {
+        let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
+        let provider = providers::select_provider(&self.turn_env, &plan)?;
+        self.start_root(agent, (plan, overlay), provider, None)
+    }
+
+    /// [`Runtime::create_root`] with the model chosen as for a spawned child (SPEC §9):
+    /// the agent's `provider_preferences`, else its `model_role`, else the plan's
+    /// provider — recorded as `resolved_model` in metadata with the reason for any
+    /// fallback — and then `options.model` (or [`Runtime::set_root_model`]), which
+    /// wins (`resolved_model.via` = `user`). Globs list models (cached per process).
+    ///
+    /// Errors: as [`Runtime::create_root`]; a model choice that is empty, names a
+    /// provider that cannot be built, or is a glob matching no listed model (`Other`).
+    pub async fn create_root_with(&self, options: RootOptions) -> Result<String, EngineError> {
+        let agent = options.agent.as_deref();
+        let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
+        let model = options.model.or_else(|| self.root_model());
+        let (plan, provider, resolved) =
+            model_choice::route_root(&self.turn_env, plan, agent, model.as_deref()).await?;
+        self.start_root(agent, (plan, overlay), provider, resolved)
+    }
+
+    /// Switches the model of `session_id` (live, or resumed from disk; root or
+    /// sub-session) for its next turns: `model` is read as in `engine::model_choice`
+    /// (`MODEL` on its current provider, or `PROVIDER/MODEL`), its plan entry moves
+    /// first with `default_model` set, and metadata records it — `config` (the plan
+    /// a resume rebuilds from and children inherit), `model` (`provider/model`) and
+    /// `resolved_model` (`via: user`). A turn running now keeps its model. Returns the
+    /// new `provider/model`. What the TUI's model switch (and `/model`) calls.
+    ///
+    /// Errors: the session cannot be loaded or locked (`Store`); no usable provider
+    /// (`NoProvider`); a bad choice (`Other`, naming it).
+    pub async fn set_model(&self, session_id: &str, model: &str) -> Result<String, EngineError> {
         let env = &self.turn_env;
-        let (plan, overlay) = root_plan::build(env, agent)?;
-        let (provider, provider_config) = providers::select_provider(env, &plan)?;
+        let live = self.live_or_resume(session_id)?;
+        let plan = live
+            .metadata()
+            .config
+            .map(MountPlan)
+            .unwrap_or_else(|| live.plan.clone());
+        let (current, _) = providers::provider_for(env, &live)?;
+        let choice = model_choice::choose(env, &plan, current.as_ref(), model).await?;
+        let (plan, (provider, config)) = model_choice::apply(env, &plan, &choice)?;
+        let label = providers::label(provider.as_ref(), None);
+        let record = model_choice::chosen(&choice).to_value();
+        live.set_provider(provider, config);
+        live.update_metadata(|m| {
+            m.config = Some(plan.0);
+            m.model = Some(label.clone());
+            m.extra.insert(RESOLVED_MODEL.into(), record);
+        });
+        live.sync();
+        tracing::info!(session = session_id, model = %label, "model switched");
+        Ok(label)
+    }
+
+    /// Registers and announces a new root session with its routed plan and provider.
+    fn start_root(
+        &self,
+        agent: Option<&str>,
+        (plan, overlay): (MountPlan, Value),
+        (provider, provider_config): (Arc<dyn crate::provider::Provider>, Value),
+        resolved: Option<ResolvedModel>,
+    ) -> Result<String, EngineError> {
+        let env = &self.turn_env;
         let now = now_rfc3339();
         let mut metadata = Metadata {
             session_id: ids::new_root_id(),
@@ -241,6 +344,11 @@ impl Runtime {
             agent_overlay: overlay,
             ..Default::default()
         };
+        if let Some(resolved) = &resolved {
+            metadata
+                .extra
+                .insert(RESOLVED_MODEL.into(), resolved.to_value());
+        }
         // The tier of the agent file decides how much its `approvals:` may say.
         if let Some(def) = agent.and_then(|name| root_plan::valid_agent(env, name).ok()) {
             metadata

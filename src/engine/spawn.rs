@@ -225,21 +225,21 @@ pub(crate) const RESOLVED_MODEL: &str = "resolved_model";
 type SessionProvider = (Arc<dyn Provider>, Value);
 
 /// `(provider id, model)` of a built provider.
-fn model_of(provider: &Arc<dyn Provider>) -> (String, String) {
+pub(crate) fn model_of(provider: &Arc<dyn Provider>) -> (String, String) {
     (
         provider.id().to_string(),
         provider.default_model().to_string(),
     )
 }
 
-fn pair(model: &(String, String)) -> (&str, &str) {
+pub(crate) fn pair(model: &(String, String)) -> (&str, &str) {
     (&model.0, &model.1)
 }
 
 /// The plan and provider a routed session uses: with a choice, the plan rewritten for
 /// it (entry first, `default_model`, preference config) and the provider that plan
 /// selects; without one, the plan unchanged and `fallback`.
-fn apply_routing(
+pub(crate) fn apply_routing(
     env: &TurnEnv,
     plan: MountPlan,
     routed: &Routed,

@@ -50,6 +50,13 @@ pub enum AppEvent {
     /// status-bar label that has no model yet; a label that names a model (configured,
     /// or learned from a `provider:response`) and the no-provider warning stay.
     ProviderLabelResolved { label: String },
+    /// Result of [`EngineCommand::SetModel`]: `Ok(provider/model)`, what
+    /// `session_id`'s next turns use (`None`: new root sessions), or why the choice
+    /// cannot be used (a note; a turn running meanwhile is not affected).
+    ModelSwitched {
+        session_id: Option<String>,
+        result: Result<String, String>,
+    },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
     /// no-provider message). `session_id` is the session it concerned, when known.
     CommandFailed {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
-use crate::engine::{EngineError, Runtime, TurnOutcome, panics};
+use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome, panics};
 use crate::session::SessionStore;
 
 /// Runs commands on `runtime`; reads transcripts and listings from `store`.
@@ -74,9 +74,15 @@ impl Executor for RuntimeExecutor {
                         Some(id) => id,
                         None => {
                             let rt = runtime.clone();
+                            // Creating may block (store writes, a loopback probe) and
+                            // may await routing: a blocking thread drives it.
+                            let handle = tokio::runtime::Handle::current();
                             let created = tokio::task::spawn_blocking(move || {
                                 guarded("creating a session", || {
-                                    rt.create_root(agent.as_deref()).map_err(|e| e.to_string())
+                                    let options = RootOptions { agent, model: None };
+                                    handle
+                                        .block_on(rt.create_root_with(options))
+                                        .map_err(|e| e.to_string())
                                 })
                             })
                             .await
@@ -191,6 +197,20 @@ impl Executor for RuntimeExecutor {
                         },
                     );
                 }
+            }
+            EngineCommand::SetModel { session_id, model } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let switched = match &session_id {
+                        Some(id) => runtime.set_model(id, &model).await,
+                        None => {
+                            runtime.set_root_model(Some(model));
+                            runtime.provider_label()
+                        }
+                    };
+                    let result = switched.map_err(|e| e.to_string());
+                    send(&results, AppEvent::ModelSwitched { session_id, result });
+                });
             }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();

@@ -61,4 +61,14 @@ pub enum EngineCommand {
         tool_call_id: String,
         decision: ApprovalDecision,
     },
+    /// Switch a model (`MODEL` or `PROVIDER/MODEL`; a glob picks the newest listed
+    /// match): `Some(session_id)` switches that session for its next turns, recorded
+    /// in its metadata (`Runtime::set_model`); `None` sets the model of new root
+    /// sessions (`Runtime::set_root_model`). Answered with the `provider/model` now in
+    /// use, or the error (a bad choice, a provider that cannot be built). The `/model`
+    /// slash command sends it too.
+    SetModel {
+        session_id: Option<String>,
+        model: String,
+    },
 }

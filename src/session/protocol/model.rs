@@ -57,6 +57,10 @@ pub enum Via {
     /// Nothing applied: the parent's provider and model.
     #[serde(rename = "parent")]
     Parent,
+    /// The person chose it (`--model`, or switching the open session's model):
+    /// arbor's own, outside SPEC §9's precedence.
+    #[serde(rename = "user")]
+    User,
 }
 
 impl Via {
@@ -68,6 +72,7 @@ impl Via {
             Via::AgentPreferences => "agent preferences",
             Via::AgentRole => "agent role",
             Via::Parent => "parent",
+            Via::User => "user",
         }
     }
 }

@@ -117,6 +117,7 @@ impl App {
                 self.thread = Some(Thread::new_root(self.default_agent.clone()));
                 self.focus = Focus::Composer;
             }
+            Action::SwitchModel => self.switch_model(),
             Action::PageUp | Action::PageDown => {
                 let sign = if action == Action::PageUp { -1 } else { 1 };
                 if let Some(t) = &mut self.thread {

@@ -4,12 +4,13 @@
 //!
 //! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
 //! composer, notes and the Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
-//! (bus events and command results), `draw` (layout + views). Does not own: executing
+//! (bus events and command results), `model` (switching a model), `draw` (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
 mod draw;
 mod engine;
 mod input;
+mod model;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -180,6 +181,9 @@ impl App {
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
+            AppEvent::ModelSwitched { session_id, result } => {
+                self.on_model_switched(session_id, result)
+            }
             AppEvent::CommandFailed {
                 session_id,
                 message,

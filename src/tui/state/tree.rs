@@ -355,6 +355,14 @@ impl SessionTree {
         }
     }
 
+    /// Sets `id`'s model (`provider/model`) chosen by the person (a model switch).
+    pub fn set_model(&mut self, id: &str, label: &str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.model = Some(label.to_string());
+            node.model_via = Some("user".to_string());
+        }
+    }
+
     /// `id` and all its descendants, each once (cycles and dangling links ignored);
     /// empty for an unknown id.
     pub fn subtree(&self, id: &str) -> Vec<&Node> {

@@ -1,0 +1,69 @@
+//! Switching a model from the TUI (issue 15 item 5): the `global.model` key reads the
+//! composer's text as the choice (`MODEL` or `PROVIDER/MODEL`) and asks the engine to
+//! switch the open session — or, before the open thread's root session exists, new
+//! root sessions — to it ([`EngineCommand::SetModel`]); the answer is a status-bar
+//! note, never a modal. The `/model` slash command will send the same command.
+//!
+//! Owns: reading the choice from the composer and showing the result. Does not own:
+//! resolving or recording the choice (`Runtime::set_model`).
+
+use super::App;
+use crate::tui::app_event::EngineCommand;
+use crate::tui::keymap::Action;
+use crate::tui::views::status::display_label;
+
+impl App {
+    /// The `global.model` key: the composer's one-line text is the model choice, sent
+    /// for the open thread's session (new root sessions while it has none); an empty
+    /// composer only says how, and which model is in use now.
+    pub(super) fn switch_model(&mut self) {
+        let text = self.composer.text();
+        let model = text.trim();
+        if model.is_empty() || model.contains('\n') {
+            let now = match &self.provider_label {
+                Ok(label) => display_label(label),
+                Err(_) => "no provider".to_string(),
+            };
+            let key = self.keymap.label(Action::SwitchModel);
+            self.set_note(
+                format!("model: {now} · type MODEL or PROVIDER/MODEL in the composer, then {key}"),
+                false,
+            );
+            return;
+        }
+        let session_id = self.thread.as_ref().and_then(|t| t.session_id.clone());
+        let model = model.to_string();
+        self.composer.clear();
+        self.set_note(format!("switching the model to {model}…"), false);
+        self.send(EngineCommand::SetModel { session_id, model });
+    }
+
+    /// The engine's answer: once switched, the status bar (when it concerns the open
+    /// thread) and the session's tree node show the label, and a note says what it
+    /// applies to; a refused choice is a warning note.
+    pub(super) fn on_model_switched(
+        &mut self,
+        session_id: Option<String>,
+        result: Result<String, String>,
+    ) {
+        let label = match result {
+            Ok(label) => label,
+            Err(e) => {
+                self.set_note(format!("model not switched: {e}"), true);
+                return;
+            }
+        };
+        let scope = match &session_id {
+            Some(id) => {
+                self.tree.set_model(id, &label);
+                "this session's next turns"
+            }
+            None => "new sessions",
+        };
+        let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
+        if session_id.as_deref() == open {
+            self.provider_label = Ok(label.clone());
+        }
+        self.set_note(format!("model {label} for {scope}"), false);
+    }
+}

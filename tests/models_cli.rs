@@ -1,0 +1,139 @@
+//! Models through the real binary (issue 15 item 5, SPEC §9, §14): `--model` on `run`
+//! and `session resume` reaches the provider and is recorded in metadata; a root
+//! started with `--agent` is routed by that agent's `provider_preferences` as a
+//! spawned child would be.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use support::*;
+
+fn server() -> ScriptedServer {
+    ScriptedServer::start(Arc::new(|_| async { Reply::Sse(sse_text("ok")) }.boxed()))
+}
+
+/// The `model` of every chat request the server saw.
+fn models_sent(server: &ScriptedServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| r["model"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> serde_json::Value {
+    let out = env
+        .cmd()
+        .args(args)
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["status"], "success", "{v}");
+    v
+}
+
+#[test]
+fn run_and_resume_send_the_model_given_and_metadata_keeps_it() {
+    let server = server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let v = run_json(&env, &["run", "hi", "--model", "picked-model"]);
+    let id = v["session_id"].as_str().unwrap().to_string();
+    assert_eq!(models_sent(&server), ["picked-model"]);
+    let meta = env.metadata(&id);
+    // (`model` is what the server said it answered with: the scripted server always
+    // names `scripted-model`.)
+    assert_eq!(meta["resolved_model"]["via"], "user");
+    assert_eq!(meta["resolved_model"]["model"], "picked-model");
+    assert_eq!(
+        meta["config"]["providers"][0]["config"]["default_model"],
+        "picked-model"
+    );
+
+    // PROVIDER/MODEL names the configured provider; the session switches for good.
+    run_json(
+        &env,
+        &[
+            "session",
+            "resume",
+            &id[..8],
+            "again",
+            "--model",
+            "openai/second-model",
+        ],
+    );
+    run_json(&env, &["session", "resume", &id[..8], "and again"]);
+    assert_eq!(
+        models_sent(&server),
+        ["picked-model", "second-model", "second-model"]
+    );
+    let meta = env.metadata(&id);
+    assert_eq!(meta["resolved_model"]["model"], "second-model");
+    assert_eq!(
+        meta["config"]["providers"][0]["config"]["default_model"],
+        "second-model"
+    );
+
+    // A name whose prefix is no provider is a model name as a whole (OpenRouter).
+    run_json(&env, &["run", "hi", "--model", "meta/llama-3"]);
+    assert_eq!(models_sent(&server).last().unwrap(), "meta/llama-3");
+    // A glob picks a listed model; one matching nothing fails, naming it.
+    run_json(&env, &["run", "hi", "--model", "scripted-*"]);
+    assert_eq!(models_sent(&server).last().unwrap(), "scripted-model");
+    let out = env
+        .cmd()
+        .args(["run", "hi", "--model", "gpt-9*"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("model gpt-9*: no match"), "{stderr}");
+    assert_eq!(
+        models_sent(&server).len(),
+        5,
+        "nothing sent for a bad choice"
+    );
+}
+
+#[test]
+fn a_root_started_with_an_agent_is_routed_by_its_provider_preferences() {
+    let server = server();
+    let env = TestEnv::new();
+    // The configured model is one the server does not list; the agent prefers a glob
+    // that resolves against the list.
+    std::fs::write(
+        &env.config,
+        format!(
+            "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{}\"\n      api_key: sk-x\n      default_model: configured-model\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let agents = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("picky.md"),
+        "---\nmeta: {name: picky, description: Prefers scripted models.}\nprovider_preferences:\n  - {provider: openai, model: \"scripted-*\"}\n---\nYou are picky.\n",
+    )
+    .unwrap();
+    let v = run_json(&env, &["run", "hi", "--agent", "picky"]);
+    let id = v["session_id"].as_str().unwrap();
+    assert_eq!(models_sent(&server), ["scripted-model"]);
+    let meta = env.metadata(id);
+    assert_eq!(meta["resolved_model"]["via"], "agent preferences");
+    assert_eq!(meta["model"], "openai/scripted-model");
+
+    // Without the agent the configured model is used; `--model` beats the agent.
+    run_json(&env, &["run", "hi"]);
+    run_json(&env, &["run", "hi", "--agent", "picky", "--model", "mine"]);
+    assert_eq!(
+        models_sent(&server),
+        ["scripted-model", "configured-model", "mine"]
+    );
+}
