@@ -82,7 +82,7 @@ actions! {
     Agents = "global.agents", Global, ["f2"], true, "Agent browser";
     CancelTurn = "global.cancel", Global, ["esc"], true, "Cancel the open thread's turn";
     NewSession = "global.new_session", Global, ["ctrl+n"], false, "New root session";
-    SwitchModel = "global.model", Global, ["ctrl+o"], false, "Switch the open session's model to the one typed in the composer";
+    SwitchModel = "global.model", Global, ["ctrl+o"], false, "Switch the model to the composer's text";
     PageUp = "global.page_up", Global, ["pgup"], false, "Scroll chat up a page";
     PageDown = "global.page_down", Global, ["pgdn"], false, "Scroll chat down a page";
     TreeUp = "tree.up", Tree, ["up", "k"], false, "Select previous session";
