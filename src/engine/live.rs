@@ -10,6 +10,15 @@
 //! Locking: every mutex here is a `std::sync::Mutex` held only for a synchronous write,
 //! never across an await. Only one turn runs per session at a time (`running`), so the
 //! writer's lines come from that turn (plus `cancel:requested` from a canceller).
+//! The running flag changes only under the inbox lock (taken before `cancel`): a
+//! message offered to the inbox either finds a turn that will take it or learns that
+//! none runs — never one that already decided to stop.
+//!
+//! Inbox (SPEC §13 steer and queue): [`LiveSession::offer`] adds a steer or queued
+//! message (`prompt:queued`), [`LiveSession::deliver`] appends one as a user message
+//! (`prompt:sent`), [`LiveSession::unqueue`] takes one back (`prompt:unqueued`), and
+//! [`LiveSession::next_input`] decides at the end of each turn whether another turn
+//! follows or the session stops running.
 //!
 //! Memory: the in-memory transcript is an `Arc<Vec<Message>>`.
 //! [`LiveSession::transcript_snapshot`] shares it (a model request over a
@@ -25,9 +34,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::inbox::{Inbox, Pending};
 use crate::config::MountPlan;
 use crate::provider::Provider;
 use crate::session::message::now_rfc3339;
+use crate::session::protocol::{
+    PromptMode, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
+};
 use crate::session::{
     EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionWriter,
 };
@@ -59,6 +72,8 @@ pub(crate) struct LiveSession {
     metadata: Mutex<Metadata>,
     cancel: Mutex<CancellationToken>,
     running: AtomicBool,
+    /// Steers and queued messages waiting for the running turn; guards `running`.
+    inbox: Mutex<Inbox>,
     provider: Mutex<Option<(Arc<dyn Provider>, Value)>>,
     /// The first persistence failure of the running turn.
     persist_error: Mutex<Option<String>>,
@@ -95,6 +110,7 @@ impl LiveSession {
             metadata: Mutex::new(metadata),
             cancel: Mutex::new(CancellationToken::new()),
             running: AtomicBool::new(false),
+            inbox: Mutex::new(Inbox::default()),
             provider: Mutex::new(None),
             persist_error: Mutex::new(None),
         }
@@ -179,6 +195,7 @@ impl LiveSession {
     /// Marks a turn as started: a fresh token (a child of `parent` when given), the
     /// running flag set. `None` when a turn is already running.
     pub fn begin_turn(self: &Arc<Self>, parent: Option<&CancellationToken>) -> Option<TurnGuard> {
+        let _inbox = lock(&self.inbox);
         let mut cancel = lock(&self.cancel);
         if self
             .running
@@ -191,7 +208,70 @@ impl LiveSession {
         Some(TurnGuard {
             session: self.clone(),
             token: cancel.clone(),
+            released: false,
         })
+    }
+
+    /// Adds `text` to the inbox as a steer or a queued message (at `position` among
+    /// the queued ones) and publishes `prompt:queued`. Returns whether a turn runs:
+    /// then that turn takes it; otherwise the caller starts one (`turn::run_inbox`).
+    pub fn offer(&self, mode: PromptMode, text: String, position: Option<usize>) -> bool {
+        let (queued, running) = {
+            let mut inbox = lock(&self.inbox);
+            let queued = inbox.push(mode, text, position);
+            (queued, self.running.load(Ordering::Acquire))
+        };
+        self.emit(EngineEvent::PromptQueued(queued));
+        running
+    }
+
+    /// Takes the steers waiting for the running turn's next model call.
+    pub fn take_steers(&self) -> Vec<Pending> {
+        lock(&self.inbox).take_steers()
+    }
+
+    /// Appends a waiting message as a plain user message and publishes `prompt:sent`.
+    pub fn deliver(&self, pending: Pending) {
+        self.append(Message::user(pending.text.clone()));
+        self.emit(EngineEvent::PromptSent(PromptSentEvent {
+            id: pending.id,
+            mode: pending.mode,
+            prompt: pending.text,
+        }));
+    }
+
+    /// Takes the waiting message `id` back unsent (`prompt:unqueued`, `removed`);
+    /// `None` when it no longer waits (sent, removed, returned, never offered).
+    pub fn unqueue(&self, id: u64) -> Option<Pending> {
+        let pending = lock(&self.inbox).remove(id)?;
+        self.emit(unqueued(&pending, UnqueueReason::Removed));
+        Some(pending)
+    }
+
+    /// At the end of a turn of `guard`'s run: after a `completed` turn, what starts
+    /// the next one (the steers the turn ended before, else the first queued message);
+    /// otherwise, or when nothing waits, the session stops running (`guard` released
+    /// under the inbox lock) and `None` is returned. A turn that did not complete
+    /// returns everything waiting unsent (`prompt:unqueued`, `returned`): nothing is
+    /// sent on its own after a cancel or a failure.
+    pub fn next_input(&self, guard: &mut TurnGuard, completed: bool) -> Option<Vec<Pending>> {
+        let returned = {
+            let mut inbox = lock(&self.inbox);
+            if completed {
+                let next = inbox.take_next();
+                if !next.is_empty() {
+                    return Some(next);
+                }
+            }
+            let returned = inbox.take_all();
+            guard.released = true;
+            self.running.store(false, Ordering::Release);
+            returned
+        };
+        for pending in &returned {
+            self.emit(unqueued(pending, UnqueueReason::Returned));
+        }
+        None
     }
 
     /// The current turn's token.
@@ -215,19 +295,37 @@ impl LiveSession {
     }
 }
 
-/// A running turn. Dropping it cancels the turn's token (so no tool call or child turn
-/// outlives it) and clears the running flag; a turn whose future was dropped mid-way
-/// (status still `running` or `waiting`) is recorded as `cancelled` so the session
-/// stays resumable, or as `failed` when the drop is the unwinding of a panic.
+/// `prompt:unqueued` for `pending`.
+fn unqueued(pending: &Pending, reason: UnqueueReason) -> EngineEvent {
+    EngineEvent::PromptUnqueued(PromptUnqueuedEvent {
+        id: pending.id,
+        mode: pending.mode,
+        prompt: pending.text.clone(),
+        reason,
+    })
+}
+
+/// A running turn (or run of turns: queued ones follow under the same guard).
+/// Dropping it cancels the turn's token (so no tool call or child turn outlives it)
+/// and, unless [`LiveSession::next_input`] released it, clears the running flag; a
+/// turn whose future was dropped mid-way (status still `running` or `waiting`) is
+/// recorded as `cancelled` so the session stays resumable, or as `failed` when the
+/// drop is the unwinding of a panic.
 pub(crate) struct TurnGuard {
     session: Arc<LiveSession>,
     /// This turn's cancellation token.
     pub token: CancellationToken,
+    /// The running flag was cleared already (a later turn may have set it again).
+    released: bool,
 }
 
 impl Drop for TurnGuard {
     fn drop(&mut self) {
         self.token.cancel();
+        if self.released {
+            return;
+        }
+        let _inbox = lock(&self.session.inbox);
         if matches!(
             self.session.metadata().status,
             SessionStatus::Running | SessionStatus::Waiting

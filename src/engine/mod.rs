@@ -2,8 +2,8 @@
 //!
 //! Owns: the `Runtime` every consumer (TUI, `arbor run`, the task tool) drives — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
-//! tool calls, cancellation that cascades to children, transcript repair, the approval
-//! gate of every tool call (`gate`), the registry of calls waiting for a person's
+//! tool calls, steering a running turn and queueing turns after it, cancellation that
+//! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
 //! answer (`approvals`), and the delegation limits that bound a tree (`limits`). Does
 //! not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
@@ -13,13 +13,15 @@
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
 //! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
-//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `outcome`, `live`.
+//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `outcome`, `live`, then `inbox`
+//! (steers and queued messages of a live session).
 
 pub mod approvals;
 mod calls;
 pub mod context;
 mod env;
 mod gate;
+mod inbox;
 mod limits;
 mod live;
 mod model_choice;

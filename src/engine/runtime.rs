@@ -3,7 +3,8 @@
 //! Owns: paths, config, bundle, the live registry handle, environment and event bus;
 //! the project's [`SessionStore`]; the map of live sessions (created here or resumed
 //! from disk); creating root sessions, resuming stored ones, continuing stopped ones
-//! (one, or every interrupted session of a tree), cancelling subtrees, ending every
+//! (one, or every interrupted session of a tree), steering and queueing messages for a
+//! session's running turn, cancelling subtrees, ending every
 //! turn before the process exits ([`Runtime::shutdown`]), and
 //! building the [`TurnEnv`] that turns, spawns and provider setup share (it implements
 //! spawn's [`Sessions`], so delegation reaches the live map without naming the runtime).
@@ -42,7 +43,7 @@ use crate::provider::HttpPool;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
-    ApprovalDecision, CancelRequestedEvent, SessionRenamedEvent, SessionResumeEvent,
+    ApprovalDecision, CancelRequestedEvent, PromptMode, SessionRenamedEvent, SessionResumeEvent,
     SessionStartEvent,
 };
 use crate::session::title::title_from;
@@ -415,6 +416,77 @@ impl Runtime {
             turn::run_input(&self.turn_env, live, input, None).await
         };
         panics::catch(&what, turn)
+            .await
+            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
+    }
+
+    /// Steers `session_id` (root or sub-session; live, or resumed from disk): `text`
+    /// goes into its inbox (`prompt:queued`, mode `steer`) and is appended verbatim as
+    /// a user message before its running turn's next model call (`prompt:sent`), after
+    /// pending tool results. When that turn ends before it (or no turn runs), the next
+    /// turn starts at once with it. Returns `None` when a running turn took it, else
+    /// the outcome of the turn(s) this call ran.
+    ///
+    /// Errors: as [`Runtime::run_turn`] before its turn; when no provider builds, the
+    /// message is returned unsent (`prompt:unqueued`, `returned`).
+    pub async fn steer(
+        self: &Arc<Self>,
+        session_id: &str,
+        text: String,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        self.offer(session_id, PromptMode::Steer, text, None).await
+    }
+
+    /// Queues `text` as a turn of its own of `session_id` (`prompt:queued`, mode
+    /// `queue`), at `position` among the queued messages (0 = next; `None` = last):
+    /// sent verbatim after the running turn — and the messages queued before it — end
+    /// completed. A turn that ends cancelled or failed returns every waiting message
+    /// unsent (`prompt:unqueued`, `returned`). When no turn runs it starts at once.
+    /// Returns as [`Runtime::steer`]; errors as it.
+    pub async fn queue(
+        self: &Arc<Self>,
+        session_id: &str,
+        text: String,
+        position: Option<usize>,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        self.offer(session_id, PromptMode::Queue, text, position)
+            .await
+    }
+
+    /// Takes the waiting message `id` (`prompt:queued` `id`) of `session_id` back
+    /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text.
+    ///
+    /// Errors: `Other` when the session is not live or the message no longer waits
+    /// (already sent, removed or returned).
+    pub fn unqueue(&self, session_id: &str, id: u64) -> Result<String, EngineError> {
+        self.live(session_id)
+            .and_then(|live| live.unqueue(id))
+            .map(|pending| pending.text)
+            .ok_or_else(|| {
+                EngineError::Other(format!(
+                    "message {id} of session '{session_id}' no longer waits (already sent or removed)"
+                ))
+            })
+    }
+
+    /// [`Runtime::steer`] / [`Runtime::queue`]: into the inbox, then a run of the inbox
+    /// when no turn runs; a panic becomes `EngineError::Panicked`.
+    async fn offer(
+        self: &Arc<Self>,
+        session_id: &str,
+        mode: PromptMode,
+        text: String,
+        position: Option<usize>,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        let what = format!("a {} to session '{session_id}'", mode.as_str());
+        let work = async {
+            let live = self.live_or_resume(session_id)?;
+            if live.offer(mode, text, position) {
+                return Ok(None);
+            }
+            turn::run_inbox(&self.turn_env, live).await
+        };
+        panics::catch(&what, work)
             .await
             .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
     }

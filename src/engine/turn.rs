@@ -8,6 +8,12 @@
 //! calls (`calls`), which session runs (`runtime`, `spawn`), prices (`routing::prices`).
 //! Reads the runtime's setup through [`TurnEnv`] and never names the runtime.
 //!
+//! Steer and queue (SPEC §13): before every model call the steers waiting in the
+//! session's inbox are appended as user messages (after the tool results of the call
+//! before), so the model sees them in the same turn; when a turn completes with
+//! messages still waiting, the next turn starts at once under the same running guard
+//! (the steers first, then each queued message as a turn of its own).
+//!
 //! Usage: every model call's usage ([`usage_record`]: `{input_tokens, output_tokens,
 //! cache_read_tokens, cache_creation_tokens, cost?}`, `cost` in USD only when the
 //! config's price table has the model) goes into the assistant message's
@@ -37,7 +43,8 @@ use super::approvals;
 use super::calls;
 use super::env::TurnEnv;
 use super::gate::Gate;
-use super::live::LiveSession;
+use super::inbox::Pending;
+use super::live::{LiveSession, TurnGuard};
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
@@ -92,6 +99,9 @@ pub(crate) enum Input {
     /// call runs again with no new message; otherwise [`CONTINUE_PROMPT`] is sent as a
     /// visible user message.
     Continue,
+    /// Messages taken from the session's inbox (steers its last turn ended before, or
+    /// one queued message), each appended verbatim (`prompt:sent`).
+    Inbox(Vec<Pending>),
 }
 
 /// The user message [`Input::Continue`] sends when the model had answered.
@@ -116,6 +126,10 @@ pub(crate) async fn run(
 /// Before the input, orphaned tool calls get synthetic results (`repair`): "interrupted"
 /// ones when the session was interrupted (its process died mid-turn), "cancelled"
 /// ones otherwise, "not run" for calls that were waiting for approval.
+///
+/// Turns follow while the one before completed and the session's inbox holds
+/// messages (`inbox`: steers the turn ended before, then each queued message as a
+/// turn of its own); the outcome is the last turn's.
 pub(crate) async fn run_input(
     env: &TurnEnv,
     live: Arc<LiveSession>,
@@ -129,8 +143,67 @@ pub(crate) async fn run_input(
     let guard = live
         .begin_turn(parent.as_ref())
         .ok_or_else(|| busy(&live))?;
-    let token = guard.token.clone();
+    let chained = chain(env, &live, guard, Some(input), (&provider, &provider_config)).await;
+    chained.ok_or_else(|| EngineError::Other("internal error: no turn ran".into()))
+}
 
+/// Runs the messages waiting in `live`'s inbox as turns when no turn runs (a steer or
+/// queued message offered to an idle session: SPEC §13, it starts the next turn at
+/// once). `Ok(None)` when a running turn will take them, or nothing waits any more.
+///
+/// Errors: no provider of its plan can be built (`NoProvider`); the waiting messages
+/// are then returned unsent (`prompt:unqueued`, `returned`).
+pub(crate) async fn run_inbox(
+    env: &TurnEnv,
+    live: Arc<LiveSession>,
+) -> Result<Option<TurnOutcome>, EngineError> {
+    let (provider, provider_config) = match providers::provider_for(env, &live) {
+        Ok(found) => found,
+        Err(e) => {
+            if let Some(mut guard) = live.begin_turn(None) {
+                live.next_input(&mut guard, false);
+            }
+            return Err(e);
+        }
+    };
+    let Some(guard) = live.begin_turn(None) else {
+        return Ok(None);
+    };
+    Ok(chain(env, &live, guard, None, (&provider, &provider_config)).await)
+}
+
+/// Runs turns under `guard`: `first`, then whatever the inbox holds after each
+/// completed turn (`LiveSession::next_input`), until the session stops running.
+/// Returns the last turn's outcome (`None`: no turn ran).
+async fn chain(
+    env: &TurnEnv,
+    live: &Arc<LiveSession>,
+    mut guard: TurnGuard,
+    first: Option<Input>,
+    (provider, provider_config): (&Arc<dyn Provider>, &Value),
+) -> Option<TurnOutcome> {
+    let mut next = first.or_else(|| live.next_input(&mut guard, true).map(Input::Inbox));
+    let mut last = None;
+    while let Some(input) = next {
+        let token = guard.token.clone();
+        let outcome = one_turn(env, live, input, &token, provider, provider_config).await;
+        let completed = outcome.status == SessionStatus::Completed;
+        next = live.next_input(&mut guard, completed).map(Input::Inbox);
+        last = Some(outcome);
+    }
+    drop(guard);
+    last
+}
+
+/// One turn of `live` started by `input`, under the running `token`.
+async fn one_turn(
+    env: &TurnEnv,
+    live: &Arc<LiveSession>,
+    input: Input,
+    token: &CancellationToken,
+    provider: &Arc<dyn Provider>,
+    provider_config: &Value,
+) -> TurnOutcome {
     let gap = if live.metadata().status == SessionStatus::Interrupted {
         repair::INTERRUPTED_RESULT
     } else {
@@ -149,28 +222,38 @@ pub(crate) async fn run_input(
             m.extra.remove(approvals::AWAITING_APPROVAL);
         });
     }
-    let prompt = match input {
+    let prompts = match input {
         Input::Prompt(prompt) => {
-            name_root(&live, &prompt);
-            Some(prompt)
+            name_root(live, &prompt);
+            live.append(Message::user(prompt.clone()));
+            vec![prompt]
         }
         Input::Continue => {
             let answered = !matches!(
                 live.transcript_snapshot().last(),
                 Some(Message::User(_) | Message::Tool(_))
             );
-            answered.then(|| CONTINUE_PROMPT.to_string())
+            let prompt = answered.then(|| CONTINUE_PROMPT.to_string());
+            if let Some(prompt) = &prompt {
+                live.append(Message::user(prompt.clone()));
+            }
+            prompt.into_iter().collect()
+        }
+        Input::Inbox(waiting) => {
+            if let Some(first) = waiting.first() {
+                name_root(live, &first.text);
+            }
+            let texts = waiting.iter().map(|p| p.text.clone()).collect();
+            waiting.into_iter().for_each(|p| live.deliver(p));
+            texts
         }
     };
-    if let Some(prompt) = &prompt {
-        live.append(Message::user(prompt.clone()));
-    }
     live.set_status(SessionStatus::Running);
-    if let Some(prompt) = prompt {
+    for prompt in prompts {
         live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
     }
 
-    let tools = env.mount_tools(&live);
+    let tools = env.mount_tools(live);
     let (prices, mut warnings) = PriceTable::from_config(&env.config);
     let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
     let (limits, limit_warnings) = ResponseLimits::from_config(&env.config);
@@ -179,10 +262,10 @@ pub(crate) async fn run_input(
     for w in warnings {
         tracing::warn!("config.yaml: {w}");
     }
-    let gate = Gate::new(env, &live);
+    let gate = Gate::new(env, live);
     let ctx = CallCtx {
-        provider: &provider,
-        provider_config: &provider_config,
+        provider,
+        provider_config,
         tools: &tools,
         prices: &prices,
         retry: &retry,
@@ -191,16 +274,14 @@ pub(crate) async fn run_input(
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
-    let end = panics::catch(&what, drive(&live, &ctx, &token, &mut usage))
+    let end = panics::catch(&what, drive(live, &ctx, token, &mut usage))
         .await
         .unwrap_or_else(|panic| LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
             error: Some(format!("internal error: the turn panicked: {panic}")),
         });
-    let outcome = finish(&live, end, &usage);
-    drop(guard);
-    Ok(outcome)
+    finish(live, end, &usage)
 }
 
 /// Gives a root without a name the title of its first prompt (`session::title`),
@@ -253,6 +334,10 @@ async fn drive(
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
     for iteration in 1..=max_iterations {
+        // Steers sent meanwhile reach this call, after any tool results (SPEC §13).
+        for steer in live.take_steers() {
+            live.deliver(steer);
+        }
         // Shares the live transcript (no copy) unless it needs reordering.
         let request = ChatRequest {
             model: provider.default_model().to_string(),

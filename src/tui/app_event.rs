@@ -63,6 +63,14 @@ pub enum AppEvent {
         session_id: Option<String>,
         message: String,
     },
+    /// A [`EngineCommand::Steer`], [`EngineCommand::Queue`] or
+    /// [`EngineCommand::Unqueue`] for `session_id` failed with `message`: the text it
+    /// carried (none for an unqueue) was not sent and goes back to the composer.
+    NotSent {
+        session_id: String,
+        text: Option<String>,
+        message: String,
+    },
     /// `$EDITOR` returned for `path` (`Err` holds why it failed).
     EditorFinished {
         path: PathBuf,

@@ -50,6 +50,28 @@ fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> 
     }
 }
 
+/// Reports a steer or queue: the turn it started (`TurnFinished`), nothing when the
+/// running turn took it, or `NotSent` with `text` so the person gets it back.
+fn offered(
+    tx: &UnboundedSender<AppEvent>,
+    session_id: String,
+    text: String,
+    result: Result<Option<TurnOutcome>, EngineError>,
+) {
+    match result {
+        Ok(Some(outcome)) => send(tx, AppEvent::TurnFinished(outcome)),
+        Ok(None) => {}
+        Err(e) => send(
+            tx,
+            AppEvent::NotSent {
+                session_id,
+                text: Some(text),
+                message: e.to_string(),
+            },
+        ),
+    }
+}
+
 /// How long quitting waits for cancelled turns to save what they streamed
 /// (`Runtime::shutdown`); below the signal handler's grace (`tui::SHUTDOWN_GRACE`).
 pub const QUIT_GRACE: Duration = Duration::from_secs(2);
@@ -151,6 +173,36 @@ impl Executor for RuntimeExecutor {
                         ),
                     }
                 });
+            }
+            EngineCommand::Steer { session_id, text } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let result = runtime.steer(&session_id, text.clone()).await;
+                    offered(&results, session_id, text, result);
+                });
+            }
+            EngineCommand::Queue {
+                session_id,
+                text,
+                position,
+            } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let result = runtime.queue(&session_id, text.clone(), position).await;
+                    offered(&results, session_id, text, result);
+                });
+            }
+            EngineCommand::Unqueue { session_id, id } => {
+                if let Err(e) = self.runtime.unqueue(&session_id, id) {
+                    send(
+                        &results,
+                        AppEvent::NotSent {
+                            session_id,
+                            text: None,
+                            message: e.to_string(),
+                        },
+                    );
+                }
             }
             EngineCommand::Cancel { session_id } => self.runtime.cancel(&session_id),
             EngineCommand::LoadTranscript { session_id } => {

@@ -105,6 +105,8 @@ actions! {
     ChatAgents = "chat.agents", Chat, ["a"], false, "Agent browser";
     Submit = "composer.submit", Composer, ["enter"], true, "Send";
     Newline = "composer.newline", Composer, ["shift+enter", "ctrl+j", "alt+enter"], true, "New line";
+    EditQueued = "composer.edit_queued", Composer, ["alt+up"], false, "Take the newest waiting (steer/queued) message back to edit";
+    RemoveQueued = "composer.remove_queued", Composer, ["alt+x"], false, "Remove the newest waiting (steer/queued) message";
     BrowserUp = "browser.up", Browser, ["up", "k"], false, "Previous agent";
     BrowserDown = "browser.down", Browser, ["down", "j"], false, "Next agent";
     BrowserStart = "browser.start", Browser, ["enter"], true, "New session with agent";

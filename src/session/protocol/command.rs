@@ -5,10 +5,6 @@
 //!
 //! Headless `arbor run` / `session resume` call the runtime directly (one turn, one
 //! cancel on Ctrl+C): a command channel would add nothing there.
-//!
-//! Coming commands (SPEC §12–§13) go here as variants when the engine can execute
-//! them: `Steer { session_id, text }` (reaches the running turn's next model call) and
-//! `Queue { session_id, text }` (the next turn).
 
 use super::approvals::ApprovalDecision;
 
@@ -36,6 +32,27 @@ pub enum EngineCommand {
     /// after a crash, one command resumes the whole tree. Each continued turn ends
     /// like [`EngineCommand::Continue`]; a tree that cannot be read fails the command.
     ContinueInterrupted { session_id: String },
+    /// Steer `session_id` (root or sub-session, SPEC §13): `text` is appended verbatim
+    /// as a user message before its running turn's next model call (after pending
+    /// tool results); when the turn ends first, or none runs, it starts the next turn
+    /// at once (`Runtime::steer`). The engine publishes `prompt:queued` (mode `steer`)
+    /// then `prompt:sent`. Ends like [`EngineCommand::Submit`] with an id when it
+    /// started a turn; nothing more when the running turn took it.
+    Steer { session_id: String, text: String },
+    /// Queue `text` as a turn of its own of `session_id`, sent verbatim after the
+    /// running turn (and the messages queued before it) ended completed; at `position`
+    /// among the queued messages (0 = next; `None` or past the end = last). Starts it
+    /// at once when no turn runs (`Runtime::queue`). Publishes `prompt:queued` (mode
+    /// `queue`), later `prompt:sent` or `prompt:unqueued`.
+    Queue {
+        session_id: String,
+        text: String,
+        position: Option<usize>,
+    },
+    /// Take the waiting message `id` (`prompt:queued` `id`) of `session_id` back
+    /// unsent (`Runtime::unqueue`): the engine publishes `prompt:unqueued` (reason
+    /// `removed`) with its text. Fails when it was already sent or is unknown.
+    Unqueue { session_id: String, id: u64 },
     /// Cancel the running turn of `session_id` and of all its descendants (the engine
     /// publishes `cancel:requested`, then `cancel:completed` per stopped turn).
     Cancel { session_id: String },

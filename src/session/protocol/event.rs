@@ -20,6 +20,7 @@ use super::model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
     ProviderRequestEvent, ProviderResponseEvent, ProviderWarningEvent,
 };
+use super::prompts::{PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent};
 use super::tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, ToolErrorEvent,
     ToolPostEvent, ToolPreEvent,
@@ -132,6 +133,14 @@ engine_events! {
     "session:renamed" => SessionRenamed(SessionRenamedEvent),
     /// arbor's own: a whole message was appended to the transcript. Live only.
     "message:appended" => MessageAppended(MessageAppendedEvent),
+    /// arbor's own: a message for the session's running turn waits in its inbox (a
+    /// steer for the next model call, or a queued turn).
+    "prompt:queued" => PromptQueued(PromptQueuedEvent),
+    /// arbor's own: a steered or queued message was appended as a user message.
+    "prompt:sent" => PromptSent(PromptSentEvent),
+    /// arbor's own: a steered or queued message left the inbox unsent (removed by a
+    /// person, or returned when its turn was cancelled or failed).
+    "prompt:unqueued" => PromptUnqueued(PromptUnqueuedEvent),
 }
 
 impl EngineEvent {

@@ -2,7 +2,7 @@
 //! STYLE "One typed protocol").
 //!
 //! Owns: [`EngineEvent`] — one variant per event a session publishes, each with a
-//! payload struct (`lifecycle`, `model`, `tools`, `approvals`); the envelope every event travels in
+//! payload struct (`lifecycle`, `model`, `tools`, `approvals`, `prompts`); the envelope every event travels in
 //! ([`Event`]: `session_id`, `parent_id`, `timestamp`); [`EngineCommand`], what a front
 //! end asks of the engine; the process-wide [`EventBus`]; and the JSON forms an event
 //! takes when it leaves the process (`wire`): the `events.jsonl` line and the
@@ -19,7 +19,7 @@
 //! such on each payload.
 //!
 //! Coming events (SPEC §11–§13) get their own variants here: transfers
-//! (`transfer_to_agent`, §11), steer/queue acknowledgements and budget pauses (§13).
+//! (`transfer_to_agent`, §11) and budget pauses (§13).
 
 mod approvals;
 mod bus;
@@ -27,6 +27,7 @@ mod command;
 mod event;
 mod lifecycle;
 mod model;
+mod prompts;
 mod tools;
 mod wire;
 
@@ -49,6 +50,9 @@ pub use model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
     ProviderErrorKind, ProviderRequestEvent, ProviderResponseEvent, ProviderWarningEvent,
     ResolvedModel, Via,
+};
+pub use prompts::{
+    PromptMode, PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
 };
 pub use tools::{
     TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, TaskCallFields,

@@ -8,7 +8,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::{App, Areas, Focus, Overlay};
 use crate::session::ids::short_id;
-use crate::tui::keymap::Context;
+use crate::tui::keymap::{Action, Context};
+use crate::tui::state::pending::PendingPrompt;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::Slot;
 use crate::tui::views::approval::ApprovalView;
@@ -18,6 +19,7 @@ use crate::tui::views::centered;
 use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::help::HelpView;
+use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
 use crate::tui::views::trust::TrustView;
@@ -36,6 +38,9 @@ struct Panes {
     banner: Rect,
     tree: Option<Rect>,
     chat: Option<Rect>,
+    /// The open thread's waiting messages, between the chat and the composer (zero
+    /// height when none wait).
+    pending: Rect,
     composer: Option<Rect>,
 }
 
@@ -102,6 +107,13 @@ impl App {
                 focused: self.focus == Focus::Chat,
             };
             frame.render_widget(&view, chat_area);
+            let items = self.open_pending();
+            let view = PendingView {
+                items: &items,
+                keymap: &self.keymap,
+                theme: &self.theme,
+            };
+            frame.render_widget(&view, panes.pending);
             let view = ComposerView {
                 composer: &self.composer,
                 theme: &self.theme,
@@ -172,19 +184,23 @@ impl App {
             banner: Rect::default(),
             tree,
             chat: None,
+            pending: Rect::default(),
             composer: None,
         };
         if let Some(right) = right {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
             let composer_h = self.composer.rows() + 2;
-            let [banner, chat, composer] = Layout::vertical([
+            let pending_h = pending::height(self.open_pending().len());
+            let [banner, chat, waiting, composer] = Layout::vertical([
                 Constraint::Length(banner_h),
                 Constraint::Min(3),
+                Constraint::Length(pending_h),
                 Constraint::Length(composer_h),
             ])
             .areas(right);
             panes.banner = banner;
             panes.chat = Some(chat);
+            panes.pending = waiting;
             panes.composer = Some(composer);
         }
         panes
@@ -246,12 +262,27 @@ impl App {
             .then_some(StatusUsage { session, tree })
     }
 
+    /// The open thread's waiting messages (steers, then queued ones).
+    fn open_pending(&self) -> Vec<&PendingPrompt> {
+        self.thread
+            .as_ref()
+            .and_then(|t| t.session_id.as_deref())
+            .map(|id| self.pending.of(id))
+            .unwrap_or_default()
+    }
+
     fn composer_title(&self) -> String {
         match &self.thread {
             None => " Message → new session ".to_string(),
             Some(t) => match (&t.session_id, &t.agent) {
                 (None, Some(agent)) => format!(" Message → new session ({agent}) "),
                 (None, None) => " Message → new session ".to_string(),
+                (Some(id), _) if self.thread_running() => format!(
+                    " Steer #{} · {} steers · {} queues ",
+                    short_id(id),
+                    self.keymap.label(Action::Submit),
+                    self.keymap.label(Action::FocusNext),
+                ),
                 (Some(id), _) => format!(" Continue #{} ", short_id(id)),
             },
         }

@@ -18,6 +18,9 @@ impl App {
     pub(super) fn on_engine_event(&mut self, event: &Event) {
         self.tree.apply(event);
         self.inflight.apply(event);
+        if let Some(unqueued) = self.pending.apply(event) {
+            self.on_unqueued(unqueued);
+        }
         if self.approvals.apply(event, self.clock.now()) {
             self.tree.set_waiting(self.approvals.waiting_sessions());
         }

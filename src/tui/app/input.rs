@@ -63,6 +63,13 @@ impl App {
             }
             return;
         }
+        // Tab queues the composer's text while the open thread's turn runs (SPEC §13).
+        if context == Context::Composer
+            && action == Some(Action::FocusNext)
+            && self.queue_composer()
+        {
+            return;
+        }
         if context == Context::Composer
             && matches!(action, None | Some(Action::Submit | Action::Newline))
         {
@@ -169,6 +176,8 @@ impl App {
                 }
             }
             Action::Submit | Action::Newline => {}
+            Action::EditQueued => self.edit_queued(),
+            Action::RemoveQueued => self.remove_queued(),
             Action::BrowserUp => self.browser.move_selection(&self.registry.clone(), -1),
             Action::BrowserDown => self.browser.move_selection(&self.registry.clone(), 1),
             Action::BrowserFilter => self.browser.filtering = true,
@@ -278,8 +287,11 @@ impl App {
             .last_ctrl_c
             .is_some_and(|t| now.as_millisecond() - t.as_millisecond() <= QUIT_WINDOW_MS);
         if within {
-            self.quit = true;
+            if !self.quit_needs_confirmation() {
+                self.quit = true;
+            }
         } else {
+            self.quit_warned = false;
             self.last_ctrl_c = Some(now);
             let until = now + jiff::SignedDuration::from_millis(QUIT_WINDOW_MS);
             self.note = Some(Note {
@@ -406,9 +418,16 @@ impl App {
             );
             return;
         }
+        if running
+            && !thread.awaiting_root
+            && let Some(id) = thread.session_id.clone()
+        {
+            self.steer(id, text);
+            return;
+        }
         if running || thread.awaiting_root {
             self.set_note(
-                "a turn is running here — Esc cancels it; your message stays in the composer",
+                "the session is still starting; your message stays in the composer",
                 true,
             );
             return;
@@ -432,6 +451,7 @@ impl App {
         thread.push_user_echo(&text);
         thread.selected = None;
         self.composer.clear();
+        self.editing = None;
         self.send(command);
     }
 

@@ -3,14 +3,17 @@
 //! (`draw`) lays out the visible window and hands borrowed state to pure views.
 //!
 //! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
-//! composer, notes and the Ctrl+C window. Split by responsibility: `input` (keys, mouse, paste), `engine`
-//! (bus events and command results), `model` (switching a model), `draw` (layout + views). Does not own: executing
+//! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
+//! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
+//! `model` (switching a model), `steer` (steer, queue and the waiting messages), `draw`
+//! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
 mod draw;
 mod engine;
 mod input;
 mod model;
+mod steer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use super::state::approvals::ApprovalQueue;
 use super::state::browser::{BrowserState, ReloadMark};
 use super::state::inflight::InflightStreams;
 use super::state::note::Note;
+use super::state::pending::PendingPrompts;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
@@ -118,6 +122,14 @@ pub struct App {
     note: Option<Note>,
     reload_mark: Option<ReloadMark>,
     last_ctrl_c: Option<Timestamp>,
+    /// Quitting was asked about waiting messages (reset by a fresh Ctrl+C).
+    quit_warned: bool,
+    /// Steers and queued messages waiting in every session's inbox.
+    pending: PendingPrompts,
+    /// A waiting message asked back for editing, until the engine gives it up.
+    edit_request: Option<steer::EditRequest>,
+    /// The waiting message being edited in the composer.
+    editing: Option<steer::Editing>,
     commands: UnboundedSender<EngineCommand>,
     quit: bool,
     editor_request: Option<PathBuf>,
@@ -152,6 +164,10 @@ impl App {
             note: None,
             reload_mark: None,
             last_ctrl_c: None,
+            quit_warned: false,
+            pending: PendingPrompts::default(),
+            edit_request: None,
+            editing: None,
             commands,
             quit: false,
             editor_request: None,
@@ -188,6 +204,11 @@ impl App {
                 session_id,
                 message,
             } => self.on_command_failed(session_id, &message),
+            AppEvent::NotSent {
+                session_id: _,
+                text,
+                message,
+            } => self.on_not_sent(text, &message),
             AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
             AppEvent::Tick => {
                 self.expire_notes();
@@ -325,6 +346,11 @@ impl App {
     /// The open thread.
     pub fn thread(&self) -> Option<&Thread> {
         self.thread.as_ref()
+    }
+
+    /// The messages waiting in sessions' inboxes (steers and queued turns).
+    pub fn pending(&self) -> &PendingPrompts {
+        &self.pending
     }
 
     /// The composer's text.

@@ -1,6 +1,6 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
 //! scroll anchor, streaming, the agent browser, the status-bar note, the approval
-//! prompts and the trust prompt.
+//! prompts, the trust prompt and the messages waiting for running turns (`pending`).
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
@@ -18,6 +18,7 @@ pub mod error_card;
 pub mod inflight;
 pub mod layout;
 pub mod note;
+pub mod pending;
 pub mod rows;
 pub mod stream;
 pub mod thread;

@@ -11,6 +11,7 @@ pub mod browser;
 pub mod chat;
 pub mod composer;
 pub mod help;
+pub mod pending;
 pub mod status;
 pub mod tree;
 pub mod trust;
