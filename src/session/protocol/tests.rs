@@ -212,6 +212,23 @@ fn samples() -> Vec<Event> {
             name: "Map the crate".into(),
         })),
         root(E::MessageAppended(MessageAppendedEvent { message })),
+        child(E::PromptQueued(PromptQueuedEvent {
+            id: 2,
+            mode: PromptMode::Queue,
+            prompt: "then run the tests".into(),
+            position: Some(0),
+        })),
+        root(E::PromptSent(PromptSentEvent {
+            id: 1,
+            mode: PromptMode::Steer,
+            prompt: "also check the README".into(),
+        })),
+        child(E::PromptUnqueued(PromptUnqueuedEvent {
+            id: 2,
+            mode: PromptMode::Queue,
+            prompt: "then run the tests".into(),
+            reason: UnqueueReason::Returned,
+        })),
     ]
 }
 
