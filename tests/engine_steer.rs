@@ -131,12 +131,8 @@ async fn a_steer_during_a_delegation_reaches_the_roots_next_model_call_of_the_sa
         (SessionStatus::Completed, 1, "root done")
     );
 
-    let root_requests: Vec<ChatRequest> = fx
-        .provider
-        .requests()
-        .into_iter()
-        .filter(is_root)
-        .collect();
+    let root_requests: Vec<ChatRequest> =
+        fx.provider.requests().into_iter().filter(is_root).collect();
     assert_eq!(root_requests.len(), 2);
     assert_eq!(user_texts(&root_requests[0]), ["go"]);
     // After the task's result, before the model's next answer: verbatim.
@@ -172,7 +168,11 @@ async fn a_steer_during_a_delegation_reaches_the_roots_next_model_call_of_the_sa
         .collect();
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(
-        (&sent[0]["data"]["id"], &sent[0]["data"]["mode"], &sent[0]["data"]["prompt"]),
+        (
+            &sent[0]["data"]["id"],
+            &sent[0]["data"]["mode"],
+            &sent[0]["data"]["prompt"]
+        ),
         (&json!(1), &json!("steer"), &json!("also check the README"))
     );
     assert_eq!(sent[1]["event"], "prompt:sent");
@@ -212,7 +212,10 @@ async fn a_child_running_under_a_delegation_can_be_steered() {
     .await
     .session_id
     .clone();
-    assert_eq!(rt.steer(&child, "only the tests".into()).await.unwrap(), None);
+    assert_eq!(
+        rt.steer(&child, "only the tests".into()).await.unwrap(),
+        None
+    );
     gate.wait().await;
     let out = tokio::time::timeout(GUARD, turn)
         .await
@@ -320,10 +323,7 @@ async fn a_steer_the_turn_ended_before_starts_the_next_turn_at_once() {
         .unwrap()
         .unwrap()
         .unwrap();
-    assert_eq!(
-        (out.turn_count, out.response.as_str()),
-        (2, "re: and this")
-    );
+    assert_eq!((out.turn_count, out.response.as_str()), (2, "re: and this"));
     assert_eq!(
         user_texts(&fx.provider.requests()[1]),
         ["go", "one more", "and this"]
@@ -335,11 +335,9 @@ async fn a_steer_the_turn_ended_before_starts_the_next_turn_at_once() {
 
 #[tokio::test]
 async fn a_cancel_returns_what_waits_unsent() {
-    let fx = Fixture::new(plan(json!({})), &[], |r| {
-        match last_user_text(r).as_str() {
-            "go" => vec![Step::text("partial"), Step::Hang],
-            other => vec![Step::text(format!("re: {other}"))],
-        }
+    let fx = Fixture::new(plan(json!({})), &[], |r| match last_user_text(r).as_str() {
+        "go" => vec![Step::text("partial"), Step::Hang],
+        other => vec![Step::text(format!("re: {other}"))],
     });
     let rt = fx.runtime();
     let mut rx = rt.bus().subscribe();
@@ -357,10 +355,7 @@ async fn a_cancel_returns_what_waits_unsent() {
         .unwrap()
         .unwrap()
         .unwrap();
-    assert_eq!(
-        (out.status, out.turn_count),
-        (SessionStatus::Cancelled, 1)
-    );
+    assert_eq!((out.status, out.turn_count), (SessionStatus::Cancelled, 1));
     let returned: Vec<Value> = fx
         .lines(&root, "events.jsonl")
         .into_iter()

@@ -32,6 +32,8 @@ mod live;
 mod model;
 #[path = "tui/recover.rs"]
 mod recover;
+#[path = "tui/steer.rs"]
+mod steer;
 #[path = "tui/trust.rs"]
 mod trust;
 
@@ -273,12 +275,17 @@ fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
         }]
     );
     assert!(h.app.composer_text().is_empty());
-    // A second message while the resumed turn runs is refused, text kept.
+    // A second message while the resumed turn runs steers it (SPEC §13).
     h.type_text("more");
     h.press(KeyCode::Enter);
-    assert!(h.drain().is_empty());
-    assert_eq!(h.app.composer_text(), "more");
-    assert!(h.app.note().unwrap().text.contains("Esc cancels"));
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Steer {
+            session_id: CHILD.into(),
+            text: "more".into()
+        }]
+    );
+    assert!(h.app.composer_text().is_empty());
 }
 
 #[test]

@@ -113,7 +113,10 @@ mod tests {
         let front = inbox.push(PromptMode::Queue, "front".into(), Some(0));
         let mid = inbox.push(PromptMode::Queue, "mid".into(), Some(2));
         assert_eq!((a.id, b.id, s1.id, front.id), (1, 2, 3, 5));
-        assert_eq!((a.position, s1.position, front.position), (Some(0), None, Some(0)));
+        assert_eq!(
+            (a.position, s1.position, front.position),
+            (Some(0), None, Some(0))
+        );
         assert_eq!(mid.position, Some(2));
 
         assert_eq!(texts(&inbox.take_next()), ["s1", "s2"]);

@@ -38,9 +38,7 @@ use super::inbox::{Inbox, Pending};
 use crate::config::MountPlan;
 use crate::provider::Provider;
 use crate::session::message::now_rfc3339;
-use crate::session::protocol::{
-    PromptMode, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
-};
+use crate::session::protocol::{PromptMode, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason};
 use crate::session::{
     EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionWriter,
 };

@@ -143,7 +143,14 @@ pub(crate) async fn run_input(
     let guard = live
         .begin_turn(parent.as_ref())
         .ok_or_else(|| busy(&live))?;
-    let chained = chain(env, &live, guard, Some(input), (&provider, &provider_config)).await;
+    let chained = chain(
+        env,
+        &live,
+        guard,
+        Some(input),
+        (&provider, &provider_config),
+    )
+    .await;
     chained.ok_or_else(|| EngineError::Other("internal error: no turn ran".into()))
 }
 

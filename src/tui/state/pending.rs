@@ -57,10 +57,7 @@ impl PendingPrompts {
                 match q.mode {
                     PromptMode::Steer => waiting.steers.push(prompt),
                     PromptMode::Queue => {
-                        let at = q
-                            .position
-                            .unwrap_or(usize::MAX)
-                            .min(waiting.queued.len());
+                        let at = q.position.unwrap_or(usize::MAX).min(waiting.queued.len());
                         waiting.queued.insert(at, prompt);
                     }
                 }

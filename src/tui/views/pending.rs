@@ -55,7 +55,10 @@ impl PendingView<'_> {
         let first = lines.next().unwrap_or_default().to_string();
         let more = if lines.next().is_some() { " …" } else { "" };
         let mut spans = vec![
-            Span::styled(format!(" {glyph} {label} "), self.theme.style(Slot::ChatNotice)),
+            Span::styled(
+                format!(" {glyph} {label} "),
+                self.theme.style(Slot::ChatNotice),
+            ),
             Span::styled(first, self.theme.style(Slot::ChatUser)),
             Span::styled(more, self.theme.style(Slot::TreeMeta)),
         ];
@@ -77,11 +80,11 @@ impl Widget for &PendingView<'_> {
         }
         buf.set_style(area, self.theme.style(Slot::Base));
         let hint = self.hint();
-        let hint_w = u16::try_from(hint.width() + 1).unwrap_or(u16::MAX);
+        let hint_w = hint.width() + 2;
+        let mut hinted = hint.is_empty();
         for y in 0..rows {
             let y16 = area.y + u16::try_from(y).unwrap_or(0);
-            let last = y + 1 == rows;
-            let line = if last && self.items.len() > rows {
+            let line = if y + 1 == rows && self.items.len() > rows {
                 Line::from(Span::styled(
                     format!(" … {} more waiting", self.items.len() - y),
                     self.theme.style(Slot::TreeMeta),
@@ -89,17 +92,12 @@ impl Widget for &PendingView<'_> {
             } else {
                 self.row(self.items[y])
             };
-            // The hint goes right of the first row when the row leaves it room.
-            let room = y == 0 && !hint.is_empty() && area.width >= hint_w + 20;
-            let width = if room { area.width - hint_w } else { area.width };
-            buf.set_line(area.x, y16, &line, width);
-            if room {
-                buf.set_string(
-                    area.x + area.width - hint_w + 1,
-                    y16,
-                    &hint,
-                    self.theme.style(Slot::StatusHint),
-                );
+            buf.set_line(area.x, y16, &line, area.width);
+            // The hint goes right of the first row that leaves it room.
+            if !hinted && line.width() + hint_w <= usize::from(area.width) {
+                hinted = true;
+                let x = area.x + area.width - u16::try_from(hint_w - 1).unwrap_or(0);
+                buf.set_string(x, y16, &hint, self.theme.style(Slot::StatusHint));
             }
         }
     }
