@@ -15,6 +15,7 @@ mod fixture;
 use std::sync::Arc;
 
 use arbor::engine::testing::{Step, last_user_text};
+use arbor::engine::{EngineError, Runtime, TurnOutcome};
 use arbor::provider::ChatRequest;
 use arbor::session::message::Message;
 use arbor::session::{Event, SessionStatus};
@@ -22,6 +23,7 @@ use fixture::*;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
 
 /// Waits (bounded) for the first bus event `pred` accepts.
 async fn wait_for(
@@ -38,6 +40,69 @@ async fn wait_for(
     })
     .await
     .expect("event in time")
+}
+
+/// Runs the turn `go` of `root` in the background.
+fn start(rt: &Arc<Runtime>, root: &str) -> JoinHandle<Result<TurnOutcome, EngineError>> {
+    let (rt, root) = (rt.clone(), root.to_string());
+    tokio::spawn(async move { rt.run_turn(&root, "go".into()).await })
+}
+
+/// The outcome of a turn started by [`start`] (bounded wait).
+async fn ended(turn: JoinHandle<Result<TurnOutcome, EngineError>>) -> TurnOutcome {
+    tokio::time::timeout(GUARD, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+}
+
+/// Answers `go` with `first` once `held` is released, anything else with `re: <it>`.
+fn held_then_echo(held: Arc<Barrier>, first: &'static str) -> impl Fn(&ChatRequest) -> Vec<Step> {
+    move |r| match last_user_text(r).as_str() {
+        "go" => vec![Step::Barrier(held.clone()), Step::text(first)],
+        other => vec![Step::text(format!("re: {other}"))],
+    }
+}
+
+/// Root delegates `work` to `helper` once (until a tool result is in its request: a
+/// steer may follow the result), then answers `root done`; `helper` answers the
+/// helper's requests.
+fn delegating_to(
+    helper: impl Fn(&ChatRequest) -> Vec<Step> + Send + Sync + 'static,
+) -> impl Fn(&ChatRequest) -> Vec<Step> + Send + Sync + 'static {
+    move |r| match (is_root(r), has_tool_result(r)) {
+        (true, false) => vec![Step::call(
+            "t1",
+            "task",
+            json!({"agent": "helper", "instruction": "work"}),
+        )],
+        (true, true) => vec![Step::text("root done")],
+        (false, _) => helper(r),
+    }
+}
+
+/// Starts the turn `go` of a new root and waits until its child's first model call
+/// is in flight (held at the test's barrier): `(runtime, root, child, turn)`.
+async fn start_delegation(
+    fx: &Fixture,
+) -> (
+    Arc<Runtime>,
+    String,
+    String,
+    JoinHandle<Result<TurnOutcome, EngineError>>,
+) {
+    let rt = fx.runtime();
+    let mut rx = rt.bus().subscribe();
+    let root = rt.create_root(None).unwrap();
+    let turn = start(&rt, &root);
+    let child = wait_for(&mut rx, |e| {
+        e.msg.name() == "provider:request" && e.parent_id.as_deref() == Some(root.as_str())
+    })
+    .await
+    .session_id
+    .clone();
+    (rt, root, child, turn)
 }
 
 /// Whether `request` holds a tool result (the model already called its tools; a
@@ -92,40 +157,17 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 async fn a_steer_during_a_delegation_reaches_the_roots_next_model_call_of_the_same_turn() {
     let gate = Arc::new(Barrier::new(2));
     let held = gate.clone();
-    let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], move |r| {
-        match (is_root(r), has_tool_result(r)) {
-            (true, false) => vec![Step::call(
-                "t1",
-                "task",
-                json!({"agent": "helper", "instruction": "work"}),
-            )],
-            (true, true) => vec![Step::text("root done")],
-            (false, _) => vec![Step::Barrier(held.clone()), Step::text("helper done")],
-        }
-    });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
-    let root = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, root) = (rt.clone(), root.clone());
-        async move { rt.run_turn(&root, "go".into()).await }
-    });
-    // The child's model call is in flight (held at the barrier).
-    let child = wait_for(&mut rx, |e| {
-        e.msg.name() == "provider:request" && e.parent_id.as_deref() == Some(root.as_str())
-    })
-    .await
-    .session_id
-    .clone();
+    let fx = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating_to(move |_| vec![Step::Barrier(held.clone()), Step::text("helper done")]),
+    );
+    let (rt, root, child, turn) = start_delegation(&fx).await;
 
     let steered = rt.steer(&root, "also check the README".into()).await;
     assert_eq!(steered.unwrap(), None, "the running turn takes it");
     gate.wait().await;
-    let out = tokio::time::timeout(GUARD, turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let out = ended(turn).await;
     assert_eq!(
         (out.status, out.turn_count, out.response.as_str()),
         (SessionStatus::Completed, 1, "root done")
@@ -183,45 +225,29 @@ async fn a_steer_during_a_delegation_reaches_the_roots_next_model_call_of_the_sa
 async fn a_child_running_under_a_delegation_can_be_steered() {
     let gate = Arc::new(Barrier::new(2));
     let held = gate.clone();
-    let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], move |r| {
-        match (is_root(r), has_tool_result(r)) {
-            (true, false) => vec![Step::call(
-                "t1",
-                "task",
-                json!({"agent": "helper", "instruction": "work"}),
-            )],
-            (true, true) => vec![Step::text("root done")],
-            // The helper reads a file first (held until the test steered), then answers.
-            (false, false) => vec![
+    // The helper reads a file first (held until the test steered), then answers.
+    let helper = move |r: &ChatRequest| {
+        if has_tool_result(r) {
+            vec![Step::text(format!("helper saw: {}", last_user_text(r)))]
+        } else {
+            vec![
                 Step::Barrier(held.clone()),
                 Step::call("r1", "read_file", json!({"path": "inside.txt"})),
-            ],
-            (false, true) => vec![Step::text(format!("helper saw: {}", last_user_text(r)))],
+            ]
         }
-    });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
-    let root = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, root) = (rt.clone(), root.clone());
-        async move { rt.run_turn(&root, "go".into()).await }
-    });
-    let child = wait_for(&mut rx, |e| {
-        e.msg.name() == "provider:request" && e.parent_id.as_deref() == Some(root.as_str())
-    })
-    .await
-    .session_id
-    .clone();
+    };
+    let fx = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating_to(helper),
+    );
+    let (rt, root, child, turn) = start_delegation(&fx).await;
     assert_eq!(
         rt.steer(&child, "only the tests".into()).await.unwrap(),
         None
     );
     gate.wait().await;
-    let out = tokio::time::timeout(GUARD, turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let out = ended(turn).await;
     assert_eq!(out.status, SessionStatus::Completed);
     let result = task_result(&fx.transcript(&root), "t1");
     assert_eq!(result["response"], "helper saw: only the tests");
@@ -237,20 +263,11 @@ async fn a_child_running_under_a_delegation_can_be_steered() {
 #[tokio::test]
 async fn queued_messages_are_turns_of_their_own_afterwards_in_order() {
     let gate = Arc::new(Barrier::new(2));
-    let held = gate.clone();
-    let fx = Fixture::new(plan(json!({})), &[], move |r| {
-        match last_user_text(r).as_str() {
-            "go" => vec![Step::Barrier(held.clone()), Step::text("first")],
-            other => vec![Step::text(format!("re: {other}"))],
-        }
-    });
+    let fx = Fixture::new(plan(json!({})), &[], held_then_echo(gate.clone(), "first"));
     let rt = fx.runtime();
     let mut rx = rt.bus().subscribe();
     let root = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, root) = (rt.clone(), root.clone());
-        async move { rt.run_turn(&root, "go".into()).await }
-    });
+    let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "provider:request").await;
     assert_eq!(rt.queue(&root, "third".into(), None).await.unwrap(), None);
     // Put in front of "third"; a removed one is never sent.
@@ -262,11 +279,7 @@ async fn queued_messages_are_turns_of_their_own_afterwards_in_order() {
     assert_eq!(rt.unqueue(&root, 3).unwrap(), "never");
     assert!(rt.unqueue(&root, 3).is_err(), "removed once");
     gate.wait().await;
-    let out = tokio::time::timeout(GUARD, turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let out = ended(turn).await;
     assert_eq!(
         (out.status, out.turn_count, out.response.as_str()),
         (SessionStatus::Completed, 3, "re: third")
@@ -300,29 +313,20 @@ async fn queued_messages_are_turns_of_their_own_afterwards_in_order() {
 #[tokio::test]
 async fn a_steer_the_turn_ended_before_starts_the_next_turn_at_once() {
     let gate = Arc::new(Barrier::new(2));
-    let held = gate.clone();
-    let fx = Fixture::new(plan(json!({})), &[], move |r| {
-        match last_user_text(r).as_str() {
-            "go" => vec![Step::Barrier(held.clone()), Step::text("final answer")],
-            other => vec![Step::text(format!("re: {other}"))],
-        }
-    });
+    let fx = Fixture::new(
+        plan(json!({})),
+        &[],
+        held_then_echo(gate.clone(), "final answer"),
+    );
     let rt = fx.runtime();
     let mut rx = rt.bus().subscribe();
     let root = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, root) = (rt.clone(), root.clone());
-        async move { rt.run_turn(&root, "go".into()).await }
-    });
+    let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "provider:request").await;
     assert_eq!(rt.steer(&root, "one more".into()).await.unwrap(), None);
     assert_eq!(rt.steer(&root, "and this".into()).await.unwrap(), None);
     gate.wait().await;
-    let out = tokio::time::timeout(GUARD, turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let out = ended(turn).await;
     assert_eq!((out.turn_count, out.response.as_str()), (2, "re: and this"));
     assert_eq!(
         user_texts(&fx.provider.requests()[1]),
@@ -342,19 +346,12 @@ async fn a_cancel_returns_what_waits_unsent() {
     let rt = fx.runtime();
     let mut rx = rt.bus().subscribe();
     let root = rt.create_root(None).unwrap();
-    let turn = tokio::spawn({
-        let (rt, root) = (rt.clone(), root.clone());
-        async move { rt.run_turn(&root, "go".into()).await }
-    });
+    let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "content_block:delta").await;
     rt.queue(&root, "after".into(), None).await.unwrap();
     rt.steer(&root, "now".into()).await.unwrap();
     rt.cancel(&root);
-    let out = tokio::time::timeout(GUARD, turn)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let out = ended(turn).await;
     assert_eq!((out.status, out.turn_count), (SessionStatus::Cancelled, 1));
     let returned: Vec<Value> = fx
         .lines(&root, "events.jsonl")
