@@ -45,6 +45,7 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         keymap: ctx.config.keymap.clone(),
         paths: ctx.paths.clone(),
         no_color: no_color_from_env(),
+        notify: ctx.config.notify,
     };
     crate::tui::run(runtime, tui_options).await?;
     drop(watcher);

@@ -16,6 +16,7 @@
 //!   max_sessions_per_tree: 100
 //!   max_concurrent_sub_sessions: 32
 //! response: {max_bytes: 8388608, max_time: 600}   # see config::response
+//! notify: bell                    # bell | osc9 | off, see `Notify`
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -53,9 +54,47 @@ pub struct ArborConfig {
     /// Tree-wide delegation limits (`limits:`); defaults when absent.
     #[serde(default)]
     pub limits: Limits,
+    /// How the TUI tells the person a session started needing them (`notify:`);
+    /// `bell` when absent. Any other value makes the file unusable.
+    #[serde(default, skip_serializing_if = "Notify::is_default")]
+    pub notify: Notify,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Config `notify:`: what the TUI writes to the terminal when a session starts
+/// needing the person (SPEC §13 "needs you": an approval, paused, failed,
+/// interrupted) while another thread is open.
+///
+/// - `bell` (the default): BEL (`0x07`), which every terminal understands (a sound,
+///   a flash, or tmux's bell flag on the window).
+/// - `osc9`: a desktop notification, `ESC ] 9 ; <text> BEL` (iTerm2's OSC 9, also
+///   read by WezTerm, kitty, Ghostty and Windows Terminal); terminals without it
+///   ignore the sequence.
+/// - `off`: nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Notify {
+    #[default]
+    Bell,
+    Osc9,
+    Off,
+}
+
+impl Notify {
+    fn is_default(&self) -> bool {
+        *self == Notify::default()
+    }
+
+    /// The config spelling (`bell`, `osc9`, `off`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Notify::Bell => "bell",
+            Notify::Osc9 => "osc9",
+            Notify::Off => "off",
+        }
+    }
 }
 
 /// The config file exists but cannot be used.
@@ -116,6 +155,26 @@ mod tests {
         assert_eq!(c.extra["foo"], 1);
         std::fs::write(&p, "providers: [unclosed\n").unwrap();
         assert!(ArborConfig::load(&p).is_err());
+    }
+
+    #[test]
+    fn notify_defaults_to_bell_and_a_bad_value_makes_the_file_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.yaml");
+        std::fs::write(&p, "theme: dark\n").unwrap();
+        assert_eq!(ArborConfig::load(&p).unwrap().notify, Notify::Bell);
+        for (yaml, want) in [
+            ("notify: osc9\n", Notify::Osc9),
+            ("notify: off\n", Notify::Off),
+            ("notify: bell\n", Notify::Bell),
+        ] {
+            std::fs::write(&p, yaml).unwrap();
+            assert_eq!(ArborConfig::load(&p).unwrap().notify, want, "{yaml}");
+        }
+        std::fs::write(&p, "notify: beep\n").unwrap();
+        let err = ArborConfig::load(&p).unwrap_err().to_string();
+        assert!(err.contains("beep"), "{err}");
+        assert!(err.starts_with(&p.display().to_string()), "{err}");
     }
 
     #[test]

@@ -23,6 +23,6 @@ pub mod retry;
 pub mod trust;
 pub mod yaml;
 
-pub use arbor_config::ArborConfig;
+pub use arbor_config::{ArborConfig, Notify};
 pub use limits::{Limits, TaskConfig};
 pub use mount_plan::{ModuleEntry, MountPlan};

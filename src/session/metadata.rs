@@ -65,6 +65,20 @@ impl SessionStatus {
                 | SessionStatus::Paused
         )
     }
+
+    /// Whether a person must act on a session with this status (SPEC §13 "needs
+    /// you"): it waits for an approval, is paused (a budget reached), failed, or was
+    /// interrupted. The TUI's count, jump key and notification all ask this (the tree
+    /// adds pending approval prompts and what the person has already looked at).
+    pub fn needs_you(self) -> bool {
+        matches!(
+            self,
+            SessionStatus::Waiting
+                | SessionStatus::Paused
+                | SessionStatus::Failed
+                | SessionStatus::Interrupted
+        )
+    }
 }
 
 /// Usage rolled into metadata: tokens summed over every turn, cost when a price is known.
@@ -228,5 +242,23 @@ mod tests {
         .filter(|s| s.turn_in_progress())
         .collect();
         assert_eq!(in_progress, [Running, Queued, Waiting, Paused]);
+    }
+
+    #[test]
+    fn a_person_must_act_on_waiting_paused_failed_and_interrupted() {
+        use SessionStatus::*;
+        let all = [
+            Running,
+            Queued,
+            Waiting,
+            Paused,
+            Idle,
+            Completed,
+            Failed,
+            Cancelled,
+            Interrupted,
+        ];
+        let needs: Vec<SessionStatus> = all.into_iter().filter(|s| s.needs_you()).collect();
+        assert_eq!(needs, [Waiting, Paused, Failed, Interrupted]);
     }
 }

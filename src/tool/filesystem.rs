@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::confine;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
+pub mod changes;
 pub mod diff;
 pub mod write;
 

@@ -14,6 +14,7 @@ use crate::engine::TurnOutcome;
 pub use crate::session::EngineCommand;
 use crate::session::protocol::ApprovalDecision;
 use crate::session::{Event, LoadedSession, Metadata};
+use crate::tool::filesystem::changes::SessionDiff;
 
 /// Everything that can change UI state. The `App` is the only consumer; background
 /// tasks (bus forwarding, command execution, the editor) produce these.
@@ -75,6 +76,13 @@ pub enum AppEvent {
     EditorFinished {
         path: PathBuf,
         result: Result<(), String>,
+    },
+    /// Result of [`EngineCommand::LoadDiff`] for `session_id` with `subtree`: the
+    /// session's diffs (itself first, then changed descendants) or the error text.
+    DiffLoaded {
+        session_id: String,
+        subtree: bool,
+        result: Result<Vec<SessionDiff>, String>,
     },
     /// Time passed: advance spinners, live elapsed times and expire notes.
     Tick,

@@ -17,6 +17,7 @@ use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome, panics};
 use crate::session::SessionStore;
+use crate::tool::filesystem::changes::session_diffs;
 
 /// Runs commands on `runtime`; reads transcripts and listings from `store`.
 pub struct RuntimeExecutor {
@@ -218,6 +219,25 @@ impl Executor for RuntimeExecutor {
                         &results,
                         AppEvent::TranscriptLoaded {
                             requested: session_id,
+                            result,
+                        },
+                    );
+                });
+            }
+            EngineCommand::LoadDiff {
+                session_id,
+                subtree,
+            } => {
+                let store = self.store.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = guarded("reading a session's changes", || {
+                        session_diffs(&store, &session_id, subtree).map_err(|e| e.to_string())
+                    });
+                    send(
+                        &results,
+                        AppEvent::DiffLoaded {
+                            session_id,
+                            subtree,
                             result,
                         },
                     );

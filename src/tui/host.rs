@@ -81,4 +81,12 @@ impl Host<CrosstermBackend<io::Stdout>> for TerminalHost {
         }
         result
     }
+
+    fn notify(
+        &mut self,
+        terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+        notification: &super::notify::Notification,
+    ) -> io::Result<()> {
+        super::runloop::notify_crossterm(terminal, notification)
+    }
 }

@@ -29,6 +29,7 @@ pub enum Context {
     Help,
     Approval,
     Trust,
+    Diff,
 }
 
 impl Context {
@@ -43,13 +44,14 @@ impl Context {
             Context::Help => "Help",
             Context::Approval => "Approval prompt",
             Context::Trust => "Trust prompt",
+            Context::Diff => "Diff",
         }
     }
 
     fn is_overlay(self) -> bool {
         matches!(
             self,
-            Context::Browser | Context::Help | Context::Approval | Context::Trust
+            Context::Browser | Context::Help | Context::Approval | Context::Trust | Context::Diff
         )
     }
 }
@@ -83,6 +85,7 @@ actions! {
     CancelTurn = "global.cancel", Global, ["esc"], true, "Cancel the open thread's turn";
     NewSession = "global.new_session", Global, ["ctrl+n"], false, "New root session";
     SwitchModel = "global.model", Global, ["ctrl+o"], false, "Switch the model to the composer's text";
+    NextNeedsYou = "global.next_needs_you", Global, ["ctrl+g"], false, "Next session that needs you";
     PageUp = "global.page_up", Global, ["pgup"], false, "Scroll chat up a page";
     PageDown = "global.page_down", Global, ["pgdn"], false, "Scroll chat down a page";
     TreeUp = "tree.up", Tree, ["up", "k"], false, "Select previous session";
@@ -95,6 +98,7 @@ actions! {
     TreeExpand = "tree.expand", Tree, ["right", "l"], false, "Expand";
     TreeHelp = "tree.help", Tree, ["?"], true, "Help";
     TreeAgents = "tree.agents", Tree, ["a"], false, "Agent browser";
+    TreeDiff = "tree.diff", Tree, ["d"], true, "Diff of the session's changes";
     ChatUp = "chat.up", Chat, ["up", "k"], false, "Select previous cell";
     ChatDown = "chat.down", Chat, ["down", "j"], false, "Select next cell";
     ChatActivate = "chat.activate", Chat, ["enter"], true, "Open task / expand card";
@@ -103,6 +107,7 @@ actions! {
     ChatBottom = "chat.bottom", Chat, ["end", "G"], false, "Newest message (follow)";
     ChatHelp = "chat.help", Chat, ["?"], true, "Help";
     ChatAgents = "chat.agents", Chat, ["a"], false, "Agent browser";
+    ChatDiff = "chat.diff", Chat, ["d"], false, "Diff of the open session's changes";
     Submit = "composer.submit", Composer, ["enter"], true, "Send";
     Newline = "composer.newline", Composer, ["shift+enter", "ctrl+j", "alt+enter"], true, "New line";
     EditQueued = "composer.edit_queued", Composer, ["alt+up"], false, "Take the newest waiting (steer/queued) message back to edit";
@@ -124,6 +129,14 @@ actions! {
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
     TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
     TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";
+    DiffUp = "diff.up", Diff, ["up", "k"], false, "Scroll up";
+    DiffDown = "diff.down", Diff, ["down", "j"], false, "Scroll down";
+    DiffPageUp = "diff.page_up", Diff, ["pgup"], false, "Scroll up a page";
+    DiffPageDown = "diff.page_down", Diff, ["pgdn", "space"], false, "Scroll down a page";
+    DiffTop = "diff.top", Diff, ["home", "g"], false, "First line";
+    DiffBottom = "diff.bottom", Diff, ["end", "G"], false, "Last line";
+    DiffSubtree = "diff.subtree", Diff, ["s"], true, "Include sub-sessions' changes (toggle)";
+    DiffClose = "diff.close", Diff, ["esc", "q", "d"], true, "Close";
 }
 
 /// One row of the keymap table.
@@ -371,8 +384,10 @@ mod tests {
     #[test]
     fn overrides_replace_and_conflicts_are_rejected() {
         let km =
-            Keymap::with_overrides(&overrides(json!({"tree.cancel": ["d", "ctrl+x"]}))).unwrap();
-        assert_eq!(km.label(Action::TreeCancel), "d/Ctrl+x");
+            Keymap::with_overrides(&overrides(json!({"tree.cancel": ["c", "ctrl+x"]}))).unwrap();
+        assert_eq!(km.label(Action::TreeCancel), "c/Ctrl+x");
+        // The defaults hold no conflict (`defaults()` would hide one as an empty map).
+        assert!(Keymap::with_overrides(&Map::new()).is_ok());
         let err = Keymap::with_overrides(&overrides(json!({"tree.cancel": "enter"}))).unwrap_err();
         assert!(matches!(err, KeymapError::Conflict { .. }), "{err}");
         assert!(err.to_string().contains("tree.open"), "{err}");

@@ -16,6 +16,7 @@
 //!     keymap: config.keymap.clone(),
 //!     paths: paths.clone(),
 //!     no_color: arbor::tui::no_color_from_env(),
+//!     notify: config.notify,
 //! };
 //! arbor::tui::run(runtime, options).await?;
 //! ```
@@ -45,6 +46,7 @@ pub mod host;
 mod key;
 pub mod keymap;
 pub mod markdown;
+pub mod notify;
 pub mod runloop;
 pub mod state;
 pub mod terminal;
@@ -95,6 +97,9 @@ pub struct TuiOptions {
     pub paths: Paths,
     /// Drop colours (`NO_COLOR`); see [`no_color_from_env`].
     pub no_color: bool,
+    /// Config `notify:`: how a session that starts needing the person is announced
+    /// while another thread is open (bell, OSC 9, off).
+    pub notify: crate::config::Notify,
 }
 
 /// Why the TUI could not start or stopped.
@@ -149,6 +154,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         },
         commands_tx,
     );
+    app.set_notify(options.notify);
     // SPEC §12: a project with `.amplifier/agents/` or `.mcp.json` that is not trusted
     // yet is asked about once at start; any other directory never is.
     if let Some(project) = crate::config::trust::untrusted_project(&options.paths) {

@@ -22,6 +22,7 @@ use super::TuiError;
 use super::app::App;
 use super::app_event::{AppEvent, EngineCommand};
 use super::frame::{FrameScheduler, MIN_FRAME_INTERVAL};
+use super::notify::Notification;
 use crate::agent::registry::RegistryHandle;
 use crate::agent::reload::ReloadEvent;
 use crate::session::Event;
@@ -45,6 +46,27 @@ pub trait Host<B: Backend> {
     ///
     /// Errors: why the editor could not run (shown as a note).
     fn open_editor(&mut self, terminal: &mut Terminal<B>, path: &Path) -> Result<(), String>;
+
+    /// Writes `notification` (a bell or an OSC 9 notification: a session started
+    /// needing the person) to the terminal. Nothing by default (test backends have no
+    /// terminal to ring).
+    ///
+    /// Errors: the terminal's write error (logged by the loop; nothing else happens).
+    fn notify(&mut self, terminal: &mut Terminal<B>, notification: &Notification) -> io::Result<()> {
+        let _ = (terminal, notification);
+        Ok(())
+    }
+}
+
+/// [`Host::notify`] for a crossterm terminal over any writer: the notification's bytes
+/// go to the terminal's writer between frames, flushed.
+///
+/// Errors: the writer's.
+pub fn notify_crossterm<W: io::Write>(
+    terminal: &mut Terminal<ratatui::backend::CrosstermBackend<W>>,
+    notification: &Notification,
+) -> io::Result<()> {
+    notification.write_to(terminal.backend_mut())
 }
 
 /// Every channel the loop reads besides terminal input. `None` sources are skipped.
@@ -127,6 +149,11 @@ where
         if let Some(path) = app.take_editor_request() {
             let result = host.open_editor(terminal, &path);
             app.handle(AppEvent::EditorFinished { path, result });
+        }
+        if let Some(notification) = app.take_notification()
+            && let Err(e) = host.notify(terminal, &notification)
+        {
+            tracing::warn!("cannot notify the terminal: {e}");
         }
         if app.take_redraw() {
             frames.request(Instant::now());

@@ -51,7 +51,7 @@ fn y_allows_once_and_the_composer_keeps_its_text() {
         "{screen}"
     );
     assert!(screen.contains("$ cargo test --lib"), "{screen}");
-    assert!(screen.contains("⚑ 1 waiting"), "{screen}");
+    assert!(screen.contains("⚑ 1 need you"), "{screen}");
     insta::assert_snapshot!("approval_over_the_app_80", screen);
 
     h.press(KeyCode::Char('y'));
@@ -160,7 +160,7 @@ fn prompts_queue_over_any_thread_and_overlay_and_leave_when_the_engine_decides()
     );
     let screen = h.screen(80, 24);
     assert!(screen.contains("Approval needed · 1 of 2"), "{screen}");
-    assert!(screen.contains("⚑ 2 waiting"), "{screen}");
+    assert!(screen.contains("⚑ 2 need you"), "{screen}");
 
     // The subtree was cancelled: the engine denies the first call; the next shows.
     h.engine(
@@ -176,7 +176,7 @@ fn prompts_queue_over_any_thread_and_overlay_and_leave_when_the_engine_decides()
         "{screen}"
     );
     assert!(screen.contains("+pub mod settings;"), "{screen}");
-    assert!(screen.contains("⚑ 1 waiting"), "{screen}");
+    assert!(screen.contains("⚑ 1 need you"), "{screen}");
 
     // The prompt has the keys, not the help overlay under it.
     h.clock.advance(Duration::from_secs(1));

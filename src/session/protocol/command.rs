@@ -88,4 +88,8 @@ pub enum EngineCommand {
         session_id: Option<String>,
         model: String,
     },
+    /// Rebuild what session `session_id` (a full id) changed, from its transcript
+    /// (`tool::filesystem::changes`), with `subtree` its descendants' changes too;
+    /// answered with the diffs or the store error.
+    LoadDiff { session_id: String, subtree: bool },
 }

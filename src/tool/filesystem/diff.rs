@@ -144,6 +144,37 @@ pub fn unified_diff(path: &str, old: Option<&str>, new: &str) -> String {
         .to_string()
 }
 
+/// The hunks of a unified diff from `old` to `new` (3 lines of context), without the
+/// `---`/`+++` header; empty when the two are equal. For a change shown under a header
+/// of its own (a session's diff, `filesystem::changes`).
+pub fn hunks(old: &str, new: &str) -> String {
+    TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new)
+        .unified_diff()
+        .context_radius(CONTEXT_LINES)
+        .to_string()
+}
+
+/// Every line of `old` and `new` as a line diff (` ` kept, `-` removed, `+` added),
+/// each ending in a newline: an edit shown without its place in the file.
+pub fn snippet_lines(old: &str, new: &str) -> String {
+    let diff = TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new);
+    let mut out = String::new();
+    for change in diff.iter_all_changes() {
+        out.push(match change.tag() {
+            ChangeTag::Insert => '+',
+            ChangeTag::Delete => '-',
+            ChangeTag::Equal => ' ',
+        });
+        out.push_str(change.value().trim_end_matches(['\n', '\r']));
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +237,7 @@ mod tests {
         let created = unified_diff("n.txt", None, "hi\n");
         assert_eq!(created, "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+hi\n");
         assert_eq!(unified_diff("x", Some("same\n"), "same\n"), "");
+        assert_eq!(hunks("a\nb\n", "a\nB\n"), "@@ -1,2 +1,2 @@\n a\n-b\n+B\n");
+        assert_eq!(snippet_lines("x\ny", "x\nz"), " x\n-y\n+z\n");
     }
 }

@@ -18,6 +18,7 @@ use crate::tui::views::browser::BrowserView;
 use crate::tui::views::centered;
 use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
+use crate::tui::views::diff::DiffView;
 use crate::tui::views::help::HelpView;
 use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
@@ -68,6 +69,9 @@ impl App {
         .layout(panes.main);
         if let Some(p) = prompt {
             self.approvals.clamp_scroll(p.body_rows, p.body_visible);
+        }
+        if let Some(d) = &mut self.diff {
+            d.set_page(DiffView::page(panes.main));
         }
         let focused = self.composer_focused();
         self.composer
@@ -127,13 +131,15 @@ impl App {
             _ if self.trust.is_some() => Context::Trust,
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
+            (Overlay::Diff, _) => Context::Diff,
             (_, Focus::Tree) => Context::Tree,
             (_, Focus::Chat) => Context::Chat,
             (_, Focus::Composer) => Context::Composer,
         };
         let status = StatusView {
             provider: &self.provider_label,
-            waiting: self.approvals.len(),
+            needs_you: self.tree.needs_you_count(),
+            needs_you_key: self.keymap.label(Action::NextNeedsYou),
             running: self.tree.running_count(),
             usage: self.status_usage(),
             note: self.note.as_ref(),
@@ -243,6 +249,16 @@ impl App {
                     theme: &self.theme,
                 };
                 frame.render_widget(&view, area);
+            }
+            Overlay::Diff => {
+                if let Some(state) = &self.diff {
+                    let view = DiffView {
+                        state,
+                        keymap: &self.keymap,
+                        theme: &self.theme,
+                    };
+                    frame.render_widget(&view, area);
+                }
             }
         }
     }

@@ -33,6 +33,7 @@ impl App {
         match (self.overlay, self.focus) {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
+            (Overlay::Diff, _) => Context::Diff,
             (Overlay::None, Focus::Tree) => Context::Tree,
             (Overlay::None, Focus::Chat) => Context::Chat,
             (Overlay::None, Focus::Composer) => Context::Composer,
@@ -120,6 +121,7 @@ impl App {
                 self.overlay = Overlay::Browser
             }
             Action::CancelTurn => self.cancel_open_thread(),
+            Action::NextNeedsYou => self.jump_to_needs_you(),
             Action::NewSession => {
                 self.thread = Some(Thread::new_root(self.default_agent.clone()));
                 self.focus = Focus::Composer;
@@ -215,6 +217,23 @@ impl App {
             | Action::ApprovalDown
             | Action::TrustYes
             | Action::TrustNo => {}
+            Action::TreeDiff => {
+                if let Some(id) = self.tree.selected.clone() {
+                    self.open_diff(&id, false);
+                }
+            }
+            Action::ChatDiff => match self.thread.as_ref().and_then(|t| t.session_id.clone()) {
+                Some(id) => self.open_diff(&id, false),
+                None => self.set_note("nothing to diff: this thread has no session yet", true),
+            },
+            Action::DiffUp
+            | Action::DiffDown
+            | Action::DiffPageUp
+            | Action::DiffPageDown
+            | Action::DiffTop
+            | Action::DiffBottom
+            | Action::DiffSubtree
+            | Action::DiffClose => self.diff_key(action),
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
         }

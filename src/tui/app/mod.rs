@@ -9,12 +9,15 @@
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
+mod diff;
 mod draw;
 mod engine;
 mod input;
 mod model;
 mod steer;
+mod needs_you;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +32,7 @@ use super::composer::Composer;
 use super::keymap::{Action, Keymap};
 use super::state::approvals::ApprovalQueue;
 use super::state::browser::{BrowserState, ReloadMark};
+use super::state::diff::DiffState;
 use super::state::inflight::InflightStreams;
 use super::state::note::Note;
 use super::state::pending::PendingPrompts;
@@ -37,6 +41,8 @@ use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
+use crate::config::Notify;
+use crate::tui::notify::Notification;
 
 /// How long a second Ctrl+C quits.
 pub const QUIT_WINDOW_MS: i64 = 2_000;
@@ -57,6 +63,8 @@ pub enum Overlay {
     None,
     Help,
     Browser,
+    /// A session's changes (`state::diff`).
+    Diff,
 }
 
 /// Where the theme came from, so a theme-file change can reload it.
@@ -118,6 +126,8 @@ pub struct App {
     /// The start-up trust prompt, until answered (modal, below approval prompts).
     trust: Option<TrustPrompt>,
     browser: BrowserState,
+    /// The diff overlay's content (kept while `overlay` is `Diff`).
+    diff: Option<DiffState>,
     help_scroll: u16,
     note: Option<Note>,
     reload_mark: Option<ReloadMark>,
@@ -135,6 +145,12 @@ pub struct App {
     editor_request: Option<PathBuf>,
     dirty: bool,
     areas: Areas,
+    /// How to tell the person a session started needing them (config `notify:`).
+    notify: Notify,
+    /// The sessions that needed the person after the last event (to notice new ones).
+    needs_you: HashSet<String>,
+    /// A notification for the run loop to write to the terminal.
+    notification: Option<Notification>,
 }
 
 impl App {
@@ -160,6 +176,7 @@ impl App {
             approvals: ApprovalQueue::default(),
             trust: None,
             browser: BrowserState::default(),
+            diff: None,
             help_scroll: 0,
             note: None,
             reload_mark: None,
@@ -173,6 +190,9 @@ impl App {
             editor_request: None,
             dirty: true,
             areas: Areas::default(),
+            notify: Notify::default(),
+            needs_you: HashSet::new(),
+            notification: None,
         };
         app.refresh_placeholder();
         app.send(EngineCommand::ListSessions);
@@ -185,6 +205,14 @@ impl App {
 
     /// Applies one event. Marks the app for redraw when anything visible changed.
     pub fn handle(&mut self, event: AppEvent) {
+        let sync = Self::needs_you_sync(&event);
+        self.apply_event(event);
+        if let Some(quiet) = sync {
+            self.sync_needs_you(quiet);
+        }
+    }
+
+    fn apply_event(&mut self, event: AppEvent) {
         match event {
             AppEvent::Input(ev) => self.on_input(ev),
             AppEvent::Engine(ev) => self.on_engine_event(&ev),
@@ -210,6 +238,15 @@ impl App {
                 message,
             } => self.on_not_sent(text, &message),
             AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
+            AppEvent::DiffLoaded {
+                session_id,
+                subtree,
+                result,
+            } => {
+                if let Some(d) = &mut self.diff {
+                    d.load(&session_id, subtree, result);
+                }
+            }
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {
@@ -318,6 +355,11 @@ impl App {
     /// Open overlay.
     pub fn overlay(&self) -> Overlay {
         self.overlay
+    }
+
+    /// The diff overlay's state, while one was opened.
+    pub fn diff(&self) -> Option<&DiffState> {
+        self.diff.as_ref()
     }
 
     /// The approval prompts waiting (the front one is shown and takes the keys).

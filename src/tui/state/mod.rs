@@ -14,6 +14,7 @@
 pub mod approvals;
 pub mod browser;
 pub mod cells;
+pub mod diff;
 pub mod error_card;
 pub mod inflight;
 pub mod layout;

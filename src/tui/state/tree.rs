@@ -18,6 +18,7 @@
 //! (`views::tree`).
 
 mod files;
+mod needs_you;
 mod usage;
 
 pub use usage::Spend;
@@ -62,6 +63,10 @@ pub struct Node {
     /// Files this session wrote or edited, one entry per path (metadata
     /// `files_changed`, then `tool:post.file_changed` as calls finish).
     pub files_changed: Vec<FileChange>,
+    /// The person has looked at this session (opened its thread) since its status
+    /// last changed: a failed or interrupted session then no longer needs them
+    /// (`needs_you`). Cleared by every status change.
+    pub seen: bool,
 }
 
 impl Node {
@@ -82,6 +87,7 @@ impl Node {
             detached: None,
             collapsed: false,
             files_changed: Vec::new(),
+            seen: false,
         }
     }
 
@@ -129,9 +135,9 @@ pub struct TreeRow<'a> {
     pub cost: Option<f64>,
     /// Running descendants hidden under this collapsed node (0 when expanded).
     pub hidden_running: usize,
-    /// Descendants waiting for the person hidden under this collapsed node (0 when
-    /// expanded).
-    pub hidden_waiting: usize,
+    /// Descendants that need the person ([`SessionTree::needs_you`]: an approval,
+    /// paused, failed, interrupted) hidden under this collapsed node (0 when expanded).
+    pub hidden_needs_you: usize,
     /// Distinct files changed by the node and all its descendants.
     pub files: usize,
 }
@@ -400,8 +406,8 @@ impl SessionTree {
             if !seen.insert(id) {
                 continue;
             }
-            let (hidden_running, hidden_waiting) = if node.collapsed {
-                (self.running_below(id), self.waiting_below(id))
+            let (hidden_running, hidden_needs_you) = if node.collapsed {
+                (self.running_below(id), self.needs_you_below(id))
             } else {
                 (0, 0)
             };
@@ -412,7 +418,7 @@ impl SessionTree {
                 tokens: spend.tokens,
                 cost: spend.cost,
                 hidden_running,
-                hidden_waiting,
+                hidden_needs_you,
                 files: self.subtree_files(id),
             });
             if !node.collapsed {
@@ -450,9 +456,9 @@ impl SessionTree {
         self.count_below(id, |n| n.status == SessionStatus::Running)
     }
 
-    /// Number of descendants of `id` waiting for the person ([`SessionTree::is_waiting`]).
-    pub fn waiting_below(&self, id: &str) -> usize {
-        self.count_below(id, |n| self.is_waiting(&n.id))
+    /// Number of descendants of `id` that need the person ([`SessionTree::needs_you`]).
+    pub fn needs_you_below(&self, id: &str) -> usize {
+        self.count_below(id, |n| self.needs_you(&n.id))
     }
 
     /// Number of interrupted sessions in `id`'s tree: `id` itself and its descendants.
@@ -577,6 +583,9 @@ fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
         node.ended = None;
     } else if !in_turn && (was_in_turn || node.ended.is_none()) {
         node.ended = ts;
+    }
+    if node.status != status {
+        node.seen = false;
     }
     node.status = status;
 }

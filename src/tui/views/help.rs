@@ -36,6 +36,7 @@ impl HelpView<'_> {
             Context::Help,
             Context::Approval,
             Context::Trust,
+            Context::Diff,
         ] {
             if !out.is_empty() {
                 out.push(Line::default());

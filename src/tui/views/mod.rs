@@ -10,6 +10,7 @@ pub mod banner;
 pub mod browser;
 pub mod chat;
 pub mod composer;
+pub mod diff;
 pub mod help;
 pub mod pending;
 pub mod status;

@@ -1,5 +1,6 @@
-//! The status bar: provider/model (or a no-provider warning), the count of approval
-//! prompts waiting for the person (`⚑ 2 waiting`), running count, the open
+//! The status bar: provider/model (or a no-provider warning), the count of sessions
+//! that need the person (`⚑ 2 need you (Ctrl+g)`: an approval, paused, failed,
+//! interrupted — `state::tree::needs_you` — with the key that jumps to them), running count, the open
 //! session's usage (tokens, cost where known, and its tree's total when it has
 //! sub-sessions or is one), a note or the reload mark, and key hints from the keymap.
 //!
@@ -76,8 +77,11 @@ impl StatusUsage {
 /// The status bar.
 pub struct StatusView<'a> {
     pub provider: &'a Result<String, String>,
-    /// Approval prompts waiting for the person.
-    pub waiting: usize,
+    /// Sessions that need the person (`SessionTree::needs_you_count`).
+    pub needs_you: usize,
+    /// The jump key's label (`Keymap::label` of `global.next_needs_you`; empty when
+    /// unbound), shown beside the count when there is room.
+    pub needs_you_key: String,
     pub running: usize,
     /// The open session's usage (`None`: no session open or nothing spent yet).
     pub usage: Option<StatusUsage>,
@@ -91,8 +95,8 @@ pub struct StatusView<'a> {
 
 impl StatusView<'_> {
     /// The left part at `level` of compaction: 0 full; 1 usage without the tree
-    /// total; 2 also the provider label as its model, `⚑N` / `●N` for waiting prompts
-    /// and running sessions and usage without "tok".
+    /// total, the count without the jump key; 2 also the provider label as its model,
+    /// `⚑N` / `●N` for sessions that need you and running ones and usage without "tok".
     fn left(&self, level: u8) -> Vec<Span<'static>> {
         let bar = self.theme.style(Slot::StatusBar);
         let mut left = vec![match self.provider {
@@ -103,11 +107,14 @@ impl StatusView<'_> {
             Ok(label) => Span::styled(format!(" {} ", display_label(label)), bar),
             Err(_) => Span::styled(" ⚠ no provider ", self.theme.style(Slot::StatusNote)),
         }];
-        if self.waiting > 0 {
-            let text = if level >= 2 {
-                format!("│ {WAITING_GLYPH}{} ", self.waiting)
-            } else {
-                format!("│ {WAITING_GLYPH} {} waiting ", self.waiting)
+        if self.needs_you > 0 {
+            let n = self.needs_you;
+            let text = match level {
+                0 if !self.needs_you_key.is_empty() => {
+                    format!("│ {WAITING_GLYPH} {n} need you ({}) ", self.needs_you_key)
+                }
+                0 | 1 => format!("│ {WAITING_GLYPH} {n} need you "),
+                _ => format!("│ {WAITING_GLYPH}{n} "),
             };
             left.push(Span::styled(text, self.theme.style(Slot::StatusNote)));
         }

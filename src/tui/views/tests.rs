@@ -192,13 +192,14 @@ fn collapsed_node_shows_running_sessions_below() {
         open: Some(ROOT),
     };
     let wide = render(&view, 40, 4);
+    // The failed child hidden below needs the person: `⚑1` before the title.
     assert!(
-        wide.contains("›▸ ⠋ zen-architect") && wide.contains(" ●1 30s 43.8k┃"),
+        wide.contains("›▸ ⠋ ⚑1 zen-architect") && wide.contains(" ●1 30s 43.8k┃"),
         "{wide}"
     );
     // Too narrow for the right-hand column: the count moves next to the fold glyph.
     let narrow = render(&view, 16, 4);
-    assert!(narrow.contains("┃›▸ ●1 ⠋ zen-a…┃"), "{narrow}");
+    assert!(narrow.contains("┃›▸ ●1 ⠋ ⚑1 ze…┃"), "{narrow}");
 }
 
 #[test]
@@ -317,7 +318,8 @@ fn status_bar_with_hints_note_and_warning() {
     let ok = Ok("openai/gpt-4o".to_string());
     let view = StatusView {
         provider: &ok,
-        waiting: 0,
+        needs_you: 0,
+        needs_you_key: String::new(),
         running: 2,
         usage: None,
         note: None,
@@ -335,7 +337,8 @@ fn status_bar_with_hints_note_and_warning() {
     };
     let view = StatusView {
         provider: &err,
-        waiting: 0,
+        needs_you: 0,
+        needs_you_key: String::new(),
         running: 0,
         usage: None,
         note: Some(&note),
@@ -532,7 +535,8 @@ fn status_bar_and_tree_show_usage_and_cost() {
     let ok = Ok("anthropic/claude-sonnet-4-5".to_string());
     let view = StatusView {
         provider: &ok,
-        waiting: 0,
+        needs_you: 0,
+        needs_you_key: String::new(),
         running: 1,
         usage: Some(StatusUsage {
             session: Spend {

@@ -3,7 +3,8 @@
 //! time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
-//! `⚑` in the `tree.waiting` colour; a collapsed node with such sessions below shows
+//! `⚑` in the `tree.waiting` colour; a collapsed node with sessions below that need
+//! the person (`SessionTree::needs_you`: approvals, paused, failed, interrupted) shows
 //! `⚑N`.
 //! A root that names a parent it is not shown under (missing, itself, a cycle) carries
 //! a note saying which. A footer names the selected session's model and how it was
@@ -92,8 +93,8 @@ impl TreeView<'_> {
         }
         let waiting = self.theme.style(Slot::TreeWaiting);
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
-        let hidden_waiting = (row.hidden_waiting > 0)
-            .then(|| Span::styled(format!("{WAITING_GLYPH}{} ", row.hidden_waiting), waiting));
+        let hidden_waiting = (row.hidden_needs_you > 0)
+            .then(|| Span::styled(format!("{WAITING_GLYPH}{} ", row.hidden_needs_you), waiting));
         let fold_style = match (&hidden_waiting, &hidden) {
             (Some(_), _) => waiting,
             (None, Some(_)) => running,

@@ -208,7 +208,7 @@ fn the_tree_marks_waiting_sessions_and_a_collapsed_parent_counts_them() {
     tree.selected = Some(ROOT.into());
     tree.set_collapsed(true);
     let rows = tree.rows();
-    assert_eq!((rows.len(), rows[0].hidden_waiting), (1, 2));
+    assert_eq!((rows.len(), rows[0].hidden_needs_you), (1, 2));
     insta::assert_snapshot!(
         "tree_40_waiting_collapsed",
         render(&tree_view(&tree, &theme), 40, 6)
@@ -232,7 +232,8 @@ fn the_status_bar_counts_what_waits() {
     let ok = Ok("openai/gpt-4o".to_string());
     let status = StatusView {
         provider: &ok,
-        waiting: 2,
+        needs_you: 2,
+        needs_you_key: "Ctrl+g".into(),
         running: 3,
         usage: None,
         note: None,
@@ -241,7 +242,7 @@ fn the_status_bar_counts_what_waits() {
         theme: &theme,
     };
     let wide = render(&status, 80, 1);
-    assert!(wide.contains("⚑ 2 waiting"), "{wide}");
+    assert!(wide.contains("⚑ 2 need you (Ctrl+g)"), "{wide}");
     insta::assert_snapshot!("status_80_waiting", wide);
     let narrow = render(&status, 40, 1);
     assert!(narrow.contains("⚑2"), "{narrow}");

@@ -1,0 +1,264 @@
+//! What a session changed, as a unified diff per file (SPEC §12 "its diff can be
+//! viewed"), rebuilt from its transcript: the `write_file` and `edit_file` calls whose
+//! results say they succeeded, in the order their results were recorded. Nothing is
+//! read from the working directory (it may have moved on since).
+//!
+//! A file the session created is shown as one diff from nothing to its last content.
+//! A file that existed before has no recorded earlier content, so each change is its
+//! own hunk: an edit of content the session wrote itself gets real line numbers; an
+//! edit of content it never saw is shown as its lines without a place
+//! (`@@ edit_file … @@`); a `write_file` over such a file shows the new content whole.
+//! The text is a readable record, a patch only where every change has a place.
+//!
+//! Owns: the replay and [`SessionDiff`]. Does not own: the edit rules or hunk text
+//! (`diff`), reading sessions (`session::SessionStore`), colouring (`tui`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::diff::{apply_edit, hunks, snippet_lines, unified_diff};
+use crate::session::{Message, SessionStore, StoreError};
+
+/// One file's changes by one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDiff {
+    /// The path the tools reported (relative to the working directory when inside it).
+    pub path: String,
+    /// `--- …`/`+++ b/<path>` then the hunks (see the module doc).
+    pub diff: String,
+    /// `+` lines of the hunks.
+    pub added: usize,
+    /// `-` lines of the hunks.
+    pub removed: usize,
+}
+
+/// The changes of one session, files by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionDiff {
+    pub session_id: String,
+    /// The session's agent (metadata `agent_name`), when known.
+    pub agent: Option<String>,
+    pub files: Vec<FileDiff>,
+}
+
+/// The files `transcript`'s successful `write_file` / `edit_file` calls changed, by
+/// path, each with its diff.
+pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
+    let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
+    let mut files: BTreeMap<String, FileState> = BTreeMap::new();
+    for message in transcript {
+        match message {
+            Message::Assistant(a) => {
+                for call in &a.tool_calls {
+                    calls.insert(&call.id, (&call.tool, &call.arguments));
+                }
+                for block in &a.content {
+                    if let crate::session::message::ContentBlock::ToolCall { id, name, input } = block {
+                        calls.entry(id).or_insert((name, input));
+                    }
+                }
+            }
+            Message::Tool(result) if !result.is_error => {
+                let Some(&(tool, input)) = calls.get(result.tool_call_id.as_str()) else {
+                    continue;
+                };
+                let Ok(Value::Object(out)) = serde_json::from_str::<Value>(&result.content) else {
+                    continue;
+                };
+                let Some(path) = out.get("file_path").and_then(Value::as_str) else {
+                    continue;
+                };
+                let state = files
+                    .entry(path.to_string())
+                    .or_insert_with(FileState::default);
+                match tool {
+                    "write_file" => {
+                        let created = out.get("created").and_then(Value::as_bool) == Some(true);
+                        if let Some(content) = input.get("content").and_then(Value::as_str) {
+                            state.write(content, created);
+                        }
+                    }
+                    "edit_file" => {
+                        let text = |k: &str| input.get(k).and_then(Value::as_str);
+                        let replace_all = match input.get("replace_all") {
+                            Some(Value::Bool(b)) => *b,
+                            Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+                            _ => false,
+                        };
+                        let count = out
+                            .get("replacements_made")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(1);
+                        if let (Some(old), Some(new)) = (text("old_string"), text("new_string")) {
+                            state.edit(old, new, replace_all, count);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    files
+        .into_iter()
+        .filter(|(_, s)| !s.steps.is_empty())
+        .map(|(path, state)| state.render(path))
+        .collect()
+}
+
+/// The diffs of session `id` (a full id), and with `subtree` of every descendant too
+/// (the session first, then the others by creation), leaving out sessions that changed
+/// nothing — the session itself is always there, maybe with no files.
+///
+/// Errors: the store's, for `id` (a descendant that cannot be read is left out).
+pub fn session_diffs(
+    store: &SessionStore,
+    id: &str,
+    subtree: bool,
+) -> Result<Vec<SessionDiff>, StoreError> {
+    let loaded = store.load(id)?;
+    let mut out = vec![SessionDiff {
+        session_id: loaded.metadata.session_id.clone(),
+        agent: loaded.metadata.agent_name.clone(),
+        files: replay(&loaded.transcript),
+    }];
+    if !subtree {
+        return Ok(out);
+    }
+    let mut all = store.list()?;
+    all.sort_by(|a, b| a.created.cmp(&b.created));
+    let mut inside: HashSet<String> = HashSet::from([loaded.metadata.session_id.clone()]);
+    // Parents are created before their children: one pass in creation order finds
+    // every descendant; a second catches clocks that disagree.
+    for _ in 0..2 {
+        for m in &all {
+            let below = m.parent_id.as_ref().is_some_and(|p| inside.contains(p));
+            if below && inside.insert(m.session_id.clone()) {
+                let Ok(child) = store.load(&m.session_id) else {
+                    continue;
+                };
+                let files = replay(&child.transcript);
+                if !files.is_empty() {
+                    out.push(SessionDiff {
+                        session_id: m.session_id.clone(),
+                        agent: m.agent_name.clone(),
+                        files,
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `diffs` as one text: each file's diff; with several sessions, each session's files
+/// after a `# session <id> (<agent>)` line (patch tools skip such lines).
+pub fn render(diffs: &[SessionDiff]) -> String {
+    let mut out = String::new();
+    for d in diffs {
+        if diffs.len() > 1 {
+            let agent = d.agent.as_deref().unwrap_or("session");
+            out.push_str(&format!("# session {} ({agent})\n", d.session_id));
+        }
+        for f in &d.files {
+            out.push_str(&f.diff);
+        }
+    }
+    out
+}
+
+/// One file while replaying.
+#[derive(Debug, Default)]
+struct FileState {
+    /// The first change created the file.
+    created: bool,
+    /// Every change applied to known content (so the net diff is right).
+    clean: bool,
+    /// The content after the last change, when known.
+    current: Option<String>,
+    /// Each change's hunks, in order.
+    steps: Vec<String>,
+}
+
+impl FileState {
+    fn write(&mut self, content: &str, created: bool) {
+        if self.steps.is_empty() && created {
+            self.created = true;
+            self.clean = true;
+            self.current = Some(String::new());
+        }
+        let step = match &self.current {
+            Some(before) => hunks(before, content),
+            None => {
+                let mut text = String::from(
+                    "@@ write_file replaced the whole file (its earlier content is not in the transcript) @@\n",
+                );
+                for line in content.lines() {
+                    text.push('+');
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                text
+            }
+        };
+        self.steps.push(step);
+        self.current = Some(content.to_string());
+    }
+
+    fn edit(&mut self, old: &str, new: &str, replace_all: bool, count: u64) {
+        if let Some(before) = &self.current
+            && let Ok(edited) = apply_edit(before, old, new, replace_all)
+        {
+            self.steps.push(hunks(before, &edited.content));
+            self.current = Some(edited.content);
+            return;
+        }
+        // Content not known (or changed outside the tools): the edit without a place.
+        self.clean = false;
+        self.current = None;
+        let times = if count > 1 {
+            format!(", {count} replacements")
+        } else {
+            String::new()
+        };
+        self.steps.push(format!(
+            "@@ edit_file{times} (line numbers unknown) @@\n{}",
+            snippet_lines(old, new)
+        ));
+    }
+
+    fn render(self, path: String) -> FileDiff {
+        let diff = match (&self.current, self.created && self.clean) {
+            (Some(last), true) if !last.is_empty() => unified_diff(&path, None, last),
+            (Some(_), true) => format!("--- /dev/null\n+++ b/{path}\n@@ empty file @@\n"),
+            _ => {
+                let from = if self.created {
+                    "/dev/null".to_string()
+                } else {
+                    format!("a/{path}")
+                };
+                format!("--- {from}\n+++ b/{path}\n{}", self.steps.concat())
+            }
+        };
+        let mut added = 0;
+        let mut removed = 0;
+        // The first two lines are the `---`/`+++` header.
+        for line in diff.lines().skip(2) {
+            if line.starts_with('+') {
+                added += 1;
+            } else if line.starts_with('-') {
+                removed += 1;
+            }
+        }
+        FileDiff {
+            path,
+            diff,
+            added,
+            removed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! "Needs you" in the `App` (SPEC §13): keeping the open thread's session marked as
+//! seen, noticing sessions that start needing the person (a notification when one is
+//! not the open thread: config `notify:`), and the jump key.
+//!
+//! Owns: when to notify and what the notification says, and the jump. Does not own:
+//! the rule itself (`state::tree::needs_you`) or the bytes (`notify`).
+
+use std::collections::HashSet;
+
+use super::App;
+use crate::config::Notify;
+use crate::session::{EngineEvent, SessionStatus};
+use crate::tui::app_event::AppEvent;
+use crate::tui::notify::Notification;
+use crate::tui::views::WAITING_GLYPH;
+
+impl App {
+    /// How the person is told a session started needing them (config `notify:`;
+    /// [`Notify::Bell`] until set).
+    pub fn set_notify(&mut self, notify: Notify) {
+        self.notify = notify;
+    }
+
+    /// Takes the notification due, if any (the run loop writes it to the terminal).
+    pub fn take_notification(&mut self) -> Option<Notification> {
+        self.notification.take()
+    }
+
+    /// How many sessions need the person now (the status bar's count).
+    pub fn needs_you_count(&self) -> usize {
+        self.tree.needs_you_count()
+    }
+
+    /// How [`App::sync_needs_you`] follows `event`: `None` when it cannot change who
+    /// needs the person (ticks, streamed deltas); `Some(quiet)` otherwise, `quiet` for
+    /// a listing of stored sessions (they did not just start needing anyone).
+    pub(super) fn needs_you_sync(event: &AppEvent) -> Option<bool> {
+        match event {
+            AppEvent::Tick => None,
+            AppEvent::Engine(ev) if matches!(ev.msg, EngineEvent::ContentBlockDelta(_)) => None,
+            AppEvent::SessionsListed(_) => Some(true),
+            _ => Some(false),
+        }
+    }
+
+    /// After an event was applied: the open thread's session counts as seen, and a
+    /// session that newly needs the person while another thread is open makes a
+    /// notification (several at once make one) unless `quiet`.
+    pub(super) fn sync_needs_you(&mut self, quiet: bool) {
+        let open = self.open_session_id();
+        if let Some(id) = &open {
+            self.tree.mark_seen(id);
+        }
+        let now: HashSet<String> = self
+            .tree
+            .needs_you_ids()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if !quiet && self.notify != Notify::Off {
+            let fresh: Vec<&String> = now
+                .iter()
+                .filter(|id| !self.needs_you.contains(*id) && Some(*id) != open.as_ref())
+                .collect();
+            if let Some(first) = fresh.first() {
+                let text = self.needs_you_text(first, fresh.len());
+                self.notification = Some(Notification {
+                    mode: self.notify,
+                    text,
+                });
+            }
+        }
+        self.needs_you = now;
+    }
+
+    /// `arbor: explorer needs you (failed)`, `… and 2 more` when several started at once.
+    fn needs_you_text(&self, id: &str, count: usize) -> String {
+        let (label, why) = self.why_needs_you(id);
+        let more = match count {
+            0 | 1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        format!("arbor: {label} needs you ({why}){more}")
+    }
+
+    /// The session's title or agent, and why it needs the person.
+    fn why_needs_you(&self, id: &str) -> (String, &'static str) {
+        let Some(node) = self.tree.get(id) else {
+            return (id.to_string(), "waiting");
+        };
+        let why = if self.tree.is_waiting(id) {
+            "waiting for approval"
+        } else {
+            match node.status {
+                SessionStatus::Paused => "paused",
+                SessionStatus::Failed => "failed",
+                SessionStatus::Interrupted => "interrupted",
+                _ => "waiting",
+            }
+        };
+        (node.label().to_string(), why)
+    }
+
+    /// The jump key: opens the thread of the next session that needs the person after
+    /// the selected one (tree order, wrapping around) and selects it; says so when none
+    /// does.
+    pub(super) fn jump_to_needs_you(&mut self) {
+        let after = self
+            .tree
+            .selected
+            .clone()
+            .or_else(|| self.open_session_id());
+        let Some(id) = self.tree.next_needs_you(after.as_deref()).map(str::to_string) else {
+            self.set_note("nothing needs you", false);
+            return;
+        };
+        let (label, why) = self.why_needs_you(&id);
+        self.tree.reveal(&id);
+        self.open_thread(&id);
+        self.set_note(format!("{WAITING_GLYPH} {label}: {why}"), false);
+    }
+
+    fn open_session_id(&self) -> Option<String> {
+        self.thread.as_ref().and_then(|t| t.session_id.clone())
+    }
+}
