@@ -30,6 +30,8 @@ mod approvals;
 mod live;
 #[path = "tui/model.rs"]
 mod model;
+#[path = "tui/needs_you.rs"]
+mod needs_you;
 #[path = "tui/recover.rs"]
 mod recover;
 #[path = "tui/steer.rs"]

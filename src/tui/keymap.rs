@@ -98,7 +98,7 @@ actions! {
     TreeExpand = "tree.expand", Tree, ["right", "l"], false, "Expand";
     TreeHelp = "tree.help", Tree, ["?"], true, "Help";
     TreeAgents = "tree.agents", Tree, ["a"], false, "Agent browser";
-    TreeDiff = "tree.diff", Tree, ["d"], true, "Diff of the session's changes";
+    TreeDiff = "tree.diff", Tree, ["d"], false, "Diff of the session's changes";
     ChatUp = "chat.up", Chat, ["up", "k"], false, "Select previous cell";
     ChatDown = "chat.down", Chat, ["down", "j"], false, "Select next cell";
     ChatActivate = "chat.activate", Chat, ["enter"], true, "Open task / expand card";

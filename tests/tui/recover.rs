@@ -9,7 +9,7 @@ use super::*;
 const SIBLING: &str = "5f0e1c2a11114222-7777888899990000_zen-architect";
 const GRANDCHILD: &str = "0a1b2c3d4e5f6071-1234123412341234_tester";
 
-fn stored(
+pub(super) fn stored(
     id: &str,
     parent: Option<&str>,
     agent: &str,

@@ -143,6 +143,12 @@ fn lines_of(diffs: &[SessionDiff], subtree: bool) -> Vec<DiffLine> {
             });
         }
         for file in &d.files {
+            if out.last().is_some_and(|l: &DiffLine| l.kind != DiffLineKind::Session) {
+                out.push(DiffLine {
+                    kind: DiffLineKind::Context,
+                    text: String::new(),
+                });
+            }
             for (i, line) in file.diff.lines().enumerate() {
                 let kind = match line.as_bytes().first() {
                     _ if i < 2 => DiffLineKind::File,
