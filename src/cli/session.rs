@@ -1,4 +1,7 @@
-//! `arbor session list|show|tree|resume|export|rename`.
+//! `arbor session list|show|tree|resume|diff|export|rename`.
+//!
+//! `session diff ID [--subtree]` prints the session's changes as a unified diff rebuilt
+//! from its transcript (`tool::filesystem::changes`); nothing when it changed nothing.
 //!
 //! `session list --json` / `session show ID --json` print
 //! `{session_id, name, parent_id, agent_name, status, depth, turn_count, created,
@@ -61,6 +64,14 @@ pub enum SessionCommand {
         id: String,
         /// The title: its first line, at most 60 characters.
         title: String,
+    },
+    /// Print what a session's write_file / edit_file calls changed, as a unified diff
+    /// rebuilt from its transcript.
+    Diff {
+        id: String,
+        /// Include every sub-session's changes (each after a `# session ID (agent)` line).
+        #[arg(long)]
+        subtree: bool,
     },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
@@ -182,6 +193,19 @@ pub async fn run(
                 return fail(&e);
             }
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
+        }
+        SessionCommand::Diff { id, subtree } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            match crate::tool::filesystem::changes::session_diffs(&store, &id, subtree) {
+                Ok(diffs) => {
+                    crate::out!("{}", crate::tool::filesystem::changes::render(&diffs))?;
+                    Ok(0)
+                }
+                Err(e) => fail(&e),
+            }
         }
         SessionCommand::Rename { id, title } => {
             let id = match store.resolve(&id) {
