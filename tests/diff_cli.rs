@@ -54,10 +54,21 @@ fn session_diff_prints_what_the_tools_changed() {
     );
     let result: Value = serde_json::from_str(stdout.trim()).unwrap();
     let id = result["session_id"].as_str().unwrap().to_string();
-    assert_eq!(std::fs::read_to_string(env.project.join("old.txt")).unwrap(), "x\nY\n");
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("old.txt")).unwrap(),
+        "x\nY\n"
+    );
 
-    let out = env.cmd().args(["session", "diff", &id[..8]]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env
+        .cmd()
+        .args(["session", "diff", &id[..8]])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The failed edit (e3: no match) changed nothing and is not there.
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -65,7 +76,11 @@ fn session_diff_prints_what_the_tools_changed() {
          --- a/old.txt\n+++ b/old.txt\n@@ edit_file (line numbers unknown) @@\n-y\n+Y\n"
     );
 
-    let out = env.cmd().args(["session", "diff", "nope"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["session", "diff", "nope"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }
 
@@ -74,8 +89,8 @@ fn a_bad_notify_value_is_reported_by_doctor_and_at_startup() {
     let env = TestEnv::new();
     std::fs::write(&env.config, "notify: beep\n").unwrap();
     let out = env.cmd().arg("doctor").output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("beep"), "{text}");
     let out = env.cmd().args(["session", "list"]).output().unwrap();
@@ -83,5 +98,9 @@ fn a_bad_notify_value_is_reported_by_doctor_and_at_startup() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("beep"));
     std::fs::write(&env.config, "notify: off\n").unwrap();
     let out = env.cmd().args(["session", "list"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

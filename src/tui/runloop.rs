@@ -52,7 +52,11 @@ pub trait Host<B: Backend> {
     /// terminal to ring).
     ///
     /// Errors: the terminal's write error (logged by the loop; nothing else happens).
-    fn notify(&mut self, terminal: &mut Terminal<B>, notification: &Notification) -> io::Result<()> {
+    fn notify(
+        &mut self,
+        terminal: &mut Terminal<B>,
+        notification: &Notification,
+    ) -> io::Result<()> {
         let _ = (terminal, notification);
         Ok(())
     }

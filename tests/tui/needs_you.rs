@@ -97,12 +97,7 @@ fn a_session_that_starts_needing_you_elsewhere_notifies_once() {
     );
     assert_eq!(h.app.take_notification(), None);
     // The open thread failing is in front of the person: no notification.
-    h.engine(
-        EngineEvent::status(SessionStatus::Failed),
-        ROOT,
-        None,
-        22,
-    );
+    h.engine(EngineEvent::status(SessionStatus::Failed), ROOT, None, 22);
     assert_eq!(h.app.take_notification(), None);
     // With notify: off, nothing at all.
     h.app.set_notify(Notify::Off);
@@ -223,8 +218,7 @@ async fn terminal_bytes(notify: Notify) -> Vec<u8> {
     )
     .await
     .unwrap();
-    let out = bytes.0.lock().unwrap().clone();
-    out
+    bytes.0.lock().unwrap().clone()
 }
 
 fn count(haystack: &[u8], needle: &[u8]) -> usize {

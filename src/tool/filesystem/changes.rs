@@ -54,7 +54,9 @@ pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
                     calls.insert(&call.id, (&call.tool, &call.arguments));
                 }
                 for block in &a.content {
-                    if let crate::session::message::ContentBlock::ToolCall { id, name, input } = block {
+                    if let crate::session::message::ContentBlock::ToolCall { id, name, input } =
+                        block
+                    {
                         calls.entry(id).or_insert((name, input));
                     }
                 }
@@ -69,9 +71,7 @@ pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
                 let Some(path) = out.get("file_path").and_then(Value::as_str) else {
                     continue;
                 };
-                let state = files
-                    .entry(path.to_string())
-                    .or_insert_with(FileState::default);
+                let state = files.entry(path.to_string()).or_default();
                 match tool {
                     "write_file" => {
                         let created = out.get("created").and_then(Value::as_bool) == Some(true);

@@ -110,7 +110,11 @@ impl App {
             .selected
             .clone()
             .or_else(|| self.open_session_id());
-        let Some(id) = self.tree.next_needs_you(after.as_deref()).map(str::to_string) else {
+        let Some(id) = self
+            .tree
+            .next_needs_you(after.as_deref())
+            .map(str::to_string)
+        else {
             self.set_note("nothing needs you", false);
             return;
         };

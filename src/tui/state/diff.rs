@@ -98,7 +98,10 @@ impl DiffState {
 
     /// Scrolls by `delta` lines, within the text.
     pub fn scroll_by(&mut self, delta: isize) {
-        self.scroll = self.scroll.saturating_add_signed(delta).min(self.max_scroll());
+        self.scroll = self
+            .scroll
+            .saturating_add_signed(delta)
+            .min(self.max_scroll());
     }
 
     /// Scrolls to the top (`false`) or the bottom (`true`).
@@ -139,11 +142,17 @@ fn lines_of(diffs: &[SessionDiff], subtree: bool) -> Vec<DiffLine> {
             let agent = d.agent.as_deref().unwrap_or("session");
             out.push(DiffLine {
                 kind: DiffLineKind::Session,
-                text: format!("# {agent} #{}", crate::session::ids::short_id(&d.session_id)),
+                text: format!(
+                    "# {agent} #{}",
+                    crate::session::ids::short_id(&d.session_id)
+                ),
             });
         }
         for file in &d.files {
-            if out.last().is_some_and(|l: &DiffLine| l.kind != DiffLineKind::Session) {
+            if out
+                .last()
+                .is_some_and(|l: &DiffLine| l.kind != DiffLineKind::Session)
+            {
                 out.push(DiffLine {
                     kind: DiffLineKind::Context,
                     text: String::new(),

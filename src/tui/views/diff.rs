@@ -77,7 +77,10 @@ impl Widget for &DiffView<'_> {
             .skip(self.state.scroll)
             .take(usize::from(inner.height));
         for (y, line) in (inner.y..).zip(rows) {
-            let text = Line::from(Span::styled(line.text.replace('\t', "    "), style(line.kind)));
+            let text = Line::from(Span::styled(
+                line.text.replace('\t', "    "),
+                style(line.kind),
+            ));
             buf.set_line(inner.x, y, &truncate(&text, inner.width), inner.width);
         }
     }

@@ -108,7 +108,10 @@ fn files_come_by_path_and_render_joins_them() {
     let files = replay(&t);
     let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["a.txt", "b.txt"]);
-    assert_eq!(files[0].diff, "--- /dev/null\n+++ b/a.txt\n@@ empty file @@\n");
+    assert_eq!(
+        files[0].diff,
+        "--- /dev/null\n+++ b/a.txt\n@@ empty file @@\n"
+    );
     let one = SessionDiff {
         session_id: "s1".into(),
         agent: Some("arbor".into()),
@@ -117,5 +120,8 @@ fn files_come_by_path_and_render_joins_them() {
     let text = render(std::slice::from_ref(&one));
     assert!(text.starts_with("--- /dev/null\n+++ b/a.txt\n"), "{text}");
     let two = render(&[one.clone(), one]);
-    assert!(two.starts_with("# session s1 (arbor)\n--- /dev/null"), "{two}");
+    assert!(
+        two.starts_with("# session s1 (arbor)\n--- /dev/null"),
+        "{two}"
+    );
 }

@@ -23,11 +23,8 @@ impl SessionTree {
             return true;
         }
         self.nodes.get(id).is_some_and(|n| {
-            let acknowledged = n.seen
-                && matches!(
-                    n.status,
-                    SessionStatus::Failed | SessionStatus::Interrupted
-                );
+            let acknowledged =
+                n.seen && matches!(n.status, SessionStatus::Failed | SessionStatus::Interrupted);
             n.status.needs_you() && !acknowledged
         })
     }
