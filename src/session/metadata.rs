@@ -224,41 +224,31 @@ mod tests {
         assert_eq!(meta.status, SessionStatus::Waiting);
     }
 
+    /// Every status, in declaration order.
+    const ALL: [SessionStatus; 9] = [
+        SessionStatus::Running,
+        SessionStatus::Queued,
+        SessionStatus::Waiting,
+        SessionStatus::Paused,
+        SessionStatus::Idle,
+        SessionStatus::Completed,
+        SessionStatus::Failed,
+        SessionStatus::Cancelled,
+        SessionStatus::Interrupted,
+    ];
+
     #[test]
     fn a_turn_is_in_progress_until_it_ends() {
         use SessionStatus::*;
-        let in_progress: Vec<SessionStatus> = [
-            Running,
-            Queued,
-            Waiting,
-            Paused,
-            Idle,
-            Completed,
-            Failed,
-            Cancelled,
-            Interrupted,
-        ]
-        .into_iter()
-        .filter(|s| s.turn_in_progress())
-        .collect();
+        let in_progress: Vec<SessionStatus> =
+            ALL.into_iter().filter(|s| s.turn_in_progress()).collect();
         assert_eq!(in_progress, [Running, Queued, Waiting, Paused]);
     }
 
     #[test]
     fn a_person_must_act_on_waiting_paused_failed_and_interrupted() {
         use SessionStatus::*;
-        let all = [
-            Running,
-            Queued,
-            Waiting,
-            Paused,
-            Idle,
-            Completed,
-            Failed,
-            Cancelled,
-            Interrupted,
-        ];
-        let needs: Vec<SessionStatus> = all.into_iter().filter(|s| s.needs_you()).collect();
+        let needs: Vec<SessionStatus> = ALL.into_iter().filter(|s| s.needs_you()).collect();
         assert_eq!(needs, [Waiting, Paused, Failed, Interrupted]);
     }
 }
