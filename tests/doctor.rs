@@ -49,7 +49,7 @@ fn an_unknown_keymap_action_or_key_fails_doctor_naming_it() {
     assert!(!ok, "{out}");
     assert!(out.contains("composer.submit"), "{out}");
 
-    let (ok, out) = doctor(&env, &server, "keymap: {tree.cancel: d}\n", &[]);
+    let (ok, out) = doctor(&env, &server, "keymap: {tree.cancel: c}\n", &[]);
     assert!(ok, "{out}");
     assert!(out.contains("keymap    1 override(s)"), "{out}");
     assert!(out.contains("no problems found"), "{out}");
