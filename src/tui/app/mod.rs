@@ -14,8 +14,8 @@ mod draw;
 mod engine;
 mod input;
 mod model;
-mod steer;
 mod needs_you;
+mod steer;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
