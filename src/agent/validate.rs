@@ -1,7 +1,7 @@
 //! Validation rules for agent frontmatter (SPEC §3), shared with bundles.
 //!
 //! Owns: the type checks on plan keys (`agents`, `model_role`, module lists, transfer
-//! flags, `approvals` through `config::approvals`), agent-name rules, "unavailable
+//! flags, `approvals` through `config::approvals`, `budget` through `config::budget`), agent-name rules, "unavailable
 //! module" and "unknown key" warnings, and finding a top-level key's line in the YAML
 //! for error positions. Does not own: YAML parsing
 //! or the frontmatter split (`agent::file`, `agent::frontmatter`).
@@ -49,6 +49,7 @@ const KNOWN_KEYS: &[&str] = &[
     "disallow_transfer_to_parent",
     "disallow_transfer_to_peers",
     "approvals",
+    "budget",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -123,6 +124,12 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             "instruction" if !v.is_string() => Some("text"),
             "agents" => {
                 if let Some(message) = agents_problem(v) {
+                    out.push((key.clone(), message));
+                }
+                None
+            }
+            "budget" => {
+                if let Err(message) = crate::config::budget::Budget::parse(Some(v)) {
                     out.push((key.clone(), message));
                 }
                 None
@@ -285,6 +292,11 @@ mod tests {
             problems[3].1,
             "approvals: \"bash\": expected allow, ask or deny, got 'maybe'"
         );
+        let budget = json!({"budget": {"tokens": "lots"}});
+        let problems = check_keys(budget.as_object().unwrap());
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].1.contains("budget.tokens"), "{problems:?}");
+        assert!(check_keys(json!({"budget": {"tokens": 10}}).as_object().unwrap()).is_empty());
         let fine = json!({"approvals": {"bash": "deny"}});
         assert!(check_keys(fine.as_object().unwrap()).is_empty());
         assert!(

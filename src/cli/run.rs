@@ -151,13 +151,14 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
     let status = match outcome.status {
         SessionStatus::Completed | SessionStatus::Idle => "success",
         SessionStatus::Cancelled => "cancelled",
-        // A finished turn is never running, queued, waiting or paused: say error
-        // rather than claim success.
+        // Stopped at its budget (issue 14): resumable, not a success.
+        SessionStatus::Paused => "paused",
+        // A finished turn is never running, queued or waiting: say error rather than
+        // claim success.
         SessionStatus::Failed
         | SessionStatus::Running
         | SessionStatus::Queued
         | SessionStatus::Waiting
-        | SessionStatus::Paused
         | SessionStatus::Interrupted => "error",
     };
     let mut v = json!({
@@ -183,6 +184,11 @@ fn report_outcome(format: OutputFormat, outcome: &TurnOutcome) -> Result<i32> {
             } else if outcome.status == SessionStatus::Cancelled {
                 out::error(format!(
                     "cancelled (resume with: arbor session resume {} \"…\")",
+                    outcome.session_id
+                ));
+            } else if outcome.status == SessionStatus::Paused {
+                out::error(format!(
+                    "paused at its budget (resume with one more budget: arbor session resume {} \"…\")",
                     outcome.session_id
                 ));
             }

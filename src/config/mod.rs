@@ -14,6 +14,7 @@
 
 pub mod approvals;
 pub mod arbor_config;
+pub mod budget;
 pub mod endpoint;
 pub mod limits;
 pub mod merge;

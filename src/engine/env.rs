@@ -4,7 +4,8 @@
 //! Owns: [`TurnEnv`] — the paths, config, bundle and live registry the runtime was
 //! built with, the environment lookup, the per-process model cache and HTTP client
 //! pool, the injected provider factory and extra tools, the task tool's host, the
-//! delegation limits every spawn checks (`limits::TreeLimits`), the approval mode and
+//! delegation limits every spawn checks (`limits::TreeLimits`), the per-endpoint
+//! request slots (`slots::ProviderSlots`), the approval mode and
 //! the registry of calls waiting for approval — and mounting a
 //! session's tools for its next turn ([`TurnEnv::mount_tools`]); the [`Env`] and
 //! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::limits::TreeLimits;
 use super::live::LiveSession;
+use super::slots::ProviderSlots;
 use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
@@ -65,6 +67,8 @@ pub(crate) struct TurnEnv {
     pub approvals: PendingApprovals,
     /// The "always" answers of each session tree.
     pub grants: TreeGrants,
+    /// Model requests in flight per provider endpoint (`max_concurrent`).
+    pub slots: ProviderSlots,
 }
 
 impl TurnEnv {

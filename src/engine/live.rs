@@ -306,9 +306,9 @@ fn unqueued(pending: &Pending, reason: UnqueueReason) -> EngineEvent {
 /// A running turn (or run of turns: queued ones follow under the same guard).
 /// Dropping it cancels the turn's token (so no tool call or child turn outlives it)
 /// and, unless [`LiveSession::next_input`] released it, clears the running flag; a
-/// turn whose future was dropped mid-way (status still `running` or `waiting`) is
-/// recorded as `cancelled` so the session stays resumable, or as `failed` when the
-/// drop is the unwinding of a panic.
+/// turn whose future was dropped mid-way (status still `running`, `queued` or
+/// `waiting`) is recorded as `cancelled` so the session stays resumable, or as
+/// `failed` when the drop is the unwinding of a panic.
 pub(crate) struct TurnGuard {
     session: Arc<LiveSession>,
     /// This turn's cancellation token.
@@ -326,7 +326,7 @@ impl Drop for TurnGuard {
         let _inbox = lock(&self.session.inbox);
         if matches!(
             self.session.metadata().status,
-            SessionStatus::Running | SessionStatus::Waiting
+            SessionStatus::Running | SessionStatus::Queued | SessionStatus::Waiting
         ) {
             self.session.set_status(if std::thread::panicking() {
                 SessionStatus::Failed

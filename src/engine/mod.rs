@@ -13,8 +13,9 @@
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
 //! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
-//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `outcome`, `live`, then `inbox`
-//! (steers and queued messages of a live session).
+//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint
+//! `max_concurrent`), `outcome`, `live`, then `inbox` (steers and queued messages of a
+//! live session).
 
 pub mod approvals;
 mod calls;
@@ -31,6 +32,7 @@ pub mod providers;
 pub mod repair;
 mod root_plan;
 pub mod runtime;
+mod slots;
 mod spawn;
 mod stream;
 #[doc(hidden)]

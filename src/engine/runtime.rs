@@ -148,6 +148,7 @@ impl Runtime {
                     approval_mode: options.approval_mode,
                     approvals: PendingApprovals::default(),
                     grants: TreeGrants::default(),
+                    slots: Default::default(),
                 },
                 bus: options.bus,
                 store,

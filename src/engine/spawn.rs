@@ -7,7 +7,9 @@
 //! the child, `task:agent_spawned` on the parent), resuming one by id
 //! (`task:agent_resumed`; the child keeps the model it resolved at spawn unless the
 //! resume call passes `provider_preferences` / `model_role`, which re-resolve it),
-//! running the child's turn under a child token of the caller's turn, and
+//! the child's budget (its agent's `budget` tightened by the call's, metadata
+//! `extra.budget`, reported with the result), running the child's turn under a child
+//! token of the caller's turn, and
 //! `task:agent_completed`; and the routed plan of a would-be sub-session
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
@@ -33,6 +35,7 @@ use super::root_plan;
 use super::turn;
 use crate::agent::{AgentDef, Registry};
 use crate::config::MountPlan;
+use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
 use crate::session::ids;
@@ -139,6 +142,9 @@ async fn spawn_child(
     env.limits
         .reserve(&parent.id, &child_id)
         .map_err(|e| refused(&parent, &e))?;
+    let agent_budget = Budget::of_overlay(&agent.overlay)
+        .map_err(|e| format!("agent '{}' has a bad budget: {e}", agent.name))?;
+    let budget = Budget::tighten(agent_budget, request.budget);
     let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
     let model_request = ModelRequest {
         call_preferences: request.provider_preferences.clone(),
@@ -185,6 +191,13 @@ async fn spawn_child(
     metadata
         .extra
         .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
+    if let Some(budget) = budget {
+        BudgetState {
+            budget,
+            since: Spent::default(),
+        }
+        .store(&mut metadata);
+    }
     let child = rt
         .register(metadata, plan, Vec::new())
         .map_err(|e| e.to_string())?;
@@ -416,7 +429,10 @@ async fn run_child(
         status: outcome.status,
         turn_count: outcome.turn_count,
     }));
+    let metadata = child.metadata();
+    let budget = BudgetState::of(&metadata).map(|b| b.progress(&metadata));
     Ok(TaskResult {
+        budget,
         response: outcome.response,
         session_id: outcome.session_id,
         agent: outcome.agent,

@@ -22,6 +22,12 @@
 //! absent while none was priced). A call that fails leaves no usage (the APIs report
 //! none for it).
 //!
+//! Before each model call: a session whose budget record (`config::budget`, metadata
+//! `extra.budget`) is used up ends the turn as `paused`, keeping everything; then the
+//! call waits for a slot of its provider endpoint when the provider entry sets
+//! `max_concurrent` (`slots`), the session showing `queued` while it waits. A paused
+//! session's next turn (any resume) grants one more budget of the same size.
+//!
 //! Every turn ends with `session:status`, `orchestrator:complete`
 //! (`{status, turn_count, usage, error?}`, `usage` being the turn's total in the shape
 //! above) and `session:end` (`{status}`): arbor treats each turn like one Amplifier run
@@ -49,7 +55,9 @@ use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
 use super::repair;
+use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
+use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::config::response::ResponseLimits;
 use crate::config::retry::RetryPolicy;
 use crate::provider::{ChatRequest, Provider, ProviderResponse};
@@ -255,6 +263,7 @@ async fn one_turn(
             texts
         }
     };
+    grant_budget(live);
     live.set_status(SessionStatus::Running);
     for prompt in prompts {
         live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
@@ -278,6 +287,7 @@ async fn one_turn(
         retry: &retry,
         gate: &gate,
         limits: &limits,
+        slots: &env.slots,
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
@@ -289,6 +299,32 @@ async fn one_turn(
             error: Some(format!("internal error: the turn panicked: {panic}")),
         });
     finish(live, end, &usage)
+}
+
+/// Before a turn: a session whose agent sets a `budget` and that has no budget record
+/// yet gets one (a sub-session's is written at spawn, tightened by the call); a paused
+/// session being resumed gets one more budget of the same size (`config::budget`).
+fn grant_budget(live: &LiveSession) {
+    let metadata = live.metadata();
+    let state = match BudgetState::of(&metadata) {
+        Some(mut state) if metadata.status == SessionStatus::Paused => {
+            state.regrant(&metadata);
+            state
+        }
+        Some(_) => return,
+        None => match Budget::of_overlay(&live.agent_overlay) {
+            Ok(Some(budget)) => BudgetState {
+                budget,
+                since: Spent::of(&metadata),
+            },
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(session = %live.id, "agent budget ignored: {e}");
+                return;
+            }
+        },
+    };
+    live.update_metadata(|m| state.store(m));
 }
 
 /// Gives a root without a name the title of its first prompt (`session::title`),
@@ -321,6 +357,8 @@ struct CallCtx<'a> {
     /// Decides whether each tool call may run (SPEC §12).
     gate: &'a Gate<'a>,
     limits: &'a ResponseLimits,
+    /// The process's per-endpoint request slots (`max_concurrent`).
+    slots: &'a ProviderSlots,
 }
 
 async fn drive(
@@ -337,13 +375,40 @@ async fn drive(
         retry,
         gate,
         limits,
+        slots,
     } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
     for iteration in 1..=max_iterations {
+        let metadata = live.metadata();
+        if BudgetState::of(&metadata).is_some_and(|b| b.exhausted(&metadata)) {
+            return LoopEnd {
+                status: SessionStatus::Paused,
+                response: last_text,
+                error: None,
+            };
+        }
+        drop(metadata);
         // Steers sent meanwhile reach this call, after any tool results (SPEC §13).
         for steer in live.take_steers() {
             live.deliver(steer);
+        }
+        let on_wait = || live.set_status(SessionStatus::Queued);
+        let slot = match slots
+            .acquire(provider.id(), provider_config, token, on_wait)
+            .await
+        {
+            Slot::Cancelled => {
+                return LoopEnd {
+                    status: SessionStatus::Cancelled,
+                    response: last_text,
+                    error: None,
+                };
+            }
+            slot => slot,
+        };
+        if live.metadata().status == SessionStatus::Queued {
+            live.set_status(SessionStatus::Running);
         }
         // Shares the live transcript (no copy) unless it needs reordering.
         let request = ChatRequest {
@@ -363,6 +428,8 @@ async fn drive(
             tools: tools.names(),
         }));
         let end = call_model(live, provider, &request, token, retry, limits).await;
+        // The request's stream has ended: the endpoint's slot goes to the next in line.
+        drop(slot);
         // The request shares the transcript: release it before anything is appended,
         // or that append would copy the whole transcript. (`..` alone would keep the
         // rest of the request alive to the end of the iteration.)

@@ -3,7 +3,8 @@
 //! Owns: the tool's input schema and description (the agents this session may delegate
 //! to, from the live registry filtered by the plan's `agents`), parsing and validating a
 //! call (unknown agent, depth limit), the `max_parallel` bound, and the result JSON
-//! `{"response","session_id","agent","status","turn_count"}`. Does not own: creating,
+//! `{"response","session_id","agent","status","turn_count"}` (a paused child's result
+//! starts with `status: paused`, its id and spend). Does not own: creating,
 //! resuming or running sessions — that is the [`TaskHost`] the engine implements
 //! (`engine::spawn`), so this module never imports the engine; nor the limits
 //! themselves: [`TaskConfig`] and the tighten-only rule live in `config::limits`, and
@@ -19,6 +20,7 @@ use tokio::sync::Semaphore;
 
 use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
+use crate::config::budget::Budget;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
@@ -58,10 +60,15 @@ pub struct TaskRequest {
     pub context_depth: ContextDepth,
     /// Turns of context for `ContextDepth::Recent` (default 5).
     pub context_turns: usize,
+    /// The call's `budget` for a spawned child (only tightens the agent's own;
+    /// ignored on resume).
+    pub budget: Option<Budget>,
 }
 
 /// How a delegated turn ended: serialized as the tool result
-/// `{"response","session_id","agent","status","turn_count"}` (+ `error` when failed).
+/// `{"response","session_id","agent","status","turn_count"}` (+ `error` when failed,
+/// + `budget`, the spend against the budget, when the child has one). A `paused`
+/// result is prefixed with plain lines saying so ([`paused_preamble`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskResult {
     pub response: String,
@@ -71,6 +78,22 @@ pub struct TaskResult {
     pub turn_count: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The current grant's spend against the budget (`35/10 tokens`), when budgeted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+/// The lines a `paused` task result starts with: its status, the session id, the
+/// spend, and how to continue (`status: paused`, `session_id: …`, `spent: …`).
+pub fn paused_preamble(result: &TaskResult) -> String {
+    format!(
+        "status: paused\nsession_id: {}\nspent: {}\nThe sub-session stopped at its budget \
+         with everything kept. Call task with session_id \"{}\" to resume it with one more \
+         budget of the same size.\n",
+        result.session_id,
+        result.budget.as_deref().unwrap_or("its budget"),
+        result.session_id
+    )
 }
 
 /// What the task tool needs from the runtime. Errors are the text the calling model
@@ -262,6 +285,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
     if let Some(role) = &model_role {
         routing::parse_roles(role).map_err(|e| e.to_string())?;
     }
+    let budget = Budget::parse(input.get("budget"))?;
     let provider_preferences = present("provider_preferences");
     if let Some(prefs) = &provider_preferences {
         routing::parse_preferences(prefs).map_err(|e| e.to_string())?;
@@ -274,6 +298,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         provider_preferences,
         context_depth,
         context_turns,
+        budget,
     })
 }
 
@@ -312,7 +337,15 @@ impl Tool for TaskTool {
                         }
                     },
                     "context_depth": {"type": "string", "enum": ["none", "recent", "all"], "description": "How much of this conversation to pass along (default none)."},
-                    "context_turns": {"type": "integer", "minimum": 0, "description": "Turns passed with context_depth=recent (default 5)."}
+                    "context_turns": {"type": "integer", "minimum": 0, "description": "Turns passed with context_depth=recent (default 5)."},
+                    "budget": {
+                        "type": "object",
+                        "description": "Spending limit for a new sub-session (never more than its agent's own budget). When it is reached the sub-session pauses; resume it with session_id to grant one more.",
+                        "properties": {
+                            "tokens": {"type": "integer", "minimum": 1, "description": "Input + output tokens."},
+                            "cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "Cost in USD."}
+                        }
+                    }
                 },
                 "required": ["instruction"]
             }),
@@ -354,9 +387,15 @@ impl Tool for TaskTool {
             };
             match result {
                 Ok(result) => {
-                    let failed = result.status != SessionStatus::Completed;
-                    let content = serde_json::to_string(&result)
+                    let failed = !matches!(
+                        result.status,
+                        SessionStatus::Completed | SessionStatus::Paused
+                    );
+                    let mut content = serde_json::to_string(&result)
                         .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
+                    if result.status == SessionStatus::Paused {
+                        content = format!("{}{content}", paused_preamble(&result));
+                    }
                     ToolOutput {
                         content,
                         is_error: failed,
