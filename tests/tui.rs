@@ -38,6 +38,8 @@ mod recover;
 mod steer;
 #[path = "tui/trust.rs"]
 mod trust;
+#[path = "tui/wall.rs"]
+mod wall;
 
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -259,7 +261,7 @@ fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
     );
     insta::assert_snapshot!("child_thread_80", screen);
     // An unbound letter typed while reading moves to the composer.
-    h.type_text("w");
+    h.type_text("m");
     assert_eq!(
         h.app.focus(),
         Focus::Composer,

@@ -191,12 +191,12 @@ async fn spawn_child(
     metadata
         .extra
         .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
-    if let Some(budget) = budget {
-        BudgetState {
-            budget,
-            since: Spent::default(),
-        }
-        .store(&mut metadata);
+    let budget = budget.map(|budget| BudgetState {
+        budget,
+        since: Spent::default(),
+    });
+    if let Some(state) = &budget {
+        state.store(&mut metadata);
     }
     let child = rt
         .register(metadata, plan, Vec::new())
@@ -208,6 +208,9 @@ async fn spawn_child(
         depth: child.depth,
         resolved_model: Some(resolved.clone()),
     }));
+    if let Some(state) = &budget {
+        child.emit(turn::budget_event(state));
+    }
     child.set_status(SessionStatus::Idle);
     parent.emit(EngineEvent::TaskAgentSpawned(TaskAgentSpawnedEvent {
         agent: agent.name.clone(),

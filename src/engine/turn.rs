@@ -66,7 +66,7 @@ use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc33
 use crate::session::metadata::SessionUsage;
 use crate::session::protocol::{
     CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent, ProviderRequestEvent,
-    ProviderResponseEvent, SessionEndEvent, SessionRenamedEvent,
+    ProviderResponseEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent,
 };
 use crate::session::title::title_from;
 use crate::session::{EngineEvent, SessionStatus, Usage};
@@ -325,6 +325,17 @@ fn grant_budget(live: &LiveSession) {
         },
     };
     live.update_metadata(|m| state.store(m));
+    live.emit(budget_event(&state));
+}
+
+/// `session:budget` for a session's budget record.
+pub(crate) fn budget_event(state: &BudgetState) -> EngineEvent {
+    EngineEvent::SessionBudget(SessionBudgetEvent {
+        tokens: state.budget.tokens,
+        cost_usd: state.budget.cost_usd,
+        since_tokens: state.since.tokens,
+        since_cost_usd: state.since.cost_usd,
+    })
 }
 
 /// Gives a root without a name the title of its first prompt (`session::title`),

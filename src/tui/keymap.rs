@@ -30,6 +30,7 @@ pub enum Context {
     Approval,
     Trust,
     Diff,
+    Wall,
 }
 
 impl Context {
@@ -45,13 +46,19 @@ impl Context {
             Context::Approval => "Approval prompt",
             Context::Trust => "Trust prompt",
             Context::Diff => "Diff",
+            Context::Wall => "Wall",
         }
     }
 
     fn is_overlay(self) -> bool {
         matches!(
             self,
-            Context::Browser | Context::Help | Context::Approval | Context::Trust | Context::Diff
+            Context::Browser
+                | Context::Help
+                | Context::Approval
+                | Context::Trust
+                | Context::Diff
+                | Context::Wall
         )
     }
 }
@@ -99,6 +106,7 @@ actions! {
     TreeHelp = "tree.help", Tree, ["?"], true, "Help";
     TreeAgents = "tree.agents", Tree, ["a"], false, "Agent browser";
     TreeDiff = "tree.diff", Tree, ["d"], false, "Diff of the session's changes";
+    TreeWall = "tree.wall", Tree, ["w"], false, "Wall of running sub-sessions";
     ChatUp = "chat.up", Chat, ["up", "k"], false, "Select previous cell";
     ChatDown = "chat.down", Chat, ["down", "j"], false, "Select next cell";
     ChatActivate = "chat.activate", Chat, ["enter"], true, "Open task / expand card";
@@ -108,6 +116,7 @@ actions! {
     ChatHelp = "chat.help", Chat, ["?"], true, "Help";
     ChatAgents = "chat.agents", Chat, ["a"], false, "Agent browser";
     ChatDiff = "chat.diff", Chat, ["d"], false, "Diff of the open session's changes";
+    ChatWall = "chat.wall", Chat, ["w"], false, "Wall of running sub-sessions";
     Submit = "composer.submit", Composer, ["enter"], true, "Send";
     Newline = "composer.newline", Composer, ["shift+enter", "ctrl+j", "alt+enter"], true, "New line";
     EditQueued = "composer.edit_queued", Composer, ["alt+up"], false, "Take the newest waiting (steer/queued) message back to edit";
@@ -137,6 +146,14 @@ actions! {
     DiffBottom = "diff.bottom", Diff, ["end", "G"], false, "Last line";
     DiffSubtree = "diff.subtree", Diff, ["s"], true, "Include sub-sessions' changes (toggle)";
     DiffClose = "diff.close", Diff, ["esc", "q", "d"], true, "Close";
+    WallLeft = "wall.left", Wall, ["left", "h"], false, "Previous tile";
+    WallRight = "wall.right", Wall, ["right", "l"], false, "Next tile";
+    WallUp = "wall.up", Wall, ["up", "k"], false, "Tile above";
+    WallDown = "wall.down", Wall, ["down", "j"], false, "Tile below";
+    WallOpen = "wall.open", Wall, ["enter"], true, "Open the tile's thread";
+    WallPageUp = "wall.page_up", Wall, ["pgup"], false, "Previous page of tiles";
+    WallPageDown = "wall.page_down", Wall, ["pgdn", "space"], true, "Next page of tiles";
+    WallClose = "wall.close", Wall, ["esc", "q", "w"], true, "Close the wall";
 }
 
 /// One row of the keymap table.

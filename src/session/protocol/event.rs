@@ -13,8 +13,8 @@ use crate::session::metadata::SessionStatus;
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent, SessionResumeEvent,
-    SessionStartEvent, SessionStatusEvent,
+    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,
+    SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
 };
 use super::model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
@@ -141,6 +141,8 @@ engine_events! {
     /// arbor's own: a steered or queued message left the inbox unsent (removed by a
     /// person, or returned when its turn was cancelled or failed).
     "prompt:unqueued" => PromptUnqueued(PromptUnqueuedEvent),
+    /// arbor's own: the session's budget was set or granted again (issue 14).
+    "session:budget" => SessionBudget(SessionBudgetEvent),
 }
 
 impl EngineEvent {

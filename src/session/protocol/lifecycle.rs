@@ -68,6 +68,22 @@ pub struct SessionStatusEvent {
     pub status: SessionStatus,
 }
 
+/// `session:budget` (arbor's own, issue 14): `{tokens?, cost_usd?, since_tokens,
+/// since_cost_usd?}` — the session's budget (tokens are input + output, cost in USD)
+/// and its own spend when the current grant started (a resume of a paused session
+/// grants one more budget from there). Published when a budget is set or granted.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionBudgetEvent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default)]
+    pub since_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_cost_usd: Option<f64>,
+}
+
 /// `session:renamed` (arbor's own): `{name}`, the session's new title (metadata
 /// `name`): a root's first prompt gave it one, or a person renamed the session.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

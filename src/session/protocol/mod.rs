@@ -43,8 +43,8 @@ pub use command::EngineCommand;
 pub use event::EngineEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent, SessionResumeEvent,
-    SessionStartEvent, SessionStatusEvent,
+    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,
+    SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
 };
 pub use model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,

@@ -229,6 +229,12 @@ fn samples() -> Vec<Event> {
             prompt: "then run the tests".into(),
             reason: UnqueueReason::Returned,
         })),
+        child(E::SessionBudget(SessionBudgetEvent {
+            tokens: Some(10),
+            cost_usd: Some(0.5),
+            since_tokens: 15,
+            since_cost_usd: None,
+        })),
     ]
 }
 

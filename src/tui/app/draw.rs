@@ -24,11 +24,15 @@ use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
 use crate::tui::views::trust::TrustView;
+use crate::tui::views::wall::WallView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
 pub const NARROW_WIDTH: u16 = 60;
 /// Tree pane width on wide terminals.
 pub const TREE_WIDTH: u16 = 30;
+/// From this width the wall opens beside the thread (parent left, children right)
+/// instead of over it.
+pub const WALL_BESIDE_WIDTH: u16 = 140;
 
 /// Where each part of a frame goes, computed from the frame's area and the state.
 struct Panes {
@@ -43,6 +47,8 @@ struct Panes {
     /// height when none wait).
     pending: Rect,
     composer: Option<Rect>,
+    /// The wall, while open: beside the panes on wide terminals, else over them.
+    wall: Option<Rect>,
 }
 
 impl App {
@@ -80,6 +86,7 @@ impl App {
             tree: panes.tree,
             chat: panes.chat,
             composer: panes.composer,
+            wall: panes.wall,
         };
     }
 
@@ -132,6 +139,7 @@ impl App {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
             (Overlay::Diff, _) => Context::Diff,
+            (Overlay::Wall, _) => Context::Wall,
             (_, Focus::Tree) => Context::Tree,
             (_, Focus::Chat) => Context::Chat,
             (_, Focus::Composer) => Context::Composer,
@@ -149,6 +157,16 @@ impl App {
         };
         frame.render_widget(&status, panes.status);
         self.draw_overlay(frame, panes.main);
+        if let (Overlay::Wall, Some(area)) = (self.overlay, panes.wall) {
+            let view = WallView {
+                wall: &self.wall,
+                tree: &self.tree,
+                theme: &self.theme,
+                now,
+            };
+            frame.render_widget(ratatui::widgets::Clear, area);
+            frame.render_widget(&view, area);
+        }
         // The trust prompt is modal; an approval prompt goes above even that.
         if let Some(prompt) = &self.trust {
             let view = TrustView {
@@ -173,16 +191,26 @@ impl App {
     fn panes(&self, area: Rect) -> Panes {
         let [main, status] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
-        let narrow = area.width < NARROW_WIDTH;
+        let (body, wall) = match self.overlay {
+            Overlay::Wall if area.width >= WALL_BESIDE_WIDTH => {
+                let [left, right] =
+                    Layout::horizontal([Constraint::Percentage(40), Constraint::Min(1)])
+                        .areas(main);
+                (left, Some(right))
+            }
+            Overlay::Wall => (main, Some(main)),
+            _ => (main, None),
+        };
+        let narrow = body.width < NARROW_WIDTH;
         let (tree, right) = if !narrow {
-            let w = TREE_WIDTH.min(area.width / 3);
+            let w = TREE_WIDTH.min(body.width / 3);
             let [t, r] =
-                Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(main);
+                Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(body);
             (Some(t), Some(r))
         } else if self.focus == Focus::Tree {
-            (Some(main), None)
+            (Some(body), None)
         } else {
-            (None, Some(main))
+            (None, Some(body))
         };
         let mut panes = Panes {
             main,
@@ -192,6 +220,7 @@ impl App {
             chat: None,
             pending: Rect::default(),
             composer: None,
+            wall,
         };
         if let Some(right) = right {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
@@ -232,7 +261,7 @@ impl App {
     fn draw_overlay(&self, frame: &mut Frame<'_>, main: Rect) {
         let area = main;
         match self.overlay {
-            Overlay::None => {}
+            Overlay::None | Overlay::Wall => {}
             Overlay::Help => {
                 let view = HelpView {
                     keymap: &self.keymap,

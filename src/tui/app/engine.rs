@@ -21,6 +21,9 @@ impl App {
         if let Some(unqueued) = self.pending.apply(event) {
             self.on_unqueued(unqueued);
         }
+        if self.overlay == super::Overlay::Wall {
+            self.wall.apply(event, &self.tree);
+        }
         if self.approvals.apply(event, self.clock.now()) {
             self.tree.set_waiting(self.approvals.waiting_sessions());
         }

@@ -34,6 +34,7 @@ impl App {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
             (Overlay::Diff, _) => Context::Diff,
+            (Overlay::Wall, _) => Context::Wall,
             (Overlay::None, Focus::Tree) => Context::Tree,
             (Overlay::None, Focus::Chat) => Context::Chat,
             (Overlay::None, Focus::Composer) => Context::Composer,
@@ -234,9 +235,58 @@ impl App {
             | Action::DiffBottom
             | Action::DiffSubtree
             | Action::DiffClose => self.diff_key(action),
+            Action::TreeWall | Action::ChatWall => self.open_wall(),
+            Action::WallLeft => self.wall.move_selection(-1),
+            Action::WallRight => self.wall.move_selection(1),
+            Action::WallUp | Action::WallDown => {
+                let cols = self.areas.wall.map_or(1, |a| {
+                    let inner = ratatui::widgets::Block::bordered().inner(a);
+                    usize::from(crate::tui::views::wall::grid(inner).0)
+                });
+                let cols = isize::try_from(cols).unwrap_or(1);
+                self.wall.move_selection(if action == Action::WallUp {
+                    -cols
+                } else {
+                    cols
+                });
+            }
+            Action::WallPageUp | Action::WallPageDown => {
+                let per_page = self.areas.wall.map_or(1, crate::tui::views::wall::per_page);
+                let delta = if action == Action::WallPageUp { -1 } else { 1 };
+                self.wall.turn_page(delta, per_page);
+            }
+            Action::WallOpen => {
+                if let Some(id) = self.wall.selected_id().map(str::to_string) {
+                    self.close_wall();
+                    self.open_thread(&id);
+                    self.tree.reveal(&id);
+                    self.focus = Focus::Chat;
+                }
+            }
+            Action::WallClose => self.close_wall(),
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
         }
+    }
+
+    /// `w`: opens the wall over the open thread's session (else the selected one).
+    fn open_wall(&mut self) {
+        let open = self.thread.as_ref().and_then(|t| t.session_id.clone());
+        let Some(root) = open.or_else(|| self.tree.selected.clone()) else {
+            self.set_note(
+                "open a session first: the wall shows its running sub-sessions",
+                true,
+            );
+            return;
+        };
+        self.wall = crate::tui::state::wall::Wall::open(&root, &self.tree, &self.inflight);
+        self.overlay = Overlay::Wall;
+    }
+
+    /// Closes the wall; its finished tiles go with it.
+    fn close_wall(&mut self) {
+        self.wall = crate::tui::state::wall::Wall::default();
+        self.overlay = Overlay::None;
     }
 
     /// `r` on the selected node: continues it when it is stopped (interrupted, failed,

@@ -39,6 +39,7 @@ use super::state::pending::PendingPrompts;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
+use super::state::wall::Wall;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
 use crate::config::Notify;
@@ -65,6 +66,8 @@ pub enum Overlay {
     Browser,
     /// A session's changes (`state::diff`).
     Diff,
+    /// The wall of running sub-sessions (`App::wall`).
+    Wall,
 }
 
 /// Where the theme came from, so a theme-file change can reload it.
@@ -99,6 +102,8 @@ pub struct Areas {
     pub tree: Option<Rect>,
     pub chat: Option<Rect>,
     pub composer: Option<Rect>,
+    /// The wall, while it is open.
+    pub wall: Option<Rect>,
 }
 
 /// The UI state and its only writer.
@@ -118,6 +123,8 @@ pub struct App {
     /// What every session with a turn in flight streamed since its last assistant
     /// message (seeds a thread opened mid-reply).
     inflight: InflightStreams,
+    /// The wall's tiles and tails (kept up to date while `overlay` is the wall).
+    wall: Wall,
     /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
     expand_on_load: bool,
     composer: Composer,
@@ -171,6 +178,7 @@ impl App {
             tree: SessionTree::default(),
             thread: None,
             inflight: InflightStreams::default(),
+            wall: Wall::default(),
             expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
             approvals: ApprovalQueue::default(),

@@ -27,3 +27,4 @@ mod thread_events;
 mod transcript;
 pub mod tree;
 pub mod trust;
+pub mod wall;

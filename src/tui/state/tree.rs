@@ -7,7 +7,8 @@
 //! `orchestrator:complete` (status), `session:renamed` (title), `provider:response`
 //! (model, input + output tokens, and the cost in USD when the model has a price),
 //! `tool:post` with `file_changed` (the files the session changed; stored sessions
-//! bring their metadata's `files_changed`). Any other event of an unknown session adds
+//! bring their metadata's `files_changed`), `session:budget` (the budget, stored
+//! sessions bring metadata `extra.budget`). Any other event of an unknown session adds
 //! a node too.
 //!
 //! Owns: the live state of each session, its flattening into rows, selection and
@@ -27,8 +28,11 @@ use std::collections::{HashMap, HashSet};
 
 use jiff::Timestamp;
 
+use crate::config::budget::BudgetState;
 use crate::session::metadata::{FileChange, record_file_change};
-use crate::session::protocol::{OrchestratorCompleteEvent, ResolvedModel, SessionStatusEvent};
+use crate::session::protocol::{
+    OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent,
+};
 use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
@@ -67,6 +71,9 @@ pub struct Node {
     /// last changed: a failed or interrupted session then no longer needs them
     /// (`needs_you`). Cleared by every status change.
     pub seen: bool,
+    /// The session's budget and its spend when the current grant started (metadata
+    /// `extra.budget`, then `session:budget`); `None` without a budget.
+    pub budget: Option<SessionBudgetEvent>,
 }
 
 impl Node {
@@ -88,6 +95,7 @@ impl Node {
             collapsed: false,
             files_changed: Vec::new(),
             seen: false,
+            budget: None,
         }
     }
 
@@ -222,6 +230,12 @@ impl SessionTree {
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
+            node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
+                tokens: b.budget.tokens,
+                cost_usd: b.budget.cost_usd,
+                since_tokens: b.since.tokens,
+                since_cost_usd: b.since.cost_usd,
+            });
             match m
                 .extra
                 .get("resolved_model")
@@ -325,6 +339,7 @@ impl SessionTree {
                 set_status(node, *status, ts);
             }
             EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),
+            EngineEvent::SessionBudget(budget) => node.budget = Some(*budget),
             EngineEvent::SessionStart(start) => {
                 if let Some(model) = &start.model {
                     node.model = Some(model.clone());

@@ -16,6 +16,7 @@ pub mod pending;
 pub mod status;
 pub mod tree;
 pub mod trust;
+pub mod wall;
 
 #[cfg(test)]
 mod detached_tests;

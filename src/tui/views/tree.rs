@@ -1,5 +1,6 @@
 //! The session tree pane: one row per visible session with status glyph, title (else
-//! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), elapsed
+//! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), the words
+//! `queued` / `paused` for those states, the spend against a budget (`15/10 tok`), elapsed
 //! time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
@@ -49,6 +50,16 @@ pub fn status_glyph(status: SessionStatus, now: Timestamp) -> (&'static str, Slo
     }
 }
 
+/// The word a row spells out for a status its glyph alone does not make plain:
+/// `queued` (waiting for a provider slot) and `paused` (stopped at its budget).
+pub fn status_word(status: SessionStatus) -> Option<&'static str> {
+    match status {
+        SessionStatus::Queued => Some("queued"),
+        SessionStatus::Paused => Some("paused"),
+        _ => None,
+    }
+}
+
 /// `✎ 1 file`, `✎ 3 files` (`✎3` when `compact`); empty for none.
 pub fn files_label(files: usize, compact: bool) -> String {
     match (files, compact) {
@@ -79,18 +90,34 @@ impl TreeView<'_> {
         };
         let meta = self.theme.style(Slot::TreeMeta);
         let running = self.theme.style(Slot::TreeRunning);
-        let mut right = node
-            .elapsed_ms(self.now)
-            .map(format_elapsed)
-            .unwrap_or_default();
+        let mut parts: Vec<String> = Vec::new();
+        let word = status_word(node.status);
+        let budget = node.budget_label(false);
+        let (flagged, budget_shown) = (word.is_some(), budget.is_some());
+        parts.extend(word.map(str::to_string));
+        parts.extend(budget);
+        parts.extend(node.elapsed_ms(self.now).map(format_elapsed));
         if row.tokens > 0 {
-            right.push(' ');
-            right.push_str(&format_tokens(row.tokens));
+            parts.push(format_tokens(row.tokens));
         }
         if let Some(cost) = row.cost {
-            right.push(' ');
-            right.push_str(&format_cost(cost));
+            parts.push(format_cost(cost));
         }
+        // A row that spells out its state or budget keeps those and drops the cost,
+        // tokens and elapsed time (in that order) when the pane is too narrow.
+        let keep = usize::from(flagged) + usize::from(budget_shown);
+        if keep > 0 {
+            // Room for the indent, fold, glyph and some of the label.
+            let left = 6 + 2 * row.depth + width(node.label()).min(10);
+            let fits = |parts: &[String]| width(&parts.join(" ")) + 1 + left <= usize::from(w);
+            while parts.len() > keep && !fits(&parts) {
+                parts.pop();
+            }
+            if budget_shown && !fits(&parts) {
+                parts[keep - 1] = node.budget_label(true).unwrap_or_default();
+            }
+        }
+        let mut right = parts.join(" ");
         let waiting = self.theme.style(Slot::TreeWaiting);
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
         let hidden_waiting = (row.hidden_needs_you > 0)

@@ -1,11 +1,12 @@
 //! Usage in the session tree: a session's own tokens and cost, a subtree's total, and
 //! the root a session belongs to.
 //!
-//! Owns: [`Spend`] and those queries (the status bar shows the open session's spend and
+//! Owns: [`Spend`], a node's spend against its budget ([`Node::budget_label`]) and those queries (the status bar shows the open session's spend and
 //! its root's tree total; tree rows show subtree totals). Does not own: where usage
 //! comes from (`provider:response` events and metadata, applied in `tree`).
 
 use super::{Node, SessionTree};
+use crate::tui::clock::{format_cost, format_tokens};
 
 /// Tokens (input + output) and cost in USD (`None` when no priced call is included).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -30,6 +31,30 @@ impl Spend {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
+    }
+}
+
+impl Node {
+    /// The current grant's spend against the budget, `15/10 tok` (`15/10` when
+    /// `compact`) and/or `$0.02/$0.50`, when the session has a budget (its own spend,
+    /// not the subtree's).
+    pub fn budget_label(&self, compact: bool) -> Option<String> {
+        let b = self.budget?;
+        let mut parts = Vec::new();
+        if let Some(t) = b.tokens {
+            let spent = self.tokens.saturating_sub(b.since_tokens);
+            let unit = if compact { "" } else { " tok" };
+            parts.push(format!(
+                "{}/{}{unit}",
+                format_tokens(spent),
+                format_tokens(t)
+            ));
+        }
+        if let Some(c) = b.cost_usd {
+            let spent = (self.cost.unwrap_or(0.0) - b.since_cost_usd.unwrap_or(0.0)).max(0.0);
+            parts.push(format!("{}/{}", format_cost(spent), format_cost(c)));
+        }
+        Some(parts.join(" "))
     }
 }
 
