@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
+use crate::config::budget::BudgetState;
 use crate::outln;
 use crate::session::Metadata;
 use crate::session::store::{Unreadable, list_all_projects};
@@ -46,7 +47,8 @@ pub enum SessionCommand {
         #[arg(long)]
         transcript: bool,
     },
-    /// Print the session tree (all roots of this project, or the subtree of ID).
+    /// Print the session tree (all roots of this project, or the subtree of ID), each
+    /// session with its tokens and cost, its subtree's, and its budget.
     Tree { id: Option<String> },
     /// Continue any session (sub-sessions included) with a new instruction, headless.
     Resume {
@@ -391,6 +393,52 @@ fn find<'a>(node: &'a SessionNode, id: &str) -> Option<&'a SessionNode> {
     node.children.iter().find_map(|c| find(c, id))
 }
 
+/// Tokens (input + output) and cost (USD, where the config's price table priced the
+/// calls) of `node` alone and of its whole subtree.
+fn subtree_spend(node: &SessionNode) -> (u64, Option<f64>) {
+    let u = &node.metadata.usage;
+    let mut total = (u.input_tokens + u.output_tokens, u.cost);
+    for child in &node.children {
+        let (tokens, cost) = subtree_spend(child);
+        total.0 += tokens;
+        total.1 = match (total.1, cost) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+    total
+}
+
+/// ` · 1234 tok $0.0042 · subtree 5678 tok $0.01 · budget 15/10 tokens`: what
+/// `session tree` adds to a row (each part only when there is something to say).
+fn spend_text(node: &SessionNode) -> String {
+    let m = &node.metadata;
+    let usd = |c: f64| format!("${c:.4}");
+    let own = (m.usage.input_tokens + m.usage.output_tokens, m.usage.cost);
+    let part = |(tokens, cost): (u64, Option<f64>)| {
+        let mut text = format!("{tokens} tok");
+        if let Some(c) = cost {
+            text.push(' ');
+            text.push_str(&usd(c));
+        }
+        text
+    };
+    let mut out = String::new();
+    if own.0 > 0 || own.1.is_some() {
+        out.push_str(&format!(" · {}", part(own)));
+    }
+    if !node.children.is_empty() {
+        let total = subtree_spend(node);
+        if total != own {
+            out.push_str(&format!(" · subtree {}", part(total)));
+        }
+    }
+    if let Some(budget) = BudgetState::of(m) {
+        out.push_str(&format!(" · budget {}", budget.progress(m)));
+    }
+    out
+}
+
 fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::io::Result<()> {
     let m = &node.metadata;
     let branch = if root {
@@ -411,11 +459,12 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         .map(|t| format!(" \"{t}\""))
         .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{}{title} {} [{}] {} turns{note}",
+        "{prefix}{branch}{}{title} {} [{}] {} turns{}{note}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
-        m.turn_count
+        m.turn_count,
+        spend_text(node)
     )?;
     let child_prefix = if root {
         prefix.to_string()
