@@ -14,12 +14,14 @@ use super::Usage;
 pub enum SessionStatus {
     /// A turn is in progress.
     Running,
-    /// A turn is accepted but waits to start (a concurrency limit, a queued message).
+    /// A turn is accepted but waits to start or to send its next model call (a slot of
+    /// its provider endpoint, `max_concurrent`; a queued message).
     Queued,
     /// A turn is in progress and a tool call waits for a person's approval (SPEC §12:
     /// "needs you").
     Waiting,
-    /// A turn is held (a budget reached) until the person continues it.
+    /// The last turn stopped at the session's budget, everything kept; a resume
+    /// grants one more budget ("needs you").
     Paused,
     /// Created or between turns.
     #[default]
@@ -54,15 +56,13 @@ impl SessionStatus {
         }
     }
 
-    /// Whether a turn is in progress: running, queued to start, waiting for an
-    /// approval, or paused (everything but idle and the ended states).
+    /// Whether a turn is in progress: running, queued for a provider slot, or waiting
+    /// for an approval. A paused session's turn has ended (it stopped at its budget and
+    /// waits for a resume), like idle and the other ended states.
     pub fn turn_in_progress(self) -> bool {
         matches!(
             self,
-            SessionStatus::Running
-                | SessionStatus::Queued
-                | SessionStatus::Waiting
-                | SessionStatus::Paused
+            SessionStatus::Running | SessionStatus::Queued | SessionStatus::Waiting
         )
     }
 
@@ -242,7 +242,7 @@ mod tests {
         use SessionStatus::*;
         let in_progress: Vec<SessionStatus> =
             ALL.into_iter().filter(|s| s.turn_in_progress()).collect();
-        assert_eq!(in_progress, [Running, Queued, Waiting, Paused]);
+        assert_eq!(in_progress, [Running, Queued, Waiting]);
     }
 
     #[test]
