@@ -66,8 +66,8 @@ pub struct TaskRequest {
 }
 
 /// How a delegated turn ended: serialized as the tool result
-/// `{"response","session_id","agent","status","turn_count"}` (+ `error` when failed,
-/// + `budget`, the spend against the budget, when the child has one). A `paused`
+/// `{"response","session_id","agent","status","turn_count"}`, plus `error` when failed
+/// and `budget` (the spend against the budget) when the child has one. A `paused`
 /// result is prefixed with plain lines saying so ([`paused_preamble`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskResult {
