@@ -43,6 +43,22 @@ fn write_agent(env: &TestEnv, name: &str, extra: &str, instruction: &str) {
     std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
 }
 
+/// `arbor run --yes --output-format json PROMPT`, which must succeed; its final object.
+fn run_json(env: &TestEnv, prompt: &str) -> Value {
+    let out = env
+        .cmd()
+        .args(["run", "--yes", "--output-format", "json", prompt])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
 #[test]
 fn max_concurrent_one_keeps_model_requests_from_overlapping_at_the_server() {
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -80,18 +96,7 @@ fn max_concurrent_one_keeps_model_requests_from_overlapping_at_the_server() {
     let env = TestEnv::new();
     write_config(&env, &server.base_url);
     write_agent(&env, "worker", "", WORKER);
-    let out = env
-        .cmd()
-        .args(["run", "--yes", "--output-format", "json", "split it"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let result = run_json(&env, "split it");
     assert_eq!(result["response"], "both workers done");
     assert_eq!(server.requests().len(), 4);
     assert_eq!(most.load(Ordering::SeqCst), 1, "two requests overlapped");
@@ -124,18 +129,7 @@ fn a_child_at_its_budget_pauses_and_its_parent_says_so() {
     let env = TestEnv::new();
     write_config(&env, &server.base_url);
     write_agent(&env, "spender", "budget: {tokens: 10}\n", SPENDER);
-    let out = env
-        .cmd()
-        .args(["run", "--yes", "--output-format", "json", "spend"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let result = run_json(&env, "spend");
     assert_eq!(result["response"], "The spender stopped: status: paused");
     let spender_calls = |server: &ScriptedServer| {
         server
