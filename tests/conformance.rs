@@ -7,7 +7,13 @@
 //! line `N passed, M deviations, K not applicable` goes to stdout and stderr, bypassing
 //! the test harness's capture, on its own line.
 //!
-//! `adk-selection.yaml` (agent transfer) is skipped: it belongs to a later issue.
+//! `adk-selection.yaml` (agent transfer and selection, issue 12) runs against
+//! `arbor::agent::{tree, select}` with the `python_2026_router` values.
+//!
+//! Extra cases (issue 12, scope 4): every `*.yaml` in the directory named by
+//! `ARBOR_EXTRA_CASES`, same schema, dispatched by each case's `function` to whichever
+//! runner maps it, keys no runner reads ignored, no deviations allowed; the line
+//! `extra: N passed, M failed` goes out like the summary, and any failure fails the test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,6 +21,8 @@ use std::io::Write;
 
 use serde_json::Value;
 
+#[path = "conformance/adk.rs"]
+mod adk;
 #[path = "conformance/agent_files.rs"]
 mod agent_files;
 #[path = "conformance/deviations.rs"]
@@ -47,6 +55,7 @@ const FILES: &[(&str, Runner)] = &[
     ("amplifier-agent-files.yaml", agent_files::run),
     ("amplifier-ids.yaml", ids::run),
     ("amplifier-routing.yaml", routing::run),
+    ("adk-selection.yaml", adk::run),
 ];
 
 /// Writes `line` on its own line to stdout and stderr, past the harness's capture.
@@ -121,7 +130,6 @@ fn amplifier_peer_cases() {
             "{file}: {name}\n    listed in deviations.yaml but no such case"
         ));
     }
-    println!("adk-selection.yaml: skipped (agent transfer and selection is a later issue)");
     for bug in &bugs {
         println!("known bug (status: bug): {bug}");
     }
@@ -135,4 +143,109 @@ fn amplifier_peer_cases() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Runs every `*.yaml` case file in `dir` (sorted by name) with no deviations:
+/// `(passed, failures)`, each failure `file: case: why`. A case whose function no
+/// runner maps fails.
+fn run_extra(dir: &std::path::Path) -> Result<(usize, Vec<String>), String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for path in files {
+        let file = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
+        let cases = parse_cases(&text).map_err(|e| format!("{file}: {e}"))?;
+        for case in &cases {
+            let name = case
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("<unnamed>");
+            let outcome =
+                eval::ignoring_unknown_keys(|| FILES.iter().find_map(|(_, run)| run(case)));
+            match outcome {
+                Some(Ok(())) => passed += 1,
+                Some(Err(why)) => failures.push(format!("{file}: {name}\n    {why}")),
+                None => failures.push(format!(
+                    "{file}: {name}\n    no arbor mapping for function {}",
+                    case.get("function").unwrap_or(&Value::Null)
+                )),
+            }
+        }
+    }
+    Ok((passed, failures))
+}
+
+#[test]
+fn extra_cases_from_arbor_extra_cases() {
+    let Some(dir) = std::env::var_os("ARBOR_EXTRA_CASES").filter(|d| !d.is_empty()) else {
+        announce("note: ARBOR_EXTRA_CASES is not set; no extra conformance cases");
+        return;
+    };
+    let (passed, failures) =
+        run_extra(std::path::Path::new(&dir)).unwrap_or_else(|e| panic!("ARBOR_EXTRA_CASES: {e}"));
+    announce(&format!(
+        "extra: {passed} passed, {} failed",
+        failures.len()
+    ));
+    assert!(
+        failures.is_empty(),
+        "{} extra conformance case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The extra-case runner dispatches by `function` across all files, ignores keys no
+/// runner reads and counts an unmapped function as a failure.
+#[test]
+fn extra_cases_are_dispatched_by_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = r#"
+- name: transfer-target
+  function: find_agent_to_run
+  some_future_key: ignored
+  input:
+    tree: {name: helpdesk, kind: llm, sub_agents: [{name: billing, kind: llm}]}
+    history:
+    - {author: helpdesk, function_calls: [{id: c1, name: transfer_to_agent}]}
+    - {author: helpdesk, function_responses: [{id: c1, name: transfer_to_agent}], actions: {transfer_to_agent: billing}}
+    new_message: null
+  expected: {agent: billing}
+- name: wrong
+  function: is_transferable_across_agent_tree
+  input: {tree: {name: a, kind: non_llm}, agent: a}
+  expected: true
+- name: unmapped
+  function: no.such.function
+  input: {}
+  expected: 1
+"#;
+    std::fs::write(dir.path().join("a.yaml"), cases).unwrap();
+    let merge = r#"
+- name: ids
+  function: foundation.tracing.generate_sub_session_id
+  input:
+    agent_name: zen-architect
+    parent_session_id: 1111111111111111-2222222222222222_zen-architect
+    parent_trace_id: null
+    uuid_hex: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+  expected: 2222222222222222-aaaaaaaaaaaaaaaa_zen-architect
+"#;
+    std::fs::write(dir.path().join("b.yaml"), merge).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a case file").unwrap();
+    let (passed, failures) = run_extra(dir.path()).unwrap();
+    assert_eq!(passed, 2, "{failures:?}");
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(failures[0].starts_with("a.yaml: wrong"), "{failures:?}");
+    assert!(failures[1].contains("no arbor mapping"), "{failures:?}");
 }

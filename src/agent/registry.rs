@@ -3,7 +3,8 @@
 //! Owns: collecting agent definitions from the four tiers — `AMPLIFIER_AGENT_<NAME>`
 //! (env) → user dir → project dir → bundle — picking the first match per name, keeping
 //! the losers as `shadows`, `ns:name` lookups inside a bundle namespace, and
-//! withholding the tools of an untrusted project's agents (`config::trust`). Does not
+//! withholding the tools of an untrusted project's agents (`config::trust`), and
+//! marking agents whose `sub_agents` break a tree invalid (`tree::check`). Does not
 //! own: parsing one file (`agent::file`), watching files (`agent::watcher`) or loading
 //! the bundle (`bundle`).
 
@@ -15,6 +16,7 @@ use serde_json::Value;
 
 use super::Bundle;
 use super::file::{self, AgentOrigin};
+use super::tree;
 use super::{AgentDef, AgentSource, Shadowed};
 use crate::config::mount_plan::module_name;
 use crate::config::trust;
@@ -247,6 +249,7 @@ impl Registry {
                 .collect();
             agents.push(winner);
         }
+        tree::check(&mut agents);
         Self {
             agents,
             bundle_agents,
@@ -255,8 +258,11 @@ impl Registry {
 
     /// A registry over given definitions (winners), e.g. for tests and embedders.
     /// Sorted by name; `ns:name` finds the `Bundle`-source ones with a namespace.
+    ///
+    /// The `sub_agents` trees are checked as in [`Registry::load`] (`tree::check`).
     pub fn from_defs(mut agents: Vec<AgentDef>) -> Self {
         agents.sort_by(|a, b| a.name.cmp(&b.name));
+        tree::check(&mut agents);
         let bundle_agents = agents
             .iter()
             .filter(|a| a.source == AgentSource::Bundle && a.namespace.is_some())

@@ -1,5 +1,10 @@
 //! `arbor agent list|show|validate`.
 //!
+//! `agent validate` also checks the `sub_agents` trees among the files it is given
+//! (cycles, unknown names, two parents; `agent::tree::check`). `agent show` adds `tree`
+//! (the outline of the agent's `sub_agents` tree, from its topmost parent) when the
+//! agent is in one.
+//!
 //! `agent list --json`: an array of `{name, source, path, description, valid, errors,
 //! warnings, shadows: [{source, path}]}`. `agent show NAME --format json`: the agent's
 //! overlay with `name`, `source`, `path`, `instruction` and every frontmatter key;
@@ -15,8 +20,9 @@ use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
 use super::out;
-use crate::agent::AgentDef;
 use crate::agent::registry::validate_file;
+use crate::agent::tree::{AgentTree, sub_agent_names};
+use crate::agent::{AgentDef, Registry};
 use crate::session::redact::redact;
 use crate::{out, outln};
 
@@ -159,6 +165,9 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
     if !agent.shadows.is_empty() {
         out.insert("shadows".into(), json!(agent.shadows));
     }
+    if let Some(tree) = tree_outline(&ctx.registry, name) {
+        out.insert("tree".into(), json!(tree));
+    }
     if merged {
         let (runtime, _tx) = ctx.runtime(false);
         match runtime.routed_child_mount_plan(name).await {
@@ -184,7 +193,9 @@ fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
     let agents: Vec<AgentDef> = if paths.is_empty() {
         Context::load(&options)?.registry.agents().to_vec()
     } else {
-        paths.iter().map(|p| validate_file(p)).collect()
+        let mut defs: Vec<AgentDef> = paths.iter().map(|p| validate_file(p)).collect();
+        crate::agent::tree::check(&mut defs);
+        defs
     };
     let mut invalid = 0;
     for a in &agents {
@@ -203,6 +214,28 @@ fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
     }
     outln!("{} agents, {} invalid", agents.len(), invalid)?;
     Ok(if invalid == 0 { 0 } else { 1 })
+}
+
+/// The outline of the `sub_agents` tree `name` belongs to (from its topmost parent),
+/// `None` when it is in no tree.
+fn tree_outline(registry: &Registry, name: &str) -> Option<Vec<String>> {
+    let parent_of = |child: &str| {
+        registry
+            .agents()
+            .iter()
+            .find(|a| sub_agent_names(a).iter().any(|n| n == child))
+            .map(|a| a.name.clone())
+    };
+    let mut root = name.to_string();
+    // Bounded: a cycle (reported by `agent validate`) must not loop forever.
+    for _ in 0..registry.agents().len() {
+        match parent_of(&root) {
+            Some(p) if p != name => root = p,
+            _ => break,
+        }
+    }
+    let tree = AgentTree::from_agents(&|n| registry.get(n), &root);
+    tree.has_transfers().then(|| tree.outline())
 }
 
 fn truncate(s: &str, max: usize) -> String {

@@ -27,6 +27,19 @@ const CHECKED_KEYS: &[&str] = &[
     "expected_inputs_unchanged",
 ];
 
+thread_local! {
+    static IGNORE_UNKNOWN_KEYS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with unknown case keys ignored instead of failing the case (extra cases:
+/// "ignore keys you do not use"). Per thread, so other tests keep the strict check.
+pub fn ignoring_unknown_keys<R>(f: impl FnOnce() -> R) -> R {
+    IGNORE_UNKNOWN_KEYS.with(|c| c.set(true));
+    let r = f();
+    IGNORE_UNKNOWN_KEYS.with(|c| c.set(false));
+    r
+}
+
 /// Runs `case` with `call` (called `call_count` times, default once) and checks every
 /// expectation key. Keys in `extra_keys` are the caller's to check; any other unknown
 /// key fails the case, so no expectation is silently skipped. `Err` says what failed.
@@ -35,7 +48,10 @@ pub fn run_case(
     extra_keys: &[&str],
     call: &mut dyn FnMut(&Value) -> CallResult,
 ) -> Result<(), String> {
-    if let Some(map) = case.as_object() {
+    if let Some(map) = case
+        .as_object()
+        .filter(|_| !IGNORE_UNKNOWN_KEYS.with(std::cell::Cell::get))
+    {
         for key in map.keys() {
             let k = key.as_str();
             if !DESCRIPTIVE_KEYS.contains(&k)
