@@ -269,13 +269,16 @@ fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
-/// The `session list --json` / `session show --json` object.
+/// The `session list --json` / `session show --json` object. `active_agent` is the
+/// agent of its `sub_agents` tree that handles the next message (SPEC §11), else
+/// `agent_name`.
 pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> Value {
     json!({
         "session_id": m.session_id,
         "name": m.name,
         "parent_id": m.parent_id,
         "agent_name": m.agent_name,
+        "active_agent": m.active_agent.as_deref().or(m.agent_name.as_deref()),
         "status": m.status,
         "depth": m.depth,
         "turn_count": m.turn_count,

@@ -22,7 +22,7 @@ use super::slots::ProviderSlots;
 use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
-use crate::config::{ArborConfig, ModuleEntry};
+use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::{HttpPool, Provider, ProviderError};
 use crate::routing::ModelCache;
@@ -77,15 +77,16 @@ impl TurnEnv {
         self.registry.borrow().clone()
     }
 
-    /// The tools of `live` for its next turn (the task tool's description reads the
-    /// registry at that moment, so hot-reloaded agents show up).
-    pub fn mount_tools(&self, live: &LiveSession) -> ToolSet {
+    /// The tools of `live` for its next turn, from `plan` (the session's own, or that
+    /// of the agent a transfer handed the session to). The task tool's description
+    /// reads the registry at that moment, so hot-reloaded agents show up.
+    pub fn mount_tools(&self, live: &LiveSession, plan: &MountPlan) -> ToolSet {
         let host = self.task_host.clone();
-        let agents = live.plan.agents().cloned();
+        let agents = plan.agents().cloned();
         let build = |config| -> Arc<dyn Tool> {
             Arc::new(TaskTool::new(host.clone(), agents.clone(), config))
         };
-        let mut set = ToolSet::mount(&live.plan, live.depth, Some(&build));
+        let mut set = ToolSet::mount(plan, live.depth, Some(&build));
         set.extend(self.extra_tools.iter().cloned());
         set
     }

@@ -37,6 +37,7 @@ mod spawn;
 mod stream;
 #[doc(hidden)]
 pub mod testing;
+mod transfer;
 pub mod turn;
 
 pub use approvals::ApprovalMode;

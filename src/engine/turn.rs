@@ -57,6 +57,9 @@ use super::providers;
 use super::repair;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
+use super::transfer;
+use crate::agent::select::TRANSFER_KEY;
+use crate::agent::tree::AgentTree;
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::config::response::ResponseLimits;
 use crate::config::retry::RetryPolicy;
@@ -65,12 +68,13 @@ use crate::routing::prices::{CacheAccounting, PriceTable};
 use crate::session::message::{AssistantMessage, ContentBlock, Message, now_rfc3339};
 use crate::session::metadata::SessionUsage;
 use crate::session::protocol::{
-    CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent, ProviderRequestEvent,
-    ProviderResponseEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent,
+    AgentTransferEvent, CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent,
+    ProviderRequestEvent, ProviderResponseEvent, SessionBudgetEvent, SessionEndEvent,
+    SessionRenamedEvent,
 };
 use crate::session::title::title_from;
 use crate::session::{EngineEvent, SessionStatus, Usage};
-use crate::tool::mount::ToolSet;
+use crate::tool::transfer as transfer_tool;
 
 /// How the loop ended.
 struct LoopEnd {
@@ -147,18 +151,12 @@ pub(crate) async fn run_input(
     if live.is_running() {
         return Err(busy(&live));
     }
-    let (provider, provider_config) = providers::provider_for(env, &live)?;
+    // The session's own provider must build before anything is written.
+    providers::provider_for(env, &live)?;
     let guard = live
         .begin_turn(parent.as_ref())
         .ok_or_else(|| busy(&live))?;
-    let chained = chain(
-        env,
-        &live,
-        guard,
-        Some(input),
-        (&provider, &provider_config),
-    )
-    .await;
+    let chained = chain(env, &live, guard, Some(input)).await;
     chained.ok_or_else(|| EngineError::Other("internal error: no turn ran".into()))
 }
 
@@ -172,8 +170,8 @@ pub(crate) async fn run_inbox(
     env: &TurnEnv,
     live: Arc<LiveSession>,
 ) -> Result<Option<TurnOutcome>, EngineError> {
-    let (provider, provider_config) = match providers::provider_for(env, &live) {
-        Ok(found) => found,
+    match providers::provider_for(env, &live) {
+        Ok(_) => {}
         Err(e) => {
             if let Some(mut guard) = live.begin_turn(None) {
                 live.next_input(&mut guard, false);
@@ -184,7 +182,7 @@ pub(crate) async fn run_inbox(
     let Some(guard) = live.begin_turn(None) else {
         return Ok(None);
     };
-    Ok(chain(env, &live, guard, None, (&provider, &provider_config)).await)
+    Ok(chain(env, &live, guard, None).await)
 }
 
 /// Runs turns under `guard`: `first`, then whatever the inbox holds after each
@@ -195,13 +193,12 @@ async fn chain(
     live: &Arc<LiveSession>,
     mut guard: TurnGuard,
     first: Option<Input>,
-    (provider, provider_config): (&Arc<dyn Provider>, &Value),
 ) -> Option<TurnOutcome> {
     let mut next = first.or_else(|| live.next_input(&mut guard, true).map(Input::Inbox));
     let mut last = None;
     while let Some(input) = next {
         let token = guard.token.clone();
-        let outcome = one_turn(env, live, input, &token, provider, provider_config).await;
+        let outcome = one_turn(env, live, input, &token).await;
         let completed = outcome.status == SessionStatus::Completed;
         next = live.next_input(&mut guard, completed).map(Input::Inbox);
         last = Some(outcome);
@@ -216,8 +213,6 @@ async fn one_turn(
     live: &Arc<LiveSession>,
     input: Input,
     token: &CancellationToken,
-    provider: &Arc<dyn Provider>,
-    provider_config: &Value,
 ) -> TurnOutcome {
     let gap = if live.metadata().status == SessionStatus::Interrupted {
         repair::INTERRUPTED_RESULT
@@ -269,7 +264,15 @@ async fn one_turn(
         live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
     }
 
-    let tools = env.mount_tools(live);
+    let tree = transfer::session_tree(env, live);
+    let first = match &tree {
+        Some(tree) => {
+            let next = transfer::next_agent(tree, live);
+            live.update_metadata(|m| m.active_agent = Some(next.clone()));
+            next
+        }
+        None => live.agent_name.clone(),
+    };
     let (prices, mut warnings) = PriceTable::from_config(&env.config);
     let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
     let (limits, limit_warnings) = ResponseLimits::from_config(&env.config);
@@ -280,9 +283,8 @@ async fn one_turn(
     }
     let gate = Gate::new(env, live);
     let ctx = CallCtx {
-        provider,
-        provider_config,
-        tools: &tools,
+        env,
+        tree: tree.as_ref(),
         prices: &prices,
         retry: &retry,
         gate: &gate,
@@ -291,13 +293,17 @@ async fn one_turn(
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
-    let end = panics::catch(&what, drive(live, &ctx, token, &mut usage))
+    let end = panics::catch(&what, drive(live, &ctx, first, token, &mut usage))
         .await
         .unwrap_or_else(|panic| LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
             error: Some(format!("internal error: the turn panicked: {panic}")),
         });
+    if let Some(tree) = &tree {
+        let next = transfer::next_agent(tree, live);
+        live.update_metadata(|m| m.active_agent = Some(next));
+    }
     finish(live, end, &usage)
 }
 
@@ -358,11 +364,11 @@ fn busy(live: &LiveSession) -> EngineError {
     ))
 }
 
-/// What every model call of a turn uses.
+/// What every model call of a turn uses, whichever agent answers.
 struct CallCtx<'a> {
-    provider: &'a Arc<dyn Provider>,
-    provider_config: &'a Value,
-    tools: &'a ToolSet,
+    env: &'a TurnEnv,
+    /// The session's `sub_agents` tree, when its agent has one (SPEC §11).
+    tree: Option<&'a AgentTree>,
     prices: &'a PriceTable,
     retry: &'a RetryPolicy,
     /// Decides whether each tool call may run (SPEC §12).
@@ -372,16 +378,19 @@ struct CallCtx<'a> {
     slots: &'a ProviderSlots,
 }
 
+/// The loop of model calls, answered by agent `first` until a `transfer_to_agent` call
+/// hands the session to another agent of its tree, which then answers in the same
+/// turn with its own instruction, tools and model.
 async fn drive(
     live: &LiveSession,
     ctx: &CallCtx<'_>,
+    first: String,
     token: &CancellationToken,
     turn_usage: &mut TurnUsage,
 ) -> LoopEnd {
     let CallCtx {
-        provider,
-        provider_config,
-        tools,
+        env,
+        tree,
         prices,
         retry,
         gate,
@@ -390,6 +399,10 @@ async fn drive(
     } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
+    let mut active = match transfer::activate(env, live, tree, &first).await {
+        Ok(active) => active,
+        Err(e) => return agent_failed(&first, &e, last_text),
+    };
     for iteration in 1..=max_iterations {
         let metadata = live.metadata();
         if BudgetState::of(&metadata).is_some_and(|b| b.exhausted(&metadata)) {
@@ -400,6 +413,13 @@ async fn drive(
             };
         }
         drop(metadata);
+        let transfer::Active {
+            name: agent,
+            plan,
+            provider,
+            provider_config,
+            tools,
+        } = &active;
         // Steers sent meanwhile reach this call, after any tool results (SPEC §13).
         for steer in live.take_steers() {
             live.deliver(steer);
@@ -424,7 +444,7 @@ async fn drive(
         // Shares the live transcript (no copy) unless it needs reordering.
         let request = ChatRequest {
             model: provider.default_model().to_string(),
-            system: live.plan.instruction().to_string(),
+            system: plan.instruction().to_string(),
             messages: repair::request_view_shared(&live.transcript_snapshot()),
             tools: tools.specs(),
             max_tokens: None,
@@ -462,7 +482,7 @@ async fn drive(
                     attempts,
                     None,
                 )));
-                keep_partial(live, &partial, Some(&error.to_string()));
+                keep_partial(live, agent, &partial, Some(&error.to_string()));
                 return LoopEnd {
                     status: SessionStatus::Failed,
                     response: if partial.is_empty() {
@@ -474,7 +494,7 @@ async fn drive(
                 };
             }
             CallEnd::Cancelled { partial } => {
-                keep_partial(live, &partial, None);
+                keep_partial(live, agent, &partial, None);
                 return LoopEnd {
                     status: SessionStatus::Cancelled,
                     response: if partial.is_empty() {
@@ -486,7 +506,7 @@ async fn drive(
                 };
             }
         };
-        let cost = record_response(live, provider.as_ref(), &model, &response, prices);
+        let cost = record_response(live, agent, provider.as_ref(), &model, &response, prices);
         turn_usage.add(&response.usage, cost);
         let text = response.text();
         if !text.is_empty() {
@@ -500,8 +520,21 @@ async fn drive(
             };
         }
         let results = calls::run_calls(live, tools, gate, &response.tool_calls, token).await;
+        let mut handed_to = None;
         for (call, output) in response.tool_calls.iter().zip(results.outputs) {
-            live.append(Message::tool_result(call, output.content, output.is_error));
+            let mut meta = json!({"author": agent});
+            if call.tool == transfer_tool::TOOL_NAME && !output.is_error {
+                let target = call.arguments.get("agent_name").and_then(Value::as_str);
+                if let Some(target) = target {
+                    meta[TRANSFER_KEY] = json!(target);
+                    handed_to = Some((target.to_string(), call.id.clone()));
+                }
+            }
+            let mut message = Message::tool_result(call, output.content, output.is_error);
+            if let Message::Tool(t) = &mut message {
+                t.metadata = Some(meta);
+            }
+            live.append(message);
         }
         if !results.panics.is_empty() {
             return LoopEnd {
@@ -517,6 +550,18 @@ async fn drive(
                 error: None,
             };
         }
+        if let Some((target, tool_call_id)) = handed_to {
+            live.emit(EngineEvent::AgentTransfer(AgentTransferEvent {
+                from: agent.clone(),
+                to: target.clone(),
+                tool_call_id,
+            }));
+            live.update_metadata(|m| m.active_agent = Some(target.clone()));
+            active = match transfer::activate(env, live, tree, &target).await {
+                Ok(next) => next,
+                Err(e) => return agent_failed(&target, &e, last_text),
+            };
+        }
     }
     LoopEnd {
         status: SessionStatus::Failed,
@@ -525,6 +570,15 @@ async fn drive(
             "stopped after {max_iterations} model calls (max_iterations) without a final answer; \
              raise session.orchestrator.config.max_iterations or send another message to continue"
         )),
+    }
+}
+
+/// The end of a turn whose agent `name` could not be set up to answer.
+fn agent_failed(name: &str, error: &EngineError, last_text: String) -> LoopEnd {
+    LoopEnd {
+        status: SessionStatus::Failed,
+        response: last_text,
+        error: Some(format!("agent '{name}' cannot answer: {error}")),
     }
 }
 
@@ -561,6 +615,7 @@ fn normalize(mut response: ProviderResponse, iteration: u32) -> ProviderResponse
 /// the call's cost.
 fn record_response(
     live: &LiveSession,
+    author: &str,
     provider: &dyn Provider,
     request_model: &str,
     response: &ProviderResponse,
@@ -580,7 +635,7 @@ fn record_response(
         tool_calls: response.tool_calls.clone(),
         timestamp: Some(now_rfc3339()),
         metadata: Some(json!({
-            "author": live.agent_name,
+            "author": author,
             "model": model,
             "usage": usage,
         })),
@@ -620,7 +675,7 @@ fn round_cost(usd: f64) -> f64 {
 
 /// Saves text streamed before an error or cancel as an assistant message
 /// (`metadata.partial = true`).
-fn keep_partial(live: &LiveSession, partial: &str, error: Option<&str>) {
+fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&str>) {
     if partial.is_empty() {
         return;
     }
@@ -630,7 +685,7 @@ fn keep_partial(live: &LiveSession, partial: &str, error: Option<&str>) {
         }],
         tool_calls: Vec::new(),
         timestamp: Some(now_rfc3339()),
-        metadata: Some(json!({"author": live.agent_name, "partial": true, "error": error})),
+        metadata: Some(json!({"author": author, "partial": true, "error": error})),
     }));
 }
 

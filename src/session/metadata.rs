@@ -194,6 +194,11 @@ pub struct Metadata {
     /// [`FileChange`]); empty when none.
     #[serde(default)]
     pub files_changed: Vec<FileChange>,
+    /// The agent of the session's `sub_agents` tree that handles the next message
+    /// (SPEC §11 selection, updated at each transfer and at the end of every turn);
+    /// absent for a session whose agent has no sub-agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_agent: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -2,7 +2,8 @@
 //!
 //! Owns: the `Tool` trait, tool outputs, the built-in modules `tool-task`,
 //! `tool-filesystem` (`read_file`, `list_directory`, `write_file`, `edit_file`),
-//! `tool-search` (`glob`, `grep`) and `tool-bash` (`bash`). Reads are confined to the
+//! `tool-search` (`glob`, `grep`), `tool-bash` (`bash`) and `transfer_to_agent` for
+//! agents in a `sub_agents` tree (`transfer`). Reads are confined to the
 //! session's working directory, writes to `allowed_write_paths` (`confine`). Does not
 //! own: running tool calls concurrently, recording `files_changed` or scrubbing secrets
 //! from outputs (`engine`), spawning sessions (`engine::runtime`), or deciding whether
@@ -14,6 +15,7 @@ pub mod filesystem;
 pub mod mount;
 pub mod search;
 pub mod task;
+pub mod transfer;
 
 use std::path::{Path, PathBuf};
 

@@ -22,8 +22,8 @@ use super::model::{
 };
 use super::prompts::{PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent};
 use super::tools::{
-    TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent, ToolErrorEvent,
-    ToolPostEvent, ToolPreEvent,
+    AgentTransferEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
+    ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
 
 /// Declares [`EngineEvent`] from one `"name" => Variant(Payload)` line per event, so
@@ -143,6 +143,9 @@ engine_events! {
     "prompt:unqueued" => PromptUnqueued(PromptUnqueuedEvent),
     /// arbor's own: the session's budget was set or granted again (issue 14).
     "session:budget" => SessionBudget(SessionBudgetEvent),
+    /// arbor's own: `transfer_to_agent` handed the session to another agent of its
+    /// tree (SPEC §11).
+    "agent:transfer" => AgentTransfer(AgentTransferEvent),
 }
 
 impl EngineEvent {

@@ -235,6 +235,11 @@ fn samples() -> Vec<Event> {
             since_tokens: 15,
             since_cost_usd: None,
         })),
+        root(E::AgentTransfer(AgentTransferEvent {
+            from: "helpdesk".into(),
+            to: "billing".into(),
+            tool_call_id: "call_6".into(),
+        })),
     ]
 }
 

@@ -133,3 +133,15 @@ pub struct TaskAgentCompletedEvent {
 fn is_false(b: &bool) -> bool {
     !*b
 }
+
+/// arbor's own `agent:transfer`: `{from, to, tool_call_id}`. The agent `from` called
+/// `transfer_to_agent`; `to` answers next in the same session and turn (SPEC §11).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AgentTransferEvent {
+    /// The agent that handed the conversation over.
+    pub from: String,
+    /// The agent that answers from now on.
+    pub to: String,
+    /// The `transfer_to_agent` call.
+    pub tool_call_id: String,
+}
