@@ -221,6 +221,29 @@ impl AgentTree {
     }
 }
 
+/// The outline ([`AgentTree::outline`]) of the `sub_agents` tree that agent `name`
+/// of `agents` belongs to, from its topmost parent; `None` when it is in no tree.
+/// What `agent show` and the agent browser display.
+pub fn outline_of_tree_with(agents: &[AgentDef], name: &str) -> Option<Vec<String>> {
+    let parent_of = |child: &str| {
+        agents
+            .iter()
+            .find(|a| sub_agent_names(a).iter().any(|n| n == child))
+            .map(|a| a.name.as_str())
+    };
+    let mut root = name;
+    // Bounded: a cycle (an error `check` reports) must not loop forever.
+    for _ in 0..agents.len() {
+        match parent_of(root) {
+            Some(p) if p != name => root = p,
+            _ => break,
+        }
+    }
+    let get = |n: &str| agents.iter().find(|a| a.name == n);
+    let tree = AgentTree::from_agents(&get, root);
+    tree.has_transfers().then(|| tree.outline())
+}
+
 /// The tree node of a registry agent (flags from its overlay).
 fn tree_agent(def: &AgentDef) -> TreeAgent {
     let flag = |key: &str| def.overlay.get(key).and_then(Value::as_bool) == Some(true);

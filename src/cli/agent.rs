@@ -20,9 +20,9 @@ use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
 use super::out;
+use crate::agent::AgentDef;
 use crate::agent::registry::validate_file;
-use crate::agent::tree::{AgentTree, sub_agent_names};
-use crate::agent::{AgentDef, Registry};
+use crate::agent::tree::outline_of_tree_with;
 use crate::session::redact::redact;
 use crate::{out, outln};
 
@@ -165,7 +165,7 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
     if !agent.shadows.is_empty() {
         out.insert("shadows".into(), json!(agent.shadows));
     }
-    if let Some(tree) = tree_outline(&ctx.registry, name) {
+    if let Some(tree) = outline_of_tree_with(ctx.registry.agents(), name) {
         out.insert("tree".into(), json!(tree));
     }
     if merged {
@@ -214,28 +214,6 @@ fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
     }
     outln!("{} agents, {} invalid", agents.len(), invalid)?;
     Ok(if invalid == 0 { 0 } else { 1 })
-}
-
-/// The outline of the `sub_agents` tree `name` belongs to (from its topmost parent),
-/// `None` when it is in no tree.
-fn tree_outline(registry: &Registry, name: &str) -> Option<Vec<String>> {
-    let parent_of = |child: &str| {
-        registry
-            .agents()
-            .iter()
-            .find(|a| sub_agent_names(a).iter().any(|n| n == child))
-            .map(|a| a.name.clone())
-    };
-    let mut root = name.to_string();
-    // Bounded: a cycle (reported by `agent validate`) must not loop forever.
-    for _ in 0..registry.agents().len() {
-        match parent_of(&root) {
-            Some(p) if p != name => root = p,
-            _ => break,
-        }
-    }
-    let tree = AgentTree::from_agents(&|n| registry.get(n), &root);
-    tree.has_transfers().then(|| tree.outline())
 }
 
 fn truncate(s: &str, max: usize) -> String {

@@ -98,6 +98,11 @@ pub enum CellKind {
     /// A failed model call or a pending retry (`provider:error`), see `error_card`.
     Failure(Box<ProviderFailure>),
     Notice(String),
+    /// A `transfer_to_agent` hand-off: `from → to` (SPEC §11).
+    Handoff {
+        from: String,
+        to: String,
+    },
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
 }
@@ -193,6 +198,11 @@ impl Cell {
             CellKind::Error(msg) => prefixed_text("✗ ", msg, theme.style(Slot::ChatError)),
             CellKind::Failure(failure) => failure.rows(theme),
             CellKind::Notice(msg) => prefixed_text("⊘ ", msg, theme.style(Slot::ChatNotice)),
+            CellKind::Handoff { from, to } => prefixed_text(
+                "⇄ ",
+                &format!("{from} → {to}"),
+                theme.style(Slot::ChatNotice),
+            ),
             CellKind::Streaming(_) => Vec::new(),
         }
     }

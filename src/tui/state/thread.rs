@@ -34,6 +34,11 @@ pub struct Thread {
     pub requested: Option<String>,
     /// Agent shown in the header (for a new root: the agent it will start with).
     pub agent: Option<String>,
+    /// The agent of the session's `sub_agents` tree answering now (SPEC §11): the
+    /// metadata's `active_agent` when loaded, then the author of each assistant
+    /// message and the target of each hand-off. Shown in the header when it is not
+    /// [`Thread::agent`].
+    pub active_agent: Option<String>,
     pub loading: bool,
     /// A Submit for a new root was sent; waiting for `SessionCreated`.
     pub awaiting_root: bool,
@@ -93,6 +98,7 @@ impl Thread {
         if loaded.metadata.agent_name.is_some() {
             self.agent = loaded.metadata.agent_name.clone();
         }
+        self.active_agent = None;
         self.loading = false;
         self.cells.clear();
         self.calls.clear();
@@ -106,6 +112,10 @@ impl Thread {
         }
         for m in &loaded.transcript {
             self.push_message(m);
+        }
+        // Who answers the next message (selection), over who answered last.
+        if let Some(active) = &loaded.metadata.active_agent {
+            self.active_agent = Some(active.clone());
         }
         let buffered = std::mem::take(&mut self.buffered);
         let window = UNCONFIRMED_WINDOW.max(buffered.len());

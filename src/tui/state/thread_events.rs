@@ -9,7 +9,8 @@
 //! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
 //! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
 //! the current endpoint), `provider:warning` (a notice: `⊘ 3 malformed stream events
-//! skipped (openai)`).
+//! skipped (openai)`), `agent:transfer` (the header's active agent; the hand-off mark
+//! comes with the transfer's tool result).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -69,6 +70,9 @@ impl Thread {
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
+            }
+            EngineEvent::AgentTransfer(transfer) => {
+                self.active_agent = Some(transfer.to.clone());
             }
             EngineEvent::OrchestratorComplete(done) => {
                 self.finalize_stream();

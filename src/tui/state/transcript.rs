@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::cells::{CellKind, TaskCard, ToolCard, ToolStatus};
 use super::thread::Thread;
+use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::session::Message;
 use crate::session::message::ContentBlock;
 
@@ -32,6 +33,9 @@ impl Thread {
                 self.push(CellKind::Notice(m.content.clone()));
             }
             Message::Assistant(a) => {
+                if let Some(author) = author_of(a.metadata.as_ref()) {
+                    self.active_agent = Some(author.to_string());
+                }
                 let after = self.take_stream_range();
                 let mut text = String::new();
                 for block in &a.content {
@@ -73,6 +77,18 @@ impl Thread {
                     }
                 };
                 self.set_result(idx, status, &t.content, None);
+                let meta = t.metadata.as_ref();
+                if let Some(to) = meta
+                    .and_then(|m| m.get(TRANSFER_KEY))
+                    .and_then(Value::as_str)
+                {
+                    let from = author_of(meta).unwrap_or("?").to_string();
+                    self.push(CellKind::Handoff {
+                        from,
+                        to: to.to_string(),
+                    });
+                    self.active_agent = Some(to.to_string());
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 //! The agent browser overlay: filterable list of agents (source, validity, reload
 //! marks) and the selected agent's details (path, shadowed definitions, description,
-//! model role, tools, validation errors with `path:line:col`, warnings).
+//! model role, tools, its `sub_agents` tree, validation errors with `path:line:col`,
+//! warnings).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,6 +10,7 @@ use ratatui::widgets::{Clear, Widget};
 
 use super::pane_block;
 use crate::agent::reload::RegistryDiff;
+use crate::agent::tree::outline_of_tree_with;
 use crate::agent::{AgentDef, AgentSource, Registry};
 use crate::tui::state::browser::{
     BrowserState, ReloadMark, diff_touches, model_role, reload_summary, tools,
@@ -90,6 +92,12 @@ impl BrowserView<'_> {
         let tools = tools(a);
         if !tools.is_empty() {
             out.push(field("tools", tools.join(", ")));
+        }
+        if let Some(tree) = outline_of_tree_with(self.registry.agents(), &a.name) {
+            out.push(RLine::new(Span::styled("agent tree:", label)));
+            for l in tree {
+                out.push(RLine::indented(Span::styled(format!("  {l}"), base), 2));
+            }
         }
         if !a.description.trim().is_empty() {
             out.push(RLine::new(Span::styled("description:", label)));

@@ -1,5 +1,7 @@
 //! The chat pane: the open thread's visible window (computed beforehand by
-//! `Thread::layout`), a header with session id, agent and status, a selection gutter.
+//! `Thread::layout`), a header with session id, agent (`helpdesk › billing` when a
+//! transfer handed the session to another agent of its tree) and status, a selection
+//! gutter.
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -46,7 +48,10 @@ impl ChatView<'_> {
         let Some(t) = self.thread else {
             return Line::from(Span::styled(" Chat ", head));
         };
-        let agent = t.agent.clone().unwrap_or_else(|| "default agent".into());
+        let mut agent = t.agent.clone().unwrap_or_else(|| "default agent".into());
+        if let Some(active) = t.active_agent.as_ref().filter(|a| **a != agent) {
+            agent = format!("{agent} › {active}");
+        }
         let Some(id) = &t.session_id else {
             return Line::from(Span::styled(format!(" new session · {agent} "), head));
         };

@@ -25,6 +25,8 @@ mod files_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod transfer_tests;
+#[cfg(test)]
 mod wide_text_tests;
 
 use ratatui::layout::Rect;
