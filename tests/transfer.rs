@@ -270,3 +270,30 @@ fn agent_validate_refuses_a_sub_agents_cycle() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn text_output_keeps_the_answer_on_stdout_and_marks_the_hand_off_on_stderr() {
+    let server = desk_server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    helpdesk_tree(&env, "");
+    let out = env
+        .cmd()
+        .args(["run", "--agent", "helpdesk", "an invoice question"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.trim(), "billing answers: an invoice question");
+    assert!(stderr.contains("[helpdesk → billing]"), "{stderr}");
+    let list = json_of(env.cmd().args(["session", "list", "--json"]));
+    let id = list[0]["session_id"].as_str().unwrap().to_string();
+    let show = env.cmd().args(["session", "show", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("active    billing"), "{text}");
+}

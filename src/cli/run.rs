@@ -138,6 +138,11 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io
             EngineEvent::ProviderWarning(warning) => {
                 out::warning(format!("{} ({})", warning.message, warning.provider));
             }
+            // A hand-off between agents of the session's tree (SPEC §11), on stderr
+            // so stdout stays the answer.
+            EngineEvent::AgentTransfer(transfer) => {
+                out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
+            }
             _ => {}
         },
         OutputFormat::Text => {}

@@ -346,6 +346,13 @@ fn print_show(
     outln!("title     {}", m.name.as_deref().unwrap_or("-"))?;
     outln!("parent    {}", m.parent_id.as_deref().unwrap_or("-"))?;
     outln!("agent     {}", m.agent_name.as_deref().unwrap_or("-"))?;
+    if let Some(active) = m
+        .active_agent
+        .as_ref()
+        .filter(|a| Some(*a) != m.agent_name.as_ref())
+    {
+        outln!("active    {active} (answers the next message)")?;
+    }
     outln!("status    {}", m.status.as_str())?;
     outln!("depth     {}", m.depth)?;
     outln!("turns     {}", m.turn_count)?;
