@@ -67,6 +67,26 @@ fn desk_server() -> ScriptedServer {
     }))
 }
 
+/// Runs `arbor args…` in `env`; fails the test (with stderr) unless it succeeds.
+fn run_ok(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let out = env.cmd().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The desk server and an environment using it, with [`helpdesk_tree`].
+fn desk(billing_extra: &str) -> (ScriptedServer, TestEnv) {
+    let server = desk_server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    helpdesk_tree(&env, billing_extra);
+    (server, env)
+}
+
 fn json_of(cmd: &mut assert_cmd::Command) -> Value {
     let out = cmd.output().unwrap();
     assert!(
@@ -98,27 +118,18 @@ fn transfer_enum(body: &Value) -> Value {
 
 #[test]
 fn a_transfer_answers_in_the_same_session_and_the_next_message_stays_with_billing() {
-    let server = desk_server();
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, "sk-x");
-    helpdesk_tree(&env, "");
+    let (server, env) = desk("");
 
-    let out = env
-        .cmd()
-        .args([
+    let out = run_ok(
+        &env,
+        &[
             "run",
             "--agent",
             "helpdesk",
             "--output-format",
             "jsonl",
             "where is my invoice?",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let lines = jsonl_lines(&out.stdout);
     let last = lines.last().unwrap();
@@ -172,22 +183,16 @@ fn a_transfer_answers_in_the_same_session_and_the_next_message_stays_with_billin
     assert_eq!(transcript[2]["metadata"]["transfer_to_agent"], "billing");
 
     // The next message goes to billing, with billing's instruction.
-    let out = env
-        .cmd()
-        .args([
+    run_ok(
+        &env,
+        &[
             "session",
             "resume",
             &id,
             "and the next one?",
             "--output-format",
             "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
@@ -198,27 +203,18 @@ fn a_transfer_answers_in_the_same_session_and_the_next_message_stays_with_billin
 
 #[test]
 fn an_agent_that_may_not_return_to_its_parent_hands_the_next_message_back() {
-    let server = desk_server();
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, "sk-x");
-    helpdesk_tree(&env, "disallow_transfer_to_parent: true\n");
+    let (server, env) = desk("disallow_transfer_to_parent: true\n");
 
-    let out = env
-        .cmd()
-        .args([
+    let out = run_ok(
+        &env,
+        &[
             "run",
             "--agent",
             "helpdesk",
             "--output-format",
             "json",
             "my invoice?",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["response"], "billing answers: my invoice?");
@@ -230,22 +226,16 @@ fn an_agent_that_may_not_return_to_its_parent_hands_the_next_message_back() {
 
     let show = json_of(env.cmd().args(["session", "show", &id, "--json"]));
     assert_eq!(show["active_agent"], "helpdesk");
-    let out = env
-        .cmd()
-        .args([
+    run_ok(
+        &env,
+        &[
             "session",
             "resume",
             &id,
             "thanks",
             "--output-format",
             "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let requests = server.requests();
     assert_eq!(agent_of(requests.last().unwrap()), "helpdesk");
@@ -273,20 +263,8 @@ fn agent_validate_refuses_a_sub_agents_cycle() {
 
 #[test]
 fn text_output_keeps_the_answer_on_stdout_and_marks_the_hand_off_on_stderr() {
-    let server = desk_server();
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, "sk-x");
-    helpdesk_tree(&env, "");
-    let out = env
-        .cmd()
-        .args(["run", "--agent", "helpdesk", "an invoice question"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_server, env) = desk("");
+    let out = run_ok(&env, &["run", "--agent", "helpdesk", "an invoice question"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stdout.trim(), "billing answers: an invoice question");
