@@ -137,3 +137,93 @@ fn a_root_started_with_an_agent_is_routed_by_its_provider_preferences() {
         ["scripted-model", "configured-model", "mine"]
     );
 }
+
+/// `host:port` of a scripted server.
+fn addr(server: &ScriptedServer) -> String {
+    server
+        .base_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string()
+}
+
+#[test]
+fn with_nothing_configured_a_local_server_that_answers_is_used_and_named() {
+    let llama = server();
+    let env = TestEnv::new();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let servers = format!(
+        "ollama={closed},lmstudio={closed},llamacpp={}",
+        addr(&llama)
+    );
+    let out = env
+        .cmd()
+        .env("ARBOR_LOCAL_SERVERS", &servers)
+        .args(["run", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "using llama.cpp at {} (found locally)",
+            addr(&llama)
+        )),
+        "{stderr}"
+    );
+    // The server's own model (the first it lists) is what the request names.
+    assert_eq!(models_sent(&llama), ["scripted-model"]);
+    // Nothing answering: the no-provider message, as before.
+    let out = env
+        .cmd()
+        .env("ARBOR_LOCAL_SERVERS", format!("llamacpp={closed}"))
+        .args(["run", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No model provider is configured"));
+}
+
+#[test]
+fn when_several_local_servers_answer_the_first_is_used_and_the_others_offered() {
+    let (ollama, lmstudio) = (server(), server());
+    let env = TestEnv::new();
+    let servers = format!("ollama={},lmstudio={}", addr(&ollama), addr(&lmstudio));
+    let run = |extra: &[&str]| {
+        let out = env
+            .cmd()
+            .env("ARBOR_LOCAL_SERVERS", &servers)
+            .args(["run", "hi"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = run(&[]);
+    assert!(stderr.contains("using Ollama at"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "also LM Studio at {} (lmstudio/MODEL)",
+            addr(&lmstudio)
+        )),
+        "{stderr}"
+    );
+    assert_eq!((ollama.requests().len(), lmstudio.requests().len()), (1, 0));
+    // The offer works as written: `--model lmstudio/MODEL` picks the other server.
+    run(&["--model", "lmstudio/scripted-model"]);
+    assert_eq!((ollama.requests().len(), lmstudio.requests().len()), (1, 1));
+    // `doctor` says the same and counts the servers as providers.
+    let out = env
+        .cmd()
+        .env("ARBOR_LOCAL_SERVERS", &servers)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("local     using Ollama at"), "{stdout}");
+}

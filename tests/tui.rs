@@ -28,6 +28,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 mod approvals;
 #[path = "tui/live.rs"]
 mod live;
+#[path = "tui/local.rs"]
+mod local;
 #[path = "tui/model.rs"]
 mod model;
 #[path = "tui/needs_you.rs"]

@@ -1,4 +1,6 @@
-//! The engine context every command builds: paths, config, bundle, registry, runtime.
+//! The engine context every command builds: paths, config, bundle, registry, runtime,
+//! and — for commands that start sessions — local servers as providers when nothing
+//! is configured ([`Context::use_local_servers`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +13,9 @@ use crate::agent::registry::RegistryHandle;
 use crate::config::ArborConfig;
 use crate::engine::{ApprovalMode, Runtime, RuntimeOptions};
 use crate::paths::Paths;
+use crate::provider::probe::{discover_local, local_candidates};
+use crate::routing::local::{local_notice, local_providers};
+use crate::routing::setup::detect_providers;
 use crate::session::{EventBus, SessionStore};
 
 /// Options shared by every subcommand.
@@ -55,6 +60,28 @@ impl Context {
             registry,
             env,
         })
+    }
+
+    /// With no provider configured anywhere (config file, environment, bundle), looks
+    /// for local servers on loopback (`provider::probe::discover_local`, at most
+    /// 300 ms) and makes the ones that answer this context's providers (in memory:
+    /// the config file is not written; the first is used). Returns the notice saying
+    /// which (`routing::local::local_notice`); `None` when something is configured or
+    /// nothing answered.
+    pub fn use_local_servers(&mut self) -> Option<String> {
+        let env = self.env.as_ref();
+        if !detect_providers(&self.config, env).is_empty()
+            || !self.bundle.mount_plan.providers().is_empty()
+        {
+            return None;
+        }
+        let servers = discover_local(&local_candidates(env));
+        self.config.providers = local_providers(&servers);
+        let notice = local_notice(&servers);
+        if let Some(text) = &notice {
+            tracing::info!("{text}");
+        }
+        notice
     }
 
     /// This project's session store.

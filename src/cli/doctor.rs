@@ -30,7 +30,7 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 pub async fn run(options: ContextOptions) -> Result<i32> {
     let mut problems = 0;
     let config_path = crate::paths::Paths::from_env().config_file;
-    let ctx = match Context::load(&options) {
+    let mut ctx = match Context::load(&options) {
         Ok(ctx) => ctx,
         Err(e) => {
             outln!("config    {}: {e:#}", config_path.display())?;
@@ -54,6 +54,9 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
 
     problems += approvals_and_trust(&ctx)?;
 
+    if let Some(notice) = ctx.use_local_servers() {
+        outln!("local     {notice}")?;
+    }
     let env = ctx.env.as_ref();
     let entries = detect_providers(&ctx.config, env);
     if entries.is_empty() {

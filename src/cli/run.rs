@@ -46,7 +46,10 @@ pub struct RunArgs {
 /// Creates a root session (with `--agent` and `--model` if given: routed as
 /// `Runtime::create_root_with` says), runs one turn, prints the result.
 pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
-    let ctx = Context::load(&options)?;
+    let mut ctx = Context::load(&options)?;
+    if let Some(notice) = ctx.use_local_servers() {
+        out::error(notice);
+    }
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
     let agent = root.agent.clone();
     let session_id = match runtime.create_root_with(root).await {

@@ -9,12 +9,15 @@ use color_eyre::Result;
 use super::Cli;
 use super::context::{Context, ContextOptions};
 use crate::agent::watcher::spawn_watcher;
-use crate::engine::ApprovalMode;
+use crate::engine::{ApprovalMode, EngineError};
+use crate::routing::local::no_provider_banner;
+use crate::routing::setup::detect_providers;
 use crate::tui::{TuiOptions, no_color_from_env};
 
 /// Starts the TUI; returns the exit code.
 pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
-    let ctx = Context::load(&options)?;
+    let mut ctx = Context::load(&options)?;
+    let notice = ctx.use_local_servers();
     let mut watcher = spawn_watcher(
         ctx.paths.clone(),
         ctx.bundle_path.clone(),
@@ -38,7 +41,17 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         continue_last: cli.continue_,
         agent: cli.agent.clone(),
         theme: cli.theme.clone().or_else(|| ctx.config.theme.clone()),
-        provider_label: runtime.provider_label().map_err(|e| e.to_string()),
+        provider_label: runtime.provider_label().map_err(|e| match e {
+            // Nothing configured and nothing found: the short banner with a config to
+            // paste (the long text is `arbor doctor`'s and `arbor run`'s).
+            EngineError::NoProvider(_)
+                if detect_providers(&ctx.config, ctx.env.as_ref()).is_empty() =>
+            {
+                no_provider_banner(&ctx.paths.config_file)
+            }
+            e => e.to_string(),
+        }),
+        notice,
         store: ctx.store(),
         registry,
         reloads,

@@ -6,7 +6,8 @@
 //! reads `config` for the config file and mount-plan entries.
 //!
 //! Owns building providers ([`setup`]: which providers a new root session mounts,
-//! credentials, base URL and default model), the config's price table ([`prices`]:
+//! credentials, base URL and default model; [`local`]: local servers found on
+//! loopback as providers, and the no-provider banner), the config's price table ([`prices`]:
 //! what a model call costs, keyed by the same provider/model globs), and the pure side
 //! of choosing a sub-session's provider and model:
 //! - [`glob`]: fnmatch-style model globs (`*`, `?`, `[0-9]`, `[!..]`), case-insensitive;
@@ -36,6 +37,7 @@
 
 pub mod catalog;
 pub mod glob;
+pub mod local;
 pub mod matrix;
 pub mod precedence;
 pub mod prefs;

@@ -17,6 +17,7 @@
 //!     paths: paths.clone(),
 //!     no_color: arbor::tui::no_color_from_env(),
 //!     notify: config.notify,
+//!     notice: None,                                // e.g. the local server in use
 //! };
 //! arbor::tui::run(runtime, options).await?;
 //! ```
@@ -100,6 +101,8 @@ pub struct TuiOptions {
     /// Config `notify:`: how a session that starts needing the person is announced
     /// while another thread is open (bell, OSC 9, off).
     pub notify: crate::config::Notify,
+    /// A start-up notice for the status bar (e.g. which local server is used).
+    pub notice: Option<String>,
 }
 
 /// Why the TUI could not start or stopped.
@@ -155,6 +158,9 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         commands_tx,
     );
     app.set_notify(options.notify);
+    if let Some(text) = options.notice {
+        app.notice(text);
+    }
     // SPEC §12: a project with `.amplifier/agents/` or `.mcp.json` that is not trusted
     // yet is asked about once at start; any other directory never is.
     if let Some(project) = crate::config::trust::untrusted_project(&options.paths) {

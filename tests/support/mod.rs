@@ -386,6 +386,8 @@ impl TestEnv {
             .env("AMPLIFIER_HOME", &self.amplifier_home)
             .env("ARBOR_CONFIG", &self.config)
             .env("NO_COLOR", "1")
+            // Never a local model server of this machine (issue 15 item 7).
+            .env("ARBOR_LOCAL_SERVERS", "")
             .current_dir(&self.project);
         cmd
     }

@@ -383,6 +383,13 @@ impl App {
         self.dirty = true;
     }
 
+    /// Shows `text` as a status-bar note (never a modal): start-up notices such as the
+    /// local server in use.
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.set_note(text, false);
+        self.dirty = true;
+    }
+
     /// The trust prompt, while it waits for an answer.
     pub fn trust_prompt(&self) -> Option<&TrustPrompt> {
         self.trust.as_ref()

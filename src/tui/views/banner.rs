@@ -9,8 +9,9 @@ use ratatui::widgets::{Block, Borders, Widget};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, wrap};
 
-/// At most this many rows (borders included); the rest is cut with `…`.
-pub const MAX_HEIGHT: u16 = 8;
+/// At most this many rows (borders included); the rest is cut with `…`. Room for the
+/// no-provider banner with its suggested config at 40 columns.
+pub const MAX_HEIGHT: u16 = 13;
 
 /// The banner.
 pub struct BannerView<'a> {
