@@ -224,8 +224,11 @@ fn process_cpu() -> (f64, usize) {
     pty.wait_text("Message…", Duration::from_secs(10))
         .unwrap_or_else(|| panic!("no usable frame:\n{}", pty.screen()));
     pty.send(b"split the work\r");
-    pty.wait_text("workerstart", Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("no worker streamed:\n{}", pty.screen()));
+    // The boss's thread shows the task cards; the workers stream into their own.
+    pty.wait_for(Duration::from_secs(30), |screen| {
+        screen.matches("task → worker  ● running").count() == CHILDREN
+    })
+    .unwrap_or_else(|| panic!("the workers never all ran:\n{}", pty.screen()));
     pty.send(b"\x1b[Z"); // Shift+Tab: composer → chat
     pty.send(b"w");
     pty.wait_text("8 running of 8", Duration::from_secs(30))
