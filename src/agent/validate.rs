@@ -11,11 +11,16 @@ use serde_json::{Map, Value};
 use crate::config::approvals::Rules;
 use crate::config::mount_plan::module_name;
 
-/// Tool modules arbor implements (`tool::mount` mounts exactly these; its tests keep the
-/// two in step). Anything else in a mount plan is an "unavailable module" (loaded,
+/// Tool modules arbor implements (`tool::mount` mounts exactly these, `tool-mcp` through
+/// the engine, which starts its servers; its tests keep the two in step). Anything else in a mount plan is an "unavailable module" (loaded,
 /// reported, not mounted). Kept here, below `tool`, so agent validation needs no tool.
-pub const BUILTIN_TOOL_MODULES: &[&str] =
-    &["tool-task", "tool-filesystem", "tool-search", "tool-bash"];
+pub const BUILTIN_TOOL_MODULES: &[&str] = &[
+    "tool-task",
+    "tool-filesystem",
+    "tool-search",
+    "tool-bash",
+    "tool-mcp",
+];
 
 /// Provider modules arbor implements; any other provider module is "unavailable".
 pub const BUILTIN_PROVIDER_MODULES: &[&str] =

@@ -14,6 +14,7 @@ pub mod agent;
 pub mod context;
 pub mod doctor;
 mod doctor_checks;
+pub mod doctor_mcp;
 pub mod logging;
 pub mod models;
 pub mod out;

@@ -68,6 +68,18 @@ pub async fn drive_turn(
     prompt: String,
     format: OutputFormat,
 ) -> Result<i32> {
+    let code = drive(runtime, session_id, prompt, format).await;
+    // The MCP servers this turn started end with the process.
+    runtime.mcp().shutdown().await;
+    code
+}
+
+async fn drive(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    prompt: String,
+    format: OutputFormat,
+) -> Result<i32> {
     let mut events = runtime.bus().subscribe();
     let mut turn = {
         let runtime = runtime.clone();
@@ -126,6 +138,11 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io
         && format != OutputFormat::Jsonl
     {
         out::error(changed.note());
+    }
+    if let EngineEvent::McpServerFailed(failed) = &event.msg
+        && format != OutputFormat::Jsonl
+    {
+        out::warning(failed.note());
     }
     match format {
         OutputFormat::Jsonl => {

@@ -17,6 +17,8 @@
 //!   max_concurrent_sub_sessions: 32
 //! response: {max_bytes: 8388608, max_time: 600}   # see config::response
 //! notify: bell                    # bell | osc9 | off, see `Notify`
+//! mcp_servers:                    # MCP tool servers, see config::mcp
+//!   calc: {command: calc-server, args: [--stdio]}
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -110,6 +112,11 @@ pub enum ConfigError {
 }
 
 impl ArborConfig {
+    /// `mcp_servers:` parsed, with one problem per bad entry (naming the server).
+    pub fn mcp_servers(&self) -> (Vec<super::mcp::McpServer>, Vec<String>) {
+        super::mcp::config_servers(&self.extra)
+    }
+
     /// Loads `path`; a missing file gives the default config.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = match std::fs::read_to_string(path) {

@@ -6,14 +6,16 @@
 //! pool, the injected provider factory and extra tools, the task tool's host, the
 //! delegation limits every spawn checks (`limits::TreeLimits`), the per-endpoint
 //! request slots (`slots::ProviderSlots`), the approval mode and
-//! the registry of calls waiting for approval — and mounting a
-//! session's tools for its next turn ([`TurnEnv::mount_tools`]); the [`Env`] and
+//! the registry of calls waiting for approval, the process's MCP servers — and
+//! mounting a session's tools for its next turn ([`TurnEnv::mount_tools`], which starts
+//! the MCP servers the session mounts); the [`Env`] and
 //! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
 //! `spawn`, `providers` and `root_plan` read it and never reach back into the
 //! runtime. Does not own: the map of live sessions, the store or the bus (`runtime`),
 //! building providers (`providers`), the turn loop (`turn`), delegation (`spawn`).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::limits::TreeLimits;
@@ -22,11 +24,14 @@ use super::slots::ProviderSlots;
 use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
+use crate::config::mcp::{MCP_MODULE, McpServer, module_servers};
 use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::{HttpPool, Provider, ProviderError};
 use crate::routing::ModelCache;
+use crate::session::protocol::{EngineEvent, McpServerFailedEvent};
 use crate::tool::Tool;
+use crate::tool::mcp::McpHub;
 use crate::tool::mount::ToolSet;
 use crate::tool::task::{TaskHost, TaskTool};
 
@@ -69,6 +74,13 @@ pub(crate) struct TurnEnv {
     pub grants: TreeGrants,
     /// Model requests in flight per provider endpoint (`max_concurrent`).
     pub slots: ProviderSlots,
+    /// The MCP servers of this process (started on first use, shared by every tree).
+    pub mcp: Arc<McpHub>,
+    /// The MCP servers every session mounts: config `mcp_servers:` and a trusted
+    /// project's `.mcp.json` (`config::mcp::process_servers`).
+    pub mcp_servers: Vec<McpServer>,
+    /// `(session, server)` pairs whose failure was already published.
+    pub mcp_reported: Mutex<HashSet<(String, String)>>,
 }
 
 impl TurnEnv {
@@ -79,8 +91,12 @@ impl TurnEnv {
 
     /// The tools of `live` for its next turn, from `plan` (the session's own, or that
     /// of the agent a transfer handed the session to). The task tool's description
-    /// reads the registry at that moment, so hot-reloaded agents show up.
-    pub fn mount_tools(&self, live: &LiveSession, plan: &MountPlan) -> ToolSet {
+    /// reads the registry at that moment, so hot-reloaded agents show up. With them the
+    /// tools of every MCP server it mounts ([`Self::mcp_servers_of`]), starting those
+    /// not running yet: a server that is not available is published once per session
+    /// as `mcp:server_failed` and the other tools are mounted; a cancel of the turn
+    /// stops waiting for servers to start (the turn then ends cancelled).
+    pub async fn mount_tools(&self, live: &LiveSession, plan: &MountPlan) -> ToolSet {
         let host = self.task_host.clone();
         let agents = plan.agents().cloned();
         let build = |config| -> Arc<dyn Tool> {
@@ -88,6 +104,52 @@ impl TurnEnv {
         };
         let mut set = ToolSet::mount(plan, live.depth, Some(&build));
         set.extend(self.extra_tools.iter().cloned());
+        let servers = self.mcp_servers_of(live, plan);
+        if servers.is_empty() {
+            return set;
+        }
+        let token = live.cancel_token();
+        let mounted = tokio::select! {
+            m = self.mcp.mount(&servers) => m,
+            () = token.cancelled() => return set,
+        };
+        set.extend(mounted.tools);
+        for (server, error) in mounted.failures {
+            let first = self
+                .mcp_reported
+                .lock()
+                .map(|mut r| r.insert((live.id.clone(), server.clone())))
+                .unwrap_or(true);
+            if first {
+                tracing::warn!("MCP server '{server}': {error}");
+                live.emit(EngineEvent::McpServerFailed(McpServerFailedEvent {
+                    server,
+                    error,
+                }));
+            }
+        }
         set
+    }
+
+    /// The MCP servers `live` mounts under `plan`: the process's
+    /// ([`Self::mcp_servers`]) and the plan's `tool-mcp` entries (`config.servers`),
+    /// first name wins.
+    pub fn mcp_servers_of(&self, live: &LiveSession, plan: &MountPlan) -> Vec<McpServer> {
+        let mut servers = self.mcp_servers.clone();
+        for entry in plan.tools() {
+            if entry.module != MCP_MODULE {
+                continue;
+            }
+            let (more, problems) = module_servers(&entry.config);
+            for p in problems {
+                tracing::warn!("session {}: {p}", live.id);
+            }
+            for server in more {
+                if !servers.iter().any(|s| s.name == server.name) {
+                    servers.push(server);
+                }
+            }
+        }
+        servers
     }
 }

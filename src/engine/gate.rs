@@ -285,8 +285,17 @@ pub fn headless_denial(tool: &str) -> String {
 }
 
 /// One line saying what the call does: the command's first line for `bash`, `write
-/// PATH` / `edit PATH`, else the tool name.
+/// PATH` / `edit PATH`, `MCP <server> · <tool> <arguments as JSON>` for an MCP tool,
+/// else the tool name.
 fn summary(tool: &str, input: &Value, command: Option<&str>) -> String {
+    if let Some((server, mcp_tool)) = crate::tool::mcp::server_of(tool) {
+        let args = match input {
+            Value::Object(map) if map.is_empty() => String::new(),
+            Value::Null => String::new(),
+            other => format!(" {other}"),
+        };
+        return format!("MCP {server} · {mcp_tool}{args}");
+    }
     if let Some(command) = command {
         let first = command.lines().next().unwrap_or_default().trim();
         return if command.trim().lines().count() > 1 {
@@ -413,7 +422,12 @@ mod tests {
         let write = json!({"file_path": "src/a.rs", "content": "x"});
         assert_eq!(summary("write_file", &write, None), "write src/a.rs");
         assert_eq!(summary("edit_file", &write, None), "edit src/a.rs");
-        assert_eq!(summary("mcp__x__y", &json!({}), None), "mcp__x__y");
+        assert_eq!(summary("mcp__x__y", &json!({}), None), "MCP x · y");
+        assert_eq!(
+            summary("mcp__github__search", &json!({"q": "bug"}), None),
+            r#"MCP github · search {"q":"bug"}"#
+        );
+        assert_eq!(summary("grep", &json!({}), None), "grep");
     }
 
     #[test]

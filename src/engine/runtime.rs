@@ -53,6 +53,7 @@ use crate::session::{
     StoreError, ids,
 };
 use crate::tool::Tool;
+use crate::tool::mcp::McpHub;
 
 /// Everything a runtime is built from.
 pub struct RuntimeOptions {
@@ -130,6 +131,11 @@ impl Runtime {
             options.config.limits,
             SessionStore::new(options.paths.sessions_dir()),
         );
+        let mcp_servers = crate::config::mcp::process_servers(&options.paths, &options.config);
+        for problem in &mcp_servers.problems {
+            tracing::warn!("{problem}");
+        }
+        let mcp = Arc::new(McpHub::new(options.env.clone()));
         Arc::new_cyclic(|me: &Weak<Runtime>| {
             let sessions: Weak<dyn Sessions> = me.clone();
             Self {
@@ -149,6 +155,9 @@ impl Runtime {
                     approvals: PendingApprovals::default(),
                     grants: TreeGrants::default(),
                     slots: Default::default(),
+                    mcp,
+                    mcp_servers: mcp_servers.servers,
+                    mcp_reported: Default::default(),
                 },
                 bus: options.bus,
                 store,
@@ -542,7 +551,20 @@ impl Runtime {
         if settled.is_err() {
             tracing::warn!("{left} turn(s) still running after {grace:?}; exiting anyway");
         }
+        self.turn_env.mcp.shutdown().await;
         left
+    }
+
+    /// The MCP servers of this process: each one's configuration and state (the MCP
+    /// view and `doctor` list them).
+    pub fn mcp(&self) -> &McpHub {
+        &self.turn_env.mcp
+    }
+
+    /// The MCP servers every session of this process mounts (config `mcp_servers:`
+    /// and a trusted project's `.mcp.json`), whether started yet or not.
+    pub fn mcp_servers(&self) -> &[crate::config::mcp::McpServer] {
+        &self.turn_env.mcp_servers
     }
 
     /// Titles `session_id` (SPEC §7 metadata `name`): `title` as `session::title`

@@ -79,7 +79,7 @@ pub(crate) async fn activate(
         let (provider, config) = providers::select_provider(env, &plan)?;
         (plan, provider, config)
     };
-    let mut tools = env.mount_tools(live, &plan);
+    let mut tools = env.mount_tools(live, &plan).await;
     if let Some(tree) = tree {
         let targets = transfer_targets(tree, name);
         if !targets.is_empty() {

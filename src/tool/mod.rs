@@ -12,6 +12,7 @@
 pub mod bash;
 pub mod confine;
 pub mod filesystem;
+pub mod mcp;
 pub mod mount;
 pub mod search;
 pub mod task;

@@ -3,7 +3,9 @@
 //! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
 //! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
-//! `tool-task` → `task` below `max_recursion_depth`), and the error text for a call to a tool that is not
+//! `tool-task` → `task` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
+//! servers' tools need the servers started, which the engine does through
+//! `tool::mcp`), and the error text for a call to a tool that is not
 //! mounted. Does not own: running calls (`engine::turn`) or building the task tool
 //! (the engine passes a constructor, since the task tool needs the runtime).
 
@@ -169,11 +171,16 @@ mod tests {
             search::MODULE,
             task::MODULE,
             bash::MODULE,
+            crate::config::mcp::MCP_MODULE,
         ];
         implemented.sort_unstable();
         assert_eq!(listed, implemented);
         let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
-        for module in BUILTIN_TOOL_MODULES {
+        // `tool-mcp`'s tools come from its servers, mounted by the engine.
+        for module in BUILTIN_TOOL_MODULES
+            .iter()
+            .filter(|m| **m != crate::config::mcp::MCP_MODULE)
+        {
             let plan = MountPlan(json!({"tools": [module]}));
             let set = ToolSet::mount(&plan, 0, Some(&build));
             assert!(!set.names().is_empty(), "{module} mounts nothing");

@@ -22,8 +22,8 @@ use super::model::{
 };
 use super::prompts::{PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent};
 use super::tools::{
-    AgentTransferEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
-    ToolErrorEvent, ToolPostEvent, ToolPreEvent,
+    AgentTransferEvent, McpServerFailedEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent,
+    TaskAgentSpawnedEvent, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
 
 /// Declares [`EngineEvent`] from one `"name" => Variant(Payload)` line per event, so
@@ -146,6 +146,9 @@ engine_events! {
     /// arbor's own: `transfer_to_agent` handed the session to another agent of its
     /// tree (SPEC §11).
     "agent:transfer" => AgentTransfer(AgentTransferEvent),
+    /// arbor's own: an MCP server the session mounts is not available (it could
+    /// not start or answer `initialize`); the turn goes on without its tools.
+    "mcp:server_failed" => McpServerFailed(McpServerFailedEvent),
 }
 
 impl EngineEvent {

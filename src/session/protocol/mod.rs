@@ -55,8 +55,8 @@ pub use prompts::{
     PromptMode, PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
 };
 pub use tools::{
-    AgentTransferEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
-    TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
+    AgentTransferEvent, McpServerFailedEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent,
+    TaskAgentSpawnedEvent, TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
 pub use wire::LogLine;
 

@@ -240,6 +240,10 @@ fn samples() -> Vec<Event> {
             to: "billing".into(),
             tool_call_id: "call_6".into(),
         })),
+        root(E::McpServerFailed(McpServerFailedEvent {
+            server: "calc".into(),
+            error: "cannot start 'calc-server': No such file or directory (os error 2)".into(),
+        })),
     ]
 }
 

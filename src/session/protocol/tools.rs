@@ -82,6 +82,26 @@ pub struct ToolErrorEvent {
     pub task: Option<TaskCallFields>,
 }
 
+/// `mcp:server_failed` (arbor's own): an MCP server a session mounts could not start
+/// or is unusable; the session runs on without its tools. `{server, error}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct McpServerFailedEvent {
+    /// The server's configured name (`mcp__<server>__…`).
+    pub server: String,
+    /// Why, for people (never an `env` or `headers` value).
+    pub error: String,
+}
+
+impl McpServerFailedEvent {
+    /// `MCP server 'calc' is not available: <error>`, as front ends print it.
+    pub fn note(&self) -> String {
+        format!(
+            "MCP server '{}' is not available: {}",
+            self.server, self.error
+        )
+    }
+}
+
 /// `task:agent_spawned`: `{agent, sub_session_id, tool_call_id, depth, resolved_model}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskAgentSpawnedEvent {

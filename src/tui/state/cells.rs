@@ -275,8 +275,13 @@ fn tool_rows(card: &ToolCard, expanded: bool, theme: &Theme) -> Vec<Row> {
     let result = theme.style(Slot::ChatToolResult);
     let status = status_style(card.status, theme);
     let arrow = if expanded { "▾" } else { "▸" };
+    // An MCP tool names its server: `⚙ add · MCP calc`.
+    let name = match crate::tool::mcp::server_of(&card.tool) {
+        Some((server, mcp_tool)) => format!("{mcp_tool} · MCP {server}"),
+        None => card.tool.clone(),
+    };
     let head = Line::from(vec![
-        Span::styled(format!("{arrow} ⚙ {}", card.tool), tool),
+        Span::styled(format!("{arrow} ⚙ {name}"), tool),
         Span::styled(format!(" {} ", card.status.glyph()), status),
         Span::styled(args_summary(&card.arguments), result),
     ]);
@@ -401,6 +406,28 @@ mod tests {
             3,
             "a finished card stays two rows and a separator"
         );
+    }
+
+    #[test]
+    fn an_mcp_tool_card_names_its_server() {
+        let theme = Theme::builtin_dark(true);
+        let card = |tool: &str| {
+            let mut stats = LayoutStats::default();
+            let mut c = Cell::new(CellKind::Tool(ToolCard {
+                call_id: "c1".into(),
+                tool: tool.into(),
+                arguments: json!({"a": 2}),
+                status: ToolStatus::Done,
+                result: Some("5".into()),
+            }));
+            c.ensure_layout(80, &theme, &mut stats);
+            plain(c.row(0).unwrap())
+        };
+        let mcp = card("mcp__calc__add");
+        assert!(mcp.starts_with("▸ ⚙ add · MCP calc "), "{mcp}");
+        assert!(mcp.ends_with("a=2"), "{mcp}");
+        let plain_tool = card("grep");
+        assert!(plain_tool.starts_with("▸ ⚙ grep "), "{plain_tool}");
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl Thread {
             EngineEvent::ProviderWarning(warning) => {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
+            EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;

@@ -1,0 +1,489 @@
+//! MCP server configuration (SPEC §12 `tool-mcp`): which Model Context Protocol servers
+//! a session's tools come from, in the shapes people already write.
+//!
+//! ```yaml
+//! mcp_servers:                     # config.yaml
+//!   calc:                          # stdio: a command arbor starts
+//!     command: npx
+//!     args: ["-y", "@modelcontextprotocol/server-everything"]
+//!     env: {API_TOKEN: "${CALC_TOKEN}"}
+//!     cwd: /srv/calc               # optional
+//!     timeout: 30                  # optional: seconds to answer `initialize`
+//!   github:                        # streamable HTTP
+//!     url: https://api.example.com/mcp
+//!     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
+//! ```
+//!
+//! The same map is read from a project's `.mcp.json` (`{"mcpServers": {…}}`, Claude
+//! Code's format, where `"type": "stdio" | "http"` may be given) and from a bundle's
+//! or agent's `tools: [{module: tool-mcp, config: {servers: {…}}}]` (Amplifier's).
+//!
+//! `${VAR}` (and `${VAR:-default}`) in `command`, `args`, `env`, `cwd`, `url` and
+//! `headers` expands from the environment when the server starts ([`McpServer::expand`]),
+//! never when the config is read, so the expanded secrets live only in the running
+//! process: they are registered with `session::redact` and never written.
+//!
+//! Owns: parsing these shapes into [`McpServer`] (every problem reported, naming the
+//! server), expansion, and reading `.mcp.json`. Does not own: whether a project is
+//! trusted ([`super::trust`]), starting servers or their tools (`tool::mcp`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// The module id of MCP tools in a plan's `tools[]`.
+pub const MCP_MODULE: &str = "tool-mcp";
+
+/// Seconds a server has to answer `initialize` unless its `timeout` says otherwise.
+pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a server's configuration came from (shown by `doctor` and the MCP view).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpOrigin {
+    /// The user's config file, `mcp_servers:`.
+    Config,
+    /// A trusted project's `.mcp.json` (the file).
+    Project(PathBuf),
+    /// A bundle's or agent's `tool-mcp` module config.
+    Module,
+}
+
+impl std::fmt::Display for McpOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Config => f.write_str("config.yaml"),
+            Self::Project(path) => write!(f, "{}", path.display()),
+            Self::Module => f.write_str("agent tool-mcp"),
+        }
+    }
+}
+
+/// How arbor talks to a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to arbor's own environment.
+        env: BTreeMap<String, String>,
+        /// The process's working directory (default: arbor's).
+        cwd: Option<String>,
+    },
+    /// Streamable HTTP at `url`, with `headers` on every request.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One configured server, as written (`${VAR}` not yet expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The name in `mcp__<name>__<tool>`.
+    pub name: String,
+    pub transport: McpTransport,
+    /// How long `initialize` may take.
+    pub init_timeout: Duration,
+    pub origin: McpOrigin,
+}
+
+/// Reads a `name → server` map (`mcp_servers:`, `mcpServers`, `config.servers`).
+/// Returns the servers that parse, in name order, and one message per bad entry
+/// naming the server. A non-map `value` is one problem; `null` is no servers.
+pub fn parse_servers(value: &Value, origin: &McpOrigin) -> (Vec<McpServer>, Vec<String>) {
+    let mut servers = Vec::new();
+    let mut problems = Vec::new();
+    let map = match value {
+        Value::Null => return (servers, problems),
+        Value::Object(map) => map,
+        _ => {
+            problems.push(format!(
+                "{origin}: MCP servers must be a mapping of name to server"
+            ));
+            return (servers, problems);
+        }
+    };
+    let mut names: Vec<&String> = map.keys().collect();
+    names.sort();
+    for name in names {
+        match parse_server(name, &map[name], origin) {
+            Ok(server) => servers.push(server),
+            Err(e) => problems.push(format!("{origin}: MCP server '{name}': {e}")),
+        }
+    }
+    (servers, problems)
+}
+
+fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServer, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err("a name may hold only letters, digits, '-' and '_'".into());
+    }
+    let Value::Object(map) = value else {
+        return Err("expected a mapping with `command` or `url`".into());
+    };
+    let kind = map.get("type").and_then(Value::as_str);
+    let init_timeout = match map.get("timeout") {
+        None | Some(Value::Null) => DEFAULT_INIT_TIMEOUT,
+        Some(v) => match v.as_f64() {
+            Some(secs) if secs > 0.0 && secs <= 3600.0 => Duration::from_secs_f64(secs),
+            _ => return Err(format!("timeout: expected seconds (0-3600], got {v}")),
+        },
+    };
+    let transport = match (map.get("command"), map.get("url"), kind) {
+        (Some(_), Some(_), _) => return Err("give either `command` or `url`, not both".into()),
+        (Some(command), None, None | Some("stdio")) => McpTransport::Stdio {
+            command: string(command, "command")?,
+            args: strings(map.get("args"), "args")?,
+            env: string_map(map.get("env"), "env")?,
+            cwd: map.get("cwd").map(|c| string(c, "cwd")).transpose()?,
+        },
+        (None, Some(url), None | Some("http" | "streamable-http" | "streamable_http")) => {
+            McpTransport::Http {
+                url: string(url, "url")?,
+                headers: string_map(map.get("headers"), "headers")?,
+            }
+        }
+        (_, _, Some("sse")) => {
+            return Err("the SSE transport is not supported; use streamable HTTP (`url`)".into());
+        }
+        (_, _, Some(other)) if !matches!(other, "stdio" | "http") => {
+            return Err(format!("unknown type '{other}' (stdio or http)"));
+        }
+        _ => return Err("expected `command` (stdio) or `url` (streamable HTTP)".into()),
+    };
+    Ok(McpServer {
+        name: name.to_string(),
+        transport,
+        init_timeout,
+        origin: origin.clone(),
+    })
+}
+
+fn string(value: &Value, key: &str) -> Result<String, String> {
+    match value {
+        Value::String(s) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(format!("{key}: expected a non-empty string")),
+    }
+}
+
+fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(n) => Ok(n.to_string()),
+                _ => Err(format!("{key}: expected a list of strings")),
+            })
+            .collect(),
+        Some(_) => Err(format!("{key}: expected a list of strings")),
+    }
+}
+
+fn string_map(value: Option<&Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
+                _ => Err(format!("{key}.{k}: expected a string")),
+            })
+            .collect(),
+        Some(_) => Err(format!("{key}: expected a mapping of strings")),
+    }
+}
+
+/// The servers of a project's `.mcp.json` at `root` (`{"mcpServers": {…}}`). A
+/// missing file is no servers; an unreadable or malformed one is one problem.
+/// Callers check trust first: this only reads.
+pub fn project_servers(root: &Path) -> (Vec<McpServer>, Vec<String>) {
+    let path = root.join(super::trust::MCP_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![format!("cannot read {}: {e}", path.display())],
+            );
+        }
+    };
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return (Vec::new(), vec![format!("{}: {e}", path.display())]),
+    };
+    let servers = value.get("mcpServers").cloned().unwrap_or(Value::Null);
+    parse_servers(&servers, &McpOrigin::Project(path))
+}
+
+/// The servers of a plan's `tool-mcp` entries (`config.servers`).
+pub fn module_servers(config: &Value) -> (Vec<McpServer>, Vec<String>) {
+    let servers = config.get("servers").cloned().unwrap_or(Value::Null);
+    parse_servers(&servers, &McpOrigin::Module)
+}
+
+/// A server with every `${VAR}` expanded, ready to start; `secrets` are the values
+/// that came from the environment or sit under a secret-looking key (to be scrubbed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expanded {
+    pub transport: McpTransport,
+    pub secrets: Vec<String>,
+}
+
+impl McpServer {
+    /// Expands `${VAR}` / `${VAR:-default}` with `env`. Errors name the first variable
+    /// that is unset and has no default (never a value).
+    pub fn expand(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+        let mut secrets = Vec::new();
+        let transport = match &self.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env: vars,
+                cwd,
+            } => McpTransport::Stdio {
+                command: expand(command, env, &mut Vec::new())?,
+                args: args
+                    .iter()
+                    .map(|a| expand(a, env, &mut Vec::new()))
+                    .collect::<Result<_, _>>()?,
+                env: expand_map(vars, env, &mut secrets)?,
+                cwd: cwd
+                    .as_ref()
+                    .map(|c| expand(c, env, &mut Vec::new()))
+                    .transpose()?,
+            },
+            McpTransport::Http { url, headers } => McpTransport::Http {
+                url: expand(url, env, &mut secrets)?,
+                headers: expand_map(headers, env, &mut secrets)?,
+            },
+        };
+        Ok(Expanded { transport, secrets })
+    }
+
+    /// What `doctor` and the MCP view show: the command line or URL, never `env` or
+    /// `headers` values.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio { command, args, .. } if args.is_empty() => command.clone(),
+            McpTransport::Stdio { command, args, .. } => format!("{command} {}", args.join(" ")),
+            McpTransport::Http { url, .. } => url.clone(),
+        }
+    }
+}
+
+fn expand_map(
+    map: &BTreeMap<String, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for (key, value) in map {
+        let expanded = expand(value, env, secrets)?;
+        if crate::session::redact::is_secret_key(key) || looks_secret(key) {
+            secrets.push(expanded.clone());
+            if let Some(token) = expanded.strip_prefix("Bearer ") {
+                secrets.push(token.to_string());
+            }
+        }
+        out.insert(key.clone(), expanded);
+    }
+    Ok(out)
+}
+
+/// Environment names like `GITHUB_TOKEN`, `DB_PASSWORD`, `X_API_KEY`.
+fn looks_secret(key: &str) -> bool {
+    let upper = key.to_ascii_uppercase();
+    ["TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "AUTH"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `text`; each value taken from the
+/// environment is pushed to `secrets`. `$` not followed by `{` stays as written.
+fn expand(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!(
+                "unclosed ${{ in '{}'",
+                crate::session::redact::scrub(text)
+            ));
+        };
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((var, default)) => (var, Some(default)),
+            None => (inner, None),
+        };
+        match (env(var).filter(|v| !v.is_empty()), default) {
+            (Some(value), _) => {
+                secrets.push(value.clone());
+                out.push_str(&value);
+            }
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(format!("${{{var}}} is not set in the environment")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The servers every session of the process mounts, and what kept others out.
+#[derive(Debug, Default)]
+pub struct ProcessServers {
+    /// Config `mcp_servers:`, then the trusted project's `.mcp.json` (a name in both
+    /// keeps the config's).
+    pub servers: Vec<McpServer>,
+    /// One message per entry that does not parse, naming the server.
+    pub problems: Vec<String>,
+    /// The project whose `.mcp.json` is not read because it is not trusted.
+    pub untrusted: Option<PathBuf>,
+}
+
+/// [`ProcessServers`] for the current directory (`paths.cwd`): an untrusted project's
+/// `.mcp.json` is not even parsed, so none of its servers can start (SPEC §12).
+pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig) -> ProcessServers {
+    let (mut servers, mut problems) = config.mcp_servers();
+    let mut untrusted = None;
+    if let Some(root) = super::trust::project_root(&paths.cwd)
+        && root.join(super::trust::MCP_FILE).is_file()
+    {
+        if super::trust::is_trusted(paths, &root) {
+            let (project, project_problems) = project_servers(&root);
+            problems.extend(project_problems);
+            for server in project {
+                if !servers.iter().any(|s| s.name == server.name) {
+                    servers.push(server);
+                }
+            }
+        } else {
+            untrusted = Some(root);
+        }
+    }
+    ProcessServers {
+        servers,
+        problems,
+        untrusted,
+    }
+}
+
+/// `mcp_servers:` of the config file, parsed (used by `ArborConfig::mcp_servers`).
+pub(crate) fn config_servers(extra: &Map<String, Value>) -> (Vec<McpServer>, Vec<String>) {
+    let value = extra.get("mcp_servers").cloned().unwrap_or(Value::Null);
+    parse_servers(&value, &McpOrigin::Config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(var: &str) -> Option<String> {
+        match var {
+            "TOKEN" => Some("tok-secret-123".into()),
+            "HOME_DIR" => Some("/home/x".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn stdio_and_http_servers_parse_with_problems_named() {
+        let value = json!({
+            "calc": {"command": "calc-server", "args": ["--fast", 3], "env": {"A": "1"}, "timeout": 2},
+            "gh": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "both": {"command": "x", "url": "http://y"},
+            "old": {"type": "sse", "url": "http://y"},
+            "bad name": {"command": "x"},
+            "nothing": {"args": []},
+        });
+        let (servers, problems) = parse_servers(&value, &McpOrigin::Config);
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[0].name, "calc");
+        assert_eq!(servers[0].init_timeout, Duration::from_secs(2));
+        assert_eq!(servers[0].describe(), "calc-server --fast 3");
+        assert_eq!(servers[1].init_timeout, DEFAULT_INIT_TIMEOUT);
+        assert!(matches!(servers[1].transport, McpTransport::Http { .. }));
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        for (name, text) in [
+            ("bad name", "letters, digits"),
+            ("both", "not both"),
+            ("nothing", "expected `command`"),
+            ("old", "SSE transport is not supported"),
+        ] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.contains(&format!("MCP server '{name}'")) && p.contains(text)),
+                "{name}: {problems:?}"
+            );
+        }
+        let (_, problems) = parse_servers(&json!(["calc"]), &McpOrigin::Module);
+        assert_eq!(problems.len(), 1);
+    }
+
+    #[test]
+    fn expansion_reads_the_environment_and_collects_secrets() {
+        let value = json!({
+            "gh": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}", "X-Plain": "v"}},
+            "fs": {"command": "srv", "args": ["${HOME_DIR}/data", "${MISSING:-fallback}"], "env": {"GH_TOKEN": "literal-token-value"}},
+            "broken": {"command": "srv", "env": {"K": "${NOPE}"}},
+        });
+        let (servers, _) = parse_servers(&value, &McpOrigin::Config);
+        let by = |n: &str| servers.iter().find(|s| s.name == n).unwrap();
+        let gh = by("gh").expand(&env).unwrap();
+        let McpTransport::Http { headers, .. } = &gh.transport else {
+            panic!("http expected")
+        };
+        assert_eq!(headers["Authorization"], "Bearer tok-secret-123");
+        assert_eq!(headers["X-Plain"], "v");
+        assert!(gh.secrets.contains(&"tok-secret-123".to_string()));
+        assert!(!gh.secrets.contains(&"v".to_string()));
+        let fs = by("fs").expand(&env).unwrap();
+        let McpTransport::Stdio { args, .. } = &fs.transport else {
+            panic!("stdio expected")
+        };
+        assert_eq!(args, &["/home/x/data", "fallback"]);
+        assert_eq!(fs.secrets, ["literal-token-value"]);
+        let err = by("broken").expand(&env).unwrap_err();
+        assert_eq!(err, "${NOPE} is not set in the environment");
+        // The written config still holds the reference, not the value.
+        assert!(format!("{:?}", by("gh")).contains("${TOKEN}"));
+    }
+
+    #[test]
+    fn project_file_uses_claude_codes_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(project_servers(dir.path()), (Vec::new(), Vec::new()));
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"calc": {"type": "stdio", "command": "calc", "args": []}}}"#,
+        )
+        .unwrap();
+        let (servers, problems) = project_servers(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(servers[0].name, "calc");
+        assert!(matches!(servers[0].origin, McpOrigin::Project(_)));
+        std::fs::write(dir.path().join(".mcp.json"), "{not json").unwrap();
+        let (servers, problems) = project_servers(dir.path());
+        assert!(servers.is_empty());
+        assert!(problems[0].contains(".mcp.json"), "{problems:?}");
+    }
+}

@@ -1,0 +1,225 @@
+//! One MCP tool as an arbor [`Tool`]: named `mcp__<server>__<tool>`, offered with the
+//! server's description and input schema; its results turned into the text the model
+//! gets back.
+//!
+//! Results: text blocks verbatim (joined by newlines); structured content as JSON when
+//! no text block came with it; images, audio and resources as a short placeholder
+//! naming type and size (`[image: image/png, 1.2 KB]`) — the model gets no base64.
+//! A result with `isError` is a tool error.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, Tool as ToolDef};
+use serde_json::{Value, json};
+
+use super::server::{CallEnd, Server};
+use crate::config::mcp::MCP_MODULE;
+use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// The prefix of every MCP tool name.
+pub const PREFIX: &str = "mcp__";
+
+/// `mcp__<server>__<tool>`, with characters providers refuse in tool names
+/// (anything but letters, digits, `_` and `-`) replaced by `_`.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{PREFIX}{}__{}", clean(server), clean(tool))
+}
+
+/// The server part of an MCP tool name (`mcp__github__search` → `github`), for tool
+/// cards and approval prompts; `None` for other tools.
+pub fn server_of(tool_name: &str) -> Option<(&str, &str)> {
+    tool_name.strip_prefix(PREFIX)?.split_once("__")
+}
+
+/// One tool of one server.
+pub struct McpTool {
+    server: Arc<Server>,
+    def: ToolDef,
+    name: String,
+}
+
+impl McpTool {
+    pub(super) fn new(server: Arc<Server>, def: ToolDef) -> Self {
+        let name = tool_name(&server.spec.name, &def.name);
+        Self { server, def, name }
+    }
+}
+
+impl Tool for McpTool {
+    fn module(&self) -> &str {
+        MCP_MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let mut schema = Value::Object((*self.def.input_schema).clone());
+        if schema.get("type").is_none() {
+            schema["type"] = json!("object");
+        }
+        let about = self
+            .def
+            .description
+            .as_deref()
+            .or(self.def.title.as_deref())
+            .unwrap_or("");
+        ToolSpec {
+            name: self.name.clone(),
+            description: format!("{about} (MCP server '{}')", self.server.spec.name)
+                .trim_start()
+                .to_string(),
+            input_schema: schema,
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let server = self.server.clone();
+        let tool = self.def.name.to_string();
+        Box::pin(async move {
+            let (end, restarted) = server.call(&tool, input, &ctx.cancel).await;
+            let mut output = match end {
+                CallEnd::Done(result) => output_of(&result),
+                CallEnd::Failed(reason) => ToolOutput::error(reason),
+                CallEnd::Cancelled => ToolOutput::error(format!(
+                    "Cancelled: the call to '{tool}' on MCP server '{}' was stopped.",
+                    server.spec.name
+                )),
+            };
+            if restarted {
+                output.content = format!(
+                    "(MCP server '{}' had exited and was restarted for this call.)\n{}",
+                    server.spec.name, output.content
+                );
+            }
+            output
+        })
+    }
+}
+
+/// The text the model gets for `result`.
+pub fn output_of(result: &CallToolResult) -> ToolOutput {
+    let mut parts = Vec::new();
+    let mut has_text = false;
+    for block in &result.content {
+        let block = serde_json::to_value(block).unwrap_or(Value::Null);
+        if let Some(text) = block.get("text").and_then(Value::as_str)
+            && block["type"] == "text"
+        {
+            has_text = true;
+            parts.push(text.to_string());
+        } else {
+            parts.push(placeholder(&block));
+        }
+    }
+    if !has_text && let Some(structured) = &result.structured_content {
+        parts.insert(0, structured.to_string());
+    }
+    let content = parts.join("\n");
+    if result.is_error == Some(true) {
+        ToolOutput::error(content)
+    } else {
+        ToolOutput::ok(content)
+    }
+}
+
+/// `[image: image/png, 1.2 KB]`, `[resource: file:///a.txt, text/plain, 120 B]`.
+fn placeholder(block: &Value) -> String {
+    let kind = block["type"].as_str().unwrap_or("content");
+    let mime = |v: &Value| v["mimeType"].as_str().map(str::to_string);
+    let b64_size = |v: &Value| v.as_str().map(|d| d.len() / 4 * 3);
+    let (what, mime, size) = match kind {
+        "image" | "audio" => (kind.to_string(), mime(block), b64_size(&block["data"])),
+        "resource" => {
+            let r = &block["resource"];
+            let size = r["text"]
+                .as_str()
+                .map(str::len)
+                .or_else(|| b64_size(&r["blob"]));
+            (
+                format!("resource: {}", r["uri"].as_str().unwrap_or("?")),
+                mime(r),
+                size,
+            )
+        }
+        "resource_link" => (
+            format!("resource link: {}", block["uri"].as_str().unwrap_or("?")),
+            mime(block),
+            block["size"].as_u64().map(|s| s as usize),
+        ),
+        other => (other.to_string(), None, None),
+    };
+    let mut text = format!("[{what}");
+    if let Some(mime) = mime {
+        text.push_str(&format!(", {mime}"));
+    }
+    if let Some(size) = size {
+        text.push_str(&format!(", {}", human_size(size)));
+    }
+    text.push(']');
+    text
+}
+
+fn human_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn names_are_prefixed_and_cleaned() {
+        assert_eq!(tool_name("calc", "add"), "mcp__calc__add");
+        assert_eq!(tool_name("my.srv", "get item"), "mcp__my_srv__get_item");
+        assert_eq!(
+            server_of("mcp__github__search_issues"),
+            Some(("github", "search_issues"))
+        );
+        assert_eq!(server_of("bash"), None);
+    }
+
+    #[test]
+    fn text_structured_media_and_errors() {
+        let out = output_of(&result(json!({"content": [
+            {"type": "text", "text": "5"},
+            {"type": "image", "data": "A".repeat(4000), "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"}},
+            {"type": "resource_link", "uri": "file:///b.bin", "name": "b", "size": 2048}
+        ]})));
+        assert!(!out.is_error);
+        assert_eq!(
+            out.content,
+            "5\n[image, image/png, 2.9 KB]\n[resource: file:///a.txt, text/plain, 5 B]\n\
+             [resource link: file:///b.bin, 2.0 KB]"
+        );
+        let out = output_of(&result(
+            json!({"content": [], "structuredContent": {"sum": 5}}),
+        ));
+        assert_eq!(out.content, r#"{"sum":5}"#);
+        let out = output_of(&result(
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true}),
+        ));
+        assert!(out.is_error);
+        assert_eq!(out.content, "boom");
+    }
+}

@@ -1,0 +1,124 @@
+//! `tool-mcp`: tools of Model Context Protocol servers (SPEC §12), through the official
+//! Rust SDK (`rmcp`), over stdio (a child process) or streamable HTTP.
+//!
+//! Owns: the process's servers ([`McpHub`]: one per name, started at most once per
+//! process and shared by every session of every tree, stopped at [`McpHub::shutdown`]
+//! or when the hub is dropped), each server's lifecycle (`server`: `initialize` within
+//! its timeout, a crashed server restarted by the next call with a note, a server that
+//! cannot start reported by name while the other servers' tools still work), and the
+//! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text, cancel stops a
+//! call). Does not own: which servers a session mounts or whether a project may start
+//! them (the engine reads `config::mcp` and `config::trust`), approvals (MCP tools ask
+//! by default, `config::approvals`), or showing anything.
+
+pub mod adapter;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+pub use adapter::{McpTool, PREFIX, server_of, tool_name};
+pub use server::{EnvLookup, Server, ServerState};
+
+use super::Tool;
+use crate::config::mcp::McpServer;
+
+/// The tools a set of servers offers, and the servers that failed.
+#[derive(Default)]
+pub struct Mounted {
+    /// Every running server's tools, in server order then the server's order.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// `(server, reason)` for each server that is not available.
+    pub failures: Vec<(String, String)>,
+}
+
+/// The MCP servers of one process, by name.
+pub struct McpHub {
+    servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    env: EnvLookup,
+    http: Result<reqwest::Client, String>,
+}
+
+impl McpHub {
+    /// An empty hub; `env` expands `${VAR}` when a server starts.
+    pub fn new(env: EnvLookup) -> Self {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| e.to_string());
+        Self {
+            servers: Mutex::new(BTreeMap::new()),
+            env,
+            http,
+        }
+    }
+
+    /// The server for `spec`, registered on first use. Errors when the name is taken
+    /// by a server configured differently (the first one keeps it).
+    fn server(&self, spec: &McpServer) -> Result<Arc<Server>, String> {
+        let mut servers = self
+            .servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(existing) = servers.get(&spec.name) {
+            let same = existing.spec.transport == spec.transport
+                && existing.spec.init_timeout == spec.init_timeout;
+            return if same {
+                Ok(existing.clone())
+            } else {
+                Err(format!(
+                    "the name is already used by the server from {}",
+                    existing.spec.origin
+                ))
+            };
+        }
+        let server = Arc::new(Server::new(
+            spec.clone(),
+            self.env.clone(),
+            self.http.clone(),
+        ));
+        servers.insert(spec.name.clone(), server.clone());
+        Ok(server)
+    }
+
+    /// Starts every server of `specs` that is not running yet (all at once, each
+    /// within its `initialize` timeout) and returns their tools. A server that cannot
+    /// start is in `failures`; the others' tools are still returned.
+    pub async fn mount(&self, specs: &[McpServer]) -> Mounted {
+        let mut mounted = Mounted::default();
+        let mut servers = Vec::new();
+        for spec in specs {
+            match self.server(spec) {
+                Ok(server) => servers.push(server),
+                Err(reason) => mounted.failures.push((spec.name.clone(), reason)),
+            }
+        }
+        let started =
+            futures::future::join_all(servers.iter().map(|server| server.connection())).await;
+        for (server, result) in servers.iter().zip(started) {
+            match result {
+                Ok((conn, _)) => mounted.tools.extend(conn.tools.iter().map(|def| {
+                    Arc::new(McpTool::new(server.clone(), def.clone())) as Arc<dyn Tool>
+                })),
+                Err(reason) => mounted.failures.push((server.spec.name.clone(), reason)),
+            }
+        }
+        mounted
+    }
+
+    /// Every server registered so far, by name, with its state.
+    pub fn servers(&self) -> Vec<Arc<Server>> {
+        self.servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Stops every running server (child processes are killed).
+    pub async fn shutdown(&self) {
+        for server in self.servers() {
+            server.stop().await;
+        }
+    }
+}

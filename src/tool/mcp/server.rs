@@ -1,0 +1,298 @@
+//! One MCP server's lifecycle: start (child process or streamable HTTP), `initialize`
+//! within its timeout, list its tools, call them, restart after a crash, stop.
+//!
+//! A server is started at most once at a time: every caller waits on one lock while it
+//! starts, then shares the connection. A server that fails to start stays failed, with
+//! its reason, for the rest of the process (restarting it every turn would repeat a
+//! slow timeout); a server that was running and exited is started again by the next
+//! call, whose result says so.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool as ToolDef};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::mcp::{McpServer, McpTransport};
+use crate::session::redact;
+
+/// Environment lookup for `${VAR}` expansion.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Lines of a stdio server's stderr kept to explain a failed start.
+const STDERR_TAIL: usize = 5;
+
+/// What a server is doing, for `doctor` and the MCP view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Configured; not started yet in this process.
+    NotStarted,
+    /// Running, offering these tools (their MCP names).
+    Running { tools: Vec<String> },
+    /// Could not start; the reason names what failed.
+    Failed { reason: String },
+}
+
+/// A live connection and the tools listed when it started.
+pub(super) struct Connection {
+    client: RunningService<RoleClient, ()>,
+    pub tools: Vec<ToolDef>,
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        self.client.is_closed() || self.client.peer().is_transport_closed()
+    }
+}
+
+enum Slot {
+    Idle,
+    Up(Arc<Connection>),
+    Failed(String),
+}
+
+/// One configured server, shared by every session of the process.
+pub struct Server {
+    pub spec: McpServer,
+    env: EnvLookup,
+    /// The client HTTP servers use (the reason it could not be built).
+    http: Result<reqwest::Client, String>,
+    slot: tokio::sync::Mutex<Slot>,
+    /// A copy of the state readable without waiting (views).
+    state: Mutex<ServerState>,
+}
+
+/// How one call ended, before it becomes a tool output.
+pub(super) enum CallEnd {
+    Done(CallToolResult),
+    Failed(String),
+    Cancelled,
+}
+
+impl Server {
+    pub(super) fn new(
+        spec: McpServer,
+        env: EnvLookup,
+        http: Result<reqwest::Client, String>,
+    ) -> Self {
+        Self {
+            spec,
+            env,
+            http,
+            slot: tokio::sync::Mutex::new(Slot::Idle),
+            state: Mutex::new(ServerState::NotStarted),
+        }
+    }
+
+    /// The current state (never waits).
+    pub fn state(&self) -> ServerState {
+        self.state
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or(ServerState::NotStarted)
+    }
+
+    fn set_state(&self, state: ServerState) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = state;
+        }
+    }
+
+    /// The running connection, starting the server first if it is idle. A server
+    /// that failed to start returns its reason again without retrying; one that
+    /// exited is restarted (`Ok((conn, true))`).
+    pub(super) async fn connection(&self) -> Result<(Arc<Connection>, bool), String> {
+        let mut slot = self.slot.lock().await;
+        let restarted = match &*slot {
+            Slot::Up(conn) if !conn.is_closed() => return Ok((conn.clone(), false)),
+            Slot::Failed(reason) => return Err(reason.clone()),
+            Slot::Up(_) => true,
+            Slot::Idle => false,
+        };
+        if restarted {
+            tracing::warn!("MCP server '{}' exited; restarting it", self.spec.name);
+        }
+        match self.connect().await {
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                self.set_state(ServerState::Running {
+                    tools: conn.tools.iter().map(|t| t.name.to_string()).collect(),
+                });
+                *slot = Slot::Up(conn.clone());
+                Ok((conn, restarted))
+            }
+            Err(reason) => {
+                let reason = redact::scrub(&reason).into_owned();
+                self.set_state(ServerState::Failed {
+                    reason: reason.clone(),
+                });
+                *slot = Slot::Failed(reason.clone());
+                Err(reason)
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection, String> {
+        let expanded = self.spec.expand(self.env.as_ref())?;
+        redact::register_secrets(&expanded.secrets);
+        let timeout = self.spec.init_timeout;
+        let stderr_tail = Arc::new(Mutex::new(Vec::<String>::new()));
+        let start = async {
+            let client = match expanded.transport {
+                McpTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let mut cmd = tokio::process::Command::new(&command);
+                    cmd.args(&args).envs(&env).kill_on_drop(true);
+                    if let Some(cwd) = cwd {
+                        cmd.current_dir(cwd);
+                    }
+                    let (transport, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|e| format!("cannot start '{command}': {e}"))?;
+                    if let Some(stderr) = stderr {
+                        drain_stderr(self.spec.name.clone(), stderr, stderr_tail.clone());
+                    }
+                    ().serve(transport)
+                        .await
+                        .map_err(|e| format!("initialize failed: {e}"))?
+                }
+                McpTransport::Http { url, headers } => {
+                    let mut map = HashMap::new();
+                    for (name, value) in headers {
+                        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                            .map_err(|_| format!("header '{name}' is not a valid name"))?;
+                        let value = reqwest::header::HeaderValue::from_str(&value)
+                            .map_err(|_| format!("header '{name}' has an invalid value"))?;
+                        map.insert(header, value);
+                    }
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(map);
+                    let client = self
+                        .http
+                        .clone()
+                        .map_err(|e| format!("cannot create the HTTP client: {e}"))?;
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    ().serve(transport)
+                        .await
+                        .map_err(|e| format!("initialize failed at {url}: {e}"))?
+                }
+            };
+            let tools = client
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            Ok::<_, String>(Connection { client, tools })
+        };
+        let result = match tokio::time::timeout(timeout, start).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "no answer to initialize within {}",
+                seconds(timeout)
+            )),
+        };
+        result.map_err(|reason| {
+            let tail = stderr_tail
+                .lock()
+                .map(|t| t.join(" | "))
+                .unwrap_or_default();
+            if tail.is_empty() {
+                reason
+            } else {
+                format!("{reason} (stderr: {tail})")
+            }
+        })
+    }
+
+    /// Calls `tool` with `arguments`. A cancel drops the request, which tells the
+    /// server (`notifications/cancelled`). Returns whether the server was restarted
+    /// for this call.
+    pub(super) async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> (CallEnd, bool) {
+        let (conn, restarted) = tokio::select! {
+            c = self.connection() => match c {
+                Ok(c) => c,
+                Err(reason) => {
+                    return (CallEnd::Failed(format!(
+                        "MCP server '{}' is not available: {reason}",
+                        self.spec.name
+                    )), false);
+                }
+            },
+            () = cancel.cancelled() => return (CallEnd::Cancelled, false),
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        match arguments {
+            Value::Object(map) => params = params.with_arguments(map),
+            Value::Null => {}
+            other => {
+                return (
+                    CallEnd::Failed(format!("arguments must be a JSON object, got {other}")),
+                    restarted,
+                );
+            }
+        }
+        let end = tokio::select! {
+            r = conn.client.call_tool(params) => match r {
+                Ok(result) => CallEnd::Done(result),
+                Err(e) if conn.is_closed() => CallEnd::Failed(format!(
+                    "MCP server '{}' exited during the call ({e}); it restarts on the next call",
+                    self.spec.name
+                )),
+                Err(e) => CallEnd::Failed(format!("MCP server '{}': {e}", self.spec.name)),
+            },
+            () = cancel.cancelled() => CallEnd::Cancelled,
+        };
+        (end, restarted)
+    }
+
+    /// Stops the server (closes the connection; a child process is killed).
+    pub(super) async fn stop(&self) {
+        let mut slot = self.slot.lock().await;
+        if let Slot::Up(conn) = std::mem::replace(&mut *slot, Slot::Idle) {
+            conn.client.cancellation_token().cancel();
+        }
+        self.set_state(ServerState::NotStarted);
+    }
+}
+
+/// Logs a stdio server's stderr and keeps its last lines.
+fn drain_stderr(name: String, stderr: tokio::process::ChildStderr, tail: Arc<Mutex<Vec<String>>>) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!("mcp {name} stderr: {line}");
+            if let Ok(mut tail) = tail.lock() {
+                if tail.len() == STDERR_TAIL {
+                    tail.remove(0);
+                }
+                tail.push(redact::scrub(&line).chars().take(200).collect());
+            }
+        }
+    });
+}
+
+fn seconds(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}s")
+    } else {
+        format!("{secs:.1}s")
+    }
+}
