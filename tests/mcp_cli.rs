@@ -191,3 +191,58 @@ fn a_projects_mcp_json_starts_only_once_trusted() {
     assert!(tool_names(&requests[0]).contains(&"mcp__calc__add".to_string()));
     assert_eq!(tool_result(&requests[1], "m1"), "5");
 }
+
+const AGENT: &str = "---\nmeta:\n  name: calculator\n  description: Adds numbers.\n\
+tools:\n  - module: tool-mcp\n    config:\n      servers:\n        calc:\n          command: \"SERVER\"\n          env:\n            API_TOKEN: \"${MCP_SECRET_VALUE}\"\n---\nYou add.\n";
+
+#[test]
+fn an_agents_tool_mcp_servers_with_an_allow_rule_and_secrets_scrubbed() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[
+            ("m1", "mcp__calc__add", json!({"a": 40, "b": 2})),
+            ("m2", "mcp__calc__env", json!({"name": "API_TOKEN"})),
+        ])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config += "approvals:\n  \"mcp__calc__*\": allow\n";
+    std::fs::write(&env.config, config).unwrap();
+    let agents = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let agent = AGENT.replace(
+        "SERVER",
+        &mcp_support::mcp_test_server().display().to_string(),
+    );
+    std::fs::write(agents.join("calculator.md"), agent).unwrap();
+
+    let secret = "mcp-secret-5d1e0b7a93";
+    let out = env
+        .cmd()
+        .env("MCP_SECRET_VALUE", secret)
+        .args([
+            "run",
+            "--agent",
+            "calculator",
+            "--output-format",
+            "json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // Allowed by the per-server rule: it ran without --yes.
+    assert_eq!(tool_result(&requests[1], "m1"), "42");
+    // The server got the expanded value; the model and the session files do not.
+    assert_eq!(tool_result(&requests[1], "m2"), "[REDACTED]");
+    assert!(!requests[1].to_string().contains(secret));
+    assert!(files_containing(env.dir.path(), secret).is_empty());
+}

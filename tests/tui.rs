@@ -30,6 +30,8 @@ mod approvals;
 mod live;
 #[path = "tui/local.rs"]
 mod local;
+#[path = "tui/mcp.rs"]
+mod mcp;
 #[path = "tui/model.rs"]
 mod model;
 #[path = "tui/needs_you.rs"]

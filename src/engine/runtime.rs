@@ -567,6 +567,11 @@ impl Runtime {
         &self.turn_env.mcp_servers
     }
 
+    /// Every MCP server of this process with its state and tools (the MCP view).
+    pub fn mcp_status(&self) -> Vec<crate::tool::mcp::McpServerStatus> {
+        self.turn_env.mcp.status(&self.turn_env.mcp_servers)
+    }
+
     /// Titles `session_id` (SPEC §7 metadata `name`): `title` as `session::title`
     /// shapes it (first visible line, at most 60 characters), written to metadata and
     /// logged as `session:renamed`. A session live in this process is renamed in place

@@ -31,6 +31,8 @@ pub enum AppEvent {
     /// A watcher event: bundle/config/theme changes (agent changes arrive as
     /// `RegistryReloaded`; `ReloadEvent::Agents` is ignored to avoid a double mark).
     Reload(ReloadEvent),
+    /// Result of [`EngineCommand::ListMcpServers`]: each server's state and tools.
+    McpServersListed(Vec<crate::tool::mcp::McpServerStatus>),
     /// Result of [`EngineCommand::ListSessions`]: stored session metadata, newest first,
     /// or the store error's text.
     SessionsListed(Result<Vec<Metadata>, String>),

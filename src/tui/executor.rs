@@ -284,6 +284,12 @@ impl Executor for RuntimeExecutor {
                     send(&results, AppEvent::ModelSwitched { session_id, result });
                 });
             }
+            EngineCommand::ListMcpServers => {
+                send(
+                    &results,
+                    AppEvent::McpServersListed(self.runtime.mcp_status()),
+                );
+            }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 pub use super::key::{KeyBinding, KeyParseError};
 
 /// Where a binding applies. `Global` bindings work in the three panes; `Browser`,
-/// `Help`, `Approval` (the modal approval prompt, above everything) and `Trust` (the
+/// `Help`, `Mcp` (the MCP servers view), `Approval` (the modal approval prompt, above everything) and `Trust` (the
 /// start-up trust prompt) are overlay modes that only see their own bindings plus
 /// `global.quit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,6 +27,7 @@ pub enum Context {
     Composer,
     Browser,
     Help,
+    Mcp,
     Approval,
     Trust,
     Diff,
@@ -43,6 +44,7 @@ impl Context {
             Context::Composer => "Composer",
             Context::Browser => "Agent browser",
             Context::Help => "Help",
+            Context::Mcp => "MCP servers",
             Context::Approval => "Approval prompt",
             Context::Trust => "Trust prompt",
             Context::Diff => "Diff",
@@ -55,6 +57,7 @@ impl Context {
             self,
             Context::Browser
                 | Context::Help
+                | Context::Mcp
                 | Context::Approval
                 | Context::Trust
                 | Context::Diff
@@ -130,6 +133,11 @@ actions! {
     HelpUp = "help.up", Help, ["up", "k"], false, "Scroll up";
     HelpDown = "help.down", Help, ["down", "j"], false, "Scroll down";
     HelpClose = "help.close", Help, ["esc", "q", "?", "f1"], true, "Close";
+    Mcp = "global.mcp", Global, ["f6"], false, "MCP servers: status and tools";
+    McpUp = "mcp.up", Mcp, ["up", "k"], false, "Scroll up";
+    McpDown = "mcp.down", Mcp, ["down", "j"], false, "Scroll down";
+    McpRefresh = "mcp.refresh", Mcp, ["r"], true, "Refresh";
+    McpClose = "mcp.close", Mcp, ["esc", "q", "f6"], true, "Close";
     ApprovalAllow = "approval.allow", Approval, ["y"], true, "Allow once";
     ApprovalAlways = "approval.always", Approval, ["a"], true, "Always allow (tool or command prefix, tree)";
     ApprovalDeny = "approval.deny", Approval, ["n"], true, "Deny, with a reason for the model";

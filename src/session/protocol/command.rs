@@ -92,4 +92,7 @@ pub enum EngineCommand {
     /// (`tool::filesystem::changes`), with `subtree` its descendants' changes too;
     /// answered with the diffs or the store error.
     LoadDiff { session_id: String, subtree: bool },
+    /// List the MCP servers of this process (configured, or started by an agent's
+    /// `tool-mcp`), each with its state and tools; answered with the list.
+    ListMcpServers,
 }

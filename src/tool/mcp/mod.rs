@@ -32,6 +32,28 @@ pub struct Mounted {
     pub failures: Vec<(String, String)>,
 }
 
+/// One server as the MCP view and `doctor` show it: never an `env` or `headers` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerStatus {
+    pub name: String,
+    /// Where it is configured (`config.yaml`, a `.mcp.json` path, `agent tool-mcp`).
+    pub origin: String,
+    /// The command line or URL ([`McpServer::describe`]).
+    pub target: String,
+    pub state: ServerState,
+}
+
+impl McpServerStatus {
+    fn of(spec: &McpServer, state: ServerState) -> Self {
+        Self {
+            name: spec.name.clone(),
+            origin: spec.origin.to_string(),
+            target: spec.describe(),
+            state,
+        }
+    }
+}
+
 /// The MCP servers of one process, by name.
 pub struct McpHub {
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
@@ -113,6 +135,29 @@ impl McpHub {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// `configured` (each with its state here, `NotStarted` when this process has not
+    /// used it yet), then the servers registered by sessions that are not among them
+    /// (an agent's `tool-mcp` servers).
+    pub fn status(&self, configured: &[McpServer]) -> Vec<McpServerStatus> {
+        let running = self.servers();
+        let state_of = |name: &str| {
+            running
+                .iter()
+                .find(|s| s.spec.name == name)
+                .map_or(ServerState::NotStarted, |s| s.state())
+        };
+        let mut out: Vec<McpServerStatus> = configured
+            .iter()
+            .map(|spec| McpServerStatus::of(spec, state_of(&spec.name)))
+            .collect();
+        for server in &running {
+            if !configured.iter().any(|c| c.name == server.spec.name) {
+                out.push(McpServerStatus::of(&server.spec, server.state()));
+            }
+        }
+        out
     }
 
     /// Stops every running server (child processes are killed).

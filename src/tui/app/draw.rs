@@ -20,6 +20,7 @@ use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::diff::DiffView;
 use crate::tui::views::help::HelpView;
+use crate::tui::views::mcp::McpView;
 use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
@@ -140,6 +141,7 @@ impl App {
             (Overlay::Browser, _) => Context::Browser,
             (Overlay::Diff, _) => Context::Diff,
             (Overlay::Wall, _) => Context::Wall,
+            (Overlay::Mcp, _) => Context::Mcp,
             (_, Focus::Tree) => Context::Tree,
             (_, Focus::Chat) => Context::Chat,
             (_, Focus::Composer) => Context::Composer,
@@ -269,6 +271,14 @@ impl App {
                     scroll: self.help_scroll,
                 };
                 frame.render_widget(&view, centered(area, 72, area.height.saturating_sub(2)));
+            }
+            Overlay::Mcp => {
+                let view = McpView {
+                    servers: &self.mcp,
+                    theme: &self.theme,
+                    scroll: self.mcp_scroll,
+                };
+                frame.render_widget(&view, centered(area, 90, area.height.saturating_sub(2)));
             }
             Overlay::Browser => {
                 let view = BrowserView {

@@ -35,6 +35,7 @@ impl App {
             (Overlay::Browser, _) => Context::Browser,
             (Overlay::Diff, _) => Context::Diff,
             (Overlay::Wall, _) => Context::Wall,
+            (Overlay::Mcp, _) => Context::Mcp,
             (Overlay::None, Focus::Tree) => Context::Tree,
             (Overlay::None, Focus::Chat) => Context::Chat,
             (Overlay::None, Focus::Composer) => Context::Composer,
@@ -184,7 +185,17 @@ impl App {
             Action::BrowserUp => self.browser.move_selection(&self.registry.clone(), -1),
             Action::BrowserDown => self.browser.move_selection(&self.registry.clone(), 1),
             Action::BrowserFilter => self.browser.filtering = true,
-            Action::BrowserClose | Action::HelpClose => self.overlay = Overlay::None,
+            Action::BrowserClose | Action::HelpClose | Action::McpClose => {
+                self.overlay = Overlay::None
+            }
+            Action::Mcp => {
+                self.mcp_scroll = 0;
+                self.overlay = Overlay::Mcp;
+                self.send(EngineCommand::ListMcpServers);
+            }
+            Action::McpRefresh => self.send(EngineCommand::ListMcpServers),
+            Action::McpUp => self.mcp_scroll = self.mcp_scroll.saturating_sub(1),
+            Action::McpDown => self.mcp_scroll = self.mcp_scroll.saturating_add(1),
             Action::BrowserStart => {
                 if let Some(a) = self.browser.current(&self.registry) {
                     let action = if a.is_valid() {

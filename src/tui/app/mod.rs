@@ -68,6 +68,8 @@ pub enum Overlay {
     Diff,
     /// The wall of running sub-sessions (`App::wall`).
     Wall,
+    /// The MCP servers of this process, their state and tools.
+    Mcp,
 }
 
 /// Where the theme came from, so a theme-file change can reload it.
@@ -136,6 +138,9 @@ pub struct App {
     /// The diff overlay's content (kept while `overlay` is `Diff`).
     diff: Option<DiffState>,
     help_scroll: u16,
+    /// The MCP view's servers (as last listed) and first row shown.
+    mcp: Vec<crate::tool::mcp::McpServerStatus>,
+    mcp_scroll: u16,
     note: Option<Note>,
     reload_mark: Option<ReloadMark>,
     last_ctrl_c: Option<Timestamp>,
@@ -186,6 +191,8 @@ impl App {
             browser: BrowserState::default(),
             diff: None,
             help_scroll: 0,
+            mcp: Vec::new(),
+            mcp_scroll: 0,
             note: None,
             reload_mark: None,
             last_ctrl_c: None,
@@ -227,6 +234,7 @@ impl App {
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
             AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
+            AppEvent::McpServersListed(servers) => self.mcp = servers,
             AppEvent::TranscriptLoaded { requested, result } => {
                 self.on_transcript(&requested, result)
             }

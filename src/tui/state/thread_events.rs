@@ -344,4 +344,24 @@ mod tests {
             "{kinds:?}"
         );
     }
+
+    #[test]
+    fn an_mcp_server_that_failed_is_a_notice_naming_it() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let failed = crate::session::protocol::McpServerFailedEvent {
+            server: "ghost".into(),
+            error: "cannot start '/x'".into(),
+        };
+        t.apply_event(&ev(EngineEvent::McpServerFailed(failed)), &theme);
+        assert!(
+            matches!(
+                &t.cells[..],
+                [c] if matches!(&c.kind, CellKind::Notice(n)
+                    if n == "MCP server 'ghost' is not available: cannot start '/x'")
+            ),
+            "{:?}",
+            t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
+        );
+    }
 }

@@ -34,6 +34,7 @@ impl HelpView<'_> {
             Context::Composer,
             Context::Browser,
             Context::Help,
+            Context::Mcp,
             Context::Approval,
             Context::Trust,
             Context::Diff,

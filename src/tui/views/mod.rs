@@ -12,6 +12,7 @@ pub mod chat;
 pub mod composer;
 pub mod diff;
 pub mod help;
+pub mod mcp;
 pub mod pending;
 pub mod status;
 pub mod tree;
@@ -22,6 +23,8 @@ pub mod wall;
 mod detached_tests;
 #[cfg(test)]
 mod files_tests;
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
