@@ -22,7 +22,7 @@
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
-//! `retry` (`config::retry`), `routing` (`routing`).
+//! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`).
 //!
 //! A bad `approvals:` entry makes the whole file unusable ([`ConfigError::Parse`],
 //! quoting the key and value): an approval rule is never silently dropped.
@@ -112,11 +112,6 @@ pub enum ConfigError {
 }
 
 impl ArborConfig {
-    /// `mcp_servers:` parsed, with one problem per bad entry (naming the server).
-    pub fn mcp_servers(&self) -> (Vec<super::mcp::McpServer>, Vec<String>) {
-        super::mcp::config_servers(&self.extra)
-    }
-
     /// Loads `path`; a missing file gives the default config.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = match std::fs::read_to_string(path) {

@@ -361,7 +361,7 @@ pub struct ProcessServers {
 /// [`ProcessServers`] for the current directory (`paths.cwd`): an untrusted project's
 /// `.mcp.json` is not even parsed, so none of its servers can start (SPEC §12).
 pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig) -> ProcessServers {
-    let (mut servers, mut problems) = config.mcp_servers();
+    let (mut servers, mut problems) = config_servers(&config.extra);
     let mut untrusted = None;
     if let Some(root) = super::trust::project_root(&paths.cwd)
         && root.join(super::trust::MCP_FILE).is_file()
@@ -385,8 +385,8 @@ pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig)
     }
 }
 
-/// `mcp_servers:` of the config file, parsed (used by `ArborConfig::mcp_servers`).
-pub(crate) fn config_servers(extra: &Map<String, Value>) -> (Vec<McpServer>, Vec<String>) {
+/// `mcp_servers:` of the config file, parsed, with one problem per bad entry.
+pub fn config_servers(extra: &Map<String, Value>) -> (Vec<McpServer>, Vec<String>) {
     let value = extra.get("mcp_servers").cloned().unwrap_or(Value::Null);
     parse_servers(&value, &McpOrigin::Config)
 }
