@@ -5,10 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Widget};
 
-use super::pane_block;
+use super::{pane_block, scrolled_lines};
 use crate::tui::keymap::{Context, Keymap, TABLE};
 use crate::tui::theme::{Slot, Theme};
-use crate::tui::wrap::truncate;
 
 /// The help overlay.
 pub struct HelpView<'a> {
@@ -67,21 +66,6 @@ impl Widget for &HelpView<'_> {
         let inner = block.inner(area);
         block.render(area, buf);
         let lines = self.lines(inner.width);
-        let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
-        let start = usize::from(self.scroll).min(max_scroll);
-        for (y, line) in lines
-            .iter()
-            .skip(start)
-            .take(usize::from(inner.height))
-            .enumerate()
-        {
-            let y = inner.y + u16::try_from(y).unwrap_or(0);
-            buf.set_line(
-                inner.x + 1,
-                y,
-                &truncate(line, inner.width.saturating_sub(1)),
-                inner.width.saturating_sub(1),
-            );
-        }
+        scrolled_lines(&lines, self.scroll, inner, buf);
     }
 }

@@ -32,6 +32,7 @@ mod transfer_tests;
 #[cfg(test)]
 mod wide_text_tests;
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
@@ -56,6 +57,23 @@ pub fn pane_block<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) 
         .border_style(theme.style(border))
         .title(title.into().style(theme.style(Slot::Title)))
         .style(theme.style(Slot::Base))
+}
+
+/// Draws `lines` into `inner` (one column of margin, each line cut at the width) from
+/// row `scroll`, kept so the last page stays full: the scrolling body of an overlay.
+pub fn scrolled_lines(lines: &[Line<'_>], scroll: u16, inner: Rect, buf: &mut Buffer) {
+    let max_scroll = lines.len().saturating_sub(usize::from(inner.height));
+    let start = usize::from(scroll).min(max_scroll);
+    let width = inner.width.saturating_sub(1);
+    for (y, line) in lines
+        .iter()
+        .skip(start)
+        .take(usize::from(inner.height))
+        .enumerate()
+    {
+        let y = inner.y + u16::try_from(y).unwrap_or(0);
+        buf.set_line(inner.x + 1, y, &super::wrap::truncate(line, width), width);
+    }
 }
 
 /// `area` shrunk to a centered rectangle of at most `width` × `height`.
