@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 pub use super::key::{KeyBinding, KeyParseError};
 
 /// Where a binding applies. `Global` bindings work in the three panes; `Browser`,
-/// `Help`, `Mcp` (the MCP servers view), `Approval` (the modal approval prompt, above everything) and `Trust` (the
-/// start-up trust prompt) are overlay modes that only see their own bindings plus
-/// `global.quit`.
+/// `Help`, `Mcp` (the MCP servers view), `Approval` (the modal approval prompt, above
+/// everything) and `Trust` (the start-up trust prompt) are overlay modes that only see
+/// their own bindings plus `global.quit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Context {
     Global,
