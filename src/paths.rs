@@ -99,6 +99,14 @@ impl Paths {
         self.log_file.with_file_name("trusted-projects.json")
     }
 
+    /// Bundles arbor writes for other tools to load: `bundles/` in arbor's state
+    /// directory, beside the log file (on Linux `~/.local/state/arbor/bundles`). The
+    /// built-in bundle is published there so a root's `metadata.bundle` can name it
+    /// as a `file://` URI that Amplifier's resume loads.
+    pub fn bundles_dir(&self) -> PathBuf {
+        self.log_file.with_file_name("bundles")
+    }
+
     /// `$AMPLIFIER_HOME/routing`.
     pub fn routing_dir(&self) -> PathBuf {
         self.amplifier_home.join("routing")

@@ -81,12 +81,15 @@ fn truncated_metadata_falls_back_to_the_backup() {
 }
 
 #[test]
-fn metadata_without_config_is_reported_as_corrupted() {
+fn sub_session_metadata_without_config_is_reported_as_corrupted() {
+    // A root without `config` is rebuilt from its bundle (tests/interop_amplifier.rs);
+    // a sub-session has nothing to rebuild from.
     let (env, _server, id, dir) = session_with_one_turn();
     for name in ["metadata.json", "metadata.json.backup"] {
         let mut meta: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap();
         meta.as_object_mut().unwrap().remove("config");
+        meta["parent_id"] = Value::from("4f6d2c1a-9b7e-4c3d-8a2f-1e0d9c8b7a65");
         std::fs::write(dir.join(name), meta.to_string()).unwrap();
     }
     let transcript = std::fs::read(dir.join("transcript.jsonl")).unwrap();

@@ -16,6 +16,8 @@ use super::registry::agent_files_in;
 use super::{file, validate};
 use crate::config::MountPlan;
 
+pub mod locate;
+
 /// An agent file belonging to a bundle: on disk, or embedded in the binary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleAgentFile {

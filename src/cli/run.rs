@@ -133,11 +133,16 @@ async fn drive(
 
 /// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
 fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io::Result<()> {
-    if let EngineEvent::ProviderEndpointChanged(changed) = &event.msg
+    let note = match &event.msg {
+        EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
+        EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
+        _ => None,
+    };
+    if let Some(note) = note
         && event.session_id == session_id
         && format != OutputFormat::Jsonl
     {
-        out::error(changed.note());
+        out::error(note);
     }
     if let EngineEvent::McpServerFailed(failed) = &event.msg
         && format != OutputFormat::Jsonl

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
+use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
 use crate::outln;
 use crate::session::Metadata;
@@ -140,6 +141,10 @@ pub async fn run(
             let children = children_index(&all);
             let mut v = summary_json(&loaded.metadata, &children);
             v["files_changed"] = serde_json::to_value(&loaded.metadata.files_changed)?;
+            v["bundle"] = json!(loaded.metadata.bundle);
+            if let Some(note) = rebuild_note(&ctx, &loaded.metadata) {
+                v["note"] = json!(note);
+            }
             if transcript {
                 v["transcript"] = serde_json::to_value(&loaded.transcript)?;
             }
@@ -269,6 +274,21 @@ fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
+/// For a root stored without `config` (as Amplifier writes roots): how a resume will
+/// rebuild it — from its bundle, or from the active bundle standing in (why).
+fn rebuild_note(ctx: &Context, m: &Metadata) -> Option<String> {
+    if m.config.is_some() || m.parent_id.is_some() {
+        return None;
+    }
+    let (_, note) = locate::bundle_for(&ctx.bundle, &ctx.paths, m.bundle.as_deref());
+    let bundle = m.bundle.as_deref().unwrap_or("-");
+    Some(
+        note.unwrap_or_else(|| {
+            format!("no stored config: resume rebuilds it from bundle {bundle}")
+        }),
+    )
+}
+
 /// The `session list --json` / `session show --json` object. `active_agent` is the
 /// agent of its `sub_agents` tree that handles the next message (SPEC §11), else
 /// `agent_name`.
@@ -357,6 +377,10 @@ fn print_show(
     outln!("depth     {}", m.depth)?;
     outln!("turns     {}", m.turn_count)?;
     outln!("model     {}", m.model.as_deref().unwrap_or("-"))?;
+    outln!("bundle    {}", m.bundle.as_deref().unwrap_or("-"))?;
+    if let Some(note) = v["note"].as_str() {
+        outln!("note      {note}")?;
+    }
     outln!("created   {}", m.created)?;
     outln!("updated   {}", m.last_updated)?;
     outln!(

@@ -15,6 +15,8 @@ use super::env::TurnEnv;
 use super::limits::agent_plan;
 use super::outcome::EngineError;
 use crate::agent::AgentDef;
+use crate::agent::Bundle;
+use crate::agent::bundle::locate;
 use crate::config::MountPlan;
 use crate::routing::setup::{detect_providers, no_provider_message};
 
@@ -26,7 +28,16 @@ use crate::routing::setup::{detect_providers, no_provider_message};
 /// built-in bundle keeps `tool-bash` from every agent whose file does not add it), and
 /// stays the policy for the root's own children unless the agent sets its own.
 pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Value), EngineError> {
-    let mut plan = env.bundle.mount_plan.clone();
+    build_from(env, &env.bundle, agent)
+}
+
+/// [`build`] over `bundle` instead of the active one.
+fn build_from(
+    env: &TurnEnv,
+    bundle: &Bundle,
+    agent: Option<&str>,
+) -> Result<(MountPlan, Value), EngineError> {
+    let mut plan = bundle.mount_plan.clone();
     if !plan.0.is_object() {
         plan = MountPlan::new();
     }
@@ -47,6 +58,21 @@ pub(crate) fn build(env: &TurnEnv, agent: Option<&str>) -> Result<(MountPlan, Va
     let def = valid_agent(env, name)?;
     let merged = agent_plan(&plan, &def, &Value::Null);
     Ok((merged, def.overlay))
+}
+
+/// The mount plan of a stored root that has no `config` (Amplifier never writes one
+/// for roots), rebuilt from its recorded `bundle` (`locate::bundle_for`: the bundle
+/// it names when it is on this machine, else the active one with a note — the second
+/// value — for the thread and `session show`).
+///
+/// Errors: as [`build`] (`NoProvider`).
+pub(crate) fn rebuild_root(
+    env: &TurnEnv,
+    reference: Option<&str>,
+) -> Result<(MountPlan, Option<String>), EngineError> {
+    let (bundle, note) = locate::bundle_for(&env.bundle, &env.paths, reference);
+    let (plan, _) = build_from(env, &bundle, None)?;
+    Ok((plan, note))
 }
 
 /// The registry's definition of `name`: `UnknownAgent` (listing valid names) when

@@ -36,6 +36,7 @@ use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
 use super::turn;
 use crate::agent::Bundle;
 use crate::agent::Registry;
+use crate::agent::bundle::locate;
 use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, MountPlan};
 use crate::paths::Paths;
@@ -43,8 +44,8 @@ use crate::provider::HttpPool;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
-    ApprovalDecision, CancelRequestedEvent, PromptMode, SessionRenamedEvent, SessionResumeEvent,
-    SessionStartEvent,
+    ApprovalDecision, CancelRequestedEvent, PromptMode, SessionRebuiltEvent, SessionRenamedEvent,
+    SessionResumeEvent, SessionStartEvent,
 };
 use crate::session::title::title_from;
 use crate::session::tree::{build_tree, children_first_waves, find};
@@ -347,7 +348,7 @@ impl Runtime {
             last_updated: now,
             turn_count: 0,
             working_dir: Some(env.paths.cwd.display().to_string()),
-            bundle: Some(env.bundle.name.clone()),
+            bundle: Some(locate::reference_of(&env.bundle, &env.paths)),
             model: Some(providers::label(provider.as_ref(), None)),
             status: SessionStatus::Idle,
             depth: 0,
@@ -728,12 +729,26 @@ impl Runtime {
             reason,
         })?;
         let loaded = self.store.load(id)?;
-        let Some(config) = loaded.metadata.config.clone() else {
-            return Err(StoreError::Corrupted {
-                id: id.to_string(),
-                detail: "metadata.json has no `config` (the merged mount plan), so the session cannot be rebuilt".into(),
+        let mut rebuilt = None;
+        let config = match loaded.metadata.config.clone() {
+            Some(config) => config,
+            // Amplifier never writes `config` for a root: rebuild it from its bundle.
+            None if loaded.metadata.parent_id.is_none() => {
+                let stored = loaded.metadata.bundle.clone();
+                let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
+                rebuilt = Some(SessionRebuiltEvent {
+                    bundle: stored,
+                    note,
+                });
+                plan.0
             }
-            .into());
+            None => {
+                return Err(StoreError::Corrupted {
+                    id: id.to_string(),
+                    detail: "metadata.json has no `config` (the merged mount plan), so the sub-session cannot be rebuilt".into(),
+                }
+                .into());
+            }
         };
         for warning in &loaded.warnings {
             tracing::warn!(session = id, "{warning}");
@@ -752,9 +767,12 @@ impl Runtime {
         ));
         let mut metadata = loaded.metadata;
         metadata.session_id = id.to_string();
-        if !moved.is_empty() {
+        if !moved.is_empty() || rebuilt.is_some() {
             // Sub-sessions re-route and spawn from the stored plan: keep it current.
             metadata.config = Some(plan.0.clone());
+        }
+        if rebuilt.is_some() && metadata.agent_name.is_none() {
+            metadata.agent_name = Some(self.turn_env.bundle.name.clone());
         }
         let root_id = root_of(&live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
@@ -775,6 +793,10 @@ impl Runtime {
             turn_count: meta.turn_count,
             status: meta.status,
         }));
+        if let Some(rebuilt) = rebuilt {
+            tracing::info!(session = id, "{}", rebuilt.note());
+            session.emit(EngineEvent::SessionRebuilt(rebuilt));
+        }
         for changed in moved {
             tracing::info!(session = id, "{}", changed.note());
             session.emit(EngineEvent::ProviderEndpointChanged(changed));

@@ -20,6 +20,7 @@
 //! Reading (`load`, `list`, `resolve`) never takes the lock: a session open in another
 //! process can always be read.
 
+mod depth;
 mod files;
 mod lock;
 mod metadata_file;
@@ -285,7 +286,8 @@ impl SessionStore {
     /// Metadata without `config` loads (`config: None`).
     pub fn load(&self, id: &str) -> Result<LoadedSession, StoreError> {
         let dir = self.existing_dir(id)?;
-        let (metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
+        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
+        metadata.depth = self.depth_of(&metadata);
         let (transcript, transcript_warnings) =
             transcript::read_transcript(&dir.join(TRANSCRIPT_FILE))?;
         warnings.extend(transcript_warnings);
@@ -297,10 +299,25 @@ impl SessionStore {
     }
 
     /// Metadata only (with the fallbacks of [`SessionStore::load`] and their warnings;
-    /// the transcript is read only for a rebuild).
+    /// the transcript is read only for a rebuild). A sub-session stored without a
+    /// depth (Amplifier's) gets the length of its `parent_id` chain, as in `load`
+    /// and listings.
     pub fn load_metadata(&self, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
         let dir = self.existing_dir(id)?;
-        rebuild::read_or_rebuild(&dir, id)
+        let (mut metadata, warnings) = rebuild::read_or_rebuild(&dir, id)?;
+        metadata.depth = self.depth_of(&metadata);
+        Ok((metadata, warnings))
+    }
+
+    /// The depth of `metadata`: as stored, or for a sub-session stored without one
+    /// (Amplifier writes none) the length of its `parent_id` chain in this store
+    /// (`depth::chain_depth`).
+    fn depth_of(&self, metadata: &Metadata) -> u32 {
+        depth::chain_depth(metadata, |id| {
+            let dir = self.session_dir(id).ok()?;
+            let (parent, _) = metadata_file::read(&dir, id).ok()?;
+            Some((parent.parent_id, parent.depth))
+        })
     }
 
     /// Metadata of every readable session in this store (recovered and rebuilt ones
@@ -332,6 +349,7 @@ impl SessionStore {
                 }),
             }
         }
+        depth::fill_depths(&mut sessions);
         sessions.sort_by(newest_first);
         unreadable.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         Ok(Listing {

@@ -11,6 +11,7 @@ use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
+use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
     PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,
@@ -82,6 +83,9 @@ engine_events! {
     /// arbor's own: a resumed session's provider endpoint follows the current config
     /// or environment, away from the one stored with it.
     "provider:endpoint_changed" => ProviderEndpointChanged(ProviderEndpointChangedEvent),
+    /// arbor's own: a stored root without `config` (an Amplifier root) was rebuilt
+    /// from its recorded bundle, or from the active one standing in (with a note).
+    "session:rebuilt" => SessionRebuilt(SessionRebuiltEvent),
     /// A turn ended (Amplifier `session:end`; arbor treats each turn as one Amplifier
     /// run of the session, so a session can end many times).
     "session:end" => SessionEnd(SessionEndEvent),

@@ -54,6 +54,31 @@ pub struct SessionResumeEvent {
     pub status: SessionStatus,
 }
 
+/// `session:rebuilt` (arbor's own): a stored root without `config` (Amplifier never
+/// writes one for roots) was rebuilt from its recorded `bundle` on resume.
+/// `{bundle, note}`: the reference as stored (`null` when none), and — when the
+/// bundle is not on this machine and arbor's active bundle stood in — why.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionRebuiltEvent {
+    /// `metadata.bundle` as stored (`bundle:foundation`, a name, a URI).
+    pub bundle: Option<String>,
+    /// Why another bundle stood in; `None` when the recorded one was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl SessionRebuiltEvent {
+    /// The line front ends show in the thread: `rebuilt from bundle X (no stored
+    /// config)`, or the stand-in note.
+    pub fn note(&self) -> String {
+        match (&self.note, &self.bundle) {
+            (Some(note), _) => note.clone(),
+            (None, Some(bundle)) => format!("rebuilt from bundle {bundle} (no stored config)"),
+            (None, None) => "rebuilt from the active bundle (no stored config)".into(),
+        }
+    }
+}
+
 /// `session:end`: `{status}`, the turn's final status.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionEndEvent {

@@ -41,6 +41,7 @@ pub use approvals::{
 pub use bus::EventBus;
 pub use command::EngineCommand;
 pub use event::EngineEvent;
+pub use lifecycle::SessionRebuiltEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
     PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,

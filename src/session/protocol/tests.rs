@@ -86,6 +86,10 @@ fn samples() -> Vec<Event> {
             from: "http://127.0.0.1:8080/v1".into(),
             to: "http://127.0.0.1:9090/v1".into(),
         })),
+        root(E::SessionRebuilt(SessionRebuiltEvent {
+            bundle: Some("bundle:foundation".into()),
+            note: Some("bundle 'bundle:foundation' is not on this machine; rebuilt from arbor's active bundle 'arbor' (no stored config)".into()),
+        })),
         root(E::SessionEnd(SessionEndEvent {
             status: SessionStatus::Completed,
         })),

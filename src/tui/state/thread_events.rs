@@ -64,6 +64,7 @@ impl Thread {
             }
             EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
             EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
+            EngineEvent::SessionRebuilt(rebuilt) => self.push_notice(&rebuilt.note()),
             EngineEvent::ProviderWarning(warning) => {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
