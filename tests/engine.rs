@@ -390,7 +390,8 @@ async fn resume_errors_are_exact_and_touch_nothing() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("metadata.json"),
-        r#"{"session_id": "broken-1", "agent_name": "x"}"#,
+        // A sub-session without `config` (a root would be rebuilt from its bundle).
+        r#"{"session_id": "broken-1", "parent_id": "some-root", "agent_name": "x"}"#,
     )
     .unwrap();
     let err = rt.run_turn("broken-1", "x".into()).await.unwrap_err();
