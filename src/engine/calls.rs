@@ -26,7 +26,9 @@ use super::panics;
 use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::metadata::record_file_change;
-use crate::session::protocol::{TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
+use crate::session::protocol::{
+    TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent, ToolResponse,
+};
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
@@ -193,6 +195,7 @@ fn publish_result(
         EngineEvent::ToolError(ToolErrorEvent {
             tool_name,
             tool_call_id,
+            tool_response: Some(ToolResponse::failed(&text)),
             error: text,
             truncated,
             task,
@@ -201,6 +204,7 @@ fn publish_result(
         EngineEvent::ToolPost(ToolPostEvent {
             tool_name,
             tool_call_id,
+            tool_response: Some(ToolResponse::ok(&text)),
             result: text,
             truncated,
             file_changed: output.change.clone(),

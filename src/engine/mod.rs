@@ -34,6 +34,7 @@ mod root_plan;
 pub mod runtime;
 mod slots;
 mod spawn;
+mod stored_plan;
 mod stream;
 #[doc(hidden)]
 pub mod testing;

@@ -33,6 +33,7 @@ use super::panics;
 use super::providers;
 use super::root_plan;
 use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
+use super::stored_plan;
 use super::turn;
 use crate::agent::Bundle;
 use crate::agent::Registry;
@@ -320,8 +321,9 @@ impl Runtime {
         let label = providers::label(provider.as_ref(), None);
         let record = model_choice::chosen(&choice).to_value();
         live.set_provider(provider, config);
+        let stored = stored_plan::stored_config(env, &plan);
         live.update_metadata(|m| {
-            m.config = Some(plan.0);
+            m.config = Some(stored);
             m.model = Some(label.clone());
             m.extra.insert(RESOLVED_MODEL.into(), record);
         });
@@ -352,7 +354,7 @@ impl Runtime {
             model: Some(providers::label(provider.as_ref(), None)),
             status: SessionStatus::Idle,
             depth: 0,
-            config: Some(plan.0.clone()),
+            config: Some(stored_plan::stored_config(env, &plan)),
             agent_overlay: overlay,
             ..Default::default()
         };
@@ -731,7 +733,7 @@ impl Runtime {
         let loaded = self.store.load(id)?;
         let mut rebuilt = None;
         let config = match loaded.metadata.config.clone() {
-            Some(config) => config,
+            Some(config) => stored_plan::restored(config),
             // Amplifier never writes `config` for a root: rebuild it from its bundle.
             None if loaded.metadata.parent_id.is_none() => {
                 let stored = loaded.metadata.bundle.clone();
@@ -769,7 +771,7 @@ impl Runtime {
         metadata.session_id = id.to_string();
         if !moved.is_empty() || rebuilt.is_some() {
             // Sub-sessions re-route and spawn from the stored plan: keep it current.
-            metadata.config = Some(plan.0.clone());
+            metadata.config = Some(stored_plan::stored_config(&self.turn_env, &plan));
         }
         if rebuilt.is_some() && metadata.agent_name.is_none() {
             metadata.agent_name = Some(self.turn_env.bundle.name.clone());

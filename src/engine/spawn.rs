@@ -32,6 +32,7 @@ use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
 use super::root_plan;
+use super::stored_plan;
 use super::turn;
 use crate::agent::{AgentDef, Registry};
 use crate::config::MountPlan;
@@ -173,7 +174,7 @@ async fn spawn_child(
         model: Some(providers::label(provider.as_ref(), None)),
         status: SessionStatus::Idle,
         depth: parent.depth + 1,
-        config: Some(plan.0.clone()),
+        config: Some(stored_plan::stored_config(env, &plan)),
         agent_overlay: agent.overlay.clone(),
         ..Default::default()
     };
@@ -339,8 +340,9 @@ async fn route_resume(
     let value = routed.resolved.to_value();
     let label = providers::label(provider.as_ref(), None);
     child.set_provider(provider, config);
+    let stored = stored_plan::stored_config(env, &plan);
     child.update_metadata(|m| {
-        m.config = Some(plan.0);
+        m.config = Some(stored);
         m.extra.insert(RESOLVED_MODEL.into(), value);
         if let Some(role) = &request.model_role {
             m.extra.insert("model_role".into(), role.clone());

@@ -59,6 +59,7 @@ pub use tools::{
     AgentTransferEvent, McpServerFailedEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent,
     TaskAgentSpawnedEvent, TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
+pub use tools::{ToolResponse, ToolResponseError};
 pub use wire::LogLine;
 
 /// One event of one session: the envelope every [`EngineEvent`] travels in on the bus.

@@ -147,6 +147,7 @@ fn samples() -> Vec<Event> {
             tool_call_id: "call_2".into(),
             result: "pub mod agent;".into(),
             truncated: true,
+            tool_response: Some(ToolResponse::ok("pub mod agent;")),
             file_changed: None,
             task: None,
         })),
@@ -155,6 +156,7 @@ fn samples() -> Vec<Event> {
             tool_call_id: "call_1".into(),
             error: "unknown agent 'ghost'".into(),
             truncated: false,
+            tool_response: Some(ToolResponse::failed("unknown agent 'ghost'")),
             task: task(),
         })),
         root(E::TaskAgentSpawned(TaskAgentSpawnedEvent {
@@ -387,6 +389,7 @@ fn a_write_tool_post_carries_the_file_it_changed() {
             tool_call_id: "call_9".into(),
             result: "edited".into(),
             truncated: false,
+            tool_response: None,
             file_changed: Some(change.clone()),
             task: None,
         }),

@@ -54,6 +54,11 @@ pub struct ToolPostEvent {
     /// `true` (key present) when `result` was cut.
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Amplifier's key for the result (its hooks read `tool_response`, e.g.
+    /// foundation's `hooks-todo-display`): `{success: true, output}` with the same
+    /// (cut) text as `result`. Absent in events arbor wrote before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_response: Option<ToolResponse>,
     /// arbor's own key: the file a `write_file` / `edit_file` call changed (`{path,
     /// tool, lines_added, lines_removed, created, changes}`, as the session's
     /// `files_changed` records it); absent for every other call.
@@ -77,9 +82,56 @@ pub struct ToolErrorEvent {
     /// `true` (key present) when `error` was cut.
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// Amplifier's key: `{success: false, output: null, error: {message}}` with the
+    /// same (cut) text as `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_response: Option<ToolResponse>,
     /// Set for task calls.
     #[serde(flatten)]
     pub task: Option<TaskCallFields>,
+}
+
+/// A tool's result in Amplifier's shape (amplifier-core `ToolResult`: `success`,
+/// `output`, `error.message`), carried as `tool_response` by `tool:post` and
+/// `tool:error` for Amplifier's hooks and log readers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolResponse {
+    /// Whether the call succeeded.
+    pub success: bool,
+    /// The result text (`null` for an error).
+    pub output: Option<String>,
+    /// Set for an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolResponseError>,
+}
+
+/// `tool_response.error`: `{message}`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolResponseError {
+    /// The error text given to the model.
+    pub message: String,
+}
+
+impl ToolResponse {
+    /// A successful call's response.
+    pub fn ok(output: &str) -> Self {
+        Self {
+            success: true,
+            output: Some(output.to_string()),
+            error: None,
+        }
+    }
+
+    /// A failed call's response.
+    pub fn failed(message: &str) -> Self {
+        Self {
+            success: false,
+            output: None,
+            error: Some(ToolResponseError {
+                message: message.to_string(),
+            }),
+        }
+    }
 }
 
 /// `mcp:server_failed` (arbor's own): an MCP server a session mounts could not start
