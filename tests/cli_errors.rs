@@ -82,7 +82,7 @@ fn truncated_metadata_falls_back_to_the_backup() {
 
 #[test]
 fn sub_session_metadata_without_config_is_reported_as_corrupted() {
-    // A root without `config` is rebuilt from its bundle (tests/interop_amplifier.rs);
+    // A root without `config` is rebuilt from its bundle (tests/interop.rs);
     // a sub-session has nothing to rebuild from.
     let (env, _server, id, dir) = session_with_one_turn();
     for name in ["metadata.json", "metadata.json.backup"] {
