@@ -86,6 +86,17 @@ fn amplifier_tree(env: &TestEnv, bundle: &str) {
     );
 }
 
+/// `arbor session resume ID PROMPT --output-format json`: the output and its stderr.
+fn resume(env: &TestEnv, id: &str, prompt: &str) -> (std::process::Output, String) {
+    let out = env
+        .cmd()
+        .args(["session", "resume", id, prompt, "--output-format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out, stderr)
+}
+
 fn stdout_json(out: &std::process::Output) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -143,19 +154,7 @@ fn an_amplifier_root_resumes_from_the_active_bundle_with_a_note() {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-interop");
     amplifier_tree(&env, "bundle:foundation");
-    let out = env
-        .cmd()
-        .args([
-            "session",
-            "resume",
-            ROOT,
-            "Again",
-            "--output-format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let (out, stderr) = resume(&env, ROOT, "Again");
     let result = stdout_json(&out);
     assert_eq!(result["response"], "Resumed.");
     assert!(
@@ -197,19 +196,7 @@ fn an_amplifier_root_resumes_from_its_bundle_when_it_is_registered_locally() {
     )
     .unwrap();
     amplifier_tree(&env, "team");
-    let out = env
-        .cmd()
-        .args([
-            "session",
-            "resume",
-            ROOT,
-            "Again",
-            "--output-format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let (out, stderr) = resume(&env, ROOT, "Again");
     assert_eq!(stdout_json(&out)["response"], "Local.");
     assert!(
         !stderr.contains("rebuilt from arbor's active bundle"),
@@ -226,18 +213,7 @@ fn an_amplifier_child_resumes_from_its_stored_config() {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-interop");
     amplifier_tree(&env, "bundle:foundation");
-    let out = env
-        .cmd()
-        .args([
-            "session",
-            "resume",
-            CHILD,
-            "More",
-            "--output-format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let (out, _) = resume(&env, CHILD, "More");
     assert_eq!(stdout_json(&out)["response"], "Child again.");
     let body = server.requests()[0].to_string();
     assert!(body.contains("You explore code bases."), "{body}");
@@ -360,18 +336,8 @@ fn a_resumed_child_keeps_its_access_form() {
         .unwrap()
         .to_string_lossy()
         .to_string();
-    let resumed = run_json(
-        &env,
-        &[
-            "session",
-            "resume",
-            &child_id,
-            "More",
-            "--output-format",
-            "json",
-        ],
-    );
-    assert_eq!(resumed["response"], "Again.");
+    let (out, _) = resume(&env, &child_id, "More");
+    assert_eq!(stdout_json(&out)["response"], "Again.");
     let requests = server.requests();
     let task_tool = |body: &Value| {
         body["tools"]
