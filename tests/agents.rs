@@ -178,7 +178,7 @@ fn every_fixture_bundle_loads() {
         11
     );
     assert!(foundation.warnings.iter().any(|w| w
-        == "includes not supported: git+https://github.com/microsoft/amplifier-bundle-recipes@main#subdirectory=behaviors/recipes.yaml (not fetched)"));
+        == "include unavailable: git+https://github.com/microsoft/amplifier-bundle-recipes@main#subdirectory=behaviors/recipes.yaml (remote bundles are not fetched)"));
     assert!(
         foundation
             .warnings

@@ -100,7 +100,8 @@ fn a_bundle_arbor_cannot_run_fails_doctor_naming_the_modules() {
     assert!(!ok, "{out}");
     assert!(out.contains("tools: module tool-lsp"), "{out}");
     assert!(out.contains("hooks: module hooks-logging"), "{out}");
-    assert!(!out.contains("delegation"), "{out}");
+    assert!(!out.contains("no delegation tool"), "{out}");
+    assert!(out.contains("delegation tool mounted: tool-task"), "{out}");
 
     // Agents to delegate to (a user agent), but no task tool to reach them.
     let agents = env.amplifier_home.join("agents");
@@ -119,6 +120,19 @@ fn a_bundle_arbor_cannot_run_fails_doctor_naming_the_modules() {
     assert!(!ok, "{out}");
     assert!(out.contains("no delegation tool"), "{out}");
     assert!(out.contains("tool-task"), "{out}");
+
+    // Amplifier's delegate tool counts as a delegation tool.
+    std::fs::write(
+        &bundle,
+        "---\nbundle: {name: odd}\ntools:\n  - module: tool-filesystem\n  - module: tool-delegate\nagents: all\n---\nYou help.\n",
+    )
+    .unwrap();
+    let (ok, out) = doctor(&env, &server, "", &["--bundle", b]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("delegation tool mounted: tool-delegate (1 agent(s) available)"),
+        "{out}"
+    );
 
     // With `agents: none` there is nothing to delegate to: a fine bundle.
     std::fs::write(

@@ -363,3 +363,104 @@ fn a_resumed_child_keeps_its_access_form() {
     assert_eq!(child["config"]["agents"], json!({}));
     assert_eq!(child["config"]["arbor_agents"], "none");
 }
+
+// ---- real bundles ---------------------------------------------------------------
+
+/// The real foundation bundle (amplifier-foundation d0d96f7), extracted into `env`'s
+/// temp dir; `None` (skipped) outside CI when the fixture is absent.
+fn foundation_bundle(env: &TestEnv) -> Option<std::path::PathBuf> {
+    let tarball = support::shared::fixtures("amplifier-src/amplifier-foundation-d0d96f7.tar.gz")?;
+    let out = env.dir.path().join("src");
+    std::fs::create_dir_all(&out).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar failed on {}", tarball.display());
+    Some(out.join("amplifier-foundation"))
+}
+
+#[test]
+fn foundations_bundle_mounts_delegate_with_whole_agent_descriptions() {
+    let env = TestEnv::new();
+    let Some(foundation) = foundation_bundle(&env) else {
+        return;
+    };
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("Hello."))]);
+    env.use_openai(&server.base_url, "sk-test-interop");
+    let bundle = foundation.join("bundle.md");
+    let bundle = bundle.to_str().unwrap();
+    let result = run_json(
+        &env,
+        &["--bundle", bundle, "run", "--output-format", "json", "Hi"],
+    );
+    assert_eq!(result["response"], "Hello.");
+    let body = &server.requests()[0];
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"delegate"), "{names:?}");
+    assert!(
+        !names.contains(&"task"),
+        "foundation mounts delegate only: {names:?}"
+    );
+    let delegate = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "delegate")
+        .unwrap();
+    let description = delegate["function"]["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("Spawn a specialized agent to handle tasks autonomously."),
+        "{description}"
+    );
+    // The whole description, its line breaks included, as foundation's tool lists it.
+    assert!(
+        description.contains(
+            "  - foundation:explorer: Deep local-context reconnaissance agent. IMPORTANT:"
+        ),
+        "{description}"
+    );
+    assert!(
+        description.contains(
+            "<commentary>The agent spans code, docs, and content to answer the request.</commentary>\n</example>\n  - foundation:file-ops:"
+        ),
+        "{description}"
+    );
+    assert!(
+        description.contains("  - foundation:session-analyst: "),
+        "an included behavior's agent"
+    );
+    let schema = &delegate["function"]["parameters"];
+    assert_eq!(schema["required"], json!(["instruction"]));
+    assert!(schema["properties"]["context_scope"].is_object());
+}
+
+#[test]
+fn every_agent_file_of_the_real_sources_loads() {
+    let env = TestEnv::new();
+    let Some(foundation) = foundation_bundle(&env) else {
+        return;
+    };
+    let bundle = foundation.join("bundle.md");
+    let out = env
+        .cmd()
+        .args(["--bundle", bundle.to_str().unwrap(), "agent", "list"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let files = std::fs::read_dir(foundation.join("agents"))
+        .unwrap()
+        .count();
+    let listed = stdout.lines().filter(|l| l.contains(" bundle ")).count();
+    assert_eq!(listed, files, "{stdout}");
+    assert!(!stdout.contains("invalid"), "{stdout}");
+}

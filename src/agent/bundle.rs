@@ -4,7 +4,9 @@
 //! `.yml` bundles (keys `bundle{name,version,description}`, `session`, `providers`,
 //! `tools`, `hooks`, `spawn`, `agents`; other keys pass through), collecting the agent
 //! files in `agents/*.md` beside the bundle file, and arbor's built-in bundle embedded
-//! from the repo's `agents/` directory. Remote `includes:` are reported, never fetched.
+//! from the repo's `agents/` directory; local `includes:` composed (`includes`), remote
+//! ones reported, never fetched; bundle references and the published built-in bundle
+//! (`locate`).
 //! Does not own: parsing agent files (`agent::file`) or merging (`config::merge`).
 
 use std::path::{Path, PathBuf};
@@ -15,7 +17,9 @@ use super::frontmatter::{self, FrontmatterError};
 use super::registry::agent_files_in;
 use super::{file, validate};
 use crate::config::MountPlan;
+use crate::paths::Paths;
 
+mod includes;
 pub mod locate;
 
 /// An agent file belonging to a bundle: on disk, or embedded in the binary.
@@ -90,7 +94,7 @@ impl Bundle {
     pub fn builtin() -> Self {
         let path = PathBuf::from("builtin:bundle.md");
         let mut bundle = match parse_markdown(BUILTIN_BUNDLE, &path, "arbor") {
-            Ok(b) => b,
+            Ok((b, _)) => b,
             Err(e) => Self {
                 name: "arbor".into(),
                 version: None,
@@ -120,6 +124,27 @@ impl Bundle {
     /// [`BundleError::Parse`] (file line and column) for a missing frontmatter, bad YAML,
     /// a non-mapping document or a bad `agents:` value.
     pub fn load(path: &Path) -> Result<Self, BundleError> {
+        Self::load_with(path, None)
+    }
+
+    /// [`Bundle::load`], composing local `includes:` (`includes::compose`: relative
+    /// paths, `file://`, `ns:path` of bundles already known, and — with `paths` — names
+    /// registered locally (`locate::locate`); remote and missing includes become
+    /// warnings while the rest composes).
+    ///
+    /// Errors: as [`Bundle::load`], for this file only (a broken include is a warning).
+    pub fn load_with(path: &Path, paths: Option<&Paths>) -> Result<Self, BundleError> {
+        Self::load_nested(path, paths, 0, &includes::Namespaces::new())
+    }
+
+    /// [`Bundle::load_with`] at include depth `depth`, where the including bundles'
+    /// namespaces (`ns:path` bases) are `namespaces`.
+    fn load_nested(
+        path: &Path,
+        paths: Option<&Paths>,
+        depth: usize,
+        namespaces: &includes::Namespaces,
+    ) -> Result<Self, BundleError> {
         let path = resolve_bundle_file(path);
         let text = std::fs::read(&path)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -131,7 +156,7 @@ impl Bundle {
         let is_markdown = path
             .extension()
             .is_some_and(|x| x.eq_ignore_ascii_case("md"));
-        let mut bundle = if is_markdown {
+        let (mut bundle, includes) = if is_markdown {
             parse_markdown(&text, &path, &fallback)?
         } else {
             parse_document(&text, "", 1, &path, &fallback)?
@@ -149,7 +174,13 @@ impl Bundle {
                 })
             })
             .collect();
-        Ok(bundle)
+        Ok(includes::compose(
+            bundle,
+            includes.as_ref(),
+            &path,
+            paths,
+            (depth, namespaces),
+        ))
     }
 }
 
@@ -186,7 +217,10 @@ fn parse_error(path: &Path, line: usize, column: usize, message: String) -> Bund
     }
 }
 
-fn parse_markdown(text: &str, path: &Path, fallback: &str) -> Result<Bundle, BundleError> {
+/// A bundle and its `includes:` value (composed by the caller).
+type Parsed = (Bundle, Option<Value>);
+
+fn parse_markdown(text: &str, path: &Path, fallback: &str) -> Result<Parsed, BundleError> {
     let fm = frontmatter::split(text).map_err(|e| match e {
         FrontmatterError::Missing | FrontmatterError::Unclosed { .. } => {
             parse_error(path, e.line(), 1, e.to_string())
@@ -202,7 +236,7 @@ fn parse_document(
     yaml_line: usize,
     path: &Path,
     fallback: &str,
-) -> Result<Bundle, BundleError> {
+) -> Result<Parsed, BundleError> {
     let doc = file::parse_yaml(yaml, yaml_line)
         .map_err(|(line, column, message)| parse_error(path, line, column, message))?;
     let mut doc = match doc {
@@ -240,15 +274,15 @@ fn parse_document(
             fallback.to_string()
         }
     };
-    warnings.extend(include_warnings(doc.get("includes")));
     warnings.extend(validate::module_warnings(&doc));
+    let includes = doc.get("includes").cloned();
     for key in BUNDLE_ONLY_KEYS {
         doc.shift_remove(*key);
     }
     if !body.is_empty() {
         doc.insert("instruction".into(), Value::String(body.to_string()));
     }
-    Ok(Bundle {
+    let bundle = Bundle {
         name,
         version: text_of("version"),
         description: text_of("description"),
@@ -256,7 +290,8 @@ fn parse_document(
         mount_plan: MountPlan(Value::Object(doc)),
         agent_files: Vec::new(),
         warnings,
-    })
+    };
+    Ok((bundle, includes))
 }
 
 /// Bundle-level `agents:` must be `all`, `none`, a list of names, or Amplifier's
@@ -273,32 +308,6 @@ fn bundle_agents_problem(v: &Value) -> Option<String> {
         },
         other => validate::agents_problem(other),
     }
-}
-
-/// One warning per `includes:` entry: arbor never fetches other bundles.
-fn include_warnings(includes: Option<&Value>) -> Vec<String> {
-    let Some(includes) = includes else {
-        return Vec::new();
-    };
-    let items = match includes {
-        Value::Array(items) => items.clone(),
-        other => vec![other.clone()],
-    };
-    items
-        .iter()
-        .map(|item| {
-            let target = match item {
-                Value::String(s) => s.clone(),
-                Value::Object(m) => m
-                    .get("bundle")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| Value::Object(m.clone()).to_string()),
-                other => other.to_string(),
-            };
-            format!("includes not supported: {target} (not fetched)")
-        })
-        .collect()
 }
 
 #[cfg(test)]

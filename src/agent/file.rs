@@ -90,7 +90,8 @@ fn empty_def(origin: &AgentOrigin<'_>) -> AgentDef {
     }
 }
 
-/// Parses agent file `text` (frontmatter + Markdown body). Never panics.
+/// Parses agent file `text` (frontmatter + Markdown body; a file without frontmatter
+/// is all body, as foundation reads it). Never panics.
 ///
 /// The overlay holds every frontmatter key, with `name` and `description` moved under
 /// `meta`, plan keys found only under `meta` (`model_role`, `agents`, `tools`, …) lifted
@@ -98,7 +99,14 @@ fn empty_def(origin: &AgentOrigin<'_>) -> AgentDef {
 pub fn parse_agent(text: &str, origin: &AgentOrigin<'_>) -> AgentDef {
     let fm = match frontmatter::split(text) {
         Ok(fm) => fm,
-        Err(e @ FrontmatterError::Missing) => return invalid(origin, 1, 1, e.to_string()),
+        // As foundation's `parse_frontmatter`: no frontmatter is `{}` and the whole
+        // text is the body (name from the file stem, empty description).
+        Err(FrontmatterError::Missing) => frontmatter::Frontmatter {
+            yaml: "".into(),
+            yaml_line: 1,
+            body: text.trim_start_matches('\u{feff}'),
+            body_line: 1,
+        },
         Err(e @ FrontmatterError::Unclosed { .. }) => {
             return invalid(origin, e.line(), 1, e.to_string());
         }

@@ -16,6 +16,7 @@ use crate::config::mount_plan::module_name;
 /// reported, not mounted). Kept here, below `tool`, so agent validation needs no tool.
 pub const BUILTIN_TOOL_MODULES: &[&str] = &[
     "tool-task",
+    "tool-delegate",
     "tool-filesystem",
     "tool-search",
     "tool-bash",

@@ -122,7 +122,7 @@ pub fn spawn_watcher(
     initial: Arc<Registry>,
 ) -> Result<WatcherHandle, WatchError> {
     let bundle = match &bundle_path {
-        Some(p) => Bundle::load(p)?,
+        Some(p) => Bundle::load_with(p, Some(&paths))?,
         None => Bundle::builtin(),
     };
     spawn_watcher_with(WatchSpec {
@@ -164,7 +164,7 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
             let mut bundle = None;
             let mut in_use = current;
             if let (true, Some(path)) = (changes.bundle, &bundle_path) {
-                match Bundle::load(path) {
+                match Bundle::load_with(path, Some(&paths)) {
                     Ok(b) => {
                         in_use = Arc::new(b.clone());
                         bundle = Some(Ok(b));

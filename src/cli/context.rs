@@ -47,7 +47,9 @@ impl Context {
         let config = ArborConfig::load(&paths.config_file)?;
         let bundle_path = options.bundle.clone().or_else(|| config.bundle.clone());
         let bundle = match &bundle_path {
-            Some(path) => Bundle::load(path).wrap_err("cannot load the bundle")?,
+            Some(path) => {
+                Bundle::load_with(path, Some(&paths)).wrap_err("cannot load the bundle")?
+            }
             None => Bundle::builtin(),
         };
         let env: Env = Arc::new(|k: &str| std::env::var(k).ok());

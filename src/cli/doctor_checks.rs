@@ -18,6 +18,7 @@ use super::context::Context;
 use crate::agent::validate::{BUILTIN_PROVIDER_MODULES, BUILTIN_TOOL_MODULES};
 use crate::config::mount_plan::module_name;
 use crate::outln;
+use crate::tool::delegate::MODULE as DELEGATE_MODULE;
 use crate::tool::task::{MODULE as TASK_MODULE, allowed_agents};
 use crate::tui::keymap::Keymap;
 use crate::tui::theme::Theme;
@@ -98,12 +99,24 @@ pub(super) fn bundle(ctx: &Context) -> Result<usize> {
             }
         }
     }
-    let delegates = plan.tools().iter().any(|entry| entry.module == TASK_MODULE);
+    let delegation: Vec<String> = plan
+        .tools()
+        .into_iter()
+        .map(|entry| entry.module)
+        .filter(|m| m == TASK_MODULE || m == DELEGATE_MODULE)
+        .collect();
     let agents = allowed_agents(ctx.registry.agents(), plan.agents());
-    if !delegates && !agents.is_empty() {
+    if !delegation.is_empty() {
+        outln!(
+            "  bundle  delegation tool mounted: {} ({} agent(s) available)",
+            delegation.join(", "),
+            agents.len()
+        )?;
+    }
+    if delegation.is_empty() && !agents.is_empty() {
         problems += 1;
         outln!(
-            "  bundle  {} agent(s) available but no delegation tool: add `- module: {TASK_MODULE}` to the bundle's tools (or `agents: none`)",
+            "  bundle  {} agent(s) available but no delegation tool: add `- module: {TASK_MODULE}` or `- module: {DELEGATE_MODULE}` to the bundle's tools (or `agents: none`)",
             agents.len()
         )?;
     }

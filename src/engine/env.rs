@@ -31,6 +31,7 @@ use crate::provider::{HttpPool, Provider, ProviderError};
 use crate::routing::ModelCache;
 use crate::session::protocol::{EngineEvent, McpServerFailedEvent};
 use crate::tool::Tool;
+use crate::tool::delegate::{self, DelegateTool};
 use crate::tool::mcp::McpHub;
 use crate::tool::mount::ToolSet;
 use crate::tool::task::{TaskHost, TaskTool};
@@ -99,8 +100,13 @@ impl TurnEnv {
     pub async fn mount_tools(&self, live: &LiveSession, plan: &MountPlan) -> ToolSet {
         let host = self.task_host.clone();
         let agents = plan.agents().cloned();
-        let build = |config| -> Arc<dyn Tool> {
-            Arc::new(TaskTool::new(host.clone(), agents.clone(), config))
+        let build = |module: &str, config| -> Arc<dyn Tool> {
+            let task = TaskTool::new(host.clone(), agents.clone(), config);
+            if module == delegate::MODULE {
+                Arc::new(DelegateTool::new(Arc::new(task)))
+            } else {
+                Arc::new(task)
+            }
         };
         let mut set = ToolSet::mount(plan, live.depth, Some(&build));
         set.extend(self.extra_tools.iter().cloned());

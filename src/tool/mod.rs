@@ -11,6 +11,7 @@
 
 pub mod bash;
 pub mod confine;
+pub mod delegate;
 pub mod filesystem;
 pub mod mcp;
 pub mod mount;

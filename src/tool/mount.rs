@@ -3,7 +3,7 @@
 //! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
 //! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
-//! `tool-task` → `task` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
+//! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
 //! servers' tools need the servers started, which the engine does through
 //! `tool::mcp`), and the error text for a call to a tool that is not
 //! mounted. Does not own: running calls (`engine::turn`) or building the task tool
@@ -15,7 +15,11 @@ use std::sync::Arc;
 use crate::config::MountPlan;
 
 use super::task::{self, TaskConfig};
-use super::{Tool, ToolSpec, bash, filesystem, search};
+use super::{Tool, ToolSpec, bash, delegate, filesystem, search};
+
+/// Builds the delegation tool of a module (`tool-task` or `tool-delegate`, the first
+/// argument) from its config; the engine's, since delegation needs the runtime.
+pub type DelegationBuilder<'a> = dyn Fn(&str, TaskConfig) -> Arc<dyn Tool> + 'a;
 
 /// The tools mounted for one session's turn, in mount order, unique by name.
 #[derive(Clone, Default)]
@@ -36,33 +40,35 @@ impl std::fmt::Debug for ToolSet {
 
 impl ToolSet {
     /// Mounts the built-in modules named in `plan.tools()` for a session at `depth`.
-    /// `task` builds the task tool from its config (`None`: delegation is not wired,
+    /// `task` builds the delegation tool of a module (`tool-task` or `tool-delegate`)
+    /// from its config (`None`: delegation is not wired,
     /// e.g. in tool-only tests). Modules arbor does not implement are skipped; the
     /// agent registry reports them.
-    pub fn mount(
-        plan: &MountPlan,
-        depth: u32,
-        task: Option<&dyn Fn(TaskConfig) -> Arc<dyn Tool>>,
-    ) -> Self {
+    pub fn mount(plan: &MountPlan, depth: u32, task: Option<&DelegationBuilder>) -> Self {
         let mut set = Self::default();
         for entry in plan.tools() {
             match entry.module.as_str() {
                 filesystem::MODULE => set.extend(filesystem::tools(&entry.config)),
                 search::MODULE => set.extend(search::tools()),
                 bash::MODULE => set.extend(bash::tools(&entry.config)),
-                task::MODULE => {
+                module @ (task::MODULE | delegate::MODULE) => {
                     let config = TaskConfig::from_value(&entry.config);
+                    let name = if module == task::MODULE {
+                        task::TOOL_NAME
+                    } else {
+                        delegate::TOOL_NAME
+                    };
                     if depth >= config.max_recursion_depth {
                         set.unavailable.insert(
-                            task::TOOL_NAME.to_string(),
+                            name.to_string(),
                             format!(
                                 "Delegation depth limit reached: this session is at depth {depth} \
-                                 and max_recursion_depth is {}, so the task tool is not available here.",
+                                 and max_recursion_depth is {}, so the {name} tool is not available here.",
                                 config.max_recursion_depth
                             ),
                         );
                     } else if let Some(build) = task {
-                        set.extend([build(config)]);
+                        set.extend([build(module, config)]);
                     }
                 }
                 _ => {}
@@ -170,12 +176,13 @@ mod tests {
             filesystem::MODULE,
             search::MODULE,
             task::MODULE,
+            delegate::MODULE,
             bash::MODULE,
             crate::config::mcp::MCP_MODULE,
         ];
         implemented.sort_unstable();
         assert_eq!(listed, implemented);
-        let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
+        let build = |_: &str, _: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
         // `tool-mcp`'s tools come from its servers, mounted by the engine.
         for module in BUILTIN_TOOL_MODULES
             .iter()
@@ -192,7 +199,7 @@ mod tests {
         let plan = MountPlan(
             json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": 2}}]}),
         );
-        let build = |_: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
+        let build = |_: &str, _: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
         let at_one = ToolSet::mount(&plan, 1, Some(&build));
         assert_eq!(at_one.names(), ["read_file"]);
         let at_two = ToolSet::mount(&plan, 2, Some(&build));

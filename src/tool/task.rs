@@ -194,6 +194,16 @@ impl TaskTool {
         }
     }
 
+    /// The agents this session may delegate to now (the live registry filtered by the
+    /// plan's `agents`), sorted by name.
+    pub fn allowed(&self) -> Vec<AgentDef> {
+        let registry = self.host.registry();
+        allowed_agents(registry.agents(), self.plan_agents.as_ref())
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
     /// Checks a call: the agent must be allowed and the depth limit not exceeded.
     /// Returns the agent to spawn (`None` for a resume).
     fn route(&self, request: &TaskRequest, ctx: &ToolContext) -> Result<Option<AgentDef>, String> {

@@ -103,8 +103,8 @@ fn includes_are_reported_not_fetched() {
     assert_eq!(
         b.warnings,
         [
-            "includes not supported: git+https://github.com/microsoft/amplifier-foundation@main (not fetched)",
-            "includes not supported: foundation (not fetched)"
+            "include unavailable: git+https://github.com/microsoft/amplifier-foundation@main (remote bundles are not fetched)",
+            "include unavailable: foundation (not found locally)"
         ]
     );
     assert!(b.mount_plan.get("includes").is_none());

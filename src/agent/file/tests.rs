@@ -57,7 +57,10 @@ fn flat_form_moves_name_and_description_under_meta() {
 fn name_defaults_to_the_file_stem() {
     let def = parse("---\nmodel_role: fast\n---\nBody\n");
     assert_eq!(def.name, "stem-name");
-    assert_eq!(def.description, "");
+    assert_eq!(
+        (def.name.as_str(), def.description.as_str()),
+        ("stem-name", "")
+    );
     let def = parse("---\nmeta:\n  name:\n  description: d\n---\nBody\n");
     assert_eq!(def.name, "stem-name");
 }
@@ -127,10 +130,15 @@ fn duplicate_keys_are_an_error() {
 }
 
 #[test]
-fn missing_frontmatter_and_missing_close_are_errors() {
-    let def = parse("# Just a prompt\n\nBe helpful.\n");
-    assert!(def.errors[0].message.contains("no YAML frontmatter"));
-    assert_eq!(def.errors[0].line, 1);
+fn a_file_without_frontmatter_is_all_instruction_and_a_missing_close_is_an_error() {
+    // As foundation's loader: no frontmatter → name from the stem, the text the body.
+    let def = parse("\u{feff}# Just a prompt\n\nBe helpful.\n");
+    assert!(def.is_valid(), "{:?}", def.errors);
+    assert_eq!(def.instruction, "# Just a prompt\n\nBe helpful.");
+    assert_eq!(
+        (def.name.as_str(), def.description.as_str()),
+        ("stem-name", "")
+    );
     let def = parse("---\nmeta:\n  name: x\nBody without a closing line\n");
     assert!(
         def.errors[0].message.contains("never closed"),

@@ -116,7 +116,7 @@ impl Thread {
         {
             return;
         }
-        let kind = if tool == "task" {
+        let kind = if tool == "task" || tool == "delegate" {
             let child = args
                 .get("session_id")
                 .and_then(Value::as_str)
