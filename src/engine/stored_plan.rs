@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::env::TurnEnv;
 use crate::agent::AgentDef;
 use crate::config::MountPlan;
+use crate::tool::delegate::raw_description;
 use crate::tool::task::allowed_agents;
 
 /// `plan` as stored: `agents` (`all`, absent, `none`, `[names]`, `{include: …}`) resolved
@@ -80,7 +81,7 @@ fn agent_key(def: &AgentDef) -> String {
 pub(crate) fn amplifier_agent_config(def: &AgentDef) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), Value::String(def.name.clone()));
-    out.insert("description".into(), Value::String(def.description.clone()));
+    out.insert("description".into(), Value::String(raw_description(def)));
     if let Value::Object(overlay) = &def.overlay {
         if let Some(Value::Object(meta)) = overlay.get("meta") {
             for (k, v) in meta {

@@ -81,6 +81,15 @@ pub fn call_name(def: &AgentDef) -> String {
     }
 }
 
+/// The description as the file wrote it (a YAML `|` block keeps its last line
+/// break; foundation lists it untrimmed), else the registry's trimmed one.
+pub fn raw_description(def: &AgentDef) -> String {
+    def.overlay
+        .pointer("/meta/description")
+        .and_then(Value::as_str)
+        .map_or_else(|| def.description.clone(), str::to_string)
+}
+
 /// Foundation's input schema (`_static_input_schema`), `instruction` required.
 pub fn input_schema() -> Value {
     json!({
@@ -157,7 +166,7 @@ impl Tool for DelegateTool {
             .task
             .allowed()
             .iter()
-            .map(|def| (call_name(def), def.description.trim().to_string()))
+            .map(|def| (call_name(def), raw_description(def)))
             .collect();
         let mut agents = agents;
         agents.sort();
