@@ -301,6 +301,23 @@ mod tests {
     }
 
     #[test]
+    fn a_root_rebuilt_from_its_bundle_shows_a_notice() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let rebuilt = crate::session::protocol::SessionRebuiltEvent {
+            bundle: Some("bundle:foundation".into()),
+            note: Some("bundle 'bundle:foundation' is not on this machine; rebuilt from arbor's active bundle 'arbor' (no stored config)".into()),
+        };
+        t.apply_event(&ev(EngineEvent::SessionRebuilt(rebuilt)), &theme);
+        assert!(
+            matches!(&t.cells[0].kind, CellKind::Notice(n)
+                if n.starts_with("bundle 'bundle:foundation' is not on this machine")),
+            "{:?}",
+            t.cells
+        );
+    }
+
+    #[test]
     fn a_resume_that_moved_the_endpoint_shows_a_notice() {
         let theme = Theme::builtin_dark(true);
         let mut t = Thread::new_root(None);
