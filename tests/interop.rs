@@ -464,3 +464,60 @@ fn every_agent_file_of_the_real_sources_loads() {
     assert_eq!(listed, files, "{stdout}");
     assert!(!stdout.contains("invalid"), "{stdout}");
 }
+
+#[test]
+fn a_foundation_agents_system_prompt_carries_its_mentioned_files() {
+    let env = TestEnv::new();
+    let Some(foundation) = foundation_bundle(&env) else {
+        return;
+    };
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "call_1",
+            "delegate",
+            json!({"agent": "foundation:explorer", "instruction": "Map it"}),
+        )])),
+        Reply::Sse(sse_text("Mapped.")),
+        Reply::Sse(sse_text("Done.")),
+    ]);
+    env.use_openai(&server.base_url, "sk-test-interop");
+    let bundle = foundation.join("bundle.md");
+    let result = run_json(
+        &env,
+        &[
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "run",
+            "--output-format",
+            "json",
+            "Hi",
+        ],
+    );
+    assert_eq!(result["response"], "Done.");
+    let requests = server.requests();
+    let system = requests[1]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let language =
+        std::fs::canonicalize(foundation.join("context/LANGUAGE_PHILOSOPHY.md")).unwrap();
+    let head = format!(
+        "<context_file paths=\"@foundation:context/LANGUAGE_PHILOSOPHY.md → {}\">\n{}\n</context_file>\n\n",
+        language.display(),
+        std::fs::read_to_string(&language).unwrap()
+    );
+    assert!(
+        system.starts_with(&head),
+        "{}",
+        &system[..300.min(system.len())]
+    );
+    assert!(
+        system.contains("common-agent-base.md → "),
+        "the second mention is loaded too"
+    );
+    assert!(
+        system.ends_with("@foundation:context/shared/common-agent-base.md"),
+        "the mentions stay in the text"
+    );
+    assert!(system.len() > 30_000, "{} chars", system.len());
+}

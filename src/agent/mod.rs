@@ -19,6 +19,7 @@ pub mod bundle;
 pub mod endpoints;
 pub mod file;
 pub mod frontmatter;
+pub mod mentions;
 pub mod registry;
 pub mod reload;
 pub mod select;

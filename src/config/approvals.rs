@@ -73,6 +73,7 @@ pub const DEFAULT_ALLOW: &[&str] = &[
     "glob",
     "grep",
     "task",
+    "delegate",
     "transfer_to_agent",
 ];
 

@@ -288,9 +288,11 @@ def foundation_bundle(args, work: Path):
         b.load_agent_metadata()
         return b.to_mount_plan()
 
-    expected = DelegateTool(Coord(asyncio.run(plan())), {}).description
+    foundation_plan = asyncio.run(plan())
+    expected = DelegateTool(Coord(foundation_plan), {}).description
     stub = Stub()
-    stub.replies = [sse_text("Hello.")]
+    stub.replies = [sse_tool_call("call_1", "delegate", {"agent": "foundation:explorer", "instruction": "Map it"}),
+                    sse_text("Mapped."), sse_text("Hello.")]
     arbor = Arbor(args.arbor, work / "foundation", stub)
     out = arbor.run("--bundle", str(Path(args.foundation) / "bundle.md"), "run", "--output-format", "json", "Hi")
     if not check("arbor runs with foundation's bundle.md", out.returncode == 0, out.stderr[-400:]):
@@ -303,6 +305,26 @@ def foundation_bundle(args, work: Path):
     check("delegate's 'Available agents' equals foundation's DelegateTool's", ours == theirs,
           f"{len(ours)} vs {len(theirs)} chars; first difference at {at}: "
           f"arbor {ours[max(0, at - 60):at + 40]!r} / foundation {theirs[max(0, at - 60):at + 40]!r}")
+
+    # explorer's system prompt: foundation's mention expansion of its instruction.
+    from amplifier_foundation import load_bundle as _load
+    from amplifier_foundation.mentions import BaseMentionResolver, expand_mentions_in_instruction
+
+    async def expanded():
+        bundle = await _load(f"file://{args.foundation}")
+        instruction = foundation_plan["agents"]["foundation:explorer"]["instruction"]
+        resolver = BaseMentionResolver(bundles={"foundation": bundle}, base_path=arbor.project)
+        return await expand_mentions_in_instruction(instruction, resolver=resolver, relative_to=arbor.project)
+
+    want = asyncio.run(expanded())
+    child = next((r for r in stub.requests[1:]
+                  if any("# Explorer" in str(m.get("content")) for m in r.get("messages", [])
+                         if m.get("role") == "system")), {})
+    system = next((m.get("content") for m in child.get("messages", []) if m.get("role") == "system"), "")
+    at = next((i for i, (a, b) in enumerate(zip(system, want)) if a != b), min(len(system), len(want)))
+    check("explorer's system prompt equals foundation's mention expansion", system == want,
+          f"{len(system)} vs {len(want)} chars; first difference at {at}: "
+          f"arbor {system[max(0, at - 60):at + 40]!r} / foundation {want[max(0, at - 60):at + 40]!r}")
 
 
 def main():

@@ -33,6 +33,10 @@ fi
 
 (cd "$crate" && cargo build --quiet --bin arbor)
 
+# Amplifier's loader clones remote includes: keep git off the network and the
+# Python side's home (~/.amplifier cache, registry) inside the temp dir.
+mkdir -p "$work/pyhome"
+GIT_ALLOW_PROTOCOL=file HOME="$work/pyhome" AMPLIFIER_HOME="$work/pyhome/.amplifier" \
 PYTHONPATH="$work/amplifier-foundation/modules/tool-delegate" \
   "$venv/bin/python" "$here/check.py" \
   --arbor "$crate/target/debug/arbor" \

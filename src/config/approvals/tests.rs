@@ -44,6 +44,7 @@ fn defaults_allow_reads_and_delegation_and_ask_for_the_rest() {
         "glob",
         "grep",
         "task",
+        "delegate",
         "transfer_to_agent",
     ] {
         assert_eq!(decide(&p, tool, "", &none), Decision::Allow, "{tool}");
