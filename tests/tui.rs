@@ -36,6 +36,8 @@ mod mcp;
 mod model;
 #[path = "tui/needs_you.rs"]
 mod needs_you;
+#[path = "tui/palette.rs"]
+mod palette;
 #[path = "tui/recover.rs"]
 mod recover;
 #[path = "tui/steer.rs"]

@@ -86,6 +86,17 @@ pub enum AppEvent {
         subtree: bool,
         result: Result<Vec<SessionDiff>, String>,
     },
+    /// Result of [`EngineCommand::RenameSession`]: the title stored, or the error.
+    SessionRenamed {
+        session_id: String,
+        result: Result<String, String>,
+    },
+    /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
+    /// error (nothing written).
+    Exported {
+        session_id: String,
+        result: Result<PathBuf, String>,
+    },
     /// Time passed: advance spinners, live elapsed times and expire notes.
     Tick,
     /// Quit now (a termination signal arrived).

@@ -107,6 +107,13 @@ impl Composer {
         self.textarea = fresh;
     }
 
+    /// Replaces the text with `text`, the cursor at its end (a completed command, a
+    /// recalled prompt).
+    pub fn set_text(&mut self, text: &str) {
+        self.clear();
+        self.paste(text);
+    }
+
     /// Rows of text to show (1..=[`MAX_ROWS`]).
     pub fn rows(&self) -> u16 {
         u16::try_from(self.textarea.lines().len())

@@ -7,6 +7,8 @@
 //! turn is already a failed turn or an error of `Runtime::run_turn`). Does not own: the
 //! runtime itself.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -290,6 +292,29 @@ impl Executor for RuntimeExecutor {
                     AppEvent::McpServersListed(self.runtime.mcp_status()),
                 );
             }
+            EngineCommand::RenameSession { session_id, title } => {
+                let runtime = self.runtime.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = guarded("renaming a session", || {
+                        runtime
+                            .rename(&session_id, &title)
+                            .map_err(|e| e.to_string())
+                    });
+                    send(&results, AppEvent::SessionRenamed { session_id, result });
+                });
+            }
+            EngineCommand::ExportSession { session_id } => {
+                let store = self.store.clone();
+                let dir = self.runtime.paths().cwd.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = guarded("exporting a session", || {
+                        let text = crate::session::export::export_markdown(&store, &session_id)
+                            .map_err(|e| e.to_string())?;
+                        write_export(&dir, &session_id, &text)
+                    });
+                    send(&results, AppEvent::Exported { session_id, result });
+                });
+            }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {
@@ -300,5 +325,60 @@ impl Executor for RuntimeExecutor {
                 });
             }
         }
+    }
+}
+
+/// Writes `text` to a new `arbor-export-<first 8 of id>.md` in `dir` (`-2`, `-3`…
+/// when the name is taken; an existing file is never replaced), whole or not at all:
+/// a temp file in `dir` is persisted under the name only once written and synced.
+fn write_export(dir: &Path, session_id: &str, text: &str) -> Result<PathBuf, String> {
+    let short: String = session_id.chars().filter(|c| *c != '-').take(8).collect();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".arbor-export-")
+        .tempfile_in(dir)
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write the export: {e}"))?;
+    for n in 1..1000 {
+        let name = if n == 1 {
+            format!("arbor-export-{short}.md")
+        } else {
+            format!("arbor-export-{short}-{n}.md")
+        };
+        let path = dir.join(name);
+        match tmp.persist_noclobber(&path) {
+            Ok(_) => return Ok(path),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
+            Err(e) => return Err(format!("cannot write {}: {}", path.display(), e.error)),
+        }
+    }
+    Err(format!(
+        "{}: every arbor-export-{short}*.md name is taken",
+        dir.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_never_replace_a_file_and_leave_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = "5f0e1c2a-1111-4222-8333-444455556666";
+        let first = write_export(dir.path(), id, "one").unwrap();
+        let second = write_export(dir.path(), id, "two").unwrap();
+        assert_eq!(first.file_name().unwrap(), "arbor-export-5f0e1c2a.md");
+        assert_eq!(second.file_name().unwrap(), "arbor-export-5f0e1c2a-2.md");
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "one");
+        assert_eq!(std::fs::read_to_string(&second).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        let missing = dir.path().join("nope");
+        assert!(
+            write_export(&missing, id, "x")
+                .unwrap_err()
+                .contains("cannot write in")
+        );
     }
 }

@@ -32,6 +32,9 @@ pub enum Context {
     Trust,
     Diff,
     Wall,
+    /// The composer's popup (slash commands, `@` files, history search) while it is
+    /// open: its own keys, other keys edit the composer.
+    Palette,
 }
 
 impl Context {
@@ -49,6 +52,7 @@ impl Context {
             Context::Trust => "Trust prompt",
             Context::Diff => "Diff",
             Context::Wall => "Wall",
+            Context::Palette => "Composer popup (/ commands, @ files, history search)",
         }
     }
 
@@ -62,6 +66,7 @@ impl Context {
                 | Context::Trust
                 | Context::Diff
                 | Context::Wall
+                | Context::Palette
         )
     }
 }
@@ -124,6 +129,13 @@ actions! {
     Newline = "composer.newline", Composer, ["shift+enter", "ctrl+j", "alt+enter"], true, "New line";
     EditQueued = "composer.edit_queued", Composer, ["alt+up"], false, "Take the newest waiting (steer/queued) message back to edit";
     RemoveQueued = "composer.remove_queued", Composer, ["alt+x"], false, "Remove the newest waiting (steer/queued) message";
+    HistoryPrev = "composer.history_prev", Composer, ["up"], false, "Earlier prompt (in an empty composer)";
+    HistoryNext = "composer.history_next", Composer, ["down"], false, "Later prompt (while walking the history)";
+    HistorySearch = "composer.history_search", Composer, ["ctrl+r"], false, "Search earlier prompts";
+    PaletteUp = "palette.up", Palette, ["up", "ctrl+p"], false, "Previous row";
+    PaletteDown = "palette.down", Palette, ["down", "ctrl+n"], false, "Next row";
+    PaletteAccept = "palette.accept", Palette, ["enter", "tab"], true, "Accept";
+    PaletteClose = "palette.close", Palette, ["esc"], true, "Close";
     BrowserUp = "browser.up", Browser, ["up", "k"], false, "Previous agent";
     BrowserDown = "browser.down", Browser, ["down", "j"], false, "Next agent";
     BrowserStart = "browser.start", Browser, ["enter"], true, "New session with agent";
@@ -283,7 +295,11 @@ impl Keymap {
             .flat_map(|s| self.keys_for(s.action).iter().map(move |k| (s, *k)))
             .collect();
         for (spec, key) in &bound {
-            if matches!(spec.context, Context::Global | Context::Composer) && key.is_text() {
+            if matches!(
+                spec.context,
+                Context::Global | Context::Composer | Context::Palette
+            ) && key.is_text()
+            {
                 return Err(KeymapError::BlocksTyping {
                     action: spec.name.to_string(),
                     key: key.to_string(),

@@ -95,4 +95,14 @@ pub enum EngineCommand {
     /// List the MCP servers of this process (configured, or started by an agent's
     /// `tool-mcp`), each with its state and tools; answered with the list.
     ListMcpServers,
+    /// Rename session `session_id` (a full id) to `title` (`/rename`), the path
+    /// `arbor session rename` takes (`Runtime::rename`: metadata `name`, logged as
+    /// `session:renamed`); answered with the title stored or the error.
+    RenameSession { session_id: String, title: String },
+    /// Export session `session_id` (a full id) and its sub-sessions as Markdown
+    /// (`session::export::export_markdown`, as `arbor session export --format md`) to
+    /// a new file `arbor-export-<short id>.md` (`-2`, `-3`… when taken) in the working
+    /// directory (`/export`), written whole or not at all; answered with the file's
+    /// path or the error.
+    ExportSession { session_id: String },
 }

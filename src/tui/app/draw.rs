@@ -21,6 +21,7 @@ use crate::tui::views::composer::ComposerView;
 use crate::tui::views::diff::DiffView;
 use crate::tui::views::help::HelpView;
 use crate::tui::views::mcp::McpView;
+use crate::tui::views::palette::{PaletteView, popup_area};
 use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
@@ -133,6 +134,14 @@ impl App {
                 title: self.composer_title(),
             };
             frame.render_widget(&view, composer_area);
+            if let Some(popup) = self.popup.as_ref().filter(|_| self.composer_focused()) {
+                let area = popup_area(composer_area, chat_area.y, popup);
+                let view = PaletteView {
+                    popup,
+                    theme: &self.theme,
+                };
+                frame.render_widget(&view, area);
+            }
         }
         let context = match (self.overlay, self.focus) {
             _ if !self.approvals.is_empty() => Context::Approval,
@@ -142,6 +151,7 @@ impl App {
             (Overlay::Diff, _) => Context::Diff,
             (Overlay::Wall, _) => Context::Wall,
             (Overlay::Mcp, _) => Context::Mcp,
+            (Overlay::None, Focus::Composer) if self.popup.is_some() => Context::Palette,
             (_, Focus::Tree) => Context::Tree,
             (_, Focus::Chat) => Context::Chat,
             (_, Focus::Composer) => Context::Composer,

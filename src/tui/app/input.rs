@@ -38,6 +38,7 @@ impl App {
             (Overlay::Mcp, _) => Context::Mcp,
             (Overlay::None, Focus::Tree) => Context::Tree,
             (Overlay::None, Focus::Chat) => Context::Chat,
+            (Overlay::None, Focus::Composer) if self.popup.is_some() => Context::Palette,
             (Overlay::None, Focus::Composer) => Context::Composer,
         }
     }
@@ -66,6 +67,9 @@ impl App {
             }
             return;
         }
+        if self.popup_key(context, key, action) {
+            return;
+        }
         // Tab queues the composer's text while the open thread's turn runs (SPEC §13).
         if context == Context::Composer
             && action == Some(Action::FocusNext)
@@ -79,6 +83,7 @@ impl App {
             if let KeyOutcome::Emit(a) = self.composer.handle_key(key, action) {
                 self.apply(a);
             }
+            self.refresh_popup();
             return;
         }
         match action {
@@ -87,6 +92,7 @@ impl App {
                 // Typing while reading goes to the composer.
                 self.focus = Focus::Composer;
                 self.composer.handle_key(key, None);
+                self.refresh_popup();
             }
             None => {}
         }
@@ -110,7 +116,7 @@ impl App {
         true
     }
 
-    fn act(&mut self, action: Action) {
+    pub(super) fn act(&mut self, action: Action) {
         match action {
             Action::Quit => self.ctrl_c(),
             Action::FocusNext => self.cycle_focus(true),
@@ -179,7 +185,16 @@ impl App {
                     t.selected = None;
                 }
             }
-            Action::Submit | Action::Newline => {}
+            // The popup's and the history's keys are handled before (`popup_key`).
+            Action::Submit
+            | Action::Newline
+            | Action::HistoryPrev
+            | Action::HistoryNext
+            | Action::HistorySearch
+            | Action::PaletteUp
+            | Action::PaletteDown
+            | Action::PaletteAccept
+            | Action::PaletteClose => {}
             Action::EditQueued => self.edit_queued(),
             Action::RemoveQueued => self.remove_queued(),
             Action::BrowserUp => self.browser.move_selection(&self.registry.clone(), -1),
@@ -417,6 +432,7 @@ impl App {
         self.overlay = Overlay::None;
         self.focus = Focus::Composer;
         self.composer.paste(text);
+        self.refresh_popup();
     }
 
     fn on_mouse(&mut self, m: MouseEvent) {
@@ -487,6 +503,9 @@ impl App {
     }
 
     fn submit(&mut self, text: String) {
+        if self.slash_submitted(&text) {
+            return;
+        }
         let running = self.thread_running();
         let thread = self
             .thread

@@ -5,7 +5,8 @@
 //! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
 //! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
-//! `model` (switching a model), `steer` (steer, queue and the waiting messages), `draw`
+//! `model` (switching a model), `palette` (the composer's popup and slash
+//! commands), `steer` (steer, queue and the waiting messages), `draw`
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
@@ -15,6 +16,7 @@ mod engine;
 mod input;
 mod model;
 mod needs_you;
+mod palette;
 mod steer;
 
 use std::collections::HashSet;
@@ -130,6 +132,11 @@ pub struct App {
     /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
     expand_on_load: bool,
     composer: Composer,
+    /// The composer's popup (slash commands, sessions to resume), while open.
+    popup: Option<super::state::palette::Popup>,
+    /// The composer text the popup was closed for with Esc (stays closed until the
+    /// text changes).
+    popup_dismissed: Option<String>,
     /// Approval prompts waiting for the person; the front one is modal.
     approvals: ApprovalQueue,
     /// The start-up trust prompt, until answered (modal, below approval prompts).
@@ -186,6 +193,8 @@ impl App {
             wall: Wall::default(),
             expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
+            popup: None,
+            popup_dismissed: None,
             approvals: ApprovalQueue::default(),
             trust: None,
             browser: BrowserState::default(),
@@ -263,6 +272,11 @@ impl App {
                     d.load(&session_id, subtree, result);
                 }
             }
+            AppEvent::SessionRenamed { session_id, result } => self.on_renamed(&session_id, result),
+            AppEvent::Exported {
+                session_id: _,
+                result,
+            } => self.on_exported(result),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {

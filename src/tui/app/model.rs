@@ -2,7 +2,7 @@
 //! composer's text as the choice (`MODEL` or `PROVIDER/MODEL`) and asks the engine to
 //! switch the open session — or, before the open thread's root session exists, new
 //! root sessions — to it ([`EngineCommand::SetModel`]); the answer is a status-bar
-//! note, never a modal. The `/model` slash command will send the same command.
+//! note, never a modal. The `/model NAME` slash command sends the same command.
 //!
 //! Owns: reading the choice from the composer and showing the result. Does not own:
 //! resolving or recording the choice (`Runtime::set_model`).
@@ -18,7 +18,16 @@ impl App {
     /// composer only says how, and which model is in use now.
     pub(super) fn switch_model(&mut self) {
         let text = self.composer.text();
-        let model = text.trim();
+        if self.switch_model_to(&text) {
+            self.composer.clear();
+        }
+    }
+
+    /// Switches to `choice` (trimmed; `/model NAME` and the `global.model` key):
+    /// sends [`EngineCommand::SetModel`] and returns true, or — for an empty or
+    /// multi-line choice — only says how, and which model is in use now.
+    pub(super) fn switch_model_to(&mut self, choice: &str) -> bool {
+        let model = choice.trim();
         if model.is_empty() || model.contains('\n') {
             let now = match &self.provider_label {
                 Ok(label) => display_label(label),
@@ -29,13 +38,13 @@ impl App {
                 format!("model: {now} · type MODEL or PROVIDER/MODEL in the composer, then {key}"),
                 false,
             );
-            return;
+            return false;
         }
         let session_id = self.thread.as_ref().and_then(|t| t.session_id.clone());
         let model = model.to_string();
-        self.composer.clear();
         self.set_note(format!("switching the model to {model}…"), false);
         self.send(EngineCommand::SetModel { session_id, model });
+        true
     }
 
     /// The engine's answer: once switched, the status bar (when it concerns the open

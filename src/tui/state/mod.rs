@@ -1,6 +1,7 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
 //! scroll anchor, streaming, the agent browser, the status-bar note, the approval
-//! prompts, the trust prompt and the messages waiting for running turns (`pending`).
+//! prompts, the trust prompt, the messages waiting for running turns (`pending`) and
+//! the composer's popup (`palette`, with the slash-command table in `palette_commands`).
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
@@ -19,6 +20,8 @@ pub mod error_card;
 pub mod inflight;
 pub mod layout;
 pub mod note;
+pub mod palette;
+pub mod palette_commands;
 pub mod pending;
 pub mod rows;
 pub mod stream;

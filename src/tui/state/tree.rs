@@ -205,6 +205,18 @@ impl SessionTree {
                 .is_some_and(|n| n.status == SessionStatus::Waiting)
     }
 
+    /// Root sessions, newest first.
+    pub fn roots(&self) -> &[String] {
+        &self.roots
+    }
+
+    /// Sets session `id`'s title (a rename the bus did not carry: a stored session).
+    pub fn set_title(&mut self, id: &str, title: &str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.title = Some(title.to_string());
+        }
+    }
+
     /// The most recent root (first root), for `--continue`.
     pub fn latest_root(&self) -> Option<&str> {
         self.roots.first().map(String::as_str)

@@ -1,4 +1,5 @@
-//! The help overlay, generated from the keymap table (so overrides show).
+//! The help overlay, generated from the keymap table (so overrides show) and the
+//! slash-command table.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -7,6 +8,7 @@ use ratatui::widgets::{Clear, Widget};
 
 use super::{pane_block, scrolled_lines};
 use crate::tui::keymap::{Context, Keymap, TABLE};
+use crate::tui::state::palette_commands::{SLASH_COMMANDS, usage};
 use crate::tui::theme::{Slot, Theme};
 
 /// The help overlay.
@@ -31,6 +33,7 @@ impl HelpView<'_> {
             Context::Tree,
             Context::Chat,
             Context::Composer,
+            Context::Palette,
             Context::Browser,
             Context::Help,
             Context::Mcp,
@@ -54,6 +57,17 @@ impl HelpView<'_> {
                     Span::styled(format!(" {}", spec.description), text),
                 ]));
             }
+        }
+        out.push(Line::default());
+        out.push(Line::from(Span::styled(
+            "Slash commands (type / in the composer)".to_string(),
+            heading,
+        )));
+        for spec in SLASH_COMMANDS {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<col$}", usage(spec)), key),
+                Span::styled(format!(" {}", spec.help), text),
+            ]));
         }
         out
     }

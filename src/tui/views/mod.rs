@@ -13,6 +13,7 @@ pub mod composer;
 pub mod diff;
 pub mod help;
 pub mod mcp;
+pub mod palette;
 pub mod pending;
 pub mod status;
 pub mod tree;

@@ -1,0 +1,264 @@
+//! The composer's popup and slash commands (issue 15 item 1): `/` at the start of the
+//! composer lists the commands of the one table (`state::palette_commands`) filtered
+//! by what follows; `/resume ` lists stored root sessions. Up/Down select, Enter or
+//! Tab accepts, Esc closes it until the text changes (SPEC §13 key order: the popup
+//! sees keys before the composer). A sent message that is a known command runs it
+//! instead of going to the model; an unknown `/name` is a notice and stays in the
+//! composer.
+//!
+//! Owns: keeping the popup in step with the composer's text, the popup's keys and
+//! what each command does. Does not own: the table or parsing (`state::palette_commands`),
+//! drawing (`views::palette`), the engine work (`EngineCommand::RenameSession`,
+//! `ExportSession`, `SetModel`).
+
+use std::path::PathBuf;
+
+use crossterm::event::KeyEvent;
+
+use super::{App, Focus, Overlay};
+use crate::tui::app_event::EngineCommand;
+use crate::tui::keymap::{Action, Context};
+use crate::tui::state::palette::{Popup, PopupItem, PopupKind};
+use crate::tui::state::palette_commands::{self as slash, Parsed, SLASH_COMMANDS, Slash};
+use crate::tui::state::thread::Thread;
+
+/// `/resume ` (with its space): the composer text that lists sessions to resume.
+const RESUME_PREFIX: &str = "/resume ";
+
+impl App {
+    /// Handles a key while the popup is open (`Context::Palette`); returns whether it
+    /// was used. Keys the popup has no binding for edit the composer (and refilter).
+    pub(super) fn popup_key(
+        &mut self,
+        context: Context,
+        key: KeyEvent,
+        action: Option<Action>,
+    ) -> bool {
+        if context != Context::Palette || action == Some(Action::Quit) {
+            return false;
+        }
+        match action {
+            Some(Action::PaletteUp) => self.move_popup(-1),
+            Some(Action::PaletteDown) => self.move_popup(1),
+            Some(Action::PaletteClose) => {
+                self.popup_dismissed = Some(self.composer.text());
+                self.popup = None;
+            }
+            Some(Action::PaletteAccept) => self.accept_popup(),
+            _ => {
+                self.composer.handle_key(key, None);
+                self.refresh_popup();
+            }
+        }
+        true
+    }
+
+    fn move_popup(&mut self, delta: isize) {
+        if let Some(p) = &mut self.popup {
+            p.move_selection(delta);
+        }
+    }
+
+    /// Recomputes the popup from the composer's text (after every edit).
+    pub(super) fn refresh_popup(&mut self) {
+        let text = self.composer.text();
+        if self.popup_dismissed.as_deref() == Some(text.as_str()) {
+            self.popup = None;
+            return;
+        }
+        self.popup_dismissed = None;
+        let mut fresh = self.popup_for(&text);
+        if let (Some(new), Some(old)) = (&mut fresh, &self.popup) {
+            new.keep_selection_from(old);
+        }
+        self.popup = fresh;
+    }
+
+    fn popup_for(&self, text: &str) -> Option<Popup> {
+        if let Some(name) = slash::typed_name(text) {
+            let rows = slash::rows(name);
+            return (!rows.is_empty()).then(|| Popup::new(PopupKind::Commands, name, rows));
+        }
+        if let Some(query) = text.strip_prefix(RESUME_PREFIX)
+            && !query.contains('\n')
+        {
+            return Some(Popup::new(
+                PopupKind::Sessions,
+                query,
+                self.session_rows(query.trim()),
+            ));
+        }
+        None
+    }
+
+    /// Stored and live root sessions whose title, agent or id contains `query`
+    /// (case-insensitive), newest first.
+    fn session_rows(&self, query: &str) -> Vec<PopupItem> {
+        let q = query.to_lowercase();
+        self.tree
+            .roots()
+            .iter()
+            .filter_map(|id| self.tree.get(id))
+            .filter(|n| {
+                q.is_empty()
+                    || n.label().to_lowercase().contains(&q)
+                    || n.agent.to_lowercase().contains(&q)
+                    || n.id.starts_with(&q)
+            })
+            .map(|n| {
+                let short: String = n.id.chars().take(8).collect();
+                PopupItem {
+                    label: n.label().to_string(),
+                    detail: format!("#{short} · {} · {}", n.agent, n.status.as_str()),
+                    value: n.id.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Enter/Tab on the selected row.
+    fn accept_popup(&mut self) {
+        let Some(popup) = self.popup.take() else {
+            return;
+        };
+        let Some(item) = popup.current().cloned() else {
+            // Nothing matches: the text is sent as it is (`/resume PREFIX` still
+            // resolves a prefix of an id).
+            let text = self.composer.text();
+            self.apply(crate::tui::app_event::UiAction::Submit(text));
+            return;
+        };
+        match popup.kind {
+            PopupKind::Commands => {
+                let Some(spec) = SLASH_COMMANDS.iter().find(|s| s.name == item.value) else {
+                    return;
+                };
+                if spec.needs_arg {
+                    self.composer.set_text(&format!("/{} ", spec.name));
+                    self.refresh_popup();
+                } else {
+                    self.composer.clear();
+                    self.run_slash(spec.command, "");
+                }
+            }
+            PopupKind::Sessions => {
+                self.composer.clear();
+                self.resume(&item.value);
+            }
+            PopupKind::Files | PopupKind::History => {}
+        }
+    }
+
+    /// A message about to be sent: runs it when it is a slash command (returns true),
+    /// says so when it is an unknown one (true: not sent, kept in the composer), else
+    /// false (send it).
+    pub(super) fn slash_submitted(&mut self, text: &str) -> bool {
+        match slash::parse(text.trim_end()) {
+            Parsed::Text => false,
+            Parsed::Unknown(name) => {
+                self.set_note(
+                    format!("unknown command /{name}: type / to list the commands (not sent)"),
+                    true,
+                );
+                true
+            }
+            Parsed::Command(spec, arg) => {
+                let arg = arg.to_string();
+                self.composer.clear();
+                self.popup = None;
+                self.run_slash(spec.command, &arg);
+                true
+            }
+        }
+    }
+
+    /// What each slash command does.
+    fn run_slash(&mut self, command: Slash, arg: &str) {
+        let open = self.thread.as_ref().and_then(|t| t.session_id.clone());
+        match command {
+            Slash::Agents => self.act(Action::Agents),
+            Slash::Help => self.act(Action::Help),
+            Slash::Mcp => self.act(Action::Mcp),
+            Slash::Wall => self.act(Action::ChatWall),
+            Slash::Diff => self.act(Action::ChatDiff),
+            Slash::Model => {
+                self.switch_model_to(arg);
+            }
+            Slash::New | Slash::Clear => {
+                self.thread = Some(Thread::new_root(self.default_agent.clone()));
+                self.overlay = Overlay::None;
+                self.focus = Focus::Composer;
+                let note = match (command, open) {
+                    (Slash::Clear, Some(id)) => {
+                        format!("fresh session · #{} stays in the tree", short(&id))
+                    }
+                    _ => "new session: the next message starts it".to_string(),
+                };
+                self.set_note(note, false);
+            }
+            Slash::Resume if arg.is_empty() => {
+                self.composer.set_text(RESUME_PREFIX);
+                self.refresh_popup();
+            }
+            Slash::Resume => self.resume(arg),
+            Slash::Rename => match (open, arg.is_empty()) {
+                (_, true) => self.set_note("usage: /rename TITLE", true),
+                (None, _) => self.set_note(
+                    "nothing to rename: the session starts with its first message",
+                    true,
+                ),
+                (Some(session_id), _) => self.send(EngineCommand::RenameSession {
+                    session_id,
+                    title: arg.to_string(),
+                }),
+            },
+            Slash::Export => match open {
+                None => self.set_note(
+                    "nothing to export: the session starts with its first message",
+                    true,
+                ),
+                Some(session_id) => {
+                    self.set_note("exporting…", false);
+                    self.send(EngineCommand::ExportSession { session_id });
+                }
+            },
+        }
+    }
+
+    /// Opens stored session `id` (or unique prefix) in the chat.
+    fn resume(&mut self, id: &str) {
+        self.open_thread(id);
+        self.focus = Focus::Chat;
+    }
+
+    /// The answer to `/rename`.
+    pub(super) fn on_renamed(&mut self, session_id: &str, result: Result<String, String>) {
+        match result {
+            Ok(title) => {
+                self.tree.set_title(session_id, &title);
+                self.set_note(
+                    format!("renamed #{} to “{title}”", short(session_id)),
+                    false,
+                );
+            }
+            Err(e) => self.set_note(format!("not renamed: {e}"), true),
+        }
+    }
+
+    /// The answer to `/export`.
+    pub(super) fn on_exported(&mut self, result: Result<PathBuf, String>) {
+        match result {
+            Ok(path) => self.set_note(format!("exported to {}", path.display()), false),
+            Err(e) => self.set_note(format!("not exported: {e}"), true),
+        }
+    }
+
+    /// The popup, while it is open.
+    pub fn popup(&self) -> Option<&Popup> {
+        self.popup.as_ref()
+    }
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
