@@ -1,7 +1,7 @@
 //! Where arbor reads and writes on disk (SPEC §2).
 //!
 //! Owns: resolving the Amplifier home, arbor's config file, the log file, the trust
-//! store, the project slug and the sessions directory from the environment. Does not own: reading any of
+//! store, the prompt history, the project slug and the sessions directory from the environment. Does not own: reading any of
 //! those files.
 
 use std::path::{Path, PathBuf};
@@ -105,6 +105,15 @@ impl Paths {
     /// as a `file://` URI that Amplifier's resume loads.
     pub fn bundles_dir(&self) -> PathBuf {
         self.log_file.with_file_name("bundles")
+    }
+
+    /// The composer's prompt history of the project in `cwd` (`tui::state::history`):
+    /// `history/<project slug>.jsonl` in arbor's state directory, beside the log file
+    /// (on Linux `~/.local/state/arbor/history/`).
+    pub fn history_file(&self) -> PathBuf {
+        self.log_file
+            .with_file_name("history")
+            .join(format!("{}.jsonl", project_slug(&self.cwd)))
     }
 
     /// `$AMPLIFIER_HOME/routing`.

@@ -26,6 +26,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 #[path = "tui/approvals.rs"]
 mod approvals;
+#[path = "tui/history.rs"]
+mod history;
 #[path = "tui/live.rs"]
 mod live;
 #[path = "tui/local.rs"]

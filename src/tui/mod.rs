@@ -158,6 +158,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         commands_tx,
     );
     app.set_notify(options.notify);
+    app.set_history(state::history::History::load(options.paths.history_file()));
     if let Some(text) = options.notice {
         app.notice(text);
     }

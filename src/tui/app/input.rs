@@ -67,7 +67,7 @@ impl App {
             }
             return;
         }
-        if self.popup_key(context, key, action) {
+        if self.popup_key(context, key, action) || self.history_key(context, key, action) {
             return;
         }
         // Tab queues the composer's text while the open thread's turn runs (SPEC §13).
@@ -503,6 +503,7 @@ impl App {
     }
 
     fn submit(&mut self, text: String) {
+        self.remember(&text);
         if self.slash_submitted(&text) {
             return;
         }

@@ -6,13 +6,14 @@
 //! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
 //! `model` (switching a model), `palette` (the composer's popup and slash
-//! commands), `steer` (steer, queue and the waiting messages), `draw`
+//! commands), `history` (prompt history keys), `steer` (steer, queue and the waiting messages), `draw`
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
 mod diff;
 mod draw;
 mod engine;
+mod history;
 mod input;
 mod model;
 mod needs_you;
@@ -137,6 +138,10 @@ pub struct App {
     /// The composer text the popup was closed for with Esc (stays closed until the
     /// text changes).
     popup_dismissed: Option<String>,
+    /// The project's sent prompts (Up/Down, Ctrl+R).
+    history: super::state::history::History,
+    /// The prompt the Up/Down walk shows (index into the history).
+    history_pos: Option<usize>,
     /// Approval prompts waiting for the person; the front one is modal.
     approvals: ApprovalQueue,
     /// The start-up trust prompt, until answered (modal, below approval prompts).
@@ -195,6 +200,8 @@ impl App {
             composer: Composer::new(),
             popup: None,
             popup_dismissed: None,
+            history: Default::default(),
+            history_pos: None,
             approvals: ApprovalQueue::default(),
             trust: None,
             browser: BrowserState::default(),

@@ -4,7 +4,7 @@
 //! Tab accepts, Esc closes it until the text changes (SPEC §13 key order: the popup
 //! sees keys before the composer). A sent message that is a known command runs it
 //! instead of going to the model; an unknown `/name` is a notice and stays in the
-//! composer.
+//! composer. The same popup serves the history search (`app::history`).
 //!
 //! Owns: keeping the popup in step with the composer's text, the popup's keys and
 //! what each command does. Does not own: the table or parsing (`state::palette_commands`),
@@ -45,6 +45,13 @@ impl App {
                 self.popup = None;
             }
             Some(Action::PaletteAccept) => self.accept_popup(),
+            _ if self
+                .popup
+                .as_ref()
+                .is_some_and(|p| p.kind == PopupKind::History) =>
+            {
+                self.history_search_key(key)
+            }
             _ => {
                 self.composer.handle_key(key, None);
                 self.refresh_popup();
@@ -61,6 +68,13 @@ impl App {
 
     /// Recomputes the popup from the composer's text (after every edit).
     pub(super) fn refresh_popup(&mut self) {
+        if self
+            .popup
+            .as_ref()
+            .is_some_and(|p| p.kind == PopupKind::History)
+        {
+            return;
+        }
         let text = self.composer.text();
         if self.popup_dismissed.as_deref() == Some(text.as_str()) {
             self.popup = None;
@@ -138,6 +152,7 @@ impl App {
                     self.refresh_popup();
                 } else {
                     self.composer.clear();
+                    self.remember(&format!("/{}", spec.name));
                     self.run_slash(spec.command, "");
                 }
             }
@@ -145,7 +160,8 @@ impl App {
                 self.composer.clear();
                 self.resume(&item.value);
             }
-            PopupKind::Files | PopupKind::History => {}
+            PopupKind::History => self.accept_history(&item.value),
+            PopupKind::Files => {}
         }
     }
 

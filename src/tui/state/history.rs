@@ -1,0 +1,192 @@
+//! The composer's prompt history (issue 15 item 3): what the person sent, per project,
+//! kept across restarts in `Paths::history_file` (`history/<project slug>.jsonl` in
+//! arbor's state directory).
+//!
+//! File shape: one JSON object per line, `{"prompt": TEXT}` (JSON so multi-line
+//! prompts stay one line), oldest first. Appended with one `write` per prompt to a
+//! file opened for appending, so a crash loses at most the prompt being written; a
+//! line that does not parse (a torn last line, a hand edit) is skipped when read.
+//! Capped: once it holds more than twice [`CAP`] lines it is rewritten with the
+//! newest [`CAP`] through a temp file renamed over it (never half-written). What is
+//! kept is what the person typed, with registered secret values (configured API keys)
+//! scrubbed (`session::redact::scrub_secrets`); never attachments or model output.
+//!
+//! Owns: reading, appending, compacting and searching the prompts. Does not own: the
+//! keys that walk or search them (`app::history`).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Prompts kept (the newest).
+pub const CAP: usize = 1_000;
+
+/// Prompts longer than this (bytes) are not kept: a pasted file is no prompt to recall.
+pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    prompt: String,
+}
+
+/// The prompts of one project, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Where it is kept (`None`: in memory only, e.g. tests of other features).
+    path: Option<PathBuf>,
+    entries: Vec<String>,
+    /// Lines in the file (entries plus skipped ones), to know when to compact.
+    lines: usize,
+}
+
+impl History {
+    /// Reads the history at `path` (missing: empty). Unreadable lines are skipped; an
+    /// unreadable file is an empty history that is still appended to.
+    pub fn load(path: PathBuf) -> Self {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut lines = 0;
+        let mut entries = Vec::new();
+        for line in text.lines() {
+            lines += 1;
+            if let Ok(l) = serde_json::from_str::<Line>(line) {
+                entries.push(l.prompt);
+            }
+        }
+        let skip = entries.len().saturating_sub(CAP);
+        entries.drain(..skip);
+        Self {
+            path: Some(path),
+            entries,
+            lines,
+        }
+    }
+
+    /// The prompts, oldest first.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// Records a sent prompt: blank ones, over-long ones and a repeat of the newest are
+    /// not kept. Errors (the state directory cannot be written) come back as text for
+    /// a note; the prompt is still kept for this run.
+    pub fn push(&mut self, prompt: &str) -> Result<(), String> {
+        if prompt.trim().is_empty()
+            || prompt.len() > MAX_PROMPT_BYTES
+            || self.entries.last().map(String::as_str) == Some(prompt)
+        {
+            return Ok(());
+        }
+        let prompt = crate::session::redact::scrub_secrets(prompt).into_owned();
+        self.entries.push(prompt.clone());
+        if self.entries.len() > CAP {
+            self.entries.remove(0);
+        }
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        self.lines += 1;
+        if self.lines > 2 * CAP {
+            self.lines = self.entries.len();
+            return rewrite(&path, &self.entries);
+        }
+        append(&path, &prompt)
+    }
+
+    /// Prompts containing `query` (case-insensitive), newest first, each once.
+    pub fn search(&self, query: &str) -> Vec<&str> {
+        let q = query.to_lowercase();
+        let mut seen = std::collections::HashSet::new();
+        self.entries
+            .iter()
+            .rev()
+            .filter(|e| q.is_empty() || e.to_lowercase().contains(&q))
+            .filter(|e| seen.insert(e.as_str()))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+fn line_of(prompt: &str) -> Result<String, String> {
+    serde_json::to_string(&Line {
+        prompt: prompt.to_string(),
+    })
+    .map(|l| l + "\n")
+    .map_err(|e| e.to_string())
+}
+
+fn create_dir(path: &Path) -> Result<(), String> {
+    match path.parent() {
+        Some(dir) => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("history not kept: {}: {e}", dir.display())),
+        None => Ok(()),
+    }
+}
+
+fn append(path: &Path, prompt: &str) -> Result<(), String> {
+    create_dir(path)?;
+    let line = line_of(prompt)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("history not kept: {}: {e}", path.display()))?;
+    file.write_all(line.as_bytes())
+        .map_err(|e| format!("history not kept: {}: {e}", path.display()))
+}
+
+fn rewrite(path: &Path, entries: &[String]) -> Result<(), String> {
+    create_dir(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let fail = |e: std::io::Error| format!("history not kept: {}: {e}", path.display());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    for e in entries {
+        tmp.write_all(line_of(e)?.as_bytes()).map_err(fail)?;
+    }
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_survive_a_reload_and_torn_lines_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h").join("p.jsonl");
+        let mut h = History::load(path.clone());
+        h.push("first").unwrap();
+        h.push("two\nlines").unwrap();
+        h.push("two\nlines").unwrap();
+        h.push("   ").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"prompt\": \"torn")
+            .unwrap();
+        let h = History::load(path);
+        assert_eq!(h.entries(), ["first", "two\nlines"]);
+        assert_eq!(h.search("LINE"), ["two\nlines"]);
+        assert_eq!(h.search(""), ["two\nlines", "first"]);
+    }
+
+    #[test]
+    fn the_file_is_compacted_to_the_newest_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let mut h = History::load(path.clone());
+        for i in 0..=2 * CAP {
+            h.push(&format!("p{i}")).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), CAP);
+        let h = History::load(path);
+        assert_eq!(h.entries().len(), CAP);
+        assert_eq!(h.entries().last().unwrap(), &format!("p{}", 2 * CAP));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
