@@ -521,3 +521,41 @@ fn a_foundation_agents_system_prompt_carries_its_mentioned_files() {
     );
     assert!(system.len() > 30_000, "{} chars", system.len());
 }
+
+/// An Amplifier-written transcript (OpenAI-style `tool_calls` with string arguments,
+/// block content, tool results, a system note) longer than the tail opened first:
+/// the tail then the earlier part give what one read gives.
+#[test]
+fn an_amplifier_transcript_opens_tail_first() {
+    let env = TestEnv::new();
+    let mut transcript = vec![json!({"role": "system", "content": "context note"})];
+    for i in 0..400 {
+        let id = format!("call_{}", i % 3);
+        transcript.push(
+            json!({"role": "user", "content": [{"type": "text", "text": format!("step {i}")}]}),
+        );
+        transcript.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Looking."}],
+            "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"file_path\":\"src/lib.rs\"}"}}]}));
+        transcript.push(json!({"role": "tool", "tool_call_id": id, "name": "read_file", "content": format!("line {i} {}", "x".repeat(1000))}));
+    }
+    write_session(
+        &env,
+        ROOT,
+        &json!({"session_id": ROOT, "created": "2025-11-20T10:00:00.000000+00:00",
+            "bundle": "bundle:foundation", "working_dir": env.project.display().to_string()}),
+        &transcript,
+    );
+    let store = arbor::session::SessionStore::new(env.sessions_dir());
+    let whole = store.load(ROOT).unwrap();
+    assert_eq!(whole.transcript.len(), 1201);
+    let (tail, earlier) = store.load_tail(ROOT, 256).unwrap();
+    assert!(tail.transcript.len() >= 256 && tail.transcript.len() < 1201);
+    assert_eq!(tail.metadata, whole.metadata);
+    let earlier = earlier.expect("the transcript is longer than its tail");
+    let read = earlier.read().unwrap();
+    let mut messages = read.messages;
+    messages.extend(tail.transcript);
+    assert_eq!(messages, whole.transcript);
+    assert_eq!(read.warnings, whole.warnings);
+}

@@ -44,6 +44,8 @@ mod palette;
 mod recover;
 #[path = "tui/steer.rs"]
 mod steer;
+#[path = "tui/tail_first.rs"]
+mod tail_first;
 #[path = "tui/trust.rs"]
 mod trust;
 #[path = "tui/wall.rs"]

@@ -25,6 +25,7 @@ mod files;
 mod lock;
 mod metadata_file;
 mod rebuild;
+pub mod tail;
 pub mod transcript;
 mod writer;
 
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 pub use files::{MAX_LINE_BYTES, MAX_METADATA_BYTES, bytes_text};
 pub use lock::LOCK_FILE;
 pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
+pub use tail::{EarlierPart, EarlierRead, TranscriptTail};
 pub use transcript::{TRANSCRIPT_FILE, parse_transcript};
 pub use writer::{EVENTS_FILE, SessionWriter};
 
@@ -296,6 +298,35 @@ impl SessionStore {
             transcript,
             warnings,
         })
+    }
+
+    /// Opens a session from its transcript's end (tail-first, see [`tail`]): the
+    /// metadata (as [`SessionStore::load`] reads it) and at least `min_messages` of the
+    /// newest messages, or all of them when the transcript is shorter. The returned
+    /// [`EarlierPart`] (`None` when the tail is the whole transcript) reads the rest;
+    /// the session's `warnings` then hold the metadata's only, and the transcript's
+    /// come with the earlier part, numbered as [`SessionStore::load`] numbers them.
+    ///
+    /// Errors: as [`SessionStore::load`], except that a line over the cap is reported
+    /// by the earlier part's read.
+    pub fn load_tail(
+        &self,
+        id: &str,
+        min_messages: usize,
+    ) -> Result<(LoadedSession, Option<EarlierPart>), StoreError> {
+        let dir = self.existing_dir(id)?;
+        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
+        metadata.depth = self.depth_of(&metadata);
+        let (tail, earlier) = tail::read_tail(&dir.join(TRANSCRIPT_FILE), min_messages)?;
+        if earlier.is_none() {
+            warnings.extend(tail.warnings(0));
+        }
+        let session = LoadedSession {
+            metadata,
+            transcript: tail.messages,
+            warnings,
+        };
+        Ok((session, earlier))
     }
 
     /// Metadata only (with the fallbacks of [`SessionStore::load`] and their warnings;

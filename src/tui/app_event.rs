@@ -15,6 +15,7 @@ pub use crate::session::EngineCommand;
 use crate::session::protocol::ApprovalDecision;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
+use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Everything that can change UI state. The `App` is the only consumer; background
 /// tasks (bus forwarding, command execution, the editor) produce these.
@@ -41,6 +42,21 @@ pub enum AppEvent {
     TranscriptLoaded {
         requested: String,
         result: Result<Box<LoadedSession>, String>,
+    },
+    /// Result of [`EngineCommand::LoadTranscript`] for a transcript long enough to be
+    /// opened tail-first: the session with its newest messages only; the rest, up to
+    /// byte `earlier` of the transcript, follows as [`AppEvent::EarlierLoaded`].
+    TranscriptTailLoaded {
+        requested: String,
+        session: Box<LoadedSession>,
+        earlier: u64,
+    },
+    /// The earlier part (up to byte `end`) of `session_id`'s transcript, opened
+    /// tail-first, as cells, or why it could not be read.
+    EarlierLoaded {
+        session_id: String,
+        end: u64,
+        result: Result<Box<EarlierCells>, String>,
     },
     /// A [`EngineCommand::Submit`] without a session id created this root session; its
     /// turn is now running.

@@ -20,6 +20,7 @@ use super::runloop::Executor;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome, panics};
 use crate::session::SessionStore;
 use crate::tool::filesystem::changes::session_diffs;
+use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Runs commands on `runtime`; reads transcripts and listings from `store`.
 pub struct RuntimeExecutor {
@@ -39,6 +40,61 @@ fn send(tx: &UnboundedSender<AppEvent>, ev: AppEvent) {
 fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     panics::catch_blocking(what, work)
         .unwrap_or_else(|message| Err(format!("internal error: {what} panicked: {message}")))
+}
+
+/// Messages read first when a thread opens: the newest screenful with a wide margin
+/// (a 45-row pane shows at most 45 of them).
+const TAIL_MESSAGES: usize = 256;
+
+/// Opens a session tail-first (SPEC §16): sends its newest messages
+/// (`TranscriptTailLoaded`, or `TranscriptLoaded` when they are all of it), then reads
+/// the earlier part and sends it as cells (`EarlierLoaded`). Runs on a blocking thread.
+fn load_tail_first(store: &SessionStore, requested: String, results: &UnboundedSender<AppEvent>) {
+    let opened = guarded("loading a session", || {
+        store
+            .resolve(&requested)
+            .and_then(|id| store.load_tail(&id, TAIL_MESSAGES))
+            .map_err(|e| e.to_string())
+    });
+    let (session, earlier) = match opened {
+        Ok(pair) => pair,
+        Err(e) => {
+            let event = AppEvent::TranscriptLoaded {
+                requested,
+                result: Err(e),
+            };
+            return send(results, event);
+        }
+    };
+    let Some(part) = earlier else {
+        let event = AppEvent::TranscriptLoaded {
+            requested,
+            result: Ok(Box::new(session)),
+        };
+        return send(results, event);
+    };
+    let session_id = session.metadata.session_id.clone();
+    let end = part.end();
+    send(
+        results,
+        AppEvent::TranscriptTailLoaded {
+            requested,
+            session: Box::new(session),
+            earlier: end,
+        },
+    );
+    let result = guarded("loading earlier messages", || {
+        let read = part.read().map_err(|e| e.to_string())?;
+        Ok(Box::new(EarlierCells::build(end, read)))
+    });
+    send(
+        results,
+        AppEvent::EarlierLoaded {
+            session_id,
+            end,
+            result,
+        },
+    );
 }
 
 /// The app event for a turn's result: `TurnFinished`, or `CommandFailed` for
@@ -210,21 +266,7 @@ impl Executor for RuntimeExecutor {
             EngineCommand::Cancel { session_id } => self.runtime.cancel(&session_id),
             EngineCommand::LoadTranscript { session_id } => {
                 let store = self.store.clone();
-                tokio::task::spawn_blocking(move || {
-                    let result = guarded("loading a session", || {
-                        store
-                            .resolve(&session_id)
-                            .and_then(|id| store.load(&id).map(Box::new))
-                            .map_err(|e| e.to_string())
-                    });
-                    send(
-                        &results,
-                        AppEvent::TranscriptLoaded {
-                            requested: session_id,
-                            result,
-                        },
-                    );
-                });
+                tokio::task::spawn_blocking(move || load_tail_first(&store, session_id, &results));
             }
             EngineCommand::LoadDiff {
                 session_id,

@@ -65,29 +65,64 @@ fn parse_reader(
     path: &Path,
     cap: usize,
 ) -> Result<(Vec<Message>, Vec<String>), StoreError> {
+    Ok(parse_lines(reader, path, cap)?.finish())
+}
+
+/// Feeds the lines of `reader` (the file at `path`) to a fresh [`LineParser`].
+pub(super) fn parse_lines(
+    reader: impl BufRead,
+    path: &Path,
+    cap: usize,
+) -> Result<LineParser, StoreError> {
     let mut parser = LineParser::default();
     let mut lines = CappedLines::new(reader, path, cap);
     let mut chunk = Vec::new();
     while lines.next_into(&mut chunk)? {
         parser.push(&chunk);
     }
-    Ok(parser.finish())
+    Ok(parser)
 }
 
 /// The one judge of transcript lines, shared by [`parse_transcript`] (slices of
 /// memory) and [`read_transcript`] (lines read from the file), so the two cannot drift.
 #[derive(Debug, Default)]
-struct LineParser {
-    messages: Vec<Message>,
-    warnings: Vec<String>,
+pub(super) struct LineParser {
+    pub(super) messages: Vec<Message>,
+    pub(super) warnings: Vec<LineWarning>,
     /// 1-based number of the last line pushed.
-    line: usize,
+    pub(super) line: usize,
+}
+
+/// A line [`LineParser`] could not take, kept structured so a part of the transcript
+/// read on its own (the tail, see `tail`) can be numbered once the lines before it
+/// are counted.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum LineWarning {
+    /// Line `line` (1-based within the part parsed) is not a message.
+    Skipped { line: usize, reason: String },
+    /// The unterminated last line (`bytes` long) is a torn write.
+    Torn { bytes: usize },
+}
+
+impl LineWarning {
+    /// The warning's text, with `before` lines ahead of the part it was found in.
+    pub(super) fn render(&self, before: usize) -> String {
+        match self {
+            LineWarning::Skipped { line, reason } => format!(
+                "{TRANSCRIPT_FILE} line {}: skipped: {reason}",
+                before + line
+            ),
+            LineWarning::Torn { bytes } => {
+                format!("{TRANSCRIPT_FILE}: dropped torn last line ({bytes} bytes)")
+            }
+        }
+    }
 }
 
 impl LineParser {
     /// Takes the next line as split from the transcript: its bytes ending in `\n`, or,
     /// for an unterminated last line only, without one. Never empty.
-    fn push(&mut self, chunk: &[u8]) {
+    pub(super) fn push(&mut self, chunk: &[u8]) {
         self.line += 1;
         let (raw, terminated) = match chunk.strip_suffix(b"\n") {
             Some(raw) => (raw, true),
@@ -102,24 +137,22 @@ impl LineParser {
             Err(e) => {
                 let torn =
                     !terminated && serde_json::from_slice::<serde_json::Value>(line).is_err();
-                if torn {
-                    self.warnings.push(format!(
-                        "{TRANSCRIPT_FILE}: dropped torn last line ({} bytes)",
-                        raw.len()
-                    ));
+                self.warnings.push(if torn {
+                    LineWarning::Torn { bytes: raw.len() }
                 } else {
-                    self.warnings.push(format!(
-                        "{TRANSCRIPT_FILE} line {}: skipped: {e}",
-                        self.line
-                    ));
-                }
+                    LineWarning::Skipped {
+                        line: self.line,
+                        reason: e.to_string(),
+                    }
+                });
             }
         }
     }
 
     /// The messages in file order and the warnings.
     fn finish(self) -> (Vec<Message>, Vec<String>) {
-        (self.messages, self.warnings)
+        let warnings = self.warnings.iter().map(|w| w.render(0)).collect();
+        (self.messages, warnings)
     }
 }
 

@@ -10,6 +10,7 @@ use crate::agent::reload::{RegistryDiff, ReloadEvent};
 use crate::engine::TurnOutcome;
 use crate::session::{EngineEvent, Event, LoadedSession, Metadata, SessionStatus};
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
+use crate::tui::state::thread_earlier::EarlierCells;
 use crate::tui::state::tree::agent_from_id;
 use crate::tui::theme::Theme;
 use crate::tui::views::status::model_part;
@@ -124,6 +125,7 @@ impl App {
         &mut self,
         requested: &str,
         result: Result<Box<LoadedSession>, String>,
+        earlier: Option<u64>,
     ) {
         let Some(thread) = &mut self.thread else {
             return;
@@ -144,7 +146,10 @@ impl App {
                     self.tree.expand(&m.session_id);
                 }
                 let id = m.session_id.clone();
-                thread.load(*loaded);
+                match earlier {
+                    Some(end) => thread.load_tail(*loaded, end),
+                    None => thread.load(*loaded),
+                }
                 if let Some(f) = self.inflight.get(&id) {
                     thread.seed_stream(&f.text, &f.thinking, &self.theme);
                 }
@@ -156,6 +161,27 @@ impl App {
                 thread.push_error(&message);
             }
         }
+    }
+
+    /// The earlier part of the open thread's transcript (opened tail-first) arrived:
+    /// its cells go in front of the newest ones, or an error replaces the loading line.
+    /// Ignored when the thread is another one or was reopened meanwhile.
+    pub(super) fn on_earlier(
+        &mut self,
+        session_id: &str,
+        end: u64,
+        result: Result<Box<EarlierCells>, String>,
+    ) {
+        let Some(thread) = &mut self.thread else {
+            return;
+        };
+        if thread.session_id.as_deref() != Some(session_id) {
+            return;
+        }
+        match result {
+            Ok(cells) => thread.earlier_loaded(*cells),
+            Err(message) => thread.earlier_failed(end, &message),
+        };
     }
 
     pub(super) fn on_session_created(&mut self, id: &str) {

@@ -252,8 +252,18 @@ impl App {
             AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
             AppEvent::McpServersListed(servers) => self.mcp = servers,
             AppEvent::TranscriptLoaded { requested, result } => {
-                self.on_transcript(&requested, result)
+                self.on_transcript(&requested, result, None)
             }
+            AppEvent::TranscriptTailLoaded {
+                requested,
+                session,
+                earlier,
+            } => self.on_transcript(&requested, Ok(session), Some(earlier)),
+            AppEvent::EarlierLoaded {
+                session_id,
+                end,
+                result,
+            } => self.on_earlier(&session_id, end, result),
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),

@@ -8,8 +8,8 @@
 //! drawing (`views`).
 //!
 //! The thread's files form layers, each using only those below it
-//! (`tests/inner_layers.rs` fails on a cycle): `thread_events` and `transcript` (more
-//! `Thread` methods) on top; `thread`; `layout`; `cells`; `stream` and `error_card`
+//! (`tests/inner_layers.rs` fails on a cycle): `thread_earlier` (opening tail-first),
+//! `thread_events` and `transcript` (more `Thread` methods) on top; `thread`; `layout`; `cells`; `stream` and `error_card`
 //! (the streaming and provider-failure cell kinds); `rows` (the row type, thinking
 //! summary and layout counters every kind shares) at the bottom.
 
@@ -28,6 +28,7 @@ pub mod pending;
 pub mod rows;
 pub mod stream;
 pub mod thread;
+pub mod thread_earlier;
 mod thread_events;
 mod transcript;
 pub mod tree;

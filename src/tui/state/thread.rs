@@ -22,6 +22,10 @@ use crate::session::{LoadedSession, Message, SessionStatus};
 use crate::tui::app_event::UiAction;
 use crate::tui::theme::Theme;
 
+/// The line heading a thread whose earlier messages are still loading (opened
+/// tail-first, see `thread_earlier`).
+pub const LOADING_EARLIER: &str = "loading earlier messages…";
+
 /// How many of the loaded transcript's last messages may still be announced live.
 const UNCONFIRMED_WINDOW: usize = 16;
 
@@ -63,6 +67,16 @@ pub struct Thread {
     pub(super) buffered: Vec<Message>,
     /// The loaded transcript's last messages whose `message:appended` may still come.
     pub(super) unconfirmed: VecDeque<Message>,
+    /// Opened tail-first: where the earlier part of the transcript, still loading,
+    /// ends (its byte offset; see `thread_earlier`).
+    pub(super) earlier: Option<u64>,
+    /// Leading notice cells (load warnings, then the loading line while `earlier`).
+    pub(super) lead: usize,
+    /// While `earlier`: the newest messages loaded first, and how many cells they
+    /// made (after the `lead` cells). The earlier part is merged by replaying them
+    /// after it, so a result whose call was not loaded lands on its card.
+    pub(super) tail: Vec<Message>,
+    pub(super) tail_cells: usize,
     size: (u16, usize),
 }
 
@@ -91,6 +105,14 @@ impl Thread {
     /// assistant message arrived while loading: the stream then mixes two replies and
     /// is dropped; the `App` re-seeds it with [`Thread::seed_stream`]).
     pub fn load(&mut self, loaded: LoadedSession) {
+        self.load_with(loaded, None);
+    }
+
+    /// [`Thread::load`], with `earlier` the end offset of the part of the transcript
+    /// still loading when the session was opened tail-first (a loading line then
+    /// heads the thread until [`Thread::earlier_loaded`]).
+    pub(super) fn load_with(&mut self, loaded: LoadedSession, earlier: Option<u64>) {
+        self.earlier = earlier;
         let stream = self
             .stream
             .and_then(|i| (i < self.cells.len()).then(|| self.cells.swap_remove(i)));
@@ -110,9 +132,14 @@ impl Thread {
         for warning in &loaded.warnings {
             self.push(CellKind::Notice(warning.clone()));
         }
+        if self.earlier.is_some() {
+            self.push(CellKind::Notice(LOADING_EARLIER.into()));
+        }
+        self.lead = self.cells.len();
         for m in &loaded.transcript {
             self.push_message(m);
         }
+        self.tail_cells = self.cells.len() - self.lead;
         // Who answers the next message (selection), over who answered last.
         if let Some(active) = &loaded.metadata.active_agent {
             self.active_agent = Some(active.clone());
@@ -121,6 +148,10 @@ impl Thread {
         let window = UNCONFIRMED_WINDOW.max(buffered.len());
         let start = loaded.transcript.len().saturating_sub(window);
         self.unconfirmed = loaded.transcript[start..].iter().cloned().collect();
+        self.tail = match self.earlier {
+            Some(_) => loaded.transcript,
+            None => Vec::new(),
+        };
         let mixed = buffered.iter().any(|m| matches!(m, Message::Assistant(_)));
         for m in &buffered {
             self.append_live(m);
