@@ -2,6 +2,9 @@
 //! transcript parse) of a generated session whose transcript mixes user messages,
 //! assistant text, tool calls and ~1.5 KB tool results; and the peak RSS of doing so.
 //!
+//! `session_open_tail` times the tail-first open (`SessionStore::load_tail`: the
+//! newest 256 messages) that the TUI draws from before the rest is read.
+//!
 //! The time is a divan bench. The peak is the `VmHWM` of a fresh process (this bench
 //! binary re-run with `ARBOR_BENCH_LOAD_PEAK` set) that loads the session once and
 //! keeps it, next to the same process that does not load it (the baseline); measured
@@ -50,6 +53,18 @@ fn session_load(bencher: Bencher, messages: usize) {
         .counter(ItemsCount::new(messages))
         .counter(BytesCount::new(bytes))
         .bench(|| store.load(&id).unwrap());
+}
+
+/// Tail-first open (`SessionStore::load_tail`, as the TUI opens a thread): the newest
+/// 256 messages and the metadata; the earlier part is read afterwards, off this path.
+#[divan::bench(args = [1_000, 100_000], sample_count = 10)]
+fn session_open_tail(bencher: Bencher, messages: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path().join("sessions"));
+    let id = generate::create_session(&store, messages);
+    let (tail, _) = store.load_tail(&id, 256).unwrap();
+    assert!(tail.transcript.len() >= 256);
+    bencher.bench(|| store.load_tail(&id, 256).unwrap());
 }
 
 /// In the child: load (or not) and print `VmHWM` while the session is still held.

@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use super::action::{KeyOutcome, UiAction};
 use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
 pub use crate::session::EngineCommand;
-use crate::session::protocol::ApprovalDecision;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
 use crate::tui::state::thread_earlier::EarlierCells;
@@ -117,42 +117,4 @@ pub enum AppEvent {
     Tick,
     /// Quit now (a termination signal arrived).
     Shutdown,
-}
-
-/// What an input widget did with a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyOutcome {
-    /// The widget used the key; nothing else to do but redraw.
-    Consumed,
-    /// The widget does not handle this key; the caller may try elsewhere.
-    Ignored,
-    /// The widget used the key and asks the `App` to perform an action.
-    Emit(UiAction),
-}
-
-/// A request from a widget to the `App`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UiAction {
-    /// Send the composer's text as the next user message of the open thread.
-    Submit(String),
-    /// Open this session's thread in the chat pane.
-    OpenThread(String),
-    /// Cancel this session's running turn and its subtree.
-    Cancel(String),
-    /// Start a new root session with this agent (the next submit carries it).
-    StartWithAgent(String),
-    /// Open this agent file in `$EDITOR`.
-    EditFile(PathBuf),
-    /// Show a short note in the status bar.
-    Note(String),
-    /// Answer the approval that tool call `tool_call_id` of `session_id` waits for
-    /// (sent to the engine as `EngineCommand::ResolveApproval`).
-    ResolveApproval {
-        session_id: String,
-        tool_call_id: String,
-        decision: ApprovalDecision,
-    },
-    /// Answer the trust prompt: `trust` records the project in the trust store; either
-    /// way the prompt closes.
-    AnswerTrust { trust: bool },
 }

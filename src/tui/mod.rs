@@ -37,6 +37,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod action;
 pub mod app;
 pub mod app_event;
 pub mod clock;

@@ -27,7 +27,7 @@ use jiff::Timestamp;
 
 use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
 use crate::session::{EngineEvent, Event};
-use crate::tui::app_event::{KeyOutcome, UiAction};
+use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::key::KeyBinding;
 use crate::tui::keymap::Action;
 

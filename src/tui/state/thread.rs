@@ -19,7 +19,7 @@ use super::rows::LayoutStats;
 use super::stream::StreamState;
 use crate::session::message::ContentBlock;
 use crate::session::{LoadedSession, Message, SessionStatus};
-use crate::tui::app_event::UiAction;
+use crate::tui::action::UiAction;
 use crate::tui::theme::Theme;
 
 /// The line heading a thread whose earlier messages are still loading (opened

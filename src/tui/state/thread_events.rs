@@ -226,7 +226,7 @@ mod tests {
         t.selected = Some(1);
         assert_eq!(
             t.activate(false),
-            Some(crate::tui::app_event::UiAction::OpenThread(
+            Some(crate::tui::action::UiAction::OpenThread(
                 "abc-def_explorer".into()
             ))
         );

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::tui::app_event::{KeyOutcome, UiAction};
+use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::keymap::Action;
 
 /// The question "trust this project?".
