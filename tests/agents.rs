@@ -1,40 +1,24 @@
-//! Agent files, the registry, bundles and hot reload against real Amplifier material
+//! Agent files, the registry and bundles against real Amplifier material
 //! (`../shared/fixtures`) and temp dirs. Never touches the real home: every `Paths`
 //! is built from a map with `AMPLIFIER_HOME`, `HOME` and `ARBOR_CONFIG` in a temp dir.
+//! Hot reload is `tests/agent_reload.rs`.
 
 // Test helpers may panic: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/agent_home.rs"]
+mod agent_home;
 #[path = "support/shared.rs"]
 mod shared;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
+use agent_home::{agent, empty_bundle, load, paths_in, write};
 use arbor::agent::Bundle;
-use arbor::agent::reload::ReloadEvent;
-use arbor::agent::watcher::{AgentEnv, WatchSpec, WatcherHandle, spawn_watcher_with};
 use arbor::agent::{AgentSource, Registry, registry::validate_file};
 use arbor::config::merge::merge_for_spawn;
-use arbor::paths::Paths;
 use arbor::tool::mount::ToolSet;
 use serde_json::{Value, json};
-
-/// Paths rooted in `root`: `root/home/.amplifier`, config under `root/home/.config`,
-/// current directory `root/project` (created).
-fn paths_in(root: &Path) -> Paths {
-    let project = root.join("project");
-    std::fs::create_dir_all(&project).unwrap();
-    let home = root.join("home");
-    let env = move |k: &str| match k {
-        "HOME" => Some(home.display().to_string()),
-        "AMPLIFIER_HOME" => Some(home.join(".amplifier").display().to_string()),
-        "ARBOR_CONFIG" => Some(home.join(".config/arbor/config.yaml").display().to_string()),
-        _ => None,
-    };
-    Paths::from_env_map(&env, project)
-}
 
 fn copy_md(from: &Path, to: &Path) -> usize {
     std::fs::create_dir_all(to).unwrap();
@@ -47,25 +31,6 @@ fn copy_md(from: &Path, to: &Path) -> usize {
         }
     }
     n
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn agent(name: &str, description: &str) -> String {
-    format!("---\nmeta:\n  name: {name}\n  description: {description}\n---\nYou are {name}.\n")
-}
-
-fn empty_bundle() -> Bundle {
-    let mut b = Bundle::builtin();
-    b.agent_files.clear();
-    b
-}
-
-fn load(paths: &Paths, bundle: &Bundle) -> Registry {
-    Registry::load_with_vars(paths, bundle, &[])
 }
 
 #[test]
@@ -531,205 +496,4 @@ fn user_beats_project_beats_bundle_and_shadows_are_kept_in_order() {
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
-}
-
-// ---- hot reload on a real filesystem (real notify; bounded waits, no fixed sleeps) ----
-
-const WAIT: Duration = Duration::from_secs(15);
-
-fn watch(paths: &Paths) -> WatcherHandle {
-    let bundle = Arc::new(empty_bundle());
-    let registry = Arc::new(load(paths, &bundle));
-    spawn_watcher_with(WatchSpec {
-        paths: paths.clone(),
-        bundle_path: None,
-        env: AgentEnv::Vars(Arc::from(Vec::new())),
-        bundle,
-        registry,
-    })
-    .unwrap()
-}
-
-/// Waits (bounded) for an event after which `done(event, registry)` holds.
-async fn wait_for(
-    h: &mut WatcherHandle,
-    what: &str,
-    done: impl Fn(&ReloadEvent, &Registry) -> bool,
-) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match tokio::time::timeout(left, h.reloads.recv()).await {
-            Ok(Some(e)) => {
-                let reg = h.registry.borrow().clone();
-                if done(&e, &reg) {
-                    return;
-                }
-            }
-            Ok(None) => panic!("watcher stopped while waiting for {what}"),
-            Err(_) => panic!("timed out waiting for {what}"),
-        }
-    }
-}
-
-fn description(reg: &Registry, name: &str) -> Option<String> {
-    reg.get(name).map(|a| a.description.clone())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn edits_and_editor_save_patterns_are_reported() {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = paths_in(tmp.path());
-    let dir = paths.user_agents_dir();
-    let file = dir.join("alpha.md");
-    write(&file, &agent("alpha", "v1"));
-    let mut h = watch(&paths);
-
-    write(&file, &agent("alpha", "v2"));
-    wait_for(&mut h, "in-place edit", |e, reg| {
-        matches!(e, ReloadEvent::Agents(d) if d.changed == ["alpha"])
-            && description(reg, "alpha").as_deref() == Some("v2")
-    })
-    .await;
-
-    let temp = dir.join(".alpha.md.tmp");
-    write(&temp, &agent("alpha", "v3"));
-    std::fs::rename(&temp, &file).unwrap();
-    wait_for(&mut h, "write-temp-then-rename", |e, reg| {
-        matches!(e, ReloadEvent::Agents(d) if d.changed == ["alpha"])
-            && description(reg, "alpha").as_deref() == Some("v3")
-    })
-    .await;
-
-    std::fs::remove_file(&file).unwrap();
-    write(&file, &agent("alpha", "v4"));
-    wait_for(&mut h, "delete-then-create", |_, reg| {
-        description(reg, "alpha").as_deref() == Some("v4")
-    })
-    .await;
-
-    write(
-        &file,
-        "---\nmeta:\n  name: alpha\nagents: maybe\n---\nBody\n",
-    );
-    wait_for(
-        &mut h,
-        "now invalid",
-        |e, _| matches!(e, ReloadEvent::Agents(d) if d.now_invalid == ["alpha"]),
-    )
-    .await;
-
-    write(&dir.join("beta.md"), &agent("beta", "b"));
-    wait_for(
-        &mut h,
-        "added",
-        |e, _| matches!(e, ReloadEvent::Agents(d) if d.added == ["beta"]),
-    )
-    .await;
-    std::fs::remove_file(dir.join("beta.md")).unwrap();
-    wait_for(
-        &mut h,
-        "removed",
-        |e, _| matches!(e, ReloadEvent::Agents(d) if d.removed == ["beta"]),
-    )
-    .await;
-
-    write(&paths.config_file, "theme: dark\n");
-    wait_for(&mut h, "config change", |e, _| {
-        *e == ReloadEvent::ConfigChanged
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agent_directories_created_after_start_are_picked_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = paths_in(tmp.path());
-    assert!(!paths.user_agents_dir().exists());
-    let mut h = watch(&paths);
-
-    write(
-        &paths.user_agents_dir().join("late-user.md"),
-        &agent("late-user", "u"),
-    );
-    wait_for(
-        &mut h,
-        "user agent in a new dir",
-        |e, _| matches!(e, ReloadEvent::Agents(d) if d.added == ["late-user"]),
-    )
-    .await;
-
-    write(
-        &paths.cwd.join(".amplifier/agents/late-project.md"),
-        &agent("late-project", "p"),
-    );
-    wait_for(&mut h, "project agent in a new dir", |e, reg| {
-        matches!(e, ReloadEvent::Agents(d) if d.added == ["late-project"])
-            && reg
-                .get("late-project")
-                .is_some_and(|a| a.source == AgentSource::Project)
-    })
-    .await;
-
-    // The new directory itself is now watched: a later edit is seen too.
-    write(
-        &paths.cwd.join(".amplifier/agents/late-project.md"),
-        &agent("late-project", "p2"),
-    );
-    wait_for(&mut h, "edit in the new dir", |_, reg| {
-        description(reg, "late-project").as_deref() == Some("p2")
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bundle_file_changes_reload_the_bundle() {
-    let tmp = tempfile::tempdir().unwrap();
-    let paths = paths_in(tmp.path());
-    let bundle_file = tmp.path().join("mybundle/bundle.md");
-    write(&bundle_file, "---\nbundle: {name: mine}\n---\nRoot v1\n");
-    write(
-        &tmp.path().join("mybundle/agents/helper.md"),
-        &agent("helper", "h1"),
-    );
-    let bundle = Arc::new(Bundle::load(&bundle_file).unwrap());
-    let registry = Arc::new(load(&paths, &bundle));
-    assert_eq!(registry.get("mine:helper").unwrap().description, "h1");
-    let mut h = spawn_watcher_with(WatchSpec {
-        paths: paths.clone(),
-        bundle_path: Some(bundle_file.clone()),
-        env: AgentEnv::Vars(Arc::from(Vec::new())),
-        bundle,
-        registry,
-    })
-    .unwrap();
-
-    write(&bundle_file, "---\nbundle: {name: mine}\n---\nRoot v2\n");
-    wait_for(&mut h, "bundle change", |e, _| {
-        matches!(e, ReloadEvent::BundleChanged { .. })
-    })
-    .await;
-    assert_eq!(h.bundle.borrow().mount_plan.instruction(), "Root v2");
-
-    write(
-        &tmp.path().join("mybundle/agents/helper.md"),
-        &agent("helper", "h2"),
-    );
-    wait_for(&mut h, "bundle agent change", |e, reg| {
-        matches!(e, ReloadEvent::Agents(d) if d.changed == ["helper"])
-            && description(reg, "mine:helper").as_deref() == Some("h2")
-    })
-    .await;
-
-    write(
-        &bundle_file,
-        "---\nbundle: {name: mine}\nagents: maybe\n---\nRoot v3\n",
-    );
-    wait_for(
-        &mut h,
-        "bundle error",
-        |e, _| matches!(e, ReloadEvent::BundleInvalid { message } if message.contains("'maybe'")),
-    )
-    .await;
-    assert_eq!(h.bundle.borrow().mount_plan.instruction(), "Root v2");
 }

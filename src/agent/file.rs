@@ -58,7 +58,11 @@ pub fn load_agent_file(path: &Path, source: AgentSource, namespace: Option<&str>
         namespace,
     };
     match std::fs::read(path) {
-        Ok(bytes) => parse_agent(&String::from_utf8_lossy(&bytes), &origin),
+        // Valid UTF-8 (the usual case) is checked by the fast validator and not copied.
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => parse_agent(&text, &origin),
+            Err(e) => parse_agent(&String::from_utf8_lossy(e.as_bytes()), &origin),
+        },
         Err(e) => invalid(&origin, 0, 0, format!("cannot read agent file: {e}")),
     }
 }

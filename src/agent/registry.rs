@@ -5,8 +5,9 @@
 //! the losers as `shadows`, `ns:name` lookups inside a bundle namespace, and
 //! withholding the tools of an untrusted project's agents (`config::trust`), and
 //! marking agents whose `sub_agents` break a tree invalid (`tree::check`). Does not
-//! own: parsing one file (`agent::file`), watching files (`agent::watcher`) or loading
-//! the bundle (`bundle`).
+//! own: parsing one file (`agent::file`), reading a directory of them in parallel and
+//! reusing unchanged parses (`files`), watching files (`agent::watcher`) or loading the
+//! bundle (`bundle`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ use super::{AgentDef, AgentSource, Shadowed};
 use crate::config::mount_plan::module_name;
 use crate::config::trust;
 use crate::paths::Paths;
+
+mod files;
+
+pub use files::ParseCache;
 
 /// Prefix of the per-agent override variables (`AMPLIFIER_AGENT_ZEN_ARCHITECT`).
 pub const ENV_PREFIX: &str = "AMPLIFIER_AGENT_";
@@ -59,31 +64,23 @@ pub fn validate_file(path: &Path) -> AgentDef {
 /// `*.md` files directly in `dir` (no dot-files), sorted by file name. A missing or
 /// unreadable directory is empty.
 pub fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            !name.starts_with('.')
-                && Path::new(&*name)
-                    .extension()
-                    .is_some_and(|x| x.eq_ignore_ascii_case("md"))
-        })
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
+    files::agent_files_in(dir)
 }
 
-fn load_dir(dir: Option<&Path>, source: AgentSource) -> Vec<AgentDef> {
-    dir.map(agent_files_in)
+fn load_dir(
+    dir: Option<&Path>,
+    source: AgentSource,
+    cache: Option<&mut ParseCache>,
+) -> Vec<AgentDef> {
+    dir.map(|d| files::load_dir(d, source, cache))
         .unwrap_or_default()
-        .iter()
-        .map(|p| file::load_agent_file(p, source, None))
+}
+
+/// The names of every `AMPLIFIER_AGENT_*` variable the process has.
+fn process_agent_vars() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with(ENV_PREFIX))
         .collect()
 }
 
@@ -163,17 +160,40 @@ impl Registry {
     /// when `env` reads the process environment). For a fixed set of variables use
     /// [`Registry::load_with_vars`].
     pub fn load(paths: &Paths, bundle: &Bundle, env: &dyn Fn(&str) -> Option<String>) -> Self {
-        let vars: Vec<String> = std::env::vars_os()
-            .filter_map(|(k, _)| k.into_string().ok())
-            .filter(|k| k.starts_with(ENV_PREFIX))
-            .collect();
-        Self::build(paths, bundle, env, &vars)
+        let vars = process_agent_vars();
+        Self::build(paths, bundle, env, &vars, None)
+    }
+
+    /// Like [`Registry::load`], reusing `cache`'s parse of every user and project agent
+    /// file whose size, mtime and inode are unchanged since `cache` last parsed it (and
+    /// whose mtime was then older than the file system's timestamp tick), and leaving
+    /// this build's parses in `cache` for the next. The result equals
+    /// [`Registry::load`]'s.
+    pub fn load_cached(
+        paths: &Paths,
+        bundle: &Bundle,
+        env: &dyn Fn(&str) -> Option<String>,
+        cache: &mut ParseCache,
+    ) -> Self {
+        let vars = process_agent_vars();
+        Self::build(paths, bundle, env, &vars, Some(cache))
     }
 
     /// Like [`Registry::load`], with the environment given as `(name, value)` pairs;
     /// every `AMPLIFIER_AGENT_*` among them is scanned, so an agent that only exists as
     /// a variable appears (name = suffix lower-cased, `_` → `-`).
     pub fn load_with_vars(paths: &Paths, bundle: &Bundle, vars: &[(String, String)]) -> Self {
+        Self::load_with_vars_cached(paths, bundle, vars, None)
+    }
+
+    /// [`Registry::load_with_vars`] with an optional [`ParseCache`], as
+    /// [`Registry::load_cached`] uses it.
+    pub fn load_with_vars_cached(
+        paths: &Paths,
+        bundle: &Bundle,
+        vars: &[(String, String)],
+        cache: Option<&mut ParseCache>,
+    ) -> Self {
         let lookup = |k: &str| {
             vars.iter()
                 .rev()
@@ -185,7 +205,7 @@ impl Registry {
             .map(|(k, _)| k.clone())
             .filter(|k| k.starts_with(ENV_PREFIX))
             .collect();
-        Self::build(paths, bundle, &lookup, &names)
+        Self::build(paths, bundle, &lookup, &names, cache)
     }
 
     fn build(
@@ -193,7 +213,11 @@ impl Registry {
         bundle: &Bundle,
         env: &dyn Fn(&str) -> Option<String>,
         env_vars: &[String],
+        mut cache: Option<&mut ParseCache>,
     ) -> Self {
+        if let Some(c) = cache.as_deref_mut() {
+            c.begin();
+        }
         let project_dir = paths.project_agents_dir();
         let bundle_agents: Vec<AgentDef> = bundle
             .agent_files
@@ -209,15 +233,23 @@ impl Registry {
             })
             .collect();
         let mut by_name: BTreeMap<String, Vec<AgentDef>> = BTreeMap::new();
-        let mut project_agents = load_dir(project_dir.as_deref(), AgentSource::Project);
+        let user_agents = load_dir(
+            Some(&paths.user_agents_dir()),
+            AgentSource::User,
+            cache.as_deref_mut(),
+        );
+        let mut project_agents = load_dir(
+            project_dir.as_deref(),
+            AgentSource::Project,
+            cache.as_deref_mut(),
+        );
+        if let Some(c) = cache {
+            c.finish();
+        }
         if let Some(dir) = &project_dir {
             withhold_untrusted_tools(paths, dir, &mut project_agents);
         }
-        let tiers = [
-            load_dir(Some(&paths.user_agents_dir()), AgentSource::User),
-            project_agents,
-            bundle_agents.clone(),
-        ];
+        let tiers = [user_agents, project_agents, bundle_agents.clone()];
         for def in tiers.into_iter().flatten() {
             by_name.entry(def.name.clone()).or_default().push(def);
         }
@@ -281,8 +313,17 @@ impl Registry {
                 .bundle_agents
                 .iter()
                 .find(|a| a.namespace.as_deref() == Some(ns) && a.name == local),
-            None => self.agents.iter().find(|a| a.name == name),
+            None => self.winner(name),
         }
+    }
+
+    /// The winning definition named exactly `name` (no `ns:` form), found by binary
+    /// search: the winners are sorted by name.
+    pub fn winner(&self, name: &str) -> Option<&AgentDef> {
+        self.agents
+            .binary_search_by(|a| a.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.agents[i])
     }
 
     /// All winning definitions, sorted by name (valid and invalid).

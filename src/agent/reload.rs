@@ -1,7 +1,8 @@
 //! The reload scheduler (SPEC §15): turns bursts of file-change notifications into one
 //! rebuild and one event each.
 //!
-//! Owns: coalescing notifications until a quiet window passes, classifying what a burst
+//! Owns: coalescing notifications until a quiet window passes (a longer grace when the
+//! burst so far ends in a removal, so delete-then-create is one reload), classifying what a burst
 //! touched (agents, bundle, config, themes), running the rebuild on a blocking thread,
 //! publishing the new registry/bundle on `watch` channels, and the registry diff sent as
 //! a [`ReloadEvent`]. Does not own: the OS watcher (`agent::watcher`, which feeds this
@@ -18,8 +19,15 @@ use tokio::task::JoinHandle;
 use super::Bundle;
 use super::Registry;
 
-/// How long notifications must pause before a burst is handled.
-pub const QUIET_WINDOW: Duration = Duration::from_millis(75);
+/// How long notifications must pause before a burst is handled. Editors write a file
+/// (truncate + write + close, write-temp-then-rename, rename-to-backup-then-write) in
+/// well under a millisecond of events; this is what edit → "reloaded" waits for.
+pub const QUIET_WINDOW: Duration = Duration::from_millis(20);
+
+/// How long notifications must pause when the last relevant one removed a file: a
+/// delete is often the first half of delete-then-create, and a reload in between would
+/// report the agent removed and then added again.
+pub const REMOVAL_GRACE: Duration = Duration::from_millis(150);
 
 /// The longest a continuous stream of notifications can delay a rebuild.
 pub const MAX_BURST: Duration = Duration::from_secs(1);
@@ -39,11 +47,11 @@ pub struct RegistryDiff {
 }
 
 impl RegistryDiff {
-    /// The diff from `old` to `new`.
+    /// The diff from `old` to `new` (both sorted by name, as every registry is).
     pub fn between(old: &Registry, new: &Registry) -> Self {
         let mut diff = Self::default();
         for def in new.agents() {
-            match old.agents().iter().find(|o| o.name == def.name) {
+            match old.winner(&def.name) {
                 None if def.is_valid() => diff.added.push(def.name.clone()),
                 None => diff.now_invalid.push(def.name.clone()),
                 Some(o) if o.is_valid() && !def.is_valid() => {
@@ -54,7 +62,7 @@ impl RegistryDiff {
             }
         }
         for def in old.agents() {
-            if new.agents().iter().all(|n| n.name != def.name) {
+            if new.winner(&def.name).is_none() {
                 diff.removed.push(def.name.clone());
             }
         }
@@ -141,8 +149,11 @@ pub struct Rebuilt {
 /// (after a watcher error or an overflow).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
-    /// These paths changed (created, written, removed or renamed).
+    /// These paths changed (created, written, or renamed to).
     Paths(Vec<PathBuf>),
+    /// These paths were removed or renamed away (the burst waits [`REMOVAL_GRACE`] for
+    /// them to come back when this is its last relevant notice).
+    Removed(Vec<PathBuf>),
     /// Events may have been lost: treat everything as changed.
     Rescan,
 }
@@ -182,6 +193,8 @@ pub struct ReloadScheduler {
     pub on_burst: BurstHook,
     /// Quiet window that ends a burst ([`QUIET_WINDOW`] by default).
     pub quiet: Duration,
+    /// Quiet window after a relevant removal ([`REMOVAL_GRACE`] by default).
+    pub removal_grace: Duration,
     /// Longest delay a continuous stream can cause ([`MAX_BURST`] by default).
     pub max_burst: Duration,
 }
@@ -194,6 +207,7 @@ impl ReloadScheduler {
             rebuild,
             on_burst: Arc::new(|_: &[PathBuf]| {}),
             quiet: QUIET_WINDOW,
+            removal_grace: REMOVAL_GRACE,
             max_burst: MAX_BURST,
         }
     }
@@ -227,19 +241,41 @@ impl ReloadScheduler {
     ) {
         while let Some(first) = notices.recv().await {
             let deadline = tokio::time::Instant::now() + self.max_burst;
+            let mut removal = self.ends_in_removal(&first, false);
             let mut burst = vec![first];
             let mut open = true;
             while open {
-                let wake = (tokio::time::Instant::now() + self.quiet).min(deadline);
+                let window = if removal {
+                    self.removal_grace
+                } else {
+                    self.quiet
+                };
+                let wake = (tokio::time::Instant::now() + window).min(deadline);
                 tokio::select! {
                     more = notices.recv() => match more {
-                        Some(n) => burst.push(n),
+                        Some(n) => {
+                            removal = self.ends_in_removal(&n, removal);
+                            burst.push(n);
+                        }
                         None => open = false,
                     },
                     _ = tokio::time::sleep_until(wake) => break,
                 }
             }
             self.handle(burst, &registry_tx, &bundle_tx, &events).await;
+        }
+    }
+
+    /// Whether the burst's last relevant notice is a removal once `notice` is added
+    /// (`before`: whether it was so far). Irrelevant paths (an editor's backup or swap
+    /// file) leave it as it was.
+    fn ends_in_removal(&self, notice: &Notice, before: bool) -> bool {
+        let relevant = |paths: &[PathBuf]| paths.iter().any(|p| !(self.classify)(p).is_empty());
+        match notice {
+            Notice::Rescan => false,
+            Notice::Paths(p) if relevant(p) => false,
+            Notice::Removed(p) if relevant(p) => true,
+            Notice::Paths(_) | Notice::Removed(_) => before,
         }
     }
 
@@ -255,7 +291,7 @@ impl ReloadScheduler {
         for notice in burst {
             match notice {
                 Notice::Rescan => changes = ChangeSet::all(),
-                Notice::Paths(p) => {
+                Notice::Paths(p) | Notice::Removed(p) => {
                     for path in &p {
                         changes = changes.union((self.classify)(path));
                     }

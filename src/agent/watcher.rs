@@ -1,40 +1,40 @@
 //! Hot reload, OS side (SPEC §15): watches agent directories, the bundle, the config
 //! file and the themes directory, and feeds changes to the reload scheduler.
 //!
-//! Owns: the `notify` debouncer, keeping the watched set in line with the targets
-//! (`targets`: each target and its nearest existing ancestor, non-recursive, so a
-//! directory created after start is picked up and then watched itself), and the real
-//! rebuild (bundle from `bundle_path` or built-in, then the registry). Does not own:
-//! coalescing bursts, diffs and events (`agent::reload`).
+//! Owns: the OS watcher (`notify`'s raw events, no debouncer of its own: the
+//! scheduler's quiet window is the only wait), telling removals from other changes,
+//! keeping the watched set in line with the targets (`targets`: each target and its
+//! nearest existing ancestor, non-recursive, so a directory created after start is
+//! picked up and then watched itself), and the real rebuild (bundle from `bundle_path`
+//! or built-in, then the registry, reusing the previous registry's parse of every
+//! file whose mtime and size are unchanged). Does not own: coalescing bursts, diffs and
+//! events (`agent::reload`).
 //!
-//! Editor save patterns need no special casing: write-temp-then-rename and
-//! delete-then-create both end with an event naming the final `.md` path, and the
-//! rebuild always reads the disk as it is after the burst.
+//! Editor save patterns: write-temp-then-rename and rename-to-backup-then-write end
+//! with an event naming the final `.md` path; delete-then-create ends with a creation,
+//! and a burst whose last relevant event is a removal waits the scheduler's longer
+//! removal grace for the file to come back. The rebuild always reads the disk as it
+//! is after the burst.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use notify_debouncer_full::notify::event::{AccessKind, AccessMode};
-use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::Bundle;
 use super::Registry;
 use super::bundle::BundleError;
-use super::registry::RegistryHandle;
+use super::registry::{ParseCache, RegistryHandle};
 use super::reload::{ChangeSet, Notice, RebuildFn, Rebuilt, ReloadEvent, ReloadScheduler};
 use crate::paths::Paths;
 
 mod targets;
 
 pub use targets::WatchTargets;
-
-/// The OS debouncer's own window, before the scheduler's quiet window.
-const OS_DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// A shared environment-variable lookup (`std::env::var` or a test map).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -54,6 +54,15 @@ impl AgentEnv {
         match self {
             Self::Lookup(f) => Registry::load(paths, bundle, f.as_ref()),
             Self::Vars(v) => Registry::load_with_vars(paths, bundle, v),
+        }
+    }
+
+    /// Like [`AgentEnv::load`], reusing (and refreshing) `cache`'s parses of unchanged
+    /// agent files ([`Registry::load_cached`]).
+    pub fn load_cached(&self, paths: &Paths, bundle: &Bundle, cache: &mut ParseCache) -> Registry {
+        match self {
+            Self::Lookup(f) => Registry::load_cached(paths, bundle, f.as_ref(), cache),
+            Self::Vars(v) => Registry::load_with_vars_cached(paths, bundle, v, Some(cache)),
         }
     }
 }
@@ -79,7 +88,7 @@ pub enum WatchError {
     #[error("the file watcher must be started inside a tokio runtime")]
     NoRuntime,
     #[error("cannot start the file watcher: {0}")]
-    Notify(#[from] notify_debouncer_full::notify::Error),
+    Notify(#[from] notify::Error),
     #[error(transparent)]
     Bundle(#[from] BundleError),
 }
@@ -141,13 +150,13 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
     }
     let targets = Arc::new(WatchTargets::new(&spec.paths, spec.bundle_path.as_deref()));
     let (tx, rx) = mpsc::unbounded_channel();
-    let debouncer = new_debouncer(OS_DEBOUNCE, None, move |res: DebounceEventResult| {
+    let watcher = notify::recommended_watcher(move |res: notify::Result<Event>| {
         if let Some(notice) = notice_from(res) {
             let _ = tx.send(notice);
         }
     })?;
     let watches = Arc::new(Watches {
-        debouncer: Mutex::new(debouncer),
+        watcher: Mutex::new(watcher),
         watched: Mutex::new(BTreeSet::new()),
         targets: targets.clone(),
     });
@@ -160,6 +169,10 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
             env,
             ..
         } = spec.clone();
+        // The rebuilds run one at a time; only the warm-up below can hold the lock
+        // when one starts (it then waits for the warm cache).
+        let cache = Arc::new(Mutex::new(ParseCache::default()));
+        warm_up(&cache, &paths, &env, &spec.bundle);
         Arc::new(move |changes: ChangeSet, current: Arc<Bundle>| {
             let mut bundle = None;
             let mut in_use = current;
@@ -172,8 +185,9 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
                     Err(e) => bundle = Some(Err(e.to_string())),
                 }
             }
+            let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
             Rebuilt {
-                registry: env.load(&paths, &in_use),
+                registry: env.load_cached(&paths, &in_use, &mut cache),
                 bundle,
             }
         })
@@ -192,36 +206,45 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
     })
 }
 
-/// Turns one debouncer callback into a notice (`None` when it only reports reads).
-fn notice_from(res: DebounceEventResult) -> Option<Notice> {
-    match res {
-        Ok(events) => {
-            let mut paths = Vec::new();
-            for event in &events {
-                if event.need_rescan() {
-                    return Some(Notice::Rescan);
-                }
-                // Our own rebuild opens and reads files; only writes matter.
-                let read_only = matches!(event.kind, EventKind::Access(a)
-                    if a != AccessKind::Close(AccessMode::Write));
-                if !read_only {
-                    paths.extend(event.paths.iter().cloned());
-                }
-            }
-            (!paths.is_empty()).then_some(Notice::Paths(paths))
+/// Fills `cache` on a blocking thread, so the first reload after start parses only the
+/// files changed since instead of all of them.
+fn warm_up(cache: &Arc<Mutex<ParseCache>>, paths: &Paths, env: &AgentEnv, bundle: &Arc<Bundle>) {
+    let (cache, paths, env, bundle) = (cache.clone(), paths.clone(), env.clone(), bundle.clone());
+    tokio::task::spawn_blocking(move || {
+        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        env.load_cached(&paths, &bundle, &mut cache);
+    });
+}
+
+/// Turns one OS event into a notice: `Removed` for a deletion or the old name of a
+/// rename, `Paths` for any other change, `None` when it only reports a read (our own
+/// rebuild opens and reads files), `Rescan` after an overflow or a watcher error.
+fn notice_from(res: notify::Result<Event>) -> Option<Notice> {
+    let event = match res {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::warn!("file watcher: {e}");
+            return Some(Notice::Rescan);
         }
-        Err(errors) => {
-            for e in errors {
-                tracing::warn!("file watcher: {e}");
-            }
-            Some(Notice::Rescan)
+    };
+    if event.need_rescan() {
+        return Some(Notice::Rescan);
+    }
+    if event.paths.is_empty() {
+        return None;
+    }
+    match event.kind {
+        EventKind::Access(a) if a != AccessKind::Close(AccessMode::Write) => None,
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+            Some(Notice::Removed(event.paths))
         }
+        _ => Some(Notice::Paths(event.paths)),
     }
 }
 
 /// The OS watcher and the directories it currently watches.
 struct Watches {
-    debouncer: Mutex<Debouncer<RecommendedWatcher, RecommendedCache>>,
+    watcher: Mutex<RecommendedWatcher>,
     watched: Mutex<BTreeSet<PathBuf>>,
     targets: Arc<WatchTargets>,
 }
@@ -231,10 +254,10 @@ impl Watches {
     /// in `burst` (created or replaced since) are re-watched.
     fn sync(&self, burst: &[PathBuf]) {
         let desired = self.targets.desired();
-        let mut debouncer = self.debouncer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut watcher = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
         let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
         for stale in watched.difference(&desired) {
-            let _ = debouncer.unwatch(stale);
+            let _ = watcher.unwatch(stale);
         }
         let mut now = BTreeSet::new();
         for dir in desired {
@@ -244,9 +267,9 @@ impl Watches {
                 continue;
             }
             if present {
-                let _ = debouncer.unwatch(&dir);
+                let _ = watcher.unwatch(&dir);
             }
-            match debouncer.watch(&dir, RecursiveMode::NonRecursive) {
+            match watcher.watch(&dir, RecursiveMode::NonRecursive) {
                 Ok(()) => {
                     now.insert(dir);
                 }

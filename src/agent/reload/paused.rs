@@ -20,7 +20,7 @@ async fn a_burst_gives_one_rebuild_and_one_event() {
     let (tx, mut out) = start(counting_rebuild(calls.clone()));
     for i in 0..10 {
         tx.send(touch(&format!("/agents/a{i}.md"))).unwrap();
-        advance(Duration::from_millis(20)).await;
+        advance(QUIET_WINDOW / 2).await;
     }
     // Still inside the burst: nothing rebuilt yet.
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -161,4 +161,79 @@ async fn bundle_results_are_published_or_reported() {
         })
     );
     assert_eq!(out.bundle.borrow().name, "renamed");
+}
+
+fn removed(path: &str) -> Notice {
+    Notice::Removed(vec![PathBuf::from(path)])
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_edit_is_handled_one_quiet_window_after_its_last_notice() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, mut out) = start(counting_rebuild(calls.clone()));
+    tx.send(touch("/agents/a.md")).unwrap();
+    advance(QUIET_WINDOW - Duration::from_millis(2)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "still inside the window");
+    advance(Duration::from_millis(4)).await;
+    assert!(matches!(
+        out.reloads.recv().await,
+        Some(ReloadEvent::Agents(_))
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn delete_then_create_within_the_grace_is_one_rebuild() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, mut out) = start(counting_rebuild(calls.clone()));
+    tx.send(removed("/agents/a.md")).unwrap();
+    // Longer than the quiet window, shorter than the removal grace.
+    advance(QUIET_WINDOW * 3).await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "a removal waits for its file"
+    );
+    tx.send(touch("/agents/a.md")).unwrap();
+    advance(QUIET_WINDOW + Duration::from_millis(2)).await;
+    assert!(matches!(
+        out.reloads.recv().await,
+        Some(ReloadEvent::Agents(_))
+    ));
+    assert_quiet(&mut out).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_removal_alone_is_handled_after_the_grace() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, mut out) = start(counting_rebuild(calls.clone()));
+    tx.send(touch("/agents/a.md")).unwrap();
+    tx.send(removed("/agents/b.md")).unwrap();
+    advance(REMOVAL_GRACE - Duration::from_millis(2)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    advance(Duration::from_millis(4)).await;
+    assert!(matches!(
+        out.reloads.recv().await,
+        Some(ReloadEvent::Agents(_))
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn removing_an_unrelated_file_does_not_delay_the_reload() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, mut out) = start(counting_rebuild(calls.clone()));
+    // Vim's save: the old file renamed to a backup, the new one written, the backup
+    // deleted (not an agent file, so no grace).
+    tx.send(removed("/agents/a.md")).unwrap();
+    tx.send(touch("/agents/a.md~")).unwrap();
+    tx.send(touch("/agents/a.md")).unwrap();
+    tx.send(removed("/agents/a.md~")).unwrap();
+    advance(QUIET_WINDOW + Duration::from_millis(2)).await;
+    assert!(matches!(
+        out.reloads.recv().await,
+        Some(ReloadEvent::Agents(_))
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
 }

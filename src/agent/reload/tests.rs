@@ -35,7 +35,7 @@ fn def(name: &str, description: &str, valid: bool) -> AgentDef {
 /// Classifies `/agents/...` as agents, `/config` as config, `/themes/...` as themes.
 fn classify() -> ClassifyFn {
     Arc::new(|p: &Path| ChangeSet {
-        agents: p.starts_with("/agents"),
+        agents: p.starts_with("/agents") && p.extension().is_some_and(|x| x == "md"),
         bundle: p.starts_with("/bundle"),
         config: p == Path::new("/config"),
         themes: p.starts_with("/themes"),
