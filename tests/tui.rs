@@ -26,6 +26,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 #[path = "tui/approvals.rs"]
 mod approvals;
+#[path = "tui/find.rs"]
+mod find;
 #[path = "tui/history.rs"]
 mod history;
 #[path = "tui/live.rs"]

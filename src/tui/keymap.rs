@@ -35,6 +35,8 @@ pub enum Context {
     /// The composer's popup (slash commands, `@` files, history search) while it is
     /// open: its own keys, other keys edit the composer.
     Palette,
+    /// The find bar (open over the chat or the tree): its own keys, then the pane's.
+    Find,
 }
 
 impl Context {
@@ -53,6 +55,7 @@ impl Context {
             Context::Diff => "Diff",
             Context::Wall => "Wall",
             Context::Palette => "Composer popup (/ commands, @ files, history search)",
+            Context::Find => "Find in the thread",
         }
     }
 
@@ -67,6 +70,7 @@ impl Context {
                 | Context::Diff
                 | Context::Wall
                 | Context::Palette
+                | Context::Find
         )
     }
 }
@@ -174,6 +178,10 @@ actions! {
     WallPageUp = "wall.page_up", Wall, ["pgup"], false, "Previous page of tiles";
     WallPageDown = "wall.page_down", Wall, ["pgdn", "space"], true, "Next page of tiles";
     WallClose = "wall.close", Wall, ["esc", "q", "w"], true, "Close the wall";
+    Find = "global.find", Global, ["ctrl+f"], false, "Find in the thread";
+    FindNext = "find.next", Find, ["enter", "n"], true, "Next match";
+    FindPrev = "find.prev", Find, ["shift+enter", "N"], true, "Previous match";
+    FindClose = "find.close", Find, ["esc"], true, "Close the find bar";
 }
 
 /// One row of the keymap table.

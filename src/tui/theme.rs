@@ -83,6 +83,8 @@ slots! {
     DiffAdded = "diff.added",
     DiffRemoved = "diff.removed",
     DiffHunk = "diff.hunk",
+    FindMatch = "find.match",
+    FindCurrent = "find.current",
 }
 
 const BUILTINS: &[(&str, &str)] = &[

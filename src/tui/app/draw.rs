@@ -19,6 +19,7 @@ use crate::tui::views::centered;
 use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::diff::DiffView;
+use crate::tui::views::find::{FindBarView, FindMarks};
 use crate::tui::views::help::HelpView;
 use crate::tui::views::mcp::McpView;
 use crate::tui::views::palette::{PaletteView, popup_area};
@@ -45,6 +46,8 @@ struct Panes {
     banner: Rect,
     tree: Option<Rect>,
     chat: Option<Rect>,
+    /// The find bar under the chat (zero height when closed).
+    find: Rect,
     /// The open thread's waiting messages, between the chat and the composer (zero
     /// height when none wait).
     pending: Rect,
@@ -61,6 +64,7 @@ impl App {
     /// `terminal.draw(|f| { app.layout(f.area()); app.draw(f) })`.
     pub fn layout(&mut self, area: Rect) {
         let panes = self.panes(area);
+        self.refresh_find();
         if let (Some(t), Some(chat_area)) = (&mut self.thread, panes.chat) {
             let body = chat::body_area(chat_area);
             t.layout(
@@ -120,6 +124,20 @@ impl App {
                 focused: self.focus == Focus::Chat,
             };
             frame.render_widget(&view, chat_area);
+            if let (Some(find), Some(thread)) = (&self.find, &self.thread) {
+                let marks = FindMarks {
+                    thread,
+                    find,
+                    theme: &self.theme,
+                };
+                frame.render_widget(&marks, chat_area);
+                let bar = FindBarView {
+                    find,
+                    keymap: &self.keymap,
+                    theme: &self.theme,
+                };
+                frame.render_widget(&bar, panes.find);
+            }
             let items = self.open_pending();
             let view = PendingView {
                 items: &items,
@@ -146,6 +164,7 @@ impl App {
         let context = match (self.overlay, self.focus) {
             _ if !self.approvals.is_empty() => Context::Approval,
             _ if self.trust.is_some() => Context::Trust,
+            (Overlay::None, Focus::Tree | Focus::Chat) if self.find.is_some() => Context::Find,
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
             (Overlay::Diff, _) => Context::Diff,
@@ -230,6 +249,7 @@ impl App {
             banner: Rect::default(),
             tree,
             chat: None,
+            find: Rect::default(),
             pending: Rect::default(),
             composer: None,
             wall,
@@ -238,15 +258,18 @@ impl App {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
             let composer_h = self.composer.rows() + 2;
             let pending_h = pending::height(self.open_pending().len());
-            let [banner, chat, waiting, composer] = Layout::vertical([
+            let find_h = u16::from(self.find.is_some());
+            let [banner, chat, find, waiting, composer] = Layout::vertical([
                 Constraint::Length(banner_h),
                 Constraint::Min(3),
+                Constraint::Length(find_h),
                 Constraint::Length(pending_h),
                 Constraint::Length(composer_h),
             ])
             .areas(right);
             panes.banner = banner;
             panes.chat = Some(chat);
+            panes.find = find;
             panes.pending = waiting;
             panes.composer = Some(composer);
         }

@@ -30,6 +30,9 @@ impl App {
         if self.trust.is_some() {
             return Context::Trust;
         }
+        if self.find.is_some() && self.overlay == Overlay::None && self.focus != Focus::Composer {
+            return Context::Find;
+        }
         match (self.overlay, self.focus) {
             (Overlay::Help, _) => Context::Help,
             (Overlay::Browser, _) => Context::Browser,
@@ -47,7 +50,17 @@ impl App {
         let Some(binding) = KeyBinding::from_event(&key) else {
             return;
         };
-        let context = self.context();
+        let mut context = self.context();
+        if context == Context::Find {
+            if self.find_key(&key, &binding) {
+                return;
+            }
+            context = if self.focus == Focus::Tree {
+                Context::Tree
+            } else {
+                Context::Chat
+            };
+        }
         if context == Context::Browser && self.browser.filtering && self.filter_key(&key, &binding)
         {
             return;
@@ -292,6 +305,9 @@ impl App {
             Action::WallClose => self.close_wall(),
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
+            Action::Find => self.open_find(),
+            // The find bar handles its own keys (`find_key`).
+            Action::FindNext | Action::FindPrev | Action::FindClose => {}
         }
     }
 

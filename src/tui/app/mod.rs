@@ -5,14 +5,16 @@
 //! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
 //! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
-//! `model` (switching a model), `palette` (the composer's popup and slash
-//! commands), `history` (prompt history keys), `steer` (steer, queue and the waiting messages), `draw`
+//! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
+//! `palette` (the composer's popup and slash commands), `history` (prompt history keys),
+//! `steer` (steer, queue and the waiting messages), `draw`
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
 mod diff;
 mod draw;
 mod engine;
+mod find;
 mod history;
 mod input;
 mod model;
@@ -154,6 +156,8 @@ pub struct App {
     mcp: Vec<crate::tool::mcp::McpServerStatus>,
     mcp_scroll: u16,
     note: Option<Note>,
+    /// The find bar over the open thread, while open (`app::find`).
+    find: Option<super::state::find::Find>,
     reload_mark: Option<ReloadMark>,
     last_ctrl_c: Option<Timestamp>,
     /// Quitting was asked about waiting messages (reset by a fresh Ctrl+C).
@@ -210,6 +214,7 @@ impl App {
             mcp: Vec::new(),
             mcp_scroll: 0,
             note: None,
+            find: None,
             reload_mark: None,
             last_ctrl_c: None,
             quit_warned: false,

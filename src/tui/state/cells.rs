@@ -171,6 +171,30 @@ impl Cell {
         }
     }
 
+    /// The text a find in the thread searches (`state::find`): a message's own text
+    /// (the Markdown source for an assistant reply, what has streamed so far for the
+    /// streaming tail), and for cards, thinking, failures and hand-offs the text of
+    /// their rows as shown now (a collapsed card: its head line), unwrapped. Never
+    /// lays anything out to a width, so searching costs no wrapping.
+    pub fn search_text(&self, theme: &Theme) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match &self.kind {
+            CellKind::User(t) | CellKind::Assistant(t) | CellKind::Error(t) => Cow::Borrowed(t),
+            CellKind::Notice(t) => Cow::Borrowed(t),
+            CellKind::Streaming(s) => Cow::Owned(s.text()),
+            _ => Cow::Owned(
+                self.logical(theme)
+                    .iter()
+                    .map(|row| match row {
+                        Row::Wrap(r) => crate::tui::wrap::plain(&r.line),
+                        Row::Clip(l) => crate::tui::wrap::plain(l),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
+
     fn build_rows(&self, width: u16, theme: &Theme, stats: &mut LayoutStats) -> Vec<Line<'static>> {
         let mut rows = Vec::new();
         for row in self.logical(theme) {

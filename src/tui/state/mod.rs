@@ -18,6 +18,7 @@ pub mod browser;
 pub mod cells;
 pub mod diff;
 pub mod error_card;
+pub mod find;
 pub mod history;
 pub mod inflight;
 pub mod layout;

@@ -11,6 +11,7 @@ pub mod browser;
 pub mod chat;
 pub mod composer;
 pub mod diff;
+pub mod find;
 pub mod help;
 pub mod mcp;
 pub mod palette;
