@@ -26,6 +26,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 #[path = "tui/approvals.rs"]
 mod approvals;
+#[path = "tui/copy_mouse.rs"]
+mod copy_mouse;
 #[path = "tui/find.rs"]
 mod find;
 #[path = "tui/history.rs"]

@@ -59,6 +59,7 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         paths: ctx.paths.clone(),
         no_color: no_color_from_env(),
         notify: ctx.config.notify,
+        mouse: ctx.config.mouse_capture(),
     };
     crate::tui::run(runtime, tui_options).await?;
     drop(watcher);

@@ -17,6 +17,7 @@
 //!   max_concurrent_sub_sessions: 32
 //! response: {max_bytes: 8388608, max_time: 600}   # see config::response
 //! notify: bell                    # bell | osc9 | off, see `Notify`
+//! mouse: true                     # capture the mouse in the TUI (false: the terminal's)
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
 //! ```
@@ -60,6 +61,12 @@ pub struct ArborConfig {
     /// `bell` when absent. Any other value makes the file unusable.
     #[serde(default, skip_serializing_if = "Notify::is_default")]
     pub notify: Notify,
+    /// Whether the TUI captures the mouse at start (`mouse:`; absent: `true`, see
+    /// [`ArborConfig::mouse_capture`]): the wheel scrolls the pane under the pointer
+    /// and clicks focus and select. `false` leaves the mouse to the terminal (its own
+    /// text selection); the TUI's `global.mouse` key toggles it either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mouse: Option<bool>,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -112,6 +119,11 @@ pub enum ConfigError {
 }
 
 impl ArborConfig {
+    /// Config `mouse:`, `true` when absent.
+    pub fn mouse_capture(&self) -> bool {
+        self.mouse.unwrap_or(true)
+    }
+
     /// Loads `path`; a missing file gives the default config.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = match std::fs::read_to_string(path) {

@@ -89,4 +89,12 @@ impl Host<CrosstermBackend<io::Stdout>> for TerminalHost {
     ) -> io::Result<()> {
         super::runloop::notify_crossterm(terminal, notification)
     }
+
+    fn write_terminal(
+        &mut self,
+        terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
+        write: &super::term_write::TerminalWrite,
+    ) -> io::Result<()> {
+        super::runloop::write_crossterm(terminal, write)
+    }
 }

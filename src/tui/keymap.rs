@@ -179,6 +179,11 @@ actions! {
     WallPageDown = "wall.page_down", Wall, ["pgdn", "space"], true, "Next page of tiles";
     WallClose = "wall.close", Wall, ["esc", "q", "w"], true, "Close the wall";
     Find = "global.find", Global, ["ctrl+f"], false, "Find in the thread";
+    Mouse = "global.mouse", Global, ["alt+m"], false, "Mouse capture on/off (off: the terminal selects text)";
+    PrevMessage = "chat.prev_message", Chat, ["["], false, "Cursor to the previous message";
+    NextMessage = "chat.next_message", Chat, ["]"], false, "Cursor to the next message";
+    Copy = "chat.copy", Chat, ["y"], false, "Copy the message under the cursor (OSC 52)";
+    CopyCode = "chat.copy_code", Chat, ["Y"], false, "Copy the code block nearest the cursor (OSC 52)";
     FindNext = "find.next", Find, ["enter", "n"], true, "Next match";
     FindPrev = "find.prev", Find, ["shift+enter", "N"], true, "Previous match";
     FindClose = "find.close", Find, ["esc"], true, "Close the find bar";

@@ -17,6 +17,7 @@
 //!     paths: paths.clone(),
 //!     no_color: arbor::tui::no_color_from_env(),
 //!     notify: config.notify,
+//!     mouse: config.mouse_capture(),               // config `mouse:` (default true)
 //!     notice: None,                                // e.g. the local server in use
 //! };
 //! arbor::tui::run(runtime, options).await?;
@@ -51,6 +52,7 @@ pub mod markdown;
 pub mod notify;
 pub mod runloop;
 pub mod state;
+pub mod term_write;
 pub mod terminal;
 #[doc(hidden)]
 pub mod testing;
@@ -102,6 +104,9 @@ pub struct TuiOptions {
     /// Config `notify:`: how a session that starts needing the person is announced
     /// while another thread is open (bell, OSC 9, off).
     pub notify: crate::config::Notify,
+    /// Config `mouse:`: capture the mouse at start (`true`, the default) or leave it
+    /// to the terminal's own selection (`false`; `global.mouse` toggles it).
+    pub mouse: bool,
     /// A start-up notice for the status bar (e.g. which local server is used).
     pub notice: Option<String>,
 }
@@ -160,6 +165,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
     );
     app.set_notify(options.notify);
     app.set_history(state::history::History::load(options.paths.history_file()));
+    app.set_mouse_capture(options.mouse);
     if let Some(text) = options.notice {
         app.notice(text);
     }

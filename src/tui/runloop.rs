@@ -23,6 +23,7 @@ use super::app::App;
 use super::app_event::{AppEvent, EngineCommand};
 use super::frame::{FrameScheduler, MIN_FRAME_INTERVAL};
 use super::notify::Notification;
+use super::term_write::TerminalWrite;
 use crate::agent::registry::RegistryHandle;
 use crate::agent::reload::ReloadEvent;
 use crate::session::Event;
@@ -60,6 +61,30 @@ pub trait Host<B: Backend> {
         let _ = (terminal, notification);
         Ok(())
     }
+
+    /// Writes `write` (a copy to the clipboard with OSC 52, a mouse-capture change)
+    /// to the terminal. Nothing by default (test backends have no terminal).
+    ///
+    /// Errors: the terminal's write error (logged by the loop; nothing else happens).
+    fn write_terminal(
+        &mut self,
+        terminal: &mut Terminal<B>,
+        write: &TerminalWrite,
+    ) -> io::Result<()> {
+        let _ = (terminal, write);
+        Ok(())
+    }
+}
+
+/// [`Host::write_terminal`] for a crossterm terminal over any writer: the bytes go to
+/// the terminal's writer between frames, flushed.
+///
+/// Errors: the writer's.
+pub fn write_crossterm<W: io::Write>(
+    terminal: &mut Terminal<ratatui::backend::CrosstermBackend<W>>,
+    write: &TerminalWrite,
+) -> io::Result<()> {
+    write.write_to(terminal.backend_mut())
 }
 
 /// [`Host::notify`] for a crossterm terminal over any writer: the notification's bytes
@@ -158,6 +183,11 @@ where
             && let Err(e) = host.notify(terminal, &notification)
         {
             tracing::warn!("cannot notify the terminal: {e}");
+        }
+        for write in app.take_terminal_writes() {
+            if let Err(e) = host.write_terminal(terminal, &write) {
+                tracing::warn!("cannot write to the terminal: {e}");
+            }
         }
         if app.take_redraw() {
             frames.request(Instant::now());

@@ -184,6 +184,7 @@ impl App {
             note: self.note.as_ref(),
             reload: self.reload_text(),
             hints: self.keymap.hints(context),
+            mouse_off: (!self.mouse_capture).then(|| self.keymap.label(Action::Mouse)),
             theme: &self.theme,
         };
         frame.render_widget(&status, panes.status);

@@ -1,8 +1,7 @@
 //! Terminal input → state changes: key dispatch through the keymap, mouse, paste, and
 //! the [`UiAction`]s widgets emit.
 
-use crossterm::event::{Event, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
-use ratatui::layout::{Position, Rect};
+use crossterm::event::{Event, KeyEvent};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
 use crate::config::trust::TrustStore;
@@ -306,6 +305,11 @@ impl App {
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
             Action::Find => self.open_find(),
+            Action::PrevMessage | Action::NextMessage => {
+                self.step_message(action == Action::PrevMessage)
+            }
+            Action::Copy | Action::CopyCode => self.copy(action == Action::CopyCode),
+            Action::Mouse => self.toggle_mouse(),
             // The find bar handles its own keys (`find_key`).
             Action::FindNext | Action::FindPrev | Action::FindClose => {}
         }
@@ -449,35 +453,6 @@ impl App {
         self.focus = Focus::Composer;
         self.composer.paste(text);
         self.refresh_popup();
-    }
-
-    fn on_mouse(&mut self, m: MouseEvent) {
-        let pos = Position::new(m.column, m.row);
-        let inside = |r: Option<Rect>| r.is_some_and(|r| r.contains(pos));
-        match m.kind {
-            MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
-                let delta: isize = if m.kind == MouseEventKind::ScrollUp {
-                    -3
-                } else {
-                    3
-                };
-                if inside(self.areas.tree) {
-                    self.tree.move_selection(delta.signum());
-                } else if let Some(t) = &mut self.thread {
-                    t.scroll_by(delta, &self.theme);
-                }
-            }
-            MouseEventKind::Down(MouseButton::Left) if self.overlay == Overlay::None => {
-                if inside(self.areas.tree) {
-                    self.focus = Focus::Tree;
-                } else if inside(self.areas.chat) {
-                    self.focus = Focus::Chat;
-                } else if inside(self.areas.composer) {
-                    self.focus = Focus::Composer;
-                }
-            }
-            _ => {}
-        }
     }
 
     /// Performs a widget's request.

@@ -6,11 +6,13 @@
 //! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
 //! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
+//! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
 //! `palette` (the composer's popup and slash commands), `history` (prompt history keys),
 //! `steer` (steer, queue and the waiting messages), `draw`
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
+mod copy;
 mod diff;
 mod draw;
 mod engine;
@@ -18,6 +20,7 @@ mod find;
 mod history;
 mod input;
 mod model;
+mod mouse;
 mod needs_you;
 mod palette;
 mod steer;
@@ -179,6 +182,10 @@ pub struct App {
     needs_you: HashSet<String>,
     /// A notification for the run loop to write to the terminal.
     notification: Option<Notification>,
+    /// Clipboard copies and mouse-capture changes for the run loop to write.
+    terminal_writes: Vec<crate::tui::term_write::TerminalWrite>,
+    /// Whether the mouse is captured (the terminal starts with it captured).
+    mouse_capture: bool,
 }
 
 impl App {
@@ -229,6 +236,8 @@ impl App {
             notify: Notify::default(),
             needs_you: HashSet::new(),
             notification: None,
+            terminal_writes: Vec::new(),
+            mouse_capture: true,
         };
         app.refresh_placeholder();
         app.send(EngineCommand::ListSessions);

@@ -90,6 +90,9 @@ pub struct StatusView<'a> {
     pub reload: Option<String>,
     /// `(key, description)` from `Keymap::hints`.
     pub hints: Vec<(String, &'static str)>,
+    /// `Some(key label of global.mouse)` while the mouse is left to the terminal:
+    /// `mouse off (Alt+m)` is shown.
+    pub mouse_off: Option<String>,
     pub theme: &'a Theme,
 }
 
@@ -107,6 +110,13 @@ impl StatusView<'_> {
             Ok(label) => Span::styled(format!(" {} ", display_label(label)), bar),
             Err(_) => Span::styled(" ⚠ no provider ", self.theme.style(Slot::StatusNote)),
         }];
+        if let Some(key) = &self.mouse_off {
+            let text = match level {
+                0 if !key.is_empty() => format!("│ mouse off ({key}) "),
+                _ => "│ mouse off ".to_string(),
+            };
+            left.push(Span::styled(text, self.theme.style(Slot::StatusNote)));
+        }
         if self.needs_you > 0 {
             let n = self.needs_you;
             let text = match level {

@@ -325,6 +325,7 @@ fn status_bar_with_hints_note_and_warning() {
         note: None,
         reload: None,
         hints: km.hints(Context::Tree),
+        mouse_off: None,
         theme: &theme,
     };
     insta::assert_snapshot!("status_80", render(&view, 80, 1));
@@ -344,6 +345,7 @@ fn status_bar_with_hints_note_and_warning() {
         note: Some(&note),
         reload: None,
         hints: km.hints(Context::Composer),
+        mouse_off: None,
         theme: &theme,
     };
     insta::assert_snapshot!("status_80_no_provider_note", render(&view, 80, 1));
@@ -551,6 +553,7 @@ fn status_bar_and_tree_show_usage_and_cost() {
         note: None,
         reload: None,
         hints: km.hints(Context::Chat),
+        mouse_off: None,
         theme: &theme,
     };
     insta::assert_snapshot!("status_80_usage", render(&view, 80, 1));

@@ -213,6 +213,31 @@ impl TreeView<'_> {
     }
 }
 
+impl TreeView<'_> {
+    /// The session whose row is drawn at screen row `y` when the pane is drawn at
+    /// `area` (mouse clicks): the same rows, footer and scroll offset as `render`.
+    /// `None` on the border, the footer or below the last row.
+    pub fn session_at(&self, area: Rect, y: u16) -> Option<String> {
+        let inner = ratatui::widgets::Block::bordered().inner(area);
+        let rows = self.tree.rows();
+        let selected = self
+            .tree
+            .selected
+            .as_deref()
+            .and_then(|s| rows.iter().position(|r| r.node.id == s));
+        let footer = self.footer(selected.map(|i| rows[i].node), inner).len();
+        let height = inner
+            .height
+            .saturating_sub(u16::try_from(footer).unwrap_or(u16::MAX));
+        if y < inner.y || y >= inner.y + height {
+            return None;
+        }
+        let offset = selected.map_or(0, |s| s.saturating_sub(usize::from(height).max(1) - 1));
+        let row = rows.get(offset + usize::from(y - inner.y))?;
+        Some(row.node.id.clone())
+    }
+}
+
 impl Widget for &TreeView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let title = format!(" Sessions ({}) ", self.tree.len());

@@ -239,6 +239,7 @@ fn the_status_bar_counts_what_waits() {
         note: None,
         reload: None,
         hints: km.hints(crate::tui::keymap::Context::Approval),
+        mouse_off: None,
         theme: &theme,
     };
     let wide = render(&status, 80, 1);
