@@ -522,7 +522,7 @@ fn help_overlay_lists_keymap_and_closes() {
     let mut h = harness();
     h.press(KeyCode::F(1));
     assert_eq!(h.app.overlay(), Overlay::Help);
-    let screen = h.screen(80, 24);
+    let screen = h.screen(80, 30);
     assert!(screen.contains("Cancel subtree"), "{screen}");
     h.press(KeyCode::Esc);
     assert_eq!(h.app.overlay(), Overlay::None);
