@@ -6,7 +6,6 @@
 //! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
 //! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
-//! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
 //! `palette` (the composer's popup and slash commands), `history` (prompt history keys),
 //! `steer` (steer, queue and the waiting messages), `draw`
 //! (layout + views). Does not own: executing
