@@ -207,3 +207,29 @@ fn the_find_bar_at_80_and_40_columns() {
     let screen = h.screen(80, 24);
     assert!(screen.contains("Find needlezzz▏  no matches"), "{screen}");
 }
+
+#[test]
+fn matches_in_a_streaming_reply_and_new_messages_are_counted_as_they_arrive() {
+    let mut h = with_haystack();
+    ctrl(&mut h, 'f');
+    h.type_text("needle");
+    assert_eq!(h.app.find().unwrap().hits().len(), 10);
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 5);
+    h.engine(
+        EngineEvent::delta(DeltaKind::Text, "found the needle"),
+        ROOT,
+        None,
+        6,
+    );
+    h.screen(80, 24);
+    assert_eq!(h.app.find().unwrap().hits().len(), 11);
+    h.engine(
+        EngineEvent::delta(DeltaKind::Text, ", and another needle\n"),
+        ROOT,
+        None,
+        7,
+    );
+    h.screen(80, 24);
+    assert_eq!(h.app.find().unwrap().hits().len(), 12);
+    assert_eq!(h.app.find().unwrap().label(), "10 of 12", "the current match stays");
+}

@@ -11,7 +11,8 @@
 //!
 //! Matching is per character with simple lowercasing (`str::to_lowercase` of each
 //! character), non-overlapping, left to right; an ASCII query takes a byte-wise fast
-//! path with the same result.
+//! path with the same result. Typing on (a query that extends the last one) searches
+//! only the cells that matched before.
 //!
 //! Owns: [`Find`], [`match_ranges`], [`reveal`]. Does not own: the keys (`app::find`),
 //! drawing the bar and the highlights (`views::find`), the cells (`thread`).
@@ -81,9 +82,27 @@ impl Find {
     /// Searches `thread` for the query again from scratch (the query changed) and
     /// makes the first hit at or below the cell `from` current (else the last hit
     /// above it). Returns the new current hit.
+    /// A query that extends the last one searched (typing on) only searches the cells
+    /// that matched it.
     pub fn search(&mut self, thread: &Thread, theme: &Theme, from: usize) -> Option<Hit> {
-        self.hits.clear();
-        self.scan(thread, theme, 0);
+        let (session, cells, last) = &self.scanned;
+        let narrowing = !last.is_empty()
+            && self.query.starts_with(last.as_str())
+            && *session == thread.session_id
+            && *cells == thread.cells.len();
+        if narrowing {
+            let mut candidates: Vec<usize> = self.hits.iter().map(|h| h.cell).collect();
+            candidates.dedup();
+            self.hits.clear();
+            self.scanned.2 = self.query.clone();
+            for i in candidates {
+                let n = match_ranges(&thread.cells[i].search_text(theme), &self.query).len();
+                self.hits.extend((0..n).map(|nth| Hit { cell: i, nth }));
+            }
+        } else {
+            self.hits.clear();
+            self.scan(thread, theme, 0);
+        }
         self.current = self
             .hits
             .iter()
@@ -92,12 +111,17 @@ impl Find {
         self.current()
     }
 
-    /// Keeps the hits up to date with a thread that grew since the last scan: rescans
-    /// its last cells (see [`TAIL_RESCAN`]) and keeps the current hit. Returns whether
-    /// anything was rescanned.
+    /// Keeps the hits up to date with a thread that grew since the last scan, or
+    /// whose reply is streaming: rescans its last cells (see [`TAIL_RESCAN`]) and keeps
+    /// the current hit. Returns whether anything was rescanned.
     pub fn refresh(&mut self, thread: &Thread, theme: &Theme) -> bool {
         let (session, cells, query) = &self.scanned;
-        if *session == thread.session_id && *cells == thread.cells.len() && *query == self.query {
+        let streaming = thread.streaming().is_some();
+        if *session == thread.session_id
+            && *cells == thread.cells.len()
+            && *query == self.query
+            && !streaming
+        {
             return false;
         }
         if *session != thread.session_id {
@@ -286,6 +310,13 @@ mod tests {
         assert!(f.refresh(&t, &theme));
         assert!(!f.refresh(&t, &theme));
         assert_eq!(f.label(), "3 of 4");
+        // Typing on narrows the last hits; erasing searches everything again.
+        f.query = "beta a".into();
+        assert_eq!(f.search(&t, &theme, 0), Some(Hit { cell: 4, nth: 0 }));
+        assert_eq!(f.hits().len(), 1);
+        f.query = "a".into();
+        f.search(&t, &theme, 0);
+        assert_eq!(f.hits().len(), 11);
         f.query = "nothing".into();
         assert_eq!(f.search(&t, &theme, 0), None);
         assert_eq!(f.label(), "no matches");
