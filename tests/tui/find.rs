@@ -231,5 +231,9 @@ fn matches_in_a_streaming_reply_and_new_messages_are_counted_as_they_arrive() {
     );
     h.screen(80, 24);
     assert_eq!(h.app.find().unwrap().hits().len(), 12);
-    assert_eq!(h.app.find().unwrap().label(), "10 of 12", "the current match stays");
+    assert_eq!(
+        h.app.find().unwrap().label(),
+        "10 of 12",
+        "the current match stays"
+    );
 }
