@@ -38,6 +38,8 @@ mod live;
 mod local;
 #[path = "tui/mcp.rs"]
 mod mcp;
+#[path = "tui/mentions.rs"]
+mod mentions;
 #[path = "tui/model.rs"]
 mod model;
 #[path = "tui/needs_you.rs"]

@@ -113,6 +113,12 @@ pub enum AppEvent {
         session_id: String,
         result: Result<PathBuf, String>,
     },
+    /// Result of [`EngineCommand::ListProjectFiles`]: the files under `root`,
+    /// relative, sorted.
+    ProjectFiles {
+        root: PathBuf,
+        files: Arc<Vec<String>>,
+    },
     /// Time passed: advance spinners, live elapsed times and expire notes.
     Tick,
     /// Quit now (a termination signal arrived).

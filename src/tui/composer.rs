@@ -114,6 +114,29 @@ impl Composer {
         self.paste(text);
     }
 
+    /// The text before the cursor (lines joined with `\n`).
+    pub fn text_before_cursor(&self) -> String {
+        let ratatui_textarea::DataCursor(row, col) = self.textarea.cursor();
+        let lines = self.textarea.lines();
+        let mut out = lines[..row.min(lines.len())].join("\n");
+        if let Some(line) = lines.get(row) {
+            if row > 0 {
+                out.push('\n');
+            }
+            out.extend(line.chars().take(col));
+        }
+        out
+    }
+
+    /// Replaces the `chars` characters before the cursor with `text` (a completed
+    /// `@path`).
+    pub fn replace_before_cursor(&mut self, chars: usize, text: &str) {
+        for _ in 0..chars {
+            self.textarea.delete_char();
+        }
+        self.textarea.insert_str(text);
+    }
+
     /// Rows of text to show (1..=[`MAX_ROWS`]).
     pub fn rows(&self) -> u16 {
         u16::try_from(self.textarea.lines().len())

@@ -357,6 +357,21 @@ impl Executor for RuntimeExecutor {
                     send(&results, AppEvent::Exported { session_id, result });
                 });
             }
+            EngineCommand::ListProjectFiles { root } => {
+                tokio::task::spawn_blocking(move || {
+                    let files = panics::catch_blocking("listing project files", || {
+                        super::state::mentions::list_files(&root)
+                    })
+                    .unwrap_or_default();
+                    send(
+                        &results,
+                        AppEvent::ProjectFiles {
+                            root,
+                            files: Arc::new(files),
+                        },
+                    );
+                });
+            }
             EngineCommand::ListSessions => {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {

@@ -105,4 +105,8 @@ pub enum EngineCommand {
     /// directory (`/export`), written whole or not at all; answered with the file's
     /// path or the error.
     ExportSession { session_id: String },
+    /// List the files under `root` for `@file` completion (`.gitignore` respected,
+    /// capped; `tui::state::mentions::list_files`), off the UI thread; answered with
+    /// the relative paths.
+    ListProjectFiles { root: std::path::PathBuf },
 }

@@ -523,23 +523,28 @@ impl App {
             );
             return;
         }
+        // The model gets the mentioned files; the thread shows what it got.
+        let prompt = self.attach_mentions(&text);
+        let Some(thread) = self.thread.as_mut() else {
+            return;
+        };
         let command = match &thread.session_id {
             Some(id) => EngineCommand::Submit {
                 session_id: Some(id.clone()),
                 agent: None,
-                prompt: text.clone(),
+                prompt: prompt.clone(),
             },
             None => {
                 thread.awaiting_root = true;
                 EngineCommand::Submit {
                     session_id: None,
                     agent: thread.agent.clone(),
-                    prompt: text.clone(),
+                    prompt: prompt.clone(),
                 }
             }
         };
         thread.turn_in_flight = true;
-        thread.push_user_echo(&text);
+        thread.push_user_echo(&prompt);
         thread.selected = None;
         self.composer.clear();
         self.editing = None;

@@ -7,7 +7,8 @@
 //! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
 //! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
 //! `palette` (the composer's popup and slash commands), `history` (prompt history keys),
-//! `steer` (steer, queue and the waiting messages), `draw`
+//! `mentions` (`@file` completion and attachment), `steer` (steer, queue and the
+//! waiting messages), `draw`
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
@@ -18,6 +19,7 @@ mod engine;
 mod find;
 mod history;
 mod input;
+mod mentions;
 mod model;
 mod mouse;
 mod needs_you;
@@ -146,6 +148,8 @@ pub struct App {
     history: super::state::history::History,
     /// The prompt the Up/Down walk shows (index into the history).
     history_pos: Option<usize>,
+    /// The project's files for `@` completion.
+    files: mentions::ProjectFiles,
     /// Approval prompts waiting for the person; the front one is modal.
     approvals: ApprovalQueue,
     /// The start-up trust prompt, until answered (modal, below approval prompts).
@@ -212,6 +216,7 @@ impl App {
             popup_dismissed: None,
             history: Default::default(),
             history_pos: None,
+            files: Default::default(),
             approvals: ApprovalQueue::default(),
             trust: None,
             browser: BrowserState::default(),
@@ -307,6 +312,7 @@ impl App {
                 session_id: _,
                 result,
             } => self.on_exported(result),
+            AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {

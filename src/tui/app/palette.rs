@@ -81,6 +81,7 @@ impl App {
             return;
         }
         self.popup_dismissed = None;
+        self.want_files();
         let mut fresh = self.popup_for(&text);
         if let (Some(new), Some(old)) = (&mut fresh, &self.popup) {
             new.keep_selection_from(old);
@@ -102,7 +103,7 @@ impl App {
                 self.session_rows(query.trim()),
             ));
         }
-        None
+        self.file_popup()
     }
 
     /// Stored and live root sessions whose title, agent or id contains `query`
@@ -161,7 +162,7 @@ impl App {
                 self.resume(&item.value);
             }
             PopupKind::History => self.accept_history(&item.value),
-            PopupKind::Files => {}
+            PopupKind::Files => self.accept_file(&popup.query, &item.value),
         }
     }
 

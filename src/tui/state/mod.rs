@@ -1,8 +1,8 @@
 //! UI state the `App` owns: the session tree, the open thread with its cells and
 //! scroll anchor, streaming, the agent browser, the status-bar note, the approval
 //! prompts, the trust prompt, the messages waiting for running turns (`pending`) and
-//! the composer's popup (`palette`, with the slash-command table in `palette_commands`) and the prompt
-//! history (`history`).
+//! the composer's popup (`palette`, with the slash-command table in `palette_commands`) the prompt
+//! history (`history`) and `@file` mentions (`mentions`).
 //!
 //! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
 //! drawing (`views`).
@@ -23,6 +23,7 @@ pub mod find;
 pub mod history;
 pub mod inflight;
 pub mod layout;
+pub mod mentions;
 pub mod note;
 pub mod palette;
 pub mod palette_commands;

@@ -1,0 +1,282 @@
+//! `@file` mentions in the composer (issue 15 item 2): the project's file list for
+//! completion, the completion rows for an `@partial`, and attaching mentioned files to
+//! a sent message as Amplifier attaches @mentions (`agent::mentions`, foundation's
+//! loader): each file's content once, as a `<context_file paths="@m → /abs/path">`
+//! block before the text; the `@path` stays visible in the text.
+//!
+//! Only regular files inside the project (the working directory, symlinks resolved)
+//! are attached; a file over [`MAX_FILE_BYTES`] is cut there with a note saying so,
+//! and attachments stop at [`MAX_TOTAL_BYTES`]; a binary file (a NUL byte, or not
+//! UTF-8) is named but not attached. A mention that names no such file stays text.
+//!
+//! Owns: listing, matching and attaching. Does not own: when the list is made (off
+//! the UI thread: `EngineCommand::ListProjectFiles`) or the keys (`app::palette`).
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::palette::PopupItem;
+
+/// Files listed at most (the walk stops there).
+pub const MAX_FILES: usize = 20_000;
+/// Completion rows at most.
+pub const MAX_ROWS: usize = 50;
+/// Bytes of one file attached at most.
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
+/// Bytes attached to one message at most (over all files).
+pub const MAX_TOTAL_BYTES: usize = 256 * 1024;
+
+/// The project's files under `root`, relative, `/`-separated, sorted: `.gitignore`,
+/// `.ignore` and git's excludes respected (also outside a git repository), hidden
+/// files and `.git` skipped, at most [`MAX_FILES`].
+pub fn list_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let walk = ignore::WalkBuilder::new(root).require_git(false).build();
+    for entry in walk.flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Ok(rel) = entry.path().strip_prefix(root) {
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+        if out.len() >= MAX_FILES {
+            break;
+        }
+    }
+    out.sort();
+    out
+}
+
+fn is_mention_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_./~-".contains(c)
+}
+
+/// The `@partial` being typed at the end of `before_cursor` (the text before the
+/// cursor): the partial without `@` when the last word starts with `@`.
+pub fn partial_at_end(before_cursor: &str) -> Option<&str> {
+    let start = before_cursor.rfind(char::is_whitespace).map_or(0, |i| {
+        i + before_cursor[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let word = &before_cursor[start..];
+    let partial = word.strip_prefix('@')?;
+    partial.chars().all(is_mention_char).then_some(partial)
+}
+
+/// Completion rows for `partial` (case-insensitive): paths starting with it, then
+/// file names starting with it, then paths containing it; at most [`MAX_ROWS`].
+pub fn rows(files: &[String], partial: &str) -> Vec<PopupItem> {
+    let q = partial.to_lowercase();
+    let mut ranked: Vec<(u8, &String)> = files
+        .iter()
+        .filter_map(|f| {
+            let lower = f.to_lowercase();
+            let name = lower.rsplit('/').next().unwrap_or(&lower);
+            let rank = if lower.starts_with(&q) {
+                0
+            } else if name.starts_with(&q) {
+                1
+            } else if lower.contains(&q) {
+                2
+            } else {
+                return None;
+            };
+            Some((rank, f))
+        })
+        .collect();
+    ranked.sort_by_key(|(rank, f)| (*rank, f.len()));
+    ranked
+        .into_iter()
+        .take(MAX_ROWS)
+        .map(|(_, f)| PopupItem {
+            label: format!("@{f}"),
+            detail: String::new(),
+            value: f.clone(),
+        })
+        .collect()
+}
+
+/// A message with its mentioned files attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// What the model gets: the `<context_file>` blocks, a blank line, the text.
+    pub prompt: String,
+    /// The mentions attached (as written, `@` included).
+    pub files: Vec<String>,
+    /// What was cut or left out, for a note.
+    pub notes: Vec<String>,
+}
+
+/// Attaches the files `text` mentions (see the module doc) relative to `root`.
+pub fn attach(text: &str, root: &Path) -> Attached {
+    let mut blocks = Vec::new();
+    let mut files = Vec::new();
+    let mut notes = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut total = 0usize;
+    let Ok(root) = root.canonicalize() else {
+        return Attached {
+            prompt: text.to_string(),
+            files,
+            notes,
+        };
+    };
+    for mention in crate::agent::mentions::parse_mentions(text) {
+        let rel = mention.trim_start_matches('@');
+        if rel.contains(':') || rel.starts_with('~') {
+            continue;
+        }
+        let Ok(path) = root.join(rel).canonicalize() else {
+            continue;
+        };
+        if !path.starts_with(&root) || !path.is_file() || !seen.insert(path.clone()) {
+            continue;
+        }
+        let header = format!("{mention} → {}", path.display());
+        let body = match read_capped(&path) {
+            Err(e) => {
+                notes.push(format!("{mention}: not attached ({e})"));
+                continue;
+            }
+            Ok(Content::Binary) => {
+                notes.push(format!("{mention}: binary, not attached"));
+                format!("(binary file, {} — not attached)", path.display())
+            }
+            Ok(Content::Text { text, size }) => {
+                let room = MAX_TOTAL_BYTES.saturating_sub(total);
+                if room == 0 {
+                    notes.push(format!(
+                        "{mention}: not attached (over the attachment limit)"
+                    ));
+                    continue;
+                }
+                let (kept, cut) = cut_at(&text, room);
+                total += kept.len();
+                if cut || size > text.len() {
+                    notes.push(format!("{mention}: first {} bytes of {size}", kept.len()));
+                    format!(
+                        "{kept}\n[arbor: attached the first {} bytes of {size}]",
+                        kept.len()
+                    )
+                } else {
+                    kept.strip_suffix('\n').unwrap_or(kept).to_string()
+                }
+            }
+        };
+        files.push(mention.clone());
+        blocks.push(format!(
+            "<context_file paths=\"{header}\">\n{body}\n</context_file>"
+        ));
+    }
+    let prompt = if blocks.is_empty() {
+        text.to_string()
+    } else {
+        format!("{}\n\n{text}", blocks.join("\n\n"))
+    };
+    Attached {
+        prompt,
+        files,
+        notes,
+    }
+}
+
+enum Content {
+    Text { text: String, size: usize },
+    Binary,
+}
+
+fn read_capped(path: &Path) -> std::io::Result<Content> {
+    let file = std::fs::File::open(path)?;
+    let size = usize::try_from(file.metadata()?.len()).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    let cap = u64::try_from(MAX_FILE_BYTES).unwrap_or(u64::MAX);
+    file.take(cap).read_to_end(&mut bytes)?;
+    if bytes.contains(&0) {
+        return Ok(Content::Binary);
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        // Cut inside a character at the cap: keep the valid prefix.
+        Err(e) if size > MAX_FILE_BYTES && e.utf8_error().error_len().is_none() => {
+            let valid = e.utf8_error().valid_up_to();
+            let mut bytes = e.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
+        }
+        Err(_) => return Ok(Content::Binary),
+    };
+    Ok(Content::Text { text, size })
+}
+
+/// `s` cut to at most `max` bytes at a character boundary; whether it was cut.
+fn cut_at(s: &str, max: usize) -> (&str, bool) {
+    if s.len() <= max {
+        return (s, false);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_respect_gitignore_and_complete_by_prefix_then_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(root.join("notes.txt"), "n").unwrap();
+        std::fs::write(root.join("src/notes.rs"), "n").unwrap();
+        std::fs::write(root.join("target/notes.bin"), "n").unwrap();
+        let files = list_files(root);
+        assert_eq!(files, ["notes.txt", "src/notes.rs"]);
+        let values: Vec<String> = rows(&files, "not").into_iter().map(|r| r.value).collect();
+        assert_eq!(values, ["notes.txt", "src/notes.rs"]);
+        assert_eq!(rows(&files, "src/").len(), 1);
+        assert_eq!(partial_at_end("see @src/no"), Some("src/no"));
+        assert_eq!(partial_at_end("see @"), Some(""));
+        assert_eq!(partial_at_end("me@x.com"), None);
+        assert_eq!(partial_at_end("@a b"), None);
+    }
+
+    #[test]
+    fn attaches_project_files_once_caps_big_ones_and_names_binaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a.md"), "alpha").unwrap();
+        std::fs::write(root.join("big.txt"), "x".repeat(MAX_FILE_BYTES + 10)).unwrap();
+        std::fs::write(root.join("img.png"), [0x89, b'P', 0, 1]).unwrap();
+        std::fs::write(dir.path().join("outside.txt"), "secret").unwrap();
+        let out = attach(
+            "read @a.md and @a.md, @big.txt, @img.png, @../outside.txt, @missing.md",
+            &root,
+        );
+        assert_eq!(out.files, ["@a.md", "@big.txt", "@img.png"]);
+        assert!(
+            out.prompt.starts_with("<context_file paths=\"@a.md → "),
+            "{}",
+            out.prompt
+        );
+        assert_eq!(out.prompt.matches("alpha").count(), 1);
+        assert!(
+            out.prompt.ends_with(
+                "read @a.md and @a.md, @big.txt, @img.png, @../outside.txt, @missing.md"
+            )
+        );
+        assert!(!out.prompt.contains("secret"));
+        assert!(out.prompt.contains(&format!(
+            "[arbor: attached the first {MAX_FILE_BYTES} bytes of {}]",
+            MAX_FILE_BYTES + 10
+        )));
+        assert!(out.prompt.contains("(binary file"));
+        assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
+        assert_eq!(attach("no mentions", &root).prompt, "no mentions");
+    }
+}
