@@ -16,7 +16,11 @@ pub const TITLE_MAX_CHARS: usize = 60;
 /// characters → the first 59 and `…`. `None` when `text` has no visible character.
 ///
 /// `"  Fix the parser\nso that…"` → `"Fix the parser"`.
+///
+/// Files attached before the text (`<context_file …>…</context_file>` blocks, as the
+/// TUI attaches `@file` mentions) are skipped: the title is the person's words.
 pub fn title_from(text: &str) -> Option<String> {
+    let text = without_attachments(text);
     let line = text.lines().find(|l| !l.trim().is_empty())?;
     let folded = line.split_whitespace().collect::<Vec<_>>().join(" ");
     let clean = scrub(&folded).into_owned();
@@ -29,9 +33,32 @@ pub fn title_from(text: &str) -> Option<String> {
     Some(cut)
 }
 
+/// `text` after its leading `<context_file …>…</context_file>` blocks (all of `text`
+/// when nothing follows them).
+fn without_attachments(text: &str) -> &str {
+    const END: &str = "</context_file>";
+    let mut rest = text;
+    while rest.trim_start().starts_with("<context_file")
+        && let Some(end) = rest.find(END)
+    {
+        rest = &rest[end + END.len()..];
+    }
+    if rest.trim().is_empty() { text } else { rest }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attached_files_are_not_the_title() {
+        let text = "<context_file paths=\"@a.md → /p/a.md\">\nalpha\n</context_file>\n\n<context_file paths=\"@b → /p/b\">\nb\n</context_file>\n\nwhat is in @a.md";
+        assert_eq!(title_from(text).as_deref(), Some("what is in @a.md"));
+        assert_eq!(
+            title_from("<context_file x>\nonly\n</context_file>").as_deref(),
+            Some("<context_file x>")
+        );
+    }
 
     #[test]
     fn a_title_is_the_first_visible_line_folded() {

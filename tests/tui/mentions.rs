@@ -55,4 +55,21 @@ fn at_partial_lists_project_files_and_tab_completes() {
     assert!(prompt.contains("the notes body"), "{prompt}");
     assert!(prompt.ends_with("look at @notes.txt please"), "{prompt}");
     assert!(h.screen(80, 24).contains("attached @notes.txt"));
+
+    // A path typed out in full: Enter sends at once.
+    let mut h = harness();
+    h.app.set_project_root(root.clone());
+    h.type_text("see @notes.txt");
+    h.drain();
+    let files = arbor::tui::state::mentions::list_files(&root);
+    h.app.handle(AppEvent::ProjectFiles {
+        root,
+        files: Arc::new(files),
+    });
+    assert!(h.app.popup().is_some());
+    h.press(KeyCode::Enter);
+    assert!(matches!(
+        h.drain().as_slice(),
+        [EngineCommand::Submit { .. }]
+    ));
 }

@@ -162,6 +162,12 @@ impl App {
                 self.resume(&item.value);
             }
             PopupKind::History => self.accept_history(&item.value),
+            // A path typed out in full: Enter sends rather than adding a space.
+            PopupKind::Files if popup.query == item.value => {
+                let text = self.composer.text();
+                self.popup_dismissed = Some(text.clone());
+                self.apply(crate::tui::app_event::UiAction::Submit(text));
+            }
             PopupKind::Files => self.accept_file(&popup.query, &item.value),
         }
     }
