@@ -1,6 +1,8 @@
 //! Frame scheduling: redraw on demand, coalesced, capped (~60 fps). A request made
 //! while a frame is pending is merged into it; a request right after a draw waits for
-//! the minimum interval. There is no fixed-rate loop.
+//! the minimum interval — unless it is urgent ([`FrameScheduler::request_now`]: the
+//! frame shows the person's own input, which is never held back by the cap). There is
+//! no fixed-rate loop.
 //!
 //! Owns: when to draw. Does not own: what to draw (`app`).
 
@@ -37,6 +39,12 @@ impl FrameScheduler {
         }
     }
 
+    /// Asks for a frame now, whatever the cap (a frame that shows input); a pending
+    /// request is brought forward to `now`.
+    pub fn request_now(&mut self, now: Instant) {
+        self.pending = Some(self.pending.map_or(now, |at| at.min(now)));
+    }
+
     /// When the pending frame is due.
     pub fn deadline(&self) -> Option<Instant> {
         self.pending
@@ -67,5 +75,20 @@ mod tests {
         f.drawn(t0 + MIN_FRAME_INTERVAL);
         f.request(t0 + Duration::from_millis(100));
         assert_eq!(f.deadline(), Some(t0 + Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn an_urgent_request_is_due_at_once_even_right_after_a_frame() {
+        let mut f = FrameScheduler::new(MIN_FRAME_INTERVAL);
+        let t0 = Instant::now();
+        f.drawn(t0);
+        f.request(t0 + Duration::from_millis(2));
+        assert_eq!(f.deadline(), Some(t0 + MIN_FRAME_INTERVAL), "capped");
+        let key = t0 + Duration::from_millis(3);
+        f.request_now(key);
+        assert_eq!(f.deadline(), Some(key), "brought forward");
+        f.drawn(key);
+        f.request_now(key + Duration::from_millis(1));
+        assert_eq!(f.deadline(), Some(key + Duration::from_millis(1)));
     }
 }

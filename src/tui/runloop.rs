@@ -2,6 +2,12 @@
 //! command results, the bus, registry and watcher channels, ticks), hands the `App`'s
 //! engine commands to an [`Executor`], and draws frames on demand.
 //!
+//! Each wake-up applies everything already queued — terminal input first, then command
+//! results, then bus events — and then draws at most once. A frame that shows input is
+//! drawn at once; the frame cap ([`MIN_FRAME_INTERVAL`]) only spaces out frames that
+//! show nothing but engine progress (a streaming reply), so a key press never waits
+//! for the next frame slot or behind a backlog of deltas.
+//!
 //! Generic over the backend and the input stream so tests drive it with a
 //! `TestBackend` and scripted events. Owns: the select loop and its priorities. Does
 //! not own: terminal modes (`terminal`), command execution (`executor`).
@@ -9,6 +15,7 @@
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::task::Poll;
 
 use crossterm::event::Event as TermEvent;
 use futures::future::BoxFuture;
@@ -141,8 +148,10 @@ async fn sleep_opt(at: Option<Instant>) {
 /// arrives as a command result).
 ///
 /// Priorities: a due frame is drawn first (so streaming never starves drawing); then
-/// (biased) the next frame's deadline, command results (a new session's id before its events), then input, then the bus,
-/// registry and watcher, then ticks.
+/// (biased) the next frame's deadline, command results (a new session's id before its
+/// events), then input, then the bus, registry and watcher, then ticks. After each
+/// wake-up everything already queued is applied ([`drain`]: input first) before the
+/// next frame. A frame after input is due at once; other frames wait for the cap.
 ///
 /// Errors: terminal I/O failures (reading input or drawing).
 pub async fn run_app<B, S, X, H>(
@@ -161,6 +170,8 @@ where
 {
     let mut frames = FrameScheduler::new(MIN_FRAME_INTERVAL);
     frames.request(Instant::now());
+    // Input was applied since the last frame: the next frame is due at once.
+    let mut input_seen = false;
     if app.wants_provider_label() {
         executor.execute(
             EngineCommand::ResolveProviderLabel,
@@ -190,7 +201,11 @@ where
             }
         }
         if app.take_redraw() {
-            frames.request(Instant::now());
+            if std::mem::take(&mut input_seen) {
+                frames.request_now(Instant::now());
+            } else {
+                frames.request(Instant::now());
+            }
         }
         // A due frame is drawn before anything else: a busy runtime never parks, so a
         // timer alone could starve drawing while events stream in.
@@ -204,20 +219,18 @@ where
             frames.drawn(Instant::now());
         }
         let tick_at = app.next_tick().map(|d| Instant::now() + d);
+        let mut ended = None;
         tokio::select! {
             biased;
             () = sleep_opt(frames.deadline()) => {}
             Some(ev) = channels.results.recv() => app.handle(ev),
             ev = input.next() => match ev {
-                Some(Ok(ev)) => app.handle(AppEvent::Input(ev)),
-                Some(Err(e)) => {
-                    executor.shutdown().await;
-                    return Err(TuiError::Io(e));
+                Some(Ok(ev)) => {
+                    app.handle(AppEvent::Input(ev));
+                    input_seen = true;
                 }
-                None => {
-                    executor.shutdown().await;
-                    return Ok(());
-                }
+                Some(Err(e)) => ended = Some(Err(TuiError::Io(e))),
+                None => ended = Some(Ok(())),
             },
             Some(ev) = recv_opt(&mut channels.bus) => app.handle(AppEvent::Engine(ev)),
             changed = registry_changed(&mut channels.registry) => {
@@ -232,7 +245,70 @@ where
             Some(ev) = recv_opt(&mut channels.reloads) => app.handle(AppEvent::Reload(ev)),
             () = sleep_opt(tick_at) => app.handle(AppEvent::Tick),
         }
+        if ended.is_none() {
+            match drain(app, &mut input, &mut channels).await {
+                Drained::Input => input_seen = true,
+                Drained::Other => {}
+                Drained::End(end) => ended = Some(end),
+            }
+        }
+        if let Some(end) = ended {
+            executor.shutdown().await;
+            return end;
+        }
     }
+}
+
+/// At most this many queued events are applied between two frames, so a source that
+/// never runs dry (a flood of deltas) cannot hold a frame back.
+const DRAIN_LIMIT: usize = 4096;
+
+/// What [`drain`] applied.
+enum Drained {
+    /// At least one input event.
+    Input,
+    /// Only other events, or nothing.
+    Other,
+    /// Input ended (`Ok`) or failed (`Err`); events before it were applied.
+    End(Result<(), TuiError>),
+}
+
+/// Applies the events already queued without waiting, up to [`DRAIN_LIMIT`]: each
+/// round takes terminal input first, then a command result, then a bus event (results
+/// stay ahead of the bus, as in the loop's select). Stops early once the app quits.
+///
+/// Input is polled with this task's own waker (never a no-op one): crossterm's
+/// `EventStream` keeps the waker of the poll that started its wake-up thread, so a
+/// foreign waker would leave a later key unnoticed.
+async fn drain<S>(app: &mut App, input: &mut S, channels: &mut Channels) -> Drained
+where
+    S: Stream<Item = io::Result<TermEvent>> + Unpin,
+{
+    let mut drained = Drained::Other;
+    for _ in 0..DRAIN_LIMIT {
+        if app.should_quit() {
+            break;
+        }
+        match std::future::poll_fn(|cx| Poll::Ready(input.poll_next_unpin(cx))).await {
+            Poll::Ready(Some(Ok(ev))) => {
+                app.handle(AppEvent::Input(ev));
+                drained = Drained::Input;
+                continue;
+            }
+            Poll::Ready(Some(Err(e))) => return Drained::End(Err(TuiError::Io(e))),
+            Poll::Ready(None) => return Drained::End(Ok(())),
+            Poll::Pending => {}
+        }
+        if let Ok(ev) = channels.results.try_recv() {
+            app.handle(ev);
+            continue;
+        }
+        match channels.bus.as_mut().map(UnboundedReceiver::try_recv) {
+            Some(Ok(ev)) => app.handle(AppEvent::Engine(ev)),
+            _ => break,
+        }
+    }
+    drained
 }
 
 #[cfg(test)]
@@ -286,20 +362,7 @@ mod tests {
     async fn run_with(label: &str) -> (Vec<EngineCommand>, String) {
         let (commands_tx, commands) = tokio::sync::mpsc::unbounded_channel();
         let (results_tx, results) = tokio::sync::mpsc::unbounded_channel();
-        let mut app = App::new(
-            AppOptions {
-                theme: Theme::builtin_dark(true),
-                theme_source: None,
-                keymap: Keymap::defaults(),
-                clock: Clock::manual("2025-03-01T12:00:00Z".parse().unwrap()),
-                provider_label: Ok(label.to_string()),
-                registry: Arc::new(Registry::default()),
-                agent: None,
-                open_session: None,
-                continue_last: false,
-            },
-            commands_tx,
-        );
+        let mut app = test_app(commands_tx, label);
         let ctrl_c = || {
             Ok(TermEvent::Key(KeyEvent::new(
                 KeyCode::Char('c'),
@@ -344,6 +407,166 @@ mod tests {
             .collect();
         let executed = executor.0.lock().unwrap().clone();
         (executed, status)
+    }
+
+    /// A `TestBackend` that records every frame it flushes: when (the paused test
+    /// clock) and the screen's text.
+    struct Recording {
+        inner: TestBackend,
+        frames: Vec<(Instant, String)>,
+    }
+
+    impl Backend for Recording {
+        type Error = <TestBackend as Backend>::Error;
+
+        fn draw<'a, I>(&mut self, content: I) -> Result<(), Self::Error>
+        where
+            I: Iterator<Item = (u16, u16, &'a ratatui::buffer::Cell)>,
+        {
+            self.inner.draw(content)
+        }
+
+        fn hide_cursor(&mut self) -> Result<(), Self::Error> {
+            self.inner.hide_cursor()
+        }
+
+        fn show_cursor(&mut self) -> Result<(), Self::Error> {
+            self.inner.show_cursor()
+        }
+
+        fn get_cursor_position(&mut self) -> Result<ratatui::layout::Position, Self::Error> {
+            self.inner.get_cursor_position()
+        }
+
+        fn set_cursor_position<P: Into<ratatui::layout::Position>>(
+            &mut self,
+            position: P,
+        ) -> Result<(), Self::Error> {
+            self.inner.set_cursor_position(position)
+        }
+
+        fn clear(&mut self) -> Result<(), Self::Error> {
+            self.inner.clear()
+        }
+
+        fn clear_region(
+            &mut self,
+            clear_type: ratatui::backend::ClearType,
+        ) -> Result<(), Self::Error> {
+            self.inner.clear_region(clear_type)
+        }
+
+        fn size(&self) -> Result<ratatui::layout::Size, Self::Error> {
+            self.inner.size()
+        }
+
+        fn window_size(&mut self) -> Result<ratatui::backend::WindowSize, Self::Error> {
+            self.inner.window_size()
+        }
+
+        fn flush(&mut self) -> Result<(), Self::Error> {
+            let buffer = self.inner.buffer();
+            let text = buffer.content().iter().map(|c| c.symbol()).collect();
+            self.frames.push((Instant::now(), text));
+            self.inner.flush()
+        }
+    }
+
+    fn test_app(commands_tx: UnboundedSender<EngineCommand>, label: &str) -> App {
+        App::new(
+            AppOptions {
+                theme: Theme::builtin_dark(true),
+                theme_source: None,
+                keymap: Keymap::defaults(),
+                clock: Clock::manual("2025-03-01T12:00:00Z".parse().unwrap()),
+                provider_label: Ok(label.to_string()),
+                registry: Arc::new(Registry::default()),
+                agent: None,
+                open_session: None,
+                continue_last: false,
+            },
+            commands_tx,
+        )
+    }
+
+    /// While results stream in every 2 ms (each one a redraw, so frames run at the
+    /// cap), three keys typed at once 201 ms in are drawn in the frame drawn at that
+    /// instant — not at the next frame slot — and together (applied before one draw);
+    /// frames without input stay spaced by the cap.
+    #[tokio::test(start_paused = true)]
+    async fn typed_keys_are_drawn_at_once_while_a_stream_is_capped() {
+        let t0 = Instant::now();
+        let (commands_tx, commands) = tokio::sync::mpsc::unbounded_channel();
+        let (results_tx, results) = tokio::sync::mpsc::unbounded_channel();
+        let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
+        let stream_tx = results_tx.clone();
+        tokio::spawn(async move {
+            for i in 0..200u64 {
+                tokio::time::sleep_until(t0 + Duration::from_millis(10 + 2 * i)).await;
+                let label = "anthropic/claude-sonnet-4-5".to_string();
+                if stream_tx
+                    .send(AppEvent::ProviderLabelResolved { label })
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let key_at = t0 + Duration::from_millis(201);
+        let (keys_tx, input) = futures::channel::mpsc::unbounded();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(key_at).await;
+            for c in ['z', 'q', 'x'] {
+                let key = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+                keys_tx.unbounded_send(Ok(TermEvent::Key(key))).unwrap();
+            }
+            tokio::time::sleep_until(t0 + Duration::from_millis(500)).await;
+            drop(keys_tx); // input ends: the loop returns
+        });
+        let channels = Channels {
+            commands,
+            results_tx,
+            results,
+            bus: None,
+            registry: None,
+            reloads: None,
+        };
+        let backend = Recording {
+            inner: TestBackend::new(100, 20),
+            frames: Vec::new(),
+        };
+        let mut terminal = Terminal::new(backend).unwrap();
+        let executor = LabelExecutor::default();
+        run_app(
+            &mut terminal,
+            &mut app,
+            input,
+            channels,
+            &executor,
+            &mut NoHost,
+        )
+        .await
+        .unwrap();
+        let frames = &terminal.backend().frames;
+        let first = frames
+            .iter()
+            .find(|(_, text)| text.contains("zq"))
+            .expect("the typed keys are drawn");
+        assert_eq!(first.0, key_at, "drawn when typed, not at the next slot");
+        assert!(first.1.contains("zqx"), "all three keys in one frame");
+        let stream_only: Vec<Instant> = frames
+            .iter()
+            .filter(|(at, _)| *at > t0 + Duration::from_millis(20) && *at != key_at)
+            .map(|(at, _)| *at)
+            .collect();
+        assert!(stream_only.len() > 10, "{} frames", stream_only.len());
+        for pair in stream_only.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= MIN_FRAME_INTERVAL - Duration::from_millis(1),
+                "stream frames stay capped: {:?}",
+                pair[1] - pair[0]
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]
