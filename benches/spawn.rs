@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use arbor::agent::Bundle;
 use arbor::agent::Registry;
+use arbor::config::limits::Limits;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
@@ -80,7 +81,9 @@ fn env_of(root: &Path) -> Env {
 }
 
 /// A temp project with the user agent `helper`, a bundle whose task tool allows 128
-/// parallel calls, and `provider-openai` at `base_url`.
+/// parallel calls, `provider-openai` at `base_url`, and tree limits raised so a root
+/// with 100 sub-sessions, all running at once, is allowed (the defaults are 100
+/// sessions per tree, root included, and 32 running sub-sessions).
 fn setup(base_url: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -115,6 +118,10 @@ fn setup(base_url: &str) -> Setup {
             config: json!({"api_key": "local", "base_url": base_url, "default_model": "scripted-model"}),
             ..Default::default()
         }],
+        limits: Limits {
+            max_sessions_per_tree: 1000,
+            max_concurrent_sub_sessions: 1000,
+        },
         ..Default::default()
     };
     let (tx, rx) = tokio::sync::watch::channel(registry);

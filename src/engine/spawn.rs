@@ -212,7 +212,8 @@ async fn spawn_child(
     if let Some(state) = &budget {
         child.emit(turn::budget_event(state));
     }
-    child.set_status(SessionStatus::Idle);
+    // The metadata was created idle: publish the status without writing it again.
+    child.emit(EngineEvent::status(SessionStatus::Idle));
     parent.emit(EngineEvent::TaskAgentSpawned(TaskAgentSpawnedEvent {
         agent: agent.name.clone(),
         sub_session_id: child.id.clone(),
