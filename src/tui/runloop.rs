@@ -2,8 +2,8 @@
 //! command results, the bus, registry and watcher channels, ticks), hands the `App`'s
 //! engine commands to an [`Executor`], and draws frames on demand.
 //!
-//! Each wake-up applies everything already queued — terminal input first, then command
-//! results, then bus events — and then draws at most once. A frame that shows input is
+//! Everything already queued — command results, terminal input, bus events — is
+//! applied before a frame is drawn, and then one frame shows it all. A frame that shows input is
 //! drawn at once; the frame cap ([`MIN_FRAME_INTERVAL`]) only spaces out frames that
 //! show nothing but engine progress (a streaming reply), so a key press never waits
 //! for the next frame slot or behind a backlog of deltas.
@@ -149,9 +149,9 @@ async fn sleep_opt(at: Option<Instant>) {
 ///
 /// Priorities: a due frame is drawn first (so streaming never starves drawing); then
 /// (biased) the next frame's deadline, command results (a new session's id before its
-/// events), then input, then the bus, registry and watcher, then ticks. After each
-/// wake-up everything already queued is applied ([`drain`]: input first) before the
-/// next frame. A frame after input is due at once; other frames wait for the cap.
+/// events), then input, then the bus, registry and watcher, then ticks. Everything
+/// already queued (results, input, bus) is applied before the next frame is drawn.
+/// A frame after input is due at once; other frames wait for the cap.
 ///
 /// Errors: terminal I/O failures (reading input or drawing).
 pub async fn run_app<B, S, X, H>(
@@ -178,6 +178,9 @@ where
             channels.results_tx.clone(),
         );
     }
+    // Events applied since the last chance to draw (bounded by `QUEUE_LIMIT`); starts
+    // at the limit so the first frame is drawn before anything queued is applied.
+    let mut applied = QUEUE_LIMIT;
     loop {
         while let Ok(command) = channels.commands.try_recv() {
             executor.execute(command, channels.results_tx.clone());
@@ -201,14 +204,27 @@ where
             }
         }
         if app.take_redraw() {
-            if std::mem::take(&mut input_seen) {
+            if input_seen {
                 frames.request_now(Instant::now());
             } else {
                 frames.request(Instant::now());
             }
         }
-        // A due frame is drawn before anything else: a busy runtime never parks, so a
-        // timer alone could starve drawing while events stream in.
+        // What is already queued is applied before drawing (each event still passes
+        // the steps above: its commands run, a quit or an editor request is seen).
+        if applied < QUEUE_LIMIT
+            && let Some(ready) = next_ready(&mut input, &mut channels).await
+        {
+            applied += 1;
+            if let Some(end) = apply(app, ready, &mut input_seen) {
+                executor.shutdown().await;
+                return end;
+            }
+            continue;
+        }
+        applied = 0;
+        // A due frame is drawn before waiting: a busy runtime never parks, so a timer
+        // alone could starve drawing while events stream in.
         if frames.deadline().is_some_and(|d| d <= Instant::now()) {
             terminal
                 .draw(|f| {
@@ -217,22 +233,15 @@ where
                 })
                 .map_err(|e| TuiError::Io(io::Error::other(e.to_string())))?;
             frames.drawn(Instant::now());
+            input_seen = false;
         }
         let tick_at = app.next_tick().map(|d| Instant::now() + d);
-        let mut ended = None;
-        tokio::select! {
+        let woke = tokio::select! {
             biased;
-            () = sleep_opt(frames.deadline()) => {}
-            Some(ev) = channels.results.recv() => app.handle(ev),
-            ev = input.next() => match ev {
-                Some(Ok(ev)) => {
-                    app.handle(AppEvent::Input(ev));
-                    input_seen = true;
-                }
-                Some(Err(e)) => ended = Some(Err(TuiError::Io(e))),
-                None => ended = Some(Ok(())),
-            },
-            Some(ev) = recv_opt(&mut channels.bus) => app.handle(AppEvent::Engine(ev)),
+            () = sleep_opt(frames.deadline()) => None,
+            Some(ev) = channels.results.recv() => Some(Ready::Result(ev)),
+            ev = input.next() => Some(Ready::Input(ev)),
+            Some(ev) = recv_opt(&mut channels.bus) => Some(Ready::Bus(ev)),
             changed = registry_changed(&mut channels.registry) => {
                 match (changed, &mut channels.registry) {
                     (true, Some(rx)) => {
@@ -241,74 +250,75 @@ where
                     }
                     _ => channels.registry = None,
                 }
+                None
             }
-            Some(ev) = recv_opt(&mut channels.reloads) => app.handle(AppEvent::Reload(ev)),
-            () = sleep_opt(tick_at) => app.handle(AppEvent::Tick),
-        }
-        if ended.is_none() {
-            match drain(app, &mut input, &mut channels).await {
-                Drained::Input => input_seen = true,
-                Drained::Other => {}
-                Drained::End(end) => ended = Some(end),
+            Some(ev) = recv_opt(&mut channels.reloads) => {
+                app.handle(AppEvent::Reload(ev));
+                None
             }
-        }
-        if let Some(end) = ended {
+            () = sleep_opt(tick_at) => {
+                app.handle(AppEvent::Tick);
+                None
+            }
+        };
+        if let Some(ready) = woke
+            && let Some(end) = apply(app, ready, &mut input_seen)
+        {
             executor.shutdown().await;
             return end;
         }
     }
 }
 
-/// At most this many queued events are applied between two frames, so a source that
-/// never runs dry (a flood of deltas) cannot hold a frame back.
-const DRAIN_LIMIT: usize = 4096;
+/// At most this many queued events are applied in a row without a chance to draw, so
+/// a source that never runs dry (a flood of deltas) cannot hold a frame back.
+const QUEUE_LIMIT: usize = 4096;
 
-/// What [`drain`] applied.
-enum Drained {
-    /// At least one input event.
-    Input,
-    /// Only other events, or nothing.
-    Other,
-    /// Input ended (`Ok`) or failed (`Err`); events before it were applied.
-    End(Result<(), TuiError>),
+/// An event taken from one of the loop's sources.
+enum Ready {
+    Result(AppEvent),
+    /// The input stream's next item (`None`: input ended).
+    Input(Option<io::Result<TermEvent>>),
+    Bus(Arc<Event>),
 }
 
-/// Applies the events already queued without waiting, up to [`DRAIN_LIMIT`]: each
-/// round takes terminal input first, then a command result, then a bus event (results
-/// stay ahead of the bus, as in the loop's select). Stops early once the app quits.
+/// The next event already queued, without waiting, in the select's order: a command
+/// result, then terminal input, then a bus event. `None` when nothing is queued.
 ///
 /// Input is polled with this task's own waker (never a no-op one): crossterm's
 /// `EventStream` keeps the waker of the poll that started its wake-up thread, so a
 /// foreign waker would leave a later key unnoticed.
-async fn drain<S>(app: &mut App, input: &mut S, channels: &mut Channels) -> Drained
+async fn next_ready<S>(input: &mut S, channels: &mut Channels) -> Option<Ready>
 where
     S: Stream<Item = io::Result<TermEvent>> + Unpin,
 {
-    let mut drained = Drained::Other;
-    for _ in 0..DRAIN_LIMIT {
-        if app.should_quit() {
-            break;
-        }
-        match std::future::poll_fn(|cx| Poll::Ready(input.poll_next_unpin(cx))).await {
-            Poll::Ready(Some(Ok(ev))) => {
-                app.handle(AppEvent::Input(ev));
-                drained = Drained::Input;
-                continue;
-            }
-            Poll::Ready(Some(Err(e))) => return Drained::End(Err(TuiError::Io(e))),
-            Poll::Ready(None) => return Drained::End(Ok(())),
-            Poll::Pending => {}
-        }
-        if let Ok(ev) = channels.results.try_recv() {
-            app.handle(ev);
-            continue;
-        }
-        match channels.bus.as_mut().map(UnboundedReceiver::try_recv) {
-            Some(Ok(ev)) => app.handle(AppEvent::Engine(ev)),
-            _ => break,
-        }
+    if let Ok(ev) = channels.results.try_recv() {
+        return Some(Ready::Result(ev));
     }
-    drained
+    if let Poll::Ready(ev) = std::future::poll_fn(|cx| Poll::Ready(input.poll_next_unpin(cx))).await
+    {
+        return Some(Ready::Input(ev));
+    }
+    match channels.bus.as_mut().map(UnboundedReceiver::try_recv) {
+        Some(Ok(ev)) => Some(Ready::Bus(ev)),
+        _ => None,
+    }
+}
+
+/// Applies `ready` to the app (`input_seen` set for input); `Some` when input ended
+/// (`Ok`) or failed (`Err`) and the loop must end.
+fn apply(app: &mut App, ready: Ready, input_seen: &mut bool) -> Option<Result<(), TuiError>> {
+    match ready {
+        Ready::Result(ev) => app.handle(ev),
+        Ready::Input(Some(Ok(ev))) => {
+            app.handle(AppEvent::Input(ev));
+            *input_seen = true;
+        }
+        Ready::Input(Some(Err(e))) => return Some(Err(TuiError::Io(e))),
+        Ready::Input(None) => return Some(Ok(())),
+        Ready::Bus(ev) => app.handle(AppEvent::Engine(ev)),
+    }
+    None
 }
 
 #[cfg(test)]

@@ -197,7 +197,11 @@ mod tests {
         write(dir.path(), &meta(1)).unwrap();
         let first = inode(METADATA_FILE);
         write(dir.path(), &meta(2)).unwrap();
-        assert_eq!(inode(METADATA_BACKUP), first, "the old file became the backup");
+        assert_eq!(
+            inode(METADATA_BACKUP),
+            first,
+            "the old file became the backup"
+        );
         assert_ne!(inode(METADATA_FILE), first);
         assert_eq!((links(METADATA_FILE), links(METADATA_BACKUP)), (1, 1));
         assert!(!dir.path().join(format!("{METADATA_BACKUP}.tmp")).exists());
