@@ -32,11 +32,13 @@ pub struct EarlierCells {
 }
 
 impl EarlierCells {
-    /// Turns the earlier part read up to byte `end` into cells.
+    /// Turns the earlier part read up to byte `end` into cells. Each message is
+    /// dropped as soon as its cells exist, so the messages and the cells made of them
+    /// are never held whole at the same time (the peak of opening a long session).
     pub fn build(end: u64, read: EarlierRead) -> Self {
         let mut head = Box::<Thread>::default();
-        for message in &read.messages {
-            head.push_message(message);
+        for message in read.messages {
+            head.push_message(&message);
         }
         Self {
             end,
