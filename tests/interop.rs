@@ -181,6 +181,14 @@ fn an_amplifier_root_resumes_from_the_active_bundle_with_a_note() {
     let meta = env.metadata(ROOT);
     assert!(meta["config"].is_object(), "the rebuilt plan is stored");
     assert_eq!(meta["bundle"], "bundle:foundation", "the reference is kept");
+    assert_eq!(
+        meta["name"], "Map the crate",
+        "titled by its own first prompt, not by the one arbor sent"
+    );
+    assert!(
+        meta["turn_started"].is_string(),
+        "the resumed turn is timed"
+    );
 }
 
 #[test]

@@ -262,6 +262,7 @@ async fn one_turn(
         }
     };
     grant_budget(live);
+    live.update_metadata(|m| m.turn_started = Some(now_rfc3339()));
     live.set_status(SessionStatus::Running);
     for prompt in prompts {
         live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
@@ -374,12 +375,23 @@ pub(crate) fn budget_event(state: &BudgetState) -> EngineEvent {
 }
 
 /// Gives a root without a name the title of its first prompt (`session::title`),
-/// stored as metadata `name` and published as `session:renamed`.
+/// stored as metadata `name` and published as `session:renamed`. A root another tool
+/// started (Amplifier writes no `name`) is titled by the first user message already in
+/// its transcript, not by the prompt arbor sends it now.
 fn name_root(live: &LiveSession, prompt: &str) {
     if live.parent_id.is_some() || live.metadata().name.is_some() {
         return;
     }
-    let Some(name) = title_from(prompt) else {
+    let earlier = live
+        .transcript_snapshot()
+        .iter()
+        .find(|m| matches!(m, Message::User(_)))
+        .map(Message::text);
+    let Some(name) = earlier
+        .as_deref()
+        .and_then(title_from)
+        .or_else(|| title_from(prompt))
+    else {
         return;
     };
     live.update_metadata(|m| m.name = Some(name.clone()));

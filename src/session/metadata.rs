@@ -199,6 +199,12 @@ pub struct Metadata {
     /// absent for a session whose agent has no sub-agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_agent: Option<String>,
+    /// When the session's latest turn began (RFC 3339, arbor's own key; Amplifier
+    /// ignores it). Lets a reader time the last turn rather than the session's whole
+    /// life (`created` → `last_updated`, which spans days for a session resumed later);
+    /// absent for sessions other tools wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_started: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -237,7 +237,7 @@ impl SessionTree {
             let mut node = Node::new(&m.session_id, m.parent_id.clone(), m.agent_name.clone());
             node.status = m.status;
             node.title = m.name.clone().filter(|n| !n.trim().is_empty());
-            node.started = parse_ts(&m.created);
+            node.started = last_turn_start(m);
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
@@ -598,6 +598,17 @@ fn set_resolved(node: &mut Node, resolved: &ResolvedModel) {
         Some(role) => format!("{} ({role})", resolved.via.as_str()),
         None => resolved.via.as_str().to_string(),
     });
+}
+
+/// When a stored session's latest turn began: its `turn_started`, else `created` for
+/// a session of at most one turn; unknown (no elapsed time shown) for a longer one that
+/// another tool wrote, whose `created` → `last_updated` spans its whole life.
+fn last_turn_start(m: &Metadata) -> Option<Timestamp> {
+    match &m.turn_started {
+        Some(ts) => parse_ts(ts),
+        None if m.turn_count <= 1 => parse_ts(&m.created),
+        None => None,
+    }
 }
 
 /// Sets `status`; the turn's clock starts when a turn begins and stops when it ends

@@ -206,3 +206,36 @@ fn parent_cycles_and_missing_parents_hide_no_session() {
     assert_eq!(t.get("o").unwrap().detached, None);
     assert_eq!(t.latest_root(), Some("gone"));
 }
+
+#[test]
+fn a_stored_session_is_timed_by_its_last_turn_not_its_whole_life() {
+    let stored = |id: &str, turns: u32, turn_started: Option<&str>| Metadata {
+        session_id: id.into(),
+        created: "2025-11-20T10:00:00Z".into(),
+        last_updated: "2026-11-25T10:00:30Z".into(),
+        turn_count: turns,
+        turn_started: turn_started.map(str::to_string),
+        status: SessionStatus::Completed,
+        ..Default::default()
+    };
+    let mut t = SessionTree::default();
+    t.load(&[
+        stored("resumed", 4, Some("2026-11-25T10:00:00Z")),
+        stored("amplifier", 4, None),
+        stored("one-turn", 1, None),
+    ]);
+    let now: Timestamp = "2026-11-25T11:00:00Z".parse().unwrap();
+    let elapsed = |id: &str| t.get(id).unwrap().elapsed_ms(now);
+    // The last turn of a session resumed a year later: 30 s, not a year.
+    assert_eq!(elapsed("resumed"), Some(30_000));
+    // Another tool's session of several turns: the last turn's start is unknown.
+    assert_eq!(elapsed("amplifier"), None);
+    // One turn: created → last_updated is that turn.
+    assert_eq!(
+        elapsed("one-turn"),
+        Some(millis_between(
+            "2025-11-20T10:00:00Z".parse().unwrap(),
+            "2026-11-25T10:00:30Z".parse().unwrap(),
+        ))
+    );
+}
