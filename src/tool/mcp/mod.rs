@@ -15,7 +15,7 @@ pub mod adapter;
 pub mod server;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use adapter::{McpTool, PREFIX, server_of, tool_name};
 pub use server::{EnvLookup, Server, ServerState};
@@ -58,20 +58,31 @@ impl McpServerStatus {
 pub struct McpHub {
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
     env: EnvLookup,
-    http: Result<reqwest::Client, String>,
+    /// The HTTP client of streamable-HTTP servers, built when the first server is
+    /// registered (loading the system's root certificates costs milliseconds that a
+    /// process without MCP servers, and every startup, should not pay).
+    http: OnceLock<Result<reqwest::Client, String>>,
 }
 
 impl McpHub {
     /// An empty hub; `env` expands `${VAR}` when a server starts.
     pub fn new(env: EnvLookup) -> Self {
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| e.to_string());
         Self {
             servers: Mutex::new(BTreeMap::new()),
             env,
-            http,
+            http: OnceLock::new(),
         }
+    }
+
+    /// The shared HTTP client, built on first use.
+    fn http(&self) -> Result<reqwest::Client, String> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
     }
 
     /// The server for `spec`, registered on first use. Errors when the name is taken
@@ -93,11 +104,7 @@ impl McpHub {
                 ))
             };
         }
-        let server = Arc::new(Server::new(
-            spec.clone(),
-            self.env.clone(),
-            self.http.clone(),
-        ));
+        let server = Arc::new(Server::new(spec.clone(), self.env.clone(), self.http()));
         servers.insert(spec.name.clone(), server.clone());
         Ok(server)
     }
