@@ -45,7 +45,7 @@ use crate::provider::HttpPool;
 use crate::routing::{ModelCache, ResolvedModel};
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
-    ApprovalDecision, CancelRequestedEvent, PromptMode, SessionRebuiltEvent, SessionRenamedEvent,
+    ApprovalDecision, CancelRequestedEvent, SessionRebuiltEvent, SessionRenamedEvent,
     SessionResumeEvent, SessionStartEvent,
 };
 use crate::session::title::title_from;
@@ -56,6 +56,9 @@ use crate::session::{
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
+
+mod prompts;
+mod resume;
 
 /// Everything a runtime is built from.
 pub struct RuntimeOptions {
@@ -433,77 +436,6 @@ impl Runtime {
             .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
     }
 
-    /// Steers `session_id` (root or sub-session; live, or resumed from disk): `text`
-    /// goes into its inbox (`prompt:queued`, mode `steer`) and is appended verbatim as
-    /// a user message before its running turn's next model call (`prompt:sent`), after
-    /// pending tool results. When that turn ends before it (or no turn runs), the next
-    /// turn starts at once with it. Returns `None` when a running turn took it, else
-    /// the outcome of the turn(s) this call ran.
-    ///
-    /// Errors: as [`Runtime::run_turn`] before its turn; when no provider builds, the
-    /// message is returned unsent (`prompt:unqueued`, `returned`).
-    pub async fn steer(
-        self: &Arc<Self>,
-        session_id: &str,
-        text: String,
-    ) -> Result<Option<TurnOutcome>, EngineError> {
-        self.offer(session_id, PromptMode::Steer, text, None).await
-    }
-
-    /// Queues `text` as a turn of its own of `session_id` (`prompt:queued`, mode
-    /// `queue`), at `position` among the queued messages (0 = next; `None` = last):
-    /// sent verbatim after the running turn — and the messages queued before it — end
-    /// completed. A turn that ends cancelled or failed returns every waiting message
-    /// unsent (`prompt:unqueued`, `returned`). When no turn runs it starts at once.
-    /// Returns as [`Runtime::steer`]; errors as it.
-    pub async fn queue(
-        self: &Arc<Self>,
-        session_id: &str,
-        text: String,
-        position: Option<usize>,
-    ) -> Result<Option<TurnOutcome>, EngineError> {
-        self.offer(session_id, PromptMode::Queue, text, position)
-            .await
-    }
-
-    /// Takes the waiting message `id` (`prompt:queued` `id`) of `session_id` back
-    /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text.
-    ///
-    /// Errors: `Other` when the session is not live or the message no longer waits
-    /// (already sent, removed or returned).
-    pub fn unqueue(&self, session_id: &str, id: u64) -> Result<String, EngineError> {
-        self.live(session_id)
-            .and_then(|live| live.unqueue(id))
-            .map(|pending| pending.text)
-            .ok_or_else(|| {
-                EngineError::Other(format!(
-                    "message {id} of session '{session_id}' no longer waits (already sent or removed)"
-                ))
-            })
-    }
-
-    /// [`Runtime::steer`] / [`Runtime::queue`]: into the inbox, then a run of the inbox
-    /// when no turn runs; a panic becomes `EngineError::Panicked`.
-    async fn offer(
-        self: &Arc<Self>,
-        session_id: &str,
-        mode: PromptMode,
-        text: String,
-        position: Option<usize>,
-    ) -> Result<Option<TurnOutcome>, EngineError> {
-        let what = format!("a {} to session '{session_id}'", mode.as_str());
-        let work = async {
-            let live = self.live_or_resume(session_id)?;
-            if live.offer(mode, text, position) {
-                return Ok(None);
-            }
-            turn::run_inbox(&self.turn_env, live).await
-        };
-        panics::catch(&what, work)
-            .await
-            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
-    }
-
     /// Continues every `interrupted` session of the tree under `session_id` (itself
     /// included), as stored now, children before their parents: in waves
     /// (`session::tree::children_first_waves`), the sessions of one wave at once.
@@ -714,124 +646,6 @@ impl Runtime {
     /// The live session `id`, if loaded.
     pub(crate) fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
         lock(&self.live).get(id).cloned()
-    }
-
-    /// The live session `id`, resuming it from disk when not loaded: fresh load,
-    /// `config` required (else `Corrupted`), the lock taken (`Locked` when another
-    /// process has it), provider endpoints moved to those the current config or
-    /// environment set, `session:resume` published, then `provider:endpoint_changed`
-    /// for each endpoint that moved.
-    pub(crate) fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
-        let mut live = lock(&self.live);
-        if let Some(session) = live.get(id) {
-            return Ok(session.clone());
-        }
-        ids::validate(id).map_err(|reason| StoreError::InvalidId {
-            id: id.to_string(),
-            reason,
-        })?;
-        let loaded = self.store.load(id)?;
-        let mut rebuilt = None;
-        let config = match loaded.metadata.config.clone() {
-            Some(config) => stored_plan::restored(config),
-            // Amplifier never writes `config` for a root: rebuild it from its bundle.
-            None if loaded.metadata.parent_id.is_none() => {
-                let stored = loaded.metadata.bundle.clone();
-                let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
-                rebuilt = Some(SessionRebuiltEvent {
-                    bundle: stored,
-                    note,
-                });
-                plan.0
-            }
-            None => {
-                return Err(StoreError::Corrupted {
-                    id: id.to_string(),
-                    detail: "metadata.json has no `config` (the merged mount plan), so the sub-session cannot be rebuilt".into(),
-                }
-                .into());
-            }
-        };
-        for warning in &loaded.warnings {
-            tracing::warn!(session = id, "{warning}");
-        }
-        // The current config and environment choose the endpoint (SPEC §7 "Resume").
-        let (plan, moved) = providers::follow_current_endpoints(
-            MountPlan(config),
-            &self.turn_env.config,
-            &self.turn_env.env,
-        );
-        let mut writer = self.store.open(id)?;
-        writer.set_secrets(providers::secrets(
-            &plan,
-            &self.turn_env.config,
-            &self.turn_env.env,
-        ));
-        let mut metadata = loaded.metadata;
-        metadata.session_id = id.to_string();
-        if !moved.is_empty() || rebuilt.is_some() {
-            // Sub-sessions re-route and spawn from the stored plan: keep it current.
-            metadata.config = Some(stored_plan::stored_config(&self.turn_env, &plan));
-        }
-        if rebuilt.is_some() && metadata.agent_name.is_none() {
-            metadata.agent_name = Some(self.turn_env.bundle.name.clone());
-        }
-        let root_id = root_of(&live, &self.store, &metadata);
-        let session = Arc::new(LiveSession::new(
-            metadata,
-            root_id,
-            plan,
-            writer,
-            loaded.transcript,
-            self.bus.clone(),
-            self.turn_env.paths.cwd.clone(),
-        ));
-        live.insert(id.to_string(), session.clone());
-        drop(live);
-        let meta = session.metadata();
-        session.emit(EngineEvent::SessionResume(SessionResumeEvent {
-            agent: session.agent_name.clone(),
-            depth: session.depth,
-            turn_count: meta.turn_count,
-            status: meta.status,
-        }));
-        if let Some(rebuilt) = rebuilt {
-            tracing::info!(session = id, "{}", rebuilt.note());
-            session.emit(EngineEvent::SessionRebuilt(rebuilt));
-        }
-        for changed in moved {
-            tracing::info!(session = id, "{}", changed.note());
-            session.emit(EngineEvent::ProviderEndpointChanged(changed));
-        }
-        Ok(session)
-    }
-
-    /// Creates the session directory for `metadata` and makes it live.
-    pub(crate) fn register(
-        &self,
-        metadata: Metadata,
-        plan: MountPlan,
-        transcript: Vec<Message>,
-    ) -> Result<Arc<LiveSession>, EngineError> {
-        // Secrets are known before the first metadata write, so no file (not even the
-        // backup of a later write) ever holds a key.
-        let writer = self.store.create_with_secrets(
-            &metadata,
-            providers::secrets(&plan, &self.turn_env.config, &self.turn_env.env),
-        )?;
-        let mut live = lock(&self.live);
-        let root_id = root_of(&live, &self.store, &metadata);
-        let session = Arc::new(LiveSession::new(
-            metadata,
-            root_id,
-            plan,
-            writer,
-            transcript,
-            self.bus.clone(),
-            self.turn_env.paths.cwd.clone(),
-        ));
-        live.insert(session.id.clone(), session.clone());
-        Ok(session)
     }
 }
 

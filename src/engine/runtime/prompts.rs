@@ -1,0 +1,85 @@
+//! Messages for a session's running turn: steer and queue into its inbox, take a
+//! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
+//! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
+//! (`turn`).
+
+use std::sync::Arc;
+
+use super::Runtime;
+use crate::engine::outcome::{EngineError, TurnOutcome};
+use crate::engine::panics;
+use crate::engine::turn;
+use crate::session::protocol::PromptMode;
+
+impl Runtime {
+    /// Steers `session_id` (root or sub-session; live, or resumed from disk): `text`
+    /// goes into its inbox (`prompt:queued`, mode `steer`) and is appended verbatim as
+    /// a user message before its running turn's next model call (`prompt:sent`), after
+    /// pending tool results. When that turn ends before it (or no turn runs), the next
+    /// turn starts at once with it. Returns `None` when a running turn took it, else
+    /// the outcome of the turn(s) this call ran.
+    ///
+    /// Errors: as [`Runtime::run_turn`] before its turn; when no provider builds, the
+    /// message is returned unsent (`prompt:unqueued`, `returned`).
+    pub async fn steer(
+        self: &Arc<Self>,
+        session_id: &str,
+        text: String,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        self.offer(session_id, PromptMode::Steer, text, None).await
+    }
+
+    /// Queues `text` as a turn of its own of `session_id` (`prompt:queued`, mode
+    /// `queue`), at `position` among the queued messages (0 = next; `None` = last):
+    /// sent verbatim after the running turn — and the messages queued before it — end
+    /// completed. A turn that ends cancelled or failed returns every waiting message
+    /// unsent (`prompt:unqueued`, `returned`). When no turn runs it starts at once.
+    /// Returns as [`Runtime::steer`]; errors as it.
+    pub async fn queue(
+        self: &Arc<Self>,
+        session_id: &str,
+        text: String,
+        position: Option<usize>,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        self.offer(session_id, PromptMode::Queue, text, position)
+            .await
+    }
+
+    /// Takes the waiting message `id` (`prompt:queued` `id`) of `session_id` back
+    /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text.
+    ///
+    /// Errors: `Other` when the session is not live or the message no longer waits
+    /// (already sent, removed or returned).
+    pub fn unqueue(&self, session_id: &str, id: u64) -> Result<String, EngineError> {
+        self.live(session_id)
+            .and_then(|live| live.unqueue(id))
+            .map(|pending| pending.text)
+            .ok_or_else(|| {
+                EngineError::Other(format!(
+                    "message {id} of session '{session_id}' no longer waits (already sent or removed)"
+                ))
+            })
+    }
+
+    /// [`Runtime::steer`] / [`Runtime::queue`]: into the inbox, then a run of the inbox
+    /// when no turn runs; a panic becomes `EngineError::Panicked`.
+    async fn offer(
+        self: &Arc<Self>,
+        session_id: &str,
+        mode: PromptMode,
+        text: String,
+        position: Option<usize>,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        let what = format!("a {} to session '{session_id}'", mode.as_str());
+        let work = async {
+            let live = self.live_or_resume(session_id)?;
+            if live.offer(mode, text, position) {
+                return Ok(None);
+            }
+            turn::run_inbox(&self.turn_env, live).await
+        };
+        panics::catch(&what, work)
+            .await
+            .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
+    }
+}

@@ -1,0 +1,126 @@
+//! Making a session live: resuming a stored one from disk (its plan restored, or a
+//! root Amplifier wrote rebuilt from its bundle; endpoints moved; the lock taken) and
+//! registering a new one. Does not own: the live map's other uses (`runtime`), what a
+//! turn does with the session (`turn`).
+
+use super::*;
+
+impl Runtime {
+    /// The live session `id`, resuming it from disk when not loaded: fresh load,
+    /// `config` required (else `Corrupted`), the lock taken (`Locked` when another
+    /// process has it), provider endpoints moved to those the current config or
+    /// environment set, `session:resume` published, then `provider:endpoint_changed`
+    /// for each endpoint that moved.
+    pub(crate) fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
+        let mut live = lock(&self.live);
+        if let Some(session) = live.get(id) {
+            return Ok(session.clone());
+        }
+        ids::validate(id).map_err(|reason| StoreError::InvalidId {
+            id: id.to_string(),
+            reason,
+        })?;
+        let loaded = self.store.load(id)?;
+        let mut rebuilt = None;
+        let config = match loaded.metadata.config.clone() {
+            Some(config) => stored_plan::restored(config),
+            // Amplifier never writes `config` for a root: rebuild it from its bundle.
+            None if loaded.metadata.parent_id.is_none() => {
+                let stored = loaded.metadata.bundle.clone();
+                let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
+                rebuilt = Some(SessionRebuiltEvent {
+                    bundle: stored,
+                    note,
+                });
+                plan.0
+            }
+            None => {
+                return Err(StoreError::Corrupted {
+                    id: id.to_string(),
+                    detail: "metadata.json has no `config` (the merged mount plan), so the sub-session cannot be rebuilt".into(),
+                }
+                .into());
+            }
+        };
+        for warning in &loaded.warnings {
+            tracing::warn!(session = id, "{warning}");
+        }
+        // The current config and environment choose the endpoint (SPEC §7 "Resume").
+        let (plan, moved) = providers::follow_current_endpoints(
+            MountPlan(config),
+            &self.turn_env.config,
+            &self.turn_env.env,
+        );
+        let mut writer = self.store.open(id)?;
+        writer.set_secrets(providers::secrets(
+            &plan,
+            &self.turn_env.config,
+            &self.turn_env.env,
+        ));
+        let mut metadata = loaded.metadata;
+        metadata.session_id = id.to_string();
+        if !moved.is_empty() || rebuilt.is_some() {
+            // Sub-sessions re-route and spawn from the stored plan: keep it current.
+            metadata.config = Some(stored_plan::stored_config(&self.turn_env, &plan));
+        }
+        if rebuilt.is_some() && metadata.agent_name.is_none() {
+            metadata.agent_name = Some(self.turn_env.bundle.name.clone());
+        }
+        let root_id = root_of(&live, &self.store, &metadata);
+        let session = Arc::new(LiveSession::new(
+            metadata,
+            root_id,
+            plan,
+            writer,
+            loaded.transcript,
+            self.bus.clone(),
+            self.turn_env.paths.cwd.clone(),
+        ));
+        live.insert(id.to_string(), session.clone());
+        drop(live);
+        let meta = session.metadata();
+        session.emit(EngineEvent::SessionResume(SessionResumeEvent {
+            agent: session.agent_name.clone(),
+            depth: session.depth,
+            turn_count: meta.turn_count,
+            status: meta.status,
+        }));
+        if let Some(rebuilt) = rebuilt {
+            tracing::info!(session = id, "{}", rebuilt.note());
+            session.emit(EngineEvent::SessionRebuilt(rebuilt));
+        }
+        for changed in moved {
+            tracing::info!(session = id, "{}", changed.note());
+            session.emit(EngineEvent::ProviderEndpointChanged(changed));
+        }
+        Ok(session)
+    }
+
+    /// Creates the session directory for `metadata` and makes it live.
+    pub(crate) fn register(
+        &self,
+        metadata: Metadata,
+        plan: MountPlan,
+        transcript: Vec<Message>,
+    ) -> Result<Arc<LiveSession>, EngineError> {
+        // Secrets are known before the first metadata write, so no file (not even the
+        // backup of a later write) ever holds a key.
+        let writer = self.store.create_with_secrets(
+            &metadata,
+            providers::secrets(&plan, &self.turn_env.config, &self.turn_env.env),
+        )?;
+        let mut live = lock(&self.live);
+        let root_id = root_of(&live, &self.store, &metadata);
+        let session = Arc::new(LiveSession::new(
+            metadata,
+            root_id,
+            plan,
+            writer,
+            transcript,
+            self.bus.clone(),
+            self.turn_env.paths.cwd.clone(),
+        ));
+        live.insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+}
