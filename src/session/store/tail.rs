@@ -214,21 +214,7 @@ mod tests {
     }
 
     fn any_transcript() -> impl Strategy<Value = Vec<u8>> {
-        (
-            proptest::collection::vec((any_line(), any::<bool>()), 0..40),
-            any::<bool>(),
-        )
-            .prop_map(|(lines, terminated)| {
-                let mut bytes = Vec::new();
-                let count = lines.len();
-                for (i, (line, crlf)) in lines.into_iter().enumerate() {
-                    bytes.extend_from_slice(&line);
-                    if i + 1 < count || terminated {
-                        bytes.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
-                    }
-                }
-                bytes
-            })
+        super::super::transcript::tests::transcript_of(any_line(), 40)
     }
 
     /// Tail, then the earlier part: messages and warnings as one read gives them.

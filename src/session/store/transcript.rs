@@ -215,7 +215,7 @@ fn tail_start(file: &mut File, len: u64) -> std::io::Result<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use proptest::prelude::*;
 
     use super::*;
@@ -299,8 +299,17 @@ mod tests {
     /// Transcript bytes from generated lines, each ended by `\n` or `\r\n` except
     /// perhaps the last.
     fn any_transcript() -> impl Strategy<Value = Vec<u8>> {
+        transcript_of(any_line(), 16)
+    }
+
+    /// Transcript bytes of up to `max` lines drawn from `line`, each ended by `\n` or
+    /// `\r\n` except perhaps the last (shared with the tail reader's tests).
+    pub(in crate::session::store) fn transcript_of(
+        line: impl Strategy<Value = Vec<u8>>,
+        max: usize,
+    ) -> impl Strategy<Value = Vec<u8>> {
         (
-            proptest::collection::vec((any_line(), any::<bool>()), 0..16),
+            proptest::collection::vec((line, any::<bool>()), 0..max),
             any::<bool>(),
         )
             .prop_map(|(lines, terminated)| {
