@@ -120,7 +120,7 @@ fn user_texts(request: &ChatRequest) -> Vec<String> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User(u) => Some(u.content.clone()),
+            Message::User(u) => Some(u.content.to_string()),
             _ => None,
         })
         .collect()

@@ -115,7 +115,7 @@ pub fn message(i: usize) -> Message {
         Some(json!({"author": "arbor", "usage": {"input_tokens": 1200, "output_tokens": 180}}));
     match i % 4 {
         0 => Message::User(UserMessage {
-            content: format!("Please look at module {i}: {}?", words(i, 30)),
+            content: format!("Please look at module {i}: {}?", words(i, 30)).into(),
             timestamp: Some(TS.into()),
             metadata: None,
         }),
@@ -125,7 +125,7 @@ pub fn message(i: usize) -> Message {
             Message::Assistant(AssistantMessage {
                 content: vec![
                     ContentBlock::Text {
-                        text: format!("I'll read the file first. {}", words(i, 12)),
+                        text: format!("I'll read the file first. {}", words(i, 12)).into(),
                     },
                     ContentBlock::ToolCall {
                         id: id.clone(),
@@ -165,7 +165,7 @@ pub fn message(i: usize) -> Message {
                 text += "\n\n```rust\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n```";
             }
             Message::Assistant(AssistantMessage {
-                content: vec![ContentBlock::Text { text }],
+                content: vec![ContentBlock::Text { text: text.into() }],
                 tool_calls: Vec::new(),
                 timestamp: Some(TS.into()),
                 metadata: author,

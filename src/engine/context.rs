@@ -69,8 +69,8 @@ fn last_turns(transcript: &[Message], turns: usize) -> &[Message] {
 /// One message as quoted lines, `None` when it has nothing to show.
 fn quote(message: &Message) -> Option<String> {
     let (who, text) = match message {
-        Message::User(m) => ("user".to_string(), m.content.clone()),
-        Message::System(m) => ("system".to_string(), m.content.clone()),
+        Message::User(m) => ("user".to_string(), m.content.to_string()),
+        Message::System(m) => ("system".to_string(), m.content.to_string()),
         Message::Assistant(a) => {
             let who = match a.author() {
                 Some(author) => format!("assistant ({author})"),

@@ -119,7 +119,7 @@ pub fn last_user_text(request: &ChatRequest) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            Message::User(u) => Some(u.content.clone()),
+            Message::User(u) => Some(u.content.to_string()),
             _ => None,
         })
         .unwrap_or_default()
@@ -212,7 +212,9 @@ impl Provider for ScriptedProvider {
         }
         if !ends {
             if !text.is_empty() {
-                response.content.push(ContentBlock::Text { text });
+                response
+                    .content
+                    .push(ContentBlock::Text { text: text.into() });
             }
             for call in &response.tool_calls {
                 response.content.push(ContentBlock::ToolCall {

@@ -722,7 +722,7 @@ fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&
     }
     live.append(Message::Assistant(AssistantMessage {
         content: vec![ContentBlock::Text {
-            text: partial.to_string(),
+            text: partial.into(),
         }],
         tool_calls: Vec::new(),
         timestamp: Some(now_rfc3339()),

@@ -281,14 +281,18 @@ impl Assembler for MessagesAssembler {
             match block {
                 Block::Text(text) if text.is_empty() => {}
                 Block::Text(text) => match response.content.last_mut() {
-                    Some(ContentBlock::Text { text: prev }) => prev.push_str(&text),
-                    _ => response.content.push(ContentBlock::Text { text }),
+                    Some(ContentBlock::Text { text: prev }) => {
+                        *prev = format!("{prev}{text}").into()
+                    }
+                    _ => response
+                        .content
+                        .push(ContentBlock::Text { text: text.into() }),
                 },
                 Block::Thinking {
                     thinking,
                     signature,
                 } => response.content.push(ContentBlock::Thinking {
-                    thinking,
+                    thinking: thinking.into(),
                     signature: (!signature.is_empty()).then_some(signature),
                 }),
                 Block::Redacted(data) => response

@@ -280,9 +280,11 @@ impl Assembler for ChatAssembler {
         };
         for part in std::mem::take(&mut self.parts) {
             match part {
-                Part::Text(text) => response.content.push(ContentBlock::Text { text }),
+                Part::Text(text) => response
+                    .content
+                    .push(ContentBlock::Text { text: text.into() }),
                 Part::Thinking(thinking) => response.content.push(ContentBlock::Thinking {
-                    thinking,
+                    thinking: thinking.into(),
                     signature: None,
                 }),
                 Part::Tool(index) => {

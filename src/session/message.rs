@@ -7,6 +7,9 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+mod text;
+pub use text::Text;
+
 /// One transcript line. Serialized with a `role` tag:
 /// `{"role":"user","content":"…"}`, `{"role":"assistant","content":[…],"tool_calls":[…]}`,
 /// `{"role":"tool","name":"…","tool_call_id":"…","content":"…"}`.
@@ -27,7 +30,7 @@ pub enum Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct UserMessage {
     #[serde(deserialize_with = "text_or_blocks")]
-    pub content: String,
+    pub content: Text,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     /// arbor puts `author` (the agent name) here.
@@ -57,7 +60,7 @@ pub struct ToolMessage {
     pub name: String,
     pub tool_call_id: String,
     #[serde(deserialize_with = "text_or_blocks")]
-    pub content: String,
+    pub content: Text,
     /// True when the tool failed; the content is then the error text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
@@ -72,10 +75,10 @@ pub struct ToolMessage {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     Text {
-        text: String,
+        text: Text,
     },
     Thinking {
-        thinking: String,
+        thinking: Text,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
@@ -142,7 +145,7 @@ impl<'de> Deserialize<'de> for ToolCall {
 
 impl Message {
     /// A user message with `content` and the current timestamp.
-    pub fn user(content: impl Into<String>) -> Self {
+    pub fn user(content: impl Into<Text>) -> Self {
         Message::User(UserMessage {
             content: content.into(),
             timestamp: Some(now_rfc3339()),
@@ -151,7 +154,7 @@ impl Message {
     }
 
     /// A tool result message.
-    pub fn tool_result(call: &ToolCall, content: impl Into<String>, is_error: bool) -> Self {
+    pub fn tool_result(call: &ToolCall, content: impl Into<Text>, is_error: bool) -> Self {
         Message::Tool(ToolMessage {
             name: call.tool.clone(),
             tool_call_id: call.id.clone(),
@@ -175,9 +178,9 @@ impl Message {
     /// All text of the message joined (assistant: text blocks only).
     pub fn text(&self) -> String {
         match self {
-            Message::User(m) | Message::System(m) => m.content.clone(),
+            Message::User(m) | Message::System(m) => m.content.to_string(),
             Message::Assistant(m) => m.text(),
-            Message::Tool(m) => m.content.clone(),
+            Message::Tool(m) => m.content.to_string(),
         }
     }
 }
@@ -187,7 +190,7 @@ pub fn blocks_text(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()
         .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Text { text } => Some(&**text),
             _ => None,
         })
         .collect()
@@ -210,23 +213,24 @@ pub fn now_rfc3339() -> String {
     jiff::Timestamp::now().to_string()
 }
 
-fn text_or_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+fn text_or_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
     Ok(match Value::deserialize(d)? {
-        Value::String(s) => s,
+        Value::String(s) => s.into(),
         Value::Array(items) => items
             .iter()
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
-            .join(""),
-        Value::Null => String::new(),
-        other => other.to_string(),
+            .join("")
+            .into(),
+        Value::Null => Text::default(),
+        other => other.to_string().into(),
     })
 }
 
 fn blocks_or_text<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
     Ok(match Value::deserialize(d)? {
         Value::String(s) if s.is_empty() => Vec::new(),
-        Value::String(s) => vec![ContentBlock::Text { text: s }],
+        Value::String(s) => vec![ContentBlock::Text { text: s.into() }],
         Value::Array(items) => items
             .into_iter()
             .filter_map(|b| serde_json::from_value::<ContentBlock>(b).ok())

@@ -37,7 +37,7 @@ fn transferred(author: &str, id: &str, target: &str) -> Message {
     Message::Tool(ToolMessage {
         name: "transfer_to_agent".into(),
         tool_call_id: id.into(),
-        content: format!("Transferred to {target}."),
+        content: format!("Transferred to {target}.").into(),
         is_error: false,
         timestamp: None,
         metadata: Some(json!({"author": author, TRANSFER_KEY: target})),

@@ -140,7 +140,7 @@ async fn requests_share_the_live_transcript_and_appends_do_not_copy_it() {
         live.append(Message::user(format!("question {i}")));
         live.append(Message::Assistant(AssistantMessage {
             content: vec![ContentBlock::Text {
-                text: format!("answer {i}"),
+                text: format!("answer {i}").into(),
             }],
             ..Default::default()
         }));

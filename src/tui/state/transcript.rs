@@ -27,10 +27,10 @@ impl Thread {
                 {
                     return;
                 }
-                self.push(CellKind::User(m.content.clone()));
+                self.push(CellKind::User(m.content.to_string()));
             }
             Message::System(m) => {
-                self.push(CellKind::Notice(m.content.clone()));
+                self.push(CellKind::Notice(m.content.to_string()));
             }
             Message::Assistant(a) => {
                 if let Some(author) = author_of(a.metadata.as_ref()) {
@@ -45,7 +45,7 @@ impl Thread {
                             self.flush_text(&mut text);
                             match other {
                                 ContentBlock::Thinking { thinking, .. } => {
-                                    self.push(CellKind::Thinking(thinking.clone()));
+                                    self.push(CellKind::Thinking(thinking.to_string()));
                                 }
                                 ContentBlock::RedactedThinking { .. } => {
                                     self.push(CellKind::Thinking("[redacted]".into()));
