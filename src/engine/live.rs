@@ -24,8 +24,10 @@
 //! [`LiveSession::transcript_snapshot`] shares it (a model request over a
 //! 100k-message history copies no message) and [`LiveSession::append`] pushes in
 //! place when no snapshot is alive, copying the messages once (copy-on-write) only
-//! when one still is. Holders of a snapshot drop it before the next append (the turn
-//! loop does).
+//! when one still is; that copy shares every message text (`Text` clones), so it
+//! costs the list and the small fields, never the texts. Holders of a snapshot drop
+//! it before the next append (the turn loop does; a viewer laying out
+//! `Runtime::transcript_snapshot` should too).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

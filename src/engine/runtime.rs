@@ -57,6 +57,7 @@ use crate::session::{
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
 
+mod handoff;
 mod prompts;
 mod resume;
 
@@ -104,6 +105,9 @@ pub struct Runtime {
     bus: EventBus,
     store: SessionStore,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// A transcript a viewer parsed, for the next resume of its session
+    /// ([`Runtime::park_transcript`]). Locked after `live` when both are held.
+    parked: Mutex<Option<handoff::Parked>>,
     /// The model choice of new root sessions that bring none (`--model` of the TUI).
     root_model: Mutex<Option<String>>,
 }
@@ -167,6 +171,7 @@ impl Runtime {
                 bus: options.bus,
                 store,
                 live: Mutex::new(HashMap::new()),
+                parked: Mutex::new(None),
                 root_model: Mutex::new(None),
             }
         })

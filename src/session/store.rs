@@ -22,6 +22,7 @@
 
 mod depth;
 mod files;
+mod handoff;
 mod lock;
 mod metadata_file;
 mod rebuild;
@@ -33,6 +34,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 pub use files::{MAX_LINE_BYTES, MAX_METADATA_BYTES, bytes_text};
+pub use handoff::{ParsedTranscript, TailLoad};
 pub use lock::LOCK_FILE;
 pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
 pub use tail::{EarlierPart, EarlierRead, TranscriptTail};
@@ -287,17 +289,7 @@ impl SessionStore {
     /// not a regular file → `NotRegular`; a line over the cap → `LineTooLong`.
     /// Metadata without `config` loads (`config: None`).
     pub fn load(&self, id: &str) -> Result<LoadedSession, StoreError> {
-        let dir = self.existing_dir(id)?;
-        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
-        metadata.depth = self.depth_of(&metadata);
-        let (transcript, transcript_warnings) =
-            transcript::read_transcript(&dir.join(TRANSCRIPT_FILE))?;
-        warnings.extend(transcript_warnings);
-        Ok(LoadedSession {
-            metadata,
-            transcript,
-            warnings,
-        })
+        Ok(self.load_reusing(id, None)?.0)
     }
 
     /// Opens a session from its transcript's end (tail-first, see [`tail`]): the
@@ -314,19 +306,8 @@ impl SessionStore {
         id: &str,
         min_messages: usize,
     ) -> Result<(LoadedSession, Option<EarlierPart>), StoreError> {
-        let dir = self.existing_dir(id)?;
-        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
-        metadata.depth = self.depth_of(&metadata);
-        let (tail, earlier) = tail::read_tail(&dir.join(TRANSCRIPT_FILE), min_messages)?;
-        if earlier.is_none() {
-            warnings.extend(tail.warnings(0));
-        }
-        let session = LoadedSession {
-            metadata,
-            transcript: tail.messages,
-            warnings,
-        };
-        Ok((session, earlier))
+        let load = self.load_tail_covering(id, min_messages)?;
+        Ok((load.session, load.earlier))
     }
 
     /// Metadata only (with the fallbacks of [`SessionStore::load`] and their warnings;

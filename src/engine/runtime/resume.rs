@@ -20,7 +20,11 @@ impl Runtime {
             id: id.to_string(),
             reason,
         })?;
-        let loaded = self.store.load(id)?;
+        let parked = self.take_parked(id);
+        let (loaded, reused) = self.store.load_reusing(id, parked)?;
+        if reused {
+            tracing::debug!(session = id, "resumed over the transcript a viewer parsed");
+        }
         let mut rebuilt = None;
         let config = match loaded.metadata.config.clone() {
             Some(config) => stored_plan::restored(config),

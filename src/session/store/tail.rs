@@ -36,6 +36,9 @@ pub struct TranscriptTail {
     /// Byte offset of the tail's first line (0, or just after a `\n`): the earlier
     /// part is the bytes before it, read with [`EarlierPart::read`].
     pub start: u64,
+    /// Length of the file when the tail was read: the tail's lines end there (the
+    /// transcript read covers `[0, end)`).
+    pub end: u64,
     /// The tail's warnings, numbered from its first line.
     warnings: Vec<LineWarning>,
 }
@@ -121,6 +124,7 @@ pub(crate) fn read_tail_from(
         let empty = TranscriptTail {
             messages: Vec::new(),
             start: 0,
+            end: 0,
             warnings: Vec::new(),
         };
         return Ok((empty, None));
@@ -142,17 +146,22 @@ pub(crate) fn read_tail_from(
             let parser = parse_slice(&buf[from..]);
             if parser.messages.len() >= min_messages || last_try {
                 let start = begin + from as u64;
-                return Ok(split(path, parser, start));
+                return Ok(split(path, parser, start, len));
             }
         } else if last_try {
             // One line longer than the window: everything is the earlier part.
-            return Ok(split(path, LineParser::default(), len));
+            return Ok(split(path, LineParser::default(), len, len));
         }
         window = window.saturating_mul(4).min(max_window.max(first_window));
     }
 }
 
-fn split(path: &Path, parser: LineParser, start: u64) -> (TranscriptTail, Option<EarlierPart>) {
+fn split(
+    path: &Path,
+    parser: LineParser,
+    start: u64,
+    end: u64,
+) -> (TranscriptTail, Option<EarlierPart>) {
     let earlier = (start > 0).then(|| EarlierPart {
         path: path.to_path_buf(),
         end: start,
@@ -161,6 +170,7 @@ fn split(path: &Path, parser: LineParser, start: u64) -> (TranscriptTail, Option
     let tail = TranscriptTail {
         messages: parser.messages,
         start,
+        end,
         warnings: parser.warnings,
     };
     (tail, earlier)
