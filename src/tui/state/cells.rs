@@ -57,15 +57,56 @@ impl ToolStatus {
     }
 }
 
+/// The text of a finished message as a cell holds it: one allocation, never copied
+/// again once the cell exists.
+pub type CellText = Box<str>;
+
+/// A tool call's arguments kept as their compact JSON text (one allocation instead
+/// of a `serde_json::Value` tree: a card is laid out rarely, a long transcript holds
+/// thousands). Parsed again, the text gives back the same value (object keys in
+/// order: serde_json's `preserve_order`). No arguments (`null`) is the empty text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arguments(Box<str>);
+
+impl Arguments {
+    /// The compact JSON text of `value` (empty for `null`).
+    pub fn new(value: &Value) -> Self {
+        match value {
+            Value::Null => Self::default(),
+            v => Self(v.to_string().into_boxed_str()),
+        }
+    }
+
+    /// The arguments as a JSON value (`null` when there are none).
+    pub fn value(&self) -> Value {
+        if self.0.is_empty() {
+            return Value::Null;
+        }
+        // The text was written by `Value::to_string`, so it always parses.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The compact JSON text (empty when there are none).
+    pub fn json(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Value> for Arguments {
+    fn from(value: Value) -> Self {
+        Self::new(&value)
+    }
+}
+
 /// A tool-call card (any tool but `task`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCard {
     pub call_id: String,
     pub tool: String,
-    pub arguments: Value,
+    pub arguments: Arguments,
     pub status: ToolStatus,
     /// The tool result (or error text).
-    pub result: Option<String>,
+    pub result: Option<CellText>,
 }
 
 /// A `task` card: a delegation to a sub-session.
@@ -85,35 +126,48 @@ pub struct TaskCard {
     pub response: Option<String>,
 }
 
-/// What a cell shows.
+/// A `transfer_to_agent` hand-off: `from → to` (SPEC §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    pub from: String,
+    pub to: String,
+}
+
+/// What a cell shows. Every variant is at most a fat pointer wide (texts are one
+/// allocation, cards are boxed), so a `CellKind` is 24 bytes: a long transcript has
+/// one per message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
-    User(String),
+    User(CellText),
     /// Markdown source.
-    Assistant(String),
-    Thinking(String),
-    Tool(ToolCard),
-    Task(TaskCard),
-    Error(String),
+    Assistant(CellText),
+    Thinking(CellText),
+    Tool(Box<ToolCard>),
+    Task(Box<TaskCard>),
+    Error(CellText),
     /// A failed model call or a pending retry (`provider:error`), see `error_card`.
     Failure(Box<ProviderFailure>),
-    Notice(String),
-    /// A `transfer_to_agent` hand-off: `from → to` (SPEC §11).
-    Handoff {
-        from: String,
-        to: String,
-    },
+    Notice(CellText),
+    Handoff(Box<Handoff>),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
 }
 
-/// One cell and its cached rows.
+/// Rows of a cell laid out to `width` columns.
+#[derive(Debug, Clone, PartialEq)]
+struct Laid {
+    width: u16,
+    rows: Vec<Line<'static>>,
+}
+
+/// One cell and its cached rows (40 bytes: a cell never laid out, most of a long
+/// transcript, holds no rows).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
     pub kind: CellKind,
     /// Cards and thinking: show the full content.
     pub expanded: bool,
-    cache: Option<(u16, Vec<Line<'static>>)>,
+    cache: Option<Box<Laid>>,
 }
 
 impl Cell {
@@ -146,19 +200,22 @@ impl Cell {
             s.ensure_layout(width, theme, stats);
             return;
         }
-        if matches!(&self.cache, Some((w, _)) if *w == width) {
+        if matches!(&self.cache, Some(laid) if laid.width == width) {
             return;
         }
         let rows = self.build_rows(width, theme, stats);
         stats.cells_wrapped += 1;
-        self.cache = Some((width, rows));
+        match &mut self.cache {
+            Some(laid) => **laid = Laid { width, rows },
+            None => self.cache = Some(Box::new(Laid { width, rows })),
+        }
     }
 
     /// Rows of the last layout plus one blank separator row.
     pub fn height(&self) -> usize {
         let body = match &self.kind {
             CellKind::Streaming(s) => s.row_count(),
-            _ => self.cache.as_ref().map(|(_, r)| r.len()).unwrap_or(0),
+            _ => self.cache.as_ref().map(|laid| laid.rows.len()).unwrap_or(0),
         };
         body + 1
     }
@@ -167,7 +224,7 @@ impl Cell {
     pub fn row(&self, i: usize) -> Option<&Line<'static>> {
         match &self.kind {
             CellKind::Streaming(s) => s.row(i),
-            _ => self.cache.as_ref().and_then(|(_, r)| r.get(i)),
+            _ => self.cache.as_ref().and_then(|laid| laid.rows.get(i)),
         }
     }
 
@@ -222,9 +279,9 @@ impl Cell {
             CellKind::Error(msg) => prefixed_text("✗ ", msg, theme.style(Slot::ChatError)),
             CellKind::Failure(failure) => failure.rows(theme),
             CellKind::Notice(msg) => prefixed_text("⊘ ", msg, theme.style(Slot::ChatNotice)),
-            CellKind::Handoff { from, to } => prefixed_text(
+            CellKind::Handoff(h) => prefixed_text(
                 "⇄ ",
-                &format!("{from} → {to}"),
+                &format!("{} → {}", h.from, h.to),
                 theme.style(Slot::ChatNotice),
             ),
             CellKind::Streaming(_) => Vec::new(),
@@ -307,11 +364,11 @@ fn tool_rows(card: &ToolCard, expanded: bool, theme: &Theme) -> Vec<Row> {
     let head = Line::from(vec![
         Span::styled(format!("{arrow} ⚙ {name}"), tool),
         Span::styled(format!(" {} ", card.status.glyph()), status),
-        Span::styled(args_summary(&card.arguments), result),
+        Span::styled(args_summary(&card.arguments.value()), result),
     ]);
     let mut rows = vec![Row::Clip(head)];
     if expanded {
-        let args = serde_json::to_string_pretty(&card.arguments).unwrap_or_default();
+        let args = serde_json::to_string_pretty(&card.arguments.value()).unwrap_or_default();
         block_rows("arguments:", &args, result, &mut rows);
         if let Some(r) = &card.result {
             block_rows(
@@ -391,6 +448,27 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn cells_are_small() {
+        // A long transcript holds one cell per message: the common kinds stay a fat
+        // pointer wide and a cell never laid out holds no rows (was 192 bytes).
+        assert_eq!(std::mem::size_of::<CellKind>(), 24);
+        assert_eq!(std::mem::size_of::<Cell>(), 40);
+    }
+
+    #[test]
+    fn arguments_keep_their_json_and_key_order() {
+        let value = json!({"path": "a.rs", "limit": 3, "all": [1.5, null, {"z": 1, "a": 2}]});
+        let args = Arguments::new(&value);
+        assert_eq!(
+            args.json(),
+            r#"{"path":"a.rs","limit":3,"all":[1.5,null,{"z":1,"a":2}]}"#
+        );
+        assert_eq!(args.value(), value);
+        assert_eq!(Arguments::new(&Value::Null).value(), Value::Null);
+        assert_eq!(Arguments::new(&Value::Null).json(), "");
+    }
+
+    #[test]
     fn args_summaries() {
         assert_eq!(
             args_summary(&json!({"path": "a.rs", "limit": 3})),
@@ -403,7 +481,7 @@ mod tests {
         let theme = Theme::builtin_dark(true);
         let mut stats = LayoutStats::default();
         let card = |status, response: &str| {
-            Cell::new(CellKind::Task(TaskCard {
+            Cell::new(CellKind::Task(Box::new(TaskCard {
                 call_id: "c1".into(),
                 agent: "x".into(),
                 instruction: "part 7".into(),
@@ -411,7 +489,7 @@ mod tests {
                 status,
                 child_status: None,
                 response: Some(response.into()),
-            }))
+            })))
         };
         let refusal = "Session limit reached: this session tree already holds 100 sessions and \
                        max_sessions_per_tree is 100 (arbor config `limits:`), so no sub-session was started.";
@@ -437,13 +515,13 @@ mod tests {
         let theme = Theme::builtin_dark(true);
         let card = |tool: &str| {
             let mut stats = LayoutStats::default();
-            let mut c = Cell::new(CellKind::Tool(ToolCard {
+            let mut c = Cell::new(CellKind::Tool(Box::new(ToolCard {
                 call_id: "c1".into(),
                 tool: tool.into(),
-                arguments: json!({"a": 2}),
+                arguments: json!({"a": 2}).into(),
                 status: ToolStatus::Done,
                 result: Some("5".into()),
-            }));
+            })));
             c.ensure_layout(80, &theme, &mut stats);
             plain(c.row(0).unwrap())
         };

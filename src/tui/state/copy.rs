@@ -22,12 +22,15 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
         | CellKind::Assistant(t)
         | CellKind::Thinking(t)
         | CellKind::Error(t)
-        | CellKind::Notice(t) => t.clone(),
+        | CellKind::Notice(t) => t.to_string(),
         CellKind::Streaming(s) => s.text(),
         CellKind::Tool(card) => card
             .result
-            .clone()
-            .unwrap_or_else(|| serde_json::to_string_pretty(&card.arguments).unwrap_or_default()),
+            .as_deref()
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                serde_json::to_string_pretty(&card.arguments.value()).unwrap_or_default()
+            }),
         CellKind::Task(card) => card
             .response
             .clone()
@@ -63,7 +66,7 @@ pub fn code_blocks(markdown: &str) -> Vec<String> {
 pub fn code_block_near(cells: &[Cell], from: usize) -> Option<String> {
     let last_block = |cell: &Cell| {
         let text = match &cell.kind {
-            CellKind::Assistant(t) | CellKind::User(t) => t.clone(),
+            CellKind::Assistant(t) | CellKind::User(t) => t.to_string(),
             CellKind::Streaming(s) => s.text(),
             _ => return None,
         };

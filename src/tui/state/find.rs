@@ -290,7 +290,7 @@ mod tests {
         let mut t = Thread::new_root(None);
         t.cells = texts
             .iter()
-            .map(|s| Cell::new(CellKind::User((*s).to_string())))
+            .map(|s| Cell::new(CellKind::User((*s).into())))
             .collect();
         t
     }

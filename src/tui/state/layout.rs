@@ -184,7 +184,7 @@ mod tests {
 
     fn cells(n: usize) -> Vec<Cell> {
         (0..n)
-            .map(|i| Cell::new(CellKind::User(format!("message {i}"))))
+            .map(|i| Cell::new(CellKind::User(format!("message {i}").into())))
             .collect()
     }
 

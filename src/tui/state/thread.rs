@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::cells::{Cell, CellKind, TaskCard};
+use super::cells::{Cell, CellKind};
 use super::layout::{self, LayoutCtx, Scroll};
 use super::rows::LayoutStats;
 use super::stream::StreamState;
@@ -130,7 +130,7 @@ impl Thread {
         self.selected = None;
         self.scroll = Scroll::Follow;
         for warning in &loaded.warnings {
-            self.push(CellKind::Notice(warning.clone()));
+            self.push(CellKind::Notice(warning.as_str().into()));
         }
         if self.earlier.is_some() {
             self.push(CellKind::Notice(LOADING_EARLIER.into()));
@@ -160,6 +160,8 @@ impl Thread {
             self.stream = Some(self.cells.len());
             self.cells.push(s);
         }
+        // A thread opened before (a longer one) leaves its capacity behind.
+        self.cells.shrink_to_fit();
     }
 
     /// A `message:appended` of this session: buffered while loading, skipped when it
@@ -230,28 +232,28 @@ impl Thread {
     pub fn push_error(&mut self, message: &str) {
         let recent = self.cells.iter().rev().take(3);
         if recent.into_iter().any(|c| match &c.kind {
-            CellKind::Error(m) => m == message,
+            CellKind::Error(m) => &**m == message,
             CellKind::Failure(f) => !f.is_retry() && f.error == message,
             _ => false,
         }) {
             return;
         }
         self.finalize_stream();
-        self.push(CellKind::Error(message.to_string()));
+        self.push(CellKind::Error(message.into()));
     }
 
     /// Adds a notice (cancellation, load warnings) unless it repeats the last cell.
     pub fn push_notice(&mut self, text: &str) {
-        if matches!(self.cells.last().map(|c| &c.kind), Some(CellKind::Notice(m)) if m == text) {
+        if matches!(self.cells.last().map(|c| &c.kind), Some(CellKind::Notice(m)) if &**m == text) {
             return;
         }
         self.finalize_stream();
-        self.push(CellKind::Notice(text.to_string()));
+        self.push(CellKind::Notice(text.into()));
     }
 
     /// Shows the user's message at once; the matching `message:appended` confirms it.
     pub fn push_user_echo(&mut self, text: &str) {
-        let i = self.push(CellKind::User(text.to_string()));
+        let i = self.push(CellKind::User(text.into()));
         self.echo = Some(i);
         self.scroll = Scroll::Follow;
     }
@@ -344,10 +346,10 @@ impl Thread {
         };
         let mut kinds = Vec::new();
         if !s.thinking().trim().is_empty() {
-            kinds.push(CellKind::Thinking(s.thinking().to_string()));
+            kinds.push(CellKind::Thinking(s.thinking().into()));
         }
         if !s.text().trim().is_empty() {
-            kinds.push(CellKind::Assistant(s.text()));
+            kinds.push(CellKind::Assistant(s.text().into()));
         }
         let n = kinds.len();
         self.cells.splice(i..=i, kinds.into_iter().map(Cell::new));
@@ -446,9 +448,8 @@ impl Thread {
     pub fn activate(&mut self, toggle_only: bool) -> Option<UiAction> {
         let cell = self.cells.get_mut(self.selected?)?;
         if !toggle_only
-            && let CellKind::Task(TaskCard {
-                child: Some(child), ..
-            }) = &cell.kind
+            && let CellKind::Task(card) = &cell.kind
+            && let Some(child) = &card.child
         {
             return Some(UiAction::OpenThread(child.clone()));
         }

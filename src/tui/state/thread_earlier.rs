@@ -35,11 +35,15 @@ impl EarlierCells {
     /// Turns the earlier part read up to byte `end` into cells. Each message is
     /// dropped as soon as its cells exist, so the messages and the cells made of them
     /// are never held whole at the same time (the peak of opening a long session).
+    /// The cells are allocated once, about one per message (a tool result lands on
+    /// its call's card), and trimmed to their number at the end.
     pub fn build(end: u64, read: EarlierRead) -> Self {
         let mut head = Box::<Thread>::default();
+        head.cells.reserve_exact(read.messages.len());
         for message in read.messages {
             head.push_message(&message);
         }
+        head.cells.shrink_to_fit();
         Self {
             end,
             warnings: read.warnings,
@@ -108,7 +112,11 @@ impl Thread {
         let mut cells = Vec::with_capacity(after + old.len() - tail_end);
         let mut old = old.into_iter();
         cells.extend(old.by_ref().take(kept));
-        cells.extend(warnings.into_iter().map(|w| Cell::new(CellKind::Notice(w))));
+        cells.extend(
+            warnings
+                .into_iter()
+                .map(|w| Cell::new(CellKind::Notice(w.into()))),
+        );
         cells.append(&mut head.cells);
         cells.extend(old.skip(tail_end - kept));
         let loading_line_on_top =
@@ -149,9 +157,9 @@ impl Thread {
         self.earlier = None;
         self.tail.clear();
         if let Some(cell) = self.lead.checked_sub(1).and_then(|i| self.cells.get_mut(i)) {
-            *cell = Cell::new(CellKind::Error(format!(
-                "cannot load earlier messages: {message}"
-            )));
+            *cell = Cell::new(CellKind::Error(
+                format!("cannot load earlier messages: {message}").into(),
+            ));
         }
         true
     }

@@ -90,7 +90,7 @@ fn a_result_whose_call_is_in_the_earlier_part_lands_on_its_card() {
     let CellKind::Tool(card) = &t.cells[1].kind else {
         panic!("{:?}", t.cells[1].kind)
     };
-    assert_eq!(card.arguments["command"], "ls -la");
+    assert_eq!(card.arguments.value()["command"], "ls -la");
     assert_eq!(card.result.as_deref(), Some("ok"));
     assert_eq!(t.selected, Some(2), "the reply stays selected");
     assert_eq!(

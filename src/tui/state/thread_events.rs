@@ -138,7 +138,7 @@ impl Thread {
         self.finalize_stream();
         let replace = self.cells.last().is_some_and(|c| match &c.kind {
             CellKind::Failure(f) => f.is_retry() && f.provider == failure.provider,
-            CellKind::Error(m) => !failure.is_retry() && *m == failure.error,
+            CellKind::Error(m) => !failure.is_retry() && **m == *failure.error,
             _ => false,
         });
         if replace && let Some(cell) = self.cells.last_mut() {
@@ -161,7 +161,6 @@ mod tests {
     use crate::session::protocol::{
         ProviderErrorEvent, ProviderErrorKind, ProviderWarningEvent, ToolPostEvent, ToolPreEvent,
     };
-    use crate::tui::state::cells::TaskCard;
     use serde_json::{Value, json};
 
     fn ev(msg: EngineEvent) -> Event {
@@ -215,14 +214,11 @@ mod tests {
         t.apply_event(&task_pre("c1", "abc-def_explorer"), &theme);
         assert!(t.has_child("abc-def_explorer"));
         t.apply_event(&post("c1", "{\"response\":\"found it\",\"session_id\":\"abc-def_explorer\",\"status\":\"completed\"}"), &theme);
-        let CellKind::Task(TaskCard {
-            status, response, ..
-        }) = &t.cells[1].kind
-        else {
+        let CellKind::Task(card) = &t.cells[1].kind else {
             panic!("not a task card")
         };
-        assert_eq!(*status, ToolStatus::Done);
-        assert_eq!(response.as_deref(), Some("found it"));
+        assert_eq!(card.status, ToolStatus::Done);
+        assert_eq!(card.response.as_deref(), Some("found it"));
         t.selected = Some(1);
         assert_eq!(
             t.activate(false),
@@ -288,7 +284,7 @@ mod tests {
             retry_after_ms: None,
         };
         t.apply_event(&ev(EngineEvent::ProviderError(error)), &theme);
-        assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial"));
+        assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if &**s == "partial"));
         assert!(matches!(&t.cells[1].kind, CellKind::Failure(f) if f.error == "openai: 500 boom"));
         // The engine then saves the partial message: it replaces the provisional cell
         // in place, before the error.
@@ -296,7 +292,7 @@ mod tests {
         t.apply_event(&appended(&partial), &theme);
         t.push_error("openai: 500 boom");
         assert_eq!(t.cells.len(), 2);
-        assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if s == "partial text"));
+        assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if &**s == "partial text"));
         assert!(matches!(&t.cells[1].kind, CellKind::Failure(_)));
     }
 
@@ -329,7 +325,7 @@ mod tests {
         t.apply_event(&ev(EngineEvent::ProviderEndpointChanged(changed)), &theme);
         assert!(
             matches!(&t.cells[0].kind, CellKind::Notice(n)
-                if n == "endpoint changed: openai http://127.0.0.1:1/v1 → http://127.0.0.1:2/v1"),
+                if &**n == "endpoint changed: openai http://127.0.0.1:1/v1 → http://127.0.0.1:2/v1"),
             "{:?}",
             t.cells[0].kind
         );
@@ -357,7 +353,7 @@ mod tests {
             matches!(
                 kinds[..],
                 [CellKind::Assistant(a), CellKind::Notice(n)]
-                    if a == "answer" && n == "2 malformed stream events skipped (openai)"
+                    if &**a == "answer" && &**n == "2 malformed stream events skipped (openai)"
             ),
             "{kinds:?}"
         );
@@ -376,7 +372,7 @@ mod tests {
             matches!(
                 &t.cells[..],
                 [c] if matches!(&c.kind, CellKind::Notice(n)
-                    if n == "MCP server 'ghost' is not available: cannot start '/x'")
+                    if &**n == "MCP server 'ghost' is not available: cannot start '/x'")
             ),
             "{:?}",
             t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::cells::{CellKind, TaskCard, ToolCard, ToolStatus};
+use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus};
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::session::Message;
@@ -27,10 +27,10 @@ impl Thread {
                 {
                     return;
                 }
-                self.push(CellKind::User(m.content.to_string()));
+                self.push(CellKind::User(m.content.as_str().into()));
             }
             Message::System(m) => {
-                self.push(CellKind::Notice(m.content.to_string()));
+                self.push(CellKind::Notice(m.content.as_str().into()));
             }
             Message::Assistant(a) => {
                 if let Some(author) = author_of(a.metadata.as_ref()) {
@@ -45,7 +45,7 @@ impl Thread {
                             self.flush_text(&mut text);
                             match other {
                                 ContentBlock::Thinking { thinking, .. } => {
-                                    self.push(CellKind::Thinking(thinking.to_string()));
+                                    self.push(CellKind::Thinking(thinking.as_str().into()));
                                 }
                                 ContentBlock::RedactedThinking { .. } => {
                                     self.push(CellKind::Thinking("[redacted]".into()));
@@ -83,10 +83,10 @@ impl Thread {
                     .and_then(Value::as_str)
                 {
                     let from = author_of(meta).unwrap_or("?").to_string();
-                    self.push(CellKind::Handoff {
+                    self.push(CellKind::Handoff(Box::new(Handoff {
                         from,
                         to: to.to_string(),
-                    });
+                    })));
                     self.active_agent = Some(to.to_string());
                 }
             }
@@ -95,7 +95,7 @@ impl Thread {
 
     fn flush_text(&mut self, text: &mut String) {
         if !text.trim().is_empty() {
-            self.push(CellKind::Assistant(std::mem::take(text)));
+            self.push(CellKind::Assistant(std::mem::take(text).into()));
         }
         text.clear();
     }
@@ -121,7 +121,7 @@ impl Thread {
                 .get("session_id")
                 .and_then(Value::as_str)
                 .map(str::to_string);
-            CellKind::Task(TaskCard {
+            CellKind::Task(Box::new(TaskCard {
                 call_id: id.to_string(),
                 agent: str_field(args, "agent").unwrap_or_else(|| "?".into()),
                 instruction: str_field(args, "instruction").unwrap_or_default(),
@@ -129,19 +129,21 @@ impl Thread {
                 status: ToolStatus::Pending,
                 child_status: None,
                 response: None,
-            })
+            }))
         } else {
-            CellKind::Tool(ToolCard {
+            CellKind::Tool(Box::new(ToolCard {
                 call_id: id.to_string(),
                 tool: tool.to_string(),
-                arguments: args.clone(),
+                arguments: Arguments::new(args),
                 status: ToolStatus::Pending,
                 result: None,
-            })
+            }))
         };
         let i = self.push(kind);
         self.calls.insert(id.to_string(), i);
-        if let CellKind::Task(TaskCard { child: Some(c), .. }) = &self.cells[i].kind {
+        if let CellKind::Task(card) = &self.cells[i].kind
+            && let Some(c) = &card.child
+        {
             self.children.insert(c.clone(), i);
         }
     }
@@ -162,7 +164,7 @@ impl Thread {
         match &mut cell.kind {
             CellKind::Tool(card) => {
                 card.status = status;
-                card.result = Some(content.to_string());
+                card.result = Some(content.into());
             }
             CellKind::Task(card) => {
                 card.status = status;

@@ -85,7 +85,7 @@ fn a_loaded_hand_off_is_marked_and_the_header_shows_the_active_agent() {
         .cells
         .iter()
         .filter_map(|c| match &c.kind {
-            CellKind::Handoff { from, to } => Some((from.as_str(), to.as_str())),
+            CellKind::Handoff(h) => Some((h.from.as_str(), h.to.as_str())),
             _ => None,
         })
         .collect();
