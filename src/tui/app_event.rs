@@ -45,7 +45,9 @@ pub enum AppEvent {
     },
     /// Result of [`EngineCommand::LoadTranscript`] for a transcript long enough to be
     /// opened tail-first: the session with its newest messages only; the rest, up to
-    /// byte `earlier` of the transcript, follows as [`AppEvent::EarlierLoaded`].
+    /// byte `earlier` of the transcript (for a session live in this process: up to
+    /// message `earlier` of the engine's transcript), follows as
+    /// [`AppEvent::EarlierLoaded`].
     TranscriptTailLoaded {
         requested: String,
         session: Box<LoadedSession>,

@@ -1,11 +1,14 @@
 //! Executes the `App`'s engine commands against the real `Runtime` and store, each in
 //! its own task, reporting back as `AppEvent`s.
 //!
-//! Owns: the mapping command → runtime/store calls, ending every turn when the TUI
-//! quits (`Executor::shutdown` → `Runtime::shutdown`), and that every command is answered:
-//! a panic in a store call comes back as a `CommandFailed`/error result (a panic in a
-//! turn is already a failed turn or an error of `Runtime::run_turn`). Does not own: the
-//! runtime itself.
+//! Owns: the mapping command → runtime/store calls, opening a session (tail-first,
+//! from the engine's own transcript when it is live here, else from the store, the
+//! whole parse then handed to the engine: one parsed copy per process), ending every
+//! turn when the TUI quits (`Executor::shutdown` → `Runtime::shutdown`), and that
+//! every command is answered: a panic in a store call comes back as a
+//! `CommandFailed`/error result (a panic in a turn is already a failed turn or an
+//! error of `Runtime::run_turn`). Does not own: the runtime itself, or the cells
+//! (`state::thread_earlier`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome, panics};
-use crate::session::SessionStore;
+use crate::session::store::{ParsedTranscript, TailLoad};
+use crate::session::{LoadedSession, Message, Metadata, SessionStore};
 use crate::tool::filesystem::changes::session_diffs;
 use crate::tui::state::thread_earlier::EarlierCells;
 
@@ -47,34 +51,85 @@ fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T,
 const TAIL_MESSAGES: usize = 256;
 
 /// Opens a session tail-first (SPEC §16): sends its newest messages
-/// (`TranscriptTailLoaded`, or `TranscriptLoaded` when they are all of it), then reads
-/// the earlier part and sends it as cells (`EarlierLoaded`). Runs on a blocking thread.
-fn load_tail_first(store: &SessionStore, requested: String, results: &UnboundedSender<AppEvent>) {
+/// (`TranscriptTailLoaded`, or `TranscriptLoaded` when they are all of it), then the
+/// earlier part as cells (`EarlierLoaded`). Runs on a blocking thread.
+///
+/// One parsed copy per process (issue #16 item 3): a session live in this process is
+/// laid out from the engine's own transcript (`Runtime::transcript_snapshot`), the
+/// file is not read; a stored one is read from the file, and its whole parsed
+/// transcript (the earlier part's messages and the tail's, clones sharing every text
+/// with the cells) is handed to the engine (`Runtime::park_transcript`) before the
+/// last part is sent, so a turn over it parses nothing again.
+fn load_tail_first(
+    runtime: &Runtime,
+    store: &SessionStore,
+    requested: String,
+    results: &UnboundedSender<AppEvent>,
+) {
     let opened = guarded("loading a session", || {
-        store
-            .resolve(&requested)
-            .and_then(|id| store.load_tail(&id, TAIL_MESSAGES))
-            .map_err(|e| e.to_string())
+        let id = store.resolve(&requested).map_err(|e| e.to_string())?;
+        match runtime.transcript_snapshot(&id) {
+            Some(live) => {
+                let (metadata, warnings) = store.load_metadata(&id).map_err(|e| e.to_string())?;
+                Ok(Opened::Live(id, live, Box::new(metadata), warnings))
+            }
+            None => store
+                .load_tail_covering(&id, TAIL_MESSAGES)
+                .map(|load| Opened::Stored(id, Box::new(load)))
+                .map_err(|e| e.to_string()),
+        }
     });
-    let (session, earlier) = match opened {
-        Ok(pair) => pair,
-        Err(e) => {
-            let event = AppEvent::TranscriptLoaded {
+    match opened {
+        Ok(Opened::Stored(id, load)) => open_stored(runtime, requested, id, *load, results),
+        Ok(Opened::Live(id, live, metadata, warnings)) => {
+            open_live(requested, id, &live, *metadata, warnings, results)
+        }
+        Err(e) => send(
+            results,
+            AppEvent::TranscriptLoaded {
                 requested,
                 result: Err(e),
-            };
-            return send(results, event);
-        }
-    };
+            },
+        ),
+    }
+}
+
+/// A session being opened: live in this process (its transcript shared with the
+/// engine, the stored metadata and its warnings), or stored (read tail-first).
+enum Opened {
+    Live(String, Arc<Vec<Message>>, Box<Metadata>, Vec<String>),
+    Stored(String, Box<TailLoad>),
+}
+
+/// [`load_tail_first`] of a stored session.
+fn open_stored(
+    runtime: &Runtime,
+    requested: String,
+    id: String,
+    load: TailLoad,
+    results: &UnboundedSender<AppEvent>,
+) {
+    let TailLoad {
+        session,
+        earlier,
+        covers,
+        transcript_warnings,
+    } = load;
     let Some(part) = earlier else {
+        let parsed = ParsedTranscript {
+            messages: session.transcript.clone(),
+            warnings: transcript_warnings,
+            covers,
+        };
+        runtime.park_transcript(&id, parsed);
         let event = AppEvent::TranscriptLoaded {
             requested,
             result: Ok(Box::new(session)),
         };
         return send(results, event);
     };
-    let session_id = session.metadata.session_id.clone();
     let end = part.end();
+    let tail = session.transcript.clone();
     send(
         results,
         AppEvent::TranscriptTailLoaded {
@@ -85,12 +140,68 @@ fn load_tail_first(store: &SessionStore, requested: String, results: &UnboundedS
     );
     let result = guarded("loading earlier messages", || {
         let read = part.read().map_err(|e| e.to_string())?;
-        Ok(Box::new(EarlierCells::build(end, read)))
+        let cells = EarlierCells::of(end, &read.messages, read.warnings.clone());
+        let mut messages = read.messages;
+        messages.extend(tail);
+        let parsed = ParsedTranscript {
+            messages,
+            warnings: read.warnings,
+            covers,
+        };
+        runtime.park_transcript(&id, parsed);
+        Ok(Box::new(cells))
     });
     send(
         results,
         AppEvent::EarlierLoaded {
-            session_id,
+            session_id: id,
+            end,
+            result,
+        },
+    );
+}
+
+/// [`load_tail_first`] of a session live in this process: its newest messages, then
+/// the cells of the rest, all from the engine's transcript `live` (the earlier part's
+/// "end" is then its message count). The snapshot is dropped once laid out (while it
+/// lives, the session's next append copies the message list).
+fn open_live(
+    requested: String,
+    id: String,
+    live: &[Message],
+    metadata: Metadata,
+    warnings: Vec<String>,
+    results: &UnboundedSender<AppEvent>,
+) {
+    let split = live.len().saturating_sub(TAIL_MESSAGES);
+    let session = LoadedSession {
+        metadata,
+        transcript: live[split..].to_vec(),
+        warnings,
+    };
+    if split == 0 {
+        let event = AppEvent::TranscriptLoaded {
+            requested,
+            result: Ok(Box::new(session)),
+        };
+        return send(results, event);
+    }
+    let end = split as u64;
+    send(
+        results,
+        AppEvent::TranscriptTailLoaded {
+            requested,
+            session: Box::new(session),
+            earlier: end,
+        },
+    );
+    let result = guarded("laying out earlier messages", || {
+        Ok(Box::new(EarlierCells::of(end, &live[..split], Vec::new())))
+    });
+    send(
+        results,
+        AppEvent::EarlierLoaded {
+            session_id: id,
             end,
             result,
         },
@@ -266,7 +377,10 @@ impl Executor for RuntimeExecutor {
             EngineCommand::Cancel { session_id } => self.runtime.cancel(&session_id),
             EngineCommand::LoadTranscript { session_id } => {
                 let store = self.store.clone();
-                tokio::task::spawn_blocking(move || load_tail_first(&store, session_id, &results));
+                let runtime = self.runtime.clone();
+                tokio::task::spawn_blocking(move || {
+                    load_tail_first(&runtime, &store, session_id, &results)
+                });
             }
             EngineCommand::LoadDiff {
                 session_id,

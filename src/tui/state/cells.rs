@@ -17,6 +17,7 @@ use super::rows::{LayoutStats, Row, first_line, thinking_rows};
 use super::stream::StreamState;
 use crate::session::SessionStatus;
 use crate::session::ids::short_id;
+use crate::session::message::Text;
 use crate::tui::markdown;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, truncate, wrap};
@@ -56,10 +57,6 @@ impl ToolStatus {
         }
     }
 }
-
-/// The text of a finished message as a cell holds it: one allocation, never copied
-/// again once the cell exists.
-pub type CellText = Box<str>;
 
 /// A tool call's arguments kept as their compact JSON text (one allocation instead
 /// of a `serde_json::Value` tree: a card is laid out rarely, a long transcript holds
@@ -105,8 +102,9 @@ pub struct ToolCard {
     pub tool: String,
     pub arguments: Arguments,
     pub status: ToolStatus,
-    /// The tool result (or error text).
-    pub result: Option<CellText>,
+    /// The tool result (or error text): the tool message's own `Text` when it came
+    /// from one (shared, not copied).
+    pub result: Option<Text>,
 }
 
 /// A `task` card: a delegation to a sub-session.
@@ -122,8 +120,9 @@ pub struct TaskCard {
     pub status: ToolStatus,
     /// The child's own session status, from the bus (live).
     pub child_status: Option<SessionStatus>,
-    /// The result's `response`.
-    pub response: Option<String>,
+    /// The result's `response` (the whole result, shared, when it is not the task
+    /// tool's JSON).
+    pub response: Option<Text>,
 }
 
 /// A `transfer_to_agent` hand-off: `from → to` (SPEC §11).
@@ -133,21 +132,23 @@ pub struct Handoff {
     pub to: String,
 }
 
-/// What a cell shows. Every variant is at most a fat pointer wide (texts are one
-/// allocation, cards are boxed), so a `CellKind` is 24 bytes: a long transcript has
-/// one per message.
+/// What a cell shows. Every variant is at most a fat pointer wide (texts are shared
+/// [`Text`]s, cards are boxed), so a `CellKind` is 24 bytes: a long transcript has
+/// one per message. A text that came from a transcript message is that message's own
+/// `Text` (a clone shares the allocation): the cells of a long session add no copy
+/// of its texts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
-    User(CellText),
+    User(Text),
     /// Markdown source.
-    Assistant(CellText),
-    Thinking(CellText),
+    Assistant(Text),
+    Thinking(Text),
     Tool(Box<ToolCard>),
     Task(Box<TaskCard>),
-    Error(CellText),
+    Error(Text),
     /// A failed model call or a pending retry (`provider:error`), see `error_card`.
     Failure(Box<ProviderFailure>),
-    Notice(CellText),
+    Notice(Text),
     Handoff(Box<Handoff>),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),

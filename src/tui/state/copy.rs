@@ -33,8 +33,9 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
             }),
         CellKind::Task(card) => card
             .response
-            .clone()
-            .unwrap_or_else(|| card.instruction.clone()),
+            .as_deref()
+            .unwrap_or(&card.instruction)
+            .to_string(),
         CellKind::Handoff { .. } | CellKind::Failure(_) => return None,
     };
     Some(text)

@@ -68,7 +68,8 @@ pub struct Thread {
     /// The loaded transcript's last messages whose `message:appended` may still come.
     pub(super) unconfirmed: VecDeque<Message>,
     /// Opened tail-first: where the earlier part of the transcript, still loading,
-    /// ends (its byte offset; see `thread_earlier`).
+    /// ends (its byte offset in the file, or its message count when laid out from a
+    /// live session's in-memory transcript; see `thread_earlier`).
     pub(super) earlier: Option<u64>,
     /// Leading notice cells (load warnings, then the loading line while `earlier`).
     pub(super) lead: usize,

@@ -14,8 +14,8 @@
 use super::cells::{Cell, CellKind};
 use super::layout::Scroll;
 use super::thread::Thread;
-use crate::session::LoadedSession;
 use crate::session::store::EarlierRead;
+use crate::session::{LoadedSession, Message};
 
 pub use super::thread::LOADING_EARLIER;
 
@@ -23,7 +23,9 @@ pub use super::thread::LOADING_EARLIER;
 /// task), so the UI thread only splices them in.
 #[derive(Debug, Clone)]
 pub struct EarlierCells {
-    /// The earlier part's end offset (see `session::store::EarlierPart::end`).
+    /// Where the earlier part ends: its end offset in the file (see
+    /// `session::store::EarlierPart::end`), or the message count of a live session's
+    /// in-memory transcript.
     end: u64,
     /// The whole transcript's load warnings.
     warnings: Vec<String>,
@@ -32,21 +34,29 @@ pub struct EarlierCells {
 }
 
 impl EarlierCells {
-    /// Turns the earlier part read up to byte `end` into cells. Each message is
-    /// dropped as soon as its cells exist, so the messages and the cells made of them
-    /// are never held whole at the same time (the peak of opening a long session).
-    /// The cells are allocated once, about one per message (a tool result lands on
-    /// its call's card), and trimmed to their number at the end.
+    /// Turns the earlier part read up to byte `end` into cells (see
+    /// [`EarlierCells::of`]).
     pub fn build(end: u64, read: EarlierRead) -> Self {
+        Self::of(end, &read.messages, read.warnings)
+    }
+
+    /// The cells of `messages`, the earlier part of a transcript ending at `end` (a
+    /// byte offset of the file, or the message count of an in-memory transcript),
+    /// with the whole transcript's load `warnings`. The cells share the messages'
+    /// texts (see `transcript`), so the caller may keep the messages (to hand them to
+    /// the engine) at the cost of their structure only. The cells are allocated
+    /// once, about one per message (a tool result lands on its call's card), and
+    /// trimmed to their number at the end.
+    pub fn of(end: u64, messages: &[Message], warnings: Vec<String>) -> Self {
         let mut head = Box::<Thread>::default();
-        head.cells.reserve_exact(read.messages.len());
-        for message in read.messages {
-            head.push_message(&message);
+        head.cells.reserve_exact(messages.len());
+        for message in messages {
+            head.push_message(message);
         }
         head.cells.shrink_to_fit();
         Self {
             end,
-            warnings: read.warnings,
+            warnings,
             head,
         }
     }

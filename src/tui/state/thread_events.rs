@@ -103,7 +103,8 @@ impl Thread {
             return;
         };
         let status = result_status(content, is_error);
-        self.set_result(i, status, content, sub_session(task).as_deref());
+        // The tool message's `message:appended` follows and puts its shared text here.
+        self.set_result(i, status, content.into(), sub_session(task).as_deref());
     }
 
     fn set_running(&mut self, idx: usize, child: Option<String>) {

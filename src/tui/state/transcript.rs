@@ -3,6 +3,10 @@
 //! OpenAI-style `tool_calls`), and tool results matched to their cards by
 //! `tool_call_id` (the task tool's JSON output names the sub-session).
 //!
+//! A cell's text is the message's own [`Text`] (user and system content, thinking, an
+//! assistant reply's text when it is one block, a tool result on its card): cloned,
+//! never copied, so a transcript's cells share every text with its messages.
+//!
 //! Owns: that conversion. Does not own: bus events (`thread_events`).
 
 use serde_json::Value;
@@ -11,7 +15,7 @@ use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus}
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::session::Message;
-use crate::session::message::ContentBlock;
+use crate::session::message::{ContentBlock, Text};
 
 impl Thread {
     /// Appends the cells of one transcript message (buffered while loading).
@@ -27,25 +31,25 @@ impl Thread {
                 {
                     return;
                 }
-                self.push(CellKind::User(m.content.as_str().into()));
+                self.push(CellKind::User(m.content.clone()));
             }
             Message::System(m) => {
-                self.push(CellKind::Notice(m.content.as_str().into()));
+                self.push(CellKind::Notice(m.content.clone()));
             }
             Message::Assistant(a) => {
                 if let Some(author) = author_of(a.metadata.as_ref()) {
                     self.active_agent = Some(author.to_string());
                 }
                 let after = self.take_stream_range();
-                let mut text = String::new();
+                let mut text = TextRun::default();
                 for block in &a.content {
                     match block {
-                        ContentBlock::Text { text: t } => text.push_str(t),
+                        ContentBlock::Text { text: t } => text.push(t),
                         other => {
                             self.flush_text(&mut text);
                             match other {
                                 ContentBlock::Thinking { thinking, .. } => {
-                                    self.push(CellKind::Thinking(thinking.as_str().into()));
+                                    self.push(CellKind::Thinking(thinking.clone()));
                                 }
                                 ContentBlock::RedactedThinking { .. } => {
                                     self.push(CellKind::Thinking("[redacted]".into()));
@@ -76,7 +80,7 @@ impl Thread {
                         self.cells.len() - 1
                     }
                 };
-                self.set_result(idx, status, &t.content, None);
+                self.set_result(idx, status, t.content.clone(), None);
                 let meta = t.metadata.as_ref();
                 if let Some(to) = meta
                     .and_then(|m| m.get(TRANSFER_KEY))
@@ -93,11 +97,12 @@ impl Thread {
         }
     }
 
-    fn flush_text(&mut self, text: &mut String) {
-        if !text.trim().is_empty() {
-            self.push(CellKind::Assistant(std::mem::take(text).into()));
+    fn flush_text(&mut self, run: &mut TextRun) {
+        if let Some(text) = run.take()
+            && !text.trim().is_empty()
+        {
+            self.push(CellKind::Assistant(text));
         }
-        text.clear();
     }
 
     /// Adds a tool or task card for call `id` unless an unfinished one exists (the
@@ -148,13 +153,13 @@ impl Thread {
         }
     }
 
-    /// Sets a card's status and result; for task cards parses the task tool's JSON
-    /// output (`{response, session_id, agent, status}`).
+    /// Sets a card's status and result (`content`, shared); for task cards parses the
+    /// task tool's JSON output (`{response, session_id, agent, status}`).
     pub(super) fn set_result(
         &mut self,
         idx: usize,
         status: ToolStatus,
-        content: &str,
+        content: Text,
         child: Option<&str>,
     ) {
         let Some(cell) = self.cells.get_mut(idx) else {
@@ -164,11 +169,11 @@ impl Thread {
         match &mut cell.kind {
             CellKind::Tool(card) => {
                 card.status = status;
-                card.result = Some(content.into());
+                card.result = Some(content);
             }
             CellKind::Task(card) => {
                 card.status = status;
-                match serde_json::from_str::<Value>(content) {
+                match serde_json::from_str::<Value>(&content) {
                     Ok(v) if v.is_object() => {
                         if let Some(s) = str_field(&v, "session_id") {
                             new_child = Some(s);
@@ -182,10 +187,9 @@ impl Thread {
                             Some("completed") => ToolStatus::Done,
                             _ => status,
                         };
-                        card.response =
-                            str_field(&v, "response").or_else(|| Some(content.to_string()));
+                        card.response = Some(str_field(&v, "response").map_or(content, Text::from));
                     }
-                    _ => card.response = Some(content.to_string()),
+                    _ => card.response = Some(content),
                 }
                 if let Some(c) = &new_child {
                     card.child = Some(c.clone());
@@ -197,6 +201,30 @@ impl Thread {
         if let Some(c) = new_child {
             self.children.insert(c, idx);
         }
+    }
+}
+
+/// The consecutive text blocks of an assistant message, one cell's text: the one
+/// block's own [`Text`] (shared) or, for several, their concatenation.
+#[derive(Default)]
+struct TextRun {
+    first: Option<Text>,
+    joined: Option<String>,
+}
+
+impl TextRun {
+    fn push(&mut self, text: &Text) {
+        match (&self.first, &mut self.joined) {
+            (None, _) => self.first = Some(text.clone()),
+            (Some(first), None) => self.joined = Some(format!("{first}{text}")),
+            (Some(_), Some(joined)) => joined.push_str(text),
+        }
+    }
+
+    /// The run's text, leaving the run empty; `None` when it had no block.
+    fn take(&mut self) -> Option<Text> {
+        let first = self.first.take()?;
+        Some(self.joined.take().map_or(first, Text::from))
     }
 }
 
@@ -214,5 +242,97 @@ pub(super) fn result_status(content: &str, is_error: bool) -> ToolStatus {
         ToolStatus::Failed
     } else {
         ToolStatus::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(v: Value) -> Message {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// The address of a text's bytes: equal for two holders of one allocation.
+    fn at(s: &str) -> *const u8 {
+        s.as_ptr()
+    }
+
+    #[test]
+    fn cells_share_their_messages_texts() {
+        let messages = [
+            Message::user("a question"),
+            msg(json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "let me see"},
+                {"type": "text", "text": "one block of reply"},
+                {"type": "tool_call", "id": "c1", "name": "bash", "input": {"command": "ls"}},
+            ]})),
+            msg(
+                json!({"role": "tool", "name": "bash", "tool_call_id": "c1", "content": "a.rs\nb.rs"}),
+            ),
+            msg(json!({"role": "system", "content": "context note"})),
+            msg(json!({"role": "assistant", "content": [
+                {"type": "text", "text": "two "}, {"type": "text", "text": "blocks"},
+            ]})),
+        ];
+        let mut t = Thread::default();
+        for m in &messages {
+            t.push_message(m);
+        }
+        let kinds: Vec<&CellKind> = t.cells.iter().map(|c| &c.kind).collect();
+        let [
+            CellKind::User(user),
+            CellKind::Thinking(thinking),
+            CellKind::Assistant(reply),
+            CellKind::Tool(card),
+            CellKind::Notice(note),
+            CellKind::Assistant(joined),
+        ] = kinds.as_slice()
+        else {
+            panic!("{kinds:?}")
+        };
+        let Message::User(u) = &messages[0] else {
+            unreachable!()
+        };
+        assert!(std::ptr::eq(at(user), at(&u.content)));
+        let Message::Assistant(a) = &messages[1] else {
+            unreachable!()
+        };
+        let (ContentBlock::Thinking { thinking: th, .. }, ContentBlock::Text { text: tx }) =
+            (&a.content[0], &a.content[1])
+        else {
+            unreachable!()
+        };
+        assert!(std::ptr::eq(at(thinking), at(th)));
+        assert!(std::ptr::eq(at(reply), at(tx)));
+        let Message::Tool(result) = &messages[2] else {
+            unreachable!()
+        };
+        let shown = card.result.as_ref().unwrap();
+        assert!(std::ptr::eq(at(shown), at(&result.content)));
+        let Message::System(s) = &messages[3] else {
+            unreachable!()
+        };
+        assert!(std::ptr::eq(at(note), at(&s.content)));
+        // Several text blocks make one text of their own.
+        assert_eq!(&**joined, "two blocks");
+    }
+
+    #[test]
+    fn a_task_result_that_is_not_json_is_its_shared_response() {
+        let mut t = Thread::default();
+        t.push_message(&msg(json!({"role": "assistant", "content": [
+            {"type": "tool_call", "id": "t1", "name": "task", "input": {"agent": "x", "instruction": "go"}},
+        ]})));
+        let result = msg(
+            json!({"role": "tool", "name": "task", "tool_call_id": "t1", "content": "plain words"}),
+        );
+        t.push_message(&result);
+        let (CellKind::Task(card), Message::Tool(r)) = (&t.cells[0].kind, &result) else {
+            panic!("{:?}", t.cells)
+        };
+        let response = card.response.as_ref().unwrap();
+        assert!(std::ptr::eq(at(response), at(&r.content)));
     }
 }
