@@ -142,7 +142,10 @@ fn open_stored(
         let read = part.read().map_err(|e| e.to_string())?;
         let cells = EarlierCells::of(end, &read.messages, read.warnings.clone());
         let mut messages = read.messages;
+        messages.reserve_exact(tail.len());
         messages.extend(tail);
+        // The parse grew the list by doubling; the engine keeps it for the session.
+        messages.shrink_to_fit();
         let parsed = ParsedTranscript {
             messages,
             warnings: read.warnings,
