@@ -50,6 +50,18 @@ pub fn file_stem(path: &Path) -> String {
 /// Reads and parses the agent file at `path`. A read error becomes an invalid agent
 /// named after the file stem (`path:0:0: cannot read …`).
 pub fn load_agent_file(path: &Path, source: AgentSource, namespace: Option<&str>) -> AgentDef {
+    agent_from_read(path, source, namespace, std::fs::read(path))
+}
+
+/// The agent of the file at `path` from the outcome of reading it (`read`: its bytes,
+/// or the read error), as [`load_agent_file`] makes it: bytes that are not UTF-8 are
+/// read lossily, an error becomes an invalid agent (`cannot read agent file: …`).
+pub fn agent_from_read(
+    path: &Path,
+    source: AgentSource,
+    namespace: Option<&str>,
+    read: std::io::Result<Vec<u8>>,
+) -> AgentDef {
     let stem = file_stem(path);
     let origin = AgentOrigin {
         path: Some(path),
@@ -57,7 +69,7 @@ pub fn load_agent_file(path: &Path, source: AgentSource, namespace: Option<&str>
         source,
         namespace,
     };
-    match std::fs::read(path) {
+    match read {
         // Valid UTF-8 (the usual case) is checked by the fast validator and not copied.
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => parse_agent(&text, &origin),

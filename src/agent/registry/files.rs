@@ -1,14 +1,19 @@
-//! A directory of agent files for the registry: listing its `*.md` files, parsing
-//! them on every core, and reusing the previous build's parse of a file whose stamp is
-//! unchanged.
+//! A directory of agent files for the registry: listing its `*.md` files, reading and
+//! parsing them on every core, and reusing the previous build's parse of a file whose
+//! stamp is unchanged.
 //!
 //! Owns: [`ParseCache`] (file → stamp and parsed [`AgentDef`]), the stamp rule (size,
 //! mtime and, on Unix, inode; a stamp too close to the moment it was read is not
-//! trusted), and the parallel parse. Does not own: parsing one file (`agent::file`),
+//! trusted), reading a file with the fewest system calls (the stamp comes from the
+//! open file), and the parallel map (a shared counter, so a core the scheduler holds
+//! back does not hold up the build). Does not own: parsing one file (`agent::file`),
 //! tiers, shadowing and trust (`agent::registry`).
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::agent::file;
@@ -103,41 +108,61 @@ impl ParseCache {
     }
 }
 
-/// `*.md` files directly in `dir` (no dot-files, regular files or links to them), sorted
-/// by file name, with their metadata. A missing or unreadable directory is empty.
-fn list(dir: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+/// `*.md` files directly in `dir` (no dot-files; regular files or links to them),
+/// sorted by file name. A missing or unreadable directory is empty.
+///
+/// The kind of each entry comes from the directory listing itself (no `stat` per
+/// file); only a link is followed, to see whether it points at a regular file.
+fn list(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut files: Vec<(PathBuf, std::fs::Metadata)> = entries
+    let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name();
-            let name = name.to_string_lossy();
-            !name.starts_with('.')
-                && Path::new(&*name)
-                    .extension()
-                    .is_some_and(|x| x.eq_ignore_ascii_case("md"))
+            let name = name.as_encoded_bytes();
+            !name.starts_with(b".")
+                && name.len() > 3
+                && name[name.len() - 3..].eq_ignore_ascii_case(b".md")
         })
         .filter_map(|e| {
+            let kind = e.file_type().ok()?;
             let path = e.path();
             // Follows links, as `Path::is_file` does.
-            let meta = std::fs::metadata(&path).ok()?;
-            meta.is_file().then_some((path, meta))
+            let regular = kind.is_file()
+                || (kind.is_symlink() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()));
+            regular.then_some(path)
         })
         .collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
+    // One directory: the paths differ in their last component only, so their bytes
+    // sort as their file names do (and cheaper than `Path`'s component order).
+    files.sort_unstable_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
     files
 }
 
 /// `*.md` files directly in `dir` (see [`load_dir`]), paths only.
 pub(super) fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
-    list(dir).into_iter().map(|(p, _)| p).collect()
+    list(dir)
+}
+
+/// What one file of a build came to.
+enum Loaded {
+    /// The previous build's parse still stands (its entry is in the cache).
+    Reused,
+    /// Parsed now; `stamp` is the version read (`None` when it could not be read:
+    /// not cached, so the next build tries again).
+    Parsed { stamp: Option<Stamp>, def: AgentDef },
 }
 
 /// Every agent file in `dir` as `source`, sorted by file name; with a cache, files whose
 /// stamp is unchanged since it last parsed them are reused and the rest are parsed and
-/// remembered. Parsing runs on all cores when there are many files.
+/// remembered. Checking, reading and parsing run on all cores when there are many
+/// files.
 pub(super) fn load_dir(
     dir: &Path,
     source: AgentSource,
@@ -145,72 +170,135 @@ pub(super) fn load_dir(
 ) -> Vec<AgentDef> {
     let read_at = SystemTime::now();
     let files = list(dir);
-    let mut out: Vec<Option<AgentDef>> = Vec::with_capacity(files.len());
-    let mut todo: Vec<(usize, &Path)> = Vec::new();
-    for (i, (path, meta)) in files.iter().enumerate() {
-        let stamp = Stamp::of(meta);
-        let reused = cache.as_deref_mut().and_then(|c| {
-            let key = (source, path.clone());
-            let entry = c.previous.remove(&key)?;
-            if entry.stamp != stamp || !stamp.settled(entry.read_at) {
-                return None;
+    let mut previous = cache
+        .as_deref_mut()
+        .map(|c| std::mem::take(&mut c.previous))
+        .unwrap_or_default();
+    let loaded = parallel_map(&files, |path| load(path, source, &previous));
+    let mut out = Vec::with_capacity(files.len());
+    let mut parsed = 0;
+    for (path, got) in files.into_iter().zip(loaded) {
+        let key = (source, path);
+        match got {
+            Loaded::Reused => {
+                // `load` saw the entry; it is still there (nothing removed it since).
+                if let Some(entry) = previous.remove(&key) {
+                    out.push(entry.def.clone());
+                    if let Some(c) = cache.as_deref_mut() {
+                        c.entries.insert(key, entry);
+                    }
+                }
             }
-            let def = entry.def.clone();
-            c.entries.insert(key, entry);
-            Some(def)
-        });
-        if reused.is_none() {
-            todo.push((i, path.as_path()));
+            Loaded::Parsed { stamp, def } => {
+                parsed += 1;
+                previous.remove(&key);
+                if let (Some(c), Some(stamp)) = (cache.as_deref_mut(), stamp) {
+                    let entry = Entry {
+                        stamp,
+                        read_at,
+                        def: def.clone(),
+                    };
+                    c.entries.insert(key, entry);
+                }
+                out.push(def);
+            }
         }
-        out.push(reused);
     }
-    let parsed = parse_all(&todo, source);
     if let Some(c) = cache {
-        c.parsed += parsed.len();
-        for ((i, path), def) in todo.iter().zip(&parsed) {
-            let entry = Entry {
-                stamp: Stamp::of(&files[*i].1),
-                read_at,
-                def: def.clone(),
-            };
-            c.entries.insert((source, path.to_path_buf()), entry);
-        }
+        c.parsed += parsed;
+        // Entries of the other tier (and of files gone) wait for their own `load_dir`
+        // or for `finish`.
+        c.previous = previous;
     }
-    for ((i, _), def) in todo.into_iter().zip(parsed) {
-        out[i] = Some(def);
-    }
-    out.into_iter().flatten().collect()
+    out
 }
 
-/// Parses `files` (index, path) in order, split over the available cores.
-fn parse_all(files: &[(usize, &Path)], source: AgentSource) -> Vec<AgentDef> {
-    let parse = |chunk: &[(usize, &Path)]| -> Vec<AgentDef> {
-        chunk
-            .iter()
-            .map(|(_, p)| file::load_agent_file(p, source, None))
-            .collect()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if files.len() < PARALLEL_FROM || threads < 2 {
-        return parse(files);
+/// One file: [`Loaded::Reused`] when `previous` parsed this version of it (same
+/// stamp, read long enough after its last change), else read and parsed.
+fn load(
+    path: &Path,
+    source: AgentSource,
+    previous: &HashMap<(AgentSource, PathBuf), Entry>,
+) -> Loaded {
+    if let Some(entry) = previous.get(&(source, path.to_path_buf()))
+        && entry.stamp.settled(entry.read_at)
+        && std::fs::metadata(path).is_ok_and(|m| Stamp::of(&m) == entry.stamp)
+    {
+        return Loaded::Reused;
     }
-    let size = files.len().div_ceil(threads);
-    let mut chunks = files.chunks(size);
-    let first = chunks.next().unwrap_or(&[]);
-    std::thread::scope(|s| {
-        let others: Vec<_> = chunks.map(|c| s.spawn(move || parse(c))).collect();
-        let mut out = parse(first);
+    let (read, stamp) = match read_stamped(path) {
+        Ok((bytes, stamp)) => (Ok(bytes), Some(stamp)),
+        Err(e) => (Err(e), None),
+    };
+    Loaded::Parsed {
+        stamp,
+        def: file::agent_from_read(path, source, None, read),
+    }
+}
+
+/// The whole file at `path` and the stamp of the version read, from the open file:
+/// open, `fstat`, reads into a buffer of the file's size, close (no lookup of the
+/// path besides the open).
+fn read_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    // One byte more than the size, so the read that sees the end needs no new room;
+    // capped so a huge size does not reserve memory before any byte is read.
+    let room = usize::try_from(meta.len()).map_or(MAX_ROOM, |n| n.saturating_add(1).min(MAX_ROOM));
+    let mut bytes = Vec::with_capacity(room);
+    // Through `Take`: `File`'s own `read_to_end` asks the size again (`fstat`, `lseek`).
+    file.take(u64::MAX).read_to_end(&mut bytes)?;
+    Ok((bytes, Stamp::of(&meta)))
+}
+
+/// The most room [`read_stamped`] reserves up front (a larger file grows the buffer as
+/// it is read).
+const MAX_ROOM: usize = 1 << 20;
+
+/// `f` over `items`, results in `items`' order, spread over the cores (up to 8):
+/// every thread takes the next [`BATCH`] items from a shared counter until none are
+/// left, so a thread the scheduler holds back leaves its share to the others. Below
+/// [`PARALLEL_FROM`] items, or on one core, the calling thread does all of them.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if items.len() < PARALLEL_FROM || threads < 2 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(BATCH, Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + BATCH).min(items.len());
+            done.extend((start..end).map(|i| (i, f(&items[i]))));
+        }
+    };
+    let parts = std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut parts = vec![work()];
         for handle in others {
             match handle.join() {
-                Ok(defs) => out.extend(defs),
+                Ok(part) => parts.push(part),
                 // A parse never panics; if one did, propagate it as the caller would
                 // have seen it on one thread.
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        out
-    })
+        parts
+    });
+    let mut slots: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    for (i, r) in parts.into_iter().flatten() {
+        slots[i] = Some(r);
+    }
+    // Every index was taken by exactly one thread.
+    slots.into_iter().flatten().collect()
 }
+
+/// How many files a thread takes from the shared counter at a time.
+const BATCH: usize = 8;
 
 #[cfg(test)]
 mod tests;
