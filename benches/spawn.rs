@@ -11,7 +11,8 @@
 //! from the moment the provider hands out the root's reply with the task calls to the
 //! moment each sub-session's first model request reaches the provider (task tool,
 //! spawn — merged mount plan, session created on disk, events — and the child's
-//! request built), `SPAWN_RUNS` turns per case, p50/p95 over sub-sessions.
+//! request built), `SPAWN_RUNS` turns per case started at random gaps (seed printed),
+//! p50/p95 over sub-sessions.
 //! Run: `cargo bench --bench spawn`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,7 +23,7 @@ mod stats;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arbor::agent::Bundle;
 use arbor::agent::Registry;
@@ -35,6 +36,8 @@ use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStatus};
 use divan::Bencher;
 use divan::counter::ItemsCount;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 const ROOT: &str = "You are root.";
@@ -255,6 +258,11 @@ fn spawn_overhead() {
         "\n| spawn overhead: task calls handed out → sub-session's first model request | sub-sessions | turns | p50 | p95 | last one started (median) |\n|---|---|---|---|---|---|"
     );
     let tokio = tokio_rt();
+    // Turns start at random gaps (uniform 0–20 ms), not back to back: a spawn right
+    // after the previous turn's files would find the disk's caches warm.
+    let seed: u64 = rand::random();
+    eprintln!("spawn overhead: gaps between turns uniform 0-20 ms, seed {seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
     for (name, build) in providers {
         for (tasks, turns) in SPAWN_RUNS {
             let clock = Clock::default();
@@ -263,6 +271,7 @@ fn spawn_overhead() {
             let mut each = Vec::new();
             let mut last = Vec::new();
             for _ in 0..turns {
+                std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
                 *clock.lock().unwrap() = Stamps::default();
                 run_turn(&tokio, &runtime);
                 let stamps = clock.lock().unwrap();

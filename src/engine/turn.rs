@@ -262,8 +262,12 @@ async fn one_turn(
         }
     };
     grant_budget(live);
-    live.update_metadata(|m| m.turn_started = Some(now_rfc3339()));
-    live.set_status(SessionStatus::Running);
+    // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
+    live.update_metadata(|m| {
+        m.turn_started = Some(now_rfc3339());
+        m.status = SessionStatus::Running;
+    });
+    live.emit(EngineEvent::status(SessionStatus::Running));
     for prompt in prompts {
         live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
     }
@@ -747,8 +751,11 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     } else {
         end.status
     };
-    live.update_metadata(|m| m.turn_count += 1);
-    live.set_status(status);
+    live.update_metadata(|m| {
+        m.turn_count += 1;
+        m.status = status;
+    });
+    live.emit(EngineEvent::status(status));
     let turn_count = live.metadata().turn_count;
     if status == SessionStatus::Cancelled {
         live.emit(EngineEvent::CancelCompleted(CancelCompletedEvent {}));

@@ -176,7 +176,10 @@ impl SessionStore {
     /// listing reads) and renamed into place once its first `metadata.json` is
     /// written, so a process killed at any point leaves either a loadable session or
     /// no session directory at all; [`SessionStore::sweep_abandoned_creations`] removes
-    /// what such a kill left.
+    /// what such a kill left. Nothing is fsynced here: the writer's first
+    /// [`SessionWriter::sync`] (the end of the first turn, SPEC §7) makes the files
+    /// durable; a power loss before it may lose the new session's metadata, which a
+    /// load then rebuilds from the transcript and events (`rebuild`).
     pub fn create(&self, metadata: &Metadata) -> Result<SessionWriter, StoreError> {
         self.create_with_secrets(metadata, Vec::new())
     }
@@ -205,20 +208,19 @@ impl SessionStore {
             return Ok(writer);
         }
         let staging = self.root.join(format!("{STAGING_PREFIX}{id}"));
-        let first = in_new_dir(&staging, || {
+        let mut writer = in_new_dir(&staging, || {
             let mut writer = open(&staging, metadata)?;
             writer.write_metadata(metadata)?;
-            Ok(writer.metadata().clone())
+            Ok(writer)
         })?;
-        if let Err(e) = std::fs::rename(&staging, &dir) {
+        // The writer keeps its lock and files through the rename (they follow the
+        // directory): no second lock, no files opened again, nothing synced here.
+        if let Err(e) = writer.rename_dir(&dir) {
+            drop(writer);
             remove_created(&staging);
-            return Err(io_err(format!("creating {}", dir.display()), e));
+            return Err(e);
         }
-        let opened = open(&dir, &first);
-        if opened.is_err() {
-            remove_created(&dir);
-        }
-        opened
+        Ok(writer)
     }
 
     /// Removes what creations killed before their rename left behind: `.creating-<id>`

@@ -73,6 +73,11 @@ pub(crate) fn regular_or_missing(path: &Path) -> Result<bool, StoreError> {
 /// Errors as [`regular_or_missing`], and `Io` when it cannot be opened. The opened
 /// file is checked again, so a file swapped after the first check is refused too.
 pub(crate) fn open_regular(path: &Path) -> Result<Option<File>, StoreError> {
+    Ok(open_regular_sized(path)?.map(|(file, _)| file))
+}
+
+/// [`open_regular`] with the opened file's size in bytes (from the same check).
+fn open_regular_sized(path: &Path) -> Result<Option<(File, u64)>, StoreError> {
     if !regular_or_missing(path)? {
         return Ok(None);
     }
@@ -90,16 +95,20 @@ pub(crate) fn open_regular(path: &Path) -> Result<Option<File>, StoreError> {
             kind: kind_of(meta.file_type()),
         });
     }
-    Ok(Some(file))
+    Ok(Some((file, meta.len())))
 }
 
 /// The whole of a small regular file (at most `cap` bytes); `None` when missing.
 /// Errors as [`open_regular`], and `TooLarge` past `cap`.
+///
+/// The buffer is sized from the open file's length (up to `cap + 1`), so a file that
+/// did not grow meanwhile is read in one `read` and one that sees its end.
 pub(crate) fn read_capped(path: &Path, cap: usize) -> Result<Option<Vec<u8>>, StoreError> {
-    let Some(file) = open_regular(path)? else {
+    let Some((file, len)) = open_regular_sized(path)? else {
         return Ok(None);
     };
-    let mut bytes = Vec::new();
+    let room = usize::try_from(len).map_or(cap, |n| n.min(cap)) + 1;
+    let mut bytes = Vec::with_capacity(room);
     file.take(cap as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| io_err(format!("reading {}", path.display()), e))?;

@@ -51,6 +51,41 @@ pub(crate) struct SessionLock {
     _file: File,
 }
 
+impl SessionLock {
+    /// Renames the locked session directory `from` to its sibling `to` (same parent),
+    /// the lock staying held: the open lock file follows the directory, and this
+    /// process's record of held locks names `to` before the rename and drops `from`
+    /// after it, so no moment lets a second writer of this process in. Errors:
+    /// `Locked` when this process already holds `to`; `Io` when the rename fails
+    /// (nothing moved, the lock still held at `from`).
+    pub(crate) fn rename_dir(
+        &mut self,
+        from: &Path,
+        to: &Path,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        // `key` is `from` canonicalized; a sibling's canonical path differs in its
+        // last component only.
+        let key = match (self.key.parent(), to.file_name()) {
+            (Some(parent), Some(name)) => parent.join(name),
+            _ => to.to_path_buf(),
+        };
+        if !held().insert(key.clone()) {
+            return Err(StoreError::Locked {
+                id: id.to_string(),
+                pid: std::process::id(),
+            });
+        }
+        if let Err(e) = std::fs::rename(from, to) {
+            held().remove(&key);
+            return Err(io_err(format!("creating {}", to.display()), e));
+        }
+        held().remove(&self.key);
+        self.key = key;
+        Ok(())
+    }
+}
+
 impl Drop for SessionLock {
     fn drop(&mut self) {
         held().remove(&self.key);
@@ -222,5 +257,35 @@ mod tests {
         drop(foreign);
         // The probe left nothing behind: a writer takes the lock at once.
         assert!(acquire(dir.path(), "s").is_ok());
+    }
+
+    #[test]
+    fn a_renamed_directory_keeps_its_lock_under_the_new_name() {
+        let root = tempfile::tempdir().unwrap();
+        let from = root.path().join(".creating-s");
+        let to = root.path().join("s");
+        std::fs::create_dir(&from).unwrap();
+        let mut lock = acquire(&from, "s").unwrap();
+        // A non-empty directory in the way: nothing moves, the lock stays at `from`.
+        std::fs::create_dir(&to).unwrap();
+        std::fs::write(to.join("x"), "1").unwrap();
+        assert!(matches!(
+            lock.rename_dir(&from, &to, "s"),
+            Err(StoreError::Io { .. })
+        ));
+        assert_eq!(is_held(&from), Some(true));
+        std::fs::remove_dir_all(&to).unwrap();
+
+        lock.rename_dir(&from, &to, "s").unwrap();
+        assert!(!from.exists());
+        assert_eq!(is_held(&to), Some(true), "held at the new name");
+        assert!(matches!(acquire(&to, "s"), Err(StoreError::Locked { .. })));
+        // The OS lock is the same one: the file moved with the directory.
+        let foreign = File::open(to.join(LOCK_FILE)).unwrap();
+        assert!(matches!(foreign.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(foreign);
+        drop(lock);
+        assert_eq!(is_held(&to), Some(false));
+        assert!(acquire(&to, "s").is_ok());
     }
 }

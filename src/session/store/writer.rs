@@ -41,7 +41,7 @@ pub struct SessionWriter {
     unsynced: Unsynced,
     /// fsyncs made so far (see [`SessionWriter::fsyncs`]).
     fsyncs: u64,
-    _lock: SessionLock,
+    lock: SessionLock,
 }
 
 /// The files written since the last [`SessionWriter::sync`].
@@ -70,8 +70,17 @@ impl SessionWriter {
             secrets: Vec::new(),
             unsynced: Unsynced::default(),
             fsyncs: 0,
-            _lock: lock,
+            lock,
         })
+    }
+
+    /// Renames the session directory to its sibling `to`, keeping the lock and the
+    /// open files (they follow the directory) and what is still unsynced; later
+    /// writes go to `to`. Errors as `SessionLock::rename_dir` (nothing moved).
+    pub(crate) fn rename_dir(&mut self, to: &Path) -> Result<(), StoreError> {
+        self.lock.rename_dir(&self.dir, to, &self.id)?;
+        self.dir = to.to_path_buf();
+        Ok(())
     }
 
     /// The session's id.
