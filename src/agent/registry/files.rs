@@ -150,13 +150,13 @@ pub(super) fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
     list(dir)
 }
 
-/// What one file of a build came to.
-enum Loaded {
-    /// The previous build's parse still stands (its entry is in the cache).
-    Reused,
-    /// Parsed now; `stamp` is the version read (`None` when it could not be read:
-    /// not cached, so the next build tries again).
-    Parsed { stamp: Option<Stamp>, def: AgentDef },
+/// A file parsed by this build (`None` in its place: the previous build's parse,
+/// still in the cache, stands).
+struct Parsed {
+    /// The version read; `None` when it could not be read (not cached, so the next
+    /// build tries again).
+    stamp: Option<Stamp>,
+    def: AgentDef,
 }
 
 /// Every agent file in `dir` as `source`, sorted by file name; with a cache, files whose
@@ -180,7 +180,7 @@ pub(super) fn load_dir(
     for (path, got) in files.into_iter().zip(loaded) {
         let key = (source, path);
         match got {
-            Loaded::Reused => {
+            None => {
                 // `load` saw the entry; it is still there (nothing removed it since).
                 if let Some(entry) = previous.remove(&key) {
                     out.push(entry.def.clone());
@@ -189,7 +189,7 @@ pub(super) fn load_dir(
                     }
                 }
             }
-            Loaded::Parsed { stamp, def } => {
+            Some(Parsed { stamp, def }) => {
                 parsed += 1;
                 previous.remove(&key);
                 if let (Some(c), Some(stamp)) = (cache.as_deref_mut(), stamp) {
@@ -213,27 +213,27 @@ pub(super) fn load_dir(
     out
 }
 
-/// One file: [`Loaded::Reused`] when `previous` parsed this version of it (same
-/// stamp, read long enough after its last change), else read and parsed.
+/// One file: `None` when `previous` parsed this version of it (same stamp, read long
+/// enough after its last change), else read and parsed.
 fn load(
     path: &Path,
     source: AgentSource,
     previous: &HashMap<(AgentSource, PathBuf), Entry>,
-) -> Loaded {
+) -> Option<Parsed> {
     if let Some(entry) = previous.get(&(source, path.to_path_buf()))
         && entry.stamp.settled(entry.read_at)
         && std::fs::metadata(path).is_ok_and(|m| Stamp::of(&m) == entry.stamp)
     {
-        return Loaded::Reused;
+        return None;
     }
     let (read, stamp) = match read_stamped(path) {
         Ok((bytes, stamp)) => (Ok(bytes), Some(stamp)),
         Err(e) => (Err(e), None),
     };
-    Loaded::Parsed {
+    Some(Parsed {
         stamp,
         def: file::agent_from_read(path, source, None, read),
-    }
+    })
 }
 
 /// The whole file at `path` and the stamp of the version read, from the open file:
