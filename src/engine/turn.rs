@@ -751,11 +751,8 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     } else {
         end.status
     };
-    live.update_metadata(|m| {
-        m.turn_count += 1;
-        m.status = status;
-    });
-    live.emit(EngineEvent::status(status));
+    live.update_metadata(|m| m.turn_count += 1);
+    live.set_status(status);
     let turn_count = live.metadata().turn_count;
     if status == SessionStatus::Cancelled {
         live.emit(EngineEvent::CancelCompleted(CancelCompletedEvent {}));
