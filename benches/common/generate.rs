@@ -111,8 +111,9 @@ const TS: &str = "2025-03-01T12:00:00Z";
 /// tool result (~1.5 KB) → assistant markdown answer (~0.6 KB; every 8th has a code
 /// block).
 pub fn message(i: usize) -> Message {
-    let author =
-        Some(json!({"author": "arbor", "usage": {"input_tokens": 1200, "output_tokens": 180}}));
+    let author = Some(
+        json!({"author": "arbor", "usage": {"input_tokens": 1200, "output_tokens": 180}}).into(),
+    );
     match i % 4 {
         0 => Message::User(UserMessage {
             content: format!("Please look at module {i}: {}?", words(i, 30)).into(),

@@ -14,10 +14,9 @@
 //! ADK), open-interrupt and sub-branch bookkeeping, task-mode delegation above an
 //! agent (`_resolve_task_delegator` is applied from the agents' `mode`).
 
-use serde_json::Value;
-
 use super::tree::{AgentTree, DELEGATED_TASK_MODES};
 use crate::session::Message;
+use crate::session::message::Meta;
 
 /// The author name of events a person wrote.
 pub const USER: &str = "user";
@@ -171,8 +170,8 @@ fn task_delegator(tree: &AgentTree, agent: usize) -> usize {
 }
 
 /// `metadata.author` of a transcript message, if set.
-pub fn author_of(metadata: Option<&Value>) -> Option<&str> {
-    metadata?.get("author")?.as_str()
+pub fn author_of(metadata: Option<&Meta>) -> Option<String> {
+    metadata?.author()
 }
 
 /// A transcript read as route events. User messages are the user's; assistant
@@ -191,29 +190,21 @@ pub fn transcript_events(transcript: &[Message], default_author: &str) -> Vec<Ro
             }),
             Message::Assistant(a) => Some(RouteEvent {
                 author: author_of(a.metadata.as_ref())
-                    .unwrap_or(default_author)
-                    .to_string(),
+                    .unwrap_or_else(|| default_author.to_string()),
                 function_calls: a.tool_calls.iter().map(|c| c.id.clone()).collect(),
                 error_code: a
                     .metadata
                     .as_ref()
-                    .and_then(|m| m.get("error"))
-                    .and_then(Value::as_str)
+                    .and_then(|m| m.get_str("error"))
                     .map(|_| "ERROR".to_string()),
                 has_content: !a.content.is_empty() || !a.tool_calls.is_empty(),
                 ..RouteEvent::default()
             }),
             Message::Tool(t) => Some(RouteEvent {
                 author: author_of(t.metadata.as_ref())
-                    .unwrap_or(default_author)
-                    .to_string(),
+                    .unwrap_or_else(|| default_author.to_string()),
                 function_responses: vec![t.tool_call_id.clone()],
-                transfer_to_agent: t
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| m.get(TRANSFER_KEY))
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                transfer_to_agent: t.metadata.as_ref().and_then(|m| m.get_str(TRANSFER_KEY)),
                 has_content: true,
                 ..RouteEvent::default()
             }),

@@ -61,7 +61,7 @@ pub fn synthetic_result(call: &ToolCall) -> Message {
 fn synthetic_with(call: &ToolCall, text: &str) -> Message {
     let mut message = Message::tool_result(call, text, true);
     if let Message::Tool(t) = &mut message {
-        t.metadata = Some(json!({"synthetic": true}));
+        t.metadata = Some(json!({"synthetic": true}).into());
     }
     message
 }

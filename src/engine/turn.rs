@@ -577,7 +577,7 @@ async fn drive(
             }
             let mut message = Message::tool_result(call, output.content, output.is_error);
             if let Message::Tool(t) = &mut message {
-                t.metadata = Some(meta);
+                t.metadata = Some(meta.into());
             }
             live.append(message);
         }
@@ -679,11 +679,14 @@ fn record_response(
         content: response.content.clone(),
         tool_calls: response.tool_calls.clone(),
         timestamp: Some(now_rfc3339()),
-        metadata: Some(json!({
-            "author": author,
-            "model": model,
-            "usage": usage,
-        })),
+        metadata: Some(
+            json!({
+                "author": author,
+                "model": model,
+                "usage": usage,
+            })
+            .into(),
+        ),
     }));
     live.update_metadata(|m| {
         m.usage.add(&response.usage);
@@ -730,7 +733,7 @@ fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&
         }],
         tool_calls: Vec::new(),
         timestamp: Some(now_rfc3339()),
-        metadata: Some(json!({"author": author, "partial": true, "error": error})),
+        metadata: Some(json!({"author": author, "partial": true, "error": error}).into()),
     }));
 }
 

@@ -7,13 +7,18 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+mod line;
+mod meta;
 mod text;
+pub use meta::Meta;
 pub use text::Text;
 
 /// One transcript line. Serialized with a `role` tag:
 /// `{"role":"user","content":"…"}`, `{"role":"assistant","content":[…],"tool_calls":[…]}`,
 /// `{"role":"tool","name":"…","tool_call_id":"…","content":"…"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read in one pass (`line`): every text copied once, straight into its [`Text`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
     /// A person's (or a parent agent's) instruction.
@@ -27,22 +32,20 @@ pub enum Message {
 }
 
 /// `{"role":"user","content":"…"}`. Block-array content is read and joined as text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct UserMessage {
-    #[serde(deserialize_with = "text_or_blocks")]
     pub content: Text,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     /// arbor puts `author` (the agent name) here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<Meta>,
 }
 
 /// An assistant message. `content` holds the blocks in stream order; `tool_calls`
 /// repeats the tool calls in Amplifier's `{id, tool, arguments}` form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct AssistantMessage {
-    #[serde(deserialize_with = "blocks_or_text", default)]
     pub content: Vec<ContentBlock>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
@@ -50,16 +53,14 @@ pub struct AssistantMessage {
     pub timestamp: Option<String>,
     /// arbor puts `author` (agent name) and `usage` here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<Meta>,
 }
 
 /// `{"role":"tool","name":"…","tool_call_id":"…","content":"…"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct ToolMessage {
-    #[serde(default)]
     pub name: String,
     pub tool_call_id: String,
-    #[serde(deserialize_with = "text_or_blocks")]
     pub content: Text,
     /// True when the tool failed; the content is then the error text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -67,7 +68,7 @@ pub struct ToolMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<Meta>,
 }
 
 /// One block of assistant content (Amplifier's block types; Anthropic's names).
@@ -203,41 +204,14 @@ impl AssistantMessage {
     }
 
     /// The agent that wrote this message, from `metadata.author`.
-    pub fn author(&self) -> Option<&str> {
-        self.metadata.as_ref()?.get("author")?.as_str()
+    pub fn author(&self) -> Option<String> {
+        self.metadata.as_ref()?.author()
     }
 }
 
 /// The current time as RFC 3339 (UTC), the timestamp format of transcripts and events.
 pub fn now_rfc3339() -> String {
     jiff::Timestamp::now().to_string()
-}
-
-fn text_or_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) => s.into(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("")
-            .into(),
-        Value::Null => Text::default(),
-        other => other.to_string().into(),
-    })
-}
-
-fn blocks_or_text<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::String(s) if s.is_empty() => Vec::new(),
-        Value::String(s) => vec![ContentBlock::Text { text: s.into() }],
-        Value::Array(items) => items
-            .into_iter()
-            .filter_map(|b| serde_json::from_value::<ContentBlock>(b).ok())
-            .filter(|b| *b != ContentBlock::Unknown)
-            .collect(),
-        _ => Vec::new(),
-    })
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ fn said(author: &str, text: &str, calls: &[&str]) -> Message {
             })
             .collect(),
         timestamp: None,
-        metadata: Some(json!({"author": author})),
+        metadata: Some(json!({"author": author}).into()),
     })
 }
 
@@ -40,7 +40,7 @@ fn transferred(author: &str, id: &str, target: &str) -> Message {
         content: format!("Transferred to {target}.").into(),
         is_error: false,
         timestamp: None,
-        metadata: Some(json!({"author": author, TRANSFER_KEY: target})),
+        metadata: Some(json!({"author": author, TRANSFER_KEY: target}).into()),
     })
 }
 

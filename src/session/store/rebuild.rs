@@ -173,7 +173,7 @@ fn event_name(event: &Value) -> &str {
 
 fn author(message: &Message) -> Option<String> {
     match message {
-        Message::Assistant(m) => m.author().map(str::to_string),
+        Message::Assistant(m) => m.author(),
         _ => None,
     }
 }

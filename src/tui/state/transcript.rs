@@ -82,11 +82,8 @@ impl Thread {
                 };
                 self.set_result(idx, status, t.content.clone(), None);
                 let meta = t.metadata.as_ref();
-                if let Some(to) = meta
-                    .and_then(|m| m.get(TRANSFER_KEY))
-                    .and_then(Value::as_str)
-                {
-                    let from = author_of(meta).unwrap_or("?").to_string();
+                if let Some(to) = meta.and_then(|m| m.get_str(TRANSFER_KEY)) {
+                    let from = author_of(meta).unwrap_or_else(|| "?".to_string());
                     self.push(CellKind::Handoff(Box::new(Handoff {
                         from,
                         to: to.to_string(),
