@@ -2,7 +2,10 @@
 //!
 //! Owns: the serde shape of one `transcript.jsonl` line, and tolerant reading of the
 //! variants other tools write (string or block content, OpenAI-style
-//! `tool_calls[].function{name,arguments}`). Does not own: the file itself (`store`).
+//! `tool_calls[].function{name,arguments}`), read in one pass (`line`). Finished
+//! messages stay compact: texts are shared [`Text`]s (a clone of a message shares
+//! them: bus events, the TUI's cells, transcript snapshots) and `metadata` is a
+//! [`Meta`], its compact JSON text. Does not own: the file itself (`store`).
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
