@@ -12,6 +12,7 @@
 //!     message drawn, and until the earlier messages are loaded: CPU settled);
 //! (c) RSS: idle, with the 100k-message session open, its peak during that turn
 //!     (`VmHWM` reset when the prompt is sent), after it;
+//! (c') the same RSS figures for a 100k-message session of the issue's size (34 MB);
 //! (d) edit-to-reloaded: an agent file rewritten while the agent browser is open.
 //! Prints a table. Run: `cargo bench --bench pty` (about a minute).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -111,6 +112,12 @@ impl Sandbox {
     /// A root session created as arbor creates one (`Runtime::create_root` with this
     /// sandbox's config and the built-in bundle), then filled with `n` messages.
     fn root_session(&self, n: usize) -> String {
+        self.root_session_shaped(n, generate::LONG).0
+    }
+
+    /// [`Sandbox::root_session`] with messages of `shape`; also the transcript's size
+    /// in bytes.
+    fn root_session_shaped(&self, n: usize, shape: generate::Shape) -> (String, u64) {
         let env = self.env();
         let paths = Paths::from_env_map(&*env, self.project.clone());
         let bundle = Bundle::builtin();
@@ -128,8 +135,11 @@ impl Sandbox {
         };
         let tokio = tokio::runtime::Runtime::new().unwrap();
         let id = tokio.block_on(async { Runtime::new(options).create_root(None).unwrap() });
-        generate::fill_session(&store, &id, n);
-        id
+        generate::fill_session_shaped(&store, &id, n, shape);
+        let bytes = std::fs::metadata(store.session_dir(&id).unwrap().join("transcript.jsonl"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        (id, bytes)
     }
 }
 
@@ -338,6 +348,41 @@ fn typing_while_streaming(report: &mut Report) {
     report.value("RSS after the turn (100k history)", mib(pty.rss_kib()));
 }
 
+/// (c') RSS with a 100k-message session of the size the issue names (34 MB of
+/// transcript: the same kinds of messages, shorter) open, and during and after a turn
+/// over it (the whole history sent).
+fn issue_sized_session(report: &mut Report) {
+    let server = server::Server::start(Arc::new(|_| {
+        server::Reply::whole(server::text_body("replydone"))
+    }));
+    let sandbox = Sandbox::new(&server.base_url);
+    let (id, bytes) = sandbox.root_session_shaped(HISTORY, generate::ISSUE);
+    let size = format!("{:.0} MB", bytes as f64 / 1e6);
+    let pty = sandbox.spawn(&["--resume", &id]);
+    let last = format!("module {}", HISTORY - 1);
+    pty.wait_text(&last, Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("history not shown in 60 s:\n{}", pty.screen()));
+    cpu_settled(pty.pid, Duration::from_secs(60));
+    report.value(
+        &format!("RSS with a 100k-message session of the issue's size ({size}) open"),
+        mib(pty.rss_kib()),
+    );
+    let peak_from_here = rss::reset_peak(pty.pid);
+    pty.send(b"go\r");
+    pty.wait_text("replydone", Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("reply not shown in 60 s:\n{}", pty.screen()));
+    cpu_settled(pty.pid, Duration::from_secs(30));
+    let peak = rss::peak_kib(pty.pid).filter(|_| peak_from_here);
+    report.value(
+        &format!("RSS peak during a turn over it ({size})"),
+        mib(peak),
+    );
+    report.value(
+        &format!("RSS after that turn ({size})"),
+        mib(pty.rss_kib()),
+    );
+}
+
 fn agent_text(name: &str, version: usize) -> String {
     format!(
         "---\nmeta:\n  name: {name}\n  description: Edited {version} times.\n---\nYou are {name}.\n"
@@ -390,6 +435,7 @@ fn main() {
     startup(&mut report);
     resume_small(&mut report);
     typing_while_streaming(&mut report);
+    issue_sized_session(&mut report);
     edit_to_reloaded(&mut report);
     report.print();
     eprintln!(

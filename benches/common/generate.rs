@@ -107,16 +107,47 @@ pub fn write_agents(dir: &Path, n: usize) {
 
 const TS: &str = "2025-03-01T12:00:00Z";
 
+/// How big the messages of a generated session are.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Words in a user message.
+    pub user_words: usize,
+    /// Lines of a tool result (each ~60 B).
+    pub result_lines: usize,
+    /// Words in the last paragraph of an answer.
+    pub answer_words: usize,
+}
+
+/// The benches' long coding session: 100k messages make a ~78 MB transcript.
+pub const LONG: Shape = Shape {
+    user_words: 30,
+    result_lines: 24,
+    answer_words: 40,
+};
+
+/// The issue's reference session (#16: "a 100k-message session (34 MB of
+/// transcript)"): the same kinds of messages, shorter, so 100k make ~34 MB.
+pub const ISSUE: Shape = Shape {
+    user_words: 6,
+    result_lines: 2,
+    answer_words: 3,
+};
+
 /// Message `i` of a long coding session, cycling user → assistant with a tool call →
 /// tool result (~1.5 KB) → assistant markdown answer (~0.6 KB; every 8th has a code
 /// block).
 pub fn message(i: usize) -> Message {
+    message_shaped(i, LONG)
+}
+
+/// Message `i` of a session of `shape` (see [`message`] for the cycle).
+pub fn message_shaped(i: usize, shape: Shape) -> Message {
     let author = Some(
         json!({"author": "arbor", "usage": {"input_tokens": 1200, "output_tokens": 180}}).into(),
     );
     match i % 4 {
         0 => Message::User(UserMessage {
-            content: format!("Please look at module {i}: {}?", words(i, 30)).into(),
+            content: format!("Please look at module {i}: {}?", words(i, shape.user_words)).into(),
             timestamp: Some(TS.into()),
             metadata: None,
         }),
@@ -146,7 +177,7 @@ pub fn message(i: usize) -> Message {
         2 => Message::Tool(ToolMessage {
             name: "read_file".into(),
             tool_call_id: format!("call_{}", i - 1),
-            content: (0..24)
+            content: (0..shape.result_lines)
                 .map(|l| format!("{:>4}  fn f{l}() {{ {} }}\n", l + 1, words(i + l, 8)))
                 .collect(),
             is_error: false,
@@ -160,7 +191,7 @@ pub fn message(i: usize) -> Message {
                 words(i + 1, 1),
                 words(i + 2, 12),
                 words(i + 3, 14),
-                words(i + 4, 40)
+                words(i + 4, shape.answer_words)
             );
             if i % 8 == 7 {
                 text += "\n\n```rust\nfn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n```";
@@ -184,6 +215,11 @@ pub fn messages(n: usize) -> Vec<Message> {
 /// plan with an OpenAI provider (as `create_root` records it) and fills it with `n`
 /// messages (see [`fill_session`]). Returns its id.
 pub fn create_session(store: &SessionStore, n: usize) -> String {
+    create_session_shaped(store, n, LONG)
+}
+
+/// [`create_session`] with messages of `shape`.
+pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> String {
     let bundle = arbor::agent::Bundle::builtin();
     let mut plan = bundle.mount_plan.0.clone();
     plan["providers"] = json!([{"module": "provider-openai",
@@ -201,16 +237,21 @@ pub fn create_session(store: &SessionStore, n: usize) -> String {
         ..Default::default()
     };
     drop(store.create(&metadata).unwrap());
-    fill_session(store, &metadata.session_id, n);
+    fill_session_shaped(store, &metadata.session_id, n, shape);
     metadata.session_id
 }
 
 /// Appends [`message`]s `0..n` to the existing session `id` of `store` (through the
 /// store's writer, as the engine does) and records `n / 4` turns in its metadata.
 pub fn fill_session(store: &SessionStore, id: &str, n: usize) {
+    fill_session_shaped(store, id, n, LONG);
+}
+
+/// [`fill_session`] with messages of `shape`.
+pub fn fill_session_shaped(store: &SessionStore, id: &str, n: usize, shape: Shape) {
     let mut writer = store.open(id).unwrap();
     for i in 0..n {
-        writer.append_message(&message(i)).unwrap();
+        writer.append_message(&message_shaped(i, shape)).unwrap();
     }
     let mut metadata = writer.metadata().clone();
     metadata.turn_count = u32::try_from(n / 4).unwrap_or(u32::MAX);
