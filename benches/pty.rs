@@ -377,10 +377,7 @@ fn issue_sized_session(report: &mut Report) {
         &format!("RSS peak during a turn over it ({size})"),
         mib(peak),
     );
-    report.value(
-        &format!("RSS after that turn ({size})"),
-        mib(pty.rss_kib()),
-    );
+    report.value(&format!("RSS after that turn ({size})"), mib(pty.rss_kib()));
 }
 
 fn agent_text(name: &str, version: usize) -> String {

@@ -169,6 +169,13 @@ pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
         }
         for g in token.text.graphemes(true) {
             let gw = cluster_width(g);
+            // A cluster wider than a whole row (a wide base with spacing marks, e.g.
+            // "⺀ꦺ" is 3 columns) can go nowhere: it is drawn as one replacement mark.
+            let (g, gw) = if gw > 1 && gw > max.saturating_sub(rows.indent_width) {
+                ("\u{FFFD}", 1)
+            } else {
+                (g, gw)
+            };
             if rows.cur_width + gw > max && rows.cur_width > rows.indent_width {
                 rows.break_row();
             }
@@ -234,6 +241,20 @@ mod tests {
 
     fn texts(lines: &[Line<'_>]) -> Vec<String> {
         lines.iter().map(plain).collect()
+    }
+
+    #[test]
+    fn a_cluster_wider_than_the_row_becomes_a_replacement_mark() {
+        // "⺀" (2 columns) with a spacing mark (1 column) is one 3-column cluster.
+        let line = RLine::new(Line::from("a⺀ꦺb"));
+        let rows = wrap(&line, 2);
+        assert!(
+            rows.iter()
+                .all(|r| r.spans.iter().map(|s| width(&s.content)).sum::<usize>() <= 2)
+        );
+        assert_eq!(texts(&rows).concat(), "a\u{FFFD}b");
+        // Where the row is wide enough, the cluster is kept whole.
+        assert_eq!(texts(&wrap(&line, 10)), vec!["a⺀ꦺb"]);
     }
 
     #[test]
