@@ -77,7 +77,7 @@ impl<'de> Deserialize<'de> for Message {
             }
             "assistant" => Message::Assistant(AssistantMessage {
                 content: content.into_blocks(),
-                tool_calls: tool_calls.unwrap_or_default(),
+                tool_calls: exact(tool_calls.unwrap_or_default()),
                 timestamp,
                 metadata,
             }),
@@ -93,6 +93,13 @@ impl<'de> Deserialize<'de> for Message {
             other => return Err(de::Error::unknown_variant(other, ROLES)),
         })
     }
+}
+
+/// `v` holding no more room than its elements: serde's `Vec` reading grows by
+/// doubling (2 tool calls sit in room for 4), and a finished message keeps it.
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
 }
 
 /// A line's `content`, before its role says how to read it.
@@ -134,7 +141,8 @@ impl Content {
                 // Not `collect`: it would reuse the (much larger) `Block` buffer.
                 let mut kept = Vec::with_capacity(blocks.len());
                 kept.extend(blocks.into_iter().filter_map(Block::into_block));
-                kept
+                // Blocks arbor does not know were dropped: no room kept for them.
+                exact(kept)
             }
             _ => Vec::new(),
         }
@@ -488,6 +496,26 @@ mod tests {
         let kept = blocks(Value::Array(many));
         assert_eq!(kept.len(), 8);
         assert_eq!(kept.capacity(), 8, "not the buffer of the blocks as read");
+        let some = blocks(json!([{"type": "text", "text": "a"}, {"type": "image"}, 3]));
+        assert_eq!(
+            (some.len(), some.capacity()),
+            (1, 1),
+            "dropped blocks keep no room"
+        );
+    }
+
+    #[test]
+    fn tool_calls_hold_no_more_room_than_the_line_had_calls() {
+        for n in [1usize, 2, 3, 5] {
+            let calls: Vec<Value> = (0..n)
+                .map(|i| json!({"id": format!("c{i}"), "tool": "glob", "arguments": {}}))
+                .collect();
+            let line = json!({"role": "assistant", "content": [], "tool_calls": calls});
+            let Message::Assistant(a) = read(line).unwrap() else {
+                panic!("assistant")
+            };
+            assert_eq!((a.tool_calls.len(), a.tool_calls.capacity()), (n, n));
+        }
     }
 
     #[test]

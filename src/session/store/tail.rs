@@ -85,12 +85,12 @@ impl EarlierPart {
             return Ok(EarlierRead::default());
         };
         let reader = BufReader::with_capacity(64 * 1024, file.take(self.end));
-        let parser = parse_lines(reader, &self.path, MAX_LINE_BYTES)?;
+        let mut parser = parse_lines(reader, &self.path, MAX_LINE_BYTES)?;
         let lines = parser.line;
         let mut warnings: Vec<String> = parser.warnings.iter().map(|w| w.render(0)).collect();
         warnings.extend(self.tail_warnings.iter().map(|w| w.render(lines)));
         Ok(EarlierRead {
-            messages: parser.messages,
+            messages: parser.take_messages(),
             warnings,
         })
     }
@@ -158,7 +158,7 @@ pub(crate) fn read_tail_from(
 
 fn split(
     path: &Path,
-    parser: LineParser,
+    mut parser: LineParser,
     start: u64,
     end: u64,
 ) -> (TranscriptTail, Option<EarlierPart>) {
@@ -168,7 +168,7 @@ fn split(
         tail_warnings: parser.warnings.clone(),
     });
     let tail = TranscriptTail {
-        messages: parser.messages,
+        messages: parser.take_messages(),
         start,
         end,
         warnings: parser.warnings,
@@ -270,6 +270,9 @@ mod tests {
         let read = earlier.unwrap().read().unwrap();
         assert_eq!(read.messages.len() + tail.messages.len(), 1000);
         assert_eq!(read.messages[0].text(), "message 0");
+        // Handed to the TUI and kept for the session: no room beyond the messages.
+        assert_eq!(read.messages.capacity(), read.messages.len());
+        assert_eq!(tail.messages.capacity(), tail.messages.len());
         assert_eq!(
             read.warnings,
             ["transcript.jsonl line 1001: skipped: expected ident at line 1 column 2"]
