@@ -51,12 +51,12 @@ fn assistant(text: &str, call: Option<(&str, &str)>) -> Message {
         a.content.push(ContentBlock::ToolCall {
             id: id.into(),
             name: tool.into(),
-            input: json!({"path": "src"}),
+            input: json!({"path": "src"}).into(),
         });
         a.tool_calls.push(ToolCall {
             id: id.into(),
             tool: tool.into(),
-            arguments: json!({"path": "src"}),
+            arguments: json!({"path": "src"}).into(),
         });
     }
     Message::Assistant(a)
@@ -66,7 +66,7 @@ fn transcript() -> Vec<Message> {
     let call = ToolCall {
         id: "c1".into(),
         tool: "glob".into(),
-        arguments: json!({}),
+        arguments: json!({}).into(),
     };
     vec![
         Message::user("list the files"),

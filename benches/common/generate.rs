@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use arbor::session::message::{AssistantMessage, ContentBlock, ToolCall, ToolMessage, UserMessage};
+use arbor::session::message::{
+    AssistantMessage, ContentBlock, ToolArgs, ToolCall, ToolMessage, UserMessage,
+};
 use arbor::session::{Message, Metadata, SessionStatus, SessionStore};
 use serde_json::{Value, json};
 
@@ -153,7 +155,7 @@ pub fn message_shaped(i: usize, shape: Shape) -> Message {
         }),
         1 => {
             let id = format!("call_{i}");
-            let input = json!({"path": format!("src/module_{}.rs", i % 97)});
+            let input = ToolArgs::from(json!({"path": format!("src/module_{}.rs", i % 97)}));
             Message::Assistant(AssistantMessage {
                 content: vec![
                     ContentBlock::Text {

@@ -33,6 +33,7 @@ use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
 use crate::tool::{Tool, ToolContext, ToolOutput};
+use serde_json::Value;
 
 /// How long a call may keep running after its turn was cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -80,7 +81,7 @@ pub(crate) async fn run_calls(
                         (ToolOutput::error(CANCELLED_RESULT), None)
                     }
                     Pass::Run => {
-                        let handle = tokio::spawn(tool.call(call.arguments.clone(), ctx));
+                        let handle = tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
                         match finish(handle, token).await {
                             Ok(output) => (output, None),
                             Err(panic) => panicked(live, call, &*panic),
@@ -153,7 +154,7 @@ fn prepare(
     live.emit(EngineEvent::ToolPre(ToolPreEvent {
         tool_name: call.tool.clone(),
         tool_call_id: call.id.clone(),
-        tool_input: call.arguments.clone(),
+        tool_input: Value::clone(&call.arguments),
         task: task.clone(),
     }));
     Prepared { tool, ctx, task }

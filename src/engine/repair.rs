@@ -176,7 +176,7 @@ mod tests {
         ToolCall {
             id: id.into(),
             tool: "read_file".into(),
-            arguments: json!({"path": "a"}),
+            arguments: json!({"path": "a"}).into(),
         }
     }
 

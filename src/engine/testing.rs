@@ -189,7 +189,7 @@ impl Provider for ScriptedProvider {
                     response.tool_calls.push(ToolCall {
                         id,
                         tool: name,
-                        arguments,
+                        arguments: arguments.into(),
                     });
                 }
                 Step::Fail(error) => {

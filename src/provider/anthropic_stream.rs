@@ -22,7 +22,7 @@ use super::openai_stream::parse_arguments;
 use super::sse::SseEvent;
 use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
 use crate::session::Usage;
-use crate::session::message::{ContentBlock, ToolCall};
+use crate::session::message::{ContentBlock, ToolArgs, ToolCall};
 
 #[derive(Debug)]
 enum Block {
@@ -304,11 +304,11 @@ impl Assembler for MessagesAssembler {
                     json,
                     initial,
                 } => {
-                    let input = if json.trim().is_empty() && initial.is_object() {
+                    let input = ToolArgs::from(if json.trim().is_empty() && initial.is_object() {
                         initial
                     } else {
                         parse_arguments(&json)
-                    };
+                    });
                     response.content.push(ContentBlock::ToolCall {
                         id: id.clone(),
                         name: name.clone(),
@@ -396,10 +396,13 @@ data: {{\"type\":\"message_stop\"}}\n\n"
             arguments: arguments.into(),
         };
         assert_eq!(&out[1..], &[delta("{\"q\":"), delta("1}")]);
-        assert_eq!(
-            r.unwrap().tool_calls[0].arguments,
-            serde_json::json!({"q": 1})
-        );
+        let r = r.unwrap();
+        assert_eq!(r.tool_calls[0].arguments, serde_json::json!({"q": 1}));
+        // The block and the entry of a call hold its arguments once.
+        let ContentBlock::ToolCall { input, .. } = &r.content[0] else {
+            panic!("{:?}", r.content)
+        };
+        assert!(ToolArgs::shares(input, &r.tool_calls[0].arguments));
 
         let mut a = MessagesAssembler::new("anthropic");
         let mut out = Vec::new();

@@ -24,7 +24,7 @@ use super::http_error::{api_error_message, kind_for_stream_error};
 use super::sse::SseEvent;
 use super::{ProviderError, ProviderErrorKind, ProviderResponse, StreamEvent};
 use crate::session::Usage;
-use crate::session::message::{ContentBlock, ToolCall};
+use crate::session::message::{ContentBlock, ToolArgs, ToolCall};
 
 /// Parses streamed tool-call arguments: empty → `{}`; valid JSON → that value; one
 /// or more JSON values back to back (a server that re-sent the full arguments) → the
@@ -296,7 +296,7 @@ impl Assembler for ChatAssembler {
                     } else {
                         call.id
                     };
-                    let arguments = parse_arguments(&call.arguments);
+                    let arguments = ToolArgs::from(parse_arguments(&call.arguments));
                     response.content.push(ContentBlock::ToolCall {
                         id: id.clone(),
                         name: call.name.clone(),
@@ -377,6 +377,11 @@ data: [DONE]
         assert_eq!(r.tool_calls[0].arguments, json!({}));
         assert_eq!(r.tool_calls[1].tool, "b");
         assert_eq!(r.tool_calls[1].arguments, json!({"q":1}));
+        // The block and the entry of a call hold its arguments once.
+        let ContentBlock::ToolCall { input, .. } = &r.content[1] else {
+            panic!("{:?}", r.content)
+        };
+        assert!(ToolArgs::shares(input, &r.tool_calls[1].arguments));
         assert_eq!(r.stop_reason.as_deref(), Some("tool_calls"));
     }
 

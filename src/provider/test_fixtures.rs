@@ -45,12 +45,12 @@ pub(crate) fn edge_request() -> ChatRequest {
     let block = |id: &str, name: &str, input: Value| ContentBlock::ToolCall {
         id: id.into(),
         name: name.into(),
-        input,
+        input: input.into(),
     };
     let call = |id: &str, tool: &str, arguments: Value| ToolCall {
         id: id.into(),
         tool: tool.into(),
-        arguments,
+        arguments: arguments.into(),
     };
     let thinking = ContentBlock::Thinking {
         thinking: "hmm".into(),

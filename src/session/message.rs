@@ -5,14 +5,17 @@
 //! `tool_calls[].function{name,arguments}`), read in one pass (`line`). Finished
 //! messages stay compact: texts are shared [`Text`]s (a clone of a message shares
 //! them: bus events, the TUI's cells, transcript snapshots) and `metadata` is a
-//! [`Meta`], its compact JSON text. Does not own: the file itself (`store`).
+//! [`Meta`], its compact JSON text; a tool call's arguments are one [`ToolArgs`]
+//! shared by its content block and its `tool_calls` entry. Does not own: the file itself (`store`).
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+mod args;
 mod line;
 mod meta;
 mod text;
+pub use args::ToolArgs;
 pub use meta::Meta;
 pub use text::Text;
 
@@ -93,8 +96,9 @@ pub enum ContentBlock {
     ToolCall {
         id: String,
         name: String,
+        /// Shared with the `tool_calls` entry of the same id (see [`ToolArgs`]).
         #[serde(default)]
-        input: Value,
+        input: ToolArgs,
     },
     /// A block type arbor does not know; dropped when read.
     #[serde(other)]
@@ -107,7 +111,8 @@ pub enum ContentBlock {
 pub struct ToolCall {
     pub id: String,
     pub tool: String,
-    pub arguments: Value,
+    /// Shared with the `tool_call` content block of the same id (see [`ToolArgs`]).
+    pub arguments: ToolArgs,
 }
 
 impl<'de> Deserialize<'de> for ToolCall {
@@ -142,7 +147,7 @@ impl<'de> Deserialize<'de> for ToolCall {
         Ok(ToolCall {
             id: raw.id,
             tool,
-            arguments,
+            arguments: arguments.into(),
         })
     }
 }

@@ -139,7 +139,7 @@ pub fn check(expect: &Expect, out: &Outcome, mode: Mode) {
     let calls: Vec<(String, String, Value)> = r
         .tool_calls
         .iter()
-        .map(|c| (c.id.clone(), c.tool.clone(), c.arguments.clone()))
+        .map(|c| (c.id.clone(), c.tool.clone(), Value::clone(&c.arguments)))
         .collect();
     let want: Vec<(String, String, Value)> = expect
         .tools

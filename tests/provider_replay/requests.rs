@@ -2,7 +2,7 @@
 
 use arbor::provider::{ChatRequest, Provider, ToolSpec};
 use arbor::session::message::{
-    AssistantMessage, ContentBlock, Message, ToolCall, ToolMessage, UserMessage,
+    AssistantMessage, ContentBlock, Message, ToolArgs, ToolCall, ToolMessage, UserMessage,
 };
 use serde_json::json;
 
@@ -12,7 +12,7 @@ use super::{anthropic_at, openai_at, request, run};
 /// A transcript with thinking, text, two tool calls (one only in `tool_calls`), their
 /// results (one failed) and a final user message.
 fn transcript_request(model: &str) -> ChatRequest {
-    let glob_args = json!({"pattern": "*.rs"});
+    let glob_args = ToolArgs::from(json!({"pattern": "*.rs"}));
     ChatRequest {
         model: model.into(),
         system: "You are terse.".into(),
@@ -45,7 +45,7 @@ fn transcript_request(model: &str) -> ChatRequest {
                     ToolCall {
                         id: "c2".into(),
                         tool: "read_file".into(),
-                        arguments: json!({"path": "a.rs"}),
+                        arguments: json!({"path": "a.rs"}).into(),
                     },
                 ],
                 ..Default::default()

@@ -25,7 +25,7 @@ fn said(author: &str, text: &str, calls: &[&str]) -> Message {
             .map(|id| ToolCall {
                 id: (*id).into(),
                 tool: "transfer_to_agent".into(),
-                arguments: json!({"agent_name": "billing"}),
+                arguments: json!({"agent_name": "billing"}).into(),
             })
             .collect(),
         timestamp: None,

@@ -65,7 +65,7 @@ impl Provider for Recorder {
                 tool_calls: vec![ToolCall {
                     id: "c1".into(),
                     tool: "no_such_tool".into(),
-                    arguments: json!({}),
+                    arguments: json!({}).into(),
                 }],
                 ..Default::default()
             }

@@ -75,12 +75,17 @@ impl<'de> Deserialize<'de> for Message {
                     Message::System(message)
                 }
             }
-            "assistant" => Message::Assistant(AssistantMessage {
-                content: content.into_blocks(),
-                tool_calls: exact(tool_calls.unwrap_or_default()),
-                timestamp,
-                metadata,
-            }),
+            "assistant" => {
+                let content = content.into_blocks();
+                let mut tool_calls = exact(tool_calls.unwrap_or_default());
+                share_arguments(&content, &mut tool_calls);
+                Message::Assistant(AssistantMessage {
+                    content,
+                    tool_calls,
+                    timestamp,
+                    metadata,
+                })
+            }
             "tool" => Message::Tool(ToolMessage {
                 name: name.unwrap_or_default(),
                 tool_call_id: tool_call_id
@@ -92,6 +97,23 @@ impl<'de> Deserialize<'de> for Message {
             }),
             other => return Err(de::Error::unknown_variant(other, ROLES)),
         })
+    }
+}
+
+/// Points each `tool_calls` entry at the arguments of the `tool_call` block with its
+/// id when the two are equal, so the line's second copy is dropped (a 100k-message
+/// session held 24.8k calls twice). Entries without such a block keep their own.
+fn share_arguments(blocks: &[ContentBlock], calls: &mut [ToolCall]) {
+    for call in calls {
+        let block = blocks.iter().find_map(|b| match b {
+            ContentBlock::ToolCall { id, input, .. } if *id == call.id => Some(input),
+            _ => None,
+        });
+        if let Some(input) = block
+            && *input == call.arguments
+        {
+            call.arguments = input.clone();
+        }
     }
 }
 
@@ -234,7 +256,7 @@ impl Block {
             "tool_call" => ContentBlock::ToolCall {
                 id: self.id.into_value()?,
                 name: self.name.into_value()?,
-                input: self.input.unwrap_or(Value::Null),
+                input: self.input.unwrap_or(Value::Null).into(),
             },
             _ => return None,
         })
@@ -383,6 +405,7 @@ impl<'de, T: From<String> + for<'a> From<&'a str>> Deserialize<'de> for Field<T>
 mod tests {
     use serde_json::json;
 
+    use super::super::ToolArgs;
     use super::*;
 
     fn read(line: Value) -> Result<Message, String> {
@@ -477,12 +500,12 @@ mod tests {
                 ContentBlock::ToolCall {
                     id: "c1".into(),
                     name: "glob".into(),
-                    input: Value::Null
+                    input: Value::Null.into()
                 },
                 ContentBlock::ToolCall {
                     id: "c2".into(),
                     name: "glob".into(),
-                    input: json!({"p": "*"})
+                    input: json!({"p": "*"}).into()
                 },
             ]
         );
@@ -516,6 +539,24 @@ mod tests {
             };
             assert_eq!((a.tool_calls.len(), a.tool_calls.capacity()), (n, n));
         }
+    }
+
+    #[test]
+    fn a_tool_calls_arguments_are_held_once_for_its_block_and_its_entry() {
+        let line = r#"{"role":"assistant","content":[{"type":"text","text":"x"},{"type":"tool_call","id":"c1","name":"glob","input":{"p":"*"}},{"type":"tool_call","id":"c2","name":"read","input":{"path":"a"}}],"tool_calls":[{"id":"c1","tool":"glob","arguments":{"p":"*"}},{"id":"c2","tool":"read","arguments":{"path":"b"}},{"id":"c3","tool":"glob","arguments":{}}]}"#;
+        let Message::Assistant(a) = serde_json::from_str::<Message>(line).unwrap() else {
+            panic!("assistant")
+        };
+        let input = |i: usize| match &a.content[i] {
+            ContentBlock::ToolCall { input, .. } => input,
+            other => panic!("{other:?}"),
+        };
+        assert!(ToolArgs::shares(input(1), &a.tool_calls[0].arguments));
+        // Values that differ stay apart (each as written); no block: its own.
+        assert!(!ToolArgs::shares(input(2), &a.tool_calls[1].arguments));
+        assert_eq!(a.tool_calls[1].arguments, json!({"path": "b"}));
+        assert_eq!(a.tool_calls[2].arguments, json!({}));
+        assert_eq!(serde_json::to_string(&Message::Assistant(a)).unwrap(), line);
     }
 
     #[test]
