@@ -12,7 +12,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A tool call's arguments: any JSON value (a tool's input schema asks for an
 /// object; `null` when a block had no `input`). Reads as a [`Value`] through
@@ -44,8 +44,30 @@ impl Deref for ToolArgs {
 }
 
 impl From<Value> for ToolArgs {
+    /// Holds `value` with its objects and arrays at exact capacity (see [`exact`]).
     fn from(value: Value) -> Self {
-        Self(Arc::new(value))
+        Self(Arc::new(exact(value)))
+    }
+}
+
+/// `value` holding no more room than it fills. serde_json reads an object into a map
+/// that grows by doubling (a one-key `{"path":…}` kept room for several, ~310 B per
+/// call over a 100k-message session) and an array likewise; a call's arguments are
+/// kept for the whole session, so each is rebuilt at its length. Keys keep their
+/// order. Recursion is bounded by serde_json's nesting limit (128) for parsed input.
+fn exact(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut fit = Map::with_capacity(map.len());
+            fit.extend(map.into_iter().map(|(k, v)| (k, exact(v))));
+            Value::Object(fit)
+        }
+        Value::Array(items) => {
+            let mut fit = Vec::with_capacity(items.len());
+            fit.extend(items.into_iter().map(exact));
+            Value::Array(fit)
+        }
+        other => other,
     }
 }
 
@@ -93,6 +115,21 @@ mod tests {
         assert_eq!(args["a"][0], 2);
         assert_eq!(serde_json::to_string(&args).unwrap(), r#"{"z":1,"a":[2]}"#);
         assert_eq!(args.to_string(), r#"{"z":1,"a":[2]}"#);
+    }
+
+    #[test]
+    fn arrays_read_keep_no_room_beyond_their_items_at_any_depth() {
+        let args: ToolArgs =
+            serde_json::from_str(r#"{"z":[1,2,3],"a":{"deep":[{"k":[4,5,6,7,8]}]}}"#).unwrap();
+        assert_eq!(args["z"].as_array().unwrap().capacity(), 3);
+        let deep = &args["a"]["deep"];
+        assert_eq!(deep.as_array().unwrap().capacity(), 1);
+        assert_eq!(deep[0]["k"].as_array().unwrap().capacity(), 5);
+        // Same value, keys in their order.
+        assert_eq!(
+            args.to_string(),
+            r#"{"z":[1,2,3],"a":{"deep":[{"k":[4,5,6,7,8]}]}}"#
+        );
     }
 
     #[test]
