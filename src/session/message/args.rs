@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 ///
 /// Serialized as the JSON value itself, so the transcript's shape is unchanged. Two
 /// `ToolArgs` are equal when their values are.
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ToolArgs(Arc<Value>);
 
 impl ToolArgs {

@@ -17,7 +17,7 @@ use super::rows::{LayoutStats, Row, first_line, thinking_rows};
 use super::stream::StreamState;
 use crate::session::SessionStatus;
 use crate::session::ids::short_id;
-use crate::session::message::Text;
+use crate::session::message::{Text, ToolArgs};
 use crate::tui::markdown;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, truncate, wrap};
@@ -58,40 +58,40 @@ impl ToolStatus {
     }
 }
 
-/// A tool call's arguments kept as their compact JSON text (one allocation instead
-/// of a `serde_json::Value` tree: a card is laid out rarely, a long transcript holds
-/// thousands). Parsed again, the text gives back the same value (object keys in
-/// order: serde_json's `preserve_order`). No arguments (`null`) is the empty text.
+/// A tool call's arguments, shared with the message (or event) that announced the
+/// call: a card holds no copy of its own (a long transcript holds thousands of
+/// cards; each kept its JSON text, ~90 B, before). No arguments is `null`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Arguments(Box<str>);
+pub struct Arguments(ToolArgs);
 
 impl Arguments {
-    /// The compact JSON text of `value` (empty for `null`).
-    pub fn new(value: &Value) -> Self {
-        match value {
-            Value::Null => Self::default(),
-            v => Self(v.to_string().into_boxed_str()),
-        }
+    /// The arguments `args`, shared.
+    pub fn new(args: &ToolArgs) -> Self {
+        Self(args.clone())
     }
 
     /// The arguments as a JSON value (`null` when there are none).
     pub fn value(&self) -> Value {
-        if self.0.is_empty() {
-            return Value::Null;
-        }
-        // The text was written by `Value::to_string`, so it always parses.
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+        Value::clone(&self.0)
     }
 
-    /// The compact JSON text (empty when there are none).
-    pub fn json(&self) -> &str {
+    /// The compact JSON text, keys in order (empty when there are none).
+    pub fn json(&self) -> String {
+        match &*self.0 {
+            Value::Null => String::new(),
+            v => v.to_string(),
+        }
+    }
+
+    /// The shared arguments.
+    pub fn args(&self) -> &ToolArgs {
         &self.0
     }
 }
 
 impl From<Value> for Arguments {
     fn from(value: Value) -> Self {
-        Self::new(&value)
+        Self(value.into())
     }
 }
 
@@ -459,14 +459,14 @@ mod tests {
     #[test]
     fn arguments_keep_their_json_and_key_order() {
         let value = json!({"path": "a.rs", "limit": 3, "all": [1.5, null, {"z": 1, "a": 2}]});
-        let args = Arguments::new(&value);
+        let args = Arguments::from(value.clone());
         assert_eq!(
             args.json(),
             r#"{"path":"a.rs","limit":3,"all":[1.5,null,{"z":1,"a":2}]}"#
         );
         assert_eq!(args.value(), value);
-        assert_eq!(Arguments::new(&Value::Null).value(), Value::Null);
-        assert_eq!(Arguments::new(&Value::Null).json(), "");
+        assert_eq!(Arguments::from(Value::Null).value(), Value::Null);
+        assert_eq!(Arguments::from(Value::Null).json(), "");
     }
 
     #[test]

@@ -41,7 +41,11 @@ impl Thread {
             }
             EngineEvent::MessageAppended(appended) => self.append_live(&appended.message),
             EngineEvent::ToolPre(pre) => {
-                self.card(&pre.tool_call_id, &pre.tool_name, &pre.tool_input);
+                self.card(
+                    &pre.tool_call_id,
+                    &pre.tool_name,
+                    &pre.tool_input.clone().into(),
+                );
                 if let Some(&i) = self.calls.get(&pre.tool_call_id) {
                     self.set_running(i, sub_session(&pre.task));
                 }

@@ -15,7 +15,7 @@ use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus}
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::session::Message;
-use crate::session::message::{ContentBlock, Text};
+use crate::session::message::{ContentBlock, Text, ToolArgs};
 
 impl Thread {
     /// Appends the cells of one transcript message (buffered while loading).
@@ -76,7 +76,7 @@ impl Thread {
                 let idx = match self.calls.get(&t.tool_call_id) {
                     Some(i) => *i,
                     None => {
-                        self.card(&t.tool_call_id, &t.name, &Value::Null);
+                        self.card(&t.tool_call_id, &t.name, &ToolArgs::default());
                         self.cells.len() - 1
                     }
                 };
@@ -106,7 +106,7 @@ impl Thread {
     /// assistant message and `tool:pre` both announce a call). A finished card with
     /// the same id is an earlier call: some servers reuse ids (`call_1`) every
     /// response, so the new call gets its own card and the id now maps to it.
-    pub(super) fn card(&mut self, id: &str, tool: &str, args: &Value) {
+    pub(super) fn card(&mut self, id: &str, tool: &str, args: &ToolArgs) {
         let open = |s: &ToolStatus| matches!(s, ToolStatus::Pending | ToolStatus::Running);
         let existing = self.calls.get(id).and_then(|i| self.cells.get(*i));
         if !id.is_empty()
@@ -303,6 +303,10 @@ mod tests {
         };
         assert!(std::ptr::eq(at(thinking), at(th)));
         assert!(std::ptr::eq(at(reply), at(tx)));
+        let ContentBlock::ToolCall { input, .. } = &a.content[2] else {
+            unreachable!()
+        };
+        assert!(ToolArgs::shares(card.arguments.args(), input));
         let Message::Tool(result) = &messages[2] else {
             unreachable!()
         };
