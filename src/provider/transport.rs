@@ -10,7 +10,7 @@
 //! retrying (a later layer).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -43,40 +43,24 @@ impl Default for ClientOptions {
 }
 
 /// The HTTP client both providers use: no overall timeout (streams are long), a
-/// connect timeout, and an idle-read timeout so a stalled stream fails. Built on the
-/// first request, not when a provider is made: building reads the system
-/// certificates (~3 ms), which would otherwise delay the TUI's first frame. A client
-/// that cannot be created (no TLS backend) is kept as its error and reported per call.
-/// Cloning shares the client (its connection pool), built or not.
+/// connect timeout, and an idle-read timeout so a stalled stream fails. A client that
+/// cannot be created (no TLS backend) is kept as its error and reported per call.
+/// Cloning shares the client (its connection pool).
 #[derive(Debug, Clone)]
-pub(crate) struct HttpClient {
-    options: ClientOptions,
-    built: Arc<OnceLock<Result<reqwest::Client, String>>>,
-}
+pub(crate) struct HttpClient(Result<reqwest::Client, String>);
 
 impl HttpClient {
     fn with_options(options: ClientOptions) -> Self {
-        Self {
-            options,
-            built: Arc::default(),
-        }
-    }
-
-    /// Whether the client has been built (by a request through this or a clone).
-    #[cfg(test)]
-    fn is_built(&self) -> bool {
-        self.built.get().is_some()
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .read_timeout(options.read_timeout)
+            .build()
+            .map_err(|e| error_chain(&e));
+        Self(client)
     }
 
     fn client(&self, provider: &str) -> Result<&reqwest::Client, ProviderError> {
-        let built = self.built.get_or_init(|| {
-            reqwest::Client::builder()
-                .connect_timeout(self.options.connect_timeout)
-                .read_timeout(self.options.read_timeout)
-                .build()
-                .map_err(|e| error_chain(&e))
-        });
-        built.as_ref().map_err(|e| {
+        self.0.as_ref().map_err(|e| {
             ProviderError::new(
                 ProviderErrorKind::NotConfigured,
                 provider,
@@ -343,24 +327,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_client_is_built_by_its_first_request_and_shared_by_its_clones() {
-        let pool = HttpPool::new();
-        let first = pool.client("http://127.0.0.1:8080/v1");
-        let second = pool.client("http://127.0.0.1:8080/v1");
-        // Handing a client to a provider reads no certificates yet.
-        assert!(!first.is_built() && !second.is_built());
-        let request = first.post("test", "http://127.0.0.1:8080/v1/x".into());
-        assert!(request.is_ok());
-        assert!(first.is_built());
-        // The other provider's handle is the same client (one connection pool).
-        assert!(second.is_built());
-        assert!(std::ptr::eq(
-            first.client("test").unwrap(),
-            second.client("test").unwrap()
-        ));
-    }
-
-    #[test]
     fn the_pool_builds_one_client_per_endpoint() {
         let pool = HttpPool::new();
         for url in [
@@ -368,7 +334,7 @@ mod tests {
             " http://127.0.0.1:8080/v1/",
             "http://127.0.0.1:8080/v1",
         ] {
-            assert!(pool.client(url).client("test").is_ok());
+            assert!(pool.client(url).0.is_ok());
         }
         assert_eq!(
             pool.stats(),
