@@ -122,30 +122,18 @@ fn open_stored(
             covers,
         };
         runtime.park_transcript(&id, parsed);
-        let event = AppEvent::TranscriptLoaded {
-            requested,
-            result: Ok(Box::new(session)),
-        };
-        return send(results, event);
+        return send_newest(results, requested, session, None);
     };
     let end = part.end();
     let tail = session.transcript.clone();
-    send(
-        results,
-        AppEvent::TranscriptTailLoaded {
-            requested,
-            session: Box::new(session),
-            earlier: end,
-        },
-    );
+    send_newest(results, requested, session, Some(end));
     let result = guarded("loading earlier messages", || {
         let read = part.read().map_err(|e| e.to_string())?;
         let cells = EarlierCells::of(end, &read.messages, read.warnings.clone());
         let mut messages = read.messages;
+        // The read list is already trimmed: exactly the room for the tail.
         messages.reserve_exact(tail.len());
         messages.extend(tail);
-        // The parse grew the list by doubling; the engine keeps it for the session.
-        messages.shrink_to_fit();
         let parsed = ParsedTranscript {
             messages,
             warnings: read.warnings,
@@ -183,21 +171,10 @@ fn open_live(
         warnings,
     };
     if split == 0 {
-        let event = AppEvent::TranscriptLoaded {
-            requested,
-            result: Ok(Box::new(session)),
-        };
-        return send(results, event);
+        return send_newest(results, requested, session, None);
     }
     let end = split as u64;
-    send(
-        results,
-        AppEvent::TranscriptTailLoaded {
-            requested,
-            session: Box::new(session),
-            earlier: end,
-        },
-    );
+    send_newest(results, requested, session, Some(end));
     let result = guarded("laying out earlier messages", || {
         Ok(Box::new(EarlierCells::of(end, &live[..split], Vec::new())))
     });
@@ -209,6 +186,29 @@ fn open_live(
             result,
         },
     );
+}
+
+/// Sends an opened session's newest messages: `TranscriptLoaded` when they are all of
+/// it (`earlier` is `None`), else `TranscriptTailLoaded` with the end of the earlier
+/// part still to come.
+fn send_newest(
+    results: &UnboundedSender<AppEvent>,
+    requested: String,
+    session: LoadedSession,
+    earlier: Option<u64>,
+) {
+    let event = match earlier {
+        None => AppEvent::TranscriptLoaded {
+            requested,
+            result: Ok(Box::new(session)),
+        },
+        Some(end) => AppEvent::TranscriptTailLoaded {
+            requested,
+            session: Box::new(session),
+            earlier: end,
+        },
+    };
+    send(results, event);
 }
 
 /// The app event for a turn's result: `TurnFinished`, or `CommandFailed` for

@@ -4,6 +4,7 @@
 //! turn does with the session (`turn`).
 
 use super::*;
+use crate::session::SessionWriter;
 
 impl Runtime {
     /// The live session `id`, resuming it from disk when not loaded: fresh load,
@@ -70,17 +71,7 @@ impl Runtime {
         if rebuilt.is_some() && metadata.agent_name.is_none() {
             metadata.agent_name = Some(self.turn_env.bundle.name.clone());
         }
-        let root_id = root_of(&live, &self.store, &metadata);
-        let session = Arc::new(LiveSession::new(
-            metadata,
-            root_id,
-            plan,
-            writer,
-            loaded.transcript,
-            self.bus.clone(),
-            self.turn_env.paths.cwd.clone(),
-        ));
-        live.insert(id.to_string(), session.clone());
+        let session = self.insert_live(&mut live, metadata, plan, writer, loaded.transcript);
         drop(live);
         let meta = session.metadata();
         session.emit(EngineEvent::SessionResume(SessionResumeEvent {
@@ -114,7 +105,20 @@ impl Runtime {
             providers::secrets(&plan, &self.turn_env.config, &self.turn_env.env),
         )?;
         let mut live = lock(&self.live);
-        let root_id = root_of(&live, &self.store, &metadata);
+        Ok(self.insert_live(&mut live, metadata, plan, writer, transcript))
+    }
+
+    /// A live session made of its parts (its tree's root found through `live` and the
+    /// store), inserted into `live` under its id.
+    fn insert_live(
+        &self,
+        live: &mut HashMap<String, Arc<LiveSession>>,
+        metadata: Metadata,
+        plan: MountPlan,
+        writer: SessionWriter,
+        transcript: Vec<Message>,
+    ) -> Arc<LiveSession> {
+        let root_id = root_of(live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
             metadata,
             root_id,
@@ -125,6 +129,6 @@ impl Runtime {
             self.turn_env.paths.cwd.clone(),
         ));
         live.insert(session.id.clone(), session.clone());
-        Ok(session)
+        session
     }
 }
