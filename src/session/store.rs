@@ -317,8 +317,13 @@ impl SessionStore {
     /// depth (Amplifier's) gets the length of its `parent_id` chain, as in `load`
     /// and listings.
     pub fn load_metadata(&self, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
-        let dir = self.existing_dir(id)?;
-        let (mut metadata, warnings) = rebuild::read_or_rebuild(&dir, id)?;
+        self.metadata_in(&self.existing_dir(id)?, id)
+    }
+
+    /// The metadata of session `id` stored in `dir` (read, or rebuilt with warnings)
+    /// with its depth filled in: what every `load*` starts from.
+    fn metadata_in(&self, dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), StoreError> {
+        let (mut metadata, warnings) = rebuild::read_or_rebuild(dir, id)?;
         metadata.depth = self.depth_of(&metadata);
         Ok((metadata, warnings))
     }

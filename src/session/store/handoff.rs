@@ -14,7 +14,7 @@
 use super::files::open_regular;
 use super::tail::{self, EarlierPart};
 use super::transcript::{TRANSCRIPT_FILE, read_transcript};
-use super::{LoadedSession, SessionStore, StoreError, io_err, rebuild};
+use super::{LoadedSession, SessionStore, StoreError, io_err};
 use crate::session::message::Message;
 
 /// A whole transcript parsed by someone else, and the bytes of `transcript.jsonl` it
@@ -57,8 +57,7 @@ impl SessionStore {
         min_messages: usize,
     ) -> Result<TailLoad, StoreError> {
         let dir = self.existing_dir(id)?;
-        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
-        metadata.depth = self.depth_of(&metadata);
+        let (metadata, mut warnings) = self.metadata_in(&dir, id)?;
         let (tail, earlier) = tail::read_tail(&dir.join(TRANSCRIPT_FILE), min_messages)?;
         let transcript_warnings = if earlier.is_none() {
             tail.warnings(0)
@@ -89,8 +88,7 @@ impl SessionStore {
         parsed: Option<ParsedTranscript>,
     ) -> Result<(LoadedSession, bool), StoreError> {
         let dir = self.existing_dir(id)?;
-        let (mut metadata, mut warnings) = rebuild::read_or_rebuild(&dir, id)?;
-        metadata.depth = self.depth_of(&metadata);
+        let (metadata, mut warnings) = self.metadata_in(&dir, id)?;
         let path = dir.join(TRANSCRIPT_FILE);
         let parsed = match parsed {
             Some(p) if p.covers == transcript_len(&path)? => Some(p),
