@@ -135,6 +135,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     problems += super::doctor_checks::bundle(&ctx)?;
     problems += super::doctor_checks::keymap_and_themes(&ctx)?;
     problems += super::doctor_mcp::report(&ctx).await?;
+    problems += super::doctor_sandbox::report(&ctx).await?;
     if problems == 0 {
         outln!("ok        no problems found")?;
         Ok(0)

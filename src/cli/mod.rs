@@ -15,6 +15,7 @@ pub mod context;
 pub mod doctor;
 mod doctor_checks;
 pub mod doctor_mcp;
+pub mod doctor_sandbox;
 pub mod logging;
 pub mod models;
 pub mod out;

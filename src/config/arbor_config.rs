@@ -20,6 +20,7 @@
 //! mouse: true                     # capture the mouse in the TUI (false: the terminal's)
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
+//! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -36,6 +37,7 @@ use serde_json::{Map, Value};
 use super::approvals::Rules;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
+use super::sandbox::SandboxConfig;
 
 /// The parsed config file. A missing file is the default config, not an error.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +69,10 @@ pub struct ArborConfig {
     /// text selection); the TUI's `global.mouse` key toggles it either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mouse: Option<bool>,
+    /// The kernel sandbox of `bash` and stdio MCP servers (`sandbox:`, see
+    /// `config::sandbox`); a bad key or value makes the file unusable.
+    #[serde(default, skip_serializing_if = "SandboxConfig::is_default")]
+    pub sandbox: SandboxConfig,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

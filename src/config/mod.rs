@@ -5,7 +5,7 @@
 //! policy and `agents` access control (`merge`), the retry limits (`retry`), the
 //! limits on one model response (`response`), approval rules and the policy that
 //! decides each tool call (`approvals`), the project trust store (`trust`), MCP server
-//! configuration (`mcp`), delegation
+//! configuration (`mcp`), the kernel sandbox's settings (`sandbox`), delegation
 //! limits — the task tool's, which agent files may only tighten, and the config's
 //! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
 //! files and bundles are read into mount plans with it) and uses only `paths` and
@@ -23,6 +23,7 @@ pub mod merge;
 pub mod mount_plan;
 pub mod response;
 pub mod retry;
+pub mod sandbox;
 pub mod trust;
 pub mod yaml;
 

@@ -217,11 +217,15 @@ impl<'a> Gate<'a> {
                 call.arguments.clone(),
                 self.live.working_dir.clone(),
             );
-            // Reads the current file: off the async workers.
-            tokio::task::spawn_blocking(move || tool.preview(&input, &dir))
-                .await
-                .unwrap_or_else(|e| Some(Err(format!("no preview: {e}"))))
+            // Reads the current file (the sandbox note may probe the kernel): off the
+            // async workers.
+            tokio::task::spawn_blocking(move || {
+                (tool.preview(&input, &dir), tool.sandbox_note(&dir))
+            })
+            .await
+            .unwrap_or_else(|e| (Some(Err(format!("no preview: {e}"))), None))
         };
+        let (preview, sandbox) = preview;
         let mut summary = summary(&call.tool, &call.arguments, command.as_deref());
         let diff = match preview {
             Some(Ok(diff)) => Some(diff),
@@ -238,6 +242,7 @@ impl<'a> Gate<'a> {
             summary: truncate_chars(&summary, SUMMARY_MAX).to_string(),
             command,
             diff,
+            sandbox,
         }
     }
 

@@ -145,6 +145,7 @@ impl Runtime {
             tracing::warn!("{problem}");
         }
         let mcp = Arc::new(McpHub::new(options.env.clone()));
+        let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox, &options.paths);
         Arc::new_cyclic(|me: &Weak<Runtime>| {
             let sessions: Weak<dyn Sessions> = me.clone();
             Self {
@@ -167,6 +168,7 @@ impl Runtime {
                     mcp,
                     mcp_servers: mcp_servers.servers,
                     mcp_reported: Default::default(),
+                    sandbox,
                 },
                 bus: options.bus,
                 store,

@@ -195,6 +195,7 @@ fn samples() -> Vec<Event> {
             summary: "cargo test --lib".into(),
             command: Some("cargo test --lib".into()),
             diff: None,
+            sandbox: None,
         })),
         child(E::ApprovalGranted(ApprovalGrantedEvent {
             tool_call_id: "call_4".into(),
@@ -344,6 +345,7 @@ fn an_edit_approval_carries_its_diff_and_omits_the_command() {
         summary: "edit src/lib.rs".into(),
         command: None,
         diff: Some("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-old\n+new\n".into()),
+        sandbox: None,
     });
     let data = serde_json::to_value(super::event::Data(&event)).unwrap();
     assert_eq!(

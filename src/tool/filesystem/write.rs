@@ -65,6 +65,15 @@ impl WriteConfig {
         Self { allowed }
     }
 
+    /// The write roots (`allowed_write_paths` entries as written), or why the config
+    /// is unusable. The bash tool's sandbox confines writes to the same roots.
+    pub fn roots(&self) -> Result<&[String], &str> {
+        self.allowed
+            .as_ref()
+            .map(Vec::as_slice)
+            .map_err(String::as_str)
+    }
+
     /// The file `requested` resolves to, if a write there is allowed (see
     /// `confine::resolve_for_write`; `~/` is `$HOME`).
     fn target(&self, working_dir: &Path, requested: &str) -> Result<WriteTarget, String> {

@@ -77,7 +77,8 @@ impl ApprovalView<'_> {
         })
     }
 
-    /// `explorer #0a1b2c3d wants to run bash`.
+    /// `explorer #0a1b2c3d wants to run bash`, then for `bash` whether it runs
+    /// sandboxed (`sandboxed: writes ./, no network`).
     fn head(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
         let r = &front.request;
         let verb = if r.command.is_some() {
@@ -98,7 +99,18 @@ impl ApprovalView<'_> {
             Span::styled(format!("{verb} "), self.theme.style(Slot::Base)),
             Span::styled(r.tool_name.clone(), self.theme.style(Slot::ChatTool)),
         ]);
-        wrap(&RLine::indented(line, 2), width)
+        let mut rows = wrap(&RLine::indented(line, 2), width);
+        // Whether the command runs in the kernel sandbox (`bash` only).
+        if let Some(note) = &r.sandbox {
+            let slot = if note.starts_with("sandboxed") {
+                Slot::TreeMeta
+            } else {
+                Slot::Warning
+            };
+            let line = Line::from(Span::styled(note.clone(), self.theme.style(slot)));
+            rows.extend(wrap(&RLine::indented(line, 2), width));
+        }
+        rows
     }
 
     /// The command (`$ ` then the text, broken at the width) or the summary and the

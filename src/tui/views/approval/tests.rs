@@ -155,6 +155,7 @@ fn a_prompt_without_command_or_diff_shows_its_summary() {
         summary: "mcp__github__create_issue".into(),
         command: None,
         diff: None,
+        sandbox: None,
     });
     let q = queue(vec![ev(request, ROOT, None)]);
     let screen = render(&view(&q, &km, &theme), 60, 12);
