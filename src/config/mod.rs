@@ -4,7 +4,8 @@
 //! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
 //! policy and `agents` access control (`merge`), the retry limits (`retry`), the
 //! limits on one model response (`response`), approval rules and the policy that
-//! decides each tool call (`approvals`), the project trust store (`trust`), MCP server
+//! decides each tool call (`approvals`), the project trust store (`trust`), the paths
+//! no mention may read (`private`), MCP server
 //! configuration (`mcp`), delegation
 //! limits — the task tool's, which agent files may only tighten, and the config's
 //! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
@@ -21,6 +22,7 @@ pub mod limits;
 pub mod mcp;
 pub mod merge;
 pub mod mount_plan;
+pub mod private;
 pub mod response;
 pub mod retry;
 pub mod trust;
