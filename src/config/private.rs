@@ -40,19 +40,14 @@ const HOME_SECRETS: [&str; 10] = [
 ];
 
 /// Every private path for `paths` and the home directory `home` (when known): the
-/// [`SYSTEM`] trees, arbor's config file and its directory, Amplifier's key files,
+/// [`SYSTEM`] trees, arbor's config file and config directory, Amplifier's key files,
 /// and the home directory's credential files. Each is given as written and, when it
 /// exists, canonicalized too (so a symlinked home still matches).
 pub fn private_paths(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    // The config file itself (wherever `ARBOR_CONFIG` puts it: that directory may
+    // hold anything) and arbor's config directory.
     out.push(paths.config_file.clone());
-    if let Some(dir) = paths
-        .config_file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-    {
-        out.push(dir.to_path_buf());
-    }
     if let Some(dir) = paths.themes_dir.parent() {
         out.push(dir.to_path_buf());
     }
