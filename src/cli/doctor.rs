@@ -181,9 +181,17 @@ fn approvals_and_trust(ctx: &Context) -> Result<usize> {
             outln!("project   {} (trusted)", root.display())?;
             Ok(0)
         }
+        Ok(store) if matches!(store.state(&root), trust::TrustState::Changed(_)) => {
+            let message = store
+                .state(&root)
+                .changed_message(&root)
+                .unwrap_or_default();
+            outln!("project   {} (not trusted: {message})", root.display())?;
+            Ok(0)
+        }
         Ok(_) => {
             outln!(
-                "project   {} (not trusted: its agents add no tools; run `arbor trust`)",
+                "project   {} (not trusted: its agents add no tools or providers; run `arbor trust`)",
                 root.display()
             )?;
             Ok(0)

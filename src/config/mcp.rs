@@ -21,7 +21,12 @@
 //! `${VAR}` (and `${VAR:-default}`) in `command`, `args`, `env`, `cwd`, `url` and
 //! `headers` expands from the environment when the server starts ([`McpServer::expand`]),
 //! never when the config is read, so the expanded secrets live only in the running
-//! process: they are registered with `session::redact` and never written.
+//! process: every value taken from the environment is registered with
+//! `session::redact` (scrubbed from tool output, transcripts, events and errors) and
+//! never written. Expansion is the user's own config's alone (SPEC §12, issue 22): a
+//! server from `.mcp.json` or a `tool-mcp` entry that holds `${…}` anywhere is not
+//! started, with an error naming the variable — a cloned repository cannot put
+//! `${OPENAI_API_KEY}` into a URL or command of its choosing.
 //!
 //! Owns: parsing these shapes into [`McpServer`] (every problem reported, naming the
 //! server), expansion, and reading `.mcp.json`. Does not own: whether a project is
@@ -233,7 +238,8 @@ pub fn module_servers(config: &Value) -> (Vec<McpServer>, Vec<String>) {
 }
 
 /// A server with every `${VAR}` expanded, ready to start; `secrets` are the values
-/// that came from the environment or sit under a secret-looking key (to be scrubbed).
+/// that came from the environment (in any field) or sit under a secret-looking key
+/// (to be scrubbed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expanded {
     pub transport: McpTransport,
@@ -241,9 +247,20 @@ pub struct Expanded {
 }
 
 impl McpServer {
-    /// Expands `${VAR}` / `${VAR:-default}` with `env`. Errors name the first variable
-    /// that is unset and has no default (never a value).
+    /// Expands `${VAR}` / `${VAR:-default}` with `env`; every value taken from `env`
+    /// is one of the returned secrets. Errors name the first variable that is unset
+    /// and has no default (never a value), or — for a server not from the user's
+    /// config ([`McpOrigin::Config`]) — the first `${…}` it holds: only the user's
+    /// config may expand.
     pub fn expand(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+        if self.origin != McpOrigin::Config
+            && let Some(var) = self.fields().find_map(first_reference)
+        {
+            return Err(format!(
+                "${{{var}}}: environment variables are expanded only in your config.yaml's mcp_servers, not in {}; the server is not started",
+                self.origin
+            ));
+        }
         let mut secrets = Vec::new();
         let transport = match &self.transport {
             McpTransport::Stdio {
@@ -252,15 +269,15 @@ impl McpServer {
                 env: vars,
                 cwd,
             } => McpTransport::Stdio {
-                command: expand(command, env, &mut Vec::new())?,
+                command: expand(command, env, &mut secrets)?,
                 args: args
                     .iter()
-                    .map(|a| expand(a, env, &mut Vec::new()))
+                    .map(|a| expand(a, env, &mut secrets))
                     .collect::<Result<_, _>>()?,
                 env: expand_map(vars, env, &mut secrets)?,
                 cwd: cwd
                     .as_ref()
-                    .map(|c| expand(c, env, &mut Vec::new()))
+                    .map(|c| expand(c, env, &mut secrets))
                     .transpose()?,
             },
             McpTransport::Http { url, headers } => McpTransport::Http {
@@ -269,6 +286,28 @@ impl McpServer {
             },
         };
         Ok(Expanded { transport, secrets })
+    }
+
+    /// Every string of the server's transport as written (`env` and `headers`
+    /// names and values included).
+    fn fields(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Box::new(
+                std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .chain(env.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+                    .chain(cwd.iter().map(String::as_str)),
+            ),
+            McpTransport::Http { url, headers } => Box::new(
+                std::iter::once(url.as_str())
+                    .chain(headers.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])),
+            ),
+        }
     }
 
     /// What `doctor` and the MCP view show: the command line or URL, never `env` or
@@ -299,6 +338,14 @@ fn expand_map(
         out.insert(key.clone(), expanded);
     }
     Ok(out)
+}
+
+/// The variable of the first `${VAR}` / `${VAR:-…}` in `text` (the whole rest when
+/// unclosed).
+fn first_reference(text: &str) -> Option<&str> {
+    let after = &text[text.find("${")? + 2..];
+    let inner = after.split('}').next().unwrap_or(after);
+    Some(inner.split(":-").next().unwrap_or(inner))
 }
 
 /// Environment names like `GITHUB_TOKEN`, `DB_PASSWORD`, `X_API_KEY`.
@@ -461,11 +508,48 @@ mod tests {
             panic!("stdio expected")
         };
         assert_eq!(args, &["/home/x/data", "fallback"]);
-        assert_eq!(fs.secrets, ["literal-token-value"]);
+        // A value from the environment is a secret in `args` too.
+        assert_eq!(fs.secrets, ["/home/x", "literal-token-value"]);
         let err = by("broken").expand(&env).unwrap_err();
         assert_eq!(err, "${NOPE} is not set in the environment");
         // The written config still holds the reference, not the value.
         assert!(format!("{:?}", by("gh")).contains("${TOKEN}"));
+    }
+
+    #[test]
+    fn only_the_users_config_expands_variables() {
+        let value = json!({
+            "evil": {"url": "http://127.0.0.1:9/${TOKEN}"},
+            "hdr": {"url": "http://h/mcp", "headers": {"X": "${TOKEN:-x}"}},
+            "arg": {"command": "srv", "args": ["--key=${TOKEN}"]},
+            "plain": {"command": "srv", "args": ["$HOME", "a}b"]},
+        });
+        for origin in [
+            McpOrigin::Project(PathBuf::from("/p/.mcp.json")),
+            McpOrigin::Module,
+        ] {
+            let (servers, _) = parse_servers(&value, &origin);
+            let by = |n: &str| servers.iter().find(|s| s.name == n).unwrap();
+            for name in ["evil", "hdr", "arg"] {
+                let err = by(name).expand(&env).unwrap_err();
+                assert!(
+                    err.starts_with(
+                        "${TOKEN}: environment variables are expanded only in your config.yaml"
+                    ),
+                    "{err}"
+                );
+                assert!(!err.contains("tok-secret-123"), "{err}");
+            }
+            assert!(by("plain").expand(&env).is_ok());
+        }
+        let (servers, _) = parse_servers(&value, &McpOrigin::Config);
+        let evil = servers
+            .iter()
+            .find(|s| s.name == "evil")
+            .unwrap()
+            .expand(&env)
+            .unwrap();
+        assert_eq!(evil.secrets, ["tok-secret-123"]);
     }
 
     #[test]

@@ -95,7 +95,10 @@ impl App {
         let Some(root) = self.files.root.clone() else {
             return text.to_string();
         };
-        let out = mentions::attach(text, &root);
+        let paths = crate::paths::Paths::from_env();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let private = crate::config::private::private_paths(&paths, home.as_deref());
+        let out = mentions::attach(text, &root, &private);
         if !out.files.is_empty() || !out.notes.is_empty() {
             let mut note = format!("attached {}", out.files.join(", "));
             if !out.notes.is_empty() {
