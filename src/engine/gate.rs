@@ -135,7 +135,7 @@ impl<'a> Gate<'a> {
                 );
                 Pass::Refused(ToolOutput::error(headless_denial(&call.tool)))
             }
-            ApprovalMode::Interactive => self.wait(call, required, token).await,
+            ApprovalMode::Interactive => self.wait(tool, call, required, token).await,
         }
     }
 
@@ -143,18 +143,29 @@ impl<'a> Gate<'a> {
     /// `approval:required` and waits for the answer or the session's cancellation.
     async fn wait(
         &self,
+        tool: &Arc<dyn Tool>,
         call: &ToolCall,
         required: ApprovalRequiredEvent,
         token: &CancellationToken,
     ) -> Pass {
         let answer = {
-            let receiver = self.env.approvals.register(&self.live.id, &call.id);
+            let mut receiver = self.env.approvals.register(&self.live.id, &call.id);
+            let mut grants_changed = self.env.grants.watch();
             let _waiting = Waiting::start(self.env, self.live, &call.id);
             self.live.emit(EngineEvent::ApprovalRequired(required));
-            tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                answer = receiver => answer.ok(),
+            loop {
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => break None,
+                    answer = &mut receiver => break answer.ok(),
+                    Ok(()) = grants_changed.changed() => {
+                        // An "always" answer to another prompt of this tree may cover
+                        // this call now (issue 22): run it without asking.
+                        if let Some(pass) = self.covered_while_waiting(tool, call) {
+                            return pass;
+                        }
+                    }
+                }
             }
         };
         match answer {
@@ -200,6 +211,24 @@ impl<'a> Gate<'a> {
                 ))
             }
         }
+    }
+
+    /// When the tree's grants now allow `call` (it waits for an answer): withdraws
+    /// its prompt and says so (`approval:granted`, `remembered`, with the rule).
+    fn covered_while_waiting(&self, tool: &Arc<dyn Tool>, call: &ToolCall) -> Option<Pass> {
+        let grants = self.env.grants.of(&self.live.root_id);
+        let verdict = self
+            .policy
+            .decide(&call.tool, tool.module(), &call.arguments, &grants);
+        let DecidedBy::Grant(grant) = &verdict.decided_by else {
+            return None;
+        };
+        if verdict.decision != Decision::Allow {
+            return None;
+        }
+        self.env.approvals.withdraw(&self.live.id, &call.id);
+        self.granted(call, DecisionKind::Remembered, Some(grant.key()), None);
+        Some(Pass::Run)
     }
 
     /// `approval:required` for `call`: summary, the command of a `bash` call, the diff
