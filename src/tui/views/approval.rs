@@ -145,7 +145,7 @@ impl ApprovalView<'_> {
         }
     }
 
-    /// The answer keys (`y allow once · a always: bash(cargo test*) · A always + save
+    /// The answer keys (`y allow once · a always: bash(cargo test*) · A save it
     /// to config · n deny… · Esc deny`), or the deny reason being typed.
     fn footer(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
         let text = self.theme.style(Slot::Base);
@@ -169,10 +169,7 @@ impl ApprovalView<'_> {
         match &always {
             Some((_, rule)) => {
                 answers.push((Action::ApprovalAlways, format!(" always: {rule}")));
-                answers.push((
-                    Action::ApprovalAlwaysSave,
-                    " always + save to config".into(),
-                ));
+                answers.push((Action::ApprovalAlwaysSave, " save it to config".into()));
             }
             None => answers.push((
                 Action::ApprovalAlways,
