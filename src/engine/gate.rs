@@ -7,7 +7,9 @@
 //! rule, `ask` publishes `approval:required` and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
-//! grant for the tree; publishing `approval:granted` / `approval:denied`; and the
+//! grant for the tree, after which every other call of the tree still waiting is
+//! decided again and runs (`remembered`) when the new grant covers it (issue 22);
+//! publishing `approval:granted` / `approval:denied`; and the
 //! result texts the model reads for a call that did not run. Does not own: the rules
 //! and their precedence (`config::approvals`), the tier of an agent file
 //! (`agent::approvals`), the registry of waiting calls (`approvals`), running the call

@@ -21,7 +21,8 @@
 //! matched by *every* restricting pattern; a script the parser cannot fully read (a
 //! parse error, a line continuation, a shell reading stdin or a file, an interpreter,
 //! nesting past [`MAX_DEPTH`]) is matched by a pattern whose first literal word
-//! appears anywhere in its text (quotes and backslashes removed).
+//! appears anywhere in its text as a word (quotes and backslashes removed: `r''m`,
+//! `x=rm`, `system("rm x")` count; `format` does not count for `rm`).
 //!
 //! Does not own: which rule wins (`policy`), the wrapper table (`wrappers`).
 
@@ -115,12 +116,12 @@ impl Script {
     /// text of some command found (words joined by one space, also with the program's
     /// directory dropped); or some program cannot be named; or the script is opaque
     /// and `literal` (the pattern's first literal word, see [`literal_word`]) is empty
-    /// or appears in its flattened text.
+    /// or appears as a word in its flattened text.
     pub fn restricted_by(&self, matches: &dyn Fn(&str) -> bool, literal: &str) -> bool {
         if self.unknown_program {
             return true;
         }
-        if self.opaque && (literal.is_empty() || self.flat.contains(literal)) {
+        if self.opaque && (literal.is_empty() || contains_word(&self.flat, literal)) {
             return true;
         }
         self.found.iter().any(|words| {
@@ -264,6 +265,15 @@ pub fn literal_word(pattern: &str) -> &str {
         .find(|c: char| c.is_whitespace() || matches!(c, '*' | '?' | '[' | '{' | '\\'))
         .unwrap_or(pattern.len());
     &pattern[..end]
+}
+
+/// Whether `word` occurs in `text` with no letter, digit or `_` right before or after
+/// it (`rm` in `x=rm;` or `(rm x)`, not in `format`).
+fn contains_word(text: &str, word: &str) -> bool {
+    let wordy = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !wordy(text[..at].chars().next_back()) && !wordy(text[at + word.len()..].chars().next())
+    })
 }
 
 /// `text` with every backslash-newline removed (what sh does before reading words).
