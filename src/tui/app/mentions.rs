@@ -40,6 +40,12 @@ impl App {
         };
     }
 
+    /// "Always and save" answers write their rule into `path` (the user's config
+    /// file; `tui::run` passes it).
+    pub fn set_config_file(&mut self, path: PathBuf) {
+        self.config_file = Some(path);
+    }
+
     /// The files popup for the `@partial` before the cursor, when the list is known.
     pub(super) fn file_popup(&self) -> Option<Popup> {
         let before = self.composer.text_before_cursor();
