@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "approvals_evasions/differential.rs"]
+mod differential;
 mod support;
 
 use serde_json::{Value, json};

@@ -352,6 +352,4 @@ fn compile(pattern: &str) -> Result<GlobMatcher, String> {
 }
 
 #[cfg(test)]
-mod differential;
-#[cfg(test)]
 mod tests;

@@ -4,18 +4,19 @@
 //! script may only run `echo`, `true` and `ls`, none of which makes a file, so any
 //! file left behind means the parser covered a script that does more.
 //!
-//! [`run_script`] is the one place that runs a script; it can be switched to run
-//! inside arbor's sandbox once that exists.
+//! [`run_script`] is the one place that runs a script: inside arbor's kernel sandbox
+//! (`arbor __sandbox`, writes only in the temp dir, no network), so a script the
+//! parser wrongly covered cannot touch anything outside it either.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 
-use super::{ApprovalPolicy, Decision, Grants, Rules};
+use arbor::config::approvals::{ApprovalPolicy, Decision, Grants, Rules};
 
 /// Program words: the covered ones, and others that are not.
 const PROGRAMS: &[&str] = &["echo", "true", "ls", "ls -la", "echo ok", "touch m_prog"];
@@ -92,13 +93,16 @@ fn script() -> impl Strategy<Value = String> {
     })
 }
 
-/// Runs `script` with `shell -c` in `dir` (stdin empty, output dropped), killed after
-/// a few seconds. The one place a generated script runs: switch it to arbor's sandbox
-/// when that exists.
+/// Runs `script` with `shell -c` in `dir` inside arbor's sandbox (writable: `dir`
+/// only; no network; stdin empty, output dropped), killed after a few seconds. The one
+/// place a generated script runs.
 fn run_script(shell: &str, script: &str, dir: &Path) -> Result<(), String> {
-    let mut child = Command::new(shell)
-        .arg("-c")
-        .arg(script)
+    let policy = arbor::sandbox::Policy {
+        writable: vec![dir.to_path_buf()],
+        ..Default::default()
+    };
+    let helper = Path::new(env!("CARGO_BIN_EXE_arbor"));
+    let mut child = arbor::sandbox::command(helper, &policy, shell, ["-c", script])
         .current_dir(dir)
         .env("HOME", dir)
         .stdin(Stdio::null())
