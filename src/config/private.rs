@@ -18,36 +18,39 @@ const SYSTEM: [&str; 3] = ["/proc", "/dev", "/sys"];
 /// Files under `$AMPLIFIER_HOME` that hold keys or provider settings
 /// (amplifier-app-cli's `keys.env`, some distributions' `keys.yaml`, and the
 /// `settings.yaml` / `settings.local.yaml` that may carry provider config).
-const AMPLIFIER_KEY_FILES: [&str; 4] = [
+pub const AMPLIFIER_KEY_FILES: [&str; 4] = [
     "keys.env",
     "keys.yaml",
     "settings.yaml",
     "settings.local.yaml",
 ];
 
-/// Credential files and directories relative to the home directory.
-const HOME_SECRETS: [&str; 10] = [
+/// Credential files and directories relative to the home directory: SSH, cloud CLIs,
+/// GnuPG, git, container and package registries. Also the sandbox's deny list
+/// (`sandbox::deny_list`), so a mention and a sandboxed command are kept from the
+/// same files.
+pub const HOME_SECRETS: [&str; 14] = [
     ".ssh",
     ".aws",
     ".gnupg",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
     ".netrc",
     ".git-credentials",
-    ".docker/config.json",
-    ".kube",
     ".config/gh",
-    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
     ".pypirc",
+    ".npmrc",
 ];
 
-/// Every private path for `paths` and the home directory `home` (when known): the
-/// [`SYSTEM`] trees, arbor's config file and config directory, Amplifier's key files,
-/// and the home directory's credential files. Each is given as written and, when it
-/// exists, canonicalized too (so a symlinked home still matches).
-pub fn private_paths(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
-    // The config file itself (wherever `ARBOR_CONFIG` puts it: that directory may
-    // hold anything) and arbor's config directory.
-    out.push(paths.config_file.clone());
+/// The key files alone — arbor's config file and config directory, Amplifier's
+/// [`AMPLIFIER_KEY_FILES`], the home directory's [`HOME_SECRETS`] — as absolute
+/// paths, as written (not canonicalized): what a sandboxed command must not read.
+pub fn key_files(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = vec![paths.config_file.clone()];
     if let Some(dir) = paths.themes_dir.parent() {
         out.push(dir.to_path_buf());
     }
@@ -59,6 +62,18 @@ pub fn private_paths(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
             out.push(home.join(rel));
         }
     }
+    out.retain(|p| p.is_absolute());
+    out.dedup();
+    out
+}
+
+/// Every private path for `paths` and the home directory `home` (when known): the
+/// [`SYSTEM`] trees, arbor's config file and config directory, Amplifier's key files,
+/// and the home directory's credential files. Each is given as written and, when it
+/// exists, canonicalized too (so a symlinked home still matches).
+pub fn private_paths(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    out.extend(key_files(paths, home));
     let canonical: Vec<PathBuf> = out
         .iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())

@@ -307,48 +307,12 @@ fn show_root(root: &Path, dir: &Path) -> String {
     }
 }
 
-/// Credential files under `$HOME` a sandboxed command must not read (relative to
-/// `$HOME`): SSH, cloud CLIs, GnuPG, git, registries.
-pub const HOME_DENY_LIST: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker/config.json",
-    ".netrc",
-    ".git-credentials",
-    ".config/gh",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".pypirc",
-    ".npmrc",
-];
-
-/// Amplifier's files that hold provider keys, relative to `$AMPLIFIER_HOME`.
-pub const AMPLIFIER_KEY_FILES: &[&str] = &["keys.env", "settings.yaml", "settings.local.yaml"];
-
-/// Every path a sandboxed command must not read: [`HOME_DENY_LIST`] under `home`,
-/// arbor's config directory (`config.yaml`, themes) and config file
-/// (`$ARBOR_CONFIG`), and [`AMPLIFIER_KEY_FILES`] under the Amplifier home.
+/// Every path a sandboxed command must not read: the key files of
+/// [`crate::config::private::key_files`] — the home directory's credential files,
+/// arbor's config directory and config file (`$ARBOR_CONFIG`), and Amplifier's key
+/// and settings files — the same list `@mentions` are kept from.
 pub fn deny_list(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    if let Some(home) = home {
-        out.extend(HOME_DENY_LIST.iter().map(|p| home.join(p)));
-    }
-    if let Some(config_dir) = paths.themes_dir.parent() {
-        out.push(config_dir.to_path_buf());
-    }
-    out.push(paths.config_file.clone());
-    out.extend(
-        AMPLIFIER_KEY_FILES
-            .iter()
-            .map(|f| paths.amplifier_home.join(f)),
-    );
-    out.retain(|p| p.is_absolute());
-    out.dedup();
-    out
+    crate::config::private::key_files(paths, home)
 }
 
 #[cfg(test)]
