@@ -4,7 +4,11 @@
 //! is denied without it (MCP tools ask); a server whose command does not exist is
 //! named on stderr while the run goes on; `doctor` lists the tools (and fails naming
 //! the broken server); a project's `.mcp.json` starts nothing until the project is
-//! trusted, then works the same.
+//! trusted, then works the same. In the kernel sandbox (issue #22) a stdio server
+//! writes only the project (not `../` or `~/.bashrc`), reads no deny-listed key, gets a
+//! private `TMPDIR` and no network while its tools work; its own `sandbox:` entry in
+//! `config.yaml` allows its network and more directories; with `sandbox.required` a
+//! server that cannot be sandboxed is not started and the failure says why.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -134,7 +138,7 @@ fn doctor_lists_each_servers_tools_and_names_the_broken_one() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("mcp       2 server(s)"), "{stdout}");
     assert!(
-        stdout.contains("    tools 6 (add, crash, env, fail, picture, slow)"),
+        stdout.contains("    tools 9 (add, connect, crash, env, fail, picture, read, slow, write)"),
         "{stdout}"
     );
     assert!(
@@ -336,7 +340,7 @@ fn a_written_mcp_json_is_not_trusted_until_trusted_again() {
         "type": "stdio",
         "command": mcp_support::mcp_test_server(),
         "args": [],
-        "env": {"MCP_TEST_DIR": env.dir.path()},
+        "env": {"MCP_TEST_DIR": &env.project},
     }}});
     let writer = ScriptedServer::sequence(vec![
         Reply::Sse(sse_tool_calls(&[(
@@ -373,7 +377,7 @@ fn a_written_mcp_json_is_not_trusted_until_trusted_again() {
         "{offered:?}"
     );
     assert!(
-        !env.dir.path().join("starts").exists(),
+        !env.project.join("starts").exists(),
         "the written server started"
     );
     let list = env.cmd().args(["trust", "--list"]).output().unwrap();
@@ -391,5 +395,165 @@ fn a_written_mcp_json_is_not_trusted_until_trusted_again() {
     );
     let requests = server.requests();
     assert!(tool_names(&requests[0]).contains(&"mcp__calc__add".to_string()));
-    assert!(env.dir.path().join("starts").exists());
+    assert!(env.project.join("starts").exists());
+}
+
+/// Runs one model message of `calls` (`(id, tool, arguments)`) against the calc server
+/// of `config.yaml` (its entry's extra lines in `entry`, the config's `sandbox:`
+/// section in `sandbox`), with `--yes`; returns the run and the second request.
+fn run_calls(
+    env: &TestEnv,
+    calls: &[(&str, &str, Value)],
+    entry: &str,
+    sandbox: &str,
+) -> (std::process::Output, Option<Value>) {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(calls)),
+        Reply::Sse(sse_text("done")),
+    ]);
+    env.use_openai(&server.base_url, KEY);
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config += &format!("{sandbox}mcp_servers:\n  calc:\n{}{entry}", calc_yaml(env));
+    std::fs::write(&env.config, config).unwrap();
+    let out = run(env, true);
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, server.requests().get(1).cloned())
+}
+
+const SSH_KEY: &str = "PRIVATE-KEY-mcp-7a1f0c";
+
+#[test]
+fn a_sandboxed_stdio_server_writes_only_the_project_reads_no_keys_and_has_no_network() {
+    let env = TestEnv::new();
+    let ssh = env.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), SSH_KEY).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let inside = env.project.join("inside.txt");
+    let outside = env.dir.path().join("outside.txt");
+    let bashrc = env.home.join(".bashrc");
+    let calls = [
+        ("a", "mcp__calc__add", json!({"a": 2, "b": 3})),
+        (
+            "w1",
+            "mcp__calc__write",
+            json!({"path": inside, "text": "in"}),
+        ),
+        (
+            "w2",
+            "mcp__calc__write",
+            json!({"path": outside, "text": "out"}),
+        ),
+        (
+            "w3",
+            "mcp__calc__write",
+            json!({"path": bashrc, "text": "evil"}),
+        ),
+        ("r1", "mcp__calc__read", json!({"path": ssh.join("id_rsa")})),
+        ("r2", "mcp__calc__read", json!({"path": env.config})),
+        ("t", "mcp__calc__env", json!({"name": "TMPDIR"})),
+        ("n", "mcp__calc__connect", json!({"path": address})),
+    ];
+    let (_, request) = run_calls(&env, &calls, "", "");
+    let request = request.unwrap();
+    // Its normal tools work, and it writes its project.
+    assert_eq!(tool_result(&request, "a"), "5");
+    assert_eq!(
+        tool_result(&request, "w1"),
+        format!("wrote {}", inside.display())
+    );
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "in");
+    // Nothing lands outside it.
+    for (id, path) in [("w2", &outside), ("w3", &bashrc)] {
+        let result = tool_result(&request, id);
+        assert!(result.starts_with("cannot write"), "{id}: {result}");
+        assert!(
+            !path.exists(),
+            "{id}: a write escaped to {}",
+            path.display()
+        );
+    }
+    // The key and arbor's config (with the provider key) are hidden.
+    let key = tool_result(&request, "r1");
+    assert!(!key.contains(SSH_KEY), "{key}");
+    let config = tool_result(&request, "r2");
+    assert!(
+        !config.contains(KEY) && !config.contains("mcp_servers"),
+        "{config}"
+    );
+    // A private TMPDIR, and no network.
+    assert!(
+        tool_result(&request, "t").contains("arbor-mcp-"),
+        "{request}"
+    );
+    let net = tool_result(&request, "n");
+    assert!(net.starts_with("cannot connect"), "{net}");
+    assert!(listener.accept().is_err(), "the server connected");
+    // doctor says how it is confined.
+    let doctor = env.cmd().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        text.contains("    sandbox sandboxed: writes ./, no network"),
+        "{text}"
+    );
+    assert!(text.contains("  mcp     stdio servers confined"), "{text}");
+}
+
+#[test]
+fn a_config_servers_own_sandbox_entry_allows_its_network_and_writable_dirs() {
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let cache = env.home.join(".cache-mcp");
+    std::fs::create_dir_all(&cache).unwrap();
+    let calls = [
+        ("n", "mcp__calc__connect", json!({"path": address})),
+        (
+            "w",
+            "mcp__calc__write",
+            json!({"path": cache.join("c"), "text": "c"}),
+        ),
+        (
+            "o",
+            "mcp__calc__write",
+            json!({"path": env.home.join(".bashrc"), "text": "x"}),
+        ),
+    ];
+    let entry = "    sandbox: {network: allow, writable: [\"~/.cache-mcp\"]}\n";
+    let (_, request) = run_calls(&env, &calls, entry, "");
+    let request = request.unwrap();
+    assert_eq!(tool_result(&request, "n"), "connected");
+    assert!(listener.accept().is_ok(), "no connection arrived");
+    assert!(tool_result(&request, "w").starts_with("wrote"), "{request}");
+    assert!(cache.join("c").exists());
+    assert!(tool_result(&request, "o").starts_with("cannot write"));
+    assert!(!env.home.join(".bashrc").exists());
+}
+
+#[test]
+fn with_sandbox_required_a_server_that_cannot_be_sandboxed_is_not_started() {
+    let env = TestEnv::new();
+    let calls = [("a", "mcp__calc__add", json!({"a": 2, "b": 3}))];
+    let (out, request) = run_calls(&env, &calls, "", "sandbox: {mode: off, required: true}\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "MCP server 'calc' is not available: not started: refused: sandbox.required is true and sandbox.mode is off"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !env.dir.path().join("starts").exists(),
+        "the server started"
+    );
+    let result = tool_result(&request.unwrap(), "a");
+    assert!(!result.contains('5'), "{result}");
 }

@@ -1,7 +1,7 @@
 //! `arbor doctor`'s sandbox section (issue #22): the `sandbox:` config, what the
 //! kernel offers (Landlock ABI, user namespaces, seccomp, from the sandbox probe) and
 //! what a `bash` command is confined in: file writes, the key-file deny list, the
-//! network.
+//! network; and that stdio MCP servers are confined the same way (`tool::mcp`).
 //!
 //! ```text
 //! sandbox   mode: auto, network: deny, required: false
@@ -9,6 +9,7 @@
 //!   writes  confined: the working dir (allowed_write_paths) and a private TMPDIR
 //!   keys    hidden: 19 paths (~/.ssh, ~/.aws, ~/.gnupg, arbor's config, Amplifier's keys)
 //!   network denied (Landlock TCP rules and a seccomp filter on socket)
+//!   mcp     stdio servers confined the same way: writes the project dir and a private TMPDIR; …
 //!   status  full
 //! ```
 
@@ -66,6 +67,9 @@ pub async fn report(ctx: &Context) -> Result<usize> {
                 "  network denied (a seccomp filter on socket; Landlock ABI < 4 has no TCP rules)"
             )?;
         }
+        outln!(
+            "  mcp     stdio servers confined the same way: writes the project dir and a private TMPDIR; network as sandbox.network, or a config.yaml server's own `sandbox: {{network: allow}}`"
+        )?;
     }
     match usable {
         Ok(()) if probe.userns.is_ok() => {
@@ -102,10 +106,12 @@ fn kernel(probe: &Probe) -> String {
 fn status(required: bool, unusable: Result<(), String>) -> Result<usize> {
     let Err(why) = unusable else { return Ok(0) };
     if required {
-        outln!("  status  every bash command is refused: sandbox.required is true and {why}")?;
+        outln!(
+            "  status  every bash command and stdio MCP server is refused: sandbox.required is true and {why}"
+        )?;
         Ok(1)
     } else {
-        outln!("  status  off: commands run unconfined ({why})")?;
+        outln!("  status  off: commands and stdio MCP servers run unconfined ({why})")?;
         Ok(0)
     }
 }

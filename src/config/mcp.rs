@@ -9,6 +9,9 @@
 //!     env: {API_TOKEN: "${CALC_TOKEN}"}
 //!     cwd: /srv/calc               # optional
 //!     timeout: 30                  # optional: seconds to answer `initialize`
+//!     sandbox:                     # optional, config.yaml only (see McpSandbox)
+//!       network: allow             # this server's network: allow | deny
+//!       writable: ["~/.npm"]       # more directories it may write
 //!   github:                        # streamable HTTP
 //!     url: https://api.example.com/mcp
 //!     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
@@ -36,6 +39,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The module id of MCP tools in a plan's `tools[]`.
@@ -93,6 +97,27 @@ pub struct McpServer {
     /// How long `initialize` may take.
     pub init_timeout: Duration,
     pub origin: McpOrigin,
+    /// The entry's `sandbox:` overrides (always the default outside `config.yaml`).
+    pub sandbox: McpSandbox,
+}
+
+/// A stdio server's `sandbox:` entry (issue #22), honoured only in the user's
+/// `config.yaml` (`mcp_servers:`): a project's `.mcp.json` or an agent's `tool-mcp`
+/// entry with one is refused (a repository must not loosen its own confinement).
+///
+/// ```yaml
+/// sandbox: {network: allow, writable: ["~/.npm", /srv/cache]}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSandbox {
+    /// `network:` `allow` or `deny`, over `sandbox.network` for this server only.
+    #[serde(default)]
+    pub network: Option<super::sandbox::SandboxNetwork>,
+    /// `writable:` directories it may write besides the project and its temp dir
+    /// (relative to its `cwd`, `~/`-prefixed, or absolute).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// Reads a `name → server` map (`mcp_servers:`, `mcpServers`, `config.servers`).
@@ -163,11 +188,24 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
         }
         _ => return Err("expected `command` (stdio) or `url` (streamable HTTP)".into()),
     };
+    let sandbox = match map.get("sandbox") {
+        None | Some(Value::Null) => McpSandbox::default(),
+        Some(_) if *origin != McpOrigin::Config => {
+            return Err(
+                "`sandbox` is honoured only in the user's config.yaml (mcp_servers:)".into(),
+            );
+        }
+        Some(_) if !matches!(transport, McpTransport::Stdio { .. }) => {
+            return Err("`sandbox` applies only to a stdio server (`command`)".into());
+        }
+        Some(v) => McpSandbox::deserialize(v).map_err(|e| format!("sandbox: {e}"))?,
+    };
     Ok(McpServer {
         name: name.to_string(),
         transport,
         init_timeout,
         origin: origin.clone(),
+        sandbox,
     })
 }
 
@@ -484,6 +522,45 @@ mod tests {
         }
         let (_, problems) = parse_servers(&json!(["calc"]), &McpOrigin::Module);
         assert_eq!(problems.len(), 1);
+    }
+
+    #[test]
+    fn a_servers_sandbox_entry_is_read_from_the_users_config_only() {
+        let value = json!({
+            "npx": {"command": "npx", "sandbox": {"network": "allow", "writable": ["~/.npm"]}},
+            "typo": {"command": "x", "sandbox": {"netwrok": "allow"}},
+            "web": {"url": "http://h/mcp", "sandbox": {"network": "allow"}},
+        });
+        let (servers, problems) = parse_servers(&value, &McpOrigin::Config);
+        assert_eq!(servers.len(), 1, "{problems:?}");
+        assert_eq!(
+            servers[0].sandbox,
+            McpSandbox {
+                network: Some(crate::config::sandbox::SandboxNetwork::Allow),
+                writable: vec!["~/.npm".into()],
+            }
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("'typo'") && p.contains("netwrok"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("'web'") && p.contains("stdio"))
+        );
+        let value = json!({"npx": {"command": "npx", "sandbox": {"network": "allow"}}});
+        for origin in [McpOrigin::Project(".mcp.json".into()), McpOrigin::Module] {
+            let (servers, problems) = parse_servers(&value, &origin);
+            assert!(servers.is_empty());
+            assert!(
+                problems[0].contains("only in the user's config.yaml"),
+                "{problems:?}"
+            );
+        }
+        let (servers, _) = parse_servers(&json!({"calc": {"command": "c"}}), &McpOrigin::Module);
+        assert_eq!(servers[0].sandbox, McpSandbox::default());
     }
 
     #[test]

@@ -84,7 +84,8 @@ pub(crate) struct TurnEnv {
     pub mcp_servers: Vec<McpServer>,
     /// `(session, server)` pairs whose failure was already published.
     pub mcp_reported: Mutex<HashSet<(String, String)>>,
-    /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list).
+    /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list); `mcp`
+    /// starts its stdio servers in the same one.
     pub sandbox: Sandbox,
 }
 

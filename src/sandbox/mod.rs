@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::sandbox::{SandboxConfig, SandboxMode};
+use crate::config::sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
 use crate::paths::Paths;
 
 pub use helper::helper_main;
@@ -150,6 +150,13 @@ impl Sandbox {
     /// embedders whose own binary is not `arbor`).
     pub fn with_helper(mut self, helper: PathBuf) -> Self {
         self.helper = Ok(helper);
+        self
+    }
+
+    /// The same settings with `network` in place of `sandbox.network` (a stdio MCP
+    /// server's own `sandbox: {network: …}` entry in the user's config).
+    pub fn with_network(mut self, network: SandboxNetwork) -> Self {
+        self.config.network = network;
         self
     }
 
