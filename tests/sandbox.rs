@@ -24,6 +24,11 @@ const KEY: &str = "PRIVATE-KEY-abcdef-123456";
 /// empty for the defaults); returns the tool result the model got back (parsed when
 /// it is the bash JSON, else as a string) and the environment.
 fn run_bash(command: &str, sandbox_yaml: &str) -> (Value, TestEnv) {
+    run_bash_with(command, sandbox_yaml, &[])
+}
+
+/// [`run_bash`] with extra environment variables for the arbor process.
+fn run_bash_with(command: &str, sandbox_yaml: &str, vars: &[(&str, &str)]) -> (Value, TestEnv) {
     let server = ScriptedServer::sequence(vec![
         Reply::Sse(sse_tool_calls(&[(
             "b1",
@@ -46,6 +51,7 @@ fn run_bash(command: &str, sandbox_yaml: &str) -> (Value, TestEnv) {
 
     let out = env
         .cmd()
+        .envs(vars.iter().copied())
         .args([
             "run",
             "--agent",
@@ -173,4 +179,25 @@ fn doctor_reports_the_sandbox() {
     assert!(abi >= 4, "{text}");
     assert!(text.contains("network allowed"), "{text}");
     assert!(text.contains("status  full"), "{text}");
+}
+
+/// Issue 22: a provider key exported in arbor's environment is not inherited by the
+/// command, sandboxed or not (the output scrubbing would hide it from the model, but a
+/// command could still use it).
+#[test]
+fn provider_keys_in_the_environment_are_not_inherited() {
+    let vars = [
+        ("ANTHROPIC_API_KEY", "sk-ant-env-secret-999"),
+        ("SOME_TOOL_API_KEY", "tool-key-12345"),
+        ("ARBOR_TEST_PLAIN", "plain-value"),
+    ];
+    let command =
+        "echo a=${ANTHROPIC_API_KEY:-unset} t=${SOME_TOOL_API_KEY:-unset} p=$ARBOR_TEST_PLAIN";
+    for yaml in ["", "sandbox: {mode: off}\n"] {
+        let (result, _env) = run_bash_with(command, yaml, &vars);
+        assert!(
+            stdout(&result).contains("a=unset t=unset p=plain-value"),
+            "{yaml}: {result}"
+        );
+    }
 }

@@ -314,6 +314,25 @@ fn show_root(root: &Path, dir: &Path) -> String {
     }
 }
 
+/// Whether an environment variable named `name` holds a provider key by arbor's
+/// rule: `*_API_KEY` (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …, case-insensitive).
+/// These are the variables arbor reads keys from (README "Providers and keys").
+pub fn is_provider_key_var(name: &str) -> bool {
+    name.to_ascii_uppercase().ends_with("_API_KEY")
+}
+
+/// Removes every provider-key variable ([`is_provider_key_var`]) of arbor's own
+/// environment from what `cmd` inherits, so a command or MCP server — sandboxed or
+/// not — cannot read the user's keys from its environment (issue 22). A value the
+/// caller sets afterwards (an MCP server's own `env:` entry) still applies.
+pub fn strip_provider_keys(cmd: &mut tokio::process::Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_provider_key_var) {
+            cmd.env_remove(name);
+        }
+    }
+}
+
 /// Every path a sandboxed command must not read: the key files of
 /// [`crate::config::private::key_files`] — the home directory's credential files,
 /// arbor's config directory and config file (`$ARBOR_CONFIG`), and Amplifier's key

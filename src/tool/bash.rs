@@ -257,6 +257,7 @@ async fn run_command(
     if cancel.is_cancelled() {
         return ToolOutput::error("cancelled: the turn was cancelled before the command started");
     }
+    crate::sandbox::strip_provider_keys(&mut cmd);
     cmd.current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

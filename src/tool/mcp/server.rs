@@ -228,6 +228,7 @@ impl Server {
                     let (mut cmd, tmp) = self
                         .stdio_command(&command, &args, &env, cwd.as_deref())
                         .await?;
+                    crate::sandbox::strip_provider_keys(&mut cmd);
                     cmd.envs(&env).kill_on_drop(true);
                     if let Some(cwd) = cwd {
                         cmd.current_dir(self.sandboxing.project.join(cwd));
