@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
-use super::out;
+use super::out::{self, plural};
 use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
 use crate::outln;
@@ -209,6 +209,9 @@ pub async fn run(
             match crate::tool::filesystem::changes::session_diffs(&store, &id, subtree) {
                 Ok(diffs) => {
                     crate::out!("{}", crate::tool::filesystem::changes::render(&diffs))?;
+                    if !subtree && diffs.iter().all(|d| d.files.is_empty()) {
+                        note_subtree_changes(&store, &id);
+                    }
                     Ok(0)
                 }
                 Err(e) => fail(&e),
@@ -248,6 +251,25 @@ pub async fn run(
             }
         }
     }
+}
+
+/// For `session diff` without `--subtree` of a session that changed no file: says on
+/// stderr when its sub-sessions did (how many sessions and files), and how to see them.
+fn note_subtree_changes(store: &crate::session::SessionStore, id: &str) {
+    let Ok(all) = crate::tool::filesystem::changes::session_diffs(store, id, true) else {
+        return;
+    };
+    let below: Vec<_> = all.iter().skip(1).filter(|d| !d.files.is_empty()).collect();
+    if below.is_empty() {
+        return;
+    }
+    let files: usize = below.iter().map(|d| d.files.len()).sum();
+    out::error(format!(
+        "session {id} changed no file itself; its sub-sessions changed {} in {} \
+         (arbor session diff {id} --subtree)",
+        plural(files, "file"),
+        plural(below.len(), "session"),
+    ));
 }
 
 fn fail(e: &dyn std::fmt::Display) -> Result<i32> {

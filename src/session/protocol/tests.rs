@@ -379,6 +379,7 @@ fn a_write_tool_post_carries_the_file_it_changed() {
         lines_removed: 1,
         created: false,
         changes: 1,
+        hunks: None,
     };
     let event = Event {
         session_id: ROOT.into(),
