@@ -589,3 +589,122 @@ fn a_closed_stdout_ends_the_command_quietly() {
         );
     }
 }
+
+/// An OpenAI stream answering `text` and then calling `tool` with `args` (call `id`).
+fn sse_text_then_call(text: &str, id: &str, tool: &str, args: Value) -> String {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        let c = serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "scripted-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {c}\n\n")
+    };
+    let mut out = chunk(
+        serde_json::json!({"role": "assistant", "content": text}),
+        None,
+    );
+    out += &chunk(
+        serde_json::json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+            "function": {"name": tool, "arguments": args.to_string()}}]}),
+        None,
+    );
+    out += &chunk(serde_json::json!({}), Some("tool_calls"));
+    out + "data: [DONE]\n\n"
+}
+
+/// Issue 23 item 9: two assistant messages of one turn are separated by a blank line;
+/// a call denied for want of `--yes` is named on stderr with what allows it, and the
+/// run still succeeds.
+#[test]
+fn run_separates_messages_and_says_what_it_denied() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_text_then_call(
+            "I will write the notes.",
+            "w1",
+            "write_file",
+            serde_json::json!({"file_path": "notes.md", "content": "hi\n"}),
+        )),
+        Reply::Sse(sse_text("The write was denied.")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env.cmd().args(["run", "write notes"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout, "I will write the notes.\n\nThe write was denied.\n",
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("denied write_file `write notes.md`") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("approvals: {write_file: allow}"),
+        "{stderr}"
+    );
+    assert!(!env.project.join("notes.md").exists());
+}
+
+/// Issue 23 item 9: text piped to stdin follows the prompt; `-` is the piped text
+/// alone; `-` with nothing piped is an error saying so.
+#[test]
+fn run_reads_piped_stdin() {
+    let server = text_server("ok");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    env.cmd()
+        .args(["run", "summarise this"])
+        .write_stdin("line one\nline two\n")
+        .assert()
+        .success();
+    env.cmd()
+        .args(["run", "-"])
+        .write_stdin("the whole prompt\n")
+        .assert()
+        .success();
+    let users: Vec<String> = server.requests().iter().map(last_user_text).collect();
+    assert_eq!(
+        users,
+        ["summarise this\n\nline one\nline two", "the whole prompt"]
+    );
+    env.cmd()
+        .args(["run", "-"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("reads the prompt from stdin"));
+}
+
+/// Issue 23 item 9: `--output-format jsonl` starts with the root's `session:start`
+/// then its first status, and `provider:request` and `provider:response` name the
+/// same model.
+#[test]
+fn run_jsonl_starts_with_session_start_and_names_one_model() {
+    let server = text_server("hello");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env
+        .cmd()
+        .args(["run", "--output-format", "jsonl", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let lines = jsonl_lines(&out.stdout);
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["event"].as_str().unwrap_or("(final)"))
+        .collect();
+    assert_eq!(names[0], "session:start", "{names:?}");
+    assert_eq!(names[1], "session:status", "{names:?}");
+    let model_of = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l["event"] == name)
+            .map(|l| l["data"]["model"].clone())
+            .unwrap()
+    };
+    assert_eq!(model_of("provider:request"), "scripted-model");
+    assert_eq!(model_of("provider:response"), "scripted-model");
+}
