@@ -102,7 +102,7 @@ fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 }
 
 /// Issue 23 item 11: a scripted session writes a new file and edits an existing one
-/// twice (the second edit far from the first); `session diff` applies with `git apply`
+/// twice (the second edit far from the first) and one with no newline at its end; `session diff` applies with `git apply`
 /// to a copy of the pre-session tree and reproduces the session's files.
 #[test]
 fn session_diff_applies_with_git_apply_to_the_pre_session_tree() {
@@ -117,17 +117,26 @@ fn session_diff_applies_with_git_apply_to_the_pre_session_tree() {
             "edit_file",
             json!({"file_path": "app.py", "old_string": "line 3", "new_string": "line three"}),
         )])),
-        Reply::Sse(sse_tool_calls(&[(
-            "e2",
-            "edit_file",
-            json!({"file_path": "app.py", "old_string": "line 18\nline 19", "new_string": "line 18\nadded\nline 19"}),
-        )])),
+        Reply::Sse(sse_tool_calls(&[
+            (
+                "e2",
+                "edit_file",
+                json!({"file_path": "app.py", "old_string": "line 18\nline 19", "new_string": "line 18\nadded\nline 19"}),
+            ),
+            (
+                "e3",
+                "edit_file",
+                json!({"file_path": "tail.txt", "old_string": "end", "new_string": "the end"}),
+            ),
+        ])),
         Reply::Sse(sse_text("done")),
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test");
     let original: String = (1..=20).map(|i| format!("line {i}\n")).collect();
     std::fs::write(env.project.join("app.py"), &original).unwrap();
+    // No newline at its end: the patch must say so.
+    std::fs::write(env.project.join("tail.txt"), "start\nend").unwrap();
     git(&env.project, &["init", "-q"]);
     git(&env.project, &["add", "."]);
     git(
@@ -172,7 +181,7 @@ fn session_diff_applies_with_git_apply_to_the_pre_session_tree() {
     let patch_arg = patch_file.to_str().unwrap();
     git(&pre, &["apply", "--check", patch_arg]);
     git(&pre, &["apply", patch_arg]);
-    for file in ["app.py", "src/new.py"] {
+    for file in ["app.py", "src/new.py", "tail.txt"] {
         assert_eq!(
             std::fs::read_to_string(pre.join(file)).unwrap(),
             std::fs::read_to_string(env.project.join(file)).unwrap(),

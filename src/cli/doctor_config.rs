@@ -62,10 +62,7 @@ pub fn keymap_errors(overrides: &Map<String, Value>) -> (Vec<String>, Option<Str
                 format!("unknown action {name:?}")
             }
             // Said once, by the `keymap` lines it is printed on.
-            other => other
-                .to_string()
-                .trim_start_matches("keymap: ")
-                .to_string(),
+            other => other.to_string().trim_start_matches("keymap: ").to_string(),
         };
         if !errors.contains(&text) {
             errors.push(text);

@@ -79,9 +79,7 @@ pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> R
         Ok(id) => id,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
-    let code = drive(&runtime, &session_id, prompt, args.output_format, events).await;
-    runtime.mcp().shutdown().await;
-    code
+    drive_turn_with(&runtime, &session_id, prompt, args.output_format, events).await
 }
 
 /// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
@@ -94,6 +92,18 @@ pub async fn drive_turn(
     format: OutputFormat,
 ) -> Result<i32> {
     let events = runtime.bus().subscribe();
+    drive_turn_with(runtime, session_id, prompt, format, events).await
+}
+
+/// [`drive_turn`] printing `events`, a subscription taken earlier (`run` takes it
+/// before creating the root, so `session:start` is printed too).
+pub async fn drive_turn_with(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    prompt: String,
+    format: OutputFormat,
+    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
+) -> Result<i32> {
     let code = drive(runtime, session_id, prompt, format, events).await;
     // The MCP servers this turn started end with the process.
     runtime.mcp().shutdown().await;
