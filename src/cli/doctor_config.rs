@@ -16,8 +16,8 @@ use crate::tui::keymap::{Keymap, KeymapError};
 
 /// Why the config file at `path` cannot be used, one line per problem: a YAML syntax
 /// error alone (nothing further can be read), else `key: why` for each top-level key
-/// whose value is wrong (each checked on its own, in file order). Empty when the file
-/// loads, or is missing.
+/// whose value is wrong (each checked on its own, in file order), `keymap:` entries
+/// included ([`keymap_errors`]). Empty when the file loads, or is missing.
 pub fn config_errors(path: &Path) -> Vec<String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -36,6 +36,13 @@ pub fn config_errors(path: &Path) -> Vec<String> {
     };
     let mut errors = Vec::new();
     for (key, value) in keys {
+        // The keymap is checked now too: the report runs no further.
+        if key == "keymap"
+            && let Value::Object(overrides) = &value
+        {
+            let (bad, _) = keymap_errors(overrides);
+            errors.extend(bad.into_iter().map(|e| format!("keymap: {e}")));
+        }
         let one = Value::Object(Map::from_iter([(key.clone(), value)]));
         if let Err(e) = serde_json::from_value::<ArborConfig>(one) {
             errors.push(format!("{key}: {e}"));
