@@ -136,7 +136,7 @@ fn doctor_lists_each_servers_tools_and_names_the_broken_one() {
     let out = env.cmd().arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("mcp       2 server(s)"), "{stdout}");
+    assert!(stdout.contains("mcp       2 servers"), "{stdout}");
     assert!(
         stdout.contains("    tools 9 (add, connect, crash, env, fail, picture, read, slow, write)"),
         "{stdout}"

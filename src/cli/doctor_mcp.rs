@@ -24,7 +24,10 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         )?;
         return Ok(0);
     }
-    outln!("mcp       {} server(s)", found.servers.len())?;
+    outln!(
+        "mcp       {}",
+        super::out::plural(found.servers.len(), "server")
+    )?;
     for p in &found.problems {
         outln!("  invalid {p}")?;
     }

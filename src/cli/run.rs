@@ -1,13 +1,21 @@
 //! `arbor run PROMPT` and the headless output shared with `arbor session resume`.
 //!
 //! Output formats (documented in the README):
-//! - `text`: the answer's text streamed as it arrives; errors and warnings (a
-//!   response that skipped malformed stream events) on stderr.
+//! - `text`: the answer's text streamed as it arrives, each assistant message after a
+//!   blank line (`print`); errors and warnings (a response that skipped malformed
+//!   stream events) on stderr.
 //! - `json`: one object `{status, response, session_id, agent, error?}`.
 //! - `text` and `json` also note on stderr when a resume moved the session to the
 //!   current endpoint (`arbor: endpoint changed: openai http://a/v1 → http://b/v1`).
 //! - `jsonl`: every bus event as one JSON object a line (`session::protocol`'s wire
-//!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object.
+//!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object;
+//!   for `run` the first line is the new root's `session:start`.
+//! - every format: a call denied for want of `--yes` or by the approval policy is named
+//!   on stderr with what would allow it (`print`); the exit code still says how the
+//!   turn ended.
+//!
+//! The prompt `-` is read from stdin; text piped to stdin is added after the prompt
+//! (`stdin`).
 //!
 //! `status` is `success` | `error` | `cancelled`; the exit code is 0 only on success.
 //! A stdout that can no longer be written (its reader closed the pipe) cancels the
@@ -23,15 +31,21 @@ use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome};
+use crate::outln;
 use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
 use crate::session::redact::scrub;
 use crate::session::{EngineEvent, Event, SessionStatus};
-use crate::{out, outln};
+
+mod print;
+mod stdin;
+
+use print::Printer;
 
 /// `arbor run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The instruction for the agent.
+    /// The instruction for the agent; `-` reads it from stdin. Text piped to stdin is
+    /// added after the instruction (`git diff | arbor run "review this"`).
     pub prompt: String,
     /// text (default), json or jsonl.
     #[arg(long, value_enum, default_value_t)]
@@ -46,17 +60,26 @@ pub struct RunArgs {
 /// Creates a root session (with `--agent` and `--model` if given: routed as
 /// `Runtime::create_root_with` says), runs one turn, prints the result.
 pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
+    let agent = root.agent.clone();
+    let prompt = match stdin::prompt_with_stdin(args.prompt) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            let e = EngineError::Other(e);
+            return report_error(args.output_format, None, agent.as_deref(), &e);
+        }
+    };
     let mut ctx = Context::load(&options)?;
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
-    let agent = root.agent.clone();
+    // Subscribed before the root exists, so `session:start` is the first event.
+    let events = runtime.bus().subscribe();
     let session_id = match runtime.create_root_with(root).await {
         Ok(id) => id,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
-    drive_turn(&runtime, &session_id, args.prompt, args.output_format).await
+    drive_turn_with(&runtime, &session_id, prompt, args.output_format, events).await
 }
 
 /// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
@@ -68,7 +91,20 @@ pub async fn drive_turn(
     prompt: String,
     format: OutputFormat,
 ) -> Result<i32> {
-    let code = drive(runtime, session_id, prompt, format).await;
+    let events = runtime.bus().subscribe();
+    drive_turn_with(runtime, session_id, prompt, format, events).await
+}
+
+/// [`drive_turn`] printing `events`, a subscription taken earlier (`run` takes it
+/// before creating the root, so `session:start` is printed too).
+pub async fn drive_turn_with(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    prompt: String,
+    format: OutputFormat,
+    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
+) -> Result<i32> {
+    let code = drive(runtime, session_id, prompt, format, events).await;
     // The MCP servers this turn started end with the process.
     runtime.mcp().shutdown().await;
     code
@@ -79,8 +115,8 @@ async fn drive(
     session_id: &str,
     prompt: String,
     format: OutputFormat,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
 ) -> Result<i32> {
-    let mut events = runtime.bus().subscribe();
     let mut turn = {
         let runtime = runtime.clone();
         let id = session_id.to_string();
@@ -90,11 +126,12 @@ async fn drive(
     tokio::pin!(ctrl_c);
     let mut cancelled = false;
     let mut unwritable: Option<std::io::Error> = None;
+    let mut printer = Printer::default();
     let mut print = |event: &Event, cancelled: &mut bool| {
         if unwritable.is_some() {
             return;
         }
-        if let Err(e) = print_event(format, session_id, event) {
+        if let Err(e) = print_event(format, session_id, event, &mut printer) {
             unwritable = Some(e);
             if !*cancelled {
                 *cancelled = true;
@@ -132,7 +169,13 @@ async fn drive(
 }
 
 /// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
-fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io::Result<()> {
+fn print_event(
+    format: OutputFormat,
+    session_id: &str,
+    event: &Event,
+    printer: &mut Printer,
+) -> std::io::Result<()> {
+    printer.approval(&event.msg);
     let note = match &event.msg {
         EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
         EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
@@ -159,7 +202,8 @@ fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io
             EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
                 delta,
                 kind: DeltaKind::Text,
-            }) => out!("{delta}")?,
+            }) => printer.text(delta)?,
+            EngineEvent::MessageAppended(appended) => printer.appended(&appended.message),
             EngineEvent::ProviderWarning(warning) => {
                 out::warning(format!("{} ({})", warning.message, warning.provider));
             }

@@ -668,9 +668,19 @@ fn record_response(
         }
         m.model = Some(model.clone());
     });
+    // The same name `provider:request` gave (issue 23 item 9): the resolved model,
+    // not the `provider/model` label the metadata keeps.
+    let asked = if request_model.is_empty() {
+        reported
+    } else {
+        request_model
+    };
     live.emit(EngineEvent::ProviderResponse(ProviderResponseEvent {
         provider: provider.id().to_string(),
-        model,
+        model: asked.to_string(),
+        response_model: Some(reported)
+            .filter(|r| !r.is_empty() && *r != asked)
+            .map(str::to_string),
         usage,
         stop_reason: response.stop_reason.clone(),
         tool_calls: response.tool_calls.len(),

@@ -127,6 +127,7 @@ pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
             lines_removed: removed,
             created: false,
             changes: 1,
+            hunks: None,
         }),
         ..Default::default()
     })

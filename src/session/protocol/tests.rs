@@ -105,7 +105,8 @@ fn samples() -> Vec<Event> {
         })),
         root(E::ProviderResponse(ProviderResponseEvent {
             provider: "openai".into(),
-            model: "openai/gpt-4o-2024-08-06".into(),
+            model: "gpt-4o".into(),
+            response_model: Some("gpt-4o-2024-08-06".into()),
             usage: usage(Some(0.0075)),
             stop_reason: Some("tool_calls".into()),
             tool_calls: 1,
@@ -381,6 +382,7 @@ fn a_write_tool_post_carries_the_file_it_changed() {
         lines_removed: 1,
         created: false,
         changes: 1,
+        hunks: None,
     };
     let event = Event {
         session_id: ROOT.into(),

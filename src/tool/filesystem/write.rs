@@ -207,15 +207,22 @@ impl Planned {
 
     fn change(&self) -> FileChange {
         let before = self.before.as_deref().unwrap_or("");
-        let (lines_added, lines_removed) =
-            if before.len() > DIFF_MAX_BYTES || self.after.len() > DIFF_MAX_BYTES {
-                (
-                    self.after.lines().count() as u64,
-                    before.lines().count() as u64,
-                )
-            } else {
-                diff::line_counts(before, &self.after)
-            };
+        let large = before.len() > DIFF_MAX_BYTES || self.after.len() > DIFF_MAX_BYTES;
+        let (lines_added, lines_removed) = if large {
+            (
+                self.after.lines().count() as u64,
+                before.lines().count() as u64,
+            )
+        } else {
+            diff::line_counts(before, &self.after)
+        };
+        // The change with its place in the file, for `session diff` (a created file's
+        // content is already the call's input).
+        let hunks = self
+            .before
+            .as_deref()
+            .filter(|_| !large)
+            .map(|before| diff::hunks(before, &self.after));
         FileChange {
             path: self.shown.clone(),
             tool: self.tool.to_string(),
@@ -223,6 +230,7 @@ impl Planned {
             lines_removed,
             created: self.before.is_none(),
             changes: 1,
+            hunks,
         }
     }
 }
