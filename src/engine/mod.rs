@@ -29,6 +29,7 @@ mod model_choice;
 mod outcome;
 pub mod panics;
 pub mod providers;
+mod recovered;
 pub mod repair;
 mod root_plan;
 pub mod runtime;
