@@ -107,6 +107,7 @@ fn load_tail_first(
                     let runtime = Arc::clone(runtime);
                     Arc::new(move |id: &str| runtime.transcript_snapshot(id).is_some())
                 },
+                store: Some(store.clone()),
             });
             open_stored(runtime, requested, id, *load, results);
             match spec {

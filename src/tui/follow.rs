@@ -6,7 +6,9 @@
 //! it; a slow poll as well, for file systems without change events), reads what was
 //! appended to `transcript.jsonl` after the bytes already shown (complete lines only;
 //! a line still being written waits for its end), and sends each new message as the
-//! `message:appended` event the open thread already shows for live sessions. It stops
+//! `message:appended` event the open thread already shows for live sessions (and, after
+//! a message calling `task`, the store's listing, so the tree shows the new
+//! sub-sessions). It stops
 //! when another session is opened, when the session becomes live in this process (the
 //! engine's bus then carries its messages; nothing is shown twice), or when the file
 //! shrinks (it was rewritten: reopening shows it). Does not own: opening a session
@@ -23,7 +25,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::AppEvent;
 use crate::session::store::{TRANSCRIPT_FILE, parse_transcript};
-use crate::session::{EngineEvent, Event};
+use crate::session::{EngineEvent, Event, Message, SessionStore};
+use crate::tool::task::TOOL_NAME as TASK_TOOL;
 
 /// How often the file is checked when no change event came: a fallback for file
 /// systems whose changes `notify` does not see.
@@ -45,6 +48,9 @@ pub struct FollowSpec {
     pub from: u64,
     /// Whether the session became live in this process (then following stops).
     pub is_live: IsLive,
+    /// The store, listed again (`AppEvent::SessionsListed`) after messages that call
+    /// `task`, so the tree shows the sub-sessions the other process starts.
+    pub store: Option<SessionStore>,
 }
 
 /// Follows at most one session's transcript at a time (see the module docs).
@@ -161,6 +167,9 @@ fn follow_loop(
         if (spec.is_live)(&spec.session_id) {
             return;
         }
+        let delegated = messages.iter().any(|m| {
+            matches!(m, Message::Assistant(a) if a.tool_calls.iter().any(|c| c.tool == TASK_TOOL))
+        });
         for message in messages {
             let event = Event::new(
                 &spec.session_id,
@@ -171,15 +180,18 @@ fn follow_loop(
                 return;
             }
         }
+        if delegated && let Some(store) = &spec.store {
+            let listed = store.list().map_err(|e| e.to_string());
+            if results.send(AppEvent::SessionsListed(listed)).is_err() {
+                return;
+            }
+        }
     }
 }
 
 /// The messages of the complete lines appended to `path` after byte `offset`, which
 /// moves past them. `Ok(None)`: the file is shorter than `offset` (rewritten) or gone.
-fn read_appended(
-    path: &Path,
-    offset: &mut u64,
-) -> std::io::Result<Option<Vec<crate::session::Message>>> {
+fn read_appended(path: &Path, offset: &mut u64) -> std::io::Result<Option<Vec<Message>>> {
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
