@@ -7,7 +7,7 @@
 //! appended to `transcript.jsonl` after the bytes already shown (complete lines only;
 //! a line still being written waits for its end), and sends each new message as the
 //! `message:appended` event the open thread already shows for live sessions (and, after
-//! a message calling `task`, the store's listing, so the tree shows the new
+//! a `task` call or result, the store's listing, so the tree shows the new
 //! sub-sessions). It stops
 //! when another session is opened, when the session becomes live in this process (the
 //! engine's bus then carries its messages; nothing is shown twice), or when the file
@@ -48,8 +48,8 @@ pub struct FollowSpec {
     pub from: u64,
     /// Whether the session became live in this process (then following stops).
     pub is_live: IsLive,
-    /// The store, listed again (`AppEvent::SessionsListed`) after messages that call
-    /// `task`, so the tree shows the sub-sessions the other process starts.
+    /// The store, listed again (`AppEvent::SessionsListed`) after a `task` call or
+    /// result, so the tree shows the sub-sessions the other process starts.
     pub store: Option<SessionStore>,
 }
 
@@ -167,8 +167,11 @@ fn follow_loop(
         if (spec.is_live)(&spec.session_id) {
             return;
         }
-        let delegated = messages.iter().any(|m| {
-            matches!(m, Message::Assistant(a) if a.tool_calls.iter().any(|c| c.tool == TASK_TOOL))
+        // A task call (its sub-session may exist by now) or its result (it does).
+        let delegated = messages.iter().any(|m| match m {
+            Message::Assistant(a) => a.tool_calls.iter().any(|c| c.tool == TASK_TOOL),
+            Message::Tool(t) => t.name == TASK_TOOL,
+            _ => false,
         });
         for message in messages {
             let event = Event::new(
