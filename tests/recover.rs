@@ -352,6 +352,18 @@ fn session_continue_tree_hands_the_childrens_answers_to_the_root() {
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
+    let done = env
+        .cmd()
+        .args(["session", "continue", &root])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&done.stderr)
+            .contains("is completed: continue resumes a stopped session"),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
     let missing = env
         .cmd()
         .args(["session", "continue", "nosuchsession"])

@@ -65,8 +65,8 @@ pub enum SessionCommand {
         #[arg(long)]
         yes: bool,
     },
-    /// Continue a stopped session (interrupted, failed, cancelled) as `r` does in the
-    /// TUI: the model call that never got an answer runs again, or `Continue.` is sent.
+    /// Continue a stopped session (interrupted, failed, cancelled, paused) as `r` does
+    /// in the TUI (another status is refused): the model call that never got an answer runs again, or `Continue.` is sent.
     /// With --tree, every interrupted session of ID's tree, children first, as `R` does:
     /// a continued sub-session's answer becomes its parent's task result. Exits 0 when
     /// every continued session completed.
@@ -238,6 +238,23 @@ pub async fn run(
                 return fail(&e);
             }
             if !tree {
+                // As `r`: only a stopped session continues.
+                let status = match store.load_metadata(&id) {
+                    Ok((metadata, _)) => metadata.status,
+                    Err(e) => return fail(&e),
+                };
+                if !matches!(
+                    status,
+                    SessionStatus::Interrupted
+                        | SessionStatus::Failed
+                        | SessionStatus::Cancelled
+                        | SessionStatus::Paused
+                ) {
+                    return fail(&format!(
+                        "session {id} is {}: continue resumes a stopped session (interrupted, failed, cancelled, paused); send it a message with: arbor session resume {id} \"…\"",
+                        status.as_str()
+                    ));
+                }
                 let work = {
                     let runtime = runtime.clone();
                     let id = id.clone();
