@@ -160,6 +160,7 @@ actions! {
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
+    ApprovalThread = "approval.thread", Approval, ["ctrl+g", "t"], true, "Read the asking session's thread (the prompt stays docked below; again: back)";
     TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
     TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";
     DiffUp = "diff.up", Diff, ["up", "k"], false, "Scroll up";

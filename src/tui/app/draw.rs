@@ -54,6 +54,8 @@ struct Panes {
     composer: Option<Rect>,
     /// The wall, while open: beside the panes on wide terminals, else over them.
     wall: Option<Rect>,
+    /// The docked approval prompt below the panes (zero height unless docked).
+    dock: Rect,
 }
 
 impl App {
@@ -78,7 +80,8 @@ impl App {
             keymap: &self.keymap,
             theme: &self.theme,
         }
-        .layout(panes.main);
+        .layout(panes.main)
+        .filter(|_| !self.approvals.docked());
         if let Some(p) = prompt {
             self.approvals.clamp_scroll(p.body_rows, p.body_visible);
         }
@@ -162,7 +165,7 @@ impl App {
             }
         }
         let context = match (self.overlay, self.focus) {
-            _ if !self.approvals.is_empty() => Context::Approval,
+            _ if !self.approvals.is_empty() && !self.approvals.docked() => Context::Approval,
             _ if self.trust.is_some() => Context::Trust,
             (Overlay::None, Focus::Tree | Focus::Chat) if self.find.is_some() => Context::Find,
             (Overlay::Help, _) => Context::Help,
@@ -208,13 +211,19 @@ impl App {
             };
             frame.render_widget(&view, panes.main);
         }
-        // The approval prompt is modal: above every pane and overlay.
+        // The approval prompt is modal: above every pane and overlay (docked: below
+        // the panes).
         let prompt = ApprovalView {
             queue: &self.approvals,
             keymap: &self.keymap,
             theme: &self.theme,
         };
-        frame.render_widget(&prompt, panes.main);
+        let area = if self.approvals.docked() {
+            panes.dock
+        } else {
+            panes.main
+        };
+        frame.render_widget(&prompt, area);
     }
 
     /// Pane areas for a frame of `area`: the status bar at the bottom; the tree beside
@@ -223,6 +232,19 @@ impl App {
     fn panes(&self, area: Rect) -> Panes {
         let [main, status] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        let dock_h = if self.approvals.docked() {
+            let view = ApprovalView {
+                queue: &self.approvals,
+                keymap: &self.keymap,
+                theme: &self.theme,
+            };
+            view.docked_height(main.width)
+                .min(main.height.saturating_sub(4))
+        } else {
+            0
+        };
+        let [main, dock] =
+            Layout::vertical([Constraint::Min(1), Constraint::Length(dock_h)]).areas(main);
         let (body, wall) = match self.overlay {
             Overlay::Wall if area.width >= WALL_BESIDE_WIDTH => {
                 let [left, right] =
@@ -254,6 +276,7 @@ impl App {
             pending: Rect::default(),
             composer: None,
             wall,
+            dock,
         };
         if let Some(right) = right {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
@@ -290,7 +313,7 @@ impl App {
     fn composer_focused(&self) -> bool {
         self.focus == Focus::Composer
             && self.overlay == Overlay::None
-            && self.approvals.is_empty()
+            && (self.approvals.is_empty() || self.approvals.docked())
             && self.trust.is_none()
     }
 

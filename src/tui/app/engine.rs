@@ -110,6 +110,7 @@ impl App {
         match result {
             Ok(list) => {
                 self.tree.load(&list);
+                self.apply_seen(&list);
                 if std::mem::take(&mut self.continue_last) {
                     match self.tree.latest_root().map(str::to_string) {
                         Some(id) => self.open_thread(&id),

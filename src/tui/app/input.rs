@@ -23,7 +23,7 @@ impl App {
     }
 
     fn context(&self) -> Context {
-        if !self.approvals.is_empty() {
+        if !self.approvals.is_empty() && !self.approvals.docked() {
             return Context::Approval;
         }
         if self.trust.is_some() {
@@ -65,11 +65,7 @@ impl App {
             return;
         }
         let action = self.keymap.resolve(context, &binding);
-        if context == Context::Approval && action != Some(Action::Quit) {
-            let now = self.clock.now();
-            if let KeyOutcome::Emit(a) = self.approvals.handle_key(&key, action, now) {
-                self.apply(a);
-            }
+        if self.approval_key(context, &key, &binding, action) {
             return;
         }
         if context == Context::Trust && action != Some(Action::Quit) {
@@ -254,6 +250,7 @@ impl App {
             | Action::ApprovalDenyNow
             | Action::ApprovalUp
             | Action::ApprovalDown
+            | Action::ApprovalThread
             | Action::TrustYes
             | Action::TrustNo => {}
             Action::TreeDiff => {

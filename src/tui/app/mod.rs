@@ -12,6 +12,7 @@
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
+mod approval_dock;
 mod copy;
 mod diff;
 mod draw;
@@ -183,6 +184,8 @@ pub struct App {
     notify: Notify,
     /// The sessions that needed the person after the last event (to notice new ones).
     needs_you: HashSet<String>,
+    /// Failed / interrupted sessions the person has seen, kept across restarts.
+    seen: super::state::seen::SeenStore,
     /// A notification for the run loop to write to the terminal.
     notification: Option<Notification>,
     /// Clipboard copies and mouse-capture changes for the run loop to write.
@@ -239,6 +242,7 @@ impl App {
             areas: Areas::default(),
             notify: Notify::default(),
             needs_you: HashSet::new(),
+            seen: Default::default(),
             notification: None,
             terminal_writes: Vec::new(),
             mouse_capture: true,
