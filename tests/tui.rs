@@ -756,3 +756,70 @@ fn tiny_and_odd_terminal_sizes_render_without_panicking() {
     h.press(KeyCode::BackTab);
     h.screen(30, 6);
 }
+
+/// Issue 23 item 12: siblings running the same agent show their tasks; the pane grows
+/// with the terminal (a quarter, at most 48 columns); a narrow pane drops the stats
+/// before the title; a stopped session shows its age; `g`/`G`/Home/End move in the
+/// tree instead of typing into the composer.
+#[test]
+fn the_tree_tells_siblings_apart_grows_and_moves_with_g() {
+    const SIB: &str = "5f0e1c2a11114222-99aa88bb77cc66dd_explorer";
+    let mut h = harness();
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 1);
+    h.engine(
+        appended(json!({"role": "user", "content": "List the modules\nand what each owns"})),
+        CHILD,
+        Some(ROOT),
+        1,
+    );
+    h.engine(fork(ROOT, "explorer"), SIB, Some(ROOT), 2);
+    h.engine(
+        appended(json!({"role": "user", "content": "Count the tests"})),
+        SIB,
+        Some(ROOT),
+        2,
+    );
+    for id in [CHILD, SIB] {
+        h.engine(
+            EngineEvent::status(SessionStatus::Completed),
+            id,
+            Some(ROOT),
+            5,
+        );
+    }
+    h.engine(tokens(123_000, 4_000, Some(1.25)), ROOT, None, 5);
+    h.clock.advance(Duration::from_secs(600));
+    let wide = h.screen(200, 20);
+    assert!(wide.contains("explorer · List the modules "), "{wide}");
+    assert!(wide.contains("explorer · Count the tests "), "{wide}");
+    assert!(wide.contains("10m ago"), "the session's age: {wide}");
+    let first = wide.lines().next().unwrap();
+    let tree_w = first.chars().position(|c| c == '╮').unwrap() + 1;
+    assert_eq!(tree_w, 48, "{wide}");
+    let mid = h.screen(120, 20);
+    let tree_w = mid.lines().next().unwrap().chars().position(|c| c == '╮');
+    assert_eq!(tree_w, Some(29), "{mid}");
+    h.press(KeyCode::Tab); // composer → tree (shown at 60 columns when focused)
+    let narrow = h.screen(60, 20);
+    assert!(narrow.contains("✓ explorer ·…"), "{narrow}");
+    assert!(narrow.contains("· zen-architect┃"), "{narrow}");
+    assert!(
+        !narrow.contains("ago"),
+        "stats go before the title: {narrow}"
+    );
+    insta::assert_snapshot!("tree_siblings_60", narrow);
+    // Wide enough for the title and the stats.
+    assert!(wide.contains("$1.25"), "{wide}");
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    h.press(KeyCode::Char('G'));
+    assert_eq!(h.app.tree().selected.as_deref(), Some(SIB));
+    h.press(KeyCode::Char('g'));
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    h.press(KeyCode::End);
+    assert_eq!(h.app.tree().selected.as_deref(), Some(SIB));
+    h.press(KeyCode::Home);
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    assert_eq!(h.app.focus(), Focus::Tree);
+    assert!(h.app.composer_text().is_empty(), "nothing was typed");
+}

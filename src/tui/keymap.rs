@@ -109,6 +109,8 @@ actions! {
     PageDown = "global.page_down", Global, ["pgdn"], false, "Scroll chat down a page";
     TreeUp = "tree.up", Tree, ["up", "k"], false, "Select previous session";
     TreeDown = "tree.down", Tree, ["down", "j"], false, "Select next session";
+    TreeTop = "tree.top", Tree, ["home", "g"], false, "First session";
+    TreeBottom = "tree.bottom", Tree, ["end", "G"], false, "Last session";
     TreeOpen = "tree.open", Tree, ["enter"], true, "Open thread";
     TreeCancel = "tree.cancel", Tree, ["x"], true, "Cancel subtree";
     TreeContinue = "tree.continue", Tree, ["r"], false, "Continue a stopped session";

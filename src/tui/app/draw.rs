@@ -7,6 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::{App, Areas, Focus, Overlay};
+use crate::session::SessionStatus;
 use crate::session::ids::short_id;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::pending::PendingPrompt;
@@ -31,8 +32,10 @@ use crate::tui::views::wall::WallView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
 pub const NARROW_WIDTH: u16 = 60;
-/// Tree pane width on wide terminals.
+/// Tree pane width on wide terminals: a quarter of the width, at least this…
 pub const TREE_WIDTH: u16 = 30;
+/// …and at most this (never more than a third).
+pub const TREE_MAX_WIDTH: u16 = 48;
 /// From this width the wall opens beside the thread (parent left, children right)
 /// instead of over it.
 pub const WALL_BESIDE_WIDTH: u16 = 140;
@@ -186,7 +189,7 @@ impl App {
             usage: self.status_usage(),
             note: self.note.as_ref(),
             reload: self.reload_text(),
-            hints: self.keymap.hints(context),
+            hints: self.hints(context),
             mouse_off: (!self.mouse_capture).then(|| self.keymap.label(Action::Mouse)),
             theme: &self.theme,
         };
@@ -257,7 +260,9 @@ impl App {
         };
         let narrow = body.width < NARROW_WIDTH;
         let (tree, right) = if !narrow {
-            let w = TREE_WIDTH.min(body.width / 3);
+            let w = (body.width / 4)
+                .clamp(TREE_WIDTH, TREE_MAX_WIDTH)
+                .min(body.width / 3);
             let [t, r] =
                 Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(body);
             (Some(t), Some(r))
@@ -298,6 +303,41 @@ impl App {
             panes.composer = Some(composer);
         }
         panes
+    }
+
+    /// The status bar's hints for `context`, led by how to continue a stopped
+    /// session: the selected node's (tree), or the open thread's when interrupted.
+    fn hints(&self, context: Context) -> Vec<(String, &'static str)> {
+        let mut hints = self.keymap.hints(context);
+        let key = self.keymap.label(Action::TreeContinue);
+        let status_of = |id: Option<&str>| id.and_then(|id| self.tree.get(id)).map(|n| n.status);
+        let stopped = |s: Option<SessionStatus>| {
+            matches!(
+                s,
+                Some(
+                    SessionStatus::Interrupted
+                        | SessionStatus::Failed
+                        | SessionStatus::Cancelled
+                        | SessionStatus::Paused
+                )
+            )
+        };
+        let lead = match context {
+            Context::Tree if stopped(status_of(self.tree.selected.as_deref())) => {
+                Some((key, "Continue this stopped session"))
+            }
+            Context::Chat | Context::Composer
+                if status_of(self.thread.as_ref().and_then(|t| t.session_id.as_deref()))
+                    == Some(SessionStatus::Interrupted) =>
+            {
+                Some((key, "(in the tree) continues it"))
+            }
+            _ => None,
+        };
+        if let Some(lead) = lead.filter(|(k, _)| !k.is_empty()) {
+            hints.insert(0, lead);
+        }
+        hints
     }
 
     /// The provider banner: shown while no provider is available.

@@ -153,6 +153,9 @@ impl App {
             }
             Action::TreeUp => self.tree.move_selection(-1),
             Action::TreeDown => self.tree.move_selection(1),
+            Action::TreeTop | Action::TreeBottom => {
+                self.tree.select_end(action == Action::TreeBottom)
+            }
             Action::TreeCollapse => self.tree.set_collapsed(true),
             Action::TreeExpand => self.tree.set_collapsed(false),
             Action::TreeOpen => {
