@@ -823,3 +823,80 @@ fn the_tree_tells_siblings_apart_grows_and_moves_with_g() {
     assert_eq!(h.app.focus(), Focus::Tree);
     assert!(h.app.composer_text().is_empty(), "nothing was typed");
 }
+
+/// Every page of the help overlay, paged with PgDn from the top (Home) until the last
+/// page (End) shows.
+fn help_pages(h: &mut Harness, w: u16, rows: u16) -> String {
+    h.press(KeyCode::F(1));
+    assert_eq!(h.app.overlay(), Overlay::Help);
+    h.press(KeyCode::End);
+    let last = h.screen(w, rows);
+    h.press(KeyCode::Home);
+    let mut pages = vec![h.screen(w, rows)];
+    for _ in 0..100 {
+        if pages.last() == Some(&last) {
+            return pages.join("\n");
+        }
+        h.press(KeyCode::PageDown);
+        pages.push(h.screen(w, rows));
+    }
+    panic!("PgDn never reached the last page (End):\n{last}");
+}
+
+/// Issue 23 item 4: help has a section for every keymap context (Wall and Find
+/// included), says what Enter and Tab do while a turn runs and the composer's editing
+/// keys, wraps long descriptions, and scrolls with PgUp/PgDn/Home/End.
+#[test]
+fn help_covers_every_context_wraps_and_pages() {
+    let mut h = harness();
+    let all = help_pages(&mut h, 80, 24);
+    for ctx in arbor::tui::keymap::Context::ALL {
+        assert!(all.contains(ctx.title()), "no {:?} section:\n{all}", ctx);
+    }
+    for spec in arbor::tui::keymap::TABLE {
+        assert!(
+            arbor::tui::keymap::Context::ALL.contains(&spec.context),
+            "{} has no help section",
+            spec.name
+        );
+    }
+    assert!(
+        all.contains("Wall") && all.contains("Find in the thread"),
+        "{all}"
+    );
+    assert!(all.contains("While the thread's turn runs: steer"), "{all}");
+    assert!(all.contains("with text: queue it as"), "{all}");
+    assert!(all.contains("Ctrl+Z / Ctrl+Y"), "{all}");
+    // A description longer than the overlay is wrapped, not cut.
+    assert!(!all.contains('…'), "{all}");
+    assert!(all.contains("again: back)"), "{all}");
+    // Home is the top again; PgUp from a page down comes back.
+    h.press(KeyCode::Home);
+    let top = h.screen(80, 24);
+    assert!(top.contains("Everywhere"), "{top}");
+    h.press(KeyCode::PageDown);
+    assert_ne!(h.screen(80, 24), top);
+    h.press(KeyCode::PageUp);
+    assert_eq!(h.screen(80, 24), top);
+}
+
+/// Issue 23 item 6: the composer's readline keys through the App — Ctrl+U deletes to
+/// the line's start, Ctrl+Z undoes, Ctrl+L clears.
+#[test]
+fn composer_readline_keys_work_through_the_app() {
+    let mut h = harness();
+    assert_eq!(h.app.focus(), Focus::Composer);
+    h.type_text("fix the parser");
+    h.key(KeyCode::Char('w'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "fix the ");
+    h.key(KeyCode::Char('u'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "");
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "fix the ");
+    h.key(KeyCode::Char('a'), KeyModifiers::CONTROL);
+    h.type_text("> ");
+    assert_eq!(h.app.composer_text(), "> fix the ");
+    h.key(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "");
+    assert!(h.drain().is_empty(), "no key sent anything");
+}

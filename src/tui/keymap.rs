@@ -40,6 +40,23 @@ pub enum Context {
 }
 
 impl Context {
+    /// Every context, in the help overlay's order (each gets a section there).
+    pub const ALL: [Context; 13] = [
+        Context::Global,
+        Context::Tree,
+        Context::Chat,
+        Context::Composer,
+        Context::Palette,
+        Context::Find,
+        Context::Wall,
+        Context::Diff,
+        Context::Browser,
+        Context::Mcp,
+        Context::Approval,
+        Context::Trust,
+        Context::Help,
+    ];
+
     /// Heading used in the help overlay.
     pub fn title(self) -> &'static str {
         match self {
@@ -150,6 +167,10 @@ actions! {
     BrowserClose = "browser.close", Browser, ["esc", "q"], true, "Close";
     HelpUp = "help.up", Help, ["up", "k"], false, "Scroll up";
     HelpDown = "help.down", Help, ["down", "j"], false, "Scroll down";
+    HelpPageUp = "help.page_up", Help, ["pgup"], false, "Scroll up a page";
+    HelpPageDown = "help.page_down", Help, ["pgdn", "space"], false, "Scroll down a page";
+    HelpTop = "help.top", Help, ["home", "g"], false, "Top";
+    HelpBottom = "help.bottom", Help, ["end", "G"], false, "Bottom";
     HelpClose = "help.close", Help, ["esc", "q", "?", "f1"], true, "Close";
     Mcp = "global.mcp", Global, ["f6"], false, "MCP servers: status and tools";
     McpUp = "mcp.up", Mcp, ["up", "k"], false, "Scroll up";

@@ -226,10 +226,14 @@ fn the_help_overlay_lists_the_prompts_keys_and_ctrl_c_still_quits() {
         Some(&("y".to_string(), "Allow once"))
     );
     h.press(KeyCode::F(1));
-    for _ in 0..60 {
+    let mut screen = h.screen(80, 40);
+    for _ in 0..200 {
+        if screen.contains("Deny, with a reason") {
+            break;
+        }
         h.press(KeyCode::Down);
+        screen = h.screen(80, 40);
     }
-    let screen = h.screen(80, 40);
     assert!(screen.contains("Approval prompt"), "{screen}");
     assert!(
         screen.contains("Deny, with a reason for the model"),

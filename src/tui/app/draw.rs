@@ -21,7 +21,7 @@ use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::diff::DiffView;
 use crate::tui::views::find::{FindBarView, FindMarks};
-use crate::tui::views::help::HelpView;
+use crate::tui::views::help::{HelpView, help_area};
 use crate::tui::views::mcp::McpView;
 use crate::tui::views::palette::{PaletteView, popup_area};
 use crate::tui::views::pending::{self, PendingView};
@@ -91,6 +91,18 @@ impl App {
         if let Some(d) = &mut self.diff {
             d.set_page(DiffView::page(panes.main));
         }
+        // The help overlay scrolls within its lines; a page is its height.
+        let help = ratatui::widgets::Block::bordered().inner(help_area(panes.main));
+        let rows = HelpView {
+            keymap: &self.keymap,
+            theme: &self.theme,
+            scroll: 0,
+        }
+        .lines(help.width)
+        .len();
+        let max = rows.saturating_sub(usize::from(help.height));
+        self.help_scroll = self.help_scroll.min(u16::try_from(max).unwrap_or(u16::MAX));
+        self.help_page = help.height.saturating_sub(1).max(1);
         let focused = self.composer_focused();
         self.composer
             .set_focused(focused, self.theme.style(Slot::Base));
@@ -367,7 +379,7 @@ impl App {
                     theme: &self.theme,
                     scroll: self.help_scroll,
                 };
-                frame.render_widget(&view, centered(area, 72, area.height.saturating_sub(2)));
+                frame.render_widget(&view, help_area(area));
             }
             Overlay::Mcp => {
                 let view = McpView {

@@ -304,6 +304,14 @@ impl App {
             Action::WallClose => self.close_wall(),
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
+            Action::HelpPageUp => {
+                self.help_scroll = self.help_scroll.saturating_sub(self.help_page)
+            }
+            Action::HelpPageDown => {
+                self.help_scroll = self.help_scroll.saturating_add(self.help_page)
+            }
+            Action::HelpTop => self.help_scroll = 0,
+            Action::HelpBottom => self.help_scroll = u16::MAX,
             Action::Find => self.open_find(),
             Action::PrevMessage | Action::NextMessage => {
                 self.step_message(action == Action::PrevMessage)

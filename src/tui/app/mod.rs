@@ -159,6 +159,8 @@ pub struct App {
     /// The diff overlay's content (kept while `overlay` is `Diff`).
     diff: Option<DiffState>,
     help_scroll: u16,
+    /// Rows the help overlay showed at once in the last frame (its page).
+    help_page: u16,
     /// The MCP view's servers (as last listed) and first row shown.
     mcp: Vec<crate::tool::mcp::McpServerStatus>,
     mcp_scroll: u16,
@@ -225,6 +227,7 @@ impl App {
             browser: BrowserState::default(),
             diff: None,
             help_scroll: 0,
+            help_page: 1,
             mcp: Vec::new(),
             mcp_scroll: 0,
             note: None,
