@@ -292,9 +292,11 @@ impl App {
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
-            AppEvent::ModelSwitched { session_id, result } => {
-                self.on_model_switched(session_id, result)
-            }
+            AppEvent::ModelSwitched {
+                session_id,
+                result,
+                warning,
+            } => self.on_model_switched(session_id, result, warning),
             AppEvent::CommandFailed {
                 session_id,
                 message,

@@ -205,7 +205,10 @@ impl App {
             Slash::Wall => self.act(Action::ChatWall),
             Slash::Diff => self.act(Action::ChatDiff),
             Slash::Model => {
-                self.switch_model_to(arg);
+                // A refused choice stays in the composer to fix.
+                if !self.switch_model_to(arg) && !arg.trim().is_empty() {
+                    self.composer.set_text(&format!("/model {arg}"));
+                }
             }
             Slash::New | Slash::Clear => {
                 self.thread = Some(Thread::new_root(self.default_agent.clone()));
