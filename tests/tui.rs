@@ -900,3 +900,90 @@ fn composer_readline_keys_work_through_the_app() {
     assert_eq!(h.app.composer_text(), "");
     assert!(h.drain().is_empty(), "no key sent anything");
 }
+
+/// Issue 23 item 14: tabs go to tab stops (a `read_file` preview keeps the tab after
+/// the line number), `@file` attachments collapse to one line, a cancelled partial
+/// reply is marked, chat text keeps a column from the right border, the composer's
+/// text one from its borders, and a task card's instruction uses the width.
+#[test]
+fn chat_polish_tabs_attachments_partial_and_margins() {
+    let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+    h.drain();
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    let long = "word ".repeat(30);
+    h.load(
+        ROOT,
+        None,
+        "zen-architect",
+        vec![
+            msg(json!({"role": "user", "content": "<context_file paths=\"@notes.txt → /p/notes.txt\">\nsecret body\n</context_file>\n\nsummarise @notes.txt"})),
+            msg(json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_call", "id": "r1", "name": "read_file", "input": {"path": "a.go"}},
+                {"type": "tool_call", "id": "t1", "name": "task", "input": {"agent": "explorer", "instruction": format!("Survey {long}END")}}
+            ]})),
+            msg(json!({"role": "tool", "name": "read_file", "tool_call_id": "r1", "content": "     1\tpackage main\n     2\t\tfmt.Println()"})),
+            msg(json!({"role": "assistant", "content": "I was about to", "metadata": {"partial": true, "error": null}})),
+        ],
+    );
+    let screen = h.screen(100, 40);
+    assert!(screen.contains("📎 attached notes.txt"), "{screen}");
+    assert!(!screen.contains("context_file"), "{screen}");
+    assert!(!screen.contains("secret body"), "{screen}");
+    assert!(screen.contains("partial reply"), "{screen}");
+    // `  └ 1` is 5 columns: the tab goes to column 8.
+    assert!(
+        screen.contains("└ 1   package main"),
+        "tab to column 8: {screen}"
+    );
+    // The task card's instruction wraps over rows instead of being cut.
+    assert!(screen.contains("END”"), "{screen}");
+    // No chat text touches the right border; the composer's text is padded.
+    for line in screen.lines() {
+        assert!(!line.contains("word│") && !line.contains("word┃"), "{line}");
+    }
+    assert_eq!(h.app.focus(), Focus::Composer);
+    h.type_text("hi");
+    let screen = h.screen(100, 40);
+    assert!(screen.contains("┃ hi"), "one column of padding: {screen}");
+    insta::assert_snapshot!("chat_polish_100", screen);
+}
+
+/// Issue 23 item 14: `/new` keeps the open thread's agent, `/clear` goes back to the
+/// default agent and closes the find bar; `/resume` rows say when each was created.
+#[test]
+fn new_and_clear_differ_and_resume_rows_have_dates() {
+    let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+    h.drain();
+    h.engine(start("explorer"), ROOT, None, 0);
+    h.load(ROOT, None, "explorer", root_transcript());
+    h.clock.advance(Duration::from_secs(300));
+    h.type_text("/resume ");
+    let screen = h.screen(100, 30);
+    assert!(screen.contains("5m ago"), "{screen}");
+    h.key(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    h.press(KeyCode::Esc);
+    h.type_text("/new");
+    h.press(KeyCode::Enter);
+    let t = h.app.thread().unwrap();
+    assert_eq!(
+        (t.session_id.as_deref(), t.agent.as_deref()),
+        (None, Some("explorer"))
+    );
+    assert!(
+        h.app
+            .note()
+            .unwrap()
+            .text
+            .contains("new session with explorer")
+    );
+    h.type_text("/clear");
+    h.press(KeyCode::Enter);
+    let t = h.app.thread().unwrap();
+    assert_eq!(t.agent, None, "the default agent");
+    assert!(h.app.note().unwrap().text.contains("fresh session"));
+    h.type_text("/new nobody");
+    h.press(KeyCode::Enter);
+    assert!(h.app.note().unwrap().text.contains("no agent nobody"));
+    assert_eq!(h.app.composer_text(), "/new nobody");
+}
