@@ -349,6 +349,12 @@ impl App {
         if let Some(lead) = lead.filter(|(k, _)| !k.is_empty()) {
             hints.insert(0, lead);
         }
+        // A docked approval prompt: Esc brings it back instead of cancelling.
+        if self.approvals.docked() && matches!(context, Context::Tree | Context::Chat) {
+            let cancel = self.keymap.label(Action::CancelTurn);
+            hints.retain(|(k, _)| *k != cancel);
+            hints.insert(0, ("Esc".to_string(), "Back to the approval prompt"));
+        }
         hints
     }
 

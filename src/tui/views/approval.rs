@@ -179,6 +179,7 @@ impl ApprovalView<'_> {
                 (Action::ApprovalAlways, always),
                 (Action::ApprovalDeny, " deny with a reason".to_string()),
                 (Action::ApprovalDenyNow, " deny".to_string()),
+                (Action::ApprovalThread, " read its thread first".to_string()),
             ],
         );
         wrap(&RLine::new(keys), width)
