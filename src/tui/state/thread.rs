@@ -254,7 +254,7 @@ impl Thread {
 
     /// Shows the user's message at once; the matching `message:appended` confirms it.
     pub fn push_user_echo(&mut self, text: &str) {
-        let shown = super::transcript::collapse_attachments(text);
+        let shown = super::mentions::collapse_attachments(text);
         let i = self.push(CellKind::User(shown.as_deref().unwrap_or(text).into()));
         self.echo = Some(i);
         self.scroll = Scroll::Follow;

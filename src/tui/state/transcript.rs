@@ -28,7 +28,7 @@ impl Thread {
             Message::User(m) => {
                 // The message's text is shared with the cell unless attachments
                 // collapse.
-                let shown = match collapse_attachments(&m.content) {
+                let shown = match super::mentions::collapse_attachments(&m.content) {
                     Some(collapsed) => Text::from(collapsed),
                     None => m.content.clone(),
                 };
@@ -257,38 +257,6 @@ pub(super) fn result_status(content: &str, is_error: bool) -> ToolStatus {
 
 /// The notice under a reply the turn's cancel cut short.
 pub const PARTIAL_NOTE: &str = "⋯ partial reply: the turn was cancelled before it finished";
-
-/// A user message as the chat shows it: leading `<context_file paths="@a → /abs/a">…
-/// </context_file>` blocks (attached `@file` mentions) collapse to one line,
-/// `📎 attached notes.txt, src/lib.rs`, then the person's text. `None` for text
-/// without attachments (shown as is).
-pub fn collapse_attachments(text: &str) -> Option<String> {
-    const START: &str = "<context_file paths=\"";
-    const END: &str = "</context_file>";
-    let mut rest = text;
-    let mut names: Vec<String> = Vec::new();
-    while let Some(after) = rest.trim_start().strip_prefix(START) {
-        let Some((paths, _)) = after.split_once('"') else {
-            break;
-        };
-        let Some(end) = after.find(END) else {
-            break;
-        };
-        for p in paths.split(", ") {
-            let shown = p.split(" → ").next().unwrap_or(p).trim();
-            names.push(shown.trim_start_matches('@').to_string());
-        }
-        rest = &after[end + END.len()..];
-    }
-    if names.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "📎 attached {}\n{}",
-        names.join(", "),
-        rest.trim_start()
-    ))
-}
 
 #[cfg(test)]
 mod tests {
