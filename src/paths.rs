@@ -107,6 +107,14 @@ impl Paths {
         self.log_file.with_file_name("bundles")
     }
 
+    /// The "needs you" acknowledgements of the project in `cwd` (`tui::state::seen`):
+    /// `seen/<project slug>.json` in arbor's state directory, beside the log file.
+    pub fn seen_file(&self) -> PathBuf {
+        self.log_file
+            .with_file_name("seen")
+            .join(format!("{}.json", project_slug(&self.cwd)))
+    }
+
     /// The composer's prompt history of the project in `cwd` (`tui::state::history`):
     /// `history/<project slug>.jsonl` in arbor's state directory, beside the log file
     /// (on Linux `~/.local/state/arbor/history/`).

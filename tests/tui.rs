@@ -827,3 +827,234 @@ fn tiny_and_odd_terminal_sizes_render_without_panicking() {
     h.press(KeyCode::BackTab);
     h.screen(30, 6);
 }
+
+/// Issue 23 item 12: siblings running the same agent show their tasks; the pane grows
+/// with the terminal (a quarter, at most 48 columns); a narrow pane drops the stats
+/// before the title; a stopped session shows its age; `g`/`G`/Home/End move in the
+/// tree instead of typing into the composer.
+#[test]
+fn the_tree_tells_siblings_apart_grows_and_moves_with_g() {
+    const SIB: &str = "5f0e1c2a11114222-99aa88bb77cc66dd_explorer";
+    let mut h = harness();
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 1);
+    h.engine(
+        appended(json!({"role": "user", "content": "List the modules\nand what each owns"})),
+        CHILD,
+        Some(ROOT),
+        1,
+    );
+    h.engine(fork(ROOT, "explorer"), SIB, Some(ROOT), 2);
+    h.engine(
+        appended(json!({"role": "user", "content": "Count the tests"})),
+        SIB,
+        Some(ROOT),
+        2,
+    );
+    for id in [CHILD, SIB] {
+        h.engine(
+            EngineEvent::status(SessionStatus::Completed),
+            id,
+            Some(ROOT),
+            5,
+        );
+    }
+    h.engine(tokens(123_000, 4_000, Some(1.25)), ROOT, None, 5);
+    h.clock.advance(Duration::from_secs(600));
+    let wide = h.screen(200, 20);
+    assert!(wide.contains("explorer · List the modules "), "{wide}");
+    assert!(wide.contains("explorer · Count the tests "), "{wide}");
+    assert!(wide.contains("10m ago"), "the session's age: {wide}");
+    let first = wide.lines().next().unwrap();
+    let tree_w = first.chars().position(|c| c == '╮').unwrap() + 1;
+    assert_eq!(tree_w, 48, "{wide}");
+    let mid = h.screen(120, 20);
+    let tree_w = mid.lines().next().unwrap().chars().position(|c| c == '╮');
+    assert_eq!(tree_w, Some(29), "{mid}");
+    h.press(KeyCode::Tab); // composer → tree (shown at 60 columns when focused)
+    let narrow = h.screen(60, 20);
+    assert!(narrow.contains("✓ explorer ·…"), "{narrow}");
+    assert!(narrow.contains("· zen-architect┃"), "{narrow}");
+    assert!(
+        !narrow.contains("ago"),
+        "stats go before the title: {narrow}"
+    );
+    insta::assert_snapshot!("tree_siblings_60", narrow);
+    // Wide enough for the title and the stats.
+    assert!(wide.contains("$1.25"), "{wide}");
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    h.press(KeyCode::Char('G'));
+    assert_eq!(h.app.tree().selected.as_deref(), Some(SIB));
+    h.press(KeyCode::Char('g'));
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    h.press(KeyCode::End);
+    assert_eq!(h.app.tree().selected.as_deref(), Some(SIB));
+    h.press(KeyCode::Home);
+    assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
+    assert_eq!(h.app.focus(), Focus::Tree);
+    assert!(h.app.composer_text().is_empty(), "nothing was typed");
+}
+
+/// Every page of the help overlay, paged with PgDn from the top (Home) until the last
+/// page (End) shows.
+fn help_pages(h: &mut Harness, w: u16, rows: u16) -> String {
+    h.press(KeyCode::F(1));
+    assert_eq!(h.app.overlay(), Overlay::Help);
+    h.press(KeyCode::End);
+    let last = h.screen(w, rows);
+    h.press(KeyCode::Home);
+    let mut pages = vec![h.screen(w, rows)];
+    for _ in 0..100 {
+        if pages.last() == Some(&last) {
+            return pages.join("\n");
+        }
+        h.press(KeyCode::PageDown);
+        pages.push(h.screen(w, rows));
+    }
+    panic!("PgDn never reached the last page (End):\n{last}");
+}
+
+/// Issue 23 item 4: help has a section for every keymap context (Wall and Find
+/// included), says what Enter and Tab do while a turn runs and the composer's editing
+/// keys, wraps long descriptions, and scrolls with PgUp/PgDn/Home/End.
+#[test]
+fn help_covers_every_context_wraps_and_pages() {
+    let mut h = harness();
+    let all = help_pages(&mut h, 80, 24);
+    for ctx in arbor::tui::keymap::Context::ALL {
+        assert!(all.contains(ctx.title()), "no {:?} section:\n{all}", ctx);
+    }
+    for spec in arbor::tui::keymap::TABLE {
+        assert!(
+            arbor::tui::keymap::Context::ALL.contains(&spec.context),
+            "{} has no help section",
+            spec.name
+        );
+    }
+    assert!(
+        all.contains("Wall") && all.contains("Find in the thread"),
+        "{all}"
+    );
+    assert!(all.contains("While the thread's turn runs: steer"), "{all}");
+    assert!(all.contains("with text: queue it as"), "{all}");
+    assert!(all.contains("Ctrl+Z / Ctrl+Y"), "{all}");
+    // A description longer than the overlay is wrapped, not cut.
+    assert!(!all.contains('…'), "{all}");
+    assert!(all.contains("again: back)"), "{all}");
+    // Home is the top again; PgUp from a page down comes back.
+    h.press(KeyCode::Home);
+    let top = h.screen(80, 24);
+    assert!(top.contains("Everywhere"), "{top}");
+    h.press(KeyCode::PageDown);
+    assert_ne!(h.screen(80, 24), top);
+    h.press(KeyCode::PageUp);
+    assert_eq!(h.screen(80, 24), top);
+}
+
+/// Issue 23 item 6: the composer's readline keys through the App — Ctrl+U deletes to
+/// the line's start, Ctrl+Z undoes, Ctrl+L clears.
+#[test]
+fn composer_readline_keys_work_through_the_app() {
+    let mut h = harness();
+    assert_eq!(h.app.focus(), Focus::Composer);
+    h.type_text("fix the parser");
+    h.key(KeyCode::Char('w'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "fix the ");
+    h.key(KeyCode::Char('u'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "");
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "fix the ");
+    h.key(KeyCode::Char('a'), KeyModifiers::CONTROL);
+    h.type_text("> ");
+    assert_eq!(h.app.composer_text(), "> fix the ");
+    h.key(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    assert_eq!(h.app.composer_text(), "");
+    assert!(h.drain().is_empty(), "no key sent anything");
+}
+
+/// Issue 23 item 14: tabs go to tab stops (a `read_file` preview keeps the tab after
+/// the line number), `@file` attachments collapse to one line, a cancelled partial
+/// reply is marked, chat text keeps a column from the right border, the composer's
+/// text one from its borders, and a task card's instruction uses the width.
+#[test]
+fn chat_polish_tabs_attachments_partial_and_margins() {
+    let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+    h.drain();
+    h.engine(start("zen-architect"), ROOT, None, 0);
+    let long = "word ".repeat(30);
+    h.load(
+        ROOT,
+        None,
+        "zen-architect",
+        vec![
+            msg(json!({"role": "user", "content": "<context_file paths=\"@notes.txt → /p/notes.txt\">\nsecret body\n</context_file>\n\nsummarise @notes.txt"})),
+            msg(json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_call", "id": "r1", "name": "read_file", "input": {"path": "a.go"}},
+                {"type": "tool_call", "id": "t1", "name": "task", "input": {"agent": "explorer", "instruction": format!("Survey {long}END")}}
+            ]})),
+            msg(json!({"role": "tool", "name": "read_file", "tool_call_id": "r1", "content": "     1\tpackage main\n     2\t\tfmt.Println()"})),
+            msg(json!({"role": "assistant", "content": "I was about to", "metadata": {"partial": true, "error": null}})),
+        ],
+    );
+    let screen = h.screen(100, 40);
+    assert!(screen.contains("📎 attached notes.txt"), "{screen}");
+    assert!(!screen.contains("context_file"), "{screen}");
+    assert!(!screen.contains("secret body"), "{screen}");
+    assert!(screen.contains("partial reply"), "{screen}");
+    // `  └ 1` is 5 columns: the tab goes to column 8.
+    assert!(
+        screen.contains("└ 1   package main"),
+        "tab to column 8: {screen}"
+    );
+    // The task card's instruction wraps over rows instead of being cut.
+    assert!(screen.contains("END”"), "{screen}");
+    // No chat text touches the right border; the composer's text is padded.
+    for line in screen.lines() {
+        assert!(!line.contains("word│") && !line.contains("word┃"), "{line}");
+    }
+    assert_eq!(h.app.focus(), Focus::Composer);
+    h.type_text("hi");
+    let screen = h.screen(100, 40);
+    assert!(screen.contains("┃ hi"), "one column of padding: {screen}");
+    insta::assert_snapshot!("chat_polish_100", screen);
+}
+
+/// Issue 23 item 14: `/new` keeps the open thread's agent, `/clear` goes back to the
+/// default agent and closes the find bar; `/resume` rows say when each was created.
+#[test]
+fn new_and_clear_differ_and_resume_rows_have_dates() {
+    let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+    h.drain();
+    h.engine(start("explorer"), ROOT, None, 0);
+    h.load(ROOT, None, "explorer", root_transcript());
+    h.clock.advance(Duration::from_secs(300));
+    h.type_text("/resume ");
+    let screen = h.screen(100, 30);
+    assert!(screen.contains("5m ago"), "{screen}");
+    h.key(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    h.press(KeyCode::Esc);
+    h.type_text("/new");
+    h.press(KeyCode::Enter);
+    let t = h.app.thread().unwrap();
+    assert_eq!(
+        (t.session_id.as_deref(), t.agent.as_deref()),
+        (None, Some("explorer"))
+    );
+    assert!(
+        h.app
+            .note()
+            .unwrap()
+            .text
+            .contains("new session with explorer")
+    );
+    h.type_text("/clear");
+    h.press(KeyCode::Enter);
+    let t = h.app.thread().unwrap();
+    assert_eq!(t.agent, None, "the default agent");
+    assert!(h.app.note().unwrap().text.contains("fresh session"));
+    h.type_text("/new nobody");
+    h.press(KeyCode::Enter);
+    assert!(h.app.note().unwrap().text.contains("no agent nobody"));
+    assert_eq!(h.app.composer_text(), "/new nobody");
+}

@@ -224,7 +224,9 @@ async fn the_status_bar_shows_the_open_session_and_its_tree_total() {
     let tree = usage.tree.unwrap();
     assert_eq!(tree.tokens, 45);
     assert!((tree.cost.unwrap() - 3.0 * CALL_COST).abs() < 1e-12);
-    let screen = harness::screen(&mut app, 100, 12);
+    // Wide enough for the child's task title and its stats (a narrow pane drops the
+    // stats before the title).
+    let screen = harness::screen(&mut app, 160, 12);
     let status = screen.lines().last().unwrap();
     assert!(
         status.contains("│ 15 tok $0.0001 · tree 45 $0.0003 "),

@@ -181,3 +181,37 @@ pub(crate) async fn route_root(
     }
     Ok((plan, provider, resolved))
 }
+
+/// How long [`unlisted`] waits for a provider's model list.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A warning when `label` (`PROVIDER/MODEL`, as a switch returns it) names a model its
+/// provider's list lacks: `gpt-4o-typo is not among the 12 models openai lists (used
+/// anyway: the server decides)`. `None` when the model is listed, or no list is
+/// available (the provider is not in `plan`, cannot be built, or fails or is slower
+/// than 5 s to list). The list is cached per process, as for globs.
+pub(crate) async fn unlisted(env: &TurnEnv, plan: &MountPlan, label: &str) -> Option<String> {
+    let (mount, model) = label.split_once('/')?;
+    let entry = plan
+        .providers()
+        .into_iter()
+        .find(|e| provider_id(e) == mount)?;
+    let provider = providers::build(env, &entry).ok()?;
+    let listed = env
+        .models
+        .get_or_list(&providers::cache_key(&entry), || async move {
+            match tokio::time::timeout(CHECK_TIMEOUT, provider.list_models()).await {
+                Ok(listed) => listed.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
+            }
+        })
+        .await
+        .ok()?;
+    if listed.is_empty() || listed.iter().any(|m| m == model) {
+        return None;
+    }
+    Some(format!(
+        "{model} is not among the {} models {mount} lists (used anyway: the server decides)",
+        listed.len()
+    ))
+}

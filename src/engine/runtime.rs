@@ -344,6 +344,14 @@ impl Runtime {
         Ok(label)
     }
 
+    /// A warning when `label` (`PROVIDER/MODEL`, as [`Runtime::set_model`] returns it)
+    /// names a model its provider's list lacks; `None` when listed or no list is
+    /// available (see `model_choice::unlisted`). What the TUI says after a switch.
+    pub async fn unlisted_model(&self, label: &str) -> Option<String> {
+        let plan = root_plan::build(&self.turn_env, None).ok()?.0;
+        model_choice::unlisted(&self.turn_env, &plan, label).await
+    }
+
     /// Registers and announces a new root session with its routed plan and provider.
     fn start_root(
         &self,

@@ -73,10 +73,12 @@ pub enum AppEvent {
     ProviderLabelResolved { label: String },
     /// Result of [`EngineCommand::SetModel`]: `Ok(provider/model)`, what
     /// `session_id`'s next turns use (`None`: new root sessions), or why the choice
-    /// cannot be used (a note; a turn running meanwhile is not affected).
+    /// cannot be used (a note; a turn running meanwhile is not affected). `warning`:
+    /// the model is not among the ones its provider lists (switched anyway).
     ModelSwitched {
         session_id: Option<String>,
         result: Result<String, String>,
+        warning: Option<String>,
     },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
     /// no-provider message). `session_id` is the session it concerned, when known.

@@ -1,6 +1,9 @@
 //! The composer: a multi-line input (ratatui-textarea) that reports a submit as a
 //! [`KeyOutcome`].
 //!
+//! Editing keys are readline's where a shell user expects them (`Composer::readline`):
+//! Ctrl+A/E/U/K/W, Ctrl+L clears, Ctrl+Z undoes, Ctrl+Y redoes.
+//!
 //! Owns: the text being written and its editing keys. Does not own: what a submit does
 //! (`app`) or the keymap (submit/newline chords come from `keymap`).
 
@@ -69,13 +72,48 @@ impl Composer {
                 KeyOutcome::Consumed
             }
             _ => {
-                if self.textarea.input(key) {
+                if self.readline(key) || self.textarea.input(key) {
                     KeyOutcome::Consumed
                 } else {
                     KeyOutcome::Ignored
                 }
             }
         }
+    }
+
+    /// The editing keys that differ from ratatui-textarea's own, as in a shell
+    /// (readline): Ctrl+U deletes to the start of the line (the textarea's undo),
+    /// Ctrl+A / Ctrl+E go to its start / end, Ctrl+L clears the composer (undoable),
+    /// Ctrl+Z undoes, Ctrl+Y and Ctrl+Shift+Z redo (the textarea's Ctrl+Y pastes what
+    /// was deleted). Ctrl+K, Ctrl+W, Alt+Backspace, Alt+B / Alt+F are the textarea's.
+    /// Returns whether the key was one of these.
+    fn readline(&mut self, key: KeyEvent) -> bool {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        use ratatui_textarea::CursorMove;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        if !ctrl || alt {
+            return false;
+        }
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        match key.code {
+            KeyCode::Char('u') => {
+                self.textarea.delete_line_by_head();
+            }
+            KeyCode::Char('a') => self.textarea.move_cursor(CursorMove::Head),
+            KeyCode::Char('e') => self.textarea.move_cursor(CursorMove::End),
+            KeyCode::Char('l') => {
+                self.textarea.clear();
+            }
+            KeyCode::Char('z') if !shift => {
+                self.textarea.undo();
+            }
+            KeyCode::Char('Z') | KeyCode::Char('z') | KeyCode::Char('y') => {
+                self.textarea.redo();
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// Inserts pasted text (newlines kept).
@@ -157,6 +195,38 @@ mod tests {
 
     fn key(c: char) -> KeyEvent {
         KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn ctrl(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+    }
+
+    #[test]
+    fn readline_keys_edit_as_in_a_shell_and_ctrl_z_undoes() {
+        let mut c = Composer::new();
+        c.paste("hello big world");
+        c.handle_key(ctrl('w'), None);
+        assert_eq!(c.text(), "hello big ");
+        c.handle_key(ctrl('a'), None);
+        c.handle_key(key('>'), None);
+        assert_eq!(c.text(), ">hello big ");
+        c.handle_key(ctrl('e'), None);
+        c.handle_key(key('!'), None);
+        assert_eq!(c.text(), ">hello big !");
+        c.handle_key(ctrl('u'), None);
+        assert_eq!(c.text(), "", "Ctrl+U deletes to the start of the line");
+        c.handle_key(ctrl('z'), None);
+        assert_eq!(c.text(), ">hello big !", "Ctrl+Z undoes");
+        c.handle_key(ctrl('y'), None);
+        assert_eq!(c.text(), "", "Ctrl+Y redoes");
+        c.paste("one\ntwo");
+        c.handle_key(ctrl('l'), None);
+        assert!(c.is_empty(), "Ctrl+L clears");
+        c.handle_key(ctrl('z'), None);
+        assert_eq!(c.text(), "one\ntwo");
+        c.handle_key(ctrl('a'), None);
+        c.handle_key(ctrl('k'), None);
+        assert_eq!(c.text(), "one\n");
     }
 
     #[test]

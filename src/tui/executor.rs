@@ -477,8 +477,19 @@ impl Executor for RuntimeExecutor {
                             runtime.provider_label()
                         }
                     };
+                    let warning = match &switched {
+                        Ok(label) => runtime.unlisted_model(label).await,
+                        Err(_) => None,
+                    };
                     let result = switched.map_err(|e| e.to_string());
-                    send(&results, AppEvent::ModelSwitched { session_id, result });
+                    send(
+                        &results,
+                        AppEvent::ModelSwitched {
+                            session_id,
+                            result,
+                            warning,
+                        },
+                    );
                 });
             }
             EngineCommand::ListMcpServers => {

@@ -40,6 +40,23 @@ pub enum Context {
 }
 
 impl Context {
+    /// Every context, in the help overlay's order (each gets a section there).
+    pub const ALL: [Context; 13] = [
+        Context::Global,
+        Context::Tree,
+        Context::Chat,
+        Context::Composer,
+        Context::Palette,
+        Context::Find,
+        Context::Wall,
+        Context::Diff,
+        Context::Browser,
+        Context::Mcp,
+        Context::Approval,
+        Context::Trust,
+        Context::Help,
+    ];
+
     /// Heading used in the help overlay.
     pub fn title(self) -> &'static str {
         match self {
@@ -109,6 +126,8 @@ actions! {
     PageDown = "global.page_down", Global, ["pgdn"], false, "Scroll chat down a page";
     TreeUp = "tree.up", Tree, ["up", "k"], false, "Select previous session";
     TreeDown = "tree.down", Tree, ["down", "j"], false, "Select next session";
+    TreeTop = "tree.top", Tree, ["home", "g"], false, "First session";
+    TreeBottom = "tree.bottom", Tree, ["end", "G"], false, "Last session";
     TreeOpen = "tree.open", Tree, ["enter"], true, "Open thread";
     TreeCancel = "tree.cancel", Tree, ["x"], true, "Cancel subtree";
     TreeContinue = "tree.continue", Tree, ["r"], false, "Continue a stopped session";
@@ -148,6 +167,10 @@ actions! {
     BrowserClose = "browser.close", Browser, ["esc", "q"], true, "Close";
     HelpUp = "help.up", Help, ["up", "k"], false, "Scroll up";
     HelpDown = "help.down", Help, ["down", "j"], false, "Scroll down";
+    HelpPageUp = "help.page_up", Help, ["pgup"], false, "Scroll up a page";
+    HelpPageDown = "help.page_down", Help, ["pgdn", "space"], false, "Scroll down a page";
+    HelpTop = "help.top", Help, ["home", "g"], false, "Top";
+    HelpBottom = "help.bottom", Help, ["end", "G"], false, "Bottom";
     HelpClose = "help.close", Help, ["esc", "q", "?", "f1"], true, "Close";
     Mcp = "global.mcp", Global, ["f6"], false, "MCP servers: status and tools";
     McpUp = "mcp.up", Mcp, ["up", "k"], false, "Scroll up";
@@ -161,6 +184,7 @@ actions! {
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
+    ApprovalThread = "approval.thread", Approval, ["ctrl+g", "t"], true, "Read the asking session's thread (the prompt stays docked below; again: back)";
     TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
     TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";
     DiffUp = "diff.up", Diff, ["up", "k"], false, "Scroll up";

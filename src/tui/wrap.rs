@@ -67,11 +67,48 @@ struct Token {
     width: usize,
 }
 
+/// Columns between tab stops: a tab is drawn as spaces up to the next multiple of 8
+/// columns of its logical line, as a terminal does.
+pub const TAB_STOP: usize = 8;
+
+/// `line` with each tab replaced by spaces up to the next [`TAB_STOP`] (columns
+/// counted from the line's start); the line itself when it has no tab.
+pub fn expand_tabs(line: &Line<'_>) -> Line<'static> {
+    let mut col = 0;
+    let spans = line
+        .spans
+        .iter()
+        .map(|span| {
+            let mut text = String::with_capacity(span.content.len());
+            for g in span.content.graphemes(true) {
+                if g == "\t" {
+                    let n = TAB_STOP - col % TAB_STOP;
+                    text.extend(std::iter::repeat_n(' ', n));
+                    col += n;
+                } else {
+                    text.push_str(g);
+                    col += cluster_width(g);
+                }
+            }
+            Span::styled(text, span.style)
+        })
+        .collect::<Vec<_>>();
+    let mut out = Line::from(spans).style(line.style);
+    out.alignment = line.alignment;
+    out
+}
+
 fn tokens(line: &Line<'_>) -> Vec<Token> {
     let mut out: Vec<Token> = Vec::new();
+    let expanded;
+    let line = if line.spans.iter().any(|s| s.content.contains('\t')) {
+        expanded = expand_tabs(line);
+        &expanded
+    } else {
+        line
+    };
     for span in &line.spans {
         for g in span.content.graphemes(true) {
-            let g = if g == "\t" { " " } else { g };
             let space = g == " ";
             let w = cluster_width(g);
             match out.last_mut() {
@@ -129,8 +166,8 @@ impl Rows {
 
 /// Wraps `rline` to at most `width_cols` columns (at least 1 row; an empty line gives
 /// one empty row). Whitespace at a wrap point is dropped; a word longer than a row
-/// fills the current row and is broken between grapheme clusters. A tab counts as one
-/// space. Only a single cluster wider than the whole row (a 2-column emoji at width 1)
+/// fills the current row and is broken between grapheme clusters. A tab goes to the
+/// next tab stop ([`TAB_STOP`]). Only a single cluster wider than the whole row (a 2-column emoji at width 1)
 /// can exceed it.
 pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
     let max = usize::from(width_cols.max(1));
@@ -192,6 +229,13 @@ pub fn wrap(rline: &RLine, width_cols: u16) -> Vec<Line<'static>> {
 /// Cuts `line` to `width_cols` columns, ending with `…` when something was cut; cuts
 /// fall between grapheme clusters.
 pub fn truncate(line: &Line<'_>, width_cols: u16) -> Line<'static> {
+    let expanded;
+    let line = if line.spans.iter().any(|s| s.content.contains('\t')) {
+        expanded = expand_tabs(line);
+        &expanded
+    } else {
+        line
+    };
     let max = usize::from(width_cols);
     let total: usize = line.spans.iter().map(|s| width(&s.content)).sum();
     if total <= max {

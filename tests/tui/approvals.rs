@@ -264,10 +264,14 @@ fn the_help_overlay_lists_the_prompts_keys_and_ctrl_c_still_quits() {
         Some(&("y".to_string(), "Allow once"))
     );
     h.press(KeyCode::F(1));
-    for _ in 0..60 {
+    let mut screen = h.screen(80, 40);
+    for _ in 0..200 {
+        if screen.contains("Deny, with a reason") {
+            break;
+        }
         h.press(KeyCode::Down);
+        screen = h.screen(80, 40);
     }
-    let screen = h.screen(80, 40);
     assert!(screen.contains("Approval prompt"), "{screen}");
     assert!(
         screen.contains("Deny, with a reason for the model"),
@@ -279,4 +283,54 @@ fn the_help_overlay_lists_the_prompts_keys_and_ctrl_c_still_quits() {
     h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
     assert!(h.app.should_quit());
     assert!(h.drain().is_empty(), "quitting answers nothing");
+}
+
+/// Issue 23 item 8: Ctrl+g in the prompt opens the asking child's thread with the
+/// prompt docked below; the thread scrolls, `y` still answers, Ctrl+g goes back.
+#[test]
+fn ctrl_g_docks_the_prompt_to_read_the_asking_thread_and_it_still_answers() {
+    let mut h = with_child_asking("cargo test --lib");
+    h.drain();
+    h.key(KeyCode::Char('g'), KeyModifiers::CONTROL);
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::LoadTranscript {
+            session_id: CHILD.into()
+        }],
+        "the asking session's thread opens"
+    );
+    assert!(h.app.approvals().docked());
+    assert_eq!(h.app.focus(), Focus::Chat);
+    h.load(
+        CHILD,
+        Some(ROOT),
+        "explorer",
+        vec![
+            msg(json!({"role": "user", "content": "Run the tests"})),
+            msg(json!({"role": "assistant", "content": "I will run cargo test now."})),
+        ],
+    );
+    let screen = h.screen(80, 24);
+    assert!(screen.contains("I will run cargo test now."), "{screen}");
+    assert!(screen.contains("Approval needed · docked"), "{screen}");
+    assert!(screen.contains("$ cargo test --lib"), "{screen}");
+    assert!(screen.contains("back to the prompt"), "{screen}");
+    insta::assert_snapshot!("approval_docked_80", screen);
+    // The chat takes its keys (nothing answers), Ctrl+g brings the prompt back…
+    h.press(KeyCode::Up);
+    h.press(KeyCode::Down);
+    assert!(h.drain().is_empty());
+    h.key(KeyCode::Char('g'), KeyModifiers::CONTROL);
+    assert!(!h.app.approvals().docked());
+    assert!(h.screen(80, 24).contains("wants to run bash"));
+    // …and docked again, `y` answers from the thread.
+    h.press(KeyCode::Char('t'));
+    assert!(h.app.approvals().docked());
+    h.press(KeyCode::Char('y'));
+    let once = ApprovalDecision::Allow {
+        scope: AllowScope::Once,
+    };
+    assert_eq!(h.drain(), [resolved(CHILD, "call_7", once)]);
+    assert!(h.app.approvals().is_empty());
+    assert_eq!(h.app.composer_text(), "half-written");
 }

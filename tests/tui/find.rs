@@ -244,3 +244,22 @@ fn matches_in_a_streaming_reply_and_new_messages_are_counted_as_they_arrive() {
         "the current match stays"
     );
 }
+
+/// Issue 23 item 5: the bar's hint is true in each mode — while typing `n` types into
+/// the query, so it says Enter / Shift+Enter; after Enter it says n / N.
+#[test]
+fn the_find_bar_hint_names_the_keys_that_work_now() {
+    let mut h = with_haystack();
+    ctrl(&mut h, 'f');
+    h.type_text("n");
+    let screen = h.screen(100, 24);
+    assert!(
+        screen.contains("Enter next · Shift+Enter prev · Esc close"),
+        "{screen}"
+    );
+    assert!(!screen.contains("n next"), "{screen}");
+    h.type_text("eedle");
+    h.press(KeyCode::Enter);
+    let screen = h.screen(100, 24);
+    assert!(screen.contains("n next · N prev · Esc close"), "{screen}");
+}

@@ -336,3 +336,42 @@ fn the_diff_overlay_scrolls_and_d_in_the_chat_diffs_the_open_thread() {
     h.press(KeyCode::Home);
     assert!(h.screen(80, 24).contains("--- a/src/lib.rs"));
 }
+
+/// Issue 23 item 8: a failure the person has seen stays acknowledged after a restart
+/// (the acknowledgement is kept in the state directory), until its status changes.
+#[test]
+fn a_seen_failure_stays_seen_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seen").join("project.json");
+    let listing = || {
+        vec![
+            stored(ROOT, None, "arbor", SessionStatus::Completed, 0),
+            stored(CHILD, Some(ROOT), "explorer", SessionStatus::Failed, 1),
+            stored(SIBLING, Some(ROOT), "tester", SessionStatus::Interrupted, 2),
+        ]
+    };
+    let start = |listed: Vec<Metadata>| {
+        let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
+        h.app
+            .set_seen_store(arbor::tui::state::seen::SeenStore::load(path.clone()));
+        h.drain();
+        h.app.handle(AppEvent::SessionsListed(Ok(listed)));
+        h
+    };
+    let mut h = start(listing());
+    assert_eq!(h.app.needs_you_count(), 2);
+    h.key(KeyCode::Char('g'), KeyModifiers::CONTROL); // opens the failed explorer
+    assert_eq!(h.app.needs_you_count(), 1);
+    drop(h);
+    let h = start(listing());
+    assert_eq!(
+        h.app.needs_you_count(),
+        1,
+        "the seen failure does not count again after a restart"
+    );
+    // Continued and failed again later (another process): it counts again.
+    let mut again = listing();
+    again[1] = stored(CHILD, Some(ROOT), "explorer", SessionStatus::Failed, 600);
+    let h = start(again);
+    assert_eq!(h.app.needs_you_count(), 2);
+}

@@ -83,7 +83,7 @@ fn interrupted_sessions_show_as_interrupted_in_the_tree_and_the_thread() {
     let mut h = crashed_tree();
     let screen = h.screen(80, 24);
     assert!(
-        screen.contains("! Survey the repo…"),
+        screen.contains("! Survey the repo an…"),
         "the root shows its title and the interrupted glyph: {screen}"
     );
     assert!(!screen.contains(" arbor"), "{screen}");
@@ -227,4 +227,31 @@ fn a_title_replaces_the_agent_name_in_the_tree_when_it_arrives() {
     let screen = h.screen(80, 24);
     assert!(screen.contains("· Fix the flaky pars…"), "{screen}");
     assert!(!screen.contains("· arbor"), "{screen}");
+}
+
+/// Issue 23 item 12: the status bar says how to continue a stopped session — `r` on
+/// the selected node in the tree, and where to press it from its open thread.
+#[test]
+fn an_interrupted_session_says_r_continues_it() {
+    let mut h = crashed_tree();
+    select(&mut h, CHILD);
+    let screen = h.screen(100, 24);
+    assert!(
+        screen.contains("r Continue this stopped session"),
+        "{screen}"
+    );
+    h.press(KeyCode::Enter);
+    h.load(
+        CHILD,
+        Some(ROOT),
+        "explorer",
+        vec![msg(json!({"role": "user", "content": "List the modules"}))],
+    );
+    assert_eq!(h.app.focus(), Focus::Chat);
+    let screen = h.screen(100, 24);
+    assert!(screen.contains("r (in the tree) continues it"), "{screen}");
+    h.press(KeyCode::BackTab);
+    assert_eq!(h.app.focus(), Focus::Tree);
+    select(&mut h, SIBLING); // completed: nothing to continue
+    assert!(!h.screen(100, 24).contains("Continue this stopped"));
 }

@@ -7,6 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::{App, Areas, Focus, Overlay};
+use crate::session::SessionStatus;
 use crate::session::ids::short_id;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::pending::PendingPrompt;
@@ -20,7 +21,7 @@ use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
 use crate::tui::views::diff::DiffView;
 use crate::tui::views::find::{FindBarView, FindMarks};
-use crate::tui::views::help::HelpView;
+use crate::tui::views::help::{HelpView, help_area};
 use crate::tui::views::mcp::McpView;
 use crate::tui::views::palette::{PaletteView, popup_area};
 use crate::tui::views::pending::{self, PendingView};
@@ -31,8 +32,10 @@ use crate::tui::views::wall::WallView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
 pub const NARROW_WIDTH: u16 = 60;
-/// Tree pane width on wide terminals.
+/// Tree pane width on wide terminals: a quarter of the width, at least this…
 pub const TREE_WIDTH: u16 = 30;
+/// …and at most this (never more than a third).
+pub const TREE_MAX_WIDTH: u16 = 48;
 /// From this width the wall opens beside the thread (parent left, children right)
 /// instead of over it.
 pub const WALL_BESIDE_WIDTH: u16 = 140;
@@ -54,6 +57,8 @@ struct Panes {
     composer: Option<Rect>,
     /// The wall, while open: beside the panes on wide terminals, else over them.
     wall: Option<Rect>,
+    /// The docked approval prompt below the panes (zero height unless docked).
+    dock: Rect,
 }
 
 impl App {
@@ -78,13 +83,26 @@ impl App {
             keymap: &self.keymap,
             theme: &self.theme,
         }
-        .layout(panes.main);
+        .layout(panes.main)
+        .filter(|_| !self.approvals.docked());
         if let Some(p) = prompt {
             self.approvals.clamp_scroll(p.body_rows, p.body_visible);
         }
         if let Some(d) = &mut self.diff {
             d.set_page(DiffView::page(panes.main));
         }
+        // The help overlay scrolls within its lines; a page is its height.
+        let help = ratatui::widgets::Block::bordered().inner(help_area(panes.main));
+        let rows = HelpView {
+            keymap: &self.keymap,
+            theme: &self.theme,
+            scroll: 0,
+        }
+        .lines(help.width)
+        .len();
+        let max = rows.saturating_sub(usize::from(help.height));
+        self.help_scroll = self.help_scroll.min(u16::try_from(max).unwrap_or(u16::MAX));
+        self.help_page = help.height.saturating_sub(1).max(1);
         let focused = self.composer_focused();
         self.composer
             .set_focused(focused, self.theme.style(Slot::Base));
@@ -162,7 +180,7 @@ impl App {
             }
         }
         let context = match (self.overlay, self.focus) {
-            _ if !self.approvals.is_empty() => Context::Approval,
+            _ if !self.approvals.is_empty() && !self.approvals.docked() => Context::Approval,
             _ if self.trust.is_some() => Context::Trust,
             (Overlay::None, Focus::Tree | Focus::Chat) if self.find.is_some() => Context::Find,
             (Overlay::Help, _) => Context::Help,
@@ -188,7 +206,7 @@ impl App {
                 .map(|c| &c.note)
                 .or(self.note.as_ref()),
             reload: self.reload_text(),
-            hints: self.keymap.hints(context),
+            hints: self.hints(context),
             mouse_off: (!self.mouse_capture).then(|| self.keymap.label(Action::Mouse)),
             theme: &self.theme,
         };
@@ -213,13 +231,19 @@ impl App {
             };
             frame.render_widget(&view, panes.main);
         }
-        // The approval prompt is modal: above every pane and overlay.
+        // The approval prompt is modal: above every pane and overlay (docked: below
+        // the panes).
         let prompt = ApprovalView {
             queue: &self.approvals,
             keymap: &self.keymap,
             theme: &self.theme,
         };
-        frame.render_widget(&prompt, panes.main);
+        let area = if self.approvals.docked() {
+            panes.dock
+        } else {
+            panes.main
+        };
+        frame.render_widget(&prompt, area);
     }
 
     /// Pane areas for a frame of `area`: the status bar at the bottom; the tree beside
@@ -228,6 +252,19 @@ impl App {
     fn panes(&self, area: Rect) -> Panes {
         let [main, status] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        let dock_h = if self.approvals.docked() {
+            let view = ApprovalView {
+                queue: &self.approvals,
+                keymap: &self.keymap,
+                theme: &self.theme,
+            };
+            view.docked_height(main.width)
+                .min(main.height.saturating_sub(4))
+        } else {
+            0
+        };
+        let [main, dock] =
+            Layout::vertical([Constraint::Min(1), Constraint::Length(dock_h)]).areas(main);
         let (body, wall) = match self.overlay {
             Overlay::Wall if area.width >= WALL_BESIDE_WIDTH => {
                 let [left, right] =
@@ -240,7 +277,9 @@ impl App {
         };
         let narrow = body.width < NARROW_WIDTH;
         let (tree, right) = if !narrow {
-            let w = TREE_WIDTH.min(body.width / 3);
+            let w = (body.width / 4)
+                .clamp(TREE_WIDTH, TREE_MAX_WIDTH)
+                .min(body.width / 3);
             let [t, r] =
                 Layout::horizontal([Constraint::Length(w), Constraint::Min(1)]).areas(body);
             (Some(t), Some(r))
@@ -259,6 +298,7 @@ impl App {
             pending: Rect::default(),
             composer: None,
             wall,
+            dock,
         };
         if let Some(right) = right {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
@@ -282,6 +322,47 @@ impl App {
         panes
     }
 
+    /// The status bar's hints for `context`, led by how to continue a stopped
+    /// session: the selected node's (tree), or the open thread's when interrupted.
+    fn hints(&self, context: Context) -> Vec<(String, &'static str)> {
+        let mut hints = self.keymap.hints(context);
+        let key = self.keymap.label(Action::TreeContinue);
+        let status_of = |id: Option<&str>| id.and_then(|id| self.tree.get(id)).map(|n| n.status);
+        let stopped = |s: Option<SessionStatus>| {
+            matches!(
+                s,
+                Some(
+                    SessionStatus::Interrupted
+                        | SessionStatus::Failed
+                        | SessionStatus::Cancelled
+                        | SessionStatus::Paused
+                )
+            )
+        };
+        let lead = match context {
+            Context::Tree if stopped(status_of(self.tree.selected.as_deref())) => {
+                Some((key, "Continue this stopped session"))
+            }
+            Context::Chat | Context::Composer
+                if status_of(self.thread.as_ref().and_then(|t| t.session_id.as_deref()))
+                    == Some(SessionStatus::Interrupted) =>
+            {
+                Some((key, "(in the tree) continues it"))
+            }
+            _ => None,
+        };
+        if let Some(lead) = lead.filter(|(k, _)| !k.is_empty()) {
+            hints.insert(0, lead);
+        }
+        // A docked approval prompt: Esc brings it back instead of cancelling.
+        if self.approvals.docked() && matches!(context, Context::Tree | Context::Chat) {
+            let cancel = self.keymap.label(Action::CancelTurn);
+            hints.retain(|(k, _)| *k != cancel);
+            hints.insert(0, ("Esc".to_string(), "Back to the approval prompt"));
+        }
+        hints
+    }
+
     /// The provider banner: shown while no provider is available.
     fn banner(&self) -> Option<BannerView<'_>> {
         let text = self.provider_label.as_ref().err()?;
@@ -295,7 +376,7 @@ impl App {
     fn composer_focused(&self) -> bool {
         self.focus == Focus::Composer
             && self.overlay == Overlay::None
-            && self.approvals.is_empty()
+            && (self.approvals.is_empty() || self.approvals.docked())
             && self.trust.is_none()
     }
 
@@ -309,7 +390,7 @@ impl App {
                     theme: &self.theme,
                     scroll: self.help_scroll,
                 };
-                frame.render_widget(&view, centered(area, 72, area.height.saturating_sub(2)));
+                frame.render_widget(&view, help_area(area));
             }
             Overlay::Mcp => {
                 let view = McpView {

@@ -8,8 +8,9 @@ use super::{App, ThemeSource};
 use crate::agent::Registry;
 use crate::agent::reload::{RegistryDiff, ReloadEvent};
 use crate::engine::TurnOutcome;
-use crate::session::{EngineEvent, Event, LoadedSession, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
+use crate::tui::state::cells::CellKind;
 use crate::tui::state::thread_earlier::EarlierCells;
 use crate::tui::state::tree::agent_from_id;
 use crate::tui::theme::Theme;
@@ -110,6 +111,7 @@ impl App {
         match result {
             Ok(list) => {
                 self.tree.load(&list);
+                self.apply_seen(&list);
                 if std::mem::take(&mut self.continue_last) {
                     match self.tree.latest_root().map(str::to_string) {
                         Some(id) => self.open_thread(&id),
@@ -146,9 +148,25 @@ impl App {
                     self.tree.expand(&m.session_id);
                 }
                 let id = m.session_id.clone();
+                let first = loaded
+                    .transcript
+                    .iter()
+                    .find(|m| matches!(m, Message::User(_)))
+                    .map(Message::text);
                 match earlier {
                     Some(end) => thread.load_tail(*loaded, end),
                     None => thread.load(*loaded),
+                }
+                // Sub-sessions are told apart by their tasks (the tree shows them).
+                if let Some(text) = first {
+                    self.tree.set_task(&id, &text);
+                }
+                for cell in &thread.cells {
+                    if let CellKind::Task(card) = &cell.kind
+                        && let Some(child) = &card.child
+                    {
+                        self.tree.set_task(child, &card.instruction);
+                    }
                 }
                 if let Some(f) = self.inflight.get(&id) {
                     thread.seed_stream(&f.text, &f.thinking, &self.theme);

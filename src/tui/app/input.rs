@@ -23,7 +23,7 @@ impl App {
     }
 
     fn context(&self) -> Context {
-        if !self.approvals.is_empty() {
+        if !self.approvals.is_empty() && !self.approvals.docked() {
             return Context::Approval;
         }
         if self.trust.is_some() {
@@ -75,11 +75,7 @@ impl App {
             return;
         }
         let action = self.keymap.resolve(context, &binding);
-        if context == Context::Approval && action != Some(Action::Quit) {
-            let now = self.clock.now();
-            if let KeyOutcome::Emit(a) = self.approvals.handle_key(&key, action, now) {
-                self.apply(a);
-            }
+        if self.approval_key(context, &key, &binding, action) {
             return;
         }
         if context == Context::Trust && action != Some(Action::Quit) {
@@ -167,6 +163,9 @@ impl App {
             }
             Action::TreeUp => self.tree.move_selection(-1),
             Action::TreeDown => self.tree.move_selection(1),
+            Action::TreeTop | Action::TreeBottom => {
+                self.tree.select_end(action == Action::TreeBottom)
+            }
             Action::TreeCollapse => self.tree.set_collapsed(true),
             Action::TreeExpand => self.tree.set_collapsed(false),
             Action::TreeOpen => {
@@ -265,6 +264,7 @@ impl App {
             | Action::ApprovalDenyNow
             | Action::ApprovalUp
             | Action::ApprovalDown
+            | Action::ApprovalThread
             | Action::TrustYes
             | Action::TrustNo => {}
             Action::TreeDiff => {
@@ -315,6 +315,14 @@ impl App {
             Action::WallClose => self.close_wall(),
             Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
             Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
+            Action::HelpPageUp => {
+                self.help_scroll = self.help_scroll.saturating_sub(self.help_page)
+            }
+            Action::HelpPageDown => {
+                self.help_scroll = self.help_scroll.saturating_add(self.help_page)
+            }
+            Action::HelpTop => self.help_scroll = 0,
+            Action::HelpBottom => self.help_scroll = u16::MAX,
             Action::Find => self.open_find(),
             Action::PrevMessage | Action::NextMessage => {
                 self.step_message(action == Action::PrevMessage)

@@ -13,6 +13,7 @@
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
 mod cancel;
+mod approval_dock;
 mod copy;
 mod diff;
 mod draw;
@@ -159,6 +160,8 @@ pub struct App {
     /// The diff overlay's content (kept while `overlay` is `Diff`).
     diff: Option<DiffState>,
     help_scroll: u16,
+    /// Rows the help overlay showed at once in the last frame (its page).
+    help_page: u16,
     /// The MCP view's servers (as last listed) and first row shown.
     mcp: Vec<crate::tool::mcp::McpServerStatus>,
     mcp_scroll: u16,
@@ -192,6 +195,8 @@ pub struct App {
     notify: Notify,
     /// The sessions that needed the person after the last event (to notice new ones).
     needs_you: HashSet<String>,
+    /// Failed / interrupted sessions the person has seen, kept across restarts.
+    seen: super::state::seen::SeenStore,
     /// A notification for the run loop to write to the terminal.
     notification: Option<Notification>,
     /// Clipboard copies and mouse-capture changes for the run loop to write.
@@ -231,6 +236,7 @@ impl App {
             browser: BrowserState::default(),
             diff: None,
             help_scroll: 0,
+            help_page: 1,
             mcp: Vec::new(),
             mcp_scroll: 0,
             note: None,
@@ -251,6 +257,7 @@ impl App {
             areas: Areas::default(),
             notify: Notify::default(),
             needs_you: HashSet::new(),
+            seen: Default::default(),
             notification: None,
             terminal_writes: Vec::new(),
             mouse_capture: true,
@@ -297,9 +304,11 @@ impl App {
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
-            AppEvent::ModelSwitched { session_id, result } => {
-                self.on_model_switched(session_id, result)
-            }
+            AppEvent::ModelSwitched {
+                session_id,
+                result,
+                warning,
+            } => self.on_model_switched(session_id, result, warning),
             AppEvent::CommandFailed {
                 session_id,
                 message,

@@ -4,6 +4,9 @@
 //! root sessions — to it ([`EngineCommand::SetModel`]); the answer is a status-bar
 //! note, never a modal. The `/model NAME` slash command sends the same command.
 //!
+//! A choice with whitespace is refused (the composer keeps it: it was a message), and
+//! a model its provider's list lacks is switched to with a warning note.
+//!
 //! Owns: reading the choice from the composer and showing the result. Does not own:
 //! resolving or recording the choice (`Runtime::set_model`).
 
@@ -24,11 +27,25 @@ impl App {
     }
 
     /// Switches to `choice` (trimmed; `/model NAME` and the `global.model` key):
-    /// sends [`EngineCommand::SetModel`] and returns true, or — for an empty or
-    /// multi-line choice — only says how, and which model is in use now.
+    /// sends [`EngineCommand::SetModel`] and returns true, or — for an empty choice —
+    /// only says how, and which model is in use now. A choice with whitespace inside
+    /// is no model name (a message typed before the key): refused with a note, and the
+    /// composer keeps it.
     pub(super) fn switch_model_to(&mut self, choice: &str) -> bool {
         let model = choice.trim();
-        if model.is_empty() || model.contains('\n') {
+        if model.contains(char::is_whitespace) {
+            let key = self.keymap.label(Action::SwitchModel);
+            let shown: String = model.chars().take(30).collect();
+            let cut = if shown.len() < model.len() { "…" } else { "" };
+            self.set_note(
+                format!(
+                    "not a model name (it has spaces): \"{shown}{cut}\" stays in the composer; {key} takes MODEL or PROVIDER/MODEL"
+                ),
+                true,
+            );
+            return false;
+        }
+        if model.is_empty() {
             let now = match &self.provider_label {
                 Ok(label) => display_label(label),
                 Err(_) => "no provider".to_string(),
@@ -54,6 +71,7 @@ impl App {
         &mut self,
         session_id: Option<String>,
         result: Result<String, String>,
+        warning: Option<String>,
     ) {
         let label = match result {
             Ok(label) => label,
@@ -73,6 +91,9 @@ impl App {
         if session_id.as_deref() == open {
             self.provider_label = Ok(label.clone());
         }
-        self.set_note(format!("model {label} for {scope}"), false);
+        match warning {
+            Some(w) => self.set_note(format!("model {label} for {scope} · {w}"), true),
+            None => self.set_note(format!("model {label} for {scope}"), false),
+        }
     }
 }

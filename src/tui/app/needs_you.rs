@@ -2,6 +2,8 @@
 //! seen, noticing sessions that start needing the person (a notification when one is
 //! not the open thread: config `notify:`), and the jump key.
 //!
+//! Seeing a failed or interrupted session is kept across restarts (`state::seen`).
+//!
 //! Owns: when to notify and what the notification says, and the jump. Does not own:
 //! the rule itself (`state::tree::needs_you`) or the bytes (`notify`).
 
@@ -9,9 +11,11 @@ use std::collections::HashSet;
 
 use super::App;
 use crate::config::Notify;
-use crate::session::{EngineEvent, SessionStatus};
+use crate::session::{EngineEvent, Metadata, SessionStatus};
 use crate::tui::app_event::AppEvent;
+use crate::tui::clock::parse_ts;
 use crate::tui::notify::Notification;
+use crate::tui::state::seen::SeenStore;
 use crate::tui::views::WAITING_GLYPH;
 
 impl App {
@@ -19,6 +23,62 @@ impl App {
     /// [`Notify::Bell`] until set).
     pub fn set_notify(&mut self, notify: Notify) {
         self.notify = notify;
+    }
+
+    /// Uses `seen` (loaded by `tui::run` from `Paths::seen_file`) from now on: stored
+    /// sessions the person already saw fail or stop do not count again.
+    pub fn set_seen_store(&mut self, seen: SeenStore) {
+        self.seen = seen;
+    }
+
+    /// After a listing: marks seen the listed sessions whose acknowledgement still
+    /// holds (same status, not updated since; `state::seen`).
+    pub(super) fn apply_seen(&mut self, listed: &[Metadata]) {
+        for m in listed {
+            let now = self.tree.get(&m.session_id).map(|n| n.status);
+            let holds = self
+                .seen
+                .acknowledged(&m.session_id, m.status, parse_ts(&m.last_updated));
+            if now == Some(m.status) && holds {
+                self.tree.mark_seen(&m.session_id);
+            } else if !holds && let Err(e) = self.seen.forget(&m.session_id) {
+                tracing::warn!("needs-you acknowledgements not saved: {e}");
+            }
+        }
+    }
+
+    /// Keeps the acknowledgements in step with the tree: the open failed or interrupted
+    /// session is recorded as seen; one whose status changed since is forgotten.
+    fn persist_seen(&mut self, open: Option<&str>) {
+        let now = self.clock.now();
+        let mut errors = Vec::new();
+        if let Some(node) = open.and_then(|id| self.tree.get(id))
+            && node.seen
+            && matches!(
+                node.status,
+                SessionStatus::Failed | SessionStatus::Interrupted
+            )
+            && self.seen.status_of(&node.id) != Some(node.status)
+        {
+            let (id, status) = (node.id.clone(), node.status);
+            errors.extend(self.seen.record(&id, status, now).err());
+        }
+        let moved: Vec<String> = self
+            .seen
+            .ids()
+            .filter(|id| {
+                self.tree
+                    .get(id)
+                    .is_some_and(|n| Some(n.status) != self.seen.status_of(id))
+            })
+            .map(str::to_string)
+            .collect();
+        for id in moved {
+            errors.extend(self.seen.forget(&id).err());
+        }
+        if let Some(e) = errors.first() {
+            tracing::warn!("needs-you acknowledgements not saved: {e}");
+        }
     }
 
     /// Takes the notification due, if any (the run loop writes it to the terminal).
@@ -51,6 +111,7 @@ impl App {
         if let Some(id) = &open {
             self.tree.mark_seen(id);
         }
+        self.persist_seen(open.as_deref());
         let now: HashSet<String> = self
             .tree
             .needs_you_ids()

@@ -122,9 +122,13 @@ impl App {
             })
             .map(|n| {
                 let short: String = n.id.chars().take(8).collect();
+                let when = n
+                    .created
+                    .map(|c| format!(" · {}", when_created(c, self.clock.now())))
+                    .unwrap_or_default();
                 PopupItem {
                     label: n.label().to_string(),
-                    detail: format!("#{short} · {} · {}", n.agent, n.status.as_str()),
+                    detail: format!("#{short} · {} · {}{when}", n.agent, n.status.as_str()),
                     value: n.id.clone(),
                 }
             })
@@ -205,17 +209,48 @@ impl App {
             Slash::Wall => self.act(Action::ChatWall),
             Slash::Diff => self.act(Action::ChatDiff),
             Slash::Model => {
-                self.switch_model_to(arg);
+                // A refused choice stays in the composer to fix.
+                if !self.switch_model_to(arg) && !arg.trim().is_empty() {
+                    self.composer.set_text(&format!("/model {arg}"));
+                }
             }
             Slash::New | Slash::Clear => {
-                self.thread = Some(Thread::new_root(self.default_agent.clone()));
+                // `/new` keeps the open thread's agent (or takes AGENT); `/clear` goes
+                // back to the default agent and closes the find bar.
+                let agent = match command {
+                    Slash::New if !arg.trim().is_empty() => {
+                        let name = arg.trim();
+                        if self.registry.get(name).is_none() {
+                            self.set_note(
+                                format!("no agent {name}: /agents lists them (F2)"),
+                                true,
+                            );
+                            self.composer.set_text(&format!("/new {arg}"));
+                            return;
+                        }
+                        Some(name.to_string())
+                    }
+                    Slash::New => self
+                        .thread
+                        .as_ref()
+                        .and_then(|t| t.agent.clone())
+                        .filter(|a| self.registry.get(a).is_some())
+                        .or_else(|| self.default_agent.clone()),
+                    _ => {
+                        self.find = None;
+                        self.default_agent.clone()
+                    }
+                };
+                let who = agent.clone().unwrap_or_else(|| "the default agent".into());
+                self.thread = Some(Thread::new_root(agent));
                 self.overlay = Overlay::None;
                 self.focus = Focus::Composer;
-                let note = match (command, open) {
-                    (Slash::Clear, Some(id)) => {
-                        format!("fresh session · #{} stays in the tree", short(&id))
-                    }
-                    _ => "new session: the next message starts it".to_string(),
+                let kept = open
+                    .map(|id| format!(" · #{} stays in the tree", short(&id)))
+                    .unwrap_or_default();
+                let note = match command {
+                    Slash::Clear => format!("fresh session{kept}"),
+                    _ => format!("new session with {who}: the next message starts it{kept}"),
                 };
                 self.set_note(note, false);
             }
@@ -284,4 +319,15 @@ impl App {
 
 fn short(id: &str) -> String {
     id.chars().take(8).collect()
+}
+
+/// When a session was created, for the `/resume` list: its age within a day
+/// (`5m ago`), else its date (`2025-03-01`, UTC).
+fn when_created(created: jiff::Timestamp, now: jiff::Timestamp) -> String {
+    let age = crate::tui::clock::millis_between(created, now);
+    if age < 86_400_000 {
+        crate::tui::views::tree::format_age(age)
+    } else {
+        created.strftime("%Y-%m-%d").to_string()
+    }
 }

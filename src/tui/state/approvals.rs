@@ -14,7 +14,9 @@
 //! reason (typed after the deny key; Enter sends, Esc goes back to the prompt), deny
 //! at once (Esc), scroll a long command or diff. For [`ANSWER_GRACE_MS`] after a
 //! prompt comes to the front its answer keys are ignored, so keys typed for the
-//! composer just before it appeared answer nothing.
+//! composer just before it appeared answer nothing. `approval.thread` docks the front
+//! prompt below the panes so the asking session's thread can be read (the `App` opens
+//! it); docked, the answer keys still answer and the same key brings it back.
 //!
 //! Owns: the queue, the reason being typed, the scroll of the front prompt, and what
 //! "always" means for a call ([`PendingApproval::always`]). Does not own: sending the
@@ -83,6 +85,9 @@ pub struct ApprovalQueue {
     scroll: u16,
     /// When the front prompt came to the front.
     front_since: Option<Timestamp>,
+    /// The front prompt is docked below the panes while the person reads the asking
+    /// session's thread (`approval.thread`); a new front prompt undocks.
+    docked: bool,
 }
 
 impl ApprovalQueue {
@@ -130,6 +135,16 @@ impl ApprovalQueue {
     /// The deny reason being typed, when the person pressed the deny key.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
+    }
+
+    /// Whether the front prompt is docked (the panes take the keys but its answers).
+    pub fn docked(&self) -> bool {
+        self.docked && !self.pending.is_empty()
+    }
+
+    /// Docks the front prompt (`true`) or shows it over everything again.
+    pub fn set_docked(&mut self, docked: bool) {
+        self.docked = docked && !self.pending.is_empty();
     }
 
     /// First body row of the front prompt to show.
@@ -303,6 +318,7 @@ impl ApprovalQueue {
         if self.front_key() != before {
             self.reason = None;
             self.scroll = 0;
+            self.docked = false;
             self.front_since = self.front().map(|_| now);
         }
     }

@@ -25,6 +25,9 @@ use crate::tui::wrap::{RLine, truncate, wrap};
 /// Lines of a tool's arguments or result shown when a card is expanded.
 const EXPANDED_MAX_LINES: usize = 40;
 
+/// Characters of a collapsed task card's instruction shown (its first line).
+const TASK_LINE_CHARS: usize = 220;
+
 /// Progress of one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
@@ -416,10 +419,15 @@ fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {
             block_rows("response:", r, meta, &mut rows);
         }
     } else {
-        rows.push(Row::Clip(Line::from(Span::styled(
-            format!("  “{}”", first_line(&card.instruction)),
-            meta,
-        ))));
+        // The instruction's first line uses the width: wrapped, up to about three
+        // rows at 80 columns.
+        let first = first_line(&card.instruction);
+        let shown: String = first.chars().take(TASK_LINE_CHARS).collect();
+        let cut = if shown.len() < first.len() { "…" } else { "" };
+        rows.push(Row::Wrap(RLine::indented(
+            Line::from(Span::styled(format!("  “{shown}{cut}”"), meta)),
+            3,
+        )));
         // Why it failed stays visible collapsed: a refused spawn says which limit held.
         if status == ToolStatus::Failed
             && let Some(r) = card.response.as_deref().filter(|r| !r.trim().is_empty())

@@ -10,7 +10,8 @@
 //! and attachments stop at [`MAX_TOTAL_BYTES`]; a binary file (a NUL byte, or not
 //! UTF-8) is named but not attached. A mention that names no such file stays text.
 //!
-//! Owns: listing, matching and attaching. Does not own: when the list is made (off
+//! Owns: listing, matching and attaching, and collapsing attachments for the chat
+//! (`collapse_attachments`). Does not own: when the list is made (off
 //! the UI thread: `EngineCommand::ListProjectFiles`) or the keys (`app::palette`).
 
 use std::collections::HashSet;
@@ -225,6 +226,38 @@ fn cut_at(s: &str, max: usize) -> (&str, bool) {
         end -= 1;
     }
     (&s[..end], true)
+}
+
+/// A user message as the chat shows it: leading `<context_file paths="@a → /abs/a">…
+/// </context_file>` blocks (attached `@file` mentions) collapse to one line,
+/// `📎 attached notes.txt, src/lib.rs`, then the person's text. `None` for text
+/// without attachments (shown as is).
+pub fn collapse_attachments(text: &str) -> Option<String> {
+    const START: &str = "<context_file paths=\"";
+    const END: &str = "</context_file>";
+    let mut rest = text;
+    let mut names: Vec<String> = Vec::new();
+    while let Some(after) = rest.trim_start().strip_prefix(START) {
+        let Some((paths, _)) = after.split_once('"') else {
+            break;
+        };
+        let Some(end) = after.find(END) else {
+            break;
+        };
+        for p in paths.split(", ") {
+            let shown = p.split(" → ").next().unwrap_or(p).trim();
+            names.push(shown.trim_start_matches('@').to_string());
+        }
+        rest = &after[end + END.len()..];
+    }
+    if names.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "📎 attached {}\n{}",
+        names.join(", "),
+        rest.trim_start()
+    ))
 }
 
 #[cfg(test)]

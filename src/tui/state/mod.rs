@@ -29,6 +29,7 @@ pub mod palette;
 pub mod palette_commands;
 pub mod pending;
 pub mod rows;
+pub mod seen;
 pub mod stream;
 pub mod thread;
 pub mod thread_earlier;

@@ -61,16 +61,16 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
     SlashSpec {
         command: Slash::New,
         name: "new",
-        args: "",
+        args: "[AGENT]",
         needs_arg: false,
-        help: "New root session",
+        help: "New root session with the open thread's agent (or AGENT); the old one stays in the tree",
     },
     SlashSpec {
         command: Slash::Clear,
         name: "clear",
         args: "",
         needs_arg: false,
-        help: "Start afresh in a new root session (the old one stays in the tree)",
+        help: "Start afresh: a new root session with the default agent, the find bar closed (the old one stays in the tree)",
     },
     SlashSpec {
         command: Slash::Resume,

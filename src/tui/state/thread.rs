@@ -254,7 +254,8 @@ impl Thread {
 
     /// Shows the user's message at once; the matching `message:appended` confirms it.
     pub fn push_user_echo(&mut self, text: &str) {
-        let i = self.push(CellKind::User(text.into()));
+        let shown = super::mentions::collapse_attachments(text);
+        let i = self.push(CellKind::User(shown.as_deref().unwrap_or(text).into()));
         self.echo = Some(i);
         self.scroll = Scroll::Follow;
     }

@@ -26,12 +26,18 @@ impl Thread {
         }
         match message {
             Message::User(m) => {
+                // The message's text is shared with the cell unless attachments
+                // collapse.
+                let shown = match super::mentions::collapse_attachments(&m.content) {
+                    Some(collapsed) => Text::from(collapsed),
+                    None => m.content.clone(),
+                };
                 if let Some(i) = self.echo.take()
-                    && matches!(self.cells.get(i).map(|c| &c.kind), Some(CellKind::User(t)) if t.trim() == m.content.trim())
+                    && matches!(self.cells.get(i).map(|c| &c.kind), Some(CellKind::User(t)) if t.trim() == shown.trim())
                 {
                     return;
                 }
-                self.push(CellKind::User(m.content.clone()));
+                self.push(CellKind::User(shown));
             }
             Message::System(m) => {
                 self.push(CellKind::Notice(m.content.clone()));
@@ -63,6 +69,13 @@ impl Thread {
                     }
                 }
                 self.flush_text(&mut text);
+                // A reply cut short by a cancel says so (an error has its own card).
+                let meta = a.metadata.as_ref();
+                if meta.and_then(|m| m.get("partial")) == Some(Value::Bool(true))
+                    && meta.and_then(|m| m.get_str("error")).is_none()
+                {
+                    self.push(CellKind::Notice(PARTIAL_NOTE.into()));
+                }
                 for call in &a.tool_calls {
                     self.card(&call.id, &call.tool, &call.arguments);
                 }
@@ -241,6 +254,9 @@ pub(super) fn result_status(content: &str, is_error: bool) -> ToolStatus {
         ToolStatus::Done
     }
 }
+
+/// The notice under a reply the turn's cancel cut short.
+pub const PARTIAL_NOTE: &str = "⋯ partial reply: the turn was cancelled before it finished";
 
 #[cfg(test)]
 mod tests {

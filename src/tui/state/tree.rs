@@ -33,6 +33,7 @@ use crate::session::metadata::{FileChange, record_file_change};
 use crate::session::protocol::{
     OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent,
 };
+use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
@@ -48,6 +49,12 @@ pub struct Node {
     pub status: SessionStatus,
     /// Start of the current or last turn (or creation).
     pub started: Option<Timestamp>,
+    /// When the session was created (metadata `created`, else its first bus event).
+    pub created: Option<Timestamp>,
+    /// A sub-session's task: the title (`session::title::title_from`) of the
+    /// instruction it was given (its first user message, or its parent's `task` card),
+    /// so siblings running the same agent can be told apart.
+    pub task: Option<String>,
     /// End of the last turn; `None` while running.
     pub ended: Option<Timestamp>,
     /// This session's own tokens (input + output).
@@ -87,6 +94,8 @@ impl Node {
             model: None,
             model_via: None,
             started: None,
+            created: None,
+            task: None,
             ended: None,
             tokens: 0,
             cost: None,
@@ -111,6 +120,11 @@ impl Node {
             Some(_) => None,
             None => self.parent.as_deref(),
         }
+    }
+
+    /// Milliseconds since the session was created (`None` when unknown).
+    pub fn age_ms(&self, now: Timestamp) -> Option<u64> {
+        self.created.map(|c| millis_between(c, now))
     }
 
     /// Milliseconds of the current turn (running) or of the last one.
@@ -238,6 +252,7 @@ impl SessionTree {
             node.status = m.status;
             node.title = m.name.clone().filter(|n| !n.trim().is_empty());
             node.started = last_turn_start(m);
+            node.created = parse_ts(&m.created);
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
@@ -344,6 +359,7 @@ impl SessionTree {
         };
         if new {
             node.started = ts;
+            node.created = ts;
         }
         match &event.msg {
             EngineEvent::SessionStatus(SessionStatusEvent { status })
@@ -362,6 +378,14 @@ impl SessionTree {
                     set_resolved(node, resolved);
                 }
             }
+            EngineEvent::MessageAppended(appended) => {
+                if node.parent.is_some()
+                    && node.task.is_none()
+                    && let crate::session::Message::User(_) = &appended.message
+                {
+                    node.task = title_from(&appended.message.text());
+                }
+            }
             EngineEvent::ToolPost(post) => {
                 if let Some(change) = &post.file_changed {
                     record_file_change(&mut node.files_changed, change);
@@ -378,6 +402,26 @@ impl SessionTree {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Sets sub-session `id`'s task from its `instruction` unless it has one (a
+    /// loaded transcript: the parent's `task` card, or the session's first message).
+    pub fn set_task(&mut self, id: &str, instruction: &str) {
+        if let Some(node) = self.nodes.get_mut(id)
+            && node.task.is_none()
+            && node.parent.is_some()
+        {
+            node.task = title_from(instruction);
+        }
+    }
+
+    /// Selects the first (`last` false) or the last visible row.
+    pub fn select_end(&mut self, last: bool) {
+        let rows = self.rows();
+        let row = if last { rows.last() } else { rows.first() };
+        if let Some(r) = row {
+            self.selected = Some(r.node.id.clone());
         }
     }
 

@@ -10,6 +10,9 @@
 //! pictures (`␛`) and bidirectional or invisible format characters as `⟨U+202E⟩`, so
 //! nothing in a command can redraw or reorder what the person reads.
 //!
+//! Docked (`approval.thread`), the prompt is a strip below the panes: the head, the
+//! first row of the command or change, and the answer keys.
+//!
 //! Owns: how the prompt looks and how tall it is. Does not own: the queue or its keys
 //! (`state::approvals`), where it goes on screen (`app::draw`).
 
@@ -190,6 +193,7 @@ impl ApprovalView<'_> {
         }
         answers.push((Action::ApprovalDeny, " deny with a reason".to_string()));
         answers.push((Action::ApprovalDenyNow, " deny".to_string()));
+        answers.push((Action::ApprovalThread, " read its thread first".to_string()));
         let keys = answer_keys(self.keymap, self.theme, &answers);
         wrap(&RLine::new(keys), width)
     }
@@ -204,8 +208,75 @@ impl ApprovalView<'_> {
     }
 }
 
+impl ApprovalView<'_> {
+    /// Rows the docked prompt takes at `width` (borders included; 0 when no prompt
+    /// waits): the head, the first row of the command or change, the answer keys.
+    pub fn docked_height(&self, width: u16) -> u16 {
+        let Some(front) = self.queue.front() else {
+            return 0;
+        };
+        let inner = width.saturating_sub(4).max(1);
+        let rows = 1 + 1 + self.docked_footer(front, inner).len() + 2;
+        u16::try_from(rows).unwrap_or(u16::MAX)
+    }
+
+    /// The docked prompt's keys: the answers, then the key back to the full prompt.
+    fn docked_footer(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
+        if self.queue.reason().is_some() {
+            return self.footer(front, width);
+        }
+        let keys = answer_keys(
+            self.keymap,
+            self.theme,
+            &[
+                (Action::ApprovalAllow, " allow once".to_string()),
+                (Action::ApprovalAlways, " always".to_string()),
+                (Action::ApprovalDeny, " deny…".to_string()),
+                (Action::ApprovalThread, " back to the prompt".to_string()),
+            ],
+        );
+        wrap(&RLine::new(keys), width)
+    }
+
+    /// The docked prompt in `area` (the strip `app::draw` keeps below the panes).
+    fn render_docked(&self, front: &PendingApproval, area: Rect, buf: &mut Buffer) {
+        Clear.render(area, buf);
+        let mut title = format!(" {WAITING_GLYPH} Approval needed · docked ");
+        if self.queue.len() > 1 {
+            title = format!(
+                " {WAITING_GLYPH} Approval needed · docked · 1 of {} ",
+                self.queue.len()
+            );
+        }
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_type(BorderType::Thick)
+            .border_style(self.theme.style(Slot::TreeWaiting))
+            .title(Line::from(title).style(self.theme.style(Slot::Title)))
+            .padding(Padding::horizontal(1))
+            .style(self.theme.style(Slot::Base));
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let w = inner.width;
+        let mut rows: Vec<Line<'static>> = self.head(front, w).into_iter().take(1).collect();
+        rows.extend(self.body(front, w).into_iter().take(1));
+        rows.extend(self.docked_footer(front, w));
+        for (y, row) in rows.iter().take(usize::from(inner.height)).enumerate() {
+            let y = inner.y + u16::try_from(y).unwrap_or(0);
+            buf.set_line(inner.x, y, &truncate(row, w), w);
+        }
+    }
+}
+
 impl Widget for &ApprovalView<'_> {
+    /// The modal prompt centered in `area`, or — docked — the prompt filling `area`.
     fn render(self, area: Rect, buf: &mut Buffer) {
+        if let Some(front) = self.queue.front()
+            && self.queue.docked()
+        {
+            self.render_docked(front, area, buf);
+            return;
+        }
         let (Some(front), Some(layout)) = (self.queue.front(), self.layout(area)) else {
             return;
         };

@@ -37,9 +37,10 @@ pub fn body_area(area: Rect) -> Rect {
     )
 }
 
-/// Width cells are wrapped to inside `area` (the body minus the gutter).
+/// Width cells are wrapped to inside `area`: the body minus the gutter and one
+/// column of margin before the right border.
 pub fn wrap_width(area: Rect) -> u16 {
-    body_area(area).width.saturating_sub(1).max(1)
+    body_area(area).width.saturating_sub(2).max(1)
 }
 
 impl ChatView<'_> {

@@ -1,4 +1,5 @@
-//! The composer pane: a bordered text area; the title says where a message goes.
+//! The composer pane: a bordered text area (one column of padding inside each
+//! border); the title says where a message goes.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -22,6 +23,13 @@ impl Widget for &ComposerView<'_> {
         let block = pane_block(self.title.clone(), self.focused, self.theme);
         let inner = block.inner(area);
         block.render(area, buf);
-        self.composer.widget().render(inner, buf);
+        // One column of padding inside each border.
+        let text = Rect::new(
+            inner.x.saturating_add(1),
+            inner.y,
+            inner.width.saturating_sub(2),
+            inner.height,
+        );
+        self.composer.widget().render(text, buf);
     }
 }

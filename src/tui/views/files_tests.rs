@@ -70,7 +70,7 @@ fn rows_count_the_files_changed_below_them() {
     // Too narrow to spell it out beside the agent's name: `✎3`, the name whole.
     let narrow = render(&tree, 30);
     assert!(
-        narrow.contains("✓ implementer") && narrow.contains("✎3 42s"),
+        narrow.contains("✓ implementer") && narrow.contains("✎3 1m ago"),
         "{narrow}"
     );
     insta::assert_snapshot!("tree_30_files", narrow);

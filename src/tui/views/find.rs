@@ -21,7 +21,8 @@ use crate::tui::state::thread::Thread;
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{plain, truncate, width};
 
-/// The find bar: ` Find query▏  3 of 17  n next · N prev · Esc close`.
+/// The find bar: ` Find query▏  3 of 17  Enter next · Shift+Enter prev · Esc close`
+/// while typing, `n next · N prev · Esc close` once Enter left the query.
 pub struct FindBarView<'a> {
     pub find: &'a Find,
     pub keymap: &'a Keymap,
@@ -35,12 +36,18 @@ impl Widget for &FindBarView<'_> {
         }
         let bar = self.theme.style(Slot::StatusBar);
         buf.set_style(Rect::new(area.x, area.y, area.width, 1), bar);
-        // The last chord of each (`n`, `N`, `Esc`): the status bar shows the first.
+        // While typing, a text chord (`n`) types into the query: the keys shown are
+        // the others (`Enter`, `Shift+Enter`); after Enter, the last chord of each
+        // (`n`, `N`) — what works then.
+        let editing = self.find.editing;
         let key = |a: Action| {
-            self.keymap
-                .keys_for(a)
-                .last()
-                .map_or_else(String::new, ToString::to_string)
+            let keys = self.keymap.keys_for(a);
+            let shown = if editing {
+                keys.iter().find(|k| !k.is_text())
+            } else {
+                keys.last()
+            };
+            shown.map_or_else(String::new, ToString::to_string)
         };
         let cursor = if self.find.editing { "▏" } else { "" };
         let label = self.find.label();

@@ -1,5 +1,10 @@
 //! The help overlay, generated from the keymap table (so overrides show) and the
-//! slash-command table.
+//! slash-command table: a section for every keymap context ([`Context::ALL`]), each
+//! binding's description wrapped under its keys, and a few notes the table cannot
+//! say (what Enter and Tab do while a turn runs, the composer's editing keys).
+//!
+//! Owns: the overlay's lines and drawing them scrolled. Does not own: the scroll
+//! position or its keys (`app`).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -7,9 +12,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Widget};
 
 use super::{pane_block, scrolled_lines};
-use crate::tui::keymap::{Context, Keymap, TABLE};
+use crate::tui::keymap::{Action, Context, Keymap, TABLE};
 use crate::tui::state::palette_commands::{SLASH_COMMANDS, usage};
 use crate::tui::theme::{Slot, Theme};
+use crate::tui::wrap::{RLine, wrap};
 
 /// The help overlay.
 pub struct HelpView<'a> {
@@ -19,28 +25,50 @@ pub struct HelpView<'a> {
     pub scroll: u16,
 }
 
+/// Keys and notes of a context that are not keymap actions: `(keys, description)`;
+/// `{submit}` / `{queue}` stand for the keys of `composer.submit` / `global.focus_next`.
+fn notes(ctx: Context) -> &'static [(&'static str, &'static str)] {
+    match ctx {
+        Context::Composer => &[
+            (
+                "{submit}",
+                "While the thread's turn runs: steer (the model reads it before its next call)",
+            ),
+            (
+                "{queue}",
+                "While the turn runs, with text: queue it as a turn of its own after this one",
+            ),
+            ("Ctrl+A / Ctrl+E", "Start / end of the line"),
+            ("Ctrl+U / Ctrl+K", "Delete to the start / end of the line"),
+            ("Ctrl+W, Alt+Backspace", "Delete the word before the cursor"),
+            ("Ctrl+L", "Clear the composer (Ctrl+Z brings it back)"),
+            ("Ctrl+Z / Ctrl+Y", "Undo / redo"),
+            ("Alt+B / Alt+F", "Word left / right"),
+        ],
+        _ => &[],
+    }
+}
+
 impl HelpView<'_> {
     /// Every help line at `width`: a heading per context, then `keys  description`
-    /// rows.
+    /// rows, descriptions wrapped under themselves.
     pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
-        let col = if width < 60 { 12 } else { 22 };
+        let col: usize = if width < 60 { 12 } else { 22 };
         let heading = self.theme.style(Slot::BrowserLabel);
         let key = self.theme.style(Slot::MdCode);
         let text = self.theme.style(Slot::Base);
+        // One column of margin on the left (`scrolled_lines`) and one on the right.
+        let room = width.saturating_sub(2);
+        let row = |keys: String, desc: &str, out: &mut Vec<Line<'static>>| {
+            let line = Line::from(vec![
+                Span::styled(format!("  {keys:<col$}"), key),
+                Span::styled(format!(" {desc}"), text),
+            ]);
+            let indent = u16::try_from(col + 3).unwrap_or(0);
+            out.extend(wrap(&RLine::indented(line, indent), room));
+        };
         let mut out = Vec::new();
-        for ctx in [
-            Context::Global,
-            Context::Tree,
-            Context::Chat,
-            Context::Composer,
-            Context::Palette,
-            Context::Browser,
-            Context::Help,
-            Context::Mcp,
-            Context::Approval,
-            Context::Trust,
-            Context::Diff,
-        ] {
+        for ctx in Context::ALL {
             if !out.is_empty() {
                 out.push(Line::default());
             }
@@ -52,10 +80,13 @@ impl HelpView<'_> {
                 } else {
                     keys
                 };
-                out.push(Line::from(vec![
-                    Span::styled(format!("  {keys:<col$}"), key),
-                    Span::styled(format!(" {}", spec.description), text),
-                ]));
+                row(keys, spec.description, &mut out);
+            }
+            for (keys, desc) in notes(ctx) {
+                let keys = keys
+                    .replace("{submit}", &self.keymap.label(Action::Submit))
+                    .replace("{queue}", &self.keymap.label(Action::FocusNext));
+                row(keys, desc, &mut out);
             }
         }
         out.push(Line::default());
@@ -64,10 +95,7 @@ impl HelpView<'_> {
             heading,
         )));
         for spec in SLASH_COMMANDS {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<col$}", usage(spec)), key),
-                Span::styled(format!(" {}", spec.help), text),
-            ]));
+            row(usage(spec), spec.help, &mut out);
         }
         out
     }
@@ -82,4 +110,9 @@ impl Widget for &HelpView<'_> {
         let lines = self.lines(inner.width);
         scrolled_lines(&lines, self.scroll, inner, buf);
     }
+}
+
+/// The help overlay's area in `main` (the frame above the status bar).
+pub fn help_area(main: Rect) -> Rect {
+    super::centered(main, 72, main.height.saturating_sub(2))
 }

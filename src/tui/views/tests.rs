@@ -197,9 +197,12 @@ fn collapsed_node_shows_running_sessions_below() {
         wide.contains("›▸ ⠋ ⚑1 zen-architect") && wide.contains(" ●1 30s 43.8k┃"),
         "{wide}"
     );
-    // Too narrow for the right-hand column: the count moves next to the fold glyph.
+    // Narrow: the time and tokens go first, the running count stays at the right.
     let narrow = render(&view, 16, 4);
-    assert!(narrow.contains("┃›▸ ●1 ⠋ ⚑1 ze…┃"), "{narrow}");
+    assert!(narrow.contains("┃›▸ ⠋ ⚑1 ze… ●1┃"), "{narrow}");
+    // Narrower still: the count moves next to the fold glyph.
+    let narrower = render(&view, 11, 4);
+    assert!(narrower.contains("┃›▸ ●1 ⠋ …┃"), "{narrower}");
 }
 
 #[test]

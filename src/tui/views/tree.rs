@@ -1,7 +1,10 @@
 //! The session tree pane: one row per visible session with status glyph, title (else
 //! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), the words
-//! `queued` / `paused` for those states, the spend against a budget (`15/10 tok`), elapsed
-//! time, tokens and (where known) cost rolled up the subtree. A collapsed node with running
+//! `queued` / `paused` for those states, the spend against a budget (`15/10 tok`), the
+//! running turn's elapsed time or else the session's age (`5m ago`, since created),
+//! tokens and (where known) cost rolled up the subtree; a narrow pane drops the cost,
+//! tokens and time before it cuts the label. A sub-session without a title shows its
+//! task after its agent (`explorer · List the modules`). A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
 //! `⚑` in the `tree.waiting` colour; a collapsed node with sessions below that need
@@ -70,7 +73,29 @@ pub fn files_label(files: usize, compact: bool) -> String {
     }
 }
 
+/// Columns of a row's label kept before its stats (the rest of the label is cut).
+const LABEL_ROOM: usize = 14;
+
+/// How old a session is: `12s ago`, `5m ago`, `3h ago`, `2d ago`.
+pub fn format_age(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s}s ago"),
+        60..3600 => format!("{}m ago", s / 60),
+        3600..86400 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86400),
+    }
+}
+
 impl TreeView<'_> {
+    /// The row's label as drawn: the title, else the agent and its task.
+    fn label_text(&self, node: &Node) -> String {
+        match (&node.title, &node.task) {
+            (None, Some(task)) => format!("{} · {task}", node.agent),
+            _ => node.label().to_string(),
+        }
+    }
+
     fn row_line(&self, row: &TreeRow<'_>, w: u16) -> Line<'static> {
         let node = row.node;
         let (glyph, slot) = if self.tree.is_waiting(&node.id) {
@@ -96,26 +121,32 @@ impl TreeView<'_> {
         let (flagged, budget_shown) = (word.is_some(), budget.is_some());
         parts.extend(word.map(str::to_string));
         parts.extend(budget);
-        parts.extend(node.elapsed_ms(self.now).map(format_elapsed));
+        // A running turn shows how long it runs; a stopped session how old it is.
+        let time = match node.age_ms(self.now) {
+            Some(age) if !node.status.turn_in_progress() => Some(format_age(age)),
+            _ => node.elapsed_ms(self.now).map(format_elapsed),
+        };
+        parts.extend(time);
         if row.tokens > 0 {
             parts.push(format_tokens(row.tokens));
         }
         if let Some(cost) = row.cost {
             parts.push(format_cost(cost));
         }
-        // A row that spells out its state or budget keeps those and drops the cost,
-        // tokens and elapsed time (in that order) when the pane is too narrow.
+        // The title goes first: the cost, tokens and time are dropped (in that order)
+        // when the pane is too narrow for them beside some of the label; a row that
+        // spells out its state or budget keeps those.
         let keep = usize::from(flagged) + usize::from(budget_shown);
-        if keep > 0 {
-            // Room for the indent, fold, glyph and some of the label.
-            let left = 6 + 2 * row.depth + width(node.label()).min(10);
-            let fits = |parts: &[String]| width(&parts.join(" ")) + 1 + left <= usize::from(w);
-            while parts.len() > keep && !fits(&parts) {
-                parts.pop();
-            }
-            if budget_shown && !fits(&parts) {
-                parts[keep - 1] = node.budget_label(true).unwrap_or_default();
-            }
+        // Room for the indent, fold, glyph and some of the label.
+        let left = 6 + 2 * row.depth + width(&self.label_text(node)).min(LABEL_ROOM);
+        let fits = |parts: &[String]| {
+            parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
+        };
+        while parts.len() > keep && !fits(&parts) {
+            parts.pop();
+        }
+        if budget_shown && !fits(&parts) {
+            parts[keep - 1] = node.budget_label(true).unwrap_or_default();
         }
         let mut right = parts.join(" ");
         let waiting = self.theme.style(Slot::TreeWaiting);
@@ -138,6 +169,10 @@ impl TreeView<'_> {
             node.label().to_string(),
             self.theme.style(Slot::Base),
         ));
+        // A sub-session without a title says what it was asked to do.
+        if let (None, Some(task)) = (&node.title, &node.task) {
+            left.spans.push(Span::styled(format!(" · {task}"), meta));
+        }
         // A root that names a parent it is not shown under says why.
         if let Some(d) = node.detached {
             left.spans
