@@ -6,8 +6,8 @@
 //! or when the hub is dropped), each server's lifecycle (`server`: `initialize` within
 //! its timeout, a crashed server restarted by the next call with a note, a server that
 //! cannot start reported by name while the other servers' tools still work), and the
-//! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text, cancel stops a
-//! call). Does not own: which servers a session mounts or whether a project may start
+//! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text capped like
+//! `bash` output, cancel or `call_timeout` stops a call). Does not own: which servers a session mounts or whether a project may start
 //! them (the engine reads `config::mcp` and `config::trust`), approvals (MCP tools ask
 //! by default, `config::approvals`), or showing anything.
 
@@ -94,7 +94,8 @@ impl McpHub {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(existing) = servers.get(&spec.name) {
             let same = existing.spec.transport == spec.transport
-                && existing.spec.init_timeout == spec.init_timeout;
+                && existing.spec.init_timeout == spec.init_timeout
+                && existing.spec.call_timeout == spec.call_timeout;
             return if same {
                 Ok(existing.clone())
             } else {
