@@ -90,6 +90,7 @@ pub const KNOWN_MODULES: &[&str] = &[
     "tool-filesystem",
     "tool-search",
     "tool-task",
+    "tool-delegate",
     "tool-bash",
     "tool-mcp",
 ];
