@@ -17,6 +17,9 @@
 //! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `sandbox`: the kernel sandbox of `bash` and stdio MCP servers (Landlock, a
+//!   seccomp filter, namespaces hiding key files) and its `arbor __sandbox` helper;
+//!   uses `config` and `paths` only.
 //! - `config`: `config.yaml`, the mount plan, overlay merge, YAML reading.
 //! - `session`: ids, messages, token usage, metadata, the store, the protocol (events,
 //!   commands, the event bus).
@@ -37,6 +40,7 @@ pub mod engine;
 pub mod paths;
 pub mod provider;
 pub mod routing;
+pub mod sandbox;
 pub mod session;
 pub mod tool;
 pub mod tui;

@@ -1,10 +1,21 @@
 //! arbor's binary: parse the command line, start logging and the panic hook, dispatch.
 //! Errors are printed as one `arbor: …` line (the cause chain joined by `: `, scrubbed of
 //! credentials), exit 1; a closed stdout ends the process quietly with exit code 141.
+//! `arbor __sandbox …` is the sandbox helper (`arbor::sandbox`), handled before
+//! anything else starts.
 
 use clap::Parser;
 
 fn main() {
+    // The sandbox helper (`arbor __sandbox …`) must run while the process has one
+    // thread: it enters a user namespace, then `exec`s the confined command.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(arbor::sandbox::HELPER_ARG))
+    {
+        std::process::exit(arbor::sandbox::helper_main(
+            std::env::args_os().skip(2).collect(),
+        ));
+    }
     let cli = arbor::cli::Cli::parse();
     let paths = arbor::paths::Paths::from_env();
     let log_guard = arbor::cli::logging::init(&paths.log_file);

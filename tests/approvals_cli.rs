@@ -130,6 +130,11 @@ fn headless_without_yes_touches_nothing_and_says_how_to_allow() {
         .unwrap();
     assert_eq!(required["data"]["command"], "echo hi > out.txt");
     assert_eq!(required["data"]["agent"], "arbor");
+    // The prompt says the command would run in the kernel sandbox (issue #22).
+    assert_eq!(
+        required["data"]["sandbox"],
+        "sandboxed: writes ./, no network"
+    );
 }
 
 #[test]

@@ -481,7 +481,7 @@ fn doctor_reports_without_printing_keys() {
     );
     assert!(!stdout.contains("sk-doctor-secret"));
     assert!(stdout.contains("present (config file)"), "{stdout}");
-    assert!(stdout.contains("reachable, 1 models listed"), "{stdout}");
+    assert!(stdout.contains("reachable, 1 model listed"), "{stdout}");
     assert!(stdout.contains("broken.md:2:"), "{stdout}");
     assert!(stdout.contains("routing   matrix balanced"), "{stdout}");
     std::fs::remove_file(bad.join("broken.md")).unwrap();
@@ -588,4 +588,285 @@ fn a_closed_stdout_ends_the_command_quietly() {
             out.status
         );
     }
+}
+
+/// An OpenAI stream answering `text` and then calling `tool` with `args` (call `id`).
+fn sse_text_then_call(text: &str, id: &str, tool: &str, args: Value) -> String {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        let c = serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "scripted-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {c}\n\n")
+    };
+    let mut out = chunk(
+        serde_json::json!({"role": "assistant", "content": text}),
+        None,
+    );
+    out += &chunk(
+        serde_json::json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+            "function": {"name": tool, "arguments": args.to_string()}}]}),
+        None,
+    );
+    out += &chunk(serde_json::json!({}), Some("tool_calls"));
+    out + "data: [DONE]\n\n"
+}
+
+/// Issue 23 item 9: two assistant messages of one turn are separated by a blank line;
+/// a call denied for want of `--yes` is named on stderr with what allows it, and the
+/// run still succeeds.
+#[test]
+fn run_separates_messages_and_says_what_it_denied() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_text_then_call(
+            "I will write the notes.",
+            "w1",
+            "write_file",
+            serde_json::json!({"file_path": "notes.md", "content": "hi\n"}),
+        )),
+        Reply::Sse(sse_text("The write was denied.")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env.cmd().args(["run", "write notes"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout, "I will write the notes.\n\nThe write was denied.\n",
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("denied write_file `write notes.md`") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("approvals: {write_file: allow}"),
+        "{stderr}"
+    );
+    assert!(!env.project.join("notes.md").exists());
+}
+
+/// Issue 23 item 9: text piped to stdin follows the prompt; `-` is the piped text
+/// alone; `-` with nothing piped is an error saying so.
+#[test]
+fn run_reads_piped_stdin() {
+    let server = text_server("ok");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    env.cmd()
+        .args(["run", "summarise this"])
+        .write_stdin("line one\nline two\n")
+        .assert()
+        .success();
+    env.cmd()
+        .args(["run", "-"])
+        .write_stdin("the whole prompt\n")
+        .assert()
+        .success();
+    let users: Vec<String> = server.requests().iter().map(last_user_text).collect();
+    assert_eq!(
+        users,
+        ["summarise this\n\nline one\nline two", "the whole prompt"]
+    );
+    env.cmd()
+        .args(["run", "-"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("reads the prompt from stdin"));
+}
+
+/// Issue 23 item 9: `--output-format jsonl` starts with the root's `session:start`
+/// then its first status, and `provider:request` and `provider:response` name the
+/// same model.
+#[test]
+fn run_jsonl_starts_with_session_start_and_names_one_model() {
+    let server = text_server("hello");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env
+        .cmd()
+        .args(["run", "--output-format", "jsonl", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let lines = jsonl_lines(&out.stdout);
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["event"].as_str().unwrap_or("(final)"))
+        .collect();
+    assert_eq!(names[0], "session:start", "{names:?}");
+    assert_eq!(names[1], "session:status", "{names:?}");
+    let model_of = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l["event"] == name)
+            .map(|l| l["data"]["model"].clone())
+            .unwrap()
+    };
+    assert_eq!(model_of("provider:request"), "scripted-model");
+    assert_eq!(model_of("provider:response"), "scripted-model");
+}
+
+/// Issue 23 item 10: `--agent`, `--model` and `--bundle` are offered only by the
+/// commands they apply to, and still work where they do.
+#[test]
+fn flags_show_only_where_they_apply() {
+    let env = TestEnv::new();
+    let help = |args: &[&str]| {
+        let out = env.cmd().args(args).arg("--help").output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for args in [&["trust"][..], &["completions"][..]] {
+        let text = help(args);
+        for flag in ["--agent", "--model", "--bundle"] {
+            assert!(!text.contains(flag), "{args:?} offers {flag}:\n{text}");
+        }
+    }
+    for args in [
+        &["session", "list"][..],
+        &["agent", "list"][..],
+        &["doctor"][..],
+    ] {
+        let text = help(args);
+        assert!(text.contains("--bundle"), "{args:?}:\n{text}");
+        assert!(
+            !text.contains("--agent") && !text.contains("--model"),
+            "{args:?}:\n{text}"
+        );
+    }
+    let run = help(&["run"]);
+    for flag in ["--agent", "--model", "--bundle"] {
+        assert!(run.contains(flag), "run lacks {flag}:\n{run}");
+    }
+    let resume = help(&["session", "resume"]);
+    assert!(
+        resume.contains("--model") && !resume.contains("--agent"),
+        "{resume}"
+    );
+    // Given to a group, `--bundle` reaches its subcommands.
+    env.cmd()
+        .args(["agent", "list", "--bundle", "/nonexistent/bundle.md"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("/nonexistent/bundle.md"));
+}
+
+/// Issue 23 item 10: the text `agent list` warns about an untrusted project's agents
+/// as `--json` does; counts are singular for one.
+#[test]
+fn agent_list_text_warns_about_an_untrusted_project() {
+    let env = TestEnv::new();
+    let agents = env.project.join(".amplifier/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("helper.md"),
+        "---\nmeta:\n  name: helper\n  description: helps\ntools:\n  - module: tool-bash\n---\nHelp.\n",
+    )
+    .unwrap();
+    let out = env.cmd().args(["agent", "list"]).output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("helps (1 warning)"), "{stdout}");
+    assert!(
+        stderr.contains("warning: agent helper: project") && stderr.contains("is not trusted"),
+        "{stderr}"
+    );
+    let out = env
+        .cmd()
+        .args(["agent", "validate"])
+        .arg(agents.join("helper.md"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 agent, 0 invalid"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Issue 23 item 10: a missing root id says what was looked for, where, and how to
+/// look in every project; an ambiguous prefix lists its matches readably; the
+/// all-projects table has a project column, full ids and times to the second.
+#[test]
+fn session_ids_missing_ambiguous_and_listed_across_projects() {
+    let env = TestEnv::new();
+    let write = |id: &str, parent: Option<&str>| {
+        let dir = env.sessions_dir().join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({
+            "session_id": id, "parent_id": parent, "agent_name": "coder",
+            "created": "2025-03-01T12:00:05.123456789Z",
+            "last_updated": "2025-03-01T12:00:05.123456789Z", "status": "completed",
+            "working_dir": env.project.display().to_string(), "turn_count": 1,
+        });
+        std::fs::write(dir.join("metadata.json"), meta.to_string()).unwrap();
+        std::fs::write(dir.join("transcript.jsonl"), "").unwrap();
+    };
+    let a = "0123abcd-0000-4000-8000-000000000001";
+    let b = "0123abcd-0000-4000-8000-000000000002";
+    let child = "0123abcd00004000-00000000000000aa_coder";
+    write(a, None);
+    write(b, None);
+    write(child, Some(a));
+
+    let missing = "99999999-0000-4000-8000-000000000000";
+    let out = env
+        .cmd()
+        .args(["session", "show", missing])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("Root session '{missing}' not found")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Sub-session"), "{stderr}");
+    assert!(
+        stderr.contains(&env.project.display().to_string()),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("arbor session list --all-projects"),
+        "{stderr}"
+    );
+
+    let out = env
+        .cmd()
+        .args(["session", "show", "0123abcd-0000"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("matches 2 sessions: {a}, {b}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("[\""), "{stderr}");
+
+    let out = env
+        .cmd()
+        .env("TZ", "UTC")
+        .args(["session", "list", "--all-projects"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("PROJECT"), "{table}");
+    let row = lines.iter().find(|l| l.contains(child)).unwrap();
+    assert!(
+        row.starts_with(&env.project.display().to_string()),
+        "{table}"
+    );
+    assert!(row.contains(a), "the parent id in full: {table}");
+    assert!(row.contains("2025-03-01 12:00:05 "), "{table}");
+    assert!(!table.contains(".123456789"), "{table}");
+
+    let tree = env.cmd().args(["session", "tree"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&tree.stdout).contains("[completed] 1 turn\n"));
 }

@@ -166,7 +166,7 @@ fn a_child_at_its_budget_pauses_and_its_parent_says_so() {
     let tree = String::from_utf8_lossy(&tree.stdout);
     // The spender: 20 + 9 tokens at $1000/$2000 per million; the root: two calls.
     let spender_row = tree.lines().find(|l| l.contains(&child)).unwrap();
-    assert!(spender_row.contains("[paused] 1 turns"), "{tree}");
+    assert!(spender_row.contains("[paused] 1 turn"), "{tree}");
     assert!(
         spender_row.contains("· 29 tok $0.0380 · budget 29/10 tokens"),
         "{tree}"

@@ -51,7 +51,7 @@ fn an_unknown_keymap_action_or_key_fails_doctor_naming_it() {
 
     let (ok, out) = doctor(&env, &server, "keymap: {tree.cancel: c}\n", &[]);
     assert!(ok, "{out}");
-    assert!(out.contains("keymap    1 override(s)"), "{out}");
+    assert!(out.contains("keymap    1 override"), "{out}");
     assert!(out.contains("no problems found"), "{out}");
 }
 
@@ -130,7 +130,7 @@ fn a_bundle_arbor_cannot_run_fails_doctor_naming_the_modules() {
     let (ok, out) = doctor(&env, &server, "", &["--bundle", b]);
     assert!(ok, "{out}");
     assert!(
-        out.contains("delegation tool mounted: tool-delegate (1 agent(s) available)"),
+        out.contains("delegation tool mounted: tool-delegate (1 agent available)"),
         "{out}"
     );
 
@@ -142,4 +142,35 @@ fn a_bundle_arbor_cannot_run_fails_doctor_naming_the_modules() {
     .unwrap();
     let (ok, out) = doctor(&env, &server, "", &["--bundle", b]);
     assert!(ok, "{out}");
+}
+
+/// Issue 23 item 10: every bad config key and every bad keymap entry is reported,
+/// once each, with the config file's path once.
+#[test]
+fn doctor_reports_every_config_and_keymap_error_once() {
+    let env = TestEnv::new();
+    std::fs::write(&env.config, "notify: beep\nmouse: sometimes\n").unwrap();
+    let out = env.cmd().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("beep") && text.contains("sometimes"),
+        "{text}"
+    );
+    let path = env.config.display().to_string();
+    assert_eq!(text.matches(&path).count(), 1, "{text}");
+
+    let server = server();
+    let (ok, out) = doctor(
+        &env,
+        &server,
+        "keymap: {fly-to-moon: ctrl+q, swim: ctrl+w, tree.cancel: hyper+q}\n",
+        &[],
+    );
+    assert!(!ok, "{out}");
+    for needle in ["\"fly-to-moon\"", "\"swim\"", "\"hyper+q\""] {
+        assert_eq!(out.matches(needle).count(), 1, "{needle}: {out}");
+    }
+    assert_eq!(out.matches("  known   ").count(), 1, "{out}");
+    assert!(out.contains("problems  3"), "{out}");
 }

@@ -301,6 +301,62 @@ async fn always_holds_for_the_whole_tree_and_only_for_its_prefix() {
     );
 }
 
+/// Issue 22: an "always" answer to one prompt lets the other waiting calls of the tree
+/// that it covers run at once (`remembered`); the ones it does not cover still wait.
+#[tokio::test]
+async fn always_lets_the_other_waiting_calls_it_covers_run() {
+    let fx = Fixture::new(acting_plan(), &[], |r| match results(r).len() {
+        0 => vec![
+            Step::call("e1", "bash", json!({"command": "echo one"})),
+            Step::call("e2", "bash", json!({"command": "echo two"})),
+            Step::call("l1", "bash", json!({"command": "ls"})),
+            Step::call("x1", "bash", json!({"command": "echo three # x\ntouch M"})),
+        ],
+        _ => vec![Step::text("done")],
+    });
+    let Started {
+        rt,
+        mut rx,
+        id,
+        turn,
+    } = start_interactive(&fx);
+    let mut waiting = Vec::new();
+    while waiting.len() < 4 {
+        let e = until(&mut rx, is_required).await;
+        if let EngineEvent::ApprovalRequired(r) = &e.msg {
+            waiting.push(r.tool_call_id.clone());
+        }
+    }
+    let always = ApprovalDecision::Allow {
+        scope: AllowScope::AlwaysPrefix("echo".into()),
+    };
+    rt.resolve_approval(&id, "e1", always).unwrap();
+    // `echo two` is granted without an answer; `ls` and the comment trick still wait.
+    let granted = until(
+        &mut rx,
+        |e| matches!(&e.msg, EngineEvent::ApprovalGranted(g) if g.tool_call_id == "e2"),
+    )
+    .await;
+    let EngineEvent::ApprovalGranted(g) = &granted.msg else {
+        unreachable!()
+    };
+    assert_eq!(g.decision, DecisionKind::Remembered);
+    assert_eq!(g.rule.as_deref(), Some("bash(echo*)"));
+    assert!(
+        rt.resolve_approval(&id, "e2", ApprovalDecision::Deny { reason: None })
+            .is_err()
+    );
+    for call in ["l1", "x1"] {
+        rt.resolve_approval(&id, call, ApprovalDecision::Deny { reason: None })
+            .unwrap();
+    }
+    let out = turn.await.unwrap().unwrap();
+    assert_eq!(out.status, SessionStatus::Completed);
+    let last = fx.provider.requests().into_iter().last().unwrap();
+    assert!(result_of(&last, "e2").contains("two"));
+    assert!(result_of(&last, "x1").starts_with("denied by the person"));
+}
+
 #[tokio::test]
 async fn cancelling_while_a_call_waits_runs_nothing() {
     let fx = Fixture::new(acting_plan(), &[], |r| {

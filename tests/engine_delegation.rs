@@ -387,9 +387,8 @@ async fn context_depth_recent_quotes_the_last_parent_turns() {
         .unwrap();
     let first = last_user_text(&req);
     assert!(
-        first.starts_with(
-            "Context from the parent session (last 1 turns):\n\n> user: please delegate"
-        ),
+        first
+            .starts_with("Context from the parent session (last turn):\n\n> user: please delegate"),
         "{first}"
     );
     assert!(first.ends_with("\n\nYour task:\ngreet"), "{first}");

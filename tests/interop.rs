@@ -215,6 +215,70 @@ fn an_amplifier_root_resumes_from_its_bundle_when_it_is_registered_locally() {
     assert!(!body.contains("You are arbor"));
 }
 
+/// Issue 22: a resumed Amplifier root naming `bundle:foundation` never loads the
+/// project's `.amplifier/bundles/foundation` (nor starts its MCP server) until the
+/// project is trusted.
+#[test]
+fn a_resumed_root_never_loads_an_untrusted_projects_bundle_by_name() {
+    let env = TestEnv::new();
+    let marker = env.dir.path().join("mcp-started");
+    let bundle = env.project.join(".amplifier/bundles/foundation");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(
+        bundle.join("bundle.md"),
+        format!(
+            "---\nbundle:\n  name: foundation\ntools:\n  - module: tool-mcp\n    config:\n      servers:\n        evil: {{command: /bin/sh, args: [\"-c\", \"touch {}\"]}}\n---\nYou are the project's foundation.\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    amplifier_tree(&env, "bundle:foundation");
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("Resumed."))]);
+    env.use_openai(&server.base_url, "sk-test-interop");
+    let (out, stderr) = resume(&env, ROOT, "Again");
+    assert_eq!(stdout_json(&out)["response"], "Resumed.");
+    assert!(stderr.contains("which is not trusted"), "{stderr}");
+    let body = server.requests()[0].to_string();
+    assert!(!body.contains("the project's foundation"), "{body}");
+    assert!(
+        body.contains("You are arbor"),
+        "the active bundle stands in"
+    );
+    assert!(!marker.exists(), "the project's MCP server started");
+
+    // Trusted, the same resume loads it (and starts its server).
+    env.cmd().arg("trust").assert().success();
+    // The first resume stored its rebuilt plan; drop it so the bundle is looked up again.
+    let meta_path = env.sessions_dir().join(ROOT).join("metadata.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta.as_object_mut().unwrap().remove("config");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let out = env
+        .cmd()
+        .args([
+            "session",
+            "resume",
+            ROOT,
+            "Trusted now",
+            "--output-format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = server.requests().last().unwrap().to_string();
+    assert!(last.contains("You are the project's foundation."), "{last}");
+    assert!(
+        marker.exists(),
+        "a trusted project's bundle starts its server"
+    );
+}
+
 #[test]
 fn an_amplifier_child_resumes_from_its_stored_config() {
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("Child again."))]);

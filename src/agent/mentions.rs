@@ -13,19 +13,43 @@
 //! /abs/path">…</context_file>` blocks; the mentions stay in the text. A mention
 //! that does not resolve stays as text and is reported.
 //!
+//! What may be read (SPEC §12 "Trust", issue 22) — checked on the canonical path, so
+//! a symlink cannot lead out: never a private path (`config::private`: `/proc`,
+//! `/dev`, `/sys`, arbor's config, Amplifier's key files, `~/.ssh`, …); an `@ns:path`
+//! only inside bundle `ns`'s directory; and when the instruction is *confined* (it
+//! came from a project agent file, [`MentionRoots::confined`]) or the mention was
+//! found in a file inside the project, a path only inside the project
+//! ([`MentionRoots::project`]) — no `@~/…`, no absolute path, no `../` escape. A
+//! refused mention stays as text and is reported with the reason.
+//!
 //! Owns: [`parse_mentions`], [`expand`]. Does not own: deciding which namespaces
-//! exist (the caller's [`MentionRoots`]).
+//! exist, the project or the private paths (the caller's [`MentionRoots`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Where mentions resolve: bundle namespace → bundle directory, the working
-/// directory, and the home directory for `@~/…`.
+/// directory, and the home directory for `@~/…`; and what they may read.
 #[derive(Debug, Clone, Default)]
 pub struct MentionRoots {
     pub namespaces: HashMap<String, PathBuf>,
     pub cwd: PathBuf,
     pub home: Option<PathBuf>,
+    /// The project root (canonical): confined mentions, and mentions found in files
+    /// under it, resolve only inside it. `None`: no project is known.
+    pub project: Option<PathBuf>,
+    /// Whether the instruction's own mentions are confined to [`Self::project`] (it
+    /// came from a project agent file). With no project known, confined mentions
+    /// read nothing but namespaces.
+    pub confined: bool,
+    /// Paths never read, nor anything under them (`config::private::private_paths`).
+    pub private: Vec<PathBuf>,
+}
+
+/// Why a mention was not read.
+enum Miss {
+    NotFound,
+    Refused(String),
 }
 
 /// How deep mentions inside mentioned files are followed (foundation's `max_depth`).
@@ -117,25 +141,73 @@ pub fn parse_mentions(text: &str) -> Vec<String> {
     out
 }
 
-/// Foundation's `BaseMentionResolver.resolve`.
-fn resolve(mention: &str, roots: &MentionRoots) -> Option<PathBuf> {
-    let body = mention.strip_prefix('@')?;
+/// Foundation's `BaseMentionResolver.resolve`, then the checks of the module docs
+/// on the canonical path; `confined`: plain paths must stay inside the project.
+fn resolve(mention: &str, roots: &MentionRoots, confined: bool) -> Result<PathBuf, Miss> {
+    let body = mention.strip_prefix('@').ok_or(Miss::NotFound)?;
     if let Some((ns, name)) = body.split_once(':') {
-        let path = roots.namespaces.get(ns)?.join(name.trim_start_matches('/'));
-        return path.exists().then_some(path);
+        let base = roots.namespaces.get(ns).ok_or(Miss::NotFound)?;
+        let path = base.join(name.trim_start_matches('/'));
+        if !path.exists() {
+            return Err(Miss::NotFound);
+        }
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.clone());
+        return allowed(path, roots, Some(&base), "bundle");
     }
     let (path, with_md) = match body.strip_prefix("~/") {
         Some(rel) => {
-            let home = roots.home.as_ref()?;
+            if confined {
+                return Err(Miss::Refused(
+                    "a project agent file may not mention the home directory".into(),
+                ));
+            }
+            let home = roots.home.as_ref().ok_or(Miss::NotFound)?;
             (home.join(rel), home.join(format!("{rel}.md")))
         }
         None => (roots.cwd.join(body), roots.cwd.join(format!("{body}.md"))),
     };
-    if path.exists() {
-        Some(path)
+    let found = if path.exists() {
+        path
+    } else if with_md.exists() {
+        with_md
     } else {
-        with_md.exists().then_some(with_md)
+        return Err(Miss::NotFound);
+    };
+    if !confined {
+        return allowed(found, roots, None, "");
     }
+    match &roots.project {
+        Some(project) => allowed(found, roots, Some(project), "project"),
+        None => Err(Miss::Refused(
+            "a project agent file may mention only files of its project".into(),
+        )),
+    }
+}
+
+/// `path` canonicalized, unless it is private or (with `within`) outside `within`.
+fn allowed(
+    path: PathBuf,
+    roots: &MentionRoots,
+    within: Option<&Path>,
+    what: &str,
+) -> Result<PathBuf, Miss> {
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    if crate::config::private::is_private(&path, &roots.private) {
+        return Err(Miss::Refused(format!(
+            "{} is private (system, config or key files)",
+            path.display()
+        )));
+    }
+    if let Some(within) = within
+        && !path.starts_with(within)
+    {
+        return Err(Miss::Refused(format!(
+            "{} is outside the {what} ({})",
+            path.display(),
+            within.display()
+        )));
+    }
+    Ok(path)
 }
 
 /// foundation's `format_directory_listing`.
@@ -185,33 +257,58 @@ impl Files {
     }
 }
 
-fn load(mention: &str, roots: &MentionRoots, files: &mut Files, depth: usize) -> Option<PathBuf> {
-    let path = resolve(mention, roots)?;
-    let path = std::fs::canonicalize(&path).unwrap_or(path);
+fn load(
+    mention: &str,
+    roots: &MentionRoots,
+    files: &mut Files,
+    (depth, confined): (usize, bool),
+    warnings: &mut Vec<String>,
+) -> Result<PathBuf, Miss> {
+    let path = resolve(mention, roots, confined)?;
     if path.is_dir() {
         files.add(path.clone(), listing(&path));
-        return Some(path);
+        return Ok(path);
     }
-    let content = std::fs::read_to_string(&path).ok()?;
+    let content = std::fs::read_to_string(&path).map_err(|_| Miss::NotFound)?;
     if files.add(path.clone(), content.clone()) && depth < MAX_DEPTH {
+        // A file of the project (a cloned repository's) mentions only inside it.
+        let nested_confined =
+            confined || roots.project.as_ref().is_some_and(|p| path.starts_with(p));
         for nested in parse_mentions(&content) {
-            load(&nested, roots, files, depth + 1);
+            if let Err(Miss::Refused(why)) = load(
+                &nested,
+                roots,
+                files,
+                (depth + 1, nested_confined),
+                warnings,
+            ) {
+                warnings.push(format!("{nested} (in {}): refused: {why}", path.display()));
+            }
         }
     }
-    Some(path)
+    Ok(path)
 }
 
 /// `instruction` with the files its mentions name prepended as context blocks (see
-/// the module docs), and one warning per mention that did not resolve. Unchanged
-/// when it has no mention that resolves.
+/// the module docs), and one warning per mention that did not resolve or was
+/// refused (with the reason). Unchanged when it has no mention that resolves.
 pub fn expand(instruction: &str, roots: &MentionRoots) -> (String, Vec<String>) {
     let mut files = Files::default();
     let mut by_mention: Vec<(String, PathBuf)> = Vec::new();
     let mut warnings = Vec::new();
     for mention in parse_mentions(instruction) {
-        match load(&mention, roots, &mut files, 0) {
-            Some(path) => by_mention.push((mention, path)),
-            None => warnings.push(format!("{mention}: not found; left as text")),
+        match load(
+            &mention,
+            roots,
+            &mut files,
+            (0, roots.confined),
+            &mut warnings,
+        ) {
+            Ok(path) => by_mention.push((mention, path)),
+            Err(Miss::NotFound) => warnings.push(format!("{mention}: not found; left as text")),
+            Err(Miss::Refused(why)) => {
+                warnings.push(format!("{mention}: refused: {why}; left as text"));
+            }
         }
     }
     if files.files.is_empty() {
@@ -281,6 +378,7 @@ mod tests {
             namespaces: HashMap::from([("b".to_string(), bundle.clone())]),
             cwd: root.clone(),
             home: None,
+            ..Default::default()
         };
         let (out, warnings) = expand(
             "Use @b:context/a.md and @b:context/copy.md, not @missing/file.",
@@ -301,5 +399,72 @@ mod tests {
         assert_eq!(warnings, ["@missing/file.: not found; left as text"]);
         let (same, _) = expand("No mentions here.", &roots);
         assert_eq!(same, "No mentions here.");
+    }
+
+    #[test]
+    fn private_paths_escapes_and_outside_mentions_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let project = root.join("project");
+        let bundle = root.join("bundle");
+        let home = root.join("home");
+        for d in [&project, &bundle, &home.join(".ssh")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(root.join("outside.md"), "OUTSIDE").unwrap();
+        std::fs::write(home.join(".ssh/id"), "SSH-KEY").unwrap();
+        std::fs::write(home.join("notes.md"), "HOME-NOTES").unwrap();
+        std::fs::write(project.join("in.md"), "IN, see @../outside.md").unwrap();
+        std::fs::write(bundle.join("ctx.md"), "BUNDLE").unwrap();
+        std::os::unix::fs::symlink("/proc/self/environ", project.join("env.md")).unwrap();
+        let mut roots = MentionRoots {
+            namespaces: HashMap::from([("b".to_string(), bundle.clone())]),
+            cwd: project.clone(),
+            home: Some(home.clone()),
+            project: Some(project.clone()),
+            confined: false,
+            private: vec![PathBuf::from("/proc"), home.join(".ssh")],
+        };
+        // Any tier: private paths (directly or through a symlink) and namespace
+        // escapes are refused; the project file's own `../` mention too.
+        let (out, warnings) = expand(
+            "@/proc/self/environ @~/.ssh/id @env.md @b:../outside.md @b:ctx.md @in.md @~/notes.md",
+            &roots,
+        );
+        for kept in ["BUNDLE", "IN, see", "HOME-NOTES"] {
+            assert!(out.contains(kept), "{kept}: {out}");
+        }
+        for gone in ["SSH-KEY", "OUTSIDE", "PATH="] {
+            assert!(!out.contains(gone), "{gone}: {out}");
+        }
+        for mention in [
+            "@/proc/self/environ: refused",
+            "@~/.ssh/id: refused",
+            "@env.md: refused",
+            "@b:../outside.md: refused",
+            "@../outside.md (in ",
+        ] {
+            assert!(
+                warnings.iter().any(|w| w.starts_with(mention)),
+                "{mention}: {warnings:?}"
+            );
+        }
+        // A project agent file: nothing outside the project, no home, no absolute.
+        roots.confined = true;
+        let outside = root.join("outside.md").display().to_string();
+        let (out, warnings) = expand(
+            &format!("@../outside.md @{outside} @~/notes.md @in.md"),
+            &roots,
+        );
+        assert!(out.contains("IN, see"), "{out}");
+        assert!(
+            !out.contains("OUTSIDE") && !out.contains("HOME-NOTES"),
+            "{out}"
+        );
+        assert_eq!(
+            warnings.iter().filter(|w| w.contains("refused")).count(),
+            4,
+            "{warnings:?}"
+        );
     }
 }

@@ -3,7 +3,8 @@
 //! Owns: collecting agent definitions from the four tiers — `AMPLIFIER_AGENT_<NAME>`
 //! (env) → user dir → project dir → bundle — picking the first match per name, keeping
 //! the losers as `shadows`, `ns:name` lookups inside a bundle namespace, and
-//! withholding the tools of an untrusted project's agents (`config::trust`), and
+//! withholding the tools and providers of an untrusted project's agents
+//! (`config::trust`), and
 //! marking agents whose `sub_agents` break a tree invalid (`tree::check`). Does not
 //! own: parsing one file (`agent::file`), reading a directory of them in parallel and
 //! reusing unchanged parses (`files`), watching files (`agent::watcher`) or loading the
@@ -84,11 +85,18 @@ fn process_agent_vars() -> Vec<String> {
         .collect()
 }
 
-/// An untrusted project's agents add no tools (SPEC §12 "Trust"): the `tools` list of
-/// each agent from `agents_dir` is taken out of its overlay — the agent still loads and
-/// inherits its parent's tools, which come from the bundle — with a warning naming the
+/// The overlay keys an untrusted project's agents may not set (SPEC §12 "Trust",
+/// issue 22): `tools` (the agent inherits its parent's) and `providers` (the user's
+/// providers apply, so a cloned repository cannot point a model — and the system
+/// prompt it is sent — at a server of its choosing).
+const WITHHELD_UNTRUSTED: [&str; 2] = ["tools", "providers"];
+
+/// An untrusted project's agents add no tools and no providers (SPEC §12 "Trust"):
+/// the [`WITHHELD_UNTRUSTED`] lists of each agent from `agents_dir` are taken out of
+/// its overlay — the agent still loads and inherits its parent's tools and providers,
+/// which come from the bundle and the user's config — with a warning naming the
 /// withheld modules. Nothing changes once the project is trusted (`arbor trust`).
-fn withhold_untrusted_tools(paths: &Paths, agents_dir: &Path, defs: &mut [AgentDef]) {
+fn withhold_untrusted_powers(paths: &Paths, agents_dir: &Path, defs: &mut [AgentDef]) {
     let Some(root) = agents_dir.parent().and_then(Path::parent) else {
         return;
     };
@@ -96,25 +104,27 @@ fn withhold_untrusted_tools(paths: &Paths, agents_dir: &Path, defs: &mut [AgentD
         return;
     }
     for def in defs {
-        let Some(Value::Array(tools)) = def
-            .overlay
-            .as_object_mut()
-            .and_then(|m| m.shift_remove("tools"))
-        else {
-            continue;
-        };
-        if tools.is_empty() {
-            continue;
+        for key in WITHHELD_UNTRUSTED {
+            let Some(Value::Array(entries)) = def
+                .overlay
+                .as_object_mut()
+                .and_then(|m| m.shift_remove(key))
+            else {
+                continue;
+            };
+            if entries.is_empty() {
+                continue;
+            }
+            let names: Vec<String> = entries
+                .iter()
+                .map(|t| module_name(t).unwrap_or("?").to_string())
+                .collect();
+            def.warnings.push(format!(
+                "project {} is not trusted: {key} {} withheld (run `arbor trust` there to let its agents add {key})",
+                root.display(),
+                names.join(", ")
+            ));
         }
-        let names: Vec<String> = tools
-            .iter()
-            .map(|t| module_name(t).unwrap_or("?").to_string())
-            .collect();
-        def.warnings.push(format!(
-            "project {} is not trusted: tools {} withheld (run `arbor trust` there to let its agents add tools)",
-            root.display(),
-            names.join(", ")
-        ));
     }
 }
 
@@ -247,7 +257,7 @@ impl Registry {
             c.finish();
         }
         if let Some(dir) = &project_dir {
-            withhold_untrusted_tools(paths, dir, &mut project_agents);
+            withhold_untrusted_powers(paths, dir, &mut project_agents);
         }
         let tiers = [user_agents, project_agents, bundle_agents.clone()];
         for def in tiers.into_iter().flatten() {

@@ -19,7 +19,7 @@ use color_eyre::Result;
 use serde_json::{Value, json};
 
 use super::context::{Context, ContextOptions};
-use super::out;
+use super::out::{self, plural};
 use crate::agent::AgentDef;
 use crate::agent::registry::validate_file;
 use crate::agent::tree::outline_of_tree_with;
@@ -116,12 +116,22 @@ fn list(ctx: &Context, as_json: bool) -> Result<i32> {
         } else if !a.shadows.is_empty() {
             line = format!("{line} (shadows {})", a.shadows.len());
         }
+        if !a.warnings.is_empty() {
+            line = format!("{line} ({})", plural(a.warnings.len(), "warning"));
+        }
         outln!(
             "{:width$}  {:7}  {}",
             a.name,
             source.as_str().unwrap_or("?"),
             truncate(&line, 100)
         )?;
+    }
+    // What `--json` gives as `warnings` (an untrusted project's withheld tools among
+    // them), on stderr so the table stays the table.
+    for a in agents {
+        for w in &a.warnings {
+            out::warning(format!("agent {}: {w}", a.name));
+        }
     }
     Ok(0)
 }
@@ -212,7 +222,7 @@ fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {
             outln!("  warning: {w}")?;
         }
     }
-    outln!("{} agents, {} invalid", agents.len(), invalid)?;
+    outln!("{}, {} invalid", plural(agents.len(), "agent"), invalid)?;
     Ok(if invalid == 0 { 0 } else { 1 })
 }
 

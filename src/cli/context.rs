@@ -44,6 +44,12 @@ impl Context {
     /// config `bundle:`, else built-in) and the agent registry.
     pub fn load(options: &ContextOptions) -> Result<Self> {
         let paths = Paths::from_env();
+        if let Some(root) = crate::config::trust::project_root(&paths.cwd)
+            && let Some(message) =
+                crate::config::trust::trust_state(&paths, &root).changed_message(&root)
+        {
+            crate::cli::out::warning(message);
+        }
         let config = ArborConfig::load(&paths.config_file)?;
         let bundle_path = options.bundle.clone().or_else(|| config.bundle.clone());
         let bundle = match &bundle_path {

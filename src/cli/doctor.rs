@@ -34,7 +34,16 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     let mut ctx = match Context::load(&options) {
         Ok(ctx) => ctx,
         Err(e) => {
-            outln!("config    {}: {e:#}", config_path.display())?;
+            // Every bad key once, the path once (issue 23 item 10).
+            let errors = super::doctor_config::config_errors(&config_path);
+            if errors.is_empty() {
+                outln!("config    {}: {e:#}", config_path.display())?;
+            } else {
+                outln!("config    {} unusable:", config_path.display())?;
+                for error in &errors {
+                    outln!("  error   {error}")?;
+                }
+            }
             return Ok(1);
         }
     };
@@ -76,7 +85,10 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
                 outln!("  status  unusable: {e}")?;
             }
             Ok(p) => match tokio::time::timeout(LIST_TIMEOUT, p.list_models()).await {
-                Ok(Ok(models)) => outln!("  status  reachable, {} models listed", models.len())?,
+                Ok(Ok(models)) => outln!(
+                    "  status  reachable, {} listed",
+                    super::out::plural(models.len(), "model")
+                )?,
                 Ok(Err(e)) => {
                     problems += 1;
                     outln!("  status  not reachable: {e}")?;
@@ -97,9 +109,9 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     let active = active_matrix(&ctx.config, &ctx.paths.routing_dir());
     match &active.matrix {
         Some(m) => outln!(
-            "routing   matrix {} ({} roles)",
+            "routing   matrix {} ({})",
             m.name,
-            m.known_roles().len()
+            super::out::plural(m.known_roles().len(), "role")
         )?,
         None => outln!("routing   no usable matrix")?,
     }
@@ -117,7 +129,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     let warned = agents.iter().filter(|a| !a.warnings.is_empty()).count();
     outln!(
         "agents    {} loaded, {} invalid, {} with warnings",
-        agents.len(),
+        super::out::plural(agents.len(), "agent"),
         invalid.len(),
         warned
     )?;
@@ -135,6 +147,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     problems += super::doctor_checks::bundle(&ctx)?;
     problems += super::doctor_checks::keymap_and_themes(&ctx)?;
     problems += super::doctor_mcp::report(&ctx).await?;
+    problems += super::doctor_sandbox::report(&ctx).await?;
     if problems == 0 {
         outln!("ok        no problems found")?;
         Ok(0)
@@ -156,8 +169,8 @@ fn approvals_and_trust(ctx: &Context) -> Result<usize> {
         )?;
     } else {
         outln!(
-            "approvals {} rule(s) over the defaults",
-            rules.rules().len()
+            "approvals {} over the defaults",
+            super::out::plural(rules.rules().len(), "rule")
         )?;
     }
     for w in rules.warnings() {
@@ -180,9 +193,17 @@ fn approvals_and_trust(ctx: &Context) -> Result<usize> {
             outln!("project   {} (trusted)", root.display())?;
             Ok(0)
         }
+        Ok(store) if matches!(store.state(&root), trust::TrustState::Changed(_)) => {
+            let message = store
+                .state(&root)
+                .changed_message(&root)
+                .unwrap_or_default();
+            outln!("project   {} (not trusted: {message})", root.display())?;
+            Ok(0)
+        }
         Ok(_) => {
             outln!(
-                "project   {} (not trusted: its agents add no tools; run `arbor trust`)",
+                "project   {} (not trusted: its agents add no tools or providers; run `arbor trust`)",
                 root.display()
             )?;
             Ok(0)

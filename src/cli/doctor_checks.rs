@@ -15,6 +15,7 @@
 use color_eyre::Result;
 
 use super::context::Context;
+use super::out::plural;
 use crate::agent::validate::{BUILTIN_PROVIDER_MODULES, BUILTIN_TOOL_MODULES};
 use crate::config::mount_plan::module_name;
 use crate::outln;
@@ -29,10 +30,22 @@ pub(super) fn keymap_and_themes(ctx: &Context) -> Result<usize> {
     let mut problems = 0;
     match Keymap::with_overrides(&ctx.config.keymap) {
         Ok(_) if ctx.config.keymap.is_empty() => outln!("keymap    defaults")?,
-        Ok(_) => outln!("keymap    {} override(s)", ctx.config.keymap.len())?,
-        Err(e) => {
-            problems += 1;
-            outln!("keymap    unusable: {e}")?;
+        Ok(_) => outln!("keymap    {}", plural(ctx.config.keymap.len(), "override"))?,
+        Err(_) => {
+            // Every bad entry once (issue 23 item 10); the known actions once.
+            let (errors, known) = super::doctor_config::keymap_errors(&ctx.config.keymap);
+            problems += errors.len().max(1);
+            for (i, error) in errors.iter().enumerate() {
+                let lead = if i == 0 {
+                    "keymap    unusable:"
+                } else {
+                    "  keymap "
+                };
+                outln!("{lead} {error}")?;
+            }
+            if let Some(known) = known {
+                outln!("  known   {known}")?;
+            }
         }
     }
     let dir = &ctx.paths.themes_dir;
@@ -108,16 +121,16 @@ pub(super) fn bundle(ctx: &Context) -> Result<usize> {
     let agents = allowed_agents(ctx.registry.agents(), plan.agents());
     if !delegation.is_empty() {
         outln!(
-            "  bundle  delegation tool mounted: {} ({} agent(s) available)",
+            "  bundle  delegation tool mounted: {} ({} available)",
             delegation.join(", "),
-            agents.len()
+            plural(agents.len(), "agent")
         )?;
     }
     if delegation.is_empty() && !agents.is_empty() {
         problems += 1;
         outln!(
-            "  bundle  {} agent(s) available but no delegation tool: add `- module: {TASK_MODULE}` or `- module: {DELEGATE_MODULE}` to the bundle's tools (or `agents: none`)",
-            agents.len()
+            "  bundle  {} available but no delegation tool: add `- module: {TASK_MODULE}` or `- module: {DELEGATE_MODULE}` to the bundle's tools (or `agents: none`)",
+            plural(agents.len(), "agent")
         )?;
     }
     for w in &ctx.bundle.warnings {

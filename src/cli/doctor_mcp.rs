@@ -1,12 +1,15 @@
 //! `arbor doctor`'s MCP section: starts each MCP server every session would mount
 //! (config `mcp_servers:`, a trusted project's `.mcp.json`) and lists its tools, or the
-//! reason it is not available. Never prints an `env` or `headers` value.
+//! reason it is not available, and how each stdio server is confined (the kernel
+//! sandbox's note: `sandboxed: writes ./, no network`). Never prints an `env` or
+//! `headers` value.
 
 use color_eyre::Result;
 
 use super::context::Context;
 use crate::config::mcp::process_servers;
 use crate::outln;
+use crate::sandbox::Sandbox;
 use crate::tool::mcp::{McpHub, ServerState};
 
 /// Prints the section; returns the number of problems (a bad entry, a server that
@@ -21,7 +24,10 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         )?;
         return Ok(0);
     }
-    outln!("mcp       {} server(s)", found.servers.len())?;
+    outln!(
+        "mcp       {}",
+        super::out::plural(found.servers.len(), "server")
+    )?;
     for p in &found.problems {
         outln!("  invalid {p}")?;
     }
@@ -31,7 +37,8 @@ pub async fn report(ctx: &Context) -> Result<usize> {
             root.display()
         )?;
     }
-    let hub = McpHub::new(ctx.env.clone());
+    let sandbox = Sandbox::new(ctx.config.sandbox, &ctx.paths);
+    let hub = McpHub::new(ctx.env.clone()).sandboxed(sandbox, ctx.paths.cwd.clone());
     hub.mount(&found.servers).await;
     for server in hub.servers() {
         outln!(
@@ -49,6 +56,9 @@ pub async fn report(ctx: &Context) -> Result<usize> {
                 outln!("    failed {reason}")?;
             }
             ServerState::NotStarted => outln!("    not started")?,
+        }
+        if let Some(note) = server.sandbox_note() {
+            outln!("    sandbox {note}")?;
         }
     }
     hub.shutdown().await;

@@ -14,7 +14,9 @@ pub mod agent;
 pub mod context;
 pub mod doctor;
 mod doctor_checks;
+mod doctor_config;
 pub mod doctor_mcp;
+pub mod doctor_sandbox;
 pub mod logging;
 pub mod models;
 pub mod out;
@@ -25,7 +27,7 @@ pub mod tui_cmd;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// arbor — a terminal workbench for trees of AI-agent sessions.
 #[derive(Debug, Parser)]
@@ -39,15 +41,14 @@ pub struct Cli {
     #[arg(long = "continue", short = 'c')]
     pub continue_: bool,
     /// Agent for new sessions (default: the bundle's root agent).
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
-    /// Model for new root sessions (TUI, `run`) or for the resumed session's next
-    /// turns (`session resume`): `MODEL` on the configured provider, or
+    /// Model for new root sessions: `MODEL` on the configured provider, or
     /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Bundle file (`bundle.md` or `.yaml`) instead of the built-in one.
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     pub bundle: Option<PathBuf>,
     /// Theme name (built-in `dark`, `light`, `ansi`, or a user theme).
     #[arg(long, value_name = "NAME")]
@@ -56,17 +57,70 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// `--bundle` on a command that loads the bundle and its agents (issue 23 item 10:
+/// each flag only where it applies; `arbor --bundle P COMMAND` works too).
+#[derive(Debug, Clone, Default, Args)]
+pub struct BundleArg {
+    /// Bundle file (`bundle.md` or `.yaml`) instead of the built-in one.
+    #[arg(long, value_name = "PATH")]
+    pub bundle: Option<PathBuf>,
+}
+
+/// [`BundleArg`] for a command group: given to the group, it applies to every
+/// subcommand (`arbor agent list --bundle P`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GroupBundleArg {
+    /// Bundle file (`bundle.md` or `.yaml`) instead of the built-in one.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub bundle: Option<PathBuf>,
+}
+
+/// `--agent` and `--model` of `arbor run` (a new root session).
+#[derive(Debug, Clone, Default, Args)]
+pub struct NewRootArgs {
+    /// Agent for the new session (default: the bundle's root agent).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Model for the new session: `MODEL` on the configured provider, or
+    /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+}
+
+/// `arbor agent …` with its `--bundle`.
+#[derive(Debug, Args)]
+pub struct AgentGroup {
+    #[command(flatten)]
+    pub bundle: GroupBundleArg,
+    #[command(subcommand)]
+    pub command: agent::AgentCommand,
+}
+
+/// `arbor session …` with its `--bundle`.
+#[derive(Debug, Args)]
+pub struct SessionGroup {
+    #[command(flatten)]
+    pub bundle: GroupBundleArg,
+    #[command(subcommand)]
+    pub command: session::SessionCommand,
+}
+
 /// Subcommands; none starts the TUI.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one prompt headless and print the answer.
-    Run(run::RunArgs),
+    Run {
+        #[command(flatten)]
+        args: run::RunArgs,
+        #[command(flatten)]
+        root: NewRootArgs,
+        #[command(flatten)]
+        bundle: BundleArg,
+    },
     /// Inspect and validate agent files.
-    #[command(subcommand)]
-    Agent(agent::AgentCommand),
+    Agent(AgentGroup),
     /// Inspect, resume and export stored sessions.
-    #[command(subcommand)]
-    Session(session::SessionCommand),
+    Session(SessionGroup),
     /// List the models each configured provider offers.
     Models {
         /// Only this provider (id or module).
@@ -74,12 +128,14 @@ pub enum Command {
         provider: Option<String>,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        bundle: BundleArg,
     },
     /// Trust a project once, so its agents may add tools (or `--revoke`, `--list`).
     Trust(trust::TrustArgs),
     /// Check providers, keys (never printed), local servers, routing, approvals, trust
     /// and agent files.
-    Doctor,
+    Doctor(BundleArg),
     /// Print shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -101,23 +157,37 @@ pub enum OutputFormat {
 
 /// Runs the parsed command; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
-    let options = context::ContextOptions {
-        bundle: cli.bundle.clone(),
+    // A subcommand's own `--bundle` wins over one given before it.
+    let options = |own: Option<PathBuf>| context::ContextOptions {
+        bundle: own.or_else(|| cli.bundle.clone()),
     };
     match cli.command {
-        None => tui_cmd::run_tui(&cli, options).await,
-        Some(Command::Run(args)) => {
+        None => tui_cmd::run_tui(&cli, options(None)).await,
+        Some(Command::Run { args, root, bundle }) => {
             let root = crate::engine::RootOptions {
-                agent: cli.agent.clone(),
-                model: cli.model.clone(),
+                agent: root.agent.or_else(|| cli.agent.clone()),
+                model: root.model.or_else(|| cli.model.clone()),
             };
-            run::run(args, root, options).await
+            run::run(args, root, options(bundle.bundle)).await
         }
-        Some(Command::Agent(cmd)) => agent::run(cmd, options).await,
-        Some(Command::Session(cmd)) => session::run(cmd, cli.model.clone(), options).await,
-        Some(Command::Models { provider, json }) => models::run(provider, json, options).await,
+        Some(Command::Agent(group)) => {
+            agent::run(group.command, options(group.bundle.bundle)).await
+        }
+        Some(Command::Session(group)) => {
+            session::run(
+                group.command,
+                cli.model.clone(),
+                options(group.bundle.bundle),
+            )
+            .await
+        }
+        Some(Command::Models {
+            provider,
+            json,
+            bundle,
+        }) => models::run(provider, json, options(bundle.bundle)).await,
         Some(Command::Trust(args)) => trust::run(args),
-        Some(Command::Doctor) => doctor::run(options).await,
+        Some(Command::Doctor(bundle)) => doctor::run(options(bundle.bundle)).await,
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

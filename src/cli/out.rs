@@ -76,6 +76,24 @@ pub fn plain_error(text: impl fmt::Display) {
     stderr_line("", &text.to_string());
 }
 
+/// `n` and `noun`, plural unless `n` is 1: `plural(1, "agent")` is `1 agent`,
+/// `plural(2, "agent")` is `2 agents` (nouns ending in `s`, `x`, `ch` or `sh` add `es`;
+/// a consonant then `y` becomes `ies`). For every count the CLI prints.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    let consonant_y = noun.ends_with('y')
+        && !noun.ends_with("ay")
+        && !noun.ends_with("ey")
+        && !noun.ends_with("oy");
+    if consonant_y {
+        return format!("{n} {}ies", &noun[..noun.len() - 1]);
+    }
+    let es = ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end));
+    format!("{n} {noun}{}", if es { "es" } else { "s" })
+}
+
 fn stderr_line(prefix: &str, text: &str) {
     let text = crate::session::redact::scrub(text);
     let mut err = io::stderr().lock();
@@ -85,6 +103,15 @@ fn stderr_line(prefix: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_plural_unless_one() {
+        assert_eq!(plural(1, "agent"), "1 agent");
+        assert_eq!(plural(0, "agent"), "0 agents");
+        assert_eq!(plural(2, "match"), "2 matches");
+        assert_eq!(plural(3, "entry"), "3 entries");
+        assert_eq!(plural(2, "key"), "2 keys");
+    }
 
     #[test]
     fn a_broken_pipe_is_found_anywhere_in_the_chain() {

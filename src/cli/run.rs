@@ -1,13 +1,21 @@
 //! `arbor run PROMPT` and the headless output shared with `arbor session resume`.
 //!
 //! Output formats (documented in the README):
-//! - `text`: the answer's text streamed as it arrives; errors and warnings (a
-//!   response that skipped malformed stream events) on stderr.
+//! - `text`: the answer's text streamed as it arrives, each assistant message after a
+//!   blank line (`print`); errors and warnings (a response that skipped malformed
+//!   stream events) on stderr.
 //! - `json`: one object `{status, response, session_id, agent, error?}`.
 //! - `text` and `json` also note on stderr when a resume moved the session to the
 //!   current endpoint (`arbor: endpoint changed: openai http://a/v1 → http://b/v1`).
 //! - `jsonl`: every bus event as one JSON object a line (`session::protocol`'s wire
-//!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object.
+//!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object;
+//!   for `run` the first line is the new root's `session:start`.
+//! - every format: a call denied for want of `--yes` or by the approval policy is named
+//!   on stderr with what would allow it (`print`); the exit code still says how the
+//!   turn ended.
+//!
+//! The prompt `-` is read from stdin; text piped to stdin is added after the prompt
+//! (`stdin`).
 //!
 //! Every format prints with the process's registered secrets (provider keys from the
 //! config and the environment, MCP secrets) replaced by `[REDACTED]` — the prompt
@@ -35,13 +43,15 @@ use crate::session::redact::{scrub, scrub_secrets};
 use crate::session::{Event, SessionStatus};
 
 mod print;
+mod stdin;
 
 use print::Printer;
 
 /// `arbor run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The instruction for the agent.
+    /// The instruction for the agent; `-` reads it from stdin. Text piped to stdin is
+    /// added after the instruction (`git diff | arbor run "review this"`).
     pub prompt: String,
     /// text (default), json or jsonl.
     #[arg(long, value_enum, default_value_t)]
@@ -56,29 +66,52 @@ pub struct RunArgs {
 /// Creates a root session (with `--agent` and `--model` if given: routed as
 /// `Runtime::create_root_with` says), runs one turn, prints the result.
 pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
+    let agent = root.agent.clone();
+    let prompt = match stdin::prompt_with_stdin(args.prompt) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            let e = EngineError::Other(e);
+            return report_error(args.output_format, None, agent.as_deref(), &e);
+        }
+    };
     let mut ctx = Context::load(&options)?;
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
-    let agent = root.agent.clone();
+    // Subscribed before the root exists, so `session:start` is the first event.
+    let events = runtime.bus().subscribe();
     let session_id = match runtime.create_root_with(root).await {
         Ok(id) => id,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
-    drive_turn(&runtime, &session_id, args.prompt, args.output_format).await
+    drive_turn_with(&runtime, &session_id, prompt, args.output_format, events).await
 }
 
 /// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
-/// Ctrl+C (or SIGTERM, SIGHUP, SIGQUIT), or a stdout that can no longer be written, cancels the turn (the session
-/// stays resumable); the latter ends with that write error.
+/// Ctrl+C (or SIGTERM, SIGHUP, SIGQUIT), or a stdout that can no longer be written,
+/// cancels the turn (the session stays resumable); the latter ends with that write
+/// error.
 pub async fn drive_turn(
     runtime: &Arc<Runtime>,
     session_id: &str,
     prompt: String,
     format: OutputFormat,
 ) -> Result<i32> {
-    let code = drive(runtime, session_id, prompt, format).await;
+    let events = runtime.bus().subscribe();
+    drive_turn_with(runtime, session_id, prompt, format, events).await
+}
+
+/// [`drive_turn`] printing `events`, a subscription taken earlier (`run` takes it
+/// before creating the root, so `session:start` is printed too).
+pub async fn drive_turn_with(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    prompt: String,
+    format: OutputFormat,
+    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
+) -> Result<i32> {
+    let code = drive(runtime, session_id, prompt, format, events).await;
     // The MCP servers this turn started end with the process.
     runtime.mcp().shutdown().await;
     code
@@ -89,8 +122,8 @@ async fn drive(
     session_id: &str,
     prompt: String,
     format: OutputFormat,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
 ) -> Result<i32> {
-    let mut events = runtime.bus().subscribe();
     let mut turn = {
         let runtime = runtime.clone();
         let id = session_id.to_string();

@@ -20,12 +20,14 @@ use serde_json::{Value, json};
 
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
-use super::out;
+use super::out::{self, plural};
 use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
 use crate::outln;
 use crate::session::Metadata;
 use crate::session::store::{Unreadable, list_all_projects};
+
+mod table;
 use crate::session::tree::{SessionNode, build_tree};
 
 /// `arbor session …`.
@@ -55,6 +57,10 @@ pub enum SessionCommand {
     Resume {
         id: String,
         instruction: String,
+        /// Model for the session's next turns: `MODEL` on its provider, or
+        /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         output_format: OutputFormat,
         /// Allow the tool calls that would ask for approval (writes, bash). Calls the
@@ -91,9 +97,9 @@ pub enum ExportFormat {
     Json,
 }
 
-/// Runs a session subcommand; returns the exit code. `model` (`--model`) switches a
-/// resumed session's model before its turn (`Runtime::set_model`); other
-/// subcommands ignore it.
+/// Runs a session subcommand; returns the exit code. `model` (`arbor --model M
+/// session resume …`; `resume --model` wins) switches a resumed session's model before
+/// its turn (`Runtime::set_model`); other subcommands ignore it.
 pub async fn run(
     cmd: SessionCommand,
     model: Option<String>,
@@ -103,13 +109,18 @@ pub async fn run(
     let store = ctx.store();
     match cmd {
         SessionCommand::List { all_projects, json } => {
-            let (list, unreadable) = if all_projects {
+            let (list, projects, unreadable) = if all_projects {
                 let all = list_all_projects(&ctx.paths.projects_dir())?;
+                let projects = all
+                    .sessions
+                    .iter()
+                    .map(|(dir, m)| table::project_of(dir, m))
+                    .collect::<Vec<_>>();
                 let list = all.sessions.into_iter().map(|(_, m)| m).collect();
-                (list, all.unreadable)
+                (list, Some(projects), all.unreadable)
             } else {
                 let listing = store.listing()?;
-                (listing.sessions, listing.unreadable)
+                (listing.sessions, None, listing.unreadable)
             };
             let children = children_index(&list);
             if json {
@@ -120,7 +131,7 @@ pub async fn run(
                     .collect();
                 outln!("{}", serde_json::to_string_pretty(&all)?)?;
             } else {
-                print_table(&list, &unreadable)?;
+                table::print(&list, projects.as_deref(), &unreadable)?;
             }
             Ok(0)
         }
@@ -129,7 +140,7 @@ pub async fn run(
             json,
             transcript,
         } => {
-            let id = match store.resolve(&id) {
+            let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
@@ -168,7 +179,7 @@ pub async fn run(
             let roots: Vec<&SessionNode> = match id {
                 None => roots.iter().collect(),
                 Some(prefix) => {
-                    let id = match store.resolve(&prefix) {
+                    let id = match resolve(&ctx, &store, &prefix) {
                         Ok(id) => id,
                         Err(e) => return fail(&e),
                     };
@@ -186,10 +197,12 @@ pub async fn run(
         SessionCommand::Resume {
             id,
             instruction,
+            model: own_model,
             output_format,
             yes,
         } => {
-            let id = match store.resolve(&id) {
+            let model = own_model.or(model);
+            let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
@@ -202,20 +215,23 @@ pub async fn run(
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
         }
         SessionCommand::Diff { id, subtree } => {
-            let id = match store.resolve(&id) {
+            let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
             match crate::tool::filesystem::changes::session_diffs(&store, &id, subtree) {
                 Ok(diffs) => {
                     crate::out!("{}", crate::tool::filesystem::changes::render(&diffs))?;
+                    if !subtree && diffs.iter().all(|d| d.files.is_empty()) {
+                        note_subtree_changes(&store, &id);
+                    }
                     Ok(0)
                 }
                 Err(e) => fail(&e),
             }
         }
         SessionCommand::Rename { id, title } => {
-            let id = match store.resolve(&id) {
+            let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
@@ -229,7 +245,7 @@ pub async fn run(
             }
         }
         SessionCommand::Export { id, format } => {
-            let id = match store.resolve(&id) {
+            let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
@@ -248,6 +264,58 @@ pub async fn run(
             }
         }
     }
+}
+
+/// For `session diff` without `--subtree` of a session that changed no file: says on
+/// stderr when its sub-sessions did (how many sessions and files), and how to see them.
+fn note_subtree_changes(store: &crate::session::SessionStore, id: &str) {
+    let Ok(all) = crate::tool::filesystem::changes::session_diffs(store, id, true) else {
+        return;
+    };
+    let below: Vec<_> = all.iter().skip(1).filter(|d| !d.files.is_empty()).collect();
+    if below.is_empty() {
+        return;
+    }
+    let files: usize = below.iter().map(|d| d.files.len()).sum();
+    out::error(format!(
+        "session {id} changed no file itself; its sub-sessions changed {} in {} \
+         (arbor session diff {id} --subtree)",
+        plural(files, "file"),
+        plural(below.len(), "session"),
+    ));
+}
+
+/// [`crate::session::SessionStore::resolve`], with a missing id said in full (issue 23
+/// item 10): the SPEC §7 sentence for a sub-session id, else that no session of this
+/// project has that id or prefix; either way which project was searched and how to
+/// look in the others.
+fn resolve(
+    ctx: &Context,
+    store: &crate::session::SessionStore,
+    id: &str,
+) -> std::result::Result<String, String> {
+    match store.resolve(id) {
+        Ok(id) => Ok(id),
+        Err(crate::session::StoreError::NotFound(missing)) => Err(not_found(ctx, &missing)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The message for a session id (or prefix) no session of this project has.
+fn not_found(ctx: &Context, id: &str) -> String {
+    let first = if crate::session::ids::is_sub_session(id) {
+        crate::session::StoreError::NotFound(id.to_string()).to_string()
+    } else if uuid::Uuid::parse_str(id).is_ok() {
+        format!("Root session '{id}' not found.")
+    } else {
+        format!("No session id or short id starts with '{id}'.")
+    };
+    format!(
+        "{first} Looked among the sessions of project {} ({}); for every project's \
+         sessions: arbor session list --all-projects",
+        ctx.paths.cwd.display(),
+        ctx.store().root().display()
+    )
 }
 
 fn fail(e: &dyn std::fmt::Display) -> Result<i32> {
@@ -318,45 +386,6 @@ fn unreadable_json(u: &Unreadable) -> Value {
     })
 }
 
-/// The session table; unreadable directories last, with the reason where the
-/// update time would be.
-fn print_table(list: &[Metadata], unreadable: &[Unreadable]) -> std::io::Result<()> {
-    outln!(
-        "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {:<32}  TITLE",
-        "SESSION",
-        "PARENT",
-        "AGENT",
-        "STATUS",
-        "TURNS",
-        "UPDATED"
-    )?;
-    for m in list {
-        let parent = m.parent_id.as_deref().map(short).unwrap_or("-");
-        outln!(
-            "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {:<32}  {}",
-            m.session_id,
-            parent,
-            m.agent_name.as_deref().unwrap_or("-"),
-            m.status.as_str(),
-            m.turn_count,
-            m.last_updated,
-            m.name.as_deref().unwrap_or("-")
-        )?;
-    }
-    for u in unreadable {
-        outln!(
-            "{:<54}  {:<16}  {:<18}  {:<11}  {:>5}  {}",
-            u.session_id,
-            "-",
-            "-",
-            "unreadable",
-            "-",
-            u.reason
-        )?;
-    }
-    Ok(())
-}
-
 fn print_show(
     m: &Metadata,
     v: &Value,
@@ -414,10 +443,6 @@ fn print_show(
         }
     }
     Ok(())
-}
-
-fn short(id: &str) -> &str {
-    id.get(..16).unwrap_or(id)
 }
 
 fn find<'a>(node: &'a SessionNode, id: &str) -> Option<&'a SessionNode> {
@@ -493,11 +518,11 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         .map(|t| format!(" \"{t}\""))
         .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{}{title} {} [{}] {} turns{}{note}",
+        "{prefix}{branch}{}{title} {} [{}] {}{}{note}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
-        m.turn_count,
+        plural(m.turn_count as usize, "turn"),
         spend_text(node)
     )?;
     let child_prefix = if root {

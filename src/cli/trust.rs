@@ -1,7 +1,9 @@
 //! `arbor trust [PATH] [--revoke] [--list]`: trust a project once (SPEC §12 "Trust").
 //!
 //! Owns: the subcommand's arguments and output. The project is PATH (default: the
-//! current directory) or its nearest ancestor with `.amplifier/agents/` or `.mcp.json`;
+//! current directory) or its nearest ancestor with `.amplifier/agents/`,
+//! `.amplifier/bundles/` or `.mcp.json`; trusting records a hash of the files that
+//! grant power (`config::trust::power_files`), and a changed file asks again;
 //! a directory with neither has nothing to trust. Reads no config file, so a broken
 //! config never stands in the way. Does not own: the store or what trust unlocks
 //! (`config::trust`, `agent::registry`).
@@ -38,8 +40,20 @@ pub fn run(args: TrustArgs) -> Result<i32> {
             outln!("no trusted projects")?;
         }
         for p in store.projects() {
-            let gone = if p.path.is_dir() { "" } else { " (missing)" };
-            outln!("{}  {}{gone}", p.path.display(), p.trusted_at)?;
+            let note = if !p.path.is_dir() {
+                " (missing)".to_string()
+            } else {
+                match store.state(&p.path) {
+                    trust::TrustState::Changed(files) => {
+                        format!(
+                            " (changed since: {}; run `arbor trust` again)",
+                            files.join(", ")
+                        )
+                    }
+                    _ => String::new(),
+                }
+            };
+            outln!("{}  {}{note}", p.path.display(), p.trusted_at)?;
         }
         return Ok(0);
     }
@@ -94,6 +108,9 @@ fn describe(root: &Path) -> Result<()> {
     }
     if root.join(trust::MCP_FILE).is_file() {
         outln!("mcp       {}", root.join(trust::MCP_FILE).display())?;
+    }
+    if root.join(trust::BUNDLES_DIR).is_dir() {
+        outln!("bundles   {}", root.join(trust::BUNDLES_DIR).display())?;
     }
     Ok(())
 }

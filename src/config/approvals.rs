@@ -19,7 +19,10 @@
 //! belongs to (`agent::approvals` maps agent sources onto [`policy::Authority`]).
 
 pub mod command;
+pub mod pattern;
 pub mod policy;
+pub mod save;
+pub mod wrappers;
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -118,8 +121,10 @@ pub enum KeyKind {
     Command {
         /// The tool (`bash`).
         tool: String,
-        /// The glob, matched against each simple command (see [`policy`]).
-        pattern: GlobMatcher,
+        /// The glob: as `allow`, matched at a word boundary against each command of
+        /// the script's plain reading; as `deny`/`ask`, against every command it runs
+        /// (see [`pattern::CommandPattern`]).
+        pattern: Box<pattern::CommandPattern>,
     },
 }
 
@@ -322,7 +327,7 @@ fn parse_key(key: &str) -> Result<KeyKind, String> {
         }
         return Ok(KeyKind::Command {
             tool: tool.to_string(),
-            pattern: compile(pattern)?,
+            pattern: Box::new(pattern::CommandPattern::new(pattern, compile)?),
         });
     }
     if key.contains(')') || key.chars().any(char::is_whitespace) {

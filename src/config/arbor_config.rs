@@ -20,10 +20,14 @@
 //! mouse: true                     # capture the mouse in the TUI (false: the terminal's)
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
+//! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
 //! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`).
+//!
+//! Relative paths in the file (`bundle:`, an MCP server's `cwd` and `./command`)
+//! are relative to the file's directory, not the current one.
 //!
 //! A bad `approvals:` entry makes the whole file unusable ([`ConfigError::Parse`],
 //! quoting the key and value): an approval rule is never silently dropped.
@@ -36,6 +40,7 @@ use serde_json::{Map, Value};
 use super::approvals::Rules;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
+use super::sandbox::SandboxConfig;
 
 /// The parsed config file. A missing file is the default config, not an error.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +72,10 @@ pub struct ArborConfig {
     /// text selection); the TUI's `global.mouse` key toggles it either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mouse: Option<bool>,
+    /// The kernel sandbox of `bash` and stdio MCP servers (`sandbox:`, see
+    /// `config::sandbox`); a bad key or value makes the file unusable.
+    #[serde(default, skip_serializing_if = "SandboxConfig::is_default")]
+    pub sandbox: SandboxConfig,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -139,10 +148,51 @@ impl ArborConfig {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        crate::config::yaml::from_str(&text).map_err(|e| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        let mut config: Self =
+            crate::config::yaml::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        if let Some(dir) = path.parent() {
+            config.anchor_paths(dir);
+        }
+        Ok(config)
+    }
+
+    /// Makes the file's relative paths relative to `dir`, the config file's directory
+    /// (issue 22: never the current directory, which may be a cloned repository):
+    /// `bundle:`, and in `mcp_servers:` each `cwd` and each `command` written as a
+    /// path (`./x`, `../x`). Absolute paths, `~`, `${VAR}` references and bare
+    /// command names (looked up on `PATH`) are left alone.
+    fn anchor_paths(&mut self, dir: &Path) {
+        if let Some(bundle) = &self.bundle
+            && bundle.is_relative()
+            && !bundle.starts_with("~")
+        {
+            self.bundle = Some(dir.join(bundle));
+        }
+        let Some(Value::Object(servers)) = self.extra.get_mut("mcp_servers") else {
+            return;
+        };
+        for server in servers.values_mut() {
+            let Value::Object(server) = server else {
+                continue;
+            };
+            for key in ["cwd", "command"] {
+                let Some(Value::String(text)) = server.get_mut(key) else {
+                    continue;
+                };
+                let as_path = Path::new(text.as_str());
+                let anchored = if key == "cwd" {
+                    as_path.is_relative() && !text.starts_with(['~', '$'])
+                } else {
+                    text.starts_with("./") || text.starts_with("../")
+                };
+                if anchored && !text.is_empty() {
+                    *text = dir.join(as_path).display().to_string();
+                }
+            }
+        }
     }
 }
 
@@ -169,6 +219,31 @@ mod tests {
         assert_eq!(c.extra["foo"], 1);
         std::fs::write(&p, "providers: [unclosed\n").unwrap();
         assert!(ArborConfig::load(&p).is_err());
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_config_files_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.yaml");
+        std::fs::write(
+            &p,
+            "bundle: ./my-bundle.md\nmcp_servers:\n  a: {command: ./srv, cwd: data}\n  b: {command: npx, cwd: /abs}\n  c: {command: srv, cwd: \"${HOME}/x\"}\n",
+        )
+        .unwrap();
+        let c = ArborConfig::load(&p).unwrap();
+        assert_eq!(c.bundle, Some(dir.path().join("./my-bundle.md")));
+        let servers = &c.extra["mcp_servers"];
+        let at = |rel: &str| dir.path().join(rel).display().to_string();
+        assert_eq!(servers["a"]["command"], at("./srv"));
+        assert_eq!(servers["a"]["cwd"], at("data"));
+        assert_eq!(servers["b"]["command"], "npx");
+        assert_eq!(servers["b"]["cwd"], "/abs");
+        assert_eq!(servers["c"]["cwd"], "${HOME}/x");
+        std::fs::write(&p, "bundle: /abs/b.md\n").unwrap();
+        assert_eq!(
+            ArborConfig::load(&p).unwrap().bundle,
+            Some(PathBuf::from("/abs/b.md"))
+        );
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //!     cwd: /srv/calc               # optional
 //!     timeout: 30                  # optional: seconds to answer `initialize`
 //!     call_timeout: 120            # optional: seconds one tool call may take
+//!     sandbox:                     # optional, config.yaml only (see McpSandbox)
+//!       network: allow             # this server's network: allow | deny
+//!       writable: ["~/.npm"]       # more directories it may write
 //!   github:                        # streamable HTTP
 //!     url: https://api.example.com/mcp
 //!     headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
@@ -22,7 +25,12 @@
 //! `${VAR}` (and `${VAR:-default}`) in `command`, `args`, `env`, `cwd`, `url` and
 //! `headers` expands from the environment when the server starts ([`McpServer::expand`]),
 //! never when the config is read, so the expanded secrets live only in the running
-//! process: they are registered with `session::redact` and never written.
+//! process: every value taken from the environment is registered with
+//! `session::redact` (scrubbed from tool output, transcripts, events and errors) and
+//! never written. Expansion is the user's own config's alone (SPEC §12, issue 22): a
+//! server from `.mcp.json` or a `tool-mcp` entry that holds `${…}` anywhere is not
+//! started, with an error naming the variable — a cloned repository cannot put
+//! `${OPENAI_API_KEY}` into a URL or command of its choosing.
 //!
 //! Owns: parsing these shapes into [`McpServer`] (every problem reported, naming the
 //! server), expansion, and reading `.mcp.json`. Does not own: whether a project is
@@ -32,6 +40,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The module id of MCP tools in a plan's `tools[]`.
@@ -99,6 +108,27 @@ pub struct McpServer {
     /// error result (`call_timeout`, default [`DEFAULT_CALL_TIMEOUT`]).
     pub call_timeout: Duration,
     pub origin: McpOrigin,
+    /// The entry's `sandbox:` overrides (always the default outside `config.yaml`).
+    pub sandbox: McpSandbox,
+}
+
+/// A stdio server's `sandbox:` entry (issue #22), honoured only in the user's
+/// `config.yaml` (`mcp_servers:`): a project's `.mcp.json` or an agent's `tool-mcp`
+/// entry with one is refused (a repository must not loosen its own confinement).
+///
+/// ```yaml
+/// sandbox: {network: allow, writable: ["~/.npm", /srv/cache]}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSandbox {
+    /// `network:` `allow` or `deny`, over `sandbox.network` for this server only.
+    #[serde(default)]
+    pub network: Option<super::sandbox::SandboxNetwork>,
+    /// `writable:` directories it may write besides the project and its temp dir
+    /// (relative to its `cwd`, `~/`-prefixed, or absolute).
+    #[serde(default)]
+    pub writable: Vec<String>,
 }
 
 /// Reads a `name → server` map (`mcp_servers:`, `mcpServers`, `config.servers`).
@@ -180,12 +210,25 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
         }
         _ => return Err("expected `command` (stdio) or `url` (streamable HTTP)".into()),
     };
+    let sandbox = match map.get("sandbox") {
+        None | Some(Value::Null) => McpSandbox::default(),
+        Some(_) if *origin != McpOrigin::Config => {
+            return Err(
+                "`sandbox` is honoured only in the user's config.yaml (mcp_servers:)".into(),
+            );
+        }
+        Some(_) if !matches!(transport, McpTransport::Stdio { .. }) => {
+            return Err("`sandbox` applies only to a stdio server (`command`)".into());
+        }
+        Some(v) => McpSandbox::deserialize(v).map_err(|e| format!("sandbox: {e}"))?,
+    };
     Ok(McpServer {
         name: name.to_string(),
         transport,
         init_timeout,
         call_timeout,
         origin: origin.clone(),
+        sandbox,
     })
 }
 
@@ -256,7 +299,8 @@ pub fn module_servers(config: &Value) -> (Vec<McpServer>, Vec<String>) {
 }
 
 /// A server with every `${VAR}` expanded, ready to start; `secrets` are the values
-/// that came from the environment or sit under a secret-looking key (to be scrubbed).
+/// that came from the environment (in any field) or sit under a secret-looking key
+/// (to be scrubbed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expanded {
     pub transport: McpTransport,
@@ -264,9 +308,20 @@ pub struct Expanded {
 }
 
 impl McpServer {
-    /// Expands `${VAR}` / `${VAR:-default}` with `env`. Errors name the first variable
-    /// that is unset and has no default (never a value).
+    /// Expands `${VAR}` / `${VAR:-default}` with `env`; every value taken from `env`
+    /// is one of the returned secrets. Errors name the first variable that is unset
+    /// and has no default (never a value), or — for a server not from the user's
+    /// config ([`McpOrigin::Config`]) — the first `${…}` it holds: only the user's
+    /// config may expand.
     pub fn expand(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+        if self.origin != McpOrigin::Config
+            && let Some(var) = self.fields().find_map(first_reference)
+        {
+            return Err(format!(
+                "${{{var}}}: environment variables are expanded only in your config.yaml's mcp_servers, not in {}; the server is not started",
+                self.origin
+            ));
+        }
         let mut secrets = Vec::new();
         let transport = match &self.transport {
             McpTransport::Stdio {
@@ -275,15 +330,15 @@ impl McpServer {
                 env: vars,
                 cwd,
             } => McpTransport::Stdio {
-                command: expand(command, env, &mut Vec::new())?,
+                command: expand(command, env, &mut secrets)?,
                 args: args
                     .iter()
-                    .map(|a| expand(a, env, &mut Vec::new()))
+                    .map(|a| expand(a, env, &mut secrets))
                     .collect::<Result<_, _>>()?,
                 env: expand_map(vars, env, &mut secrets)?,
                 cwd: cwd
                     .as_ref()
-                    .map(|c| expand(c, env, &mut Vec::new()))
+                    .map(|c| expand(c, env, &mut secrets))
                     .transpose()?,
             },
             McpTransport::Http { url, headers } => McpTransport::Http {
@@ -292,6 +347,28 @@ impl McpServer {
             },
         };
         Ok(Expanded { transport, secrets })
+    }
+
+    /// Every string of the server's transport as written (`env` and `headers`
+    /// names and values included).
+    fn fields(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Box::new(
+                std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .chain(env.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+                    .chain(cwd.iter().map(String::as_str)),
+            ),
+            McpTransport::Http { url, headers } => Box::new(
+                std::iter::once(url.as_str())
+                    .chain(headers.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()])),
+            ),
+        }
     }
 
     /// What `doctor` and the MCP view show: the command line or URL, never `env` or
@@ -322,6 +399,14 @@ fn expand_map(
         out.insert(key.clone(), expanded);
     }
     Ok(out)
+}
+
+/// The variable of the first `${VAR}` / `${VAR:-…}` in `text` (the whole rest when
+/// unclosed).
+fn first_reference(text: &str) -> Option<&str> {
+    let after = &text[text.find("${")? + 2..];
+    let inner = after.split('}').next().unwrap_or(after);
+    Some(inner.split(":-").next().unwrap_or(inner))
 }
 
 /// Environment names like `GITHUB_TOKEN`, `DB_PASSWORD`, `X_API_KEY`.
@@ -467,6 +552,45 @@ mod tests {
     }
 
     #[test]
+    fn a_servers_sandbox_entry_is_read_from_the_users_config_only() {
+        let value = json!({
+            "npx": {"command": "npx", "sandbox": {"network": "allow", "writable": ["~/.npm"]}},
+            "typo": {"command": "x", "sandbox": {"netwrok": "allow"}},
+            "web": {"url": "http://h/mcp", "sandbox": {"network": "allow"}},
+        });
+        let (servers, problems) = parse_servers(&value, &McpOrigin::Config);
+        assert_eq!(servers.len(), 1, "{problems:?}");
+        assert_eq!(
+            servers[0].sandbox,
+            McpSandbox {
+                network: Some(crate::config::sandbox::SandboxNetwork::Allow),
+                writable: vec!["~/.npm".into()],
+            }
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("'typo'") && p.contains("netwrok"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("'web'") && p.contains("stdio"))
+        );
+        let value = json!({"npx": {"command": "npx", "sandbox": {"network": "allow"}}});
+        for origin in [McpOrigin::Project(".mcp.json".into()), McpOrigin::Module] {
+            let (servers, problems) = parse_servers(&value, &origin);
+            assert!(servers.is_empty());
+            assert!(
+                problems[0].contains("only in the user's config.yaml"),
+                "{problems:?}"
+            );
+        }
+        let (servers, _) = parse_servers(&json!({"calc": {"command": "c"}}), &McpOrigin::Module);
+        assert_eq!(servers[0].sandbox, McpSandbox::default());
+    }
+
+    #[test]
     fn expansion_reads_the_environment_and_collects_secrets() {
         let value = json!({
             "gh": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}", "X-Plain": "v"}},
@@ -488,11 +612,48 @@ mod tests {
             panic!("stdio expected")
         };
         assert_eq!(args, &["/home/x/data", "fallback"]);
-        assert_eq!(fs.secrets, ["literal-token-value"]);
+        // A value from the environment is a secret in `args` too.
+        assert_eq!(fs.secrets, ["/home/x", "literal-token-value"]);
         let err = by("broken").expand(&env).unwrap_err();
         assert_eq!(err, "${NOPE} is not set in the environment");
         // The written config still holds the reference, not the value.
         assert!(format!("{:?}", by("gh")).contains("${TOKEN}"));
+    }
+
+    #[test]
+    fn only_the_users_config_expands_variables() {
+        let value = json!({
+            "evil": {"url": "http://127.0.0.1:9/${TOKEN}"},
+            "hdr": {"url": "http://h/mcp", "headers": {"X": "${TOKEN:-x}"}},
+            "arg": {"command": "srv", "args": ["--key=${TOKEN}"]},
+            "plain": {"command": "srv", "args": ["$HOME", "a}b"]},
+        });
+        for origin in [
+            McpOrigin::Project(PathBuf::from("/p/.mcp.json")),
+            McpOrigin::Module,
+        ] {
+            let (servers, _) = parse_servers(&value, &origin);
+            let by = |n: &str| servers.iter().find(|s| s.name == n).unwrap();
+            for name in ["evil", "hdr", "arg"] {
+                let err = by(name).expand(&env).unwrap_err();
+                assert!(
+                    err.starts_with(
+                        "${TOKEN}: environment variables are expanded only in your config.yaml"
+                    ),
+                    "{err}"
+                );
+                assert!(!err.contains("tok-secret-123"), "{err}");
+            }
+            assert!(by("plain").expand(&env).is_ok());
+        }
+        let (servers, _) = parse_servers(&value, &McpOrigin::Config);
+        let evil = servers
+            .iter()
+            .find(|s| s.name == "evil")
+            .unwrap()
+            .expand(&env)
+            .unwrap();
+        assert_eq!(evil.secrets, ["tok-secret-123"]);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
 //! policy and `agents` access control (`merge`), the retry limits (`retry`), the
 //! limits on one model response (`response`), approval rules and the policy that
-//! decides each tool call (`approvals`), the project trust store (`trust`), MCP server
-//! configuration (`mcp`), delegation
+//! decides each tool call (`approvals`), the project trust store (`trust`), the paths
+//! no mention may read (`private`), MCP server configuration (`mcp`), the kernel
+//! sandbox's settings (`sandbox`), delegation
 //! limits — the task tool's, which agent files may only tighten, and the config's
 //! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
 //! files and bundles are read into mount plans with it) and uses only `paths` and
@@ -21,8 +22,10 @@ pub mod limits;
 pub mod mcp;
 pub mod merge;
 pub mod mount_plan;
+pub mod private;
 pub mod response;
 pub mod retry;
+pub mod sandbox;
 pub mod trust;
 pub mod yaml;
 

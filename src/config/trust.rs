@@ -13,11 +13,22 @@
 //!
 //! The store fails closed: a store that cannot be read trusts nothing, and is never
 //! overwritten (`arbor trust` reports it instead).
+//!
+//! Trust covers what was trusted, not the path (issue 22): each entry records a
+//! SHA-256 of every file that grants power ([`power_files`]: `.mcp.json`, the agent
+//! files that set `tools`, `providers` or `tool-mcp`, every file under
+//! `.amplifier/bundles/`). When one of them is added, removed or changed — a model
+//! that may write files wrote `.mcp.json` — the project is untrusted again until
+//! `arbor trust` runs again ([`TrustState::Changed`] names the files). An entry
+//! written before hashes were recorded counts as changed.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::paths::Paths;
 
@@ -25,14 +36,17 @@ use crate::paths::Paths;
 pub const AGENTS_DIR: &str = ".amplifier/agents";
 /// The MCP server file, relative to a project root.
 pub const MCP_FILE: &str = ".mcp.json";
+/// The project bundles directory, relative to a project root (bundles found by name,
+/// `agent::bundle::locate`).
+pub const BUNDLES_DIR: &str = ".amplifier/bundles";
 
 /// The trust store is small; a larger file is refused rather than read.
 const MAX_STORE_BYTES: u64 = 1 << 20;
 
-/// Whether `dir` is a project that needs trust: it has `.amplifier/agents/` (a
-/// directory) or `.mcp.json` (a file).
+/// Whether `dir` is a project that needs trust: it has `.amplifier/agents/` or
+/// `.amplifier/bundles/` (directories) or `.mcp.json` (a file).
 pub fn needs_trust(dir: &Path) -> bool {
-    dir.join(AGENTS_DIR).is_dir() || dir.join(MCP_FILE).is_file()
+    dir.join(AGENTS_DIR).is_dir() || dir.join(BUNDLES_DIR).is_dir() || dir.join(MCP_FILE).is_file()
 }
 
 /// The project `start` belongs to: `start` or its nearest ancestor that
@@ -44,20 +58,197 @@ pub fn project_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// Whether the project at `root` is trusted, per the store at `paths.trust_file()`.
-/// A directory that does not need trust is trusted; a store that cannot be read
-/// trusts nothing (logged).
-pub fn is_trusted(paths: &Paths, root: &Path) -> bool {
+/// Where a project stands with the trust store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustState {
+    /// The directory has nothing that needs trust.
+    NotNeeded,
+    /// Trusted, and its power files are the ones trusted.
+    Trusted,
+    /// Never trusted (or revoked, or the store cannot be read).
+    Untrusted,
+    /// Trusted once, but these power files (relative paths) were added, removed or
+    /// changed since — or the entry predates hashes (`["(no record)"]`).
+    Changed(Vec<String>),
+}
+
+impl TrustState {
+    /// Whether the project's agents and MCP servers may use what it grants.
+    pub fn is_trusted(&self) -> bool {
+        matches!(self, Self::NotNeeded | Self::Trusted)
+    }
+
+    /// For [`TrustState::Changed`]: "the project's .mcp.json changed since you
+    /// trusted it; run `arbor trust` again" (the files named, at most three).
+    pub fn changed_message(&self, root: &Path) -> Option<String> {
+        let Self::Changed(files) = self else {
+            return None;
+        };
+        let what = if files.iter().any(|f| f == NO_RECORD) {
+            "the files that grant it tools were not recorded when".to_string()
+        } else {
+            let mut shown: Vec<&str> = files.iter().take(3).map(String::as_str).collect();
+            if files.len() > 3 {
+                shown.push("…");
+            }
+            format!("{} changed since", shown.join(", "))
+        };
+        Some(format!(
+            "the project {}: {what} you trusted it; run `arbor trust` again",
+            root.display()
+        ))
+    }
+}
+
+/// What [`TrustState::Changed`] names for an entry written before hashes.
+const NO_RECORD: &str = "(no record)";
+
+/// Where the project at `root` stands, per the store at `paths.trust_file()` and
+/// its power files now. A store that cannot be read trusts nothing (logged).
+pub fn trust_state(paths: &Paths, root: &Path) -> TrustState {
     if !needs_trust(root) {
-        return true;
+        return TrustState::NotNeeded;
     }
     match TrustStore::load(&paths.trust_file()) {
-        Ok(store) => store.is_trusted(root),
+        Ok(store) => store.state(root),
         Err(e) => {
             tracing::warn!("{e}; treating {} as untrusted", root.display());
-            false
+            TrustState::Untrusted
         }
     }
+}
+
+/// Whether the project at `root` is trusted ([`trust_state`]): a directory that does
+/// not need trust is; one whose power files changed since it was trusted is not
+/// (logged with the files).
+pub fn is_trusted(paths: &Paths, root: &Path) -> bool {
+    let state = trust_state(paths, root);
+    if let Some(message) = state.changed_message(root) {
+        tracing::warn!("{message}");
+    }
+    state.is_trusted()
+}
+
+/// Agent files, bundle files and `.mcp.json` read at most for one project's hash.
+const MAX_POWER_FILES: usize = 2_000;
+/// Bytes of one power file hashed at most (a larger file hashes its first bytes and
+/// its length).
+const MAX_POWER_BYTES: u64 = 4 << 20;
+
+/// The files under `root` that grant power, relative path (`/`-separated) → SHA-256
+/// (hex) of their bytes: `.mcp.json`; each `.amplifier/agents/*.md` whose frontmatter
+/// sets `tools` or `providers` or mentions `tool-mcp` (one that does not parse counts
+/// too); every file under `.amplifier/bundles/` (symlinks not followed; at most
+/// [`MAX_POWER_FILES`] in all). Unreadable files hash as `unreadable`.
+pub fn power_files(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mcp = root.join(MCP_FILE);
+    if mcp.is_file() {
+        out.insert(MCP_FILE.to_string(), hash_file(&mcp));
+    }
+    let mut agents: Vec<PathBuf> = std::fs::read_dir(root.join(AGENTS_DIR))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "md")
+                        && p.file_name()
+                            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+                        && p.is_file()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    agents.sort();
+    for path in agents.into_iter().take(MAX_POWER_FILES) {
+        let text = std::fs::read(&path).unwrap_or_default();
+        if grants_power(&String::from_utf8_lossy(&text)) {
+            out.insert(relative(root, &path), hex(&Sha256::digest(&text)));
+        }
+    }
+    let mut stack = vec![root.join(BUNDLES_DIR)];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+        entries.sort_by_key(std::fs::DirEntry::path);
+        for entry in entries {
+            if out.len() >= MAX_POWER_FILES {
+                return out;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(relative(root, &path), hash_file(&path));
+            }
+        }
+    }
+    out
+}
+
+/// Whether an agent file's frontmatter sets `tools` or `providers`, or mentions
+/// `tool-mcp`; a file whose frontmatter does not parse counts (it may, once fixed).
+fn grants_power(text: &str) -> bool {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return false;
+    }
+    let yaml: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
+    let yaml = yaml.join("\n");
+    if yaml.contains("tool-mcp") {
+        return true;
+    }
+    match crate::config::yaml::from_str::<Value>(&yaml) {
+        Ok(Value::Object(map)) => map.contains_key("tools") || map.contains_key("providers"),
+        Ok(_) => false,
+        Err(_) => true,
+    }
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn hash_file(path: &Path) -> String {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return "unreadable".into();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut bytes = Vec::new();
+    if file.take(MAX_POWER_BYTES).read_to_end(&mut bytes).is_err() {
+        return "unreadable".into();
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(&bytes);
+    hasher.update(len.to_le_bytes());
+    hex(&hasher.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One hash over a [`power_files`] map (each `path NUL hash LF`, in path order).
+fn combined(files: &BTreeMap<String, String>) -> String {
+    let mut hasher = Sha256::new();
+    for (path, hash) in files {
+        hasher.update(path.as_bytes());
+        hasher.update([0]);
+        hasher.update(hash.as_bytes());
+        hasher.update([b'\n']);
+    }
+    hex(&hasher.finalize())
 }
 
 /// The project of the current directory (`paths.cwd`) when it needs trust and is not
@@ -96,6 +287,37 @@ pub struct TrustedProject {
     pub path: PathBuf,
     /// When it was trusted (RFC 3339, UTC).
     pub trusted_at: String,
+    /// SHA-256 over [`TrustedProject::files`]; absent in entries written before
+    /// hashes were recorded (such an entry counts as changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// The power files trusted ([`power_files`]): relative path → SHA-256.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+}
+
+impl TrustedProject {
+    /// What changed in `now` (the project's [`power_files`] today) against this
+    /// entry: the paths added, removed or changed, in order; empty when nothing did.
+    pub fn changes(&self, now: &BTreeMap<String, String>) -> Vec<String> {
+        if self.hash.is_none() {
+            return vec![NO_RECORD.to_string()];
+        }
+        if self.hash.as_deref() == Some(combined(now).as_str()) {
+            return Vec::new();
+        }
+        let mut changed: Vec<String> = now
+            .iter()
+            .filter(|(p, h)| self.files.get(*p) != Some(*h))
+            .map(|(p, _)| p.clone())
+            .chain(self.files.keys().filter(|p| !now.contains_key(*p)).cloned())
+            .collect();
+        changed.sort();
+        if changed.is_empty() {
+            changed.push(NO_RECORD.to_string());
+        }
+        changed
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -104,7 +326,8 @@ struct StoreFile {
     projects: Vec<TrustedProject>,
 }
 
-/// The trust store file: `{"version": 1, "projects": [{path, trusted_at}]}`.
+/// The trust store file: `{"version": 1, "projects": [{path, trusted_at, hash,
+/// files}]}` (`hash` and `files` absent in entries of older arbors).
 #[derive(Debug)]
 pub struct TrustStore {
     path: PathBuf,
@@ -154,26 +377,51 @@ impl TrustStore {
         &self.projects
     }
 
-    /// Whether `root` (canonicalized when possible) is trusted.
+    /// Whether `root` (canonicalized when possible) is trusted with its power files
+    /// as they are now ([`TrustStore::state`]).
     pub fn is_trusted(&self, root: &Path) -> bool {
-        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        self.projects.iter().any(|p| p.path == root)
+        self.state(root) == TrustState::Trusted
     }
 
-    /// Records `root` as trusted (by its canonical path; it must exist) and saves.
-    /// Returns the canonical path and whether it was newly added.
+    /// Where `root` (canonicalized when possible) stands: [`TrustState::Trusted`]
+    /// when an entry exists and its power files hash as recorded,
+    /// [`TrustState::Changed`] when they do not, else [`TrustState::Untrusted`].
+    pub fn state(&self, root: &Path) -> TrustState {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let Some(entry) = self.projects.iter().find(|p| p.path == canonical) else {
+            return TrustState::Untrusted;
+        };
+        let changes = entry.changes(&power_files(&canonical));
+        if changes.is_empty() {
+            TrustState::Trusted
+        } else {
+            TrustState::Changed(changes)
+        }
+    }
+
+    /// Records `root` as trusted (by its canonical path; it must exist) with the
+    /// hashes of its power files now, and saves. Returns the canonical path and
+    /// whether anything was recorded (false: already trusted with these files).
     pub fn trust(&mut self, root: &Path) -> Result<(PathBuf, bool), TrustError> {
         let canonical = std::fs::canonicalize(root).map_err(|source| TrustError::Path {
             path: root.to_path_buf(),
             source,
         })?;
-        if self.projects.iter().any(|p| p.path == canonical) {
-            return Ok((canonical, false));
-        }
-        self.projects.push(TrustedProject {
+        let files = power_files(&canonical);
+        let hash = combined(&files);
+        let entry = TrustedProject {
             path: canonical.clone(),
             trusted_at: jiff::Timestamp::now().to_string(),
-        });
+            hash: Some(hash.clone()),
+            files,
+        };
+        match self.projects.iter_mut().find(|p| p.path == canonical) {
+            Some(old) if old.hash.as_deref() == Some(hash.as_str()) => {
+                return Ok((canonical, false));
+            }
+            Some(old) => *old = entry,
+            None => self.projects.push(entry),
+        }
         self.save()?;
         Ok((canonical, true))
     }

@@ -30,10 +30,22 @@ use crate::session::protocol::ApprovalDecision;
 
 /// The "always" answers of this process, per session tree (keyed by root session id):
 /// SPEC §12 `a` allows "this tool or command prefix, in this tree". Held in memory
-/// only: a new process asks again.
-#[derive(Debug, Default)]
+/// only: a new process asks again (unless the person saved the rule to the config).
+/// Every added grant bumps a counter that waiting calls watch ([`TreeGrants::watch`]),
+/// so the other prompts of the tree are checked again (issue 22).
+#[derive(Debug)]
 pub struct TreeGrants {
     by_root: Mutex<HashMap<String, Grants>>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for TreeGrants {
+    fn default() -> Self {
+        Self {
+            by_root: Mutex::default(),
+            changed: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl TreeGrants {
@@ -45,12 +57,18 @@ impl TreeGrants {
             .unwrap_or_default()
     }
 
-    /// Adds `grant` to the tree rooted at `root_id` (once).
+    /// Adds `grant` to the tree rooted at `root_id` (once) and tells the watchers.
     pub fn add(&self, root_id: &str, grant: Grant) {
         lock(&self.by_root)
             .entry(root_id.to_string())
             .or_default()
             .add(grant);
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that changes each time a grant is added (to any tree).
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 }
 

@@ -41,6 +41,7 @@ pub fn with_context(
     }
     let scope = match depth {
         ContextDepth::All => "the whole conversation".to_string(),
+        _ if turns == 1 => "last turn".to_string(),
         _ => format!("last {turns} turns"),
     };
     format!(

@@ -6,7 +6,8 @@
 //! pool, the injected provider factory and extra tools, the task tool's host, the
 //! delegation limits every spawn checks (`limits::TreeLimits`), the per-endpoint
 //! request slots (`slots::ProviderSlots`), the approval mode and
-//! the registry of calls waiting for approval, the process's MCP servers — and
+//! the registry of calls waiting for approval, the process's MCP servers, the
+//! sandbox settings `bash` runs with — and
 //! mounting a session's tools for its next turn ([`TurnEnv::mount_tools`], which starts
 //! the MCP servers the session mounts); the [`Env`] and
 //! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
@@ -29,6 +30,7 @@ use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::paths::Paths;
 use crate::provider::{HttpPool, Provider, ProviderError};
 use crate::routing::ModelCache;
+use crate::sandbox::Sandbox;
 use crate::session::protocol::{EngineEvent, McpServerFailedEvent};
 use crate::tool::Tool;
 use crate::tool::delegate::{self, DelegateTool};
@@ -82,6 +84,9 @@ pub(crate) struct TurnEnv {
     pub mcp_servers: Vec<McpServer>,
     /// `(session, server)` pairs whose failure was already published.
     pub mcp_reported: Mutex<HashSet<(String, String)>>,
+    /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list); `mcp`
+    /// starts its stdio servers in the same one.
+    pub sandbox: Sandbox,
 }
 
 impl TurnEnv {
@@ -108,7 +113,7 @@ impl TurnEnv {
                 Arc::new(task)
             }
         };
-        let mut set = ToolSet::mount(plan, live.depth, Some(&build));
+        let mut set = ToolSet::mount_sandboxed(plan, live.depth, Some(&build), &self.sandbox);
         set.extend(self.extra_tools.iter().cloned());
         let servers = self.mcp_servers_of(live, plan);
         if servers.is_empty() {

@@ -7,7 +7,9 @@
 //! rule, `ask` publishes `approval:required` and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
-//! grant for the tree; publishing `approval:granted` / `approval:denied`; and the
+//! grant for the tree, after which every other call of the tree still waiting is
+//! decided again and runs (`remembered`) when the new grant covers it (issue 22);
+//! publishing `approval:granted` / `approval:denied`; and the
 //! result texts the model reads for a call that did not run. Does not own: the rules
 //! and their precedence (`config::approvals`), the tier of an agent file
 //! (`agent::approvals`), the registry of waiting calls (`approvals`), running the call
@@ -135,7 +137,7 @@ impl<'a> Gate<'a> {
                 );
                 Pass::Refused(ToolOutput::error(headless_denial(&call.tool)))
             }
-            ApprovalMode::Interactive => self.wait(call, required, token).await,
+            ApprovalMode::Interactive => self.wait(tool, call, required, token).await,
         }
     }
 
@@ -143,18 +145,29 @@ impl<'a> Gate<'a> {
     /// `approval:required` and waits for the answer or the session's cancellation.
     async fn wait(
         &self,
+        tool: &Arc<dyn Tool>,
         call: &ToolCall,
         required: ApprovalRequiredEvent,
         token: &CancellationToken,
     ) -> Pass {
         let answer = {
-            let receiver = self.env.approvals.register(&self.live.id, &call.id);
+            let mut receiver = self.env.approvals.register(&self.live.id, &call.id);
+            let mut grants_changed = self.env.grants.watch();
             let _waiting = Waiting::start(self.env, self.live, &call.id);
             self.live.emit(EngineEvent::ApprovalRequired(required));
-            tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                answer = receiver => answer.ok(),
+            loop {
+                tokio::select! {
+                    biased;
+                    () = token.cancelled() => break None,
+                    answer = &mut receiver => break answer.ok(),
+                    Ok(()) = grants_changed.changed() => {
+                        // An "always" answer to another prompt of this tree may cover
+                        // this call now (issue 22): run it without asking.
+                        if let Some(pass) = self.covered_while_waiting(tool, call) {
+                            return pass;
+                        }
+                    }
+                }
             }
         };
         match answer {
@@ -202,6 +215,24 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// When the tree's grants now allow `call` (it waits for an answer): withdraws
+    /// its prompt and says so (`approval:granted`, `remembered`, with the rule).
+    fn covered_while_waiting(&self, tool: &Arc<dyn Tool>, call: &ToolCall) -> Option<Pass> {
+        let grants = self.env.grants.of(&self.live.root_id);
+        let verdict = self
+            .policy
+            .decide(&call.tool, tool.module(), &call.arguments, &grants);
+        let DecidedBy::Grant(grant) = &verdict.decided_by else {
+            return None;
+        };
+        if verdict.decision != Decision::Allow {
+            return None;
+        }
+        self.env.approvals.withdraw(&self.live.id, &call.id);
+        self.granted(call, DecisionKind::Remembered, Some(grant.key()), None);
+        Some(Pass::Run)
+    }
+
     /// `approval:required` for `call`: summary, the command of a `bash` call, the diff
     /// of a write or edit (the tool's preview; a call that would fail says why in the
     /// summary instead).
@@ -217,11 +248,15 @@ impl<'a> Gate<'a> {
                 call.arguments.clone(),
                 self.live.working_dir.clone(),
             );
-            // Reads the current file: off the async workers.
-            tokio::task::spawn_blocking(move || tool.preview(&input, &dir))
-                .await
-                .unwrap_or_else(|e| Some(Err(format!("no preview: {e}"))))
+            // Reads the current file (the sandbox note may probe the kernel): off the
+            // async workers.
+            tokio::task::spawn_blocking(move || {
+                (tool.preview(&input, &dir), tool.sandbox_note(&dir))
+            })
+            .await
+            .unwrap_or_else(|e| (Some(Err(format!("no preview: {e}"))), None))
         };
+        let (preview, sandbox) = preview;
         let mut summary = summary(&call.tool, &call.arguments, command.as_deref());
         let diff = match preview {
             Some(Ok(diff)) => Some(diff),
@@ -238,6 +273,7 @@ impl<'a> Gate<'a> {
             summary: truncate_chars(&summary, SUMMARY_MAX).to_string(),
             command,
             diff,
+            sandbox,
         }
     }
 

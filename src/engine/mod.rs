@@ -11,7 +11,7 @@
 //! Files form layers, each using only those below it (`tests/inner_layers.rs` fails
 //! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
-//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`);
+//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint
 //! `max_concurrent`), `outcome`, `live`, then `inbox` (steers and queued messages of a
@@ -28,6 +28,7 @@ mod live;
 mod model_choice;
 mod outcome;
 pub mod panics;
+mod prompt;
 pub mod providers;
 pub mod repair;
 mod root_plan;

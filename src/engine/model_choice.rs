@@ -77,8 +77,11 @@ pub(crate) async fn choose(
         .next()
         .ok_or_else(|| {
             EngineError::Other(format!(
-                "model {text}: no match among the {} models {mount} lists",
-                listed.len()
+                "model {text}: no match among the {} {mount} lists",
+                match listed.len() {
+                    1 => "1 model".to_string(),
+                    n => format!("{n} models"),
+                }
             ))
         })?;
     Ok(ProviderPreference::new(mount, exact))

@@ -144,7 +144,10 @@ impl Runtime {
         for problem in &mcp_servers.problems {
             tracing::warn!("{problem}");
         }
-        let mcp = Arc::new(McpHub::new(options.env.clone()));
+        let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox, &options.paths);
+        let mcp = Arc::new(
+            McpHub::new(options.env.clone()).sandboxed(sandbox.clone(), options.paths.cwd.clone()),
+        );
         Arc::new_cyclic(|me: &Weak<Runtime>| {
             let sessions: Weak<dyn Sessions> = me.clone();
             Self {
@@ -167,6 +170,7 @@ impl Runtime {
                     mcp,
                     mcp_servers: mcp_servers.servers,
                     mcp_reported: Default::default(),
+                    sandbox,
                 },
                 bus: options.bus,
                 store,

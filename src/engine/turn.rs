@@ -40,7 +40,6 @@
 //! same closing events (the message is logged too): the process and the other
 //! sessions carry on.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -54,15 +53,15 @@ use super::inbox::Pending;
 use super::live::{LiveSession, TurnGuard};
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
+use super::prompt;
 use super::providers;
 use super::repair;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
 use super::transfer;
-use crate::agent::mentions::{self, MentionRoots};
 use crate::agent::select::TRANSFER_KEY;
 use crate::agent::tree::AgentTree;
-use crate::config::MountPlan;
+
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::config::response::ResponseLimits;
 use crate::config::retry::RetryPolicy;
@@ -318,32 +317,6 @@ async fn one_turn(
 /// Before a turn: a session whose agent sets a `budget` and that has no budget record
 /// yet gets one (a sub-session's is written at spawn, tightened by the call); a paused
 /// session being resumed gets one more budget of the same size (`config::budget`).
-/// The plan's instruction with its `@mentions` expanded as foundation does
-/// (`agent::mentions`): `@<bundle name>:path` against the active bundle's directory,
-/// other paths against the session's working directory. Mentions that do not
-/// resolve stay as text (logged).
-fn system_prompt(env: &TurnEnv, live: &LiveSession, plan: &MountPlan) -> String {
-    let instruction = plan.instruction();
-    if !instruction.contains('@') {
-        return instruction.to_string();
-    }
-    let mut roots = MentionRoots {
-        cwd: live.working_dir.clone(),
-        home: (env.env)("HOME").map(PathBuf::from),
-        ..Default::default()
-    };
-    if let Some(dir) = env.bundle.path.as_deref().and_then(Path::parent) {
-        roots
-            .namespaces
-            .insert(env.bundle.name.clone(), dir.to_path_buf());
-    }
-    let (system, warnings) = mentions::expand(instruction, &roots);
-    for warning in warnings {
-        tracing::debug!(session = %live.id, "{warning}");
-    }
-    system
-}
-
 fn grant_budget(live: &LiveSession) {
     let metadata = live.metadata();
     let state = match BudgetState::of(&metadata) {
@@ -489,7 +462,7 @@ async fn drive(
         // Shares the live transcript (no copy) unless it needs reordering.
         let request = ChatRequest {
             model: provider.default_model().to_string(),
-            system: system_prompt(env, live, plan),
+            system: prompt::system_prompt(env, live, plan),
             messages: repair::request_view_shared(&live.transcript_snapshot()),
             tools: tools.specs(),
             max_tokens: None,
@@ -695,9 +668,19 @@ fn record_response(
         }
         m.model = Some(model.clone());
     });
+    // The same name `provider:request` gave (issue 23 item 9): the resolved model,
+    // not the `provider/model` label the metadata keeps.
+    let asked = if request_model.is_empty() {
+        reported
+    } else {
+        request_model
+    };
     live.emit(EngineEvent::ProviderResponse(ProviderResponseEvent {
         provider: provider.id().to_string(),
-        model,
+        model: asked.to_string(),
+        response_model: Some(reported)
+            .filter(|r| !r.is_empty() && *r != asked)
+            .map(str::to_string),
         usage,
         stop_reason: response.stop_reason.clone(),
         tool_calls: response.tool_calls.len(),

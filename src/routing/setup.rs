@@ -28,8 +28,10 @@
 //! when its `config.endpoint_from` mark (`config::endpoint`) says the user's own agent
 //! file set that endpoint. Otherwise (a project or bundle agent file set it, or nobody
 //! knows who) building fails with a `NotConfigured` error naming the agent and both
-//! endpoints, so no request leaves; an entry that would carry no such credential (its
-//! own `api_key`, or none at all) builds as before. Model:
+//! endpoints, so no request leaves. An entry a project or bundle agent file pointed
+//! elsewhere is refused even with its own `api_key` (the conversation would still go
+//! there); an unmarked entry that would carry no such credential (its own `api_key`,
+//! or none at all) builds as before. Model:
 //! `default_model` (or `model`) from entry or config file, then `OPENAI_MODEL` /
 //! `ANTHROPIC_MODEL`, then — for an OpenAI-compatible entry with a non-official base
 //! URL (a local server) — the first id its `GET /models` lists, resolved lazily on
@@ -324,11 +326,12 @@ pub fn configured_endpoint(
     })
 }
 
-/// Refuses to build `entry` when it would carry credentials arbor holds (`api_key`
-/// from the config file or environment rather than the entry itself, or any
-/// `headers`) to an endpoint of its own on another origin than
-/// [`configured_endpoint`], unless its `endpoint_from` mark is trusted (see the module
-/// docs). The error names the agent that set the endpoint, both endpoints and how to
+/// Refuses to build `entry` when its own endpoint is on another origin than
+/// [`configured_endpoint`] and either its `endpoint_from` mark is untrusted (a
+/// project or bundle agent file set it: refused even with the entry's own `api_key`,
+/// issue 22) or, unmarked, it would carry credentials arbor holds (`api_key` from the
+/// config file or environment rather than the entry itself, or any `headers`). A
+/// trusted mark passes (see the module docs). The error names the agent that set the endpoint, both endpoints and how to
 /// allow it.
 fn guard_endpoint(
     entry: &ModuleEntry,
@@ -341,13 +344,18 @@ fn guard_endpoint(
         return Ok(());
     };
     let configured = &configured_endpoint(entry, config, env);
-    let held_key = api_key.is_some() && setting(&entry.config, "api_key").is_none();
-    let carries_credentials = held_key || !headers.is_empty();
-    if !carries_credentials || same_origin(&own, configured) {
+    if same_origin(&own, configured) {
         return Ok(());
     }
     let from = EndpointFrom::of(entry);
     if from.as_ref().is_some_and(|f| f.trusted) {
+        return Ok(());
+    }
+    // A project or bundle agent file's endpoint gets nothing, not even with a key of
+    // its own: the conversation (system prompt, files read) would go there too.
+    let held_key = api_key.is_some() && setting(&entry.config, "api_key").is_none();
+    let carries_credentials = held_key || !headers.is_empty();
+    if !carries_credentials && from.is_none() {
         return Ok(());
     }
     let who = from.map_or_else(
@@ -358,7 +366,7 @@ fn guard_endpoint(
         ProviderErrorKind::NotConfigured,
         id,
         format!(
-            "{who} points provider {id} at {own}, which is not the configured endpoint ({configured}); arbor does not send your key there — set it as this provider's base_url in your config (or keep the agent in your own agents directory) to allow it"
+            "{who} points provider {id} at {own}, which is not the configured endpoint ({configured}); arbor does not send your key there, nor the conversation — set it as this provider's base_url in your config (or keep the agent in your own agents directory) to allow it"
         ),
     ))
 }

@@ -82,14 +82,20 @@ fn an_env_key_goes_only_to_the_configured_endpoint_or_a_trusted_one() {
     // The user's own agent file may redirect.
     let user = openai(json!({"base_url": "http://b:2/v1", "endpoint_from": mark("user", true)}));
     assert_eq!(refusal(&user, &empty, &env), None);
-    // No held key, no headers: nothing to leak, so the redirect builds (a local server).
+    // A project agent's endpoint is refused even with no key held (issue 22): the
+    // conversation would go there; an unmarked keyless one (a local server) builds.
     let keyless = |k: &str| (k == "OPENAI_BASE_URL").then(|| "http://a:1/v1".to_string());
-    assert_eq!(refusal(&project, &empty, &keyless), None);
-    // An entry's own key is the agent's to send.
-    let own = openai(
-        json!({"base_url": "http://b:2/v1", "api_key": "sk-agent-own", "endpoint_from": mark("project", false)}),
-    );
-    assert_eq!(refusal(&own, &empty, &env), None);
+    assert!(refusal(&project, &empty, &keyless).is_some());
+    assert_eq!(refusal(&unmarked, &empty, &keyless), None);
+    // An entry's own key no longer skips the guard for a project or bundle agent.
+    for source in ["project", "bundle"] {
+        let own = openai(
+            json!({"base_url": "http://b:2/v1", "api_key": "sk-agent-own", "endpoint_from": mark(source, false)}),
+        );
+        assert!(refusal(&own, &empty, &env).is_some(), "{source}");
+    }
+    let own_unmarked = openai(json!({"base_url": "http://b:2/v1", "api_key": "sk-agent-own"}));
+    assert_eq!(refusal(&own_unmarked, &empty, &env), None);
     // Headers count as held credentials.
     let headers = openai(
         json!({"base_url": "http://b:2/v1", "headers": {"authorization": "Bearer t"}, "endpoint_from": mark("bundle", false)}),

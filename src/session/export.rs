@@ -70,8 +70,9 @@ pub fn export_json(store: &SessionStore, id: &str) -> Result<String, StoreError>
 pub fn export_markdown(store: &SessionStore, id: &str) -> Result<String, StoreError> {
     let sessions = load_subtree(store, id)?;
     let mut out = format!(
-        "# Session export: `{id}`\n\n{} session(s)\n",
-        sessions.len()
+        "# Session export: `{id}`\n\n{} session{}\n",
+        sessions.len(),
+        if sessions.len() == 1 { "" } else { "s" }
     );
     for (depth, loaded) in &sessions {
         render_session(&mut out, *depth, loaded);

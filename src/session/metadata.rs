@@ -127,6 +127,15 @@ pub struct FileChange {
     /// How many writes/edits were folded into this entry.
     #[serde(default = "one")]
     pub changes: u64,
+    /// This one change as unified-diff hunks (`@@ -l,n +l,n @@` with 3 lines of
+    /// context, no `---`/`+++` header), made from the file's content before and after
+    /// the call: present on a `tool:post` of a change to a file that existed (so
+    /// `session diff` can print a patch that applies), absent for a created file (its
+    /// content is the call's input), a file over 8 MiB, and in
+    /// [`Metadata::files_changed`], which sums changes and keeps no text. An arbor key
+    /// Amplifier readers ignore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hunks: Option<String>,
 }
 
 fn one() -> u64 {
@@ -149,7 +158,13 @@ impl FileChange {
 pub fn record_file_change(list: &mut Vec<FileChange>, change: &FileChange) {
     match list.binary_search_by(|c| c.path.cmp(&change.path)) {
         Ok(at) => list[at].absorb(change),
-        Err(at) => list.insert(at, change.clone()),
+        Err(at) => list.insert(
+            at,
+            FileChange {
+                hunks: None,
+                ..change.clone()
+            },
+        ),
     }
 }
 

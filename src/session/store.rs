@@ -60,8 +60,13 @@ pub enum StoreError {
     /// Another writer holds the session's lock (pid 0 when unknown).
     #[error("session '{id}' is open in another process (pid {pid})")]
     Locked { id: String, pid: u32 },
-    /// A prefix matched several sessions (`matches` sorted).
-    #[error("session id prefix '{prefix}' is ambiguous: {matches:?}")]
+    /// A prefix matched several sessions (`matches` sorted); the message lists them
+    /// comma-separated.
+    #[error(
+        "session id prefix '{prefix}' matches {} sessions: {} (give more of the id)",
+        matches.len(),
+        matches.join(", ")
+    )]
     Ambiguous {
         prefix: String,
         matches: Vec<String>,

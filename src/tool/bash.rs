@@ -15,6 +15,16 @@
 //! and `null` when it did not finish. The call is an error result unless the command
 //! exited with 0.
 //!
+//! Sandbox (issue #22): when `sandbox.mode` is `auto` and the kernel can, the shell runs
+//! through `arbor __sandbox` ([`crate::sandbox`]): writes only beneath the session's
+//! `allowed_write_paths` (the `tool-filesystem` entry's, default the working
+//! directory) and a private temp dir that is its `TMPDIR` (removed when the call
+//! ends), key files hidden, no network unless `sandbox.network: allow`. The helper
+//! `exec`s the shell, so the pid, process group, kill and timeout are the same. When
+//! the sandbox cannot be used the command runs unconfined, or, with
+//! `sandbox.required: true`, is refused with the reason (an error result, nothing
+//! ran). [`Bash::sandbox_note`] tells the approval prompt which.
+//!
 //! Limits: a process that leaves the group (`setsid`) escapes the kill; once the
 //! shell has exited, its output is read for at most [`DRAIN`] more.
 
@@ -32,6 +42,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::sandbox::{Decision, Sandbox};
 use output::Capped;
 
 /// The module name in a mount plan's `tools[]`.
@@ -46,16 +57,23 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// The tools of this module for its entry `config` (`timeout`: the default timeout in
-/// seconds, Amplifier's key).
-pub fn tools(config: &Value) -> Vec<Arc<dyn Tool>> {
+/// seconds, Amplifier's key), confined by `sandbox` to `writable` (entries as in
+/// `allowed_write_paths`; empty: only the private temp dir).
+pub fn tools(config: &Value, sandbox: &Sandbox, writable: Vec<String>) -> Vec<Arc<dyn Tool>> {
     let timeout = seconds(config.get("timeout")).unwrap_or(DEFAULT_TIMEOUT);
-    vec![Arc::new(Bash::new(timeout))]
+    vec![Arc::new(
+        Bash::new(timeout).sandboxed(sandbox.clone(), writable),
+    )]
 }
 
 /// `bash {command, timeout?}`: see the module doc.
 #[derive(Debug, Clone)]
 pub struct Bash {
     default_timeout: Duration,
+    /// The sandbox settings (the default: off).
+    sandbox: Sandbox,
+    /// Where a sandboxed command may write (`allowed_write_paths` entries).
+    writable: Arc<[String]>,
 }
 
 impl Default for Bash {
@@ -70,7 +88,23 @@ impl Bash {
     pub fn new(default_timeout: Duration) -> Self {
         Self {
             default_timeout: default_timeout.min(MAX_TIMEOUT),
+            sandbox: Sandbox::default(),
+            writable: Arc::from([".".to_string()]),
         }
+    }
+
+    /// The same tool with its commands confined by `sandbox` to `writable` (entries
+    /// as in `allowed_write_paths`).
+    pub fn sandboxed(mut self, sandbox: Sandbox, writable: Vec<String>) -> Self {
+        self.sandbox = sandbox;
+        self.writable = writable.into();
+        self
+    }
+
+    /// Whether a command in `working_dir` runs sandboxed (see
+    /// [`Sandbox::decide`]; may run the probe, blocking).
+    pub fn decide(&self, working_dir: &Path) -> Decision {
+        self.sandbox.decide(working_dir, &self.writable)
     }
 }
 
@@ -103,8 +137,13 @@ impl Tool for Bash {
         }
     }
 
+    fn sandbox_note(&self, working_dir: &Path) -> Option<String> {
+        Some(self.decide(working_dir).note())
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let default_timeout = self.default_timeout;
+        let tool = self.clone();
         Box::pin(async move {
             let command = match input.get("command") {
                 Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
@@ -126,9 +165,52 @@ impl Tool for Bash {
                     }
                 },
             };
-            run(&command, &ctx.working_dir, timeout, &ctx.cancel).await
+            let (dir, deciding) = (ctx.working_dir.clone(), tool.clone());
+            // The first decision runs the sandbox probe (a child process): off the
+            // async workers.
+            let decision = match tokio::task::spawn_blocking(move || deciding.decide(&dir)).await {
+                Ok(d) => d,
+                Err(e) => return ToolOutput::error(format!("cannot set up the sandbox: {e}")),
+            };
+            match decision {
+                Decision::Refused { reason } => ToolOutput::error(reason),
+                Decision::Unsandboxed { .. } => {
+                    run(&command, &ctx.working_dir, timeout, &ctx.cancel).await
+                }
+                Decision::Sandboxed { policy, .. } => {
+                    run_sandboxed(&tool.sandbox, policy, &command, &ctx, timeout).await
+                }
+            }
         })
     }
+}
+
+/// Runs `command` as `sh -c` through the sandbox helper under `policy`, with a
+/// private temp dir (writable, `TMPDIR`) removed afterwards.
+async fn run_sandboxed(
+    sandbox: &Sandbox,
+    mut policy: crate::sandbox::Policy,
+    command: &str,
+    ctx: &ToolContext,
+    timeout: Duration,
+) -> ToolOutput {
+    let tmp = match tempfile::Builder::new().prefix("arbor-sandbox-").tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            return ToolOutput::error(format!(
+                "cannot create the sandbox's temp dir: {e}; the command did not run"
+            ));
+        }
+    };
+    policy.writable.push(tmp.path().to_path_buf());
+    let Some(mut cmd) = sandbox.tokio_command(&policy, "sh", ["-c", command]) else {
+        return ToolOutput::error("the sandbox helper is missing; the command did not run");
+    };
+    cmd.env("TMPDIR", tmp.path());
+    let out = run_command(cmd, &ctx.working_dir, timeout, &ctx.cancel).await;
+    // Removing the temp dir reads and deletes what the command left: off the workers.
+    let _ = tokio::task::spawn_blocking(move || drop(tmp)).await;
+    out
 }
 
 /// A positive number of seconds (a number or a numeric string), capped at
@@ -159,13 +241,24 @@ pub async fn run(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> ToolOutput {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c").arg(command);
+    run_command(cmd, dir, timeout, cancel).await
+}
+
+/// Runs `cmd` (`sh -c …`, directly or through the sandbox helper) in `dir` as the
+/// module doc says.
+async fn run_command(
+    mut cmd: tokio::process::Command,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> ToolOutput {
     if cancel.is_cancelled() {
         return ToolOutput::error("cancelled: the turn was cancelled before the command started");
     }
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(dir)
+    crate::sandbox::strip_provider_keys(&mut cmd);
+    cmd.current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

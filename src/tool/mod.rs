@@ -122,4 +122,13 @@ pub trait Tool: Send + Sync {
         let _ = (input, working_dir);
         None
     }
+    /// For tools that run processes (`bash`): one line saying whether a call in
+    /// `working_dir` runs in the kernel sandbox (`sandboxed: writes ./, no network`,
+    /// `NOT sandboxed (sandbox.mode is off)`, or why it is refused), for the approval
+    /// prompt. `None` (the default) for every other tool. May block (the first call
+    /// probes the kernel).
+    fn sandbox_note(&self, working_dir: &Path) -> Option<String> {
+        let _ = working_dir;
+        None
+    }
 }

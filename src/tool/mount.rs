@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::MountPlan;
+use crate::sandbox::Sandbox;
 
 use super::task::{self, TaskConfig};
 use super::{Tool, ToolSpec, bash, delegate, filesystem, search};
@@ -45,12 +46,34 @@ impl ToolSet {
     /// e.g. in tool-only tests). Modules arbor does not implement are skipped; the
     /// agent registry reports them.
     pub fn mount(plan: &MountPlan, depth: u32, task: Option<&DelegationBuilder>) -> Self {
+        Self::mount_sandboxed(plan, depth, task, &Sandbox::default())
+    }
+
+    /// [`ToolSet::mount`] with `bash` confined by `sandbox` to the plan's
+    /// `allowed_write_paths` (its `tool-filesystem` entry's; `["."]` when it has none;
+    /// an unusable entry leaves bash only its temp dir, as it leaves `write_file`
+    /// nothing).
+    pub fn mount_sandboxed(
+        plan: &MountPlan,
+        depth: u32,
+        task: Option<&DelegationBuilder>,
+        sandbox: &Sandbox,
+    ) -> Self {
+        let writable: Vec<String> = plan
+            .tools()
+            .into_iter()
+            .find(|e| e.module == filesystem::MODULE)
+            .map(|e| filesystem::write::WriteConfig::from_config(&e.config))
+            .unwrap_or_default()
+            .roots()
+            .map(<[String]>::to_vec)
+            .unwrap_or_default();
         let mut set = Self::default();
         for entry in plan.tools() {
             match entry.module.as_str() {
                 filesystem::MODULE => set.extend(filesystem::tools(&entry.config)),
                 search::MODULE => set.extend(search::tools()),
-                bash::MODULE => set.extend(bash::tools(&entry.config)),
+                bash::MODULE => set.extend(bash::tools(&entry.config, sandbox, writable.clone())),
                 module @ (task::MODULE | delegate::MODULE) => {
                     let config = TaskConfig::from_value(&entry.config);
                     let name = if module == task::MODULE {

@@ -41,6 +41,15 @@ pub enum UiAction {
         tool_call_id: String,
         decision: ApprovalDecision,
     },
+    /// Answer like [`UiAction::ResolveApproval`] (an "always" answer) and save `rule`
+    /// (a policy key such as `bash(cargo test*)`) as `allow` in the user's config
+    /// file's `approvals:` (issue 22).
+    ResolveAndSave {
+        session_id: String,
+        tool_call_id: String,
+        decision: ApprovalDecision,
+        rule: String,
+    },
     /// Answer the trust prompt: `trust` records the project in the trust store; either
     /// way the prompt closes.
     AnswerTrust { trust: bool },

@@ -156,6 +156,7 @@ actions! {
     McpClose = "mcp.close", Mcp, ["esc", "q", "f6"], true, "Close";
     ApprovalAllow = "approval.allow", Approval, ["y"], true, "Allow once";
     ApprovalAlways = "approval.always", Approval, ["a"], true, "Always allow (tool or command prefix, tree)";
+    ApprovalAlwaysSave = "approval.always_save", Approval, ["A"], true, "Always allow and save the rule to config.yaml";
     ApprovalDeny = "approval.deny", Approval, ["n"], true, "Deny, with a reason for the model";
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";

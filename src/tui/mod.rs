@@ -165,6 +165,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
     );
     app.set_notify(options.notify);
     app.set_project_root(options.paths.cwd.clone());
+    app.set_config_file(options.paths.config_file.clone());
     app.set_history(state::history::History::load(options.paths.history_file()));
     app.set_mouse_capture(options.mouse);
     if let Some(text) = options.notice {

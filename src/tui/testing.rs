@@ -70,6 +70,7 @@ pub fn approval_bash(call: &str, agent: &str, command: &str) -> EngineEvent {
         summary: command.lines().next().unwrap_or_default().into(),
         command: Some(command.into()),
         diff: None,
+        sandbox: None,
     })
 }
 
@@ -83,6 +84,7 @@ pub fn approval_edit(call: &str, agent: &str, path: &str, diff: &str) -> EngineE
         summary: format!("edit {path}"),
         command: None,
         diff: Some(diff.into()),
+        sandbox: None,
     })
 }
 
@@ -125,6 +127,7 @@ pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
             lines_removed: removed,
             created: false,
             changes: 1,
+            hunks: None,
         }),
         ..Default::default()
     })

@@ -5,7 +5,10 @@
 //! Tools: `add {a, b}`; `fail {message}` (a tool error); `slow {seconds}` (writes
 //! `started-slow` into `$MCP_TEST_DIR`, waits, and on a cancel writes `cancelled-slow`); `crash` (the process
 //! exits); `picture` (a PNG image); `env {name}` (an environment variable's value);
-//! `big {bytes}` (a text result of that many bytes, `START…END`).
+//! `big {bytes}` (a text result of that many bytes, `START…END`);
+//! `write {path, text}` (writes a file: `wrote PATH` or the error) and `read {path}`
+//! (a file's text or the error), `connect {path}` (a TCP connection to
+//! `host:port`: `connected` or the error), to test the sandbox a server runs in.
 //! Each start of the process appends a line to `$MCP_TEST_DIR/starts`.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -44,6 +47,17 @@ pub struct BigArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct EnvArgs {
     pub name: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct WriteArgs {
+    pub path: String,
+    pub text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct PathArgs {
+    pub path: String,
 }
 
 #[derive(Debug, Clone)]
@@ -130,6 +144,27 @@ impl Calc {
     #[tool(description = "Returns an environment variable of the server")]
     fn env(&self, Parameters(EnvArgs { name }): Parameters<EnvArgs>) -> String {
         std::env::var(&name).unwrap_or_else(|_| format!("{name} is not set"))
+    }
+
+    #[tool(description = "Writes text to a file")]
+    fn write(&self, Parameters(WriteArgs { path, text }): Parameters<WriteArgs>) -> String {
+        match std::fs::write(&path, text) {
+            Ok(()) => format!("wrote {path}"),
+            Err(e) => format!("cannot write {path}: {e}"),
+        }
+    }
+
+    #[tool(description = "Opens a TCP connection to host:port")]
+    fn connect(&self, Parameters(PathArgs { path }): Parameters<PathArgs>) -> String {
+        match std::net::TcpStream::connect(&path) {
+            Ok(_) => "connected".to_string(),
+            Err(e) => format!("cannot connect to {path}: {e}"),
+        }
+    }
+
+    #[tool(description = "Reads a file")]
+    fn read(&self, Parameters(PathArgs { path }): Parameters<PathArgs>) -> String {
+        std::fs::read_to_string(&path).unwrap_or_else(|e| format!("cannot read {path}: {e}"))
     }
 }
 

@@ -388,6 +388,8 @@ impl TestEnv {
             .env("NO_COLOR", "1")
             // Never a local model server of this machine (issue 15 item 7).
             .env("ARBOR_LOCAL_SERVERS", "")
+            // `arbor run` reads a stdin that is not a terminal: never the test runner's.
+            .stdin(std::process::Stdio::null())
             .current_dir(&self.project);
         cmd
     }

@@ -81,6 +81,34 @@ fn a_allows_the_command_prefix_always() {
     assert_eq!(h.app.composer_text(), "half-written");
 }
 
+/// Issue 22: `A` answers "always" and writes the rule it shows into the config file,
+/// keeping what was there.
+#[test]
+fn shift_a_allows_always_and_saves_the_rule_to_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "# mine\napprovals:\n  bash: ask\n").unwrap();
+    let mut h = with_child_asking("cargo test --lib");
+    h.app.set_config_file(config.clone());
+    h.press(KeyCode::Char('A'));
+    let always = ApprovalDecision::Allow {
+        scope: AllowScope::AlwaysPrefix("cargo test".into()),
+    };
+    assert_eq!(h.drain(), [resolved(CHILD, "call_7", always)]);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "# mine\napprovals:\n  \"bash(cargo test*)\": allow\n  bash: ask\n"
+    );
+    assert!(h.screen(80, 24).contains("saved"), "{}", h.screen(80, 24));
+
+    // A wrapper is never saved (nor granted): the prompt stays.
+    let mut h = with_child_asking("env cargo test");
+    h.app.set_config_file(config.clone());
+    h.press(KeyCode::Char('A'));
+    assert!(h.drain().is_empty());
+    assert!(!std::fs::read_to_string(&config).unwrap().contains("env"));
+}
+
 #[test]
 fn n_with_a_reason_denies_with_it() {
     let mut h = with_child_asking("rm -rf target");

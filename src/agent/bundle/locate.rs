@@ -7,7 +7,8 @@
 //! `bundle:` prefix is dropped (`session_store.extract_session_mode`); `file://` URIs
 //! (with an optional `#subdirectory=`) and paths are used directly; a name is looked
 //! up as `<name>/bundle.md`, `<name>/bundle.yaml`, `<name>.yaml`, `<name>.md` in
-//! `.amplifier/bundles` (the current directory or an ancestor) and
+//! `.amplifier/bundles` (the current directory or an ancestor — only when that
+//! project is trusted, `config::trust`) and
 //! `$AMPLIFIER_HOME/bundles`, then in `$AMPLIFIER_HOME/registry.json`
 //! (`bundles.<name>.local_path`, or a `file://` `uri`). `git+…`, `http(s)://` and
 //! `zip+…` are remote: never fetched. Amplifier's well-known bundles resolved from
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{BUILTIN_AGENTS, BUILTIN_BUNDLE, Bundle};
+use crate::config::trust;
 use crate::paths::Paths;
 
 /// The prefix Amplifier writes before a bundle name in `metadata.bundle`.
@@ -76,12 +78,10 @@ pub fn locate(reference: &str, paths: &Paths) -> Located {
     if reference.is_empty() {
         return Located::NotFound(String::new());
     }
-    let mut search: Vec<PathBuf> = paths
-        .cwd
-        .ancestors()
-        .map(|d| d.join(".amplifier").join("bundles"))
-        .filter(|d| d.is_dir())
-        .take(1)
+    let mut search: Vec<PathBuf> = project_bundles(paths)
+        .filter(|(root, _)| trust::is_trusted(paths, root))
+        .map(|(_, dir)| dir)
+        .into_iter()
         .collect();
     search.push(paths.amplifier_home.join("bundles"));
     for base in &search {
@@ -121,8 +121,10 @@ pub fn reference_of(active: &Bundle, paths: &Paths) -> String {
 /// The bundle a stored root's `bundle` reference (`None`: none recorded) stands
 /// for: the active bundle when the reference names it (its name, `bundle:` + name, or
 /// the URI [`reference_of`] records), else the one [`locate`] finds on this machine.
-/// When none is found, it is remote, or it does not load, the active bundle stands in
-/// and the second value says why (a note for the thread and `session show`).
+/// When none is found, it is remote, it lies in a project that is not trusted (a
+/// cloned repository's bundle never loads, nor starts its MCP servers, for a resumed
+/// session: issue 22), or it does not load, the active bundle stands in and the
+/// second value says why (a note for the thread and `session show`).
 pub fn bundle_for(
     active: &Bundle,
     paths: &Paths,
@@ -146,13 +148,48 @@ pub fn bundle_for(
         return (active.clone(), None);
     }
     match locate(reference, paths) {
-        Located::Path(path) => match Bundle::load(&path) {
-            Ok(bundle) => (bundle, None),
-            Err(e) => fallback(format!("bundle '{reference}' does not load ({e})")),
-        },
+        Located::Path(path) => {
+            if let Some(why) = untrusted_home(&path, paths) {
+                return fallback(format!("bundle '{reference}' is not loaded: {why}"));
+            }
+            match Bundle::load(&path) {
+                Ok(bundle) => (bundle, None),
+                Err(e) => fallback(format!("bundle '{reference}' does not load ({e})")),
+            }
+        }
         Located::Remote(uri) => fallback(format!("bundle '{uri}' is remote (not fetched)")),
-        Located::NotFound(_) => fallback(format!("bundle '{reference}' is not on this machine")),
+        Located::NotFound(_) => {
+            let skipped = project_bundles(paths)
+                .and_then(|(_, dir)| find_in(&dir, name))
+                .and_then(|p| untrusted_home(&p, paths));
+            match skipped {
+                Some(why) => fallback(format!("bundle '{reference}' is not loaded: {why}")),
+                None => fallback(format!("bundle '{reference}' is not on this machine")),
+            }
+        }
     }
+}
+
+/// The nearest `.amplifier/bundles` of `paths.cwd` or an ancestor, with that
+/// project's root.
+fn project_bundles(paths: &Paths) -> Option<(PathBuf, PathBuf)> {
+    paths.cwd.ancestors().find_map(|d| {
+        let dir = d.join(trust::BUNDLES_DIR);
+        dir.is_dir().then(|| (d.to_path_buf(), dir))
+    })
+}
+
+/// Why `path` (a located bundle) may not be loaded for a stored session: it lies in
+/// a project that is not trusted (SPEC §12 "Trust", issue 22).
+fn untrusted_home(path: &Path, paths: &Paths) -> Option<String> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let root = trust::project_root(&path)?;
+    (!trust::is_trusted(paths, &root)).then(|| {
+        format!(
+            "it is in the project {}, which is not trusted (run `arbor trust` there to load it)",
+            root.display()
+        )
+    })
 }
 
 fn existing(path: PathBuf) -> Located {
@@ -252,6 +289,20 @@ mod tests {
         let project = paths.cwd.join(".amplifier").join("bundles");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("mine.yaml"), "bundle: {name: mine}\n").unwrap();
+        // An untrusted project's bundles are not searched, and never load by name.
+        assert_eq!(
+            locate("mine", &paths),
+            Located::Path(user.join("bundle.md"))
+        );
+        let active = Bundle::builtin();
+        let (bundle, note) =
+            bundle_for(&active, &paths, Some(&file_uri(&project.join("mine.yaml"))));
+        assert_eq!(bundle.name, active.name);
+        assert!(note.unwrap().contains("which is not trusted"));
+        crate::config::trust::TrustStore::load(&paths.trust_file())
+            .unwrap()
+            .trust(&paths.cwd)
+            .unwrap();
         assert_eq!(
             locate("mine", &paths),
             Located::Path(project.join("mine.yaml"))

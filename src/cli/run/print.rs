@@ -1,28 +1,40 @@
-//! What `arbor run` prints for each bus event, with secrets scrubbed.
+//! What `arbor run` / `session resume` print for each bus event, and what they remember
+//! between events to print it.
 //!
 //! Owns: [`Printer`] — each event in the output format (`text`: the root session's
-//! answer as it streams, notes on stderr; `jsonl`: every event as one line; `json`:
-//! nothing until the final object), every line passed through
-//! `session::redact::scrub_secrets`, and streamed pieces (`content_block:delta`)
-//! passed through a `ScrubStream` per session and kind, so a key the model streams in
-//! two pieces is replaced too. Does not own: the final object or the exit code (`run`).
+//! answer as it streams, each assistant message of the turn after a blank line, notes
+//! on stderr; `jsonl`: every event as one line; `json`: nothing until the final
+//! object); secrets scrubbed from all of it (every `jsonl` line passed through
+//! `session::redact::scrub_secrets`, streamed pieces (`content_block:delta`) through a
+//! `ScrubStream` per session and kind, so a key the model streams in two pieces is
+//! replaced too, stderr notes through `out`, issue 22); and, in every format, a call
+//! denied for want of `--yes` or by the approval policy named on stderr with what would
+//! allow it (issue 23 item 9). Does not own: which events reach it, the final object or
+//! the exit code (`run`), the denial itself (`engine::gate`).
 
 use std::collections::HashMap;
 
 use crate::cli::OutputFormat;
 use crate::cli::out;
-use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
+use crate::session::protocol::{
+    ApprovalDeniedEvent, ContentBlockDeltaEvent, DecisionKind, DeltaKind,
+};
 use crate::session::redact::{ScrubStream, scrub_secrets};
-use crate::session::{EngineEvent, Event};
+use crate::session::{EngineEvent, Event, Message};
 use crate::{out, outln};
 
-/// Prints the events of one turn of `session_id` (and its sub-sessions, in `jsonl`).
+/// Prints the events of one headless turn of `session_id` (and its sub-sessions, in
+/// `jsonl`).
 pub(super) struct Printer<'a> {
     format: OutputFormat,
     session_id: &'a str,
     /// Per (session, thinking?): the scrubber of its streamed pieces and its last
     /// delta event (the shape to print what the scrubber still holds in).
     streams: HashMap<(String, bool), (ScrubStream, Event)>,
+    /// Where the `text` answer's messages begin and end.
+    layout: TextLayout,
+    /// `approval:required` summaries (`write notes.md`, the command), by call id.
+    asked: HashMap<String, String>,
 }
 
 impl<'a> Printer<'a> {
@@ -31,6 +43,8 @@ impl<'a> Printer<'a> {
             format,
             session_id,
             streams: HashMap::new(),
+            layout: TextLayout::default(),
+            asked: HashMap::new(),
         }
     }
 
@@ -77,8 +91,117 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    fn print(&self, event: &Event) -> std::io::Result<()> {
-        print_event(self.format, self.session_id, event)
+    /// Prints one (already scrubbed, for a piece) bus event as the format wants it.
+    /// Errors: stdout cannot be written.
+    fn print(&mut self, event: &Event) -> std::io::Result<()> {
+        self.approval(&event.msg);
+        let (format, own) = (self.format, event.session_id == self.session_id);
+        let note = match &event.msg {
+            EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
+            EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
+            _ => None,
+        };
+        if let Some(note) = note
+            && own
+            && format != OutputFormat::Jsonl
+        {
+            out::error(note);
+        }
+        if let EngineEvent::McpServerFailed(failed) = &event.msg
+            && format != OutputFormat::Jsonl
+        {
+            out::warning(failed.note());
+        }
+        match format {
+            OutputFormat::Jsonl => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    outln!("{}", scrub_secrets(&line))?;
+                }
+            }
+            OutputFormat::Text if own => match &event.msg {
+                EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+                    delta,
+                    kind: DeltaKind::Text,
+                }) => self.layout.text(delta)?,
+                EngineEvent::MessageAppended(appended) => {
+                    self.layout.appended(&appended.message);
+                }
+                EngineEvent::ProviderWarning(warning) => {
+                    out::warning(format!("{} ({})", warning.message, warning.provider));
+                }
+                // A hand-off between agents of the session's tree (SPEC §11), on stderr
+                // so stdout stays the answer.
+                EngineEvent::AgentTransfer(transfer) => {
+                    out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
+                }
+                _ => {}
+            },
+            OutputFormat::Text => {}
+            OutputFormat::Json => {}
+        }
+        Ok(())
+    }
+
+    /// Follows the approval events of the whole tree: on a denial by the missing
+    /// `--yes` or by the approval policy, says on stderr (scrubbed by `out`) what was
+    /// denied, who asked, and what would allow it.
+    fn approval(&mut self, event: &EngineEvent) {
+        match event {
+            EngineEvent::ApprovalRequired(required) => {
+                self.asked
+                    .insert(required.tool_call_id.clone(), required.summary.clone());
+            }
+            EngineEvent::ApprovalDenied(denied) => {
+                let summary = self.asked.remove(&denied.tool_call_id);
+                if let Some(note) = denial_note(denied, summary.as_deref()) {
+                    out::error(note);
+                }
+            }
+            EngineEvent::ApprovalGranted(granted) => {
+                self.asked.remove(&granted.tool_call_id);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where one assistant message's text ends in the `text` answer, so the next one's
+/// starts after a blank line instead of glued to it (issue 23 item 9).
+#[derive(Debug, Default)]
+struct TextLayout {
+    /// The current assistant message has printed text.
+    text_in_message: bool,
+    /// A finished message printed text: the next text starts after a blank line.
+    separate: bool,
+    /// The last text printed ended a line.
+    at_line_start: bool,
+}
+
+impl TextLayout {
+    /// Prints a (scrubbed) text delta of the session's answer on stdout, a blank line
+    /// first when an earlier assistant message of the turn printed text.
+    ///
+    /// Errors: stdout cannot be written.
+    fn text(&mut self, delta: &str) -> std::io::Result<()> {
+        if delta.is_empty() {
+            return Ok(());
+        }
+        if self.separate {
+            out!("{}", if self.at_line_start { "\n" } else { "\n\n" })?;
+            self.separate = false;
+        }
+        out!("{delta}")?;
+        self.text_in_message = true;
+        self.at_line_start = delta.ends_with('\n');
+        Ok(())
+    }
+
+    /// Notes a message appended to the session: an assistant message ends its text.
+    fn appended(&mut self, message: &Message) {
+        if matches!(message, Message::Assistant(_)) && self.text_in_message {
+            self.text_in_message = false;
+            self.separate = true;
+        }
     }
 }
 
@@ -91,47 +214,63 @@ fn with_delta(event: &Event, delta: String) -> Event {
     event
 }
 
-/// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
-fn print_event(format: OutputFormat, session_id: &str, event: &Event) -> std::io::Result<()> {
-    let note = match &event.msg {
-        EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
-        EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
-        _ => None,
+/// The stderr line for a denied call, or `None` for denials a person made or a
+/// cancellation (nothing to allow).
+fn denial_note(denied: &ApprovalDeniedEvent, summary: Option<&str>) -> Option<String> {
+    let tool = &denied.tool_name;
+    let what = match summary.filter(|s| !s.is_empty() && *s != tool) {
+        Some(summary) => format!("{tool} `{summary}`"),
+        None => tool.clone(),
     };
-    if let Some(note) = note
-        && event.session_id == session_id
-        && format != OutputFormat::Jsonl
-    {
-        out::error(note);
+    let agent = &denied.agent;
+    match denied.decision {
+        DecisionKind::Headless => Some(format!(
+            "denied {what} (asked by {agent}): it needs approval and a headless run cannot \
+             ask; --yes allows it, or an approvals rule in the config \
+             (approvals: {{{tool}: allow}})"
+        )),
+        DecisionKind::Policy => Some(format!(
+            "denied {what} (asked by {agent}) by the approval policy{}; --yes does not \
+             change that, an approvals rule in the config does",
+            denied
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )),
+        _ => None,
     }
-    if let EngineEvent::McpServerFailed(failed) = &event.msg
-        && format != OutputFormat::Jsonl
-    {
-        out::warning(failed.note());
-    }
-    match format {
-        OutputFormat::Jsonl => {
-            if let Ok(line) = serde_json::to_string(event) {
-                outln!("{}", scrub_secrets(&line))?;
-            }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn denied(decision: DecisionKind) -> ApprovalDeniedEvent {
+        ApprovalDeniedEvent {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            agent: "coder".into(),
+            decision,
+            reason: Some("deny: bash".into()),
         }
-        OutputFormat::Text if event.session_id == session_id => match &event.msg {
-            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
-                delta,
-                kind: DeltaKind::Text,
-            }) => out!("{delta}")?,
-            EngineEvent::ProviderWarning(warning) => {
-                out::warning(format!("{} ({})", warning.message, warning.provider));
-            }
-            // A hand-off between agents of the session's tree (SPEC §11), on stderr
-            // so stdout stays the answer.
-            EngineEvent::AgentTransfer(transfer) => {
-                out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
-            }
-            _ => {}
-        },
-        OutputFormat::Text => {}
-        OutputFormat::Json => {}
     }
-    Ok(())
+
+    #[test]
+    fn denials_say_what_and_how_to_allow_it() {
+        let note = denial_note(&denied(DecisionKind::Headless), Some("rm -rf x")).unwrap();
+        assert!(
+            note.starts_with("denied bash `rm -rf x` (asked by coder)"),
+            "{note}"
+        );
+        assert!(note.contains("--yes allows it"), "{note}");
+        assert!(note.contains("approvals: {bash: allow}"), "{note}");
+        let note = denial_note(&denied(DecisionKind::Policy), None).unwrap();
+        assert!(
+            note.contains("by the approval policy (deny: bash)"),
+            "{note}"
+        );
+        assert_eq!(denial_note(&denied(DecisionKind::Once), None), None);
+        assert_eq!(denial_note(&denied(DecisionKind::Cancelled), None), None);
+    }
 }

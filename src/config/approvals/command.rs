@@ -1,309 +1,579 @@
-//! Reading a `bash` command string for approval patterns and grants.
+//! Reading a `bash` command string for approval rules, with a real shell grammar
+//! (tree-sitter-bash, as codex-rs does) that fails closed (issue 22).
 //!
-//! Owns: splitting a command into its simple commands (`a && b`, `a || b`, `a | b`,
-//! `a; b`, `a & b`, one per line), quote-aware, and telling whether the command is
-//! *opaque*: it runs something a pattern cannot see (`$(…)`, backticks, `<(…)`/`>(…)`)
-//! or writes a file through a redirection (`> file`, `>> file`; `2>&1` and `>/dev/null`
-//! are fine). Also the command prefix an "always allow" prompt offers. Does not own:
-//! which patterns match (`policy`) — this is a best-effort reading of `sh` syntax whose
-//! only job is to keep an `allow` pattern from matching more than it says.
+//! Owns: [`Script`], the two readings rules need —
+//! - **plain** ([`Script::plain`]): the simple commands, as unquoted words, when the
+//!   whole script is nothing but simple commands joined by `&&`, `||`, `;`, newlines
+//!   or `|`, every word a plain word, a single-quoted string or a double-quoted string
+//!   with nothing expanded inside, and no redirection but `2>&1`, `>&2`,
+//!   `>/dev/null` and `2>/dev/null` (descriptor copies between stdout and stderr open
+//!   nothing; the others open only `/dev/null`). Anything
+//!   else — a comment, a line continuation, a here-doc, any other redirection, `$…`,
+//!   backticks, globs, braces, `FOO=1 cmd`, subshells, functions, `&`, `|&`, a parse
+//!   error — has no plain reading, so no `allow` pattern or grant can cover it;
+//! - **everything it runs** ([`Script::restricted_by`]): every simple command anywhere
+//!   in it (in substitutions, subshells, functions, conditions, loops), read through
+//!   wrappers ([`super::wrappers`]: `sh -c '…'` and `eval` payloads parsed again,
+//!   every suffix of `env`/`nohup`/`xargs`… arguments, `find -exec`), for `deny` and
+//!   `ask` patterns.
+//!
+//! Fail closed: a command whose program cannot be named (`$x`, `$(…)`, a glob) is
+//! matched by *every* restricting pattern; a script the parser cannot fully read (a
+//! parse error, a line continuation, a shell reading stdin or a file, an interpreter,
+//! nesting past [`MAX_DEPTH`]) is matched by a pattern whose first literal word
+//! appears anywhere in its text as a word (quotes and backslashes removed: `r''m`,
+//! `x=rm`, `system("rm x")` count; `format` does not count for `rm`).
+//!
+//! Does not own: which rule wins (`policy`), the wrapper table (`wrappers`).
 
-/// A command string as approval rules see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandShape {
-    /// The simple commands, trimmed, empty ones dropped, in order.
-    pub segments: Vec<String>,
-    /// Runs a substitution or writes through a redirection: no `allow` pattern and no
-    /// command-prefix grant applies to it.
-    pub opaque: bool,
-}
+use tree_sitter::{Node, Parser, Tree};
 
-impl CommandShape {
-    /// Reads `command`. Never fails: unbalanced quotes run to the end of the string.
-    pub fn parse(command: &str) -> Self {
-        let mut scan = Scan::default();
-        let chars: Vec<char> = command.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            i = scan.step(&chars, i);
-        }
-        scan.split();
-        Self {
-            segments: scan.segments,
-            opaque: scan.opaque,
-        }
-    }
-}
+use super::wrappers::{
+    Wrapper, basename, find_payloads, runs_other_code, shell_payload_indices, wrapper_of,
+};
 
-#[derive(Default)]
-struct Scan {
-    segments: Vec<String>,
-    current: String,
+/// How deep `sh -c`/`eval` payloads and wrapper prefixes are read; deeper is opaque.
+pub const MAX_DEPTH: usize = 4;
+
+/// How many argument words after a `Prefix` wrapper are tried as the start of its
+/// command; a longer one is opaque.
+const MAX_PREFIX_WORDS: usize = 12;
+
+/// How many commands are recorded (wrapper suffixes included); past that the script
+/// is opaque.
+const MAX_FOUND: usize = 20_000;
+
+/// A `bash` command string read for approval rules. Never fails: what cannot be read
+/// makes the script opaque (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    /// The plain reading: the simple commands as unquoted words, in order.
+    plain: Option<Vec<Vec<String>>>,
+    /// Every simple command found, as words (unquoted where static, raw text where
+    /// not), wrapper payloads included.
+    found: Vec<Vec<String>>,
+    /// Some command's program cannot be named statically.
+    unknown_program: bool,
+    /// Some part cannot be read (see the module doc).
     opaque: bool,
+    /// The text with line continuations, quotes and backslashes removed, for the
+    /// opaque fallback.
+    flat: String,
 }
 
-impl Scan {
-    fn split(&mut self) {
-        let segment = self.current.trim();
-        if !segment.is_empty() {
-            self.segments.push(segment.to_string());
+/// One word of a command: its text (unquoted when static) and whether it is static.
+struct Word {
+    text: String,
+    /// No expansion or substitution: the text is exactly what the program receives.
+    fixed: bool,
+    /// An unquoted glob or brace character: the shell may turn it into other words.
+    glob: bool,
+}
+
+impl Script {
+    /// Reads `command` (see the module doc).
+    pub fn parse(command: &str) -> Self {
+        let flat: String = remove_continuations(command)
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
+        let mut script = Self {
+            flat,
+            ..Self::default()
+        };
+        let continued = command.contains("\\\n") || command.contains("\\\r\n");
+        if continued {
+            // tree-sitter takes `\⏎` for blank space between words; sh removes it, so
+            // `r\⏎m` is `rm`. Read the joined text for restricting patterns only.
+            script.opaque = true;
+            script.read(&remove_continuations(command), 0);
+            return script;
         }
-        self.current.clear();
+        if let Some(tree) = parse_tree(command) {
+            let root = tree.root_node();
+            if !root.has_error() {
+                script.plain = plain_commands(root, command);
+            }
+        }
+        script.read(command, 0);
+        script
     }
 
-    /// Consumes the token at `i`; returns the index after it.
-    fn step(&mut self, chars: &[char], i: usize) -> usize {
-        let at = |k: usize| chars.get(k).copied();
-        let c = chars[i];
-        match c {
-            '\\' => {
-                self.current.push(c);
-                if let Some(next) = at(i + 1) {
-                    self.current.push(next);
-                }
-                i + 2
-            }
-            '\'' => self.quoted(chars, i, '\''),
-            '"' => self.quoted(chars, i, '"'),
-            '`' => {
-                self.opaque = true;
-                self.current.push(c);
-                i + 1
-            }
-            '$' if at(i + 1) == Some('(') => {
-                self.opaque = true;
-                self.current.push(c);
-                i + 1
-            }
-            '<' | '>' if at(i + 1) == Some('(') => {
-                self.opaque = true;
-                self.current.push(c);
-                i + 1
-            }
-            ';' | '\n' => {
-                self.split();
-                i + 1
-            }
-            '&' if at(i + 1) == Some('&') => {
-                self.split();
-                i + 2
-            }
-            '&' if at(i + 1) == Some('>') => {
-                self.current.push(c);
-                self.redirect(chars, i + 1)
-            }
-            '&' => {
-                self.split();
-                i + 1
-            }
-            '|' if matches!(at(i + 1), Some('|' | '&')) => {
-                self.split();
-                i + 2
-            }
-            '|' => {
-                self.split();
-                i + 1
-            }
-            '>' => self.redirect(chars, i),
-            _ => {
-                self.current.push(c);
-                i + 1
-            }
-        }
+    /// The simple commands as unquoted words, when the script has a plain reading.
+    pub fn plain(&self) -> Option<&[Vec<String>]> {
+        self.plain.as_deref()
     }
 
-    /// A quoted string from `i` (the opening quote) to its closing quote, kept verbatim.
-    /// Inside double quotes a substitution still runs, so it makes the command opaque.
-    fn quoted(&mut self, chars: &[char], i: usize, quote: char) -> usize {
-        self.current.push(quote);
-        let mut k = i + 1;
-        while k < chars.len() {
-            let c = chars[k];
-            self.current.push(c);
-            if quote == '"' {
-                if c == '\\' {
-                    if let Some(next) = chars.get(k + 1) {
-                        self.current.push(*next);
-                    }
-                    k += 2;
-                    continue;
-                }
-                if c == '`' || (c == '$' && chars.get(k + 1) == Some(&'(')) {
-                    self.opaque = true;
-                }
-            }
-            k += 1;
-            if c == quote {
-                break;
-            }
-        }
-        k
+    /// The plain commands when an `allow` pattern or grant may cover the script: it
+    /// has a plain reading, at least one command, and no command runs other code
+    /// ([`super::wrappers::WRAPPERS`]).
+    pub fn coverable(&self) -> Option<&[Vec<String>]> {
+        let plain = self.plain()?;
+        (!plain.is_empty() && !plain.iter().any(|c| runs_other_code(c))).then_some(plain)
     }
 
-    /// An output redirection at `i` (`>`, `>>`, `>|`, `>&N`): kept in the segment; a
-    /// target other than a descriptor or `/dev/null` makes the command opaque.
-    fn redirect(&mut self, chars: &[char], i: usize) -> usize {
-        self.current.push('>');
-        let mut k = i + 1;
-        if let Some(c @ ('>' | '|')) = chars.get(k).copied() {
-            self.current.push(c);
-            k += 1;
+    /// Whether a restricting (`deny`/`ask`) pattern applies: `matches` accepts the
+    /// text of some command found (words joined by one space, also with the program's
+    /// directory dropped); or some program cannot be named; or the script is opaque
+    /// and `literal` (the pattern's first literal word, see [`literal_word`]) is empty
+    /// or appears as a word in its flattened text.
+    pub fn restricted_by(&self, matches: &dyn Fn(&str) -> bool, literal: &str) -> bool {
+        if self.unknown_program {
+            return true;
         }
-        if chars.get(k) == Some(&'&') {
-            // `>&2`, `2>&1`, `>&-`: a descriptor, not a file.
-            self.current.push('&');
-            k += 1;
-            while let Some(c) = chars.get(k).filter(|c| c.is_ascii_digit() || **c == '-') {
-                self.current.push(*c);
-                k += 1;
+        if self.opaque && (literal.is_empty() || contains_word(&self.flat, literal)) {
+            return true;
+        }
+        self.found.iter().any(|words| {
+            let joined = words.join(" ");
+            if matches(&joined) {
+                return true;
             }
-            return k;
+            let Some(program) = words.first() else {
+                return false;
+            };
+            let short = basename(program);
+            short != program && {
+                let mut w = words.clone();
+                w[0] = short.to_string();
+                matches(&w.join(" "))
+            }
+        })
+    }
+
+    /// Whether some part of the script could not be read (a parse error, a shell
+    /// reading a file or stdin, an interpreter …) or names no program statically.
+    pub fn is_opaque(&self) -> bool {
+        self.opaque || self.unknown_program
+    }
+
+    /// Reads `text` (at nesting `depth`) into `found`/`unknown_program`/`opaque`.
+    fn read(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.opaque = true;
+            return;
         }
-        while let Some(c) = chars.get(k).filter(|c| **c == ' ' || **c == '\t') {
-            self.current.push(*c);
-            k += 1;
-        }
-        let start = k;
-        while let Some(c) = chars
-            .get(k)
-            .filter(|c| !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | '<' | '>'))
-        {
-            self.current.push(*c);
-            k += 1;
-        }
-        let target: String = chars[start..k].iter().collect();
-        if target != "/dev/null" {
+        let Some(tree) = parse_tree(text) else {
+            self.opaque = true;
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
             self.opaque = true;
         }
-        k
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            if node.kind() == "command" {
+                let words = command_words(node, text);
+                self.command(words, depth);
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+
+    /// Records one simple command and reads through it when it is a wrapper.
+    fn command(&mut self, words: Vec<Word>, depth: usize) {
+        let Some(name) = words.first() else {
+            return;
+        };
+        if self.found.len() >= MAX_FOUND {
+            self.opaque = true;
+            return;
+        }
+        if !name.fixed || name.glob {
+            self.unknown_program = true;
+        }
+        let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+        self.wrapped(&texts, &words, depth);
+        self.found.push(texts);
+    }
+
+    /// Reads what the wrapper command `texts` runs (`words` says which are static).
+    fn wrapped(&mut self, texts: &[String], words: &[Word], depth: usize) {
+        let Some(kind) = texts.first().and_then(|p| wrapper_of(p)) else {
+            return;
+        };
+        if depth >= MAX_DEPTH {
+            self.opaque = true;
+            return;
+        }
+        let fixed = |i: usize| words.get(i).is_none_or(|w| w.fixed);
+        match kind {
+            Wrapper::Shell => match shell_payload_indices(texts) {
+                Some(indices) => {
+                    for i in indices {
+                        if fixed(i) {
+                            self.read(&texts[i], depth + 1);
+                        } else {
+                            self.unknown_program = true;
+                        }
+                    }
+                }
+                None => self.opaque = true,
+            },
+            Wrapper::Eval => {
+                if (1..texts.len()).all(fixed) {
+                    self.read(&texts[1..].join(" "), depth + 1);
+                } else {
+                    self.unknown_program = true;
+                }
+            }
+            Wrapper::Interpreter => self.opaque = true,
+            Wrapper::Find => {
+                for payload in find_payloads(texts) {
+                    self.suffix(payload, depth);
+                }
+            }
+            Wrapper::Prefix => {
+                if texts.len() > MAX_PREFIX_WORDS + 1 {
+                    self.opaque = true;
+                }
+                for start in 1..texts.len().min(MAX_PREFIX_WORDS + 1) {
+                    self.suffix(texts[start..].to_vec(), depth);
+                }
+            }
+        }
+    }
+
+    /// A command run by a wrapper: recorded, and read through when it wraps again.
+    fn suffix(&mut self, texts: Vec<String>, depth: usize) {
+        if texts.is_empty() {
+            return;
+        }
+        if self.found.len() >= MAX_FOUND {
+            self.opaque = true;
+            return;
+        }
+        let words: Vec<Word> = texts
+            .iter()
+            .map(|t| Word {
+                text: t.clone(),
+                fixed: true,
+                glob: false,
+            })
+            .collect();
+        self.wrapped(&texts, &words, depth + 1);
+        self.found.push(texts);
     }
 }
 
-/// The prefix an "always allow" answer offers for `command`: the first simple
-/// command's program, plus its first argument when that reads as a subcommand
-/// (`cargo test --lib` → `cargo test`, `ls -la` → `ls`, `git status` → `git status`).
-/// `None` for an opaque or empty command: nothing could be granted safely.
-pub fn suggest_prefix(command: &str) -> Option<String> {
-    let shape = CommandShape::parse(command);
-    if shape.opaque {
-        return None;
-    }
-    let first = shape.segments.first()?;
-    let mut words = first.split_whitespace();
-    let program = words.next()?;
-    let subcommand = words.next().filter(|w| {
-        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
-    });
-    Some(match subcommand {
-        Some(sub) => format!("{program} {sub}"),
-        None => program.to_string(),
+/// The first literal word of a command pattern: its text up to the first blank or
+/// glob character (`rm*` → `rm`, `git push*` → `git`, `*` → ``).
+pub fn literal_word(pattern: &str) -> &str {
+    let end = pattern
+        .find(|c: char| c.is_whitespace() || matches!(c, '*' | '?' | '[' | '{' | '\\'))
+        .unwrap_or(pattern.len());
+    &pattern[..end]
+}
+
+/// Whether `word` occurs in `text` with no letter, digit or `_` right before or after
+/// it (`rm` in `x=rm;` or `(rm x)`, not in `format`).
+fn contains_word(text: &str, word: &str) -> bool {
+    let wordy = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !wordy(text[..at].chars().next_back()) && !wordy(text[at + word.len()..].chars().next())
     })
 }
 
-/// Whether a command-prefix grant for `prefix` covers `command`: the command is not
-/// opaque and every one of its simple commands is `prefix` or starts with `prefix`
-/// followed by a space (`cargo test` covers `cargo test --lib`, not `cargo testify`
-/// and not `cargo test && rm -rf x`).
-pub fn prefix_covers(prefix: &str, command: &str) -> bool {
-    let prefix = prefix.trim();
-    if prefix.is_empty() {
-        return false;
+/// `text` with every backslash-newline removed (what sh does before reading words).
+fn remove_continuations(text: &str) -> String {
+    text.replace("\\\r\n", "").replace("\\\n", "")
+}
+
+/// Parses `text` as bash; `None` only if the grammar cannot be loaded or parsing is
+/// cancelled (neither happens in practice; callers fail closed).
+fn parse_tree(text: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .ok()?;
+    parser.parse(text, None)
+}
+
+fn node_text<'a>(node: Node<'_>, src: &'a str) -> &'a str {
+    src.get(node.byte_range()).unwrap_or_default()
+}
+
+/// The words of a `command` node: its name and arguments (assignments and redirects
+/// skipped), each resolved statically when it can be.
+fn command_words(node: Node<'_>, src: &str) -> Vec<Word> {
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        match child.kind() {
+            "command_name" => {
+                if let Some(inner) = child.named_child(0) {
+                    words.insert(0, word(inner, src));
+                }
+            }
+            "variable_assignment" | "file_redirect" | "herestring_redirect" | "comment" => {}
+            _ => words.push(word(child, src)),
+        }
     }
-    let shape = CommandShape::parse(command);
-    !shape.opaque
-        && !shape.segments.is_empty()
-        && shape.segments.iter().all(|s| {
-            s == prefix
-                || s.strip_prefix(prefix)
-                    .is_some_and(|rest| rest.starts_with([' ', '\t']))
-        })
+    words
+}
+
+/// One word, resolved statically when it can be (see [`Word`]).
+fn word(node: Node<'_>, src: &str) -> Word {
+    let raw = node_text(node, src);
+    let unresolved = || Word {
+        text: raw.to_string(),
+        fixed: false,
+        glob: false,
+    };
+    match node.kind() {
+        "word" | "number" => Word {
+            text: unescape(raw),
+            fixed: true,
+            glob: has_unescaped(raw, &['*', '?', '[', '{']),
+        },
+        "raw_string" => Word {
+            text: strip(raw, '\'').to_string(),
+            fixed: true,
+            glob: false,
+        },
+        "string" => {
+            let mut cursor = node.walk();
+            let literal = node
+                .named_children(&mut cursor)
+                .all(|c| c.kind() == "string_content");
+            if literal && !raw.contains(['$', '`']) {
+                Word {
+                    text: unescape_double(strip(raw, '"')),
+                    fixed: true,
+                    glob: false,
+                }
+            } else {
+                unresolved()
+            }
+        }
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let parts: Vec<Word> = node
+                .children(&mut cursor)
+                .map(|part| word(part, src))
+                .collect();
+            Word {
+                text: parts.iter().map(|p| p.text.as_str()).collect(),
+                fixed: parts.iter().all(|p| p.fixed),
+                glob: parts.iter().any(|p| p.glob),
+            }
+        }
+        _ => unresolved(),
+    }
+}
+
+/// `text` without one `quote` at each end (as it is when they are there).
+fn strip(text: &str, quote: char) -> &str {
+    text.strip_prefix(quote)
+        .and_then(|t| t.strip_suffix(quote))
+        .unwrap_or(text)
+}
+
+/// An unquoted word as sh reads it: `\x` is `x`.
+fn unescape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Double-quoted text as sh reads it: `\` escapes only `$`, `` ` ``, `"`, `\`.
+fn unescape_double(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && matches!(next, '$' | '`' | '"' | '\\')
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `raw` holds one of `chars` not escaped by a backslash.
+fn has_unescaped(raw: &str, chars: &[char]) -> bool {
+    let mut escaped = false;
+    for c in raw.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if chars.contains(&c) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The redirections a plain script may have: they open no file but `/dev/null`
+/// (`2>&1` only duplicates a descriptor). Compared with blanks removed.
+const HARMLESS_REDIRECTS: &[&str] = &[
+    "2>&1",
+    ">&2",
+    "1>&2",
+    ">/dev/null",
+    "1>/dev/null",
+    "2>/dev/null",
+];
+
+/// Separators a plain script may use between simple commands.
+const PLAIN_SEPARATORS: &[&str] = &[";", "&&", "||", "|", "\n"];
+
+/// The plain reading of a parsed script (see the module doc), or `None`.
+fn plain_commands(root: Node<'_>, src: &str) -> Option<Vec<Vec<String>>> {
+    let mut commands: Vec<(usize, Vec<String>)> = Vec::new();
+    // Byte ranges of everything accepted; whatever lies between must be blanks.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "program" | "list" | "pipeline" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    if child.is_named() {
+                        stack.push(child);
+                    } else if PLAIN_SEPARATORS.contains(&child.kind()) {
+                        spans.push((child.start_byte(), child.end_byte()));
+                    } else {
+                        return None;
+                    }
+                }
+            }
+            "redirected_statement" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    match child.kind() {
+                        "command" => stack.push(child),
+                        "file_redirect" if harmless(child, src) => {
+                            spans.push((child.start_byte(), child.end_byte()));
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            "command" => {
+                let words = plain_command(node, src, &mut spans)?;
+                commands.push((node.start_byte(), words));
+            }
+            _ => return None,
+        }
+    }
+    spans.sort_unstable();
+    let mut at = 0;
+    for (start, end) in spans {
+        if start < at || !blank(src.get(at..start)?) {
+            return None;
+        }
+        at = end;
+    }
+    if !blank(src.get(at..)?) {
+        return None;
+    }
+    commands.sort_by_key(|(start, _)| *start);
+    Some(commands.into_iter().map(|(_, words)| words).collect())
+}
+
+/// Only spaces, tabs and newlines (what both sh and tree-sitter take as blanks).
+fn blank(gap: &str) -> bool {
+    gap.chars().all(|c| matches!(c, ' ' | '\t' | '\n'))
+}
+
+fn harmless(redirect: Node<'_>, src: &str) -> bool {
+    let compact: String = node_text(redirect, src)
+        .chars()
+        .filter(|c| *c != ' ' && *c != '\t')
+        .collect();
+    HARMLESS_REDIRECTS.contains(&compact.as_str())
+}
+
+/// The words of a plain simple command, or `None`.
+fn plain_command(
+    node: Node<'_>,
+    src: &str,
+    spans: &mut Vec<(usize, usize)>,
+) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        let target = match child.kind() {
+            "command_name" => {
+                if child.named_child_count() != 1 || child.child_count() != 1 {
+                    return None;
+                }
+                child.named_child(0)?
+            }
+            "file_redirect" if harmless(child, src) => {
+                spans.push((child.start_byte(), child.end_byte()));
+                continue;
+            }
+            _ => child,
+        };
+        words.push(plain_word(target, src)?);
+        spans.push((target.start_byte(), target.end_byte()));
+    }
+    (!words.is_empty()).then_some(words)
+}
+
+/// A character sh takes literally in an unquoted word.
+fn plain_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | '=' | ',' | '+' | '@' | '%')
+}
+
+/// A plain word's text as the program receives it, or `None` (see the module doc).
+fn plain_word(node: Node<'_>, src: &str) -> Option<String> {
+    let raw = node_text(node, src);
+    match node.kind() {
+        "word" | "number" => {
+            (!raw.is_empty() && raw.chars().all(plain_char)).then(|| raw.to_string())
+        }
+        "raw_string" => {
+            let inner = raw.strip_prefix('\'')?.strip_suffix('\'')?;
+            Some(inner.to_string())
+        }
+        "string" => {
+            let mut cursor = node.walk();
+            if !node
+                .named_children(&mut cursor)
+                .all(|c| c.kind() == "string_content")
+            {
+                return None;
+            }
+            let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+            (!inner.contains(['$', '`', '\\', '!'])).then(|| inner.to_string())
+        }
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let mut out = String::new();
+            let mut end = node.start_byte();
+            for part in node.children(&mut cursor) {
+                // Parts must touch: a gap would be an invisible extra (`\⏎`, `\ `).
+                if part.start_byte() != end {
+                    return None;
+                }
+                end = part.end_byte();
+                out.push_str(&plain_word(part, src)?);
+            }
+            (end == node.end_byte()).then_some(out)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn segments(c: &str) -> Vec<String> {
-        CommandShape::parse(c).segments
-    }
-
-    #[test]
-    fn splits_chains_pipes_and_lines() {
-        assert_eq!(segments("cargo test"), ["cargo test"]);
-        assert_eq!(
-            segments("a && b || c | d; e & f\ng |& h"),
-            ["a", "b", "c", "d", "e", "f", "g", "h"]
-        );
-        assert_eq!(segments("  ;; "), Vec::<String>::new());
-    }
-
-    #[test]
-    fn quotes_and_escapes_do_not_split() {
-        assert_eq!(
-            segments("echo 'a; b' \"c && d\""),
-            ["echo 'a; b' \"c && d\""]
-        );
-        assert_eq!(segments("echo a\\;b"), ["echo a\\;b"]);
-        assert_eq!(segments("echo 'unclosed; x"), ["echo 'unclosed; x"]);
-        assert!(!CommandShape::parse("echo '$(not run)'").opaque);
-    }
-
-    #[test]
-    fn substitutions_and_file_redirections_are_opaque() {
-        for c in [
-            "echo $(rm -rf x)",
-            "echo `id`",
-            "echo \"$(id)\"",
-            "diff <(ls a) <(ls b)",
-            "echo x > ~/.bashrc",
-            "echo x >> log",
-            "echo x>file",
-            "cargo test &> out.txt",
-            "echo x >| f",
-        ] {
-            assert!(CommandShape::parse(c).opaque, "{c}");
-        }
-        for c in [
-            "cargo test 2>&1",
-            "cargo test >/dev/null",
-            "cargo test > /dev/null 2>&1",
-            "echo x >&2",
-            "cat < input.txt",
-            "echo $HOME",
-        ] {
-            assert!(!CommandShape::parse(c).opaque, "{c}");
-        }
-        assert_eq!(
-            segments("cargo test 2>&1 | tail"),
-            ["cargo test 2>&1", "tail"]
-        );
-    }
-
-    #[test]
-    fn prefixes_offered_and_covered() {
-        assert_eq!(
-            suggest_prefix("cargo test --lib x").as_deref(),
-            Some("cargo test")
-        );
-        assert_eq!(suggest_prefix("ls -la").as_deref(), Some("ls"));
-        assert_eq!(
-            suggest_prefix("git status && git diff").as_deref(),
-            Some("git status")
-        );
-        assert_eq!(suggest_prefix("./run.sh /tmp").as_deref(), Some("./run.sh"));
-        assert_eq!(suggest_prefix("echo $(id)"), None);
-        assert_eq!(suggest_prefix("  "), None);
-
-        assert!(prefix_covers("cargo test", "cargo test"));
-        assert!(prefix_covers("cargo test", "cargo test --lib 2>&1"));
-        assert!(prefix_covers("cargo test", "cargo test a && cargo test b"));
-        assert!(!prefix_covers("cargo test", "cargo testify"));
-        assert!(!prefix_covers("cargo test", "cargo test && rm -rf x"));
-        assert!(!prefix_covers("cargo test", "cargo test $(rm -rf x)"));
-        assert!(!prefix_covers("cargo test", "cargo test > ~/.profile"));
-        assert!(!prefix_covers("", "anything"));
-        assert!(!prefix_covers("ls", ""));
-    }
-}
+#[path = "command_tests.rs"]
+mod tests;

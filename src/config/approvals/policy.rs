@@ -24,19 +24,25 @@
 //!
 //! # Command patterns
 //!
-//! `bash(glob)` is matched against each simple command of the call's `command`
-//! (`a && b`, `a | b`, `a; b` …, see [`super::command`]), trimmed. For the command
-//! kind to decide `allow`, every simple command must match an `allow` pattern and the
-//! command must not be opaque (no `$(…)`, backticks, or redirection into a file):
-//! `bash(cargo test*): allow` does not allow `cargo test && rm -rf ~`, which falls back
-//! to the `bash` rule. An `ask` or `deny` pattern decides when it matches any simple
-//! command or the whole command (`bash(rm *): deny` denies `ls; rm -rf x`).
+//! The call's `command` is read once with a shell grammar ([`super::command::Script`]).
+//! For the command kind to decide `allow`, the script must have a plain reading (simple
+//! commands joined by `&&`, `||`, `;`, newlines or `|`, plain or safely quoted words,
+//! no redirection but `2>&1`/`>/dev/null`), run no wrapper (`sh`, `env`, `xargs`,
+//! `python3` …, [`super::wrappers::WRAPPERS`]), and every simple command must match an
+//! `allow` pattern at a word boundary ([`super::pattern::CommandPattern::allows`]):
+//! `bash(cargo test*): allow` does not allow `cargo test && rm -rf ~`, `cargo test #
+//! x⏎touch M` or `cargo testify`, which fall back to the `bash` rule. An `ask` or
+//! `deny` pattern decides when it matches any command the script runs, anywhere
+//! (substitutions, subshells, `sh -c` payloads, `nohup rm …`), and fails closed on what
+//! cannot be read ([`super::pattern::CommandPattern::restricts`]): `bash(rm*): deny`
+//! denies `ls; \rm -rf x`, `$(echo rm) x` and `sh -c 'rm x'`.
 
 use serde_json::Value;
 
 use crate::session::protocol::AllowScope;
 
-use super::command::{CommandShape, prefix_covers};
+use super::command::Script;
+use super::pattern::{grantable, prefix_covers};
 use super::{COMMAND_TOOLS, Decision, KeyKind, Rule, Rules, default_decision};
 
 /// How much a source of rules may say (SPEC §12 "Trust", one rule per tier).
@@ -79,21 +85,27 @@ pub enum Grant {
 
 impl Grant {
     /// The grant a person's "always" answer (`a`) to a call of `tool` makes, or `None`
-    /// for a once-only answer.
+    /// for a once-only answer. Never a grant of a whole command tool (`bash`) nor of a
+    /// prefix that is not [`grantable`] (a wrapper such as `sh`, `env`, `python3`, or
+    /// shell characters): those answers count as "once" (issue 22).
     pub fn from_scope(tool: &str, scope: &AllowScope) -> Option<Self> {
+        let command_tool = COMMAND_TOOLS.iter().any(|(t, _)| *t == tool);
         match scope {
             AllowScope::Once => None,
-            AllowScope::AlwaysTool => Some(Self::Tool(tool.to_string())),
-            AllowScope::AlwaysPrefix(prefix) => Some(Self::CommandPrefix {
-                tool: tool.to_string(),
-                prefix: prefix.clone(),
-            }),
+            AllowScope::AlwaysTool => (!command_tool).then(|| Self::Tool(tool.to_string())),
+            AllowScope::AlwaysPrefix(prefix) => {
+                (command_tool && grantable(prefix)).then(|| Self::CommandPrefix {
+                    tool: tool.to_string(),
+                    prefix: prefix.clone(),
+                })
+            }
         }
     }
 
-    /// The grant written as a policy key, for the `rule` of `approval:granted`:
-    /// `write_file`, `bash(cargo test*)`. (The grant itself matches a prefix at a word
-    /// boundary and on every command of a chain, which is stricter than that glob.)
+    /// The grant written as a policy key, for the `rule` of `approval:granted` and for
+    /// saving into `approvals:`: `write_file`, `bash(cargo test*)`. As an `allow` rule
+    /// that key covers exactly what the grant does (word bounded, every command of a
+    /// plain reading, no wrappers).
     pub fn key(&self) -> String {
         match self {
             Self::Tool(t) => t.clone(),
@@ -127,6 +139,7 @@ impl std::fmt::Display for Grant {
 pub struct Grants(pub Vec<Grant>);
 
 impl Grants {
+    /// Adds `grant` unless it is already there.
     pub fn add(&mut self, grant: Grant) {
         if !self.0.contains(&grant) {
             self.0.push(grant);
@@ -284,44 +297,39 @@ fn command_of<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
 struct Call<'a> {
     tool: &'a str,
     module: &'a str,
-    command: Option<(&'a str, CommandShape)>,
+    script: Option<Script>,
 }
 
 impl<'a> Call<'a> {
     fn new(tool: &'a str, module: &'a str, input: &'a Value) -> Self {
-        let command = command_of(tool, input).map(|c| (c, CommandShape::parse(c)));
         Self {
             tool,
             module,
-            command,
+            script: command_of(tool, input).map(Script::parse),
         }
     }
 
     /// The rule's decision when it matches this call. A command pattern matches when
-    /// it matches the whole command or any simple command of it (for `allow` that is
-    /// not enough to decide: see [`Call::command_verdict`]).
+    /// it restricts the script ([`super::pattern::CommandPattern::restricts`]); for
+    /// `allow` that is not enough to decide: see [`Call::command_verdict`].
     fn matches(&self, rule: &Rule) -> Option<Decision> {
         let hit = match &rule.kind {
             KeyKind::Module(m) => !self.module.is_empty() && m == self.module,
             KeyKind::ToolGlob(g) => g.is_match(self.tool),
             KeyKind::Tool(t) => t == self.tool,
             KeyKind::Command { tool, pattern } => {
-                tool == self.tool
-                    && self.command.as_ref().is_some_and(|(whole, shape)| {
-                        pattern.is_match(whole.trim())
-                            || shape.segments.iter().any(|s| pattern.is_match(s))
-                    })
+                tool == self.tool && self.script.as_ref().is_some_and(|s| pattern.restricts(s))
             }
         };
         hit.then_some(rule.decision)
     }
 
     /// The decision of the command-pattern kind, when it has one: `deny`/`ask` when a
-    /// pattern with that decision matches (the most restrictive), `allow` when every
-    /// simple command matches an `allow` pattern and the command is not opaque, else
-    /// `None` (the next kind decides).
+    /// pattern with that decision restricts the script (the most restrictive), `allow`
+    /// when the script is coverable and each of its commands matches an `allow`
+    /// pattern, else `None` (the next kind decides).
     fn command_verdict(&self, rules: &[&Sourced]) -> Option<Verdict> {
-        let (_, shape) = self.command.as_ref()?;
+        let script = self.script.as_ref()?;
         let strict = rules
             .iter()
             .filter_map(|s| self.matches(&s.rule).map(|d| (d, *s)))
@@ -330,16 +338,11 @@ impl<'a> Call<'a> {
         if let Some((d, s)) = strict {
             return Some(decided(d, s));
         }
-        if shape.opaque || shape.segments.is_empty() {
-            return None;
-        }
         let mut first = None;
-        for segment in &shape.segments {
+        for words in script.coverable()? {
             let allowed = rules.iter().find(|s| match &s.rule.kind {
                 KeyKind::Command { tool, pattern } => {
-                    s.rule.decision == Decision::Allow
-                        && tool == self.tool
-                        && pattern.is_match(segment)
+                    s.rule.decision == Decision::Allow && tool == self.tool && pattern.allows(words)
                 }
                 _ => false,
             })?;

@@ -404,3 +404,136 @@ fn an_always_answer_becomes_a_grant_with_its_policy_key() {
         Decision::Allow
     );
 }
+
+#[test]
+fn allow_patterns_and_grants_stop_at_a_word_boundary() {
+    let p = ApprovalPolicy::new(&rules(
+        json!({"bash(ls*)": "allow", "bash(cargo test*)": "allow"}),
+    ));
+    let d = |c: &str| decide(&p, "bash", "tool-bash", &bash(c));
+    assert_eq!(d("ls"), Decision::Allow);
+    assert_eq!(d("ls -la"), Decision::Allow);
+    assert_eq!(d("lsblk"), Decision::Ask);
+    assert_eq!(d("cargo test --lib"), Decision::Allow);
+    assert_eq!(d("cargo testify"), Decision::Ask);
+    // `*` after a blank is a plain glob.
+    let p = ApprovalPolicy::new(&rules(json!({"bash(git *)": "allow"})));
+    assert_eq!(
+        decide(&p, "bash", "tool-bash", &bash("git status")),
+        Decision::Allow
+    );
+    assert_eq!(
+        decide(&p, "bash", "tool-bash", &bash("gitk x")),
+        Decision::Ask
+    );
+
+    let grants = Grants(vec![Grant::CommandPrefix {
+        tool: "bash".into(),
+        prefix: "ls".into(),
+    }]);
+    let p = ApprovalPolicy::default();
+    let g = |c: &str| p.decide("bash", "tool-bash", &bash(c), &grants).decision;
+    assert_eq!(g("ls -la"), Decision::Allow);
+    assert_eq!(g("lsblk"), Decision::Ask);
+    assert_eq!(g("ls # x\ntouch G"), Decision::Ask);
+    assert_eq!(g("ls -la # it's fine\ntouch G"), Decision::Ask);
+    assert_eq!(g("ls $\\\n(touch G)"), Decision::Ask);
+    assert_eq!(g("ls >& G"), Decision::Ask);
+}
+
+#[test]
+fn issue_22_allow_evasions_are_asked() {
+    let p = ApprovalPolicy::new(&rules(json!({"bash(cargo test*)": "allow"})));
+    for c in [
+        "cargo test # it's fine\ntouch M",
+        "cargo test $\\\n(touch M)",
+        "cargo test <<EOF\n$(touch M)\nEOF",
+        "cargo test <<'EOF'\nhi\nEOF",
+        "cargo test >& ~/.bashrc",
+        "cargo test > ~/.bashrc",
+        "cargo test &> out",
+        "FOO=1 cargo test",
+        "cargo test &",
+        "cargo test; (touch M)",
+        "cargo test \"$(touch M)\"",
+        "cargo test `touch M`",
+        "cargo test | sh",
+        "cargo test && env touch M",
+    ] {
+        assert_eq!(
+            decide(&p, "bash", "tool-bash", &bash(c)),
+            Decision::Ask,
+            "{c:?}"
+        );
+    }
+}
+
+#[test]
+fn wrappers_are_never_allowed_by_a_pattern_or_granted() {
+    use crate::session::protocol::AllowScope;
+    let p = ApprovalPolicy::new(&rules(json!({
+        "bash(sh*)": "allow", "bash(env*)": "allow", "bash(python3*)": "allow", "bash(*)": "allow"
+    })));
+    for c in [
+        "sh -c 'touch M'",
+        "env touch M",
+        "python3 -c 1",
+        "xargs touch",
+        "find . -exec touch M ;",
+    ] {
+        assert_eq!(
+            decide(&p, "bash", "tool-bash", &bash(c)),
+            Decision::Ask,
+            "{c:?}"
+        );
+    }
+    assert_eq!(
+        decide(&p, "bash", "tool-bash", &bash("ls")),
+        Decision::Allow
+    );
+    for prefix in [
+        "sh", "env", "python3", "bash -c", "xargs", "ls;", "ls *", "",
+    ] {
+        let scope = AllowScope::AlwaysPrefix(prefix.into());
+        assert_eq!(Grant::from_scope("bash", &scope), None, "{prefix:?}");
+    }
+    assert_eq!(Grant::from_scope("bash", &AllowScope::AlwaysTool), None);
+    let forged = Grants(vec![Grant::CommandPrefix {
+        tool: "bash".into(),
+        prefix: "env".into(),
+    }]);
+    let none = ApprovalPolicy::default();
+    assert_eq!(
+        none.decide("bash", "tool-bash", &bash("env touch M"), &forged)
+            .decision,
+        Decision::Ask
+    );
+}
+
+#[test]
+fn deny_patterns_see_inside_the_script_and_fail_closed() {
+    let p = ApprovalPolicy::new(&rules(json!({"bash": "allow", "bash(rm*)": "deny"})));
+    let d = |c: &str| decide(&p, "bash", "tool-bash", &bash(c));
+    for c in [
+        "\\rm x",
+        "ls $(rm x)",
+        "sh -c 'rm x'",
+        "x=rm; $x v",
+        "nohup rm x",
+        "python3 -c 'rm'",
+    ] {
+        assert_eq!(d(c), Decision::Deny, "{c:?}");
+    }
+    assert_eq!(d("ls -la"), Decision::Allow);
+    assert_eq!(d("python3 x.py"), Decision::Allow);
+    // The same through a tighten-only layer.
+    let p = ApprovalPolicy::new(&rules(json!({"bash": "allow"}))).with_layer(
+        project_agent(),
+        Authority::TightenOnly,
+        &rules(json!({"bash(git push*)": "ask"})),
+    );
+    assert_eq!(
+        decide(&p, "bash", "tool-bash", &bash("(cd x && git push -f)")),
+        Decision::Ask
+    );
+}

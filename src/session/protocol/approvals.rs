@@ -13,7 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `approval:required`: `{tool_call_id, tool_name, agent, summary, command?, diff?}`.
+/// `approval:required`: `{tool_call_id, tool_name, agent, summary, command?, diff?,
+/// sandbox?}`.
 /// The call waits until a front end answers it (or its session is cancelled); the
 /// session's status is `waiting` meanwhile.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -34,6 +35,10 @@ pub struct ApprovalRequiredEvent {
     /// headers, `@@` hunks; a new file diffs against nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// `bash` only: whether the command runs in the kernel sandbox, one line
+    /// (`sandboxed: writes ./, no network`, `NOT sandboxed (sandbox.mode is off)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// `approval:granted`: `{tool_call_id, tool_name, agent, decision, rule?, reason?}`.

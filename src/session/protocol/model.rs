@@ -160,13 +160,20 @@ pub struct ProviderRequestEvent {
     pub tools: Vec<String>,
 }
 
-/// `provider:response`: `{provider, model, usage, stop_reason, tool_calls}`.
+/// `provider:response`: `{provider, model, response_model?, usage, stop_reason,
+/// tool_calls}`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProviderResponseEvent {
     /// Provider id.
     pub provider: String,
-    /// `provider/model` as the API reported it (else as configured). Empty: unknown.
+    /// The model asked for: the same name as the call's `provider:request` `model`
+    /// (the resolved model, without the provider), or the one the API reported when
+    /// none was resolved yet (a local server's first call). Empty: unknown.
     pub model: String,
+    /// The model the API said answered, when it names one that differs from `model`
+    /// (a dated version of an alias: `gpt-4o-2024-08-06` for `gpt-4o`). An arbor key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
     /// The call's usage: `{input_tokens, output_tokens, cache_read_tokens,
     /// cache_creation_tokens, cost?}`, `cost` in USD only when the config's price table
     /// has the model.

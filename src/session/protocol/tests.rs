@@ -105,7 +105,8 @@ fn samples() -> Vec<Event> {
         })),
         root(E::ProviderResponse(ProviderResponseEvent {
             provider: "openai".into(),
-            model: "openai/gpt-4o-2024-08-06".into(),
+            model: "gpt-4o".into(),
+            response_model: Some("gpt-4o-2024-08-06".into()),
             usage: usage(Some(0.0075)),
             stop_reason: Some("tool_calls".into()),
             tool_calls: 1,
@@ -195,6 +196,7 @@ fn samples() -> Vec<Event> {
             summary: "cargo test --lib".into(),
             command: Some("cargo test --lib".into()),
             diff: None,
+            sandbox: None,
         })),
         child(E::ApprovalGranted(ApprovalGrantedEvent {
             tool_call_id: "call_4".into(),
@@ -344,6 +346,7 @@ fn an_edit_approval_carries_its_diff_and_omits_the_command() {
         summary: "edit src/lib.rs".into(),
         command: None,
         diff: Some("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-old\n+new\n".into()),
+        sandbox: None,
     });
     let data = serde_json::to_value(super::event::Data(&event)).unwrap();
     assert_eq!(
@@ -379,6 +382,7 @@ fn a_write_tool_post_carries_the_file_it_changed() {
         lines_removed: 1,
         created: false,
         changes: 1,
+        hunks: None,
     };
     let event = Event {
         session_id: ROOT.into(),

@@ -5,10 +5,14 @@
 //!
 //! A file the session created is shown as one diff from nothing to its last content.
 //! A file that existed before has no recorded earlier content, so each change is its
-//! own hunk: an edit of content the session wrote itself gets real line numbers; an
-//! edit of content it never saw is shown as its lines without a place
-//! (`@@ edit_file … @@`); a `write_file` over such a file shows the new content whole.
-//! The text is a readable record, a patch only where every change has a place.
+//! own patch (`--- a/<path>`/`+++ b/<path>` and its hunks, at the line numbers of the
+//! file as that change found it: `git apply` and `patch` apply them in turn). A
+//! change's hunks come from the session's `events.jsonl` (`tool:post`
+//! `file_changed.hunks`, recorded when the call was made), else from replaying it on
+//! content the session wrote itself. Only a session recorded before arbor kept hunks
+//! (or whose `events.jsonl` is gone) has changes without a place: an edit is then
+//! shown as its lines (`@@ edit_file … (line numbers unknown) @@`) and a `write_file`
+//! as the new content whole — a readable record, not a patch.
 //!
 //! Owns: the replay and [`SessionDiff`]. Does not own: the edit rules or hunk text
 //! (`diff`), reading sessions (`session::SessionStore`), colouring (`tui`).
@@ -17,7 +21,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use std::io::{BufRead, BufReader};
+
 use super::diff::{apply_edit, hunks, snippet_lines, unified_diff};
+use crate::session::store::EVENTS_FILE;
 use crate::session::{Message, SessionStore, StoreError};
 
 /// One file's changes by one session.
@@ -43,8 +50,14 @@ pub struct SessionDiff {
 }
 
 /// The files `transcript`'s successful `write_file` / `edit_file` calls changed, by
-/// path, each with its diff.
+/// path, each with its diff, with no recorded hunks (see [`replay_with`]).
 pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
+    replay_with(transcript, &HashMap::new())
+}
+
+/// [`replay`] using `recorded`: tool call id → the hunks its `tool:post` recorded
+/// ([`recorded_hunks`]), which place a change the transcript alone cannot.
+pub fn replay_with(transcript: &[Message], recorded: &HashMap<String, String>) -> Vec<FileDiff> {
     let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
     let mut files: BTreeMap<String, FileState> = BTreeMap::new();
     for message in transcript {
@@ -72,11 +85,14 @@ pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
                     continue;
                 };
                 let state = files.entry(path.to_string()).or_default();
+                let hunks = recorded
+                    .get(result.tool_call_id.as_str())
+                    .map(String::as_str);
                 match tool {
                     "write_file" => {
                         let created = out.get("created").and_then(Value::as_bool) == Some(true);
                         if let Some(content) = input.get("content").and_then(Value::as_str) {
-                            state.write(content, created);
+                            state.write(content, created, hunks);
                         }
                     }
                     "edit_file" => {
@@ -91,7 +107,7 @@ pub fn replay(transcript: &[Message]) -> Vec<FileDiff> {
                             .and_then(Value::as_u64)
                             .unwrap_or(1);
                         if let (Some(old), Some(new)) = (text("old_string"), text("new_string")) {
-                            state.edit(old, new, replace_all, count);
+                            state.edit(old, new, replace_all, count, hunks);
                         }
                     }
                     _ => {}
@@ -121,7 +137,7 @@ pub fn session_diffs(
     let mut out = vec![SessionDiff {
         session_id: loaded.metadata.session_id.clone(),
         agent: loaded.metadata.agent_name.clone(),
-        files: replay(&loaded.transcript),
+        files: replay_with(&loaded.transcript, &recorded_hunks(store, id)),
     }];
     if !subtree {
         return Ok(out);
@@ -138,7 +154,7 @@ pub fn session_diffs(
                 let Ok(child) = store.load(&m.session_id) else {
                     continue;
                 };
-                let files = replay(&child.transcript);
+                let files = replay_with(&child.transcript, &recorded_hunks(store, &m.session_id));
                 if !files.is_empty() {
                     out.push(SessionDiff {
                         session_id: m.session_id.clone(),
@@ -150,6 +166,41 @@ pub fn session_diffs(
         }
     }
     Ok(out)
+}
+
+/// The hunks session `id`'s `tool:post` events recorded (`file_changed.hunks`), by
+/// tool call id; empty when its `events.jsonl` is missing or unreadable (lines that
+/// are not JSON are skipped).
+pub fn recorded_hunks(store: &SessionStore, id: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let Ok(dir) = store.session_dir(id) else {
+        return out;
+    };
+    let Ok(file) = std::fs::File::open(dir.join(EVENTS_FILE)) else {
+        return out;
+    };
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else {
+            break;
+        };
+        // Most lines are other events: skip them before parsing.
+        if !line.contains("\"hunks\"") {
+            continue;
+        }
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let data = &event["data"];
+        if event["event"] == "tool:post"
+            && let (Some(call), Some(hunks)) = (
+                data["tool_call_id"].as_str(),
+                data["file_changed"]["hunks"].as_str(),
+            )
+        {
+            out.insert(call.to_string(), hunks.to_string());
+        }
+    }
+    out
 }
 
 /// `diffs` as one text: each file's diff; with several sessions, each session's files
@@ -178,19 +229,29 @@ struct FileState {
     /// The content after the last change, when known.
     current: Option<String>,
     /// Each change's hunks, in order.
-    steps: Vec<String>,
+    steps: Vec<Step>,
+}
+
+/// One change of a file.
+#[derive(Debug)]
+struct Step {
+    /// Its hunks (no `---`/`+++` header).
+    hunks: String,
+    /// The hunks carry line numbers (so the change applies as a patch).
+    placed: bool,
 }
 
 impl FileState {
-    fn write(&mut self, content: &str, created: bool) {
+    fn write(&mut self, content: &str, created: bool, recorded: Option<&str>) {
         if self.steps.is_empty() && created {
             self.created = true;
             self.clean = true;
             self.current = Some(String::new());
         }
-        let step = match &self.current {
-            Some(before) => hunks(before, content),
-            None => {
+        let step = match (&self.current, recorded) {
+            (Some(before), _) => Step::placed(hunks(before, content)),
+            (None, Some(recorded)) => Step::placed(recorded.to_string()),
+            (None, None) => {
                 let mut text = String::from(
                     "@@ write_file replaced the whole file (its earlier content is not in the transcript) @@\n",
                 );
@@ -199,64 +260,119 @@ impl FileState {
                     text.push_str(line);
                     text.push('\n');
                 }
-                text
+                Step {
+                    hunks: text,
+                    placed: false,
+                }
             }
         };
         self.steps.push(step);
         self.current = Some(content.to_string());
     }
 
-    fn edit(&mut self, old: &str, new: &str, replace_all: bool, count: u64) {
+    fn edit(
+        &mut self,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+        count: u64,
+        recorded: Option<&str>,
+    ) {
         if let Some(before) = &self.current
             && let Ok(edited) = apply_edit(before, old, new, replace_all)
         {
-            self.steps.push(hunks(before, &edited.content));
+            self.steps
+                .push(Step::placed(hunks(before, &edited.content)));
             self.current = Some(edited.content);
             return;
         }
-        // Content not known (or changed outside the tools): the edit without a place.
+        // Content not known (or changed outside the tools): the hunks recorded when
+        // the edit was made, else the edit without a place.
         self.clean = false;
         self.current = None;
+        if let Some(recorded) = recorded {
+            self.steps.push(Step::placed(recorded.to_string()));
+            return;
+        }
         let times = if count > 1 {
             format!(", {count} replacements")
         } else {
             String::new()
         };
-        self.steps.push(format!(
-            "@@ edit_file{times} (line numbers unknown) @@\n{}",
-            snippet_lines(old, new)
-        ));
+        self.steps.push(Step {
+            hunks: format!(
+                "@@ edit_file{times} (line numbers unknown) @@\n{}",
+                snippet_lines(old, new)
+            ),
+            placed: false,
+        });
     }
 
     fn render(self, path: String) -> FileDiff {
-        let diff = match (&self.current, self.created && self.clean) {
-            (Some(last), true) if !last.is_empty() => unified_diff(&path, None, last),
-            (Some(_), true) => format!("--- /dev/null\n+++ b/{path}\n@@ empty file @@\n"),
-            _ => {
-                let from = if self.created {
-                    "/dev/null".to_string()
-                } else {
-                    format!("a/{path}")
-                };
-                format!("--- {from}\n+++ b/{path}\n{}", self.steps.concat())
-            }
+        if self.created && self.clean {
+            return match &self.current {
+                Some(last) if !last.is_empty() => {
+                    let diff = unified_diff(&path, None, last);
+                    let hunks = hunks("", last);
+                    counted(path, diff, &[hunks.as_str()])
+                }
+                _ => counted(
+                    path.clone(),
+                    format!("--- /dev/null\n+++ b/{path}\n@@ empty file @@\n"),
+                    &[],
+                ),
+            };
+        }
+        let bodies: Vec<&str> = self.steps.iter().map(|s| s.hunks.as_str()).collect();
+        let header = |first: bool| {
+            let from = if first && self.created {
+                "/dev/null".to_string()
+            } else {
+                format!("a/{path}")
+            };
+            format!("--- {from}\n+++ b/{path}\n")
         };
-        let mut added = 0;
-        let mut removed = 0;
-        // The first two lines are the `---`/`+++` header.
-        for line in diff.lines().skip(2) {
-            if line.starts_with('+') {
-                added += 1;
-            } else if line.starts_with('-') {
-                removed += 1;
-            }
+        let diff = if self.steps.iter().all(|s| s.placed) {
+            // Each change its own patch, applied in turn.
+            bodies
+                .iter()
+                .enumerate()
+                .map(|(i, hunks)| header(i == 0) + hunks)
+                .collect()
+        } else {
+            header(true) + &bodies.concat()
+        };
+        counted(path, diff, &bodies)
+    }
+}
+
+impl Step {
+    fn placed(hunks: String) -> Self {
+        Self {
+            hunks,
+            placed: true,
         }
-        FileDiff {
-            path,
-            diff,
-            added,
-            removed,
+    }
+}
+
+/// The [`FileDiff`] of `path` with `diff`, counting `+`/`-` lines in `bodies` (the
+/// hunks without their `---`/`+++` headers, so a content line `++x` is not taken for
+/// a header).
+fn counted(path: String, diff: String, bodies: &[&str]) -> FileDiff {
+    let mut added = 0;
+    let mut removed = 0;
+    for line in bodies.iter().flat_map(|b| b.lines()) {
+        if line.starts_with('+') {
+            added += 1;
+        } else if line.starts_with('-') {
+            removed += 1;
         }
+    }
+    FileDiff {
+        path,
+        diff,
+        added,
+        removed,
     }
 }
 

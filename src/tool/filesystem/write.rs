@@ -73,6 +73,15 @@ impl WriteConfig {
         Self { allowed }
     }
 
+    /// The write roots (`allowed_write_paths` entries as written), or why the config
+    /// is unusable. The bash tool's sandbox confines writes to the same roots.
+    pub fn roots(&self) -> Result<&[String], &str> {
+        self.allowed
+            .as_ref()
+            .map(Vec::as_slice)
+            .map_err(String::as_str)
+    }
+
     /// The file `requested` resolves to, if a write there is allowed (see
     /// `confine::resolve_for_write`; `~/` is `$HOME`).
     fn target(&self, working_dir: &Path, requested: &str) -> Result<WriteTarget, String> {
@@ -208,15 +217,22 @@ impl Planned {
 
     fn change(&self) -> FileChange {
         let before = self.before.as_deref().unwrap_or("");
-        let (lines_added, lines_removed) =
-            if before.len() > DIFF_MAX_BYTES || self.after.len() > DIFF_MAX_BYTES {
-                (
-                    self.after.lines().count() as u64,
-                    before.lines().count() as u64,
-                )
-            } else {
-                diff::line_counts(before, &self.after)
-            };
+        let large = before.len() > DIFF_MAX_BYTES || self.after.len() > DIFF_MAX_BYTES;
+        let (lines_added, lines_removed) = if large {
+            (
+                self.after.lines().count() as u64,
+                before.lines().count() as u64,
+            )
+        } else {
+            diff::line_counts(before, &self.after)
+        };
+        // The change with its place in the file, for `session diff` (a created file's
+        // content is already the call's input).
+        let hunks = self
+            .before
+            .as_deref()
+            .filter(|_| !large)
+            .map(|before| diff::hunks(before, &self.after));
         FileChange {
             path: self.shown.clone(),
             tool: self.tool.to_string(),
@@ -224,6 +240,7 @@ impl Planned {
             lines_removed,
             created: self.before.is_none(),
             changes: 1,
+            hunks,
         }
     }
 }

@@ -7,7 +7,9 @@
 //! its timeout, a crashed server restarted by the next call with a note, a server that
 //! cannot start reported by name while the other servers' tools still work), and the
 //! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text capped like
-//! `bash` output, cancel or `call_timeout` stops a call). Does not own: which servers a session mounts or whether a project may start
+//! `bash` output, cancel or `call_timeout` stops a call), and confining stdio servers
+//! in the kernel sandbox ([`McpSandboxing`]: what a server may write, its network).
+//! Does not own: which servers a session mounts or whether a project may start
 //! them (the engine reads `config::mcp` and `config::trust`), approvals (MCP tools ask
 //! by default, `config::approvals`), or showing anything.
 
@@ -15,10 +17,11 @@ pub mod adapter;
 pub mod server;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use adapter::{McpTool, PREFIX, server_of, tool_name};
-pub use server::{EnvLookup, Server, ServerState};
+pub use server::{EnvLookup, McpSandboxing, Server, ServerState};
 
 use super::Tool;
 use crate::config::mcp::McpServer;
@@ -62,16 +65,28 @@ pub struct McpHub {
     /// registered (loading the system's root certificates costs milliseconds that a
     /// process without MCP servers, and every startup, should not pay).
     http: OnceLock<Result<reqwest::Client, String>>,
+    /// How stdio servers are confined (default: not at all).
+    sandboxing: McpSandboxing,
 }
 
 impl McpHub {
-    /// An empty hub; `env` expands `${VAR}` when a server starts.
+    /// An empty hub; `env` expands `${VAR}` when a server starts. Its stdio servers
+    /// run unconfined until [`McpHub::sandboxed`].
     pub fn new(env: EnvLookup) -> Self {
         Self {
             servers: Mutex::new(BTreeMap::new()),
             env,
             http: OnceLock::new(),
+            sandboxing: McpSandboxing::default(),
         }
+    }
+
+    /// The same hub with its stdio servers started in `sandbox` (issue #22), writing
+    /// beneath `project` (arbor's working directory) and their own temp dir; see
+    /// [`McpSandboxing`] for every rule. Call before the first [`McpHub::mount`].
+    pub fn sandboxed(mut self, sandbox: crate::sandbox::Sandbox, project: PathBuf) -> Self {
+        self.sandboxing = McpSandboxing { sandbox, project };
+        self
     }
 
     /// The shared HTTP client, built on first use.
@@ -95,7 +110,8 @@ impl McpHub {
         if let Some(existing) = servers.get(&spec.name) {
             let same = existing.spec.transport == spec.transport
                 && existing.spec.init_timeout == spec.init_timeout
-                && existing.spec.call_timeout == spec.call_timeout;
+                && existing.spec.call_timeout == spec.call_timeout
+                && existing.spec.sandbox == spec.sandbox;
             return if same {
                 Ok(existing.clone())
             } else {
@@ -105,7 +121,12 @@ impl McpHub {
                 ))
             };
         }
-        let server = Arc::new(Server::new(spec.clone(), self.env.clone(), self.http()));
+        let server = Arc::new(Server::new(
+            spec.clone(),
+            self.env.clone(),
+            self.http(),
+            self.sandboxing.clone(),
+        ));
         servers.insert(spec.name.clone(), server.clone());
         Ok(server)
     }

@@ -7,6 +7,12 @@
 //! slow timeout); a server that was running and exited is started again by the next
 //! call, whose result says so. A call that has no result within the server's
 //! `call_timeout` is cancelled and ends as an error result.
+//!
+//! Sandbox (issue #22): a stdio server starts through `arbor __sandbox`
+//! ([`crate::sandbox`]) when the hub has a sandbox and the kernel can, with the rules of
+//! [`McpSandboxing`]; with `sandbox.required: true` a server that cannot be sandboxed
+//! is not started and its failure says why. Streamable-HTTP servers are not processes
+//! of arbor's and are not confined.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -22,7 +28,8 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::mcp::{McpServer, McpTransport};
+use crate::config::mcp::{McpOrigin, McpServer, McpTransport};
+use crate::sandbox::{Decision, Sandbox};
 use crate::session::redact;
 
 /// Environment lookup for `${VAR}` expansion.
@@ -46,6 +53,57 @@ pub enum ServerState {
 pub(super) struct Connection {
     client: RunningService<RoleClient, ()>,
     pub tools: Vec<ToolDef>,
+    /// A sandboxed server's private temp dir (its `TMPDIR`), removed with the
+    /// connection.
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// How a hub confines its stdio servers: the kernel sandbox (its config, deny list
+/// and helper; the default is off) and the project directory arbor runs in.
+///
+/// A sandboxed server may write beneath the project directory and a private temp
+/// dir (`TMPDIR`, removed when it stops); a server from the user's `config.yaml` may
+/// also write beneath its `cwd` and its `sandbox.writable` entries. It reads
+/// everything but the sandbox's deny list (`~/.ssh`, `~/.aws`, arbor's config,
+/// Amplifier's keys, …) and has the network as `sandbox.network` says, or as its own
+/// `sandbox.network` in `config.yaml` says. A project's `.mcp.json` or an agent's
+/// `tool-mcp` entry gets no more: its `cwd` is where it runs, not where it may write.
+#[derive(Debug, Clone)]
+pub struct McpSandboxing {
+    /// The process's sandbox (`Sandbox::default()`: off, servers run unconfined).
+    pub sandbox: Sandbox,
+    /// The project directory (arbor's working directory; a relative `cwd` resolves
+    /// against it).
+    pub project: std::path::PathBuf,
+}
+
+impl Default for McpSandboxing {
+    /// No sandbox; the process's current directory as the project.
+    fn default() -> Self {
+        Self {
+            sandbox: Sandbox::default(),
+            project: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        }
+    }
+}
+
+impl McpSandboxing {
+    /// Whether `spec`, a stdio server that runs in `cwd` (as configured, expanded),
+    /// starts sandboxed, unconfined or not at all (may run the sandbox probe:
+    /// blocking).
+    pub fn decide(&self, spec: &McpServer, cwd: Option<&str>) -> Decision {
+        let dir = cwd.map_or_else(|| self.project.clone(), |c| self.project.join(c));
+        let mut writable = vec![self.project.to_string_lossy().into_owned()];
+        if spec.origin == McpOrigin::Config {
+            writable.push(".".into());
+            writable.extend(spec.sandbox.writable.iter().cloned());
+        }
+        let sandbox = match spec.sandbox.network {
+            Some(network) => self.sandbox.clone().with_network(network),
+            None => self.sandbox.clone(),
+        };
+        sandbox.decide(&dir, &writable)
+    }
 }
 
 impl Connection {
@@ -69,6 +127,10 @@ pub struct Server {
     slot: tokio::sync::Mutex<Slot>,
     /// A copy of the state readable without waiting (views).
     state: Mutex<ServerState>,
+    /// How a stdio server is confined.
+    sandboxing: McpSandboxing,
+    /// How the last start was confined (`sandboxed: writes ./, no network`).
+    sandbox_note: Mutex<Option<String>>,
 }
 
 /// How one call ended, before it becomes a tool output.
@@ -83,6 +145,7 @@ impl Server {
         spec: McpServer,
         env: EnvLookup,
         http: Result<reqwest::Client, String>,
+        sandboxing: McpSandboxing,
     ) -> Self {
         Self {
             spec,
@@ -90,7 +153,16 @@ impl Server {
             http,
             slot: tokio::sync::Mutex::new(Slot::Idle),
             state: Mutex::new(ServerState::NotStarted),
+            sandboxing,
+            sandbox_note: Mutex::new(None),
         }
+    }
+
+    /// How the server's last start was confined (`sandboxed: writes ./, no network`,
+    /// `NOT sandboxed (sandbox.mode is off)`, or the refusal); `None` before a stdio
+    /// start and for an HTTP server.
+    pub fn sandbox_note(&self) -> Option<String> {
+        self.sandbox_note.lock().ok().and_then(|n| n.clone())
     }
 
     /// The current state (never waits).
@@ -147,17 +219,20 @@ impl Server {
         let timeout = self.spec.init_timeout;
         let stderr_tail = Arc::new(Mutex::new(Vec::<String>::new()));
         let start = async {
-            let client = match expanded.transport {
+            let (client, tmp) = match expanded.transport {
                 McpTransport::Stdio {
                     command,
                     args,
                     env,
                     cwd,
                 } => {
-                    let mut cmd = tokio::process::Command::new(&command);
-                    cmd.args(&args).envs(&env).kill_on_drop(true);
+                    let (mut cmd, tmp) = self
+                        .stdio_command(&command, &args, &env, cwd.as_deref())
+                        .await?;
+                    crate::sandbox::strip_provider_keys(&mut cmd);
+                    cmd.envs(&env).kill_on_drop(true);
                     if let Some(cwd) = cwd {
-                        cmd.current_dir(cwd);
+                        cmd.current_dir(self.sandboxing.project.join(cwd));
                     }
                     let (transport, stderr) = TokioChildProcess::builder(cmd)
                         .stderr(Stdio::piped())
@@ -166,9 +241,11 @@ impl Server {
                     if let Some(stderr) = stderr {
                         drain_stderr(self.spec.name.clone(), stderr, stderr_tail.clone());
                     }
-                    ().serve(transport)
-                        .await
-                        .map_err(|e| format!("initialize failed: {e}"))?
+                    let client =
+                        ().serve(transport)
+                            .await
+                            .map_err(|e| format!("initialize failed: {e}"))?;
+                    (client, tmp)
                 }
                 McpTransport::Http { url, headers } => {
                     let mut map = HashMap::new();
@@ -186,16 +263,22 @@ impl Server {
                         .clone()
                         .map_err(|e| format!("cannot create the HTTP client: {e}"))?;
                     let transport = StreamableHttpClientTransport::with_client(client, config);
-                    ().serve(transport)
-                        .await
-                        .map_err(|e| format!("initialize failed at {url}: {e}"))?
+                    let client =
+                        ().serve(transport)
+                            .await
+                            .map_err(|e| format!("initialize failed at {url}: {e}"))?;
+                    (client, None)
                 }
             };
             let tools = client
                 .list_all_tools()
                 .await
                 .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>(Connection { client, tools })
+            Ok::<_, String>(Connection {
+                client,
+                tools,
+                _tmp: tmp,
+            })
         };
         let result = match tokio::time::timeout(timeout, start).await {
             Ok(result) => result,
@@ -215,6 +298,75 @@ impl Server {
                 format!("{reason} (stderr: {tail})")
             }
         })
+    }
+
+    /// The command that starts a stdio server (`command args`, in `cwd` relative to
+    /// the project): through the sandbox helper with a private temp dir as `TMPDIR`
+    /// when [`McpSandboxing::decide`] says so, plain when it runs unconfined. Errors
+    /// (nothing starts) when the sandbox refuses it (`sandbox.required`) or cannot be
+    /// set up.
+    async fn stdio_command(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: Option<&str>,
+    ) -> Result<(tokio::process::Command, Option<tempfile::TempDir>), String> {
+        let (sandboxing, spec, cwd_owned) = (
+            self.sandboxing.clone(),
+            self.spec.clone(),
+            cwd.map(str::to_string),
+        );
+        // The first decision runs the sandbox probe (a child process): off the workers.
+        let decision =
+            tokio::task::spawn_blocking(move || sandboxing.decide(&spec, cwd_owned.as_deref()))
+                .await
+                .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+        if let Ok(mut note) = self.sandbox_note.lock() {
+            *note = Some(decision.note());
+        }
+        match decision {
+            Decision::Refused { reason } => Err(format!("not started: {reason}")),
+            Decision::Unsandboxed { .. } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args);
+                Ok((cmd, None))
+            }
+            Decision::Sandboxed { mut policy, .. } => {
+                // The helper starts fine whatever the command is: say what a plain
+                // spawn would, rather than an `initialize` failure.
+                let dir = cwd.map_or_else(
+                    || self.sandboxing.project.clone(),
+                    |c| self.sandboxing.project.join(c),
+                );
+                let path = env
+                    .get("PATH")
+                    .map(std::ffi::OsString::from)
+                    .or_else(|| std::env::var_os("PATH"));
+                if !program_exists(command, &dir, path.as_deref()) {
+                    return Err(format!(
+                        "cannot start '{command}': no such program{}",
+                        if command.contains('/') {
+                            ""
+                        } else {
+                            " in PATH"
+                        }
+                    ));
+                }
+                let tmp = tempfile::Builder::new()
+                    .prefix("arbor-mcp-")
+                    .tempdir()
+                    .map_err(|e| format!("cannot create the sandbox's temp dir: {e}"))?;
+                policy.writable.push(tmp.path().to_path_buf());
+                let mut cmd = self
+                    .sandboxing
+                    .sandbox
+                    .tokio_command(&policy, command, args)
+                    .ok_or("the sandbox helper is missing")?;
+                cmd.env("TMPDIR", tmp.path());
+                Ok((cmd, Some(tmp)))
+            }
+        }
     }
 
     /// Calls `tool` with `arguments`. A cancel, or no result within the server's
@@ -281,6 +433,15 @@ impl Server {
         }
         self.set_state(ServerState::NotStarted);
     }
+}
+
+/// Whether `command` names a file: a path (with a `/`) relative to `dir`, or a name
+/// found in one of `path`'s directories (as `exec` looks it up).
+fn program_exists(command: &str, dir: &std::path::Path, path: Option<&std::ffi::OsStr>) -> bool {
+    if command.contains('/') {
+        return dir.join(command).is_file();
+    }
+    path.is_some_and(|p| std::env::split_paths(p).any(|d| d.join(command).is_file()))
 }
 
 /// Logs a stdio server's stderr and keeps its last lines.

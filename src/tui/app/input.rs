@@ -250,6 +250,7 @@ impl App {
             // The approval and trust prompts handle their own keys (`on_key`).
             Action::ApprovalAllow
             | Action::ApprovalAlways
+            | Action::ApprovalAlwaysSave
             | Action::ApprovalDeny
             | Action::ApprovalDenyNow
             | Action::ApprovalUp
@@ -489,6 +490,22 @@ impl App {
                     decision,
                 });
             }
+            UiAction::ResolveAndSave {
+                session_id,
+                tool_call_id,
+                decision,
+                rule,
+            } => {
+                self.tree.set_waiting(self.approvals.waiting_sessions());
+                let note = self.save_rule(&rule);
+                let failed = note.starts_with("not saved");
+                self.set_note(format!("{}; {note}", answer_note(&decision)), failed);
+                self.send(EngineCommand::ResolveApproval {
+                    session_id,
+                    tool_call_id,
+                    decision,
+                });
+            }
             UiAction::AnswerTrust { trust } => self.answer_trust(trust),
         }
     }
@@ -587,6 +604,23 @@ impl App {
                 false,
             ),
             Err(e) => self.set_note(format!("not trusted: {e}"), true),
+        }
+    }
+}
+
+impl App {
+    /// Saves `rule` as `allow` in the user's config file; returns the note to show.
+    fn save_rule(&self, rule: &str) -> String {
+        use crate::config::approvals::{Decision, save};
+        let Some(path) = &self.config_file else {
+            return "not saved: no config file".to_string();
+        };
+        match save::save_rule(path, rule, Decision::Allow) {
+            Ok(save::Saved::Added) => format!("saved \"{rule}\": allow to {}", path.display()),
+            Ok(save::Saved::AlreadyThere) => {
+                format!("\"{rule}\" was already in {}", path.display())
+            }
+            Err(e) => format!("not saved: {e}"),
         }
     }
 }

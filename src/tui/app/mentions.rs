@@ -40,6 +40,12 @@ impl App {
         };
     }
 
+    /// "Always and save" answers write their rule into `path` (the user's config
+    /// file; `tui::run` passes it).
+    pub fn set_config_file(&mut self, path: PathBuf) {
+        self.config_file = Some(path);
+    }
+
     /// The files popup for the `@partial` before the cursor, when the list is known.
     pub(super) fn file_popup(&self) -> Option<Popup> {
         let before = self.composer.text_before_cursor();
@@ -95,7 +101,10 @@ impl App {
         let Some(root) = self.files.root.clone() else {
             return text.to_string();
         };
-        let out = mentions::attach(text, &root);
+        let paths = crate::paths::Paths::from_env();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let private = crate::config::private::private_paths(&paths, home.as_deref());
+        let out = mentions::attach(text, &root, &private);
         if !out.files.is_empty() || !out.notes.is_empty() {
             let mut note = format!("attached {}", out.files.join(", "));
             if !out.notes.is_empty() {

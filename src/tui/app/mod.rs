@@ -177,6 +177,9 @@ pub struct App {
     commands: UnboundedSender<EngineCommand>,
     quit: bool,
     editor_request: Option<PathBuf>,
+    /// The user's config file, where "always and save" writes its rule (`None`: not
+    /// saveable, e.g. in tests).
+    config_file: Option<PathBuf>,
     dirty: bool,
     areas: Areas,
     /// How to tell the person a session started needing them (config `notify:`).
@@ -235,6 +238,7 @@ impl App {
             commands,
             quit: false,
             editor_request: None,
+            config_file: None,
             dirty: true,
             areas: Areas::default(),
             notify: Notify::default(),

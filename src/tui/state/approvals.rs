@@ -9,7 +9,8 @@
 //! of a finished turn still waits).
 //!
 //! Keys (from the keymap's `approval.*` actions): allow once, allow always (the tool,
-//! or a simple `bash` command's prefix, in this tree), deny with an optional one-line
+//! or a simple `bash` command's prefix, in this tree), allow always and save the rule
+//! to the user's config (`A`), deny with an optional one-line
 //! reason (typed after the deny key; Enter sends, Esc goes back to the prompt), deny
 //! at once (Esc), scroll a long command or diff. For [`ANSWER_GRACE_MS`] after a
 //! prompt comes to the front its answer keys are ignored, so keys typed for the
@@ -25,6 +26,7 @@ use std::collections::{HashMap, VecDeque};
 use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
+use crate::config::approvals::pattern::suggest_prefix;
 use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
 use crate::session::{EngineEvent, Event};
 use crate::tui::action::{KeyOutcome, UiAction};
@@ -34,15 +36,12 @@ use crate::tui::keymap::Action;
 /// How long answer keys are ignored after a prompt comes to the front (ms).
 pub const ANSWER_GRACE_MS: i64 = 400;
 
+/// The note for "always" on a call that has none.
+const NO_ALWAYS: &str = "no \"always\" for this command (it chains, pipes, redirects, expands, \
+     or runs a shell, env or an interpreter): allow it once or deny";
+
 /// Longest deny reason kept, in characters (it goes back to the model).
 pub const MAX_REASON_CHARS: usize = 500;
-
-/// Characters that chain, pipe, redirect, substitute or escape in a shell command: a
-/// `bash` call containing any of them gets no "always" (a prefix rule must not cover
-/// what follows `;`, `&&`, `|`, `>`, `$(…)` or a line break).
-const SHELL_CONTROL: &[char] = &[
-    ';', '&', '|', '$', '`', '<', '>', '(', ')', '{', '}', '\\', '\n', '\r',
-];
 
 /// One tool call waiting for an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,32 +53,21 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    /// What "always" allows for this call, with its rule as a policy key: a `bash`
-    /// call of one simple command allows its prefix (the program, plus a subcommand
-    /// word such as `test` in `cargo test --lib`: `bash(cargo test*)`); any other tool
-    /// allows the tool (`write_file`). `None` for a `bash` command that chains, pipes,
-    /// redirects, substitutes or escapes (see `SHELL_CONTROL`) or is empty: such a
-    /// command can only be allowed once.
+    /// What "always" allows for this call, with exactly the rule it applies as a
+    /// policy key: a `bash` call of one plain simple command that runs no wrapper
+    /// allows its prefix (the program, plus a subcommand word such as `test` in `cargo
+    /// test --lib`: `bash(cargo test*)`, word bounded —
+    /// `config::approvals::pattern::suggest_prefix`); any other tool allows the tool
+    /// (`write_file`). `None` for any other `bash` command (chains, pipes, redirects,
+    /// substitutions, comments, wrappers such as `sh -c`, `env`, `python3` …, or
+    /// empty): such a command can only be allowed once (issue 22).
     pub fn always(&self) -> Option<(AllowScope, String)> {
         let tool = &self.request.tool_name;
         if tool != "bash" {
             return Some((AllowScope::AlwaysTool, tool.clone()));
         }
-        let command = self.request.command.as_deref().unwrap_or_default().trim();
-        if command.is_empty() || command.contains(SHELL_CONTROL) {
-            return None;
-        }
-        let mut words = command.split_whitespace();
-        let program = words.next()?;
-        let subcommand = words.next().filter(|w| {
-            !w.starts_with('-')
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        });
-        let prefix = match subcommand {
-            Some(sub) => format!("{program} {sub}"),
-            None => program.to_string(),
-        };
+        let command = self.request.command.as_deref().unwrap_or_default();
+        let prefix = suggest_prefix(command)?;
         let rule = format!("bash({prefix}*)");
         Some((AllowScope::AlwaysPrefix(prefix), rule))
     }
@@ -197,6 +185,7 @@ impl ApprovalQueue {
             Some(
                 Action::ApprovalAllow
                     | Action::ApprovalAlways
+                    | Action::ApprovalAlwaysSave
                     | Action::ApprovalDeny
                     | Action::ApprovalDenyNow
             )
@@ -213,10 +202,29 @@ impl ApprovalQueue {
             ),
             Some(Action::ApprovalAlways) => match self.front().and_then(PendingApproval::always) {
                 Some((scope, _)) => self.answer(ApprovalDecision::Allow { scope }, now),
-                None => KeyOutcome::Emit(UiAction::Note(
-                    "no \"always\" for a command that chains, pipes or redirects: allow it once or deny".into(),
-                )),
+                None => KeyOutcome::Emit(UiAction::Note(NO_ALWAYS.into())),
             },
+            Some(Action::ApprovalAlwaysSave) => {
+                match self.front().and_then(PendingApproval::always) {
+                    Some((scope, rule)) => {
+                        let answered = self.answer(ApprovalDecision::Allow { scope }, now);
+                        match answered {
+                            KeyOutcome::Emit(UiAction::ResolveApproval {
+                                session_id,
+                                tool_call_id,
+                                decision,
+                            }) => KeyOutcome::Emit(UiAction::ResolveAndSave {
+                                session_id,
+                                tool_call_id,
+                                decision,
+                                rule,
+                            }),
+                            other => other,
+                        }
+                    }
+                    None => KeyOutcome::Emit(UiAction::Note(NO_ALWAYS.into())),
+                }
+            }
             Some(Action::ApprovalDeny) => {
                 self.reason = Some(String::new());
                 KeyOutcome::Consumed

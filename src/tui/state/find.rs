@@ -75,6 +75,7 @@ impl Find {
             (true, _, _) => String::new(),
             (false, _, 0) => "no matches".to_string(),
             (false, Some(i), n) => format!("{} of {n}", i + 1),
+            (false, None, 1) => "1 match".to_string(),
             (false, None, n) => format!("{n} matches"),
         }
     }

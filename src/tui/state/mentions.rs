@@ -5,7 +5,8 @@
 //! block before the text; the `@path` stays visible in the text.
 //!
 //! Only regular files inside the project (the working directory, symlinks resolved)
-//! are attached; a file over [`MAX_FILE_BYTES`] is cut there with a note saying so,
+//! that are not private (`config::private`: `/proc`, key and config files, `~/.ssh`,
+//! …) are attached; a file over [`MAX_FILE_BYTES`] is cut there with a note saying so,
 //! and attachments stop at [`MAX_TOTAL_BYTES`]; a binary file (a NUL byte, or not
 //! UTF-8) is named but not attached. A mention that names no such file stays text.
 //!
@@ -107,8 +108,10 @@ pub struct Attached {
     pub notes: Vec<String>,
 }
 
-/// Attaches the files `text` mentions (see the module doc) relative to `root`.
-pub fn attach(text: &str, root: &Path) -> Attached {
+/// Attaches the files `text` mentions (see the module doc) relative to `root`;
+/// never one of `private` or under it (`config::private`, checked on the resolved
+/// path), which is named in a note instead.
+pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
     let mut blocks = Vec::new();
     let mut files = Vec::new();
     let mut notes = Vec::new();
@@ -130,6 +133,10 @@ pub fn attach(text: &str, root: &Path) -> Attached {
             continue;
         };
         if !path.starts_with(&root) || !path.is_file() || !seen.insert(path.clone()) {
+            continue;
+        }
+        if crate::config::private::is_private(&path, private) {
+            notes.push(format!("{mention}: private, not attached"));
             continue;
         }
         let header = format!("{mention} → {}", path.display());
@@ -257,6 +264,7 @@ mod tests {
         let out = attach(
             "read @a.md and @a.md, @big.txt, @img.png, @../outside.txt, @missing.md",
             &root,
+            &[],
         );
         assert_eq!(out.files, ["@a.md", "@big.txt", "@img.png"]);
         assert!(
@@ -277,6 +285,21 @@ mod tests {
         )));
         assert!(out.prompt.contains("(binary file"));
         assert_eq!(out.notes.len(), 2, "{:?}", out.notes);
-        assert_eq!(attach("no mentions", &root).prompt, "no mentions");
+        assert_eq!(attach("no mentions", &root, &[]).prompt, "no mentions");
+    }
+
+    #[test]
+    fn private_files_inside_the_project_are_not_attached() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".ssh")).unwrap();
+        std::fs::write(root.join(".ssh/id"), "SSH-KEY").unwrap();
+        std::fs::write(root.join("ok.md"), "fine").unwrap();
+        std::os::unix::fs::symlink("/proc/self/environ", root.join("env.txt")).unwrap();
+        let private = [root.join(".ssh"), PathBuf::from("/proc")];
+        let out = attach("@.ssh/id @env.txt @ok.md", &root, &private);
+        assert_eq!(out.files, ["@ok.md"]);
+        assert!(!out.prompt.contains("SSH-KEY"), "{}", out.prompt);
+        assert_eq!(out.notes, ["@.ssh/id: private, not attached"]);
     }
 }

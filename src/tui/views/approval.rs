@@ -77,7 +77,8 @@ impl ApprovalView<'_> {
         })
     }
 
-    /// `explorer #0a1b2c3d wants to run bash`.
+    /// `explorer #0a1b2c3d wants to run bash`, then for `bash` whether it runs
+    /// sandboxed (`sandboxed: writes ./, no network`).
     fn head(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
         let r = &front.request;
         let verb = if r.command.is_some() {
@@ -98,7 +99,18 @@ impl ApprovalView<'_> {
             Span::styled(format!("{verb} "), self.theme.style(Slot::Base)),
             Span::styled(r.tool_name.clone(), self.theme.style(Slot::ChatTool)),
         ]);
-        wrap(&RLine::indented(line, 2), width)
+        let mut rows = wrap(&RLine::indented(line, 2), width);
+        // Whether the command runs in the kernel sandbox (`bash` only).
+        if let Some(note) = &r.sandbox {
+            let slot = if note.starts_with("sandboxed") {
+                Slot::TreeMeta
+            } else {
+                Slot::Warning
+            };
+            let line = Line::from(Span::styled(note.clone(), self.theme.style(slot)));
+            rows.extend(wrap(&RLine::indented(line, 2), width));
+        }
+        rows
     }
 
     /// The command (`$ ` then the text, broken at the width) or the summary and the
@@ -145,8 +157,8 @@ impl ApprovalView<'_> {
         }
     }
 
-    /// The answer keys (`y allow once · a always: bash(cargo test*) · n deny… · Esc
-    /// deny`), or the deny reason being typed.
+    /// The answer keys (`y allow once · a always: bash(cargo test*) · A save it
+    /// to config · n deny… · Esc deny`), or the deny reason being typed.
     fn footer(&self, front: &PendingApproval, width: u16) -> Vec<Line<'static>> {
         let text = self.theme.style(Slot::Base);
         if let Some(reason) = self.queue.reason() {
@@ -164,20 +176,21 @@ impl ApprovalView<'_> {
             ));
             return rows;
         }
-        let always = match front.always() {
-            Some((_, rule)) => format!(" always: {rule}"),
-            None => " always: not for a compound command".to_string(),
-        };
-        let keys = answer_keys(
-            self.keymap,
-            self.theme,
-            &[
-                (Action::ApprovalAllow, " allow once".to_string()),
-                (Action::ApprovalAlways, always),
-                (Action::ApprovalDeny, " deny with a reason".to_string()),
-                (Action::ApprovalDenyNow, " deny".to_string()),
-            ],
-        );
+        let always = front.always();
+        let mut answers = vec![(Action::ApprovalAllow, " allow once".to_string())];
+        match &always {
+            Some((_, rule)) => {
+                answers.push((Action::ApprovalAlways, format!(" always: {rule}")));
+                answers.push((Action::ApprovalAlwaysSave, " save it to config".into()));
+            }
+            None => answers.push((
+                Action::ApprovalAlways,
+                " always: not for this command (compound, expanding or a wrapper)".into(),
+            )),
+        }
+        answers.push((Action::ApprovalDeny, " deny with a reason".to_string()));
+        answers.push((Action::ApprovalDenyNow, " deny".to_string()));
+        let keys = answer_keys(self.keymap, self.theme, &answers);
         wrap(&RLine::new(keys), width)
     }
 

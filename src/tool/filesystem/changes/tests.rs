@@ -76,6 +76,34 @@ fn edits_of_unknown_content_have_no_line_numbers_and_later_ones_do() {
 }
 
 #[test]
+fn recorded_hunks_place_edits_of_unknown_content_each_as_its_own_patch() {
+    let mut t = edit("1", "lib.rs", "b", "B");
+    t.extend(edit("2", "lib.rs", "B", "BB"));
+    t.extend(edit("3", "lib.rs", "c", "C"));
+    let recorded = HashMap::from([
+        ("1".to_string(), "@@ -1,2 +1,2 @@\n a\n-b\n+B\n".to_string()),
+        (
+            "2".to_string(),
+            "@@ -1,2 +1,2 @@\n a\n-B\n+BB\n".to_string(),
+        ),
+    ]);
+    let files = replay_with(&t, &recorded);
+    // The third edit has no recorded hunks: the file is a readable record again.
+    assert!(
+        files[0].diff.contains("(line numbers unknown)"),
+        "{}",
+        files[0].diff
+    );
+    let files = replay_with(&t[..4], &recorded);
+    assert_eq!(
+        files[0].diff,
+        "--- a/lib.rs\n+++ b/lib.rs\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n\
+         --- a/lib.rs\n+++ b/lib.rs\n@@ -1,2 +1,2 @@\n a\n-B\n+BB\n"
+    );
+    assert_eq!((files[0].added, files[0].removed), (2, 2));
+}
+
+#[test]
 fn failed_and_denied_calls_and_other_tools_change_nothing() {
     let mut t = call(
         "1",

@@ -57,6 +57,7 @@ async fn write_file_creates_parents_and_reports_the_change() {
             lines_removed: 0,
             created: true,
             changes: 1,
+            hunks: None,
         })
     );
     assert_eq!(names(&dir.path().join("src/new")), ["a.txt"]);
@@ -111,6 +112,11 @@ async fn edit_file_replaces_one_exact_match() {
     );
     let change = out.change.unwrap();
     assert_eq!((change.tool.as_str(), change.created), ("edit_file", false));
+    // The change itself, with its place in the file (issue 23 item 11).
+    assert_eq!(
+        change.hunks.as_deref(),
+        Some("@@ -1,2 +1,4 @@\n fn a() {}\n-fn b() {}\n+fn b() -> u8 {\n+    1\n+}\n")
+    );
 }
 
 #[tokio::test]

@@ -216,8 +216,16 @@ fn always_covers_the_tool_or_a_simple_commands_prefix_only() {
     );
     assert_eq!(rule("git status").as_deref(), Some("bash(git status*)"));
     assert_eq!(rule("rm -rf target").as_deref(), Some("bash(rm*)"));
-    assert_eq!(rule("python3 script.py").as_deref(), Some("bash(python3*)"));
+    assert_eq!(rule("ls -la").as_deref(), Some("bash(ls*)"));
     for compound in [
+        "python3 script.py",
+        "sh -c 'ls'",
+        "env ls",
+        "xargs rm",
+        "ls # x\ntouch G",
+        "ls -la # it's fine\ntouch G",
+        "ls $\\\n(touch G)",
+        "ls >& G",
         "cargo test && rm -rf ~",
         "ls; curl x",
         "cat a | sh",
@@ -260,6 +268,46 @@ fn always_covers_the_tool_or_a_simple_commands_prefix_only() {
     );
     assert!(matches!(a, KeyOutcome::Emit(UiAction::Note(_))), "{a:?}");
     assert_eq!(q.len(), 1, "a compound command is not answered by always");
+    let save = key(
+        &mut q,
+        KeyCode::Char('A'),
+        Some(Action::ApprovalAlwaysSave),
+        2000,
+    );
+    assert!(
+        matches!(save, KeyOutcome::Emit(UiAction::Note(_))),
+        "{save:?}"
+    );
+    assert_eq!(q.len(), 1, "nor saved");
+}
+
+#[test]
+fn always_and_save_answers_always_and_names_the_rule() {
+    let mut q = ApprovalQueue::default();
+    feed(
+        &mut q,
+        S1,
+        approval_bash("c1", "explorer", "cargo test --lib"),
+        0,
+    );
+    let got = key(
+        &mut q,
+        KeyCode::Char('A'),
+        Some(Action::ApprovalAlwaysSave),
+        1000,
+    );
+    assert_eq!(
+        got,
+        KeyOutcome::Emit(UiAction::ResolveAndSave {
+            session_id: S1.into(),
+            tool_call_id: "c1".into(),
+            decision: ApprovalDecision::Allow {
+                scope: AllowScope::AlwaysPrefix("cargo test".into()),
+            },
+            rule: "bash(cargo test*)".into(),
+        })
+    );
+    assert!(q.is_empty());
 }
 
 #[test]

@@ -155,6 +155,7 @@ fn a_prompt_without_command_or_diff_shows_its_summary() {
         summary: "mcp__github__create_issue".into(),
         command: None,
         diff: None,
+        sandbox: None,
     });
     let q = queue(vec![ev(request, ROOT, None)]);
     let screen = render(&view(&q, &km, &theme), 60, 12);
@@ -248,4 +249,27 @@ fn the_status_bar_counts_what_waits() {
     let narrow = render(&status, 40, 1);
     assert!(narrow.contains("⚑2"), "{narrow}");
     insta::assert_snapshot!("status_40_waiting", narrow);
+}
+
+#[test]
+fn a_bash_prompt_says_whether_it_runs_sandboxed() {
+    let (km, theme) = (Keymap::defaults(), Theme::builtin_dark(false));
+    for note in [
+        "sandboxed: writes ./, no network",
+        "NOT sandboxed (sandbox.mode is off)",
+    ] {
+        let request = EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+            tool_call_id: "call_1".into(),
+            tool_name: "bash".into(),
+            agent: "zen-architect".into(),
+            summary: "cargo test".into(),
+            command: Some("cargo test".into()),
+            diff: None,
+            sandbox: Some(note.into()),
+        });
+        let q = queue(vec![ev(request, ROOT, None)]);
+        let screen = render(&view(&q, &km, &theme), 60, 12);
+        assert!(screen.contains(note), "{screen}");
+        assert!(screen.contains("$ cargo test"), "{screen}");
+    }
 }

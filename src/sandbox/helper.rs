@@ -1,0 +1,312 @@
+//! The helper's side: `arbor __sandbox POLICY PROGRAM ARGS…` applies the policy to
+//! its own (single-threaded) process and `exec`s the program; `arbor __sandbox
+//! --probe` applies a test policy and prints what worked as JSON.
+//!
+//! Owns: the namespace masks, the Landlock ruleset, the seccomp filter and
+//! `no_new_privs` (see the parent module's doc for the order and what each covers).
+//! Does not own: deciding whether to sandbox (`Sandbox::decide`). Linux only; on other
+//! systems the helper refuses to run anything.
+
+use std::ffi::OsString;
+
+use super::{EXIT_SANDBOX_FAILED, Policy};
+
+/// The helper's entry: `args` are the arguments after `__sandbox`. Returns the exit
+/// code when nothing was `exec`ed: [`EXIT_SANDBOX_FAILED`] when the policy could not be
+/// applied or the arguments are wrong, 127 when the program does not exist, 126 when
+/// it cannot be run, 0 after `--probe`. Must run before the process starts a thread
+/// (user namespaces need a single-threaded caller).
+pub fn helper_main(args: Vec<OsString>) -> i32 {
+    let mut args = args.into_iter();
+    let Some(first) = args.next() else {
+        return fail("usage: arbor __sandbox POLICY-JSON PROGRAM [ARGS…] | --probe");
+    };
+    if first == "--probe" {
+        let probe = linux::probe_self();
+        println!(
+            "{}",
+            serde_json::to_string(&probe).unwrap_or_else(|_| "{}".into())
+        );
+        return 0;
+    }
+    let policy: Policy = match first.to_str().map(serde_json::from_str) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return fail(&format!("bad policy: {e}")),
+        None => return fail("bad policy: not UTF-8"),
+    };
+    let Some(program) = args.next() else {
+        return fail("no program to run");
+    };
+    if let Err(e) = linux::apply(&policy) {
+        return fail(&e);
+    }
+    exec(program, args.collect())
+}
+
+fn fail(message: &str) -> i32 {
+    eprintln!("arbor sandbox: {message}");
+    EXIT_SANDBOX_FAILED
+}
+
+/// Replaces this process with `program args`; returns only on failure.
+#[cfg(unix)]
+fn exec(program: OsString, args: Vec<OsString>) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new(&program).args(args).exec();
+    eprintln!(
+        "arbor sandbox: cannot run {}: {error}",
+        program.to_string_lossy()
+    );
+    if error.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+#[cfg(not(unix))]
+fn exec(_program: OsString, _args: Vec<OsString>) -> i32 {
+    fail("the sandbox runs on Linux only")
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeMap;
+
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    };
+    use nix::libc;
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+
+    use super::super::Policy;
+    use super::super::probe::Probe;
+
+    /// Devices every sandboxed command may write (and use ioctls on).
+    const WRITABLE_DEVICES: &[&str] = &[
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+        "/dev/ptmx",
+        "/dev/pts",
+    ];
+
+    /// Applies `policy` to this process (see the parent module's doc).
+    pub(super) fn apply(policy: &Policy) -> Result<(), String> {
+        // Step 1: the masks, when user namespaces work (else the deny list stays
+        // readable; the parent's probe already said so).
+        if namespaces().is_ok() {
+            mask(&policy.deny_read)?;
+        }
+        nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+        landlock(policy)?;
+        if !policy.network {
+            seccomp()?;
+        }
+        Ok(())
+    }
+
+    /// Enters a new user and mount namespace, mapping this process's uid and gid to
+    /// themselves, with every mount private (nothing propagates out).
+    fn namespaces() -> Result<(), String> {
+        let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+            .map_err(|e| format!("unshare(user, mount): {e}"))?;
+        let write = |file: &str, text: String| {
+            std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
+        };
+        write("/proc/self/setgroups", "deny".into())?;
+        write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+        write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .map_err(|e| format!("cannot make the mounts private: {e}"))
+    }
+
+    /// Hides each existing path of `deny`: an empty read-only tmpfs over a directory,
+    /// `/dev/null` over a file.
+    fn mask(deny: &[std::path::PathBuf]) -> Result<(), String> {
+        for path in deny {
+            let Ok(meta) = std::fs::metadata(path) else {
+                continue;
+            };
+            let result = if meta.is_dir() {
+                mount(
+                    Some("tmpfs"),
+                    path,
+                    Some("tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some("size=4k,mode=0755"),
+                )
+            } else {
+                mount(
+                    Some("/dev/null"),
+                    path,
+                    None::<&str>,
+                    MsFlags::MS_BIND,
+                    None::<&str>,
+                )
+            };
+            result.map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Restricts this process with Landlock: read and execute everywhere, write
+    /// beneath `policy.writable` and [`WRITABLE_DEVICES`], no TCP without the network,
+    /// no signals or abstract sockets outside. Returns the kernel's Landlock ABI.
+    fn landlock(policy: &Policy) -> Result<i32, String> {
+        let error = |e: landlock::RulesetError| format!("Landlock: {e}");
+        let all = AccessFs::from_all(ABI::V5);
+        let mut scopes = landlock::BitFlags::<Scope>::from(Scope::Signal);
+        if !policy.network {
+            scopes |= Scope::AbstractUnixSocket;
+        }
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(all)
+            .map_err(error)?
+            .scope(scopes)
+            .map_err(error)?;
+        if !policy.network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(ABI::V4))
+                .map_err(error)?;
+        }
+        let status = ruleset
+            .create()
+            .map_err(error)?
+            .add_rules(landlock::path_beneath_rules(
+                ["/"],
+                AccessFs::from_read(ABI::V5),
+            ))
+            .map_err(error)?
+            .add_rules(landlock::path_beneath_rules(WRITABLE_DEVICES, all))
+            .map_err(error)?
+            .add_rules(landlock::path_beneath_rules(&policy.writable, all))
+            .map_err(error)?
+            .no_new_privs(true)
+            .restrict_self()
+            .map_err(error)?;
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("Landlock is not enabled in this kernel".into());
+        }
+        Ok(match status.landlock {
+            LandlockStatus::Available {
+                effective_abi,
+                kernel_abi,
+            } => kernel_abi.unwrap_or(effective_abi as i32),
+            _ => 0,
+        })
+    }
+
+    /// Installs the network filter: `socket`/`socketpair` of any family but
+    /// `AF_UNIX`, and `io_uring_setup`, fail with `EPERM`.
+    fn seccomp() -> Result<(), String> {
+        let error = |e: seccompiler::BackendError| format!("seccomp: {e}");
+        let arch =
+            TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
+        let not_unix = || {
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                libc::AF_UNIX as u64,
+            )
+            .and_then(|c| SeccompRule::new(vec![c]))
+        };
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let mut numbers = vec![
+            (libc::SYS_socket, true),
+            (libc::SYS_socketpair, true),
+            (libc::SYS_io_uring_setup, false),
+        ];
+        // x32 system calls reach the same entry points with this bit set.
+        if cfg!(target_arch = "x86_64") {
+            let x32: Vec<_> = numbers.iter().map(|&(n, c)| (n | 0x4000_0000, c)).collect();
+            numbers.extend(x32);
+        }
+        for (number, only_non_unix) in numbers {
+            let rule = if only_non_unix {
+                vec![not_unix().map_err(error)?]
+            } else {
+                Vec::new()
+            };
+            rules.insert(number, rule);
+        }
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EPERM as u32),
+            arch,
+        )
+        .map_err(error)?;
+        let program: seccompiler::BpfProgram = filter.try_into().map_err(error)?;
+        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+    }
+
+    /// Tries every step on this process with a test policy (nothing writable, no
+    /// network, a temp directory as the path to hide) and reports each.
+    pub(super) fn probe_self() -> Probe {
+        let mut probe = Probe::default();
+        let hidden = tempfile::tempdir();
+        probe.userns = namespaces().and_then(|()| {
+            let dir = hidden.as_ref().map_err(|e| format!("no temp dir: {e}"))?;
+            mask(&[dir.path().to_path_buf()])?;
+            nix::mount::umount(dir.path()).map_err(|e| format!("umount: {e}"))
+        });
+        drop(hidden);
+        probe.no_new_privs = nix::sys::prctl::set_no_new_privs()
+            .map_err(|e| format!("cannot set no_new_privs: {e}"));
+        let policy = Policy::default();
+        match landlock(&policy) {
+            Ok(abi) => {
+                probe.landlock_abi = Some(abi);
+                probe.landlock = Ok(());
+            }
+            Err(e) => probe.landlock = Err(e),
+        }
+        probe.seccomp = seccomp();
+        probe.probed = true;
+        probe
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod linux {
+    use super::super::Policy;
+    use super::super::probe::Probe;
+
+    pub(super) fn apply(_: &Policy) -> Result<(), String> {
+        Err("the sandbox runs on Linux only".into())
+    }
+
+    pub(super) fn probe_self() -> Probe {
+        let why = || Err("the sandbox runs on Linux only".to_string());
+        Probe {
+            probed: true,
+            landlock_abi: None,
+            landlock: why(),
+            userns: why(),
+            seccomp: why(),
+            no_new_privs: why(),
+        }
+    }
+}

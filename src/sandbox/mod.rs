@@ -1,0 +1,345 @@
+//! The kernel sandbox of `bash` commands and stdio MCP servers (issue #22).
+//!
+//! arbor confines a command by running it through itself: `arbor __sandbox POLICY
+//! PROGRAM ARGS…` ([`HELPER_ARG`], handled first thing in `main`, before any thread
+//! starts) applies [`Policy`] to its own process and then `exec`s `PROGRAM`, so the
+//! command keeps the helper's pid and process group (the caller's kill, timeout and
+//! output capture work unchanged). Applying a policy, in order (`helper`):
+//!
+//! 1. a user and mount namespace (`unshare`), where an empty read-only tmpfs is
+//!    mounted over each deny-listed directory and `/dev/null` over each deny-listed
+//!    file ([`deny_list`]: `~/.ssh`, `~/.aws`, `~/.gnupg`, cloud and registry
+//!    credentials, arbor's config, Amplifier's key files). Where user namespaces are
+//!    not available this step is skipped and the deny list stays readable
+//!    ([`Probe::userns`] says so; `doctor` reports "partial");
+//! 2. Landlock: reads and execution everywhere, writes only beneath the policy's
+//!    `writable` directories and a few devices (`/dev/null`, `/dev/tty`, …); with the
+//!    network denied, TCP bind and connect too (Landlock ABI ≥ 4); signals to and
+//!    abstract Unix sockets of processes outside the sandbox (ABI ≥ 6). A Landlocked
+//!    process can neither mount nor unmount, so it cannot uncover step 1's masks;
+//! 3. with the network denied, a seccomp filter: `socket`/`socketpair` of any family
+//!    but `AF_UNIX`, and `io_uring_setup`, fail with `EPERM` (UDP and raw sockets,
+//!    which Landlock does not cover);
+//! 4. `no_new_privs` (set before Landlock and seccomp; kept across `exec`).
+//!
+//! The parent side ([`Sandbox`]) decides per command whether it runs sandboxed
+//! ([`Sandbox::decide`]): `sandbox.mode: off`, or a kernel where the [`probe`] failed,
+//! runs it unconfined — or refuses it when `sandbox.required` is true.
+//!
+//! Owns: the policy, the deny list, the helper's argv, deciding and describing
+//! (`sandboxed: writes ./, no network`) and building sandboxed commands ([`command`],
+//! [`Sandbox::tokio_command`]). Does not own: the `sandbox:` config section
+//! (`config::sandbox`), running the command (`tool::bash`, `tool::mcp`), or the doctor
+//! report's layout (`cli::doctor`). Linux only; elsewhere the probe reports the
+//! sandbox unavailable.
+
+mod helper;
+mod probe;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
+use crate::paths::Paths;
+
+pub use helper::helper_main;
+pub use probe::{Probe, probe};
+
+/// `argv[1]` of the sandbox helper: `arbor __sandbox POLICY-JSON PROGRAM ARGS…`, or
+/// `arbor __sandbox --probe` (prints a [`Probe`] as JSON).
+pub const HELPER_ARG: &str = "__sandbox";
+
+/// The helper's exit code when it could not apply the policy (nothing ran); its
+/// stderr holds one line starting with `arbor sandbox:`.
+pub const EXIT_SANDBOX_FAILED: i32 = 125;
+
+/// What the helper applies to itself before `exec` (sent as JSON in `argv[2]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Policy {
+    /// Directories (absolute) beneath which writes are allowed; missing ones are
+    /// skipped.
+    pub writable: Vec<PathBuf>,
+    /// Paths hidden from the command (absolute; directories get an empty tmpfs,
+    /// files `/dev/null`); missing ones are skipped.
+    pub deny_read: Vec<PathBuf>,
+    /// Whether network sockets are allowed (`sandbox.network: allow`).
+    pub network: bool,
+}
+
+/// Whether and how one command runs (see [`Sandbox::decide`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it through the helper with this policy; `note` describes it
+    /// (`sandboxed: writes ./, no network`).
+    Sandboxed { policy: Policy, note: String },
+    /// Run it unconfined; `note` says why (`NOT sandboxed (sandbox.mode: off)`).
+    Unsandboxed { note: String },
+    /// Do not run it: `sandbox.required` is true and it cannot be sandboxed.
+    Refused { reason: String },
+}
+
+impl Decision {
+    /// The one-line description the approval prompt shows.
+    pub fn note(&self) -> String {
+        match self {
+            Decision::Sandboxed { note, .. } | Decision::Unsandboxed { note } => note.clone(),
+            Decision::Refused { reason } => reason.clone(),
+        }
+    }
+}
+
+/// The process-wide sandbox settings: the config, the deny list and the helper
+/// binary (this `arbor`). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    /// The `arbor` binary that runs [`helper_main`], or why there is none.
+    helper: Result<PathBuf, String>,
+    deny_read: Vec<PathBuf>,
+    /// Where `~/` in a writable entry points (`$HOME`).
+    home: Option<PathBuf>,
+}
+
+impl Default for Sandbox {
+    /// `mode: off`, not required: every command runs unconfined (tool unit tests).
+    fn default() -> Self {
+        Self {
+            config: SandboxConfig {
+                mode: SandboxMode::Off,
+                ..SandboxConfig::default()
+            },
+            helper: Err("no sandbox configured".into()),
+            deny_read: Vec::new(),
+            home: None,
+        }
+    }
+}
+
+impl Sandbox {
+    /// The sandbox of this process: `config` (the user's `sandbox:`), the deny list of
+    /// `paths` and `$HOME`, and the running binary as the helper when it is `arbor`
+    /// (a test harness or another embedder has none unless it calls
+    /// [`Sandbox::with_helper`]).
+    pub fn new(config: SandboxConfig, paths: &Paths) -> Self {
+        let helper = std::env::current_exe()
+            .map_err(|e| format!("cannot find the arbor binary: {e}"))
+            .and_then(|exe| {
+                let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                if name == "arbor" || name == "arbor.exe" {
+                    Ok(exe)
+                } else {
+                    Err(format!(
+                        "this process ({name}) is not the arbor binary that runs the sandbox"
+                    ))
+                }
+            });
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        Self {
+            config,
+            helper,
+            deny_read: deny_list(paths, home.as_deref()),
+            home,
+        }
+    }
+
+    /// The same settings with `helper` (an `arbor` binary) as the helper (tests and
+    /// embedders whose own binary is not `arbor`).
+    pub fn with_helper(mut self, helper: PathBuf) -> Self {
+        self.helper = Ok(helper);
+        self
+    }
+
+    /// The same settings with `network` in place of `sandbox.network` (a stdio MCP
+    /// server's own `sandbox: {network: …}` entry in the user's config).
+    pub fn with_network(mut self, network: SandboxNetwork) -> Self {
+        self.config.network = network;
+        self
+    }
+
+    /// The config this sandbox follows.
+    pub fn config(&self) -> SandboxConfig {
+        self.config
+    }
+
+    /// The kernel probe through this sandbox's helper (cached per process; blocking
+    /// the first time), or why there is no helper to probe with.
+    pub fn probe(&self) -> Result<Probe, String> {
+        self.helper.as_ref().map(|h| probe(h)).map_err(Clone::clone)
+    }
+
+    /// The deny list (absolute paths, whether or not they exist).
+    pub fn deny_read(&self) -> &[PathBuf] {
+        &self.deny_read
+    }
+
+    /// Whether a command in `dir` that may write beneath `writable` (entries as in
+    /// `allowed_write_paths`: relative to `dir`, `~/`-prefixed, or absolute) runs
+    /// sandboxed, unconfined or not at all. Runs the [`probe`] the first time
+    /// (blocking, a few milliseconds).
+    pub fn decide(&self, dir: &Path, writable: &[String]) -> Decision {
+        let unavailable = |why: String| {
+            if self.config.required {
+                Decision::Refused {
+                    reason: format!("refused: sandbox.required is true and {why}"),
+                }
+            } else {
+                Decision::Unsandboxed {
+                    note: format!("NOT sandboxed ({why})"),
+                }
+            }
+        };
+        if self.config.mode == SandboxMode::Off {
+            return unavailable("sandbox.mode is off".into());
+        }
+        let helper = match &self.helper {
+            Ok(h) => h,
+            Err(e) => return unavailable(format!("the sandbox is unavailable: {e}")),
+        };
+        let probe = probe(helper);
+        if let Err(why) = probe.usable(self.config.network_allowed()) {
+            return unavailable(format!("the sandbox is unavailable: {why}"));
+        }
+        let roots = self.roots(dir, writable);
+        let shown: Vec<String> = roots.iter().map(|r| show_root(r, dir)).collect();
+        let mut note = if shown.is_empty() {
+            "sandboxed: writes only its temp dir".to_string()
+        } else {
+            format!("sandboxed: writes {}", shown.join(", "))
+        };
+        note.push_str(if self.config.network_allowed() {
+            ", network allowed"
+        } else {
+            ", no network"
+        });
+        if probe.userns.is_err() {
+            note.push_str(", key files readable (no user namespaces)");
+        }
+        Decision::Sandboxed {
+            policy: Policy {
+                writable: roots,
+                deny_read: self.deny_read.clone(),
+                network: self.config.network_allowed(),
+            },
+            note,
+        }
+    }
+
+    /// `writable` entries resolved against `dir` and `$HOME`, canonical, existing
+    /// ones only (Landlock needs an open directory), duplicates dropped.
+    fn roots(&self, dir: &Path, writable: &[String]) -> Vec<PathBuf> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for entry in writable {
+            let path = if entry == "~" {
+                match &self.home {
+                    Some(h) => h.clone(),
+                    None => continue,
+                }
+            } else if let Some(rest) = entry.strip_prefix("~/") {
+                match &self.home {
+                    Some(h) => h.join(rest),
+                    None => continue,
+                }
+            } else {
+                dir.join(entry)
+            };
+            if let Ok(path) = std::fs::canonicalize(&path)
+                && !roots.contains(&path)
+            {
+                roots.push(path);
+            }
+        }
+        roots
+    }
+
+    /// `PROGRAM ARGS…` run through the helper under `policy` as a tokio command (see
+    /// [`command`]); `None` when there is no helper binary.
+    pub fn tokio_command(
+        &self,
+        policy: &Policy,
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Option<tokio::process::Command> {
+        let helper = self.helper.as_ref().ok()?;
+        Some(tokio::process::Command::from(command(
+            helper, policy, program, args,
+        )))
+    }
+}
+
+/// `helper __sandbox POLICY-JSON PROGRAM ARGS…`: a command that runs `PROGRAM ARGS…`
+/// confined by `policy` (the caller sets its working directory, environment and
+/// pipes; give the command a private temp dir as `TMPDIR` and list it in
+/// `policy.writable`). `helper` is an `arbor` binary (`env!("CARGO_BIN_EXE_arbor")`
+/// in an integration test). If the policy cannot be applied the command exits with
+/// [`EXIT_SANDBOX_FAILED`] without running `PROGRAM`.
+///
+/// Example (a test running a script under `sh` in `dir`, nothing but `dir` writable,
+/// no network):
+///
+/// ```no_run
+/// # use std::path::Path;
+/// # let (helper, dir) = (Path::new("target/debug/arbor"), Path::new("/tmp/x"));
+/// let policy = arbor::sandbox::Policy { writable: vec![dir.to_path_buf()], ..Default::default() };
+/// let out = arbor::sandbox::command(helper, &policy, "sh", ["-c", "touch ok"])
+///     .current_dir(dir)
+///     .output();
+/// ```
+pub fn command(
+    helper: &Path,
+    policy: &Policy,
+    program: impl Into<OsString>,
+    args: impl IntoIterator<Item = impl Into<OsString>>,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(helper);
+    // Serializing plain strings, paths and a bool cannot fail; an empty policy
+    // object would still confine writes to nothing.
+    let json = serde_json::to_string(policy).unwrap_or_else(|_| "{}".into());
+    cmd.arg(HELPER_ARG).arg(json).arg(program.into());
+    cmd.args(args.into_iter().map(Into::into));
+    cmd
+}
+
+/// A writable root as the note shows it: `./` for `dir`, `./sub` beneath it, else
+/// the absolute path.
+fn show_root(root: &Path, dir: &Path) -> String {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    match root.strip_prefix(&dir) {
+        Ok(rest) if rest.as_os_str().is_empty() => "./".into(),
+        Ok(rest) => format!("./{}", rest.display()),
+        Err(_) => root.display().to_string(),
+    }
+}
+
+/// Whether an environment variable named `name` holds a provider key by arbor's
+/// rule: `*_API_KEY` (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …, case-insensitive).
+/// These are the variables arbor reads keys from (README "Providers and keys").
+pub fn is_provider_key_var(name: &str) -> bool {
+    name.to_ascii_uppercase().ends_with("_API_KEY")
+}
+
+/// Removes every provider-key variable ([`is_provider_key_var`]) of arbor's own
+/// environment from what `cmd` inherits, so a command or MCP server — sandboxed or
+/// not — cannot read the user's keys from its environment (issue 22). A value the
+/// caller sets afterwards (an MCP server's own `env:` entry) still applies.
+pub fn strip_provider_keys(cmd: &mut tokio::process::Command) {
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_provider_key_var) {
+            cmd.env_remove(name);
+        }
+    }
+}
+
+/// Every path a sandboxed command must not read: the key files of
+/// [`crate::config::private::key_files`] — the home directory's credential files,
+/// arbor's config directory and config file (`$ARBOR_CONFIG`), and Amplifier's key
+/// and settings files — the same list `@mentions` are kept from.
+pub fn deny_list(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
+    crate::config::private::key_files(paths, home)
+}
+
+#[cfg(test)]
+mod tests;
