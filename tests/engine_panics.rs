@@ -98,10 +98,7 @@ async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
 
     // Through the TUI's own executor, as a submitted prompt runs.
-    let executor = RuntimeExecutor {
-        runtime: rt.clone(),
-        store: SessionStore::new(fx.paths.sessions_dir()),
-    };
+    let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
     let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
     executor.execute(
         EngineCommand::Submit {

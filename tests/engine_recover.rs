@@ -9,6 +9,7 @@
 #[path = "engine/fixture.rs"]
 mod fixture;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arbor::engine::repair::INTERRUPTED_RESULT;
@@ -194,6 +195,109 @@ async fn continue_interrupted_runs_children_before_their_parent() {
     assert!(rt.continue_interrupted(&root).await.unwrap().is_empty());
 }
 
+/// Keeps the first `keep` lines of `id`'s transcript, as a process killed then leaves
+/// it (what came after was never written).
+fn cut_transcript(fx: &Fixture, id: &str, keep: usize) {
+    let path = fx.session_dir(id).join("transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: String = text.lines().take(keep).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, kept).unwrap();
+}
+
+#[tokio::test]
+async fn a_continued_childs_answer_becomes_its_parents_task_result() {
+    // The root delegates `one` and `two` to helpers; after the "crash" the helper that
+    // re-runs answers differently, so the root's request shows which answer it got.
+    let again = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let later = again.clone();
+    let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], move |r| {
+        if is_root(r) {
+            if after_tool_results(r) {
+                vec![Step::text("root done")]
+            } else {
+                two_helper_calls()
+            }
+        } else {
+            let asked = last_user_text(r);
+            let suffix = if later.load(Ordering::SeqCst) {
+                " (continued)"
+            } else {
+                ""
+            };
+            vec![Step::text(format!("answer {asked}{suffix}"))]
+        }
+    });
+    let rt = fx.runtime();
+    let root = rt.create_root(None).unwrap();
+    rt.run_turn(&root, "delegate".into()).await.unwrap();
+    let t = fx.transcript(&root);
+    let one = task_result(&t, "t1")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let two = task_result(&t, "t2")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(rt);
+    // Killed while `two` waited for its model and the root for both task calls: `one`
+    // had finished, `two` holds only its instruction, the root only its calls.
+    cut_transcript(&fx, &root, 2);
+    cut_transcript(&fx, &two, 1);
+    set_stored_status(&fx, &root, "running");
+    set_stored_status(&fx, &two, "running");
+    again.store(true, Ordering::SeqCst);
+    let before = fx.provider.requests().len();
+
+    let rt = fx.runtime();
+    let turns = rt.continue_interrupted(&root).await.unwrap();
+    let ids: Vec<String> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
+    assert_eq!(ids, [two.clone(), root.clone()], "children first");
+
+    // The root's model call got both sub-sessions' answers as its task results.
+    let requests = fx.provider.requests();
+    let root_request = requests[before..].iter().find(|r| is_root(r)).unwrap();
+    let results: Vec<(String, Value)> = root_request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(t) => Some((
+                t.tool_call_id.clone(),
+                serde_json::from_str(&m.text()).unwrap_or(Value::Null),
+            )),
+            _ => None,
+        })
+        .collect();
+    let got: Vec<(&str, &str, &str, &str)> = results
+        .iter()
+        .map(|(id, v)| {
+            (
+                id.as_str(),
+                v["response"].as_str().unwrap_or("?"),
+                v["session_id"].as_str().unwrap_or("?"),
+                v["status"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("t1", "answer one", one.as_str(), "completed"),
+            ("t2", "answer two (continued)", two.as_str(), "completed"),
+        ]
+    );
+    let roles: Vec<&str> = root_request.messages.iter().map(Message::role).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool"],
+        "one result per call"
+    );
+    assert_eq!(fx.metadata(&root)["status"], "completed");
+    let stored = tool_result(&fx.transcript(&root), "t2");
+    assert_ne!(stored["is_error"], true);
+    assert_eq!(stored["metadata"]["recovered_from"], two.as_str());
+}
+
 #[tokio::test]
 async fn shutdown_keeps_every_sub_sessions_partial_output() {
     let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], |r| {
@@ -229,10 +333,7 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
     }
 
     // The TUI quitting (Ctrl+C twice): its run loop awaits the executor's shutdown.
-    let executor = RuntimeExecutor {
-        runtime: rt.clone(),
-        store: rt.store().clone(),
-    };
+    let executor = RuntimeExecutor::new(rt.clone(), rt.store().clone());
     executor.shutdown().await;
     assert!(rt.live_session_ids().iter().all(|id| !rt.is_running(id)));
     let out = tokio::time::timeout(GUARD, turn)

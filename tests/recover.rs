@@ -2,7 +2,8 @@
 //! reported `running`, the root and both sub-sessions read as `interrupted`, short ids
 //! (a root's 8-character prefix, a child's span) work in `session show`, and
 //! `session resume <root> continue` repairs the root's orphaned task calls with
-//! "interrupted" results and runs. Then titles: the first prompt names the root,
+//! "interrupted" results and runs, while `session continue <root> --tree` first
+//! finishes the sub-sessions and hands their answers to the root's task calls. Then titles: the first prompt names the root,
 //! `session rename` changes it. The real binary against a scripted loopback server.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,6 +12,7 @@ mod support;
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arbor::engine::repair::INTERRUPTED_RESULT;
@@ -75,6 +77,30 @@ fn dir_name(path: &std::path::Path) -> String {
     path.file_name().unwrap().to_string_lossy().into_owned()
 }
 
+/// Waits until `n` sub-sessions exist and their model calls are in flight; their ids.
+fn running_children(env: &TestEnv, server: &ScriptedServer, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let children = loop {
+        let dirs = env.session_dirs("_zen-architect");
+        // A directory may not hold its metadata yet: read it only once it does.
+        let running = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("metadata.json")).ok())
+            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
+            .filter(|m| m["status"] == "running")
+            .count();
+        if server.requests().len() > n && running == n {
+            break dirs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sub-sessions never started: {dirs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    children.iter().map(|d| dir_name(d)).collect()
+}
+
 #[test]
 fn kill_9_mid_delegation_leaves_an_interrupted_tree_that_resumes() {
     let server = ScriptedServer::start(crash_responder());
@@ -89,27 +115,7 @@ fn kill_9_mid_delegation_leaves_an_interrupted_tree_that_resumes() {
         .spawn()
         .unwrap();
 
-    // Wait until both sub-sessions exist and their model calls are in flight.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let children = loop {
-        let dirs = env.session_dirs("_zen-architect");
-        // A directory may not hold its metadata yet: read it only once it does.
-        let running = dirs
-            .iter()
-            .filter_map(|d| std::fs::read_to_string(d.join("metadata.json")).ok())
-            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
-            .filter(|m| m["status"] == "running")
-            .count();
-        if server.requests().len() >= 3 && running == 2 {
-            break dirs;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sub-sessions never started: {dirs:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let children: Vec<String> = children.iter().map(|d| dir_name(d)).collect();
+    let children = running_children(&env, &server, 2);
     let root = env.metadata(&children[0])["parent_id"]
         .as_str()
         .unwrap()
@@ -183,7 +189,16 @@ fn kill_9_mid_delegation_leaves_an_interrupted_tree_that_resumes() {
             .iter()
             .find(|m| m["role"] == "tool" && m["tool_call_id"] == call)
             .unwrap_or_else(|| panic!("no result for {call}"));
-        assert_eq!(result["content"], INTERRUPTED_RESULT);
+        // The sub-session never finished: the result says which one and how to
+        // continue it.
+        let content = result["content"].as_str().unwrap();
+        assert!(content.starts_with(INTERRUPTED_RESULT), "{content}");
+        assert!(
+            children
+                .iter()
+                .any(|c| content.contains(&format!("task with session_id \"{c}\""))),
+            "{content}"
+        );
     }
     let request = server.requests().last().unwrap().clone();
     let roles: Vec<&str> = request["messages"]
@@ -199,6 +214,163 @@ fn kill_9_mid_delegation_leaves_an_interrupted_tree_that_resumes() {
     for child in &children {
         assert_eq!(status_of(&list, child), "interrupted");
     }
+}
+
+/// Three designs delegated at once; until `killed` is set the sub-sessions' model
+/// calls never answer, then each answers `<instruction>: done`; the root answers
+/// `ALL_IN` once it has its task results.
+fn three_children_responder(killed: Arc<AtomicBool>) -> Responder {
+    Arc::new(move |body: Value| {
+        let killed = killed.clone();
+        async move {
+            let user = last_user_text(&body);
+            if last_role(&body) == "tool" {
+                return Reply::Sse(sse_text(ALL_IN));
+            }
+            if user.contains("Design the") {
+                if !killed.load(Ordering::SeqCst) {
+                    return futures::future::pending::<Reply>().await;
+                }
+                return Reply::Sse(sse_text(&format!("{user}: done")));
+            }
+            let calls: Vec<(String, Value)> = ["cache", "queue", "index"]
+                .iter()
+                .enumerate()
+                .map(|(i, what)| {
+                    (
+                        format!("call_{}", i + 1),
+                        json!({"agent": "zen-architect", "instruction": format!("Design the {what}")}),
+                    )
+                })
+                .collect();
+            let calls: Vec<(&str, &str, Value)> = calls
+                .iter()
+                .map(|(id, args)| (id.as_str(), "task", args.clone()))
+                .collect();
+            Reply::Sse(sse_tool_calls(&calls))
+        }
+        .boxed()
+    })
+}
+
+const ALL_IN: &str = "All three designs are in.";
+
+#[test]
+fn session_continue_tree_hands_the_childrens_answers_to_the_root() {
+    let killed = Arc::new(AtomicBool::new(false));
+    let server = ScriptedServer::start(three_children_responder(killed.clone()));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-recover-0123456789");
+    let mut run = env
+        .std_cmd()
+        .args(["run", "Plan the work"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = running_children(&env, &server, 3);
+    let root = env.metadata(&children[0])["parent_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    run.kill().unwrap(); // SIGKILL mid-delegation
+    run.wait().unwrap();
+    killed.store(true, Ordering::SeqCst);
+
+    let out = env
+        .cmd()
+        .args([
+            "session",
+            "continue",
+            &root[..8],
+            "--tree",
+            "--output-format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["status"], "success", "{outcome}");
+    assert_eq!(outcome["session_id"], root.as_str());
+    assert_eq!(outcome["response"], ALL_IN);
+
+    // The root's model request holds one result per task call: each child's answer.
+    let request = server
+        .requests()
+        .into_iter()
+        .rfind(|r| last_role(r) == "tool")
+        .unwrap();
+    let messages = request["messages"].as_array().unwrap();
+    let mut answers: Vec<(String, String, String)> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let result: Value = serde_json::from_str(&content_text(m)).unwrap_or(Value::Null);
+            (
+                m["tool_call_id"].as_str().unwrap_or("?").to_string(),
+                result["response"].as_str().unwrap_or("?").to_string(),
+                result["session_id"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    answers.sort();
+    let responses: Vec<(&str, &str)> = answers
+        .iter()
+        .map(|(call, response, _)| (call.as_str(), response.as_str()))
+        .collect();
+    assert_eq!(
+        responses,
+        [
+            ("call_1", "Design the cache: done"),
+            ("call_2", "Design the queue: done"),
+            ("call_3", "Design the index: done"),
+        ],
+        "{request}"
+    );
+    let mut sessions: Vec<&str> = answers.iter().map(|(_, _, s)| s.as_str()).collect();
+    sessions.sort_unstable();
+    let mut expected: Vec<&str> = children.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(sessions, expected);
+    let list = json_of(&env, &["session", "list", "--json"]);
+    for id in children.iter().chain([&root]) {
+        assert_eq!(status_of(&list, id), "completed", "{id}");
+    }
+
+    // Nothing left to continue: said, exit 0; a bad id: a clear error, exit 1.
+    let again = env
+        .cmd()
+        .args(["session", "continue", &root, "--tree"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("nothing to continue"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let done = env
+        .cmd()
+        .args(["session", "continue", &root])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&done.stderr)
+            .contains("is completed: continue resumes a stopped session"),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let missing = env
+        .cmd()
+        .args(["session", "continue", "nosuchsession"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nosuchsession"));
 }
 
 #[test]

@@ -308,6 +308,77 @@ fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
     assert!(h.app.composer_text().is_empty());
 }
 
+/// Issue 23 item 2: F2 then Esc Esc closes the browser and leaves a running tree
+/// alone; a cancel Esc of a turn with running sub-sessions asks first, naming how many.
+#[test]
+fn esc_never_cancels_a_running_tree_without_asking() {
+    let mut h = with_root_open();
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
+    let children: Vec<String> = (1..=3)
+        .map(|i| format!("5f0e1c2a11114222-0a1b2c3d4e5f607{i}_implementer"))
+        .collect();
+    for child in &children {
+        h.engine(fork(ROOT, "implementer"), child, Some(ROOT), 21);
+        h.engine(
+            EngineEvent::status(SessionStatus::Running),
+            child,
+            Some(ROOT),
+            21,
+        );
+    }
+
+    // Closing an overlay, then a quick second Esc: nothing is cancelled.
+    h.press(KeyCode::F(2));
+    assert_eq!(h.app.overlay(), Overlay::Browser);
+    h.press(KeyCode::Esc);
+    assert_eq!(h.app.overlay(), Overlay::None);
+    h.press(KeyCode::Esc);
+    assert!(h.drain().is_empty(), "the Esc after a close cancelled");
+    let screen = h.screen(100, 30);
+    assert!(screen.contains("turn keeps running"), "{screen}");
+
+    // A deliberate Esc asks, naming the running sub-sessions; `n` keeps them.
+    h.clock.advance(Duration::from_secs(2));
+    h.press(KeyCode::Esc);
+    assert!(h.drain().is_empty(), "cancelled without asking");
+    let screen = h.screen(100, 30);
+    assert!(
+        screen.contains("cancel this turn and its 3 running sub-sessions? y/n"),
+        "{screen}"
+    );
+    h.press(KeyCode::Char('n'));
+    assert!(h.drain().is_empty());
+    assert!(!h.screen(100, 30).contains("y/n"));
+    // Esc answers the question too (no), and never cancels.
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Esc);
+    assert!(h.drain().is_empty());
+    // `y` cancels the turn and its sub-sessions.
+    h.press(KeyCode::Esc);
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.drain(),
+        [EngineCommand::Cancel {
+            session_id: ROOT.into()
+        }]
+    );
+    // With one sub-session left running, the question says so.
+    for child in &children[1..] {
+        h.engine(
+            EngineEvent::status(SessionStatus::Cancelled),
+            child,
+            Some(ROOT),
+            22,
+        );
+    }
+    h.press(KeyCode::Esc);
+    let screen = h.screen(100, 30);
+    assert!(
+        screen.contains("cancel this turn and its 1 running sub-session? y/n"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn esc_cancels_the_running_turn_of_the_open_thread() {
     let mut h = with_root_open();

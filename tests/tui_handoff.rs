@@ -114,10 +114,7 @@ impl Tui {
             },
             commands_tx,
         );
-        let executor = RuntimeExecutor {
-            runtime: rt.clone(),
-            store: SessionStore::new(fx.paths.sessions_dir()),
-        };
+        let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
         let (tx, results) = unbounded_channel();
         Tui {
             app,
@@ -256,4 +253,72 @@ async fn a_session_live_here_is_laid_out_from_the_engines_transcript() {
     // Apart from that word, the cells are those of a whole load of the file.
     rewrite(&fx, &id, "FIRST question", "first question");
     assert_eq!(kinds(thread), whole_load(&fx, &id));
+}
+
+/// The user and assistant texts the thread shows, in order (`U:`/`A:` prefixed).
+fn said(thread: &Thread) -> Vec<String> {
+    thread
+        .cells
+        .iter()
+        .filter_map(|c| match &c.kind {
+            CellKind::User(t) => Some(format!("U:{t}")),
+            CellKind::Assistant(t) => Some(format!("A:{t}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 23 item 13: a stored session open in the TUI shows the turn another
+/// process (here a second runtime over the same store, as `arbor session resume ID
+/// "more"` from a shell would) adds to it, as it is written; once the session runs
+/// in this process, nothing is shown twice.
+#[tokio::test]
+async fn an_open_thread_shows_the_turns_another_process_adds() {
+    let fx = scripted();
+    let id = {
+        let rt = fx.runtime();
+        let id = rt.create_root(None).unwrap();
+        rt.run_turn(&id, "opening".into()).await.unwrap();
+        id
+    };
+    let rt = fx.runtime();
+    let mut tui = Tui::new(&rt, &fx, &id);
+    tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
+        .await;
+    assert_eq!(said(tui.thread()), ["U:opening", "A:an answer"]);
+
+    let shell = fx.runtime();
+    shell
+        .run_turn(&id, "more from a shell".into())
+        .await
+        .unwrap();
+    drop(shell);
+    let expected = [
+        "U:opening",
+        "A:an answer",
+        "U:more from a shell",
+        "A:an answer",
+    ];
+    while said(tui.thread()) != expected {
+        tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
+    }
+
+    // A turn of this process: its messages are the bus's, the file is no longer
+    // followed (the follower would add each of them a second time).
+    tui.type_line("and here");
+    tui.run_until(|e| matches!(e, AppEvent::TurnFinished(_)))
+        .await;
+    // Give a follower that failed to stop time to read the turn's lines.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    while let Ok(event) = tui.results.try_recv() {
+        tui.app.handle(event);
+    }
+    let shown = said(tui.thread());
+    assert_eq!(
+        shown.iter().filter(|s| *s == "U:and here").count(),
+        1,
+        "{shown:?}"
+    );
+    assert_eq!(&shown[..4], expected);
+    assert!(shown.len() <= 6, "{shown:?}");
 }

@@ -1,4 +1,5 @@
-//! `arbor run PROMPT` and the headless output shared with `arbor session resume`.
+//! `arbor run PROMPT` and the headless output shared with `arbor session resume` and
+//! `arbor session continue`.
 //!
 //! Output formats (documented in the README):
 //! - `text`: the answer's text streamed as it arrives, each assistant message after a
@@ -111,24 +112,59 @@ pub async fn drive_turn_with(
     format: OutputFormat,
     events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
 ) -> Result<i32> {
-    let code = drive(runtime, session_id, prompt, format, events).await;
+    let turn = {
+        let runtime = runtime.clone();
+        let id = session_id.to_string();
+        async move { runtime.run_turn(&id, prompt).await }
+    };
+    drive_work_with(runtime, session_id, format, events, turn).await
+}
+
+/// Runs `work` (turns of `session_id`'s tree, e.g. `arbor session continue`), printing
+/// `session_id`'s events and `work`'s outcome in `format` as [`drive_turn`] does
+/// (Ctrl+C cancels `session_id` and its running sub-sessions). Returns the exit code:
+/// 0 only when the outcome is a success.
+pub async fn drive_work<F>(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    format: OutputFormat,
+    work: F,
+) -> Result<i32>
+where
+    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
+{
+    let events = runtime.bus().subscribe();
+    drive_work_with(runtime, session_id, format, events, work).await
+}
+
+/// [`drive_work`] printing `events`, a subscription taken earlier.
+async fn drive_work_with<F>(
+    runtime: &Arc<Runtime>,
+    session_id: &str,
+    format: OutputFormat,
+    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
+    work: F,
+) -> Result<i32>
+where
+    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
+{
+    let code = drive(runtime, session_id, format, events, work).await;
     // The MCP servers this turn started end with the process.
     runtime.mcp().shutdown().await;
     code
 }
 
-async fn drive(
+async fn drive<F>(
     runtime: &Arc<Runtime>,
     session_id: &str,
-    prompt: String,
     format: OutputFormat,
     mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
-) -> Result<i32> {
-    let mut turn = {
-        let runtime = runtime.clone();
-        let id = session_id.to_string();
-        tokio::spawn(async move { runtime.run_turn(&id, prompt).await })
-    };
+    work: F,
+) -> Result<i32>
+where
+    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
+{
+    let mut turn = tokio::spawn(work);
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut stops = StopSignals::new();

@@ -1,4 +1,4 @@
-//! `arbor session list|show|tree|resume|diff|export|rename`.
+//! `arbor session list|show|tree|resume|continue|diff|export|rename`.
 //!
 //! `session diff ID [--subtree]` prints the session's changes as a unified diff rebuilt
 //! from its transcript (`tool::filesystem::changes`); nothing when it changed nothing.
@@ -13,6 +13,7 @@
 //! 8-character UUID prefix, a sub-session's 8-character span (`#` optional).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use clap::{Subcommand, ValueEnum};
 use color_eyre::Result;
@@ -23,12 +24,14 @@ use super::context::{Context, ContextOptions};
 use super::out::{self, plural};
 use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
+use crate::engine::{EngineError, Runtime, TurnOutcome};
 use crate::outln;
 use crate::session::Metadata;
+use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
 
 mod table;
-use crate::session::tree::{SessionNode, build_tree};
+use crate::session::tree::{SessionNode, build_tree, children_first_waves};
 
 /// `arbor session …`.
 #[derive(Debug, Subcommand)]
@@ -61,6 +64,23 @@ pub enum SessionCommand {
         /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
         #[arg(long, value_name = "NAME")]
         model: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        output_format: OutputFormat,
+        /// Allow the tool calls that would ask for approval (writes, bash). Calls the
+        /// approval policy denies stay denied.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Continue a stopped session (interrupted, failed, cancelled, paused) as `r` does
+    /// in the TUI (another status is refused): the model call that never got an answer runs again, or `Continue.` is sent.
+    /// With --tree, every interrupted session of ID's tree, children first, as `R` does:
+    /// a continued sub-session's answer becomes its parent's task result. Exits 0 when
+    /// every continued session completed.
+    Continue {
+        id: String,
+        /// Continue every interrupted session of the tree under ID, children first.
+        #[arg(long)]
+        tree: bool,
         #[arg(long, value_enum, default_value_t)]
         output_format: OutputFormat,
         /// Allow the tool calls that would ask for approval (writes, bash). Calls the
@@ -214,6 +234,66 @@ pub async fn run(
             }
             super::run::drive_turn(&runtime, &id, instruction, output_format).await
         }
+        SessionCommand::Continue {
+            id,
+            tree,
+            output_format,
+            yes,
+        } => {
+            let id = match store.resolve(&id) {
+                Ok(id) => id,
+                Err(e) => return fail(&e),
+            };
+            let (runtime, _tx) = ctx.runtime(yes);
+            if let Some(model) = model
+                && let Err(e) = runtime.set_model(&id, &model).await
+            {
+                return fail(&e);
+            }
+            if !tree {
+                // As `r`: only a stopped session continues.
+                let status = match store.load_metadata(&id) {
+                    Ok((metadata, _)) => metadata.status,
+                    Err(e) => return fail(&e),
+                };
+                if !matches!(
+                    status,
+                    SessionStatus::Interrupted
+                        | SessionStatus::Failed
+                        | SessionStatus::Cancelled
+                        | SessionStatus::Paused
+                ) {
+                    return fail(&format!(
+                        "session {id} is {}: continue resumes a stopped session (interrupted, failed, cancelled, paused); send it a message with: arbor session resume {id} \"…\"",
+                        status.as_str()
+                    ));
+                }
+                let work = {
+                    let runtime = runtime.clone();
+                    let id = id.clone();
+                    async move { runtime.continue_turn(&id).await }
+                };
+                return super::run::drive_work(&runtime, &id, output_format, work).await;
+            }
+            let roots = build_tree(store.list()?);
+            let waiting = roots.iter().find_map(|r| find(r, &id)).map_or(0, |node| {
+                children_first_waves(node, |m| m.status == SessionStatus::Interrupted)
+                    .concat()
+                    .len()
+            });
+            if waiting == 0 {
+                out::error(format!(
+                    "nothing to continue: no session of the tree under {id} is interrupted"
+                ));
+                return Ok(0);
+            }
+            let work = {
+                let runtime = runtime.clone();
+                let id = id.clone();
+                async move { continue_tree(&runtime, &id).await }
+            };
+            super::run::drive_work(&runtime, &id, output_format, work).await
+        }
         SessionCommand::Diff { id, subtree } => {
             let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
@@ -316,6 +396,53 @@ fn not_found(ctx: &Context, id: &str) -> String {
         ctx.paths.cwd.display(),
         ctx.store().root().display()
     )
+}
+
+/// `session continue --tree`: continues every interrupted session of `id`'s tree
+/// (`Runtime::continue_interrupted`, children first). `Ok` with `id`'s outcome (else
+/// the last one) when every continued session completed; otherwise `Err` naming each
+/// one that did not (its id, agent, status and error), one a line.
+async fn continue_tree(runtime: &Arc<Runtime>, id: &str) -> Result<TurnOutcome, EngineError> {
+    let turns = runtime.continue_interrupted(id).await?;
+    let total = turns.len();
+    let mut top = None;
+    let mut problems = Vec::new();
+    for turn in turns {
+        match turn {
+            Ok(outcome) => {
+                if outcome.status != SessionStatus::Completed {
+                    let error = outcome
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
+                    problems.push(format!(
+                        "{} ({}) ended {}{error}",
+                        outcome.session_id,
+                        outcome.agent,
+                        outcome.status.as_str()
+                    ));
+                }
+                if top.is_none() || outcome.session_id == id {
+                    top = Some(outcome);
+                }
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(EngineError::Other(format!(
+            "{} of {} did not complete:\n  {}",
+            problems.len(),
+            plural(total, "continued session"),
+            problems.join("\n  ")
+        )));
+    }
+    top.ok_or_else(|| {
+        EngineError::Other(format!(
+            "nothing to continue: no session of the tree under {id} is interrupted"
+        ))
+    })
 }
 
 fn fail(e: &dyn std::fmt::Display) -> Result<i32> {

@@ -30,6 +30,7 @@ mod outcome;
 pub mod panics;
 mod prompt;
 pub mod providers;
+mod recovered;
 pub mod repair;
 mod root_plan;
 pub mod runtime;

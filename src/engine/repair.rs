@@ -6,7 +6,9 @@
 //! waiting for approval" for a call that was waiting for a person when its process
 //! died (the gate lists those in metadata) — and the
 //! request view of a transcript that places every result right after its call (the
-//! shared transcript itself when it is already in that order).
+//! shared transcript itself when it is already in that order). A caller may answer a
+//! call itself instead ([`missing_results_with`]: a `task` call whose sub-session has
+//! answered since).
 //! Does not own: writing the transcript (`session::store`); existing lines are never
 //! rewritten — repairs are appended.
 
@@ -38,17 +40,29 @@ pub fn missing_results(
     awaiting_approval: &[String],
     otherwise: &str,
 ) -> Vec<Message> {
+    missing_results_with(transcript, awaiting_approval, otherwise, &mut |_| None)
+}
+
+/// [`missing_results`], except that a call not waiting for approval first asks
+/// `recovered` for its result: `Some(message)` is used as it is (the engine answers a
+/// `task` call with the answer its sub-session gave since, `engine::recovered`),
+/// `None` gets the synthetic result. `recovered` is called once per such call, in
+/// call order.
+pub fn missing_results_with(
+    transcript: &[Message],
+    awaiting_approval: &[String],
+    otherwise: &str,
+    recovered: &mut dyn FnMut(&ToolCall) -> Option<Message>,
+) -> Vec<Message> {
     pair_results(transcript)
         .into_iter()
         .flat_map(|(_, calls)| calls)
         .filter(|(_, result)| result.is_none())
         .map(|(call, _)| {
-            let text = if awaiting_approval.contains(&call.id) {
-                NOT_RUN_AWAITING_APPROVAL
-            } else {
-                otherwise
-            };
-            synthetic_with(call, text)
+            if awaiting_approval.contains(&call.id) {
+                return synthetic_with(call, NOT_RUN_AWAITING_APPROVAL);
+            }
+            recovered(call).unwrap_or_else(|| synthetic_with(call, otherwise))
         })
         .collect()
 }
@@ -58,7 +72,9 @@ pub fn synthetic_result(call: &ToolCall) -> Message {
     synthetic_with(call, MISSING_RESULT)
 }
 
-fn synthetic_with(call: &ToolCall, text: &str) -> Message {
+/// The synthetic result for `call` with `text`, marked `metadata.synthetic = true`
+/// (an error result).
+pub fn synthetic_with(call: &ToolCall, text: &str) -> Message {
     let mut message = Message::tool_result(call, text, true);
     if let Message::Tool(t) = &mut message {
         t.metadata = Some(json!({"synthetic": true}).into());

@@ -45,7 +45,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::approvals;
 use super::calls;
 use super::env::TurnEnv;
 use super::gate::Gate;
@@ -55,6 +54,7 @@ use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::prompt;
 use super::providers;
+use super::recovered;
 use super::repair;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
@@ -216,24 +216,7 @@ async fn one_turn(
     input: Input,
     token: &CancellationToken,
 ) -> TurnOutcome {
-    let gap = if live.metadata().status == SessionStatus::Interrupted {
-        repair::INTERRUPTED_RESULT
-    } else {
-        repair::MISSING_RESULT
-    };
-    // A call that was waiting for a person when the process died never ran.
-    let awaiting = approvals::awaiting_approval(&live.metadata());
-    // Bound first: a snapshot alive during the appends would make each one copy the
-    // whole transcript (copy-on-write).
-    let fixes = repair::missing_results(&live.transcript_snapshot(), &awaiting, gap);
-    for fix in fixes {
-        live.append(fix);
-    }
-    if !awaiting.is_empty() {
-        live.update_metadata(|m| {
-            m.extra.remove(approvals::AWAITING_APPROVAL);
-        });
-    }
+    recovered::repair_before_turn(env, live);
     let prompts = match input {
         Input::Prompt(prompt) => {
             name_root(live, &prompt);

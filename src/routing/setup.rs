@@ -381,12 +381,33 @@ fn headers(config: &Value) -> Option<Vec<(String, String)>> {
     )
 }
 
+/// The `config.yaml` the no-provider message suggests ([`no_provider_message`]): valid
+/// YAML that `config::ArborConfig` loads as three providers (Anthropic, a local
+/// Ollama, an OpenAI-compatible server with id `local`), Anthropic used by root
+/// sessions. The message prints it indented by two spaces, which YAML also reads.
+pub const PROVIDERS_EXAMPLE: &str = "\
+provider: anthropic            # which entry root sessions use
+providers:
+  - module: provider-anthropic
+    config: {default_model: claude-sonnet-4-5}   # key from ANTHROPIC_API_KEY, or api_key: ...
+  - module: provider-ollama    # a local Ollama at 127.0.0.1:11434
+    config: {default_model: qwen3}
+  - module: provider-openai
+    id: local
+    config: {base_url: \"http://127.0.0.1:8080/v1\"}
+";
+
+/// `text` with every line indented by two spaces (each line ends with `\n`).
+fn indented(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}
+
 /// The message shown (TUI and CLI) when no provider is usable: what was looked for —
 /// the config file at `config_path` and its `providers`, `OPENAI_API_KEY`,
 /// `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, and a local Ollama (a loopback probe of at
 /// most 300 ms at `OLLAMA_HOST`, default `127.0.0.1:11434`) — and how to configure a
-/// provider (environment variables, and a `config.yaml` example). Never shows key
-/// values.
+/// provider (environment variables, and [`PROVIDERS_EXAMPLE`] indented). Never shows
+/// key values.
 pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<String>) -> String {
     let path = config_path.display();
     let file = if config_path.exists() {
@@ -417,31 +438,25 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
         .map_or_else(|| "not set".to_string(), |b| format!("set to {b}"));
     let ollama = probe_ollama(env);
     format!(
-        "No model provider is configured.\n\
-\n\
-arbor looked for:\n\
-  - config file {file}\n\
-  - OPENAI_API_KEY: {openai_key}\n\
-  - OPENAI_BASE_URL: {base}\n\
-  - ANTHROPIC_API_KEY: {anthropic_key}\n\
-  - local Ollama: {ollama}\n\
-\n\
-To use a provider, set one of these environment variables:\n\
-  export ANTHROPIC_API_KEY=sk-ant-...\n\
-  export OPENAI_API_KEY=sk-...\n\
-  export OPENAI_BASE_URL=http://127.0.0.1:8080/v1   # any OpenAI-compatible server (llama.cpp, vLLM, LM Studio)\n\
-\n\
-or add providers to {path}:\n\
-\n\
-  provider: anthropic            # which entry root sessions use\n\
-  providers:\n\
-    - module: provider-anthropic\n\
-      config: {{default_model: claude-sonnet-4-5}}   # key from ANTHROPIC_API_KEY, or api_key: ...\n\
-    - module: provider-ollama    # a local Ollama at 127.0.0.1:11434\n\
-      config: {{default_model: qwen3}}\n\
-    - module: provider-openai\n\
-      id: local\n\
-      config: {{base_url: \"http://127.0.0.1:8080/v1\"}}\n",
+        // Lines continue without `\` so their indentation stays.
+        "No model provider is configured.
+
+arbor looked for:
+  - config file {file}
+  - OPENAI_API_KEY: {openai_key}
+  - OPENAI_BASE_URL: {base}
+  - ANTHROPIC_API_KEY: {anthropic_key}
+  - local Ollama: {ollama}
+
+To use a provider, set one of these environment variables:
+  export ANTHROPIC_API_KEY=sk-ant-...
+  export OPENAI_API_KEY=sk-...
+  export OPENAI_BASE_URL=http://127.0.0.1:8080/v1   # any OpenAI-compatible server (llama.cpp, vLLM, LM Studio)
+
+or add providers to {path}:
+
+{example}",
+        example = indented(PROVIDERS_EXAMPLE),
         openai_key = set("OPENAI_API_KEY"),
         anthropic_key = set("ANTHROPIC_API_KEY"),
     )

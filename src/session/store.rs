@@ -23,6 +23,7 @@
 mod depth;
 mod files;
 mod handoff;
+mod links;
 mod lock;
 mod metadata_file;
 mod rebuild;

@@ -3,7 +3,8 @@
 //!
 //! Owns: the mapping command → runtime/store calls, opening a session (tail-first,
 //! from the engine's own transcript when it is live here, else from the store, the
-//! whole parse then handed to the engine: one parsed copy per process), ending every
+//! whole parse then handed to the engine: one parsed copy per process; a stored one is
+//! then followed for what another process appends, `follow`), ending every
 //! turn when the TUI quits (`Executor::shutdown` → `Runtime::shutdown`), and that
 //! every command is answered: a panic in a store call comes back as a
 //! `CommandFailed`/error result (a panic in a turn is already a failed turn or an
@@ -19,6 +20,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
+use super::follow::{FollowSpec, TranscriptFollow};
 use super::runloop::Executor;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome, panics};
 use crate::session::store::{ParsedTranscript, TailLoad};
@@ -26,10 +28,23 @@ use crate::session::{LoadedSession, Message, Metadata, SessionStore};
 use crate::tool::filesystem::changes::session_diffs;
 use crate::tui::state::thread_earlier::EarlierCells;
 
-/// Runs commands on `runtime`; reads transcripts and listings from `store`.
+/// Runs commands on `runtime`; reads transcripts and listings from `store`; follows
+/// the open stored session's transcript (`follow`).
 pub struct RuntimeExecutor {
     pub runtime: Arc<Runtime>,
     pub store: SessionStore,
+    follow: Arc<TranscriptFollow>,
+}
+
+impl RuntimeExecutor {
+    /// An executor over `runtime` and `store`, following no transcript yet.
+    pub fn new(runtime: Arc<Runtime>, store: SessionStore) -> Self {
+        Self {
+            runtime,
+            store,
+            follow: Arc::default(),
+        }
+    }
 }
 
 fn send(tx: &UnboundedSender<AppEvent>, ev: AppEvent) {
@@ -61,8 +76,9 @@ const TAIL_MESSAGES: usize = 256;
 /// with the cells) is handed to the engine (`Runtime::park_transcript`) before the
 /// last part is sent, so a turn over it parses nothing again.
 fn load_tail_first(
-    runtime: &Runtime,
+    runtime: &Arc<Runtime>,
     store: &SessionStore,
+    follow: &TranscriptFollow,
     requested: String,
     results: &UnboundedSender<AppEvent>,
 ) {
@@ -80,8 +96,27 @@ fn load_tail_first(
         }
     });
     match opened {
-        Ok(Opened::Stored(id, load)) => open_stored(runtime, requested, id, *load, results),
+        Ok(Opened::Stored(id, load)) => {
+            // What another process appends from here on is shown as it comes.
+            let spec = store.session_dir(&id).ok().map(|dir| FollowSpec {
+                session_id: id.clone(),
+                parent_id: load.session.metadata.parent_id.clone(),
+                dir,
+                from: load.covers,
+                is_live: {
+                    let runtime = Arc::clone(runtime);
+                    Arc::new(move |id: &str| runtime.transcript_snapshot(id).is_some())
+                },
+                store: Some(store.clone()),
+            });
+            open_stored(runtime, requested, id, *load, results);
+            match spec {
+                Some(spec) => follow.follow(spec, results.clone()),
+                None => follow.stop(),
+            }
+        }
         Ok(Opened::Live(id, live, metadata, warnings)) => {
+            follow.stop();
             open_live(requested, id, &live, *metadata, warnings, results)
         }
         Err(e) => send(
@@ -381,8 +416,9 @@ impl Executor for RuntimeExecutor {
             EngineCommand::LoadTranscript { session_id } => {
                 let store = self.store.clone();
                 let runtime = self.runtime.clone();
+                let follow = self.follow.clone();
                 tokio::task::spawn_blocking(move || {
-                    load_tail_first(&runtime, &store, session_id, &results)
+                    load_tail_first(&runtime, &store, &follow, session_id, &results)
                 });
             }
             EngineCommand::LoadDiff {

@@ -44,6 +44,7 @@ pub mod app_event;
 pub mod clock;
 pub mod composer;
 pub mod executor;
+pub mod follow;
 pub mod frame;
 pub mod host;
 mod key;
@@ -190,10 +191,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         registry: Some(registry),
         reloads: options.reloads,
     };
-    let executor = executor::RuntimeExecutor {
-        runtime,
-        store: options.store,
-    };
+    let executor = executor::RuntimeExecutor::new(runtime, options.store);
     install_panic_hook();
     let mut tui = terminal::setup()?;
     let input = host::PausableInput::new();

@@ -253,3 +253,150 @@ fn no_provider_message_says_what_was_looked_for_and_how_to_fix_it() {
     assert!(msg.contains("OPENAI_BASE_URL: set to http://h/v1"), "{msg}");
     assert!(!msg.contains("sk-secret-value"));
 }
+
+/// The ```` ```lang ```` blocks of `text` in order: (the line the block starts on, 1-based;
+/// its lines).
+fn fenced_blocks(text: &str, lang: &str) -> Vec<(usize, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let fence = line.trim_start();
+        match &mut open {
+            Some((_, body)) if fence.starts_with("```") => {
+                let body = std::mem::take(body);
+                blocks.push((open.take().unwrap().0, body));
+            }
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None if fence == format!("```{lang}") => open = Some((i + 1, String::new())),
+            None => {}
+        }
+    }
+    assert!(open.is_none(), "an unclosed ```{lang} block");
+    blocks
+}
+
+/// Loads `yaml` as `config.yaml` through arbor's config loader and the readers of
+/// its sections (prices, retry, response limits, MCP servers): every problem any of
+/// them reports, and top-level keys no reader knows, as one list.
+fn config_problems(yaml: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let config = match ArborConfig::load(&path) {
+        Ok(config) => config,
+        Err(e) => return vec![e.to_string()],
+    };
+    let mut problems = arbor::routing::prices::PriceTable::from_config(&config).1;
+    problems.extend(arbor::config::retry::RetryPolicy::from_config(&config).1);
+    problems.extend(arbor::config::response::ResponseLimits::from_config(&config).1);
+    problems.extend(arbor::config::mcp::config_servers(&config.extra).1);
+    // Sections read from `extra` by their own modules (see `config::arbor_config`).
+    const SECTIONS: &[&str] = &["prices", "retry", "routing", "mcp_servers", "response"];
+    for key in config.extra.keys() {
+        if !SECTIONS.contains(&key.as_str()) {
+            problems.push(format!("unknown top-level key `{key}`"));
+        }
+    }
+    problems
+}
+
+/// Issue 23 item 3: every config snippet arbor prints (the no-provider help, the TUI
+/// banner) and every ```` ```yaml ```` block of README.md loads through the real config
+/// loader without a problem; README's agent examples (```` ```markdown ```` blocks
+/// with frontmatter) parse as agent files. A block that is not config must be listed
+/// in `NOT_CONFIG` (by its first line) to be skipped, so a new broken one fails here.
+#[test]
+fn every_config_snippet_arbor_prints_or_documents_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    let none = |_: &str| None;
+
+    // The no-provider help: the lines after "or add providers to …:", as printed
+    // (indented) and as a person might paste them (dedented).
+    let help = no_provider_message(&path, &none);
+    let printed: String = help
+        .lines()
+        .skip_while(|l| !l.starts_with("or add providers to"))
+        .skip(1)
+        .skip_while(|l| l.trim().is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(printed.contains("providers:"), "{help}");
+    let dedented: String = printed
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
+        .collect();
+    for snippet in [&printed, &dedented] {
+        assert_eq!(
+            config_problems(snippet),
+            Vec::<String>::new(),
+            "the no-provider help's config:\n{snippet}"
+        );
+        std::fs::write(&path, snippet).unwrap();
+        let config = ArborConfig::load(&path).unwrap();
+        let ids: Vec<String> = config
+            .providers
+            .iter()
+            .map(arbor::routing::setup::provider_id)
+            .collect();
+        assert_eq!(ids, ["anthropic", "ollama", "local"], "{snippet}");
+        assert_eq!(config.provider.as_deref(), Some("anthropic"));
+    }
+    assert_eq!(dedented, arbor::routing::setup::PROVIDERS_EXAMPLE);
+
+    // The TUI banner's suggestion.
+    let banner = arbor::routing::local::no_provider_banner(&path);
+    let suggested: String = banner
+        .lines()
+        .skip_while(|l| *l != "providers:")
+        .take_while(|l| !l.starts_with("Details"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!suggested.is_empty(), "{banner}");
+    assert_eq!(
+        config_problems(&suggested),
+        Vec::<String>::new(),
+        "{suggested}"
+    );
+
+    // README.md.
+    const NOT_CONFIG: &[&str] = &[];
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let yaml = fenced_blocks(&readme, "yaml");
+    assert!(yaml.len() >= 6, "README.md lost its config examples?");
+    for (line, block) in &yaml {
+        if NOT_CONFIG.contains(&block.lines().next().unwrap_or_default()) {
+            continue;
+        }
+        assert_eq!(
+            config_problems(block),
+            Vec::<String>::new(),
+            "README.md:{line}: ```yaml block:\n{block}"
+        );
+    }
+    let agents: Vec<(usize, String)> = fenced_blocks(&readme, "markdown")
+        .into_iter()
+        .filter(|(_, b)| b.starts_with("---\n"))
+        .collect();
+    assert!(!agents.is_empty(), "README.md lost its agent example?");
+    for (line, block) in &agents {
+        let origin = arbor::agent::file::AgentOrigin {
+            path: None,
+            stem: "readme-example",
+            source: arbor::agent::AgentSource::User,
+            namespace: None,
+        };
+        let agent = arbor::agent::file::parse_agent(block, &origin);
+        assert!(
+            agent.errors.is_empty() && agent.warnings.is_empty(),
+            "README.md:{line}: agent example: {:?} {:?}",
+            agent.errors,
+            agent.warnings
+        );
+        assert!(!agent.instruction.is_empty());
+    }
+}

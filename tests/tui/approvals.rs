@@ -138,8 +138,18 @@ fn esc_denies_and_cancels_nothing() {
     h.press(KeyCode::Esc);
     let deny = ApprovalDecision::Deny { reason: None };
     assert_eq!(h.drain(), [resolved(CHILD, "call_7", deny)]);
-    // With the prompt gone, Esc is the open thread's cancel again.
+    // A second Esc at once is part of the answer, not a cancel (issue 23 item 2).
     h.press(KeyCode::Esc);
+    assert!(
+        h.drain().is_empty(),
+        "the Esc right after the answer cancelled"
+    );
+    // With the prompt gone, Esc is the open thread's cancel again: the asking child
+    // still runs, so it asks first.
+    h.clock.advance(std::time::Duration::from_secs(2));
+    h.press(KeyCode::Esc);
+    assert!(h.drain().is_empty());
+    h.press(KeyCode::Char('y'));
     assert_eq!(
         h.drain(),
         [EngineCommand::Cancel {

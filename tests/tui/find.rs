@@ -184,6 +184,13 @@ fn esc_closes_the_bar_before_it_cancels_the_running_turn() {
     h.press(KeyCode::Esc);
     assert!(h.app.find().is_none());
     assert!(h.drain().is_empty(), "the first Esc only closed the bar");
+    // A second Esc at once is part of the closing, not a cancel (issue 23 item 2).
+    h.press(KeyCode::Esc);
+    assert!(
+        h.drain().is_empty(),
+        "the Esc right after the close cancelled"
+    );
+    h.clock.advance(std::time::Duration::from_secs(2));
     h.press(KeyCode::Esc);
     assert_eq!(
         h.drain(),

@@ -181,7 +181,12 @@ impl App {
             needs_you_key: self.keymap.label(Action::NextNeedsYou),
             running: self.tree.running_count(),
             usage: self.status_usage(),
-            note: self.note.as_ref(),
+            // The cancel question stays up until a key answers it.
+            note: self
+                .confirm_cancel
+                .as_ref()
+                .map(|c| &c.note)
+                .or(self.note.as_ref()),
             reload: self.reload_text(),
             hints: self.keymap.hints(context),
             mouse_off: (!self.mouse_capture).then(|| self.keymap.label(Action::Mouse)),

@@ -50,6 +50,16 @@ impl App {
             return;
         };
         let mut context = self.context();
+        // The cancel question takes the key, unless a prompt is up (it answers first).
+        if !matches!(context, Context::Approval | Context::Trust) && self.confirm_cancel_key(&key) {
+            return;
+        }
+        // An Esc that closes something never counts toward a cancel (`cancel`).
+        if key.code == crossterm::event::KeyCode::Esc
+            && !matches!(context, Context::Chat | Context::Tree | Context::Composer)
+        {
+            self.esc_closed(self.clock.now());
+        }
         if context == Context::Find {
             if self.find_key(&key, &binding) {
                 return;
@@ -423,23 +433,6 @@ impl App {
         let i = ORDER.iter().position(|f| *f == self.focus).unwrap_or(2);
         let next = if forward { (i + 1) % 3 } else { (i + 2) % 3 };
         self.focus = ORDER[next];
-    }
-
-    fn cancel_open_thread(&mut self) {
-        if !self.thread_running() {
-            if let Some(t) = &mut self.thread {
-                t.selected = None;
-            }
-            return;
-        }
-        if let Some(id) = self.thread.as_ref().and_then(|t| t.session_id.clone()) {
-            self.apply(UiAction::Cancel(id));
-        } else {
-            self.set_note(
-                "the session is still starting; press Esc again in a moment",
-                true,
-            );
-        }
     }
 
     fn on_paste(&mut self, text: &str) {

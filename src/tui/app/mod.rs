@@ -12,6 +12,7 @@
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
+mod cancel;
 mod copy;
 mod diff;
 mod draw;
@@ -166,6 +167,11 @@ pub struct App {
     find: Option<super::state::find::Find>,
     reload_mark: Option<ReloadMark>,
     last_ctrl_c: Option<Timestamp>,
+    /// When an Esc last closed something (`cancel`: a cancel Esc right after it is not
+    /// a cancel).
+    esc_closed_at: Option<Timestamp>,
+    /// The question "cancel this turn and its N running sub-sessions? y/n", while up.
+    confirm_cancel: Option<cancel::ConfirmCancel>,
     /// Quitting was asked about waiting messages (reset by a fresh Ctrl+C).
     quit_warned: bool,
     /// Steers and queued messages waiting in every session's inbox.
@@ -231,6 +237,8 @@ impl App {
             find: None,
             reload_mark: None,
             last_ctrl_c: None,
+            esc_closed_at: None,
+            confirm_cancel: None,
             quit_warned: false,
             pending: PendingPrompts::default(),
             edit_request: None,
