@@ -278,6 +278,7 @@ impl App {
         if let Some(quiet) = sync {
             self.sync_needs_you(quiet);
         }
+        self.drop_stale_cancel_question();
     }
 
     fn apply_event(&mut self, event: AppEvent) {
