@@ -302,6 +302,11 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
     while said(tui.thread()) != expected {
         tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
     }
+    // The tree shows the shell's turn over (while it runs, Enter would steer it).
+    while tui.app.tree().get(&id).unwrap().status.turn_in_progress() {
+        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+            .await;
+    }
 
     // A turn of this process: its messages are the bus's, the file is no longer
     // followed (the follower would add each of them a second time).
@@ -365,13 +370,16 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
     gate.wait().await;
     turn.await.unwrap().unwrap();
     drop(shell);
-    let stored = SessionStore::new(fx.paths.sessions_dir())
+    let metadata = SessionStore::new(fx.paths.sessions_dir())
         .load_metadata(&id)
         .unwrap()
-        .0
-        .status;
+        .0;
+    let stored = metadata.status;
     assert!(!stored.turn_in_progress(), "{stored:?}");
-    while status(&tui) != stored {
+    // The status, and the turn's end as stored (the tree's time).
+    let ended = metadata.last_updated.parse().ok();
+    assert!(ended.is_some());
+    while status(&tui) != stored || tui.app.tree().get(&id).unwrap().ended != ended {
         tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
             .await;
     }

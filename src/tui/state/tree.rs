@@ -293,6 +293,10 @@ impl SessionTree {
             set_status(node, m.status, last_turn_start(m));
         } else {
             set_status(node, m.status, parse_ts(&m.last_updated));
+            // A whole turn may have passed between two reads (completed → completed):
+            // its times are the stored ones.
+            node.started = last_turn_start(m).or(node.started);
+            node.ended = parse_ts(&m.last_updated).or(node.ended);
         }
         if let Some(name) = m.name.as_ref().filter(|n| !n.trim().is_empty()) {
             node.title = Some(name.clone());
