@@ -45,21 +45,29 @@ use serde_json::Value;
 
 use crate::config::arbor_config::ArborConfig;
 use crate::config::endpoint::{EndpointFrom, same_origin};
+use crate::config::modules::{
+    ANTHROPIC, OPENAI, PROVIDER_MODULES, ProviderModule, WireApi, provider_module,
+    provider_module_names,
+};
 use crate::config::mount_plan::ModuleEntry;
-use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
 use crate::provider::probe::probe_ollama;
 use crate::provider::{HttpPool, Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
 pub const REDACTED: &str = "[REDACTED]";
-/// Model used by `provider-openai` on the official endpoint when none is configured.
-pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
-/// Model used by `provider-anthropic` when none is configured.
-pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
-
-/// The three modules this crate implements.
-pub const KNOWN_MODULES: [&str; 3] = ["provider-anthropic", "provider-openai", "provider-ollama"];
+/// Model used by `provider-openai` on the official endpoint when none is configured
+/// (its `config::modules` row's).
+pub const DEFAULT_OPENAI_MODEL: &str = match OPENAI.default_model {
+    Some(m) => m,
+    None => "",
+};
+/// Model used by `provider-anthropic` when none is configured (its row's).
+pub const DEFAULT_ANTHROPIC_MODEL: &str = match ANTHROPIC.default_model {
+    Some(m) => m,
+    None => "",
+};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -111,27 +119,21 @@ pub fn detect_providers(
     entries
 }
 
+/// One entry per `config::modules` row one of whose `detect_vars` is set, in table
+/// order, with `config.base_url` from its `base_url_var`.
 fn from_env(env: Env<'_>) -> Vec<ModuleEntry> {
-    let mut entries = Vec::new();
-    let entry = |module: &str, base: Option<String>| ModuleEntry {
-        module: module.to_string(),
-        config: match base {
-            Some(b) => serde_json::json!({ "base_url": b }),
-            None => Value::Null,
-        },
-        ..Default::default()
-    };
-    let openai_base = env_var(env, "OPENAI_BASE_URL");
-    if env_var(env, "OPENAI_API_KEY").is_some() || openai_base.is_some() {
-        entries.push(entry("provider-openai", openai_base));
-    }
-    if env_var(env, "ANTHROPIC_API_KEY").is_some() {
-        entries.push(entry(
-            "provider-anthropic",
-            env_var(env, "ANTHROPIC_BASE_URL"),
-        ));
-    }
-    entries
+    PROVIDER_MODULES
+        .iter()
+        .filter(|p| p.detect_vars.iter().any(|v| env_var(env, v).is_some()))
+        .map(|p| ModuleEntry {
+            module: p.name.to_string(),
+            config: match p.base_url_var.and_then(|v| env_var(env, v)) {
+                Some(b) => serde_json::json!({ "base_url": b }),
+                None => Value::Null,
+            },
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// The entry with its key replaced by `"[REDACTED]"`: the plan (and so the stored
@@ -190,15 +192,13 @@ pub fn current_base_url(
     if let Some(url) = file_entry(entry, config).and_then(|f| setting(&f.config, "base_url")) {
         return Some(url);
     }
-    match entry.module.as_str() {
-        "provider-openai" => env_var(env, "OPENAI_BASE_URL"),
-        "provider-anthropic" => env_var(env, "ANTHROPIC_BASE_URL"),
-        "provider-ollama" => env_var(env, "OLLAMA_HOST").and_then(|_| {
-            crate::provider::probe::ollama_addr(env)
-                .ok()
-                .map(|a| format!("http://{a}/v1"))
-        }),
-        _ => None,
+    let module = provider_module(&entry.module)?;
+    let set = env_var(env, module.base_url_var?)?;
+    if module.local {
+        // A host, not a URL (`OLLAMA_HOST`).
+        local_base_url(env)
+    } else {
+        Some(set)
     }
 }
 
@@ -238,31 +238,51 @@ pub fn build_provider_in(
     let model = get("default_model").or_else(|| get("model"));
     let not_configured =
         |message: String| ProviderError::new(ProviderErrorKind::NotConfigured, &id, message);
-    match entry.module.as_str() {
-        "provider-openai" | "provider-ollama" => {
-            let ollama = entry.module == "provider-ollama";
-            let base_url = get("base_url").or_else(|| {
-                if ollama {
-                    crate::provider::probe::ollama_addr(env)
-                        .ok()
-                        .map(|a| format!("http://{a}/v1"))
-                } else {
-                    env_var(env, "OPENAI_BASE_URL")
-                }
-            });
+    let Some(module) = provider_module(&entry.module) else {
+        return Err(not_configured(format!(
+            "unknown provider module `{}` (arbor implements {})",
+            entry.module,
+            provider_module_names().join(", ")
+        )));
+    };
+    // The row's variables: key, endpoint (a URL unless the module is a local server's)
+    // and model.
+    let var = |name: Option<&str>| name.and_then(|n| env_var(env, n));
+    let env_base = || {
+        if module.local {
+            local_base_url(env)
+        } else {
+            var(module.base_url_var)
+        }
+    };
+    // The official endpoint without a key: name the official API's row's variables.
+    let missing_key = |official: &ProviderModule| {
+        let local = match (official.api, official.base_url_var) {
+            (WireApi::OpenAiChat, Some(b)) => {
+                format!(", or set `base_url` / {b} for a local OpenAI-compatible server")
+            }
+            _ => String::new(),
+        };
+        not_configured(format!(
+            "no API key for {}: set {} (or `api_key` in this provider's entry in the config file){local}",
+            official.title,
+            official.key_var.unwrap_or_default()
+        ))
+    };
+    match module.api {
+        WireApi::OpenAiChat => {
+            let base_url = get("base_url").or_else(env_base);
             let base_url = base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
             let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
-            let api_key = get("api_key")
-                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_API_KEY")).flatten());
+            let api_key = get("api_key").or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
-                return Err(not_configured(
-                    "no API key for the OpenAI API: set OPENAI_API_KEY (or `api_key` in this provider's entry in the config file), or set `base_url` / OPENAI_BASE_URL for a local OpenAI-compatible server".into(),
-                ));
+                return Err(missing_key(&OPENAI));
             }
+            // The official endpoint's default model, whichever row pointed there.
             let model = model
-                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_MODEL")).flatten())
-                .or_else(|| official.then(|| DEFAULT_OPENAI_MODEL.to_string()));
+                .or_else(|| var(module.model_var))
+                .or_else(|| official.then_some(DEFAULT_OPENAI_MODEL.to_string()));
             let settings = OpenAiConfig {
                 id,
                 module: entry.module.clone(),
@@ -273,22 +293,20 @@ pub fn build_provider_in(
             };
             Ok(Arc::new(OpenAiProvider::with_pool(settings, pool)))
         }
-        "provider-anthropic" => {
+        WireApi::AnthropicMessages => {
             let base_url = get("base_url")
-                .or_else(|| env_var(env, "ANTHROPIC_BASE_URL"))
-                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
-            let official = base_url.trim_end_matches('/').trim_end_matches("/v1")
-                == anthropic::DEFAULT_BASE_URL;
-            let api_key = get("api_key").or_else(|| env_var(env, "ANTHROPIC_API_KEY"));
+                .or_else(env_base)
+                .unwrap_or_else(|| module.default_base_url.to_string());
+            let official =
+                base_url.trim_end_matches('/').trim_end_matches("/v1") == module.default_base_url;
+            let api_key = get("api_key").or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
-                return Err(not_configured(
-                    "no API key for the Anthropic API: set ANTHROPIC_API_KEY (or `api_key` in this provider's entry in the config file)".into(),
-                ));
+                return Err(missing_key(module));
             }
             let model = model
-                .or_else(|| env_var(env, "ANTHROPIC_MODEL"))
-                .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_string());
+                .or_else(|| var(module.model_var))
+                .unwrap_or_else(|| module.default_model.unwrap_or_default().to_string());
             let settings = AnthropicConfig {
                 id,
                 module: entry.module.clone(),
@@ -299,10 +317,6 @@ pub fn build_provider_in(
             };
             Ok(Arc::new(AnthropicProvider::with_pool(settings, pool)))
         }
-        other => Err(not_configured(format!(
-            "unknown provider module `{other}` (arbor implements {})",
-            KNOWN_MODULES.join(", ")
-        ))),
     }
 }
 
@@ -316,14 +330,19 @@ pub fn configured_endpoint(
     config: &ArborConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> String {
-    current_base_url(entry, config, env).unwrap_or_else(|| match entry.module.as_str() {
-        "provider-openai" => openai::DEFAULT_BASE_URL.to_string(),
-        "provider-ollama" => crate::provider::probe::ollama_addr(env)
-            .map(|a| format!("http://{a}/v1"))
-            .unwrap_or_default(),
-        "provider-anthropic" => anthropic::DEFAULT_BASE_URL.to_string(),
-        _ => String::new(),
+    current_base_url(entry, config, env).unwrap_or_else(|| match provider_module(&entry.module) {
+        Some(m) if m.local => local_base_url(env).unwrap_or_default(),
+        Some(m) => m.default_base_url.to_string(),
+        None => String::new(),
     })
+}
+
+/// The base URL of the local server at `OLLAMA_HOST` (`http://HOST/v1`, default
+/// `127.0.0.1:11434`); `None` when the variable does not parse.
+fn local_base_url(env: Env<'_>) -> Option<String> {
+    crate::provider::probe::ollama_addr(env)
+        .ok()
+        .map(|a| format!("http://{a}/v1"))
 }
 
 /// Refuses to build `entry` when its own endpoint is on another origin than
