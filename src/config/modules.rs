@@ -306,14 +306,14 @@ pub fn provider_module_names() -> Vec<&'static str> {
 
 /// The environment variable arbor reads the key of a provider from, for hints: given
 /// its id and module as one string (`"anthropic provider-anthropic"`), the key
-/// variable of the first row not speaking the OpenAI API whose id (module without
-/// `provider-`) occurs in it, case-insensitively; else [`OPENAI`]'s, since every
-/// other server (OpenRouter and Azure included) is OpenAI-compatible to arbor.
+/// variable of the first row other than [`OPENAI`] that has one and whose id (module
+/// without `provider-`) occurs in it, case-insensitively; else [`OPENAI`]'s, since
+/// every other server (OpenRouter and Azure included) is OpenAI-compatible to arbor.
 pub fn key_var_hint(names: &str) -> &'static str {
     let names = names.to_ascii_lowercase();
     PROVIDER_MODULES
         .iter()
-        .filter(|p| p.api != WireApi::OpenAiChat)
+        .filter(|p| p.name != OPENAI.name && p.key_var.is_some())
         .find(|p| names.contains(p.name.trim_start_matches("provider-")))
         .and_then(|p| p.key_var)
         .or(OPENAI.key_var)

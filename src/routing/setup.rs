@@ -8,6 +8,9 @@
 //! Does not own: the wire clients (`provider::openai`, `provider::anthropic`), routing
 //! by model role or `provider_preferences` (the rest of `routing`), or retries.
 //!
+//! Each module's variables, official endpoint, default model and client come from its
+//! row in `config::modules::PROVIDER_MODULES`; the names below are those rows'.
+//!
 //! Keys never enter a mount plan: [`detect_providers`] replaces a config file's
 //! `api_key` with `"[REDACTED]"` (env keys are never copied at all), and
 //! [`build_provider`] attaches the key when the client is built, in this order:
@@ -46,28 +49,17 @@ use serde_json::Value;
 use crate::config::arbor_config::ArborConfig;
 use crate::config::endpoint::{EndpointFrom, same_origin};
 use crate::config::modules::{
-    ANTHROPIC, OPENAI, PROVIDER_MODULES, ProviderModule, WireApi, provider_module,
+    OPENAI, PROVIDER_MODULES, ProviderModule, WireApi, detect_vars, provider_module,
     provider_module_names,
 };
 use crate::config::mount_plan::ModuleEntry;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
-use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::probe::probe_ollama;
 use crate::provider::{HttpPool, Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
 pub const REDACTED: &str = "[REDACTED]";
-/// Model used by `provider-openai` on the official endpoint when none is configured
-/// (its `config::modules` row's).
-pub const DEFAULT_OPENAI_MODEL: &str = match OPENAI.default_model {
-    Some(m) => m,
-    None => "",
-};
-/// Model used by `provider-anthropic` when none is configured (its row's).
-pub const DEFAULT_ANTHROPIC_MODEL: &str = match ANTHROPIC.default_model {
-    Some(m) => m,
-    None => "",
-};
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -271,18 +263,23 @@ pub fn build_provider_in(
     };
     match module.api {
         WireApi::OpenAiChat => {
+            // A hosted API's row is its own official endpoint; a local server whose
+            // address does not parse falls back to the OpenAI API's.
+            let official_row = if module.local { &OPENAI } else { module };
             let base_url = get("base_url").or_else(env_base);
-            let base_url = base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
-            let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
+            let base_url = base_url.unwrap_or_else(|| official_row.default_base_url.to_string());
+            let official = base_url.trim_end_matches('/') == official_row.default_base_url;
             let api_key = get("api_key").or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
-                return Err(missing_key(&OPENAI));
+                return Err(missing_key(official_row));
             }
-            // The official endpoint's default model, whichever row pointed there.
-            let model = model
-                .or_else(|| var(module.model_var))
-                .or_else(|| official.then_some(DEFAULT_OPENAI_MODEL.to_string()));
+            let model = model.or_else(|| var(module.model_var)).or_else(|| {
+                official
+                    .then_some(official_row.default_model)
+                    .flatten()
+                    .map(str::to_string)
+            });
             let settings = OpenAiConfig {
                 id,
                 module: entry.module.clone(),
@@ -446,15 +443,20 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
     } else {
         format!("{path}: not found")
     };
-    let set = |name: &str| {
-        if env_var(env, name).is_some() {
-            "set"
-        } else {
-            "not set"
-        }
-    };
-    let base = env_var(env, "OPENAI_BASE_URL")
-        .map_or_else(|| "not set".to_string(), |b| format!("set to {b}"));
+    // Every variable the provider table detects providers by; an endpoint's value
+    // is shown, a key's never.
+    let vars: String = detect_vars()
+        .into_iter()
+        .map(|var| {
+            let endpoint = PROVIDER_MODULES.iter().any(|p| p.base_url_var == Some(var));
+            let state = match env_var(env, var) {
+                Some(url) if endpoint => format!("set to {url}"),
+                Some(_) => "set".to_string(),
+                None => "not set".to_string(),
+            };
+            format!("  - {var}: {state}\n")
+        })
+        .collect();
     let ollama = probe_ollama(env);
     format!(
         // Lines continue without `\` so their indentation stays.
@@ -462,10 +464,7 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
 
 arbor looked for:
   - config file {file}
-  - OPENAI_API_KEY: {openai_key}
-  - OPENAI_BASE_URL: {base}
-  - ANTHROPIC_API_KEY: {anthropic_key}
-  - local Ollama: {ollama}
+{vars}  - local Ollama: {ollama}
 
 To use a provider, set one of these environment variables:
   export ANTHROPIC_API_KEY=sk-ant-...
@@ -476,8 +475,6 @@ or add providers to {path}:
 
 {example}",
         example = indented(PROVIDERS_EXAMPLE),
-        openai_key = set("OPENAI_API_KEY"),
-        anthropic_key = set("ANTHROPIC_API_KEY"),
     )
 }
 
