@@ -1,6 +1,8 @@
 //! Mounting tools from a mount plan: which tools one session's model may call.
 //!
-//! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
+//! Owns: mapping `tools[]` module entries — the `Mount::Plan` rows of
+//! `config::modules::TOOL_MODULES`, whose tools its tests check it mounts — to tool
+//! instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
 //! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
 //! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
