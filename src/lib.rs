@@ -29,7 +29,7 @@
 //! merge works on plain JSON overlays, so `config` needs nothing from `agent`. When a
 //! lower module needs something from a higher one, the type moves down (`Usage` and the
 //! records events carry — `ProviderErrorKind`, `ResolvedModel` — live in `session`, the
-//! list of built-in tool modules in `agent::validate`) or the dependency is passed in
+//! tables of built-in tool and provider modules in `config::modules`) or the dependency is passed in
 //! as a trait the higher layer implements (the task tool's `Host`, implemented by the
 //! engine).
 

@@ -9,23 +9,21 @@
 use serde_json::{Map, Value};
 
 use crate::config::approvals::Rules;
+use crate::config::modules::{plan_tool_modules, provider_module_names};
 use crate::config::mount_plan::module_name;
 
-/// Tool modules arbor implements (`tool::mount` mounts exactly these, `tool-mcp` through
-/// the engine, which starts its servers; its tests keep the two in step). Anything else in a mount plan is an "unavailable module" (loaded,
-/// reported, not mounted). Kept here, below `tool`, so agent validation needs no tool.
-pub const BUILTIN_TOOL_MODULES: &[&str] = &[
-    "tool-task",
-    "tool-delegate",
-    "tool-filesystem",
-    "tool-search",
-    "tool-bash",
-    "tool-mcp",
-];
-
-/// Provider modules arbor implements; any other provider module is "unavailable".
-pub const BUILTIN_PROVIDER_MODULES: &[&str] =
-    &["provider-openai", "provider-anthropic", "provider-ollama"];
+/// The modules a mount-plan list may name, per list (`tools`, `providers`, `hooks`), from
+/// the tables of `config::modules` (`tool::mount` mounts exactly the `tools` rows,
+/// `tool-mcp` through the engine, which starts its servers; its tests keep the two in
+/// step). Anything else in a list is an "unavailable module" (loaded, reported, not
+/// mounted); arbor runs no hook modules.
+pub fn implemented_modules() -> [(&'static str, Vec<&'static str>); 3] {
+    [
+        ("tools", plan_tool_modules()),
+        ("providers", provider_module_names()),
+        ("hooks", Vec::new()),
+    ]
+}
 
 /// Mount-plan keys an agent may set; when only `meta` has one, it is lifted to the top.
 pub const PLAN_KEYS: &[&str] = &[
@@ -181,11 +179,7 @@ pub fn warnings(front: &Map<String, Value>) -> Vec<String> {
 /// implement, and a note for entries that are neither a name nor `{module: …}`.
 pub fn module_warnings(front: &Map<String, Value>) -> Vec<String> {
     let mut out = Vec::new();
-    for (list, implemented) in [
-        ("tools", BUILTIN_TOOL_MODULES),
-        ("providers", BUILTIN_PROVIDER_MODULES),
-        ("hooks", &[][..]),
-    ] {
+    for (list, implemented) in implemented_modules() {
         let Some(items) = front.get(list).and_then(Value::as_array) else {
             continue;
         };

@@ -17,6 +17,7 @@ use color_eyre::Result;
 use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
+use crate::config::modules;
 use crate::config::trust::{self, TrustStore};
 use crate::config::{ArborConfig, ModuleEntry};
 use crate::outln;
@@ -72,7 +73,8 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     if entries.is_empty() {
         problems += 1;
         outln!(
-            "providers none configured (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY, or add `providers:` to the config file)"
+            "providers none configured (set {}, or add `providers:` to the config file)",
+            modules::or_list(&modules::detect_vars())
         )?;
     }
     for entry in &entries {
@@ -229,11 +231,7 @@ fn key_source(
     if in_file {
         return "present (config file)".into();
     }
-    let var = match entry.module.as_str() {
-        "provider-openai" => Some("OPENAI_API_KEY"),
-        "provider-anthropic" => Some("ANTHROPIC_API_KEY"),
-        _ => None,
-    };
+    let var = modules::provider_module(&entry.module).and_then(|p| p.key_var);
     match var {
         Some(var) if env(var).is_some_and(|v| !v.is_empty()) => {
             format!("present (environment {var})")

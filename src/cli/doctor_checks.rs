@@ -16,7 +16,7 @@ use color_eyre::Result;
 
 use super::context::Context;
 use super::out::plural;
-use crate::agent::validate::{BUILTIN_PROVIDER_MODULES, BUILTIN_TOOL_MODULES};
+use crate::agent::validate::implemented_modules;
 use crate::config::mount_plan::module_name;
 use crate::outln;
 use crate::tool::delegate::MODULE as DELEGATE_MODULE;
@@ -90,11 +90,7 @@ fn user_theme_names(dir: &std::path::Path) -> Vec<String> {
 pub(super) fn bundle(ctx: &Context) -> Result<usize> {
     let mut problems = 0;
     let plan = &ctx.bundle.mount_plan;
-    for (list, implemented) in [
-        ("tools", BUILTIN_TOOL_MODULES),
-        ("providers", BUILTIN_PROVIDER_MODULES),
-        ("hooks", &[][..]),
-    ] {
+    for (list, implemented) in implemented_modules() {
         let Some(items) = plan.get(list).and_then(|v| v.as_array()) else {
             continue;
         };

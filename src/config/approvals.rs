@@ -28,6 +28,8 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::modules::{TOOL_MODULES, builtin_tool, builtin_tools, tool_module};
+
 pub use policy::{ApprovalPolicy, Authority, DecidedBy, Grant, Grants, RuleSource, Verdict};
 
 /// What happens to one tool call, ordered from least to most restrictive, so
@@ -69,39 +71,36 @@ impl std::fmt::Display for Decision {
     }
 }
 
-/// Tools whose calls only read or delegate: allowed by default (SPEC §12).
-pub const DEFAULT_ALLOW: &[&str] = &[
-    "read_file",
-    "list_directory",
-    "glob",
-    "grep",
-    "task",
-    "delegate",
-    "transfer_to_agent",
-];
+/// The built-in tools allowed (`true`) or asking (`false`) by default, in the order of
+/// `config::modules::TOOL_MODULES` (SPEC §12: calls that only read or delegate are
+/// allowed; MCP tools (`mcp__<server>__<tool>`) ask, and so does any tool arbor does
+/// not know).
+pub fn default_tools(allowed: bool) -> Vec<&'static str> {
+    builtin_tools()
+        .filter(|t| t.access.allowed_by_default() == allowed)
+        .map(|t| t.name)
+        .collect()
+}
 
-/// Tools that ask by default; MCP tools (`mcp__<server>__<tool>`) ask too, and so does
-/// any tool arbor does not know.
-pub const DEFAULT_ASK: &[&str] = &["write_file", "edit_file", "bash"];
+/// The input field holding the command string of `tool` when it takes command
+/// pattern keys (`bash(…)`: `command`), from its `config::modules` row.
+pub fn command_field(tool: &str) -> Option<&'static str> {
+    builtin_tool(tool).and_then(|t| t.command_field)
+}
 
-/// The tools that take a command pattern key (`bash(…)`), and the input field holding
-/// the command.
-pub const COMMAND_TOOLS: &[(&str, &str)] = &[("bash", "command")];
+/// The tools that take command pattern keys, in table order.
+fn command_tools() -> Vec<&'static str> {
+    builtin_tools()
+        .filter(|t| t.command_field.is_some())
+        .map(|t| t.name)
+        .collect()
+}
 
-/// Module ids arbor knows, for the "names no known module" warning.
-pub const KNOWN_MODULES: &[&str] = &[
-    "tool-filesystem",
-    "tool-search",
-    "tool-task",
-    "tool-delegate",
-    "tool-bash",
-    "tool-mcp",
-];
-
-/// The built-in decision for `tool` when no rule matches: [`DEFAULT_ALLOW`] allow,
-/// everything else (writes, `bash`, MCP tools, unknown tools) ask.
+/// The built-in decision for `tool` when no rule matches: allow for a built-in tool
+/// whose row in `config::modules` only reads or delegates, ask for everything else
+/// (writes, `bash`, MCP tools, unknown tools).
 pub fn default_decision(tool: &str) -> Decision {
-    if DEFAULT_ALLOW.contains(&tool) {
+    if builtin_tool(tool).is_some_and(|t| t.access.allowed_by_default()) {
         Decision::Allow
     } else {
         Decision::Ask
@@ -235,26 +234,25 @@ impl Rules {
     /// otherwise silently not apply): one message per key. MCP tool names
     /// (`mcp__…`) and globs are never warned about.
     pub fn warnings(&self) -> Vec<String> {
-        let known_tool = |t: &str| {
-            DEFAULT_ALLOW.contains(&t) || DEFAULT_ASK.contains(&t) || t.starts_with("mcp__")
-        };
+        let known_tool = |t: &str| builtin_tool(t).is_some() || t.starts_with("mcp__");
         self.rules
             .iter()
             .filter_map(|r| match &r.kind {
                 KeyKind::Tool(t) if !known_tool(t) => Some(format!(
                     "approvals: \"{}\" names no tool arbor knows (known: {})",
                     r.key,
-                    DEFAULT_ALLOW
-                        .iter()
-                        .chain(DEFAULT_ASK)
-                        .copied()
-                        .collect::<Vec<_>>()
+                    [default_tools(true), default_tools(false)]
+                        .concat()
                         .join(", ")
                 )),
-                KeyKind::Module(m) if !KNOWN_MODULES.contains(&m.as_str()) => Some(format!(
+                KeyKind::Module(m) if tool_module(m).is_none() => Some(format!(
                     "approvals: \"{}\" names no module arbor knows (known: {})",
                     r.key,
-                    KNOWN_MODULES.join(", ")
+                    TOOL_MODULES
+                        .iter()
+                        .map(|m| m.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )),
                 _ => None,
             })
@@ -312,14 +310,10 @@ fn parse_key(key: &str) -> Result<KeyKind, String> {
         let Some(pattern) = key[open + 1..].strip_suffix(')') else {
             return Err("a command pattern is written tool(pattern), with a closing ')'".into());
         };
-        if !COMMAND_TOOLS.iter().any(|(t, _)| *t == tool) {
+        if command_field(tool).is_none() {
             return Err(format!(
                 "command patterns apply to {} only, not '{tool}'",
-                COMMAND_TOOLS
-                    .iter()
-                    .map(|(t, _)| *t)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                command_tools().join(", ")
             ));
         }
         if pattern.trim().is_empty() {

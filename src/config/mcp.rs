@@ -44,7 +44,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The module id of MCP tools in a plan's `tools[]`.
-pub const MCP_MODULE: &str = "tool-mcp";
+pub const MCP_MODULE: &str = super::modules::MCP.name;
 
 /// Seconds a server has to answer `initialize` unless its `timeout` says otherwise.
 pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);

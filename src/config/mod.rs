@@ -3,7 +3,8 @@
 //! Owns: `config.yaml` (`ArborConfig`), the dynamic mount plan with typed accessors
 //! and module-entry shapes (`mount_plan`), `merge(parent, overlay)` with spawn tool
 //! policy and `agents` access control (`merge`), the retry limits (`retry`), the
-//! limits on one model response (`response`), approval rules and the policy that
+//! limits on one model response (`response`), the tables of built-in tool and provider
+//! modules (`modules`), approval rules and the policy that
 //! decides each tool call (`approvals`), the project trust store (`trust`), the paths
 //! no mention may read (`private`), MCP server configuration (`mcp`), the kernel
 //! sandbox's settings (`sandbox`), delegation
@@ -21,6 +22,7 @@ pub mod endpoint;
 pub mod limits;
 pub mod mcp;
 pub mod merge;
+pub mod modules;
 pub mod mount_plan;
 pub mod private;
 pub mod response;

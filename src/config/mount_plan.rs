@@ -26,7 +26,7 @@ pub struct ModuleEntry {
 }
 
 /// The module name of the task tool in a plan's `tools[]` (SPEC §9).
-pub const TASK_MODULE: &str = "tool-task";
+pub const TASK_MODULE: &str = super::modules::TASK.name;
 
 /// The module name of a module-list entry (`"tool-x"` or `{module: tool-x}`).
 pub fn module_name(entry: &Value) -> Option<&str> {

@@ -200,7 +200,7 @@ fn grants_power(text: &str) -> bool {
     }
     let yaml: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
     let yaml = yaml.join("\n");
-    if yaml.contains("tool-mcp") {
+    if yaml.contains(super::modules::MCP.name) {
         return true;
     }
     match crate::config::yaml::from_str::<Value>(&yaml) {

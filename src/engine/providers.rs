@@ -429,12 +429,7 @@ pub(crate) fn secrets(plan: &MountPlan, config: &ArborConfig, env: &Env) -> Vec<
     for entry in entries {
         collect_secret_strings(&entry.config, false, &mut out);
     }
-    for var in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "AZURE_OPENAI_API_KEY",
-        "OPENROUTER_API_KEY",
-    ] {
+    for var in crate::config::modules::secret_env_vars() {
         if let Some(v) = env(var).filter(|v| !v.trim().is_empty()) {
             out.push(v.trim().to_string());
         }

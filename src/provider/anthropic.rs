@@ -31,7 +31,7 @@ mod body;
 pub use body::request_bytes;
 
 /// Anthropic's official endpoint (without `/v1`).
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_BASE_URL: &str = crate::config::modules::ANTHROPIC.default_base_url;
 /// The `anthropic-version` header value sent.
 pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the request sets none (the API requires it).

@@ -33,9 +33,9 @@ mod body;
 pub use body::request_bytes;
 
 /// OpenAI's official endpoint.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_BASE_URL: &str = crate::config::modules::OPENAI.default_base_url;
 /// A local Ollama's OpenAI-compatible endpoint (`provider-ollama`).
-pub const OLLAMA_BASE_URL: &str = "http://127.0.0.1:11434/v1";
+pub const OLLAMA_BASE_URL: &str = crate::config::modules::OLLAMA.default_base_url;
 
 /// Settings of one OpenAI-compatible endpoint. `Debug` never shows the key.
 #[derive(Clone, Default)]

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::config::modules::{OLLAMA, OPENAI};
 use crate::config::mount_plan::ModuleEntry;
 use crate::provider::probe::{LocalKind, LocalServer};
 
@@ -33,12 +34,12 @@ pub fn local_providers(servers: &[LocalServer]) -> Vec<ModuleEntry> {
             let base_url = format!("http://{}/v1", server.addr);
             match server.kind {
                 LocalKind::Ollama => ModuleEntry {
-                    module: "provider-ollama".into(),
+                    module: OLLAMA.name.into(),
                     config: json!({ "base_url": base_url }),
                     ..Default::default()
                 },
                 kind => ModuleEntry {
-                    module: "provider-openai".into(),
+                    module: OPENAI.name.into(),
                     id: Some(kind.key().to_string()),
                     config: json!({ "base_url": base_url }),
                     ..Default::default()

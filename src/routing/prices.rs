@@ -49,26 +49,9 @@ pub struct Price {
     pub cache_write: f64,
 }
 
-/// How an API's `input_tokens` relate to its cache counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheAccounting {
-    /// OpenAI-compatible APIs: `prompt_tokens` includes the cached tokens.
-    IncludedInInput,
-    /// Anthropic: `input_tokens` excludes cache reads and writes.
-    SeparateFromInput,
-}
-
-impl CacheAccounting {
-    /// The accounting of a provider module (`provider-anthropic` is separate; every
-    /// other module speaks the OpenAI convention).
-    pub fn for_module(module: &str) -> Self {
-        if module == "provider-anthropic" {
-            CacheAccounting::SeparateFromInput
-        } else {
-            CacheAccounting::IncludedInInput
-        }
-    }
-}
+/// How an API's `input_tokens` relate to its cache counts: each provider module's is
+/// in its `config::modules` row (`CacheAccounting::for_module`).
+pub use crate::config::modules::CacheAccounting;
 
 impl Price {
     /// USD for `usage`: uncached input × `input` + cache reads × `cache_read` + cache

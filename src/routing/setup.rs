@@ -8,6 +8,9 @@
 //! Does not own: the wire clients (`provider::openai`, `provider::anthropic`), routing
 //! by model role or `provider_preferences` (the rest of `routing`), or retries.
 //!
+//! Each module's variables, official endpoint, default model and client come from its
+//! row in `config::modules::PROVIDER_MODULES`; the names below are those rows'.
+//!
 //! Keys never enter a mount plan: [`detect_providers`] replaces a config file's
 //! `api_key` with `"[REDACTED]"` (env keys are never copied at all), and
 //! [`build_provider`] attaches the key when the client is built, in this order:
@@ -45,21 +48,18 @@ use serde_json::Value;
 
 use crate::config::arbor_config::ArborConfig;
 use crate::config::endpoint::{EndpointFrom, same_origin};
+use crate::config::modules::{
+    OPENAI, PROVIDER_MODULES, ProviderModule, WireApi, detect_vars, provider_module,
+    provider_module_names,
+};
 use crate::config::mount_plan::ModuleEntry;
-use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
-use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::probe::probe_ollama;
 use crate::provider::{HttpPool, Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
 pub const REDACTED: &str = "[REDACTED]";
-/// Model used by `provider-openai` on the official endpoint when none is configured.
-pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";
-/// Model used by `provider-anthropic` when none is configured.
-pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
-
-/// The three modules this crate implements.
-pub const KNOWN_MODULES: [&str; 3] = ["provider-anthropic", "provider-openai", "provider-ollama"];
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -111,27 +111,21 @@ pub fn detect_providers(
     entries
 }
 
+/// One entry per `config::modules` row one of whose `detect_vars` is set, in table
+/// order, with `config.base_url` from its `base_url_var`.
 fn from_env(env: Env<'_>) -> Vec<ModuleEntry> {
-    let mut entries = Vec::new();
-    let entry = |module: &str, base: Option<String>| ModuleEntry {
-        module: module.to_string(),
-        config: match base {
-            Some(b) => serde_json::json!({ "base_url": b }),
-            None => Value::Null,
-        },
-        ..Default::default()
-    };
-    let openai_base = env_var(env, "OPENAI_BASE_URL");
-    if env_var(env, "OPENAI_API_KEY").is_some() || openai_base.is_some() {
-        entries.push(entry("provider-openai", openai_base));
-    }
-    if env_var(env, "ANTHROPIC_API_KEY").is_some() {
-        entries.push(entry(
-            "provider-anthropic",
-            env_var(env, "ANTHROPIC_BASE_URL"),
-        ));
-    }
-    entries
+    PROVIDER_MODULES
+        .iter()
+        .filter(|p| p.detect_vars.iter().any(|v| env_var(env, v).is_some()))
+        .map(|p| ModuleEntry {
+            module: p.name.to_string(),
+            config: match p.base_url_var.and_then(|v| env_var(env, v)) {
+                Some(b) => serde_json::json!({ "base_url": b }),
+                None => Value::Null,
+            },
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// The entry with its key replaced by `"[REDACTED]"`: the plan (and so the stored
@@ -190,15 +184,13 @@ pub fn current_base_url(
     if let Some(url) = file_entry(entry, config).and_then(|f| setting(&f.config, "base_url")) {
         return Some(url);
     }
-    match entry.module.as_str() {
-        "provider-openai" => env_var(env, "OPENAI_BASE_URL"),
-        "provider-anthropic" => env_var(env, "ANTHROPIC_BASE_URL"),
-        "provider-ollama" => env_var(env, "OLLAMA_HOST").and_then(|_| {
-            crate::provider::probe::ollama_addr(env)
-                .ok()
-                .map(|a| format!("http://{a}/v1"))
-        }),
-        _ => None,
+    let module = provider_module(&entry.module)?;
+    let set = env_var(env, module.base_url_var?)?;
+    if module.local {
+        // A host, not a URL (`OLLAMA_HOST`).
+        local_base_url(env)
+    } else {
+        Some(set)
     }
 }
 
@@ -238,31 +230,56 @@ pub fn build_provider_in(
     let model = get("default_model").or_else(|| get("model"));
     let not_configured =
         |message: String| ProviderError::new(ProviderErrorKind::NotConfigured, &id, message);
-    match entry.module.as_str() {
-        "provider-openai" | "provider-ollama" => {
-            let ollama = entry.module == "provider-ollama";
-            let base_url = get("base_url").or_else(|| {
-                if ollama {
-                    crate::provider::probe::ollama_addr(env)
-                        .ok()
-                        .map(|a| format!("http://{a}/v1"))
-                } else {
-                    env_var(env, "OPENAI_BASE_URL")
-                }
-            });
-            let base_url = base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_string());
-            let official = base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL;
-            let api_key = get("api_key")
-                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_API_KEY")).flatten());
+    let Some(module) = provider_module(&entry.module) else {
+        return Err(not_configured(format!(
+            "unknown provider module `{}` (arbor implements {})",
+            entry.module,
+            provider_module_names().join(", ")
+        )));
+    };
+    // The row's variables: key, endpoint (a URL unless the module is a local server's)
+    // and model.
+    let var = |name: Option<&str>| name.and_then(|n| env_var(env, n));
+    let env_base = || {
+        if module.local {
+            local_base_url(env)
+        } else {
+            var(module.base_url_var)
+        }
+    };
+    // The official endpoint without a key: name the official API's row's variables.
+    let missing_key = |official: &ProviderModule| {
+        let local = match (official.api, official.base_url_var) {
+            (WireApi::OpenAiChat, Some(b)) => {
+                format!(", or set `base_url` / {b} for a local OpenAI-compatible server")
+            }
+            _ => String::new(),
+        };
+        not_configured(format!(
+            "no API key for {}: set {} (or `api_key` in this provider's entry in the config file){local}",
+            official.title,
+            official.key_var.unwrap_or_default()
+        ))
+    };
+    match module.api {
+        WireApi::OpenAiChat => {
+            // A hosted API's row is its own official endpoint; a local server whose
+            // address does not parse falls back to the OpenAI API's.
+            let official_row = if module.local { &OPENAI } else { module };
+            let base_url = get("base_url").or_else(env_base);
+            let base_url = base_url.unwrap_or_else(|| official_row.default_base_url.to_string());
+            let official = base_url.trim_end_matches('/') == official_row.default_base_url;
+            let api_key = get("api_key").or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
-                return Err(not_configured(
-                    "no API key for the OpenAI API: set OPENAI_API_KEY (or `api_key` in this provider's entry in the config file), or set `base_url` / OPENAI_BASE_URL for a local OpenAI-compatible server".into(),
-                ));
+                return Err(missing_key(official_row));
             }
-            let model = model
-                .or_else(|| (!ollama).then(|| env_var(env, "OPENAI_MODEL")).flatten())
-                .or_else(|| official.then(|| DEFAULT_OPENAI_MODEL.to_string()));
+            let model = model.or_else(|| var(module.model_var)).or_else(|| {
+                official
+                    .then_some(official_row.default_model)
+                    .flatten()
+                    .map(str::to_string)
+            });
             let settings = OpenAiConfig {
                 id,
                 module: entry.module.clone(),
@@ -273,22 +290,20 @@ pub fn build_provider_in(
             };
             Ok(Arc::new(OpenAiProvider::with_pool(settings, pool)))
         }
-        "provider-anthropic" => {
+        WireApi::AnthropicMessages => {
             let base_url = get("base_url")
-                .or_else(|| env_var(env, "ANTHROPIC_BASE_URL"))
-                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
-            let official = base_url.trim_end_matches('/').trim_end_matches("/v1")
-                == anthropic::DEFAULT_BASE_URL;
-            let api_key = get("api_key").or_else(|| env_var(env, "ANTHROPIC_API_KEY"));
+                .or_else(env_base)
+                .unwrap_or_else(|| module.default_base_url.to_string());
+            let official =
+                base_url.trim_end_matches('/').trim_end_matches("/v1") == module.default_base_url;
+            let api_key = get("api_key").or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
-                return Err(not_configured(
-                    "no API key for the Anthropic API: set ANTHROPIC_API_KEY (or `api_key` in this provider's entry in the config file)".into(),
-                ));
+                return Err(missing_key(module));
             }
             let model = model
-                .or_else(|| env_var(env, "ANTHROPIC_MODEL"))
-                .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_string());
+                .or_else(|| var(module.model_var))
+                .unwrap_or_else(|| module.default_model.unwrap_or_default().to_string());
             let settings = AnthropicConfig {
                 id,
                 module: entry.module.clone(),
@@ -299,10 +314,6 @@ pub fn build_provider_in(
             };
             Ok(Arc::new(AnthropicProvider::with_pool(settings, pool)))
         }
-        other => Err(not_configured(format!(
-            "unknown provider module `{other}` (arbor implements {})",
-            KNOWN_MODULES.join(", ")
-        ))),
     }
 }
 
@@ -316,14 +327,19 @@ pub fn configured_endpoint(
     config: &ArborConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> String {
-    current_base_url(entry, config, env).unwrap_or_else(|| match entry.module.as_str() {
-        "provider-openai" => openai::DEFAULT_BASE_URL.to_string(),
-        "provider-ollama" => crate::provider::probe::ollama_addr(env)
-            .map(|a| format!("http://{a}/v1"))
-            .unwrap_or_default(),
-        "provider-anthropic" => anthropic::DEFAULT_BASE_URL.to_string(),
-        _ => String::new(),
+    current_base_url(entry, config, env).unwrap_or_else(|| match provider_module(&entry.module) {
+        Some(m) if m.local => local_base_url(env).unwrap_or_default(),
+        Some(m) => m.default_base_url.to_string(),
+        None => String::new(),
     })
+}
+
+/// The base URL of the local server at `OLLAMA_HOST` (`http://HOST/v1`, default
+/// `127.0.0.1:11434`); `None` when the variable does not parse.
+fn local_base_url(env: Env<'_>) -> Option<String> {
+    crate::provider::probe::ollama_addr(env)
+        .ok()
+        .map(|a| format!("http://{a}/v1"))
 }
 
 /// Refuses to build `entry` when its own endpoint is on another origin than
@@ -427,15 +443,20 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
     } else {
         format!("{path}: not found")
     };
-    let set = |name: &str| {
-        if env_var(env, name).is_some() {
-            "set"
-        } else {
-            "not set"
-        }
-    };
-    let base = env_var(env, "OPENAI_BASE_URL")
-        .map_or_else(|| "not set".to_string(), |b| format!("set to {b}"));
+    // Every variable the provider table detects providers by; an endpoint's value
+    // is shown, a key's never.
+    let vars: String = detect_vars()
+        .into_iter()
+        .map(|var| {
+            let endpoint = PROVIDER_MODULES.iter().any(|p| p.base_url_var == Some(var));
+            let state = match env_var(env, var) {
+                Some(url) if endpoint => format!("set to {url}"),
+                Some(_) => "set".to_string(),
+                None => "not set".to_string(),
+            };
+            format!("  - {var}: {state}\n")
+        })
+        .collect();
     let ollama = probe_ollama(env);
     format!(
         // Lines continue without `\` so their indentation stays.
@@ -443,10 +464,7 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
 
 arbor looked for:
   - config file {file}
-  - OPENAI_API_KEY: {openai_key}
-  - OPENAI_BASE_URL: {base}
-  - ANTHROPIC_API_KEY: {anthropic_key}
-  - local Ollama: {ollama}
+{vars}  - local Ollama: {ollama}
 
 To use a provider, set one of these environment variables:
   export ANTHROPIC_API_KEY=sk-ant-...
@@ -457,8 +475,6 @@ or add providers to {path}:
 
 {example}",
         example = indented(PROVIDERS_EXAMPLE),
-        openai_key = set("OPENAI_API_KEY"),
-        anthropic_key = set("ANTHROPIC_API_KEY"),
     )
 }
 

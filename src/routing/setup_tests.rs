@@ -139,3 +139,76 @@ fn a_config_file_key_goes_only_to_its_entrys_endpoint() {
             .contains("https://api.anthropic.com")
     );
 }
+
+/// The provider table (`config::modules::PROVIDER_MODULES`) names exactly the modules
+/// `build_provider` builds: every row builds a client reporting its module (from the
+/// row's key and endpoint variables alone), with the row's default model on its
+/// official endpoint, and a module outside the table is refused with the table's names.
+#[test]
+fn every_provider_row_builds_and_nothing_else_does() {
+    use crate::config::modules::{PROVIDER_MODULES, WireApi, provider_module_names};
+    use crate::provider::{anthropic, openai};
+    let config = ArborConfig::default();
+    for row in PROVIDER_MODULES {
+        let entry = ModuleEntry {
+            module: row.name.into(),
+            ..Default::default()
+        };
+        let env = |k: &str| (Some(k) == row.key_var).then(|| "sk-test".to_string());
+        let built = build_provider(&entry, &config, &env)
+            .unwrap_or_else(|e| panic!("{} does not build: {e}", row.name));
+        assert_eq!(built.module(), row.name);
+        if let Some(model) = row.default_model {
+            assert_eq!(built.default_model(), model, "{}", row.name);
+        }
+        let client_default = match row.api {
+            WireApi::OpenAiChat if row.local => openai::OLLAMA_BASE_URL,
+            WireApi::OpenAiChat => openai::DEFAULT_BASE_URL,
+            WireApi::AnthropicMessages => anthropic::DEFAULT_BASE_URL,
+        };
+        assert_eq!(row.default_base_url, client_default, "{}", row.name);
+        assert_eq!(
+            configured_endpoint(&entry, &config, &|_: &str| None),
+            row.default_base_url,
+            "{}",
+            row.name
+        );
+        // A session scrubs every key variable, and the sandbox hides it.
+        if let Some(key) = row.key_var {
+            assert!(crate::sandbox::is_provider_key_var(key), "{key}");
+            assert!(crate::config::modules::secret_env_vars().contains(&key));
+        }
+    }
+    let unknown = ModuleEntry {
+        module: "provider-gemini".into(),
+        ..Default::default()
+    };
+    let err = refusal(&unknown, &config, &|_: &str| None).unwrap();
+    assert!(err.contains(&provider_module_names().join(", ")), "{err}");
+    // Detection from the environment mounts every row a detect variable of which is set.
+    for row in PROVIDER_MODULES {
+        for var in row.detect_vars {
+            let env = |k: &str| (k == *var).then(|| "http://x:1/v1".to_string());
+            let found = super::setup::detect_providers(&config, &env);
+            assert_eq!(found.len(), 1, "{var}");
+            assert_eq!(found[0].module, row.name, "{var}");
+        }
+    }
+}
+
+/// The no-provider texts (CLI and TUI banner) name every variable the table detects
+/// providers by, so a new provider's variables cannot be left out of them.
+#[test]
+fn no_provider_texts_name_every_detect_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    // An unusable OLLAMA_HOST: no loopback probe.
+    let env = |k: &str| (k == "OLLAMA_HOST").then(|| "no-port:x".to_string());
+    let message = super::setup::no_provider_message(&dir.path().join("config.yaml"), &env);
+    let banner = super::local::no_provider_banner(&dir.path().join("config.yaml"));
+    for var in crate::config::modules::detect_vars() {
+        assert!(message.contains(var), "{var} missing from:\n{message}");
+        if !var.ends_with("_BASE_URL") {
+            assert!(banner.contains(var), "{var} missing from:\n{banner}");
+        }
+    }
+}

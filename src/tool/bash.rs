@@ -46,7 +46,7 @@ use crate::sandbox::{Decision, Sandbox};
 use output::Capped;
 
 /// The module name in a mount plan's `tools[]`.
-pub const MODULE: &str = "tool-bash";
+pub const MODULE: &str = crate::config::modules::BASH.name;
 /// The tool's name.
 pub const TOOL_NAME: &str = "bash";
 /// A call's timeout when neither the call nor the module config sets one.

@@ -25,7 +25,7 @@ use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 use crate::agent::AgentDef;
 
 /// The module name in a mount plan's `tools[]`.
-pub const MODULE: &str = "tool-delegate";
+pub const MODULE: &str = crate::config::modules::DELEGATE.name;
 /// The tool name offered to the model.
 pub const TOOL_NAME: &str = "delegate";
 

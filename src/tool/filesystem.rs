@@ -28,7 +28,7 @@ pub mod write;
 pub use write::{EditFile, WriteConfig, WriteFile};
 
 /// The module name in a mount plan's `tools[]`.
-pub const MODULE: &str = "tool-filesystem";
+pub const MODULE: &str = crate::config::modules::FILESYSTEM.name;
 /// The config key that mounts the read tools only.
 pub const READ_ONLY: &str = "read_only";
 /// Output cap of one `read_file` call, in bytes.

@@ -1,6 +1,8 @@
 //! Mounting tools from a mount plan: which tools one session's model may call.
 //!
-//! Owns: mapping `tools[]` module entries to tool instances (`tool-filesystem` →
+//! Owns: mapping `tools[]` module entries — the `Mount::Plan` rows of
+//! `config::modules::TOOL_MODULES`, whose tools its tests check it mounts — to tool
+//! instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
 //! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
 //! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
@@ -146,7 +148,7 @@ impl ToolSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::validate::BUILTIN_TOOL_MODULES;
+    use crate::config::modules::{Access, Mount, TOOL_MODULES, TRANSFER, tool_module};
     use serde_json::json;
 
     #[test]
@@ -189,32 +191,98 @@ mod tests {
         assert!(description.contains("default 30"), "{description}");
     }
 
-    /// Agent validation warns about any tool module outside `BUILTIN_TOOL_MODULES`:
-    /// the list must name exactly the modules `mount` implements.
+    /// The tool-module table (`config::modules::TOOL_MODULES`) names exactly the modules
+    /// arbor implements: each implementation's `MODULE` is a row and each row has one.
     #[test]
-    fn builtin_tool_modules_are_the_mounted_ones() {
-        let mut listed = BUILTIN_TOOL_MODULES.to_vec();
-        listed.sort_unstable();
-        let mut implemented = [
+    fn every_tool_module_is_in_the_table_and_every_row_is_implemented() {
+        let mut implemented = vec![
             filesystem::MODULE,
             search::MODULE,
+            bash::MODULE,
             task::MODULE,
             delegate::MODULE,
-            bash::MODULE,
             crate::config::mcp::MCP_MODULE,
+            super::super::transfer::MODULE,
         ];
         implemented.sort_unstable();
+        let mut listed: Vec<_> = TOOL_MODULES.iter().map(|m| m.name).collect();
+        listed.sort_unstable();
         assert_eq!(listed, implemented);
-        let build = |_: &str, _: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };
-        // `tool-mcp`'s tools come from its servers, mounted by the engine.
-        for module in BUILTIN_TOOL_MODULES
-            .iter()
-            .filter(|m| **m != crate::config::mcp::MCP_MODULE)
-        {
-            let plan = MountPlan(json!({"tools": [module]}));
-            let set = ToolSet::mount(&plan, 0, Some(&build));
-            assert!(!set.names().is_empty(), "{module} mounts nothing");
+        // Agent validation accepts exactly the rows a plan may name.
+        let validated = &crate::agent::validate::implemented_modules()[0];
+        assert_eq!(validated.0, "tools");
+        let mut plan_rows: Vec<_> = TOOL_MODULES.iter().filter(|m| m.in_plans()).collect();
+        assert_eq!(
+            validated.1,
+            plan_rows.iter().map(|m| m.name).collect::<Vec<_>>()
+        );
+        plan_rows.retain(|m| m.mount == Mount::Plan);
+        assert!(plan_rows.len() >= 5);
+    }
+
+    /// `mount` mounts, for each `Mount::Plan` row, exactly the row's tools (the read
+    /// ones under `read_only: true`), each reporting the row's module; delegation rows
+    /// name their tool when withheld at the depth limit; other rows and modules outside
+    /// the table mount nothing from a plan.
+    #[test]
+    fn mount_mounts_exactly_the_tables_tools() {
+        for row in TOOL_MODULES {
+            let names: Vec<&str> = row.tools.iter().map(|t| t.name).collect();
+            let plan = MountPlan(json!({"tools": [row.name]}));
+            let set = ToolSet::mount(&plan, 0, None);
+            let delegation = row.tools.iter().all(|t| t.access == Access::Delegate);
+            match row.mount {
+                Mount::Plan if delegation => {
+                    let plan = MountPlan(json!({"tools": [
+                        {"module": row.name, "config": {"max_recursion_depth": 1}}
+                    ]}));
+                    let set = ToolSet::mount(&plan, 1, None);
+                    for name in &names {
+                        let err = set.not_mounted_error(name);
+                        assert!(err.contains("depth limit"), "{}: {err}", row.name);
+                    }
+                }
+                Mount::Plan => {
+                    assert_eq!(set.names(), names, "{}", row.name);
+                    for tool in set.specs() {
+                        let mounted = set.get(&tool.name).unwrap();
+                        assert_eq!(mounted.module(), row.name);
+                    }
+                    let read_only =
+                        json!({"tools": [{"module": row.name, "config": {"read_only": true}}]});
+                    if row.name == filesystem::MODULE {
+                        let reads: Vec<&str> = row
+                            .tools
+                            .iter()
+                            .filter(|t| t.access == Access::Read)
+                            .map(|t| t.name)
+                            .collect();
+                        let set = ToolSet::mount(&MountPlan(read_only), 0, None);
+                        assert_eq!(set.names(), reads);
+                    }
+                }
+                Mount::McpServers | Mount::AgentTree => {
+                    assert!(set.names().is_empty(), "{} mounts from a plan", row.name)
+                }
+            }
         }
+        assert_eq!(
+            TRANSFER.tools[0].name,
+            super::super::transfer::TransferTool::new(Vec::new())
+                .spec()
+                .name
+        );
+        assert_eq!(
+            tool_module(task::MODULE).unwrap().tools[0].name,
+            task::TOOL_NAME
+        );
+        assert_eq!(
+            tool_module(delegate::MODULE).unwrap().tools[0].name,
+            delegate::TOOL_NAME
+        );
+        let outside =
+            MountPlan(json!({"tools": ["tool-lsp", "tool-web", "tool-x", "provider-openai"]}));
+        assert!(ToolSet::mount(&outside, 0, None).names().is_empty());
     }
 
     #[test]

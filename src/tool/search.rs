@@ -21,7 +21,7 @@ use super::filesystem::{blocking, opt_str};
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The module name in a mount plan's `tools[]`.
-pub const MODULE: &str = "tool-search";
+pub const MODULE: &str = crate::config::modules::SEARCH.name;
 /// Paths returned by one `glob` call.
 pub const GLOB_CAP: usize = 500;
 /// Matching lines returned by one `grep` call.

@@ -17,7 +17,7 @@ pub const TOOL_NAME: &str = "transfer_to_agent";
 
 /// The module id the tool reports (it is mounted by the engine for agents in a tree,
 /// never from a plan's `tools`).
-pub const MODULE: &str = "tool-transfer";
+pub const MODULE: &str = crate::config::modules::TRANSFER.name;
 
 /// One agent a transfer may target.
 #[derive(Debug, Clone, PartialEq, Eq)]

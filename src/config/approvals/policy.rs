@@ -43,7 +43,7 @@ use crate::session::protocol::AllowScope;
 
 use super::command::Script;
 use super::pattern::{grantable, prefix_covers};
-use super::{COMMAND_TOOLS, Decision, KeyKind, Rule, Rules, default_decision};
+use super::{Decision, KeyKind, Rule, Rules, command_field, default_decision};
 
 /// How much a source of rules may say (SPEC §12 "Trust", one rule per tier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,7 +89,7 @@ impl Grant {
     /// prefix that is not [`grantable`] (a wrapper such as `sh`, `env`, `python3`, or
     /// shell characters): those answers count as "once" (issue 22).
     pub fn from_scope(tool: &str, scope: &AllowScope) -> Option<Self> {
-        let command_tool = COMMAND_TOOLS.iter().any(|(t, _)| *t == tool);
+        let command_tool = command_field(tool).is_some();
         match scope {
             AllowScope::Once => None,
             AllowScope::AlwaysTool => (!command_tool).then(|| Self::Tool(tool.to_string())),
@@ -290,7 +290,7 @@ fn decided(decision: Decision, s: &Sourced) -> Verdict {
 
 /// The command string of a call of `tool`, when `tool` takes command patterns.
 fn command_of<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
-    let field = COMMAND_TOOLS.iter().find(|(t, _)| *t == tool)?.1;
+    let field = command_field(tool)?;
     input.get(field)?.as_str()
 }
 

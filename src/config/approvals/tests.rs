@@ -143,6 +143,41 @@ fn warns_about_keys_naming_nothing_known() {
     );
 }
 
+/// Approvals know every row of the tool-module table (issue 24: `tool-delegate` was
+/// missing from a hand-copied list), and each built-in tool's default follows its
+/// row's access.
+#[test]
+fn every_table_module_and_tool_is_known_with_its_default() {
+    use crate::config::modules::{TOOL_MODULES, builtin_tools};
+    let keys: serde_json::Map<String, Value> = TOOL_MODULES
+        .iter()
+        .map(|m| m.name)
+        .chain(builtin_tools().map(|t| t.name))
+        .map(|k| (k.to_string(), json!("ask")))
+        .collect();
+    let w = rules(Value::Object(keys)).warnings();
+    assert!(w.is_empty(), "{w:?}");
+    assert!(
+        rules(json!({"tool-delegate": "deny"}))
+            .warnings()
+            .is_empty()
+    );
+    for tool in builtin_tools() {
+        let expected = if tool.access.allowed_by_default() {
+            Decision::Allow
+        } else {
+            Decision::Ask
+        };
+        assert_eq!(default_decision(tool.name), expected, "{}", tool.name);
+    }
+    assert_eq!(default_decision("read_file"), Decision::Allow);
+    assert_eq!(default_decision("delegate"), Decision::Allow);
+    assert_eq!(default_decision("bash"), Decision::Ask);
+    assert_eq!(default_decision("mcp__x__y"), Decision::Ask);
+    assert_eq!(command_field("bash"), Some("command"));
+    assert_eq!(command_field("grep"), None);
+}
+
 #[test]
 fn config_overrides_defaults_by_tool_module_and_glob() {
     let p = ApprovalPolicy::new(&rules(json!({

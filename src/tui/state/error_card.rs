@@ -100,19 +100,15 @@ impl ProviderFailure {
         self.retry_in_ms.is_some()
     }
 
-    /// The environment variable arbor reads this provider's key from (any
-    /// OpenAI-compatible server, OpenRouter and Azure included, uses `OPENAI_API_KEY`).
+    /// The environment variable arbor reads this provider's key from, by the provider
+    /// table (`config::modules::key_var_hint`: any OpenAI-compatible server, OpenRouter
+    /// and Azure included, uses `OPENAI_API_KEY`).
     fn key_var(&self) -> &'static str {
-        let names = format!(
+        crate::config::modules::key_var_hint(&format!(
             "{} {}",
-            self.provider.to_ascii_lowercase(),
+            self.provider,
             self.module.as_deref().unwrap_or_default()
-        );
-        if names.contains("anthropic") {
-            "ANTHROPIC_API_KEY"
-        } else {
-            "OPENAI_API_KEY"
-        }
+        ))
     }
 
     /// Whether the API's message is about quota, billing or credit.
