@@ -59,3 +59,51 @@ mod tui;
 mod tui_handoff;
 mod tui_mentions;
 mod usage;
+
+/// The modules share one process, so a test that changed process-wide state would
+/// break others at random. `std::env::set_var` is `unsafe` (edition 2024) and unsafe
+/// code is forbidden; this catches the safe ones: the current directory and the panic
+/// hook. Give the binary its own `Command::current_dir`/`env`, a runtime its `Env`.
+#[test]
+fn no_test_changes_process_wide_state() {
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all");
+    let mut files = Vec::new();
+    rust_files(&here, &mut files);
+    assert!(
+        files.len() > 47,
+        "{} files under {}",
+        files.len(),
+        here.display()
+    );
+    // Spelled in pieces so this file does not match itself.
+    let calls = [
+        "set_current_dir",
+        "set_hook",
+        "take_hook",
+        "set_var",
+        "remove_var",
+    ]
+    .map(|name| format!("{name}("));
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            calls
+                .iter()
+                .filter(|call| text.contains(call.as_str()))
+                .map(|call| format!("{}: {call}", file.display()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(found.is_empty(), "process-wide state changed in {found:?}");
+}
