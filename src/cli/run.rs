@@ -18,7 +18,14 @@
 //! The prompt `-` is read from stdin; text piped to stdin is added after the prompt
 //! (`stdin`).
 //!
+//! Every format prints with the process's registered secrets (provider keys from the
+//! config and the environment, MCP secrets) replaced by `[REDACTED]` — the prompt
+//! echoed in events, tool arguments and results, the answer (streamed pieces
+//! included: `print`) — as the session's files are (issue 22).
+//!
 //! `status` is `success` | `error` | `cancelled`; the exit code is 0 only on success.
+//! SIGINT (Ctrl+C), SIGTERM, SIGHUP and SIGQUIT all cancel the turn the same way (its
+//! `bash` commands' process groups are killed, the final object says `cancelled`).
 //! A stdout that can no longer be written (its reader closed the pipe) cancels the
 //! turn and ends the command through `out` (quietly for a closed pipe).
 
@@ -33,9 +40,8 @@ use super::context::{Context, ContextOptions};
 use super::out;
 use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome};
 use crate::outln;
-use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
-use crate::session::redact::scrub;
-use crate::session::{EngineEvent, Event, SessionStatus};
+use crate::session::redact::{scrub, scrub_secrets};
+use crate::session::{Event, SessionStatus};
 
 mod print;
 mod stdin;
@@ -84,8 +90,9 @@ pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> R
 }
 
 /// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
-/// Ctrl+C, or a stdout that can no longer be written, cancels the turn (the session
-/// stays resumable); the latter ends with that write error.
+/// Ctrl+C (or SIGTERM, SIGHUP, SIGQUIT), or a stdout that can no longer be written,
+/// cancels the turn (the session stays resumable); the latter ends with that write
+/// error.
 pub async fn drive_turn(
     runtime: &Arc<Runtime>,
     session_id: &str,
@@ -160,14 +167,19 @@ where
     let mut turn = tokio::spawn(work);
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut stops = StopSignals::new();
     let mut cancelled = false;
     let mut unwritable: Option<std::io::Error> = None;
-    let mut printer = Printer::default();
-    let mut print = |event: &Event, cancelled: &mut bool| {
+    let mut printer = Printer::new(format, session_id);
+    let mut print = |event: Option<&Event>, cancelled: &mut bool| {
         if unwritable.is_some() {
             return;
         }
-        if let Err(e) = print_event(format, session_id, event, &mut printer) {
+        let printed = match event {
+            Some(event) => printer.event(event),
+            None => printer.flush(None),
+        };
+        if let Err(e) = printed {
             unwritable = Some(e);
             if !*cancelled {
                 *cancelled = true;
@@ -177,16 +189,22 @@ where
     };
     let result = loop {
         tokio::select! {
-            Some(event) = events.recv() => print(&event, &mut cancelled),
+            Some(event) = events.recv() => print(Some(&event), &mut cancelled),
             _ = &mut ctrl_c, if !cancelled => {
+                cancelled = true;
+                runtime.cancel(session_id);
+            }
+            () = stops.recv(), if !cancelled => {
                 cancelled = true;
                 runtime.cancel(session_id);
             }
             joined = &mut turn => {
                 // Everything the turn published is already queued: print it all.
                 while let Ok(event) = events.try_recv() {
-                    print(&event, &mut cancelled);
+                    print(Some(&event), &mut cancelled);
                 }
+                // The end of a streamed answer a possible key's start was held from.
+                print(None, &mut cancelled);
                 break joined;
             }
         }
@@ -204,56 +222,50 @@ where
     }
 }
 
-/// Prints one bus event as `format` wants it. Errors: stdout cannot be written.
-fn print_event(
-    format: OutputFormat,
-    session_id: &str,
-    event: &Event,
-    printer: &mut Printer,
-) -> std::io::Result<()> {
-    printer.approval(&event.msg);
-    let note = match &event.msg {
-        EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
-        EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
-        _ => None,
-    };
-    if let Some(note) = note
-        && event.session_id == session_id
-        && format != OutputFormat::Jsonl
-    {
-        out::error(note);
-    }
-    if let EngineEvent::McpServerFailed(failed) = &event.msg
-        && format != OutputFormat::Jsonl
-    {
-        out::warning(failed.note());
-    }
-    match format {
-        OutputFormat::Jsonl => {
-            if let Ok(line) = serde_json::to_string(event) {
-                outln!("{line}")?;
-            }
+/// SIGTERM, SIGHUP and SIGQUIT, listened to while a turn runs so that each cancels it
+/// as Ctrl+C does (issue 22: a supervisor's SIGTERM or a closed terminal's SIGHUP must
+/// not leave the running command alive). A signal that cannot be listened to keeps its
+/// default action (off Unix there are none to listen to).
+struct StopSignals {
+    #[cfg(unix)]
+    streams: Vec<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let streams = [
+                SignalKind::terminate(),
+                SignalKind::hangup(),
+                SignalKind::quit(),
+            ]
+            .into_iter()
+            .filter_map(|kind| match signal(kind) {
+                Ok(stream) => Some(stream),
+                Err(e) => {
+                    tracing::warn!("cannot listen to signal {}: {e}", kind.as_raw_value());
+                    None
+                }
+            })
+            .collect();
+            Self { streams }
         }
-        OutputFormat::Text if event.session_id == session_id => match &event.msg {
-            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
-                delta,
-                kind: DeltaKind::Text,
-            }) => printer.text(delta)?,
-            EngineEvent::MessageAppended(appended) => printer.appended(&appended.message),
-            EngineEvent::ProviderWarning(warning) => {
-                out::warning(format!("{} ({})", warning.message, warning.provider));
-            }
-            // A hand-off between agents of the session's tree (SPEC §11), on stderr
-            // so stdout stays the answer.
-            EngineEvent::AgentTransfer(transfer) => {
-                out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
-            }
-            _ => {}
-        },
-        OutputFormat::Text => {}
-        OutputFormat::Json => {}
+        #[cfg(not(unix))]
+        Self {}
     }
-    Ok(())
+
+    /// Resolves when one of the signals arrives (never when none could be listened to).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if !self.streams.is_empty() {
+            let waits = self.streams.iter_mut().map(|s| Box::pin(s.recv()));
+            futures::future::select_all(waits).await;
+            return;
+        }
+        futures::future::pending::<()>().await;
+    }
 }
 
 /// The final object of `json`/`jsonl` output for a finished turn.
@@ -273,7 +285,7 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
     };
     let mut v = json!({
         "status": status,
-        "response": outcome.response,
+        "response": scrub_secrets(&outcome.response),
         "session_id": outcome.session_id,
         "agent": outcome.agent,
     });

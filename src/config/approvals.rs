@@ -93,6 +93,7 @@ pub const KNOWN_MODULES: &[&str] = &[
     "tool-filesystem",
     "tool-search",
     "tool-task",
+    "tool-delegate",
     "tool-bash",
     "tool-mcp",
 ];

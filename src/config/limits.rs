@@ -2,9 +2,10 @@
 //! plan, the tighten-only rule agent files follow, and the tree-wide limits of arbor's
 //! config.
 //!
-//! Owns: [`TaskConfig`] (a `tool-task` entry's `max_recursion_depth` / `max_parallel`,
-//! parsed with their defaults), [`tighten_task_limits`] (an agent overlay merged onto
-//! a plan may lower those limits, never raise them) and [`Limits`] (the config file's
+//! Owns: [`TaskConfig`] (a `tool-task` or `tool-delegate` entry's
+//! `max_recursion_depth` / `max_parallel`, parsed with their defaults),
+//! [`tighten_task_limits`] (an agent overlay merged onto a plan may lower those limits
+//! of either delegation module, never raise them) and [`Limits`] (the config file's
 //! `limits:` block: sessions per tree, sub-sessions running at once).
 //!
 //! Does not own: which agent files may raise limits (the engine decides from the agent's
@@ -73,9 +74,32 @@ impl TaskConfig {
     }
 }
 
-/// `child` (a plan an agent overlay was merged into) with every `tool-task` entry's
-/// limits lowered to at most `parent`'s ([`TaskConfig::of_plan`]: the defaults when
-/// `parent` has no task tool). An agent file asking for more gets the parent's limit;
+/// The delegation modules whose entries carry [`TaskConfig`] limits: `tool-task` and
+/// `tool-delegate` (`tool::mount` reads both configs the same way).
+pub const DELEGATION_MODULES: &[&str] = &[TASK_MODULE, "tool-delegate"];
+
+/// The limits a `module` entry (one of [`DELEGATION_MODULES`]) of a plan below
+/// `parent` may have at most: `parent`'s first entry of the same module, else its
+/// first entry of the other delegation module (either spawns the same sub-sessions),
+/// else the defaults.
+fn delegation_ceiling(parent: &MountPlan, module: &str) -> TaskConfig {
+    let tools = parent.tools();
+    let of = |m: &str| tools.iter().find(|t| t.module == m);
+    of(module)
+        .or_else(|| {
+            DELEGATION_MODULES
+                .iter()
+                .filter(|m| **m != module)
+                .find_map(|m| of(m))
+        })
+        .map(|entry| TaskConfig::from_value(&entry.config))
+        .unwrap_or_default()
+}
+
+/// `child` (a plan an agent overlay was merged into) with every `tool-task` and
+/// `tool-delegate` entry's limits lowered to at most `parent`'s (see
+/// [`delegation_ceiling`]: the defaults when `parent` has no delegation tool). An
+/// agent file asking for more gets the parent's limit;
 /// asking for less keeps its own. A lowered key is written as a number (a malformed
 /// value the parser would read as its default is left alone when that default is within
 /// the parent's limit); entries already within the limits are untouched.
@@ -84,15 +108,15 @@ impl TaskConfig {
 /// tighten delegation limits. A bare-string entry (`- tool-task`) becomes a map when
 /// it has to carry a lowered limit.
 pub fn tighten_task_limits(parent: &MountPlan, child: MountPlan) -> MountPlan {
-    let ceiling = TaskConfig::of_plan(parent);
     let mut child = child;
     let Some(Value::Array(tools)) = child.0.get_mut("tools") else {
         return child;
     };
     for entry in tools.iter_mut() {
-        if module_name(entry) != Some(TASK_MODULE) {
+        let Some(module) = module_name(entry).filter(|m| DELEGATION_MODULES.contains(m)) else {
             continue;
-        }
+        };
+        let ceiling = delegation_ceiling(parent, module);
         let config = entry.get("config").cloned().unwrap_or(Value::Null);
         let asked = TaskConfig::from_value(&config);
         let allowed = asked.min(ceiling);
@@ -306,6 +330,53 @@ mod tests {
                 {"module": "tool-task", "id": "second", "config": {"max_recursion_depth": 0, "max_parallel": 2}}
             ])
         );
+    }
+
+    /// Issue 22: `tool-delegate` entries were not tightened, so a project agent could
+    /// give its sessions any depth and parallelism through `delegate`.
+    #[test]
+    fn delegate_entries_are_tightened_like_task_entries() {
+        let delegate = |plan: &MountPlan| {
+            plan.0["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| module_name(t) == Some("tool-delegate"))
+                .map(|t| TaskConfig::from_value(&t["config"]))
+                .unwrap()
+        };
+        let greedy = || {
+            MountPlan(json!({"tools": [
+                {"module": "tool-delegate", "config": {"max_recursion_depth": 1000, "max_parallel": 1000}}
+            ]}))
+        };
+        // Capped by the parent's delegate entry, else its task entry, else the defaults.
+        for (parent, want) in [
+            (
+                json!({"tools": [{"module": "tool-delegate", "config": {"max_recursion_depth": 2, "max_parallel": 3}}]}),
+                (2, 3),
+            ),
+            (
+                json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": 3, "max_parallel": 5}}]}),
+                (3, 5),
+            ),
+            (json!({"tools": ["tool-filesystem"]}), (1, 4)),
+        ] {
+            let out = tighten_task_limits(&MountPlan(parent), greedy());
+            assert_eq!(
+                delegate(&out),
+                TaskConfig {
+                    max_recursion_depth: want.0,
+                    max_parallel: want.1
+                }
+            );
+        }
+        // Asking for less keeps its own.
+        let modest = MountPlan(json!({"tools": [
+            {"module": "tool-delegate", "config": {"max_recursion_depth": 1, "max_parallel": 1}}
+        ]}));
+        let out = tighten_task_limits(&MountPlan(json!({})), modest.clone());
+        assert_eq!(out, modest);
     }
 
     #[test]

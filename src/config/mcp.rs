@@ -9,6 +9,7 @@
 //!     env: {API_TOKEN: "${CALC_TOKEN}"}
 //!     cwd: /srv/calc               # optional
 //!     timeout: 30                  # optional: seconds to answer `initialize`
+//!     call_timeout: 120            # optional: seconds one tool call may take
 //!     sandbox:                     # optional, config.yaml only (see McpSandbox)
 //!       network: allow             # this server's network: allow | deny
 //!       writable: ["~/.npm"]       # more directories it may write
@@ -47,6 +48,13 @@ pub const MCP_MODULE: &str = "tool-mcp";
 
 /// Seconds a server has to answer `initialize` unless its `timeout` says otherwise.
 pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Seconds one tool call may take unless the server's `call_timeout` says otherwise
+/// (issue 22: a call with no answer must not hold its turn forever).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The largest `call_timeout` accepted, in seconds (a day).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// Where a server's configuration came from (shown by `doctor` and the MCP view).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +104,9 @@ pub struct McpServer {
     pub transport: McpTransport,
     /// How long `initialize` may take.
     pub init_timeout: Duration,
+    /// How long one `tools/call` may take before it is cancelled and the call gets an
+    /// error result (`call_timeout`, default [`DEFAULT_CALL_TIMEOUT`]).
+    pub call_timeout: Duration,
     pub origin: McpOrigin,
     /// The entry's `sandbox:` overrides (always the default outside `config.yaml`).
     pub sandbox: McpSandbox,
@@ -166,6 +177,17 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
             _ => return Err(format!("timeout: expected seconds (0-3600], got {v}")),
         },
     };
+    let call_timeout = match map.get("call_timeout") {
+        None | Some(Value::Null) => DEFAULT_CALL_TIMEOUT,
+        Some(v) => match v.as_f64() {
+            Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
+            _ => {
+                return Err(format!(
+                    "call_timeout: expected seconds (0-{MAX_TIMEOUT_SECS}], got {v}"
+                ));
+            }
+        },
+    };
     let transport = match (map.get("command"), map.get("url"), kind) {
         (Some(_), Some(_), _) => return Err("give either `command` or `url`, not both".into()),
         (Some(command), None, None | Some("stdio")) => McpTransport::Stdio {
@@ -204,6 +226,7 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
         name: name.to_string(),
         transport,
         init_timeout,
+        call_timeout,
         origin: origin.clone(),
         sandbox,
     })
@@ -492,26 +515,30 @@ mod tests {
     #[test]
     fn stdio_and_http_servers_parse_with_problems_named() {
         let value = json!({
-            "calc": {"command": "calc-server", "args": ["--fast", 3], "env": {"A": "1"}, "timeout": 2},
+            "calc": {"command": "calc-server", "args": ["--fast", 3], "env": {"A": "1"}, "timeout": 2, "call_timeout": 0.5},
             "gh": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
             "both": {"command": "x", "url": "http://y"},
             "old": {"type": "sse", "url": "http://y"},
             "bad name": {"command": "x"},
             "nothing": {"args": []},
+            "forever": {"command": "x", "call_timeout": 0},
         });
         let (servers, problems) = parse_servers(&value, &McpOrigin::Config);
         assert_eq!(servers.len(), 2);
         assert_eq!(servers[0].name, "calc");
         assert_eq!(servers[0].init_timeout, Duration::from_secs(2));
         assert_eq!(servers[0].describe(), "calc-server --fast 3");
+        assert_eq!(servers[0].call_timeout, Duration::from_millis(500));
         assert_eq!(servers[1].init_timeout, DEFAULT_INIT_TIMEOUT);
+        assert_eq!(servers[1].call_timeout, DEFAULT_CALL_TIMEOUT);
         assert!(matches!(servers[1].transport, McpTransport::Http { .. }));
-        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert_eq!(problems.len(), 5, "{problems:?}");
         for (name, text) in [
             ("bad name", "letters, digits"),
             ("both", "not both"),
             ("nothing", "expected `command`"),
             ("old", "SSE transport is not supported"),
+            ("forever", "call_timeout: expected seconds (0-86400], got 0"),
         ] {
             assert!(
                 problems

@@ -3,7 +3,9 @@
 //! Owns: preparing each call (`Tool::prepare`, so task calls know their sub-session id
 //! before `tool:pre`), publishing `tool:pre`, passing each call through the approval
 //! gate (`gate`: a call it refuses does not run and gets the gate's result), running
-//! every call as its own task at once, publishing `tool:post`/`tool:error` as each finishes, and cancellation: when
+//! each call as its own task — at most [`MAX_CONCURRENT_CALLS`] of one message at once,
+//! the others queued in call order until one ends (issue 22: 1,000 `bash` calls in one
+//! message must not become 1,000 processes) — publishing `tool:post`/`tool:error` as each finishes, and cancellation: when
 //! the turn's token fires, a call gets a short grace period to finish on its own (the
 //! task tool then returns its child's cancelled result), after which it is aborted and
 //! gets a cancelled result. A call whose task panics gets an error result (`the tool
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::gate::{Gate, Pass};
@@ -35,6 +38,9 @@ use crate::tool::mount::ToolSet;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
+/// Most tool calls of one assistant message running at once; the rest wait (still
+/// approved first, so prompts are not held back) for a running one to end.
+pub const MAX_CONCURRENT_CALLS: usize = 16;
 /// How long a call may keep running after its turn was cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// The result text of a call stopped by cancellation.
@@ -67,6 +73,8 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|call| prepare(live, tools, call, token))
         .collect();
+    let slots = Semaphore::new(MAX_CONCURRENT_CALLS);
+    let slots = &slots;
     let finished = prepared
         .into_iter()
         .zip(calls)
@@ -81,10 +89,22 @@ pub(crate) async fn run_calls(
                         (ToolOutput::error(CANCELLED_RESULT), None)
                     }
                     Pass::Run => {
-                        let handle = tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
-                        match finish(handle, token).await {
-                            Ok(output) => (output, None),
-                            Err(panic) => panicked(live, call, &*panic),
+                        // Waits for one of the message's slots (never closed, so only
+                        // a cancel ends the wait without one).
+                        let slot = tokio::select! {
+                            slot = slots.acquire() => slot.ok(),
+                            () = token.cancelled() => None,
+                        };
+                        match slot {
+                            Some(_slot) => {
+                                let handle =
+                                    tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
+                                match finish(handle, token).await {
+                                    Ok(output) => (output, None),
+                                    Err(panic) => panicked(live, call, &*panic),
+                                }
+                            }
+                            None => (ToolOutput::error(CANCELLED_RESULT), None),
                         }
                     }
                 },

@@ -2,7 +2,7 @@
 //! and the config's tree-wide limits that stop a runaway tree.
 //!
 //! Owns: [`agent_plan`] — an agent overlay merged onto a plan, with the `tool-task`
-//! limits tightened to the plan's unless the agent file is the user's own — and [`TreeLimits`]: counting the sessions of each tree (stored ones
+//! and `tool-delegate` limits tightened to the plan's unless the agent file is the user's own — and [`TreeLimits`]: counting the sessions of each tree (stored ones
 //! included, read once per tree per process) against `limits.max_sessions_per_tree`,
 //! and the sub-sessions running at once against `limits.max_concurrent_sub_sessions`.
 //! A spawn beyond either is refused with a [`LimitReached`] whose text (the task call's
@@ -254,6 +254,44 @@ mod tests {
                 "{source:?}"
             );
         }
+    }
+
+    /// Issue 22: a project agent's `tool-delegate` entry is held to the plan's limits
+    /// as its `tool-task` entry is; the user's own agent may still set any.
+    #[test]
+    fn only_user_agents_raise_delegate_limits() {
+        let parent = MountPlan(json!({"tools": [
+            {"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4}}
+        ]}));
+        let delegate_limits = |source| {
+            let agent = AgentDef::for_test(
+                "x",
+                source,
+                json!({"tools": [{"module": "tool-delegate", "config": {"max_recursion_depth": 1000, "max_parallel": 50}}]}),
+            );
+            let plan = agent_plan(&parent, &agent, &Value::Null);
+            plan.tools()
+                .into_iter()
+                .find(|t| t.module == "tool-delegate")
+                .map(|t| TaskConfig::from_value(&t.config))
+        };
+        for source in [AgentSource::Project, AgentSource::Bundle] {
+            assert_eq!(
+                delegate_limits(source),
+                Some(TaskConfig {
+                    max_recursion_depth: 2,
+                    max_parallel: 4
+                }),
+                "{source:?}"
+            );
+        }
+        assert_eq!(
+            delegate_limits(AgentSource::User),
+            Some(TaskConfig {
+                max_recursion_depth: 1000,
+                max_parallel: 50
+            })
+        );
     }
 
     #[test]

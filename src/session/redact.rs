@@ -4,7 +4,7 @@
 //! Owns: deciding which JSON keys hold secrets and replacing their values, replacing
 //! known secret values inside free text, and the process's register of secret values
 //! with [`scrub`], which every error text passes through before it is shown, published,
-//! stored or logged. Does not own: finding the credentials in the environment
+//! stored or logged, and [`ScrubStream`] for text printed in pieces. Does not own: finding the credentials in the environment
 //! (`routing::setup`) or deciding what gets written (`store`).
 //!
 //! The register is process-wide on purpose: a key must be scrubbed from every sink of
@@ -222,6 +222,53 @@ pub fn scrub_secrets(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// Scrubs registered secrets from text printed in pieces (a model's streamed answer),
+/// where a key may be split across two pieces: [`ScrubStream::push`] returns what is
+/// safe to print now — every whole secret replaced by `[REDACTED]`, and the end that
+/// could be the start of a secret held back — and [`ScrubStream::finish`] the rest.
+#[derive(Debug, Default)]
+pub struct ScrubStream {
+    held: String,
+}
+
+impl ScrubStream {
+    /// Adds `piece`; returns the text that can be printed now (possibly empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        self.held.push_str(piece);
+        let clean = scrub_secrets(&self.held).into_owned();
+        let keep = secret_prefix_len(&clean);
+        let ready = clean[..clean.len() - keep].to_string();
+        self.held = clean[clean.len() - keep..].to_string();
+        ready
+    }
+
+    /// What is still held back, scrubbed (the stream ended: a partial key is no key).
+    pub fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.held);
+        scrub_secrets(&rest).into_owned()
+    }
+}
+
+/// The length of the longest end of `text` (on a character boundary) that is the
+/// start, but not the whole, of a registered secret.
+fn secret_prefix_len(text: &str) -> usize {
+    let known = REGISTERED.read().unwrap_or_else(|p| p.into_inner());
+    let mut best = 0;
+    for secret in known.iter() {
+        let longest = secret.len().saturating_sub(1).min(text.len());
+        for n in (best + 1..=longest).rev() {
+            let start = text.len() - n;
+            if text.is_char_boundary(start)
+                && secret.as_bytes().starts_with(&text.as_bytes()[start..])
+            {
+                best = n;
+                break;
+            }
+        }
+    }
+    best
+}
+
 /// `text` with every registered secret (see [`register_secrets`]) and every credential
 /// echo (`Authorization: Bearer …`, `x-api-key: …`, `"api_key": "…"`, a bare
 /// `Bearer …`) replaced by `[REDACTED]`. Borrowed when nothing was found.
@@ -333,6 +380,28 @@ mod tests {
         );
         let v = redact_strings(&json!({"out": ["sk-abc123"]}), &["sk-abc123"]);
         assert_eq!(v, json!({"out": ["[REDACTED]"]}));
+    }
+
+    #[test]
+    fn a_secret_split_across_streamed_pieces_is_scrubbed() {
+        let key = "sk-stream-split-0123456789";
+        register_secrets([key]);
+        let mut stream = ScrubStream::default();
+        let mut shown = String::new();
+        for piece in [
+            "the key is sk-str",
+            "eam-split-01",
+            "23456789 and sk-",
+            "st",
+            "op",
+        ] {
+            shown += &stream.push(piece);
+        }
+        shown += &stream.finish();
+        assert_eq!(shown, "the key is [REDACTED] and sk-stop");
+        // Text that cannot start a key is printed at once.
+        assert_eq!(stream.push("plain words "), "plain words ");
+        assert_eq!(stream.finish(), "");
     }
 
     #[test]

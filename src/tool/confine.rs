@@ -73,7 +73,7 @@ pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, String> {
 pub const ALLOWED_WRITE_PATHS: &str = "allowed_write_paths";
 
 /// Where a write may land, resolved: the canonical existing directory the path starts
-/// in plus the components still to be created.
+/// in plus the components still to be created, and the write root it falls under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteTarget {
     /// The file to write: every existing part canonical (symlinks resolved), so a
@@ -81,6 +81,12 @@ pub struct WriteTarget {
     pub path: PathBuf,
     /// Whether the file exists now (as a regular file).
     pub exists: bool,
+    /// The canonical write root (`allowed_write_paths` entry) `path` is inside.
+    pub root: PathBuf,
+    /// `path` below `root` (at least the file name, never `..`): what the write opens
+    /// relative to a handle on `root` (`filesystem::write`), so a directory swapped
+    /// for a symlink after this check fails instead of leading out.
+    pub relative: PathBuf,
 }
 
 /// Resolves `requested` (relative to `working_dir`, or absolute) to a file that
@@ -172,9 +178,12 @@ pub fn resolve_for_write(
         .iter()
         .rev()
         .fold(canonical.clone(), |acc, name| acc.join(name));
-    if !roots.iter().any(|r| path.starts_with(r) && path != *r) {
+    let Some((root, relative)) = roots.iter().find_map(|r| {
+        let rel = path.strip_prefix(r).ok()?;
+        (!rel.as_os_str().is_empty()).then(|| (r.clone(), rel.to_path_buf()))
+    }) else {
         return Err(denied((path != lexical).then_some(path.as_path())));
-    }
+    };
     if missing.is_empty() && is_dir {
         return Err(format!("'{requested}' is a directory, not a file"));
     }
@@ -187,6 +196,8 @@ pub fn resolve_for_write(
     Ok(WriteTarget {
         path,
         exists: missing.is_empty(),
+        root,
+        relative,
     })
 }
 

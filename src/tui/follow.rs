@@ -8,7 +8,9 @@
 //! a line still being written waits for its end), and sends each new message as the
 //! `message:appended` event the open thread already shows for live sessions (and, after
 //! a `task` call or result, the store's listing, so the tree shows the new
-//! sub-sessions). It stops
+//! sub-sessions). When the session's `metadata.json` changes (a turn started or ended
+//! in the other process) its metadata is read again and sent as
+//! `AppEvent::StoredSessionChanged`, so the tree shows its status. It stops
 //! when another session is opened, when the session becomes live in this process (the
 //! engine's bus then carries its messages; nothing is shown twice), or when the file
 //! shrinks (it was rewritten: reopening shows it). Does not own: opening a session
@@ -24,8 +26,8 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::AppEvent;
-use crate::session::store::{TRANSCRIPT_FILE, parse_transcript};
-use crate::session::{EngineEvent, Event, Message, SessionStore};
+use crate::session::store::{METADATA_FILE, TRANSCRIPT_FILE, parse_transcript};
+use crate::session::{EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore};
 use crate::tool::task::TOOL_NAME as TASK_TOOL;
 
 /// How often the file is checked when no change event came: a fallback for file
@@ -84,7 +86,11 @@ impl TranscriptFollow {
         let (wake, woken) = mpsc::channel();
         let notifier = wake.clone();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let ours = event.is_ok_and(|e| e.paths.iter().any(|p| p.ends_with(TRANSCRIPT_FILE)));
+            let ours = event.is_ok_and(|e| {
+                e.paths
+                    .iter()
+                    .any(|p| p.ends_with(TRANSCRIPT_FILE) || p.ends_with(METADATA_FILE))
+            });
             if ours {
                 let _ = notifier.send(Wake::Changed);
             }
@@ -136,6 +142,8 @@ fn follow_loop(
 ) {
     let path = spec.dir.join(TRANSCRIPT_FILE);
     let mut offset = spec.from;
+    // What the tree was last told of the session's metadata.
+    let mut told: Option<MetadataKey> = None;
     // The first read is at once: lines may have come since the open read the file.
     let mut waited = true;
     loop {
@@ -188,6 +196,44 @@ fn follow_loop(
             if results.send(AppEvent::SessionsListed(listed)).is_err() {
                 return;
             }
+        }
+        if let Some(store) = &spec.store
+            && let Ok((metadata, _)) = store.load_metadata(&spec.session_id)
+        {
+            let key = MetadataKey::of(&metadata);
+            if told.as_ref() != Some(&key) && !(spec.is_live)(&spec.session_id) {
+                told = Some(key);
+                if results
+                    .send(AppEvent::StoredSessionChanged(Box::new(metadata)))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What of a session's metadata the tree shows: sent again when it changes.
+#[derive(PartialEq)]
+struct MetadataKey {
+    status: SessionStatus,
+    last_updated: String,
+    turn_started: Option<String>,
+    name: Option<String>,
+    tokens: u64,
+    files: usize,
+}
+
+impl MetadataKey {
+    fn of(m: &Metadata) -> Self {
+        Self {
+            status: m.status,
+            last_updated: m.last_updated.clone(),
+            turn_started: m.turn_started.clone(),
+            name: m.name.clone(),
+            tokens: m.usage.input_tokens + m.usage.output_tokens,
+            files: m.files_changed.len(),
         }
     }
 }

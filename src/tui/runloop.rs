@@ -579,6 +579,75 @@ mod tests {
         }
     }
 
+    /// Issue 23 item 14 ("a status note that stayed 20 s"): a note set while no key
+    /// comes leaves the screen when it expires — the loop's tick wakes and redraws
+    /// without any input.
+    #[tokio::test(start_paused = true)]
+    async fn a_note_leaves_the_screen_when_it_expires_with_no_input() {
+        let t0 = Instant::now();
+        let (commands_tx, commands) = tokio::sync::mpsc::unbounded_channel();
+        let (results_tx, results) = tokio::sync::mpsc::unbounded_channel();
+        let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
+        // The app's clock follows the paused test clock.
+        let clock = app.clock().clone();
+        tokio::spawn(async move {
+            let mut last = Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let now = Instant::now();
+                clock.advance(now - last);
+                last = now;
+            }
+        });
+        let note_tx = results_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(t0 + Duration::from_millis(100)).await;
+            let changed = AppEvent::Reload(crate::agent::reload::ReloadEvent::ConfigChanged);
+            note_tx.send(changed).unwrap();
+        });
+        let (keys_tx, input) = futures::channel::mpsc::unbounded::<io::Result<TermEvent>>();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(t0 + Duration::from_secs(10)).await;
+            drop(keys_tx); // input ends: the loop returns
+        });
+        let channels = Channels {
+            commands,
+            results_tx,
+            results,
+            bus: None,
+            registry: None,
+            reloads: None,
+        };
+        let backend = Recording {
+            inner: TestBackend::new(100, 20),
+            frames: Vec::new(),
+        };
+        let mut terminal = Terminal::new(backend).unwrap();
+        let executor = LabelExecutor::default();
+        run_app(
+            &mut terminal,
+            &mut app,
+            input,
+            channels,
+            &executor,
+            &mut NoHost,
+        )
+        .await
+        .unwrap();
+        let frames = &terminal.backend().frames;
+        let shown = |text: &String| text.contains("config changed");
+        let first = frames.iter().position(|(_, t)| shown(t)).expect("shown");
+        let gone = frames[first..]
+            .iter()
+            .find(|(_, t)| !shown(t))
+            .expect("a frame without the note");
+        let after = gone.0 - t0;
+        assert!(
+            after >= Duration::from_millis(4_100) && after <= Duration::from_millis(4_300),
+            "redrawn without the note {after:?} in"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_label_without_a_model_is_resolved_at_start_and_shown() {
         let (executed, status) = run_with("openai").await;

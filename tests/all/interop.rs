@@ -219,7 +219,8 @@ fn an_amplifier_root_resumes_from_its_bundle_when_it_is_registered_locally() {
 #[test]
 fn a_resumed_root_never_loads_an_untrusted_projects_bundle_by_name() {
     let env = TestEnv::new();
-    let marker = env.dir.path().join("mcp-started");
+    // Inside the project: the only place a sandboxed project MCP server may write.
+    let marker = env.project.join("mcp-started");
     let bundle = env.project.join(".amplifier/bundles/foundation");
     std::fs::create_dir_all(&bundle).unwrap();
     std::fs::write(

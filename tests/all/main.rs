@@ -49,6 +49,7 @@ mod response_limits;
 mod resume_endpoint;
 mod retry;
 mod routing;
+mod run_containment;
 mod sandbox;
 mod store;
 #[cfg(unix)]

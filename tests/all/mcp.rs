@@ -89,6 +89,7 @@ async fn stdio_tools_results_and_errors() {
         listed,
         [
             "mcp__calc__add",
+            "mcp__calc__big",
             "mcp__calc__connect",
             "mcp__calc__crash",
             "mcp__calc__env",
@@ -128,7 +129,7 @@ async fn stdio_tools_results_and_errors() {
     assert_eq!(picture.content, "[image, image/png, 18 B]");
     assert!(matches!(
         hub.servers()[0].state(),
-        ServerState::Running { ref tools } if tools.len() == 9
+        ServerState::Running { ref tools } if tools.len() == 10
     ));
     hub.shutdown().await;
     assert_eq!(hub.servers()[0].state(), ServerState::NotStarted);
@@ -207,7 +208,7 @@ async fn one_process_per_server_however_many_mounts() {
     let (a, b) = tokio::join!(hub.mount(&specs), hub.mount(&specs));
     let c = hub.mount(&specs).await;
     for m in [&a, &b, &c] {
-        assert_eq!(m.tools.len(), 9);
+        assert_eq!(m.tools.len(), 10);
     }
     call(
         &a.tools,
@@ -261,7 +262,7 @@ async fn a_missing_command_is_named_and_the_rest_still_work() {
         reason("needs"),
         "${UNSET_MCP_VAR} is not set in the environment"
     );
-    assert_eq!(mounted.tools.len(), 9);
+    assert_eq!(mounted.tools.len(), 10);
     // A call to a server that failed says why, and does not retry the start.
     let ghost = hub
         .servers()

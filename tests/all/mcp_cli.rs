@@ -135,7 +135,9 @@ fn doctor_lists_each_servers_tools_and_names_the_broken_one() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("mcp       2 servers"), "{stdout}");
     assert!(
-        stdout.contains("    tools 9 (add, connect, crash, env, fail, picture, read, slow, write)"),
+        stdout.contains(
+            "    tools 10 (add, big, connect, crash, env, fail, picture, read, slow, write)"
+        ),
         "{stdout}"
     );
     assert!(
@@ -286,6 +288,56 @@ fn an_expanded_argument_is_scrubbed_everywhere() {
         assert!(!request.to_string().contains(secret));
     }
     assert!(files_containing(env.dir.path(), secret).is_empty());
+}
+
+/// Issue 22 "Resources": a tool answering 16.5 MB comes back capped like `bash` output
+/// (head and tail kept, the cut stated) and a call with no answer within the server's
+/// `call_timeout` gets an error result; the turn goes on and ends quickly.
+#[test]
+fn a_huge_mcp_result_is_capped_and_a_slow_call_times_out() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[
+            ("b1", "mcp__calc__big", json!({"bytes": 16_500_000})),
+            ("s1", "mcp__calc__slow", json!({"seconds": 60})),
+        ])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    // Its markers go into the project: the sandboxed server may write only there.
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config += &format!(
+        "mcp_servers:\n  calc:\n    command: \"{}\"\n    env:\n      MCP_TEST_DIR: \"{}\"\n    call_timeout: 2\n",
+        mcp_support::mcp_test_server().display(),
+        env.project.display()
+    );
+    std::fs::write(&env.config, config).unwrap();
+
+    let started = std::time::Instant::now();
+    let out = run(&env, true);
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let big = tool_result(&requests[1], "b1");
+    assert!(big.len() < 51 * 1024, "{} bytes came back", big.len());
+    assert!(
+        big.starts_with("STARTxxx") && big.ends_with("xxxEND"),
+        "{big:.80}"
+    );
+    assert!(big.contains(" bytes cut …"), "no cut stated");
+    let slow = tool_result(&requests[1], "s1");
+    assert!(
+        slow.contains("no result from 'slow' within 2s (its call_timeout)"),
+        "{slow}"
+    );
+    assert!(env.project.join("started-slow").exists());
 }
 
 /// Issue 22: a trusted project's agent `tool-mcp` with `${OPENAI_API_KEY}` in a URL

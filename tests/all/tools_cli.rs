@@ -37,6 +37,9 @@ fn env_output_is_scrubbed_and_writes_are_listed() {
     let out = env
         .cmd()
         .env("OPENAI_API_KEY", ENV_KEY)
+        // `*_API_KEY` variables are not inherited by bash at all; a copy of the key
+        // under another name is, and must come back scrubbed.
+        .env("KEY_COPY", ENV_KEY)
         .args([
             "run",
             "--agent",
@@ -69,7 +72,8 @@ fn env_output_is_scrubbed_and_writes_are_listed() {
         .unwrap();
     let body: Value = serde_json::from_str(&bash_result).unwrap();
     let printed = body["stdout"].as_str().unwrap();
-    assert!(printed.contains("OPENAI_API_KEY=[REDACTED]"), "{printed}");
+    assert!(printed.contains("KEY_COPY=[REDACTED]"), "{printed}");
+    assert!(!printed.contains("OPENAI_API_KEY="), "{printed}");
     for key in [ENV_KEY, CONFIG_KEY] {
         assert!(
             !requests[1].to_string().contains(key),

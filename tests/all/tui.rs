@@ -360,6 +360,59 @@ fn esc_never_cancels_a_running_tree_without_asking() {
     );
 }
 
+/// Issue 23 item 14 ("a status note that stayed 20 s"): with no key pressed, a note
+/// leaves when its time is up (a Tick redraws without it), and the cancel question
+/// leaves as soon as the turn it asks about ends by itself — it used to stay, asking
+/// about nothing, until the next key (and that key's `y` was then a cancel).
+#[test]
+fn status_notes_leave_without_a_key() {
+    let mut h = with_root_open();
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
+    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 21);
+    h.engine(
+        EngineEvent::status(SessionStatus::Running),
+        CHILD,
+        Some(ROOT),
+        21,
+    );
+    h.press(KeyCode::Esc);
+    let question = "cancel this turn and its 1 running sub-session? y/n";
+    assert!(h.screen(100, 30).contains(question));
+    // Unanswered while the turn runs, the question stays (it waits for a key)…
+    h.clock.advance(Duration::from_secs(20));
+    h.app.handle(AppEvent::Tick);
+    assert!(h.screen(100, 30).contains(question));
+    // …but not once the turn is over.
+    h.engine(
+        EngineEvent::status(SessionStatus::Completed),
+        CHILD,
+        Some(ROOT),
+        40,
+    );
+    h.engine(
+        EngineEvent::status(SessionStatus::Completed),
+        ROOT,
+        None,
+        41,
+    );
+    let screen = h.screen(100, 30);
+    assert!(!screen.contains(question), "{screen}");
+    assert!(screen.contains("nothing to cancel"), "{screen}");
+    // The note that says so leaves on the clock alone: the next Tick is due when it
+    // expires and redraws without it.
+    let due = h.app.next_tick().expect("a tick for the note");
+    assert!(due <= Duration::from_millis(4_001), "{due:?}");
+    h.app.take_redraw();
+    h.clock.advance(due);
+    h.app.handle(AppEvent::Tick);
+    assert!(h.app.take_redraw(), "the expiry redraws");
+    assert!(h.app.note().is_none());
+    assert!(!h.screen(100, 30).contains("nothing to cancel"));
+    assert_eq!(h.app.next_tick(), None, "idle: no more ticks");
+    h.press(KeyCode::Char('y'));
+    assert!(h.drain().is_empty(), "a late y cancels nothing");
+}
+
 #[test]
 fn esc_cancels_the_running_turn_of_the_open_thread() {
     let mut h = with_root_open();

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use arbor::agent::Registry;
 use arbor::engine::Runtime;
 use arbor::engine::testing::Step;
-use arbor::session::SessionStore;
 use arbor::session::message::{Message, Text};
+use arbor::session::{SessionStatus, SessionStore};
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::executor::RuntimeExecutor;
@@ -299,6 +299,11 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
     while said(tui.thread()) != expected {
         tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
     }
+    // The tree shows the shell's turn over (while it runs, Enter would steer it).
+    while tui.app.tree().get(&id).unwrap().status.turn_in_progress() {
+        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+            .await;
+    }
 
     // A turn of this process: its messages are the bus's, the file is no longer
     // followed (the follower would add each of them a second time).
@@ -318,4 +323,64 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
     );
     assert_eq!(&shown[..4], expected);
     assert!(shown.len() <= 6, "{shown:?}");
+}
+
+/// Issue 23 item 13, the tree: while another process runs a turn of the session
+/// open in the TUI, the tree shows it running; once that turn ends, it shows the
+/// status the other process stored (the follower reads the metadata again when it
+/// changes).
+#[tokio::test]
+async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
+    let gate = Arc::new(tokio::sync::Barrier::new(2));
+    let step_gate = gate.clone();
+    let fx = Fixture::new(plan(json!({})), &[], move |request| {
+        if arbor::engine::testing::last_user_text(request) == "slow" {
+            vec![Step::Barrier(step_gate.clone()), Step::text("slow answer")]
+        } else {
+            vec![Step::text("an answer")]
+        }
+    });
+    let id = {
+        let rt = fx.runtime();
+        let id = rt.create_root(None).unwrap();
+        rt.run_turn(&id, "opening".into()).await.unwrap();
+        id
+    };
+    let rt = fx.runtime();
+    let mut tui = Tui::new(&rt, &fx, &id);
+    tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
+        .await;
+    let status = |tui: &Tui| tui.app.tree().get(&id).unwrap().status;
+    assert!(!status(&tui).turn_in_progress());
+
+    let shell = fx.runtime();
+    let turn = {
+        let (shell, id) = (shell.clone(), id.clone());
+        tokio::spawn(async move { shell.run_turn(&id, "slow".into()).await })
+    };
+    while !status(&tui).turn_in_progress() {
+        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+            .await;
+    }
+    assert_eq!(status(&tui), SessionStatus::Running);
+
+    gate.wait().await;
+    turn.await.unwrap().unwrap();
+    drop(shell);
+    let metadata = SessionStore::new(fx.paths.sessions_dir())
+        .load_metadata(&id)
+        .unwrap()
+        .0;
+    let stored = metadata.status;
+    assert!(!stored.turn_in_progress(), "{stored:?}");
+    // The status, and the turn's end as stored (the tree's time).
+    let ended = metadata.last_updated.parse().ok();
+    assert!(ended.is_some());
+    while status(&tui) != stored || tui.app.tree().get(&id).unwrap().ended != ended {
+        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+            .await;
+    }
+    while !said(tui.thread()).contains(&"A:slow answer".to_string()) {
+        tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
+    }
 }

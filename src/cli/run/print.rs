@@ -1,62 +1,151 @@
-//! What `arbor run` / `session resume` remember between bus events while printing
-//! (issue 23 item 9): where one assistant message's text ends, so the next one's starts
-//! after a blank line instead of glued to it, and what each call waiting for approval
-//! does, so a denied call is named on stderr with how to allow it.
+//! What `arbor run` / `session resume` print for each bus event, and what they remember
+//! between events to print it.
 //!
-//! Owns: [`Printer`]. Does not own: which events reach it or the output formats
-//! (`run`), the denial itself (`engine::gate`).
+//! Owns: [`Printer`] — each event in the output format (`text`: the root session's
+//! answer as it streams, each assistant message of the turn after a blank line, notes
+//! on stderr; `jsonl`: every event as one line; `json`: nothing until the final
+//! object); secrets scrubbed from all of it (every `jsonl` line passed through
+//! `session::redact::scrub_secrets`, streamed pieces (`content_block:delta`) through a
+//! `ScrubStream` per session and kind, so a key the model streams in two pieces is
+//! replaced too, stderr notes through `out`, issue 22); and, in every format, a call
+//! denied for want of `--yes` or by the approval policy named on stderr with what would
+//! allow it (issue 23 item 9). Does not own: which events reach it, the final object or
+//! the exit code (`run`), the denial itself (`engine::gate`).
 
 use std::collections::HashMap;
 
+use crate::cli::OutputFormat;
 use crate::cli::out;
-use crate::out;
-use crate::session::protocol::{ApprovalDeniedEvent, DecisionKind};
-use crate::session::{EngineEvent, Message};
+use crate::session::protocol::{
+    ApprovalDeniedEvent, ContentBlockDeltaEvent, DecisionKind, DeltaKind,
+};
+use crate::session::redact::{ScrubStream, scrub_secrets};
+use crate::session::{EngineEvent, Event, Message};
+use crate::{out, outln};
 
-/// The printing state of one headless turn.
-#[derive(Debug, Default)]
-pub struct Printer {
-    /// The current assistant message has printed text.
-    text_in_message: bool,
-    /// A finished message printed text: the next text starts after a blank line.
-    separate: bool,
-    /// The last text printed ended a line.
-    at_line_start: bool,
+/// Prints the events of one headless turn of `session_id` (and its sub-sessions, in
+/// `jsonl`).
+pub(super) struct Printer<'a> {
+    format: OutputFormat,
+    session_id: &'a str,
+    /// Per (session, thinking?): the scrubber of its streamed pieces and its last
+    /// delta event (the shape to print what the scrubber still holds in).
+    streams: HashMap<(String, bool), (ScrubStream, Event)>,
+    /// Where the `text` answer's messages begin and end.
+    layout: TextLayout,
     /// `approval:required` summaries (`write notes.md`, the command), by call id.
     asked: HashMap<String, String>,
 }
 
-impl Printer {
-    /// Prints a text delta of the session's answer on stdout, a blank line first when
-    /// an earlier assistant message of the turn printed text.
-    ///
-    /// Errors: stdout cannot be written.
-    pub fn text(&mut self, delta: &str) -> std::io::Result<()> {
-        if delta.is_empty() {
-            return Ok(());
+impl<'a> Printer<'a> {
+    pub(super) fn new(format: OutputFormat, session_id: &'a str) -> Self {
+        Self {
+            format,
+            session_id,
+            streams: HashMap::new(),
+            layout: TextLayout::default(),
+            asked: HashMap::new(),
         }
-        if self.separate {
-            out!("{}", if self.at_line_start { "\n" } else { "\n\n" })?;
-            self.separate = false;
+    }
+
+    /// Prints `event`. A streamed piece prints what is safe of it now (maybe nothing);
+    /// any other event of a session first prints what its pieces still hold. Errors:
+    /// stdout cannot be written.
+    pub(super) fn event(&mut self, event: &Event) -> std::io::Result<()> {
+        if let EngineEvent::ContentBlockDelta(piece) = &event.msg {
+            let key = (
+                event.session_id.clone(),
+                matches!(piece.kind, DeltaKind::Thinking),
+            );
+            let (stream, last) = self
+                .streams
+                .entry(key)
+                .or_insert_with(|| (ScrubStream::default(), event.clone()));
+            *last = event.clone();
+            let ready = stream.push(&piece.delta);
+            if ready.is_empty() {
+                return Ok(());
+            }
+            return self.print(&with_delta(event, ready));
         }
-        out!("{delta}")?;
-        self.text_in_message = true;
-        self.at_line_start = delta.ends_with('\n');
+        self.flush(Some(&event.session_id))?;
+        self.print(event)
+    }
+
+    /// Prints what the streams of `session` (`None`: every session) still hold.
+    pub(super) fn flush(&mut self, session: Option<&str>) -> std::io::Result<()> {
+        let keys: Vec<(String, bool)> = self
+            .streams
+            .keys()
+            .filter(|(id, _)| session.is_none_or(|s| s == id))
+            .cloned()
+            .collect();
+        for key in keys {
+            if let Some((mut stream, last)) = self.streams.remove(&key) {
+                let rest = stream.finish();
+                if !rest.is_empty() {
+                    self.print(&with_delta(&last, rest))?;
+                }
+            }
+        }
         Ok(())
     }
 
-    /// Notes a message appended to the session: an assistant message ends its text.
-    pub fn appended(&mut self, message: &Message) {
-        if matches!(message, Message::Assistant(_)) && self.text_in_message {
-            self.text_in_message = false;
-            self.separate = true;
+    /// Prints one (already scrubbed, for a piece) bus event as the format wants it.
+    /// Errors: stdout cannot be written.
+    fn print(&mut self, event: &Event) -> std::io::Result<()> {
+        self.approval(&event.msg);
+        let (format, own) = (self.format, event.session_id == self.session_id);
+        let note = match &event.msg {
+            EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
+            EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
+            _ => None,
+        };
+        if let Some(note) = note
+            && own
+            && format != OutputFormat::Jsonl
+        {
+            out::error(note);
         }
+        if let EngineEvent::McpServerFailed(failed) = &event.msg
+            && format != OutputFormat::Jsonl
+        {
+            out::warning(failed.note());
+        }
+        match format {
+            OutputFormat::Jsonl => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    outln!("{}", scrub_secrets(&line))?;
+                }
+            }
+            OutputFormat::Text if own => match &event.msg {
+                EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+                    delta,
+                    kind: DeltaKind::Text,
+                }) => self.layout.text(delta)?,
+                EngineEvent::MessageAppended(appended) => {
+                    self.layout.appended(&appended.message);
+                }
+                EngineEvent::ProviderWarning(warning) => {
+                    out::warning(format!("{} ({})", warning.message, warning.provider));
+                }
+                // A hand-off between agents of the session's tree (SPEC §11), on stderr
+                // so stdout stays the answer.
+                EngineEvent::AgentTransfer(transfer) => {
+                    out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
+                }
+                _ => {}
+            },
+            OutputFormat::Text => {}
+            OutputFormat::Json => {}
+        }
+        Ok(())
     }
 
     /// Follows the approval events of the whole tree: on a denial by the missing
-    /// `--yes` or by the approval policy, says on stderr what was denied, who asked,
-    /// and what would allow it.
-    pub fn approval(&mut self, event: &EngineEvent) {
+    /// `--yes` or by the approval policy, says on stderr (scrubbed by `out`) what was
+    /// denied, who asked, and what would allow it.
+    fn approval(&mut self, event: &EngineEvent) {
         match event {
             EngineEvent::ApprovalRequired(required) => {
                 self.asked
@@ -76,9 +165,58 @@ impl Printer {
     }
 }
 
+/// Where one assistant message's text ends in the `text` answer, so the next one's
+/// starts after a blank line instead of glued to it (issue 23 item 9).
+#[derive(Debug, Default)]
+struct TextLayout {
+    /// The current assistant message has printed text.
+    text_in_message: bool,
+    /// A finished message printed text: the next text starts after a blank line.
+    separate: bool,
+    /// The last text printed ended a line.
+    at_line_start: bool,
+}
+
+impl TextLayout {
+    /// Prints a (scrubbed) text delta of the session's answer on stdout, a blank line
+    /// first when an earlier assistant message of the turn printed text.
+    ///
+    /// Errors: stdout cannot be written.
+    fn text(&mut self, delta: &str) -> std::io::Result<()> {
+        if delta.is_empty() {
+            return Ok(());
+        }
+        if self.separate {
+            out!("{}", if self.at_line_start { "\n" } else { "\n\n" })?;
+            self.separate = false;
+        }
+        out!("{delta}")?;
+        self.text_in_message = true;
+        self.at_line_start = delta.ends_with('\n');
+        Ok(())
+    }
+
+    /// Notes a message appended to the session: an assistant message ends its text.
+    fn appended(&mut self, message: &Message) {
+        if matches!(message, Message::Assistant(_)) && self.text_in_message {
+            self.text_in_message = false;
+            self.separate = true;
+        }
+    }
+}
+
+/// `event` (a `content_block:delta`) carrying `delta` instead of its own piece.
+fn with_delta(event: &Event, delta: String) -> Event {
+    let mut event = event.clone();
+    if let EngineEvent::ContentBlockDelta(piece) = &mut event.msg {
+        piece.delta = delta;
+    }
+    event
+}
+
 /// The stderr line for a denied call, or `None` for denials a person made or a
 /// cancellation (nothing to allow).
-pub fn denial_note(denied: &ApprovalDeniedEvent, summary: Option<&str>) -> Option<String> {
+fn denial_note(denied: &ApprovalDeniedEvent, summary: Option<&str>) -> Option<String> {
     let tool = &denied.tool_name;
     let what = match summary.filter(|s| !s.is_empty() && *s != tool) {
         Some(summary) => format!("{tool} `{summary}`"),

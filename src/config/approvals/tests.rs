@@ -129,7 +129,7 @@ fn bad_values_and_keys_are_reported_quoting_them() {
 #[test]
 fn warns_about_keys_naming_nothing_known() {
     let r = rules(
-        json!({"bahs": "deny", "tool-bsh": "deny", "bash": "ask", "mcp__x__y": "allow", "tool-search": "allow"}),
+        json!({"bahs": "deny", "tool-bsh": "deny", "bash": "ask", "mcp__x__y": "allow", "tool-search": "allow", "tool-delegate": "ask"}),
     );
     let w = r.warnings();
     assert_eq!(w.len(), 2, "{w:?}");

@@ -2,7 +2,8 @@
 //! transcript (no message copied for the request), and appends after a call grow that
 //! same transcript in place (no copy-on-write copy: the loop released its request).
 //! And durability: every message is on disk as it is appended, while the session's
-//! files are fsynced once per turn, however many messages it has.
+//! files are fsynced once per turn, however many messages it has. And bounds: one
+//! message's tool calls run at most 16 at once.
 
 use std::sync::{Arc, Mutex};
 
@@ -285,4 +286,84 @@ async fn a_turn_starts_with_one_metadata_write() {
     assert!(now["turn_started"].is_string(), "{now}");
     assert!(before["turn_started"].is_null(), "{before}");
     assert_ne!(before["status"], "running", "{before}");
+}
+
+/// A tool that holds each call for 50 ms and records how many calls run at once.
+#[derive(Default)]
+struct Gauge {
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+    done: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Tool for Gauge {
+    fn module(&self) -> &str {
+        "tool-gauge"
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "gauge".into(),
+            description: "counts calls running at once".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn call(&self, _input: serde_json::Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (running, most, done) = (self.running.clone(), self.most.clone(), self.done.clone());
+        async move {
+            let now = running.fetch_add(1, SeqCst) + 1;
+            most.fetch_max(now, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            running.fetch_sub(1, SeqCst);
+            done.fetch_add(1, SeqCst);
+            ToolOutput::ok("measured")
+        }
+        .boxed()
+    }
+}
+
+/// Issue 22 "Resources": 40 tool calls in one message run at most
+/// `MAX_CONCURRENT_CALLS` (16) at once; the rest queue and all 40 finish, their
+/// results in call order. (Before: all 40 at once.)
+#[tokio::test]
+async fn one_messages_calls_run_at_most_sixteen_at_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let gauge = Gauge::default();
+    let (most, done) = (gauge.most.clone(), gauge.done.clone());
+    let provider = Arc::new(ScriptedProvider::new(|request| {
+        if matches!(request.messages.last(), Some(Message::Tool(_))) {
+            vec![Step::text("done")]
+        } else {
+            (0..CALLS)
+                .map(|i| Step::call(format!("g{i}"), "gauge", json!({})))
+                .collect()
+        }
+    }));
+    let rt = runtime(dir.path(), provider, vec![Arc::new(gauge)]);
+    let id = rt.create_root(None).unwrap();
+    let out = rt.run_turn(&id, "go".into()).await.unwrap();
+    assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
+    assert_eq!(done.load(SeqCst), CALLS);
+    let most = most.load(SeqCst);
+    assert_eq!(
+        most,
+        crate::engine::calls::MAX_CONCURRENT_CALLS,
+        "{most} calls ran at once"
+    );
+    let results: Vec<String> = rt
+        .live(&id)
+        .unwrap()
+        .transcript_snapshot()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(t) => Some(t.tool_call_id.to_string()),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<String> = (0..CALLS).map(|i| format!("g{i}")).collect();
+    assert_eq!(results, expected);
 }

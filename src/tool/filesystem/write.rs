@@ -3,13 +3,19 @@
 //! Owns: the two write tools (Amplifier's names, inputs and result keys), their module
 //! config (`allowed_write_paths`, default `["."]`), atomic replacement of a file (a
 //! temp file in the same directory, renamed over it; permissions kept), creating
-//! missing parent directories inside the allowed roots, the [`FileChange`] each
+//! missing parent directories inside the allowed roots — every one of these opened
+//! beneath a handle on the write root, so a directory swapped for a symlink between
+//! the check and the write fails instead of escaping — the [`FileChange`] each
 //! successful call reports, and previews (the diff a call would make, without writing).
 //! Does not own: path confinement (`confine::resolve_for_write`), the edit and diff
 //! rules (`diff`), recording changes in metadata (`engine`) or approvals.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -22,6 +28,8 @@ use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Files larger than this get line counts from their line totals instead of a diff.
 const DIFF_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// Fresh temp-file names tried before a write gives up.
+const TEMP_ATTEMPTS: usize = 8;
 
 /// Where the write tools may write: the `allowed_write_paths` entries of the module
 /// config, or why that config is unusable (then every write is refused with it).
@@ -190,7 +198,9 @@ impl Tool for EditFile {
 /// A write worked out but not done: where, the content before (`None`: a new file)
 /// and after, and the result fields of the tool.
 struct Planned {
-    target: PathBuf,
+    /// The write root the file is inside, and the file below it (see [`commit`]).
+    root: PathBuf,
+    relative: PathBuf,
     /// The path as shown to the model and recorded (relative to the working directory
     /// when inside it).
     shown: String,
@@ -280,7 +290,8 @@ fn plan_write(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result
     };
     Ok(Planned {
         shown: shown(working_dir, &target.path),
-        target: target.path,
+        root: target.root,
+        relative: target.relative,
         before,
         after: content.to_string(),
         tool: "write_file",
@@ -311,7 +322,8 @@ fn plan_edit(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<
     let edited = apply_edit(&before, old, new, replace_all).map_err(|e| e.message(&shown))?;
     Ok(Planned {
         shown,
-        target: target.path,
+        root: target.root,
+        relative: target.relative,
         before: Some(before),
         after: edited.content,
         tool: "edit_file",
@@ -356,45 +368,83 @@ fn shown(working_dir: &Path, path: &Path) -> String {
     }
 }
 
-/// Writes `planned.after` to `planned.target` atomically: missing parent directories
+/// Writes `planned.after` to the planned file atomically: missing parent directories
 /// first, then a temp file in the same directory (mode 0666 less the umask, or the
 /// replaced file's permissions), synced, renamed over the target.
+///
+/// Every step is relative to a handle on the write root opened once here
+/// (`cap_std::fs::Dir`, which resolves each path beneath it — `openat2` with
+/// `RESOLVE_BENEATH` on Linux): a directory swapped for a symlink after
+/// `confine::resolve_for_write` checked the path makes the write fail instead of
+/// landing outside the root. The file's directory is opened once too, so the temp
+/// file and the rename happen in the same directory.
 fn commit(planned: &Planned) -> Result<(), String> {
     let shown = &planned.shown;
-    let dir = planned
-        .target
-        .parent()
-        .ok_or_else(|| format!("cannot write '{shown}': it has no parent directory"))?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?;
+    let failed = |e: std::io::Error| format!("cannot write '{shown}': {e}");
+    let root = Dir::open_ambient_dir(&planned.root, ambient_authority()).map_err(|e| {
+        format!(
+            "cannot write '{shown}': the write root {} cannot be opened: {e}",
+            planned.root.display()
+        )
+    })?;
     let name = planned
-        .target
+        .relative
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let prefix = format!(".{name}.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".arbor-tmp");
+        .ok_or_else(|| format!("cannot write '{shown}': it has no file name"))?;
+    let dir = match planned
+        .relative
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        Some(parent) => {
+            root.create_dir_all(parent)
+                .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?;
+            root.open_dir(parent)
+                .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?
+        }
+        None => root,
+    };
+    let (temp_name, mut file) = create_temp(&dir, name).map_err(failed)?;
+    let written = (|| {
+        if planned.before.is_some()
+            && let Ok(meta) = dir.metadata(name)
+        {
+            file.set_permissions(meta.permissions())?;
+        }
+        file.write_all(planned.after.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        dir.rename(&temp_name, &dir, name)
+    })();
+    if let Err(e) = written {
+        let _ = dir.remove_file(&temp_name);
+        return Err(failed(e));
+    }
+    Ok(())
+}
+
+/// Creates `.<name>.<random>.arbor-tmp` in `dir` (never an existing name: a few
+/// fresh names are tried), mode 0666 less the umask.
+fn create_temp(dir: &Dir, name: &OsStr) -> std::io::Result<(OsString, cap_std::fs::File)> {
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
+        use cap_std::fs::OpenOptionsExt;
+        options.mode(0o666);
     }
-    let mut temp = builder
-        .tempfile_in(dir)
-        .map_err(|e| format!("cannot write '{shown}': {e}"))?;
-    if planned.before.is_some()
-        && let Ok(meta) = std::fs::metadata(&planned.target)
-    {
-        std::fs::set_permissions(temp.path(), meta.permissions())
-            .map_err(|e| format!("cannot write '{shown}': {e}"))?;
+    let mut last = None;
+    for _ in 0..TEMP_ATTEMPTS {
+        let mut temp = OsString::from(".");
+        temp.push(name);
+        temp.push(format!(".{:08x}.arbor-tmp", rand::random::<u32>()));
+        match dir.open_with(&temp, &options) {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
     }
-    temp.write_all(planned.after.as_bytes())
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| format!("cannot write '{shown}': {e}"))?;
-    temp.persist(&planned.target)
-        .map_err(|e| format!("cannot write '{shown}': {}", e.error))?;
-    Ok(())
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temp file name was free")))
 }
 
 /// A boolean argument (`true`/`false`, or those words as strings); `None` when absent.

@@ -5,7 +5,9 @@
 //! Results: text blocks verbatim (joined by newlines); structured content as JSON when
 //! no text block came with it; images, audio and resources as a short placeholder
 //! naming type and size (`[image: image/png, 1.2 KB]`) — the model gets no base64.
-//! A result with `isError` is a tool error.
+//! A result with `isError` is a tool error. The text is capped as `bash` caps a stream
+//! (`bash::output::Capped`: the first 20 KB and the last 30 KB kept, the cut stated),
+//! so a server answering megabytes does not flood the transcript or the model.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::server::{CallEnd, Server};
 use crate::config::mcp::MCP_MODULE;
+use crate::tool::bash::output::Capped;
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The prefix of every MCP tool name.
@@ -124,11 +127,22 @@ pub fn output_of(result: &CallToolResult) -> ToolOutput {
     if !has_text && let Some(structured) = &result.structured_content {
         parts.insert(0, structured.to_string());
     }
-    let content = parts.join("\n");
+    let content = cap(parts.join("\n"));
     if result.is_error == Some(true) {
         ToolOutput::error(content)
     } else {
         ToolOutput::ok(content)
+    }
+}
+
+/// `text` cut to `bash`'s per-stream limits (head and tail kept, the cut stated).
+fn cap(text: String) -> String {
+    let mut capped = Capped::default();
+    capped.push(text.as_bytes());
+    if capped.was_cut() {
+        capped.into_text()
+    } else {
+        text
     }
 }
 
@@ -221,5 +235,23 @@ mod tests {
         ));
         assert!(out.is_error);
         assert_eq!(out.content, "boom");
+    }
+
+    #[test]
+    fn a_huge_result_keeps_its_head_and_tail_and_says_what_was_cut() {
+        use crate::tool::bash::output::{HEAD_BYTES, TAIL_BYTES};
+        let text = format!("START{}END", "x".repeat(16_500_000));
+        let out = output_of(&result(
+            json!({"content": [{"type": "text", "text": text}]}),
+        ));
+        assert!(
+            out.content.len() < HEAD_BYTES + TAIL_BYTES + 100,
+            "{}",
+            out.content.len()
+        );
+        assert!(out.content.starts_with("START"));
+        assert!(out.content.ends_with("END"));
+        let cut = text.len() - HEAD_BYTES - TAIL_BYTES;
+        assert!(out.content.contains(&format!("… {cut} bytes cut …")));
     }
 }

@@ -6,9 +6,10 @@
 //! or when the hub is dropped), each server's lifecycle (`server`: `initialize` within
 //! its timeout, a crashed server restarted by the next call with a note, a server that
 //! cannot start reported by name while the other servers' tools still work), and the
-//! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text, cancel stops a
-//! call), and confining stdio servers in the kernel sandbox ([`McpSandboxing`]: what a
-//! server may write, its network). Does not own: which servers a session mounts or whether a project may start
+//! tool adapter (`adapter`: `mcp__<server>__<tool>`, results as text capped like
+//! `bash` output, cancel or `call_timeout` stops a call), and confining stdio servers
+//! in the kernel sandbox ([`McpSandboxing`]: what a server may write, its network).
+//! Does not own: which servers a session mounts or whether a project may start
 //! them (the engine reads `config::mcp` and `config::trust`), approvals (MCP tools ask
 //! by default, `config::approvals`), or showing anything.
 
@@ -109,6 +110,7 @@ impl McpHub {
         if let Some(existing) = servers.get(&spec.name) {
             let same = existing.spec.transport == spec.transport
                 && existing.spec.init_timeout == spec.init_timeout
+                && existing.spec.call_timeout == spec.call_timeout
                 && existing.spec.sandbox == spec.sandbox;
             return if same {
                 Ok(existing.clone())

@@ -5,7 +5,8 @@
 //! starts, then shares the connection. A server that fails to start stays failed, with
 //! its reason, for the rest of the process (restarting it every turn would repeat a
 //! slow timeout); a server that was running and exited is started again by the next
-//! call, whose result says so.
+//! call, whose result says so. A call that has no result within the server's
+//! `call_timeout` is cancelled and ends as an error result.
 //!
 //! Sandbox (issue #22): a stdio server starts through `arbor __sandbox`
 //! ([`crate::sandbox`]) when the hub has a sandbox and the kernel can, with the rules of
@@ -368,9 +369,10 @@ impl Server {
         }
     }
 
-    /// Calls `tool` with `arguments`. A cancel drops the request, which tells the
-    /// server (`notifications/cancelled`). Returns whether the server was restarted
-    /// for this call.
+    /// Calls `tool` with `arguments`. A cancel, or no result within the server's
+    /// `call_timeout` (then `CallEnd::Failed` saying so), drops the request, which
+    /// tells the server (`notifications/cancelled`). Returns whether the server was
+    /// restarted for this call.
     pub(super) async fn call(
         &self,
         tool: &str,
@@ -400,14 +402,23 @@ impl Server {
                 );
             }
         }
+        let limit = self.spec.call_timeout;
         let end = tokio::select! {
-            r = conn.client.call_tool(params) => match r {
+            r = tokio::time::timeout(limit, conn.client.call_tool(params)) => match r {
+                Err(_) => CallEnd::Failed(format!(
+                    "MCP server '{}': no result from '{tool}' within {} (its call_timeout); \
+                     the call was cancelled",
+                    self.spec.name,
+                    seconds(limit)
+                )),
+                Ok(r) => match r {
                 Ok(result) => CallEnd::Done(result),
                 Err(e) if conn.is_closed() => CallEnd::Failed(format!(
                     "MCP server '{}' exited during the call ({e}); it restarts on the next call",
                     self.spec.name
                 )),
                 Err(e) => CallEnd::Failed(format!("MCP server '{}': {e}", self.spec.name)),
+                },
             },
             () = cancel.cancelled() => CallEnd::Cancelled,
         };

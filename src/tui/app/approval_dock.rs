@@ -4,7 +4,8 @@
 //! the session did before answering. Docked, the panes take the keys again except the
 //! answer keys (`y`, `a`, `n` outside the composer, where they would be typed), a deny
 //! reason being typed, and `approval.thread` or Esc, which bring the prompt back over
-//! everything.
+//! everything (never a cancel; after Esc the prompt's answer grace starts again, so
+//! an Esc pressed twice brings it back without denying).
 //!
 //! Owns: routing keys to the prompt, docking and undocking. Does not own: the queue and
 //! its answers (`state::approvals`) or how the docked prompt looks (`views::approval`).
@@ -50,8 +51,10 @@ impl App {
                 self.approvals.set_docked(false);
                 true
             }
+            // Esc brings the prompt back: never a cancel of the open thread, and (the
+            // prompt's grace starts again) a second Esc at once does not deny.
             Some(Action::ApprovalDenyNow) => {
-                self.approvals.set_docked(false);
+                self.approvals.undock(self.clock.now());
                 true
             }
             Some(Action::ApprovalAllow | Action::ApprovalAlways | Action::ApprovalDeny)

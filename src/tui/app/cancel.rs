@@ -5,7 +5,8 @@
 //! overlay, the palette, the find bar, a prompt) and a cancel Esc right after it
 //! ([`ESC_AFTER_CLOSE_MS`]) do not add up to a cancel; a turn with running
 //! sub-sessions is cancelled only after the person answers `y` to "cancel this turn
-//! and its N running sub-sessions? y/n" (any other key keeps it running). Does not
+//! and its N running sub-sessions? y/n" (any other key keeps it running); the question
+//! leaves by itself when the turn ends first. Does not
 //! own: the key dispatch (`input`), sending the cancel (`UiAction::Cancel`), the tree's
 //! `x` (an explicit key: cancels at once).
 
@@ -88,6 +89,30 @@ impl App {
                 until: now + jiff::SignedDuration::from_millis(QUESTION_MS),
             },
         });
+    }
+
+    /// Takes the cancel question down once its turn is over by itself (completed,
+    /// failed, cancelled elsewhere): it would otherwise stay in the status bar, asking
+    /// about nothing, until the next key. Called after every event.
+    pub(super) fn drop_stale_cancel_question(&mut self) {
+        let Some(confirm) = &self.confirm_cancel else {
+            return;
+        };
+        let id = confirm.session_id.as_str();
+        let in_flight = self
+            .thread
+            .as_ref()
+            .is_some_and(|t| t.turn_in_flight && t.session_id.as_deref() == Some(id));
+        let running = in_flight
+            || self
+                .tree
+                .get(id)
+                .is_some_and(|n| n.status.turn_in_progress());
+        if !running {
+            self.confirm_cancel = None;
+            self.set_note("the turn ended by itself; nothing to cancel", false);
+            self.dirty = true;
+        }
     }
 
     /// While the cancel question is up, every key answers it: `y` cancels, any other

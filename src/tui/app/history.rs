@@ -2,7 +2,7 @@
 //! prompts of this project (Up again goes further back while the recalled text is
 //! unchanged, Down past the newest empties the composer); Ctrl+R opens the popup as a
 //! reverse search (type to filter, Enter/Tab puts the prompt in the composer, Esc
-//! closes). Alt+↑ (edit a waiting message) is its own binding and is unaffected.
+//! closes; each row shows when it was last sent, as `/resume` rows do). Alt+↑ (edit a waiting message) is its own binding and is unaffected.
 //!
 //! Owns: the walk position and the search popup's query editing. Does not own: the
 //! stored prompts (`state::history`) or the popup's other keys (`app::palette`).
@@ -24,7 +24,7 @@ impl App {
     /// Records a prompt about to be sent (a failure to keep it is a note).
     pub(super) fn remember(&mut self, text: &str) {
         self.history_pos = None;
-        if let Err(e) = self.history.push(text) {
+        if let Err(e) = self.history.push_at(text, self.clock.now()) {
             self.set_note(e, true);
         }
     }
@@ -80,17 +80,26 @@ impl App {
     }
 
     fn open_history_search(&mut self, query: String) {
+        let now = self.clock.now();
         let items = self
             .history
-            .search(&query)
+            .search_dated(&query)
             .into_iter()
-            .map(|p| PopupItem {
-                label: p.lines().next().unwrap_or_default().to_string(),
-                detail: match p.lines().count() {
-                    0 | 1 => String::new(),
-                    n => format!("({n} lines)"),
-                },
-                value: p.to_string(),
+            .map(|(p, at)| {
+                let lines = match p.lines().count() {
+                    0 | 1 => None,
+                    n => Some(format!("({n} lines)")),
+                };
+                let when = at.map(|at| super::palette::when_created(at, now));
+                PopupItem {
+                    label: p.lines().next().unwrap_or_default().to_string(),
+                    detail: [lines, when]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" · "),
+                    value: p.to_string(),
+                }
             })
             .collect();
         let mut popup = Popup::new(PopupKind::History, query, items);

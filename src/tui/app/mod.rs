@@ -278,6 +278,7 @@ impl App {
         if let Some(quiet) = sync {
             self.sync_needs_you(quiet);
         }
+        self.drop_stale_cancel_question();
     }
 
     fn apply_event(&mut self, event: AppEvent) {
@@ -287,6 +288,7 @@ impl App {
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
             AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
+            AppEvent::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
             AppEvent::McpServersListed(servers) => self.mcp = servers,
             AppEvent::TranscriptLoaded { requested, result } => {
                 self.on_transcript(&requested, result, None)

@@ -321,9 +321,9 @@ fn short(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// When a session was created, for the `/resume` list: its age within a day
-/// (`5m ago`), else its date (`2025-03-01`, UTC).
-fn when_created(created: jiff::Timestamp, now: jiff::Timestamp) -> String {
+/// When a session was created (or a prompt sent), for the `/resume` and Ctrl+R
+/// lists: its age within a day (`5m ago`), else its date (`2025-03-01`, UTC).
+pub(super) fn when_created(created: jiff::Timestamp, now: jiff::Timestamp) -> String {
     let age = crate::tui::clock::millis_between(created, now);
     if age < 86_400_000 {
         crate::tui::views::tree::format_age(age)

@@ -16,7 +16,8 @@
 //! prompt comes to the front its answer keys are ignored, so keys typed for the
 //! composer just before it appeared answer nothing. `approval.thread` docks the front
 //! prompt below the panes so the asking session's thread can be read (the `App` opens
-//! it); docked, the answer keys still answer and the same key brings it back.
+//! it); docked, the answer keys still answer and the same key (or Esc) brings it
+//! back, with the grace again.
 //!
 //! Owns: the queue, the reason being typed, the scroll of the front prompt, and what
 //! "always" means for a call ([`PendingApproval::always`]). Does not own: sending the
@@ -145,6 +146,16 @@ impl ApprovalQueue {
     /// Docks the front prompt (`true`) or shows it over everything again.
     pub fn set_docked(&mut self, docked: bool) {
         self.docked = docked && !self.pending.is_empty();
+    }
+
+    /// Shows a docked prompt over everything again at `now`, with the grace of a
+    /// prompt that just came to the front: an Esc pressed twice to leave the thread
+    /// brings the prompt back and does not also deny (issue 23 item 2).
+    pub fn undock(&mut self, now: Timestamp) {
+        if self.docked() {
+            self.front_since = Some(now);
+        }
+        self.docked = false;
     }
 
     /// First body row of the front prompt to show.

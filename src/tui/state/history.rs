@@ -2,8 +2,10 @@
 //! kept across restarts in `Paths::history_file` (`history/<project slug>.jsonl` in
 //! arbor's state directory).
 //!
-//! File shape: one JSON object per line, `{"prompt": TEXT}` (JSON so multi-line
-//! prompts stay one line), oldest first. Appended with one `write` per prompt to a
+//! File shape: one JSON object per line, `{"prompt": TEXT, "at": RFC 3339}` (JSON so
+//! multi-line prompts stay one line), oldest first; `at` (when it was sent, shown as
+//! its age or date in the Ctrl+R list) is absent from lines older versions wrote, and
+//! such lines still load (without a date). Appended with one `write` per prompt to a
 //! file opened for appending, so a crash loses at most the prompt being written; a
 //! line that does not parse (a torn last line, a hand edit) is skipped when read.
 //! Capped: once it holds more than twice [`CAP`] lines it is rewritten with the
@@ -18,6 +20,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// Prompts kept (the newest).
@@ -29,6 +32,8 @@ pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
 #[derive(Serialize, Deserialize)]
 struct Line {
     prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at: Option<Timestamp>,
 }
 
 /// The prompts of one project, oldest first.
@@ -37,6 +42,8 @@ pub struct History {
     /// Where it is kept (`None`: in memory only, e.g. tests of other features).
     path: Option<PathBuf>,
     entries: Vec<String>,
+    /// When each entry was sent (`None`: a line without `at`), parallel to `entries`.
+    times: Vec<Option<Timestamp>>,
     /// Lines in the file (entries plus skipped ones), to know when to compact.
     lines: usize,
 }
@@ -48,17 +55,21 @@ impl History {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let mut lines = 0;
         let mut entries = Vec::new();
+        let mut times = Vec::new();
         for line in text.lines() {
             lines += 1;
             if let Ok(l) = serde_json::from_str::<Line>(line) {
                 entries.push(l.prompt);
+                times.push(l.at);
             }
         }
         let skip = entries.len().saturating_sub(CAP);
         entries.drain(..skip);
+        times.drain(..skip);
         Self {
             path: Some(path),
             entries,
+            times,
             lines,
         }
     }
@@ -68,10 +79,15 @@ impl History {
         &self.entries
     }
 
-    /// Records a sent prompt: blank ones, over-long ones and a repeat of the newest are
-    /// not kept. Errors (the state directory cannot be written) come back as text for
-    /// a note; the prompt is still kept for this run.
+    /// Records a prompt sent now (the system clock); see [`History::push_at`].
     pub fn push(&mut self, prompt: &str) -> Result<(), String> {
+        self.push_at(prompt, Timestamp::now())
+    }
+
+    /// Records a prompt sent at `at`: blank ones, over-long ones and a repeat of the
+    /// newest are not kept. Errors (the state directory cannot be written) come back as
+    /// text for a note; the prompt is still kept for this run.
+    pub fn push_at(&mut self, prompt: &str, at: Timestamp) -> Result<(), String> {
         if prompt.trim().is_empty()
             || prompt.len() > MAX_PROMPT_BYTES
             || self.entries.last().map(String::as_str) == Some(prompt)
@@ -80,8 +96,10 @@ impl History {
         }
         let prompt = crate::session::redact::scrub_secrets(prompt).into_owned();
         self.entries.push(prompt.clone());
+        self.times.push(Some(at));
         if self.entries.len() > CAP {
             self.entries.remove(0);
+            self.times.remove(0);
         }
         let Some(path) = self.path.clone() else {
             return Ok(());
@@ -89,28 +107,39 @@ impl History {
         self.lines += 1;
         if self.lines > 2 * CAP {
             self.lines = self.entries.len();
-            return rewrite(&path, &self.entries);
+            return rewrite(&path, &self.entries, &self.times);
         }
-        append(&path, &prompt)
+        append(&path, &prompt, Some(at))
     }
 
     /// Prompts containing `query` (case-insensitive), newest first, each once.
     pub fn search(&self, query: &str) -> Vec<&str> {
+        self.search_dated(query)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// As [`History::search`], each prompt with when it was last sent (`None`: its
+    /// newest line has no time, written by an older arbor).
+    pub fn search_dated(&self, query: &str) -> Vec<(&str, Option<Timestamp>)> {
         let q = query.to_lowercase();
         let mut seen = std::collections::HashSet::new();
         self.entries
             .iter()
+            .zip(&self.times)
             .rev()
-            .filter(|e| q.is_empty() || e.to_lowercase().contains(&q))
-            .filter(|e| seen.insert(e.as_str()))
-            .map(String::as_str)
+            .filter(|(e, _)| q.is_empty() || e.to_lowercase().contains(&q))
+            .filter(|(e, _)| seen.insert(e.as_str()))
+            .map(|(e, at)| (e.as_str(), *at))
             .collect()
     }
 }
 
-fn line_of(prompt: &str) -> Result<String, String> {
+fn line_of(prompt: &str, at: Option<Timestamp>) -> Result<String, String> {
     serde_json::to_string(&Line {
         prompt: prompt.to_string(),
+        at,
     })
     .map(|l| l + "\n")
     .map_err(|e| e.to_string())
@@ -124,9 +153,9 @@ fn create_dir(path: &Path) -> Result<(), String> {
     }
 }
 
-fn append(path: &Path, prompt: &str) -> Result<(), String> {
+fn append(path: &Path, prompt: &str, at: Option<Timestamp>) -> Result<(), String> {
     create_dir(path)?;
-    let line = line_of(prompt)?;
+    let line = line_of(prompt, at)?;
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -136,13 +165,14 @@ fn append(path: &Path, prompt: &str) -> Result<(), String> {
         .map_err(|e| format!("history not kept: {}: {e}", path.display()))
 }
 
-fn rewrite(path: &Path, entries: &[String]) -> Result<(), String> {
+fn rewrite(path: &Path, entries: &[String], times: &[Option<Timestamp>]) -> Result<(), String> {
     create_dir(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let fail = |e: std::io::Error| format!("history not kept: {}: {e}", path.display());
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    for e in entries {
-        tmp.write_all(line_of(e)?.as_bytes()).map_err(fail)?;
+    for (i, e) in entries.iter().enumerate() {
+        let at = times.get(i).copied().flatten();
+        tmp.write_all(line_of(e, at)?.as_bytes()).map_err(fail)?;
     }
     tmp.as_file().sync_all().map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
@@ -172,6 +202,26 @@ mod tests {
         assert_eq!(h.entries(), ["first", "two\nlines"]);
         assert_eq!(h.search("LINE"), ["two\nlines"]);
         assert_eq!(h.search(""), ["two\nlines", "first"]);
+    }
+
+    #[test]
+    fn lines_keep_their_time_and_old_lines_without_one_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        std::fs::write(&path, "{\"prompt\":\"old one\"}\n").unwrap();
+        let mut h = History::load(path.clone());
+        let at: Timestamp = "2025-03-01T12:00:00Z".parse().unwrap();
+        h.push_at("new one", at).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().last().unwrap(),
+            r#"{"prompt":"new one","at":"2025-03-01T12:00:00Z"}"#
+        );
+        let h = History::load(path);
+        assert_eq!(
+            h.search_dated(""),
+            [("new one", Some(at)), ("old one", None)]
+        );
     }
 
     #[test]

@@ -281,6 +281,31 @@ impl SessionTree {
         }
     }
 
+    /// Updates an existing node from its stored metadata `m`, as another process
+    /// rewrote it (`AppEvent::StoredSessionChanged`): status (with the turn's start
+    /// and end), title, usage and files. Unknown ids are ignored; the caller makes sure
+    /// the session is not live in this process (its bus events are newer).
+    pub fn refresh_stored(&mut self, m: &Metadata) {
+        let Some(node) = self.nodes.get_mut(&m.session_id) else {
+            return;
+        };
+        if m.status.turn_in_progress() {
+            set_status(node, m.status, last_turn_start(m));
+        } else {
+            set_status(node, m.status, parse_ts(&m.last_updated));
+            // A whole turn may have passed between two reads (completed → completed):
+            // its times are the stored ones.
+            node.started = last_turn_start(m).or(node.started);
+            node.ended = parse_ts(&m.last_updated).or(node.ended);
+        }
+        if let Some(name) = m.name.as_ref().filter(|n| !n.trim().is_empty()) {
+            node.title = Some(name.clone());
+        }
+        node.tokens = m.usage.input_tokens + m.usage.output_tokens;
+        node.cost = m.usage.cost;
+        node.files_changed.clone_from(&m.files_changed);
+    }
+
     /// Ensures a node exists for `id`; returns whether it was new.
     pub fn ensure(&mut self, id: &str, parent: Option<&str>, agent: Option<&str>) -> bool {
         if let Some(node) = self.nodes.get_mut(id) {

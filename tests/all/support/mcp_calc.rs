@@ -5,6 +5,7 @@
 //! Tools: `add {a, b}`; `fail {message}` (a tool error); `slow {seconds}` (writes
 //! `started-slow` into `$MCP_TEST_DIR`, waits, and on a cancel writes `cancelled-slow`); `crash` (the process
 //! exits); `picture` (a PNG image); `env {name}` (an environment variable's value);
+//! `big {bytes}` (a text result of that many bytes, `START…END`);
 //! `write {path, text}` (writes a file: `wrote PATH` or the error) and `read {path}`
 //! (a file's text or the error), `connect {path}` (a TCP connection to
 //! `host:port`: `connected` or the error), to test the sandbox a server runs in.
@@ -36,6 +37,11 @@ pub struct FailArgs {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct SlowArgs {
     pub seconds: u64,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct BigArgs {
+    pub bytes: usize,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -127,6 +133,12 @@ impl Calc {
             "iVBORw0KGgoAAAANSUhEUgAA",
             "image/png",
         )])
+    }
+
+    #[tool(description = "Returns a text of the given number of bytes")]
+    fn big(&self, Parameters(BigArgs { bytes }): Parameters<BigArgs>) -> String {
+        let middle = bytes.saturating_sub(8);
+        format!("START{}END", "x".repeat(middle))
     }
 
     #[tool(description = "Returns an environment variable of the server")]

@@ -334,3 +334,42 @@ fn ctrl_g_docks_the_prompt_to_read_the_asking_thread_and_it_still_answers() {
     assert!(h.app.approvals().is_empty());
     assert_eq!(h.app.composer_text(), "half-written");
 }
+
+/// Issue 23 item 2 with the prompt docked: Esc in the asking thread brings the
+/// prompt back (no answer, no cancel); a second Esc at once is part of that (the
+/// prompt's grace starts again), not a deny; a later Esc denies the call and nothing
+/// else, and an Esc right after that cancels nothing. No running session is ever
+/// cancelled on the way.
+#[test]
+fn esc_in_the_docked_thread_brings_the_prompt_back_and_never_cancels() {
+    let mut h = with_child_asking("rm -rf target");
+    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 22);
+    h.drain();
+    h.key(KeyCode::Char('g'), KeyModifiers::CONTROL);
+    assert!(h.app.approvals().docked());
+    h.drain();
+    h.clock.advance(Duration::from_secs(3));
+    h.press(KeyCode::Esc);
+    assert!(!h.app.approvals().docked(), "Esc brings the prompt back");
+    assert!(h.drain().is_empty(), "and answers or cancels nothing");
+    h.clock.advance(Duration::from_millis(150));
+    h.press(KeyCode::Esc);
+    assert!(
+        h.drain().is_empty(),
+        "a double tap brought the prompt back; it did not also deny"
+    );
+    assert!(!h.app.approvals().is_empty(), "the prompt still asks");
+    assert!(h.screen(80, 24).contains("wants to run bash"));
+
+    h.clock.advance(Duration::from_secs(1));
+    h.press(KeyCode::Esc);
+    let deny = ApprovalDecision::Deny { reason: None };
+    assert_eq!(h.drain(), [resolved(CHILD, "call_7", deny)], "only a deny");
+    h.press(KeyCode::Esc);
+    assert!(
+        h.drain().is_empty(),
+        "the Esc right after the answer cancelled"
+    );
+    assert!(h.app.tree().get(ROOT).unwrap().status.turn_in_progress());
+    assert!(h.app.tree().get(CHILD).unwrap().status.turn_in_progress());
+}

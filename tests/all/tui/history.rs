@@ -1,6 +1,6 @@
 //! Prompt history (issue 15 item 3): Up/Down in an empty composer walk the prompts
 //! sent before, kept per project in a file so they survive a restart; Ctrl+R searches
-//! them; Up in a composer with text of its own still moves the cursor.
+//! them (each row dated); Up in a composer with text of its own still moves the cursor.
 
 use super::*;
 use arbor::tui::state::history::History;
@@ -52,9 +52,17 @@ fn up_recalls_the_last_prompt_after_a_restart() {
 fn ctrl_r_searches_earlier_prompts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.jsonl");
+    // A line an older arbor wrote (no time), then dated ones (the harness clock is T0).
+    std::fs::write(&path, "{\"prompt\":\"fix the build\"}\n").unwrap();
     let mut history = History::load(path.clone());
-    for p in ["fix the parser", "write docs", "fix the lexer"] {
-        history.push(p).unwrap();
+    let t0: Timestamp = T0.parse().unwrap();
+    for (p, ago) in [
+        ("fix the parser", 3 * 86_400),
+        ("write docs", 3_600),
+        ("fix the lexer", 300),
+    ] {
+        let at = t0 - jiff::SignedDuration::from_secs(ago);
+        history.push_at(p, at).unwrap();
     }
     let mut h = with_history(&path);
     h.key(KeyCode::Char('r'), KeyModifiers::CONTROL);
@@ -68,7 +76,18 @@ fn ctrl_r_searches_earlier_prompts() {
         .iter()
         .map(|i| i.value.clone())
         .collect();
-    assert_eq!(values, ["fix the lexer", "fix the parser"]);
+    assert_eq!(values, ["fix the lexer", "fix the parser", "fix the build"]);
+    // Each row says when it was sent, as /resume rows do: the age within a day, else
+    // the date; a line without a time shows none.
+    let details: Vec<_> = h
+        .app
+        .popup()
+        .unwrap()
+        .items
+        .iter()
+        .map(|i| i.detail.clone())
+        .collect();
+    assert_eq!(details, ["5m ago", "2025-02-26", ""]);
     assert_eq!(
         h.app.composer_text(),
         "",

@@ -399,3 +399,120 @@ fn previews_show_the_diff_and_write_nothing() {
     );
     assert_eq!(names(dir.path()), ["a.txt"]);
 }
+
+/// Every file name under `dir`, found without following symlinks.
+#[cfg(unix)]
+fn files_below(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                out.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Issue 22 "Writes": a directory swapped for a symlink to an outside directory, in a
+/// tight loop on another thread while 1,000 writes run into it. Before the writes went
+/// through a handle on the write root, 6–52 of them landed outside, each reported as
+/// a success; now none does, and every write reported as a success is inside.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_directory_swapped_for_a_symlink_mid_write_never_leads_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const WRITES: usize = 1_000;
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    // Written into `sub/deep`, with `sub` swapped: a directory the swapper moves back
+    // is never empty, so it never replaces (and loses) one a write just created.
+    std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Swap cycles so far: each write waits for a fresh one, so a swapper descheduled
+    // on a busy machine cannot leave all the writes to one state.
+    let cycles = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let swapper = {
+        let (stop, root, cycles) = (stop.clone(), root.clone(), cycles.clone());
+        let target = outside.path().to_path_buf();
+        std::thread::spawn(move || {
+            let sub = root.join("sub");
+            let mut swaps = 0usize;
+            // The directory stays for 0–127 µs between swaps, so they fall anywhere in a write.
+            let mut seed = 0x9e37_79b9_u32;
+            let mut hold = || {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let until = std::time::Instant::now()
+                    + std::time::Duration::from_micros(u64::from(seed % 128));
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let away = root.join(format!("away{swaps}"));
+                if std::fs::rename(&sub, &away).is_ok() {
+                    if std::os::unix::fs::symlink(&target, &sub).is_ok() {
+                        swaps += 1;
+                        let _ = std::fs::remove_file(&sub);
+                    }
+                    let _ = std::fs::rename(&away, &sub);
+                }
+                cycles.fetch_add(1, Ordering::Relaxed);
+                hold();
+            }
+            swaps
+        })
+    };
+    let mut succeeded = Vec::new();
+    let mut failed = 0usize;
+    for i in 0..WRITES {
+        let seen = cycles.load(Ordering::Relaxed);
+        while cycles.load(Ordering::Relaxed) == seen {
+            std::thread::yield_now();
+        }
+        let name = format!("f{i}.txt");
+        let out = write(
+            &root,
+            json!({"file_path": format!("sub/deep/{name}"), "content": "x"}),
+        )
+        .await;
+        if out.is_error {
+            failed += 1;
+        } else {
+            succeeded.push(name);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    let escaped = files_below(outside.path());
+    let inside = files_below(&root);
+    let reported_but_missing: Vec<_> = succeeded.iter().filter(|n| !inside.contains(n)).collect();
+    eprintln!(
+        "swaps {swaps}; writes: {} succeeded, {failed} failed, {} landed outside, {} \
+         reported as written but not inside",
+        succeeded.len(),
+        escaped.len(),
+        reported_but_missing.len()
+    );
+    assert!(swaps > 0, "the swapper never swapped");
+    assert!(escaped.is_empty(), "landed outside: {escaped:?}");
+    assert!(reported_but_missing.is_empty(), "{reported_but_missing:?}");
+    assert_eq!(succeeded.len() + failed, WRITES);
+    assert!(
+        !inside.iter().any(|n| n.ends_with(".arbor-tmp")),
+        "a temp file was left behind"
+    );
+}
