@@ -1,12 +1,12 @@
 //! A stdio MCP server for arbor's tests (built by `cargo test`, as every example is):
-//! the tools of `tests/support/mcp_calc.rs`. With `--hang` it reads its input and never
+//! the tools of `tests/all/support/mcp_calc.rs`. With `--hang` it reads its input and never
 //! answers, to test the `initialize` timeout.
 //!
 //! `cargo build --example mcp_test_server` builds it for a focused test run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/support/mcp_calc.rs"]
+#[path = "../tests/all/support/mcp_calc.rs"]
 mod mcp_calc;
 
 use rmcp::ServiceExt;

@@ -2,7 +2,7 @@
 # Runs the find_agent_to_run and is_transferable_across_agent_tree cases of
 # ../shared/fixtures/peer-cases/adk-selection.yaml against the real google-adk 2.13.0
 # (SPEC §11's normative source) and compares with the python_2026_router values that
-# tests/conformance/adk.rs checks arbor against. Not part of CI (it needs google-adk):
+# tests/all/conformance/adk.rs checks arbor against. Not part of CI (it needs google-adk):
 #
 #   python3 -m venv /tmp/adkvenv && /tmp/adkvenv/bin/pip install google-adk==2.13.0 pyyaml
 #   /tmp/adkvenv/bin/python scripts/adk-selection-vs-google-adk.py

@@ -6,7 +6,7 @@
 //! answering the terminal queries crossterm sends at startup (primary device
 //! attributes, cursor position) as a real terminal would, keeping the raw output (for
 //! tests of the escape sequences written), and the process's RSS (read by `rss`). Does
-//! not own: what is measured (`benches/pty.rs`) or tested (`tests/terminal.rs`).
+//! not own: what is measured (`benches/pty.rs`) or tested (`tests/all/terminal.rs`).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};

@@ -8,7 +8,7 @@
 //! not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
-//! Files form layers, each using only those below it (`tests/inner_layers.rs` fails
+//! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
 //! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
 //! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`);

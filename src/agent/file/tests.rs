@@ -1,5 +1,5 @@
 //! Unit tests for agent-file parsing. Amplifier's own cases run in
-//! `tests/conformance.rs`.
+//! `tests/all/conformance.rs`.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! Unit tests for the overlay merge, one per rule of SPEC §6. Amplifier's own cases
-//! run in `tests/conformance.rs`.
+//! run in `tests/all/conformance.rs`.
 
 use serde_json::{Value, json};
 

@@ -8,7 +8,7 @@
 //! drawing (`views`).
 //!
 //! The thread's files form layers, each using only those below it
-//! (`tests/inner_layers.rs` fails on a cycle): `thread_earlier` (opening tail-first),
+//! (`tests/all/inner_layers.rs` fails on a cycle): `thread_earlier` (opening tail-first),
 //! `thread_events` and `transcript` (more `Thread` methods) on top; `thread`; `layout`; `cells`; `stream` and `error_card`
 //! (the streaming and provider-failure cell kinds); `rows` (the row type, thinking
 //! summary and layout counters every kind shares) at the bottom.
