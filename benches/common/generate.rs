@@ -227,7 +227,7 @@ pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> St
     plan["providers"] = json!([{"module": "provider-openai",
         "config": {"base_url": "http://127.0.0.1:9/v1", "default_model": "scripted-model"}}]);
     let metadata = Metadata {
-        session_id: arbor::session::ids::new_root_id(),
+        session_id: arbor::session::ids::SessionId::new_root().into_string(),
         agent_name: Some(bundle.name.clone()),
         created: TS.into(),
         last_updated: TS.into(),

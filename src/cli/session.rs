@@ -383,12 +383,11 @@ fn resolve(
 
 /// The message for a session id (or prefix) no session of this project has.
 fn not_found(ctx: &Context, id: &str) -> String {
-    let first = if crate::session::ids::is_sub_session(id) {
-        crate::session::StoreError::NotFound(id.to_string()).to_string()
-    } else if uuid::Uuid::parse_str(id).is_ok() {
-        format!("Root session '{id}' not found.")
-    } else {
-        format!("No session id or short id starts with '{id}'.")
+    use crate::session::ids::IdShape;
+    let first = match IdShape::of(id) {
+        IdShape::Sub { .. } => crate::session::StoreError::NotFound(id.to_string()).to_string(),
+        IdShape::Root { .. } => format!("Root session '{id}' not found."),
+        IdShape::Other => format!("No session id or short id starts with '{id}'."),
     };
     format!(
         "{first} Looked among the sessions of project {} ({}); for every project's \

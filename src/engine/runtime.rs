@@ -52,7 +52,7 @@ use crate::session::title::title_from;
 use crate::session::tree::{build_tree, children_first_waves, find};
 use crate::session::{
     EngineEvent, Event, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
-    StoreError, ids,
+    StoreError, ids::SessionId,
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
@@ -363,7 +363,7 @@ impl Runtime {
         let env = &self.turn_env;
         let now = now_rfc3339();
         let mut metadata = Metadata {
-            session_id: ids::new_root_id(),
+            session_id: SessionId::new_root().into_string(),
             parent_id: None,
             agent_name: Some(agent.map_or_else(|| env.bundle.name.clone(), str::to_string)),
             created: now.clone(),

@@ -39,7 +39,7 @@ use crate::config::MountPlan;
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
-use crate::session::ids;
+use crate::session::ids::SessionId;
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
     SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
@@ -128,10 +128,9 @@ async fn spawn_child(
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
     let parent = caller(rt.as_ref(), &ctx)?;
-    let child_id = ctx
-        .sub_session_id
-        .clone()
-        .unwrap_or_else(|| ids::new_child_id(&parent.id, &agent.name));
+    let child_id = ctx.sub_session_id.clone().unwrap_or_else(|| {
+        SessionId::child(&SessionId::new_unchecked(parent.id.as_str()), &agent.name).into_string()
+    });
     let calling_spawn = parent
         .agent_overlay
         .get("spawn")

@@ -149,6 +149,16 @@ fn checked(id: &str) -> Result<(), StoreError> {
     })
 }
 
+/// A refused id is the store's `InvalidId` (same id and reason).
+impl From<ids::InvalidSessionId> for StoreError {
+    fn from(e: ids::InvalidSessionId) -> Self {
+        StoreError::InvalidId {
+            id: e.id,
+            reason: e.reason,
+        }
+    }
+}
+
 impl SessionStore {
     /// A store over the sessions directory `root` (created on the first `create`).
     pub fn new(root: impl Into<PathBuf>) -> Self {

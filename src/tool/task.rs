@@ -24,7 +24,7 @@ use crate::config::budget::Budget;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
-use crate::session::ids;
+use crate::session::ids::SessionId;
 
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -369,7 +369,13 @@ impl Tool for TaskTool {
         if let Some(id) = request.session_id {
             ctx.sub_session_id = Some(id);
         } else if let Ok(Some(agent)) = self.route(&request, ctx) {
-            ctx.sub_session_id = Some(ids::new_child_id(&ctx.session_id, &agent.name));
+            ctx.sub_session_id = Some(
+                SessionId::child(
+                    &SessionId::new_unchecked(ctx.session_id.as_str()),
+                    &agent.name,
+                )
+                .into_string(),
+            );
         }
     }
 

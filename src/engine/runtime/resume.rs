@@ -17,10 +17,7 @@ impl Runtime {
         if let Some(session) = live.get(id) {
             return Ok(session.clone());
         }
-        ids::validate(id).map_err(|reason| StoreError::InvalidId {
-            id: id.to_string(),
-            reason,
-        })?;
+        SessionId::parse(id).map_err(StoreError::from)?;
         let parked = self.take_parked(id);
         let (loaded, reused) = self.store.load_reusing(id, parked)?;
         if reused {

@@ -12,8 +12,8 @@
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
-mod cancel;
 mod approval_dock;
+mod cancel;
 mod copy;
 mod diff;
 mod draw;
