@@ -87,7 +87,12 @@ fn start_interactive(fx: &Fixture) -> Started {
         let (rt, id) = (rt.clone(), id.clone());
         async move { rt.run_turn(&id, "go".into()).await }
     });
-    Started { rt, rx, id, turn }
+    Started {
+        rt,
+        rx,
+        id: id.into_string(),
+        turn,
+    }
 }
 
 fn is_required(e: &Event) -> bool {

@@ -227,7 +227,7 @@ pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> St
     plan["providers"] = json!([{"module": "provider-openai",
         "config": {"base_url": "http://127.0.0.1:9/v1", "default_model": "scripted-model"}}]);
     let metadata = Metadata {
-        session_id: arbor::session::ids::SessionId::new_root().into_string(),
+        session_id: arbor::session::ids::SessionId::new_root(),
         agent_name: Some(bundle.name.clone()),
         created: TS.into(),
         last_updated: TS.into(),
@@ -240,7 +240,7 @@ pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> St
     };
     drop(store.create(&metadata).unwrap());
     fill_session_shaped(store, &metadata.session_id, n, shape);
-    metadata.session_id
+    metadata.session_id.into_string()
 }
 
 /// Appends [`message`]s `0..n` to the existing session `id` of `store` (through the

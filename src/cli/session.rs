@@ -26,9 +26,9 @@ use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
 use crate::engine::{EngineError, Runtime, TurnOutcome};
 use crate::outln;
-use crate::session::Metadata;
 use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
+use crate::session::{Metadata, SessionId};
 
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
@@ -449,8 +449,8 @@ fn fail(e: &dyn std::fmt::Display) -> Result<i32> {
     Ok(1)
 }
 
-fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
-    let mut index: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+fn children_index(list: &[Metadata]) -> BTreeMap<SessionId, Vec<SessionId>> {
+    let mut index: BTreeMap<SessionId, Vec<(String, SessionId)>> = BTreeMap::new();
     for m in list {
         if let Some(parent) = &m.parent_id {
             index
@@ -486,7 +486,7 @@ fn rebuild_note(ctx: &Context, m: &Metadata) -> Option<String> {
 /// The `session list --json` / `session show --json` object. `active_agent` is the
 /// agent of its `sub_agents` tree that handles the next message (SPEC §11), else
 /// `agent_name`.
-pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> Value {
+pub fn summary_json(m: &Metadata, children: &BTreeMap<SessionId, Vec<SessionId>>) -> Value {
     json!({
         "session_id": m.session_id,
         "name": m.name,

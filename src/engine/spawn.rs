@@ -128,9 +128,10 @@ async fn spawn_child(
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
     let parent = caller(rt.as_ref(), &ctx)?;
-    let child_id = ctx.sub_session_id.clone().unwrap_or_else(|| {
-        SessionId::child(&SessionId::new_unchecked(parent.id.as_str()), &agent.name).into_string()
-    });
+    let child_id = ctx
+        .sub_session_id
+        .clone()
+        .unwrap_or_else(|| SessionId::child(&parent.id, &agent.name));
     let calling_spawn = parent
         .agent_overlay
         .get("spawn")
@@ -203,7 +204,7 @@ async fn spawn_child(
         .map_err(|e| e.to_string())?;
     child.set_provider(provider, provider_config);
     child.emit(EngineEvent::SessionFork(SessionForkEvent {
-        parent: parent.id.clone(),
+        parent: parent.id.to_string(),
         agent: agent.name.clone(),
         depth: child.depth,
         resolved_model: Some(resolved.clone()),

@@ -40,7 +40,10 @@ pub const ZERO_SPAN: &str = "0000000000000000";
 ///   Safety does not rest on this type: every `SessionStore` method re-validates an id
 ///   before it builds a path (SPEC §7: "invalid ids are refused everywhere before
 ///   touching the disk").
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// `Default` is the empty id, there only so records holding an id can derive `Default`
+/// (their defaults are always filled in before use); the store refuses it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
 #[serde(transparent)]
 pub struct SessionId(String);
 

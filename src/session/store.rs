@@ -31,6 +31,7 @@ pub mod tail;
 pub mod transcript;
 mod writer;
 
+use crate::session::ids::SessionId;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
@@ -120,7 +121,7 @@ pub struct LoadedSession {
 /// be read at all), listed with the reason instead of being hidden.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unreadable {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session directory.
     pub dir: PathBuf,
     /// The error, e.g. "Corrupted session metadata for '…': metadata.json unreadable: …".
@@ -293,7 +294,7 @@ impl SessionStore {
                 "session dir '{id}' holds metadata for '{}'",
                 metadata.session_id
             );
-            metadata.session_id = id.to_string();
+            metadata.session_id = id.into();
         }
         transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
         let writer = SessionWriter::new(dir, lock, metadata)?;
@@ -378,7 +379,7 @@ impl SessionStore {
             match rebuild::read_or_rebuild(&dir, &id) {
                 Ok((metadata, _)) => sessions.push(metadata),
                 Err(e) => unreadable.push(Unreadable {
-                    session_id: id,
+                    session_id: id.into(),
                     dir,
                     reason: e.to_string(),
                 }),

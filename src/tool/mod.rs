@@ -19,6 +19,7 @@ pub mod search;
 pub mod task;
 pub mod transfer;
 
+use crate::session::ids::SessionId;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -68,9 +69,9 @@ impl ToolOutput {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The calling session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The calling session's parent, if a sub-session.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// The calling session's depth (root 0).
     pub depth: u32,
     /// The tool call's id from the model.
@@ -81,7 +82,7 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// For `task` calls: the sub-session this call spawns or resumes, decided by
     /// [`Tool::prepare`] before `tool:pre` is published (`None` for other tools).
-    pub sub_session_id: Option<String>,
+    pub sub_session_id: Option<SessionId>,
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub struct TaskRequest {
     pub agent: Option<String>,
     pub instruction: String,
     /// Resume this sub-session instead of spawning.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// A role name or list of roles (validated); resolved against the routing matrix
     /// at spawn, or on resume to re-route the sub-session.
     pub model_role: Option<Value>,
@@ -72,7 +72,7 @@ pub struct TaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskResult {
     pub response: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub agent: String,
     pub status: SessionStatus,
     pub turn_count: u32,
@@ -303,7 +303,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
     Ok(TaskRequest {
         agent: text("agent")?,
         instruction,
-        session_id: text("session_id")?,
+        session_id: text("session_id")?.map(SessionId::from),
         model_role,
         provider_preferences,
         context_depth,
@@ -369,13 +369,7 @@ impl Tool for TaskTool {
         if let Some(id) = request.session_id {
             ctx.sub_session_id = Some(id);
         } else if let Ok(Some(agent)) = self.route(&request, ctx) {
-            ctx.sub_session_id = Some(
-                SessionId::child(
-                    &SessionId::new_unchecked(ctx.session_id.as_str()),
-                    &agent.name,
-                )
-                .into_string(),
-            );
+            ctx.sub_session_id = Some(SessionId::child(&ctx.session_id, &agent.name));
         }
     }
 

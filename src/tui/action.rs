@@ -4,6 +4,7 @@
 //! Owns: these shapes only. Kept apart from `app_event` so UI state (`state`), which
 //! returns them, does not depend on the events that carry state's own results.
 
+use crate::session::ids::SessionId;
 use std::path::PathBuf;
 
 use crate::session::protocol::ApprovalDecision;
@@ -37,7 +38,7 @@ pub enum UiAction {
     /// Answer the approval that tool call `tool_call_id` of `session_id` waits for
     /// (sent to the engine as `EngineCommand::ResolveApproval`).
     ResolveApproval {
-        session_id: String,
+        session_id: SessionId,
         tool_call_id: String,
         decision: ApprovalDecision,
     },
@@ -45,7 +46,7 @@ pub enum UiAction {
     /// (a policy key such as `bash(cargo test*)`) as `allow` in the user's config
     /// file's `approvals:` (issue 22).
     ResolveAndSave {
-        session_id: String,
+        session_id: SessionId,
         tool_call_id: String,
         decision: ApprovalDecision,
         rule: String,

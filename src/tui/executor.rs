@@ -11,6 +11,7 @@
 //! error of `Runtime::run_turn`). Does not own: the runtime itself, or the cells
 //! (`state::thread_earlier`).
 
+use crate::session::ids::SessionId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,7 +100,7 @@ fn load_tail_first(
         Ok(Opened::Stored(id, load)) => {
             // What another process appends from here on is shown as it comes.
             let spec = store.session_dir(&id).ok().map(|dir| FollowSpec {
-                session_id: id.clone(),
+                session_id: id.clone().into(),
                 parent_id: load.session.metadata.parent_id.clone(),
                 dir,
                 from: load.covers,
@@ -180,7 +181,7 @@ fn open_stored(
     send(
         results,
         AppEvent::EarlierLoaded {
-            session_id: id,
+            session_id: id.into(),
             end,
             result,
         },
@@ -216,7 +217,7 @@ fn open_live(
     send(
         results,
         AppEvent::EarlierLoaded {
-            session_id: id,
+            session_id: id.into(),
             end,
             result,
         },
@@ -248,7 +249,7 @@ fn send_newest(
 
 /// The app event for a turn's result: `TurnFinished`, or `CommandFailed` for
 /// `session_id`.
-fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> AppEvent {
+fn turn_result(session_id: SessionId, result: Result<TurnOutcome, EngineError>) -> AppEvent {
     match result {
         Ok(outcome) => AppEvent::TurnFinished(outcome),
         Err(e) => AppEvent::CommandFailed {
@@ -262,7 +263,7 @@ fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> 
 /// running turn took it, or `NotSent` with `text` so the person gets it back.
 fn offered(
     tx: &UnboundedSender<AppEvent>,
-    session_id: String,
+    session_id: SessionId,
     text: String,
     result: Result<Option<TurnOutcome>, EngineError>,
 ) {
@@ -418,7 +419,13 @@ impl Executor for RuntimeExecutor {
                 let runtime = self.runtime.clone();
                 let follow = self.follow.clone();
                 tokio::task::spawn_blocking(move || {
-                    load_tail_first(&runtime, &store, &follow, session_id, &results)
+                    load_tail_first(
+                        &runtime,
+                        &store,
+                        &follow,
+                        String::from(session_id),
+                        &results,
+                    )
                 });
             }
             EngineCommand::LoadDiff {

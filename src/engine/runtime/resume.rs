@@ -60,7 +60,7 @@ impl Runtime {
             &self.turn_env.env,
         ));
         let mut metadata = loaded.metadata;
-        metadata.session_id = id.to_string();
+        metadata.session_id = id.into();
         if !moved.is_empty() || rebuilt.is_some() {
             // Sub-sessions re-route and spawn from the stored plan: keep it current.
             metadata.config = Some(stored_plan::stored_config(&self.turn_env, &plan));
@@ -109,7 +109,7 @@ impl Runtime {
     /// store), inserted into `live` under its id.
     fn insert_live(
         &self,
-        live: &mut HashMap<String, Arc<LiveSession>>,
+        live: &mut HashMap<SessionId, Arc<LiveSession>>,
         metadata: Metadata,
         plan: MountPlan,
         writer: SessionWriter,
@@ -118,7 +118,7 @@ impl Runtime {
         let root_id = root_of(live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
             metadata,
-            root_id,
+            root_id.into(),
             plan,
             writer,
             transcript,

@@ -6,6 +6,7 @@
 //! trace collector reads `tool:post`), and for task calls `tool-delegate`'s
 //! `sub_session_id` / `parent_session_id`. Field order is the key order of `data`.
 
+use crate::session::ids::SessionId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -17,9 +18,9 @@ use crate::session::metadata::{FileChange, SessionStatus};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskCallFields {
     /// The sub-session the call spawns or resumes.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The calling session.
-    pub parent_session_id: String,
+    pub parent_session_id: SessionId,
     /// The sub-session's depth (caller's depth + 1).
     pub depth: u32,
 }
@@ -160,7 +161,7 @@ pub struct TaskAgentSpawnedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The new sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that spawned it.
     pub tool_call_id: String,
     /// The sub-session's depth.
@@ -176,7 +177,7 @@ pub struct TaskAgentResumedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The resumed sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that resumed it.
     pub tool_call_id: String,
     /// The sub-session's depth.
@@ -193,7 +194,7 @@ pub struct TaskAgentCompletedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that ran it.
     pub tool_call_id: String,
     /// How the sub-session's turn ended.

@@ -30,7 +30,7 @@ fn list_is_newest_first_and_skips_junk() {
         .list()
         .unwrap()
         .into_iter()
-        .map(|m| m.session_id)
+        .map(|m| m.session_id.into_string())
         .collect();
     assert_eq!(ids, ["new", "naive", "old"]);
 }
@@ -76,7 +76,7 @@ fn all_projects_are_listed_with_their_sessions_dir() {
     let got: Vec<(PathBuf, String)> = all
         .sessions
         .into_iter()
-        .map(|(p, m)| (p, m.session_id))
+        .map(|(p, m)| (p, m.session_id.into_string()))
         .collect();
     assert_eq!(
         got,
@@ -196,7 +196,7 @@ fn an_active_session_without_its_writer_reads_as_interrupted() {
             .list()
             .unwrap()
             .into_iter()
-            .map(|m| (m.session_id, m.status))
+            .map(|m| (m.session_id.into_string(), m.status))
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all

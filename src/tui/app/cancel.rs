@@ -9,6 +9,7 @@
 //! own: the key dispatch (`input`), sending the cancel (`UiAction::Cancel`), the tree's
 //! `x` (an explicit key: cancels at once).
 
+use crate::session::ids::SessionId;
 use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
@@ -28,7 +29,7 @@ const QUESTION_MS: i64 = 3_600_000;
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ConfirmCancel {
     /// The session whose turn (and running sub-sessions) `y` cancels.
-    session_id: String,
+    session_id: SessionId,
     /// The question as the status bar shows it.
     pub(super) note: Note,
 }
@@ -74,7 +75,7 @@ impl App {
             .filter(|n| n.id != id && n.status.turn_in_progress())
             .count();
         if running == 0 {
-            self.apply(UiAction::Cancel(id));
+            self.apply(UiAction::Cancel(String::from(id)));
             return;
         }
         let plural = if running == 1 { "" } else { "s" };
@@ -97,7 +98,7 @@ impl App {
             return false;
         };
         if matches!(key.code, KeyCode::Char('y' | 'Y')) {
-            self.apply(UiAction::Cancel(confirm.session_id));
+            self.apply(UiAction::Cancel(String::from(confirm.session_id)));
         } else {
             self.set_note("not cancelled: the turn keeps running", false);
         }

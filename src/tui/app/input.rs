@@ -1,6 +1,7 @@
 //! Terminal input → state changes: key dispatch through the keymap, mouse, paste, and
 //! the [`UiAction`]s widgets emit.
 
+use crate::session::SessionId;
 use crossterm::event::{Event, KeyEvent};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
@@ -337,7 +338,7 @@ impl App {
     /// `w`: opens the wall over the open thread's session (else the selected one).
     fn open_wall(&mut self) {
         let open = self.thread.as_ref().and_then(|t| t.session_id.clone());
-        let Some(root) = open.or_else(|| self.tree.selected.clone()) else {
+        let Some(root) = open.or_else(|| self.tree.selected.clone().map(SessionId::from)) else {
             self.set_note(
                 "open a session first: the wall shows its running sub-sessions",
                 true,
@@ -386,7 +387,9 @@ impl App {
         {
             t.turn_in_flight = true;
         }
-        self.send(EngineCommand::Continue { session_id: id });
+        self.send(EngineCommand::Continue {
+            session_id: id.into(),
+        });
         self.set_note(format!("continuing {name}…"), false);
     }
 
@@ -407,7 +410,9 @@ impl App {
             self.set_note("no interrupted session in this tree", true);
             return;
         }
-        self.send(EngineCommand::ContinueInterrupted { session_id: root });
+        self.send(EngineCommand::ContinueInterrupted {
+            session_id: root.into(),
+        });
         let plural = if count == 1 { "" } else { "s" };
         self.set_note(
             format!("resuming {count} interrupted session{plural}…"),
@@ -468,7 +473,9 @@ impl App {
                     .get(&id)
                     .map(|n| n.agent.clone())
                     .unwrap_or_else(|| id.clone());
-                self.send(EngineCommand::Cancel { session_id: id });
+                self.send(EngineCommand::Cancel {
+                    session_id: id.into(),
+                });
                 self.set_note(format!("cancelling {agent}…"), false);
             }
             UiAction::StartWithAgent(name) => {
@@ -531,7 +538,7 @@ impl App {
             && !thread.awaiting_root
             && let Some(id) = thread.session_id.clone()
         {
-            self.steer(id, text);
+            self.steer(String::from(id), text);
             return;
         }
         if running || thread.awaiting_root {
@@ -578,7 +585,7 @@ impl App {
         self.thread = Some(Thread::loading(id, agent));
         self.tree.reveal(id);
         self.send(EngineCommand::LoadTranscript {
-            session_id: id.to_string(),
+            session_id: id.into(),
         });
     }
 }

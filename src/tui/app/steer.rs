@@ -7,6 +7,7 @@
 //! (`state::pending`, fed by bus events), key dispatch (`input`), the inbox (engine).
 
 use super::App;
+use crate::session::ids::SessionId;
 use crate::session::protocol::{PromptMode, UnqueueReason};
 use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::Action;
@@ -16,7 +17,7 @@ use crate::tui::state::pending::Unqueued;
 /// engine confirms (`prompt:unqueued`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct EditRequest {
-    session_id: String,
+    session_id: SessionId,
     id: u64,
     /// Its place among the queued messages (`None`: a steer).
     position: Option<usize>,
@@ -26,13 +27,13 @@ pub(super) struct EditRequest {
 /// place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Editing {
-    session_id: String,
+    session_id: SessionId,
     position: Option<usize>,
 }
 
 impl App {
     /// The open thread's session, when its turn runs and its id is known.
-    fn running_session(&self) -> Option<String> {
+    fn running_session(&self) -> Option<SessionId> {
         if !self.thread_running() {
             return None;
         }
@@ -44,7 +45,7 @@ impl App {
         self.editing = None;
         self.composer.clear();
         self.send(EngineCommand::Steer {
-            session_id: id,
+            session_id: id.into(),
             text,
         });
         self.set_note("steering: the model sees it at its next call", false);
@@ -83,7 +84,7 @@ impl App {
             PromptMode::Steer => None,
             PromptMode::Queue => self.pending.queue_position(&id, newest.0),
         };
-        Some((id, newest.0, position))
+        Some((String::from(id), newest.0, position))
     }
 
     /// `composer.edit_queued`: asks the engine for the newest waiting message back; its
@@ -101,17 +102,23 @@ impl App {
             return;
         }
         self.edit_request = Some(EditRequest {
-            session_id: session_id.clone(),
+            session_id: session_id.clone().into(),
             id,
             position,
         });
-        self.send(EngineCommand::Unqueue { session_id, id });
+        self.send(EngineCommand::Unqueue {
+            session_id: session_id.into(),
+            id,
+        });
     }
 
     /// `composer.remove_queued`: removes the newest waiting message (unsent).
     pub(super) fn remove_queued(&mut self) {
         match self.newest_waiting() {
-            Some((session_id, id, _)) => self.send(EngineCommand::Unqueue { session_id, id }),
+            Some((session_id, id, _)) => self.send(EngineCommand::Unqueue {
+                session_id: session_id.into(),
+                id,
+            }),
             None => self.set_note("no waiting message in this thread", true),
         }
     }

@@ -52,12 +52,12 @@ impl Thread {
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
                 if let Some(&i) = self.calls.get(&spawned.tool_call_id) {
-                    self.set_running(i, Some(spawned.sub_session_id.clone()));
+                    self.set_running(i, Some(spawned.sub_session_id.to_string()));
                 }
             }
             EngineEvent::TaskAgentResumed(resumed) => {
                 if let Some(&i) = self.calls.get(&resumed.tool_call_id) {
-                    self.set_running(i, Some(resumed.sub_session_id.clone()));
+                    self.set_running(i, Some(resumed.sub_session_id.to_string()));
                 }
             }
             EngineEvent::ToolPost(post) => {
@@ -157,7 +157,7 @@ impl Thread {
 
 /// The sub-session a task call's event names.
 fn sub_session(task: &Option<TaskCallFields>) -> Option<String> {
-    task.as_ref().map(|t| t.sub_session_id.clone())
+    task.as_ref().map(|t| t.sub_session_id.to_string())
 }
 
 #[cfg(test)]
