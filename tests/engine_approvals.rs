@@ -39,7 +39,7 @@ fn results(request: &ChatRequest) -> Vec<(String, String)> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool(t) => Some((t.tool_call_id.clone(), t.content.to_string())),
+            Message::Tool(t) => Some((t.tool_call_id.to_string(), t.content.to_string())),
             _ => None,
         })
         .collect()

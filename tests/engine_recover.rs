@@ -262,7 +262,7 @@ async fn a_continued_childs_answer_becomes_its_parents_task_result() {
         .iter()
         .filter_map(|m| match m {
             Message::Tool(t) => Some((
-                t.tool_call_id.clone(),
+                t.tool_call_id.to_string(),
                 serde_json::from_str(&m.text()).unwrap_or(Value::Null),
             )),
             _ => None,

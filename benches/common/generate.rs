@@ -178,7 +178,7 @@ pub fn message_shaped(i: usize, shape: Shape) -> Message {
         }
         2 => Message::Tool(ToolMessage {
             name: "read_file".into(),
-            tool_call_id: format!("call_{}", i - 1),
+            tool_call_id: format!("call_{}", i - 1).into(),
             content: (0..shape.result_lines)
                 .map(|l| format!("{:>4}  fn f{l}() {{ {} }}\n", l + 1, words(i + l, 8)))
                 .collect(),

@@ -159,7 +159,7 @@ impl PendingApprovals {
         let sender = lock(&self.waiting).remove(&key);
         let no_pending = || EngineError::NoPendingApproval {
             session_id: session_id.into(),
-            tool_call_id: tool_call_id.to_string(),
+            tool_call_id: tool_call_id.into(),
         };
         sender
             .ok_or_else(no_pending)?

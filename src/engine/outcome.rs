@@ -6,6 +6,7 @@
 //! `tui`).
 
 use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use crate::session::{SessionStatus, StoreError};
 
 /// How a turn ended.
@@ -43,7 +44,7 @@ pub enum EngineError {
     )]
     NoPendingApproval {
         session_id: SessionId,
-        tool_call_id: String,
+        tool_call_id: ToolCallId,
     },
     #[error("{0}")]
     Other(String),

@@ -370,6 +370,19 @@ impl From<String> for ToolCallId {
     }
 }
 
+impl From<ToolCallId> for String {
+    fn from(id: ToolCallId) -> Self {
+        id.0
+    }
+}
+
+/// Unchecked, as [`ToolCallId::new_unchecked`].
+impl From<&String> for ToolCallId {
+    fn from(id: &String) -> Self {
+        ToolCallId(id.clone())
+    }
+}
+
 impl PartialEq<str> for ToolCallId {
     fn eq(&self, other: &str) -> bool {
         self.0 == other

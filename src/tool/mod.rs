@@ -20,6 +20,7 @@ pub mod task;
 pub mod transfer;
 
 use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -75,7 +76,7 @@ pub struct ToolContext {
     /// The calling session's depth (root 0).
     pub depth: u32,
     /// The tool call's id from the model.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// Files are confined to this directory.
     pub working_dir: PathBuf,
     /// Cancelled when the calling turn is cancelled.

@@ -5,6 +5,7 @@
 //! returns them, does not depend on the events that carry state's own results.
 
 use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use std::path::PathBuf;
 
 use crate::session::protocol::ApprovalDecision;
@@ -39,7 +40,7 @@ pub enum UiAction {
     /// (sent to the engine as `EngineCommand::ResolveApproval`).
     ResolveApproval {
         session_id: SessionId,
-        tool_call_id: String,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
     },
     /// Answer like [`UiAction::ResolveApproval`] (an "always" answer) and save `rule`
@@ -47,7 +48,7 @@ pub enum UiAction {
     /// file's `approvals:` (issue 22).
     ResolveAndSave {
         session_id: SessionId,
-        tool_call_id: String,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
         rule: String,
     },

@@ -8,6 +8,7 @@
 
 use super::approvals::ApprovalDecision;
 use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 
 /// What a front end asks the engine (or the store) to do. Each is executed in a
 /// background task; its result comes back to the sender (the TUI: an `AppEvent`).
@@ -76,7 +77,7 @@ pub enum EngineCommand {
     /// longer waits (already answered, cancelled) fails with "no pending approval …".
     ResolveApproval {
         session_id: SessionId,
-        tool_call_id: String,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
     },
     /// Switch a model (`MODEL` or `PROVIDER/MODEL`; a glob picks the newest listed

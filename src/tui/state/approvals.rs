@@ -311,7 +311,7 @@ impl ApprovalQueue {
 
     fn front_key(&self) -> Option<(String, String)> {
         self.front()
-            .map(|p| (p.session_id.to_string(), p.request.tool_call_id.clone()))
+            .map(|p| (p.session_id.to_string(), p.request.tool_call_id.to_string()))
     }
 
     /// A new front prompt starts unscrolled, with no reason typed, and its grace.
