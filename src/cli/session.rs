@@ -373,7 +373,7 @@ fn resolve(
     ctx: &Context,
     store: &crate::session::SessionStore,
     id: &str,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<SessionId, String> {
     match store.resolve(id) {
         Ok(id) => Ok(id),
         Err(crate::session::StoreError::NotFound(missing)) => Err(not_found(ctx, &missing)),

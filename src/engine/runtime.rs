@@ -615,7 +615,7 @@ impl Runtime {
     }
 
     /// The full id for an id or unambiguous prefix (`NotFound`, `Ambiguous`).
-    pub fn resolve_id(&self, prefix: &str) -> Result<String, EngineError> {
+    pub fn resolve_id(&self, prefix: &str) -> Result<SessionId, EngineError> {
         Ok(self.store.resolve(prefix)?)
     }
 

@@ -407,10 +407,13 @@ impl SessionStore {
     /// the same digits (their parent span is the root's first 16 hex digits). One match
     /// at the first step that has any → its id; several → `Ambiguous` (those
     /// candidates, sorted); none → `NotFound(input)`.
-    pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+    ///
+    /// This is where an id a person typed becomes a [`SessionId`]: the result always
+    /// names an existing, valid session directory.
+    pub fn resolve(&self, id_or_prefix: &str) -> Result<SessionId, StoreError> {
         let prefix = id_or_prefix.trim();
         if self.session_dir(prefix)?.is_dir() {
-            return Ok(prefix.to_string());
+            return Ok(SessionId::parse(prefix)?);
         }
         let short = prefix.strip_prefix('#').unwrap_or(prefix);
         if short.is_empty() {
@@ -428,7 +431,8 @@ impl SessionStore {
         matches.sort();
         match matches.len() {
             0 => Err(StoreError::NotFound(prefix.to_string())),
-            1 => Ok(matches.remove(0)),
+            // Listed directory names passed `ids::validate` in `session_ids`.
+            1 => Ok(SessionId::new_unchecked(matches.remove(0))),
             _ => Err(StoreError::Ambiguous {
                 prefix: prefix.to_string(),
                 matches,

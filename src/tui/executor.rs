@@ -100,7 +100,7 @@ fn load_tail_first(
         Ok(Opened::Stored(id, load)) => {
             // What another process appends from here on is shown as it comes.
             let spec = store.session_dir(&id).ok().map(|dir| FollowSpec {
-                session_id: id.clone().into(),
+                session_id: id.clone(),
                 parent_id: load.session.metadata.parent_id.clone(),
                 dir,
                 from: load.covers,
@@ -110,7 +110,7 @@ fn load_tail_first(
                 },
                 store: Some(store.clone()),
             });
-            open_stored(runtime, requested, id, *load, results);
+            open_stored(runtime, requested, String::from(id), *load, results);
             match spec {
                 Some(spec) => follow.follow(spec, results.clone()),
                 None => follow.stop(),
@@ -118,7 +118,14 @@ fn load_tail_first(
         }
         Ok(Opened::Live(id, live, metadata, warnings)) => {
             follow.stop();
-            open_live(requested, id, &live, *metadata, warnings, results)
+            open_live(
+                requested,
+                String::from(id),
+                &live,
+                *metadata,
+                warnings,
+                results,
+            )
         }
         Err(e) => send(
             results,
@@ -133,8 +140,8 @@ fn load_tail_first(
 /// A session being opened: live in this process (its transcript shared with the
 /// engine, the stored metadata and its warnings), or stored (read tail-first).
 enum Opened {
-    Live(String, Arc<Vec<Message>>, Box<Metadata>, Vec<String>),
-    Stored(String, Box<TailLoad>),
+    Live(SessionId, Arc<Vec<Message>>, Box<Metadata>, Vec<String>),
+    Stored(SessionId, Box<TailLoad>),
 }
 
 /// [`load_tail_first`] of a stored session.

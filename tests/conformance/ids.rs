@@ -46,7 +46,7 @@ pub fn run(case: &Value) -> Option<Result<(), String>> {
             with_store(i, |store| {
                 store
                     .resolve(s(i, "partial_id"))
-                    .map(Value::String)
+                    .map(|id| Value::String(id.into_string()))
                     .map_err(|e| e.to_string())
             })
         },
