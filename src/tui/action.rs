@@ -29,7 +29,7 @@ pub enum UiAction {
     /// Open this session's thread in the chat pane.
     OpenThread(String),
     /// Cancel this session's running turn and its subtree.
-    Cancel(String),
+    Cancel(SessionId),
     /// Start a new root session with this agent (the next submit carries it).
     StartWithAgent(String),
     /// Open this agent file in `$EDITOR`.

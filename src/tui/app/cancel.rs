@@ -75,7 +75,7 @@ impl App {
             .filter(|n| n.id != id && n.status.turn_in_progress())
             .count();
         if running == 0 {
-            self.apply(UiAction::Cancel(String::from(id)));
+            self.apply(UiAction::Cancel(id));
             return;
         }
         let plural = if running == 1 { "" } else { "s" };
@@ -98,7 +98,7 @@ impl App {
             return false;
         };
         if matches!(key.code, KeyCode::Char('y' | 'Y')) {
-            self.apply(UiAction::Cancel(String::from(confirm.session_id)));
+            self.apply(UiAction::Cancel(confirm.session_id));
         } else {
             self.set_note("not cancelled: the turn keeps running", false);
         }

@@ -177,7 +177,7 @@ impl App {
             }
             Action::TreeCancel => {
                 if let Some(id) = self.tree.selected.clone() {
-                    self.apply(UiAction::Cancel(id));
+                    self.apply(UiAction::Cancel(id.into()));
                 }
             }
             Action::TreeContinue => self.continue_selected(),
@@ -472,10 +472,8 @@ impl App {
                     .tree
                     .get(&id)
                     .map(|n| n.agent.clone())
-                    .unwrap_or_else(|| id.clone());
-                self.send(EngineCommand::Cancel {
-                    session_id: id.into(),
-                });
+                    .unwrap_or_else(|| id.to_string());
+                self.send(EngineCommand::Cancel { session_id: id });
                 self.set_note(format!("cancelling {agent}…"), false);
             }
             UiAction::StartWithAgent(name) => {
@@ -538,7 +536,7 @@ impl App {
             && !thread.awaiting_root
             && let Some(id) = thread.session_id.clone()
         {
-            self.steer(String::from(id), text);
+            self.steer(id, text);
             return;
         }
         if running || thread.awaiting_root {

@@ -41,11 +41,11 @@ impl App {
     }
 
     /// Enter while the open thread's turn runs: `text` steers session `id`.
-    pub(super) fn steer(&mut self, id: String, text: String) {
+    pub(super) fn steer(&mut self, id: SessionId, text: String) {
         self.editing = None;
         self.composer.clear();
         self.send(EngineCommand::Steer {
-            session_id: id.into(),
+            session_id: id,
             text,
         });
         self.set_note("steering: the model sees it at its next call", false);
@@ -77,14 +77,14 @@ impl App {
     }
 
     /// The newest waiting message of the open thread, with its queue position.
-    fn newest_waiting(&self) -> Option<(String, u64, Option<usize>)> {
+    fn newest_waiting(&self) -> Option<(SessionId, u64, Option<usize>)> {
         let id = self.thread.as_ref()?.session_id.clone()?;
         let newest = self.pending.of(&id).last().map(|p| (p.id, p.mode))?;
         let position = match newest.1 {
             PromptMode::Steer => None,
             PromptMode::Queue => self.pending.queue_position(&id, newest.0),
         };
-        Some((String::from(id), newest.0, position))
+        Some((id, newest.0, position))
     }
 
     /// `composer.edit_queued`: asks the engine for the newest waiting message back; its
@@ -102,23 +102,17 @@ impl App {
             return;
         }
         self.edit_request = Some(EditRequest {
-            session_id: session_id.clone().into(),
+            session_id: session_id.clone(),
             id,
             position,
         });
-        self.send(EngineCommand::Unqueue {
-            session_id: session_id.into(),
-            id,
-        });
+        self.send(EngineCommand::Unqueue { session_id, id });
     }
 
     /// `composer.remove_queued`: removes the newest waiting message (unsent).
     pub(super) fn remove_queued(&mut self) {
         match self.newest_waiting() {
-            Some((session_id, id, _)) => self.send(EngineCommand::Unqueue {
-                session_id: session_id.into(),
-                id,
-            }),
+            Some((session_id, id, _)) => self.send(EngineCommand::Unqueue { session_id, id }),
             None => self.set_note("no waiting message in this thread", true),
         }
     }
