@@ -39,7 +39,6 @@ use crate::config::MountPlan;
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
-use crate::session::ids::SessionId;
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
     SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
@@ -128,10 +127,8 @@ async fn spawn_child(
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
     let parent = caller(rt.as_ref(), &ctx)?;
-    let child_id = ctx
-        .sub_session_id
-        .clone()
-        .unwrap_or_else(|| SessionId::child(&parent.id, &agent.name));
+    // `parent` is the live session of `ctx.session_id` (see `caller`).
+    let child_id = ctx.child_id(&agent.name);
     let calling_spawn = parent
         .agent_overlay
         .get("spawn")

@@ -369,7 +369,7 @@ impl Tool for TaskTool {
         if let Some(id) = request.session_id {
             ctx.sub_session_id = Some(id);
         } else if let Ok(Some(agent)) = self.route(&request, ctx) {
-            ctx.sub_session_id = Some(SessionId::child(&ctx.session_id, &agent.name));
+            ctx.sub_session_id = Some(ctx.child_id(&agent.name));
         }
     }
 
