@@ -110,7 +110,7 @@ fn load_tail_first(
                 },
                 store: Some(store.clone()),
             });
-            open_stored(runtime, requested, String::from(id), *load, results);
+            open_stored(runtime, requested, id, *load, results);
             match spec {
                 Some(spec) => follow.follow(spec, results.clone()),
                 None => follow.stop(),
@@ -118,14 +118,7 @@ fn load_tail_first(
         }
         Ok(Opened::Live(id, live, metadata, warnings)) => {
             follow.stop();
-            open_live(
-                requested,
-                String::from(id),
-                &live,
-                *metadata,
-                warnings,
-                results,
-            )
+            open_live(requested, id, &live, *metadata, warnings, results)
         }
         Err(e) => send(
             results,
@@ -148,7 +141,7 @@ enum Opened {
 fn open_stored(
     runtime: &Runtime,
     requested: String,
-    id: String,
+    id: SessionId,
     load: TailLoad,
     results: &UnboundedSender<AppEvent>,
 ) {
@@ -188,7 +181,7 @@ fn open_stored(
     send(
         results,
         AppEvent::EarlierLoaded {
-            session_id: id.into(),
+            session_id: id,
             end,
             result,
         },
@@ -201,7 +194,7 @@ fn open_stored(
 /// lives, the session's next append copies the message list).
 fn open_live(
     requested: String,
-    id: String,
+    id: SessionId,
     live: &[Message],
     metadata: Metadata,
     warnings: Vec<String>,
@@ -224,7 +217,7 @@ fn open_live(
     send(
         results,
         AppEvent::EarlierLoaded {
-            session_id: id.into(),
+            session_id: id,
             end,
             result,
         },
