@@ -139,7 +139,7 @@ impl Sandbox {
         let bytes = std::fs::metadata(store.session_dir(&id).unwrap().join("transcript.jsonl"))
             .map(|m| m.len())
             .unwrap_or(0);
-        (id, bytes)
+        (String::from(id), bytes)
     }
 }
 

@@ -178,7 +178,7 @@ pub fn message_shaped(i: usize, shape: Shape) -> Message {
         }
         2 => Message::Tool(ToolMessage {
             name: "read_file".into(),
-            tool_call_id: format!("call_{}", i - 1),
+            tool_call_id: format!("call_{}", i - 1).into(),
             content: (0..shape.result_lines)
                 .map(|l| format!("{:>4}  fn f{l}() {{ {} }}\n", l + 1, words(i + l, 8)))
                 .collect(),
@@ -227,7 +227,7 @@ pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> St
     plan["providers"] = json!([{"module": "provider-openai",
         "config": {"base_url": "http://127.0.0.1:9/v1", "default_model": "scripted-model"}}]);
     let metadata = Metadata {
-        session_id: arbor::session::ids::new_root_id(),
+        session_id: arbor::session::ids::SessionId::new_root(),
         agent_name: Some(bundle.name.clone()),
         created: TS.into(),
         last_updated: TS.into(),
@@ -240,7 +240,7 @@ pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> St
     };
     drop(store.create(&metadata).unwrap());
     fill_session_shaped(store, &metadata.session_id, n, shape);
-    metadata.session_id
+    metadata.session_id.into_string()
 }
 
 /// Appends [`message`]s `0..n` to the existing session `id` of `store` (through the

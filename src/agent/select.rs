@@ -203,7 +203,7 @@ pub fn transcript_events(transcript: &[Message], default_author: &str) -> Vec<Ro
             Message::Tool(t) => Some(RouteEvent {
                 author: author_of(t.metadata.as_ref())
                     .unwrap_or_else(|| default_author.to_string()),
-                function_responses: vec![t.tool_call_id.clone()],
+                function_responses: vec![t.tool_call_id.to_string()],
                 transfer_to_agent: t.metadata.as_ref().and_then(|m| m.get_str(TRANSFER_KEY)),
                 has_content: true,
                 ..RouteEvent::default()

@@ -26,9 +26,9 @@ use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
 use crate::engine::{EngineError, Runtime, TurnOutcome};
 use crate::outln;
-use crate::session::Metadata;
 use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
+use crate::session::{Metadata, SessionId};
 
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
@@ -373,7 +373,7 @@ fn resolve(
     ctx: &Context,
     store: &crate::session::SessionStore,
     id: &str,
-) -> std::result::Result<String, String> {
+) -> std::result::Result<SessionId, String> {
     match store.resolve(id) {
         Ok(id) => Ok(id),
         Err(crate::session::StoreError::NotFound(missing)) => Err(not_found(ctx, &missing)),
@@ -383,12 +383,11 @@ fn resolve(
 
 /// The message for a session id (or prefix) no session of this project has.
 fn not_found(ctx: &Context, id: &str) -> String {
-    let first = if crate::session::ids::is_sub_session(id) {
-        crate::session::StoreError::NotFound(id.to_string()).to_string()
-    } else if uuid::Uuid::parse_str(id).is_ok() {
-        format!("Root session '{id}' not found.")
-    } else {
-        format!("No session id or short id starts with '{id}'.")
+    use crate::session::ids::IdShape;
+    let first = match IdShape::of(id) {
+        IdShape::Sub { .. } => crate::session::StoreError::NotFound(id.to_string()).to_string(),
+        IdShape::Root { .. } => format!("Root session '{id}' not found."),
+        IdShape::Other => format!("No session id or short id starts with '{id}'."),
     };
     format!(
         "{first} Looked among the sessions of project {} ({}); for every project's \
@@ -450,8 +449,8 @@ fn fail(e: &dyn std::fmt::Display) -> Result<i32> {
     Ok(1)
 }
 
-fn children_index(list: &[Metadata]) -> BTreeMap<String, Vec<String>> {
-    let mut index: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+fn children_index(list: &[Metadata]) -> BTreeMap<SessionId, Vec<SessionId>> {
+    let mut index: BTreeMap<SessionId, Vec<(String, SessionId)>> = BTreeMap::new();
     for m in list {
         if let Some(parent) = &m.parent_id {
             index
@@ -487,7 +486,7 @@ fn rebuild_note(ctx: &Context, m: &Metadata) -> Option<String> {
 /// The `session list --json` / `session show --json` object. `active_agent` is the
 /// agent of its `sub_agents` tree that handles the next message (SPEC §11), else
 /// `agent_name`.
-pub fn summary_json(m: &Metadata, children: &BTreeMap<String, Vec<String>>) -> Value {
+pub fn summary_json(m: &Metadata, children: &BTreeMap<SessionId, Vec<SessionId>>) -> Value {
     json!({
         "session_id": m.session_id,
         "name": m.name,

@@ -158,8 +158,8 @@ impl PendingApprovals {
         let key = (session_id.to_string(), tool_call_id.to_string());
         let sender = lock(&self.waiting).remove(&key);
         let no_pending = || EngineError::NoPendingApproval {
-            session_id: session_id.to_string(),
-            tool_call_id: tool_call_id.to_string(),
+            session_id: session_id.into(),
+            tool_call_id: tool_call_id.into(),
         };
         sender
             .ok_or_else(no_pending)?

@@ -157,7 +157,7 @@ fn prepare(
         session_id: live.id.clone(),
         parent_id: live.parent_id.clone(),
         depth: live.depth,
-        tool_call_id: call.id.clone(),
+        tool_call_id: call.id.clone().into(),
         working_dir: live.working_dir.clone(),
         cancel: token.clone(),
         sub_session_id: None,
@@ -173,7 +173,7 @@ fn prepare(
     });
     live.emit(EngineEvent::ToolPre(ToolPreEvent {
         tool_name: call.tool.clone(),
-        tool_call_id: call.id.clone(),
+        tool_call_id: call.id.clone().into(),
         tool_input: Value::clone(&call.arguments),
         task: task.clone(),
     }));
@@ -215,7 +215,7 @@ fn publish_result(
     live.emit(if output.is_error {
         EngineEvent::ToolError(ToolErrorEvent {
             tool_name,
-            tool_call_id,
+            tool_call_id: tool_call_id.into(),
             tool_response: Some(ToolResponse::failed(&text)),
             error: text,
             truncated,
@@ -224,7 +224,7 @@ fn publish_result(
     } else {
         EngineEvent::ToolPost(ToolPostEvent {
             tool_name,
-            tool_call_id,
+            tool_call_id: tool_call_id.into(),
             tool_response: Some(ToolResponse::ok(&text)),
             result: text,
             truncated,

@@ -129,7 +129,7 @@ impl TurnEnv {
             let first = self
                 .mcp_reported
                 .lock()
-                .map(|mut r| r.insert((live.id.clone(), server.clone())))
+                .map(|mut r| r.insert((live.id.to_string(), server.clone())))
                 .unwrap_or(true);
             if first {
                 tracing::warn!("MCP server '{server}': {error}");

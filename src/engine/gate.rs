@@ -267,7 +267,7 @@ impl<'a> Gate<'a> {
             None => None,
         };
         ApprovalRequiredEvent {
-            tool_call_id: call.id.clone(),
+            tool_call_id: call.id.clone().into(),
             tool_name: call.tool.clone(),
             agent: self.live.agent_name.clone(),
             summary: truncate_chars(&summary, SUMMARY_MAX).to_string(),
@@ -286,7 +286,7 @@ impl<'a> Gate<'a> {
     ) {
         self.live
             .emit(EngineEvent::ApprovalGranted(ApprovalGrantedEvent {
-                tool_call_id: call.id.clone(),
+                tool_call_id: call.id.clone().into(),
                 tool_name: call.tool.clone(),
                 agent: self.live.agent_name.clone(),
                 decision,
@@ -298,7 +298,7 @@ impl<'a> Gate<'a> {
     fn denied(&self, call: &ToolCall, decision: DecisionKind, reason: Option<String>) {
         self.live
             .emit(EngineEvent::ApprovalDenied(ApprovalDeniedEvent {
-                tool_call_id: call.id.clone(),
+                tool_call_id: call.id.clone().into(),
                 tool_name: call.tool.clone(),
                 agent: self.live.agent_name.clone(),
                 decision,

@@ -13,6 +13,7 @@
 //! withholds the tool), or spawning itself (`spawn`).
 
 use std::collections::HashMap;
+
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -24,7 +25,7 @@ use crate::agent::endpoints::merge_agent;
 use crate::config::approvals::Authority;
 use crate::config::limits::{tighten_max_iterations, tighten_task_limits};
 use crate::config::{Limits, MountPlan};
-use crate::session::SessionStore;
+use crate::session::{SessionId, SessionStore};
 
 /// `agent::endpoints::merge_agent(parent, agent, calling_spawn)` (SPEC §6 merge; the
 /// provider endpoints the overlay sets are marked with its tier, so a project agent
@@ -150,7 +151,7 @@ fn stored_tree(store: &SessionStore, id: &str) -> (String, Vec<String>) {
             Vec::new()
         }
     };
-    let parents: HashMap<String, Option<String>> = listed
+    let parents: HashMap<SessionId, Option<SessionId>> = listed
         .into_iter()
         .map(|m| (m.session_id, m.parent_id))
         .collect();
@@ -160,7 +161,7 @@ fn stored_tree(store: &SessionStore, id: &str) -> (String, Vec<String>) {
 /// The root reached from `id` through `parents` (a parent missing from the map ends
 /// the walk: it is the root as far as the store knows), and every id in `parents`
 /// whose walk ends there, plus `id`. Cycles end the walk where they close.
-fn tree_of(parents: &HashMap<String, Option<String>>, id: &str) -> (String, Vec<String>) {
+fn tree_of(parents: &HashMap<SessionId, Option<SessionId>>, id: &str) -> (String, Vec<String>) {
     let mut roots: HashMap<&str, String> = HashMap::new();
     let mut root_of = |start: &str| -> String {
         // Walk up until a known root or the top, then remember it for the whole path.
@@ -177,7 +178,7 @@ fn tree_of(parents: &HashMap<String, Option<String>>, id: &str) -> (String, Vec<
             match parents.get_key_value(current) {
                 Some((_, Some(parent))) => match parents.get_key_value(parent.as_str()) {
                     Some((key, _)) => current = key.as_str(),
-                    None => break parent.clone(),
+                    None => break parent.to_string(),
                 },
                 _ => break current.to_string(),
             }
@@ -193,7 +194,7 @@ fn tree_of(parents: &HashMap<String, Option<String>>, id: &str) -> (String, Vec<
     let mut members: Vec<String> = parents
         .keys()
         .filter(|k| root_of(k) == root)
-        .cloned()
+        .map(SessionId::to_string)
         .collect();
     if !members.iter().any(|m| m == id) {
         members.push(id.to_string());
@@ -207,6 +208,7 @@ mod tests {
     use super::*;
     use crate::agent::AgentSource;
     use crate::config::TaskConfig;
+    use crate::session::SessionId;
     use serde_json::json;
 
     fn agent(source: AgentSource, depth: u32, parallel: u32) -> AgentDef {
@@ -313,10 +315,10 @@ mod tests {
         }
     }
 
-    fn parents(pairs: &[(&str, Option<&str>)]) -> HashMap<String, Option<String>> {
+    fn parents(pairs: &[(&str, Option<&str>)]) -> HashMap<SessionId, Option<SessionId>> {
         pairs
             .iter()
-            .map(|(id, p)| (id.to_string(), p.map(str::to_string)))
+            .map(|(id, p)| (SessionId::from(*id), p.map(SessionId::from)))
             .collect()
     }
 
@@ -378,7 +380,7 @@ mod tests {
         ] {
             let meta = crate::session::Metadata {
                 session_id: id.into(),
-                parent_id: parent.map(str::to_string),
+                parent_id: parent.map(SessionId::from),
                 ..Default::default()
             };
             drop(store.create(&meta).unwrap());

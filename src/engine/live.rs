@@ -29,6 +29,7 @@
 //! it before the next append (the turn loop does; a viewer laying out
 //! `Runtime::transcript_snapshot` should too).
 
+use crate::session::ids::SessionId;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -53,11 +54,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A session loaded in this process (created here or resumed from disk).
 pub(crate) struct LiveSession {
-    pub id: String,
-    pub parent_id: Option<String>,
+    pub id: SessionId,
+    pub parent_id: Option<SessionId>,
     /// The root of this session's tree (its own id for a root): "always" approvals
     /// hold for the whole tree.
-    pub root_id: String,
+    pub root_id: SessionId,
     pub agent_name: String,
     pub depth: u32,
     /// The merged mount plan, with credentials (never persisted as is: the store redacts).
@@ -84,7 +85,7 @@ impl LiveSession {
     /// working dir), the root of its tree, plan, locked writer and transcript.
     pub fn new(
         metadata: Metadata,
-        root_id: String,
+        root_id: SessionId,
         plan: MountPlan,
         writer: SessionWriter,
         transcript: Vec<Message>,

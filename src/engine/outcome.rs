@@ -5,12 +5,14 @@
 //! `root_plan`. Does not own: producing them (those files) or showing them (`cli`,
 //! `tui`).
 
+use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use crate::session::{SessionStatus, StoreError};
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub agent: String,
     pub status: SessionStatus,
     /// The final assistant text of the turn (partial text when failed/cancelled).
@@ -41,8 +43,8 @@ pub enum EngineError {
          (already answered, cancelled, or never asked)"
     )]
     NoPendingApproval {
-        session_id: String,
-        tool_call_id: String,
+        session_id: SessionId,
+        tool_call_id: ToolCallId,
     },
     #[error("{0}")]
     Other(String),

@@ -109,7 +109,7 @@ fn child_result(
         .unwrap_or_default();
     let result = TaskResult {
         response,
-        session_id: child.to_string(),
+        session_id: child.into(),
         agent,
         status: meta.status,
         turn_count: meta.turn_count,

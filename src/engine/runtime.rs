@@ -52,7 +52,7 @@ use crate::session::title::title_from;
 use crate::session::tree::{build_tree, children_first_waves, find};
 use crate::session::{
     EngineEvent, Event, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
-    StoreError, ids,
+    StoreError, ids::SessionId,
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
@@ -104,7 +104,7 @@ pub struct Runtime {
     turn_env: TurnEnv,
     bus: EventBus,
     store: SessionStore,
-    live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    live: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
     /// A transcript a viewer parsed, for the next resume of its session
     /// ([`Runtime::park_transcript`]). Locked after `live` when both are held.
     parked: Mutex<Option<handoff::Parked>>,
@@ -286,7 +286,7 @@ impl Runtime {
     ///
     /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider is
     /// configured or none builds; `Store` when the session cannot be written.
-    pub fn create_root(&self, agent: Option<&str>) -> Result<String, EngineError> {
+    pub fn create_root(&self, agent: Option<&str>) -> Result<SessionId, EngineError> {
         let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
         let provider = providers::select_provider(&self.turn_env, &plan)?;
         self.start_root(agent, (plan, overlay), provider, None)
@@ -300,7 +300,7 @@ impl Runtime {
     ///
     /// Errors: as [`Runtime::create_root`]; a model choice that is empty, names a
     /// provider that cannot be built, or is a glob matching no listed model (`Other`).
-    pub async fn create_root_with(&self, options: RootOptions) -> Result<String, EngineError> {
+    pub async fn create_root_with(&self, options: RootOptions) -> Result<SessionId, EngineError> {
         let agent = options.agent.as_deref();
         let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
         let model = options.model.or_else(|| self.root_model());
@@ -359,11 +359,11 @@ impl Runtime {
         (plan, overlay): (MountPlan, Value),
         (provider, provider_config): (Arc<dyn crate::provider::Provider>, Value),
         resolved: Option<ResolvedModel>,
-    ) -> Result<String, EngineError> {
+    ) -> Result<SessionId, EngineError> {
         let env = &self.turn_env;
         let now = now_rfc3339();
         let mut metadata = Metadata {
-            session_id: ids::new_root_id(),
+            session_id: SessionId::new_root(),
             parent_id: None,
             agent_name: Some(agent.map_or_else(|| env.bundle.name.clone(), str::to_string)),
             created: now.clone(),
@@ -604,7 +604,7 @@ impl Runtime {
     }
 
     /// Ids of the sessions loaded in this process (created or resumed), unordered.
-    pub fn live_session_ids(&self) -> Vec<String> {
+    pub fn live_session_ids(&self) -> Vec<SessionId> {
         lock(&self.live).keys().cloned().collect()
     }
 
@@ -615,7 +615,7 @@ impl Runtime {
     }
 
     /// The full id for an id or unambiguous prefix (`NotFound`, `Ambiguous`).
-    pub fn resolve_id(&self, prefix: &str) -> Result<String, EngineError> {
+    pub fn resolve_id(&self, prefix: &str) -> Result<SessionId, EngineError> {
         Ok(self.store.resolve(prefix)?)
     }
 
@@ -693,7 +693,7 @@ impl Sessions for Runtime {
 /// (whose root is known) and, for parents not loaded, their stored metadata; the last
 /// session reached when a parent is missing or the chain is implausibly long (a cycle).
 fn root_of(
-    live: &HashMap<String, Arc<LiveSession>>,
+    live: &HashMap<SessionId, Arc<LiveSession>>,
     store: &SessionStore,
     metadata: &Metadata,
 ) -> String {
@@ -702,7 +702,7 @@ fn root_of(
     for _ in 0..MAX_TREE_DEPTH {
         let Some(id) = parent else { break };
         if let Some(session) = live.get(&id) {
-            return session.root_id.clone();
+            return session.root_id.to_string();
         }
         let Ok((stored, _)) = store.load_metadata(&id) else {
             break;
@@ -710,7 +710,7 @@ fn root_of(
         top = id;
         parent = stored.parent_id;
     }
-    top
+    String::from(top)
 }
 
 /// How many parent links [`root_of`] and [`descends_from`] follow at most.
@@ -718,7 +718,7 @@ const MAX_TREE_DEPTH: usize = 64;
 
 /// Whether `session` has `ancestor` on its live parent chain.
 fn descends_from(
-    live: &HashMap<String, Arc<LiveSession>>,
+    live: &HashMap<SessionId, Arc<LiveSession>>,
     session: &LiveSession,
     ancestor: &str,
 ) -> bool {

@@ -39,7 +39,6 @@ use crate::config::MountPlan;
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
-use crate::session::ids;
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{
     SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
@@ -128,10 +127,8 @@ async fn spawn_child(
     ctx: ToolContext,
 ) -> Result<TaskResult, String> {
     let parent = caller(rt.as_ref(), &ctx)?;
-    let child_id = ctx
-        .sub_session_id
-        .clone()
-        .unwrap_or_else(|| ids::new_child_id(&parent.id, &agent.name));
+    // `parent` is the live session of `ctx.session_id` (see `caller`).
+    let child_id = ctx.child_id(&agent.name);
     let calling_spawn = parent
         .agent_overlay
         .get("spawn")
@@ -204,7 +201,7 @@ async fn spawn_child(
         .map_err(|e| e.to_string())?;
     child.set_provider(provider, provider_config);
     child.emit(EngineEvent::SessionFork(SessionForkEvent {
-        parent: parent.id.clone(),
+        parent: parent.id.to_string(),
         agent: agent.name.clone(),
         depth: child.depth,
         resolved_model: Some(resolved.clone()),

@@ -555,7 +555,7 @@ async fn drive(
             live.emit(EngineEvent::AgentTransfer(AgentTransferEvent {
                 from: agent.clone(),
                 to: target.clone(),
-                tool_call_id,
+                tool_call_id: tool_call_id.into(),
             }));
             live.update_metadata(|m| m.active_agent = Some(target.clone()));
             active = match transfer::activate(env, live, tree, &target).await {

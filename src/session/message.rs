@@ -8,6 +8,7 @@
 //! [`Meta`], its compact JSON text; a tool call's arguments are one [`ToolArgs`]
 //! shared by its content block and its `tool_calls` entry. Does not own: the file itself (`store`).
 
+use crate::session::ids::ToolCallId;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -66,7 +67,7 @@ pub struct AssistantMessage {
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct ToolMessage {
     pub name: String,
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     pub content: Text,
     /// True when the tool failed; the content is then the error text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -166,7 +167,7 @@ impl Message {
     pub fn tool_result(call: &ToolCall, content: impl Into<Text>, is_error: bool) -> Self {
         Message::Tool(ToolMessage {
             name: call.tool.clone(),
-            tool_call_id: call.id.clone(),
+            tool_call_id: call.id.clone().into(),
             content: content.into(),
             is_error,
             timestamp: Some(now_rfc3339()),

@@ -1,6 +1,7 @@
 //! `metadata.json`: one session's identity, status, usage, merged config and the files
 //! its tools changed.
 
+use crate::session::ids::SessionId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -171,9 +172,9 @@ pub fn record_file_change(list: &mut Vec<FileChange>, change: &FileChange) {
 /// `metadata.json` (SPEC §7). Unknown keys written by other tools are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Metadata {
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(default)]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     #[serde(default)]
     pub agent_name: Option<String>,
     /// RFC 3339.

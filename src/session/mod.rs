@@ -19,6 +19,7 @@ pub mod title;
 pub mod tree;
 pub mod usage;
 
+pub use ids::{SessionId, ToolCallId};
 pub use message::Message;
 pub use metadata::{Metadata, SessionStatus};
 pub use protocol::{EngineCommand, EngineEvent, Event, EventBus};

@@ -31,6 +31,7 @@ pub mod tail;
 pub mod transcript;
 mod writer;
 
+use crate::session::ids::SessionId;
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
@@ -120,7 +121,7 @@ pub struct LoadedSession {
 /// be read at all), listed with the reason instead of being hidden.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unreadable {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session directory.
     pub dir: PathBuf,
     /// The error, e.g. "Corrupted session metadata for '…': metadata.json unreadable: …".
@@ -147,6 +148,16 @@ fn checked(id: &str) -> Result<(), StoreError> {
         id: id.to_string(),
         reason,
     })
+}
+
+/// A refused id is the store's `InvalidId` (same id and reason).
+impl From<ids::InvalidSessionId> for StoreError {
+    fn from(e: ids::InvalidSessionId) -> Self {
+        StoreError::InvalidId {
+            id: e.id,
+            reason: e.reason,
+        }
+    }
 }
 
 impl SessionStore {
@@ -283,7 +294,7 @@ impl SessionStore {
                 "session dir '{id}' holds metadata for '{}'",
                 metadata.session_id
             );
-            metadata.session_id = id.to_string();
+            metadata.session_id = id.into();
         }
         transcript::repair_tail(&dir.join(TRANSCRIPT_FILE))?;
         let writer = SessionWriter::new(dir, lock, metadata)?;
@@ -368,7 +379,7 @@ impl SessionStore {
             match rebuild::read_or_rebuild(&dir, &id) {
                 Ok((metadata, _)) => sessions.push(metadata),
                 Err(e) => unreadable.push(Unreadable {
-                    session_id: id,
+                    session_id: id.into(),
                     dir,
                     reason: e.to_string(),
                 }),
@@ -396,10 +407,13 @@ impl SessionStore {
     /// the same digits (their parent span is the root's first 16 hex digits). One match
     /// at the first step that has any → its id; several → `Ambiguous` (those
     /// candidates, sorted); none → `NotFound(input)`.
-    pub fn resolve(&self, id_or_prefix: &str) -> Result<String, StoreError> {
+    ///
+    /// This is where an id a person typed becomes a [`SessionId`]: the result always
+    /// names an existing, valid session directory.
+    pub fn resolve(&self, id_or_prefix: &str) -> Result<SessionId, StoreError> {
         let prefix = id_or_prefix.trim();
         if self.session_dir(prefix)?.is_dir() {
-            return Ok(prefix.to_string());
+            return Ok(SessionId::parse(prefix)?);
         }
         let short = prefix.strip_prefix('#').unwrap_or(prefix);
         if short.is_empty() {
@@ -417,7 +431,8 @@ impl SessionStore {
         matches.sort();
         match matches.len() {
             0 => Err(StoreError::NotFound(prefix.to_string())),
-            1 => Ok(matches.remove(0)),
+            // Listed directory names passed `ids::validate` in `session_ids`.
+            1 => Ok(SessionId::new_unchecked(matches.remove(0))),
             _ => Err(StoreError::Ambiguous {
                 prefix: prefix.to_string(),
                 matches,

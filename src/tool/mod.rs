@@ -19,6 +19,8 @@ pub mod search;
 pub mod task;
 pub mod transfer;
 
+use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -68,20 +70,31 @@ impl ToolOutput {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The calling session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The calling session's parent, if a sub-session.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// The calling session's depth (root 0).
     pub depth: u32,
     /// The tool call's id from the model.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// Files are confined to this directory.
     pub working_dir: PathBuf,
     /// Cancelled when the calling turn is cancelled.
     pub cancel: CancellationToken,
     /// For `task` calls: the sub-session this call spawns or resumes, decided by
     /// [`Tool::prepare`] before `tool:pre` is published (`None` for other tools).
-    pub sub_session_id: Option<String>,
+    pub sub_session_id: Option<SessionId>,
+}
+
+impl ToolContext {
+    /// The sub-session a delegation by this call runs in: the one already decided
+    /// ([`ToolContext::sub_session_id`]), else a new child id of the calling session for
+    /// `agent_name` ([`SessionId::child`]). The one place a delegation names its child.
+    pub fn child_id(&self, agent_name: &str) -> SessionId {
+        self.sub_session_id
+            .clone()
+            .unwrap_or_else(|| SessionId::child(&self.session_id, agent_name))
+    }
 }
 
 #[cfg(test)]
@@ -130,5 +143,21 @@ pub trait Tool: Send + Sync {
     fn sandbox_note(&self, working_dir: &Path) -> Option<String> {
         let _ = working_dir;
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delegation_keeps_a_decided_child_id_else_makes_one_of_the_caller() {
+        let mut ctx = ToolContext::in_dir(Path::new("/tmp"));
+        ctx.session_id = "9b1c7e2e-0a4b-4f7e-8f7e-1c2d3e4f5a6b".into();
+        let made = ctx.child_id("Zen Architect");
+        assert!(made.starts_with("9b1c7e2e0a4b4f7e-"), "{made}");
+        assert!(made.ends_with("_zen-architect"), "{made}");
+        ctx.sub_session_id = Some(made.clone());
+        assert_eq!(ctx.child_id("other"), made);
     }
 }

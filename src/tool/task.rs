@@ -24,7 +24,7 @@ use crate::config::budget::Budget;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
-use crate::session::ids;
+use crate::session::ids::SessionId;
 
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
@@ -51,7 +51,7 @@ pub struct TaskRequest {
     pub agent: Option<String>,
     pub instruction: String,
     /// Resume this sub-session instead of spawning.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// A role name or list of roles (validated); resolved against the routing matrix
     /// at spawn, or on resume to re-route the sub-session.
     pub model_role: Option<Value>,
@@ -72,7 +72,7 @@ pub struct TaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskResult {
     pub response: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub agent: String,
     pub status: SessionStatus,
     pub turn_count: u32,
@@ -303,7 +303,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
     Ok(TaskRequest {
         agent: text("agent")?,
         instruction,
-        session_id: text("session_id")?,
+        session_id: text("session_id")?.map(SessionId::from),
         model_role,
         provider_preferences,
         context_depth,
@@ -369,7 +369,7 @@ impl Tool for TaskTool {
         if let Some(id) = request.session_id {
             ctx.sub_session_id = Some(id);
         } else if let Ok(Some(agent)) = self.route(&request, ctx) {
-            ctx.sub_session_id = Some(ids::new_child_id(&ctx.session_id, &agent.name));
+            ctx.sub_session_id = Some(ctx.child_id(&agent.name));
         }
     }
 

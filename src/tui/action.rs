@@ -4,6 +4,8 @@
 //! Owns: these shapes only. Kept apart from `app_event` so UI state (`state`), which
 //! returns them, does not depend on the events that carry state's own results.
 
+use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use std::path::PathBuf;
 
 use crate::session::protocol::ApprovalDecision;
@@ -27,7 +29,7 @@ pub enum UiAction {
     /// Open this session's thread in the chat pane.
     OpenThread(String),
     /// Cancel this session's running turn and its subtree.
-    Cancel(String),
+    Cancel(SessionId),
     /// Start a new root session with this agent (the next submit carries it).
     StartWithAgent(String),
     /// Open this agent file in `$EDITOR`.
@@ -37,16 +39,16 @@ pub enum UiAction {
     /// Answer the approval that tool call `tool_call_id` of `session_id` waits for
     /// (sent to the engine as `EngineCommand::ResolveApproval`).
     ResolveApproval {
-        session_id: String,
-        tool_call_id: String,
+        session_id: SessionId,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
     },
     /// Answer like [`UiAction::ResolveApproval`] (an "always" answer) and save `rule`
     /// (a policy key such as `bash(cargo test*)`) as `allow` in the user's config
     /// file's `approvals:` (issue 22).
     ResolveAndSave {
-        session_id: String,
-        tool_call_id: String,
+        session_id: SessionId,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
         rule: String,
     },

@@ -5,6 +5,7 @@
 //! Owns: these shapes only. Does not own: handling them (`app`), executing commands
 //! (`executor`), or the protocol (`session::protocol`).
 
+use crate::session::ids::SessionId;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -60,13 +61,13 @@ pub enum AppEvent {
     /// The earlier part (up to byte `end`) of `session_id`'s transcript, opened
     /// tail-first, as cells, or why it could not be read.
     EarlierLoaded {
-        session_id: String,
+        session_id: SessionId,
         end: u64,
         result: Result<Box<EarlierCells>, String>,
     },
     /// A [`EngineCommand::Submit`] without a session id created this root session; its
     /// turn is now running.
-    SessionCreated { session_id: String },
+    SessionCreated { session_id: SessionId },
     /// A submitted turn ended (completed, failed or cancelled).
     TurnFinished(TurnOutcome),
     /// Result of [`EngineCommand::ResolveProviderLabel`]: `provider/model` of what a new
@@ -80,21 +81,21 @@ pub enum AppEvent {
     /// cannot be used (a note; a turn running meanwhile is not affected). `warning`:
     /// the model is not among the ones its provider lists (switched anyway).
     ModelSwitched {
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         result: Result<String, String>,
         warning: Option<String>,
     },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
     /// no-provider message). `session_id` is the session it concerned, when known.
     CommandFailed {
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         message: String,
     },
     /// A [`EngineCommand::Steer`], [`EngineCommand::Queue`] or
     /// [`EngineCommand::Unqueue`] for `session_id` failed with `message`: the text it
     /// carried (none for an unqueue) was not sent and goes back to the composer.
     NotSent {
-        session_id: String,
+        session_id: SessionId,
         text: Option<String>,
         message: String,
     },
@@ -106,19 +107,19 @@ pub enum AppEvent {
     /// Result of [`EngineCommand::LoadDiff`] for `session_id` with `subtree`: the
     /// session's diffs (itself first, then changed descendants) or the error text.
     DiffLoaded {
-        session_id: String,
+        session_id: SessionId,
         subtree: bool,
         result: Result<Vec<SessionDiff>, String>,
     },
     /// Result of [`EngineCommand::RenameSession`]: the title stored, or the error.
     SessionRenamed {
-        session_id: String,
+        session_id: SessionId,
         result: Result<String, String>,
     },
     /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
     /// error (nothing written).
     Exported {
-        session_id: String,
+        session_id: SessionId,
         result: Result<PathBuf, String>,
     },
     /// Result of [`EngineCommand::ListProjectFiles`]: the files under `root`,

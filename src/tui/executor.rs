@@ -11,6 +11,7 @@
 //! error of `Runtime::run_turn`). Does not own: the runtime itself, or the cells
 //! (`state::thread_earlier`).
 
+use crate::session::ids::SessionId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -132,15 +133,15 @@ fn load_tail_first(
 /// A session being opened: live in this process (its transcript shared with the
 /// engine, the stored metadata and its warnings), or stored (read tail-first).
 enum Opened {
-    Live(String, Arc<Vec<Message>>, Box<Metadata>, Vec<String>),
-    Stored(String, Box<TailLoad>),
+    Live(SessionId, Arc<Vec<Message>>, Box<Metadata>, Vec<String>),
+    Stored(SessionId, Box<TailLoad>),
 }
 
 /// [`load_tail_first`] of a stored session.
 fn open_stored(
     runtime: &Runtime,
     requested: String,
-    id: String,
+    id: SessionId,
     load: TailLoad,
     results: &UnboundedSender<AppEvent>,
 ) {
@@ -193,7 +194,7 @@ fn open_stored(
 /// lives, the session's next append copies the message list).
 fn open_live(
     requested: String,
-    id: String,
+    id: SessionId,
     live: &[Message],
     metadata: Metadata,
     warnings: Vec<String>,
@@ -248,7 +249,7 @@ fn send_newest(
 
 /// The app event for a turn's result: `TurnFinished`, or `CommandFailed` for
 /// `session_id`.
-fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> AppEvent {
+fn turn_result(session_id: SessionId, result: Result<TurnOutcome, EngineError>) -> AppEvent {
     match result {
         Ok(outcome) => AppEvent::TurnFinished(outcome),
         Err(e) => AppEvent::CommandFailed {
@@ -262,7 +263,7 @@ fn turn_result(session_id: String, result: Result<TurnOutcome, EngineError>) -> 
 /// running turn took it, or `NotSent` with `text` so the person gets it back.
 fn offered(
     tx: &UnboundedSender<AppEvent>,
-    session_id: String,
+    session_id: SessionId,
     text: String,
     result: Result<Option<TurnOutcome>, EngineError>,
 ) {
@@ -418,7 +419,13 @@ impl Executor for RuntimeExecutor {
                 let runtime = self.runtime.clone();
                 let follow = self.follow.clone();
                 tokio::task::spawn_blocking(move || {
-                    load_tail_first(&runtime, &store, &follow, session_id, &results)
+                    load_tail_first(
+                        &runtime,
+                        &store,
+                        &follow,
+                        String::from(session_id),
+                        &results,
+                    )
                 });
             }
             EngineCommand::LoadDiff {

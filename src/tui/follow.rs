@@ -16,6 +16,7 @@
 //! shrinks (it was rewritten: reopening shows it). Does not own: opening a session
 //! (`executor`), showing messages (`state::thread`).
 
+use crate::session::ids::SessionId;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -41,9 +42,9 @@ pub type IsLive = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 /// The stored session to follow.
 pub struct FollowSpec {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its parent (`None` for a root), for the events sent.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// Its directory in the store (`transcript.jsonl` is read there).
     pub dir: PathBuf,
     /// Bytes of `transcript.jsonl` the thread already shows (the open's `covers`).

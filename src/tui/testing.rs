@@ -118,7 +118,7 @@ pub const SAMPLE_DIFF: &str = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,4 +1,4 
 pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
     EngineEvent::ToolPost(ToolPostEvent {
         tool_name: "write_file".into(),
-        tool_call_id: format!("write-{path}"),
+        tool_call_id: format!("write-{path}").into(),
         result: format!("wrote {path}"),
         file_changed: Some(FileChange {
             path: path.into(),

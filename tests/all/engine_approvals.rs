@@ -35,7 +35,7 @@ fn results(request: &ChatRequest) -> Vec<(String, String)> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::Tool(t) => Some((t.tool_call_id.clone(), t.content.to_string())),
+            Message::Tool(t) => Some((t.tool_call_id.to_string(), t.content.to_string())),
             _ => None,
         })
         .collect()
@@ -83,7 +83,12 @@ fn start_interactive(fx: &Fixture) -> Started {
         let (rt, id) = (rt.clone(), id.clone());
         async move { rt.run_turn(&id, "go".into()).await }
     });
-    Started { rt, rx, id, turn }
+    Started {
+        rt,
+        rx,
+        id: id.into_string(),
+        turn,
+    }
 }
 
 fn is_required(e: &Event) -> bool {

@@ -9,8 +9,8 @@ use crate::support::fixture;
 use std::sync::{Arc, Mutex};
 
 use arbor::engine::testing::{Step, after_tool_results, last_user_text};
-use arbor::session::SessionStatus;
 use arbor::session::message::Message;
+use arbor::session::{SessionId, SessionStatus};
 use fixture::*;
 use serde_json::{Value, json};
 
@@ -326,7 +326,7 @@ async fn parallel_task_calls_run_at_once_and_max_parallel_serializes_them() {
             .unwrap();
         assert_eq!(out.status, SessionStatus::Completed);
         let bus = drain(&mut rx);
-        let forks: Vec<String> = bus
+        let forks: Vec<SessionId> = bus
             .iter()
             .filter(|e| e.msg.name() == "session:fork")
             .map(|e| e.session_id.clone())
@@ -487,7 +487,7 @@ async fn cancel_stops_exactly_the_subtree_of_the_session_it_names() {
     // Every session runs a turn of its own (resumed directly, as from the TUI), so no
     // turn's token is a child of another's: only the runtime's tree walk links them.
     let mut rx = rt.bus().subscribe();
-    let ids = [&root, &alpha, &beta, &gamma];
+    let ids: [&str; 4] = [&root, &alpha, &beta, &gamma];
     let [root_turn, alpha_turn, beta_turn, gamma_turn] = ids.map(|id| spawn_turn(&rt, id, "hang"));
     tokio::time::timeout(GUARD, async {
         let mut streaming = std::collections::HashSet::new();
@@ -509,7 +509,7 @@ async fn cancel_stops_exactly_the_subtree_of_the_session_it_names() {
         assert_eq!(fx.metadata(id)["status"], "cancelled", "{id}");
     }
     // The rest of the tree is untouched: still running, nothing cancelled.
-    for id in [&root, &beta] {
+    for id in [root.as_str(), beta.as_str()] {
         assert!(rt.is_running(id), "{id} stopped");
         assert_eq!(fx.metadata(id)["status"], "running", "{id}");
         let logged = fx.logged_events(id);

@@ -18,7 +18,7 @@ async fn stored_session(fx: &Fixture) -> String {
     let rt = fx.runtime();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "first question".into()).await.unwrap();
-    id
+    id.into_string()
 }
 
 fn scripted() -> Fixture {

@@ -14,7 +14,7 @@ use arbor::engine::testing::{Step, after_tool_results, last_user_text};
 use arbor::engine::turn::CONTINUE_PROMPT;
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::message::Message;
-use arbor::session::{EngineEvent, SessionStatus, SessionStore};
+use arbor::session::{EngineEvent, SessionId, SessionStatus, SessionStore};
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
 use fixture::*;
@@ -169,8 +169,8 @@ async fn continue_interrupted_runs_children_before_their_parent() {
 
     let rt = fx.runtime();
     let turns = rt.continue_interrupted(&root).await.unwrap();
-    let ids: Vec<String> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
-    assert_eq!(ids, [child.clone(), root.clone()], "children first");
+    let ids: Vec<SessionId> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
+    assert_eq!(ids, [child.as_str(), root.as_str()], "children first");
     // The child's model call came first; the root's continuation (its model had
     // answered: "Continue.") then delegated again.
     let requests = fx.provider.requests();
@@ -185,7 +185,7 @@ async fn continue_interrupted_runs_children_before_their_parent() {
             (ROOT.to_string(), CONTINUE_PROMPT.to_string())
         ]
     );
-    for id in [&root, &child] {
+    for id in [root.as_str(), child.as_str()] {
         assert_eq!(fx.metadata(id)["status"], "completed", "{id}");
     }
     // Nothing interrupted any more: nothing to do.
@@ -248,8 +248,8 @@ async fn a_continued_childs_answer_becomes_its_parents_task_result() {
 
     let rt = fx.runtime();
     let turns = rt.continue_interrupted(&root).await.unwrap();
-    let ids: Vec<String> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
-    assert_eq!(ids, [two.clone(), root.clone()], "children first");
+    let ids: Vec<SessionId> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
+    assert_eq!(ids, [two.as_str(), root.as_str()], "children first");
 
     // The root's model call got both sub-sessions' answers as its task results.
     let requests = fx.provider.requests();
@@ -259,7 +259,7 @@ async fn a_continued_childs_answer_becomes_its_parents_task_result() {
         .iter()
         .filter_map(|m| match m {
             Message::Tool(t) => Some((
-                t.tool_call_id.clone(),
+                t.tool_call_id.to_string(),
                 serde_json::from_str(&m.text()).unwrap_or(Value::Null),
             )),
             _ => None,

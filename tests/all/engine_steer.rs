@@ -98,7 +98,7 @@ async fn start_delegation(
     .await
     .session_id
     .clone();
-    (rt, root, child, turn)
+    (rt, root.into_string(), child.into_string(), turn)
 }
 
 /// Whether `request` holds a tool result (the model already called its tools; a

@@ -17,7 +17,7 @@ const ROOT: &str = "9b1c7e2e-0a4b-4f7e-8f7e-1c2d3e4f5a6b";
 
 fn meta(id: &str) -> Metadata {
     Metadata {
-        session_id: id.to_string(),
+        session_id: id.into(),
         agent_name: Some("planner".into()),
         created: "2025-01-01T00:00:00Z".into(),
         last_updated: "2025-01-01T00:00:00Z".into(),
@@ -28,7 +28,7 @@ fn meta(id: &str) -> Metadata {
 
 fn child_meta(id: &str, parent: &str, created: &str) -> Metadata {
     Metadata {
-        parent_id: Some(parent.to_string()),
+        parent_id: Some(parent.into()),
         created: created.into(),
         last_updated: created.into(),
         depth: 1,

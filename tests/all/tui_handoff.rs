@@ -72,7 +72,7 @@ async fn stored_session(fx: &Fixture) -> String {
         };
         writeln!(file, "{line}").unwrap();
     }
-    id
+    id.into_string()
 }
 
 /// Rewrites `from` to `to` (same length) in `id`'s transcript file.

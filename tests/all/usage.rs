@@ -170,7 +170,7 @@ async fn delegated_run() -> (Fixture, String, String, Vec<Arc<arbor::session::Ev
         .find(|e| e.parent_id.as_deref() == Some(root.as_str()))
         .map(|e| e.session_id.clone())
         .unwrap();
-    (fx, root, child, events)
+    (fx, root.into_string(), child.into_string(), events)
 }
 
 #[tokio::test]

@@ -149,16 +149,16 @@ impl<'a> Printer<'a> {
         match event {
             EngineEvent::ApprovalRequired(required) => {
                 self.asked
-                    .insert(required.tool_call_id.clone(), required.summary.clone());
+                    .insert(required.tool_call_id.to_string(), required.summary.clone());
             }
             EngineEvent::ApprovalDenied(denied) => {
-                let summary = self.asked.remove(&denied.tool_call_id);
+                let summary = self.asked.remove(denied.tool_call_id.as_str());
                 if let Some(note) = denial_note(denied, summary.as_deref()) {
                     out::error(note);
                 }
             }
             EngineEvent::ApprovalGranted(granted) => {
-                self.asked.remove(&granted.tool_call_id);
+                self.asked.remove(granted.tool_call_id.as_str());
             }
             _ => {}
         }

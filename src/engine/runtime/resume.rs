@@ -17,10 +17,7 @@ impl Runtime {
         if let Some(session) = live.get(id) {
             return Ok(session.clone());
         }
-        ids::validate(id).map_err(|reason| StoreError::InvalidId {
-            id: id.to_string(),
-            reason,
-        })?;
+        SessionId::parse(id).map_err(StoreError::from)?;
         let parked = self.take_parked(id);
         let (loaded, reused) = self.store.load_reusing(id, parked)?;
         if reused {
@@ -63,7 +60,7 @@ impl Runtime {
             &self.turn_env.env,
         ));
         let mut metadata = loaded.metadata;
-        metadata.session_id = id.to_string();
+        metadata.session_id = id.into();
         if !moved.is_empty() || rebuilt.is_some() {
             // Sub-sessions re-route and spawn from the stored plan: keep it current.
             metadata.config = Some(stored_plan::stored_config(&self.turn_env, &plan));
@@ -112,7 +109,7 @@ impl Runtime {
     /// store), inserted into `live` under its id.
     fn insert_live(
         &self,
-        live: &mut HashMap<String, Arc<LiveSession>>,
+        live: &mut HashMap<SessionId, Arc<LiveSession>>,
         metadata: Metadata,
         plan: MountPlan,
         writer: SessionWriter,
@@ -121,7 +118,7 @@ impl Runtime {
         let root_id = root_of(live, &self.store, &metadata);
         let session = Arc::new(LiveSession::new(
             metadata,
-            root_id,
+            root_id.into(),
             plan,
             writer,
             transcript,

@@ -206,7 +206,9 @@ impl Tool for Probe {
 
     fn call(&self, _input: serde_json::Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let sessions = self.sessions.get().unwrap();
-        let path = sessions.join(&ctx.session_id).join("transcript.jsonl");
+        let path = sessions
+            .join(ctx.session_id.as_str())
+            .join("transcript.jsonl");
         let lines = std::fs::read_to_string(path).unwrap().lines().count();
         self.seen.lock().unwrap().push(lines);
         async { ToolOutput::ok("probed") }.boxed()

@@ -11,6 +11,7 @@
 //! the errors of a line that is not a message (`missing field`, `unknown variant`).
 //! Does not own: the message shapes or writing them (`message`).
 
+use crate::session::ids::ToolCallId;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -40,7 +41,7 @@ struct Line {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    tool_call_id: Option<String>,
+    tool_call_id: Option<ToolCallId>,
     #[serde(default)]
     is_error: Option<bool>,
 }

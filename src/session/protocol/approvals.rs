@@ -11,6 +11,7 @@
 //! Amplifier's `tool_name` / `tool_call_id` as on the tool events. Field order is the
 //! key order of `data`.
 
+use crate::session::ids::ToolCallId;
 use serde::{Deserialize, Serialize};
 
 /// `approval:required`: `{tool_call_id, tool_name, agent, summary, command?, diff?,
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ApprovalRequiredEvent {
     /// The waiting call's id (the assistant message's `tool_calls[].id`).
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The tool's name as the model called it (`bash`, `write_file`, …).
     pub tool_name: String,
     /// The asking session's agent.
@@ -46,7 +47,7 @@ pub struct ApprovalRequiredEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalGrantedEvent {
     /// The call's id.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The tool's name.
     pub tool_name: String,
     /// The asking session's agent.
@@ -67,7 +68,7 @@ pub struct ApprovalGrantedEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalDeniedEvent {
     /// The call's id.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The tool's name.
     pub tool_name: String,
     /// The asking session's agent.

@@ -7,6 +7,8 @@
 //! cancel on Ctrl+C): a command channel would add nothing there.
 
 use super::approvals::ApprovalDecision;
+use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 
 /// What a front end asks the engine (or the store) to do. Each is executed in a
 /// background task; its result comes back to the sender (the TUI: an `AppEvent`).
@@ -17,7 +19,7 @@ pub enum EngineCommand {
     /// live session or resumes a stored one (root or sub-session). Ends with the turn's
     /// outcome, or the error that kept it from running.
     Submit {
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         agent: Option<String>,
         prompt: String,
     },
@@ -26,39 +28,39 @@ pub enum EngineCommand {
     /// the model call that never got an answer runs again, or `Continue.` is sent as a
     /// user message when the model had answered (`Runtime::continue_turn`). Ends like
     /// [`EngineCommand::Submit`] with an id.
-    Continue { session_id: String },
+    Continue { session_id: SessionId },
     /// Continue every `interrupted` session of the tree under `session_id` (itself
     /// included), children before their parents (`Runtime::continue_interrupted`):
     /// after a crash, one command resumes the whole tree. Each continued turn ends
     /// like [`EngineCommand::Continue`]; a tree that cannot be read fails the command.
-    ContinueInterrupted { session_id: String },
+    ContinueInterrupted { session_id: SessionId },
     /// Steer `session_id` (root or sub-session, SPEC §13): `text` is appended verbatim
     /// as a user message before its running turn's next model call (after pending
     /// tool results); when the turn ends first, or none runs, it starts the next turn
     /// at once (`Runtime::steer`). The engine publishes `prompt:queued` (mode `steer`)
     /// then `prompt:sent`. Ends like [`EngineCommand::Submit`] with an id when it
     /// started a turn; nothing more when the running turn took it.
-    Steer { session_id: String, text: String },
+    Steer { session_id: SessionId, text: String },
     /// Queue `text` as a turn of its own of `session_id`, sent verbatim after the
     /// running turn (and the messages queued before it) ended completed; at `position`
     /// among the queued messages (0 = next; `None` or past the end = last). Starts it
     /// at once when no turn runs (`Runtime::queue`). Publishes `prompt:queued` (mode
     /// `queue`), later `prompt:sent` or `prompt:unqueued`.
     Queue {
-        session_id: String,
+        session_id: SessionId,
         text: String,
         position: Option<usize>,
     },
     /// Take the waiting message `id` (`prompt:queued` `id`) of `session_id` back
     /// unsent (`Runtime::unqueue`): the engine publishes `prompt:unqueued` (reason
     /// `removed`) with its text. Fails when it was already sent or is unknown.
-    Unqueue { session_id: String, id: u64 },
+    Unqueue { session_id: SessionId, id: u64 },
     /// Cancel the running turn of `session_id` and of all its descendants (the engine
     /// publishes `cancel:requested`, then `cancel:completed` per stopped turn).
-    Cancel { session_id: String },
+    Cancel { session_id: SessionId },
     /// Read a session (id or unambiguous prefix) from the store; answered with the
     /// loaded session or the store error.
-    LoadTranscript { session_id: String },
+    LoadTranscript { session_id: SessionId },
     /// List stored sessions of this project; answered with their metadata, newest
     /// first, or the store error.
     ListSessions,
@@ -74,8 +76,8 @@ pub enum EngineCommand {
     /// publishes `approval:granted` or `approval:denied`. Answering a call that no
     /// longer waits (already answered, cancelled) fails with "no pending approval …".
     ResolveApproval {
-        session_id: String,
-        tool_call_id: String,
+        session_id: SessionId,
+        tool_call_id: ToolCallId,
         decision: ApprovalDecision,
     },
     /// Switch a model (`MODEL` or `PROVIDER/MODEL`; a glob picks the newest listed
@@ -85,26 +87,32 @@ pub enum EngineCommand {
     /// use, or the error (a bad choice, a provider that cannot be built). The `/model`
     /// slash command sends it too.
     SetModel {
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         model: String,
     },
     /// Rebuild what session `session_id` (a full id) changed, from its transcript
     /// (`tool::filesystem::changes`), with `subtree` its descendants' changes too;
     /// answered with the diffs or the store error.
-    LoadDiff { session_id: String, subtree: bool },
+    LoadDiff {
+        session_id: SessionId,
+        subtree: bool,
+    },
     /// List the MCP servers of this process (configured, or started by an agent's
     /// `tool-mcp`), each with its state and tools; answered with the list.
     ListMcpServers,
     /// Rename session `session_id` (a full id) to `title` (`/rename`), the path
     /// `arbor session rename` takes (`Runtime::rename`: metadata `name`, logged as
     /// `session:renamed`); answered with the title stored or the error.
-    RenameSession { session_id: String, title: String },
+    RenameSession {
+        session_id: SessionId,
+        title: String,
+    },
     /// Export session `session_id` (a full id) and its sub-sessions as Markdown
     /// (`session::export::export_markdown`, as `arbor session export --format md`) to
     /// a new file `arbor-export-<short id>.md` (`-2`, `-3`… when taken) in the working
     /// directory (`/export`), written whole or not at all; answered with the file's
     /// path or the error.
-    ExportSession { session_id: String },
+    ExportSession { session_id: SessionId },
     /// List the files under `root` for `@file` completion (`.gitignore` respected,
     /// capped; `tui::state::mentions::list_files`), off the UI thread; answered with
     /// the relative paths.

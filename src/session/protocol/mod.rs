@@ -21,6 +21,8 @@
 //! Coming events (SPEC §11–§13) get their own variants here: transfers
 //! (`transfer_to_agent`, §11) and budget pauses (§13).
 
+use crate::session::ids::SessionId;
+
 mod approvals;
 mod bus;
 mod command;
@@ -70,9 +72,9 @@ pub use wire::LogLine;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     /// The publishing session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its parent session, `None` for a root.
-    pub parent_id: Option<String>,
+    pub parent_id: Option<SessionId>,
     /// When it was published: RFC 3339, UTC.
     pub timestamp: String,
     /// What happened.
@@ -84,8 +86,8 @@ impl Event {
     /// current time.
     pub fn new(session_id: &str, parent_id: Option<&str>, msg: EngineEvent) -> Self {
         Self {
-            session_id: session_id.to_string(),
-            parent_id: parent_id.map(str::to_string),
+            session_id: session_id.into(),
+            parent_id: parent_id.map(SessionId::from),
             timestamp: super::message::now_rfc3339(),
             msg,
         }

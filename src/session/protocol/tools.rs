@@ -6,6 +6,8 @@
 //! trace collector reads `tool:post`), and for task calls `tool-delegate`'s
 //! `sub_session_id` / `parent_session_id`. Field order is the key order of `data`.
 
+use crate::session::ids::SessionId;
+use crate::session::ids::ToolCallId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -17,9 +19,9 @@ use crate::session::metadata::{FileChange, SessionStatus};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskCallFields {
     /// The sub-session the call spawns or resumes.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The calling session.
-    pub parent_session_id: String,
+    pub parent_session_id: SessionId,
     /// The sub-session's depth (caller's depth + 1).
     pub depth: u32,
 }
@@ -31,7 +33,7 @@ pub struct ToolPreEvent {
     /// The tool's name as the model called it.
     pub tool_name: String,
     /// The call's id (the assistant message's `tool_calls[].id`).
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The call's input object, as the model sent it.
     #[serde(alias = "arguments")]
     pub tool_input: Value,
@@ -47,7 +49,7 @@ pub struct ToolPostEvent {
     /// The tool's name as the model called it.
     pub tool_name: String,
     /// The call's id (the assistant message's `tool_calls[].id`).
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The result text, cut to 16 KiB (the whole text is in the transcript and in
     /// `message:appended`).
     pub result: String,
@@ -76,7 +78,7 @@ pub struct ToolErrorEvent {
     /// The tool's name as the model called it.
     pub tool_name: String,
     /// The call's id (the assistant message's `tool_calls[].id`).
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The error text, cut like [`ToolPostEvent::result`].
     pub error: String,
     /// `true` (key present) when `error` was cut.
@@ -160,9 +162,9 @@ pub struct TaskAgentSpawnedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The new sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that spawned it.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The sub-session's depth.
     pub depth: u32,
     /// The model it got and why.
@@ -176,9 +178,9 @@ pub struct TaskAgentResumedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The resumed sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that resumed it.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// The sub-session's depth.
     pub depth: u32,
     /// The re-resolved model, when the call asked for one.
@@ -193,9 +195,9 @@ pub struct TaskAgentCompletedEvent {
     /// The sub-session's agent.
     pub agent: String,
     /// The sub-session.
-    pub sub_session_id: String,
+    pub sub_session_id: SessionId,
     /// The parent's task call that ran it.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
     /// How the sub-session's turn ended.
     pub status: SessionStatus,
     /// Its turns so far.
@@ -215,5 +217,5 @@ pub struct AgentTransferEvent {
     /// The agent that answers from now on.
     pub to: String,
     /// The `transfer_to_agent` call.
-    pub tool_call_id: String,
+    pub tool_call_id: ToolCallId,
 }

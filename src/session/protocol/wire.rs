@@ -13,6 +13,7 @@
 //! written by older arbor (extra keys are ignored; `tool:pre` `arguments` is read as
 //! `tool_input`).
 
+use crate::session::ids::SessionId;
 use serde::{Deserialize, Serialize};
 
 use super::Event;
@@ -35,7 +36,7 @@ struct Schema {
 struct JsonlOut<'a> {
     event: &'static str,
     session_id: &'a str,
-    parent_id: &'a Option<String>,
+    parent_id: &'a Option<SessionId>,
     timestamp: &'a str,
     data: Data<'a>,
 }
@@ -56,9 +57,9 @@ impl Serialize for Event {
 /// The jsonl output object read back: `event` and `data` go to the [`EngineEvent`].
 #[derive(Deserialize)]
 struct JsonlIn {
-    session_id: String,
+    session_id: SessionId,
     #[serde(default)]
-    parent_id: Option<String>,
+    parent_id: Option<SessionId>,
     timestamp: String,
     #[serde(flatten)]
     msg: EngineEvent,
@@ -96,7 +97,7 @@ pub struct LogLine<'a> {
 struct LogData<'a> {
     #[serde(flatten)]
     payload: Data<'a>,
-    parent_id: &'a Option<String>,
+    parent_id: &'a Option<SessionId>,
     timestamp: &'a str,
 }
 
@@ -104,7 +105,7 @@ struct LogData<'a> {
 #[derive(Deserialize)]
 struct LogEnvelopeIn {
     ts: String,
-    session_id: String,
+    session_id: SessionId,
     #[serde(default)]
     data: LogDataIn,
 }
@@ -112,7 +113,7 @@ struct LogEnvelopeIn {
 #[derive(Deserialize, Default)]
 struct LogDataIn {
     #[serde(default)]
-    parent_id: Option<String>,
+    parent_id: Option<SessionId>,
     #[serde(default)]
     timestamp: Option<String>,
 }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use crate::session::SessionId;
 use crate::session::metadata::Metadata;
 
 /// The longest chain followed; past it (or on a cycle) the chain is cut there.
@@ -23,7 +24,7 @@ fn needs_depth(meta: &Metadata) -> bool {
 /// depth + 1, where a parent not in `sessions` counts as a root (depth 0) unless
 /// `sessions` says otherwise. Parents that carry a depth are trusted.
 pub(crate) fn fill_depths(sessions: &mut [Metadata]) {
-    let known: HashMap<String, (Option<String>, u32)> = sessions
+    let known: HashMap<SessionId, (Option<SessionId>, u32)> = sessions
         .iter()
         .map(|m| (m.session_id.clone(), (m.parent_id.clone(), m.depth)))
         .collect();
@@ -37,7 +38,7 @@ pub(crate) fn fill_depths(sessions: &mut [Metadata]) {
 /// `parent_id` and stored depth; `None` when missing, which ends the chain there).
 pub(crate) fn chain_depth(
     meta: &Metadata,
-    parent_of: impl Fn(&str) -> Option<(Option<String>, u32)>,
+    parent_of: impl Fn(&str) -> Option<(Option<SessionId>, u32)>,
 ) -> u32 {
     if !needs_depth(meta) {
         return meta.depth;
@@ -49,10 +50,10 @@ pub(crate) fn chain_depth(
 /// else its own chain.
 fn chain_length(
     parent: Option<&str>,
-    lookup: impl Fn(&str) -> Option<(Option<String>, u32)>,
+    lookup: impl Fn(&str) -> Option<(Option<SessionId>, u32)>,
 ) -> u32 {
     let mut depth = 0;
-    let mut current = parent.map(str::to_string);
+    let mut current = parent.map(SessionId::from);
     while let Some(id) = current {
         depth += 1;
         if depth >= MAX_CHAIN {
@@ -70,11 +71,12 @@ fn chain_length(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionId;
 
     fn meta(id: &str, parent: Option<&str>, depth: u32) -> Metadata {
         Metadata {
             session_id: id.into(),
-            parent_id: parent.map(str::to_string),
+            parent_id: parent.map(SessionId::from),
             depth,
             ..Default::default()
         }

@@ -56,7 +56,10 @@ impl SessionStore {
             }) = Event::from_log_line(&text)
                 && let Some(task) = pre.task
             {
-                links.insert(pre.tool_call_id, task.sub_session_id);
+                links.insert(
+                    String::from(pre.tool_call_id),
+                    String::from(task.sub_session_id),
+                );
             }
         }
     }

@@ -14,6 +14,7 @@
 //! - it was rebuilt: it then also has no `config` (a root resumes from its bundle, a
 //!   sub-session cannot resume: "Corrupted session metadata").
 
+use crate::session::SessionId;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -149,8 +150,8 @@ fn rebuild(id: &str, transcript: &[Message], events: &[Value]) -> Metadata {
     let first = times.iter().min_by_key(|t| super::timestamp_of(t)).cloned();
     let last = times.iter().max_by_key(|t| super::timestamp_of(t)).cloned();
     Metadata {
-        session_id: id.to_string(),
-        parent_id,
+        session_id: id.into(),
+        parent_id: parent_id.map(SessionId::from),
         agent_name,
         created: first.unwrap_or_default(),
         last_updated: last.unwrap_or_default(),

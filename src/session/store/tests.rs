@@ -30,7 +30,7 @@ fn list_is_newest_first_and_skips_junk() {
         .list()
         .unwrap()
         .into_iter()
-        .map(|m| m.session_id)
+        .map(|m| m.session_id.into_string())
         .collect();
     assert_eq!(ids, ["new", "naive", "old"]);
 }
@@ -76,7 +76,7 @@ fn all_projects_are_listed_with_their_sessions_dir() {
     let got: Vec<(PathBuf, String)> = all
         .sessions
         .into_iter()
-        .map(|(p, m)| (p, m.session_id))
+        .map(|(p, m)| (p, m.session_id.into_string()))
         .collect();
     assert_eq!(
         got,
@@ -196,7 +196,7 @@ fn an_active_session_without_its_writer_reads_as_interrupted() {
             .list()
             .unwrap()
             .into_iter()
-            .map(|m| (m.session_id, m.status))
+            .map(|m| (m.session_id.into_string(), m.status))
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
@@ -259,10 +259,11 @@ fn an_active_session_without_its_writer_reads_as_interrupted() {
 fn short_ids_resolve_roots_before_their_children_and_children_by_span() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path());
+    use crate::session::ids::SessionId;
     let root = "9b1c7e2e-0a4b-4f7e-8f7e-1c2d3e4f5a6b";
-    let child = crate::session::ids::child_id_with_span(root, "explorer", "1eb7af22aaaaaaaa");
-    let sibling = crate::session::ids::child_id_with_span(root, "coder", "1eb7ffffbbbbbbbb");
-    let grandchild = crate::session::ids::child_id_with_span(&child, "x", "0123456789abcdef");
+    let child = SessionId::child_with_span(&root.into(), "explorer", "1eb7af22aaaaaaaa");
+    let sibling = SessionId::child_with_span(&root.into(), "coder", "1eb7ffffbbbbbbbb");
+    let grandchild = SessionId::child_with_span(&child, "x", "0123456789abcdef");
     let other_root = "9b1c7e2f-0000-4000-8000-000000000000";
     for id in [root, &child, &sibling, &grandchild, other_root] {
         std::fs::create_dir(dir.path().join(id)).unwrap();

@@ -62,7 +62,7 @@ impl SessionWriter {
         let transcript = open_append(&dir.join(TRANSCRIPT_FILE))?;
         let events = open_append(&dir.join(EVENTS_FILE))?;
         Ok(Self {
-            id: metadata.session_id.clone(),
+            id: metadata.session_id.to_string(),
             dir,
             transcript,
             events,
@@ -147,7 +147,7 @@ impl SessionWriter {
     pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
         if metadata.session_id != self.id {
             return Err(StoreError::InvalidId {
-                id: metadata.session_id.clone(),
+                id: metadata.session_id.to_string(),
                 reason: format!(
                     "metadata is for another session (writer holds '{}')",
                     self.id

@@ -17,6 +17,7 @@
 //! Owns: the replay and [`SessionDiff`]. Does not own: the edit rules or hunk text
 //! (`diff`), reading sessions (`session::SessionStore`), colouring (`tui`).
 
+use crate::session::ids::SessionId;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
@@ -43,7 +44,7 @@ pub struct FileDiff {
 /// The changes of one session, files by path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionDiff {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session's agent (metadata `agent_name`), when known.
     pub agent: Option<String>,
     pub files: Vec<FileDiff>,
@@ -144,7 +145,7 @@ pub fn session_diffs(
     }
     let mut all = store.list()?;
     all.sort_by(|a, b| a.created.cmp(&b.created));
-    let mut inside: HashSet<String> = HashSet::from([loaded.metadata.session_id.clone()]);
+    let mut inside: HashSet<SessionId> = HashSet::from([loaded.metadata.session_id.clone()]);
     // Parents are created before their children: one pass in creation order finds
     // every descendant; a second catches clocks that disagree.
     for _ in 0..2 {

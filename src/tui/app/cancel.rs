@@ -10,6 +10,7 @@
 //! own: the key dispatch (`input`), sending the cancel (`UiAction::Cancel`), the tree's
 //! `x` (an explicit key: cancels at once).
 
+use crate::session::ids::SessionId;
 use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
@@ -29,7 +30,7 @@ const QUESTION_MS: i64 = 3_600_000;
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ConfirmCancel {
     /// The session whose turn (and running sub-sessions) `y` cancels.
-    session_id: String,
+    session_id: SessionId,
     /// The question as the status bar shows it.
     pub(super) note: Note,
 }

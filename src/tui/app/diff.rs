@@ -20,7 +20,7 @@ impl App {
         self.diff = Some(DiffState::loading(id, &label, subtree));
         self.overlay = Overlay::Diff;
         self.send(EngineCommand::LoadDiff {
-            session_id: id.to_string(),
+            session_id: id.into(),
             subtree,
         });
     }

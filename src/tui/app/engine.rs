@@ -1,6 +1,7 @@
 //! Engine-side inputs → state: bus events, command results, registry reloads, the
 //! editor returning.
 
+use crate::session::ids::SessionId;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -208,7 +209,7 @@ impl App {
             && ((thread.awaiting_root && thread.session_id.is_none())
                 || thread.session_id.as_deref() == Some(id))
         {
-            thread.session_id = Some(id.to_string());
+            thread.session_id = Some(id.into());
             thread.awaiting_root = false;
             match &thread.agent {
                 Some(agent) => {
@@ -246,7 +247,7 @@ impl App {
         }
     }
 
-    pub(super) fn on_command_failed(&mut self, session_id: Option<String>, message: &str) {
+    pub(super) fn on_command_failed(&mut self, session_id: Option<SessionId>, message: &str) {
         let Some(thread) = &mut self.thread else {
             self.set_note(message.to_string(), true);
             return;

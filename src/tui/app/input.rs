@@ -1,6 +1,7 @@
 //! Terminal input → state changes: key dispatch through the keymap, mouse, paste, and
 //! the [`UiAction`]s widgets emit.
 
+use crate::session::SessionId;
 use crossterm::event::{Event, KeyEvent};
 
 use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
@@ -176,7 +177,7 @@ impl App {
             }
             Action::TreeCancel => {
                 if let Some(id) = self.tree.selected.clone() {
-                    self.apply(UiAction::Cancel(id));
+                    self.apply(UiAction::Cancel(id.into()));
                 }
             }
             Action::TreeContinue => self.continue_selected(),
@@ -337,7 +338,7 @@ impl App {
     /// `w`: opens the wall over the open thread's session (else the selected one).
     fn open_wall(&mut self) {
         let open = self.thread.as_ref().and_then(|t| t.session_id.clone());
-        let Some(root) = open.or_else(|| self.tree.selected.clone()) else {
+        let Some(root) = open.or_else(|| self.tree.selected.clone().map(SessionId::from)) else {
             self.set_note(
                 "open a session first: the wall shows its running sub-sessions",
                 true,
@@ -386,7 +387,9 @@ impl App {
         {
             t.turn_in_flight = true;
         }
-        self.send(EngineCommand::Continue { session_id: id });
+        self.send(EngineCommand::Continue {
+            session_id: id.into(),
+        });
         self.set_note(format!("continuing {name}…"), false);
     }
 
@@ -407,7 +410,9 @@ impl App {
             self.set_note("no interrupted session in this tree", true);
             return;
         }
-        self.send(EngineCommand::ContinueInterrupted { session_id: root });
+        self.send(EngineCommand::ContinueInterrupted {
+            session_id: root.into(),
+        });
         let plural = if count == 1 { "" } else { "s" };
         self.set_note(
             format!("resuming {count} interrupted session{plural}…"),
@@ -467,7 +472,7 @@ impl App {
                     .tree
                     .get(&id)
                     .map(|n| n.agent.clone())
-                    .unwrap_or_else(|| id.clone());
+                    .unwrap_or_else(|| id.to_string());
                 self.send(EngineCommand::Cancel { session_id: id });
                 self.set_note(format!("cancelling {agent}…"), false);
             }
@@ -578,7 +583,7 @@ impl App {
         self.thread = Some(Thread::loading(id, agent));
         self.tree.reveal(id);
         self.send(EngineCommand::LoadTranscript {
-            session_id: id.to_string(),
+            session_id: id.into(),
         });
     }
 }

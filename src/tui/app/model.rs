@@ -11,6 +11,7 @@
 //! resolving or recording the choice (`Runtime::set_model`).
 
 use super::App;
+use crate::session::ids::SessionId;
 use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::Action;
 use crate::tui::views::status::display_label;
@@ -69,7 +70,7 @@ impl App {
     /// applies to; a refused choice is a warning note.
     pub(super) fn on_model_switched(
         &mut self,
-        session_id: Option<String>,
+        session_id: Option<SessionId>,
         result: Result<String, String>,
         warning: Option<String>,
     ) {

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use super::App;
 use crate::config::Notify;
-use crate::session::{EngineEvent, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Metadata, SessionId, SessionStatus};
 use crate::tui::app_event::AppEvent;
 use crate::tui::clock::parse_ts;
 use crate::tui::notify::Notification;
@@ -121,7 +121,7 @@ impl App {
         if !quiet && self.notify != Notify::Off {
             let fresh: Vec<&String> = now
                 .iter()
-                .filter(|id| !self.needs_you.contains(*id) && Some(*id) != open.as_ref())
+                .filter(|id| !self.needs_you.contains(*id) && open.as_deref() != Some(id.as_str()))
                 .collect();
             if let Some(first) = fresh.first() {
                 let text = self.needs_you_text(first, fresh.len());
@@ -170,7 +170,7 @@ impl App {
             .tree
             .selected
             .clone()
-            .or_else(|| self.open_session_id());
+            .or_else(|| self.open_session_id().map(String::from));
         let Some(id) = self
             .tree
             .next_needs_you(after.as_deref())
@@ -185,7 +185,7 @@ impl App {
         self.set_note(format!("{WAITING_GLYPH} {label}: {why}"), false);
     }
 
-    fn open_session_id(&self) -> Option<String> {
+    fn open_session_id(&self) -> Option<SessionId> {
         self.thread.as_ref().and_then(|t| t.session_id.clone())
     }
 }

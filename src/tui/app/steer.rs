@@ -7,6 +7,7 @@
 //! (`state::pending`, fed by bus events), key dispatch (`input`), the inbox (engine).
 
 use super::App;
+use crate::session::ids::SessionId;
 use crate::session::protocol::{PromptMode, UnqueueReason};
 use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::Action;
@@ -16,7 +17,7 @@ use crate::tui::state::pending::Unqueued;
 /// engine confirms (`prompt:unqueued`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct EditRequest {
-    session_id: String,
+    session_id: SessionId,
     id: u64,
     /// Its place among the queued messages (`None`: a steer).
     position: Option<usize>,
@@ -26,13 +27,13 @@ pub(super) struct EditRequest {
 /// place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Editing {
-    session_id: String,
+    session_id: SessionId,
     position: Option<usize>,
 }
 
 impl App {
     /// The open thread's session, when its turn runs and its id is known.
-    fn running_session(&self) -> Option<String> {
+    fn running_session(&self) -> Option<SessionId> {
         if !self.thread_running() {
             return None;
         }
@@ -40,7 +41,7 @@ impl App {
     }
 
     /// Enter while the open thread's turn runs: `text` steers session `id`.
-    pub(super) fn steer(&mut self, id: String, text: String) {
+    pub(super) fn steer(&mut self, id: SessionId, text: String) {
         self.editing = None;
         self.composer.clear();
         self.send(EngineCommand::Steer {
@@ -76,7 +77,7 @@ impl App {
     }
 
     /// The newest waiting message of the open thread, with its queue position.
-    fn newest_waiting(&self) -> Option<(String, u64, Option<usize>)> {
+    fn newest_waiting(&self) -> Option<(SessionId, u64, Option<usize>)> {
         let id = self.thread.as_ref()?.session_id.clone()?;
         let newest = self.pending.of(&id).last().map(|p| (p.id, p.mode))?;
         let position = match newest.1 {

@@ -24,6 +24,7 @@
 //! answer (the `App`, as `EngineCommand::ResolveApproval`), or drawing
 //! (`views::approval`).
 
+use crate::session::ids::SessionId;
 use std::collections::{HashMap, VecDeque};
 
 use crossterm::event::{KeyCode, KeyEvent};
@@ -50,7 +51,7 @@ pub const MAX_REASON_CHARS: usize = 500;
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingApproval {
     /// The asking session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// What it asks (tool, agent, summary, command or diff).
     pub request: ApprovalRequiredEvent,
 }
@@ -102,7 +103,7 @@ impl ApprovalQueue {
                 let known = self.position(session, &request.tool_call_id).is_some();
                 if !known {
                     self.pending.push_back(PendingApproval {
-                        session_id: session.to_string(),
+                        session_id: session.into(),
                         request: request.clone(),
                     });
                 }
@@ -164,7 +165,7 @@ impl ApprovalQueue {
     }
 
     /// Sessions with waiting prompts, with how many each.
-    pub fn waiting_sessions(&self) -> HashMap<String, usize> {
+    pub fn waiting_sessions(&self) -> HashMap<SessionId, usize> {
         let mut out = HashMap::new();
         for p in &self.pending {
             *out.entry(p.session_id.clone()).or_insert(0) += 1;
@@ -321,7 +322,7 @@ impl ApprovalQueue {
 
     fn front_key(&self) -> Option<(String, String)> {
         self.front()
-            .map(|p| (p.session_id.clone(), p.request.tool_call_id.clone()))
+            .map(|p| (p.session_id.to_string(), p.request.tool_call_id.to_string()))
     }
 
     /// A new front prompt starts unscrolled, with no reason typed, and its grace.

@@ -6,6 +6,7 @@
 //! own: rebuilding the diff from the transcript (`tool::filesystem::changes`, run by
 //! the executor) or drawing (`views::diff`).
 
+use crate::session::ids::SessionId;
 use crate::tool::filesystem::changes::SessionDiff;
 
 /// What a line of the overlay is (its colour).
@@ -35,7 +36,7 @@ pub struct DiffLine {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffState {
     /// The session shown (a full id).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The session's title or agent, for the title bar.
     pub label: String,
     /// Whether sub-sessions' changes are included.
@@ -54,7 +55,7 @@ impl DiffState {
     /// A diff of `session_id` being loaded.
     pub fn loading(session_id: &str, label: &str, subtree: bool) -> Self {
         Self {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             label: label.to_string(),
             subtree,
             loaded: None,

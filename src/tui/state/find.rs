@@ -22,6 +22,7 @@ use std::ops::Range;
 use super::cells::Cell;
 use super::layout::{self, LayoutCtx, Scroll};
 use super::thread::Thread;
+use crate::session::SessionId;
 use crate::tui::theme::Theme;
 use crate::tui::wrap::plain;
 
@@ -47,7 +48,7 @@ pub struct Find {
     hits: Vec<Hit>,
     current: Option<usize>,
     /// `(session, cells searched, query searched)` of the last scan.
-    scanned: (Option<String>, usize, String),
+    scanned: (Option<SessionId>, usize, String),
 }
 
 impl Find {

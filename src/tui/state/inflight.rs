@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use crate::session::protocol::{
     ContentBlockDeltaEvent, DeltaKind, MessageAppendedEvent, SessionStatusEvent,
 };
-use crate::session::{EngineEvent, Event, Message};
+use crate::session::{EngineEvent, Event, Message, SessionId};
 
 /// Most bytes of streamed text (and, separately, thinking) kept per session; older
 /// whole lines are dropped first.
@@ -34,7 +34,7 @@ pub struct Inflight {
 /// In-flight replies by session id.
 #[derive(Debug, Clone, Default)]
 pub struct InflightStreams {
-    sessions: HashMap<String, Inflight>,
+    sessions: HashMap<SessionId, Inflight>,
 }
 
 impl InflightStreams {

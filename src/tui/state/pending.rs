@@ -7,6 +7,7 @@
 //! the inbox itself (the engine's), what the app does with a message taken back
 //! (`app`), or how the list looks (`views::pending`).
 
+use crate::session::ids::SessionId;
 use std::collections::HashMap;
 
 use crate::session::protocol::{PromptMode, UnqueueReason};
@@ -25,7 +26,7 @@ pub struct PendingPrompt {
 /// A message that left an inbox unsent (`prompt:unqueued`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unqueued {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub prompt: PendingPrompt,
     pub reason: UnqueueReason,
 }
@@ -48,7 +49,10 @@ impl PendingPrompts {
     pub fn apply(&mut self, event: &Event) -> Option<Unqueued> {
         match &event.msg {
             EngineEvent::PromptQueued(q) => {
-                let waiting = self.by_session.entry(event.session_id.clone()).or_default();
+                let waiting = self
+                    .by_session
+                    .entry(event.session_id.to_string())
+                    .or_default();
                 let prompt = PendingPrompt {
                     id: q.id,
                     mode: q.mode,

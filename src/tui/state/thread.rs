@@ -11,6 +11,7 @@
 //! duplicate) or a new one arrives.
 //! Does not own: the session tree (`tree`) or drawing (`views::chat`).
 
+use crate::session::ids::SessionId;
 use std::collections::{HashMap, VecDeque};
 
 use super::cells::{Cell, CellKind};
@@ -33,7 +34,7 @@ const UNCONFIRMED_WINDOW: usize = 16;
 #[derive(Debug, Clone, Default)]
 pub struct Thread {
     /// The session; `None` for a new root session not created yet.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The id or prefix being loaded (`loading` is true until the store answers).
     pub requested: Option<String>,
     /// Agent shown in the header (for a new root: the agent it will start with).
@@ -93,7 +94,7 @@ impl Thread {
     /// A thread whose transcript is being loaded.
     pub fn loading(id: &str, agent: Option<String>) -> Self {
         Self {
-            session_id: Some(id.to_string()),
+            session_id: Some(id.into()),
             requested: Some(id.to_string()),
             agent,
             loading: true,

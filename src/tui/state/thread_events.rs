@@ -46,18 +46,18 @@ impl Thread {
                     &pre.tool_name,
                     &pre.tool_input.clone().into(),
                 );
-                if let Some(&i) = self.calls.get(&pre.tool_call_id) {
+                if let Some(&i) = self.calls.get(pre.tool_call_id.as_str()) {
                     self.set_running(i, sub_session(&pre.task));
                 }
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
-                if let Some(&i) = self.calls.get(&spawned.tool_call_id) {
-                    self.set_running(i, Some(spawned.sub_session_id.clone()));
+                if let Some(&i) = self.calls.get(spawned.tool_call_id.as_str()) {
+                    self.set_running(i, Some(spawned.sub_session_id.to_string()));
                 }
             }
             EngineEvent::TaskAgentResumed(resumed) => {
-                if let Some(&i) = self.calls.get(&resumed.tool_call_id) {
-                    self.set_running(i, Some(resumed.sub_session_id.clone()));
+                if let Some(&i) = self.calls.get(resumed.tool_call_id.as_str()) {
+                    self.set_running(i, Some(resumed.sub_session_id.to_string()));
                 }
             }
             EngineEvent::ToolPost(post) => {
@@ -157,7 +157,7 @@ impl Thread {
 
 /// The sub-session a task call's event names.
 fn sub_session(task: &Option<TaskCallFields>) -> Option<String> {
-    task.as_ref().map(|t| t.sub_session_id.clone())
+    task.as_ref().map(|t| t.sub_session_id.to_string())
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ impl Thread {
             }
             Message::Tool(t) => {
                 let status = result_status(&t.content, t.is_error);
-                let idx = match self.calls.get(&t.tool_call_id) {
+                let idx = match self.calls.get(t.tool_call_id.as_str()) {
                     Some(i) => *i,
                     None => {
                         self.card(&t.tool_call_id, &t.name, &ToolArgs::default());

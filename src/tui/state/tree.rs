@@ -35,7 +35,7 @@ use crate::session::protocol::{
 };
 use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
-use crate::session::{EngineEvent, Event, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Event, Metadata, SessionId, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
 
 /// One session in the tree.
@@ -175,7 +175,7 @@ pub struct SessionTree {
     roots: Vec<String>,
     /// Sessions with approval prompts waiting, with how many (set by the `App` from
     /// its approval queue).
-    waiting: HashMap<String, usize>,
+    waiting: HashMap<SessionId, usize>,
     /// The selected session.
     pub selected: Option<String>,
 }
@@ -205,7 +205,7 @@ impl SessionTree {
     }
 
     /// Replaces the sessions that have approval prompts waiting (session → count).
-    pub fn set_waiting(&mut self, waiting: HashMap<String, usize>) {
+    pub fn set_waiting(&mut self, waiting: HashMap<SessionId, usize>) {
         self.waiting = waiting;
     }
 
@@ -245,10 +245,14 @@ impl SessionTree {
         ordered.reverse();
         ordered.sort_by_cached_key(|m| parse_ts(&m.created));
         for m in ordered {
-            if self.nodes.contains_key(&m.session_id) {
+            if self.nodes.contains_key(m.session_id.as_str()) {
                 continue;
             }
-            let mut node = Node::new(&m.session_id, m.parent_id.clone(), m.agent_name.clone());
+            let mut node = Node::new(
+                &m.session_id,
+                m.parent_id.clone().map(String::from),
+                m.agent_name.clone(),
+            );
             node.status = m.status;
             node.title = m.name.clone().filter(|n| !n.trim().is_empty());
             node.started = last_turn_start(m);
@@ -379,7 +383,7 @@ impl SessionTree {
         let parent = event.parent_id.as_deref().or(parent);
         let ts = parse_ts(&event.timestamp);
         let new = self.ensure(&event.session_id, parent, agent);
-        let Some(node) = self.nodes.get_mut(&event.session_id) else {
+        let Some(node) = self.nodes.get_mut(event.session_id.as_str()) else {
             return;
         };
         if new {

@@ -3,6 +3,7 @@
 //! say why, at 80 columns and 40.
 
 use super::tree::TreeView;
+use crate::session::SessionId;
 use crate::session::{Metadata, SessionStatus};
 use crate::tui::state::tree::SessionTree;
 use crate::tui::theme::Theme;
@@ -11,7 +12,7 @@ fn meta(id: &str, agent: &str, parent: Option<&str>, created: &str) -> Metadata 
     Metadata {
         session_id: id.into(),
         agent_name: Some(agent.into()),
-        parent_id: parent.map(str::to_string),
+        parent_id: parent.map(SessionId::from),
         created: created.into(),
         last_updated: created.into(),
         status: SessionStatus::Completed,

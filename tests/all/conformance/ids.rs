@@ -3,8 +3,8 @@
 //!
 //! Mapping (Python → arbor):
 //! - `generate_sub_session_id(agent_name, parent_session_id, parent_trace_id)` →
-//!   [`ids::child_id_with_span`] with the first 16 digits of `uuid_hex`, else
-//!   [`ids::new_child_id`] (`repeat: n` → a list of n ids). A missing parent is `""`,
+//!   [`SessionId::child_with_span`] with the first 16 digits of `uuid_hex`, else
+//!   [`SessionId::child`] (`repeat: n` → a list of n ids). A missing parent is `""`,
 //!   which arbor gives the all-zero span. arbor has no trace ids: `parent_trace_id` is
 //!   not passed.
 //! - `get_project_slug` → [`project_slug`]; `is_top_level_session` → not
@@ -20,7 +20,7 @@ use std::path::Path;
 
 use arbor::paths::project_slug;
 use arbor::session::SessionStore;
-use arbor::session::ids;
+use arbor::session::ids::{self, SessionId};
 use serde_json::{Value, json};
 
 use super::eval::{self, CallResult};
@@ -46,7 +46,7 @@ pub fn run(case: &Value) -> Option<Result<(), String>> {
             with_store(i, |store| {
                 store
                     .resolve(s(i, "partial_id"))
-                    .map(Value::String)
+                    .map(|id| Value::String(id.into_string()))
                     .map_err(|e| e.to_string())
             })
         },
@@ -60,19 +60,20 @@ fn s<'a>(input: &'a Value, key: &str) -> &'a str {
 }
 
 fn sub_session_id(input: &Value) -> CallResult {
-    let parent = s(input, "parent_session_id");
+    // Amplifier passes any string here (even ""), so it is taken unchecked.
+    let parent = SessionId::new_unchecked(s(input, "parent_session_id"));
     let agent = s(input, "agent_name");
     if let Some(hex) = input.get("uuid_hex").and_then(Value::as_str) {
         let span = hex.get(..16).ok_or("uuid_hex shorter than 16")?;
-        return Ok(json!(ids::child_id_with_span(parent, agent, span)));
+        return Ok(json!(SessionId::child_with_span(&parent, agent, span)));
     }
     match input.get("repeat").and_then(Value::as_u64) {
         Some(n) => Ok(json!(
             (0..n)
-                .map(|_| ids::new_child_id(parent, agent))
+                .map(|_| SessionId::child(&parent, agent))
                 .collect::<Vec<_>>()
         )),
-        None => Ok(json!(ids::new_child_id(parent, agent))),
+        None => Ok(json!(SessionId::child(&parent, agent))),
     }
 }
 

@@ -1,17 +1,18 @@
 //! Trees and exports of stored sessions, and Amplifier's `find_session` cases.
 
 use arbor::session::export::{export_json, export_markdown};
+use arbor::session::ids::{self, SessionId};
 use arbor::session::tree::{build_tree, subtree_ids};
-use arbor::session::{Message, SessionStore, StoreError, ids};
+use arbor::session::{Message, SessionStore, StoreError};
 use serde_json::Value;
 
 use super::{ROOT, child_meta, meta, transcript};
 
 /// root → (planner child, coder child → grandchild), built with real ids.
 fn family(store: &SessionStore) -> (String, String, String) {
-    let a = ids::child_id_with_span(ROOT, "planner", "00000000000000aa");
-    let b = ids::child_id_with_span(ROOT, "coder", "00000000000000bb");
-    let g = ids::new_child_id(&b, "Test Writer");
+    let a = SessionId::child_with_span(&ROOT.into(), "planner", "00000000000000aa");
+    let b = SessionId::child_with_span(&ROOT.into(), "coder", "00000000000000bb");
+    let g = SessionId::child(&b, "Test Writer");
     assert!(
         g.starts_with("00000000000000bb-") && g.ends_with("_test-writer"),
         "{g}"
@@ -29,7 +30,7 @@ fn family(store: &SessionStore) -> (String, String, String) {
         w.append_message(&Message::user(format!("task for {id}")))
             .unwrap();
     }
-    (a, b, g)
+    (a.into(), b.into(), g.into())
 }
 
 #[test]

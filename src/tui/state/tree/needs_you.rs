@@ -120,7 +120,7 @@ mod tests {
         let mut tree = tree();
         assert_eq!(tree.needs_you_ids(), ["a", "c"]);
         assert_eq!(tree.needs_you_count(), 2);
-        tree.set_waiting(HashMap::from([("b".to_string(), 1)]));
+        tree.set_waiting(HashMap::from([("b".into(), 1)]));
         assert_eq!(tree.needs_you_ids(), ["a", "b", "c"]);
         status(&mut tree, "d", Some("root"), SessionStatus::Interrupted);
         assert_eq!(tree.needs_you_ids(), ["a", "b", "c", "d"]);

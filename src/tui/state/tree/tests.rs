@@ -1,5 +1,6 @@
 //! Unit tests for the session tree state.
 use super::*;
+use crate::session::SessionId;
 use crate::tui::testing::{event as ev, fork, response, start, tokens};
 use serde_json::json;
 
@@ -134,7 +135,7 @@ fn stored_sessions_link_children_and_orphans_are_adopted() {
 fn stored_children_keep_spawn_order_whatever_was_updated_last() {
     let meta = |id: &str, parent: Option<&str>, created: &str, updated: &str| Metadata {
         session_id: id.into(),
-        parent_id: parent.map(str::to_string),
+        parent_id: parent.map(SessionId::from),
         created: created.into(),
         last_updated: updated.into(),
         ..Default::default()
@@ -164,7 +165,7 @@ fn stored_children_keep_spawn_order_whatever_was_updated_last() {
 fn parent_cycles_and_missing_parents_hide_no_session() {
     let meta = |id: &str, parent: Option<&str>, created: &str| Metadata {
         session_id: id.into(),
-        parent_id: parent.map(str::to_string),
+        parent_id: parent.map(SessionId::from),
         created: created.into(),
         last_updated: created.into(),
         status: SessionStatus::Completed,
