@@ -54,7 +54,7 @@ impl<'a> Printer<'a> {
     pub(super) fn event(&mut self, event: &Event) -> std::io::Result<()> {
         if let EngineEvent::ContentBlockDelta(piece) = &event.msg {
             let key = (
-                event.session_id.clone(),
+                event.session_id.to_string(),
                 matches!(piece.kind, DeltaKind::Thinking),
             );
             let (stream, last) = self

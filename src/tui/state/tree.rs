@@ -290,7 +290,7 @@ impl SessionTree {
     /// and end), title, usage and files. Unknown ids are ignored; the caller makes sure
     /// the session is not live in this process (its bus events are newer).
     pub fn refresh_stored(&mut self, m: &Metadata) {
-        let Some(node) = self.nodes.get_mut(&m.session_id) else {
+        let Some(node) = self.nodes.get_mut(m.session_id.as_str()) else {
             return;
         };
         if m.status.turn_in_progress() {
