@@ -96,21 +96,48 @@ impl<'a> Printer<'a> {
     fn print(&mut self, event: &Event) -> std::io::Result<()> {
         self.approval(&event.msg);
         let (format, own) = (self.format, event.session_id == self.session_id);
-        let note = match &event.msg {
-            EngineEvent::ProviderEndpointChanged(changed) => Some(changed.note()),
-            EngineEvent::SessionRebuilt(rebuilt) => Some(rebuilt.note()),
-            _ => None,
-        };
-        if let Some(note) = note
-            && own
-            && format != OutputFormat::Jsonl
-        {
-            out::error(note);
-        }
-        if let EngineEvent::McpServerFailed(failed) = &event.msg
-            && format != OutputFormat::Jsonl
-        {
-            out::warning(failed.note());
+        // Notes on stderr outside jsonl (where the event line says it): the session's
+        // own endpoint or rebuild note, any session's missing MCP server.
+        if format != OutputFormat::Jsonl {
+            match &event.msg {
+                EngineEvent::ProviderEndpointChanged(changed) if own => out::error(changed.note()),
+                EngineEvent::SessionRebuilt(rebuilt) if own => out::error(rebuilt.note()),
+                EngineEvent::McpServerFailed(failed) => out::warning(failed.note()),
+                // A sub-session's endpoint or rebuild note, and every event without a
+                // stderr note.
+                EngineEvent::ProviderEndpointChanged(_)
+                | EngineEvent::SessionRebuilt(_)
+                | EngineEvent::SessionStart(_)
+                | EngineEvent::SessionFork(_)
+                | EngineEvent::SessionResume(_)
+                | EngineEvent::SessionEnd(_)
+                | EngineEvent::PromptSubmit(_)
+                | EngineEvent::ProviderRequest(_)
+                | EngineEvent::ProviderResponse(_)
+                | EngineEvent::ProviderError(_)
+                | EngineEvent::ProviderWarning(_)
+                | EngineEvent::ContentBlockDelta(_)
+                | EngineEvent::ToolPre(_)
+                | EngineEvent::ToolPost(_)
+                | EngineEvent::ToolError(_)
+                | EngineEvent::TaskAgentSpawned(_)
+                | EngineEvent::TaskAgentResumed(_)
+                | EngineEvent::TaskAgentCompleted(_)
+                | EngineEvent::CancelRequested(_)
+                | EngineEvent::CancelCompleted(_)
+                | EngineEvent::OrchestratorComplete(_)
+                | EngineEvent::ApprovalRequired(_)
+                | EngineEvent::ApprovalGranted(_)
+                | EngineEvent::ApprovalDenied(_)
+                | EngineEvent::SessionStatus(_)
+                | EngineEvent::SessionRenamed(_)
+                | EngineEvent::MessageAppended(_)
+                | EngineEvent::PromptQueued(_)
+                | EngineEvent::PromptSent(_)
+                | EngineEvent::PromptUnqueued(_)
+                | EngineEvent::SessionBudget(_)
+                | EngineEvent::AgentTransfer(_) => {}
+            }
         }
         match format {
             OutputFormat::Jsonl => {
@@ -134,7 +161,37 @@ impl<'a> Printer<'a> {
                 EngineEvent::AgentTransfer(transfer) => {
                     out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
                 }
-                _ => {}
+                // Not part of the text answer (thinking, tool calls, lifecycle: jsonl shows them).
+                EngineEvent::SessionStart(_)
+                | EngineEvent::SessionFork(_)
+                | EngineEvent::SessionResume(_)
+                | EngineEvent::ProviderEndpointChanged(_)
+                | EngineEvent::SessionRebuilt(_)
+                | EngineEvent::SessionEnd(_)
+                | EngineEvent::PromptSubmit(_)
+                | EngineEvent::ProviderRequest(_)
+                | EngineEvent::ProviderResponse(_)
+                | EngineEvent::ProviderError(_)
+                | EngineEvent::ContentBlockDelta(_)
+                | EngineEvent::ToolPre(_)
+                | EngineEvent::ToolPost(_)
+                | EngineEvent::ToolError(_)
+                | EngineEvent::TaskAgentSpawned(_)
+                | EngineEvent::TaskAgentResumed(_)
+                | EngineEvent::TaskAgentCompleted(_)
+                | EngineEvent::CancelRequested(_)
+                | EngineEvent::CancelCompleted(_)
+                | EngineEvent::OrchestratorComplete(_)
+                | EngineEvent::ApprovalRequired(_)
+                | EngineEvent::ApprovalGranted(_)
+                | EngineEvent::ApprovalDenied(_)
+                | EngineEvent::SessionStatus(_)
+                | EngineEvent::SessionRenamed(_)
+                | EngineEvent::PromptQueued(_)
+                | EngineEvent::PromptSent(_)
+                | EngineEvent::PromptUnqueued(_)
+                | EngineEvent::SessionBudget(_)
+                | EngineEvent::McpServerFailed(_) => {}
             },
             OutputFormat::Text => {}
             OutputFormat::Json => {}
@@ -160,7 +217,37 @@ impl<'a> Printer<'a> {
             EngineEvent::ApprovalGranted(granted) => {
                 self.asked.remove(granted.tool_call_id.as_str());
             }
-            _ => {}
+            // Not an approval event.
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => {}
         }
     }
 }

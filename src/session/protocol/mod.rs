@@ -97,9 +97,40 @@ impl Event {
     /// `content_block:delta` and `message:appended` (the message itself is in
     /// `transcript.jsonl`).
     pub fn is_logged(&self) -> bool {
-        !matches!(
-            self.msg,
-            EngineEvent::ContentBlockDelta(_) | EngineEvent::MessageAppended(_)
-        )
+        // Every variant listed, so a new event is a decision here too.
+        match self.msg {
+            EngineEvent::ContentBlockDelta(_) | EngineEvent::MessageAppended(_) => false,
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => true,
+        }
     }
 }

@@ -39,9 +39,43 @@ impl App {
         let Some(thread) = &mut self.thread else {
             return;
         };
-        let start = match &event.msg {
-            EngineEvent::SessionStart(start) => Some(start),
-            _ => None,
+        // What the open thread takes from this event: a root's start (its agent), a
+        // status (the turn's end), and a child's new status (its task card).
+        let (start, status, child_status) = match &event.msg {
+            EngineEvent::SessionStart(start) => (Some(start), None, None),
+            EngineEvent::SessionStatus(s) => (None, Some(s.status), Some(s.status)),
+            EngineEvent::OrchestratorComplete(complete) => (None, None, Some(complete.status)),
+            // The thread itself (`Thread::apply_event`) and the tree take these.
+            EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => (None, None, None),
         };
         // A new root we are waiting for: adopt it on its start event.
         if thread.awaiting_root
@@ -53,10 +87,6 @@ impl App {
             thread.awaiting_root = false;
             self.tree.reveal(&event.session_id);
         }
-        let status = match &event.msg {
-            EngineEvent::SessionStatus(s) => Some(s.status),
-            _ => None,
-        };
         if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
             if let Some(start) = start.filter(|s| !s.agent.is_empty()) {
                 thread.agent = Some(start.agent.clone());
@@ -65,10 +95,8 @@ impl App {
             if status.is_some_and(|s| !s.turn_in_progress()) {
                 thread.turn_in_flight = false;
             }
-        } else if let Some(status) = match &event.msg {
-            EngineEvent::OrchestratorComplete(complete) => Some(complete.status),
-            _ => status,
-        } && thread.has_child(&event.session_id)
+        } else if let Some(status) = child_status
+            && thread.has_child(&event.session_id)
         {
             thread.set_child_status(&event.session_id, status);
         }

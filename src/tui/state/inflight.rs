@@ -69,7 +69,37 @@ impl InflightStreams {
             EngineEvent::OrchestratorComplete(_) | EngineEvent::SessionEnd(_) => {
                 self.sessions.remove(&event.session_id);
             }
-            _ => {}
+            // Neither a streamed piece nor the end of a turn's stream: nothing to keep or drop.
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => {}
         }
     }
 

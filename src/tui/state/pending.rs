@@ -85,7 +85,37 @@ impl PendingPrompts {
                     reason: u.reason,
                 })
             }
-            _ => None,
+            // Not about the inbox of steered or queued prompts.
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => None,
         }
     }
 

@@ -377,7 +377,37 @@ impl SessionTree {
                 (Some(fork.agent.as_str()), Some(fork.parent.as_str()))
             }
             EngineEvent::SessionResume(resume) => (Some(resume.agent.as_str()), None),
-            _ => (None, None),
+            // Neither names the session's agent nor its parent.
+            EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => (None, None),
         };
         let agent = agent.filter(|a| !a.is_empty());
         let parent = event.parent_id.as_deref().or(parent);
@@ -430,7 +460,31 @@ impl SessionTree {
                     node.cost = Some(node.cost.unwrap_or(0.0) + c);
                 }
             }
-            _ => {}
+            // Nothing a tree row shows.
+            EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => {}
         }
     }
 

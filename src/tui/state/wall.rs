@@ -82,7 +82,39 @@ impl Wall {
                 }
                 tail.push_str(&format!("⚙ {tool_name}\n"));
             }
-            _ => return,
+            // The wall's tail shows only streamed answer text and tool calls.
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionFork(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::ApprovalRequired(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_) => return,
         }
         bound(tail);
     }
