@@ -22,9 +22,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 mod approvals;
+mod cancel;
 mod copy_mouse;
 mod find;
+mod help;
 mod history;
+mod layout;
 mod live;
 mod local;
 mod mcp;
@@ -289,191 +292,6 @@ fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
     assert!(h.app.composer_text().is_empty());
 }
 
-/// Issue 23 item 2: F2 then Esc Esc closes the browser and leaves a running tree
-/// alone; a cancel Esc of a turn with running sub-sessions asks first, naming how many.
-#[test]
-fn esc_never_cancels_a_running_tree_without_asking() {
-    let mut h = with_root_open();
-    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
-    let children: Vec<String> = (1..=3)
-        .map(|i| format!("5f0e1c2a11114222-0a1b2c3d4e5f607{i}_implementer"))
-        .collect();
-    for child in &children {
-        h.engine(fork(ROOT, "implementer"), child, Some(ROOT), 21);
-        h.engine(
-            EngineEvent::status(SessionStatus::Running),
-            child,
-            Some(ROOT),
-            21,
-        );
-    }
-
-    // Closing an overlay, then a quick second Esc: nothing is cancelled.
-    h.press(KeyCode::F(2));
-    assert_eq!(h.app.overlay(), Overlay::Browser);
-    h.press(KeyCode::Esc);
-    assert_eq!(h.app.overlay(), Overlay::None);
-    h.press(KeyCode::Esc);
-    assert!(h.drain().is_empty(), "the Esc after a close cancelled");
-    let screen = h.screen(100, 30);
-    assert!(screen.contains("turn keeps running"), "{screen}");
-
-    // A deliberate Esc asks, naming the running sub-sessions; `n` keeps them.
-    h.clock.advance(Duration::from_secs(2));
-    h.press(KeyCode::Esc);
-    assert!(h.drain().is_empty(), "cancelled without asking");
-    let screen = h.screen(100, 30);
-    assert!(
-        screen.contains("cancel this turn and its 3 running sub-sessions? y/n"),
-        "{screen}"
-    );
-    h.press(KeyCode::Char('n'));
-    assert!(h.drain().is_empty());
-    assert!(!h.screen(100, 30).contains("y/n"));
-    // Esc answers the question too (no), and never cancels.
-    h.press(KeyCode::Esc);
-    h.press(KeyCode::Esc);
-    assert!(h.drain().is_empty());
-    // `y` cancels the turn and its sub-sessions.
-    h.press(KeyCode::Esc);
-    h.press(KeyCode::Char('y'));
-    assert_eq!(
-        h.drain(),
-        [EngineCommand::Cancel {
-            session_id: ROOT.into()
-        }]
-    );
-    // With one sub-session left running, the question says so.
-    for child in &children[1..] {
-        h.engine(
-            EngineEvent::status(SessionStatus::Cancelled),
-            child,
-            Some(ROOT),
-            22,
-        );
-    }
-    h.press(KeyCode::Esc);
-    let screen = h.screen(100, 30);
-    assert!(
-        screen.contains("cancel this turn and its 1 running sub-session? y/n"),
-        "{screen}"
-    );
-}
-
-/// Issue 23 item 14 ("a status note that stayed 20 s"): with no key pressed, a note
-/// leaves when its time is up (a Tick redraws without it), and the cancel question
-/// leaves as soon as the turn it asks about ends by itself — it used to stay, asking
-/// about nothing, until the next key (and that key's `y` was then a cancel).
-#[test]
-fn status_notes_leave_without_a_key() {
-    let mut h = with_root_open();
-    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
-    h.engine(fork(ROOT, "explorer"), CHILD, Some(ROOT), 21);
-    h.engine(
-        EngineEvent::status(SessionStatus::Running),
-        CHILD,
-        Some(ROOT),
-        21,
-    );
-    h.press(KeyCode::Esc);
-    let question = "cancel this turn and its 1 running sub-session? y/n";
-    assert!(h.screen(100, 30).contains(question));
-    // Unanswered while the turn runs, the question stays (it waits for a key)…
-    h.clock.advance(Duration::from_secs(20));
-    h.app.handle(AppEvent::Tick);
-    assert!(h.screen(100, 30).contains(question));
-    // …but not once the turn is over.
-    h.engine(
-        EngineEvent::status(SessionStatus::Completed),
-        CHILD,
-        Some(ROOT),
-        40,
-    );
-    h.engine(
-        EngineEvent::status(SessionStatus::Completed),
-        ROOT,
-        None,
-        41,
-    );
-    let screen = h.screen(100, 30);
-    assert!(!screen.contains(question), "{screen}");
-    assert!(screen.contains("nothing to cancel"), "{screen}");
-    // The note that says so leaves on the clock alone: the next Tick is due when it
-    // expires and redraws without it.
-    let due = h.app.next_tick().expect("a tick for the note");
-    assert!(due <= Duration::from_millis(4_001), "{due:?}");
-    h.app.take_redraw();
-    h.clock.advance(due);
-    h.app.handle(AppEvent::Tick);
-    assert!(h.app.take_redraw(), "the expiry redraws");
-    assert!(h.app.note().is_none());
-    assert!(!h.screen(100, 30).contains("nothing to cancel"));
-    assert_eq!(h.app.next_tick(), None, "idle: no more ticks");
-    h.press(KeyCode::Char('y'));
-    assert!(h.drain().is_empty(), "a late y cancels nothing");
-}
-
-#[test]
-fn esc_cancels_the_running_turn_of_the_open_thread() {
-    let mut h = with_root_open();
-    h.press(KeyCode::Esc);
-    assert!(h.drain().is_empty(), "nothing runs: Esc does not cancel");
-    h.engine(EngineEvent::status(SessionStatus::Running), ROOT, None, 20);
-    h.press(KeyCode::Esc);
-    assert_eq!(
-        h.drain(),
-        [EngineCommand::Cancel {
-            session_id: ROOT.into()
-        }]
-    );
-    h.engine(
-        EngineEvent::CancelCompleted(CancelCompletedEvent {}),
-        ROOT,
-        None,
-        21,
-    );
-    h.engine(
-        EngineEvent::status(SessionStatus::Cancelled),
-        ROOT,
-        None,
-        21,
-    );
-    let screen = h.screen(80, 24);
-    assert!(screen.contains("turn cancelled"), "{screen}");
-    assert!(screen.contains("⊘ cancelled"), "{screen}");
-}
-
-#[test]
-fn x_in_the_tree_cancels_the_selected_subtree() {
-    let mut h = with_root_open();
-    h.press(KeyCode::BackTab); // chat → tree
-    assert_eq!(h.app.focus(), Focus::Tree);
-    h.press(KeyCode::Char('x'));
-    assert_eq!(
-        h.drain(),
-        [EngineCommand::Cancel {
-            session_id: ROOT.into()
-        }]
-    );
-}
-
-#[test]
-fn ctrl_c_twice_quits_once_does_not() {
-    let mut h = harness();
-    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
-    assert!(!h.app.should_quit());
-    assert!(h.screen(80, 24).contains("press Ctrl+C again to quit"));
-    h.clock.advance(Duration::from_secs(3));
-    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
-    assert!(
-        !h.app.should_quit(),
-        "outside the 2 s window it starts over"
-    );
-    h.clock.advance(Duration::from_millis(500));
-    h.key(KeyCode::Char('c'), KeyModifiers::CONTROL);
-    assert!(h.app.should_quit());
-}
-
 #[test]
 fn a_fork_appears_under_its_parent_while_running() {
     let mut h = harness();
@@ -625,17 +443,6 @@ fn browser_enter_starts_a_session_with_that_agent_and_e_edits() {
 }
 
 #[test]
-fn help_overlay_lists_keymap_and_closes() {
-    let mut h = harness();
-    h.press(KeyCode::F(1));
-    assert_eq!(h.app.overlay(), Overlay::Help);
-    let screen = h.screen(80, 30);
-    assert!(screen.contains("Cancel subtree"), "{screen}");
-    h.press(KeyCode::Esc);
-    assert_eq!(h.app.overlay(), Overlay::None);
-}
-
-#[test]
 fn no_provider_banner_and_failed_submit_show_the_message() {
     let text = "No provider configured. Looked for OPENAI_API_KEY, ANTHROPIC_API_KEY and a local ollama at http://127.0.0.1:11434.\nAdd one under `providers:` in config.yaml.";
     let mut h = harness_with(Err(text.into()), None);
@@ -665,26 +472,6 @@ fn narrow_terminal_hides_the_tree_until_focused() {
     insta::assert_snapshot!("root_thread_80", h.screen(80, 24));
 }
 
-/// Drawing reads state only (`App::draw` takes `&App`): the chat's visible window is
-/// laid out by `App::layout`, the update step before a frame, never by drawing, and
-/// the same state draws the same frame twice.
-#[test]
-fn layout_is_the_update_step_and_draw_reads_state_only() {
-    let mut h = with_root_open();
-    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-    let mut draw = |app: &App| {
-        terminal.draw(|f| app.draw(f)).unwrap();
-        buffer_text(terminal.backend().buffer())
-    };
-    let unlaid = draw(&h.app);
-    assert!(!unlaid.contains("Survey the repo"), "{unlaid}");
-    h.app.layout(Rect::new(0, 0, 80, 24));
-    let first = draw(&h.app);
-    assert!(first.contains("Survey the repo"), "{first}");
-    assert_eq!(draw(&h.app), first);
-    assert_eq!(filter_ids(&first), h.screen(80, 24));
-}
-
 #[test]
 fn keymap_conflicts_are_rejected_at_load() {
     let overrides = json!({"tree.open": "x"}).as_object().cloned().unwrap();
@@ -694,172 +481,6 @@ fn keymap_conflicts_are_rejected_at_load() {
         err.to_string(),
         "keymap: key x is bound to both tree.open and tree.cancel"
     );
-}
-
-#[test]
-fn layout_work_is_independent_of_history_length() {
-    fn run(n: usize) -> (u64, u64, u64) {
-        let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
-        let transcript: Vec<Message> = (0..n)
-            .map(|i| {
-                if i % 2 == 0 {
-                    Message::user(format!("question {i}"))
-                } else {
-                    msg(json!({"role": "assistant", "content": format!("answer {i} with **markdown**\n\n- a\n- b")}))
-                }
-            })
-            .collect();
-        h.load(ROOT, None, "zen-architect", transcript);
-        h.screen(80, 24);
-        let first = h.app.thread().unwrap().stats.cells_wrapped;
-        h.screen(80, 24);
-        let warm = h.app.thread().unwrap().stats.cells_wrapped - first;
-        for _ in 0..5 {
-            h.press(KeyCode::PageUp);
-            h.screen(80, 24);
-        }
-        let paged = h.app.thread().unwrap().stats.cells_wrapped;
-        (first, warm, paged)
-    }
-    let small = run(1_000);
-    let big = run(100_000);
-    assert_eq!(small, big, "the same work for 1k and 100k messages");
-    assert!(big.0 < 30, "only visible cells are laid out: {big:?}");
-    assert_eq!(big.1, 0, "a warm cache lays out nothing");
-}
-
-struct FakeExecutor(std::sync::Mutex<Vec<EngineCommand>>);
-
-impl arbor::tui::runloop::Executor for FakeExecutor {
-    fn execute(
-        &self,
-        command: EngineCommand,
-        results: tokio::sync::mpsc::UnboundedSender<AppEvent>,
-    ) {
-        if let EngineCommand::Submit {
-            session_id: None, ..
-        } = &command
-        {
-            results
-                .send(AppEvent::SessionCreated {
-                    session_id: ROOT.into(),
-                })
-                .unwrap();
-        }
-        self.0.lock().unwrap().push(command);
-    }
-}
-
-struct NoHost;
-
-impl<B: ratatui::backend::Backend> arbor::tui::runloop::Host<B> for NoHost {
-    fn open_editor(&mut self, _: &mut Terminal<B>, _: &std::path::Path) -> Result<(), String> {
-        Err("no editor in tests".into())
-    }
-}
-
-#[tokio::test]
-async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
-    let (commands_tx, commands) = unbounded_channel();
-    let (results_tx, results) = unbounded_channel();
-    let (bus_tx, bus) = unbounded_channel();
-    let mut app = App::new(
-        AppOptions {
-            theme: Theme::builtin_dark(false),
-            theme_source: None,
-            keymap: Keymap::defaults(),
-            clock: Clock::system(),
-            provider_label: Ok("p/m".into()),
-            registry: Arc::new(registry()),
-            agent: None,
-            open_session: None,
-            continue_last: false,
-        },
-        commands_tx,
-    );
-    // A bus event queued before the loop starts is applied too.
-    bus_tx
-        .send(Arc::new(Event::new(ROOT, None, start("zen-architect"))))
-        .unwrap();
-    let key = |code, mods| Ok(TermEvent::Key(KeyEvent::new(code, mods)));
-    let input = futures::stream::iter(vec![
-        key(KeyCode::Char('h'), KeyModifiers::NONE),
-        key(KeyCode::Char('i'), KeyModifiers::NONE),
-        key(KeyCode::Enter, KeyModifiers::NONE),
-        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
-        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
-        key(KeyCode::Char('z'), KeyModifiers::NONE),
-    ]);
-    let channels = arbor::tui::runloop::Channels {
-        commands,
-        results_tx,
-        results,
-        bus: Some(bus),
-        registry: None,
-        reloads: None,
-    };
-    let executor = FakeExecutor(Default::default());
-    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-    arbor::tui::runloop::run_app(
-        &mut terminal,
-        &mut app,
-        input,
-        channels,
-        &executor,
-        &mut NoHost,
-    )
-    .await
-    .unwrap();
-    assert!(app.should_quit());
-    assert_eq!(
-        app.composer_text(),
-        "",
-        "the key after the second Ctrl+C was never read"
-    );
-    let executed = executor.0.lock().unwrap().clone();
-    assert_eq!(
-        executed,
-        [
-            EngineCommand::ListSessions,
-            EngineCommand::Submit {
-                session_id: None,
-                agent: None,
-                prompt: "hi".into()
-            }
-        ]
-    );
-    assert!(app.tree().get(ROOT).is_some());
-    let drawn = format!("{}", terminal.backend());
-    assert!(drawn.contains("Sessions"), "at least one frame was drawn");
-}
-
-#[test]
-fn tiny_and_odd_terminal_sizes_render_without_panicking() {
-    let mut h = with_root_open();
-    h.engine(
-        EngineEvent::delta(DeltaKind::Text, "streaming 日本語 text"),
-        ROOT,
-        None,
-        30,
-    );
-    for (w, hgt) in [
-        (1, 1),
-        (2, 2),
-        (5, 3),
-        (10, 4),
-        (20, 5),
-        (59, 8),
-        (60, 10),
-        (200, 60),
-    ] {
-        h.screen(w, hgt);
-        for overlay_key in [KeyCode::F(1), KeyCode::Esc, KeyCode::F(2), KeyCode::Esc] {
-            h.press(overlay_key);
-            h.screen(w, hgt);
-        }
-    }
-    h.press(KeyCode::BackTab);
-    h.screen(30, 6);
 }
 
 /// Issue 23 item 12: siblings running the same agent show their tasks; the pane grows
@@ -927,62 +548,6 @@ fn the_tree_tells_siblings_apart_grows_and_moves_with_g() {
     assert_eq!(h.app.tree().selected.as_deref(), Some(ROOT));
     assert_eq!(h.app.focus(), Focus::Tree);
     assert!(h.app.composer_text().is_empty(), "nothing was typed");
-}
-
-/// Every page of the help overlay, paged with PgDn from the top (Home) until the last
-/// page (End) shows.
-fn help_pages(h: &mut Harness, w: u16, rows: u16) -> String {
-    h.press(KeyCode::F(1));
-    assert_eq!(h.app.overlay(), Overlay::Help);
-    h.press(KeyCode::End);
-    let last = h.screen(w, rows);
-    h.press(KeyCode::Home);
-    let mut pages = vec![h.screen(w, rows)];
-    for _ in 0..100 {
-        if pages.last() == Some(&last) {
-            return pages.join("\n");
-        }
-        h.press(KeyCode::PageDown);
-        pages.push(h.screen(w, rows));
-    }
-    panic!("PgDn never reached the last page (End):\n{last}");
-}
-
-/// Issue 23 item 4: help has a section for every keymap context (Wall and Find
-/// included), says what Enter and Tab do while a turn runs and the composer's editing
-/// keys, wraps long descriptions, and scrolls with PgUp/PgDn/Home/End.
-#[test]
-fn help_covers_every_context_wraps_and_pages() {
-    let mut h = harness();
-    let all = help_pages(&mut h, 80, 24);
-    for ctx in arbor::tui::keymap::Context::ALL {
-        assert!(all.contains(ctx.title()), "no {:?} section:\n{all}", ctx);
-    }
-    for spec in arbor::tui::keymap::TABLE {
-        assert!(
-            arbor::tui::keymap::Context::ALL.contains(&spec.context),
-            "{} has no help section",
-            spec.name
-        );
-    }
-    assert!(
-        all.contains("Wall") && all.contains("Find in the thread"),
-        "{all}"
-    );
-    assert!(all.contains("While the thread's turn runs: steer"), "{all}");
-    assert!(all.contains("with text: queue it as"), "{all}");
-    assert!(all.contains("Ctrl+Z / Ctrl+Y"), "{all}");
-    // A description longer than the overlay is wrapped, not cut.
-    assert!(!all.contains('…'), "{all}");
-    assert!(all.contains("again: back)"), "{all}");
-    // Home is the top again; PgUp from a page down comes back.
-    h.press(KeyCode::Home);
-    let top = h.screen(80, 24);
-    assert!(top.contains("Everywhere"), "{top}");
-    h.press(KeyCode::PageDown);
-    assert_ne!(h.screen(80, 24), top);
-    h.press(KeyCode::PageUp);
-    assert_eq!(h.screen(80, 24), top);
 }
 
 /// Issue 23 item 6: the composer's readline keys through the App — Ctrl+U deletes to
@@ -1091,4 +656,37 @@ fn new_and_clear_differ_and_resume_rows_have_dates() {
     h.press(KeyCode::Enter);
     assert!(h.app.note().unwrap().text.contains("no agent nobody"));
     assert_eq!(h.app.composer_text(), "/new nobody");
+}
+
+/// An executor for run-loop tests: records every command and answers a new-root
+/// `Submit` with `SessionCreated` for [`ROOT`].
+struct FakeExecutor(std::sync::Mutex<Vec<EngineCommand>>);
+
+impl arbor::tui::runloop::Executor for FakeExecutor {
+    fn execute(
+        &self,
+        command: EngineCommand,
+        results: tokio::sync::mpsc::UnboundedSender<AppEvent>,
+    ) {
+        if let EngineCommand::Submit {
+            session_id: None, ..
+        } = &command
+        {
+            results
+                .send(AppEvent::SessionCreated {
+                    session_id: ROOT.into(),
+                })
+                .unwrap();
+        }
+        self.0.lock().unwrap().push(command);
+    }
+}
+
+/// A run-loop host with no editor.
+struct NoHost;
+
+impl<B: ratatui::backend::Backend> arbor::tui::runloop::Host<B> for NoHost {
+    fn open_editor(&mut self, _: &mut Terminal<B>, _: &std::path::Path) -> Result<(), String> {
+        Err("no editor in tests".into())
+    }
 }

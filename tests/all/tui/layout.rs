@@ -1,0 +1,161 @@
+//! Layout and drawing through the App and the run loop: layout is the update step and
+//! drawing reads state only, layout work does not grow with the history, the run loop
+//! executes commands and quits, and any terminal size renders without a panic.
+
+use super::*;
+
+/// Drawing reads state only (`App::draw` takes `&App`): the chat's visible window is
+/// laid out by `App::layout`, the update step before a frame, never by drawing, and
+/// the same state draws the same frame twice.
+#[test]
+fn layout_is_the_update_step_and_draw_reads_state_only() {
+    let mut h = with_root_open();
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let mut draw = |app: &App| {
+        terminal.draw(|f| app.draw(f)).unwrap();
+        buffer_text(terminal.backend().buffer())
+    };
+    let unlaid = draw(&h.app);
+    assert!(!unlaid.contains("Survey the repo"), "{unlaid}");
+    h.app.layout(Rect::new(0, 0, 80, 24));
+    let first = draw(&h.app);
+    assert!(first.contains("Survey the repo"), "{first}");
+    assert_eq!(draw(&h.app), first);
+    assert_eq!(filter_ids(&first), h.screen(80, 24));
+}
+
+#[test]
+fn layout_work_is_independent_of_history_length() {
+    fn run(n: usize) -> (u64, u64, u64) {
+        let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
+        let transcript: Vec<Message> = (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user(format!("question {i}"))
+                } else {
+                    msg(json!({"role": "assistant", "content": format!("answer {i} with **markdown**\n\n- a\n- b")}))
+                }
+            })
+            .collect();
+        h.load(ROOT, None, "zen-architect", transcript);
+        h.screen(80, 24);
+        let first = h.app.thread().unwrap().stats.cells_wrapped;
+        h.screen(80, 24);
+        let warm = h.app.thread().unwrap().stats.cells_wrapped - first;
+        for _ in 0..5 {
+            h.press(KeyCode::PageUp);
+            h.screen(80, 24);
+        }
+        let paged = h.app.thread().unwrap().stats.cells_wrapped;
+        (first, warm, paged)
+    }
+    let small = run(1_000);
+    let big = run(100_000);
+    assert_eq!(small, big, "the same work for 1k and 100k messages");
+    assert!(big.0 < 30, "only visible cells are laid out: {big:?}");
+    assert_eq!(big.1, 0, "a warm cache lays out nothing");
+}
+
+#[tokio::test]
+async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
+    let (commands_tx, commands) = unbounded_channel();
+    let (results_tx, results) = unbounded_channel();
+    let (bus_tx, bus) = unbounded_channel();
+    let mut app = App::new(
+        AppOptions {
+            theme: Theme::builtin_dark(false),
+            theme_source: None,
+            keymap: Keymap::defaults(),
+            clock: Clock::system(),
+            provider_label: Ok("p/m".into()),
+            registry: Arc::new(registry()),
+            agent: None,
+            open_session: None,
+            continue_last: false,
+        },
+        commands_tx,
+    );
+    // A bus event queued before the loop starts is applied too.
+    bus_tx
+        .send(Arc::new(Event::new(ROOT, None, start("zen-architect"))))
+        .unwrap();
+    let key = |code, mods| Ok(TermEvent::Key(KeyEvent::new(code, mods)));
+    let input = futures::stream::iter(vec![
+        key(KeyCode::Char('h'), KeyModifiers::NONE),
+        key(KeyCode::Char('i'), KeyModifiers::NONE),
+        key(KeyCode::Enter, KeyModifiers::NONE),
+        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        key(KeyCode::Char('z'), KeyModifiers::NONE),
+    ]);
+    let channels = arbor::tui::runloop::Channels {
+        commands,
+        results_tx,
+        results,
+        bus: Some(bus),
+        registry: None,
+        reloads: None,
+    };
+    let executor = FakeExecutor(Default::default());
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    arbor::tui::runloop::run_app(
+        &mut terminal,
+        &mut app,
+        input,
+        channels,
+        &executor,
+        &mut NoHost,
+    )
+    .await
+    .unwrap();
+    assert!(app.should_quit());
+    assert_eq!(
+        app.composer_text(),
+        "",
+        "the key after the second Ctrl+C was never read"
+    );
+    let executed = executor.0.lock().unwrap().clone();
+    assert_eq!(
+        executed,
+        [
+            EngineCommand::ListSessions,
+            EngineCommand::Submit {
+                session_id: None,
+                agent: None,
+                prompt: "hi".into()
+            }
+        ]
+    );
+    assert!(app.tree().get(ROOT).is_some());
+    let drawn = format!("{}", terminal.backend());
+    assert!(drawn.contains("Sessions"), "at least one frame was drawn");
+}
+
+#[test]
+fn tiny_and_odd_terminal_sizes_render_without_panicking() {
+    let mut h = with_root_open();
+    h.engine(
+        EngineEvent::delta(DeltaKind::Text, "streaming 日本語 text"),
+        ROOT,
+        None,
+        30,
+    );
+    for (w, hgt) in [
+        (1, 1),
+        (2, 2),
+        (5, 3),
+        (10, 4),
+        (20, 5),
+        (59, 8),
+        (60, 10),
+        (200, 60),
+    ] {
+        h.screen(w, hgt);
+        for overlay_key in [KeyCode::F(1), KeyCode::Esc, KeyCode::F(2), KeyCode::Esc] {
+            h.press(overlay_key);
+            h.screen(w, hgt);
+        }
+    }
+    h.press(KeyCode::BackTab);
+    h.screen(30, 6);
+}
