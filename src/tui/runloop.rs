@@ -419,6 +419,35 @@ mod tests {
         (executed, status)
     }
 
+    /// Runs `app` over `input` in a 100×20 [`Recording`] terminal with a
+    /// [`LabelExecutor`] until the input ends; returns every flushed frame.
+    async fn run_recorded(
+        app: &mut App,
+        input: impl futures::Stream<Item = io::Result<TermEvent>> + Unpin,
+        commands: tokio::sync::mpsc::UnboundedReceiver<EngineCommand>,
+        results_tx: UnboundedSender<AppEvent>,
+        results: tokio::sync::mpsc::UnboundedReceiver<AppEvent>,
+    ) -> Vec<(Instant, String)> {
+        let channels = Channels {
+            commands,
+            results_tx,
+            results,
+            bus: None,
+            registry: None,
+            reloads: None,
+        };
+        let backend = Recording {
+            inner: TestBackend::new(100, 20),
+            frames: Vec::new(),
+        };
+        let mut terminal = Terminal::new(backend).unwrap();
+        let executor = LabelExecutor::default();
+        run_app(&mut terminal, app, input, channels, &executor, &mut NoHost)
+            .await
+            .unwrap();
+        std::mem::take(&mut terminal.backend_mut().frames)
+    }
+
     /// A `TestBackend` that records every frame it flushes: when (the paused test
     /// clock) and the screen's text.
     struct Recording {
@@ -533,31 +562,7 @@ mod tests {
             tokio::time::sleep_until(t0 + Duration::from_millis(500)).await;
             drop(keys_tx); // input ends: the loop returns
         });
-        let channels = Channels {
-            commands,
-            results_tx,
-            results,
-            bus: None,
-            registry: None,
-            reloads: None,
-        };
-        let backend = Recording {
-            inner: TestBackend::new(100, 20),
-            frames: Vec::new(),
-        };
-        let mut terminal = Terminal::new(backend).unwrap();
-        let executor = LabelExecutor::default();
-        run_app(
-            &mut terminal,
-            &mut app,
-            input,
-            channels,
-            &executor,
-            &mut NoHost,
-        )
-        .await
-        .unwrap();
-        let frames = &terminal.backend().frames;
+        let frames = &run_recorded(&mut app, input, commands, results_tx, results).await;
         let first = frames
             .iter()
             .find(|(_, text)| text.contains("zq"))
@@ -610,31 +615,7 @@ mod tests {
             tokio::time::sleep_until(t0 + Duration::from_secs(10)).await;
             drop(keys_tx); // input ends: the loop returns
         });
-        let channels = Channels {
-            commands,
-            results_tx,
-            results,
-            bus: None,
-            registry: None,
-            reloads: None,
-        };
-        let backend = Recording {
-            inner: TestBackend::new(100, 20),
-            frames: Vec::new(),
-        };
-        let mut terminal = Terminal::new(backend).unwrap();
-        let executor = LabelExecutor::default();
-        run_app(
-            &mut terminal,
-            &mut app,
-            input,
-            channels,
-            &executor,
-            &mut NoHost,
-        )
-        .await
-        .unwrap();
-        let frames = &terminal.backend().frames;
+        let frames = &run_recorded(&mut app, input, commands, results_tx, results).await;
         let shown = |text: &String| text.contains("config changed");
         let first = frames.iter().position(|(_, t)| shown(t)).expect("shown");
         let gone = frames[first..]
