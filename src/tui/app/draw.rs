@@ -6,6 +6,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
+use super::components::find::FindBar;
 use super::{App, Areas, Focus, Overlay};
 use crate::session::SessionStatus;
 use crate::session::ids::short_id;
@@ -15,20 +16,12 @@ use crate::tui::state::tree::Spend;
 use crate::tui::theme::Slot;
 use crate::tui::views::approval::ApprovalView;
 use crate::tui::views::banner::BannerView;
-use crate::tui::views::browser::BrowserView;
-use crate::tui::views::centered;
 use crate::tui::views::chat::{self, ChatView};
 use crate::tui::views::composer::ComposerView;
-use crate::tui::views::diff::DiffView;
-use crate::tui::views::find::{FindBarView, FindMarks};
-use crate::tui::views::help::{HelpView, help_area};
-use crate::tui::views::mcp::McpView;
 use crate::tui::views::palette::{PaletteView, popup_area};
 use crate::tui::views::pending::{self, PendingView};
 use crate::tui::views::status::{StatusUsage, StatusView};
 use crate::tui::views::tree::TreeView;
-use crate::tui::views::trust::TrustView;
-use crate::tui::views::wall::WallView;
 
 /// Below this width the tree is hidden unless focused (then it takes the whole pane).
 pub const NARROW_WIDTH: u16 = 60;
@@ -41,24 +34,24 @@ pub const TREE_MAX_WIDTH: u16 = 48;
 pub const WALL_BESIDE_WIDTH: u16 = 140;
 
 /// Where each part of a frame goes, computed from the frame's area and the state.
-struct Panes {
+pub(crate) struct Panes {
     /// Everything above the status bar (overlays cover it).
-    main: Rect,
-    status: Rect,
+    pub main: Rect,
+    pub status: Rect,
     /// The provider banner above the chat (zero height without one).
-    banner: Rect,
-    tree: Option<Rect>,
-    chat: Option<Rect>,
+    pub banner: Rect,
+    pub tree: Option<Rect>,
+    pub chat: Option<Rect>,
     /// The find bar under the chat (zero height when closed).
-    find: Rect,
+    pub find: Rect,
     /// The open thread's waiting messages, between the chat and the composer (zero
     /// height when none wait).
-    pending: Rect,
-    composer: Option<Rect>,
+    pub pending: Rect,
+    pub composer: Option<Rect>,
     /// The wall, while open: beside the panes on wide terminals, else over them.
-    wall: Option<Rect>,
+    pub wall: Option<Rect>,
     /// The docked approval prompt below the panes (zero height unless docked).
-    dock: Rect,
+    pub dock: Rect,
 }
 
 impl App {
@@ -69,7 +62,7 @@ impl App {
     /// `terminal.draw(|f| { app.layout(f.area()); app.draw(f) })`.
     pub fn layout(&mut self, area: Rect) {
         let panes = self.panes(area);
-        self.refresh_find();
+        self.stack_layout(&panes);
         if let (Some(t), Some(chat_area)) = (&mut self.thread, panes.chat) {
             let body = chat::body_area(chat_area);
             t.layout(
@@ -78,31 +71,6 @@ impl App {
                 &self.theme,
             );
         }
-        let prompt = ApprovalView {
-            queue: &self.approvals,
-            keymap: &self.keymap,
-            theme: &self.theme,
-        }
-        .layout(panes.main)
-        .filter(|_| !self.approvals.docked());
-        if let Some(p) = prompt {
-            self.approvals.clamp_scroll(p.body_rows, p.body_visible);
-        }
-        if let Some(d) = &mut self.diff {
-            d.set_page(DiffView::page(panes.main));
-        }
-        // The help overlay scrolls within its lines; a page is its height.
-        let help = ratatui::widgets::Block::bordered().inner(help_area(panes.main));
-        let rows = HelpView {
-            keymap: &self.keymap,
-            theme: &self.theme,
-            scroll: 0,
-        }
-        .lines(help.width)
-        .len();
-        let max = rows.saturating_sub(usize::from(help.height));
-        self.help_scroll = self.help_scroll.min(u16::try_from(max).unwrap_or(u16::MAX));
-        self.help_page = help.height.saturating_sub(1).max(1);
         let focused = self.composer_focused();
         self.composer
             .set_focused(focused, self.theme.style(Slot::Base));
@@ -142,20 +110,6 @@ impl App {
                 focused: self.focus == Focus::Chat,
             };
             frame.render_widget(&view, chat_area);
-            if let (Some(find), Some(thread)) = (&self.find, &self.thread) {
-                let marks = FindMarks {
-                    thread,
-                    find,
-                    theme: &self.theme,
-                };
-                frame.render_widget(&marks, chat_area);
-                let bar = FindBarView {
-                    find,
-                    keymap: &self.keymap,
-                    theme: &self.theme,
-                };
-                frame.render_widget(&bar, panes.find);
-            }
             let items = self.open_pending();
             let view = PendingView {
                 items: &items,
@@ -170,29 +124,8 @@ impl App {
                 title: self.composer_title(),
             };
             frame.render_widget(&view, composer_area);
-            if let Some(popup) = self.popup.as_ref().filter(|_| self.composer_focused()) {
-                let area = popup_area(composer_area, chat_area.y, popup);
-                let view = PaletteView {
-                    popup,
-                    theme: &self.theme,
-                };
-                frame.render_widget(&view, area);
-            }
         }
-        let context = match (self.overlay, self.focus) {
-            _ if !self.approvals.is_empty() && !self.approvals.docked() => Context::Approval,
-            _ if self.trust.is_some() => Context::Trust,
-            (Overlay::None, Focus::Tree | Focus::Chat) if self.find.is_some() => Context::Find,
-            (Overlay::Help, _) => Context::Help,
-            (Overlay::Browser, _) => Context::Browser,
-            (Overlay::Diff, _) => Context::Diff,
-            (Overlay::Wall, _) => Context::Wall,
-            (Overlay::Mcp, _) => Context::Mcp,
-            (Overlay::None, Focus::Composer) if self.popup.is_some() => Context::Palette,
-            (_, Focus::Tree) => Context::Tree,
-            (_, Focus::Chat) => Context::Chat,
-            (_, Focus::Composer) => Context::Composer,
-        };
+        let context = self.key_context();
         let status = StatusView {
             provider: &self.provider_label,
             needs_you: self.tree.needs_you_count(),
@@ -211,39 +144,21 @@ impl App {
             theme: &self.theme,
         };
         frame.render_widget(&status, panes.status);
-        self.draw_overlay(frame, panes.main);
-        if let (Overlay::Wall, Some(area)) = (self.overlay, panes.wall) {
-            let view = WallView {
-                wall: &self.wall,
-                tree: &self.tree,
+        // The overlays, prompts and bars, bottom up (the approval prompt above all).
+        self.draw_stack(frame, &panes);
+        // The composer's popup: only while the composer types (no modal is open).
+        if let (Some(popup), Some(chat_area), Some(composer_area)) = (
+            self.popup.as_ref().filter(|_| self.composer_focused()),
+            panes.chat,
+            panes.composer,
+        ) {
+            let area = popup_area(composer_area, chat_area.y, popup);
+            let view = PaletteView {
+                popup,
                 theme: &self.theme,
-                now,
             };
-            frame.render_widget(ratatui::widgets::Clear, area);
             frame.render_widget(&view, area);
         }
-        // The trust prompt is modal; an approval prompt goes above even that.
-        if let Some(prompt) = &self.trust {
-            let view = TrustView {
-                prompt,
-                keymap: &self.keymap,
-                theme: &self.theme,
-            };
-            frame.render_widget(&view, panes.main);
-        }
-        // The approval prompt is modal: above every pane and overlay (docked: below
-        // the panes).
-        let prompt = ApprovalView {
-            queue: &self.approvals,
-            keymap: &self.keymap,
-            theme: &self.theme,
-        };
-        let area = if self.approvals.docked() {
-            panes.dock
-        } else {
-            panes.main
-        };
-        frame.render_widget(&prompt, area);
     }
 
     /// Pane areas for a frame of `area`: the status bar at the bottom; the tree beside
@@ -252,9 +167,10 @@ impl App {
     fn panes(&self, area: Rect) -> Panes {
         let [main, status] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
-        let dock_h = if self.approvals.docked() {
+        let approvals = &self.stack.approval.queue;
+        let dock_h = if approvals.docked() {
             let view = ApprovalView {
-                queue: &self.approvals,
+                queue: approvals,
                 keymap: &self.keymap,
                 theme: &self.theme,
             };
@@ -265,7 +181,7 @@ impl App {
         };
         let [main, dock] =
             Layout::vertical([Constraint::Min(1), Constraint::Length(dock_h)]).areas(main);
-        let (body, wall) = match self.overlay {
+        let (body, wall) = match self.stack.overlay() {
             Overlay::Wall if area.width >= WALL_BESIDE_WIDTH => {
                 let [left, right] =
                     Layout::horizontal([Constraint::Percentage(40), Constraint::Min(1)])
@@ -304,7 +220,7 @@ impl App {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
             let composer_h = self.composer.rows() + 2;
             let pending_h = pending::height(self.open_pending().len());
-            let find_h = u16::from(self.find.is_some());
+            let find_h = u16::from(self.stack.find::<FindBar>().is_some());
             let [banner, chat, find, waiting, composer] = Layout::vertical([
                 Constraint::Length(banner_h),
                 Constraint::Min(3),
@@ -355,7 +271,7 @@ impl App {
             hints.insert(0, lead);
         }
         // A docked approval prompt: Esc brings it back instead of cancelling.
-        if self.approvals.docked() && matches!(context, Context::Tree | Context::Chat) {
+        if self.stack.approval.queue.docked() && matches!(context, Context::Tree | Context::Chat) {
             let cancel = self.keymap.label(Action::CancelTurn);
             hints.retain(|(k, _)| *k != cancel);
             hints.insert(0, ("Esc".to_string(), "Back to the approval prompt"));
@@ -372,54 +288,9 @@ impl App {
         })
     }
 
-    /// The composer takes keys: focused, no overlay open and no approval prompt.
+    /// The composer takes keys: focused, and no modal component over it.
     fn composer_focused(&self) -> bool {
-        self.focus == Focus::Composer
-            && self.overlay == Overlay::None
-            && (self.approvals.is_empty() || self.approvals.docked())
-            && self.trust.is_none()
-    }
-
-    fn draw_overlay(&self, frame: &mut Frame<'_>, main: Rect) {
-        let area = main;
-        match self.overlay {
-            Overlay::None | Overlay::Wall => {}
-            Overlay::Help => {
-                let view = HelpView {
-                    keymap: &self.keymap,
-                    theme: &self.theme,
-                    scroll: self.help_scroll,
-                };
-                frame.render_widget(&view, help_area(area));
-            }
-            Overlay::Mcp => {
-                let view = McpView {
-                    servers: &self.mcp,
-                    theme: &self.theme,
-                    scroll: self.mcp_scroll,
-                };
-                frame.render_widget(&view, centered(area, 90, area.height.saturating_sub(2)));
-            }
-            Overlay::Browser => {
-                let view = BrowserView {
-                    registry: &self.registry,
-                    state: &self.browser,
-                    mark: self.reload_mark.as_ref(),
-                    theme: &self.theme,
-                };
-                frame.render_widget(&view, area);
-            }
-            Overlay::Diff => {
-                if let Some(state) = &self.diff {
-                    let view = DiffView {
-                        state,
-                        keymap: &self.keymap,
-                        theme: &self.theme,
-                    };
-                    frame.render_widget(&view, area);
-                }
-            }
-        }
+        self.focus == Focus::Composer && !self.stack.any_modal()
     }
 
     /// The open session's spend and its root's tree total (when the tree holds more

@@ -24,12 +24,6 @@ impl App {
         if let Some(unqueued) = self.pending.apply(event) {
             self.on_unqueued(unqueued);
         }
-        if self.overlay == super::Overlay::Wall {
-            self.wall.apply(event, &self.tree);
-        }
-        if self.approvals.apply(event, self.clock.now()) {
-            self.tree.set_waiting(self.approvals.waiting_sessions());
-        }
         let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
         if let EngineEvent::ProviderResponse(response) = &event.msg
             && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))

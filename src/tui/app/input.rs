@@ -1,11 +1,9 @@
 //! Terminal input → state changes: key dispatch through the keymap, mouse, paste, and
 //! the [`UiAction`]s widgets emit.
 
-use crate::session::SessionId;
 use crossterm::event::{Event, KeyEvent};
 
-use super::{App, Focus, Overlay, QUIT_WINDOW_MS};
-use crate::config::trust::TrustStore;
+use super::{App, Focus, QUIT_WINDOW_MS};
 use crate::session::SessionStatus;
 use crate::session::protocol::{AllowScope, ApprovalDecision};
 use crate::tui::app_event::{EngineCommand, KeyOutcome, UiAction};
@@ -23,34 +21,11 @@ impl App {
         }
     }
 
-    fn context(&self) -> Context {
-        if !self.approvals.is_empty() && !self.approvals.docked() {
-            return Context::Approval;
-        }
-        if self.trust.is_some() {
-            return Context::Trust;
-        }
-        if self.find.is_some() && self.overlay == Overlay::None && self.focus != Focus::Composer {
-            return Context::Find;
-        }
-        match (self.overlay, self.focus) {
-            (Overlay::Help, _) => Context::Help,
-            (Overlay::Browser, _) => Context::Browser,
-            (Overlay::Diff, _) => Context::Diff,
-            (Overlay::Wall, _) => Context::Wall,
-            (Overlay::Mcp, _) => Context::Mcp,
-            (Overlay::None, Focus::Tree) => Context::Tree,
-            (Overlay::None, Focus::Chat) => Context::Chat,
-            (Overlay::None, Focus::Composer) if self.popup.is_some() => Context::Palette,
-            (Overlay::None, Focus::Composer) => Context::Composer,
-        }
-    }
-
     fn on_key(&mut self, key: KeyEvent) {
         let Some(binding) = KeyBinding::from_event(&key) else {
             return;
         };
-        let mut context = self.context();
+        let context = self.key_context();
         // The cancel question takes the key, unless a prompt is up (it answers first).
         if !matches!(context, Context::Approval | Context::Trust) && self.confirm_cancel_key(&key) {
             return;
@@ -61,31 +36,12 @@ impl App {
         {
             self.esc_closed(self.clock.now());
         }
-        if context == Context::Find {
-            if self.find_key(&key, &binding) {
-                return;
-            }
-            context = if self.focus == Focus::Tree {
-                Context::Tree
-            } else {
-                Context::Chat
-            };
-        }
-        if context == Context::Browser && self.browser.filtering && self.filter_key(&key, &binding)
-        {
+        // The overlays, prompts and bars first (`stack`), then the focused pane.
+        if self.stack_key(&key, &binding) {
             return;
         }
+        let context = self.pane_context();
         let action = self.keymap.resolve(context, &binding);
-        if self.approval_key(context, &key, &binding, action) {
-            return;
-        }
-        if context == Context::Trust && action != Some(Action::Quit) {
-            let outcome = self.trust.as_ref().map(|t| t.handle(action));
-            if let Some(KeyOutcome::Emit(a)) = outcome {
-                self.apply(a);
-            }
-            return;
-        }
         if self.popup_key(context, key, action) || self.history_key(context, key, action) {
             return;
         }
@@ -117,36 +73,17 @@ impl App {
         }
     }
 
-    /// Filter editing in the browser; returns whether the key was used.
-    fn filter_key(&mut self, key: &KeyEvent, binding: &KeyBinding) -> bool {
-        use crossterm::event::KeyCode;
-        match key.code {
-            KeyCode::Char(c) if binding.is_text() => self.browser.filter.push(c),
-            KeyCode::Backspace => {
-                self.browser.filter.pop();
-            }
-            KeyCode::Enter | KeyCode::Down | KeyCode::Tab => self.browser.filtering = false,
-            KeyCode::Esc => {
-                self.browser.filter.clear();
-                self.browser.filtering = false;
-            }
-            _ => return false,
-        }
-        true
-    }
-
+    /// A pane or global action. An action that opens a component is in
+    /// `components::opener`; the overlays' own actions reach their components
+    /// through the stack.
     pub(super) fn act(&mut self, action: Action) {
+        if self.open_component(action) {
+            return;
+        }
         match action {
             Action::Quit => self.ctrl_c(),
             Action::FocusNext => self.cycle_focus(true),
             Action::FocusPrev => self.cycle_focus(false),
-            Action::Help | Action::TreeHelp | Action::ChatHelp => {
-                self.help_scroll = 0;
-                self.overlay = Overlay::Help;
-            }
-            Action::Agents | Action::TreeAgents | Action::ChatAgents => {
-                self.overlay = Overlay::Browser
-            }
             Action::CancelTurn => self.cancel_open_thread(),
             Action::NextNeedsYou => self.jump_to_needs_you(),
             Action::NewSession => {
@@ -207,152 +144,18 @@ impl App {
                     t.selected = None;
                 }
             }
-            // The popup's and the history's keys are handled before (`popup_key`).
-            Action::Submit
-            | Action::Newline
-            | Action::HistoryPrev
-            | Action::HistoryNext
-            | Action::HistorySearch
-            | Action::PaletteUp
-            | Action::PaletteDown
-            | Action::PaletteAccept
-            | Action::PaletteClose => {}
             Action::EditQueued => self.edit_queued(),
             Action::RemoveQueued => self.remove_queued(),
-            Action::BrowserUp => self.browser.move_selection(&self.registry.clone(), -1),
-            Action::BrowserDown => self.browser.move_selection(&self.registry.clone(), 1),
-            Action::BrowserFilter => self.browser.filtering = true,
-            Action::BrowserClose | Action::HelpClose | Action::McpClose => {
-                self.overlay = Overlay::None
-            }
-            Action::Mcp => {
-                self.mcp_scroll = 0;
-                self.overlay = Overlay::Mcp;
-                self.send(EngineCommand::ListMcpServers);
-            }
-            Action::McpRefresh => self.send(EngineCommand::ListMcpServers),
-            Action::McpUp => self.mcp_scroll = self.mcp_scroll.saturating_sub(1),
-            Action::McpDown => self.mcp_scroll = self.mcp_scroll.saturating_add(1),
-            Action::BrowserStart => {
-                if let Some(a) = self.browser.current(&self.registry) {
-                    let action = if a.is_valid() {
-                        UiAction::StartWithAgent(a.name.clone())
-                    } else {
-                        UiAction::Note(format!(
-                            "agent '{}' is invalid; fix it first (e edits)",
-                            a.name
-                        ))
-                    };
-                    self.apply(action);
-                }
-            }
-            Action::BrowserEdit => {
-                let action = self.browser.current(&self.registry).map(|a| match &a.path {
-                    Some(p) => UiAction::EditFile(p.clone()),
-                    None => {
-                        UiAction::Note(format!("'{}' is built into arbor and has no file", a.name))
-                    }
-                });
-                if let Some(a) = action {
-                    self.apply(a);
-                }
-            }
-            // The approval and trust prompts handle their own keys (`on_key`).
-            Action::ApprovalAllow
-            | Action::ApprovalAlways
-            | Action::ApprovalAlwaysSave
-            | Action::ApprovalDeny
-            | Action::ApprovalDenyNow
-            | Action::ApprovalUp
-            | Action::ApprovalDown
-            | Action::ApprovalThread
-            | Action::TrustYes
-            | Action::TrustNo => {}
-            Action::TreeDiff => {
-                if let Some(id) = self.tree.selected.clone() {
-                    self.open_diff(&id, false);
-                }
-            }
-            Action::ChatDiff => match self.thread.as_ref().and_then(|t| t.session_id.clone()) {
-                Some(id) => self.open_diff(&id, false),
-                None => self.set_note("nothing to diff: this thread has no session yet", true),
-            },
-            Action::DiffUp
-            | Action::DiffDown
-            | Action::DiffPageUp
-            | Action::DiffPageDown
-            | Action::DiffTop
-            | Action::DiffBottom
-            | Action::DiffSubtree
-            | Action::DiffClose => self.diff_key(action),
-            Action::TreeWall | Action::ChatWall => self.open_wall(),
-            Action::WallLeft => self.wall.move_selection(-1),
-            Action::WallRight => self.wall.move_selection(1),
-            Action::WallUp | Action::WallDown => {
-                let cols = self.areas.wall.map_or(1, |a| {
-                    let inner = ratatui::widgets::Block::bordered().inner(a);
-                    usize::from(crate::tui::views::wall::grid(inner).0)
-                });
-                let cols = isize::try_from(cols).unwrap_or(1);
-                self.wall.move_selection(if action == Action::WallUp {
-                    -cols
-                } else {
-                    cols
-                });
-            }
-            Action::WallPageUp | Action::WallPageDown => {
-                let per_page = self.areas.wall.map_or(1, crate::tui::views::wall::per_page);
-                let delta = if action == Action::WallPageUp { -1 } else { 1 };
-                self.wall.turn_page(delta, per_page);
-            }
-            Action::WallOpen => {
-                if let Some(id) = self.wall.selected_id().map(str::to_string) {
-                    self.close_wall();
-                    self.open_thread(&id);
-                    self.tree.reveal(&id);
-                    self.focus = Focus::Chat;
-                }
-            }
-            Action::WallClose => self.close_wall(),
-            Action::HelpUp => self.help_scroll = self.help_scroll.saturating_sub(1),
-            Action::HelpDown => self.help_scroll = self.help_scroll.saturating_add(1),
-            Action::HelpPageUp => {
-                self.help_scroll = self.help_scroll.saturating_sub(self.help_page)
-            }
-            Action::HelpPageDown => {
-                self.help_scroll = self.help_scroll.saturating_add(self.help_page)
-            }
-            Action::HelpTop => self.help_scroll = 0,
-            Action::HelpBottom => self.help_scroll = u16::MAX,
-            Action::Find => self.open_find(),
             Action::PrevMessage | Action::NextMessage => {
                 self.step_message(action == Action::PrevMessage)
             }
             Action::Copy | Action::CopyCode => self.copy(action == Action::CopyCode),
             Action::Mouse => self.toggle_mouse(),
-            // The find bar handles its own keys (`find_key`).
-            Action::FindNext | Action::FindPrev | Action::FindClose => {}
+            // The composer's, its popup's and the history's keys were handled before
+            // (`on_key`); every other action belongs to an overlay, prompt or bar and
+            // reaches its component through the stack.
+            _ => {}
         }
-    }
-
-    /// `w`: opens the wall over the open thread's session (else the selected one).
-    fn open_wall(&mut self) {
-        let open = self.thread.as_ref().and_then(|t| t.session_id.clone());
-        let Some(root) = open.or_else(|| self.tree.selected.clone().map(SessionId::from)) else {
-            self.set_note(
-                "open a session first: the wall shows its running sub-sessions",
-                true,
-            );
-            return;
-        };
-        self.wall = crate::tui::state::wall::Wall::open(&root, &self.tree, &self.inflight);
-        self.overlay = Overlay::Wall;
-    }
-
-    /// Closes the wall; its finished tiles go with it.
-    fn close_wall(&mut self) {
-        self.wall = crate::tui::state::wall::Wall::default();
-        self.overlay = Overlay::None;
     }
 
     /// `r` on the selected node: continues it when it is stopped (interrupted, failed,
@@ -449,14 +252,10 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
-        if self.approvals.paste(text) {
+        if self.stack_paste(text) {
             return;
         }
-        if self.overlay == Overlay::Browser && self.browser.filtering {
-            self.browser.filter.push_str(text.trim());
-            return;
-        }
-        self.overlay = Overlay::None;
+        self.stack.close_overlays();
         self.focus = Focus::Composer;
         self.composer.paste(text);
         self.refresh_popup();
@@ -478,7 +277,7 @@ impl App {
             }
             UiAction::StartWithAgent(name) => {
                 self.thread = Some(Thread::new_root(Some(name)));
-                self.overlay = Overlay::None;
+                self.stack.close_overlays();
                 self.focus = Focus::Composer;
             }
             UiAction::EditFile(path) => self.editor_request = Some(path),
@@ -488,7 +287,8 @@ impl App {
                 tool_call_id,
                 decision,
             } => {
-                self.tree.set_waiting(self.approvals.waiting_sessions());
+                self.tree
+                    .set_waiting(self.stack.approval.queue.waiting_sessions());
                 self.set_note(answer_note(&decision), false);
                 self.send(EngineCommand::ResolveApproval {
                     session_id,
@@ -502,7 +302,8 @@ impl App {
                 decision,
                 rule,
             } => {
-                self.tree.set_waiting(self.approvals.waiting_sessions());
+                self.tree
+                    .set_waiting(self.stack.approval.queue.waiting_sessions());
                 let note = self.save_rule(&rule);
                 let failed = note.starts_with("not saved");
                 self.set_note(format!("{}; {note}", answer_note(&decision)), failed);
@@ -512,7 +313,8 @@ impl App {
                     decision,
                 });
             }
-            UiAction::AnswerTrust { trust } => self.answer_trust(trust),
+            // The trust prompt's component answers it (`components::trust`).
+            UiAction::AnswerTrust { .. } => {}
         }
     }
 
@@ -585,32 +387,6 @@ impl App {
         self.send(EngineCommand::LoadTranscript {
             session_id: id.into(),
         });
-    }
-}
-
-impl App {
-    /// Closes the trust prompt; `trust` records the project in the trust store (the
-    /// file watcher then reloads the agents, so the project's agents get their tools).
-    fn answer_trust(&mut self, trust: bool) {
-        let Some(prompt) = self.trust.take() else {
-            return;
-        };
-        let shown = prompt.project.display().to_string();
-        if !trust {
-            self.set_note(
-                format!("{shown} not trusted: its agents add no tools (`arbor trust` trusts it)"),
-                false,
-            );
-            return;
-        }
-        let stored = TrustStore::load(&prompt.store).and_then(|mut s| s.trust(&prompt.project));
-        match stored {
-            Ok(_) => self.set_note(
-                format!("trusted {shown}: its agents may add tools; approvals still apply"),
-                false,
-            ),
-            Err(e) => self.set_note(format!("not trusted: {e}"), true),
-        }
     }
 }
 

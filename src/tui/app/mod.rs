@@ -12,13 +12,11 @@
 //! (layout + views). Does not own: executing
 //! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
 
-mod approval_dock;
 mod cancel;
+mod components;
 mod copy;
-mod diff;
 mod draw;
 mod engine;
-mod find;
 mod history;
 mod input;
 mod mentions;
@@ -26,6 +24,7 @@ mod model;
 mod mouse;
 mod needs_you;
 mod palette;
+mod stack;
 mod steer;
 
 use std::collections::HashSet;
@@ -42,7 +41,7 @@ use super::clock::Clock;
 use super::composer::Composer;
 use super::keymap::{Action, Keymap};
 use super::state::approvals::ApprovalQueue;
-use super::state::browser::{BrowserState, ReloadMark};
+use super::state::browser::ReloadMark;
 use super::state::diff::DiffState;
 use super::state::inflight::InflightStreams;
 use super::state::note::Note;
@@ -50,11 +49,13 @@ use super::state::pending::PendingPrompts;
 use super::state::thread::Thread;
 use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
-use super::state::wall::Wall;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
 use crate::config::Notify;
 use crate::tui::notify::Notification;
+use components::DiffOverlay;
+use components::trust::TrustLayer;
+use stack::Stack;
 
 /// How long a second Ctrl+C quits.
 pub const QUIT_WINDOW_MS: i64 = 2_000;
@@ -130,14 +131,13 @@ pub struct App {
     default_agent: Option<String>,
     continue_last: bool,
     focus: Focus,
-    overlay: Overlay,
+    /// The overlays, prompts and bars over the panes (`stack`).
+    stack: Stack,
     tree: SessionTree,
     thread: Option<Thread>,
     /// What every session with a turn in flight streamed since its last assistant
     /// message (seeds a thread opened mid-reply).
     inflight: InflightStreams,
-    /// The wall's tiles and tails (kept up to date while `overlay` is the wall).
-    wall: Wall,
     /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
     expand_on_load: bool,
     composer: Composer,
@@ -152,22 +152,7 @@ pub struct App {
     history_pos: Option<usize>,
     /// The project's files for `@` completion.
     files: mentions::ProjectFiles,
-    /// Approval prompts waiting for the person; the front one is modal.
-    approvals: ApprovalQueue,
-    /// The start-up trust prompt, until answered (modal, below approval prompts).
-    trust: Option<TrustPrompt>,
-    browser: BrowserState,
-    /// The diff overlay's content (kept while `overlay` is `Diff`).
-    diff: Option<DiffState>,
-    help_scroll: u16,
-    /// Rows the help overlay showed at once in the last frame (its page).
-    help_page: u16,
-    /// The MCP view's servers (as last listed) and first row shown.
-    mcp: Vec<crate::tool::mcp::McpServerStatus>,
-    mcp_scroll: u16,
     note: Option<Note>,
-    /// The find bar over the open thread, while open (`app::find`).
-    find: Option<super::state::find::Find>,
     reload_mark: Option<ReloadMark>,
     last_ctrl_c: Option<Timestamp>,
     /// When an Esc last closed something (`cancel`: a cancel Esc right after it is not
@@ -219,11 +204,10 @@ impl App {
             default_agent: options.agent.clone(),
             continue_last: options.continue_last,
             focus: Focus::Composer,
-            overlay: Overlay::None,
+            stack: Stack::default(),
             tree: SessionTree::default(),
             thread: None,
             inflight: InflightStreams::default(),
-            wall: Wall::default(),
             expand_on_load: options.open_session.is_some() || options.continue_last,
             composer: Composer::new(),
             popup: None,
@@ -231,16 +215,7 @@ impl App {
             history: Default::default(),
             history_pos: None,
             files: Default::default(),
-            approvals: ApprovalQueue::default(),
-            trust: None,
-            browser: BrowserState::default(),
-            diff: None,
-            help_scroll: 0,
-            help_page: 1,
-            mcp: Vec::new(),
-            mcp_scroll: 0,
             note: None,
-            find: None,
             reload_mark: None,
             last_ctrl_c: None,
             esc_closed_at: None,
@@ -282,14 +257,19 @@ impl App {
     }
 
     fn apply_event(&mut self, event: AppEvent) {
+        // The panes' state first; then every component sees the event.
+        if let AppEvent::Engine(ev) = &event {
+            self.on_engine_event(ev);
+        }
+        self.stack_event(&event);
         match event {
             AppEvent::Input(ev) => self.on_input(ev),
-            AppEvent::Engine(ev) => self.on_engine_event(&ev),
+            // Taken above (`on_engine_event`), and by their components (`stack_event`).
+            AppEvent::Engine(_) | AppEvent::McpServersListed(_) | AppEvent::DiffLoaded { .. } => {}
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
             AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
             AppEvent::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
-            AppEvent::McpServersListed(servers) => self.mcp = servers,
             AppEvent::TranscriptLoaded { requested, result } => {
                 self.on_transcript(&requested, result, None)
             }
@@ -321,15 +301,6 @@ impl App {
                 message,
             } => self.on_not_sent(text, &message),
             AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
-            AppEvent::DiffLoaded {
-                session_id,
-                subtree,
-                result,
-            } => {
-                if let Some(d) = &mut self.diff {
-                    d.load(&session_id, subtree, result);
-                }
-            }
             AppEvent::SessionRenamed { session_id, result } => self.on_renamed(&session_id, result),
             AppEvent::Exported {
                 session_id: _,
@@ -443,24 +414,31 @@ impl App {
 
     /// Open overlay.
     pub fn overlay(&self) -> Overlay {
-        self.overlay
+        self.stack.overlay()
     }
 
     /// The diff overlay's state, while one was opened.
     pub fn diff(&self) -> Option<&DiffState> {
-        self.diff.as_ref()
+        self.stack.find::<DiffOverlay>().map(|d| &d.state)
+    }
+
+    /// The find bar's state, while it is open.
+    pub fn find(&self) -> Option<&super::state::find::Find> {
+        self.stack
+            .find::<components::find::FindBar>()
+            .map(|f| &f.find)
     }
 
     /// The approval prompts waiting (the front one is shown and takes the keys).
     pub fn approvals(&self) -> &ApprovalQueue {
-        &self.approvals
+        &self.stack.approval.queue
     }
 
     /// Asks whether to trust the current project (`tui::run` does at start when
     /// `config::trust::untrusted_project` names one): the prompt takes the keyboard
     /// until answered; the composer keeps its text.
     pub fn ask_trust(&mut self, prompt: TrustPrompt) {
-        self.trust = Some(prompt);
+        self.stack.push(Box::new(TrustLayer { prompt }));
         self.dirty = true;
     }
 
@@ -473,7 +451,7 @@ impl App {
 
     /// The trust prompt, while it waits for an answer.
     pub fn trust_prompt(&self) -> Option<&TrustPrompt> {
-        self.trust.as_ref()
+        self.stack.find::<TrustLayer>().map(|t| &t.prompt)
     }
 
     /// The session tree.

@@ -27,20 +27,10 @@ impl App {
         match m.kind {
             MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
                 let up = m.kind == MouseEventKind::ScrollUp;
-                let pick = |a: Action, b: Action| if up { a } else { b };
-                match self.overlay {
-                    Overlay::Wall if inside(self.areas.wall) => {
-                        self.act(pick(Action::WallUp, Action::WallDown));
-                        return;
-                    }
-                    Overlay::Help => return self.act(pick(Action::HelpUp, Action::HelpDown)),
-                    Overlay::Mcp => return self.act(pick(Action::McpUp, Action::McpDown)),
-                    Overlay::Diff => return self.act(pick(Action::DiffUp, Action::DiffDown)),
-                    Overlay::Browser => {
-                        return self.act(pick(Action::BrowserUp, Action::BrowserDown));
-                    }
-                    // Beside a wide wall the panes still show and scroll.
-                    Overlay::Wall | Overlay::None => {}
+                // An overlay scrolls itself (beside a wide wall the panes still show
+                // and scroll).
+                if self.stack_wheel(up, pos) {
+                    return;
                 }
                 if inside(self.areas.tree) {
                     self.tree.move_selection(if up { -1 } else { 1 });
@@ -50,7 +40,7 @@ impl App {
                     t.scroll_by(if up { -WHEEL_ROWS } else { WHEEL_ROWS }, &self.theme);
                 }
             }
-            MouseEventKind::Down(MouseButton::Left) if self.overlay == Overlay::None => {
+            MouseEventKind::Down(MouseButton::Left) if self.overlay() == Overlay::None => {
                 if let Some(area) = self.areas.tree.filter(|a| a.contains(pos)) {
                     self.focus = Focus::Tree;
                     let view = TreeView {

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 
 use crossterm::event::KeyEvent;
 
-use super::{App, Focus, Overlay};
+use super::components::find::FindBar;
+use super::{App, Focus};
 use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::palette::{Popup, PopupItem, PopupKind};
@@ -237,13 +238,13 @@ impl App {
                         .filter(|a| self.registry.get(a).is_some())
                         .or_else(|| self.default_agent.clone()),
                     _ => {
-                        self.find = None;
+                        self.stack.close::<FindBar>();
                         self.default_agent.clone()
                     }
                 };
                 let who = agent.clone().unwrap_or_else(|| "the default agent".into());
                 self.thread = Some(Thread::new_root(agent));
-                self.overlay = Overlay::None;
+                self.stack.close_overlays();
                 self.focus = Focus::Composer;
                 let kept = open
                     .map(|id| format!(" · #{} stays in the tree", short(&id)))

@@ -1,0 +1,97 @@
+//! The MCP servers overlay as a component: asks the engine for the list when it
+//! opens (and on `mcp.refresh`), keeps the answer ([`AppEvent::McpServersListed`]),
+//! scrolls and draws it (`views::mcp`).
+//!
+//! Owns: the servers as last listed and the scroll. Does not own: the servers
+//! (`tool::mcp`, asked through `EngineCommand::ListMcpServers`).
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Position;
+
+use crate::tool::mcp::McpServerStatus;
+use crate::tui::action::KeyOutcome;
+use crate::tui::app::draw::Panes;
+use crate::tui::app::stack::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::{Focus, Overlay};
+use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::views::centered;
+use crate::tui::views::mcp::McpView;
+
+/// The MCP servers overlay.
+#[derive(Debug, Default)]
+pub(crate) struct McpOverlay {
+    servers: Vec<McpServerStatus>,
+    /// First row shown.
+    scroll: u16,
+}
+
+impl McpOverlay {
+    /// Opens empty and asks for the list.
+    pub(super) fn open(cx: &mut Ctx<'_>) -> Option<Box<dyn Component>> {
+        cx.send(EngineCommand::ListMcpServers);
+        Some(Box::new(Self::default()))
+    }
+
+    fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
+        match action {
+            Action::McpRefresh => cx.send(EngineCommand::ListMcpServers),
+            Action::McpUp => self.scroll = self.scroll.saturating_sub(1),
+            Action::McpDown => self.scroll = self.scroll.saturating_add(1),
+            Action::McpClose => cx.close(),
+            _ => {}
+        }
+    }
+}
+
+impl Component for McpOverlay {
+    fn layer(&self) -> Layer {
+        Layer::Overlay
+    }
+
+    fn overlay(&self) -> Overlay {
+        Overlay::Mcp
+    }
+
+    fn context(&self, _: Focus) -> Option<Context> {
+        Some(Context::Mcp)
+    }
+
+    fn handle_key(
+        &mut self,
+        _: &KeyEvent,
+        _: &KeyBinding,
+        action: Option<Action>,
+        cx: &mut Ctx<'_>,
+    ) -> KeyOutcome {
+        match action {
+            Some(Action::Quit) | None => KeyOutcome::Ignored,
+            Some(a) => {
+                self.act(a, cx);
+                KeyOutcome::Consumed
+            }
+        }
+    }
+
+    fn wheel(&mut self, up: bool, _: Position, cx: &mut Ctx<'_>) -> bool {
+        self.act(if up { Action::McpUp } else { Action::McpDown }, cx);
+        true
+    }
+
+    fn on_event(&mut self, event: &AppEvent, _: &mut Ctx<'_>) {
+        if let AppEvent::McpServersListed(servers) = event {
+            self.servers = servers.clone();
+        }
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>) {
+        let area = panes.main;
+        let view = McpView {
+            servers: &self.servers,
+            theme: cx.theme,
+            scroll: self.scroll,
+        };
+        frame.render_widget(&view, centered(area, 90, area.height.saturating_sub(2)));
+    }
+}

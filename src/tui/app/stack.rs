@@ -1,0 +1,486 @@
+//! The modal stack (issue 24 item 2, after helix's compositor): every overlay, prompt
+//! and bar over the panes is a [`Component`] that owns its state, handles its keys and
+//! draws itself. The [`Stack`] keeps them in [`Layer`] order; key routing
+//! ([`App::on_key`](super::App)), the key context (status-bar hints) and drawing all
+//! walk this one order, so "which mode gets the keys" is written once
+//! ([`Stack::order`]).
+//!
+//! Owns: the trait, what a component may ask of the `App` ([`Effect`], through
+//! [`Ctx`]), the order and the walk. Does not own: the components themselves
+//! (`app::components`, which also holds the table of what opens each one) or the
+//! panes under them (`app::draw`).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crossterm::event::KeyEvent;
+use jiff::Timestamp;
+use ratatui::Frame;
+
+use super::draw::Panes;
+use super::{Areas, Focus, Overlay};
+use crate::agent::Registry;
+use crate::tui::action::{KeyOutcome, UiAction};
+use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::keymap::{Action, Context, KeyBinding, Keymap};
+use crate::tui::state::browser::ReloadMark;
+use crate::tui::state::inflight::InflightStreams;
+use crate::tui::state::thread::Thread;
+use crate::tui::state::tree::SessionTree;
+use crate::tui::theme::Theme;
+
+use super::components::approval::ApprovalPrompt;
+
+/// Where a component sits, bottom to top. The approval prompt is pinned: above
+/// everything while it asks, below the overlays while docked ([`Stack::order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Layer {
+    /// A bar over a pane (find): sees keys the overlays left, before the panes.
+    Bar,
+    /// A full overlay (help, browser, diff, wall, MCP): one at a time.
+    Overlay,
+    /// A modal prompt (trust): above the overlays.
+    Prompt,
+}
+
+/// What a component asks of the `App` while it handles a key or an event: applied
+/// in order right after the call.
+pub(crate) enum Effect {
+    /// Take the asking component off the stack.
+    Close,
+    /// Close every overlay ([`Layer::Overlay`]).
+    CloseOverlays,
+    /// Perform a widget request as the panes' widgets do.
+    Ui(UiAction),
+    /// Send a command to the engine.
+    Send(EngineCommand),
+    /// Show a status-bar note (`warning`: in the warning style).
+    Note { text: String, warning: bool },
+    /// Move the keyboard focus to this pane.
+    Focus(Focus),
+}
+
+/// What a component sees of the `App` when it handles a key, a paste, an event or
+/// lays itself out, and where it leaves its [`Effect`]s.
+pub(crate) struct Ctx<'a> {
+    pub keymap: &'a Keymap,
+    pub theme: &'a Theme,
+    pub registry: &'a Arc<Registry>,
+    pub tree: &'a mut SessionTree,
+    pub thread: &'a mut Option<Thread>,
+    pub inflight: &'a InflightStreams,
+    pub focus: Focus,
+    /// The pane areas of the last frame.
+    pub areas: Areas,
+    pub now: Timestamp,
+    pub(super) effects: Vec<Effect>,
+}
+
+impl Ctx<'_> {
+    /// Asks for `effect` after the call.
+    pub fn push(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    /// Takes the asking component off the stack after the call.
+    pub fn close(&mut self) {
+        self.push(Effect::Close);
+    }
+
+    /// Sends `command` to the engine.
+    pub fn send(&mut self, command: EngineCommand) {
+        self.push(Effect::Send(command));
+    }
+
+    /// Shows `text` in the status bar.
+    pub fn note(&mut self, text: impl Into<String>, warning: bool) {
+        self.push(Effect::Note {
+            text: text.into(),
+            warning,
+        });
+    }
+
+    /// Performs a widget request.
+    pub fn emit(&mut self, action: UiAction) {
+        self.push(Effect::Ui(action));
+    }
+}
+
+/// What a component reads when it draws (the state as `App::layout` left it).
+pub(crate) struct DrawCtx<'a> {
+    pub keymap: &'a Keymap,
+    pub theme: &'a Theme,
+    pub registry: &'a Arc<Registry>,
+    pub tree: &'a SessionTree,
+    pub thread: Option<&'a Thread>,
+    pub reload_mark: Option<&'a ReloadMark>,
+    pub now: Timestamp,
+}
+
+/// An overlay, prompt or bar: owns its state, handles its keys, draws itself.
+///
+/// A new one is one file under `app/components/` implementing this trait, plus its
+/// row in `components::opener` (the action that opens it) — see `app`'s docs.
+pub(crate) trait Component: Any {
+    /// Where it sits in the stack.
+    fn layer(&self) -> Layer;
+
+    /// The public tag ([`super::App::overlay`]); `Overlay::None` for prompts and bars.
+    fn overlay(&self) -> Overlay {
+        Overlay::None
+    }
+
+    /// The keymap context it answers in while it has the keyboard (`None`: it lets
+    /// the panes' context show, as the find bar over the composer does).
+    fn context(&self, focus: Focus) -> Option<Context>;
+
+    /// Whether it takes every key but `global.quit` (the walk stops at it) and keeps
+    /// the composer from typing.
+    fn modal(&self) -> bool {
+        true
+    }
+
+    /// A key, with `action` resolved in [`Component::context`] (the key's action in
+    /// the `Find` context for a bar). `Ignored` passes the key down the stack
+    /// (a modal component passes only `global.quit`).
+    fn handle_key(
+        &mut self,
+        key: &KeyEvent,
+        binding: &KeyBinding,
+        action: Option<Action>,
+        cx: &mut Ctx<'_>,
+    ) -> KeyOutcome;
+
+    /// A paste; returns whether it used the text.
+    fn paste(&mut self, _text: &str, _cx: &mut Ctx<'_>) -> bool {
+        false
+    }
+
+    /// A wheel notch (`up`) at `pos`; returns whether it scrolled (else the pane
+    /// under the pointer does).
+    fn wheel(&mut self, _up: bool, _pos: ratatui::layout::Position, _cx: &mut Ctx<'_>) -> bool {
+        false
+    }
+
+    /// Asked to open again while open: `true` keeps this one (updated), `false` has
+    /// the new one replace it.
+    fn reopen(&mut self, _cx: &mut Ctx<'_>) -> bool {
+        false
+    }
+
+    /// Every event the `App` applies, after the tree, the in-flight streams and the
+    /// waiting messages took it.
+    fn on_event(&mut self, _event: &AppEvent, _cx: &mut Ctx<'_>) {}
+
+    /// The update step before a frame with these panes (scroll clamping, pages).
+    fn layout(&mut self, _panes: &Panes, _cx: &mut Ctx<'_>) {}
+
+    /// Draws itself into its part of `panes`; reads state only.
+    fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>);
+}
+
+/// A position in the walk: the pinned approval prompt or a pushed component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Approval,
+    Pushed(usize),
+}
+
+/// The components over the panes: the approval prompt (always there; shown while
+/// something waits) and the pushed ones in [`Layer`] order (pushed later is higher
+/// within a layer).
+#[derive(Default)]
+pub(crate) struct Stack {
+    pub approval: ApprovalPrompt,
+    pushed: Vec<Box<dyn Component>>,
+}
+
+impl Stack {
+    /// Top to bottom: the approval prompt while it asks, the pushed components from
+    /// the top, the approval prompt while docked. Keys, the key context and (bottom
+    /// up) drawing walk this order.
+    pub fn order(&self) -> Vec<Slot> {
+        let docked = self.approval.queue.docked();
+        let mut order = Vec::with_capacity(self.pushed.len() + 1);
+        if !docked {
+            order.push(Slot::Approval);
+        }
+        order.extend((0..self.pushed.len()).rev().map(Slot::Pushed));
+        if docked {
+            order.push(Slot::Approval);
+        }
+        order
+    }
+
+    /// The component at `slot`.
+    pub fn get(&self, slot: Slot) -> Option<&dyn Component> {
+        match slot {
+            Slot::Approval => Some(&self.approval),
+            Slot::Pushed(i) => self.pushed.get(i).map(|c| &**c),
+        }
+    }
+
+    /// The component at `slot`, to change.
+    pub fn get_mut(&mut self, slot: Slot) -> Option<&mut dyn Component> {
+        match slot {
+            Slot::Approval => Some(&mut self.approval),
+            Slot::Pushed(i) => self.pushed.get_mut(i).map(|c| &mut **c),
+        }
+    }
+
+    /// Pushes `component` above the others of its layer. An overlay replaces the
+    /// open overlay (one at a time); a component of a kind already open replaces it
+    /// unless that one keeps itself ([`Component::reopen`]: it was asked first).
+    pub fn push(&mut self, component: Box<dyn Component>) {
+        let layer = component.layer();
+        let kind = (*component).type_id();
+        self.pushed.retain(|c| {
+            (**c).type_id() != kind && !(layer == Layer::Overlay && c.layer() == layer)
+        });
+        let at = self
+            .pushed
+            .iter()
+            .position(|c| c.layer() > layer)
+            .unwrap_or(self.pushed.len());
+        self.pushed.insert(at, component);
+    }
+
+    /// The open component of type `T`, if any.
+    pub fn find<T: Component>(&self) -> Option<&T> {
+        self.pushed
+            .iter()
+            .find_map(|c| (&**c as &dyn Any).downcast_ref::<T>())
+    }
+
+    /// The slot of the open component of the same type as `like`.
+    pub fn slot_of_kind(&self, like: &dyn Component) -> Option<Slot> {
+        let kind = (*like).type_id();
+        self.pushed
+            .iter()
+            .position(|c| (**c).type_id() == kind)
+            .map(Slot::Pushed)
+    }
+
+    /// Takes the component at `slot` off the stack (the approval prompt stays).
+    pub fn remove(&mut self, slot: Slot) {
+        if let Slot::Pushed(i) = slot
+            && i < self.pushed.len()
+        {
+            self.pushed.remove(i);
+        }
+    }
+
+    /// Takes the open component of type `T` off the stack.
+    pub fn close<T: Component>(&mut self) {
+        self.pushed.retain(|c| !(&**c as &dyn Any).is::<T>());
+    }
+
+    /// Closes every overlay.
+    pub fn close_overlays(&mut self) {
+        self.pushed.retain(|c| c.layer() != Layer::Overlay);
+    }
+
+    /// The open overlay's tag (`Overlay::None` when none is open).
+    pub fn overlay(&self) -> Overlay {
+        self.order()
+            .into_iter()
+            .filter_map(|s| self.get(s))
+            .map(|c| c.overlay())
+            .find(|o| *o != Overlay::None)
+            .unwrap_or(Overlay::None)
+    }
+
+    /// The context of the topmost component with the keyboard (`None`: the panes').
+    pub fn context(&self, focus: Focus) -> Option<Context> {
+        self.order()
+            .into_iter()
+            .filter_map(|s| self.get(s))
+            .find_map(|c| c.context(focus))
+    }
+
+    /// Whether a modal component is open (the composer does not type then).
+    pub fn any_modal(&self) -> bool {
+        self.order()
+            .into_iter()
+            .filter_map(|s| self.get(s))
+            .any(|c| c.modal())
+    }
+}
+
+use super::App;
+use super::components;
+
+impl App {
+    /// What a component sees of the `App` (the stack itself taken out meanwhile).
+    fn ctx(&mut self) -> Ctx<'_> {
+        Ctx {
+            keymap: &self.keymap,
+            theme: &self.theme,
+            registry: &self.registry,
+            tree: &mut self.tree,
+            thread: &mut self.thread,
+            inflight: &self.inflight,
+            focus: self.focus,
+            areas: self.areas,
+            now: self.clock.now(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// Calls `f` with the component at `slot`, then applies what it asked for.
+    fn with_component<R>(
+        &mut self,
+        slot: Slot,
+        f: impl FnOnce(&mut dyn Component, &mut Ctx<'_>) -> R,
+    ) -> Option<R> {
+        let mut stack = std::mem::take(&mut self.stack);
+        let (result, effects) = {
+            let mut cx = self.ctx();
+            let result = stack.get_mut(slot).map(|c| f(c, &mut cx));
+            (result, cx.effects)
+        };
+        self.stack = stack;
+        self.run_effects(Some(slot), effects);
+        result
+    }
+
+    /// Applies a component's effects in order; a `Close` (from the component at
+    /// `from`) first of all.
+    fn run_effects(&mut self, from: Option<Slot>, effects: Vec<Effect>) {
+        if let Some(slot) = from
+            && effects.iter().any(|e| matches!(e, Effect::Close))
+        {
+            self.stack.remove(slot);
+        }
+        for effect in effects {
+            match effect {
+                Effect::Close => {}
+                Effect::CloseOverlays => self.stack.close_overlays(),
+                Effect::Ui(action) => self.apply(action),
+                Effect::Send(command) => self.send(command),
+                Effect::Note { text, warning } => self.set_note(text, warning),
+                Effect::Focus(focus) => self.focus = focus,
+            }
+        }
+    }
+
+    /// Opens the component `action` opens (`components::opener`); returns whether
+    /// `action` is one that opens a component (opened or refused with a note).
+    pub(super) fn open_component(&mut self, action: Action) -> bool {
+        let Some(open) = components::opener(action) else {
+            return false;
+        };
+        let (made, effects) = {
+            let mut cx = self.ctx();
+            (open(&mut cx), cx.effects)
+        };
+        self.run_effects(None, effects);
+        let Some(made) = made else {
+            return true;
+        };
+        let kept = self
+            .stack
+            .slot_of_kind(&*made)
+            .and_then(|slot| self.with_component(slot, |open, cx| open.reopen(cx)));
+        if kept != Some(true) {
+            self.stack.push(made);
+        }
+        true
+    }
+
+    /// The keymap context of the keyboard now: the topmost component's that has the
+    /// keyboard, else the focused pane's (the composer's popup while it is open).
+    pub(super) fn key_context(&self) -> Context {
+        self.stack
+            .context(self.focus)
+            .unwrap_or_else(|| self.pane_context())
+    }
+
+    /// The focused pane's context.
+    pub(super) fn pane_context(&self) -> Context {
+        match self.focus {
+            Focus::Tree => Context::Tree,
+            Focus::Chat => Context::Chat,
+            Focus::Composer if self.popup.is_some() => Context::Palette,
+            Focus::Composer => Context::Composer,
+        }
+    }
+
+    /// Walks the stack from the top with a key; returns whether a component took it
+    /// (a modal one takes every key; `global.quit` it passes to [`App::act`]).
+    pub(super) fn stack_key(&mut self, key: &KeyEvent, binding: &KeyBinding) -> bool {
+        for slot in self.stack.order() {
+            let Some(c) = self.stack.get(slot) else {
+                continue;
+            };
+            let modal = c.modal();
+            let action = c
+                .context(self.focus)
+                .and_then(|k| self.keymap.resolve(k, binding));
+            match self.with_component(slot, |c, cx| c.handle_key(key, binding, action, cx)) {
+                Some(KeyOutcome::Consumed) => return true,
+                Some(KeyOutcome::Emit(a)) => {
+                    self.apply(a);
+                    return true;
+                }
+                Some(KeyOutcome::Ignored) | None if modal => {
+                    if action == Some(Action::Quit) {
+                        self.act(Action::Quit);
+                    }
+                    return true;
+                }
+                Some(KeyOutcome::Ignored) | None => {}
+            }
+        }
+        false
+    }
+
+    /// Walks the stack from the top with a paste; returns whether a component took it.
+    pub(super) fn stack_paste(&mut self, text: &str) -> bool {
+        self.stack
+            .order()
+            .into_iter()
+            .any(|slot| self.with_component(slot, |c, cx| c.paste(text, cx)) == Some(true))
+    }
+
+    /// Walks the stack from the top with a wheel notch; returns whether a component
+    /// scrolled.
+    pub(super) fn stack_wheel(&mut self, up: bool, pos: ratatui::layout::Position) -> bool {
+        self.stack
+            .order()
+            .into_iter()
+            .any(|slot| self.with_component(slot, |c, cx| c.wheel(up, pos, cx)) == Some(true))
+    }
+
+    /// Every component sees `event`.
+    pub(super) fn stack_event(&mut self, event: &AppEvent) {
+        for slot in self.stack.order() {
+            self.with_component(slot, |c, cx| c.on_event(event, cx));
+        }
+    }
+
+    /// Every component's update step before a frame with `panes`.
+    pub(super) fn stack_layout(&mut self, panes: &Panes) {
+        for slot in self.stack.order() {
+            self.with_component(slot, |c, cx| c.layout(panes, cx));
+        }
+    }
+
+    /// Draws the components bottom up.
+    pub(super) fn draw_stack(&self, frame: &mut Frame<'_>, panes: &Panes) {
+        let cx = DrawCtx {
+            keymap: &self.keymap,
+            theme: &self.theme,
+            registry: &self.registry,
+            tree: &self.tree,
+            thread: self.thread.as_ref(),
+            reload_mark: self.reload_mark.as_ref(),
+            now: self.clock.now(),
+        };
+        for slot in self.stack.order().into_iter().rev() {
+            if let Some(c) = self.stack.get(slot) {
+                c.draw(frame, panes, &cx);
+            }
+        }
+    }
+}
