@@ -26,6 +26,23 @@ pub const ESC_AFTER_CLOSE_MS: i64 = 1_000;
 /// only bounds the note's time): milliseconds.
 const QUESTION_MS: i64 = 3_600_000;
 
+/// Quitting and cancelling by key: the Ctrl+C window, the cancel question and the
+/// Esc that just closed something.
+#[derive(Debug, Default)]
+pub(super) struct Interrupts {
+    /// The first Ctrl+C of the quit window.
+    pub last_ctrl_c: Option<Timestamp>,
+    /// When an Esc last closed something (a cancel Esc right after it is not a
+    /// cancel).
+    pub esc_closed_at: Option<Timestamp>,
+    /// The question "cancel this turn and its N running sub-sessions? y/n", while up.
+    pub confirm_cancel: Option<ConfirmCancel>,
+    /// Quitting was asked about waiting messages (reset by a fresh Ctrl+C).
+    pub quit_warned: bool,
+    /// The person asked to quit (or a shutdown arrived).
+    pub quit: bool,
+}
+
 /// A cancel waiting for the person's `y`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ConfirmCancel {
@@ -39,7 +56,7 @@ impl App {
     /// Notes that Esc just closed something (`now`), so a cancel Esc right after it
     /// is not taken as a cancel.
     pub(super) fn esc_closed(&mut self, now: Timestamp) {
-        self.esc_closed_at = Some(now);
+        self.interrupt.esc_closed_at = Some(now);
     }
 
     /// Esc's cancel: nothing when no turn runs; swallowed (with a note) right after an
@@ -53,7 +70,7 @@ impl App {
             return;
         }
         let now = self.clock.now();
-        if let Some(closed) = self.esc_closed_at.take()
+        if let Some(closed) = self.interrupt.esc_closed_at.take()
             && now.as_millisecond() - closed.as_millisecond() <= ESC_AFTER_CLOSE_MS
         {
             self.set_note(
@@ -80,7 +97,7 @@ impl App {
             return;
         }
         let plural = if running == 1 { "" } else { "s" };
-        self.confirm_cancel = Some(ConfirmCancel {
+        self.interrupt.confirm_cancel = Some(ConfirmCancel {
             session_id: id,
             note: Note {
                 text: format!(
@@ -96,7 +113,7 @@ impl App {
     /// failed, cancelled elsewhere): it would otherwise stay in the status bar, asking
     /// about nothing, until the next key. Called after every event.
     pub(super) fn drop_stale_cancel_question(&mut self) {
-        let Some(confirm) = &self.confirm_cancel else {
+        let Some(confirm) = &self.interrupt.confirm_cancel else {
             return;
         };
         let id = confirm.session_id.as_str();
@@ -110,7 +127,7 @@ impl App {
                 .get(id)
                 .is_some_and(|n| n.status.turn_in_progress());
         if !running {
-            self.confirm_cancel = None;
+            self.interrupt.confirm_cancel = None;
             self.set_note("the turn ended by itself; nothing to cancel", false);
             self.dirty = true;
         }
@@ -119,7 +136,7 @@ impl App {
     /// While the cancel question is up, every key answers it: `y` cancels, any other
     /// key keeps the turn running. Returns whether the key was used that way.
     pub(super) fn confirm_cancel_key(&mut self, key: &KeyEvent) -> bool {
-        let Some(confirm) = self.confirm_cancel.take() else {
+        let Some(confirm) = self.interrupt.confirm_cancel.take() else {
             return false;
         };
         if matches!(key.code, KeyCode::Char('y' | 'Y')) {

@@ -61,7 +61,9 @@ impl App {
         let lines = text.trim_end_matches('\n').lines().count().max(1);
         let plural = if lines == 1 { "" } else { "s" };
         let what = if code { "code block" } else { "message" };
-        self.terminal_writes.push(TerminalWrite::Clipboard(text));
+        self.outbox
+            .terminal_writes
+            .push(TerminalWrite::Clipboard(text));
         self.set_note(
             format!("copied {lines} line{plural} ({what}) to the clipboard"),
             false,
@@ -71,6 +73,6 @@ impl App {
     /// What to write to the terminal before the next frame (clipboard, mouse capture),
     /// oldest first; the run loop hands each to its `Host`.
     pub fn take_terminal_writes(&mut self) -> Vec<TerminalWrite> {
-        std::mem::take(&mut self.terminal_writes)
+        std::mem::take(&mut self.outbox.terminal_writes)
     }
 }

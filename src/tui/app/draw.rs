@@ -72,7 +72,8 @@ impl App {
             );
         }
         let focused = self.composer_focused();
-        self.composer
+        self.prompt
+            .composer
             .set_focused(focused, self.theme.style(Slot::Base));
         self.areas = Areas {
             tree: panes.tree,
@@ -118,7 +119,7 @@ impl App {
             };
             frame.render_widget(&view, panes.pending);
             let view = ComposerView {
-                composer: &self.composer,
+                composer: &self.prompt.composer,
                 theme: &self.theme,
                 focused: self.composer_focused(),
                 title: self.composer_title(),
@@ -127,20 +128,21 @@ impl App {
         }
         let context = self.key_context();
         let status = StatusView {
-            provider: &self.provider_label,
+            provider: &self.status.provider_label,
             needs_you: self.tree.needs_you_count(),
             needs_you_key: self.keymap.label(Action::NextNeedsYou),
             running: self.tree.running_count(),
             usage: self.status_usage(),
             // The cancel question stays up until a key answers it.
             note: self
+                .interrupt
                 .confirm_cancel
                 .as_ref()
                 .map(|c| &c.note)
-                .or(self.note.as_ref()),
+                .or(self.status.note.as_ref()),
             reload: self.reload_text(),
             hints: self.hints(context),
-            mouse_off: (!self.mouse_capture).then(|| self.keymap.label(Action::Mouse)),
+            mouse_off: (!self.outbox.mouse_capture).then(|| self.keymap.label(Action::Mouse)),
             theme: &self.theme,
         };
         frame.render_widget(&status, panes.status);
@@ -148,7 +150,10 @@ impl App {
         self.draw_stack(frame, &panes);
         // The composer's popup: only while the composer types (no modal is open).
         if let (Some(popup), Some(chat_area), Some(composer_area)) = (
-            self.popup.as_ref().filter(|_| self.composer_focused()),
+            self.prompt
+                .popup
+                .as_ref()
+                .filter(|_| self.composer_focused()),
             panes.chat,
             panes.composer,
         ) {
@@ -218,7 +223,7 @@ impl App {
         };
         if let Some(right) = right {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
-            let composer_h = self.composer.rows() + 2;
+            let composer_h = self.prompt.composer.rows() + 2;
             let pending_h = pending::height(self.open_pending().len());
             let find_h = u16::from(self.stack.find::<FindBar>().is_some());
             let [banner, chat, find, waiting, composer] = Layout::vertical([
@@ -281,7 +286,7 @@ impl App {
 
     /// The provider banner: shown while no provider is available.
     fn banner(&self) -> Option<BannerView<'_>> {
-        let text = self.provider_label.as_ref().err()?;
+        let text = self.status.provider_label.as_ref().err()?;
         Some(BannerView {
             text,
             theme: &self.theme,

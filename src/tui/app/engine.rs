@@ -112,7 +112,7 @@ impl App {
         if model_part(&label).is_none() {
             return;
         }
-        if let Ok(current) = &mut self.provider_label {
+        if let Ok(current) = &mut self.status.provider_label {
             *current = label;
         }
     }
@@ -122,7 +122,7 @@ impl App {
     ///
     /// [`AppEvent::ProviderLabelResolved`]: crate::tui::AppEvent::ProviderLabelResolved
     pub(super) fn on_provider_label(&mut self, label: String) {
-        if let Ok(current) = &mut self.provider_label
+        if let Ok(current) = &mut self.status.provider_label
             && model_part(current).is_none()
             && model_part(&label).is_some()
         {
@@ -135,7 +135,7 @@ impl App {
             Ok(list) => {
                 self.tree.load(&list);
                 self.apply_seen(&list);
-                if std::mem::take(&mut self.continue_last) {
+                if std::mem::take(&mut self.launch.continue_last) {
                     match self.tree.latest_root().map(str::to_string) {
                         Some(id) => self.open_thread(&id),
                         None => self.set_note("no session to continue in this project", true),
@@ -167,7 +167,7 @@ impl App {
                     m.agent_name.as_deref(),
                 );
                 self.tree.reveal(&m.session_id);
-                if std::mem::take(&mut self.expand_on_load) {
+                if std::mem::take(&mut self.launch.expand_on_load) {
                     self.tree.expand(&m.session_id);
                 }
                 let id = m.session_id.clone();
@@ -196,7 +196,7 @@ impl App {
                 }
             }
             Err(message) => {
-                self.expand_on_load = false;
+                self.launch.expand_on_load = false;
                 thread.loading = false;
                 thread.session_id = None;
                 thread.push_error(&message);
@@ -292,7 +292,7 @@ impl App {
         self.registry = registry;
         if !diff.is_empty() {
             let until = self.clock.now() + jiff::SignedDuration::from_millis(RELOAD_MARK_MS);
-            self.reload_mark = Some(ReloadMark { diff, until });
+            self.status.reload_mark = Some(ReloadMark { diff, until });
         }
     }
 
@@ -357,7 +357,10 @@ impl App {
 
     /// The reload summary line, while the mark is visible.
     pub fn reload_text(&self) -> Option<String> {
-        self.reload_mark.as_ref().map(|m| reload_summary(&m.diff))
+        self.status
+            .reload_mark
+            .as_ref()
+            .map(|m| reload_summary(&m.diff))
     }
 }
 

@@ -17,14 +17,14 @@ use crate::tui::state::palette::{Popup, PopupItem, PopupKind};
 impl App {
     /// Uses `history` (loaded by `tui::run` from `Paths::history_file`) from now on.
     pub fn set_history(&mut self, history: History) {
-        self.history = history;
-        self.history_pos = None;
+        self.prompt.history = history;
+        self.prompt.history_pos = None;
     }
 
     /// Records a prompt about to be sent (a failure to keep it is a note).
     pub(super) fn remember(&mut self, text: &str) {
-        self.history_pos = None;
-        if let Err(e) = self.history.push_at(text, self.clock.now()) {
+        self.prompt.history_pos = None;
+        if let Err(e) = self.prompt.history.push_at(text, self.clock.now()) {
             self.set_note(e, true);
         }
     }
@@ -47,7 +47,7 @@ impl App {
             }
             Some(Action::HistoryPrev | Action::HistoryNext) => {
                 if !self.history_step(action == Some(Action::HistoryPrev)) {
-                    self.composer.handle_key(key, None);
+                    self.prompt.composer.handle_key(key, None);
                 }
                 true
             }
@@ -57,9 +57,10 @@ impl App {
 
     /// One step of the walk; false when the composer holds text of its own.
     fn history_step(&mut self, up: bool) -> bool {
-        let text = self.composer.text();
-        let entries = self.history.entries();
+        let text = self.prompt.composer.text();
+        let entries = self.prompt.history.entries();
         let walking = self
+            .prompt
             .history_pos
             .filter(|i| entries.get(*i).is_some_and(|e| *e == text));
         if walking.is_none() && !text.is_empty() {
@@ -72,16 +73,17 @@ impl App {
             (Some(i), false) => (i + 1 < entries.len()).then_some(i + 1),
         };
         match next.and_then(|i| entries.get(i).cloned()) {
-            Some(prompt) => self.composer.set_text(&prompt),
-            None => self.composer.clear(),
+            Some(prompt) => self.prompt.composer.set_text(&prompt),
+            None => self.prompt.composer.clear(),
         }
-        self.history_pos = next;
+        self.prompt.history_pos = next;
         true
     }
 
     fn open_history_search(&mut self, query: String) {
         let now = self.clock.now();
         let items = self
+            .prompt
             .history
             .search_dated(&query)
             .into_iter()
@@ -103,16 +105,16 @@ impl App {
             })
             .collect();
         let mut popup = Popup::new(PopupKind::History, query, items);
-        if let Some(old) = &self.popup {
+        if let Some(old) = &self.prompt.popup {
             popup.keep_selection_from(old);
         }
-        self.popup = Some(popup);
+        self.prompt.popup = Some(popup);
     }
 
     /// A key for the search popup that is not one of its bindings: typing edits the
     /// query (Backspace deletes).
     pub(super) fn history_search_key(&mut self, key: KeyEvent) {
-        let Some(mut query) = self.popup.as_ref().map(|p| p.query.clone()) else {
+        let Some(mut query) = self.prompt.popup.as_ref().map(|p| p.query.clone()) else {
             return;
         };
         match key.code {
@@ -129,7 +131,7 @@ impl App {
 
     /// Enter on a search row: the prompt goes into the composer to edit or send.
     pub(super) fn accept_history(&mut self, prompt: &str) {
-        self.composer.set_text(prompt);
-        self.history_pos = None;
+        self.prompt.composer.set_text(prompt);
+        self.prompt.history_pos = None;
     }
 }

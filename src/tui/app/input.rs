@@ -55,7 +55,7 @@ impl App {
         if context == Context::Composer
             && matches!(action, None | Some(Action::Submit | Action::Newline))
         {
-            if let KeyOutcome::Emit(a) = self.composer.handle_key(key, action) {
+            if let KeyOutcome::Emit(a) = self.prompt.composer.handle_key(key, action) {
                 self.apply(a);
             }
             self.refresh_popup();
@@ -66,7 +66,7 @@ impl App {
             None if matches!(context, Context::Chat | Context::Tree) && binding.is_text() => {
                 // Typing while reading goes to the composer.
                 self.focus = Focus::Composer;
-                self.composer.handle_key(key, None);
+                self.prompt.composer.handle_key(key, None);
                 self.refresh_popup();
             }
             None => {}
@@ -226,17 +226,18 @@ impl App {
     fn ctrl_c(&mut self) {
         let now = self.clock.now();
         let within = self
+            .interrupt
             .last_ctrl_c
             .is_some_and(|t| now.as_millisecond() - t.as_millisecond() <= QUIT_WINDOW_MS);
         if within {
             if !self.quit_needs_confirmation() {
-                self.quit = true;
+                self.interrupt.quit = true;
             }
         } else {
-            self.quit_warned = false;
-            self.last_ctrl_c = Some(now);
+            self.interrupt.quit_warned = false;
+            self.interrupt.last_ctrl_c = Some(now);
             let until = now + jiff::SignedDuration::from_millis(QUIT_WINDOW_MS);
-            self.note = Some(Note {
+            self.status.note = Some(Note {
                 text: "press Ctrl+C again to quit".into(),
                 warning: true,
                 until,
@@ -257,7 +258,7 @@ impl App {
         }
         self.stack.close_overlays();
         self.focus = Focus::Composer;
-        self.composer.paste(text);
+        self.prompt.composer.paste(text);
         self.refresh_popup();
     }
 
@@ -280,7 +281,7 @@ impl App {
                 self.stack.close_overlays();
                 self.focus = Focus::Composer;
             }
-            UiAction::EditFile(path) => self.editor_request = Some(path),
+            UiAction::EditFile(path) => self.outbox.editor_request = Some(path),
             UiAction::Note(text) => self.set_note(text, true),
             UiAction::ResolveApproval {
                 session_id,
@@ -371,8 +372,8 @@ impl App {
         thread.turn_in_flight = true;
         thread.push_user_echo(&prompt);
         thread.selected = None;
-        self.composer.clear();
-        self.editing = None;
+        self.prompt.composer.clear();
+        self.prompt.editing = None;
         self.send(command);
     }
 

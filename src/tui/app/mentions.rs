@@ -34,7 +34,7 @@ impl App {
     /// `@` completes and attaches files under `root` (`tui::run` passes the working
     /// directory).
     pub fn set_project_root(&mut self, root: PathBuf) {
-        self.files = ProjectFiles {
+        self.prompt.files = ProjectFiles {
             root: Some(root),
             ..ProjectFiles::default()
         };
@@ -48,9 +48,9 @@ impl App {
 
     /// The files popup for the `@partial` before the cursor, when the list is known.
     pub(super) fn file_popup(&self) -> Option<Popup> {
-        let before = self.composer.text_before_cursor();
+        let before = self.prompt.composer.text_before_cursor();
         let partial = mentions::partial_at_end(&before)?;
-        let files = self.files.files.as_ref()?;
+        let files = self.prompt.files.files.as_ref()?;
         let rows = mentions::rows(files, partial);
         (!rows.is_empty()).then(|| Popup::new(PopupKind::Files, partial, rows))
     }
@@ -58,47 +58,49 @@ impl App {
     /// Asks for the file list when an `@partial` is being typed and the list is
     /// missing or stale.
     pub(super) fn want_files(&mut self) {
-        let Some(root) = self.files.root.clone() else {
+        let Some(root) = self.prompt.files.root.clone() else {
             return;
         };
-        if self.files.pending
-            || mentions::partial_at_end(&self.composer.text_before_cursor()).is_none()
+        if self.prompt.files.pending
+            || mentions::partial_at_end(&self.prompt.composer.text_before_cursor()).is_none()
         {
             return;
         }
         let now = self.clock.now().as_millisecond();
         let fresh = self
+            .prompt
             .files
             .asked_at
             .is_some_and(|t| now - t < FILES_FRESH_MS);
-        if self.files.files.is_some() && fresh {
+        if self.prompt.files.files.is_some() && fresh {
             return;
         }
-        self.files.pending = true;
-        self.files.asked_at = Some(now);
+        self.prompt.files.pending = true;
+        self.prompt.files.asked_at = Some(now);
         self.send(EngineCommand::ListProjectFiles { root });
     }
 
     /// The answer to [`EngineCommand::ListProjectFiles`].
     pub(super) fn on_project_files(&mut self, root: PathBuf, files: Arc<Vec<String>>) {
-        if self.files.root.as_ref() != Some(&root) {
+        if self.prompt.files.root.as_ref() != Some(&root) {
             return;
         }
-        self.files.files = Some(files);
-        self.files.pending = false;
+        self.prompt.files.files = Some(files);
+        self.prompt.files.pending = false;
         self.refresh_popup();
     }
 
     /// Enter/Tab on a file row: `@partial` becomes `@path `.
     pub(super) fn accept_file(&mut self, partial: &str, path: &str) {
-        self.composer
+        self.prompt
+            .composer
             .replace_before_cursor(partial.chars().count(), &format!("{path} "));
         self.refresh_popup();
     }
 
     /// `text` with its mentioned project files attached; the status bar names them.
     pub(super) fn attach_mentions(&mut self, text: &str) -> String {
-        let Some(root) = self.files.root.clone() else {
+        let Some(root) = self.prompt.files.root.clone() else {
             return text.to_string();
         };
         let paths = crate::paths::Paths::from_env();

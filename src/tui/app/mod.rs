@@ -2,15 +2,35 @@
 //! every request to the engine leaves as an [`EngineCommand`] on a channel. Drawing
 //! (`draw`) lays out the visible window and hands borrowed state to pure views.
 //!
-//! Owns: focus, overlays, the approval prompts, the trust prompt, the tree, the open thread, the
-//! composer, notes, the Ctrl+C window and the messages waiting for running turns. Split by
-//! responsibility: `input` (keys, mouse, paste), `engine` (bus events and command results),
-//! `model` (switching a model), `find` (find in the thread), `copy` (OSC 52), `mouse`,
-//! `palette` (the composer's popup and slash commands), `history` (prompt history keys),
-//! `mentions` (`@file` completion and attachment), `steer` (steer, queue and the
-//! waiting messages), `draw`
-//! (layout + views). Does not own: executing
-//! commands (`executor`), the terminal (`terminal`), the event loop (`runloop`).
+//! Owns: focus, the tree, the open thread, the composer pane (`prompt`), the status
+//! line, the Ctrl+C window and the messages waiting for running turns, and the
+//! **stack** of components over the panes (`stack`): the help, agent browser, MCP,
+//! diff and wall overlays, the trust and approval prompts and the find bar, one file
+//! each under `components/`, each owning its state, keys and drawing. Key routing, the
+//! key context (status-bar hints) and drawing walk that one stack, then the panes.
+//!
+//! Split by responsibility: `input` (keys, mouse, paste, pane actions), `stack` (the
+//! component trait and the walk), `components` (the components and what opens them),
+//! `engine` (bus events and command results), `model` (switching a model), `copy`
+//! (OSC 52), `mouse`, `palette` (the composer's popup and slash commands), `history`
+//! (prompt history keys), `mentions` (`@file` completion and attachment), `steer`
+//! (steer, queue and the waiting messages), `cancel` (Esc's cancel and quitting),
+//! `needs_you` (sessions that need the person), `draw` (layout + views). Does not own:
+//! executing commands (`executor`), the terminal (`terminal`), the event loop
+//! (`runloop`).
+//!
+//! # Adding an overlay
+//!
+//! 1. `components/NAME.rs`: a type implementing `stack::Component` — `layer`
+//!    (`Overlay` for a full overlay), `overlay` (its `Overlay` tag, if tests or the
+//!    layout need one), `context` (its keymap context), `handle_key`, `draw`, and as
+//!    needed `on_event` (engine events, command results), `layout`, `wheel`, `paste`
+//!    — plus `fn open(cx: &mut Ctx) -> Option<Box<dyn Component>>`. It asks the `App`
+//!    for anything else through `Ctx` (`send`, `note`, `emit`, `close`).
+//! 2. `components/mod.rs`: `mod NAME;` and its row in `opener` (the actions that open
+//!    it; slash commands reach it through the same actions).
+//! 3. Keys of its own: its rows in `keymap::actions!` (a new `keymap::Context` if it
+//!    has its own section in the help).
 
 mod cancel;
 mod components;
@@ -24,21 +44,19 @@ mod model;
 mod mouse;
 mod needs_you;
 mod palette;
+mod prompt;
 mod stack;
 mod steer;
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use jiff::Timestamp;
 use ratatui::layout::Rect;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::clock::Clock;
-use super::composer::Composer;
 use super::keymap::{Action, Keymap};
 use super::state::approvals::ApprovalQueue;
 use super::state::browser::ReloadMark;
@@ -51,10 +69,10 @@ use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
 use super::theme::{Slot, Theme};
 use crate::agent::Registry;
-use crate::config::Notify;
 use crate::tui::notify::Notification;
 use components::DiffOverlay;
 use components::trust::TrustLayer;
+use prompt::Prompt;
 use stack::Stack;
 
 /// How long a second Ctrl+C quits.
@@ -126,10 +144,9 @@ pub struct App {
     theme_source: Option<ThemeSource>,
     keymap: Keymap,
     clock: Clock,
-    provider_label: Result<String, String>,
     registry: Arc<Registry>,
+    /// `--agent`: the agent of new root sessions.
     default_agent: Option<String>,
-    continue_last: bool,
     focus: Focus,
     /// The overlays, prompts and bars over the panes (`stack`).
     stack: Stack,
@@ -138,56 +155,56 @@ pub struct App {
     /// What every session with a turn in flight streamed since its last assistant
     /// message (seeds a thread opened mid-reply).
     inflight: InflightStreams,
-    /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
-    expand_on_load: bool,
-    composer: Composer,
-    /// The composer's popup (slash commands, sessions to resume), while open.
-    popup: Option<super::state::palette::Popup>,
-    /// The composer text the popup was closed for with Esc (stays closed until the
-    /// text changes).
-    popup_dismissed: Option<String>,
-    /// The project's sent prompts (Up/Down, Ctrl+R).
-    history: super::state::history::History,
-    /// The prompt the Up/Down walk shows (index into the history).
-    history_pos: Option<usize>,
-    /// The project's files for `@` completion.
-    files: mentions::ProjectFiles,
-    note: Option<Note>,
-    reload_mark: Option<ReloadMark>,
-    last_ctrl_c: Option<Timestamp>,
-    /// When an Esc last closed something (`cancel`: a cancel Esc right after it is not
-    /// a cancel).
-    esc_closed_at: Option<Timestamp>,
-    /// The question "cancel this turn and its N running sub-sessions? y/n", while up.
-    confirm_cancel: Option<cancel::ConfirmCancel>,
-    /// Quitting was asked about waiting messages (reset by a fresh Ctrl+C).
-    quit_warned: bool,
     /// Steers and queued messages waiting in every session's inbox.
     pending: PendingPrompts,
-    /// A waiting message asked back for editing, until the engine gives it up.
-    edit_request: Option<steer::EditRequest>,
-    /// The waiting message being edited in the composer.
-    editing: Option<steer::Editing>,
-    commands: UnboundedSender<EngineCommand>,
-    quit: bool,
-    editor_request: Option<PathBuf>,
+    /// The composer pane: its text, popup, history, files and the message edited.
+    prompt: Prompt,
+    /// What the status bar says besides the keys.
+    status: StatusLine,
+    /// Quitting and cancelling by key (Ctrl+C twice, Esc's cancel question).
+    interrupt: cancel::Interrupts,
+    /// What leaves the `App`: commands to the engine, requests to the run loop.
+    outbox: Outbox,
+    /// Which sessions need the person, and how to tell them.
+    attention: needs_you::Attention,
+    /// Start-up requests met once sessions are listed or loaded.
+    launch: Launch,
     /// The user's config file, where "always and save" writes its rule (`None`: not
     /// saveable, e.g. in tests).
     config_file: Option<PathBuf>,
     dirty: bool,
     areas: Areas,
-    /// How to tell the person a session started needing them (config `notify:`).
-    notify: Notify,
-    /// The sessions that needed the person after the last event (to notice new ones).
-    needs_you: HashSet<String>,
-    /// Failed / interrupted sessions the person has seen, kept across restarts.
-    seen: super::state::seen::SeenStore,
+}
+
+/// What the status bar says besides the keys.
+struct StatusLine {
+    /// `Ok("provider/model")` or the no-provider text (the banner).
+    provider_label: Result<String, String>,
+    note: Option<Note>,
+    /// The registry's last reload, while its mark shows.
+    reload_mark: Option<ReloadMark>,
+}
+
+/// What leaves the `App`: commands to the engine, and requests the run loop takes
+/// (`take_*`) and writes to the terminal.
+struct Outbox {
+    commands: UnboundedSender<EngineCommand>,
+    /// "Open this file in `$EDITOR`", until the run loop takes it.
+    editor_request: Option<PathBuf>,
     /// A notification for the run loop to write to the terminal.
     notification: Option<Notification>,
     /// Clipboard copies and mouse-capture changes for the run loop to write.
     terminal_writes: Vec<crate::tui::term_write::TerminalWrite>,
     /// Whether the mouse is captured (the terminal starts with it captured).
     mouse_capture: bool,
+}
+
+/// Start-up requests (`--continue`, `--resume`), each met once.
+struct Launch {
+    /// `--continue`: open the most recent root session once sessions are listed.
+    continue_last: bool,
+    /// Expand the next opened session's node once it loads (`--resume`/`--continue`).
+    expand_on_load: bool,
 }
 
 impl App {
@@ -199,43 +216,36 @@ impl App {
             theme_source: options.theme_source,
             keymap: options.keymap,
             clock: options.clock,
-            provider_label: options.provider_label,
             registry: options.registry,
             default_agent: options.agent.clone(),
-            continue_last: options.continue_last,
             focus: Focus::Composer,
             stack: Stack::default(),
             tree: SessionTree::default(),
             thread: None,
             inflight: InflightStreams::default(),
-            expand_on_load: options.open_session.is_some() || options.continue_last,
-            composer: Composer::new(),
-            popup: None,
-            popup_dismissed: None,
-            history: Default::default(),
-            history_pos: None,
-            files: Default::default(),
-            note: None,
-            reload_mark: None,
-            last_ctrl_c: None,
-            esc_closed_at: None,
-            confirm_cancel: None,
-            quit_warned: false,
             pending: PendingPrompts::default(),
-            edit_request: None,
-            editing: None,
-            commands,
-            quit: false,
-            editor_request: None,
+            prompt: Prompt::default(),
+            status: StatusLine {
+                provider_label: options.provider_label,
+                note: None,
+                reload_mark: None,
+            },
+            interrupt: cancel::Interrupts::default(),
+            outbox: Outbox {
+                commands,
+                editor_request: None,
+                notification: None,
+                terminal_writes: Vec::new(),
+                mouse_capture: true,
+            },
+            attention: needs_you::Attention::default(),
+            launch: Launch {
+                continue_last: options.continue_last,
+                expand_on_load: options.open_session.is_some() || options.continue_last,
+            },
             config_file: None,
             dirty: true,
             areas: Areas::default(),
-            notify: Notify::default(),
-            needs_you: HashSet::new(),
-            seen: Default::default(),
-            notification: None,
-            terminal_writes: Vec::new(),
-            mouse_capture: true,
         };
         app.refresh_placeholder();
         app.send(EngineCommand::ListSessions);
@@ -313,19 +323,19 @@ impl App {
                     return;
                 }
             }
-            AppEvent::Shutdown => self.quit = true,
+            AppEvent::Shutdown => self.interrupt.quit = true,
         }
         self.dirty = true;
     }
 
     /// Whether the user asked to quit (Ctrl+C twice) or a shutdown arrived.
     pub fn should_quit(&self) -> bool {
-        self.quit
+        self.interrupt.quit
     }
 
     /// Takes the pending "open this file in `$EDITOR`" request, if any.
     pub fn take_editor_request(&mut self) -> Option<PathBuf> {
-        self.editor_request.take()
+        self.outbox.editor_request.take()
     }
 
     /// Whether a redraw is due; clears the flag.
@@ -341,8 +351,8 @@ impl App {
         }
         let now = self.clock.now().as_millisecond();
         [
-            self.note.as_ref().map(|n| n.until),
-            self.reload_mark.as_ref().map(|m| m.until),
+            self.status.note.as_ref().map(|n| n.until),
+            self.status.reload_mark.as_ref().map(|m| m.until),
         ]
         .into_iter()
         .flatten()
@@ -356,25 +366,30 @@ impl App {
 
     fn expire_notes(&mut self) {
         let now = self.clock.now();
-        if self.note.as_ref().is_some_and(|n| n.until <= now) {
-            self.note = None;
+        if self.status.note.as_ref().is_some_and(|n| n.until <= now) {
+            self.status.note = None;
             self.dirty = true;
         }
-        if self.reload_mark.as_ref().is_some_and(|m| m.until <= now) {
-            self.reload_mark = None;
+        if self
+            .status
+            .reload_mark
+            .as_ref()
+            .is_some_and(|m| m.until <= now)
+        {
+            self.status.reload_mark = None;
             self.dirty = true;
         }
     }
 
     fn send(&mut self, command: EngineCommand) {
-        if self.commands.send(command).is_err() {
+        if self.outbox.commands.send(command).is_err() {
             tracing::warn!("engine command channel closed");
         }
     }
 
     fn set_note(&mut self, text: impl Into<String>, warning: bool) {
         let until = self.clock.now() + jiff::SignedDuration::from_millis(NOTE_MS);
-        self.note = Some(Note {
+        self.status.note = Some(Note {
             text: text.into(),
             warning,
             until,
@@ -392,7 +407,7 @@ impl App {
                 .unwrap_or_default()
         );
         let style = self.theme.style(Slot::ComposerPlaceholder);
-        self.composer.set_placeholder(&text, style);
+        self.prompt.composer.set_placeholder(&text, style);
     }
 
     /// Whether the open thread's session has a turn running.
@@ -471,31 +486,31 @@ impl App {
 
     /// The composer's text.
     pub fn composer_text(&self) -> String {
-        self.composer.text()
+        self.prompt.composer.text()
     }
 
     /// The current status-bar note.
     pub fn note(&self) -> Option<&Note> {
-        self.note.as_ref()
+        self.status.note.as_ref()
     }
 
     /// The visible reload mark.
     pub fn reload_mark(&self) -> Option<&ReloadMark> {
-        self.reload_mark.as_ref()
+        self.status.reload_mark.as_ref()
     }
 
     /// The status-bar label: `Ok("provider/model")` (updated from
     /// [`AppEvent::ProviderLabelResolved`] and `provider:response`) or the no-provider
     /// text.
     pub fn provider_label(&self) -> &Result<String, String> {
-        &self.provider_label
+        &self.status.provider_label
     }
 
     /// Whether the status-bar label is a provider without a model (a local server
     /// whose model is resolved lazily): the run loop then asks the engine for it
     /// ([`EngineCommand::ResolveProviderLabel`]).
     pub fn wants_provider_label(&self) -> bool {
-        matches!(&self.provider_label, Ok(label) if crate::tui::views::status::model_part(label).is_none())
+        matches!(&self.status.provider_label, Ok(label) if crate::tui::views::status::model_part(label).is_none())
     }
 
     /// The registry the browser shows.

@@ -21,9 +21,9 @@ impl App {
     /// for the open thread's session (new root sessions while it has none); an empty
     /// composer only says how, and which model is in use now.
     pub(super) fn switch_model(&mut self) {
-        let text = self.composer.text();
+        let text = self.prompt.composer.text();
         if self.switch_model_to(&text) {
-            self.composer.clear();
+            self.prompt.composer.clear();
         }
     }
 
@@ -47,7 +47,7 @@ impl App {
             return false;
         }
         if model.is_empty() {
-            let now = match &self.provider_label {
+            let now = match &self.status.provider_label {
                 Ok(label) => display_label(label),
                 Err(_) => "no provider".to_string(),
             };
@@ -90,7 +90,7 @@ impl App {
         };
         let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
         if session_id.as_deref() == open {
-            self.provider_label = Ok(label.clone());
+            self.status.provider_label = Ok(label.clone());
         }
         match warning {
             Some(w) => self.set_note(format!("model {label} for {scope} · {w}"), true),

@@ -65,9 +65,9 @@ impl App {
 
     /// `global.mouse`: captures the mouse or leaves it to the terminal.
     pub(super) fn toggle_mouse(&mut self) {
-        self.set_mouse_capture(!self.mouse_capture);
+        self.set_mouse_capture(!self.outbox.mouse_capture);
         let key = self.keymap.label(Action::Mouse);
-        let text = if self.mouse_capture {
+        let text = if self.outbox.mouse_capture {
             format!("mouse on: the wheel scrolls the pane under it ({key} turns it off)")
         } else {
             format!("mouse off: the terminal selects text ({key} turns it back on)")
@@ -78,15 +78,17 @@ impl App {
     /// Captures the mouse (`true`, as the terminal starts) or leaves it to the
     /// terminal (config `mouse: false`); the change is written before the next frame.
     pub fn set_mouse_capture(&mut self, on: bool) {
-        if self.mouse_capture != on {
-            self.mouse_capture = on;
-            self.terminal_writes.push(TerminalWrite::MouseCapture(on));
+        if self.outbox.mouse_capture != on {
+            self.outbox.mouse_capture = on;
+            self.outbox
+                .terminal_writes
+                .push(TerminalWrite::MouseCapture(on));
             self.dirty = true;
         }
     }
 
     /// Whether arbor captures the mouse now.
     pub fn mouse_capture(&self) -> bool {
-        self.mouse_capture
+        self.outbox.mouse_capture
     }
 }

@@ -18,17 +18,28 @@ use crate::tui::notify::Notification;
 use crate::tui::state::seen::SeenStore;
 use crate::tui::views::WAITING_GLYPH;
 
+/// Which sessions need the person, and how to tell them.
+#[derive(Default)]
+pub(super) struct Attention {
+    /// How to tell the person a session started needing them (config `notify:`).
+    pub notify: Notify,
+    /// The sessions that needed the person after the last event (to notice new ones).
+    pub needs_you: HashSet<String>,
+    /// Failed / interrupted sessions the person has seen, kept across restarts.
+    pub seen: SeenStore,
+}
+
 impl App {
     /// How the person is told a session started needing them (config `notify:`;
     /// [`Notify::Bell`] until set).
     pub fn set_notify(&mut self, notify: Notify) {
-        self.notify = notify;
+        self.attention.notify = notify;
     }
 
     /// Uses `seen` (loaded by `tui::run` from `Paths::seen_file`) from now on: stored
     /// sessions the person already saw fail or stop do not count again.
     pub fn set_seen_store(&mut self, seen: SeenStore) {
-        self.seen = seen;
+        self.attention.seen = seen;
     }
 
     /// After a listing: marks seen the listed sessions whose acknowledgement still
@@ -36,12 +47,14 @@ impl App {
     pub(super) fn apply_seen(&mut self, listed: &[Metadata]) {
         for m in listed {
             let now = self.tree.get(&m.session_id).map(|n| n.status);
-            let holds = self
-                .seen
-                .acknowledged(&m.session_id, m.status, parse_ts(&m.last_updated));
+            let holds = self.attention.seen.acknowledged(
+                &m.session_id,
+                m.status,
+                parse_ts(&m.last_updated),
+            );
             if now == Some(m.status) && holds {
                 self.tree.mark_seen(&m.session_id);
-            } else if !holds && let Err(e) = self.seen.forget(&m.session_id) {
+            } else if !holds && let Err(e) = self.attention.seen.forget(&m.session_id) {
                 tracing::warn!("needs-you acknowledgements not saved: {e}");
             }
         }
@@ -58,23 +71,24 @@ impl App {
                 node.status,
                 SessionStatus::Failed | SessionStatus::Interrupted
             )
-            && self.seen.status_of(&node.id) != Some(node.status)
+            && self.attention.seen.status_of(&node.id) != Some(node.status)
         {
             let (id, status) = (node.id.clone(), node.status);
-            errors.extend(self.seen.record(&id, status, now).err());
+            errors.extend(self.attention.seen.record(&id, status, now).err());
         }
         let moved: Vec<String> = self
+            .attention
             .seen
             .ids()
             .filter(|id| {
                 self.tree
                     .get(id)
-                    .is_some_and(|n| Some(n.status) != self.seen.status_of(id))
+                    .is_some_and(|n| Some(n.status) != self.attention.seen.status_of(id))
             })
             .map(str::to_string)
             .collect();
         for id in moved {
-            errors.extend(self.seen.forget(&id).err());
+            errors.extend(self.attention.seen.forget(&id).err());
         }
         if let Some(e) = errors.first() {
             tracing::warn!("needs-you acknowledgements not saved: {e}");
@@ -83,7 +97,7 @@ impl App {
 
     /// Takes the notification due, if any (the run loop writes it to the terminal).
     pub fn take_notification(&mut self) -> Option<Notification> {
-        self.notification.take()
+        self.outbox.notification.take()
     }
 
     /// How many sessions need the person now (the status bar's count).
@@ -118,20 +132,22 @@ impl App {
             .into_iter()
             .map(str::to_string)
             .collect();
-        if !quiet && self.notify != Notify::Off {
+        if !quiet && self.attention.notify != Notify::Off {
             let fresh: Vec<&String> = now
                 .iter()
-                .filter(|id| !self.needs_you.contains(*id) && open.as_deref() != Some(id.as_str()))
+                .filter(|id| {
+                    !self.attention.needs_you.contains(*id) && open.as_deref() != Some(id.as_str())
+                })
                 .collect();
             if let Some(first) = fresh.first() {
                 let text = self.needs_you_text(first, fresh.len());
-                self.notification = Some(Notification {
-                    mode: self.notify,
+                self.outbox.notification = Some(Notification {
+                    mode: self.attention.notify,
                     text,
                 });
             }
         }
-        self.needs_you = now;
+        self.attention.needs_you = now;
     }
 
     /// `arbor: explorer needs you (failed)`, `… and 2 more` when several started at once.

@@ -42,11 +42,12 @@ impl App {
             Some(Action::PaletteUp) => self.move_popup(-1),
             Some(Action::PaletteDown) => self.move_popup(1),
             Some(Action::PaletteClose) => {
-                self.popup_dismissed = Some(self.composer.text());
-                self.popup = None;
+                self.prompt.popup_dismissed = Some(self.prompt.composer.text());
+                self.prompt.popup = None;
             }
             Some(Action::PaletteAccept) => self.accept_popup(),
             _ if self
+                .prompt
                 .popup
                 .as_ref()
                 .is_some_and(|p| p.kind == PopupKind::History) =>
@@ -54,7 +55,7 @@ impl App {
                 self.history_search_key(key)
             }
             _ => {
-                self.composer.handle_key(key, None);
+                self.prompt.composer.handle_key(key, None);
                 self.refresh_popup();
             }
         }
@@ -62,7 +63,7 @@ impl App {
     }
 
     fn move_popup(&mut self, delta: isize) {
-        if let Some(p) = &mut self.popup {
+        if let Some(p) = &mut self.prompt.popup {
             p.move_selection(delta);
         }
     }
@@ -70,24 +71,25 @@ impl App {
     /// Recomputes the popup from the composer's text (after every edit).
     pub(super) fn refresh_popup(&mut self) {
         if self
+            .prompt
             .popup
             .as_ref()
             .is_some_and(|p| p.kind == PopupKind::History)
         {
             return;
         }
-        let text = self.composer.text();
-        if self.popup_dismissed.as_deref() == Some(text.as_str()) {
-            self.popup = None;
+        let text = self.prompt.composer.text();
+        if self.prompt.popup_dismissed.as_deref() == Some(text.as_str()) {
+            self.prompt.popup = None;
             return;
         }
-        self.popup_dismissed = None;
+        self.prompt.popup_dismissed = None;
         self.want_files();
         let mut fresh = self.popup_for(&text);
-        if let (Some(new), Some(old)) = (&mut fresh, &self.popup) {
+        if let (Some(new), Some(old)) = (&mut fresh, &self.prompt.popup) {
             new.keep_selection_from(old);
         }
-        self.popup = fresh;
+        self.prompt.popup = fresh;
     }
 
     fn popup_for(&self, text: &str) -> Option<Popup> {
@@ -138,13 +140,13 @@ impl App {
 
     /// Enter/Tab on the selected row.
     fn accept_popup(&mut self) {
-        let Some(popup) = self.popup.take() else {
+        let Some(popup) = self.prompt.popup.take() else {
             return;
         };
         let Some(item) = popup.current().cloned() else {
             // Nothing matches: the text is sent as it is (`/resume PREFIX` still
             // resolves a prefix of an id).
-            let text = self.composer.text();
+            let text = self.prompt.composer.text();
             self.apply(crate::tui::app_event::UiAction::Submit(text));
             return;
         };
@@ -154,23 +156,23 @@ impl App {
                     return;
                 };
                 if spec.needs_arg {
-                    self.composer.set_text(&format!("/{} ", spec.name));
+                    self.prompt.composer.set_text(&format!("/{} ", spec.name));
                     self.refresh_popup();
                 } else {
-                    self.composer.clear();
+                    self.prompt.composer.clear();
                     self.remember(&format!("/{}", spec.name));
                     self.run_slash(spec.command, "");
                 }
             }
             PopupKind::Sessions => {
-                self.composer.clear();
+                self.prompt.composer.clear();
                 self.resume(&item.value);
             }
             PopupKind::History => self.accept_history(&item.value),
             // A path typed out in full: Enter sends rather than adding a space.
             PopupKind::Files if popup.query == item.value => {
-                let text = self.composer.text();
-                self.popup_dismissed = Some(text.clone());
+                let text = self.prompt.composer.text();
+                self.prompt.popup_dismissed = Some(text.clone());
                 self.apply(crate::tui::app_event::UiAction::Submit(text));
             }
             PopupKind::Files => self.accept_file(&popup.query, &item.value),
@@ -192,8 +194,8 @@ impl App {
             }
             Parsed::Command(spec, arg) => {
                 let arg = arg.to_string();
-                self.composer.clear();
-                self.popup = None;
+                self.prompt.composer.clear();
+                self.prompt.popup = None;
                 self.run_slash(spec.command, &arg);
                 true
             }
@@ -212,7 +214,7 @@ impl App {
             Slash::Model => {
                 // A refused choice stays in the composer to fix.
                 if !self.switch_model_to(arg) && !arg.trim().is_empty() {
-                    self.composer.set_text(&format!("/model {arg}"));
+                    self.prompt.composer.set_text(&format!("/model {arg}"));
                 }
             }
             Slash::New | Slash::Clear => {
@@ -226,7 +228,7 @@ impl App {
                                 format!("no agent {name}: /agents lists them (F2)"),
                                 true,
                             );
-                            self.composer.set_text(&format!("/new {arg}"));
+                            self.prompt.composer.set_text(&format!("/new {arg}"));
                             return;
                         }
                         Some(name.to_string())
@@ -256,7 +258,7 @@ impl App {
                 self.set_note(note, false);
             }
             Slash::Resume if arg.is_empty() => {
-                self.composer.set_text(RESUME_PREFIX);
+                self.prompt.composer.set_text(RESUME_PREFIX);
                 self.refresh_popup();
             }
             Slash::Resume => self.resume(arg),
@@ -314,7 +316,7 @@ impl App {
 
     /// The popup, while it is open.
     pub fn popup(&self) -> Option<&Popup> {
-        self.popup.as_ref()
+        self.prompt.popup.as_ref()
     }
 }
 

@@ -401,7 +401,7 @@ impl App {
         match self.focus {
             Focus::Tree => Context::Tree,
             Focus::Chat => Context::Chat,
-            Focus::Composer if self.popup.is_some() => Context::Palette,
+            Focus::Composer if self.prompt.popup.is_some() => Context::Palette,
             Focus::Composer => Context::Composer,
         }
     }
@@ -474,7 +474,7 @@ impl App {
             registry: &self.registry,
             tree: &self.tree,
             thread: self.thread.as_ref(),
-            reload_mark: self.reload_mark.as_ref(),
+            reload_mark: self.status.reload_mark.as_ref(),
             now: self.clock.now(),
         };
         for slot in self.stack.order().into_iter().rev() {

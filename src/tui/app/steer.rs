@@ -42,8 +42,8 @@ impl App {
 
     /// Enter while the open thread's turn runs: `text` steers session `id`.
     pub(super) fn steer(&mut self, id: SessionId, text: String) {
-        self.editing = None;
-        self.composer.clear();
+        self.prompt.editing = None;
+        self.prompt.composer.clear();
         self.send(EngineCommand::Steer {
             session_id: id,
             text,
@@ -55,19 +55,20 @@ impl App {
     /// there is text and the thread's turn runs (a message being edited goes back to
     /// its place). Returns whether it queued; otherwise Tab keeps its other meaning.
     pub(super) fn queue_composer(&mut self) -> bool {
-        if self.composer.is_empty() || self.composer.text().trim().is_empty() {
+        if self.prompt.composer.is_empty() || self.prompt.composer.text().trim().is_empty() {
             return false;
         }
         let Some(id) = self.running_session() else {
             return false;
         };
         let position = self
+            .prompt
             .editing
             .take()
             .filter(|e| e.session_id == id)
             .and_then(|e| e.position);
-        let text = self.composer.text();
-        self.composer.clear();
+        let text = self.prompt.composer.text();
+        self.prompt.composer.clear();
         self.send(EngineCommand::Queue {
             session_id: id,
             text,
@@ -94,14 +95,14 @@ impl App {
             self.set_note("no waiting message in this thread", true);
             return;
         };
-        if !self.composer.is_empty() {
+        if !self.prompt.composer.is_empty() {
             self.set_note(
                 "the composer has text: send or clear it before editing a waiting message",
                 true,
             );
             return;
         }
-        self.edit_request = Some(EditRequest {
+        self.prompt.edit_request = Some(EditRequest {
             session_id: session_id.clone(),
             id,
             position,
@@ -122,12 +123,13 @@ impl App {
     /// composer so nothing typed is lost.
     pub(super) fn on_unqueued(&mut self, u: Unqueued) {
         let request = self
+            .prompt
             .edit_request
             .take_if(|r| r.session_id == u.session_id && r.id == u.prompt.id);
         match (u.reason, request) {
             (UnqueueReason::Removed, Some(r)) => {
                 self.give_back(&u.prompt.text);
-                self.editing = Some(Editing {
+                self.prompt.editing = Some(Editing {
                     session_id: r.session_id,
                     position: r.position,
                 });
@@ -152,7 +154,7 @@ impl App {
 
     /// A steer, queue or unqueue command failed: its text goes back to the composer.
     pub(super) fn on_not_sent(&mut self, text: Option<String>, message: &str) {
-        self.edit_request = None;
+        self.prompt.edit_request = None;
         match text {
             Some(text) => {
                 self.give_back(&text);
@@ -164,10 +166,10 @@ impl App {
 
     /// Puts `text` into the composer (after what it holds, on a new line).
     fn give_back(&mut self, text: &str) {
-        if self.composer.is_empty() {
-            self.composer.paste(text);
+        if self.prompt.composer.is_empty() {
+            self.prompt.composer.paste(text);
         } else {
-            self.composer.paste(&format!("\n{text}"));
+            self.prompt.composer.paste(&format!("\n{text}"));
         }
     }
 
@@ -176,15 +178,15 @@ impl App {
     /// quit yet).
     pub(super) fn quit_needs_confirmation(&mut self) -> bool {
         let waiting = self.pending.count();
-        if waiting == 0 || self.quit_warned {
+        if waiting == 0 || self.interrupt.quit_warned {
             return false;
         }
-        self.quit_warned = true;
+        self.interrupt.quit_warned = true;
         let plural = if waiting == 1 { "" } else { "s" };
         let key = self.keymap.label(Action::Quit);
         let now = self.clock.now();
-        self.last_ctrl_c = Some(now);
-        self.note = Some(crate::tui::state::note::Note {
+        self.interrupt.last_ctrl_c = Some(now);
+        self.status.note = Some(crate::tui::state::note::Note {
             text: format!(
                 "{waiting} waiting message{plural} not sent yet — {key} again quits without them"
             ),
