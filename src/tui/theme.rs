@@ -234,24 +234,36 @@ fn resolve(
             let text = builtin.ok_or_else(|| invalid("extends itself".into()))?;
             let base: ThemeFile =
                 crate::config::yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
-            apply(&base, styles).map_err(invalid)?;
+            apply(&base, styles).map_err(|e| invalid(e.to_string()))?;
         } else {
             resolve(&parent, dir, styles, depth + 1)?;
         }
     }
-    apply(&file, styles).map_err(invalid)
+    apply(&file, styles).map_err(|e| invalid(e.to_string()))
+}
+
+/// What in a theme file's `slots:` cannot be used (carried as
+/// [`ThemeError::Invalid`]'s message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SlotError {
+    #[error("unknown slot '{0}'")]
+    Slot(String),
+    #[error("unknown colour '{0}'")]
+    Colour(String),
+    #[error("unknown modifier '{0}'")]
+    Modifier(String),
 }
 
 fn is_plain_name(name: &str) -> bool {
     !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.')
 }
 
-fn apply(file: &ThemeFile, styles: &mut HashMap<Slot, Style>) -> Result<(), String> {
+fn apply(file: &ThemeFile, styles: &mut HashMap<Slot, Style>) -> Result<(), SlotError> {
     for (key, spec) in &file.slots {
         let slot = Slot::ALL
             .iter()
             .find(|s| s.name() == key)
-            .ok_or_else(|| format!("unknown slot '{key}'"))?;
+            .ok_or_else(|| SlotError::Slot(key.clone()))?;
         let mut style = Style::default();
         if let Some(fg) = &spec.fg {
             style = style.fg(parse_color(fg)?);
@@ -267,13 +279,13 @@ fn apply(file: &ThemeFile, styles: &mut HashMap<Slot, Style>) -> Result<(), Stri
     Ok(())
 }
 
-fn parse_color(s: &str) -> Result<Color, String> {
+fn parse_color(s: &str) -> Result<Color, SlotError> {
     s.trim()
         .parse::<Color>()
-        .map_err(|_| format!("unknown colour '{s}'"))
+        .map_err(|_| SlotError::Colour(s.to_string()))
 }
 
-fn parse_modifier(s: &str) -> Result<Modifier, String> {
+fn parse_modifier(s: &str) -> Result<Modifier, SlotError> {
     Ok(match s.trim().to_ascii_lowercase().as_str() {
         "bold" => Modifier::BOLD,
         "dim" => Modifier::DIM,
@@ -281,7 +293,7 @@ fn parse_modifier(s: &str) -> Result<Modifier, String> {
         "underlined" | "underline" => Modifier::UNDERLINED,
         "reversed" | "reverse" => Modifier::REVERSED,
         "crossed_out" | "strikethrough" => Modifier::CROSSED_OUT,
-        other => return Err(format!("unknown modifier '{other}'")),
+        other => return Err(SlotError::Modifier(other.to_string())),
     })
 }
 

@@ -25,7 +25,7 @@ impl App {
     pub(super) fn remember(&mut self, text: &str) {
         self.prompt.history_pos = None;
         if let Err(e) = self.prompt.history.push_at(text, self.clock.now()) {
-            self.set_note(e, true);
+            self.set_note(e.to_string(), true);
         }
     }
 

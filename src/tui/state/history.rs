@@ -80,14 +80,18 @@ impl History {
     }
 
     /// Records a prompt sent now (the system clock); see [`History::push_at`].
-    pub fn push(&mut self, prompt: &str) -> Result<(), String> {
+    ///
+    /// Errors: as [`History::push_at`].
+    pub fn push(&mut self, prompt: &str) -> Result<(), HistoryError> {
         self.push_at(prompt, Timestamp::now())
     }
 
     /// Records a prompt sent at `at`: blank ones, over-long ones and a repeat of the
-    /// newest are not kept. Errors (the state directory cannot be written) come back as
-    /// text for a note; the prompt is still kept for this run.
-    pub fn push_at(&mut self, prompt: &str, at: Timestamp) -> Result<(), String> {
+    /// newest are not kept.
+    ///
+    /// Errors: [`HistoryError`] when the state directory cannot be written (shown as a
+    /// note); the prompt is still kept for this run.
+    pub fn push_at(&mut self, prompt: &str, at: Timestamp) -> Result<(), HistoryError> {
         if prompt.trim().is_empty()
             || prompt.len() > MAX_PROMPT_BYTES
             || self.entries.last().map(String::as_str) == Some(prompt)
@@ -136,39 +140,62 @@ impl History {
     }
 }
 
-fn line_of(prompt: &str, at: Option<Timestamp>) -> Result<String, String> {
-    serde_json::to_string(&Line {
-        prompt: prompt.to_string(),
-        at,
-    })
-    .map(|l| l + "\n")
-    .map_err(|e| e.to_string())
+/// Why a prompt was not written to the history file.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// The file or its directory (`path`) cannot be written.
+    #[error("history not kept: {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The line cannot be encoded as JSON.
+    #[error("history not kept: {0}")]
+    Encode(#[from] serde_json::Error),
 }
 
-fn create_dir(path: &Path) -> Result<(), String> {
+fn line_of(prompt: &str, at: Option<Timestamp>) -> Result<String, HistoryError> {
+    let line = serde_json::to_string(&Line {
+        prompt: prompt.to_string(),
+        at,
+    })?;
+    Ok(line + "\n")
+}
+
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> HistoryError + Copy + '_ {
+    move |source| HistoryError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn create_dir(path: &Path) -> Result<(), HistoryError> {
     match path.parent() {
-        Some(dir) => std::fs::create_dir_all(dir)
-            .map_err(|e| format!("history not kept: {}: {e}", dir.display())),
+        Some(dir) => std::fs::create_dir_all(dir).map_err(write_error(dir)),
         None => Ok(()),
     }
 }
 
-fn append(path: &Path, prompt: &str, at: Option<Timestamp>) -> Result<(), String> {
+fn append(path: &Path, prompt: &str, at: Option<Timestamp>) -> Result<(), HistoryError> {
     create_dir(path)?;
     let line = line_of(prompt, at)?;
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("history not kept: {}: {e}", path.display()))?;
-    file.write_all(line.as_bytes())
-        .map_err(|e| format!("history not kept: {}: {e}", path.display()))
+        .map_err(write_error(path))?;
+    file.write_all(line.as_bytes()).map_err(write_error(path))
 }
 
-fn rewrite(path: &Path, entries: &[String], times: &[Option<Timestamp>]) -> Result<(), String> {
+fn rewrite(
+    path: &Path,
+    entries: &[String],
+    times: &[Option<Timestamp>],
+) -> Result<(), HistoryError> {
     create_dir(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let fail = |e: std::io::Error| format!("history not kept: {}: {e}", path.display());
+    let fail = write_error(path);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     for (i, e) in entries.iter().enumerate() {
         let at = times.get(i).copied().flatten();

@@ -82,7 +82,12 @@ impl SeenStore {
     /// Records that the person saw `id` in `status` at `at`, and writes the file.
     ///
     /// Errors: the file cannot be written (the acknowledgement holds in memory).
-    pub fn record(&mut self, id: &str, status: SessionStatus, at: Timestamp) -> Result<(), String> {
+    pub fn record(
+        &mut self,
+        id: &str,
+        status: SessionStatus,
+        at: Timestamp,
+    ) -> Result<(), SeenError> {
         if self.acks.get(id).is_some_and(|a| a.status == status) {
             return Ok(());
         }
@@ -101,7 +106,7 @@ impl SeenStore {
     /// Forgets `id` (its status changed) and writes the file when it was kept.
     ///
     /// Errors: the file cannot be written.
-    pub fn forget(&mut self, id: &str) -> Result<(), String> {
+    pub fn forget(&mut self, id: &str) -> Result<(), SeenError> {
         if self.acks.remove(id).is_none() {
             return Ok(());
         }
@@ -113,22 +118,50 @@ impl SeenStore {
         self.acks.keys().map(String::as_str)
     }
 
-    fn save(&self) -> Result<(), String> {
+    fn save(&self) -> Result<(), SeenError> {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let dir = path.parent().ok_or("no directory for the seen file")?;
-        let shown = path.display();
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        let text = serde_json::to_string(&self.acks).map_err(|e| e.to_string())?;
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("writing {shown}: {e}"))?;
-        tmp.write_all(text.as_bytes())
-            .map_err(|e| format!("writing {shown}: {e}"))?;
-        tmp.persist(path)
-            .map_err(|e| format!("writing {shown}: {e}"))?;
+        let dir = path.parent().ok_or(SeenError::NoDirectory)?;
+        std::fs::create_dir_all(dir).map_err(|source| SeenError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+        let text = serde_json::to_string(&self.acks)?;
+        let write = |source| SeenError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(write)?;
+        tmp.write_all(text.as_bytes()).map_err(write)?;
+        tmp.persist(path).map_err(|e| write(e.error))?;
         Ok(())
     }
+}
+
+/// Why the seen file was not written (the acknowledgements hold in memory).
+#[derive(Debug, thiserror::Error)]
+pub enum SeenError {
+    /// The file's path has no parent directory.
+    #[error("no directory for the seen file")]
+    NoDirectory,
+    /// Its directory cannot be created.
+    #[error("creating {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file cannot be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The acknowledgements cannot be encoded as JSON.
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
 }
 
 #[cfg(test)]
