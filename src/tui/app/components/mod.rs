@@ -40,3 +40,75 @@ pub(super) fn opener(action: Action) -> Option<Open> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::app::stack::{Slot, Stack};
+    use crate::tui::app::{Focus, Overlay};
+    use crate::tui::keymap::Context;
+    use crate::tui::state::find::Find;
+    use crate::tui::state::trust::TrustPrompt;
+
+    fn contexts(stack: &Stack) -> Vec<Option<Context>> {
+        stack
+            .order()
+            .into_iter()
+            .filter(|s| *s != Slot::Approval)
+            .filter_map(|s| stack.get(s))
+            .map(|c| c.context(Focus::Chat))
+            .collect()
+    }
+
+    #[test]
+    fn the_walk_goes_prompt_overlay_bar_and_one_overlay_replaces_another() {
+        let mut stack = Stack::default();
+        stack.push(Box::new(find::FindBar { find: Find::open() }));
+        stack.push(Box::new(help::HelpOverlay::default()));
+        let prompt = TrustPrompt::new("/nowhere".into(), "/nowhere/t.json".into(), None);
+        stack.push(Box::new(trust::TrustLayer { prompt }));
+        // Pushed last but below the trust prompt: layers, not push order, decide.
+        stack.push(Box::new(browser::BrowserOverlay::default()));
+        // The approval prompt is pinned on top (nothing waits: no keys, not modal).
+        assert_eq!(stack.order()[0], Slot::Approval);
+        assert_eq!(
+            contexts(&stack),
+            [
+                Some(Context::Trust),
+                Some(Context::Browser),
+                Some(Context::Find)
+            ]
+        );
+        assert_eq!(stack.overlay(), Overlay::Browser);
+        assert_eq!(stack.context(Focus::Chat), Some(Context::Trust));
+        assert!(stack.any_modal());
+        stack.close::<trust::TrustLayer>();
+        stack.close_overlays();
+        // The find bar is not modal and has no keys over the composer.
+        assert_eq!(stack.overlay(), Overlay::None);
+        assert!(!stack.any_modal());
+        assert_eq!(stack.context(Focus::Composer), None);
+        assert_eq!(stack.context(Focus::Tree), Some(Context::Find));
+    }
+
+    #[test]
+    fn every_component_opens_from_a_pane_or_global_key() {
+        use crate::tui::keymap::TABLE;
+        let openers: Vec<_> = TABLE
+            .iter()
+            .filter(|s| opener(s.action).is_some())
+            .collect();
+        assert_eq!(openers.len(), 12);
+        for spec in openers {
+            assert!(
+                matches!(
+                    spec.context,
+                    Context::Global | Context::Tree | Context::Chat
+                ),
+                "{} opens a component from {:?}, where a component has the keys",
+                spec.name,
+                spec.context
+            );
+        }
+    }
+}
