@@ -43,6 +43,7 @@ pub mod app;
 pub mod app_event;
 pub mod clock;
 pub mod composer;
+pub mod error;
 pub mod executor;
 pub mod follow;
 pub mod frame;

@@ -10,6 +10,7 @@ use crate::agent::Registry;
 use crate::agent::reload::{RegistryDiff, ReloadEvent};
 use crate::engine::TurnOutcome;
 use crate::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
+use crate::tui::error::UiError;
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
 use crate::tui::state::cells::CellKind;
 use crate::tui::state::thread_earlier::EarlierCells;
@@ -130,7 +131,7 @@ impl App {
         }
     }
 
-    pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, String>) {
+    pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, UiError>) {
         match result {
             Ok(list) => {
                 self.tree.load(&list);
@@ -149,7 +150,7 @@ impl App {
     pub(super) fn on_transcript(
         &mut self,
         requested: &str,
-        result: Result<Box<LoadedSession>, String>,
+        result: Result<Box<LoadedSession>, UiError>,
         earlier: Option<u64>,
     ) {
         let Some(thread) = &mut self.thread else {
@@ -199,7 +200,7 @@ impl App {
                 self.launch.expand_on_load = false;
                 thread.loading = false;
                 thread.session_id = None;
-                thread.push_error(&message);
+                thread.push_error(&message.to_string());
             }
         }
     }
@@ -211,7 +212,7 @@ impl App {
         &mut self,
         session_id: &str,
         end: u64,
-        result: Result<Box<EarlierCells>, String>,
+        result: Result<Box<EarlierCells>, UiError>,
     ) {
         let Some(thread) = &mut self.thread else {
             return;
@@ -221,7 +222,7 @@ impl App {
         }
         match result {
             Ok(cells) => thread.earlier_loaded(*cells),
-            Err(message) => thread.earlier_failed(end, &message),
+            Err(message) => thread.earlier_failed(end, &message.to_string()),
         };
     }
 
@@ -344,7 +345,7 @@ impl App {
         }
     }
 
-    pub(super) fn on_editor_finished(&mut self, path: &Path, result: Result<(), String>) {
+    pub(super) fn on_editor_finished(&mut self, path: &Path, result: Result<(), UiError>) {
         let file = path
             .file_name()
             .map(|f| f.to_string_lossy().to_string())

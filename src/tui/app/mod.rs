@@ -57,6 +57,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::clock::Clock;
+use super::error::UiError;
 use super::keymap::{Action, Keymap};
 use super::state::approvals::ApprovalQueue;
 use super::state::browser::ReloadMark;
@@ -88,7 +89,8 @@ pub enum Focus {
     Composer,
 }
 
-/// An overlay drawn over the panes (takes all keys but `global.quit`).
+/// Which overlay is open (takes all keys but `global.quit`): the tag the open
+/// overlay component reports (`stack::Component::overlay`), for tests and the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     None,
@@ -96,7 +98,7 @@ pub enum Overlay {
     Browser,
     /// A session's changes (`state::diff`).
     Diff,
-    /// The wall of running sub-sessions (`App::wall`).
+    /// The wall of running sub-sessions (`components::wall`).
     Wall,
     /// The MCP servers of this process, their state and tools.
     Mcp,
@@ -278,10 +280,12 @@ impl App {
             AppEvent::Engine(_) | AppEvent::McpServersListed(_) | AppEvent::DiffLoaded { .. } => {}
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
-            AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
+            AppEvent::SessionsListed(result) => {
+                self.on_sessions_listed(result.map_err(UiError::from))
+            }
             AppEvent::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
             AppEvent::TranscriptLoaded { requested, result } => {
-                self.on_transcript(&requested, result, None)
+                self.on_transcript(&requested, result.map_err(UiError::from), None)
             }
             AppEvent::TranscriptTailLoaded {
                 requested,
@@ -292,7 +296,7 @@ impl App {
                 session_id,
                 end,
                 result,
-            } => self.on_earlier(&session_id, end, result),
+            } => self.on_earlier(&session_id, end, result.map_err(UiError::from)),
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
@@ -300,7 +304,7 @@ impl App {
                 session_id,
                 result,
                 warning,
-            } => self.on_model_switched(session_id, result, warning),
+            } => self.on_model_switched(session_id, result.map_err(UiError::from), warning),
             AppEvent::CommandFailed {
                 session_id,
                 message,
@@ -310,12 +314,16 @@ impl App {
                 text,
                 message,
             } => self.on_not_sent(text, &message),
-            AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
-            AppEvent::SessionRenamed { session_id, result } => self.on_renamed(&session_id, result),
+            AppEvent::EditorFinished { path, result } => {
+                self.on_editor_finished(&path, result.map_err(UiError::from))
+            }
+            AppEvent::SessionRenamed { session_id, result } => {
+                self.on_renamed(&session_id, result.map_err(UiError::from))
+            }
             AppEvent::Exported {
                 session_id: _,
                 result,
-            } => self.on_exported(result),
+            } => self.on_exported(result.map_err(UiError::from)),
             AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
             AppEvent::Tick => {
                 self.expire_notes();

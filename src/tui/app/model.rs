@@ -13,6 +13,7 @@
 use super::App;
 use crate::session::ids::SessionId;
 use crate::tui::app_event::EngineCommand;
+use crate::tui::error::UiError;
 use crate::tui::keymap::Action;
 use crate::tui::views::status::display_label;
 
@@ -71,7 +72,7 @@ impl App {
     pub(super) fn on_model_switched(
         &mut self,
         session_id: Option<SessionId>,
-        result: Result<String, String>,
+        result: Result<String, UiError>,
         warning: Option<String>,
     ) {
         let label = match result {

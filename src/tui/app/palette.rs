@@ -18,6 +18,7 @@ use crossterm::event::KeyEvent;
 use super::components::find::FindBar;
 use super::{App, Focus};
 use crate::tui::app_event::EngineCommand;
+use crate::tui::error::UiError;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::palette::{Popup, PopupItem, PopupKind};
 use crate::tui::state::palette_commands::{self as slash, Parsed, SLASH_COMMANDS, Slash};
@@ -293,7 +294,7 @@ impl App {
     }
 
     /// The answer to `/rename`.
-    pub(super) fn on_renamed(&mut self, session_id: &str, result: Result<String, String>) {
+    pub(super) fn on_renamed(&mut self, session_id: &str, result: Result<String, UiError>) {
         match result {
             Ok(title) => {
                 self.tree.set_title(session_id, &title);
@@ -307,7 +308,7 @@ impl App {
     }
 
     /// The answer to `/export`.
-    pub(super) fn on_exported(&mut self, result: Result<PathBuf, String>) {
+    pub(super) fn on_exported(&mut self, result: Result<PathBuf, UiError>) {
         match result {
             Ok(path) => self.set_note(format!("exported to {}", path.display()), false),
             Err(e) => self.set_note(format!("not exported: {e}"), true),

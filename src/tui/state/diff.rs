@@ -8,6 +8,7 @@
 
 use crate::session::ids::SessionId;
 use crate::tool::filesystem::changes::SessionDiff;
+use crate::tui::error::UiError;
 
 /// What a line of the overlay is (its colour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ pub struct DiffState {
     /// Whether sub-sessions' changes are included.
     pub subtree: bool,
     /// `None` while loading.
-    pub loaded: Option<Result<Vec<SessionDiff>, String>>,
+    pub loaded: Option<Result<Vec<SessionDiff>, UiError>>,
     /// The lines shown (a note while loading or on error).
     pub lines: Vec<DiffLine>,
     /// First line shown.
@@ -71,7 +72,7 @@ impl DiffState {
         &mut self,
         session_id: &str,
         subtree: bool,
-        result: Result<Vec<SessionDiff>, String>,
+        result: Result<Vec<SessionDiff>, UiError>,
     ) {
         if session_id != self.session_id || subtree != self.subtree {
             return;

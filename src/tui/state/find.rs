@@ -14,7 +14,7 @@
 //! path with the same result. Typing on (a query that extends the last one) searches
 //! only the cells that matched before.
 //!
-//! Owns: [`Find`], [`match_ranges`], [`reveal`]. Does not own: the keys (`app::find`),
+//! Owns: [`Find`], [`match_ranges`], [`reveal`]. Does not own: the keys (`app::components::find`),
 //! drawing the bar and the highlights (`views::find`), the cells (`thread`).
 
 use std::ops::Range;

@@ -15,6 +15,7 @@ use crate::tui::app::draw::Panes;
 use crate::tui::app::stack::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::error::UiError;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::diff::DiffState;
 use crate::tui::views::diff::DiffView;
@@ -116,7 +117,8 @@ impl Component for DiffOverlay {
             result,
         } = event
         {
-            self.state.load(session_id, *subtree, result.clone());
+            let result = result.clone().map_err(UiError::from);
+            self.state.load(session_id, *subtree, result);
         }
     }
 
