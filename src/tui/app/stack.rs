@@ -55,7 +55,12 @@ pub(crate) enum Effect {
     /// Send a command to the engine.
     Send(EngineCommand),
     /// Show a status-bar note (`warning`: in the warning style).
-    Note { text: String, warning: bool },
+    Note {
+        /// The note's text.
+        text: String,
+        /// Shown as a warning.
+        warning: bool,
+    },
     /// Move the keyboard focus to this pane.
     Focus(Focus),
 }
@@ -63,15 +68,23 @@ pub(crate) enum Effect {
 /// What a component sees of the `App` when it handles a key, a paste, an event or
 /// lays itself out, and where it leaves its [`Effect`]s.
 pub(crate) struct Ctx<'a> {
+    /// The keymap (a component resolves keys of other contexts with it).
     pub keymap: &'a Keymap,
+    /// The theme in use.
     pub theme: &'a Theme,
+    /// The agents as last loaded.
     pub registry: &'a Arc<Registry>,
+    /// The session tree (a component may reveal or mark sessions).
     pub tree: &'a mut SessionTree,
+    /// The open thread (the find bar scrolls it).
     pub thread: &'a mut Option<Thread>,
+    /// What running sessions streamed since their last message.
     pub inflight: &'a InflightStreams,
+    /// The focused pane.
     pub focus: Focus,
     /// The pane areas of the last frame.
     pub areas: Areas,
+    /// The app clock's now.
     pub now: Timestamp,
     pub(super) effects: Vec<Effect>,
 }
@@ -108,12 +121,19 @@ impl Ctx<'_> {
 
 /// What a component reads when it draws (the state as `App::layout` left it).
 pub(crate) struct DrawCtx<'a> {
+    /// The keymap (key labels in hints).
     pub keymap: &'a Keymap,
+    /// The theme in use.
     pub theme: &'a Theme,
+    /// The agents as last loaded.
     pub registry: &'a Arc<Registry>,
+    /// The session tree.
     pub tree: &'a SessionTree,
+    /// The open thread, if any.
     pub thread: Option<&'a Thread>,
+    /// The registry's last reload, while its mark shows.
     pub reload_mark: Option<&'a ReloadMark>,
+    /// The app clock's now.
     pub now: Timestamp,
 }
 
@@ -182,7 +202,9 @@ pub(crate) trait Component: Any {
 /// A position in the walk: the pinned approval prompt or a pushed component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Slot {
+    /// The pinned approval prompt.
     Approval,
+    /// The pushed component at this index (bottom first).
     Pushed(usize),
 }
 
@@ -191,6 +213,7 @@ pub(crate) enum Slot {
 /// within a layer).
 #[derive(Default)]
 pub(crate) struct Stack {
+    /// The approval prompt, pinned (shown while something waits).
     pub approval: ApprovalPrompt,
     pushed: Vec<Box<dyn Component>>,
 }

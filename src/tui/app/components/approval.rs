@@ -27,6 +27,7 @@ use crate::tui::views::approval::ApprovalView;
 /// The approval prompts waiting; the front one is shown.
 #[derive(Debug, Default)]
 pub(crate) struct ApprovalPrompt {
+    /// The prompts waiting, oldest first.
     pub(crate) queue: ApprovalQueue,
 }
 

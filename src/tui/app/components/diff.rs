@@ -23,6 +23,7 @@ use crate::tui::views::diff::DiffView;
 /// The diff overlay.
 #[derive(Debug)]
 pub(crate) struct DiffOverlay {
+    /// The lines and where they scroll.
     pub(crate) state: DiffState,
 }
 

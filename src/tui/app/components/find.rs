@@ -25,6 +25,7 @@ use crate::tui::views::find::{FindBarView, FindMarks};
 /// The find bar, while open.
 #[derive(Debug)]
 pub(crate) struct FindBar {
+    /// The query and its hits.
     pub(crate) find: Find,
 }
 

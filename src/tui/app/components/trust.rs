@@ -21,6 +21,7 @@ use crate::tui::views::trust::TrustView;
 /// The trust prompt, until answered.
 #[derive(Debug)]
 pub(crate) struct TrustLayer {
+    /// What it asks.
     pub(crate) prompt: TrustPrompt,
 }
 
