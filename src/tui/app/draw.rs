@@ -6,7 +6,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::components::find::FindBar;
+use super::panes::Panes;
 use super::{App, Areas, Focus, Overlay};
 use crate::session::SessionStatus;
 use crate::session::ids::short_id;
@@ -32,31 +32,6 @@ pub const TREE_MAX_WIDTH: u16 = 48;
 /// From this width the wall opens beside the thread (parent left, children right)
 /// instead of over it.
 pub const WALL_BESIDE_WIDTH: u16 = 140;
-
-/// Where each part of a frame goes, computed from the frame's area and the state.
-pub(crate) struct Panes {
-    /// Everything above the status bar (overlays cover it).
-    pub main: Rect,
-    /// The status bar (the last row).
-    pub status: Rect,
-    /// The provider banner above the chat (zero height without one).
-    pub banner: Rect,
-    /// The session tree (`None`: hidden on a narrow terminal).
-    pub tree: Option<Rect>,
-    /// The chat (`None`: the tree takes a narrow terminal).
-    pub chat: Option<Rect>,
-    /// The find bar under the chat (zero height when closed).
-    pub find: Rect,
-    /// The open thread's waiting messages, between the chat and the composer (zero
-    /// height when none wait).
-    pub pending: Rect,
-    /// The composer (`None` with the chat).
-    pub composer: Option<Rect>,
-    /// The wall, while open: beside the panes on wide terminals, else over them.
-    pub wall: Option<Rect>,
-    /// The docked approval prompt below the panes (zero height unless docked).
-    pub dock: Rect,
-}
 
 impl App {
     /// The update step before each frame, for a frame of `area`: lays out the open
@@ -229,7 +204,7 @@ impl App {
             let banner_h = self.banner().map_or(0, |b| b.height(right.width));
             let composer_h = self.prompt.composer.rows() + 2;
             let pending_h = pending::height(self.open_pending().len());
-            let find_h = u16::from(self.stack.find::<FindBar>().is_some());
+            let find_h = u16::from(self.stack.bar_open());
             let [banner, chat, find, waiting, composer] = Layout::vertical([
                 Constraint::Length(banner_h),
                 Constraint::Min(3),

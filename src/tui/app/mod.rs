@@ -21,7 +21,7 @@
 //!
 //! # Adding an overlay
 //!
-//! 1. `components/NAME.rs`: a type implementing `stack::Component` — `layer`
+//! 1. `components/NAME.rs`: a type implementing `component::Component` — `layer`
 //!    (`Overlay` for a full overlay), `overlay` (its `Overlay` tag, if tests or the
 //!    layout need one), `context` (its keymap context), `handle_key`, `draw`, and as
 //!    needed `on_event` (engine events, command results), `layout`, `wheel`, `paste`
@@ -33,6 +33,7 @@
 //!    has its own section in the help).
 
 mod cancel;
+mod component;
 mod components;
 mod copy;
 mod draw;
@@ -44,6 +45,7 @@ mod model;
 mod mouse;
 mod needs_you;
 mod palette;
+mod panes;
 mod prompt;
 mod stack;
 mod steer;
@@ -90,7 +92,7 @@ pub enum Focus {
 }
 
 /// Which overlay is open (takes all keys but `global.quit`): the tag the open
-/// overlay component reports (`stack::Component::overlay`), for tests and the layout.
+/// overlay component reports (`component::Component::overlay`), for tests and the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     None,

@@ -1,203 +1,26 @@
-//! The modal stack (issue 24 item 2, after helix's compositor): every overlay, prompt
-//! and bar over the panes is a [`Component`] that owns its state, handles its keys and
-//! draws itself. The [`Stack`] keeps them in [`Layer`] order; key routing
+//! The modal stack (issue 24 item 2, after helix's compositor): the
+//! [`Component`]s over the panes in [`Layer`] order. Key routing
 //! ([`App::on_key`](super::App)), the key context (status-bar hints) and drawing all
 //! walk this one order, so "which mode gets the keys" is written once
 //! ([`Stack::order`]).
 //!
-//! Owns: the trait, what a component may ask of the `App` ([`Effect`], through
-//! [`Ctx`]), the order and the walk. Does not own: the components themselves
-//! (`app::components`, which also holds the table of what opens each one) or the
-//! panes under them (`app::draw`).
+//! Owns: the order, the walk, and applying what components ask ([`Effect`]). Does not
+//! own: the trait (`component`), the components themselves (`components`, which also
+//! holds the table of what opens each one) or the panes under them (`draw`).
 
 use std::any::Any;
-use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
-use jiff::Timestamp;
 use ratatui::Frame;
 
-use super::draw::Panes;
-use super::{Areas, Focus, Overlay};
-use crate::agent::Registry;
-use crate::tui::action::{KeyOutcome, UiAction};
-use crate::tui::app_event::{AppEvent, EngineCommand};
-use crate::tui::keymap::{Action, Context, KeyBinding, Keymap};
-use crate::tui::state::browser::ReloadMark;
-use crate::tui::state::inflight::InflightStreams;
-use crate::tui::state::thread::Thread;
-use crate::tui::state::tree::SessionTree;
-use crate::tui::theme::Theme;
-
+use super::component::{Component, Ctx, DrawCtx, Effect, Layer};
+use super::components;
 use super::components::approval::ApprovalPrompt;
-
-/// Where a component sits, bottom to top. The approval prompt is pinned: above
-/// everything while it asks, below the overlays while docked ([`Stack::order`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Layer {
-    /// A bar over a pane (find): sees keys the overlays left, before the panes.
-    Bar,
-    /// A full overlay (help, browser, diff, wall, MCP): one at a time.
-    Overlay,
-    /// A modal prompt (trust): above the overlays.
-    Prompt,
-}
-
-/// What a component asks of the `App` while it handles a key or an event: applied
-/// in order right after the call.
-pub(crate) enum Effect {
-    /// Take the asking component off the stack.
-    Close,
-    /// Close every overlay ([`Layer::Overlay`]).
-    CloseOverlays,
-    /// Perform a widget request as the panes' widgets do.
-    Ui(UiAction),
-    /// Send a command to the engine.
-    Send(EngineCommand),
-    /// Show a status-bar note (`warning`: in the warning style).
-    Note {
-        /// The note's text.
-        text: String,
-        /// Shown as a warning.
-        warning: bool,
-    },
-    /// Move the keyboard focus to this pane.
-    Focus(Focus),
-}
-
-/// What a component sees of the `App` when it handles a key, a paste, an event or
-/// lays itself out, and where it leaves its [`Effect`]s.
-pub(crate) struct Ctx<'a> {
-    /// The keymap (a component resolves keys of other contexts with it).
-    pub keymap: &'a Keymap,
-    /// The theme in use.
-    pub theme: &'a Theme,
-    /// The agents as last loaded.
-    pub registry: &'a Arc<Registry>,
-    /// The session tree (a component may reveal or mark sessions).
-    pub tree: &'a mut SessionTree,
-    /// The open thread (the find bar scrolls it).
-    pub thread: &'a mut Option<Thread>,
-    /// What running sessions streamed since their last message.
-    pub inflight: &'a InflightStreams,
-    /// The focused pane.
-    pub focus: Focus,
-    /// The pane areas of the last frame.
-    pub areas: Areas,
-    /// The app clock's now.
-    pub now: Timestamp,
-    pub(super) effects: Vec<Effect>,
-}
-
-impl Ctx<'_> {
-    /// Asks for `effect` after the call.
-    pub fn push(&mut self, effect: Effect) {
-        self.effects.push(effect);
-    }
-
-    /// Takes the asking component off the stack after the call.
-    pub fn close(&mut self) {
-        self.push(Effect::Close);
-    }
-
-    /// Sends `command` to the engine.
-    pub fn send(&mut self, command: EngineCommand) {
-        self.push(Effect::Send(command));
-    }
-
-    /// Shows `text` in the status bar.
-    pub fn note(&mut self, text: impl Into<String>, warning: bool) {
-        self.push(Effect::Note {
-            text: text.into(),
-            warning,
-        });
-    }
-
-    /// Performs a widget request.
-    pub fn emit(&mut self, action: UiAction) {
-        self.push(Effect::Ui(action));
-    }
-}
-
-/// What a component reads when it draws (the state as `App::layout` left it).
-pub(crate) struct DrawCtx<'a> {
-    /// The keymap (key labels in hints).
-    pub keymap: &'a Keymap,
-    /// The theme in use.
-    pub theme: &'a Theme,
-    /// The agents as last loaded.
-    pub registry: &'a Arc<Registry>,
-    /// The session tree.
-    pub tree: &'a SessionTree,
-    /// The open thread, if any.
-    pub thread: Option<&'a Thread>,
-    /// The registry's last reload, while its mark shows.
-    pub reload_mark: Option<&'a ReloadMark>,
-    /// The app clock's now.
-    pub now: Timestamp,
-}
-
-/// An overlay, prompt or bar: owns its state, handles its keys, draws itself.
-///
-/// A new one is one file under `app/components/` implementing this trait, plus its
-/// row in `components::opener` (the action that opens it) — see `app`'s docs.
-pub(crate) trait Component: Any {
-    /// Where it sits in the stack.
-    fn layer(&self) -> Layer;
-
-    /// The public tag ([`super::App::overlay`]); `Overlay::None` for prompts and bars.
-    fn overlay(&self) -> Overlay {
-        Overlay::None
-    }
-
-    /// The keymap context it answers in while it has the keyboard (`None`: it lets
-    /// the panes' context show, as the find bar over the composer does).
-    fn context(&self, focus: Focus) -> Option<Context>;
-
-    /// Whether it takes every key but `global.quit` (the walk stops at it) and keeps
-    /// the composer from typing.
-    fn modal(&self) -> bool {
-        true
-    }
-
-    /// A key, with `action` resolved in [`Component::context`] (the key's action in
-    /// the `Find` context for a bar). `Ignored` passes the key down the stack
-    /// (a modal component passes only `global.quit`).
-    fn handle_key(
-        &mut self,
-        key: &KeyEvent,
-        binding: &KeyBinding,
-        action: Option<Action>,
-        cx: &mut Ctx<'_>,
-    ) -> KeyOutcome;
-
-    /// A paste; returns whether it used the text.
-    fn paste(&mut self, _text: &str, _cx: &mut Ctx<'_>) -> bool {
-        false
-    }
-
-    /// A wheel notch (`up`) at `pos`; returns whether it scrolled (else the pane
-    /// under the pointer does).
-    fn wheel(&mut self, _up: bool, _pos: ratatui::layout::Position, _cx: &mut Ctx<'_>) -> bool {
-        false
-    }
-
-    /// Asked to open again while open: `true` keeps this one (updated), `false` has
-    /// the new one replace it.
-    fn reopen(&mut self, _cx: &mut Ctx<'_>) -> bool {
-        false
-    }
-
-    /// Every event the `App` applies, after the tree, the in-flight streams and the
-    /// waiting messages took it.
-    fn on_event(&mut self, _event: &AppEvent, _cx: &mut Ctx<'_>) {}
-
-    /// The update step before a frame with these panes (scroll clamping, pages).
-    fn layout(&mut self, _panes: &Panes, _cx: &mut Ctx<'_>) {}
-
-    /// Draws itself into its part of `panes`; reads state only.
-    fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>);
-}
+use super::panes::Panes;
+use super::{App, Focus, Overlay};
+use crate::tui::action::KeyOutcome;
+use crate::tui::app_event::AppEvent;
+use crate::tui::keymap::{Action, Context, KeyBinding};
 
 /// A position in the walk: the pinned approval prompt or a pushed component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +144,11 @@ impl Stack {
             .find_map(|c| c.context(focus))
     }
 
+    /// Whether a bar is open (the panes keep a row under the chat for it).
+    pub fn bar_open(&self) -> bool {
+        self.pushed.iter().any(|c| c.layer() == Layer::Bar)
+    }
+
     /// Whether a modal component is open (the composer does not type then).
     pub fn any_modal(&self) -> bool {
         self.order()
@@ -329,9 +157,6 @@ impl Stack {
             .any(|c| c.modal())
     }
 }
-
-use super::App;
-use super::components;
 
 impl App {
     /// What a component sees of the `App` (the stack itself taken out meanwhile).

@@ -17,8 +17,8 @@ use ratatui::Frame;
 
 use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::app::Focus;
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::approvals::ApprovalQueue;

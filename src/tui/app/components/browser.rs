@@ -10,8 +10,8 @@ use ratatui::Frame;
 use ratatui::layout::Position;
 
 use crate::tui::action::{KeyOutcome, UiAction};
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::browser::BrowserState;

@@ -15,8 +15,8 @@ use ratatui::Frame;
 
 use crate::tui::action::KeyOutcome;
 use crate::tui::app::Focus;
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::find::{self, Find};
 use crate::tui::views::chat;

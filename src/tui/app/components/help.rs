@@ -10,8 +10,8 @@ use ratatui::layout::Position;
 use crate::tui::action::KeyOutcome;
 use crate::tui::app::Focus;
 use crate::tui::app::Overlay;
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::views::help::{HelpView, help_area};
 

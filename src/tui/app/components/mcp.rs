@@ -11,8 +11,8 @@ use ratatui::layout::Position;
 
 use crate::tool::mcp::McpServerStatus;
 use crate::tui::action::KeyOutcome;
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::{AppEvent, EngineCommand};
 use crate::tui::keymap::{Action, Context, KeyBinding};

@@ -2,7 +2,7 @@
 //! them ([`opener`]).
 //!
 //! Adding an overlay: write `NAME.rs` with a type implementing
-//! [`Component`](super::stack::Component) (its state, keys, drawing; a `fn open(cx:
+//! [`Component`](super::component::Component) (its state, keys, drawing; a `fn open(cx:
 //! &mut Ctx) -> Option<Box<dyn Component>>` that builds it or says why not with a
 //! note), then register it here: `mod NAME;` and its row in [`opener`] (the actions
 //! that open it; a slash command reaches it through the same action). New keys are
@@ -19,7 +19,7 @@ mod mcp;
 pub(super) mod trust;
 mod wall;
 
-use super::stack::{Component, Ctx};
+use super::component::{Component, Ctx};
 use crate::tui::keymap::Action;
 
 pub(super) use diff::DiffOverlay;

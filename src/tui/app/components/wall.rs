@@ -13,8 +13,8 @@ use ratatui::layout::Position;
 
 use crate::session::SessionId;
 use crate::tui::action::{KeyOutcome, UiAction};
-use crate::tui::app::draw::Panes;
-use crate::tui::app::stack::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
+use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
