@@ -9,8 +9,9 @@
 //! each under `components/`, each owning its state, keys and drawing. Key routing, the
 //! key context (status-bar hints) and drawing walk that one stack, then the panes.
 //!
-//! Split by responsibility: `input` (keys, mouse, paste, pane actions), `stack` (the
-//! component trait and the walk), `components` (the components and what opens them),
+//! Split by responsibility: `input` (keys, mouse, paste, pane actions), `component`
+//! (the trait), `stack` (the order and the walk), `components` (the components and what
+//! opens them), `panes` (where each part of a frame goes),
 //! `engine` (bus events and command results), `model` (switching a model), `copy`
 //! (OSC 52), `mouse`, `palette` (the composer's popup and slash commands), `history`
 //! (prompt history keys), `mentions` (`@file` completion and attachment), `steer`
@@ -18,6 +19,12 @@
 //! `needs_you` (sessions that need the person), `draw` (layout + views). Does not own:
 //! executing commands (`executor`), the terminal (`terminal`), the event loop
 //! (`runloop`).
+//!
+//! The composer's popup (slash commands, `/resume`'s sessions, `@` files, the Ctrl+R
+//! history search) stays part of the composer pane (`prompt`, `palette`): it is not
+//! modal (keys it has no binding for edit the composer), its rows are recomputed from
+//! the composer's text after every edit, and it sits below a docked approval prompt in
+//! the key order but above the find bar's marks on screen.
 //!
 //! # Adding an overlay
 //!
