@@ -1,8 +1,8 @@
 //! How engine commands end: [`TurnOutcome`] for a turn that ran, [`EngineError`] for a
 //! command stopped before its turn.
 //!
-//! Owns: those two types, shared by `runtime`, `turn`, `spawn`, `providers` and
-//! `root_plan`. Does not own: producing them (those files) or showing them (`cli`,
+//! Owns: those two types (and [`ExportError`], the export file's failures), shared by `handle`, `runtime`, `turn`, `spawn`, `providers`
+//! and `root_plan`. Does not own: producing them (those files) or showing them (`cli`,
 //! `tui`).
 
 use crate::session::ids::SessionId;
@@ -46,9 +46,45 @@ pub enum EngineError {
         session_id: SessionId,
         tool_call_id: ToolCallId,
     },
+    /// A file the engine writes for a front end (`/export`) could not be written.
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// A background task of `what` ended without an answer (cancelled or panicked
+    /// before it could reply).
+    #[error("{what} failed: {message}")]
+    TaskFailed { what: &'static str, message: String },
     #[error("{0}")]
     Other(String),
     /// A bug: `what` panicked with `message` (also in the log).
     #[error("internal error: {what} panicked: {message}")]
-    Panicked { what: String, message: String },
+    Panicked {
+        what: String,
+        message: super::panics::Panic,
+    },
+}
+
+/// Why an export file could not be written (nothing is left behind then).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// No temp file could be made in the target directory.
+    #[error("cannot write in {}: {source}", dir.display())]
+    Dir {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// Writing or syncing the temp file failed.
+    #[error("cannot write the export: {0}")]
+    Write(std::io::Error),
+    /// The finished file could not be put under its name.
+    #[error("cannot write {}: {source}", path.display())]
+    Persist {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// `arbor-export-<short>.md` and its 998 numbered variants all exist.
+    #[error("{}: every arbor-export-{short}*.md name is taken", dir.display())]
+    NamesTaken {
+        dir: std::path::PathBuf,
+        short: String,
+    },
 }

@@ -9,7 +9,7 @@ use crate::support::harness;
 use std::sync::Arc;
 
 use arbor::engine::testing::{Step, after_tool_results};
-use arbor::session::{Event, SessionStatus, SessionStore};
+use arbor::session::{Event, SessionStatus};
 use arbor::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
@@ -93,7 +93,7 @@ async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
 
     // Through the TUI's own executor, as a submitted prompt runs.
-    let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
+    let executor = RuntimeExecutor::new(rt.clone());
     let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
     executor.execute(
         EngineCommand::Submit {
