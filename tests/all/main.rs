@@ -28,6 +28,7 @@ mod engine;
 mod engine_approvals;
 mod engine_budgets;
 mod engine_delegation;
+mod engine_handle;
 mod engine_handoff;
 mod engine_panics;
 mod engine_recover;
