@@ -343,7 +343,7 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
         "agent": outcome.agent,
     });
     if let Some(err) = &outcome.error {
-        v["error"] = json!(scrub(err));
+        v["error"] = json!(scrub(&err.to_string()));
     }
     v
 }

@@ -421,7 +421,7 @@ fn continue_tree(
                 if outcome.status != SessionStatus::Completed {
                     let error = outcome
                         .error
-                        .as_deref()
+                        .as_ref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default();
                     problems.push(format!(

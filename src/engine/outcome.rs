@@ -1,10 +1,13 @@
-//! How engine commands end: [`TurnOutcome`] for a turn that ran, [`EngineError`] for a
-//! command stopped before its turn.
+//! How engine commands end: [`TurnOutcome`] for a turn that ran (with its
+//! [`TurnError`] when it failed), [`EngineError`] for a command stopped before its
+//! turn.
 //!
 //! Owns: those two types (and [`ExportError`], the export file's failures), shared by `handle`, `runtime`, `turn`, `spawn`, `providers`
 //! and `root_plan`. Does not own: producing them (those files) or showing them (`cli`,
 //! `tui`).
 
+use super::panics::Panic;
+use crate::provider::ProviderError;
 use crate::session::ids::SessionId;
 use crate::session::ids::ToolCallId;
 use crate::session::{SessionStatus, StoreError};
@@ -18,8 +21,42 @@ pub struct TurnOutcome {
     /// The final assistant text of the turn (partial text when failed/cancelled).
     pub response: String,
     pub turn_count: u32,
-    /// The error text when `status` is `Failed`.
-    pub error: Option<String>,
+    /// Why the turn failed, when `status` is `Failed` (carried whole; its text is what
+    /// `orchestrator:complete` `data.error` and the front ends show).
+    pub error: Option<TurnError>,
+}
+
+/// Why a turn that ran ended `failed` (SPEC §8): the turn's own failure, never one
+/// that kept it from starting ([`EngineError`]). Its text is the wire's
+/// `orchestrator:complete` `data.error`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TurnError {
+    /// A model call failed for good (after its retries).
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The turn loop panicked (a bug; the session is left resumable).
+    #[error("internal error: the turn panicked: {0}")]
+    Panicked(Panic),
+    /// Tool calls of the turn panicked: each one's `<what>: <message>`.
+    #[error("internal error: {}", .0.join("; "))]
+    ToolsPanicked(Vec<String>),
+    /// The turn made `max_iterations` model calls without a final answer.
+    #[error(
+        "stopped after {max_iterations} model calls (max_iterations) without a final \
+         answer; raise session.orchestrator.config.max_iterations or send another \
+         message to continue"
+    )]
+    MaxIterations { max_iterations: u32 },
+    /// The agent the turn was handed to (`agent:transfer`) could not be set up.
+    #[error("agent '{name}' cannot answer: {reason}")]
+    AgentUnavailable { name: String, reason: String },
+    /// The session's files could not be written during the turn (`persist`, the
+    /// store's error text), after the turn's own failure when there was one.
+    #[error("{}{persist}", failure.as_ref().map(|e| format!("{e}; ")).unwrap_or_default())]
+    NotSaved {
+        failure: Option<Box<TurnError>>,
+        persist: String,
+    },
 }
 
 /// Engine failures that stop a command before a turn runs.
@@ -57,10 +94,7 @@ pub enum EngineError {
     Other(String),
     /// A bug: `what` panicked with `message` (also in the log).
     #[error("internal error: {what} panicked: {message}")]
-    Panicked {
-        what: String,
-        message: super::panics::Panic,
-    },
+    Panicked { what: String, message: Panic },
 }
 
 /// Why an export file could not be written (nothing is left behind then).

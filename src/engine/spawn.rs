@@ -441,6 +441,6 @@ async fn run_child(
         agent: outcome.agent,
         status: outcome.status,
         turn_count: outcome.turn_count,
-        error: outcome.error,
+        error: outcome.error.map(|e| e.to_string()),
     })
 }
