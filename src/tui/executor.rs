@@ -17,7 +17,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
-use crate::engine::{EarlierMessages, Engine, EngineError, EngineReply, Replies, Runtime, panics};
+use crate::engine::panics::{self, Panic};
+use crate::engine::{EarlierMessages, Engine, EngineError, EngineReply, Replies, Runtime};
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Runs the `App`'s commands on the engine handle over a runtime.
@@ -98,7 +99,14 @@ fn app_event(reply: EngineReply) -> AppEvent {
         } => AppEvent::EarlierLoaded {
             session_id,
             end,
-            result: result.map_err(text).and_then(|part| cells(end, part)),
+            result: result
+                .and_then(|part| {
+                    cells(end, part).map_err(|message| EngineError::Panicked {
+                        what: LAYOUT.to_string(),
+                        message,
+                    })
+                })
+                .map_err(text),
         },
         EngineReply::Followed(event) => AppEvent::Engine(event),
         EngineReply::StoredSessionChanged(metadata) => AppEvent::StoredSessionChanged(metadata),
@@ -136,19 +144,14 @@ fn app_event(reply: EngineReply) -> AppEvent {
 }
 
 /// The earlier part of a session as cells (laid out here, on the engine's blocking
-/// thread; a panic becomes the part's error). The part's messages are dropped once
-/// laid out (a live session's next append would otherwise copy its message list).
-fn cells(end: u64, mut part: EarlierMessages) -> Result<Box<EarlierCells>, String> {
-    let what = "laying out earlier messages";
-    panics::catch_blocking(what, move || {
+/// thread; a panic is caught and logged). The part's messages are dropped once laid
+/// out (a live session's next append would otherwise copy its message list).
+fn cells(end: u64, mut part: EarlierMessages) -> Result<Box<EarlierCells>, Panic> {
+    panics::catch_blocking(LAYOUT, move || {
         let warnings = std::mem::take(&mut part.warnings);
         Box::new(EarlierCells::of(end, part.messages(), warnings))
     })
-    .map_err(|message| {
-        EngineError::Panicked {
-            what: what.to_string(),
-            message,
-        }
-        .to_string()
-    })
 }
+
+/// What [`cells`] does, as a panic there is named.
+const LAYOUT: &str = "laying out earlier messages";

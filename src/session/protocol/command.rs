@@ -3,7 +3,8 @@
 //! a remote worker) — sends commands to the one engine handle (`engine::Engine`) and
 //! gets typed replies (`engine::EngineReply`) for each, plus the bus's
 //! [`EngineEvent`](super::EngineEvent)s; none runs a turn or opens a session around
-//! it (`arbor session list/show/diff/export` still read the store for their listings). The TUI's `tui::executor` turns the replies into its `AppEvent`s;
+//! it (`arbor session list/show/diff/export` still read the store for their
+//! listings). The TUI's `tui::executor` turns the replies into its `AppEvent`s;
 //! headless `arbor run` prints the events and the final outcome.
 
 use super::approvals::ApprovalDecision;
