@@ -169,8 +169,7 @@ pub(crate) async fn route_root(
         if !request.is_empty() {
             let fallback = model_of(&provider.0);
             let routed = providers::route(env, &plan, &request, pair(&fallback)).await;
-            (plan, provider) =
-                apply_routing(env, plan, &routed, provider).map_err(EngineError::NoProvider)?;
+            (plan, provider) = apply_routing(env, plan, &routed, provider)?;
             resolved = Some(routed.resolved);
         }
     }
