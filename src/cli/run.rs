@@ -29,9 +29,10 @@
 //! A stdout that can no longer be written (its reader closed the pipe) cancels the
 //! turn and ends the command through `out` (quietly for a closed pipe).
 //!
-//! Every command drives the engine through its handle (`engine::Engine`), as the TUI
-//! does: `SetModel` / `Submit` / `Continue` / `ContinueInterrupted`, and `Cancel` on
-//! a signal; the events printed are the bus's, subscribed before the first command.
+//! Every command drives the engine through its handle (`engine::Engine::headless`),
+//! as the TUI does: `Submit` (a new root for `run`), `SetModel` (`--model` of
+//! `session resume/continue`), `Continue` / `ContinueInterrupted`, and `Cancel` on a
+//! signal; the events printed are the bus's, subscribed before the first command.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,9 +74,9 @@ pub struct RunArgs {
 }
 
 /// Creates a root session (with `--agent` and `--model` if given: routed as
-/// `Runtime::create_root_with` says), runs one turn, prints the result: the engine
-/// handle's `SetModel` (new roots) when `--model` is given, then `Submit` without a
-/// session id, as the TUI sends them.
+/// `Runtime::create_root_with` says), runs one turn, prints the result: `--model` is
+/// the runtime's model of new roots (set up as the TUI's `--model` is), then the
+/// engine handle gets `Submit` without a session id, as the TUI sends it.
 pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
     let agent = root.agent.clone();
     let prompt = match stdin::prompt_with_stdin(args.prompt) {
@@ -87,14 +88,11 @@ pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> R
         out::error(notice);
     }
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
-    let engine = Engine::new(runtime);
+    // Checked when the root is created (a bad choice fails it, naming the choice).
+    runtime.set_root_model(root.model);
+    let engine = Engine::headless(runtime);
     // Subscribed before the root exists, so `session:start` is the first event.
     let events = engine.subscribe();
-    if let Some(model) = root.model
-        && let Err(e) = set_model(&engine, None, model).await
-    {
-        return report_error(args.output_format, None, agent.as_deref(), &e);
-    }
     let mut replies = send(
         &engine,
         EngineCommand::Submit {

@@ -230,7 +230,7 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
-            let engine = Engine::new(runtime);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
                 && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {
@@ -254,7 +254,7 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
-            let engine = Engine::new(runtime);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
                 && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {

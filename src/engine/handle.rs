@@ -44,6 +44,9 @@ pub use reply::{EarlierMessages, EngineReply, Replies};
 pub struct Engine {
     runtime: Arc<Runtime>,
     follow: Arc<TranscriptFollow>,
+    /// Whether `SetModel` looks up (lists) whether the provider knows the model, for
+    /// the reply's `warning`: a person reads it; a headless command prints none.
+    warn_unlisted: bool,
 }
 
 /// Runs `work` (a store or runtime call, on a blocking thread); a panic in it becomes
@@ -62,11 +65,24 @@ pub(crate) fn guarded<T>(
 }
 
 impl Engine {
-    /// The handle over `runtime`, following no transcript yet.
+    /// The handle over `runtime` for an interactive front end (the TUI), following no
+    /// transcript yet.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
             follow: Arc::default(),
+            warn_unlisted: true,
+        }
+    }
+
+    /// The handle over `runtime` for a headless command (`arbor run`, `arbor session
+    /// resume/continue`): as [`Engine::new`], except that `SetModel`'s reply has no
+    /// `warning` (nobody reads it; looking it up would list the provider's models,
+    /// up to 5 s, before the turn starts).
+    pub fn headless(runtime: Arc<Runtime>) -> Self {
+        Self {
+            warn_unlisted: false,
+            ..Self::new(runtime)
         }
     }
 
@@ -225,6 +241,7 @@ impl Engine {
                 }
             }
             EngineCommand::SetModel { session_id, model } => {
+                let warn_unlisted = self.warn_unlisted;
                 tokio::spawn(async move {
                     let result = match &session_id {
                         Some(id) => runtime.set_model(id, &model).await,
@@ -234,8 +251,8 @@ impl Engine {
                         }
                     };
                     let warning = match &result {
-                        Ok(label) => runtime.unlisted_model(label).await,
-                        Err(_) => None,
+                        Ok(label) if warn_unlisted => runtime.unlisted_model(label).await,
+                        Ok(_) | Err(_) => None,
                     };
                     replies.send(EngineReply::ModelSwitched {
                         session_id,

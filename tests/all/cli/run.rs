@@ -269,10 +269,10 @@ fn run_jsonl_starts_with_session_start_and_names_one_model() {
 }
 
 /// Issue 24 item 1: `arbor run` drives the engine through its handle as the TUI does
-/// (`SetModel` for new roots, then `Submit` without a session id), so its jsonl starts
-/// with the new root's one `session:start` — with `--model` too, naming the chosen
-/// model — and every event is that root's; `session resume` (a `Submit` with the id)
-/// starts with that session's `session:resume`.
+/// (`--model` as the model of new roots, then `Submit` without a session id), so its
+/// jsonl starts with the new root's one `session:start` — naming the chosen model —
+/// and every event is that root's; `session resume` (a `Submit` with the id) starts
+/// with that session's `session:resume`.
 #[test]
 fn run_and_resume_jsonl_start_with_the_sessions_lifecycle_event() {
     let server = text_server("hello");
@@ -321,4 +321,29 @@ fn run_and_resume_jsonl_start_with_the_sessions_lifecycle_event() {
     assert_eq!(events[0]["event"], "session:resume", "{events:?}");
     assert_eq!(events[0]["session_id"], id);
     assert!(events.iter().any(|l| l["event"] == "orchestrator:complete"));
+
+    // `session resume --model` is a `SetModel` to the headless handle: switched, and
+    // no model list asked for a warning nobody would read.
+    let out = env
+        .cmd()
+        .args([
+            "session",
+            "resume",
+            id,
+            "more",
+            "--model",
+            "openai/second-model",
+        ])
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent: Vec<Value> = server.requests();
+    assert_eq!(sent.last().unwrap()["model"], "second-model");
+    let heads = server.heads();
+    assert!(heads.iter().all(|h| !h.contains("/models")), "{heads:?}");
 }
