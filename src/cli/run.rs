@@ -35,7 +35,6 @@
 //! signal; the events printed are the bus's, subscribed before the first command.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
 use color_eyre::Result;
@@ -190,8 +189,8 @@ async fn finish(
     ended: std::result::Result<Vec<TurnResult>, std::io::Error>,
     outcome: fn(&str, Vec<TurnResult>) -> TurnResult,
 ) -> Result<i32> {
-    // Nothing runs any more: this only ends the MCP servers the turns started.
-    engine.shutdown(Duration::ZERO).await;
+    // The MCP servers the turns started end with the process.
+    engine.close().await;
     match ended.map(|turns| outcome(session_id, turns)) {
         Err(unwritable) => Err(unwritable.into()),
         Ok(Ok(outcome)) => report_outcome(format, &outcome),

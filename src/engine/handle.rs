@@ -113,6 +113,14 @@ impl Engine {
         self.runtime.shutdown(grace).await
     }
 
+    /// Ends what outlives the commands of a headless front end once they are all
+    /// answered: stops following and stops the MCP servers the turns started. Running
+    /// turns are left alone (see [`Engine::shutdown`] to end them).
+    pub async fn close(&self) {
+        self.follow.stop();
+        self.runtime.mcp().shutdown().await;
+    }
+
     /// Runs `command`, answering on `replies` (see [`EngineReply`] for which replies
     /// each command gets). Returns at once: the work runs in a task of the current
     /// tokio runtime (a blocking thread for store work). Call it inside one.
