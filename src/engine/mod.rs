@@ -49,6 +49,6 @@ pub mod turn;
 
 pub use approvals::ApprovalMode;
 pub use handle::{EarlierMessages, Engine, EngineReply, Replies};
-pub use outcome::{EngineError, ExportError, TurnError, TurnOutcome};
+pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};

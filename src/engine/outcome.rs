@@ -90,6 +90,18 @@ pub enum EngineError {
     /// before it could reply).
     #[error("{what} failed: {message}")]
     TaskFailed { what: &'static str, message: String },
+    /// A person's model choice (`--model`, `/model`, `SetModel`) cannot be used.
+    #[error(transparent)]
+    Model(#[from] ModelChoiceError),
+    /// A title with no visible character (`Runtime::rename`).
+    #[error("a session title needs at least one visible character")]
+    EmptyTitle,
+    /// `Runtime::unqueue` of a message that no longer waits.
+    #[error("message {id} of session '{session_id}' no longer waits (already sent or removed)")]
+    NotWaiting { session_id: String, id: u64 },
+    /// A turn was asked of a session already running one.
+    #[error("session '{session_id}' is already running a turn; wait for it or cancel it")]
+    Busy { session_id: SessionId },
     #[error("{0}")]
     Other(String),
     /// A bug: `what` panicked with `message` (also in the log).
@@ -120,5 +132,36 @@ pub enum ExportError {
     NamesTaken {
         dir: std::path::PathBuf,
         short: String,
+    },
+}
+
+/// Why a model choice (`MODEL`, `PROVIDER/MODEL` or a glob; `engine::model_choice`)
+/// cannot be used; each message starts with the choice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelChoiceError {
+    /// The choice is empty.
+    #[error("a model choice needs a model name (MODEL or PROVIDER/MODEL)")]
+    Empty,
+    /// A glob's provider mount is not in the plan.
+    #[error("model {choice}: no provider {mount}")]
+    NoProvider { choice: String, mount: String },
+    /// The chosen provider is not configured (not in the session's plan).
+    #[error("model {choice}: provider {provider} is not configured")]
+    NotConfigured { choice: String, provider: String },
+    /// The provider cannot be built (`reason`: the provider's error text).
+    #[error("model {choice}: {reason}")]
+    Build { choice: String, reason: String },
+    /// A glob needs the provider's model list, which failed (`reason`).
+    #[error("model {choice}: cannot list models ({reason})")]
+    CannotList { choice: String, reason: String },
+    /// A glob matches none of the `listed` models of `mount`.
+    #[error(
+        "model {choice}: no match among the {} {mount} lists",
+        if *listed == 1 { "1 model".to_string() } else { format!("{listed} models") }
+    )]
+    NoMatch {
+        choice: String,
+        mount: String,
+        listed: usize,
     },
 }

@@ -359,10 +359,9 @@ fn name_root(live: &LiveSession, prompt: &str) {
 }
 
 fn busy(live: &LiveSession) -> EngineError {
-    EngineError::Other(format!(
-        "session '{}' is already running a turn; wait for it or cancel it",
-        live.id
-    ))
+    EngineError::Busy {
+        session_id: live.id.clone(),
+    }
 }
 
 /// What every model call of a turn uses, whichever agent answers.

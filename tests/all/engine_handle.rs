@@ -7,7 +7,7 @@
 use crate::support::fixture;
 
 use arbor::engine::testing::Step;
-use arbor::engine::{Engine, EngineError, EngineReply, Replies};
+use arbor::engine::{Engine, EngineError, EngineReply, ModelChoiceError, Replies};
 use arbor::session::protocol::{ApprovalDecision, EngineEvent};
 use arbor::session::{EngineCommand, SessionStatus, StoreError};
 use fixture::*;
@@ -133,11 +133,29 @@ async fn what_cannot_be_done_is_answered_with_a_typed_error() {
     );
     match next(&mut replies).await {
         Some(EngineReply::NotSent {
-            session_id, text, ..
+            session_id,
+            text,
+            error: EngineError::NotWaiting { id: 7, .. },
         }) => {
             assert_eq!(session_id, id);
             assert_eq!(text, None);
         }
-        other => panic!("not NotSent: {other:?}"),
+        other => panic!("not NotSent with NotWaiting: {other:?}"),
+    }
+
+    let mut replies = send(
+        &engine,
+        EngineCommand::SetModel {
+            session_id: Some(id.clone()),
+            model: "  ".into(),
+        },
+    );
+    match next(&mut replies).await {
+        Some(EngineReply::ModelSwitched {
+            result: Err(EngineError::Model(ModelChoiceError::Empty)),
+            warning: None,
+            ..
+        }) => {}
+        other => panic!("not an empty model choice: {other:?}"),
     }
 }
