@@ -29,9 +29,12 @@ pub struct RuntimeExecutor {
 impl RuntimeExecutor {
     /// An executor driving `runtime` through an [`Engine`] handle of its own.
     pub fn new(runtime: Arc<Runtime>) -> Self {
-        Self {
-            engine: Engine::new(runtime),
-        }
+        Self::with_engine(Engine::new(runtime))
+    }
+
+    /// An executor driving `engine` (the handle whose events the run loop shows).
+    pub fn with_engine(engine: Engine) -> Self {
+        Self { engine }
     }
 }
 

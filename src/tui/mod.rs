@@ -138,7 +138,10 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         &options.paths.themes_dir,
         options.no_color,
     )?;
-    let bus = runtime.bus().subscribe();
+    // The one handle the TUI drives the engine through: commands in (`executor`),
+    // typed replies and the bus's events out.
+    let engine = crate::engine::Engine::new(runtime);
+    let bus = engine.subscribe();
     let (commands_tx, commands) = mpsc::unbounded_channel();
     let (results_tx, results) = mpsc::unbounded_channel();
     let mut registry = options.registry;
@@ -189,7 +192,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         registry: Some(registry),
         reloads: options.reloads,
     };
-    let executor = executor::RuntimeExecutor::new(runtime);
+    let executor = executor::RuntimeExecutor::with_engine(engine);
     install_panic_hook();
     let mut tui = terminal::setup()?;
     let input = host::PausableInput::new();
