@@ -11,9 +11,11 @@
 //! and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
 //! `SessionStore::resolve` accepts: a full id, an unambiguous prefix, a root's
 //! 8-character UUID prefix, a sub-session's 8-character span (`#` optional).
+//!
+//! `resume` and `continue` drive the engine through its handle (`engine::Engine`:
+//! `SetModel`, `Submit`, `Continue`, `ContinueInterrupted`; `cli::run` prints).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use clap::{Subcommand, ValueEnum};
 use color_eyre::Result;
@@ -22,13 +24,14 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out::{self, plural};
+use super::run::{TurnResult, drive_command, first_turn, set_model};
 use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
-use crate::engine::{EngineError, Runtime, TurnOutcome};
+use crate::engine::{Engine, EngineError, TurnOutcome};
 use crate::outln;
 use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
-use crate::session::{Metadata, SessionId};
+use crate::session::{EngineCommand, Metadata, SessionId};
 
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
@@ -227,12 +230,18 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
-                && let Err(e) = runtime.set_model(&id, &model).await
+                && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {
                 return fail(&e);
             }
-            super::run::drive_turn(&runtime, &id, instruction, output_format).await
+            let submit = EngineCommand::Submit {
+                session_id: Some(id.clone()),
+                agent: None,
+                prompt: instruction,
+            };
+            drive_command(&engine, &id, submit, output_format, first_turn).await
         }
         SessionCommand::Continue {
             id,
@@ -245,8 +254,9 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
-                && let Err(e) = runtime.set_model(&id, &model).await
+                && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {
                 return fail(&e);
             }
@@ -268,12 +278,10 @@ pub async fn run(
                         status.as_str()
                     ));
                 }
-                let work = {
-                    let runtime = runtime.clone();
-                    let id = id.clone();
-                    async move { runtime.continue_turn(&id).await }
+                let command = EngineCommand::Continue {
+                    session_id: id.clone(),
                 };
-                return super::run::drive_work(&runtime, &id, output_format, work).await;
+                return drive_command(&engine, &id, command, output_format, first_turn).await;
             }
             let roots = build_tree(store.list()?);
             let waiting = roots.iter().find_map(|r| find(r, &id)).map_or(0, |node| {
@@ -287,12 +295,10 @@ pub async fn run(
                 ));
                 return Ok(0);
             }
-            let work = {
-                let runtime = runtime.clone();
-                let id = id.clone();
-                async move { continue_tree(&runtime, &id).await }
+            let command = EngineCommand::ContinueInterrupted {
+                session_id: id.clone(),
             };
-            super::run::drive_work(&runtime, &id, output_format, work).await
+            drive_command(&engine, &id, command, output_format, continue_tree).await
         }
         SessionCommand::Diff { id, subtree } => {
             let id = match resolve(&ctx, &store, &id) {
@@ -397,12 +403,15 @@ fn not_found(ctx: &Context, id: &str) -> String {
     )
 }
 
-/// `session continue --tree`: continues every interrupted session of `id`'s tree
-/// (`Runtime::continue_interrupted`, children first). `Ok` with `id`'s outcome (else
+/// `session continue --tree`: the outcome of `ContinueInterrupted` of `id`'s tree
+/// (every interrupted session continued, children first), from the `turns` it
+/// answered: `Ok` with `id`'s outcome (else
 /// the last one) when every continued session completed; otherwise `Err` naming each
 /// one that did not (its id, agent, status and error), one a line.
-async fn continue_tree(runtime: &Arc<Runtime>, id: &str) -> Result<TurnOutcome, EngineError> {
-    let turns = runtime.continue_interrupted(id).await?;
+fn continue_tree(
+    id: &str,
+    turns: Vec<TurnResult>,
+) -> std::result::Result<TurnOutcome, EngineError> {
     let total = turns.len();
     let mut top = None;
     let mut problems = Vec::new();
@@ -412,7 +421,7 @@ async fn continue_tree(runtime: &Arc<Runtime>, id: &str) -> Result<TurnOutcome, 
                 if outcome.status != SessionStatus::Completed {
                     let error = outcome
                         .error
-                        .as_deref()
+                        .as_ref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default();
                     problems.push(format!(

@@ -52,7 +52,6 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
             e => e.to_string(),
         }),
         notice,
-        store: ctx.store(),
         registry,
         reloads,
         keymap: ctx.config.keymap.clone(),

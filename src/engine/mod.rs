@@ -1,6 +1,9 @@
 //! The engine: sessions running turns, delegation, cancellation (SPEC §8–9).
 //!
-//! Owns: the `Runtime` every consumer (TUI, `arbor run`, the task tool) drives — session
+//! Owns: the [`Engine`] handle every front end (the TUI, `arbor run`, `arbor session
+//! resume/continue`) drives with `EngineCommand`s and typed replies (`handle`: also
+//! tail-first opening and following a stored transcript), and the `Runtime` behind it
+//! (which the task tool drives too) — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, steering a running turn and queueing turns after it, cancellation that
 //! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
@@ -9,7 +12,7 @@
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
 //! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
-//! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
+//! on a cycle): `handle` on top (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
 //! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
@@ -22,6 +25,7 @@ mod calls;
 pub mod context;
 mod env;
 mod gate;
+pub mod handle;
 mod inbox;
 mod limits;
 mod live;
@@ -44,6 +48,7 @@ mod transfer;
 pub mod turn;
 
 pub use approvals::ApprovalMode;
-pub use outcome::{EngineError, TurnOutcome};
+pub use handle::{EarlierMessages, Engine, EngineReply, Replies};
+pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};

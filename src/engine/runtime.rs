@@ -299,7 +299,7 @@ impl Runtime {
     /// wins (`resolved_model.via` = `user`). Globs list models (cached per process).
     ///
     /// Errors: as [`Runtime::create_root`]; a model choice that is empty, names a
-    /// provider that cannot be built, or is a glob matching no listed model (`Other`).
+    /// provider that cannot be built, or is a glob matching no listed model (`Model`).
     pub async fn create_root_with(&self, options: RootOptions) -> Result<SessionId, EngineError> {
         let agent = options.agent.as_deref();
         let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
@@ -318,7 +318,7 @@ impl Runtime {
     /// new `provider/model`. What the TUI's model switch (and `/model`) calls.
     ///
     /// Errors: the session cannot be loaded or locked (`Store`); no usable provider
-    /// (`NoProvider`); a bad choice (`Other`, naming it).
+    /// (`NoProvider`); a bad choice (`Model`, naming it).
     pub async fn set_model(&self, session_id: &str, model: &str) -> Result<String, EngineError> {
         let env = &self.turn_env;
         let live = self.live_or_resume(session_id)?;
@@ -411,7 +411,7 @@ impl Runtime {
     /// `Ok` for every turn that ran, whatever its status (failed and cancelled turns
     /// leave a resumable session; a panic inside the turn loop is a `failed` turn).
     /// Errors before the turn: an invalid, missing or corrupted session, a lock held by
-    /// another process (`Store`), a turn already running in that session (`Other`), no
+    /// another process (`Store`), a turn already running in that session (`Busy`), no
     /// usable provider (`NoProvider`); a panic outside the loop (`Panicked`, the session
     /// then recorded as `failed`). Never panics itself.
     pub async fn run_turn(
@@ -530,12 +530,10 @@ impl Runtime {
     /// (the event also goes to the bus); a stored one is opened for writing for the
     /// moment. `last_updated` is kept for a stored session. Returns the title stored.
     ///
-    /// Errors: a title with no visible character (`Other`); an invalid, missing or
+    /// Errors: a title with no visible character (`EmptyTitle`); an invalid, missing or
     /// corrupted session, or one open in another process (`Store`: `Locked`).
     pub fn rename(&self, session_id: &str, title: &str) -> Result<String, EngineError> {
-        let name = title_from(title).ok_or_else(|| {
-            EngineError::Other("a session title needs at least one visible character".into())
-        })?;
+        let name = title_from(title).ok_or(EngineError::EmptyTitle)?;
         let renamed = || EngineEvent::SessionRenamed(SessionRenamedEvent { name: name.clone() });
         if let Some(live) = self.live(session_id) {
             live.update_metadata(|m| m.name = Some(name.clone()));

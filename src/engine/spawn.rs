@@ -47,6 +47,27 @@ use crate::session::{EngineEvent, Message, Metadata, SessionStatus};
 use crate::tool::ToolContext;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
 
+/// Why a sub-session could not be spawned, resumed or run: the task call's error
+/// result (its text is what the model reads).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// The runtime is gone (the process is ending).
+    #[error("the runtime is shutting down")]
+    ShuttingDown,
+    /// The session making the call is not live here.
+    #[error("the calling session '{0}' is not loaded")]
+    CallerNotLoaded(String),
+    /// A tree-wide limit refused it (the text names the limit and where to change it).
+    #[error(transparent)]
+    Refused(#[from] LimitReached),
+    /// The agent's `budget:` does not parse (`reason`: the budget's own error text).
+    #[error("agent '{agent}' has a bad budget: {reason}")]
+    BadBudget { agent: String, reason: String },
+    /// Creating, resuming, routing or running the sub-session failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
 /// What delegation needs from the owner of the live sessions (the runtime implements
 /// it), so this file never names the runtime.
 pub(crate) trait Sessions: Send + Sync {
@@ -80,10 +101,8 @@ impl Host {
         Self { runtime }
     }
 
-    fn runtime(&self) -> Result<Arc<dyn Sessions>, String> {
-        self.runtime
-            .upgrade()
-            .ok_or_else(|| "the runtime is shutting down".to_string())
+    fn runtime(&self) -> Result<Arc<dyn Sessions>, SpawnError> {
+        self.runtime.upgrade().ok_or(SpawnError::ShuttingDown)
     }
 }
 
@@ -102,7 +121,11 @@ impl TaskHost for Host {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<TaskResult, String>> {
         let runtime = self.runtime();
-        Box::pin(async move { spawn_child(runtime?, agent, request, ctx).await })
+        Box::pin(async move {
+            // The task tool's seam: its result is text for the model.
+            let spawned = async { spawn_child(runtime?, agent, request, ctx).await };
+            spawned.await.map_err(|e| e.to_string())
+        })
     }
 
     fn resume(
@@ -111,13 +134,16 @@ impl TaskHost for Host {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<TaskResult, String>> {
         let runtime = self.runtime();
-        Box::pin(async move { resume_child(runtime?, request, ctx).await })
+        Box::pin(async move {
+            let resumed = async { resume_child(runtime?, request, ctx).await };
+            resumed.await.map_err(|e| e.to_string())
+        })
     }
 }
 
-fn caller(rt: &dyn Sessions, ctx: &ToolContext) -> Result<Arc<LiveSession>, String> {
+fn caller(rt: &dyn Sessions, ctx: &ToolContext) -> Result<Arc<LiveSession>, SpawnError> {
     rt.live(&ctx.session_id)
-        .ok_or_else(|| format!("the calling session '{}' is not loaded", ctx.session_id))
+        .ok_or_else(|| SpawnError::CallerNotLoaded(ctx.session_id.to_string()))
 }
 
 async fn spawn_child(
@@ -125,7 +151,7 @@ async fn spawn_child(
     agent: AgentDef,
     request: TaskRequest,
     ctx: ToolContext,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let parent = caller(rt.as_ref(), &ctx)?;
     // `parent` is the live session of `ctx.session_id` (see `caller`).
     let child_id = ctx.child_id(&agent.name);
@@ -139,9 +165,12 @@ async fn spawn_child(
     let permit = start_run(env, &parent)?;
     env.limits
         .reserve(&parent.id, &child_id)
-        .map_err(|e| refused(&parent, &e))?;
-    let agent_budget = Budget::of_overlay(&agent.overlay)
-        .map_err(|e| format!("agent '{}' has a bad budget: {e}", agent.name))?;
+        .map_err(|e| refused(&parent, e))?;
+    let agent_budget =
+        Budget::of_overlay(&agent.overlay).map_err(|reason| SpawnError::BadBudget {
+            agent: agent.name.clone(),
+            reason,
+        })?;
     let budget = Budget::tighten(agent_budget, request.budget);
     let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
     let model_request = ModelRequest {
@@ -152,7 +181,7 @@ async fn spawn_child(
     .with_agent(&agent.overlay);
     // What the child inherits from its parent when no model setting applies: the
     // provider its merged plan selects (the parent's, unless the agent reconfigures it).
-    let inherited = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+    let inherited = providers::select_provider(env, &plan)?;
     let fallback = model_of(&inherited.0);
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
     let (plan, (provider, provider_config)) = apply_routing(env, plan, &routed, inherited)?;
@@ -196,9 +225,7 @@ async fn spawn_child(
     if let Some(state) = &budget {
         state.store(&mut metadata);
     }
-    let child = rt
-        .register(metadata, plan, Vec::new())
-        .map_err(|e| e.to_string())?;
+    let child = rt.register(metadata, plan, Vec::new())?;
     child.set_provider(provider, provider_config);
     child.emit(EngineEvent::SessionFork(SessionForkEvent {
         parent: parent.id.to_string(),
@@ -222,15 +249,15 @@ async fn spawn_child(
 }
 
 /// A permit to run one more sub-session turn for `parent`
-/// (`limits.max_concurrent_sub_sessions`), else the refusal's text.
-fn start_run(env: &TurnEnv, parent: &LiveSession) -> Result<RunPermit, String> {
-    env.limits.start_run().map_err(|e| refused(parent, &e))
+/// (`limits.max_concurrent_sub_sessions`), else the refusal.
+fn start_run(env: &TurnEnv, parent: &LiveSession) -> Result<RunPermit, SpawnError> {
+    env.limits.start_run().map_err(|e| refused(parent, e))
 }
 
-/// The error result of a spawn `limit` refused, logged against `parent`.
-fn refused(parent: &LiveSession, limit: &LimitReached) -> String {
+/// The error of a spawn `limit` refused, logged against `parent`.
+fn refused(parent: &LiveSession, limit: LimitReached) -> SpawnError {
     tracing::warn!(session = %parent.id, "sub-session refused: {limit}");
-    limit.to_string()
+    SpawnError::Refused(limit)
 }
 
 /// The metadata key of a session's [`ResolvedModel`].
@@ -259,12 +286,12 @@ pub(crate) fn apply_routing(
     plan: MountPlan,
     routed: &Routed,
     fallback: SessionProvider,
-) -> Result<(MountPlan, SessionProvider), String> {
+) -> Result<(MountPlan, SessionProvider), EngineError> {
     let Some(choice) = &routed.choice else {
         return Ok((plan, fallback));
     };
     let plan = MountPlan(apply_resolved(&plan.0, choice));
-    let provider = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+    let provider = providers::select_provider(env, &plan)?;
     Ok((plan, provider))
 }
 
@@ -286,7 +313,7 @@ async fn route_resume(
     env: &TurnEnv,
     child: &LiveSession,
     request: &TaskRequest,
-) -> Result<Option<ResolvedModel>, String> {
+) -> Result<Option<ResolvedModel>, EngineError> {
     if child.is_running() {
         return Ok(None);
     }
@@ -306,13 +333,12 @@ async fn route_resume(
         {
             let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
             let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
-            let (provider, config) =
-                providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+            let (provider, config) = providers::select_provider(env, &plan)?;
             child.set_provider(provider, config);
         }
         return Ok(None);
     }
-    let current = providers::provider_for(env, child).map_err(|e| e.to_string())?;
+    let current = providers::provider_for(env, child)?;
     let fallback = model_of(&current.0);
     let plan = current_plan(child);
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
@@ -386,11 +412,11 @@ async fn resume_child(
     rt: Arc<dyn Sessions>,
     request: TaskRequest,
     ctx: ToolContext,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let parent = caller(rt.as_ref(), &ctx)?;
     let id = request.session_id.clone().unwrap_or_default();
     let permit = start_run(rt.turn_env(), &parent)?;
-    let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
+    let child = rt.live_or_resume(&id)?;
     let rerouted = route_resume(rt.turn_env(), &child, &request).await?;
     parent.emit(EngineEvent::TaskAgentResumed(TaskAgentResumedEvent {
         agent: child.agent_name.clone(),
@@ -409,7 +435,7 @@ async fn run_child(
     request: &TaskRequest,
     ctx: &ToolContext,
     permit: RunPermit,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let instruction = with_context(
         &parent.transcript_snapshot(),
         request.context_depth,
@@ -422,8 +448,7 @@ async fn run_child(
         instruction,
         Some(ctx.cancel.clone()),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     drop(permit);
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
@@ -441,6 +466,6 @@ async fn run_child(
         agent: outcome.agent,
         status: outcome.status,
         turn_count: outcome.turn_count,
-        error: outcome.error,
+        error: outcome.error.map(|e| e.to_string()),
     })
 }

@@ -50,7 +50,7 @@ use super::env::TurnEnv;
 use super::gate::Gate;
 use super::inbox::Pending;
 use super::live::{LiveSession, TurnGuard};
-use super::outcome::{EngineError, TurnOutcome};
+use super::outcome::{EngineError, TurnError, TurnOutcome};
 use super::panics;
 use super::prompt;
 use super::providers;
@@ -82,7 +82,7 @@ use crate::tool::transfer as transfer_tool;
 struct LoopEnd {
     status: SessionStatus,
     response: String,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 /// Tokens and cost of the model calls of one turn.
@@ -288,7 +288,7 @@ async fn one_turn(
         .unwrap_or_else(|panic| LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
-            error: Some(format!("internal error: the turn panicked: {panic}")),
+            error: Some(TurnError::Panicked(panic)),
         });
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
@@ -359,10 +359,9 @@ fn name_root(live: &LiveSession, prompt: &str) {
 }
 
 fn busy(live: &LiveSession) -> EngineError {
-    EngineError::Other(format!(
-        "session '{}' is already running a turn; wait for it or cancel it",
-        live.id
-    ))
+    EngineError::Busy {
+        session_id: live.id.clone(),
+    }
 }
 
 /// What every model call of a turn uses, whichever agent answers.
@@ -491,7 +490,7 @@ async fn drive(
                     } else {
                         partial
                     },
-                    error: Some(error.to_string()),
+                    error: Some(error.into()),
                 };
             }
             CallEnd::Cancelled { partial } => {
@@ -541,7 +540,7 @@ async fn drive(
             return LoopEnd {
                 status: SessionStatus::Failed,
                 response: last_text,
-                error: Some(format!("internal error: {}", results.panics.join("; "))),
+                error: Some(TurnError::ToolsPanicked(results.panics)),
             };
         }
         if token.is_cancelled() {
@@ -567,10 +566,7 @@ async fn drive(
     LoopEnd {
         status: SessionStatus::Failed,
         response: last_text,
-        error: Some(format!(
-            "stopped after {max_iterations} model calls (max_iterations) without a final answer; \
-             raise session.orchestrator.config.max_iterations or send another message to continue"
-        )),
+        error: Some(TurnError::MaxIterations { max_iterations }),
     }
 }
 
@@ -579,7 +575,10 @@ fn agent_failed(name: &str, error: &EngineError, last_text: String) -> LoopEnd {
     LoopEnd {
         status: SessionStatus::Failed,
         response: last_text,
-        error: Some(format!("agent '{name}' cannot answer: {error}")),
+        error: Some(TurnError::AgentUnavailable {
+            name: name.to_string(),
+            reason: error.to_string(),
+        }),
     }
 }
 
@@ -707,9 +706,9 @@ fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&
 fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     let mut error = end.error;
     if let Some(persist) = live.take_persist_error() {
-        error = Some(match error {
-            Some(e) => format!("{e}; {persist}"),
-            None => persist,
+        error = Some(TurnError::NotSaved {
+            failure: error.map(Box::new),
+            persist,
         });
     }
     if let Some(e) = &error {
@@ -731,7 +730,7 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
             status,
             turn_count,
             usage: usage_record(&usage.usage, usage.cost),
-            error: error.clone(),
+            error: error.as_ref().map(ToString::to_string),
         },
     ));
     live.emit(EngineEvent::SessionEnd(SessionEndEvent { status }));

@@ -38,9 +38,9 @@ pub enum AppEvent {
     /// Result of [`EngineCommand::ListSessions`]: stored session metadata, newest first,
     /// or the store error's text.
     SessionsListed(Result<Vec<Metadata>, String>),
-    /// The metadata of the stored session the TUI follows (`tui::follow`), read again
-    /// because another process changed it (a turn started or ended there): the tree
-    /// shows its status, times and usage. Never sent for a session live here.
+    /// The metadata of the stored session the TUI follows (`engine::handle::follow`),
+    /// read again because another process changed it (a turn started or ended there):
+    /// the tree shows its status, times and usage. Never sent for a session live here.
     StoredSessionChanged(Box<Metadata>),
     /// Result of [`EngineCommand::LoadTranscript`] for `requested` (an id or prefix as
     /// sent): the loaded session (whose metadata holds the full id) or the error text.

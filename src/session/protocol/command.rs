@@ -1,17 +1,19 @@
-//! [`EngineCommand`]: what a front end asks of the engine. Front ends send commands
-//! and receive [`EngineEvent`](super::EngineEvent)s; an executor (the TUI's
-//! `tui::executor`) runs each command against the runtime and the store and reports
-//! its result to the front end that sent it.
-//!
-//! Headless `arbor run` / `session resume` call the runtime directly (one turn, one
-//! cancel on Ctrl+C): a command channel would add nothing there.
+//! [`EngineCommand`]: what a front end asks of the engine. Every front end — the TUI,
+//! `arbor run`, `arbor session resume` / `continue`, and the next ones (an ACP server,
+//! a remote worker) — sends commands to the one engine handle (`engine::Engine`) and
+//! gets typed replies (`engine::EngineReply`) for each, plus the bus's
+//! [`EngineEvent`](super::EngineEvent)s; none runs a turn or opens a session around
+//! it (`arbor session list/show/diff/export` still read the store for their
+//! listings). The TUI's `tui::executor` turns the replies into its `AppEvent`s;
+//! headless `arbor run` prints the events and the final outcome.
 
 use super::approvals::ApprovalDecision;
 use crate::session::ids::SessionId;
 use crate::session::ids::ToolCallId;
 
 /// What a front end asks the engine (or the store) to do. Each is executed in a
-/// background task; its result comes back to the sender (the TUI: an `AppEvent`).
+/// background task (`engine::Engine::execute`); its result comes back to the sender
+/// as `engine::EngineReply`s (the TUI: converted to `AppEvent`s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineCommand {
     /// Run one turn. `session_id: None` creates a new root session first (with `agent`,
@@ -114,7 +116,7 @@ pub enum EngineCommand {
     /// path or the error.
     ExportSession { session_id: SessionId },
     /// List the files under `root` for `@file` completion (`.gitignore` respected,
-    /// capped; `tui::state::mentions::list_files`), off the UI thread; answered with
+    /// capped; `engine::handle::files::project_files`), off the UI thread; answered with
     /// the relative paths.
     ListProjectFiles { root: std::path::PathBuf },
 }

@@ -263,7 +263,8 @@ impl App {
         thread.turn_in_flight = false;
         match outcome.status {
             SessionStatus::Failed => {
-                thread.push_error(outcome.error.as_deref().unwrap_or("the turn failed"));
+                let error = outcome.error.as_ref().map(ToString::to_string);
+                thread.push_error(error.as_deref().unwrap_or("the turn failed"));
             }
             SessionStatus::Cancelled => thread.push_notice("turn cancelled"),
             _ => thread.finalize_stream(),
