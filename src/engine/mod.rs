@@ -19,10 +19,12 @@
 
 pub mod approvals;
 mod calls;
+mod checkpoints;
 pub mod context;
 mod env;
 mod gate;
 mod inbox;
+mod isolate;
 mod limits;
 mod live;
 mod model_choice;
