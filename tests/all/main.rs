@@ -36,6 +36,7 @@ mod engine_tools;
 mod http_pool;
 mod inner_layers;
 mod interop;
+mod isolation;
 mod key_endpoint;
 mod limits;
 mod mcp;
