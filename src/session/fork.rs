@@ -342,13 +342,17 @@ mod tests {
         ];
         assert_eq!(count_turns(&messages), 2);
         let one = slice_to_turn(&messages, 1);
-        assert_eq!(one.len(), 4, "{one:?}");
+        assert_eq!(one.len(), 3, "{one:?}");
         assert_eq!(one[2]["role"], "tool");
         assert_eq!(one[2]["tool_call_id"], "c1");
         assert_eq!(one[2]["name"], "bash");
         assert_eq!(one[2]["content"], SYNTHETIC_TOOL);
-        assert_eq!(one[3]["content"], SYNTHETIC_ASSISTANT);
-        assert_eq!(slice_to_turn(&messages, 2).len(), 5);
+        // As foundation: a user message after the call (inside the slice) gets a
+        // synthetic assistant reply before it.
+        let two = slice_to_turn(&messages, 2);
+        assert_eq!(two.len(), 6, "{two:?}");
+        assert_eq!(two[3]["content"], SYNTHETIC_ASSISTANT);
+        assert_eq!(two[4]["content"], "two");
     }
 
     #[test]
