@@ -456,3 +456,48 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
         .collect();
     assert_eq!(texts, ["hello", "One.", "from the fork"]);
 }
+
+#[test]
+fn a_sandboxed_worktree_child_can_commit_with_git() {
+    let server = ScriptedServer::start(Arc::new(|body: Value| {
+        let reply = if last_role(&body) == "tool" {
+            Reply::Sse(sse_text("Done."))
+        } else if last_user_text(&body).contains("Commit it") {
+            Reply::Sse(sse_tool_calls(&[(
+                "b1",
+                "bash",
+                json!({"command": "echo x > f.txt && git add f.txt && git -c user.name=a -c user.email=a@a commit -q -m child && echo committed-ok"}),
+            )]))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                json!({"agent": "implementer", "instruction": "Commit it"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-iso");
+    git_project(&env);
+    run_json(&env, "go", &[]);
+    let result = server
+        .requests()
+        .into_iter()
+        .find(|r| r.to_string().contains("\"tool_call_id\":\"b1\""))
+        .unwrap()
+        .to_string();
+    assert!(result.contains("committed-ok"), "{result}");
+    assert!(
+        result.contains("sandboxed") || !result.contains("NOT sandboxed"),
+        "{result}"
+    );
+    let child = child_with(&env, "Commit it");
+    let branch = show(&env, &child)["worktree"]["branch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let log = git(&env.project, &["log", "--format=%s", &branch]);
+    assert!(log.lines().any(|l| l == "child"), "{log}");
+    assert!(!env.project.join("f.txt").exists(), "main untouched");
+}
