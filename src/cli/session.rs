@@ -1,5 +1,5 @@
 //! `arbor session list|show|tree|resume|continue|diff|export|rename`, and
-//! `merge|discard|rewind` (`isolation`) and `fork` (`fork`) of issue 25.
+//! `merge|discard|rewind|cleanup` (`isolation`) and `fork` (`fork`) of issue 25.
 //!
 //! A worktree session's `session diff` is `git diff` of its branch against its base.
 //!
@@ -34,7 +34,7 @@ use crate::session::store::{Unreadable, list_all_projects};
 use crate::session::{Metadata, SessionId};
 
 mod fork;
-mod isolation;
+pub(crate) mod isolation;
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
 
@@ -137,6 +137,12 @@ pub enum SessionCommand {
         /// Print `{session_id, parent_id, forked_from_turn}`.
         #[arg(long)]
         json: bool,
+    },
+    /// List the sub-session worktrees a crash left with no session; --yes removes them
+    /// (worktree, branch).
+    Cleanup {
+        #[arg(long)]
+        yes: bool,
     },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
@@ -385,6 +391,7 @@ pub async fn run(
             Ok(id) => fork::run(&store, &id, at_turn, name.as_deref(), json),
             Err(e) => fail(&e),
         },
+        SessionCommand::Cleanup { yes } => isolation::cleanup(&ctx.paths.worktrees_dir(), yes),
         SessionCommand::Rename { id, title } => {
             let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,

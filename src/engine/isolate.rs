@@ -74,6 +74,10 @@ pub(crate) async fn prepare(
     let created = blocking(move || WorktreeRecord::create(&dir, &short, &root)).await;
     match created {
         Ok(record) => {
+            let session_dir = paths.sessions_dir().join(child.as_str());
+            if let Err(e) = crate::isolation::leftover::claim(&record.path, &session_dir) {
+                tracing::warn!(session = %child, "worktree marker: {e}");
+            }
             let extra = record.git_write_paths();
             confine(&mut plan, &record, &extra);
             let note = format!(

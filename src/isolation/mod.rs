@@ -9,7 +9,8 @@
 //!   cut from a commit object of its parent's working tree as it is (uncommitted and
 //!   untracked files included); committing its changes when its turn ends; its diff
 //!   against that base; removing it. The record of it lives in the session's
-//!   metadata (`extra.worktree`, [`WorktreeRecord`]).
+//!   metadata (`extra.worktree`, [`WorktreeRecord`]); [`leftover`] finds the ones a
+//!   crash left with no session.
 //! - [`merge`]: the three-way merge of a sub-session's branch into its parent's
 //!   working tree (`git merge-tree`), all or nothing.
 //! - [`checkpoint`]: a tree object of the files a session can touch, under the
@@ -23,6 +24,7 @@
 
 pub mod checkpoint;
 pub mod git;
+pub mod leftover;
 pub mod merge;
 pub mod worktree;
 

@@ -501,3 +501,67 @@ fn a_sandboxed_worktree_child_can_commit_with_git() {
     assert!(log.lines().any(|l| l == "child"), "{log}");
     assert!(!env.project.join("f.txt").exists(), "main untouched");
 }
+
+#[test]
+fn a_worktree_left_by_a_crash_is_offered_and_cleaned_up() {
+    let server = two_implementers();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-iso");
+    git_project(&env);
+    // A crash between `git worktree add` and storing the session leaves this.
+    let root = env.home.join(".local/state/arbor/worktrees/some-repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let stray = root.join("deadbeef");
+    git(
+        &env.project,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "arbor/deadbeef",
+            stray.to_str().unwrap(),
+        ],
+    );
+    let out = env
+        .cmd()
+        .arg("run")
+        .args(["--yes", "--output-format", "json", "Change VALUE"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 worktree left by an earlier run"),
+        "{stderr}"
+    );
+    // The two children's worktrees are claimed; only the stray one is listed.
+    let listed = env.cmd().args(["session", "cleanup"]).output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(text.matches("left over:").count(), 1, "{text}");
+    assert!(
+        text.contains("deadbeef") && text.contains("arbor/deadbeef"),
+        "{text}"
+    );
+    let removed = env
+        .cmd()
+        .args(["session", "cleanup", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    assert!(!stray.exists());
+    let branches = git(
+        &env.project,
+        &["branch", "--list", "arbor/*", "--format=%(refname:short)"],
+    );
+    assert_eq!(
+        branches.lines().count(),
+        2,
+        "only the children's remain: {branches}"
+    );
+    assert!(!branches.contains("deadbeef"));
+}
