@@ -26,6 +26,7 @@ pub mod checkpoint;
 pub mod git;
 pub mod leftover;
 pub mod merge;
+pub mod patch;
 pub mod worktree;
 
 use std::path::{Path, PathBuf};

@@ -435,6 +435,10 @@ impl Executor for RuntimeExecutor {
                 let store = self.store.clone();
                 tokio::task::spawn_blocking(move || {
                     let result = guarded("reading a session's changes", || {
+                        // A worktree session's changes are `git diff` against its base.
+                        if !subtree && let Some(diff) = worktree_diff(&store, &session_id) {
+                            return diff;
+                        }
                         session_diffs(&store, &session_id, subtree).map_err(|e| e.to_string())
                     });
                     send(
@@ -585,6 +589,34 @@ fn write_export(dir: &Path, session_id: &str, text: &str) -> Result<PathBuf, Str
         "{}: every arbor-export-{short}*.md name is taken",
         dir.display()
     ))
+}
+
+/// The changes of an active worktree session as `git diff` of its branch against its
+/// base, file by file (issue 25 item 3); `None` for other sessions.
+fn worktree_diff(
+    store: &crate::session::SessionStore,
+    id: &str,
+) -> Option<Result<Vec<crate::tool::filesystem::changes::SessionDiff>, String>> {
+    use crate::tool::filesystem::changes::{FileDiff, SessionDiff};
+    let (metadata, _) = store.load_metadata(id).ok()?;
+    let record = crate::isolation::WorktreeRecord::of(&metadata.extra)
+        .filter(|r| r.state == crate::isolation::worktree::State::Active)?;
+    Some(record.diff().map_err(|e| e.to_string()).map(|patch| {
+        let files = crate::isolation::patch::split(&patch)
+            .into_iter()
+            .map(|f| FileDiff {
+                path: f.path,
+                diff: f.diff,
+                added: f.added,
+                removed: f.removed,
+            })
+            .collect();
+        vec![SessionDiff {
+            session_id: metadata.session_id.clone(),
+            agent: metadata.agent_name.clone(),
+            files,
+        }]
+    }))
 }
 
 #[cfg(test)]
