@@ -565,3 +565,54 @@ fn a_worktree_left_by_a_crash_is_offered_and_cleaned_up() {
     );
     assert!(!branches.contains("deadbeef"));
 }
+
+#[test]
+fn a_task_call_with_isolation_none_writes_in_the_parents_checkout() {
+    let server = ScriptedServer::start(Arc::new(|body: Value| {
+        let reply = if last_role(&body) == "tool" {
+            Reply::Sse(sse_text("Done."))
+        } else if last_user_text(&body).contains("Set VALUE") {
+            Reply::Sse(sse_tool_calls(&[(
+                "w1",
+                "write_file",
+                json!({"file_path": "app.py", "content": "VALUE = 'shared'\n"}),
+            )]))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                json!({"agent": "implementer", "instruction": "Set VALUE", "isolation": "none"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-iso");
+    git_project(&env);
+    run_json(&env, "go", &[]);
+    assert_eq!(read(&env.project.join("app.py")), "VALUE = 'shared'\n");
+    assert!(git(&env.project, &["branch", "--list", "arbor/*"]).is_empty());
+}
+
+#[test]
+fn agent_validate_rejects_a_bad_isolation_value() {
+    let env = TestEnv::new();
+    let file = env.project.join("copier.md");
+    std::fs::write(
+        &file,
+        "---\nname: copier\ndescription: Copies\nisolation: copy\n---\nYou copy.\n",
+    )
+    .unwrap();
+    let out = env
+        .cmd()
+        .args(["agent", "validate", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("isolation: expected worktree or none, got 'copy'"),
+        "{text}"
+    );
+}
