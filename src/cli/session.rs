@@ -1,5 +1,6 @@
 //! `arbor session list|show|tree|resume|continue|diff|export|rename`, and
-//! `merge|discard|rewind|cleanup` (`isolation`) and `fork` (`fork`) of issue 25.
+//! `merge|discard|rewind` (`isolation`), `fork` (`fork`) and `cleanup` (`cli::worktrees`)
+//! of issue 25.
 //!
 //! A worktree session's `session diff` is `git diff` of its branch against its base.
 //!
@@ -34,7 +35,7 @@ use crate::session::store::{Unreadable, list_all_projects};
 use crate::session::{Metadata, SessionId};
 
 mod fork;
-pub(crate) mod isolation;
+mod isolation;
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
 
@@ -391,7 +392,9 @@ pub async fn run(
             Ok(id) => fork::run(&store, &id, at_turn, name.as_deref(), json),
             Err(e) => fail(&e),
         },
-        SessionCommand::Cleanup { yes } => isolation::cleanup(&ctx.paths.worktrees_dir(), yes),
+        SessionCommand::Cleanup { yes } => {
+            super::worktrees::cleanup(&ctx.paths.worktrees_dir(), yes)
+        }
         SessionCommand::Rename { id, title } => {
             let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use super::env::TurnEnv;
-use super::isolate::may_write;
+use super::isolate::{blocking, may_write};
 use super::live::LiveSession;
 use crate::isolation::checkpoint::Checkpoints;
 use crate::session::Message;
@@ -37,14 +37,11 @@ pub(crate) async fn before_turn(env: &TurnEnv, live: &LiveSession) {
         live.id.to_string(),
         private_dir(env, &live.id),
     );
-    let done = tokio::task::spawn_blocking(move || {
-        Checkpoints::open(&dir, &id, &private).and_then(|c| c.before_turn(turn))
-    })
-    .await;
-    match done {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(session = %live.id, "no checkpoint before turn {turn}: {e}"),
-        Err(e) => tracing::warn!(session = %live.id, "no checkpoint before turn {turn}: {e}"),
+    let done =
+        blocking(move || Checkpoints::open(&dir, &id, &private).and_then(|c| c.before_turn(turn)))
+            .await;
+    if let Err(e) = done {
+        tracing::warn!(session = %live.id, "no checkpoint before turn {turn}: {e}");
     }
 }
 
@@ -58,13 +55,9 @@ pub(crate) async fn after_turn(env: &TurnEnv, live: &LiveSession) {
         live.id.to_string(),
         private_dir(env, &live.id),
     );
-    let done = tokio::task::spawn_blocking(move || {
-        Checkpoints::open(&dir, &id, &private).and_then(|c| c.after_turn())
-    })
-    .await;
-    match done {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(session = %live.id, "no checkpoint after the turn: {e}"),
-        Err(e) => tracing::warn!(session = %live.id, "no checkpoint after the turn: {e}"),
+    let done =
+        blocking(move || Checkpoints::open(&dir, &id, &private).and_then(|c| c.after_turn())).await;
+    if let Err(e) = done {
+        tracing::warn!(session = %live.id, "no checkpoint after the turn: {e}");
     }
 }

@@ -240,16 +240,16 @@ pub(crate) async fn before_turn(live: &LiveSession) {
     }
 }
 
-/// Runs blocking git work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, IsolationError> + Send + 'static,
-) -> Result<T, IsolationError> {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-        Err(IsolationError::Io {
-            path: PathBuf::new(),
-            source: std::io::Error::other(e.to_string()),
-        })
-    })
+/// Runs git work (tens of milliseconds) in place: on a multi-thread runtime through
+/// `block_in_place`, so the worker's other tasks move elsewhere meanwhile; on a
+/// current-thread runtime (tests with paused time) inline, so no blocking-pool thread
+/// makes the turn wait while the test's clock stands still. Async so call sites stay
+/// in their `async fn`s.
+pub(crate) async fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 #[cfg(test)]
