@@ -95,10 +95,11 @@ pub(crate) async fn prepare(
             })
         }
         Err(IsolationError::NotARepo { dir }) => {
-            let first = parent.metadata().extra.get(NOTED).is_none();
-            if first {
+            // Checked and set under the metadata lock: parallel spawns say it once.
+            let mut first = false;
+            if parent.metadata().extra.get(NOTED).is_none() {
                 parent.update_metadata(|m| {
-                    m.extra.insert(NOTED.into(), json!(true));
+                    first = m.extra.insert(NOTED.into(), json!(true)).is_none();
                 });
             }
             let note = first.then(|| {

@@ -38,7 +38,9 @@ pub struct Checkpoints {
 /// What a rewind restored (repository-relative paths) and whether any was forced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewound {
+    /// Every file restored (or removed), repository relative.
     pub files: Vec<String>,
+    /// Those of `files` someone else had changed since (restored under `force`).
     pub forced: Vec<String>,
 }
 

@@ -29,7 +29,9 @@ pub struct Git {
 /// One entry of a tree: mode (`100644`, `100755`, `120000`) and object id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// `100644`, `100755`, `120000` (symlink).
     pub mode: String,
+    /// The blob's id (hex).
     pub oid: String,
 }
 

@@ -18,6 +18,7 @@ use super::{IsolationError, Repo};
 /// What a merge wrote: the files changed in the target, repository relative.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Merged {
+    /// The files written or removed in the target, repository relative.
     pub files: Vec<String>,
 }
 

@@ -7,9 +7,13 @@
 /// from `--- ` on (the whole block for a binary file), and its `+`/`-` line counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilePatch {
+    /// Repository relative.
     pub path: String,
+    /// From `--- ` on (the whole block when there is none, e.g. a mode change).
     pub diff: String,
+    /// `+` lines.
     pub added: usize,
+    /// `-` lines.
     pub removed: usize,
 }
 

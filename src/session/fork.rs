@@ -52,6 +52,7 @@ const KEPT: &[&str] = &[
 /// Why a fork was refused; nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ForkError {
+    /// The original could not be read (not found, invalid id, unreadable).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The original has no user message.
@@ -63,6 +64,7 @@ pub enum ForkError {
     /// `--name` names a session that exists.
     #[error("a session named '{0}' already exists")]
     Exists(String),
+    /// Writing the fork's files failed.
     #[error("{}: {source}", path.display())]
     Io {
         path: std::path::PathBuf,
@@ -74,11 +76,16 @@ pub enum ForkError {
 /// and the counts foundation's `ForkResult` reports.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Forked {
+    /// The new session.
     pub session_id: SessionId,
+    /// The session it was forked from.
     pub parent_id: SessionId,
+    /// The last turn it holds (1-based).
     pub forked_from_turn: u64,
+    /// Messages in its transcript (synthetic results included).
     #[serde(skip)]
     pub message_count: usize,
+    /// Events copied into its `events.jsonl`.
     #[serde(skip)]
     pub events_count: usize,
 }

@@ -27,8 +27,10 @@ use crate::session::{Message, Metadata, SessionStore, StoreError};
 /// Why a merge, discard or rewind did nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum IsolationCommandError {
+    /// The session could not be read or locked (another process has it open).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A git step failed or refused (conflict, changed since, turn out of range).
     #[error(transparent)]
     Isolation(#[from] IsolationError),
     /// Merge or discard of a root.
