@@ -136,23 +136,27 @@ impl Git {
     }
 
     /// The tree of every file in the working tree now — tracked and untracked, minus
-    /// ignored ones, uncommitted changes included — written through a temporary index
-    /// (a copy of the real one, so unchanged files are not re-read). The real index,
-    /// `HEAD` and the working tree are untouched.
+    /// ignored ones, uncommitted changes included. In a repository it is written
+    /// through a temporary index (a copy of the real one, so unchanged files are not
+    /// re-read), leaving the real index, `HEAD` and the working tree untouched; a
+    /// private repository ([`Git::private`]) keeps its own index between snapshots
+    /// for the same reason.
     pub fn snapshot(&self) -> Result<String, IsolationError> {
+        if self.git_dir.is_some() {
+            self.run(&["add", "--all", "--", ":/"])?;
+            return self.run(&["write-tree"]);
+        }
         let temp = tempfile::tempdir().map_err(|source| IsolationError::Io {
             path: std::env::temp_dir(),
             source,
         })?;
         let index = temp.path().join("index");
-        if self.git_dir.is_none() {
-            let real = self.run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
-            if Path::new(&real).exists() {
-                std::fs::copy(&real, &index).map_err(|source| IsolationError::Io {
-                    path: PathBuf::from(&real),
-                    source,
-                })?;
-            }
+        let real = self.run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
+        if Path::new(&real).exists() {
+            std::fs::copy(&real, &index).map_err(|source| IsolationError::Io {
+                path: PathBuf::from(&real),
+                source,
+            })?;
         }
         let git = self.with_index(&index);
         git.run(&["add", "--all", "--", ":/"])?;
