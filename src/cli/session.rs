@@ -729,12 +729,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         .map(|t| format!(" \"{t}\""))
         .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{}{title} {} [{}] {}{}{note}",
+        "{prefix}{branch}{}{title} {} [{}] {}{}{note}{}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
         plural(m.turn_count as usize, "turn"),
-        spend_text(node)
+        spend_text(node),
+        isolation::tree_mark(m)
     )?;
     let child_prefix = if root {
         prefix.to_string()

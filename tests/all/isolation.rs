@@ -152,6 +152,10 @@ fn parallel_writers_get_worktrees_merge_applies_one_and_refuses_the_conflict_who
         "{root_request}"
     );
 
+    let tree = env.cmd().args(["session", "tree"]).output().unwrap();
+    let tree = String::from_utf8_lossy(&tree.stdout).to_string();
+    assert_eq!(tree.matches("unmerged").count(), 2, "{tree}");
+
     // `session diff` is a patch `git apply` accepts in the main checkout.
     let diff = env.cmd().args(["session", "diff", &a]).output().unwrap();
     let patch = String::from_utf8_lossy(&diff.stdout).to_string();
@@ -426,6 +430,8 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
         .find(|s| s["session_id"] == fork_id.as_str())
         .unwrap();
     assert_eq!(entry["depth"], 0, "a fork is a root for depth");
+    let tree = env.cmd().args(["session", "tree"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&tree.stdout).contains("(fork @1)"));
 
     let out = env
         .cmd()

@@ -231,3 +231,16 @@ pub fn show_json(metadata: &Metadata) -> Option<Value> {
         "unmerged": unmerged,
     }))
 }
+
+/// What `session tree` adds to a session's line: `  (fork @3)` for a fork,
+/// `  ⎇ arbor/1a2b3c4d unmerged` for an active worktree; empty otherwise.
+pub fn tree_mark(metadata: &Metadata) -> String {
+    let mut mark = String::new();
+    if let Some(turn) = metadata.forked_from_turn() {
+        mark.push_str(&format!("  (fork @{turn})"));
+    }
+    if let Some(record) = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active) {
+        mark.push_str(&format!("  ⎇ {} unmerged", record.branch));
+    }
+    mark
+}
