@@ -192,12 +192,19 @@ fn parallel_writers_get_worktrees_merge_applies_one_and_refuses_the_conflict_who
         "untouched"
     );
 
+    // Its worktree deleted by hand: discard cleans up the rest and says so.
+    let b_dir = show(&env, &b)["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_dir_all(&b_dir).unwrap();
     let discarded = env.cmd().args(["session", "discard", &b]).output().unwrap();
     assert!(
         discarded.status.success(),
         "{}",
         String::from_utf8_lossy(&discarded.stderr)
     );
+    assert!(String::from_utf8_lossy(&discarded.stderr).contains("was already gone"));
     let branches = git(&env.project, &["branch", "--list", "arbor/*"]);
     assert!(branches.is_empty(), "{branches}");
     let worktrees = git(&env.project, &["worktree", "list", "--porcelain"]);
