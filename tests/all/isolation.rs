@@ -629,3 +629,52 @@ fn agent_validate_rejects_a_bad_isolation_value() {
         "{text}"
     );
 }
+
+#[test]
+fn a_worktree_deleted_by_hand_is_checked_out_again_before_the_next_turn() {
+    let server = ScriptedServer::start(Arc::new(|body: Value| {
+        let user = last_user_text(&body);
+        let reply = if last_role(&body) == "tool" || user.contains("again") {
+            Reply::Sse(sse_text("Done."))
+        } else if user.contains("Set VALUE") {
+            Reply::Sse(sse_tool_calls(&[(
+                "w1",
+                "write_file",
+                json!({"file_path": "app.py", "content": "VALUE = 'A'\n"}),
+            )]))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                json!({"agent": "implementer", "instruction": "Set VALUE"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-iso");
+    git_project(&env);
+    run_json(&env, "go", &[]);
+    let child = child_with(&env, "Set VALUE");
+    let dir = show(&env, &child)["worktree"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let out = env
+        .cmd()
+        .args(["session", "resume", &child, "again", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        read(&Path::new(&dir).join("app.py")),
+        "VALUE = 'A'\n",
+        "from its branch"
+    );
+    assert_eq!(read(&env.project.join("app.py")), "VALUE = 0\n");
+}
