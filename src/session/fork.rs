@@ -129,7 +129,10 @@ pub fn fork(
     if store.exists(&new_id) {
         return Err(ForkError::Exists(new_id.to_string()));
     }
-    let new_dir = store.session_dir(&new_id)?;
+    let final_dir = store.session_dir(&new_id)?;
+    // Filled under the store's staging name and renamed into place, so a crash
+    // leaves a whole fork or none (as `SessionStore::create`).
+    let new_dir = store.root().join(format!(".creating-{new_id}"));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ForkError::Io { path, source }
@@ -172,6 +175,7 @@ pub fn fork(
     let events = slice_events(&dir, &messages, turn, &new_id, &metadata.session_id);
     let events_path = new_dir.join("events.jsonl");
     std::fs::write(&events_path, jsonl(&events)).map_err(io(&events_path))?;
+    std::fs::rename(&new_dir, &final_dir).map_err(io(&final_dir))?;
     Ok(Forked {
         session_id: new_id,
         parent_id: metadata.session_id,
