@@ -17,6 +17,8 @@
 //! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `isolation`: git worktrees of writing sub-sessions, merging and discarding them,
+//!   checkpoints and rewind (issue 25), through the `git` CLI; uses `paths` only.
 //! - `sandbox`: the kernel sandbox of `bash` and stdio MCP servers (Landlock, a
 //!   seccomp filter, namespaces hiding key files) and its `arbor __sandbox` helper;
 //!   uses `config` and `paths` only.
@@ -37,6 +39,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod isolation;
 pub mod paths;
 pub mod provider;
 pub mod routing;

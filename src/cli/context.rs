@@ -102,6 +102,7 @@ impl Context {
     /// `yes` (`--yes`). The returned sender keeps the registry channel open.
     pub fn runtime(&self, yes: bool) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
         let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+        super::worktrees::offer_cleanup(&self.paths.worktrees_dir());
         (self.runtime_with(rx, ApprovalMode::Headless { yes }), tx)
     }
 

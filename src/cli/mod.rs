@@ -24,6 +24,7 @@ pub mod run;
 pub mod session;
 pub mod trust;
 pub mod tui_cmd;
+pub mod worktrees;
 
 use std::path::PathBuf;
 

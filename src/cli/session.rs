@@ -1,4 +1,8 @@
-//! `arbor session list|show|tree|resume|continue|diff|export|rename`.
+//! `arbor session list|show|tree|resume|continue|diff|export|rename`, and
+//! `merge|discard|rewind` (`isolation`), `fork` (`fork`) and `cleanup` (`cli::worktrees`)
+//! of issue 25.
+//!
+//! A worktree session's `session diff` is `git diff` of its branch against its base.
 //!
 //! `session diff ID [--subtree]` prints the session's changes as a unified diff rebuilt
 //! from its transcript (`tool::filesystem::changes`); nothing when it changed nothing.
@@ -33,6 +37,8 @@ use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
 use crate::session::{EngineCommand, Metadata, SessionId};
 
+mod fork;
+mod isolation;
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
 
@@ -105,6 +111,43 @@ pub enum SessionCommand {
         #[arg(long)]
         subtree: bool,
     },
+    /// Apply a sub-session's worktree changes to its parent's working tree (three-way;
+    /// a conflict refuses the whole merge and names the files), then remove its
+    /// worktree and branch.
+    Merge { id: String },
+    /// Remove a sub-session's worktree and branch, dropping its changes.
+    Discard { id: String },
+    /// Restore the files the session changed after turn N (write_file and bash
+    /// changes) from its checkpoints; files changed since by someone else are refused
+    /// unless --force.
+    Rewind {
+        id: String,
+        #[arg(long, value_name = "N")]
+        to_turn: u64,
+        /// Restore files changed since by someone else too.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Fork a session at a turn (Amplifier's layout: a new session beside it with
+    /// `parent_id` and `forked_from_turn`), resumable at once.
+    Fork {
+        id: String,
+        /// The turn to fork at (1-based; default: the latest).
+        #[arg(long, value_name = "N")]
+        at_turn: Option<u64>,
+        /// The new session's id and title (default: a new UUID).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print `{session_id, parent_id, forked_from_turn}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the sub-session worktrees a crash left with no session; --yes removes them
+    /// (worktree, branch).
+    Cleanup {
+        #[arg(long)]
+        yes: bool,
+    },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
         id: String,
@@ -176,6 +219,12 @@ pub async fn run(
             let mut v = summary_json(&loaded.metadata, &children);
             v["files_changed"] = serde_json::to_value(&loaded.metadata.files_changed)?;
             v["bundle"] = json!(loaded.metadata.bundle);
+            if let Some(worktree) = isolation::show_json(&loaded.metadata) {
+                v["worktree"] = worktree;
+            }
+            if let Some(turn) = loaded.metadata.forked_from_turn() {
+                v["forked_from_turn"] = json!(turn);
+            }
             if let Some(note) = rebuild_note(&ctx, &loaded.metadata) {
                 v["note"] = json!(note);
             }
@@ -305,6 +354,18 @@ pub async fn run(
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
+            if !subtree
+                && let Ok((metadata, _)) = store.load_metadata(&id)
+                && let Some(diff) = isolation::diff(&metadata)
+            {
+                return match diff {
+                    Ok(patch) => {
+                        crate::out!("{patch}")?;
+                        Ok(0)
+                    }
+                    Err(e) => fail(&e),
+                };
+            }
             match crate::tool::filesystem::changes::session_diffs(&store, &id, subtree) {
                 Ok(diffs) => {
                     crate::out!("{}", crate::tool::filesystem::changes::render(&diffs))?;
@@ -315,6 +376,30 @@ pub async fn run(
                 }
                 Err(e) => fail(&e),
             }
+        }
+        SessionCommand::Merge { id } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::merge(&store, &id),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Discard { id } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::discard(&store, &id),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Rewind { id, to_turn, force } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::rewind(&store, &id, to_turn, force),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Fork {
+            id,
+            at_turn,
+            name,
+            json,
+        } => match resolve(&ctx, &store, &id) {
+            Ok(id) => fork::run(&store, &id, at_turn, name.as_deref(), json),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Cleanup { yes } => {
+            super::worktrees::cleanup(&ctx.paths.worktrees_dir(), yes)
         }
         SessionCommand::Rename { id, title } => {
             let id = match resolve(&ctx, &store, &id) {
@@ -653,12 +738,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         .map(|t| format!(" \"{t}\""))
         .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{}{title} {} [{}] {}{}{note}",
+        "{prefix}{branch}{}{title} {} [{}] {}{}{note}{}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
         plural(m.turn_count as usize, "turn"),
-        spend_text(node)
+        spend_text(node),
+        isolation::tree_mark(m)
     )?;
     let child_prefix = if root {
         prefix.to_string()

@@ -21,6 +21,7 @@
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
+//! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -38,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::approvals::Rules;
+use super::isolation::Isolation;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
 use super::sandbox::SandboxConfig;
@@ -76,6 +78,11 @@ pub struct ArborConfig {
     /// `config::sandbox`); a bad key or value makes the file unusable.
     #[serde(default, skip_serializing_if = "SandboxConfig::is_default")]
     pub sandbox: SandboxConfig,
+    /// Whether writing sub-sessions get their own git worktree by default
+    /// (`isolation: worktree | none`; absent: `worktree`, see `config::isolation`).
+    /// Any other value makes the file unusable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

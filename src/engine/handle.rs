@@ -28,8 +28,8 @@ use super::panics;
 use super::runtime::{RootOptions, Runtime};
 use crate::session::ids::SessionId;
 use crate::session::{EngineCommand, Event};
-use crate::tool::filesystem::changes::session_diffs;
 
+pub mod diff;
 pub mod files;
 pub mod follow;
 pub mod open;
@@ -217,7 +217,7 @@ impl Engine {
             } => {
                 tokio::task::spawn_blocking(move || {
                     let result = guarded("reading a session's changes", || {
-                        Ok(session_diffs(runtime.store(), &session_id, subtree)?)
+                        diff::session_changes(runtime.store(), &session_id, subtree)
                     });
                     replies.send(EngineReply::DiffLoaded {
                         session_id,

@@ -22,11 +22,13 @@
 
 pub mod approvals;
 mod calls;
+mod checkpoints;
 pub mod context;
 mod env;
 mod gate;
 pub mod handle;
 mod inbox;
+mod isolate;
 mod limits;
 mod live;
 mod model_choice;

@@ -64,6 +64,9 @@ pub enum TurnError {
 pub enum EngineError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A worktree operation failed (`git` could not run or answered an error).
+    #[error(transparent)]
+    Isolation(#[from] crate::isolation::IsolationError),
     #[error("unknown agent '{name}'. Available agents: {}", available.join(", "))]
     UnknownAgent {
         name: String,

@@ -115,6 +115,7 @@ fn child_result(
         turn_count: meta.turn_count,
         error: None,
         budget: None,
+        isolation: None,
     };
     let content = serde_json::to_string(&result).ok()?;
     let mut message = Message::tool_result(call, content, false);

@@ -696,7 +696,11 @@ fn root_of(
     metadata: &Metadata,
 ) -> String {
     let mut top = metadata.session_id.clone();
-    let mut parent = metadata.parent_id.clone();
+    // A fork is the root of its own tree (issue 25): its limits and grants are its own.
+    let mut parent = metadata
+        .parent_id
+        .clone()
+        .filter(|_| metadata.forked_from_turn().is_none());
     for _ in 0..MAX_TREE_DEPTH {
         let Some(id) = parent else { break };
         if let Some(session) = live.get(&id) {
@@ -706,7 +710,10 @@ fn root_of(
             break;
         };
         top = id;
-        parent = stored.parent_id;
+        parent = stored
+            .parent_id
+            .clone()
+            .filter(|_| stored.forked_from_turn().is_none());
     }
     String::from(top)
 }

@@ -10,7 +10,8 @@
 //! the child's budget (its agent's `budget` tightened by the call's, metadata
 //! `extra.budget`, reported with the result), running the child's turn under a child
 //! token of the caller's turn, and
-//! `task:agent_completed`; and the routed plan of a would-be sub-session
+//! `task:agent_completed`; where a writing child works (`isolate`: its own git
+//! worktree, issue 25); and the routed plan of a would-be sub-session
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
 //! [`Sessions`] trait the runtime implements, and everything else through
@@ -66,6 +67,9 @@ pub(crate) enum SpawnError {
     /// Creating, resuming, routing or running the sub-session failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// Its worktree could not be made (issue 25).
+    #[error("could not isolate the sub-session: {0}")]
+    Isolate(crate::isolation::IsolationError),
 }
 
 /// What delegation needs from the owner of the live sessions (the runtime implements
@@ -186,6 +190,19 @@ async fn spawn_child(
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
     let (plan, (provider, provider_config)) = apply_routing(env, plan, &routed, inherited)?;
     let resolved = routed.resolved;
+    // Where it works: its own worktree when it can write (issue 25), before anything
+    // of it is stored.
+    let place = super::isolate::prepare(
+        &env.paths,
+        env.config.isolation,
+        &parent,
+        &child_id,
+        (request.isolation, &agent.overlay),
+        plan,
+    )
+    .await
+    .map_err(SpawnError::Isolate)?;
+    let plan = place.plan;
     let parent_meta = parent.metadata();
     let now = now_rfc3339();
     let mut metadata = Metadata {
@@ -195,7 +212,7 @@ async fn spawn_child(
         created: now.clone(),
         last_updated: now,
         turn_count: 0,
-        working_dir: Some(parent.working_dir.display().to_string()),
+        working_dir: Some(place.working_dir.display().to_string()),
         bundle: parent_meta.bundle.clone(),
         model: Some(providers::label(provider.as_ref(), None)),
         status: SessionStatus::Idle,
@@ -218,6 +235,11 @@ async fn spawn_child(
     metadata
         .extra
         .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
+    if let Some(record) = &place.record {
+        metadata
+            .extra
+            .insert(crate::isolation::worktree::KEY.into(), record.to_value());
+    }
     let budget = budget.map(|budget| BudgetState {
         budget,
         since: Spent::default(),
@@ -245,7 +267,9 @@ async fn spawn_child(
         depth: child.depth,
         resolved_model: resolved,
     }));
-    run_child(rt, &parent, child, &request, &ctx, permit).await
+    let mut result = run_child(rt, &parent, child, &request, &ctx, permit).await?;
+    result.isolation = place.note;
+    Ok(result)
 }
 
 /// A permit to run one more sub-session turn for `parent`
@@ -450,6 +474,7 @@ async fn run_child(
     )
     .await?;
     drop(permit);
+    super::isolate::release_if_clean(&child).await;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),
@@ -467,5 +492,6 @@ async fn run_child(
         status: outcome.status,
         turn_count: outcome.turn_count,
         error: outcome.error.map(|e| e.to_string()),
+        isolation: None,
     })
 }

@@ -243,6 +243,8 @@ async fn one_turn(
             texts
         }
     };
+    super::isolate::before_turn(live).await;
+    super::checkpoints::before_turn(env, live).await;
     grant_budget(live);
     // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
     live.update_metadata(|m| {
@@ -294,7 +296,10 @@ async fn one_turn(
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.active_agent = Some(next));
     }
-    finish(live, end, &usage)
+    let outcome = finish(live, end, &usage);
+    super::checkpoints::after_turn(env, live).await;
+    super::isolate::after_turn(live).await;
+    outcome
 }
 
 /// Before a turn: a session whose agent sets a `budget` and that has no budget record

@@ -225,6 +225,15 @@ pub struct Metadata {
     pub extra: Map<String, Value>,
 }
 
+impl Metadata {
+    /// The turn this session was forked at (`forked_from_turn`, written by
+    /// `session::fork` and Amplifier's `fork_session`), if it is a fork. A fork keeps
+    /// its original as `parent_id` but is a root for depth, limits and resume.
+    pub fn forked_from_turn(&self) -> Option<u64> {
+        self.extra.get("forked_from_turn").and_then(Value::as_u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

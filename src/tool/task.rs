@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
 use crate::config::budget::Budget;
+use crate::config::isolation::Isolation;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
@@ -63,6 +64,9 @@ pub struct TaskRequest {
     /// The call's `budget` for a spawned child (only tightens the agent's own;
     /// ignored on resume).
     pub budget: Option<Budget>,
+    /// The call's `isolation` (`worktree` | `none`) for a spawned child: outranks its
+    /// agent's frontmatter and the config (ignored on resume).
+    pub isolation: Option<Isolation>,
 }
 
 /// How a delegated turn ended: serialized as the tool result
@@ -81,6 +85,10 @@ pub struct TaskResult {
     /// The current grant's spend against the budget (`35/10 tokens`), when budgeted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
+    /// Where a spawned child works: its worktree and branch, or (once per parent)
+    /// why it has none (issue 25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 /// The lines a `paused` task result starts with: its status, the session id, the
@@ -296,6 +304,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         routing::parse_roles(role).map_err(|e| e.to_string())?;
     }
     let budget = Budget::parse(input.get("budget"))?;
+    let isolation = Isolation::parse(input.get("isolation")).map_err(|e| e.to_string())?;
     let provider_preferences = present("provider_preferences");
     if let Some(prefs) = &provider_preferences {
         routing::parse_preferences(prefs).map_err(|e| e.to_string())?;
@@ -309,6 +318,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         context_depth,
         context_turns,
         budget,
+        isolation,
     })
 }
 
@@ -355,7 +365,8 @@ impl Tool for TaskTool {
                             "tokens": {"type": "integer", "minimum": 1, "description": "Input + output tokens."},
                             "cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "Cost in USD."}
                         }
-                    }
+                    },
+                    "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "worktree (default for agents that write, in a git repository): the sub-session works in its own git worktree and branch, merged or discarded later; none: it writes in this working directory."}
                 },
                 "required": ["instruction"]
             }),

@@ -38,6 +38,7 @@ mod front_ends;
 mod http_pool;
 mod inner_layers;
 mod interop;
+mod isolation;
 mod key_endpoint;
 mod limits;
 mod mcp;

@@ -27,7 +27,10 @@ impl Runtime {
         let config = match loaded.metadata.config.clone() {
             Some(config) => stored_plan::restored(config),
             // Amplifier never writes `config` for a root: rebuild it from its bundle.
-            None if loaded.metadata.parent_id.is_none() => {
+            // A fork Amplifier wrote (`forked_from_turn`, no `config`) is a root too.
+            None if loaded.metadata.parent_id.is_none()
+                || loaded.metadata.forked_from_turn().is_some() =>
+            {
                 let stored = loaded.metadata.bundle.clone();
                 let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
                 rebuilt = Some(SessionRebuiltEvent {

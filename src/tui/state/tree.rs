@@ -19,6 +19,7 @@
 //! (`views::tree`).
 
 mod files;
+mod isolation;
 mod needs_you;
 mod usage;
 
@@ -81,6 +82,10 @@ pub struct Node {
     /// The session's budget and its spend when the current grant started (metadata
     /// `extra.budget`, then `session:budget`); `None` without a budget.
     pub budget: Option<SessionBudgetEvent>,
+    /// The branch of its unmerged worktree (`arbor/<short id>`), and the turn it was
+    /// forked at (metadata `extra.worktree`, `forked_from_turn`; issue 25).
+    pub branch: Option<String>,
+    pub fork: Option<u64>,
 }
 
 impl Node {
@@ -105,6 +110,8 @@ impl Node {
             files_changed: Vec::new(),
             seen: false,
             budget: None,
+            branch: None,
+            fork: None,
         }
     }
 
@@ -261,6 +268,7 @@ impl SessionTree {
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
+            (node.branch, node.fork) = isolation::mark(m);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
@@ -308,6 +316,7 @@ impl SessionTree {
         node.tokens = m.usage.input_tokens + m.usage.output_tokens;
         node.cost = m.usage.cost;
         node.files_changed.clone_from(&m.files_changed);
+        (node.branch, node.fork) = isolation::mark(m);
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.

@@ -26,6 +26,8 @@ mod detached_tests;
 #[cfg(test)]
 mod files_tests;
 #[cfg(test)]
+mod isolation_tests;
+#[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]
 mod tests;

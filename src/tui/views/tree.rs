@@ -173,6 +173,15 @@ impl TreeView<'_> {
         if let (None, Some(task)) = (&node.title, &node.task) {
             left.spans.push(Span::styled(format!(" · {task}"), meta));
         }
+        // A fork says where it was cut; an unmerged worktree names its branch.
+        if let Some(turn) = node.fork {
+            left.spans
+                .push(Span::styled(format!(" (fork @{turn})"), meta));
+        }
+        if let Some(branch) = &node.branch {
+            left.spans
+                .push(Span::styled(format!(" ⎇ {branch} unmerged"), meta));
+        }
         // A root that names a parent it is not shown under says why.
         if let Some(d) = node.detached {
             left.spans

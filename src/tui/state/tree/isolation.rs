@@ -1,0 +1,38 @@
+//! What a tree node says about isolation (issue 25): the branch of a sub-session's
+//! unmerged worktree (`⎇ arbor/1a2b3c4d unmerged`) and the turn a fork was cut at
+//! (`fork @3`), from its metadata.
+//!
+//! Owns: [`mark`]. Does not own: the worktree itself (`isolation`), drawing
+//! (`views::tree`).
+
+use crate::isolation::WorktreeRecord;
+use crate::isolation::worktree::State;
+use crate::session::Metadata;
+
+/// The isolation marks of `m`: `(branch of an active worktree, turn it was forked
+/// at)`.
+pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
+    let branch = WorktreeRecord::of(&m.extra)
+        .filter(|r| r.state == State::Active)
+        .map(|r| r.branch);
+    (branch, m.forked_from_turn())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_active_worktree_shows_its_branch_and_a_fork_its_turn() {
+        let mut m = Metadata::default();
+        m.extra.insert(
+            "worktree".into(),
+            json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
+        );
+        m.extra.insert("forked_from_turn".into(), json!(3));
+        assert_eq!(mark(&m), (Some("arbor/1a2b3c4d".into()), Some(3)));
+        m.extra["worktree"]["state"] = json!("merged");
+        assert_eq!(mark(&m).0, None);
+    }
+}
