@@ -263,7 +263,7 @@ pub(crate) fn apply_routing(
     let Some(choice) = &routed.choice else {
         return Ok((plan, fallback));
     };
-    let plan = MountPlan(apply_resolved(&plan.0, choice));
+    let plan = MountPlan::from_value(apply_resolved(&plan.to_value(), choice));
     let provider = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
     Ok((plan, provider))
 }
@@ -274,7 +274,7 @@ fn current_plan(session: &LiveSession) -> MountPlan {
     session
         .metadata()
         .config
-        .map(MountPlan)
+        .map(MountPlan::from_value)
         .unwrap_or_else(|| session.plan.clone())
 }
 
@@ -305,7 +305,8 @@ async fn route_resume(
             && child.provider().is_none()
         {
             let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
-            let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
+            let plan =
+                MountPlan::from_value(apply_resolved(&current_plan(child).to_value(), &choice));
             let (provider, config) =
                 providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
             child.set_provider(provider, config);
@@ -373,11 +374,11 @@ pub(crate) async fn routed_child_plan(
     let parent = (provider.id(), provider.default_model());
     let routed = providers::route(env, &child, &request, parent).await;
     let plan = match &routed.choice {
-        Some(choice) => apply_resolved(&child.0, choice),
-        None => child.0,
+        Some(choice) => apply_resolved(&child.to_value(), choice),
+        None => child.to_value(),
     };
     Ok((
-        MountPlan(crate::session::redact::redact(&plan)),
+        MountPlan::from_value(crate::session::redact::redact(&plan)),
         routed.resolved,
     ))
 }

@@ -182,7 +182,7 @@ pub(super) fn compose(
 /// `top` composed onto `base` (foundation's compose; see the module docs). The name,
 /// version, description and path are `top`'s.
 fn layer(base: Bundle, top: Bundle) -> Bundle {
-    let plan = compose_plans(&base.mount_plan.0, &top.mount_plan.0);
+    let plan = compose_plans(&base.mount_plan.to_value(), &top.mount_plan.to_value());
     let mut agent_files: Vec<BundleAgentFile> = top.agent_files;
     for file in base.agent_files {
         if agent_files.iter().all(|f| f.stem != file.stem) {
@@ -192,7 +192,7 @@ fn layer(base: Bundle, top: Bundle) -> Bundle {
     let mut warnings = base.warnings;
     warnings.extend(top.warnings);
     Bundle {
-        mount_plan: MountPlan(plan),
+        mount_plan: MountPlan::from_value(plan),
         agent_files,
         warnings,
         ..top
@@ -272,15 +272,15 @@ mod tests {
         let b = Bundle::load(&root.join("bundle.md")).unwrap();
         assert_eq!(b.name, "team");
         assert_eq!(
-            b.mount_plan.0["session"],
+            b.mount_plan.to_value()["session"],
             json!({"orchestrator": {"module": "loop-basic", "config": {"max_iterations": 9}}})
         );
         assert_eq!(
-            b.mount_plan.0["tools"],
+            b.mount_plan.to_value()["tools"],
             json!([{"module": "tool-search"}, {"module": "tool-delegate", "config": {"a": 1, "b": 2}}])
         );
         assert_eq!(
-            b.mount_plan.0["agents"],
+            b.mount_plan.to_value()["agents"],
             json!({"include": ["team:helper"]})
         );
         assert_eq!(b.mount_plan.instruction(), "Team instruction.");
