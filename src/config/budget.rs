@@ -31,6 +31,27 @@ pub struct Budget {
     pub cost_usd: Option<f64>,
 }
 
+/// Why a `budget:` value is unusable; each text names the bad key and quotes the bad
+/// value (JSON text), as agent validation and the task tool report it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// Not a map.
+    #[error("'budget' must be a map like {{tokens: 20000, cost_usd: 0.5}}, got {0}")]
+    NotAMap(String),
+    /// `tokens` is not a positive integer.
+    #[error("'budget.tokens' must be a positive integer, got {0}")]
+    Tokens(String),
+    /// `cost_usd` is not a positive finite number.
+    #[error("'budget.cost_usd' must be a positive number, got {0}")]
+    CostUsd(String),
+    /// A key other than `tokens` and `cost_usd` (the key's name).
+    #[error("unknown key 'budget.{0}' (a budget has tokens and cost_usd)")]
+    UnknownKey(String),
+    /// Neither key is set.
+    #[error("'budget' needs tokens or cost_usd")]
+    Empty,
+}
+
 /// Tokens (input + output) and cost in USD (`None` while no call was priced).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spent {
@@ -54,47 +75,41 @@ impl Budget {
     /// Parses `{tokens: N, cost_usd: X}` (`null` or absent → `None`). Errors name the
     /// bad key: tokens must be a positive integer, cost_usd a positive number, no
     /// other keys, at least one of the two.
-    pub fn parse(value: Option<&Value>) -> Result<Option<Self>, String> {
+    pub fn parse(value: Option<&Value>) -> Result<Option<Self>, BudgetError> {
         let Some(value) = value.filter(|v| !v.is_null()) else {
             return Ok(None);
         };
         let Some(map) = value.as_object() else {
-            return Err(format!(
-                "'budget' must be a map like {{tokens: 20000, cost_usd: 0.5}}, got {value}"
-            ));
+            return Err(BudgetError::NotAMap(value.to_string()));
         };
         let mut budget = Budget::default();
         for (key, v) in map {
             match key.as_str() {
                 "tokens" => {
-                    budget.tokens = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-                        format!("'budget.tokens' must be a positive integer, got {v}")
-                    })?);
+                    budget.tokens = Some(
+                        v.as_u64()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| BudgetError::Tokens(v.to_string()))?,
+                    );
                 }
                 "cost_usd" => {
                     budget.cost_usd = Some(
                         v.as_f64()
                             .filter(|x| *x > 0.0 && x.is_finite())
-                            .ok_or_else(|| {
-                                format!("'budget.cost_usd' must be a positive number, got {v}")
-                            })?,
+                            .ok_or_else(|| BudgetError::CostUsd(v.to_string()))?,
                     );
                 }
-                other => {
-                    return Err(format!(
-                        "unknown key 'budget.{other}' (a budget has tokens and cost_usd)"
-                    ));
-                }
+                other => return Err(BudgetError::UnknownKey(other.to_string())),
             }
         }
         if budget.tokens.is_none() && budget.cost_usd.is_none() {
-            return Err("'budget' needs tokens or cost_usd".into());
+            return Err(BudgetError::Empty);
         }
         Ok(Some(budget))
     }
 
     /// The budget of an agent overlay (its top-level `budget`).
-    pub fn of_overlay(overlay: &Value) -> Result<Option<Self>, String> {
+    pub fn of_overlay(overlay: &Value) -> Result<Option<Self>, BudgetError> {
         Self::parse(overlay.get(BUDGET_KEY))
     }
 
@@ -234,7 +249,7 @@ mod tests {
             (json!({"dollars": 1}), "budget.dollars"),
             (json!({}), "needs tokens or cost_usd"),
         ] {
-            let e = Budget::parse(Some(&bad)).unwrap_err();
+            let e = Budget::parse(Some(&bad)).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -45,7 +45,9 @@ use crate::session::protocol::{
 };
 use crate::session::{EngineEvent, Message, Metadata, SessionStatus};
 use crate::tool::ToolContext;
+use crate::tool::ToolError;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
+use futures::TryFutureExt;
 
 /// What delegation needs from the owner of the live sessions (the runtime implements
 /// it), so this file never names the runtime.
@@ -100,18 +102,23 @@ impl TaskHost for Host {
         agent: AgentDef,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move { spawn_child(runtime?, agent, request, ctx).await })
+        Box::pin(
+            async move { spawn_child(runtime?, agent, request, ctx).await }
+                .map_err(ToolError::Failed),
+        )
     }
 
     fn resume(
         &self,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move { resume_child(runtime?, request, ctx).await })
+        Box::pin(
+            async move { resume_child(runtime?, request, ctx).await }.map_err(ToolError::Failed),
+        )
     }
 }
 

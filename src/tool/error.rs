@@ -64,6 +64,12 @@ pub enum ToolError {
     /// a binary or oversized file, a dangling symlink, a parent that is a file.
     #[error("{0}")]
     Unsuitable(String),
+    /// A `budget` argument that is not a budget (`task`).
+    #[error(transparent)]
+    Budget(#[from] crate::config::budget::BudgetError),
+    /// A `model_role` / `provider_preferences` argument that does not parse (`task`).
+    #[error(transparent)]
+    Preference(#[from] crate::routing::prefs::PreferenceError),
     /// The call's work did not finish: an edit that does not apply, a task that could
     /// not run, a host that is shutting down.
     #[error("{0}")]
