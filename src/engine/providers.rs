@@ -36,7 +36,8 @@ use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 use crate::routing::setup::{self, provider_id};
 use crate::routing::{
-    ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
+    ListError, ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix,
+    resolve_precedence,
 };
 use crate::session::protocol::ProviderEndpointChangedEvent;
 
@@ -288,10 +289,10 @@ struct PlanModels<'a> {
 }
 
 impl ModelSource for PlanModels<'_> {
-    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, ListError>> {
         Box::pin(async move {
             let Some((provider, key)) = self.providers.get(mount) else {
-                return Err("provider is not built".to_string());
+                return Err(ListError::NotBuilt);
             };
             let provider = provider.clone();
             let listed = self
@@ -301,7 +302,7 @@ impl ModelSource for PlanModels<'_> {
             if let Err(e) = &listed {
                 tracing::warn!(provider = mount, "cannot list models for routing: {e}");
             }
-            listed
+            listed.map_err(ListError::Failed)
         })
     }
 }
