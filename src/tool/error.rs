@@ -86,3 +86,55 @@ impl ToolError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::confine;
+
+    /// The texts are the ones the tools returned as plain strings before they were
+    /// typed (recorded transcripts and tests quote them).
+    #[test]
+    fn texts_are_the_old_strings() {
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(
+            ToolError::io("read", "a.txt", missing).to_string(),
+            "cannot read 'a.txt': entity not found"
+        );
+        assert_eq!(
+            ToolError::NulInPath.to_string(),
+            "the path contains a NUL byte"
+        );
+        assert_eq!(ToolError::EmptyPath.to_string(), "the file path is empty");
+        assert_eq!(
+            ToolError::NotFound("x".into()).to_string(),
+            "path not found: 'x'"
+        );
+    }
+
+    #[test]
+    fn confinement_failures_are_told_apart_by_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = confine::root(dir.path()).unwrap();
+        let outside = confine::resolve(&root, "../x").unwrap_err();
+        assert!(
+            matches!(&outside, ToolError::OutsideWorkingDir { requested, .. } if requested == "../x"),
+            "{outside:?}"
+        );
+        assert!(
+            outside
+                .to_string()
+                .starts_with("path '../x' is outside the working directory")
+        );
+        assert!(matches!(
+            confine::resolve(&root, "nope.txt"),
+            Err(ToolError::NotFound(p)) if p == "nope.txt"
+        ));
+        assert!(matches!(
+            confine::resolve(&root, "a\0b"),
+            Err(ToolError::NulInPath)
+        ));
+        let denied = confine::resolve_for_write(dir.path(), &[], "a.txt", None).unwrap_err();
+        assert!(matches!(denied, ToolError::Denied(_)), "{denied:?}");
+    }
+}
