@@ -135,7 +135,7 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             }
             "budget" => {
                 if let Err(message) = crate::config::budget::Budget::parse(Some(v)) {
-                    out.push((key.clone(), message));
+                    out.push((key.clone(), message.to_string()));
                 }
                 None
             }

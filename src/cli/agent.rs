@@ -182,7 +182,7 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
         let (runtime, _tx) = ctx.runtime(false);
         match runtime.routed_child_mount_plan(name).await {
             Ok((plan, resolved)) => {
-                out.insert("merged".into(), redact(&plan.0));
+                out.insert("merged".into(), redact(&plan.to_value()));
                 out.insert("resolved_model".into(), resolved.to_value());
             }
             Err(e) => {

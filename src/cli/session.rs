@@ -464,12 +464,25 @@ fn resolve(
     ctx: &Context,
     store: &crate::session::SessionStore,
     id: &str,
-) -> std::result::Result<SessionId, String> {
+) -> std::result::Result<SessionId, ResolveError> {
     match store.resolve(id) {
         Ok(id) => Ok(id),
-        Err(crate::session::StoreError::NotFound(missing)) => Err(not_found(ctx, &missing)),
-        Err(e) => Err(e.to_string()),
+        Err(crate::session::StoreError::NotFound(missing)) => {
+            Err(ResolveError::NotFound(not_found(ctx, &missing)))
+        }
+        Err(e) => Err(e.into()),
     }
+}
+
+/// Why `session <cmd> <id>` names no session.
+#[derive(Debug, thiserror::Error)]
+enum ResolveError {
+    /// No session has that id or prefix: the full message of [`not_found`].
+    #[error("{0}")]
+    NotFound(String),
+    /// The store refused the id (invalid, ambiguous prefix, unreadable).
+    #[error(transparent)]
+    Store(#[from] crate::session::StoreError),
 }
 
 /// The message for a session id (or prefix) no session of this project has.

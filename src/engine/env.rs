@@ -135,7 +135,7 @@ impl TurnEnv {
                 tracing::warn!("MCP server '{server}': {error}");
                 live.emit(EngineEvent::McpServerFailed(McpServerFailedEvent {
                     server,
-                    error,
+                    error: error.to_string(),
                 }));
             }
         }

@@ -118,41 +118,43 @@ pub(crate) async fn prepare(
 /// (they resolve against the new working directory), absolute ones inside the
 /// repository move into the worktree, and `extra` (the main `.git` entries) is added.
 fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
-    let Some(tools) = plan.0.get_mut("tools").and_then(Value::as_array_mut) else {
+    let Some(tools) = plan.tools.as_mut() else {
         return;
     };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
+    for spec in tools.iter_mut() {
+        if spec.module() != Some("tool-filesystem") {
             continue;
         }
-        let Some(obj) = entry.as_object_mut() else {
-            continue;
-        };
-        let config = obj.entry("config").or_insert_with(|| json!({}));
-        if !config.is_object() {
-            *config = json!({});
-        }
-        let current: Vec<String> = config
-            .get("allowed_write_paths")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_else(|| vec![".".to_string()]);
-        let mut paths: Vec<String> = current
-            .into_iter()
-            .map(
-                |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
-                    Ok(rel) => record.path.join(rel).display().to_string(),
-                    Err(_) => p,
-                },
-            )
-            .collect();
-        paths.extend(extra.iter().map(|p| p.display().to_string()));
-        config["allowed_write_paths"] = json!(paths);
+        spec.edit(|entry| {
+            let Some(obj) = entry.as_object_mut() else {
+                return;
+            };
+            let config = obj.entry("config").or_insert_with(|| json!({}));
+            if !config.is_object() {
+                *config = json!({});
+            }
+            let current: Vec<String> = config
+                .get("allowed_write_paths")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![".".to_string()]);
+            let mut paths: Vec<String> = current
+                .into_iter()
+                .map(
+                    |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
+                        Ok(rel) => record.path.join(rel).display().to_string(),
+                        Err(_) => p,
+                    },
+                )
+                .collect();
+            paths.extend(extra.iter().map(|p| p.display().to_string()));
+            config["allowed_write_paths"] = json!(paths);
+        });
     }
 }
 
@@ -259,7 +261,7 @@ mod tests {
 
     #[test]
     fn only_plans_with_writing_tools_may_write() {
-        let plan = |tools: Value| MountPlan(json!({ "tools": tools }));
+        let plan = |tools: Value| MountPlan::from_value(json!({ "tools": tools }));
         assert!(may_write(&plan(json!([{"module": "tool-bash"}]))));
         assert!(may_write(&plan(json!([{"module": "tool-filesystem"}]))));
         assert!(!may_write(&plan(
@@ -277,12 +279,12 @@ mod tests {
             subdir: String::new(),
             state: State::Active,
         };
-        let mut plan = MountPlan(
+        let mut plan = MountPlan::from_value(
             json!({"tools": [{"module": "tool-filesystem", "config": {"allowed_write_paths": [".", "/repo/docs", "/tmp/x"]}}]}),
         );
         confine(&mut plan, &record, &[PathBuf::from("/repo/.git/objects")]);
         assert_eq!(
-            plan.0["tools"][0]["config"]["allowed_write_paths"],
+            plan.to_value()["tools"][0]["config"]["allowed_write_paths"],
             json!([
                 ".",
                 "/state/wt/abcd1234/docs",

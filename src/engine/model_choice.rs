@@ -121,7 +121,7 @@ pub(crate) fn apply(
     choice: &ProviderPreference,
 ) -> Result<(MountPlan, SessionProvider), EngineError> {
     let label = format!("{}/{}", choice.provider, choice.model);
-    let plan = MountPlan(apply_resolved(&plan.0, choice));
+    let plan = MountPlan::from_value(apply_resolved(&plan.to_value(), choice));
     let entry = plan
         .providers()
         .into_iter()

@@ -325,7 +325,7 @@ impl Runtime {
         let plan = live
             .metadata()
             .config
-            .map(MountPlan)
+            .map(MountPlan::from_value)
             .unwrap_or_else(|| live.plan.clone());
         let (current, _) = providers::provider_for(env, &live)?;
         let choice = model_choice::choose(env, &plan, current.as_ref(), model).await?;
@@ -621,7 +621,9 @@ impl Runtime {
     /// (for display).
     pub fn root_mount_plan(&self, agent: Option<&str>) -> Result<MountPlan, EngineError> {
         let plan = root_plan::build(&self.turn_env, agent)?.0;
-        Ok(MountPlan(crate::session::redact::redact(&plan.0)))
+        Ok(MountPlan::from_value(crate::session::redact::redact(
+            &plan.to_value(),
+        )))
     }
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
@@ -632,7 +634,9 @@ impl Runtime {
         let root = root_plan::build(&self.turn_env, None)?.0;
         let def = root_plan::valid_agent(&self.turn_env, agent)?;
         let child = limits::agent_plan(&root, &def, &Value::Null);
-        Ok(MountPlan(crate::session::redact::redact(&child.0)))
+        Ok(MountPlan::from_value(crate::session::redact::redact(
+            &child.to_value(),
+        )))
     }
 
     /// The model a sub-session of `agent` spawned from a new root session would get

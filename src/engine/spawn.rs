@@ -46,7 +46,9 @@ use crate::session::protocol::{
 };
 use crate::session::{EngineEvent, Message, Metadata, SessionStatus};
 use crate::tool::ToolContext;
+use crate::tool::ToolError;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
+use futures::TryFutureExt;
 
 /// Why a sub-session could not be spawned, resumed or run: the task call's error
 /// result (its text is what the model reads).
@@ -123,25 +125,24 @@ impl TaskHost for Host {
         agent: AgentDef,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move {
-            // The task tool's seam: its result is text for the model.
-            let spawned = async { spawn_child(runtime?, agent, request, ctx).await };
-            spawned.await.map_err(|e| e.to_string())
-        })
+        Box::pin(
+            async move { spawn_child(runtime?, agent, request, ctx).await }
+                .map_err(|e| ToolError::Failed(e.to_string())),
+        )
     }
 
     fn resume(
         &self,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move {
-            let resumed = async { resume_child(runtime?, request, ctx).await };
-            resumed.await.map_err(|e| e.to_string())
-        })
+        Box::pin(
+            async move { resume_child(runtime?, request, ctx).await }
+                .map_err(|e| ToolError::Failed(e.to_string())),
+        )
     }
 }
 
@@ -173,7 +174,7 @@ async fn spawn_child(
     let agent_budget =
         Budget::of_overlay(&agent.overlay).map_err(|reason| SpawnError::BadBudget {
             agent: agent.name.clone(),
-            reason,
+            reason: reason.to_string(),
         })?;
     let budget = Budget::tighten(agent_budget, request.budget);
     let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
@@ -314,7 +315,7 @@ pub(crate) fn apply_routing(
     let Some(choice) = &routed.choice else {
         return Ok((plan, fallback));
     };
-    let plan = MountPlan(apply_resolved(&plan.0, choice));
+    let plan = MountPlan::from_value(apply_resolved(&plan.to_value(), choice));
     let provider = providers::select_provider(env, &plan)?;
     Ok((plan, provider))
 }
@@ -325,7 +326,7 @@ fn current_plan(session: &LiveSession) -> MountPlan {
     session
         .metadata()
         .config
-        .map(MountPlan)
+        .map(MountPlan::from_value)
         .unwrap_or_else(|| session.plan.clone())
 }
 
@@ -356,7 +357,8 @@ async fn route_resume(
             && child.provider().is_none()
         {
             let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
-            let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
+            let plan =
+                MountPlan::from_value(apply_resolved(&current_plan(child).to_value(), &choice));
             let (provider, config) = providers::select_provider(env, &plan)?;
             child.set_provider(provider, config);
         }
@@ -423,11 +425,11 @@ pub(crate) async fn routed_child_plan(
     let parent = (provider.id(), provider.default_model());
     let routed = providers::route(env, &child, &request, parent).await;
     let plan = match &routed.choice {
-        Some(choice) => apply_resolved(&child.0, choice),
-        None => child.0,
+        Some(choice) => apply_resolved(&child.to_value(), choice),
+        None => child.to_value(),
     };
     Ok((
-        MountPlan(crate::session::redact::redact(&plan)),
+        MountPlan::from_value(crate::session::redact::redact(&plan)),
         routed.resolved,
     ))
 }

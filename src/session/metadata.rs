@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Usage;
+use super::budget::BudgetState;
 
 /// A session's lifecycle state, as `metadata.json` and `session:status` write it
 /// (SPEC §7: `running|queued|waiting|paused|idle|completed|failed|cancelled`, plus the
@@ -221,6 +222,24 @@ pub struct Metadata {
     /// absent for sessions other tools wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_started: Option<String>,
+    /// The session's budget record (issue 14, arbor's key): the budget of each grant
+    /// and the spend when the current one started; absent without a budget. A value
+    /// that is not a budget record reads as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub budget: Option<BudgetState>,
+    /// The tool call ids that wait for a person's approval now (arbor's key, written
+    /// with the status `waiting`; absent when none). Items that are not strings are
+    /// skipped.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "string_list"
+    )]
+    pub awaiting_approval: Vec<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -232,6 +251,31 @@ impl Metadata {
     pub fn forked_from_turn(&self) -> Option<u64> {
         self.extra.get("forked_from_turn").and_then(Value::as_u64)
     }
+}
+
+/// `T` when the value reads as one, else `None` (a key other tools may have written
+/// in another form never makes the whole file unreadable).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// The strings of a list (anything else reads as empty).
+fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! (`protocol`). The bottom layer above `paths`: it imports no other arbor module. Does
 //! not own: running turns (`engine`) or encoding messages for an API (`provider`).
 
+pub mod budget;
 pub mod export;
 pub mod fork;
 pub mod ids;

@@ -27,6 +27,7 @@ use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids::SessionId;
 
+use super::error::ToolError;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The module name in a mount plan's `tools[]`.
@@ -104,8 +105,8 @@ pub fn paused_preamble(result: &TaskResult) -> String {
     )
 }
 
-/// What the task tool needs from the runtime. Errors are the text the calling model
-/// sees (e.g. "Sub-session 'x' not found. …").
+/// What the task tool needs from the runtime. Errors ([`ToolError::Failed`]) carry the
+/// text the calling model sees (e.g. "Sub-session 'x' not found. …").
 pub trait TaskHost: Send + Sync {
     /// The live agent registry.
     fn registry(&self) -> Arc<Registry>;
@@ -116,13 +117,13 @@ pub trait TaskHost: Send + Sync {
         agent: AgentDef,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>>;
     /// Runs a turn of the existing session `request.session_id` with the instruction.
     fn resume(
         &self,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>>;
 }
 
 /// The agents a session may delegate to: valid registry agents filtered by the plan's
@@ -214,7 +215,11 @@ impl TaskTool {
 
     /// Checks a call: the agent must be allowed and the depth limit not exceeded.
     /// Returns the agent to spawn (`None` for a resume).
-    fn route(&self, request: &TaskRequest, ctx: &ToolContext) -> Result<Option<AgentDef>, String> {
+    fn route(
+        &self,
+        request: &TaskRequest,
+        ctx: &ToolContext,
+    ) -> Result<Option<AgentDef>, ToolError> {
         if request.session_id.is_some() {
             return Ok(None);
         }
@@ -232,10 +237,10 @@ impl TaskTool {
             }
         };
         let Some(name) = request.agent.as_deref() else {
-            return Err(format!(
+            return Err(ToolError::Input(format!(
                 "task needs 'agent' (or 'session_id' to resume). Valid agents: {}",
                 valid()
-            ));
+            )));
         };
         let def = registry
             .get(name)
@@ -243,21 +248,24 @@ impl TaskTool {
         let Some(def) = def else {
             if let Some(invalid) = registry.get(name).filter(|d| !d.is_valid()) {
                 let reasons: Vec<String> = invalid.errors.iter().map(ToString::to_string).collect();
-                return Err(format!(
+                return Err(ToolError::Input(format!(
                     "agent '{name}' is invalid: {}. Valid agents: {}",
                     reasons.join("; "),
                     valid()
-                ));
+                )));
             }
-            return Err(format!("Unknown agent '{name}'. Valid agents: {}", valid()));
+            return Err(ToolError::Input(format!(
+                "Unknown agent '{name}'. Valid agents: {}",
+                valid()
+            )));
         };
         if ctx.depth + 1 > self.config.max_recursion_depth {
-            return Err(format!(
+            return Err(ToolError::Failed(format!(
                 "Delegation depth limit reached: a sub-session of this session would be at depth {} \
                  but max_recursion_depth is {}.",
                 ctx.depth + 1,
                 self.config.max_recursion_depth
-            ));
+            )));
         }
         Ok(Some(def.clone()))
     }
@@ -266,29 +274,32 @@ impl TaskTool {
 /// Parses the call input (`instruction` required; `agent`, `session_id`, `model_role`
 /// (a role or list of roles), `provider_preferences` (`[{provider, model, config?}]`),
 /// `context_depth` none|recent|all, `context_turns` ≥ 0).
-pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
+pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
     if !input.is_object() {
-        return Err(
+        return Err(ToolError::Input(
             "task expects an object like {\"agent\": \"…\", \"instruction\": \"…\"}".into(),
-        );
+        ));
     }
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &str| -> Result<Option<String>, ToolError> {
         match input.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+            Some(other) => Err(ToolError::Input(format!(
+                "'{key}' must be a string, got {other}"
+            ))),
         }
     };
-    let instruction = text("instruction")?.ok_or("task needs 'instruction'")?;
+    let instruction =
+        text("instruction")?.ok_or_else(|| ToolError::Input("task needs 'instruction'".into()))?;
     let context_depth = match text("context_depth")?.as_deref() {
         None | Some("none") => ContextDepth::None,
         Some("recent") => ContextDepth::Recent,
         Some("all") => ContextDepth::All,
         Some(other) => {
-            return Err(format!(
+            return Err(ToolError::Input(format!(
                 "'context_depth' must be none, recent or all, got '{other}'"
-            ));
+            )));
         }
     };
     let context_turns = match input.get("context_turns") {
@@ -296,18 +307,23 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         Some(v) => v
             .as_u64()
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-            .ok_or_else(|| format!("'context_turns' must be a non-negative integer, got {v}"))?,
+            .ok_or_else(|| {
+                ToolError::Input(format!(
+                    "'context_turns' must be a non-negative integer, got {v}"
+                ))
+            })?,
     };
     let present = |key: &str| input.get(key).filter(|v| !v.is_null()).cloned();
     let model_role = present("model_role");
     if let Some(role) = &model_role {
-        routing::parse_roles(role).map_err(|e| e.to_string())?;
+        routing::parse_roles(role)?;
     }
     let budget = Budget::parse(input.get("budget"))?;
-    let isolation = Isolation::parse(input.get("isolation")).map_err(|e| e.to_string())?;
+    let isolation =
+        Isolation::parse(input.get("isolation")).map_err(|e| ToolError::Input(e.to_string()))?;
     let provider_preferences = present("provider_preferences");
     if let Some(prefs) = &provider_preferences {
-        routing::parse_preferences(prefs).map_err(|e| e.to_string())?;
+        routing::parse_preferences(prefs)?;
     }
     Ok(TaskRequest {
         agent: text("agent")?,
@@ -391,7 +407,7 @@ impl Tool for TaskTool {
         Box::pin(async move {
             let (request, agent) = match routed {
                 Ok(ok) => ok,
-                Err(message) => return ToolOutput::error(message),
+                Err(e) => return ToolOutput::error(e.to_string()),
             };
             let _permit = tokio::select! {
                 permit = permits.acquire_owned() => match permit {
@@ -423,7 +439,7 @@ impl Tool for TaskTool {
                         change: None,
                     }
                 }
-                Err(message) => ToolOutput::error(message),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -521,25 +537,31 @@ mod tests {
         assert!(
             parse_request(&json!({"agent": "zen"}))
                 .unwrap_err()
+                .to_string()
                 .contains("needs 'instruction'")
         );
         assert!(
             parse_request(&json!({"instruction": "x", "context_depth": "some"}))
                 .unwrap_err()
+                .to_string()
                 .contains("none, recent or all")
         );
         assert!(
             parse_request(&json!({"instruction": 3}))
                 .unwrap_err()
+                .to_string()
                 .contains("must be a string")
         );
         assert!(parse_request(&json!([1])).is_err());
         let e = parse_request(
             &json!({"instruction": "x", "provider_preferences": [{"provider": "openai"}]}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("requires 'model' key"), "{e}");
-        let e = parse_request(&json!({"instruction": "x", "model_role": 3})).unwrap_err();
+        let e = parse_request(&json!({"instruction": "x", "model_role": 3}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("model_role must be"), "{e}");
         let r = parse_request(&json!({"instruction": "x", "model_role": ["reasoning", "general"]}))
             .unwrap();

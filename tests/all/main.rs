@@ -44,6 +44,7 @@ mod limits;
 mod mcp;
 mod mcp_cli;
 mod models_cli;
+mod plan_roundtrip;
 mod provider_errors;
 mod provider_label;
 mod provider_replay;

@@ -37,7 +37,7 @@ impl Runtime {
                     bundle: stored,
                     note,
                 });
-                plan.0
+                plan.to_value()
             }
             None => {
                 return Err(StoreError::Corrupted {
@@ -52,7 +52,7 @@ impl Runtime {
         }
         // The current config and environment choose the endpoint (SPEC §7 "Resume").
         let (plan, moved) = providers::follow_current_endpoints(
-            MountPlan(config),
+            MountPlan::from_value(config),
             &self.turn_env.config,
             &self.turn_env.env,
         );
