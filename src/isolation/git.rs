@@ -153,10 +153,7 @@ impl Git {
         let index = temp.path().join("index");
         let real = self.run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
         if Path::new(&real).exists() {
-            std::fs::copy(&real, &index).map_err(|source| IsolationError::Io {
-                path: PathBuf::from(&real),
-                source,
-            })?;
+            copy_index(Path::new(&real), &index)?;
         }
         let git = self.with_index(&index);
         git.run(&["add", "--all", "--", ":/"])?;
@@ -273,4 +270,24 @@ fn write_entry(target: &Path, mode: &str, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn write_entry(target: &Path, _mode: &str, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(target, bytes)
+}
+
+/// Copies the index `real` to `copy` keeping its modification time: git trusts an
+/// entry's cached stat only when the file is older than the index ("racy git",
+/// git's `Documentation/technical/racy-git.txt`), so a copy stamped now would hide
+/// a same-size edit made in the index's second.
+fn copy_index(real: &Path, copy: &Path) -> Result<(), IsolationError> {
+    let io = |source| IsolationError::Io {
+        path: real.to_path_buf(),
+        source,
+    };
+    std::fs::copy(real, copy).map_err(io)?;
+    let modified = std::fs::metadata(real)
+        .and_then(|m| m.modified())
+        .map_err(io)?;
+    std::fs::File::options()
+        .write(true)
+        .open(copy)
+        .and_then(|f| f.set_modified(modified))
+        .map_err(io)
 }

@@ -125,3 +125,35 @@ fn outside_git_checkpoints_live_in_a_private_repository() {
     cp.rewind(0, 1, false).unwrap();
     assert_eq!(read(&dir.path().join("a.txt")), "one\n");
 }
+
+/// A same-size edit in the index's own second (a `bash` change right after a
+/// commit) is in the snapshot: the temporary index keeps the real one's time, so git
+/// re-reads such racily clean entries instead of trusting their cached stat.
+#[test]
+fn a_same_size_edit_in_the_index_second_is_snapshotted() {
+    let main = repo();
+    let git = git::Git::at(main.path());
+    let app = main.path().join("app.py");
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+    let stamp = |p: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(then)
+            .unwrap()
+    };
+    // The index caches app.py's stat at `then` (written later, so not smudged).
+    stamp(&app);
+    git.run(&["update-index", "--refresh"]).unwrap();
+    // Same size, same time as cached; the index itself dated that second too.
+    std::fs::write(&app, "VALUE = 1\n").unwrap();
+    stamp(&app);
+    let index = git
+        .run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])
+        .unwrap();
+    stamp(Path::new(&index));
+    let tree = git.snapshot().unwrap();
+    let blob = git.run(&["show", &format!("{tree}:app.py")]).unwrap();
+    assert_eq!(blob.trim_end(), "VALUE = 1");
+}
