@@ -261,23 +261,26 @@ pub(crate) async fn server_model(
     cache: &ModelCache,
     key: &str,
     provider: &Arc<dyn Provider>,
-) -> Result<String, String> {
+) -> Result<String, ListError> {
     let provider = provider.clone();
     let models = cache
         .get_or_list(key, || list_within(provider, LIST_TIMEOUT))
         .await?;
-    first_model(models).ok_or_else(|| "the server lists no model".to_string())
+    first_model(models).ok_or(ListError::NoModel)
 }
 
 /// How long routing (and resolving a server's model) waits for one model list.
 const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `provider`'s model list, its error as one line, or a timeout after `limit`.
-async fn list_within(provider: Arc<dyn Provider>, limit: Duration) -> Result<Vec<String>, String> {
+async fn list_within(
+    provider: Arc<dyn Provider>,
+    limit: Duration,
+) -> Result<Vec<String>, ListError> {
     match tokio::time::timeout(limit, provider.list_models()).await {
         Ok(Ok(models)) => Ok(models),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {}s", limit.as_secs())),
+        Ok(Err(e)) => Err(ListError::Failed(e.to_string())),
+        Err(_) => Err(ListError::Timeout(limit.as_secs())),
     }
 }
 
@@ -302,7 +305,7 @@ impl ModelSource for PlanModels<'_> {
             if let Err(e) = &listed {
                 tracing::warn!(provider = mount, "cannot list models for routing: {e}");
             }
-            listed.map_err(ListError::Failed)
+            listed
         })
     }
 }

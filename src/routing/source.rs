@@ -26,6 +26,12 @@ pub enum ListError {
     /// The listing failed: the provider's error as one line, or a timeout.
     #[error("{0}")]
     Failed(String),
+    /// The listing did not answer within this many seconds.
+    #[error("no answer within {0}s")]
+    Timeout(u64),
+    /// The list came back without a model.
+    #[error("the server lists no model")]
+    NoModel,
 }
 
 impl From<String> for ListError {

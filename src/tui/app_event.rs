@@ -16,6 +16,7 @@ use crate::engine::TurnOutcome;
 pub use crate::session::EngineCommand;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
+use crate::tui::error::UiError;
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Everything that can change UI state. The `App` is the only consumer; background
@@ -37,7 +38,7 @@ pub enum AppEvent {
     McpServersListed(Vec<crate::tool::mcp::McpServerStatus>),
     /// Result of [`EngineCommand::ListSessions`]: stored session metadata, newest first,
     /// or the store error's text.
-    SessionsListed(Result<Vec<Metadata>, String>),
+    SessionsListed(Result<Vec<Metadata>, UiError>),
     /// The metadata of the stored session the TUI follows (`engine::handle::follow`),
     /// read again because another process changed it (a turn started or ended there):
     /// the tree shows its status, times and usage. Never sent for a session live here.
@@ -46,7 +47,7 @@ pub enum AppEvent {
     /// sent): the loaded session (whose metadata holds the full id) or the error text.
     TranscriptLoaded {
         requested: String,
-        result: Result<Box<LoadedSession>, String>,
+        result: Result<Box<LoadedSession>, UiError>,
     },
     /// Result of [`EngineCommand::LoadTranscript`] for a transcript long enough to be
     /// opened tail-first: the session with its newest messages only; the rest, up to
@@ -63,7 +64,7 @@ pub enum AppEvent {
     EarlierLoaded {
         session_id: SessionId,
         end: u64,
-        result: Result<Box<EarlierCells>, String>,
+        result: Result<Box<EarlierCells>, UiError>,
     },
     /// A [`EngineCommand::Submit`] without a session id created this root session; its
     /// turn is now running.
@@ -82,7 +83,7 @@ pub enum AppEvent {
     /// the model is not among the ones its provider lists (switched anyway).
     ModelSwitched {
         session_id: Option<SessionId>,
-        result: Result<String, String>,
+        result: Result<String, UiError>,
         warning: Option<String>,
     },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
@@ -102,25 +103,25 @@ pub enum AppEvent {
     /// `$EDITOR` returned for `path` (`Err` holds why it failed).
     EditorFinished {
         path: PathBuf,
-        result: Result<(), String>,
+        result: Result<(), UiError>,
     },
     /// Result of [`EngineCommand::LoadDiff`] for `session_id` with `subtree`: the
     /// session's diffs (itself first, then changed descendants) or the error text.
     DiffLoaded {
         session_id: SessionId,
         subtree: bool,
-        result: Result<Vec<SessionDiff>, String>,
+        result: Result<Vec<SessionDiff>, UiError>,
     },
     /// Result of [`EngineCommand::RenameSession`]: the title stored, or the error.
     SessionRenamed {
         session_id: SessionId,
-        result: Result<String, String>,
+        result: Result<String, UiError>,
     },
     /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
     /// error (nothing written).
     Exported {
         session_id: SessionId,
-        result: Result<PathBuf, String>,
+        result: Result<PathBuf, UiError>,
     },
     /// Result of [`EngineCommand::ListProjectFiles`]: the files under `root`,
     /// relative, sorted.

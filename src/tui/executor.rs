@@ -19,6 +19,7 @@ use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
 use crate::engine::panics::{self, Panic};
 use crate::engine::{EarlierMessages, Engine, EngineError, EngineReply, Replies, Runtime};
+use crate::tui::error::UiError;
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Runs the `App`'s commands on the engine handle over a runtime.
@@ -57,7 +58,7 @@ impl Executor for RuntimeExecutor {
 
 /// The `App`'s event for `reply`.
 fn app_event(reply: EngineReply) -> AppEvent {
-    let text = |e: EngineError| e.to_string();
+    let text = UiError::from;
     match reply {
         EngineReply::SessionCreated { session_id } => AppEvent::SessionCreated { session_id },
         EngineReply::TurnFinished(outcome) => AppEvent::TurnFinished(outcome),
@@ -93,7 +94,7 @@ fn app_event(reply: EngineReply) -> AppEvent {
         },
         EngineReply::OpenFailed { requested, error } => AppEvent::TranscriptLoaded {
             requested,
-            result: Err(error.to_string()),
+            result: Err(UiError::from(error)),
         },
         EngineReply::Earlier {
             session_id,

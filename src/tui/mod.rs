@@ -9,7 +9,7 @@
 //!     continue_last: cli.continue_,                // --continue
 //!     agent: cli.agent.clone(),                    // --agent NAME
 //!     theme: cli.theme.clone().or(config.theme.clone()),
-//!     provider_label: runtime.provider_label().map_err(|e| e.to_string()),
+//!     provider_label: runtime.provider_label().map_err(|e| error::NoProvider(e.to_string())),
 //!     registry: watcher.registry.clone(),
 //!     reloads: Some(watcher.reloads),              // or None without a watcher
 //!     keymap: config.keymap.clone(),
@@ -89,7 +89,7 @@ pub struct TuiOptions {
     pub theme: Option<String>,
     /// `Ok("provider/model")` for the status bar, or `Err(no-provider text)` (the
     /// `EngineError::NoProvider` message) shown in a warning banner.
-    pub provider_label: Result<String, String>,
+    pub provider_label: Result<String, error::NoProvider>,
     /// The live registry (the watcher updates it).
     pub registry: RegistryHandle,
     /// Watcher events (bundle/config/theme changes); `None` without a watcher.

@@ -267,7 +267,7 @@ impl App {
     fn banner(&self) -> Option<BannerView<'_>> {
         let text = self.status.provider_label.as_ref().err()?;
         Some(BannerView {
-            text,
+            text: &text.0,
             theme: &self.theme,
         })
     }

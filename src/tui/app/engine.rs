@@ -377,7 +377,7 @@ mod tests {
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;
 
-    fn app(label: Result<String, String>) -> App {
+    fn app(label: Result<String, crate::tui::error::NoProvider>) -> App {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         App::new(
             AppOptions {

@@ -76,7 +76,7 @@ impl StatusUsage {
 
 /// The status bar.
 pub struct StatusView<'a> {
-    pub provider: &'a Result<String, String>,
+    pub provider: &'a Result<String, crate::tui::error::NoProvider>,
     /// Sessions that need the person (`SessionTree::needs_you_count`).
     pub needs_you: usize,
     /// The jump key's label (`Keymap::label` of `global.next_needs_you`; empty when

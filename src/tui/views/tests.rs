@@ -333,7 +333,7 @@ fn status_bar_with_hints_note_and_warning() {
     };
     insta::assert_snapshot!("status_80", render(&view, 80, 1));
     insta::assert_snapshot!("status_40", render(&view, 40, 1));
-    let err = Err("none".to_string());
+    let err = Err(crate::tui::error::NoProvider("none".to_string()));
     let note = Note {
         text: "press Ctrl+C again to quit".into(),
         warning: true,
