@@ -144,9 +144,19 @@ pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
 }
 
-/// `tool:post` → the call `completed` with its result (an edit keeps its diff: the
-/// update adds the result text after it).
+/// `tool:post` → the call `completed` with its result as content; an edit (a
+/// `file_changed` call) keeps its diff as content, the result goes to `rawOutput`.
 pub fn tool_post(post: &ToolPostEvent) -> SessionUpdate {
+    if post.file_changed.is_some() {
+        // Content given in an update replaces the call's: keep the edit's diff.
+        let fields = ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .raw_output(Value::String(post.result.clone()));
+        return SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            post.tool_call_id.to_string(),
+            fields,
+        ));
+    }
     tool_end(&post.tool_call_id, ToolCallStatus::Completed, &post.result)
 }
 
