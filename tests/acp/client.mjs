@@ -2,7 +2,8 @@
 // pinned in package.json / package-lock.json), driving `arbor acp` for
 // tests/all/acp.rs.
 //
-// usage: node client.mjs ARBOR_BINARY CWD [--no-subagents] [--load=SESSION_ID] PROMPT...
+// usage: node client.mjs ARBOR_BINARY CWD [--no-subagents] [--load=SESSION_ID]
+//        [--cancel=TEXT] PROMPT...
 //
 // Starts `ARBOR_BINARY acp` (its environment is this process's), initializes
 // (advertising `subagents` unless --no-subagents), opens a new session in CWD (or
@@ -11,7 +12,9 @@
 // JSON object: {initialize, sessionId, turns: [{stopReason}], log: [...]}, where
 // `log` holds every session/update (`{kind: "update", sessionId, update}`) and
 // permission request (`{kind: "permission", request}`) in arrival order, with
-// `{kind: "turn_end", stopReason}` after each prompt's answer.
+// `{kind: "turn_end", stopReason}` after each prompt's answer. With --cancel=TEXT,
+// the first subagent session whose title contains TEXT is cancelled (session/cancel
+// with its own id, logged as `{kind: "cancel", sessionId}`) once it streams.
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -22,6 +25,10 @@ const flags = rest.filter((a) => a.startsWith("--"));
 const prompts = rest.filter((a) => !a.startsWith("--"));
 const subagents = !flags.includes("--no-subagents");
 const load = flags.find((a) => a.startsWith("--load="))?.slice("--load=".length);
+const cancelTitle = flags.find((a) => a.startsWith("--cancel="))?.slice("--cancel=".length);
+let connection;
+let toCancel;
+let cancelled = false;
 
 const agent = spawn(binary, ["acp"], { stdio: ["pipe", "pipe", "inherit"] });
 const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
@@ -30,6 +37,20 @@ const log = [];
 const app = client({ name: "arbor-acp-test" })
   .onNotification(methods.client.session.update, ({ params }) => {
     log.push({ kind: "update", sessionId: params.sessionId, update: params.update });
+    const update = params.update;
+    if (
+      cancelTitle &&
+      !toCancel &&
+      update.sessionUpdate === "subagent_update" &&
+      (update.title ?? "").includes(cancelTitle)
+    ) {
+      toCancel = update.sessionId;
+    }
+    if (!cancelled && toCancel && params.sessionId === toCancel && update.sessionUpdate === "agent_message_chunk") {
+      cancelled = true;
+      log.push({ kind: "cancel", sessionId: toCancel });
+      void connection.notify(methods.agent.session.cancel, { sessionId: toCancel });
+    }
   })
   .onRequest(methods.client.session.requestPermission, ({ params }) => {
     log.push({ kind: "permission", request: params });
@@ -37,6 +58,7 @@ const app = client({ name: "arbor-acp-test" })
   });
 
 const result = await app.connectWith(stream, async (ctx) => {
+  connection = ctx;
   const initialize = await ctx.request(methods.agent.initialize, {
     protocolVersion: PROTOCOL_VERSION,
     clientCapabilities: subagents ? { subagents: {} } : {},

@@ -65,6 +65,30 @@ fn responder() -> Responder {
     Arc::new(|body: Value| {
         async move {
             let user = last_user_text(&body);
+            if user.contains("Design part C") {
+                // A child that streams until it is cancelled.
+                return Reply::Endless {
+                    chunk: sse_piece("still designing "),
+                    every: std::time::Duration::from_millis(50),
+                };
+            }
+            if user.contains("Plan the long work") {
+                if last_role(&body) == "tool" {
+                    return Reply::Sse(sse_text("Part A is designed; part C was stopped."));
+                }
+                return Reply::Sse(sse_tool_calls(&[
+                    (
+                        "call_a",
+                        "task",
+                        json!({"agent": "zen-architect", "instruction": "Design part A"}),
+                    ),
+                    (
+                        "call_c",
+                        "task",
+                        json!({"agent": "zen-architect", "instruction": "Design part C"}),
+                    ),
+                ]));
+            }
             if user.contains("Design part") {
                 let part = if user.contains("part A") { "A" } else { "B" };
                 return Reply::Sse(sse_text(&format!("Child answer for part {part}.")));
@@ -355,4 +379,74 @@ fn a_stored_session_loads_as_replayed_updates_and_takes_the_next_prompt() {
         "{log:#?}"
     );
     assert!(env.project.join("note.txt").exists());
+}
+
+/// One OpenAI stream chunk carrying `text` (for an endless answer).
+fn sse_piece(text: &str) -> String {
+    let c = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "scripted-model",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}],
+    });
+    format!("data: {c}\n\n")
+}
+
+#[test]
+fn cancelling_a_subagent_session_stops_that_child_only() {
+    let server = ScriptedServer::start(responder());
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let summary = drive(&env, &["--cancel=part C", "Plan the long work"]);
+    let root = summary["sessionId"].as_str().unwrap();
+    let log = summary["log"].as_array().unwrap();
+    let cancelled = log
+        .iter()
+        .find(|e| e["kind"] == "cancel")
+        .unwrap_or_else(|| panic!("{log:#?}"))["sessionId"]
+        .as_str()
+        .unwrap();
+    assert_ne!(cancelled, root);
+    // The child stopped as cancelled; its sibling and the root finished.
+    let states: Vec<&Value> = updates(log, root, "subagent_update")
+        .into_iter()
+        .filter(|u| u["state"]["state"] == "idle")
+        .collect();
+    assert!(
+        states
+            .iter()
+            .any(|u| u["sessionId"] == cancelled && u["state"]["stopReason"] == "cancelled"),
+        "{states:#?}"
+    );
+    assert!(
+        states
+            .iter()
+            .any(|u| u["sessionId"] != cancelled && u["state"]["stopReason"] == "end_turn"),
+        "{states:#?}"
+    );
+    assert_eq!(summary["turns"][0]["stopReason"], "end_turn");
+    assert_eq!(
+        text_of(&updates(log, root, "agent_message_chunk")),
+        "Part A is designed; part C was stopped."
+    );
+}
+
+#[test]
+fn a_call_config_denies_is_never_asked_in_the_editor() {
+    let server = ScriptedServer::start(responder());
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let config = std::fs::read_to_string(&env.config).unwrap();
+    std::fs::write(&env.config, format!("{config}approvals:\n  bash: deny\n")).unwrap();
+    let summary = drive(&env, &["Write the note and show it"]);
+    let log = summary["log"].as_array().unwrap();
+    let root = summary["sessionId"].as_str().unwrap();
+    let asked: Vec<&Value> = log.iter().filter(|e| e["kind"] == "permission").collect();
+    // The write is asked; the bash call is denied by config without asking.
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["request"]["toolCall"]["toolCallId"], "call_w");
+    let failed = updates(log, root, "tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == "call_x")
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    assert_eq!(failed["status"], "failed", "{failed:#}");
+    assert_eq!(summary["turns"][0]["stopReason"], "end_turn");
 }
