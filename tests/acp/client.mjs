@@ -3,7 +3,7 @@
 // tests/all/acp.rs.
 //
 // usage: node client.mjs ARBOR_BINARY CWD [--no-subagents] [--load=SESSION_ID]
-//        [--cancel=TEXT] PROMPT...
+//        [--cancel=TEXT] [--mcp-stdio=NAME=COMMAND] PROMPT...
 //
 // Starts `ARBOR_BINARY acp` (its environment is this process's), initializes
 // (advertising `subagents` unless --no-subagents), opens a new session in CWD (or
@@ -26,6 +26,13 @@ const prompts = rest.filter((a) => !a.startsWith("--"));
 const subagents = !flags.includes("--no-subagents");
 const load = flags.find((a) => a.startsWith("--load="))?.slice("--load=".length);
 const cancelTitle = flags.find((a) => a.startsWith("--cancel="))?.slice("--cancel=".length);
+const mcpServers = flags
+  .filter((a) => a.startsWith("--mcp-stdio="))
+  .map((a) => a.slice("--mcp-stdio=".length))
+  .map((spec) => {
+    const at = spec.indexOf("=");
+    return { name: spec.slice(0, at), command: spec.slice(at + 1), args: [], env: [] };
+  });
 let connection;
 let toCancel;
 let cancelled = false;
@@ -66,10 +73,10 @@ const result = await app.connectWith(stream, async (ctx) => {
   });
   let sessionId = load;
   if (load) {
-    await ctx.request(methods.agent.session.load, { sessionId: load, cwd, mcpServers: [] });
+    await ctx.request(methods.agent.session.load, { sessionId: load, cwd, mcpServers });
     log.push({ kind: "loaded" });
   } else {
-    ({ sessionId } = await ctx.request(methods.agent.session.new, { cwd, mcpServers: [] }));
+    ({ sessionId } = await ctx.request(methods.agent.session.new, { cwd, mcpServers }));
   }
   const turns = [];
   for (const text of prompts) {

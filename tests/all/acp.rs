@@ -450,3 +450,45 @@ fn a_call_config_denies_is_never_asked_in_the_editor() {
     assert_eq!(failed["status"], "failed", "{failed:#}");
     assert_eq!(summary["turns"][0]["stopReason"], "end_turn");
 }
+
+#[test]
+fn the_editors_mcp_servers_are_mounted_like_config_ones() {
+    let calc = crate::support::mcp::mcp_test_server();
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "m1",
+            "mcp__calc__add",
+            json!({"a": 2, "b": 3}),
+        )])),
+        Reply::Sse(sse_text("the sum is 5")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let mcp = format!("--mcp-stdio=calc={}", calc.display());
+    let summary = drive(&env, &[&mcp, "Add 2 and 3"]);
+    let root = summary["sessionId"].as_str().unwrap();
+    let log = summary["log"].as_array().unwrap();
+    assert_eq!(summary["turns"][0]["stopReason"], "end_turn", "{log:#?}");
+    let offered: Vec<String> = server.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+        .collect();
+    assert!(
+        offered.contains(&"mcp__calc__add".to_string()),
+        "{offered:?}"
+    );
+    // MCP tools ask, as they do from config; allowed in the editor, the call runs.
+    assert!(
+        log.iter()
+            .any(|e| e["kind"] == "permission" && e["request"]["toolCall"]["toolCallId"] == "m1"),
+        "{log:#?}"
+    );
+    let done = updates(log, root, "tool_call_update")
+        .into_iter()
+        .find(|u| u["toolCallId"] == "m1")
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["content"][0]["content"]["text"], "5");
+}
