@@ -63,6 +63,8 @@ impl Session {
 pub(super) struct Agent {
     conn: Connection,
     factory: Factory,
+    /// The agent of new root sessions (`--agent`; `None`: the bundle's root agent).
+    root_agent: Option<String>,
     /// The client advertised `subagents` in `initialize`.
     subagents: AtomicBool,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -116,10 +118,11 @@ fn mcp_servers(servers: &[McpServer]) -> Map<String, Value> {
 }
 
 impl Agent {
-    pub(super) fn new(conn: Connection, factory: Factory) -> Self {
+    pub(super) fn new(conn: Connection, factory: Factory, root_agent: Option<String>) -> Self {
         Self {
             conn,
             factory,
+            root_agent,
             subagents: AtomicBool::new(false),
             sessions: Mutex::default(),
             next: AtomicU64::new(1),
@@ -296,8 +299,8 @@ impl Agent {
         let (tx, mut rx) = mpsc::unbounded_channel();
         session.engine.execute(
             EngineCommand::Submit {
+                agent: root.is_none().then(|| self.root_agent.clone()).flatten(),
                 session_id: root,
-                agent: None,
                 prompt: text,
             },
             Replies::channel(tx),

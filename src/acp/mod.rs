@@ -69,16 +69,18 @@ pub enum AcpError {
 }
 
 /// Serves ACP on `input` / `output` until the client closes `input`; each session's
-/// engine comes from `factory`. Returns once every running turn was cancelled.
+/// engine comes from `factory`, and new sessions run `agent` (`None`: the bundle's
+/// root agent). Returns once every running turn was cancelled.
 ///
 /// Errors: [`AcpError::Read`] when `input` fails (not at its end).
 pub async fn serve(
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
     factory: Factory,
+    agent: Option<String>,
 ) -> Result<(), AcpError> {
     let conn = transport::Connection::new(output);
-    let agent = Arc::new(agent::Agent::new(conn.clone(), factory));
+    let agent = Arc::new(agent::Agent::new(conn.clone(), factory, agent));
     let mut lines = BufReader::new(input).lines();
     while let Some(line) = lines.next_line().await.map_err(AcpError::Read)? {
         if line.trim().is_empty() {

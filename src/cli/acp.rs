@@ -6,7 +6,8 @@
 //! config's `mcp_servers:` (mounted like config ones; a config server of the same
 //! name is replaced), local servers as providers when none is configured, an
 //! interactive runtime (approvals are asked in the editor; the policy's `deny` still
-//! holds) and `--model` as the model of new roots. Does not own: the protocol.
+//! holds), `--model` as the model and `--agent` as the agent of new roots. Does not
+//! own: the protocol.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,7 +21,11 @@ use crate::engine::{ApprovalMode, Engine};
 /// Runs `arbor acp` until the editor closes stdin. Returns the exit code (0).
 ///
 /// Errors: stdin could not be read.
-pub async fn run(options: ContextOptions, model: Option<String>) -> color_eyre::Result<i32> {
+pub async fn run(
+    options: ContextOptions,
+    agent: Option<String>,
+    model: Option<String>,
+) -> color_eyre::Result<i32> {
     // Each session's registry sender, kept open while the process serves.
     let registries: Arc<Mutex<Vec<tokio::sync::watch::Sender<Arc<Registry>>>>> = Arc::default();
     let factory: Factory = Arc::new(move |setup: SessionSetup| {
@@ -50,6 +55,6 @@ pub async fn run(options: ContextOptions, model: Option<String>) -> color_eyre::
         runtime.set_root_model(model.clone());
         Ok(Engine::headless(runtime))
     });
-    crate::acp::serve(tokio::io::stdin(), tokio::io::stdout(), factory).await?;
+    crate::acp::serve(tokio::io::stdin(), tokio::io::stdout(), factory, agent).await?;
     Ok(0)
 }

@@ -192,7 +192,9 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         }) => models::run(provider, json, options(bundle.bundle)).await,
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Doctor(bundle)) => doctor::run(options(bundle.bundle)).await,
-        Some(Command::Acp(bundle)) => acp::run(options(bundle.bundle), cli.model.clone()).await,
+        Some(Command::Acp(bundle)) => {
+            acp::run(options(bundle.bundle), cli.agent.clone(), cli.model.clone()).await
+        }
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
