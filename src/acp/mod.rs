@@ -70,7 +70,8 @@ pub enum AcpError {
 
 /// Serves ACP on `input` / `output` until the client closes `input`; each session's
 /// engine comes from `factory`, and new sessions run `agent` (`None`: the bundle's
-/// root agent). Returns once every running turn was cancelled.
+/// root agent). At the end of `input`, running turns are cancelled and every request
+/// read is answered (waiting at most 5 s) before it returns.
 ///
 /// Errors: [`AcpError::Read`] when `input` fails (not at its end).
 pub async fn serve(
@@ -82,6 +83,7 @@ pub async fn serve(
     let conn = transport::Connection::new(output);
     let agent = Arc::new(agent::Agent::new(conn.clone(), factory, agent));
     let mut lines = BufReader::new(input).lines();
+    let mut answering = tokio::task::JoinSet::new();
     while let Some(line) = lines.next_line().await.map_err(AcpError::Read)? {
         if line.trim().is_empty() {
             continue;
@@ -90,7 +92,7 @@ pub async fn serve(
             transport::Incoming::Request { id, method, params } => {
                 let agent = agent.clone();
                 let conn = conn.clone();
-                tokio::spawn(async move {
+                answering.spawn(async move {
                     let result = agent.request(&method, params).await;
                     conn.respond(id, result);
                 });
@@ -104,7 +106,18 @@ pub async fn serve(
             }
         }
     }
+    // The client is gone: its pending permission requests are denied, running turns
+    // are cancelled, and every request already read is still answered (a turn ends
+    // `cancelled`) before the process exits.
     conn.close();
     agent.shutdown().await;
+    let answered = async { while answering.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(5), answered)
+        .await
+        .is_err()
+    {
+        tracing::warn!("acp: requests still unanswered at exit");
+    }
+    conn.flushed().await;
     Ok(())
 }

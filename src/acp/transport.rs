@@ -67,6 +67,13 @@ pub enum Incoming {
     Invalid(String),
 }
 
+/// What the writer task gets: a line to write, or a request to say when every line
+/// before it was written.
+enum Out {
+    Line(String),
+    Flush(oneshot::Sender<()>),
+}
+
 /// The agent's requests waiting for the client's answer, by id.
 type Pending = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
 
@@ -74,7 +81,7 @@ type Pending = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
 /// notifications and the agent's own requests.
 #[derive(Clone)]
 pub struct Connection {
-    lines: mpsc::UnboundedSender<String>,
+    lines: mpsc::UnboundedSender<Out>,
     next_id: Arc<AtomicI64>,
     pending: Arc<Mutex<Pending>>,
 }
@@ -83,13 +90,24 @@ impl Connection {
     /// A connection writing its lines to `out` from a task of the current runtime;
     /// the task ends when every clone of the connection is dropped.
     pub fn new(mut out: impl AsyncWrite + Unpin + Send + 'static) -> Self {
-        let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+        let (lines, mut rx) = mpsc::unbounded_channel::<Out>();
         tokio::spawn(async move {
-            while let Some(mut line) = rx.recv().await {
-                line.push('\n');
-                if out.write_all(line.as_bytes()).await.is_err() || out.flush().await.is_err() {
-                    tracing::debug!("acp: the client closed stdout");
-                    break;
+            let mut open = true;
+            while let Some(item) = rx.recv().await {
+                match item {
+                    Out::Line(mut line) if open => {
+                        line.push('\n');
+                        if out.write_all(line.as_bytes()).await.is_err()
+                            || out.flush().await.is_err()
+                        {
+                            tracing::debug!("acp: the client closed stdout");
+                            open = false;
+                        }
+                    }
+                    Out::Line(_) => {}
+                    Out::Flush(done) => {
+                        let _ = done.send(());
+                    }
                 }
             }
         });
@@ -101,7 +119,7 @@ impl Connection {
     }
 
     fn write(&self, message: &Value) {
-        if self.lines.send(message.to_string()).is_err() {
+        if self.lines.send(Out::Line(message.to_string())).is_err() {
             tracing::debug!("acp: writer gone; message dropped");
         }
     }
@@ -146,6 +164,14 @@ impl Connection {
 
     fn pending_map(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until every message sent so far was written (or stdout closed).
+    pub async fn flushed(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.lines.send(Out::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// Ends every request still waiting for the client (its connection closed).

@@ -492,3 +492,43 @@ fn the_editors_mcp_servers_are_mounted_like_config_ones() {
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][0]["content"]["text"], "5");
 }
+
+#[test]
+fn every_request_read_is_answered_before_exit_and_bad_input_gets_errors() {
+    let env = TestEnv::new();
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/fly"}"#,
+        "not json",
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":7}}"#,
+    ]
+    .join("\n");
+    let out = env
+        .cmd()
+        .arg("acp")
+        .write_stdin(input + "\n")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_id = |id: Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:#?}"))
+    };
+    assert_eq!(by_id(json!(1))["result"]["protocolVersion"], 1);
+    assert_eq!(by_id(json!(2))["error"]["code"], -32601);
+    assert_eq!(by_id(Value::Null)["error"]["code"], -32700);
+    assert_eq!(by_id(json!(3))["error"]["code"], -32602);
+    assert_eq!(by_id(json!(4))["error"]["code"], -32602);
+    assert_eq!(answers.len(), 5, "{answers:#?}");
+}
