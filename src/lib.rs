@@ -9,6 +9,8 @@
 //! - `cli`, `tui`: front ends — clap subcommands (`cli` starts `tui`) and the terminal
 //!   UI; they send the engine commands and consume its typed events
 //!   (`session::protocol`: `EngineCommand` in, `EngineEvent` out on the `EventBus`).
+//!   `acp` beside them: the Agent Client Protocol front end (`arbor acp`, started by
+//!   `cli`), driving the engine through the same handle.
 //! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
 //!   imports `cli` or `tui`.
 //! - `tool`: the `Tool` trait, mounting tools from a mount plan, the built-in tools.
@@ -35,6 +37,7 @@
 //! as a trait the higher layer implements (the task tool's `Host`, implemented by the
 //! engine).
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;

@@ -2,7 +2,7 @@
 //! "One engine handle for every front end"): the TUI never reads the session store
 //! nor parses a transcript (`engine::Engine` opens and follows sessions), and no
 //! front end runs, continues or cancels a turn on the runtime around the handle.
-//! Source scan of `src/tui` and `src/cli` (comments left out).
+//! Source scan of `src/tui`, `src/cli` and `src/acp` (comments left out).
 
 use std::path::Path;
 
@@ -68,5 +68,6 @@ fn front_ends_run_no_turn_around_the_engine_handle() {
     ];
     let mut found = offenders("src/tui", &turns);
     found.extend(offenders("src/cli", &turns));
+    found.extend(offenders("src/acp", &turns));
     assert!(found.is_empty(), "{found:#?}");
 }

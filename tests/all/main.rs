@@ -11,6 +11,7 @@
 
 mod support;
 
+mod acp;
 mod agent_reload;
 mod agents;
 mod approvals;
