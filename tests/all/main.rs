@@ -20,6 +20,7 @@ mod cli;
 mod cli_budgets;
 mod cli_errors;
 mod conformance;
+mod context_window;
 mod crash_loop;
 mod delegation;
 mod diff_cli;

@@ -73,6 +73,7 @@ impl Thread {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
             EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
+            EngineEvent::ContextCompaction(compaction) => self.push_compaction(compaction),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
@@ -110,7 +111,8 @@ impl Thread {
             | EngineEvent::PromptQueued(_)
             | EngineEvent::PromptSent(_)
             | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_) => {}
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 

@@ -37,6 +37,7 @@ use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionId, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
+use crate::tui::state::context::ContextMeter;
 
 /// One session in the tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +82,9 @@ pub struct Node {
     /// The session's budget and its spend when the current grant started (metadata
     /// `extra.budget`, then `session:budget`); `None` without a budget.
     pub budget: Option<SessionBudgetEvent>,
+    /// How full the session's context is (metadata `context`, then `context:usage`
+    /// and `context:compaction`); `None` before its first model call.
+    pub context: Option<ContextMeter>,
 }
 
 impl Node {
@@ -105,6 +109,7 @@ impl Node {
             files_changed: Vec::new(),
             seen: false,
             budget: None,
+            context: None,
         }
     }
 
@@ -261,6 +266,7 @@ impl SessionTree {
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
+            node.context = m.context.as_ref().map(ContextMeter::from_stored);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
@@ -308,6 +314,9 @@ impl SessionTree {
         node.tokens = m.usage.input_tokens + m.usage.output_tokens;
         node.cost = m.usage.cost;
         node.files_changed.clone_from(&m.files_changed);
+        if let Some(context) = &m.context {
+            node.context = Some(ContextMeter::from_stored(context));
+        }
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.
@@ -407,7 +416,9 @@ impl SessionTree {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => (None, None),
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => (None, None),
         };
         let agent = agent.filter(|a| !a.is_empty());
         let parent = event.parent_id.as_deref().or(parent);
@@ -427,6 +438,12 @@ impl SessionTree {
             }
             EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),
             EngineEvent::SessionBudget(budget) => node.budget = Some(*budget),
+            EngineEvent::ContextUsage(usage) => {
+                node.context = Some(ContextMeter::from_usage(usage))
+            }
+            EngineEvent::ContextCompaction(c) => {
+                node.context = Some(ContextMeter::compacted(node.context, c));
+            }
             EngineEvent::SessionStart(start) => {
                 if let Some(model) = &start.model {
                     node.model = Some(model.clone());

@@ -2,7 +2,7 @@
 //! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), the words
 //! `queued` / `paused` for those states, the spend against a budget (`15/10 tok`), the
 //! running turn's elapsed time or else the session's age (`5m ago`, since created),
-//! tokens and (where known) cost rolled up the subtree; a narrow pane drops the cost,
+//! tokens, its own context use (`ctx 3.2k/4.0k`) and (where known) cost rolled up the subtree; a narrow pane drops the cost,
 //! tokens and time before it cuts the label. A sub-session without a title shows its
 //! task after its agent (`explorer · List the modules`). A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
@@ -129,6 +129,10 @@ impl TreeView<'_> {
         parts.extend(time);
         if row.tokens > 0 {
             parts.push(format_tokens(row.tokens));
+        }
+        // The session's own context use (not rolled up: each session has its own).
+        if let Some(context) = &node.context {
+            parts.push(format!("ctx {}", super::context::used_of_limit(context)));
         }
         if let Some(cost) = row.cost {
             parts.push(format_cost(cost));

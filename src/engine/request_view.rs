@@ -1,0 +1,208 @@
+//! The messages of one model call, fitted to the session's context limit (issue 26).
+//!
+//! Owns: the one call the turn loop makes before each request ([`messages`]): load
+//! the session's compaction record (from `events.jsonl`, once per process), measure
+//! the view, publish `context:usage` and record `metadata.context`, run a
+//! compaction plan when the view crosses the threshold (or `/compact` asked for one)
+//! — with the summary call on the session's own provider — publish
+//! `context:compaction`, and hand back the repaired view. Does not own: the rules of
+//! compaction (`compact`), repair (`repair`), or the call itself (`turn`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::compact::record::{self, Stats};
+use super::compact::summary::Summariser;
+use super::compact::{CompactError, ContextState, Plan, Record, Settings, estimate, plan, view};
+use super::env::TurnEnv;
+use super::live::{LiveSession, lock};
+use super::repair;
+use crate::config::context::ContextConfig;
+use crate::config::modules::CacheAccounting;
+use crate::provider::{Provider, ToolSpec};
+use crate::session::Message;
+use crate::session::metadata::ContextUse;
+use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent, EngineEvent};
+
+/// One request's parts that compaction reads.
+pub(crate) struct Request<'a> {
+    /// The session's provider and its mount-plan config.
+    pub provider: &'a Arc<dyn Provider>,
+    pub provider_config: &'a Value,
+    /// The request's system prompt and tools (they count against the limit).
+    pub system: &'a str,
+    pub tools: &'a [ToolSpec],
+}
+
+/// The session's settings for `provider` (bundle `session.context.config` under
+/// config `context:`).
+pub(crate) fn settings(live: &LiveSession, env: &TurnEnv, provider: &dyn Provider) -> Settings {
+    Settings::for_session(
+        live.plan.get("session"),
+        ContextConfig::from_config(&env.config).0,
+        provider.module(),
+        provider.default_model(),
+    )
+}
+
+/// The session's compaction record, read from its `events.jsonl` on first use.
+fn state(live: &LiveSession) -> ContextState {
+    let mut state = lock(&live.context);
+    if !state.loaded {
+        state.loaded = true;
+        if let Some(record) = record::latest(&live.dir()) {
+            state.record = record;
+        }
+    }
+    state.clone()
+}
+
+/// The messages to send: the transcript's request view under the session's
+/// compaction, compacting first when it crosses the threshold or `/compact` is
+/// pending. Errors: see [`CompactError`] (the turn fails with it).
+pub(crate) async fn messages(
+    live: &LiveSession,
+    env: &TurnEnv,
+    request: &Request<'_>,
+    token: &CancellationToken,
+) -> Result<Arc<Vec<Message>>, CompactError> {
+    let settings = settings(live, env, request.provider.as_ref());
+    let state = state(live);
+    let transcript = live.transcript_snapshot();
+    let fixed = estimate::fixed(request.system, request.tools);
+    let accounting = CacheAccounting::for_module(request.provider.module());
+    let tokens = plan::measure(&transcript, &state.record, fixed, accounting);
+    let manual = state.pending_manual.clone();
+    let decided = plan::plan(
+        &transcript,
+        &state.record,
+        &settings,
+        fixed,
+        tokens,
+        manual.is_some(),
+    );
+    let record = match decided? {
+        Plan::Keep => None,
+        step => Some(
+            run(
+                live,
+                request,
+                &settings,
+                &transcript,
+                &state.record,
+                step,
+                tokens,
+                manual,
+                token,
+            )
+            .await?,
+        ),
+    };
+    let (record, tokens) = match record {
+        Some((record, after)) => (record, after),
+        None => (state.record, tokens),
+    };
+    publish_use(live, tokens, &settings);
+    if record.is_empty() {
+        return Ok(repair::request_view_shared(&transcript));
+    }
+    Ok(repair::request_view_shared(&Arc::new(view::build(
+        &transcript,
+        &record,
+    ))))
+}
+
+/// Records and publishes how full the context is.
+fn publish_use(live: &LiveSession, tokens: u64, settings: &Settings) {
+    let max_tokens = settings.max_tokens;
+    live.update_metadata(|m| m.context = Some(ContextUse { tokens, max_tokens }));
+    live.emit(EngineEvent::ContextUsage(ContextUsageEvent {
+        tokens,
+        max_tokens,
+        compact_threshold: settings.compact_threshold,
+    }));
+}
+
+/// Carries out `step` (not [`Plan::Keep`]): writes the summary if it needs one,
+/// stores the new record, publishes `context:compaction`. Returns the record and the
+/// view's estimated tokens after.
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    live: &LiveSession,
+    request: &Request<'_>,
+    settings: &Settings,
+    transcript: &[Message],
+    old: &Record,
+    step: Plan,
+    before_tokens: u64,
+    focus: Option<String>,
+    token: &CancellationToken,
+) -> Result<(Record, u64), CompactError> {
+    let started = Instant::now();
+    let manual = focus.is_some();
+    let (record, usage) = match step {
+        Plan::Keep => return Ok((old.clone(), before_tokens)),
+        Plan::Stub(record, _) => (record, None),
+        Plan::Summarise { from, mut record } => {
+            let summariser = Summariser {
+                provider: request.provider,
+                config: request.provider_config,
+                model: String::new(),
+                max_tokens: settings.max_tokens,
+                allowance: plan::summary_allowance(settings),
+            };
+            let focus = focus.as_deref().filter(|f| !f.is_empty());
+            let summary = summariser
+                .summarise(
+                    old.summary.as_deref(),
+                    &transcript[from..record.covers],
+                    focus,
+                    token,
+                )
+                .await?;
+            record.summary = Some(summary.text);
+            (record, Some(summary.usage))
+        }
+    };
+    let fixed = estimate::fixed(request.system, request.tools);
+    let after_view = view::build(transcript, &record);
+    let after_tokens = fixed + estimate::messages(&after_view);
+    let summary_tokens = usage.as_ref().map_or(0, |u| u.total());
+    if let Some(usage) = &usage {
+        live.update_metadata(|m| m.usage.add(usage));
+    }
+    let stats = Stats {
+        before_tokens,
+        after_tokens,
+        before_messages: (view::build(transcript, old).len()) as u64,
+        after_messages: after_view.len() as u64,
+        removed: record.covers.saturating_sub(old.covers) as u64,
+        truncated: stubs_between(transcript, old, &record),
+        budget: settings.max_tokens,
+        target: settings.target_tokens(),
+        trigger: if manual { "manual" } else { "auto" },
+        focus: focus.filter(|f| !f.is_empty()),
+        summary_tokens,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    let event: ContextCompactionEvent = record::event(&record, stats);
+    {
+        let mut state = lock(&live.context);
+        state.record = record.clone();
+        state.pending_manual = None;
+    }
+    live.emit(EngineEvent::ContextCompaction(event));
+    Ok((record, after_tokens))
+}
+
+/// Tool results stubbed under `new` but not under `old` (outside both summaries).
+fn stubs_between(transcript: &[Message], old: &Record, new: &Record) -> u64 {
+    let from = new.covers.max(old.stubbed_before);
+    let to = new.stubbed_before.min(transcript.len());
+    (from..to)
+        .filter(|&i| view::is_stubbed(&transcript[i], i, new))
+        .count() as u64
+}
