@@ -22,10 +22,10 @@ use super::live::{LiveSession, lock};
 use super::repair;
 use crate::config::context::ContextConfig;
 use crate::config::modules::CacheAccounting;
-use crate::provider::{Provider, ToolSpec};
-use crate::session::Message;
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, ToolSpec};
 use crate::session::metadata::ContextUse;
 use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent, EngineEvent};
+use crate::session::{Message, Usage};
 
 /// One request's parts that compaction reads.
 pub(crate) struct Request<'a> {
@@ -76,34 +76,32 @@ pub(crate) async fn messages(
     let accounting = CacheAccounting::for_module(request.provider.module());
     let tokens = plan::measure(&transcript, &state.record, fixed, accounting);
     let manual = state.pending_manual.clone();
-    let decided = plan::plan(
-        &transcript,
-        &state.record,
-        &settings,
-        fixed,
-        tokens,
-        manual.is_some(),
-    );
-    let record = match decided? {
-        Plan::Keep => None,
-        step => Some(
-            run(
-                live,
-                request,
-                &settings,
-                &transcript,
-                &state.record,
-                step,
-                tokens,
-                manual,
-                token,
-            )
-            .await?,
-        ),
+    let trigger = match (&manual, state.force_overflow) {
+        (Some(_), _) => "manual",
+        (None, true) => "overflow",
+        (None, false) => "auto",
     };
-    let (record, tokens) = match record {
-        Some((record, after)) => (record, after),
-        None => (state.record, tokens),
+    let force = trigger != "auto";
+    let decided = plan::plan(&transcript, &state.record, &settings, fixed, tokens, force);
+    if force {
+        let mut state = lock(&live.context);
+        state.pending_manual = None;
+        state.force_overflow = false;
+    }
+    let (record, tokens) = match decided? {
+        Plan::Keep => (state.record, tokens),
+        step => {
+            let run = Run {
+                settings: &settings,
+                transcript: &transcript,
+                old: &state.record,
+                before_tokens: tokens,
+                trigger,
+                focus: manual,
+            };
+            let (record, after, _) = run.go(live, request, step, token).await?;
+            (record, after)
+        }
     };
     publish_use(live, tokens, &settings);
     if record.is_empty() {
@@ -113,6 +111,57 @@ pub(crate) async fn messages(
         &transcript,
         &record,
     ))))
+}
+
+/// Compacts session `live` now (`/compact [focus]` on an idle session), as if its
+/// next request crossed the threshold: everything before the newest turn is
+/// summarised (with `focus`). Returns the compaction, `None` when there was nothing
+/// to compact (a single turn whose tool results are already stubs).
+pub(crate) async fn compact_now(
+    live: &LiveSession,
+    env: &TurnEnv,
+    request: &Request<'_>,
+    focus: String,
+    token: &CancellationToken,
+) -> Result<Option<ContextCompactionEvent>, CompactError> {
+    let settings = settings(live, env, request.provider.as_ref());
+    let state = state(live);
+    let transcript = live.transcript_snapshot();
+    let fixed = estimate::fixed(request.system, request.tools);
+    let accounting = CacheAccounting::for_module(request.provider.module());
+    let tokens = plan::measure(&transcript, &state.record, fixed, accounting);
+    let step = plan::plan(&transcript, &state.record, &settings, fixed, tokens, true)?;
+    if step == Plan::Keep {
+        return Ok(None);
+    }
+    let run = Run {
+        settings: &settings,
+        transcript: &transcript,
+        old: &state.record,
+        before_tokens: tokens,
+        trigger: "manual",
+        focus: Some(focus),
+    };
+    let (_, after, event) = run.go(live, request, step, token).await?;
+    publish_use(live, after, &settings);
+    live.sync();
+    Ok(Some(event))
+}
+
+/// Whether a request the provider refused as too long (`error`) is sent again,
+/// compacted first: once per transcript length, so it never loops.
+pub(crate) fn retry_after_overflow(live: &LiveSession, error: &ProviderError) -> bool {
+    if error.kind != ProviderErrorKind::ContextTooLong {
+        return false;
+    }
+    let len = live.transcript_snapshot().len();
+    let mut state = lock(&live.context);
+    if state.overflow_at == Some(len) {
+        return false;
+    }
+    state.overflow_at = Some(len);
+    state.force_overflow = true;
+    true
 }
 
 /// Records and publishes how full the context is.
@@ -126,76 +175,89 @@ fn publish_use(live: &LiveSession, tokens: u64, settings: &Settings) {
     }));
 }
 
-/// Carries out `step` (not [`Plan::Keep`]): writes the summary if it needs one,
-/// stores the new record, publishes `context:compaction`. Returns the record and the
-/// view's estimated tokens after.
-#[allow(clippy::too_many_arguments)]
-async fn run(
-    live: &LiveSession,
-    request: &Request<'_>,
-    settings: &Settings,
-    transcript: &[Message],
-    old: &Record,
-    step: Plan,
+/// One compaction about to be carried out.
+struct Run<'a> {
+    settings: &'a Settings,
+    transcript: &'a [Message],
+    /// The record before.
+    old: &'a Record,
+    /// The view's tokens before.
     before_tokens: u64,
+    /// `auto`, `manual` (`/compact`) or `overflow` (the provider refused the request).
+    trigger: &'static str,
+    /// `/compact`'s focus.
     focus: Option<String>,
-    token: &CancellationToken,
-) -> Result<(Record, u64), CompactError> {
-    let started = Instant::now();
-    let manual = focus.is_some();
-    let (record, usage) = match step {
-        Plan::Keep => return Ok((old.clone(), before_tokens)),
-        Plan::Stub(record, _) => (record, None),
-        Plan::Summarise { from, mut record } => {
-            let summariser = Summariser {
-                provider: request.provider,
-                config: request.provider_config,
-                model: String::new(),
-                max_tokens: settings.max_tokens,
-                allowance: plan::summary_allowance(settings),
-            };
-            let focus = focus.as_deref().filter(|f| !f.is_empty());
-            let summary = summariser
-                .summarise(
-                    old.summary.as_deref(),
-                    &transcript[from..record.covers],
-                    focus,
-                    token,
-                )
-                .await?;
-            record.summary = Some(summary.text);
-            (record, Some(summary.usage))
+}
+
+impl Run<'_> {
+    /// Carries out `step`: writes the summary if it needs one, stores the new record,
+    /// publishes `context:compaction`. Returns the record, the view's estimated tokens
+    /// after, and the event.
+    async fn go(
+        self,
+        live: &LiveSession,
+        request: &Request<'_>,
+        step: Plan,
+        token: &CancellationToken,
+    ) -> Result<(Record, u64, ContextCompactionEvent), CompactError> {
+        let Run {
+            settings,
+            transcript,
+            old,
+            before_tokens,
+            trigger,
+            focus,
+        } = self;
+        let started = Instant::now();
+        let focus = focus.filter(|f| !f.trim().is_empty());
+        let (record, usage) = match step {
+            Plan::Keep => (old.clone(), None),
+            Plan::Stub(record, _) => (record, None),
+            Plan::Summarise { from, mut record } => {
+                let summariser = Summariser {
+                    provider: request.provider,
+                    config: request.provider_config,
+                    model: String::new(),
+                    max_tokens: settings.max_tokens,
+                    allowance: plan::summary_allowance(settings),
+                };
+                let summary = summariser
+                    .summarise(
+                        old.summary.as_deref(),
+                        &transcript[from..record.covers],
+                        focus.as_deref(),
+                        token,
+                    )
+                    .await?;
+                record.summary = Some(summary.text);
+                (record, Some(summary.usage))
+            }
+        };
+        let fixed = estimate::fixed(request.system, request.tools);
+        let after_view = view::build(transcript, &record);
+        let after_tokens = fixed + estimate::messages(&after_view);
+        if let Some(usage) = &usage {
+            live.update_metadata(|m| m.usage.add(usage));
         }
-    };
-    let fixed = estimate::fixed(request.system, request.tools);
-    let after_view = view::build(transcript, &record);
-    let after_tokens = fixed + estimate::messages(&after_view);
-    let summary_tokens = usage.as_ref().map_or(0, |u| u.total());
-    if let Some(usage) = &usage {
-        live.update_metadata(|m| m.usage.add(usage));
+        let stats = Stats {
+            before_tokens,
+            after_tokens,
+            before_messages: view::build(transcript, old).len() as u64,
+            after_messages: after_view.len() as u64,
+            removed: record.covers.saturating_sub(old.covers) as u64,
+            truncated: stubs_between(transcript, old, &record),
+            budget: settings.max_tokens,
+            target: settings.target_tokens(),
+            trigger,
+            focus,
+            summary_tokens: usage.as_ref().map_or(0, Usage::total),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        let event = record::event(&record, stats);
+        lock(&live.context).record = record.clone();
+        live.emit(EngineEvent::ContextCompaction(event.clone()));
+        Ok((record, after_tokens, event))
     }
-    let stats = Stats {
-        before_tokens,
-        after_tokens,
-        before_messages: (view::build(transcript, old).len()) as u64,
-        after_messages: after_view.len() as u64,
-        removed: record.covers.saturating_sub(old.covers) as u64,
-        truncated: stubs_between(transcript, old, &record),
-        budget: settings.max_tokens,
-        target: settings.target_tokens(),
-        trigger: if manual { "manual" } else { "auto" },
-        focus: focus.filter(|f| !f.is_empty()),
-        summary_tokens,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    };
-    let event: ContextCompactionEvent = record::event(&record, stats);
-    {
-        let mut state = lock(&live.context);
-        state.record = record.clone();
-        state.pending_manual = None;
-    }
-    live.emit(EngineEvent::ContextCompaction(event));
-    Ok((record, after_tokens))
 }
 
 /// Tool results stubbed under `new` but not under `old` (outside both summaries).

@@ -496,6 +496,10 @@ async fn drive(
                     attempts,
                     None,
                 )));
+                // Over the window by the provider's own count: compact, send again.
+                if partial.is_empty() && request_view::retry_after_overflow(live, &error) {
+                    continue;
+                }
                 keep_partial(live, agent, &partial, Some(&error.to_string()));
                 return LoopEnd {
                     status: SessionStatus::Failed,

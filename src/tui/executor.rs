@@ -499,6 +499,21 @@ impl Executor for RuntimeExecutor {
                     );
                 });
             }
+            EngineCommand::Compact { session_id, focus } => {
+                let runtime = self.runtime.clone();
+                tokio::spawn(async move {
+                    let event = match runtime.compact(&session_id, &focus).await {
+                        Ok(done) => AppEvent::Compacted {
+                            note: crate::tui::state::context::compacted_note(&done),
+                        },
+                        Err(e) => AppEvent::CommandFailed {
+                            session_id: Some(session_id),
+                            message: e.to_string(),
+                        },
+                    };
+                    send(&results, event);
+                });
+            }
             EngineCommand::ListMcpServers => {
                 send(
                     &results,

@@ -231,3 +231,63 @@ fn a_turn_too_large_for_the_window_fails_clearly() {
     );
     assert!(server.requests().is_empty(), "nothing was sent");
 }
+
+/// A limit set larger than the server's real window: the server's 400
+/// `context_length_exceeded` makes arbor compact and send the request once more,
+/// and every turn is still answered.
+#[test]
+fn an_overflow_the_estimate_missed_compacts_and_retries_once() {
+    let largest = Arc::new(AtomicU64::new(0));
+    let server = window_server(largest);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str("context:\n  max_tokens: 9000\n");
+    std::fs::write(&env.config, config).unwrap();
+    let bundle = env.dir.path().join("bundle.md");
+    std::fs::write(
+        &bundle,
+        "---\nbundle: {name: window, version: 0.1.0}\ntools: []\nagents: none\n---\n\nYou answer briefly.\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| -> Value {
+        let out = env
+            .cmd()
+            .arg("--bundle")
+            .arg(&bundle)
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let first = run(&["run", "--output-format", "json", &prompt(1)]);
+    let id = first["session_id"].as_str().unwrap().to_string();
+    for i in 2..=8 {
+        let out = run(&[
+            "session",
+            "resume",
+            &id,
+            &prompt(i),
+            "--output-format",
+            "json",
+        ]);
+        assert_eq!(out["status"], "success", "turn {i}: {out}");
+    }
+    let dir = env.sessions_dir().join(&id);
+    let events = read_jsonl(&dir.join("events.jsonl"));
+    let overflows = events
+        .iter()
+        .filter(|e| e["event"] == "context:compaction" && e["data"]["trigger"] == "overflow")
+        .count();
+    assert!(overflows >= 1, "no compaction after an overflow");
+    let refused = server
+        .requests()
+        .iter()
+        .filter(|r| request_tokens(r) > WINDOW)
+        .count();
+    assert_eq!(
+        refused, overflows,
+        "one refused request per overflow compaction"
+    );
+}

@@ -50,9 +50,9 @@ pub enum CompactError {
     /// The turn was cancelled during the summary call.
     #[error("compaction cancelled")]
     Cancelled,
-    /// `/compact` on a session that has made no model call yet.
-    #[error("nothing to compact yet: the session has not called a model")]
-    NoProvider,
+    /// `/compact` on a session that cannot be loaded or has no usable provider.
+    #[error("cannot compact: {0}")]
+    Session(#[source] Box<crate::engine::EngineError>),
 }
 
 /// A live session's context bookkeeping: its compaction record (loaded from
@@ -65,4 +65,10 @@ pub struct ContextState {
     pub record: Record,
     /// A `/compact` waiting for the next request: its focus.
     pub pending_manual: Option<String>,
+    /// The provider refused the last request as too long (its count is above our
+    /// estimate): the next request compacts first.
+    pub force_overflow: bool,
+    /// The transcript length at the last such retry: one retry per length, so a
+    /// request that stays too long fails instead of looping.
+    pub overflow_at: Option<usize>,
 }

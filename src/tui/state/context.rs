@@ -6,6 +6,7 @@
 //! (`views::context`) or deciding anything about compaction (`engine::compact`).
 
 use crate::config::context::DEFAULT_COMPACT_THRESHOLD;
+use crate::engine::runtime::Compacted;
 use crate::session::metadata::ContextUse;
 use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent};
 
@@ -60,6 +61,15 @@ impl ContextMeter {
     /// Whether the use has reached the compaction threshold (shown amber).
     pub fn at_threshold(&self) -> bool {
         self.max_tokens > 0 && self.share() >= self.threshold
+    }
+}
+
+/// The status-bar note for what `/compact` did.
+pub fn compacted_note(done: &Compacted) -> String {
+    match done {
+        Compacted::Now(event) => event.note(),
+        Compacted::BeforeNextCall => "the context is compacted before the next model call".into(),
+        Compacted::Nothing => "nothing to compact yet: one turn, already short".into(),
     }
 }
 
