@@ -5,13 +5,15 @@
 //! estimates and the measured size of a view (`estimate`), the compacted view and its
 //! [`Record`] (`view`), the decision — stub old tool results, else summarise the
 //! oldest turns (`plan`), the summary model calls (`summary`), and the
-//! `context:compaction` event as the record reused on resume (`record`).
+//! `context:compaction` event as the record reused on resume (`record`), and the cap
+//! on a sub-session's answer to its parent (`answer`).
 //!
 //! Does not own: the live session or the turn loop. `engine::request_view` is the one
 //! caller: it reads the live session, runs a plan (with the summary call) and
 //! publishes the events. This folder uses nothing of `live`, so `live` can hold a
 //! [`ContextState`] without a cycle.
 
+pub mod answer;
 pub mod estimate;
 pub mod limit;
 pub mod plan;
