@@ -59,4 +59,36 @@ mod tests {
             theme.style(Slot::StatusBar)
         );
     }
+
+    #[test]
+    fn status_bar_shows_the_meter_and_narrows_it() {
+        use crate::tui::views::status::StatusView;
+        let theme = Theme::builtin_dark(true);
+        let ok = Ok("openai/gpt-4o".to_string());
+        let view = StatusView {
+            provider: &ok,
+            needs_you: 0,
+            needs_you_key: String::new(),
+            running: 1,
+            context: Some(ContextMeter {
+                tokens: 1600,
+                max_tokens: 4000,
+                threshold: 0.8,
+            }),
+            usage: None,
+            note: None,
+            reload: None,
+            hints: Vec::new(),
+            mouse_off: None,
+            theme: &theme,
+        };
+        insta::assert_snapshot!(
+            "context_status_80",
+            crate::tui::views::tests::render(&view, 80, 1)
+        );
+        insta::assert_snapshot!(
+            "context_status_30",
+            crate::tui::views::tests::render(&view, 30, 1)
+        );
+    }
 }
