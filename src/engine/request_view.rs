@@ -19,10 +19,12 @@ use super::compact::summary::Summariser;
 use super::compact::{CompactError, ContextState, Plan, Record, Settings, estimate, plan, view};
 use super::env::TurnEnv;
 use super::live::{LiveSession, lock};
+use super::providers;
 use super::repair;
 use crate::config::context::ContextConfig;
 use crate::config::modules::CacheAccounting;
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ToolSpec};
+use crate::routing::ModelRequest;
 use crate::session::metadata::ContextUse;
 use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent, EngineEvent};
 use crate::session::{Message, Usage};
@@ -35,6 +37,8 @@ pub(crate) struct Request<'a> {
     /// The request's system prompt and tools (they count against the limit).
     pub system: &'a str,
     pub tools: &'a [ToolSpec],
+    /// The runtime's environment, for routing the summary to model role `fast`.
+    pub env: &'a TurnEnv,
 }
 
 /// The session's settings for `provider` (bundle `session.context.config` under
@@ -217,7 +221,7 @@ impl Run<'_> {
                 let summariser = Summariser {
                     provider: request.provider,
                     config: request.provider_config,
-                    model: String::new(),
+                    model: fast_model(live, request).await,
                     max_tokens: settings.max_tokens,
                     allowance: plan::summary_allowance(settings),
                 };
@@ -257,6 +261,26 @@ impl Run<'_> {
         lock(&live.context).record = record.clone();
         live.emit(EngineEvent::ContextCompaction(event.clone()));
         Ok((record, after_tokens, event))
+    }
+}
+
+/// The model the summary asks: the session's provider's model for role `fast` when
+/// routing finds one on that provider (issue 26: "model role `fast` when
+/// routable"), else empty (the provider's default model).
+async fn fast_model(live: &LiveSession, request: &Request<'_>) -> String {
+    let env = request.env;
+    let ask = ModelRequest {
+        call_role: Some(serde_json::json!("fast")),
+        ..ModelRequest::default()
+    };
+    let provider = request.provider;
+    let parent = (provider.id(), provider.default_model());
+    let routed = providers::route(env, &live.plan, &ask, parent).await;
+    match routed.choice {
+        Some(choice) if choice.provider == provider.id() && !choice.model.is_empty() => {
+            choice.model
+        }
+        _ => String::new(),
     }
 }
 

@@ -451,6 +451,7 @@ async fn drive(
             provider_config,
             system: &system,
             tools: &specs,
+            env,
         };
         let messages = match request_view::messages(live, env, &fit, token).await {
             Ok(messages) => messages,

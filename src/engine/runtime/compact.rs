@@ -44,6 +44,7 @@ impl Runtime {
             provider_config: &config,
             system: &system,
             tools: &[],
+            env,
         };
         let token = CancellationToken::new();
         let done =
