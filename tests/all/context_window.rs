@@ -189,6 +189,10 @@ fn eight_growing_turns_fit_a_4000_token_window() {
         "{c}"
     );
     assert!(c["summary"].as_str().unwrap().starts_with("Summary:"));
+    // It was made by an earlier process than turn 8's (turn 8's user message is
+    // transcript index 14), yet turn 8's request carried its summary: the record was
+    // read back from events.jsonl on resume.
+    assert!(c["at_message"].as_u64().unwrap() <= 14, "{c}");
 
     // `session show --json` reports the context use.
     let show = env
