@@ -67,8 +67,8 @@ pub enum Plan {
 }
 
 /// The plan for `transcript` under `record`, `tokens` its measured size. `force`
-/// (`/compact`): summarise even below the threshold, everything before the newest
-/// turn at least.
+/// (`/compact`, or a request the provider refused as too long): summarise everything
+/// before the newest turn, whatever the size.
 ///
 /// Errors: [`CompactError::TurnTooLarge`] when the newest turn alone (stubbed, with a
 /// summary) exceeds `max_tokens`.
@@ -115,11 +115,13 @@ pub fn plan(
         // One turn only: nothing before it to summarise.
         return only_newest(stub_only, settings, stubbed, record);
     };
-    let cut = starts
-        .iter()
-        .copied()
-        .find(|&c| fixed + allowance + suffix[c] <= target)
-        .unwrap_or(newest);
+    // Forced (`/compact`, or the provider counted more than the estimate): all but
+    // the newest turn. Else the oldest cut that fits the target.
+    let fits = |c: &usize| fixed + allowance + suffix[*c] <= target;
+    let cut = match force {
+        true => newest,
+        false => starts.iter().copied().find(fits).unwrap_or(newest),
+    };
     let after = fixed + allowance + suffix[cut];
     if after > settings.max_tokens {
         return Err(CompactError::TurnTooLarge {
@@ -219,5 +221,16 @@ mod tests {
         s.auto_compact = true;
         let err = plan(&t, &Record::default(), &s, 0, 99_999, false).unwrap_err();
         assert!(matches!(err, CompactError::TurnTooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn forced_summarises_all_but_the_newest_turn_even_when_small() {
+        let s = settings(100_000);
+        let t = chat(4, 40);
+        let Plan::Summarise { record, .. } = plan(&t, &Record::default(), &s, 0, 10, true).unwrap()
+        else {
+            panic!("expected a summary");
+        };
+        assert_eq!(record.covers, 6, "the newest turn starts at 6");
     }
 }
