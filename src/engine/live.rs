@@ -161,6 +161,14 @@ impl LiveSession {
         lock(&self.metadata).clone()
     }
 
+    /// Applies `change` to the metadata in memory only: the next
+    /// [`LiveSession::update_metadata`] writes it (the context use recorded before
+    /// each model call rides on the write after its response, sparing a file write
+    /// per request).
+    pub fn stage_metadata(&self, change: impl FnOnce(&mut Metadata)) {
+        change(&mut lock(&self.metadata));
+    }
+
     /// Applies `change` to the metadata, stamps `last_updated` and writes it.
     pub fn update_metadata(&self, change: impl FnOnce(&mut Metadata)) {
         let snapshot = {

@@ -148,6 +148,8 @@ pub(crate) async fn compact_now(
     };
     let (_, after, event) = run.go(live, request, step, token).await?;
     publish_use(live, after, &settings);
+    // No response follows to write it: write the metadata now.
+    live.update_metadata(|_| {});
     live.sync();
     Ok(Some(event))
 }
@@ -168,10 +170,11 @@ pub(crate) fn retry_after_overflow(live: &LiveSession, error: &ProviderError) ->
     true
 }
 
-/// Records and publishes how full the context is.
+/// Records (in memory; written with the response's metadata write) and publishes how
+/// full the context is.
 fn publish_use(live: &LiveSession, tokens: u64, settings: &Settings) {
     let max_tokens = settings.max_tokens;
-    live.update_metadata(|m| m.context = Some(ContextUse { tokens, max_tokens }));
+    live.stage_metadata(|m| m.context = Some(ContextUse { tokens, max_tokens }));
     live.emit(EngineEvent::ContextUsage(ContextUsageEvent {
         tokens,
         max_tokens,
