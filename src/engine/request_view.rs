@@ -44,12 +44,13 @@ pub(crate) struct Request<'a> {
 /// The session's settings for `provider` (bundle `session.context.config` under
 /// config `context:`).
 pub(crate) fn settings(live: &LiveSession, env: &TurnEnv, provider: &dyn Provider) -> Settings {
-    Settings::for_session(
-        live.plan.get("session"),
-        ContextConfig::from_config(&env.config).0,
-        provider.module(),
-        provider.default_model(),
-    )
+    let (config, mut warnings) = ContextConfig::from_config(&env.config);
+    let (bundle, more) = ContextConfig::from_session(live.plan.get("session"));
+    warnings.extend(more);
+    for warning in warnings {
+        tracing::warn!(session = %live.id, "{warning}");
+    }
+    Settings::resolve(bundle, config, provider.module(), provider.default_model())
 }
 
 /// The session's compaction record, read from its `events.jsonl` on first use.
@@ -155,14 +156,16 @@ pub(crate) async fn compact_now(
 }
 
 /// Whether a request the provider refused as too long (`error`) is sent again,
-/// compacted first: once per transcript length, so it never loops.
+/// compacted first: once per transcript length, so it never loops, and only when
+/// compacting can shrink it.
 pub(crate) fn retry_after_overflow(live: &LiveSession, error: &ProviderError) -> bool {
     if error.kind != ProviderErrorKind::ContextTooLong {
         return false;
     }
-    let len = live.transcript_snapshot().len();
+    let transcript = live.transcript_snapshot();
+    let len = transcript.len();
     let mut state = lock(&live.context);
-    if state.overflow_at == Some(len) {
+    if state.overflow_at == Some(len) || !plan::compactable(&transcript, &state.record) {
         return false;
     }
     state.overflow_at = Some(len);

@@ -49,6 +49,14 @@ pub fn measure(
     }
 }
 
+/// Whether a forced compaction could shrink the view of `transcript` under `record`:
+/// a turn before the newest not yet summarised, or a tool result not yet stubbed.
+pub fn compactable(transcript: &[Message], record: &Record) -> bool {
+    let covers = record.covers.min(transcript.len());
+    !view::turn_starts(transcript, covers + 1).is_empty()
+        || view::stub_boundary(transcript) > record.stubbed_before
+}
+
 /// What to do before a request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
