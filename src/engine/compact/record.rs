@@ -6,7 +6,7 @@
 //! record, and finding a session's latest one in its `events.jsonl`. Does not own:
 //! writing the file (`live` emits, `store` writes).
 
-use std::io::{BufRead, BufReader};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::session::protocol::{ContextCompactionEvent, EngineEvent, Event};
@@ -75,22 +75,99 @@ pub fn from_event(e: &ContextCompactionEvent) -> Record {
 }
 
 /// The latest compaction recorded in session directory `dir`'s `events.jsonl`
-/// (`None`: none, or no readable file). Lines that do not parse are skipped, as a
-/// torn last line after a crash would be.
+/// (`None`: none, or no readable file). The file is read backwards in blocks until a
+/// `context:compaction` line turns up, so resuming a long session costs the tail
+/// after its last compaction, not the whole log. Lines that do not parse are
+/// skipped, as a torn last line after a crash would be.
 pub fn latest(dir: &Path) -> Option<Record> {
-    let file = std::fs::File::open(dir.join(EVENTS_FILE)).ok()?;
-    let mut found = None;
-    for line in BufReader::new(file).lines() {
-        let Ok(line) = line else { break };
-        // Cheap filter first: most lines are other events.
-        if !line.contains("\"context:compaction\"") {
-            continue;
+    let mut file = std::fs::File::open(dir.join(EVENTS_FILE)).ok()?;
+    let mut end = file.metadata().ok()?.len();
+    // Bytes before `end` not yet split into lines (a line cut by a block boundary).
+    let mut carry: Vec<u8> = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let mut block = vec![0u8; usize::try_from(end - start).ok()?];
+        file.seek(SeekFrom::Start(start)).ok()?;
+        file.read_exact(&mut block).ok()?;
+        block.extend_from_slice(&carry);
+        // The first piece may continue in the block before: keep it for the next round.
+        let first_newline = if start == 0 {
+            0
+        } else {
+            block
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(block.len(), |i| i + 1)
+        };
+        for line in block[first_newline..].rsplit(|b| *b == b'\n') {
+            if let Some(record) = parse(line) {
+                return Some(record);
+            }
         }
-        if let Some(EngineEvent::ContextCompaction(e)) =
-            Event::from_log_line(&line).ok().map(|l| l.msg)
-        {
-            found = Some(from_event(&e));
-        }
+        carry = block[..first_newline].to_vec();
+        end = start;
     }
-    found
+    None
+}
+
+/// Bytes read per step of [`latest`].
+const BLOCK: u64 = 256 * 1024;
+
+/// The record of one `events.jsonl` line, when it is a `context:compaction`.
+fn parse(line: &[u8]) -> Option<Record> {
+    let line = std::str::from_utf8(line).ok()?;
+    // Cheap filter first: most lines are other events.
+    if !line.contains("\"context:compaction\"") {
+        return None;
+    }
+    match Event::from_log_line(line).ok()?.msg {
+        EngineEvent::ContextCompaction(e) => Some(from_event(&e)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_finds_the_newest_compaction_across_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |covers: u64| {
+            let e = ContextCompactionEvent {
+                covers,
+                summary: Some(format!("s{covers}")),
+                ..Default::default()
+            };
+            let event = Event::new("s", None, EngineEvent::ContextCompaction(e));
+            serde_json::to_string(&event.to_log_line()).unwrap()
+        };
+        let filler = format!(
+            "{{\"event\":\"tool:post\",\"pad\":\"{}\"}}",
+            "x".repeat(1000)
+        );
+        let mut text = String::new();
+        text.push_str(&line(2));
+        text.push('\n');
+        for _ in 0..600 {
+            text.push_str(&filler);
+            text.push('\n');
+        }
+        text.push_str(&line(7));
+        text.push('\n');
+        for _ in 0..600 {
+            text.push_str(&filler);
+            text.push('\n');
+        }
+        text.push_str("{\"torn");
+        std::fs::write(dir.path().join(EVENTS_FILE), &text).unwrap();
+        let record = latest(dir.path()).unwrap();
+        assert_eq!((record.covers, record.summary.as_deref()), (7, Some("s7")));
+        // Only the first, at the very start of the file.
+        let first_only = format!("{}\n{}", line(2), filler);
+        std::fs::write(dir.path().join(EVENTS_FILE), first_only).unwrap();
+        assert_eq!(latest(dir.path()).unwrap().covers, 2);
+        std::fs::write(dir.path().join(EVENTS_FILE), "").unwrap();
+        assert!(latest(dir.path()).is_none());
+    }
 }
