@@ -4,9 +4,11 @@
 //! what a summary pass costs in time (with an instant scripted model) and in extra
 //! tokens sent to the model.
 //!
-//! Divan times three pure steps every model call may run: `measure` (how full the
-//! view is), `plan` (where to cut; suffix sums, one pass) and `view_build` (the
-//! compacted view under a record). After divan's table a report prints, for a
+//! Divan times the pure steps: `measure` (how full the view is; every model call),
+//! `plan_cut` (where to cut, one pass of suffix sums; a never-compacted session) and
+//! `plan_cut_steady` (the same for a session compacted as it grew: only the part
+//! still in the view is estimated), and `view_build` (the compacted view under a
+//! record; every model call once compacted). After divan's table a report prints, for a
 //! 128,000-token limit (GPT-4o) at the default threshold, the two cases a session
 //! meets: `cold` — a 100k-message session never compacted (an Amplifier session
 //! resumed in arbor) summarised in one go — and `steady` — a session compacted as it
@@ -73,6 +75,16 @@ fn plan_cut(bencher: Bencher, n: usize) {
     bencher.bench(|| plan::plan(&t, &Record::default(), &s, 500, u64::MAX / 2, false).unwrap());
 }
 
+/// The same decision for a session that compacted as it grew (its record covers all
+/// but the newest part): only the part still in the view is estimated.
+#[divan::bench(args = [MESSAGES], sample_count = 10)]
+fn plan_cut_steady(bencher: Bencher, n: usize) {
+    let t = transcript(n);
+    let record = steady_record(&t[..n - 800]);
+    let s = settings();
+    bencher.bench(|| plan::plan(&t, &record, &s, 500, u64::MAX / 2, false).unwrap());
+}
+
 #[divan::bench(args = [MESSAGES], sample_count = 10)]
 fn view_build(bencher: Bencher, n: usize) {
     let t = transcript(n);
@@ -126,8 +138,21 @@ fn compact_once(t: &[Message], old: &Record) -> Measured {
     let before = 500 + estimate::messages(&view::build(t, old));
     let started = Instant::now();
     let step = plan::plan(t, old, &s, 500, before, false).unwrap();
-    let Plan::Summarise { from, mut record } = step else {
-        panic!("expected a summary pass, got {step:?}");
+    let (from, mut record) = match step {
+        Plan::Summarise { from, record } => (from, record),
+        // Stubbing old tool results was enough: no model call.
+        Plan::Stub(_, after) => {
+            return Measured {
+                secs: started.elapsed().as_secs_f64(),
+                calls: 0,
+                extra_input: 0,
+                extra_output: 0,
+                before,
+                after,
+                covered: 0,
+            };
+        }
+        Plan::Keep => panic!("below the threshold: nothing to measure"),
     };
     let summariser = Summariser {
         provider: &dynp,
@@ -174,14 +199,23 @@ fn report() {
         "{:<7} {:>9} {:>6} {:>12} {:>12} {:>10} {:>22}",
         "case", "time", "calls", "extra in", "extra out", "summarised", "view tokens"
     );
-    // Steady: the record of the compaction before, then the session grew past the
-    // threshold again (~100 new messages beyond the newest 60%).
-    let steady = steady_record(&t[..t.len() - 400]);
+    // Steady: the record of the compaction before, then the session grew until its
+    // view crossed the threshold again.
+    let s = settings();
+    let mut grown = 100;
+    let steady = loop {
+        let old = steady_record(&t[..t.len() - grown]);
+        let tokens = 500 + estimate::messages(&view::build(&t, &old));
+        if tokens > s.threshold_tokens() {
+            break old;
+        }
+        grown += 100;
+    };
     for (case, old) in [("cold", Record::default()), ("steady", steady)] {
         let m = compact_once(&t, &old);
         println!(
-            "{case:<7} {:>8.3}s {:>6} {:>12} {:>12} {:>10} {:>22}",
-            m.secs,
+            "{case:<7} {:>7.1}ms {:>6} {:>12} {:>12} {:>10} {:>22}",
+            m.secs * 1000.0,
             m.calls,
             m.extra_input,
             m.extra_output,

@@ -98,22 +98,24 @@ pub fn plan(
         at_message,
         ..record.clone()
     };
-    // Per-message estimates under the new stubs, and their suffix sums.
-    let per: Vec<u64> = transcript
+    let covers = record.covers.min(transcript.len());
+    // Estimates of the messages still in the view (from `covers`) under the new
+    // stubs, as suffix sums: `suffix[i - covers]` is the tokens of `transcript[i..]`.
+    let per: Vec<u64> = transcript[covers..]
         .iter()
         .enumerate()
-        .map(|(i, m)| estimate::message(&view::view_message(m, i, &stubbed)))
+        .map(|(k, m)| estimate::message(&view::view_message(m, covers + k, &stubbed)))
         .collect();
     let mut suffix = vec![0u64; per.len() + 1];
     for i in (0..per.len()).rev() {
         suffix[i] = suffix[i + 1] + per[i];
     }
-    let covers = record.covers.min(transcript.len());
+    let from = |i: usize| suffix[i - covers];
     let old_summary = record
         .summary
         .as_ref()
         .map_or(0, |s| estimate::message(&view::summary_message(s, covers)));
-    let stub_only = fixed + old_summary + suffix[covers];
+    let stub_only = fixed + old_summary + from(covers);
     if !force && stub_only <= target && stubbed.stubbed_before != record.stubbed_before {
         return Ok(Plan::Stub(stubbed, stub_only));
     }
@@ -125,12 +127,12 @@ pub fn plan(
     };
     // Forced (`/compact`, or the provider counted more than the estimate): all but
     // the newest turn. Else the oldest cut that fits the target.
-    let fits = |c: &usize| fixed + allowance + suffix[*c] <= target;
+    let fits = |c: &usize| fixed + allowance + from(*c) <= target;
     let cut = match force {
         true => newest,
         false => starts.iter().copied().find(fits).unwrap_or(newest),
     };
-    let after = fixed + allowance + suffix[cut];
+    let after = fixed + allowance + from(cut);
     if after > settings.max_tokens {
         return Err(CompactError::TurnTooLarge {
             tokens: after,
