@@ -31,11 +31,13 @@ use crate::session::{Message, Usage};
 
 /// One request's parts that compaction reads.
 pub(crate) struct Request<'a> {
-    /// The session's provider and its mount-plan config.
+    /// The session's provider (the summary calls use it too).
     pub provider: &'a Arc<dyn Provider>,
+    /// Its mount-plan config.
     pub provider_config: &'a Value,
-    /// The request's system prompt and tools (they count against the limit).
+    /// The request's system prompt (counts against the limit).
     pub system: &'a str,
+    /// The request's tool specs (count against the limit).
     pub tools: &'a [ToolSpec],
     /// The runtime's environment, for routing the summary to model role `fast`.
     pub env: &'a TurnEnv,

@@ -17,22 +17,29 @@ use super::view::Record;
 /// The numbers of one compaction besides its record.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
-    /// View tokens and messages before and after.
+    /// Estimated tokens of the view before.
     pub before_tokens: u64,
+    /// Estimated tokens of the view after.
     pub after_tokens: u64,
+    /// Messages in the view before.
     pub before_messages: u64,
+    /// Messages in the view after.
     pub after_messages: u64,
-    /// Transcript messages newly summarised, tool results newly stubbed.
+    /// Transcript messages newly summarised.
     pub removed: u64,
+    /// Tool results newly stubbed.
     pub truncated: u64,
-    /// The limit and what the compaction aimed at.
+    /// The context limit.
     pub budget: u64,
+    /// What the compaction aimed at.
     pub target: u64,
-    /// `auto` or `manual`, and `/compact`'s focus.
+    /// `auto`, `manual` (`/compact`) or `overflow` (the provider refused a request).
     pub trigger: &'static str,
+    /// `/compact`'s focus.
     pub focus: Option<String>,
-    /// Tokens the summary calls used; milliseconds the compaction took.
+    /// Tokens the summary calls used (input + output).
     pub summary_tokens: u64,
+    /// Milliseconds the compaction took.
     pub duration_ms: u64,
 }
 
