@@ -11,8 +11,9 @@
 //! `{session_id, name, parent_id, agent_name, status, depth, turn_count, created,
 //! last_updated, children: [ids]}` (an array for `list`; `name` is the title, `null`
 //! when none); `show` adds `files_changed` (`[{path, tool, lines_added,
-//! lines_removed, created, changes}]`, the files the session's tools wrote or edited)
-//! and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
+//! lines_removed, created, changes}]`, the files the session's tools wrote or edited),
+//! `context` (`{tokens, max_tokens}` of its latest request view, `null` before its
+//! first model call) and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
 //! `SessionStore::resolve` accepts: a full id, an unambiguous prefix, a root's
 //! 8-character UUID prefix, a sub-session's 8-character span (`#` optional).
 //!
@@ -225,6 +226,8 @@ pub async fn run(
             if let Some(turn) = loaded.metadata.forked_from_turn() {
                 v["forked_from_turn"] = json!(turn);
             }
+            // `{tokens, max_tokens}` of the latest request view, null before any call.
+            v["context"] = json!(loaded.metadata.context);
             if let Some(note) = rebuild_note(&ctx, &loaded.metadata) {
                 v["note"] = json!(note);
             }
@@ -650,6 +653,9 @@ fn print_show(
         m.usage.input_tokens,
         m.usage.output_tokens
     )?;
+    if let Some(c) = &m.context {
+        outln!("context   {} of {} tokens", c.tokens, c.max_tokens)?;
+    }
     if let Some(children) = v["children"].as_array() {
         for c in children {
             outln!("child     {}", c.as_str().unwrap_or_default())?;

@@ -22,10 +22,12 @@
 //!   calc: {command: calc-server, args: [--stdio]}
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
 //! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
+//! context: {max_tokens: 128000, compact_threshold: 0.8}  # see config::context
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
-//! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`).
+//! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`),
+//! `context` (`config::context`).
 //!
 //! Relative paths in the file (`bundle:`, an MCP server's `cwd` and `./command`)
 //! are relative to the file's directory, not the current one.

@@ -269,6 +269,12 @@ impl Engine {
                     });
                 });
             }
+            EngineCommand::Compact { session_id, focus } => {
+                tokio::spawn(async move {
+                    let result = runtime.compact(&session_id, &focus).await;
+                    replies.send(EngineReply::Compacted { session_id, result });
+                });
+            }
             EngineCommand::ListMcpServers => {
                 replies.send(EngineReply::McpServers(runtime.mcp_status()));
             }

@@ -14,7 +14,8 @@
 //! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
 //! on a cycle): `handle` on top (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
-//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`);
+//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
+//! fits each request to the context limit with `compact`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint
 //! `max_concurrent`), `outcome`, `live`, then `inbox` (steers and queued messages of a
@@ -23,6 +24,7 @@
 pub mod approvals;
 mod calls;
 mod checkpoints;
+pub mod compact;
 pub mod context;
 mod env;
 mod gate;
@@ -38,6 +40,7 @@ mod prompt;
 pub mod providers;
 mod recovered;
 pub mod repair;
+mod request_view;
 mod root_plan;
 pub mod runtime;
 mod slots;

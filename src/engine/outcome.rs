@@ -48,6 +48,10 @@ pub enum TurnError {
     )]
     MaxIterations { max_iterations: u32 },
     /// The agent the turn was handed to (`agent:transfer`) could not be set up.
+    /// The request could not be fitted to the context limit (issue 26: the newest
+    /// turn alone is too large, or the summary call failed); `reason` names which.
+    #[error("{reason}")]
+    ContextLimit { reason: String },
     #[error("agent '{name}' cannot answer: {reason}")]
     AgentUnavailable { name: String, reason: String },
     /// The session's files could not be written during the turn (`persist`, the

@@ -56,7 +56,9 @@ use crate::session::{
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
+pub use compact::Compacted;
 
+mod compact;
 mod handoff;
 mod prompts;
 mod resume;

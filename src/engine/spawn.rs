@@ -20,6 +20,8 @@
 //! limit. Does not own: validating the call (`tool::task`), the turn itself
 //! (`turn`), the live-session map (`runtime`), the routing rules (`routing`).
 
+use super::compact;
+use crate::config::context::ContextConfig;
 use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
@@ -486,9 +488,16 @@ async fn run_child(
     }));
     let metadata = child.metadata();
     let budget = BudgetState::of(&metadata).map(|b| b.progress(&metadata));
+    // The parent gets at most `context.child_answer_max_chars` of the answer.
+    let (bundle, _) = ContextConfig::of_plan(&child.plan);
+    let max = bundle.overridden_by(ContextConfig::from_config(&rt.turn_env().config).0);
     Ok(TaskResult {
         budget,
-        response: outcome.response,
+        response: compact::answer::cap(
+            outcome.response,
+            max.child_answer_max(),
+            &outcome.session_id,
+        ),
         session_id: outcome.session_id,
         agent: outcome.agent,
         status: outcome.status,

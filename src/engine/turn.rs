@@ -46,6 +46,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::calls;
+use super::compact::CompactError;
 use super::env::TurnEnv;
 use super::gate::Gate;
 use super::inbox::Pending;
@@ -55,7 +56,7 @@ use super::panics;
 use super::prompt;
 use super::providers;
 use super::recovered;
-use super::repair;
+use super::request_view;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
 use super::transfer;
@@ -446,12 +447,25 @@ async fn drive(
         if live.metadata().status == SessionStatus::Queued {
             live.set_status(SessionStatus::Running);
         }
-        // Shares the live transcript (no copy) unless it needs reordering.
+        let system = prompt::system_prompt(env, live, plan);
+        let specs = tools.specs();
+        // Shares the live transcript (no copy) unless it needs reordering or compacting.
+        let fit = request_view::Request {
+            provider,
+            provider_config,
+            system: &system,
+            tools: &specs,
+            env,
+        };
+        let messages = match request_view::messages(live, env, &fit, token).await {
+            Ok(messages) => messages,
+            Err(e) => return compact_failed(&e, last_text),
+        };
         let request = ChatRequest {
             model: provider.default_model().to_string(),
-            system: prompt::system_prompt(env, live, plan),
-            messages: repair::request_view_shared(&live.transcript_snapshot()),
-            tools: tools.specs(),
+            system,
+            messages,
+            tools: specs,
             max_tokens: None,
             max_time: Some(limits.max_time),
             config: provider_config.clone(),
@@ -487,6 +501,10 @@ async fn drive(
                     attempts,
                     None,
                 )));
+                // Over the window by the provider's own count: compact, send again.
+                if partial.is_empty() && request_view::retry_after_overflow(live, &error) {
+                    continue;
+                }
                 keep_partial(live, agent, &partial, Some(&error.to_string()));
                 return LoopEnd {
                     status: SessionStatus::Failed,
@@ -572,6 +590,22 @@ async fn drive(
         status: SessionStatus::Failed,
         response: last_text,
         error: Some(TurnError::MaxIterations { max_iterations }),
+    }
+}
+
+/// The end of a turn whose request could not be fitted to the context limit.
+fn compact_failed(error: &CompactError, last_text: String) -> LoopEnd {
+    LoopEnd {
+        status: if matches!(error, CompactError::Cancelled) {
+            SessionStatus::Cancelled
+        } else {
+            SessionStatus::Failed
+        },
+        response: last_text,
+        error: Some(TurnError::ContextLimit {
+            reason: error.to_string(),
+        })
+        .filter(|_| !matches!(error, CompactError::Cancelled)),
     }
 }
 

@@ -170,6 +170,17 @@ pub fn record_file_change(list: &mut Vec<FileChange>, change: &FileChange) {
     }
 }
 
+/// `metadata.json` `context` (arbor's own): `{tokens, max_tokens}` — the tokens of
+/// the session's latest request view (measured or estimated, see
+/// `engine::compact`) and its context limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ContextUse {
+    /// Tokens of the latest request view.
+    pub tokens: u64,
+    /// The session's context limit.
+    pub max_tokens: u64,
+}
+
 /// `metadata.json` (SPEC §7). Unknown keys written by other tools are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Metadata {
@@ -240,6 +251,10 @@ pub struct Metadata {
         deserialize_with = "string_list"
     )]
     pub awaiting_approval: Vec<String>,
+    /// How full the session's context was at its latest model call (arbor's own
+    /// key, issue 26; Amplifier ignores it); absent before the first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUse>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

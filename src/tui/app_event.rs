@@ -129,6 +129,10 @@ pub enum AppEvent {
         root: PathBuf,
         files: Arc<Vec<String>>,
     },
+    /// Answer to [`EngineCommand::Compact`] that went through: a note for the status
+    /// bar (the compaction itself arrives as `context:compaction`); a failure comes
+    /// as [`AppEvent::CommandFailed`].
+    Compacted { note: String },
     /// Time passed: advance spinners, live elapsed times and expire notes.
     Tick,
     /// Quit now (a termination signal arrived).

@@ -144,6 +144,15 @@ fn app_event(reply: EngineReply) -> AppEvent {
         },
         EngineReply::ProjectFiles { root, files } => AppEvent::ProjectFiles { root, files },
         EngineReply::McpServers(servers) => AppEvent::McpServersListed(servers),
+        EngineReply::Compacted { session_id, result } => match result {
+            Ok(done) => AppEvent::Compacted {
+                note: crate::tui::state::context::compacted_note(&done),
+            },
+            Err(e) => AppEvent::CommandFailed {
+                session_id: Some(session_id),
+                message: e.to_string(),
+            },
+        },
     }
 }
 

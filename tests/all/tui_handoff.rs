@@ -51,7 +51,10 @@ const PAD: &str = concat!(
 );
 
 fn scripted() -> Fixture {
-    Fixture::new(plan(json!({})), &[], |_| vec![Step::text("an answer")])
+    // A limit the 600-message history stays under: what is sent is the transcript
+    // itself, never a compacted view (issue 26).
+    let big = json!({"session": {"context": {"config": {"max_tokens": 10_000_000}}}});
+    Fixture::new(plan(big), &[], |_| vec![Step::text("an answer")])
 }
 
 /// A stored root session (one answered turn, then `HISTORY` more messages, the

@@ -103,9 +103,14 @@ impl<'a> Printer<'a> {
                 EngineEvent::ProviderEndpointChanged(changed) if own => out::error(changed.note()),
                 EngineEvent::SessionRebuilt(rebuilt) if own => out::error(rebuilt.note()),
                 EngineEvent::McpServerFailed(failed) => out::warning(failed.note()),
+                EngineEvent::ContextCompaction(compaction) if own => {
+                    out::error(compaction.note());
+                }
                 // A sub-session's endpoint or rebuild note, and every event without a
                 // stderr note.
                 EngineEvent::ProviderEndpointChanged(_)
+                | EngineEvent::ContextCompaction(_)
+                | EngineEvent::ContextUsage(_)
                 | EngineEvent::SessionRebuilt(_)
                 | EngineEvent::SessionStart(_)
                 | EngineEvent::SessionFork(_)
@@ -191,7 +196,9 @@ impl<'a> Printer<'a> {
                 | EngineEvent::PromptSent(_)
                 | EngineEvent::PromptUnqueued(_)
                 | EngineEvent::SessionBudget(_)
-                | EngineEvent::McpServerFailed(_) => {}
+                | EngineEvent::McpServerFailed(_)
+                | EngineEvent::ContextCompaction(_)
+                | EngineEvent::ContextUsage(_) => {}
             },
             OutputFormat::Text => {}
             OutputFormat::Json => {}
@@ -247,7 +254,9 @@ impl<'a> Printer<'a> {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 }

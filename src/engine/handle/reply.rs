@@ -101,6 +101,12 @@ pub enum EngineReply {
     },
     /// `ListMcpServers`: each MCP server of this process with its state and tools.
     McpServers(Vec<McpServerStatus>),
+    /// `Compact`: what compacting the session did (the compaction itself is published
+    /// as `context:compaction`), or why it could not.
+    Compacted {
+        session_id: SessionId,
+        result: Result<crate::engine::runtime::Compacted, crate::engine::compact::CompactError>,
+    },
 }
 
 /// The earlier part of a transcript opened tail-first: its messages (shared with the

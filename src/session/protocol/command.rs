@@ -119,4 +119,12 @@ pub enum EngineCommand {
     /// capped; `engine::handle::files::project_files`), off the UI thread; answered with
     /// the relative paths.
     ListProjectFiles { root: std::path::PathBuf },
+    /// Compact `session_id`'s context now (`/compact [focus]`, issue 26), or before
+    /// its next model call when a turn runs (`Runtime::compact`); `focus` (may be
+    /// empty) tells the summary what to keep. The engine publishes
+    /// `context:compaction`; answered with a note, or the error.
+    Compact {
+        session_id: SessionId,
+        focus: String,
+    },
 }

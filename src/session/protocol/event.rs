@@ -11,6 +11,7 @@ use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
+use super::context::{ContextCompactionEvent, ContextUsageEvent};
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
@@ -153,6 +154,11 @@ engine_events! {
     /// arbor's own: an MCP server the session mounts is not available (it could
     /// not start or answer `initialize`); the turn goes on without its tools.
     "mcp:server_failed" => McpServerFailed(McpServerFailedEvent),
+    /// The session's request view was compacted to fit its context limit (Amplifier
+    /// `context:compaction`, `context-simple`'s keys plus arbor's own; issue 26).
+    "context:compaction" => ContextCompaction(ContextCompactionEvent),
+    /// arbor's own: how full the session's context is before a model call. Live only.
+    "context:usage" => ContextUsage(ContextUsageEvent),
 }
 
 impl EngineEvent {

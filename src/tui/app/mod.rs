@@ -328,6 +328,7 @@ impl App {
                 result,
             } => self.on_exported(result),
             AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
+            AppEvent::Compacted { note } => self.set_note(note, false),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {

@@ -99,7 +99,9 @@ impl InflightStreams {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 

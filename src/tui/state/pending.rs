@@ -115,7 +115,9 @@ impl PendingPrompts {
             | EngineEvent::MessageAppended(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => None,
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod banner;
 pub mod browser;
 pub mod chat;
 pub mod composer;
+pub mod context;
 pub mod diff;
 pub mod find;
 pub mod help;

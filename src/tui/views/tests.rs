@@ -324,6 +324,7 @@ fn status_bar_with_hints_note_and_warning() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 2,
+        context: None,
         usage: None,
         note: None,
         reload: None,
@@ -344,6 +345,7 @@ fn status_bar_with_hints_note_and_warning() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 0,
+        context: None,
         usage: None,
         note: Some(&note),
         reload: None,
@@ -543,6 +545,7 @@ fn status_bar_and_tree_show_usage_and_cost() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 1,
+        context: None,
         usage: Some(StatusUsage {
             session: Spend {
                 tokens: 12_345,

@@ -293,8 +293,16 @@ fn config_problems(yaml: &str) -> Vec<String> {
     problems.extend(arbor::config::retry::RetryPolicy::from_config(&config).1);
     problems.extend(arbor::config::response::ResponseLimits::from_config(&config).1);
     problems.extend(arbor::config::mcp::config_servers(&config.extra).1);
+    problems.extend(arbor::config::context::ContextConfig::from_config(&config).1);
     // Sections read from `extra` by their own modules (see `config::arbor_config`).
-    const SECTIONS: &[&str] = &["prices", "retry", "routing", "mcp_servers", "response"];
+    const SECTIONS: &[&str] = &[
+        "prices",
+        "retry",
+        "routing",
+        "mcp_servers",
+        "response",
+        "context",
+    ];
     for key in config.extra.keys() {
         if !SECTIONS.contains(&key.as_str()) {
             problems.push(format!("unknown top-level key `{key}`"));
