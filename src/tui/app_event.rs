@@ -13,9 +13,11 @@ pub use super::action::{KeyOutcome, UiAction};
 use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
+use crate::engine::handle::undo::UndoDone;
 pub use crate::session::EngineCommand;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
+use crate::tui::error::UiError;
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Everything that can change UI state. The `App` is the only consumer; background
@@ -115,6 +117,12 @@ pub enum AppEvent {
     SessionRenamed {
         session_id: SessionId,
         result: Result<String, String>,
+    },
+    /// Result of [`EngineCommand::MergeSession`], `DiscardSession`, `RewindSession` or
+    /// `ForkSession` of `session_id`: what it did, or why it did nothing.
+    Undone {
+        session_id: SessionId,
+        result: Result<UndoDone, UiError>,
     },
     /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
     /// error (nothing written).

@@ -13,6 +13,25 @@ pub enum UiError {
     /// editor, rebuild a diff) failed; its message as reported.
     #[error("{0}")]
     Engine(String),
+    /// A merge, discard, rewind or fork refused or failed (`engine::handle::undo`):
+    /// its message, and the files a refusal names (a merge's conflicting files, a
+    /// rewind's files changed since; empty otherwise).
+    #[error("{message}")]
+    Undo {
+        /// The error's text.
+        message: String,
+        /// The files it is about.
+        files: Vec<String>,
+    },
+}
+
+impl From<crate::engine::handle::undo::UndoError> for UiError {
+    fn from(e: crate::engine::handle::undo::UndoError) -> Self {
+        Self::Undo {
+            files: e.files().to_vec(),
+            message: e.to_string(),
+        }
+    }
 }
 
 impl From<String> for UiError {

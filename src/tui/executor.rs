@@ -19,6 +19,7 @@ use super::app_event::{AppEvent, EngineCommand};
 use super::runloop::Executor;
 use crate::engine::panics::{self, Panic};
 use crate::engine::{EarlierMessages, Engine, EngineError, EngineReply, Replies, Runtime};
+use crate::tui::error::UiError;
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Runs the `App`'s commands on the engine handle over a runtime.
@@ -143,6 +144,10 @@ fn app_event(reply: EngineReply) -> AppEvent {
         },
         EngineReply::ProjectFiles { root, files } => AppEvent::ProjectFiles { root, files },
         EngineReply::McpServers(servers) => AppEvent::McpServersListed(servers),
+        EngineReply::Undone { session_id, result } => AppEvent::Undone {
+            session_id,
+            result: result.map_err(UiError::from),
+        },
     }
 }
 

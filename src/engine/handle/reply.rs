@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::undo::{UndoDone, UndoError};
 use crate::engine::{EngineError, TurnOutcome};
 use crate::session::ids::SessionId;
 use crate::session::{Event, LoadedSession, Message, Metadata};
@@ -101,6 +102,13 @@ pub enum EngineReply {
     },
     /// `ListMcpServers`: each MCP server of this process with its state and tools.
     McpServers(Vec<McpServerStatus>),
+    /// `MergeSession`, `DiscardSession`, `RewindSession` or `ForkSession` of
+    /// `session_id`: what it did, or why it did nothing (`UndoError::files` names the
+    /// files a refusal is about).
+    Undone {
+        session_id: SessionId,
+        result: Result<UndoDone, UndoError>,
+    },
 }
 
 /// The earlier part of a transcript opened tail-first: its messages (shared with the
