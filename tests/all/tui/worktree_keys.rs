@@ -3,7 +3,8 @@
 //! `MergeSession` / `DiscardSession` only on `y`; `n` cancels with a note; a merge
 //! refused for conflicts names the files in a note; after a merge the node loses its
 //! "unmerged" mark. On a turn in the thread `u` asks, then sends `ForkSession` with
-//! `rewind` at that turn and opens the fork.
+//! `rewind` at that turn and opens the fork. A child spawned in this process learns
+//! its branch from the listing sent when its parent's turn ends.
 
 use std::path::PathBuf;
 
@@ -260,4 +261,40 @@ fn the_keys_are_in_the_help() {
     ] {
         assert!(all.contains(text), "no {text:?} in the help:\n{all}");
     }
+}
+
+/// A child spawned in this process learns its worktree's branch from the listing
+/// sent when its parent's turn ends (its bus events carry none), so `m` can merge it.
+#[test]
+fn a_live_child_learns_its_branch_when_the_parents_turn_ends() {
+    let mut h = with_root_open();
+    h.drain();
+    assert_eq!(h.app.tree().get(CHILD).and_then(|n| n.branch.clone()), None);
+    h.app
+        .handle(AppEvent::TurnFinished(arbor::engine::TurnOutcome {
+            session_id: ROOT.into(),
+            agent: "zen-architect".into(),
+            status: SessionStatus::Completed,
+            response: "All done.".into(),
+            turn_count: 1,
+            error: None,
+        }));
+    assert_eq!(h.drain(), vec![EngineCommand::ListSessions]);
+    let mut child = meta(CHILD, Some(ROOT), "explorer");
+    child.extra.insert(
+        "worktree".into(),
+        json!({"path": "/w", "branch": "arbor/0a1b2c3d", "base": "0", "repo": "/r", "state": "active"}),
+    );
+    h.app.handle(AppEvent::SessionsListed(Ok(vec![
+        meta(ROOT, None, "zen-architect"),
+        child,
+    ])));
+    assert_eq!(
+        h.app
+            .tree()
+            .get(CHILD)
+            .and_then(|n| n.branch.clone())
+            .as_deref(),
+        Some("arbor/0a1b2c3d")
+    );
 }
