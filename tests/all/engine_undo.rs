@@ -73,6 +73,21 @@ async fn rewind_here_forks_at_the_turn_and_restores_the_files_changed_after_it()
         }
         other => panic!("{other:?}"),
     }
+    let rewind = undo(
+        &engine,
+        EngineCommand::RewindSession {
+            session_id: id.clone(),
+            to_turn: 9,
+            force: false,
+        },
+    )
+    .await;
+    assert!(
+        rewind
+            .as_ref()
+            .is_err_and(|e| e.to_string() == "Turn 9 out of range. Valid range: 0-2"),
+        "{rewind:?}"
+    );
     // A root has no worktree to merge.
     let root = undo(
         &engine,
