@@ -9,7 +9,8 @@
 //! slow one never holds up the next), opening a session tail-first with one parsed
 //! copy of its transcript per process ([`Engine::open`], `open`), following the stored
 //! session opened last for what another process appends (`follow`), the files it
-//! writes or lists for a front end (`files`), and that every command is answered: a
+//! writes or lists for a front end (`files`), merging, discarding, rewinding and
+//! forking a session for every front end (`undo`, shared with `arbor session`), and that every command is answered: a
 //! panic in a store call comes back as [`EngineError::Panicked`] (a panic in a turn is
 //! already a failed turn or an error of `Runtime::run_turn`). A command's sink is
 //! dropped once the command is answered in full (after the last turn of a
@@ -34,6 +35,7 @@ pub mod files;
 pub mod follow;
 pub mod open;
 pub mod reply;
+pub mod undo;
 
 use follow::TranscriptFollow;
 pub use reply::{EarlierMessages, EngineReply, Replies};
@@ -311,6 +313,61 @@ impl Engine {
                     });
                 });
             }
+            EngineCommand::MergeSession { session_id } => {
+                undo_task(
+                    runtime,
+                    replies,
+                    session_id,
+                    "merging a session",
+                    |rt, id| {
+                        undo::merge_in(rt.store(), id, rt.live(id).as_deref())
+                            .map(undo::UndoDone::Merged)
+                    },
+                );
+            }
+            EngineCommand::DiscardSession { session_id } => {
+                undo_task(
+                    runtime,
+                    replies,
+                    session_id,
+                    "discarding a session",
+                    |rt, id| {
+                        undo::discard_in(rt.store(), id, rt.live(id).as_deref())
+                            .map(undo::UndoDone::Discarded)
+                    },
+                );
+            }
+            EngineCommand::RewindSession {
+                session_id,
+                to_turn,
+                force,
+            } => {
+                undo_task(
+                    runtime,
+                    replies,
+                    session_id,
+                    "rewinding a session",
+                    move |rt, id| {
+                        undo::rewind(rt.store(), id, to_turn, force).map(undo::UndoDone::Rewound)
+                    },
+                );
+            }
+            EngineCommand::ForkSession {
+                session_id,
+                at_turn,
+                rewind,
+            } => {
+                undo_task(
+                    runtime,
+                    replies,
+                    session_id,
+                    "forking a session",
+                    move |rt, id| {
+                        undo::fork(rt.store(), id, at_turn, None, rewind)
+                            .map(|(forked, rewound)| undo::UndoDone::Forked { forked, rewound })
+                    },
+                );
+            }
             EngineCommand::ListSessions => {
                 tokio::task::spawn_blocking(move || {
                     let result = guarded("listing sessions", || Ok(runtime.store().list()?));
@@ -319,6 +376,29 @@ impl Engine {
             }
         }
     }
+}
+
+/// Runs `work` (a merge, discard, rewind or fork of `session_id`) on a blocking
+/// thread and answers `Undone`: refused (`Running`) while the session runs a turn
+/// here; a panic in it is answered as
+/// [`undo::UndoError::Panicked`] (and logged), so the front end always hears back.
+fn undo_task(
+    runtime: Arc<Runtime>,
+    replies: Replies,
+    session_id: SessionId,
+    what: &'static str,
+    work: impl FnOnce(&Runtime, &str) -> Result<undo::UndoDone, undo::UndoError> + Send + 'static,
+) {
+    tokio::task::spawn_blocking(move || {
+        let running = runtime.live(&session_id).is_some_and(|l| l.is_running());
+        let result = if running {
+            Err(undo::UndoError::Running(session_id.to_string()))
+        } else {
+            panics::catch_blocking(what, || work(&runtime, &session_id))
+                .unwrap_or_else(|message| Err(undo::UndoError::Panicked { what, message }))
+        };
+        replies.send(EngineReply::Undone { session_id, result });
+    });
 }
 
 /// Creates a root session with `agent` (the bundle's root agent when `None`) and the

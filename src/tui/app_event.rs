@@ -13,6 +13,7 @@ pub use super::action::{KeyOutcome, UiAction};
 use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
+use crate::engine::handle::undo::UndoDone;
 pub use crate::session::EngineCommand;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
@@ -116,6 +117,12 @@ pub enum AppEvent {
     SessionRenamed {
         session_id: SessionId,
         result: Result<String, UiError>,
+    },
+    /// Result of [`EngineCommand::MergeSession`], `DiscardSession`, `RewindSession` or
+    /// `ForkSession` of `session_id`: what it did, or why it did nothing.
+    Undone {
+        session_id: SessionId,
+        result: Result<UndoDone, UiError>,
     },
     /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
     /// error (nothing written).

@@ -19,6 +19,16 @@ pub enum UiError {
     /// `$EDITOR` could not be run (or the terminal could not be handed to it).
     #[error("{0}")]
     Editor(Arc<std::io::Error>),
+    /// A merge, discard, rewind or fork refused or failed (`engine::handle::undo`;
+    /// `UndoError::files` names the files a refusal is about).
+    #[error(transparent)]
+    Undo(Arc<crate::engine::handle::undo::UndoError>),
+}
+
+impl From<crate::engine::handle::undo::UndoError> for UiError {
+    fn from(error: crate::engine::handle::undo::UndoError) -> Self {
+        Self::Undo(Arc::new(error))
+    }
 }
 
 impl From<EngineError> for UiError {

@@ -153,6 +153,10 @@ fn app_event(reply: EngineReply) -> AppEvent {
                 message: e.to_string(),
             },
         },
+        EngineReply::Undone { session_id, result } => AppEvent::Undone {
+            session_id,
+            result: result.map_err(UiError::from),
+        },
     }
 }
 

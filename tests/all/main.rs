@@ -37,6 +37,7 @@ mod engine_panics;
 mod engine_recover;
 mod engine_steer;
 mod engine_tools;
+mod engine_undo;
 mod front_ends;
 mod http_pool;
 mod inner_layers;

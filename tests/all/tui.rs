@@ -40,6 +40,7 @@ mod steer;
 mod tail_first;
 mod trust;
 mod wall;
+mod worktree_keys;
 
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";

@@ -4,13 +4,14 @@
 //!
 //! Prints `forked … at turn N` and how to resume it, or with `--json`
 //! `{session_id, parent_id, forked_from_turn}`. A turn out of range names the valid
-//! range (exit 1, nothing written). Does not own: the slicing (`session::fork`).
+//! range (exit 1, nothing written). Does not own: the fork itself (`engine::handle::undo::fork`, over `session::fork`),
+//! shared with the TUI's "rewind here".
 
 use color_eyre::Result;
 
+use crate::engine::handle::undo;
 use crate::outln;
 use crate::session::SessionStore;
-use crate::session::fork::fork;
 
 /// Runs the fork of `id` (resolved). Exit 0 forked, 1 refused.
 pub fn run(
@@ -20,8 +21,8 @@ pub fn run(
     name: Option<&str>,
     json: bool,
 ) -> Result<i32> {
-    let forked = match fork(store, id, at_turn, name) {
-        Ok(f) => f,
+    let forked = match undo::fork(store, id, at_turn, name, false) {
+        Ok((f, _)) => f,
         Err(e) => return super::fail(&e),
     };
     if json {

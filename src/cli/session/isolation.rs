@@ -9,124 +9,43 @@
 //!   (`isolation::checkpoint`); files changed since by someone else are refused,
 //!   named, unless `--force`.
 //!
-//! The sub-session's lock is taken while its record changes: a session running in
-//! another process is refused. Owns: the commands' wording and exit codes. Does not
-//! own: the git steps (`isolation`).
-
-use std::path::PathBuf;
+//! Owns: the commands' wording and exit codes. Does not own: the checks and steps,
+//! shared with the TUI's keys (`engine::handle::undo`), or the git plumbing
+//! (`isolation`).
 
 use color_eyre::Result;
 use serde_json::{Value, json};
 
-use crate::isolation::checkpoint::Checkpoints;
-use crate::isolation::worktree::{KEY, State};
-use crate::isolation::{IsolationError, WorktreeRecord, merge};
+use crate::engine::handle::undo;
+use crate::isolation::worktree::State;
+use crate::isolation::{IsolationError, WorktreeRecord};
 use crate::outln;
-use crate::session::{Message, Metadata, SessionStore, StoreError};
-
-/// Why a merge, discard or rewind did nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum IsolationCommandError {
-    /// The session could not be read or locked (another process has it open).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A git step failed or refused (conflict, changed since, turn out of range).
-    #[error(transparent)]
-    Isolation(#[from] IsolationError),
-    /// Merge or discard of a root.
-    #[error("session {0} is a root: it has no parent to merge into and no worktree")]
-    Root(String),
-    /// Merge or discard of a session that worked in its parent's directory.
-    #[error("session {0} has no worktree (it worked in its parent's directory): nothing to {1}")]
-    NoWorktree(String, &'static str),
-    /// Its worktree is already gone (merged, discarded, removed clean).
-    #[error("session {id} has nothing to {what}: its worktree was {state}")]
-    Gone {
-        id: String,
-        what: &'static str,
-        state: &'static str,
-    },
-}
-
-fn state_word(state: State) -> &'static str {
-    match state {
-        State::Active => "active",
-        State::Clean => "removed with no change",
-        State::Merged => "already merged",
-        State::Discarded => "already discarded",
-    }
-}
-
-/// The active worktree of `metadata`, or why there is none.
-fn active(
-    metadata: &Metadata,
-    what: &'static str,
-) -> Result<WorktreeRecord, IsolationCommandError> {
-    let id = metadata.session_id.to_string();
-    if metadata.parent_id.is_none() || metadata.forked_from_turn().is_some() {
-        return Err(IsolationCommandError::Root(id));
-    }
-    let record = WorktreeRecord::of(&metadata.extra)
-        .ok_or(IsolationCommandError::NoWorktree(id.clone(), what))?;
-    if record.state != State::Active {
-        return Err(IsolationCommandError::Gone {
-            id,
-            what,
-            state: state_word(record.state),
-        });
-    }
-    Ok(record)
-}
+use crate::session::{Metadata, SessionStore};
 
 /// `session merge ID` (`id` resolved). Exit 0 merged, 1 refused.
 pub fn merge(store: &SessionStore, id: &str) -> Result<i32> {
-    match try_merge(store, id) {
-        Ok(code) => Ok(code),
-        Err(e) => super::fail(&e),
-    }
-}
-
-fn try_merge(store: &SessionStore, id: &str) -> Result<i32, IsolationCommandError> {
-    let mut writer = store.open(id)?;
-    let mut metadata = writer.metadata().clone();
-    let record = active(&metadata, "merge")?;
-    let target = metadata
-        .parent_id
-        .as_deref()
-        .and_then(|p| store.load_metadata(p).ok())
-        .and_then(|(m, _)| m.working_dir)
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(|| record.parent_dir());
-    let merged = merge::merge(&record, &target)?;
-    let notes = record.remove()?;
-    metadata.extra.insert(
-        KEY.into(),
-        WorktreeRecord {
-            state: State::Merged,
-            ..record.clone()
-        }
-        .to_value(),
-    );
-    writer.write_metadata(&metadata)?;
+    let merged = match undo::merge(store, id) {
+        Ok(m) => m,
+        Err(e) => return super::fail(&e),
+    };
     let n = merged.files.len();
-    let _ = outln!(
+    outln!(
         "merged {} ({n} file{}) into {}{}",
-        record.branch,
+        merged.branch,
         if n == 1 { "" } else { "s" },
-        target.display(),
+        merged.target.display(),
         if n == 0 {
             String::new()
         } else {
             format!(": {}", merged.files.join(", "))
         }
-    );
-    let _ = outln!(
+    )?;
+    outln!(
         "removed the worktree {} and the branch {}",
-        record.path.display(),
-        record.branch
-    );
-    for note in notes {
+        merged.worktree.display(),
+        merged.branch
+    )?;
+    for note in merged.notes {
         crate::cli::out::warning(note);
     }
     Ok(0)
@@ -134,80 +53,48 @@ fn try_merge(store: &SessionStore, id: &str) -> Result<i32, IsolationCommandErro
 
 /// `session discard ID` (`id` resolved). Exit 0 removed, 1 refused.
 pub fn discard(store: &SessionStore, id: &str) -> Result<i32> {
-    let result = (|| -> Result<(), IsolationCommandError> {
-        let mut writer = store.open(id)?;
-        let mut metadata = writer.metadata().clone();
-        let record = active(&metadata, "discard")?;
-        let notes = record.remove()?;
-        metadata.extra.insert(
-            KEY.into(),
-            WorktreeRecord {
-                state: State::Discarded,
-                ..record.clone()
-            }
-            .to_value(),
-        );
-        writer.write_metadata(&metadata)?;
-        let _ = outln!(
-            "discarded the worktree {} and the branch {}",
-            record.path.display(),
-            record.branch
-        );
-        for note in notes {
-            crate::cli::out::warning(note);
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => Ok(0),
-        Err(e) => super::fail(&e),
+    let discarded = match undo::discard(store, id) {
+        Ok(d) => d,
+        Err(e) => return super::fail(&e),
+    };
+    outln!(
+        "discarded the worktree {} and the branch {}",
+        discarded.worktree.display(),
+        discarded.branch
+    )?;
+    for note in discarded.notes {
+        crate::cli::out::warning(note);
     }
+    Ok(0)
 }
 
 /// `session rewind ID --to-turn N [--force]` (`id` resolved). Exit 0 restored (or
 /// nothing to restore), 1 refused.
 pub fn rewind(store: &SessionStore, id: &str, to_turn: u64, force: bool) -> Result<i32> {
-    let result = (|| -> Result<(Vec<String>, Vec<String>, PathBuf), IsolationCommandError> {
-        let loaded = store.load(id)?;
-        let turns = loaded
-            .transcript
-            .iter()
-            .filter(|m| matches!(m, Message::User(_)))
-            .count() as u64;
-        let dir = loaded
-            .metadata
-            .working_dir
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        let private = store.session_dir(id)?.join("checkpoints.git");
-        let checkpoints = Checkpoints::open(&dir, id, &private)?;
-        let done = checkpoints.rewind(to_turn, turns, force)?;
-        Ok((done.files, done.forced, dir))
-    })();
-    match result {
-        Ok((files, forced, dir)) => {
-            if files.is_empty() {
-                outln!("nothing to rewind: session {id} changed no file after turn {to_turn}")?;
-            } else {
-                outln!(
-                    "restored {} file{} in {} to before turn {}: {}",
-                    files.len(),
-                    if files.len() == 1 { "" } else { "s" },
-                    dir.display(),
-                    to_turn + 1,
-                    files.join(", ")
-                )?;
-            }
-            if !forced.is_empty() {
-                crate::cli::out::warning(format!(
-                    "--force overwrote changes made since by someone else: {}",
-                    forced.join(", ")
-                ));
-            }
-            Ok(0)
-        }
-        Err(e) => super::fail(&e),
+    let done = match undo::rewind(store, id, to_turn, force) {
+        Ok(r) => r,
+        Err(e) => return super::fail(&e),
+    };
+    let files = &done.files;
+    if files.is_empty() {
+        outln!("nothing to rewind: session {id} changed no file after turn {to_turn}")?;
+    } else {
+        outln!(
+            "restored {} file{} in {} to before turn {}: {}",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+            done.dir.display(),
+            to_turn + 1,
+            files.join(", ")
+        )?;
     }
+    if !done.forced.is_empty() {
+        crate::cli::out::warning(format!(
+            "--force overwrote changes made since by someone else: {}",
+            done.forced.join(", ")
+        ));
+    }
+    Ok(0)
 }
 
 /// A worktree session's `session diff`: `git diff` of its branch (and uncommitted

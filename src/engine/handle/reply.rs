@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::undo::{UndoDone, UndoError};
 use crate::engine::{EngineError, TurnOutcome};
 use crate::session::ids::SessionId;
 use crate::session::{Event, LoadedSession, Message, Metadata};
@@ -106,6 +107,13 @@ pub enum EngineReply {
     Compacted {
         session_id: SessionId,
         result: Result<crate::engine::runtime::Compacted, crate::engine::compact::CompactError>,
+    },
+    /// `MergeSession`, `DiscardSession`, `RewindSession` or `ForkSession` of
+    /// `session_id`: what it did, or why it did nothing (`UndoError::files` names the
+    /// files a refusal is about).
+    Undone {
+        session_id: SessionId,
+        result: Result<UndoDone, UndoError>,
     },
 }
 

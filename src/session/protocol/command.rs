@@ -127,4 +127,32 @@ pub enum EngineCommand {
         session_id: SessionId,
         focus: String,
     },
+    /// Merge sub-session `session_id`'s worktree branch into its parent's working
+    /// tree, three-way, then remove the worktree and branch (`arbor session merge`;
+    /// `engine::handle::undo::merge`). A conflict refuses the whole merge, naming the
+    /// files; a root, a session without a worktree or one already merged is refused.
+    /// Answered with `Undone`.
+    MergeSession { session_id: SessionId },
+    /// Remove sub-session `session_id`'s worktree and branch, changes and all
+    /// (`arbor session discard`; `undo::discard`). Answered with `Undone`.
+    DiscardSession { session_id: SessionId },
+    /// Restore the files `session_id` changed after turn `to_turn` (1-based; 0: all)
+    /// from its checkpoints (`arbor session rewind`; `undo::rewind`); files changed
+    /// since by someone else are refused, named, unless `force`. Answered with
+    /// `Undone`.
+    RewindSession {
+        session_id: SessionId,
+        to_turn: u64,
+        force: bool,
+    },
+    /// Fork `session_id` at turn `at_turn` (1-based; `None`: the latest) as a new
+    /// session beside it in Amplifier's layout (`arbor session fork`;
+    /// `undo::fork`); with `rewind`, the original's files changed after that turn
+    /// are restored first (not forced; a refusal forks nothing) — the TUI's "rewind
+    /// here". Answered with `Undone`.
+    ForkSession {
+        session_id: SessionId,
+        at_turn: Option<u64>,
+        rewind: bool,
+    },
 }

@@ -136,6 +136,7 @@ impl App {
     pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, UiError>) {
         match result {
             Ok(list) => {
+                self.tree.refresh_marks(&list);
                 self.tree.load(&list);
                 self.apply_seen(&list);
                 if std::mem::take(&mut self.launch.continue_last) {
@@ -256,6 +257,14 @@ impl App {
     pub(super) fn on_turn_finished(&mut self, outcome: TurnOutcome) {
         self.tree
             .set_status(&outcome.session_id, outcome.status, self.clock.now());
+        // Its sub-sessions' worktrees are recorded now: list again for their marks.
+        if self
+            .tree
+            .get(&outcome.session_id)
+            .is_some_and(|n| !n.children.is_empty())
+        {
+            self.send(crate::session::EngineCommand::ListSessions);
+        }
         let Some(thread) = &mut self.thread else {
             return;
         };

@@ -5,7 +5,8 @@
 //! Owns: focus, the tree, the open thread, the composer pane (`prompt`), the status
 //! line, the Ctrl+C window and the messages waiting for running turns, and the
 //! **stack** of components over the panes (`stack`): the help, agent browser, MCP,
-//! diff and wall overlays, the trust and approval prompts and the find bar, one file
+//! diff and wall overlays, the trust, approval and confirmation (merge, discard,
+//! rewind here) prompts and the find bar, one file
 //! each under `components/`, each owning its state, keys and drawing. Key routing, the
 //! key context (status-bar hints) and drawing walk that one stack, then the panes.
 //!
@@ -16,7 +17,8 @@
 //! (OSC 52), `mouse`, `palette` (the composer's popup and slash commands), `history`
 //! (prompt history keys), `mentions` (`@file` completion and attachment), `steer`
 //! (steer, queue and the waiting messages), `cancel` (Esc's cancel and quitting),
-//! `needs_you` (sessions that need the person), `draw` (layout + views). Does not own:
+//! `needs_you` (sessions that need the person), `undo` (the answer to a merge,
+//! discard or rewind here), `draw` (layout + views). Does not own:
 //! executing commands (`executor`), the terminal (`terminal`), the event loop
 //! (`runloop`).
 //!
@@ -56,6 +58,7 @@ mod panes;
 mod prompt;
 mod stack;
 mod steer;
+mod undo;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -329,6 +332,7 @@ impl App {
             } => self.on_exported(result),
             AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
             AppEvent::Compacted { note } => self.set_note(note, false),
+            AppEvent::Undone { session_id, result } => self.on_undone(&session_id, result),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {

@@ -2,7 +2,8 @@
 //! unmerged worktree (`⎇ arbor/1a2b3c4d unmerged`) and the turn a fork was cut at
 //! (`fork @3`), from its metadata.
 //!
-//! Owns: [`mark`]. Does not own: the worktree itself (`isolation`), drawing
+//! Owns: [`mark`], refreshing it from a listing, and clearing it once the worktree
+//! is gone. Does not own: the worktree itself (`isolation`), drawing
 //! (`views::tree`).
 
 use crate::isolation::WorktreeRecord;
@@ -16,6 +17,28 @@ pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
         .filter(|r| r.state == State::Active)
         .map(|r| r.branch);
     (branch, m.forked_from_turn())
+}
+
+impl super::SessionTree {
+    /// Takes the isolation marks of every listed session the tree already has from
+    /// its stored metadata (`load` adds only new ones): a sub-session spawned in this
+    /// process learns its worktree's branch once its turn ended and was recorded,
+    /// and loses it once merged, discarded or removed clean.
+    pub fn refresh_marks(&mut self, listed: &[Metadata]) {
+        for m in listed {
+            if let Some(node) = self.nodes.get_mut(m.session_id.as_str()) {
+                (node.branch, node.fork) = mark(m);
+            }
+        }
+    }
+
+    /// Session `id`'s worktree was merged or discarded: its node loses its branch
+    /// and "unmerged" mark. Unknown ids are ignored.
+    pub fn worktree_gone(&mut self, id: &str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.branch = None;
+        }
+    }
 }
 
 #[cfg(test)]
