@@ -1,7 +1,8 @@
 //! Running one assistant message's tool calls concurrently.
 //!
 //! Owns: preparing each call (`Tool::prepare`, so task calls know their sub-session id
-//! before `tool:pre`), publishing `tool:pre`, passing each call through the approval
+//! before `tool:pre`), publishing `tool:pre`, the person's `PreToolUse` hooks (a block
+//! refuses the call before it asks) and `PostToolUse` hooks (`tool_hooks`), passing each call through the approval
 //! gate (`gate`: a call it refuses does not run and gets the gate's result), running
 //! each call as its own task — at most [`MAX_CONCURRENT_CALLS`] of one message at once,
 //! the others queued in call order until one ends (issue 22: 1,000 `bash` calls in one
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::gate::{Gate, Pass};
 use super::live::LiveSession;
 use super::panics;
+use super::tool_hooks;
 use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::metadata::record_file_change;
@@ -83,30 +85,43 @@ pub(crate) async fn run_calls(
             let (mut output, panic) = match tool {
                 None => (ToolOutput::error(tools.not_mounted_error(&call.tool)), None),
                 Some(_) if token.is_cancelled() => (ToolOutput::error(CANCELLED_RESULT), None),
-                Some(tool) => match gate.check(&tool, call, token).await {
-                    Pass::Refused(output) => (output, None),
-                    Pass::Run if token.is_cancelled() => {
-                        (ToolOutput::error(CANCELLED_RESULT), None)
-                    }
-                    Pass::Run => {
-                        // Waits for one of the message's slots (never closed, so only
-                        // a cancel ends the wait without one).
-                        let slot = tokio::select! {
-                            slot = slots.acquire() => slot.ok(),
-                            () = token.cancelled() => None,
-                        };
-                        match slot {
-                            Some(_slot) => {
-                                let handle =
-                                    tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
-                                match finish(handle, token).await {
-                                    Ok(output) => (output, None),
-                                    Err(panic) => panicked(live, call, &*panic),
-                                }
-                            }
-                            None => (ToolOutput::error(CANCELLED_RESULT), None),
+                Some(tool) => match tool_hooks::pre(live, gate, call).await {
+                    Err(blocked) => (blocked, None),
+                    Ok(context) => match gate.check(&tool, call, token).await {
+                        Pass::Refused(output) => (output, None),
+                        Pass::Run if token.is_cancelled() => {
+                            (ToolOutput::error(CANCELLED_RESULT), None)
                         }
-                    }
+                        Pass::Run => {
+                            // Waits for one of the message's slots (never closed, so only
+                            // a cancel ends the wait without one).
+                            let slot = tokio::select! {
+                                slot = slots.acquire() => slot.ok(),
+                                () = token.cancelled() => None,
+                            };
+                            match slot {
+                                Some(_slot) => {
+                                    let handle =
+                                        tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
+                                    match finish(handle, token).await {
+                                        Ok(mut output) => {
+                                            tool_hooks::post(
+                                                live,
+                                                gate,
+                                                call,
+                                                &mut output,
+                                                context,
+                                            )
+                                            .await;
+                                            (output, None)
+                                        }
+                                        Err(panic) => panicked(live, call, &*panic),
+                                    }
+                                }
+                                None => (ToolOutput::error(CANCELLED_RESULT), None),
+                            }
+                        }
+                    },
                 },
             };
             if let Cow::Owned(clean) = scrub_secrets(&output.content) {

@@ -87,6 +87,9 @@ pub(crate) struct TurnEnv {
     /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list); `mcp`
     /// starts its stdio servers in the same one.
     pub sandbox: Sandbox,
+    /// The person's hook commands (config `hooks:`, a trusted project's settings),
+    /// run around tool calls (`calls`).
+    pub hook_runner: crate::hooks::HookRunner,
 }
 
 impl TurnEnv {

@@ -76,6 +76,16 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// The person's hook commands (`hooks`), which `calls` runs around each call.
+    pub fn hooks(&self) -> &crate::hooks::HookRunner {
+        &self.env.hook_runner
+    }
+
+    /// The calling session's transcript file, for a hook's `transcript_path`.
+    pub fn transcript_path(&self) -> std::path::PathBuf {
+        crate::hooks::transcript_path(&self.env.paths, &self.live.id)
+    }
+
     /// Decides `call` of `tool` and, when it asks, gets the answer (a person's, or the
     /// headless mode's). Never fails: every way a call does not run is a
     /// [`Pass::Refused`] result for the model.

@@ -33,6 +33,7 @@ mod engine_panics;
 mod engine_recover;
 mod engine_steer;
 mod engine_tools;
+mod hooks;
 mod http_pool;
 mod inner_layers;
 mod interop;

@@ -11,6 +11,7 @@ use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
+use super::hooks::HookRanEvent;
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
@@ -153,6 +154,9 @@ engine_events! {
     /// arbor's own: an MCP server the session mounts is not available (it could
     /// not start or answer `initialize`); the turn goes on without its tools.
     "mcp:server_failed" => McpServerFailed(McpServerFailedEvent),
+    /// arbor's own: a configured hook command ran (or was refused), with its outcome
+    /// (issue 29, Claude Code's hook contract).
+    "hook:ran" => HookRan(HookRanEvent),
 }
 
 impl EngineEvent {

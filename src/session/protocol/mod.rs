@@ -27,6 +27,7 @@ mod approvals;
 mod bus;
 mod command;
 mod event;
+mod hooks;
 mod lifecycle;
 mod model;
 mod prompts;
@@ -43,6 +44,7 @@ pub use approvals::{
 pub use bus::EventBus;
 pub use command::EngineCommand;
 pub use event::EngineEvent;
+pub use hooks::{HookOutcome, HookRanEvent};
 pub use lifecycle::SessionRebuiltEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
@@ -130,7 +132,8 @@ impl Event {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => true,
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => true,
         }
     }
 }

@@ -70,7 +70,8 @@ impl App {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => (None, None, None),
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => (None, None, None),
         };
         // A new root we are waiting for: adopt it on its start event.
         if thread.awaiting_root

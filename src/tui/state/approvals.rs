@@ -140,7 +140,8 @@ impl ApprovalQueue {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => {}
         }
         self.front_moved(front, now);
         self.pending.len() != before

@@ -99,7 +99,8 @@ impl InflightStreams {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => {}
         }
     }
 

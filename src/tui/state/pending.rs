@@ -115,7 +115,8 @@ impl PendingPrompts {
             | EngineEvent::MessageAppended(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => None,
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => None,
         }
     }
 

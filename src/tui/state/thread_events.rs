@@ -73,6 +73,7 @@ impl Thread {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
             EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
+            EngineEvent::HookRan(ran) => self.push_notice(&ran.note()),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;

@@ -407,7 +407,8 @@ impl SessionTree {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => (None, None),
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => (None, None),
         };
         let agent = agent.filter(|a| !a.is_empty());
         let parent = event.parent_id.as_deref().or(parent);
@@ -484,7 +485,8 @@ impl SessionTree {
             | EngineEvent::PromptSent(_)
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => {}
         }
     }
 

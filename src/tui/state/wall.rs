@@ -114,7 +114,8 @@ impl Wall {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => return,
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => return,
         }
         bound(tail);
     }

@@ -1,0 +1,206 @@
+//! Hooks (issue 29) through the real binary and a scripted loopback provider: a
+//! `PreToolUse` hook in the user's config blocks a `bash` call with exit 2 — its
+//! stderr reaches the model, the command never runs and nobody is asked — and a
+//! `PostToolUse` hook gets the call (input and response) as JSON on stdin; both runs
+//! are `hook:ran` lines in `events.jsonl`. An untrusted project's hooks never run.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::*;
+
+const SHELL_AGENT: &str = "---\nmeta:\n  name: shell\n  description: Runs commands.\n\
+tools:\n  - module: tool-bash\n---\nYou run commands.\n";
+
+/// An environment whose user agent `shell` has `bash`, with `hooks_yaml` appended to
+/// the config.
+fn env_with(server: &ScriptedServer, hooks_yaml: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str(hooks_yaml);
+    std::fs::write(&env.config, config).unwrap();
+    let agents = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();
+    env
+}
+
+fn run(env: &TestEnv, yes: bool) -> (String, std::process::Output) {
+    let mut args = vec!["run", "--agent", "shell", "--output-format", "json"];
+    if yes {
+        args.push("--yes");
+    }
+    args.push("go");
+    let out = env.cmd().args(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap();
+    (result["session_id"].as_str().unwrap().to_string(), out)
+}
+
+fn tool_result(server: &ScriptedServer, id: &str) -> String {
+    server.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .map(content_text)
+        .unwrap()
+}
+
+fn events(env: &TestEnv, id: &str) -> Vec<Value> {
+    read_jsonl(&env.sessions_dir().join(id).join("events.jsonl"))
+}
+
+#[test]
+fn a_pre_tool_use_hook_blocks_with_its_reason_reaching_the_model() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "b1",
+            "bash",
+            json!({"command": "touch should-not-exist"}),
+        )])),
+        Reply::Sse(sse_text("understood")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("check.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > \"$(dirname \"$0\")/pre.json\"\necho 'touching files is not allowed here' >&2\nexit 2\n",
+    )
+    .unwrap();
+    let hooks = format!(
+        "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks: [{{type: command, command: \"sh {}\", timeout: 30}}]\n",
+        script.display()
+    );
+    let env = env_with(&server, &hooks);
+    // No --yes: a blocked call is refused before anyone would be asked.
+    let (id, _) = run(&env, false);
+
+    let result = tool_result(&server, "b1");
+    assert!(
+        result.contains("blocked by a PreToolUse hook")
+            && result.contains("touching files is not allowed here"),
+        "{result}"
+    );
+    assert!(!env.project.join("should-not-exist").exists());
+    let pre: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("pre.json")).unwrap())
+            .unwrap();
+    assert_eq!(pre["hook_event_name"], "PreToolUse");
+    assert_eq!(pre["tool_name"], "bash");
+    assert_eq!(pre["tool_input"]["command"], "touch should-not-exist");
+    assert_eq!(pre["session_id"], id.as_str());
+    assert!(
+        pre["transcript_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("transcript.jsonl")
+    );
+
+    let events = events(&env, &id);
+    let ran: Vec<&Value> = events.iter().filter(|e| e["event"] == "hook:ran").collect();
+    assert_eq!(ran.len(), 1, "{events:?}");
+    assert_eq!(ran[0]["data"]["outcome"], "blocked");
+    assert_eq!(ran[0]["data"]["exit_code"], 2);
+    assert_eq!(ran[0]["data"]["source"], "user");
+    assert_eq!(ran[0]["data"]["tool_call_id"], "b1");
+    assert!(
+        !events.iter().any(|e| e["event"] == "approval:required"),
+        "a blocked call never asks"
+    );
+}
+
+#[test]
+fn a_post_tool_use_hook_receives_the_call_as_json() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "b1",
+            "bash",
+            json!({"command": "echo hi-from-bash"}),
+        )])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("post.json");
+    let hooks = format!(
+        "hooks:\n  PostToolUse:\n    - matcher: \"bash|Bash\"\n      hooks:\n        - type: command\n          command: \"cat > {}; echo '{{\\\"additionalContext\\\": \\\"post hook saw it\\\"}}'\"\n",
+        seen.display()
+    );
+    let env = env_with(&server, &hooks);
+    let (id, _) = run(&env, true);
+
+    let post: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(post["hook_event_name"], "PostToolUse");
+    assert_eq!(post["tool_name"], "bash");
+    assert_eq!(post["tool_use_id"], "b1");
+    assert_eq!(post["tool_input"]["command"], "echo hi-from-bash");
+    assert_eq!(post["tool_response"]["stdout"], "hi-from-bash\n");
+    assert_eq!(post["cwd"], env.project.to_string_lossy().as_ref());
+    let result = tool_result(&server, "b1");
+    assert!(
+        result.contains("hi-from-bash") && result.contains("post hook saw it"),
+        "{result}"
+    );
+    let ran: Vec<Value> = events(&env, &id)
+        .into_iter()
+        .filter(|e| e["event"] == "hook:ran")
+        .collect();
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0]["data"]["hook_event_name"], "PostToolUse");
+    assert_eq!(ran[0]["data"]["outcome"], "passed");
+}
+
+#[test]
+fn an_untrusted_projects_hooks_never_run() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "b1",
+            "bash",
+            json!({"command": "echo ok"}),
+        )])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    let env = env_with(&server, "");
+    let claude = env.project.join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(
+        claude.join("settings.json"),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch hook-ran; exit 2"}]}]}}"#,
+    )
+    .unwrap();
+    let (id, _) = run(&env, true);
+    assert!(!env.project.join("hook-ran").exists());
+    assert!(tool_result(&server, "b1").contains("ok"));
+    assert!(!events(&env, &id).iter().any(|e| e["event"] == "hook:ran"));
+
+    // Trusted, the same hook runs (sandboxed: it may write in the project) and blocks.
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "b1",
+            "bash",
+            json!({"command": "echo ok"}),
+        )])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    env.use_openai(&server.base_url, "sk-test");
+    env.cmd().args(["trust"]).assert().success();
+    let (id, out) = run(&env, true);
+    let ran: Vec<Value> = events(&env, &id)
+        .into_iter()
+        .filter(|e| e["event"] == "hook:ran")
+        .collect();
+    assert!(
+        env.project.join("hook-ran").exists(),
+        "{ran:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(ran[0]["data"]["source"], "project");
+    assert_eq!(ran[0]["data"]["outcome"], "blocked");
+}
