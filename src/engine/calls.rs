@@ -37,6 +37,7 @@ use crate::session::protocol::{
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
+use crate::tool::todo;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
@@ -73,7 +74,7 @@ pub(crate) async fn run_calls(
     // `tool:pre` of every call first, in call order.
     let prepared: Vec<_> = calls
         .iter()
-        .map(|call| prepare(live, tools, call, token))
+        .map(|call| prepare(live, tools, gate, call, token))
         .collect();
     let slots = Semaphore::new(MAX_CONCURRENT_CALLS);
     let slots = &slots;
@@ -130,6 +131,15 @@ pub(crate) async fn run_calls(
             if let Some(change) = &output.change {
                 live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
             }
+            if call.tool == todo::TOOL_NAME
+                && !output.is_error
+                && let Some(list) = todo::list_of_input(&call.arguments)
+            {
+                let list = serde_json::to_value(list).unwrap_or_default();
+                live.update_metadata(|m| {
+                    m.extra.insert(todo::METADATA_KEY.into(), list);
+                });
+            }
             publish_result(live, call, &output, task);
             (output, panic)
         });
@@ -165,6 +175,7 @@ struct Prepared {
 fn prepare(
     live: &LiveSession,
     tools: &ToolSet,
+    gate: &Gate<'_>,
     call: &ToolCall,
     token: &CancellationToken,
 ) -> Prepared {
@@ -176,6 +187,7 @@ fn prepare(
         working_dir: live.working_dir.clone(),
         cancel: token.clone(),
         sub_session_id: None,
+        session_dir: Some(gate.session_dir()),
     };
     let tool = tools.get(&call.tool);
     if let Some(tool) = &tool {

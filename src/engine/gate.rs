@@ -86,6 +86,11 @@ impl<'a> Gate<'a> {
         crate::hooks::transcript_path(&self.env.paths, &self.live.id)
     }
 
+    /// The calling session's directory in the store (`ToolContext::session_dir`).
+    pub fn session_dir(&self) -> std::path::PathBuf {
+        self.env.paths.sessions_dir().join(self.live.id.as_str())
+    }
+
     /// Decides `call` of `tool` and, when it asks, gets the answer (a person's, or the
     /// headless mode's). Never fails: every way a call does not run is a
     /// [`Pass::Refused`] result for the model.

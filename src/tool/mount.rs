@@ -4,7 +4,7 @@
 //! `config::modules::TOOL_MODULES`, whose tools its tests check it mounts — to tool
 //! instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
-//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
+//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`; `tool-todo` → `todo`;
 //! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
 //! servers' tools need the servers started, which the engine does through
 //! `tool::mcp`), and the error text for a call to a tool that is not
@@ -18,7 +18,7 @@ use crate::config::MountPlan;
 use crate::sandbox::Sandbox;
 
 use super::task::{self, TaskConfig};
-use super::{Tool, ToolSpec, bash, delegate, filesystem, search};
+use super::{Tool, ToolSpec, bash, delegate, filesystem, search, todo};
 
 /// Builds the delegation tool of a module (`tool-task` or `tool-delegate`, the first
 /// argument) from its config; the engine's, since delegation needs the runtime.
@@ -76,6 +76,7 @@ impl ToolSet {
                 filesystem::MODULE => set.extend(filesystem::tools(&entry.config)),
                 search::MODULE => set.extend(search::tools()),
                 bash::MODULE => set.extend(bash::tools(&entry.config, sandbox, writable.clone())),
+                todo::MODULE => set.extend(todo::tools()),
                 module @ (task::MODULE | delegate::MODULE) => {
                     let config = TaskConfig::from_value(&entry.config);
                     let name = if module == task::MODULE {
@@ -201,6 +202,7 @@ mod tests {
             bash::MODULE,
             task::MODULE,
             delegate::MODULE,
+            todo::MODULE,
             crate::config::mcp::MCP_MODULE,
             super::super::transfer::MODULE,
         ];

@@ -218,7 +218,10 @@ fn spawning_a_builtin_agent_from_the_builtin_root() {
     assert_eq!(child.agents(), Some(&json!("none")));
     assert_eq!(child.model_roles(), ["critique"]);
     let tools: Vec<_> = child.tools().into_iter().map(|t| t.module).collect();
-    assert_eq!(tools, ["tool-filesystem", "tool-search", "tool-task"]);
+    assert_eq!(
+        tools,
+        ["tool-filesystem", "tool-search", "tool-todo", "tool-task"]
+    );
     assert_eq!(child.tools()[0].config, json!({"read_only": true}));
     assert_eq!(child.max_iterations(), 50);
 }

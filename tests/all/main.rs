@@ -55,6 +55,7 @@ mod sandbox;
 mod store;
 #[cfg(unix)]
 mod terminal;
+mod todo;
 mod tools_cli;
 mod transfer;
 mod tui;

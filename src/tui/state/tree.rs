@@ -81,6 +81,9 @@ pub struct Node {
     /// The session's budget and its spend when the current grant started (metadata
     /// `extra.budget`, then `session:budget`); `None` without a budget.
     pub budget: Option<SessionBudgetEvent>,
+    /// The session's todo list as `(completed, total)` (metadata `extra.todos`, then
+    /// each `todo` call's `tool:pre`); `None` without a list.
+    pub todo: Option<(usize, usize)>,
 }
 
 impl Node {
@@ -105,6 +108,7 @@ impl Node {
             files_changed: Vec::new(),
             seen: false,
             budget: None,
+            todo: None,
         }
     }
 
@@ -261,6 +265,7 @@ impl SessionTree {
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
+            node.todo = stored_todo(m).or(node.todo);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
@@ -308,6 +313,7 @@ impl SessionTree {
         node.tokens = m.usage.input_tokens + m.usage.output_tokens;
         node.cost = m.usage.cost;
         node.files_changed.clone_from(&m.files_changed);
+        node.todo = stored_todo(m).or(node.todo);
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.
@@ -444,6 +450,11 @@ impl SessionTree {
                     && let crate::session::Message::User(_) = &appended.message
                 {
                     node.task = title_from(&appended.message.text());
+                }
+            }
+            EngineEvent::ToolPre(pre) if pre.tool_name == crate::tool::todo::TOOL_NAME => {
+                if let Some(list) = crate::tool::todo::list_of_input(&pre.tool_input) {
+                    node.todo = Some(crate::tool::todo::progress(&list));
                 }
             }
             EngineEvent::ToolPost(post) => {
@@ -755,6 +766,14 @@ fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
         node.seen = false;
     }
     node.status = status;
+}
+
+/// `(completed, total)` of the todo list stored in `m` (`extra.todos`, which the
+/// engine keeps after each `todo` call).
+fn stored_todo(m: &Metadata) -> Option<(usize, usize)> {
+    let list: Vec<crate::tool::todo::TodoItem> =
+        serde_json::from_value(m.extra.get(crate::tool::todo::METADATA_KEY)?.clone()).ok()?;
+    Some(crate::tool::todo::progress(&list))
 }
 
 #[cfg(test)]
