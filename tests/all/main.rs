@@ -62,6 +62,7 @@ mod tui;
 mod tui_handoff;
 mod tui_mentions;
 mod usage;
+mod web;
 
 /// The modules share one process, so a test that changed process-wide state would
 /// break others at random. `std::env::set_var` is `unsafe` (edition 2024) and unsafe
