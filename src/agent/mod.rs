@@ -16,6 +16,7 @@
 
 pub mod approvals;
 pub mod bundle;
+pub mod commands;
 pub mod endpoints;
 pub mod file;
 pub mod frontmatter;

@@ -66,9 +66,9 @@ pub struct RunArgs {
 
 /// Creates a root session (with `--agent` and `--model` if given: routed as
 /// `Runtime::create_root_with` says), runs one turn, prints the result.
-pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
+pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) -> Result<i32> {
     let agent = root.agent.clone();
-    let prompt = match stdin::prompt_with_stdin(args.prompt) {
+    let mut prompt = match stdin::prompt_with_stdin(args.prompt) {
         Ok(prompt) => prompt,
         Err(e) => {
             let e = EngineError::Other(e);
@@ -76,6 +76,13 @@ pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> R
         }
     };
     let mut ctx = Context::load(&options)?;
+    // `/name args` of a command file (issue 29): its prompt, and its `agent` / `model`
+    // unless the flags chose.
+    if let Some((command, expanded)) = crate::agent::commands::expand_message(&ctx.paths, &prompt) {
+        root.agent = root.agent.or(command.agent);
+        root.model = root.model.or(command.model);
+        prompt = expanded;
+    }
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }

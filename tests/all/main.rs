@@ -19,6 +19,7 @@ mod approvals_evasions;
 mod cli;
 mod cli_budgets;
 mod cli_errors;
+mod commands;
 mod conformance;
 mod crash_loop;
 mod delegation;
