@@ -10,6 +10,7 @@
 
 pub mod export;
 pub mod ids;
+pub mod image;
 pub mod message;
 pub mod metadata;
 pub mod protocol;

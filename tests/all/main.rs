@@ -36,6 +36,7 @@ mod engine_steer;
 mod engine_tools;
 mod hooks;
 mod http_pool;
+mod images;
 mod inner_layers;
 mod interop;
 mod key_endpoint;

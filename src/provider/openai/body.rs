@@ -136,6 +136,37 @@ struct CallFunction<'a> {
     arguments: Cow<'a, str>,
 }
 
+/// A user message with images: `{"role":"user","content":[parts]}`.
+#[derive(Serialize)]
+struct UserParts<'a> {
+    role: &'static str,
+    content: ImageParts<'a>,
+}
+
+/// A user text with image markers (`session::image`) as Chat Completions content
+/// parts: `{"type":"text","text"}` and `{"type":"image_url","image_url":{"url":
+/// "data:<media type>;base64,<data>"}}`.
+struct ImageParts<'a>(&'a str);
+
+impl Serialize for ImageParts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::session::image::{Part, parts};
+        let mut seq = s.serialize_seq(None)?;
+        for part in parts(self.0) {
+            match part {
+                Part::Text(text) => {
+                    seq.serialize_element(&serde_json::json!({"type": "text", "text": text}))?
+                }
+                Part::Image { media_type, data } => seq.serialize_element(&serde_json::json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{media_type};base64,{data}")}
+                }))?,
+            }
+        }
+        seq.end()
+    }
+}
+
 /// The system prompt, then the transcript in Chat Completions form.
 struct Messages<'a>(&'a ChatRequest);
 
@@ -151,6 +182,11 @@ impl Serialize for Messages<'_> {
         }
         for message in request.messages.iter() {
             match message {
+                Message::User(m) if crate::session::image::has_images(&m.content) => seq
+                    .serialize_element(&UserParts {
+                        role: "user",
+                        content: ImageParts(&m.content),
+                    })?,
                 Message::User(m) => seq.serialize_element(&Plain {
                     role: "user",
                     content: &m.content,
