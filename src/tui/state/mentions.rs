@@ -152,10 +152,11 @@ pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
                     blocks.push(format!(
                         "<context_file paths=\"{header}\">\n{marker}\n</context_file>"
                     ));
+                    continue;
                 }
-                Err(e) => notes.push(format!("{mention}: not attached ({e})")),
+                // Not an image after all: attached as any other file below.
+                Err(e) => tracing::debug!("{mention}: not attached as an image: {e}"),
             }
-            continue;
         }
         let body = match read_capped(&path) {
             Err(e) => {
