@@ -21,10 +21,13 @@
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
+//! hooks: {PreToolUse: [{matcher: bash, hooks: [{type: command, command: "~/bin/check.sh"}]}]}   # see hooks
+//! web: {allow_private_addresses: false}   # see tool::web
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
-//! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`).
+//! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`),
+//! `hooks` (`hooks`), `web` (`tool::web`).
 //!
 //! Relative paths in the file (`bundle:`, an MCP server's `cwd` and `./command`)
 //! are relative to the file's directory, not the current one.

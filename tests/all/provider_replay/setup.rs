@@ -293,8 +293,21 @@ fn config_problems(yaml: &str) -> Vec<String> {
     problems.extend(arbor::config::retry::RetryPolicy::from_config(&config).1);
     problems.extend(arbor::config::response::ResponseLimits::from_config(&config).1);
     problems.extend(arbor::config::mcp::config_servers(&config.extra).1);
+    if let Some(hooks) = config.extra.get("hooks")
+        && let Err(e) = arbor::hooks::Hooks::parse(hooks, &arbor::hooks::HookSource::User, "config")
+    {
+        problems.push(e.to_string());
+    }
     // Sections read from `extra` by their own modules (see `config::arbor_config`).
-    const SECTIONS: &[&str] = &["prices", "retry", "routing", "mcp_servers", "response"];
+    const SECTIONS: &[&str] = &[
+        "prices",
+        "retry",
+        "routing",
+        "mcp_servers",
+        "response",
+        "hooks",
+        "web",
+    ];
     for key in config.extra.keys() {
         if !SECTIONS.contains(&key.as_str()) {
             problems.push(format!("unknown top-level key `{key}`"));
