@@ -1,11 +1,16 @@
-//! The person's `PreToolUse` / `PostToolUse` hooks around one tool call (issue 29).
+//! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
+//! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`) (issue 29).
 //!
 //! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
 //! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
 //! publishing one `hook:ran` per hook, and what their verdicts do to the call: a
 //! `PreToolUse` block refuses the call (it never asks for approval) with the hook's
 //! reason as its result; a `PostToolUse` block, and every hook's `additionalContext`,
-//! is appended to the result the model reads. Does not own: running hooks (`hooks`),
+//! is appended to the result the model reads. A `UserPromptSubmit` block ends the turn
+//! failed with the hook's reason before any model call; its `additionalContext` (or
+//! plain stdout) reaches the model as a system note after the prompt. `Stop` (a root)
+//! or `SubagentStop` (a sub-session) runs when a turn ended; it is reported, and a
+//! block does not continue the turn. Does not own: running hooks (`hooks`),
 //! or the call itself (`calls`).
 
 use serde_json::{Map, Value, json};
@@ -97,4 +102,66 @@ async fn run(
         live.emit(EngineEvent::HookRan(record.clone()));
     }
     verdict
+}
+
+/// The common input of a session event's hooks.
+fn session_input(live: &LiveSession, gate: &Gate<'_>) -> Map<String, Value> {
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        gate.transcript_path().to_string_lossy().into_owned().into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input
+}
+
+/// Runs the `UserPromptSubmit` hooks for `prompts` (the turn's new user texts, joined).
+/// `Err` is the reason a hook blocked the turn; `Ok` the context to add.
+pub(crate) async fn prompt_submit(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    prompts: &[String],
+) -> Result<Vec<String>, String> {
+    let hooks = gate.hooks();
+    if prompts.is_empty() || !hooks.has(HookEvent::UserPromptSubmit) {
+        return Ok(Vec::new());
+    }
+    let mut input = session_input(live, gate);
+    input.insert("prompt".into(), prompts.join("\n\n").into());
+    let verdict = hooks
+        .run(HookEvent::UserPromptSubmit, None, input, &live.working_dir)
+        .await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+    match verdict.blocked {
+        Some(reason) => Err(reason),
+        None => Ok(verdict.context),
+    }
+}
+
+/// Runs the `Stop` hooks (a root) or `SubagentStop` hooks (a sub-session) after a turn
+/// ended with `status`.
+pub(crate) async fn stop(live: &LiveSession, gate: &Gate<'_>, status: &str) {
+    let event = if live.parent_id.is_some() {
+        HookEvent::SubagentStop
+    } else {
+        HookEvent::Stop
+    };
+    let hooks = gate.hooks();
+    if !hooks.has(event) {
+        return;
+    }
+    let mut input = session_input(live, gate);
+    input.insert("stop_hook_active".into(), false.into());
+    input.insert("status".into(), status.into());
+    input.insert("agent".into(), live.agent_name.clone().into());
+    let verdict = hooks.run(event, None, input, &live.working_dir).await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
 }

@@ -204,3 +204,41 @@ fn an_untrusted_projects_hooks_never_run() {
     assert_eq!(ran[0]["data"]["source"], "project");
     assert_eq!(ran[0]["data"]["outcome"], "blocked");
 }
+
+#[test]
+fn user_prompt_submit_adds_context_or_blocks_and_stop_runs_after_the_turn() {
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("noted"))]);
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop.json");
+    let hooks = format!(
+        "hooks:\n  UserPromptSubmit:\n    - hooks: [{{command: \"grep -q forbidden && {{ echo 'that word is not allowed' >&2; exit 2; }}; echo 'The deploy freeze is on.'\"}}]\n  Stop:\n    - hooks: [{{command: \"cat > {}\"}}]\n",
+        stop.display()
+    );
+    let env = env_with(&server, &hooks);
+    let (id, _) = run(&env, false);
+    let request = &server.requests()[0];
+    assert!(
+        request
+            .to_string()
+            .contains("[UserPromptSubmit hook] The deploy freeze is on."),
+        "{request}"
+    );
+    let stopped: Value = serde_json::from_str(&std::fs::read_to_string(&stop).unwrap()).unwrap();
+    assert_eq!(stopped["hook_event_name"], "Stop");
+    assert_eq!(stopped["session_id"], id.as_str());
+    assert_eq!(stopped["status"], "completed");
+
+    // A blocked prompt never reaches the model; the run fails with the reason.
+    let out = env
+        .cmd()
+        .args(["run", "--agent", "shell", "say forbidden things"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("blocked by a UserPromptSubmit hook: that word is not allowed"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
