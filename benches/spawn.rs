@@ -105,7 +105,7 @@ fn setup(base_url: &str) -> Setup {
         version: None,
         description: None,
         path: None,
-        mount_plan: MountPlan(json!({
+        mount_plan: MountPlan::from_value(json!({
             "instruction": ROOT,
             "tools": [{"module": "tool-task", "config": {"max_parallel": 128, "max_recursion_depth": 1}}],
             "agents": "all",

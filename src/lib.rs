@@ -9,6 +9,8 @@
 //! - `cli`, `tui`: front ends — clap subcommands (`cli` starts `tui`) and the terminal
 //!   UI; they send the engine commands and consume its typed events
 //!   (`session::protocol`: `EngineCommand` in, `EngineEvent` out on the `EventBus`).
+//!   `acp` beside them: the Agent Client Protocol front end (`arbor acp`, started by
+//!   `cli`), driving the engine through the same handle.
 //! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
 //!   imports `cli` or `tui`.
 //! - `hooks`: the person's hook commands (issue 29, Claude Code's contract): their
@@ -19,6 +21,8 @@
 //! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `isolation`: git worktrees of writing sub-sessions, merging and discarding them,
+//!   checkpoints and rewind (issue 25), through the `git` CLI; uses `paths` only.
 //! - `sandbox`: the kernel sandbox of `bash` and stdio MCP servers (Landlock, a
 //!   seccomp filter, namespaces hiding key files) and its `arbor __sandbox` helper;
 //!   uses `config` and `paths` only.
@@ -35,11 +39,13 @@
 //! as a trait the higher layer implements (the task tool's `Host`, implemented by the
 //! engine).
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod hooks;
+pub mod isolation;
 pub mod paths;
 pub mod provider;
 pub mod routing;

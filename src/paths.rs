@@ -107,6 +107,13 @@ impl Paths {
         self.log_file.with_file_name("bundles")
     }
 
+    /// Sub-sessions' git worktrees (`isolation::worktree`): `worktrees/` in arbor's
+    /// state directory, beside the log file (on Linux `~/.local/state/arbor/worktrees`),
+    /// never inside the project.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.log_file.with_file_name("worktrees")
+    }
+
     /// The "needs you" acknowledgements of the project in `cwd` (`tui::state::seen`):
     /// `seen/<project slug>.json` in arbor's state directory, beside the log file.
     pub fn seen_file(&self) -> PathBuf {

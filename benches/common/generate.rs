@@ -223,7 +223,7 @@ pub fn create_session(store: &SessionStore, n: usize) -> String {
 /// [`create_session`] with messages of `shape`.
 pub fn create_session_shaped(store: &SessionStore, n: usize, shape: Shape) -> String {
     let bundle = arbor::agent::Bundle::builtin();
-    let mut plan = bundle.mount_plan.0.clone();
+    let mut plan = bundle.mount_plan.to_value();
     plan["providers"] = json!([{"module": "provider-openai",
         "config": {"base_url": "http://127.0.0.1:9/v1", "default_model": "scripted-model"}}]);
     let metadata = Metadata {

@@ -287,7 +287,7 @@ fn parse_document(
         version: text_of("version"),
         description: text_of("description"),
         path: None,
-        mount_plan: MountPlan(Value::Object(doc)),
+        mount_plan: MountPlan::from_value(Value::Object(doc)),
         agent_files: Vec::new(),
         warnings,
     };

@@ -57,15 +57,15 @@ pub fn merge_agent(parent: &MountPlan, def: &AgentDef, calling_agent_spawn: &Val
     let Ok(mark) = serde_json::to_value(mark) else {
         return plan;
     };
-    if let Some(Value::Array(entries)) = plan.0.get_mut("providers") {
-        for entry in entries {
+    for spec in plan.providers.iter_mut().flatten() {
+        spec.edit(|entry| {
             if !redirected.contains(&module_key(entry)) {
-                continue;
+                return;
             }
             if let Some(Value::Object(config)) = entry.get_mut("config") {
                 config.insert(ENDPOINT_FROM.to_string(), mark.clone());
             }
-        }
+        });
     }
     plan
 }
@@ -80,7 +80,7 @@ mod tests {
     }
 
     fn parent() -> MountPlan {
-        MountPlan(json!({"providers": [
+        MountPlan::from_value(json!({"providers": [
             {"module": "provider-openai", "config": {"api_key": "[REDACTED]", "base_url": "http://a/v1"}},
             {"module": "provider-anthropic"}
         ]}))
@@ -96,7 +96,7 @@ mod tests {
             (AgentSource::Env, true),
         ] {
             let plan = merge_agent(&parent(), &agent(source, overlay.clone()), &Value::Null);
-            let openai = &plan.0["providers"][0]["config"];
+            let openai = &plan.to_value()["providers"][0]["config"];
             assert_eq!(openai["base_url"], "http://b/v1");
             assert_eq!(openai["api_key"], "[REDACTED]");
             assert_eq!(
@@ -104,7 +104,7 @@ mod tests {
                 json!({"agent": "x", "source": source.as_str(), "trusted": trusted})
             );
             assert_eq!(
-                plan.0["providers"][1],
+                plan.to_value()["providers"][1],
                 json!({"module": "provider-anthropic"})
             );
         }
@@ -122,18 +122,18 @@ mod tests {
             &Value::Null,
         );
         assert_eq!(
-            plan.0["providers"][0]["config"][ENDPOINT_FROM]["trusted"],
+            plan.to_value()["providers"][0]["config"][ENDPOINT_FROM]["trusted"],
             false
         );
         // A later overlay that only tries to drop the mark leaves it.
         let clear = json!({"providers": [{"module": "provider-openai", "config": {"endpoint_from": null}}]});
         let again = merge_agent(&plan, &agent(AgentSource::Project, clear), &Value::Null);
         assert_eq!(
-            again.0["providers"][0]["config"][ENDPOINT_FROM],
-            plan.0["providers"][0]["config"][ENDPOINT_FROM]
+            again.to_value()["providers"][0]["config"][ENDPOINT_FROM],
+            plan.to_value()["providers"][0]["config"][ENDPOINT_FROM]
         );
         // An overlay without providers changes nothing.
         let none = merge_agent(&plan, &agent(AgentSource::Project, json!({})), &Value::Null);
-        assert_eq!(none.0["providers"], plan.0["providers"]);
+        assert_eq!(none.to_value()["providers"], plan.to_value()["providers"]);
     }
 }

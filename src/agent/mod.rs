@@ -8,7 +8,8 @@
 //! of modules arbor implements (`validate`), the reload scheduler that coalesces change
 //! bursts and reports a diff (`reload`), the OS file watcher feeding it (`watcher`),
 //! the tier rule for an agent's `approvals:` (`approvals`), agent trees for transfer and
-//! their checks (`tree`), which agent of a tree answers next (`select`), and withholding the tools
+//! their checks (`tree`), which agent of a tree answers next (`select`), the project's
+//! `AGENTS.md` instructions (`instructions`), and withholding the tools
 //! of an untrusted project's agents (`registry`, with `config::trust`). Sits above
 //! `config` (it reads YAML and builds mount plans with it) and below `provider`. Does
 //! not own: merging an agent into a mount plan (`config::merge`) or mounting tools
@@ -20,6 +21,7 @@ pub mod commands;
 pub mod endpoints;
 pub mod file;
 pub mod frontmatter;
+pub mod instructions;
 pub mod mentions;
 pub mod registry;
 pub mod reload;

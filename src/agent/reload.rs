@@ -140,9 +140,9 @@ impl ChangeSet {
 pub struct Rebuilt {
     /// The freshly built registry.
     pub registry: Registry,
-    /// `None` when the bundle was not reloaded; `Err` with a one-line message when the
-    /// bundle file no longer loads.
-    pub bundle: Option<Result<Bundle, String>>,
+    /// `None` when the bundle was not reloaded; `Err` (one line) when the bundle file
+    /// no longer loads.
+    pub bundle: Option<Result<Bundle, super::bundle::BundleError>>,
 }
 
 /// A notification from the OS layer: changed paths, or a request to rescan everything
@@ -331,8 +331,10 @@ impl ReloadScheduler {
                 bundle_tx.send_replace(Arc::new(bundle));
                 let _ = events.send(ReloadEvent::BundleChanged { warnings });
             }
-            Some(Err(message)) => {
-                let _ = events.send(ReloadEvent::BundleInvalid { message });
+            Some(Err(e)) => {
+                let _ = events.send(ReloadEvent::BundleInvalid {
+                    message: e.to_string(),
+                });
             }
             _ => {}
         }

@@ -54,6 +54,7 @@ const KNOWN_KEYS: &[&str] = &[
     "disallow_transfer_to_peers",
     "approvals",
     "budget",
+    "isolation",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -134,7 +135,13 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             }
             "budget" => {
                 if let Err(message) = crate::config::budget::Budget::parse(Some(v)) {
-                    out.push((key.clone(), message));
+                    out.push((key.clone(), message.to_string()));
+                }
+                None
+            }
+            "isolation" => {
+                if let Err(e) = crate::config::isolation::Isolation::parse(Some(v)) {
+                    out.push((key.clone(), e.to_string()));
                 }
                 None
             }

@@ -182,7 +182,7 @@ pub fn spawn_watcher_with(spec: WatchSpec) -> Result<WatcherHandle, WatchError> 
                         in_use = Arc::new(b.clone());
                         bundle = Some(Ok(b));
                     }
-                    Err(e) => bundle = Some(Err(e.to_string())),
+                    Err(e) => bundle = Some(Err(e)),
                 }
             }
             let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());

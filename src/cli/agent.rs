@@ -8,7 +8,9 @@
 //! `agent list --json`: an array of `{name, source, path, description, valid, errors,
 //! warnings, shadows: [{source, path}]}`. `agent show NAME --format json`: the agent's
 //! overlay with `name`, `source`, `path`, `instruction` and every frontmatter key;
-//! `--merged` adds `merged` (the child mount plan a spawn from the root would get,
+//! `--merged` adds `project_instructions` (`{files, text, cut}` of the `AGENTS.md` files
+//! a root session started here adds to its system prompt, `null` when none) and
+//! `merged` (the child mount plan a spawn from the root would get,
 //! secrets redacted) and `resolved_model` (`{provider, model, via, role?, reason?}`:
 //! the model that spawn would route to).
 
@@ -182,8 +184,13 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
         let (runtime, _tx) = ctx.runtime(false);
         match runtime.routed_child_mount_plan(name).await {
             Ok((plan, resolved)) => {
-                out.insert("merged".into(), redact(&plan.0));
+                out.insert("merged".into(), redact(&plan.to_value()));
                 out.insert("resolved_model".into(), resolved.to_value());
+                // What a root session started here adds to its system prompt.
+                let max = crate::config::context::ContextConfig::from_config(&ctx.config).0;
+                let found =
+                    crate::agent::instructions::load(&ctx.paths.cwd, max.instructions_max());
+                out.insert("project_instructions".into(), json!(found));
             }
             Err(e) => {
                 out::error(e);

@@ -43,7 +43,18 @@ impl Context {
     /// Loads paths from the environment, the config file, the bundle (`--bundle`, else
     /// config `bundle:`, else built-in) and the agent registry.
     pub fn load(options: &ContextOptions) -> Result<Self> {
-        let paths = Paths::from_env();
+        Self::load_with_paths(options, Paths::from_env())
+    }
+
+    /// As [`Context::load`], working in `cwd` instead of the process's directory (its
+    /// project: sessions, project agents, trust): an `arbor acp` session's `cwd`.
+    pub fn load_in(options: &ContextOptions, cwd: PathBuf) -> Result<Self> {
+        let mut paths = Paths::from_env();
+        paths.cwd = cwd.canonicalize().unwrap_or(cwd);
+        Self::load_with_paths(options, paths)
+    }
+
+    fn load_with_paths(options: &ContextOptions, paths: Paths) -> Result<Self> {
         if let Some(root) = crate::config::trust::project_root(&paths.cwd)
             && let Some(message) =
                 crate::config::trust::trust_state(&paths, &root).changed_message(&root)
@@ -102,6 +113,7 @@ impl Context {
     /// `yes` (`--yes`). The returned sender keeps the registry channel open.
     pub fn runtime(&self, yes: bool) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
         let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+        super::worktrees::offer_cleanup(&self.paths.worktrees_dir());
         (self.runtime_with(rx, ApprovalMode::Headless { yes }), tx)
     }
 

@@ -17,7 +17,7 @@ use color_eyre::Result;
 use super::context::Context;
 use super::out::plural;
 use crate::agent::validate::implemented_modules;
-use crate::config::mount_plan::module_name;
+use crate::config::mount_plan::ModuleSpec;
 use crate::outln;
 use crate::tool::delegate::MODULE as DELEGATE_MODULE;
 use crate::tool::task::{MODULE as TASK_MODULE, allowed_agents};
@@ -91,10 +91,7 @@ pub(super) fn bundle(ctx: &Context) -> Result<usize> {
     let mut problems = 0;
     let plan = &ctx.bundle.mount_plan;
     for (list, implemented) in implemented_modules() {
-        let Some(items) = plan.get(list).and_then(|v| v.as_array()) else {
-            continue;
-        };
-        for module in items.iter().filter_map(module_name) {
+        for module in plan.module_list(list).iter().filter_map(ModuleSpec::module) {
             if !implemented.contains(&module) {
                 problems += 1;
                 outln!(

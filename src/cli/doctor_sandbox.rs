@@ -18,7 +18,7 @@ use color_eyre::Result;
 use super::context::Context;
 use crate::config::sandbox::SandboxMode;
 use crate::outln;
-use crate::sandbox::{Probe, Sandbox};
+use crate::sandbox::{Probe, Sandbox, SandboxError, StepError};
 
 /// Prints the section; returns the number of problems: one when `sandbox.required`
 /// is true and commands cannot be sandboxed (every `bash` call would be refused).
@@ -34,7 +34,7 @@ pub async fn report(ctx: &Context) -> Result<usize> {
     let probing = sandbox.clone();
     let probe = tokio::task::spawn_blocking(move || probing.probe())
         .await
-        .unwrap_or_else(|e| Err(format!("probe failed: {e}")));
+        .unwrap_or_else(|e| Err(SandboxError::ProbeFailed(e.to_string())));
     let probe = match probe {
         Ok(p) => p,
         Err(why) => {
@@ -45,7 +45,7 @@ pub async fn report(ctx: &Context) -> Result<usize> {
     outln!("  kernel  {}", kernel(&probe))?;
     let usable = probe.usable(config.network_allowed());
     if config.mode == SandboxMode::Off {
-        return status(config.required, Err("sandbox.mode is off".into()));
+        return status(config.required, Err(SandboxError::Off));
     }
     if usable.is_ok() {
         outln!("  writes  confined: the working dir (allowed_write_paths) and a private TMPDIR")?;
@@ -86,7 +86,7 @@ pub async fn report(ctx: &Context) -> Result<usize> {
 
 /// `Landlock ABI 7, user namespaces: yes, seccomp: yes` (each `no (why)` otherwise).
 fn kernel(probe: &Probe) -> String {
-    let yes = |r: &Result<(), String>| match r {
+    let yes = |r: &Result<(), StepError>| match r {
         Ok(()) => "yes".to_string(),
         Err(e) => format!("no ({e})"),
     };
@@ -103,7 +103,7 @@ fn kernel(probe: &Probe) -> String {
 }
 
 /// The `status` line of a sandbox that cannot be used; a problem when required.
-fn status(required: bool, unusable: Result<(), String>) -> Result<usize> {
+fn status(required: bool, unusable: Result<(), SandboxError>) -> Result<usize> {
     let Err(why) = unusable else { return Ok(0) };
     if required {
         outln!(

@@ -10,6 +10,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod acp;
 pub mod agent;
 pub mod context;
 pub mod doctor;
@@ -24,6 +25,7 @@ pub mod run;
 pub mod session;
 pub mod trust;
 pub mod tui_cmd;
+pub mod worktrees;
 
 use std::path::PathBuf;
 
@@ -136,6 +138,9 @@ pub enum Command {
     /// Check providers, keys (never printed), local servers, routing, approvals, trust
     /// and agent files.
     Doctor(BundleArg),
+    /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed, JetBrains,
+    /// Neovim): each ACP session is an arbor session, its sub-sessions ACP subagents.
+    Acp(BundleArg),
     /// Print shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -188,6 +193,9 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         }) => models::run(provider, json, options(bundle.bundle)).await,
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Doctor(bundle)) => doctor::run(options(bundle.bundle)).await,
+        Some(Command::Acp(bundle)) => {
+            acp::run(options(bundle.bundle), cli.agent.clone(), cli.model.clone()).await
+        }
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

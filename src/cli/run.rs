@@ -28,6 +28,11 @@
 //! `bash` commands' process groups are killed, the final object says `cancelled`).
 //! A stdout that can no longer be written (its reader closed the pipe) cancels the
 //! turn and ends the command through `out` (quietly for a closed pipe).
+//!
+//! Every command drives the engine through its handle (`engine::Engine::headless`),
+//! as the TUI does: `Submit` (a new root for `run`), `SetModel` (`--model` of
+//! `session resume/continue`), `Continue` / `ContinueInterrupted`, and `Cancel` on a
+//! signal; the events printed are the bus's, subscribed before the first command.
 
 use std::sync::Arc;
 
@@ -38,10 +43,13 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
-use crate::engine::{EngineError, RootOptions, Runtime, TurnOutcome};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::engine::{Engine, EngineError, EngineReply, Replies, RootOptions, TurnOutcome};
 use crate::outln;
+use crate::session::ids::SessionId;
 use crate::session::redact::{scrub, scrub_secrets};
-use crate::session::{Event, SessionStatus};
+use crate::session::{EngineCommand, Event, SessionStatus};
 
 mod print;
 mod stdin;
@@ -65,15 +73,15 @@ pub struct RunArgs {
 }
 
 /// Creates a root session (with `--agent` and `--model` if given: routed as
-/// `Runtime::create_root_with` says), runs one turn, prints the result.
+/// `Runtime::create_root_with` says), runs one turn, prints the result: `--model` is
+/// the runtime's model of new roots (set up as the TUI's `--model` is), then the
+/// engine handle gets `Submit` without a session id, as the TUI sends it. A prompt
+/// `/name args` of a command file is expanded first (`agent::commands`).
 pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) -> Result<i32> {
     let agent = root.agent.clone();
     let mut prompt = match stdin::prompt_with_stdin(args.prompt) {
         Ok(prompt) => prompt,
-        Err(e) => {
-            let e = EngineError::Other(e);
-            return report_error(args.output_format, None, agent.as_deref(), &e);
-        }
+        Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
     let mut ctx = Context::load(&options)?;
     // `/name args` of a command file (issue 29): its prompt, and its `agent` / `model`
@@ -87,91 +95,135 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
         out::error(notice);
     }
     let (runtime, _registry_tx) = ctx.runtime(args.yes);
+    // Checked when the root is created (a bad choice fails it, naming the choice).
+    runtime.set_root_model(root.model);
+    let engine = Engine::headless(runtime);
     // Subscribed before the root exists, so `session:start` is the first event.
-    let events = runtime.bus().subscribe();
-    let session_id = match runtime.create_root_with(root).await {
-        Ok(id) => id,
-        Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
+    let events = engine.subscribe();
+    let mut replies = send(
+        &engine,
+        EngineCommand::Submit {
+            session_id: None,
+            agent: root.agent,
+            prompt,
+        },
+    );
+    // The first reply names the new root (its turn already runs) or says why none
+    // was created.
+    let session_id = match replies.recv().await {
+        Some(EngineReply::SessionCreated { session_id }) => session_id,
+        Some(EngineReply::Failed { error, .. }) => {
+            return report_error(args.output_format, None, agent.as_deref(), &error);
+        }
+        other => {
+            let e = unexpected(other);
+            return report_error(args.output_format, None, agent.as_deref(), &e);
+        }
     };
-    drive_turn_with(&runtime, &session_id, prompt, args.output_format, events).await
+    let ended = drive(&engine, &session_id, args.output_format, events, replies).await;
+    finish(&engine, &session_id, args.output_format, ended, first_turn).await
 }
 
-/// Runs one turn of `session_id` (a new root or a resume), printing in `format`.
-/// Ctrl+C (or SIGTERM, SIGHUP, SIGQUIT), or a stdout that can no longer be written,
-/// cancels the turn (the session stays resumable); the latter ends with that write
-/// error.
-pub async fn drive_turn(
-    runtime: &Arc<Runtime>,
-    session_id: &str,
-    prompt: String,
-    format: OutputFormat,
-) -> Result<i32> {
-    let events = runtime.bus().subscribe();
-    drive_turn_with(runtime, session_id, prompt, format, events).await
+/// Sends `SetModel` for `session_id` (`None`: new root sessions) and waits for its
+/// answer: the `provider/model` now in use, or why the choice cannot be used.
+pub async fn set_model(
+    engine: &Engine,
+    session_id: Option<SessionId>,
+    model: String,
+) -> std::result::Result<String, EngineError> {
+    let mut replies = send(engine, EngineCommand::SetModel { session_id, model });
+    match replies.recv().await {
+        Some(EngineReply::ModelSwitched { result, .. }) => result,
+        other => Err(unexpected(other)),
+    }
 }
 
-/// [`drive_turn`] printing `events`, a subscription taken earlier (`run` takes it
-/// before creating the root, so `session:start` is printed too).
-pub async fn drive_turn_with(
-    runtime: &Arc<Runtime>,
-    session_id: &str,
-    prompt: String,
+/// Runs `command` (a turn of `session_id`, e.g. `Submit` for `session resume`,
+/// `Continue` or `ContinueInterrupted` for `session continue`) through the engine
+/// handle, printing `session_id`'s events (and its sub-sessions' in `jsonl`) in
+/// `format`, then the outcome `outcome` makes of the turns it answered. Ctrl+C (or
+/// SIGTERM, SIGHUP, SIGQUIT), or a stdout that can no longer be written, sends
+/// `Cancel` for `session_id` (the session stays resumable); the latter ends with that
+/// write error. Returns the exit code: 0 only when the outcome is a success.
+pub async fn drive_command(
+    engine: &Engine,
+    session_id: &SessionId,
+    command: EngineCommand,
     format: OutputFormat,
-    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
+    outcome: fn(&str, Vec<TurnResult>) -> std::result::Result<TurnOutcome, EngineError>,
 ) -> Result<i32> {
-    let turn = {
-        let runtime = runtime.clone();
-        let id = session_id.to_string();
-        async move { runtime.run_turn(&id, prompt).await }
+    let events = engine.subscribe();
+    let replies = send(engine, command);
+    let ended = drive(engine, session_id, format, events, replies).await;
+    finish(engine, session_id, format, ended, outcome).await
+}
+
+/// A turn a command ran (its outcome), or the error that kept it from running.
+pub type TurnResult = std::result::Result<TurnOutcome, EngineError>;
+
+/// The outcome of a command that runs one turn: its first (only) turn's.
+pub fn first_turn(_session_id: &str, turns: Vec<TurnResult>) -> TurnResult {
+    turns
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| Err(unexpected(None)))
+}
+
+/// Sends `command` to `engine`; its replies arrive on the returned channel, which
+/// closes once the command is answered in full.
+fn send(engine: &Engine, command: EngineCommand) -> UnboundedReceiver<EngineReply> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    engine.execute(command, Replies::channel(tx));
+    rx
+}
+
+/// The error for a reply a headless command does not expect (or none at all).
+fn unexpected(reply: Option<EngineReply>) -> EngineError {
+    match reply {
+        None => EngineError::TaskFailed {
+            what: "the command",
+            message: "the engine ended it without an answer".into(),
+        },
+        Some(reply) => EngineError::Other(format!("unexpected engine reply: {reply:?}")),
+    }
+}
+
+/// Ends a driven command: stops what the command started that outlives it (the MCP
+/// servers), then reports `outcome` of its turns, or the write error that ended it.
+async fn finish(
+    engine: &Engine,
+    session_id: &str,
+    format: OutputFormat,
+    ended: std::result::Result<Vec<TurnResult>, std::io::Error>,
+    outcome: fn(&str, Vec<TurnResult>) -> TurnResult,
+) -> Result<i32> {
+    // The MCP servers the turns started end with the process.
+    engine.close().await;
+    match ended.map(|turns| outcome(session_id, turns)) {
+        Err(unwritable) => Err(unwritable.into()),
+        Ok(Ok(outcome)) => report_outcome(format, &outcome),
+        Ok(Err(e)) => report_error(format, Some(session_id), None, &e),
+    }
+}
+
+/// Prints `events` while the command answering on `replies` runs (see
+/// [`drive_command`]); returns the turns it answered once `replies` closes, or the
+/// error of a stdout that could no longer be written.
+async fn drive(
+    engine: &Engine,
+    session_id: &SessionId,
+    format: OutputFormat,
+    mut events: UnboundedReceiver<Arc<Event>>,
+    mut replies: UnboundedReceiver<EngineReply>,
+) -> std::result::Result<Vec<TurnResult>, std::io::Error> {
+    let cancel = || {
+        engine.execute(
+            EngineCommand::Cancel {
+                session_id: session_id.clone(),
+            },
+            Replies::new(|_| true),
+        );
     };
-    drive_work_with(runtime, session_id, format, events, turn).await
-}
-
-/// Runs `work` (turns of `session_id`'s tree, e.g. `arbor session continue`), printing
-/// `session_id`'s events and `work`'s outcome in `format` as [`drive_turn`] does
-/// (Ctrl+C cancels `session_id` and its running sub-sessions). Returns the exit code:
-/// 0 only when the outcome is a success.
-pub async fn drive_work<F>(
-    runtime: &Arc<Runtime>,
-    session_id: &str,
-    format: OutputFormat,
-    work: F,
-) -> Result<i32>
-where
-    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
-{
-    let events = runtime.bus().subscribe();
-    drive_work_with(runtime, session_id, format, events, work).await
-}
-
-/// [`drive_work`] printing `events`, a subscription taken earlier.
-async fn drive_work_with<F>(
-    runtime: &Arc<Runtime>,
-    session_id: &str,
-    format: OutputFormat,
-    events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
-    work: F,
-) -> Result<i32>
-where
-    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
-{
-    let code = drive(runtime, session_id, format, events, work).await;
-    // The MCP servers this turn started end with the process.
-    runtime.mcp().shutdown().await;
-    code
-}
-
-async fn drive<F>(
-    runtime: &Arc<Runtime>,
-    session_id: &str,
-    format: OutputFormat,
-    mut events: tokio::sync::mpsc::UnboundedReceiver<Arc<Event>>,
-    work: F,
-) -> Result<i32>
-where
-    F: std::future::Future<Output = Result<TurnOutcome, EngineError>> + Send + 'static,
-{
-    let mut turn = tokio::spawn(work);
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut stops = StopSignals::new();
@@ -190,42 +242,41 @@ where
             unwritable = Some(e);
             if !*cancelled {
                 *cancelled = true;
-                runtime.cancel(session_id);
+                cancel();
             }
         }
     };
-    let result = loop {
+    let mut turns = Vec::new();
+    loop {
         tokio::select! {
             Some(event) = events.recv() => print(Some(&event), &mut cancelled),
             _ = &mut ctrl_c, if !cancelled => {
                 cancelled = true;
-                runtime.cancel(session_id);
+                cancel();
             }
             () = stops.recv(), if !cancelled => {
                 cancelled = true;
-                runtime.cancel(session_id);
+                cancel();
             }
-            joined = &mut turn => {
-                // Everything the turn published is already queued: print it all.
-                while let Ok(event) = events.try_recv() {
-                    print(Some(&event), &mut cancelled);
+            reply = replies.recv() => match reply {
+                Some(EngineReply::TurnFinished(outcome)) => turns.push(Ok(outcome)),
+                Some(EngineReply::Failed { error, .. }) => turns.push(Err(error)),
+                Some(other) => tracing::debug!("reply not shown headless: {other:?}"),
+                None => {
+                    // Everything the turns published is already queued: print it all.
+                    while let Ok(event) = events.try_recv() {
+                        print(Some(&event), &mut cancelled);
+                    }
+                    // The end of a streamed answer a possible key's start was held from.
+                    print(None, &mut cancelled);
+                    break;
                 }
-                // The end of a streamed answer a possible key's start was held from.
-                print(None, &mut cancelled);
-                break joined;
-            }
+            },
         }
-    };
-    if let Some(e) = unwritable {
-        return Err(e.into());
     }
-    let result = match result {
-        Ok(r) => r,
-        Err(join) => Err(EngineError::Other(format!("the turn task failed: {join}"))),
-    };
-    match result {
-        Ok(outcome) => report_outcome(format, &outcome),
-        Err(e) => report_error(format, Some(session_id), None, &e),
+    match unwritable {
+        Some(e) => Err(e),
+        None => Ok(turns),
     }
 }
 
@@ -297,7 +348,7 @@ pub fn outcome_json(outcome: &TurnOutcome) -> Value {
         "agent": outcome.agent,
     });
     if let Some(err) = &outcome.error {
-        v["error"] = json!(scrub(err));
+        v["error"] = json!(scrub(&err.to_string()));
     }
     v
 }
@@ -331,7 +382,7 @@ fn report_error(
     format: OutputFormat,
     session_id: Option<&str>,
     agent: Option<&str>,
-    error: &EngineError,
+    error: &dyn std::fmt::Display,
 ) -> Result<i32> {
     match format {
         OutputFormat::Text => out::error(error),

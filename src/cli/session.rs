@@ -1,4 +1,8 @@
-//! `arbor session list|show|tree|resume|continue|diff|export|rename`.
+//! `arbor session list|show|tree|resume|continue|diff|export|rename`, and
+//! `merge|discard|rewind` (`isolation`), `fork` (`fork`) and `cleanup` (`cli::worktrees`)
+//! of issue 25.
+//!
+//! A worktree session's `session diff` is `git diff` of its branch against its base.
 //!
 //! `session diff ID [--subtree]` prints the session's changes as a unified diff rebuilt
 //! from its transcript (`tool::filesystem::changes`); nothing when it changed nothing.
@@ -7,13 +11,16 @@
 //! `{session_id, name, parent_id, agent_name, status, depth, turn_count, created,
 //! last_updated, children: [ids]}` (an array for `list`; `name` is the title, `null`
 //! when none); `show` adds `files_changed` (`[{path, tool, lines_added,
-//! lines_removed, created, changes}]`, the files the session's tools wrote or edited)
-//! and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
+//! lines_removed, created, changes}]`, the files the session's tools wrote or edited),
+//! `context` (`{tokens, max_tokens}` of its latest request view, `null` before its
+//! first model call) and, with `--transcript`, `transcript` (the messages). Every ID argument takes what
 //! `SessionStore::resolve` accepts: a full id, an unambiguous prefix, a root's
 //! 8-character UUID prefix, a sub-session's 8-character span (`#` optional).
+//!
+//! `resume` and `continue` drive the engine through its handle (`engine::Engine`:
+//! `SetModel`, `Submit`, `Continue`, `ContinueInterrupted`; `cli::run` prints).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use clap::{Subcommand, ValueEnum};
 use color_eyre::Result;
@@ -22,14 +29,17 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out::{self, plural};
+use super::run::{TurnResult, drive_command, first_turn, set_model};
 use crate::agent::bundle::locate;
 use crate::config::budget::BudgetState;
-use crate::engine::{EngineError, Runtime, TurnOutcome};
+use crate::engine::{Engine, EngineError, TurnOutcome};
 use crate::outln;
 use crate::session::SessionStatus;
 use crate::session::store::{Unreadable, list_all_projects};
-use crate::session::{Metadata, SessionId};
+use crate::session::{EngineCommand, Metadata, SessionId};
 
+mod fork;
+mod isolation;
 mod table;
 use crate::session::tree::{SessionNode, build_tree, children_first_waves};
 
@@ -102,6 +112,43 @@ pub enum SessionCommand {
         #[arg(long)]
         subtree: bool,
     },
+    /// Apply a sub-session's worktree changes to its parent's working tree (three-way;
+    /// a conflict refuses the whole merge and names the files), then remove its
+    /// worktree and branch.
+    Merge { id: String },
+    /// Remove a sub-session's worktree and branch, dropping its changes.
+    Discard { id: String },
+    /// Restore the files the session changed after turn N (write_file and bash
+    /// changes) from its checkpoints; files changed since by someone else are refused
+    /// unless --force.
+    Rewind {
+        id: String,
+        #[arg(long, value_name = "N")]
+        to_turn: u64,
+        /// Restore files changed since by someone else too.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Fork a session at a turn (Amplifier's layout: a new session beside it with
+    /// `parent_id` and `forked_from_turn`), resumable at once.
+    Fork {
+        id: String,
+        /// The turn to fork at (1-based; default: the latest).
+        #[arg(long, value_name = "N")]
+        at_turn: Option<u64>,
+        /// The new session's id and title (default: a new UUID).
+        #[arg(long)]
+        name: Option<String>,
+        /// Print `{session_id, parent_id, forked_from_turn}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the sub-session worktrees a crash left with no session; --yes removes them
+    /// (worktree, branch).
+    Cleanup {
+        #[arg(long)]
+        yes: bool,
+    },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
         id: String,
@@ -173,6 +220,14 @@ pub async fn run(
             let mut v = summary_json(&loaded.metadata, &children);
             v["files_changed"] = serde_json::to_value(&loaded.metadata.files_changed)?;
             v["bundle"] = json!(loaded.metadata.bundle);
+            if let Some(worktree) = isolation::show_json(&loaded.metadata) {
+                v["worktree"] = worktree;
+            }
+            if let Some(turn) = loaded.metadata.forked_from_turn() {
+                v["forked_from_turn"] = json!(turn);
+            }
+            // `{tokens, max_tokens}` of the latest request view, null before any call.
+            v["context"] = json!(loaded.metadata.context);
             if let Some(note) = rebuild_note(&ctx, &loaded.metadata) {
                 v["note"] = json!(note);
             }
@@ -227,12 +282,18 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
-                && let Err(e) = runtime.set_model(&id, &model).await
+                && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {
                 return fail(&e);
             }
-            super::run::drive_turn(&runtime, &id, instruction, output_format).await
+            let submit = EngineCommand::Submit {
+                session_id: Some(id.clone()),
+                agent: None,
+                prompt: instruction,
+            };
+            drive_command(&engine, &id, submit, output_format, first_turn).await
         }
         SessionCommand::Continue {
             id,
@@ -245,8 +306,9 @@ pub async fn run(
                 Err(e) => return fail(&e),
             };
             let (runtime, _tx) = ctx.runtime(yes);
+            let engine = Engine::headless(runtime);
             if let Some(model) = model
-                && let Err(e) = runtime.set_model(&id, &model).await
+                && let Err(e) = set_model(&engine, Some(id.clone()), model).await
             {
                 return fail(&e);
             }
@@ -268,12 +330,10 @@ pub async fn run(
                         status.as_str()
                     ));
                 }
-                let work = {
-                    let runtime = runtime.clone();
-                    let id = id.clone();
-                    async move { runtime.continue_turn(&id).await }
+                let command = EngineCommand::Continue {
+                    session_id: id.clone(),
                 };
-                return super::run::drive_work(&runtime, &id, output_format, work).await;
+                return drive_command(&engine, &id, command, output_format, first_turn).await;
             }
             let roots = build_tree(store.list()?);
             let waiting = roots.iter().find_map(|r| find(r, &id)).map_or(0, |node| {
@@ -287,18 +347,28 @@ pub async fn run(
                 ));
                 return Ok(0);
             }
-            let work = {
-                let runtime = runtime.clone();
-                let id = id.clone();
-                async move { continue_tree(&runtime, &id).await }
+            let command = EngineCommand::ContinueInterrupted {
+                session_id: id.clone(),
             };
-            super::run::drive_work(&runtime, &id, output_format, work).await
+            drive_command(&engine, &id, command, output_format, continue_tree).await
         }
         SessionCommand::Diff { id, subtree } => {
             let id = match resolve(&ctx, &store, &id) {
                 Ok(id) => id,
                 Err(e) => return fail(&e),
             };
+            if !subtree
+                && let Ok((metadata, _)) = store.load_metadata(&id)
+                && let Some(diff) = isolation::diff(&metadata)
+            {
+                return match diff {
+                    Ok(patch) => {
+                        crate::out!("{patch}")?;
+                        Ok(0)
+                    }
+                    Err(e) => fail(&e),
+                };
+            }
             match crate::tool::filesystem::changes::session_diffs(&store, &id, subtree) {
                 Ok(diffs) => {
                     crate::out!("{}", crate::tool::filesystem::changes::render(&diffs))?;
@@ -309,6 +379,30 @@ pub async fn run(
                 }
                 Err(e) => fail(&e),
             }
+        }
+        SessionCommand::Merge { id } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::merge(&store, &id),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Discard { id } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::discard(&store, &id),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Rewind { id, to_turn, force } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::rewind(&store, &id, to_turn, force),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Fork {
+            id,
+            at_turn,
+            name,
+            json,
+        } => match resolve(&ctx, &store, &id) {
+            Ok(id) => fork::run(&store, &id, at_turn, name.as_deref(), json),
+            Err(e) => fail(&e),
+        },
+        SessionCommand::Cleanup { yes } => {
+            super::worktrees::cleanup(&ctx.paths.worktrees_dir(), yes)
         }
         SessionCommand::Rename { id, title } => {
             let id = match resolve(&ctx, &store, &id) {
@@ -373,12 +467,25 @@ fn resolve(
     ctx: &Context,
     store: &crate::session::SessionStore,
     id: &str,
-) -> std::result::Result<SessionId, String> {
+) -> std::result::Result<SessionId, ResolveError> {
     match store.resolve(id) {
         Ok(id) => Ok(id),
-        Err(crate::session::StoreError::NotFound(missing)) => Err(not_found(ctx, &missing)),
-        Err(e) => Err(e.to_string()),
+        Err(crate::session::StoreError::NotFound(missing)) => {
+            Err(ResolveError::NotFound(not_found(ctx, &missing)))
+        }
+        Err(e) => Err(e.into()),
     }
+}
+
+/// Why `session <cmd> <id>` names no session.
+#[derive(Debug, thiserror::Error)]
+enum ResolveError {
+    /// No session has that id or prefix: the full message of [`not_found`].
+    #[error("{0}")]
+    NotFound(String),
+    /// The store refused the id (invalid, ambiguous prefix, unreadable).
+    #[error(transparent)]
+    Store(#[from] crate::session::StoreError),
 }
 
 /// The message for a session id (or prefix) no session of this project has.
@@ -397,12 +504,15 @@ fn not_found(ctx: &Context, id: &str) -> String {
     )
 }
 
-/// `session continue --tree`: continues every interrupted session of `id`'s tree
-/// (`Runtime::continue_interrupted`, children first). `Ok` with `id`'s outcome (else
+/// `session continue --tree`: the outcome of `ContinueInterrupted` of `id`'s tree
+/// (every interrupted session continued, children first), from the `turns` it
+/// answered: `Ok` with `id`'s outcome (else
 /// the last one) when every continued session completed; otherwise `Err` naming each
 /// one that did not (its id, agent, status and error), one a line.
-async fn continue_tree(runtime: &Arc<Runtime>, id: &str) -> Result<TurnOutcome, EngineError> {
-    let turns = runtime.continue_interrupted(id).await?;
+fn continue_tree(
+    id: &str,
+    turns: Vec<TurnResult>,
+) -> std::result::Result<TurnOutcome, EngineError> {
     let total = turns.len();
     let mut top = None;
     let mut problems = Vec::new();
@@ -412,7 +522,7 @@ async fn continue_tree(runtime: &Arc<Runtime>, id: &str) -> Result<TurnOutcome, 
                 if outcome.status != SessionStatus::Completed {
                     let error = outcome
                         .error
-                        .as_deref()
+                        .as_ref()
                         .map(|e| format!(": {e}"))
                         .unwrap_or_default();
                     problems.push(format!(
@@ -543,6 +653,9 @@ fn print_show(
         m.usage.input_tokens,
         m.usage.output_tokens
     )?;
+    if let Some(c) = &m.context {
+        outln!("context   {} of {} tokens", c.tokens, c.max_tokens)?;
+    }
     if let Some(children) = v["children"].as_array() {
         for c in children {
             outln!("child     {}", c.as_str().unwrap_or_default())?;
@@ -644,12 +757,13 @@ fn print_node(node: &SessionNode, prefix: &str, last: bool, root: bool) -> std::
         .map(|t| format!(" \"{t}\""))
         .unwrap_or_default();
     outln!(
-        "{prefix}{branch}{}{title} {} [{}] {}{}{note}",
+        "{prefix}{branch}{}{title} {} [{}] {}{}{note}{}",
         m.agent_name.as_deref().unwrap_or("-"),
         m.session_id,
         m.status.as_str(),
         plural(m.turn_count as usize, "turn"),
-        spend_text(node)
+        spend_text(node),
+        isolation::tree_mark(m)
     )?;
     let child_prefix = if root {
         prefix.to_string()

@@ -12,6 +12,7 @@ use crate::agent::watcher::spawn_watcher;
 use crate::engine::{ApprovalMode, EngineError};
 use crate::routing::local::no_provider_banner;
 use crate::routing::setup::detect_providers;
+use crate::tui::error::NoProvider;
 use crate::tui::{TuiOptions, no_color_from_env};
 
 /// Starts the TUI; returns the exit code.
@@ -41,18 +42,19 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         continue_last: cli.continue_,
         agent: cli.agent.clone(),
         theme: cli.theme.clone().or_else(|| ctx.config.theme.clone()),
-        provider_label: runtime.provider_label().map_err(|e| match e {
-            // Nothing configured and nothing found: the short banner with a config to
-            // paste (the long text is `arbor doctor`'s and `arbor run`'s).
-            EngineError::NoProvider(_)
-                if detect_providers(&ctx.config, ctx.env.as_ref()).is_empty() =>
-            {
-                no_provider_banner(&ctx.paths.config_file)
-            }
-            e => e.to_string(),
+        provider_label: runtime.provider_label().map_err(|e| {
+            NoProvider(match e {
+                // Nothing configured and nothing found: the short banner with a config to
+                // paste (the long text is `arbor doctor`'s and `arbor run`'s).
+                EngineError::NoProvider(_)
+                    if detect_providers(&ctx.config, ctx.env.as_ref()).is_empty() =>
+                {
+                    no_provider_banner(&ctx.paths.config_file)
+                }
+                e => e.to_string(),
+            })
         }),
         notice,
-        store: ctx.store(),
         registry,
         reloads,
         keymap: ctx.config.keymap.clone(),

@@ -297,27 +297,59 @@ fn describe(v: &Value) -> String {
     }
 }
 
+/// What is wrong with one `approvals:` key (the text leaves the key out: the issue
+/// quotes it before).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// Blank.
+    #[error("empty key")]
+    Empty,
+    /// Spaces around it.
+    #[error("leading or trailing spaces")]
+    Spaces,
+    /// `tool(pattern` without `)`.
+    #[error("a command pattern is written tool(pattern), with a closing ')'")]
+    Unclosed,
+    /// A command pattern on a tool that runs no command.
+    #[error("command patterns apply to {tools} only, not '{tool}'")]
+    NotACommandTool {
+        /// The tool named before `(`.
+        tool: String,
+        /// The tools that take command patterns, comma-separated.
+        tools: String,
+    },
+    /// `tool()`.
+    #[error("empty command pattern")]
+    EmptyPattern,
+    /// Spaces or a stray `)`.
+    #[error("not a tool name, module id or tool(pattern)")]
+    NotAKey,
+    /// The glob does not compile (globset's reason).
+    #[error("pattern does not compile: {0}")]
+    Glob(String),
+}
+
 /// Reads one key; the error says what is wrong with it (without the key).
-fn parse_key(key: &str) -> Result<KeyKind, String> {
+fn parse_key(key: &str) -> Result<KeyKind, KeyError> {
     if key.trim().is_empty() {
-        return Err("empty key".into());
+        return Err(KeyError::Empty);
     }
     if key != key.trim() {
-        return Err("leading or trailing spaces".into());
+        return Err(KeyError::Spaces);
     }
     if let Some(open) = key.find('(') {
         let tool = &key[..open];
         let Some(pattern) = key[open + 1..].strip_suffix(')') else {
-            return Err("a command pattern is written tool(pattern), with a closing ')'".into());
+            return Err(KeyError::Unclosed);
         };
         if command_field(tool).is_none() {
-            return Err(format!(
-                "command patterns apply to {} only, not '{tool}'",
-                command_tools().join(", ")
-            ));
+            return Err(KeyError::NotACommandTool {
+                tool: tool.to_string(),
+                tools: command_tools().join(", "),
+            });
         }
         if pattern.trim().is_empty() {
-            return Err("empty command pattern".into());
+            return Err(KeyError::EmptyPattern);
         }
         return Ok(KeyKind::Command {
             tool: tool.to_string(),
@@ -325,7 +357,7 @@ fn parse_key(key: &str) -> Result<KeyKind, String> {
         });
     }
     if key.contains(')') || key.chars().any(char::is_whitespace) {
-        return Err("not a tool name, module id or tool(pattern)".into());
+        return Err(KeyError::NotAKey);
     }
     if key.starts_with("tool-") {
         return Ok(KeyKind::Module(key.to_string()));
@@ -337,13 +369,13 @@ fn parse_key(key: &str) -> Result<KeyKind, String> {
 }
 
 /// A glob where `*` also matches `/` (commands and tool names are not paths).
-fn compile(pattern: &str) -> Result<GlobMatcher, String> {
+fn compile(pattern: &str) -> Result<GlobMatcher, KeyError> {
     GlobBuilder::new(pattern)
         .literal_separator(false)
         .backslash_escape(true)
         .build()
         .map(|g: Glob| g.compile_matcher())
-        .map_err(|e| format!("pattern does not compile: {}", e.kind()))
+        .map_err(|e| KeyError::Glob(e.kind().to_string()))
 }
 
 #[cfg(test)]

@@ -23,11 +23,14 @@
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
 //! hooks: {PreToolUse: [{matcher: bash, hooks: [{type: command, command: "~/bin/check.sh"}]}]}   # see hooks
 //! web: {allow_private_addresses: false}   # see tool::web
+//! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
+//! context: {max_tokens: 128000, compact_threshold: 0.8}  # see config::context
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
 //! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`),
 //! `hooks` (`hooks`), `web` (`tool::web`).
+//! `context` (`config::context`).
 //!
 //! Relative paths in the file (`bundle:`, an MCP server's `cwd` and `./command`)
 //! are relative to the file's directory, not the current one.
@@ -41,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::approvals::Rules;
+use super::isolation::Isolation;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
 use super::sandbox::SandboxConfig;
@@ -79,6 +83,11 @@ pub struct ArborConfig {
     /// `config::sandbox`); a bad key or value makes the file unusable.
     #[serde(default, skip_serializing_if = "SandboxConfig::is_default")]
     pub sandbox: SandboxConfig,
+    /// Whether writing sub-sessions get their own git worktree by default
+    /// (`isolation: worktree | none`; absent: `worktree`, see `config::isolation`).
+    /// Any other value makes the file unusable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

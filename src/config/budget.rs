@@ -13,31 +13,34 @@
 //! Does not own: when the check runs (the engine's turn loop, before each model call)
 //! or prices (`routing::prices`).
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::session::Metadata;
+pub use crate::session::budget::{Budget, BudgetState, Spent};
 
-/// The metadata `extra` key of a session's [`BudgetState`].
+/// The key of a session's [`BudgetState`] in `metadata.json` ([`Metadata::budget`]) and
+/// of an agent's budget in its overlay.
 pub const BUDGET_KEY: &str = "budget";
 
-/// A spending limit: tokens (input + output) and/or cost in USD. A field that is
-/// `None` is unbounded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Budget {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
-/// Tokens (input + output) and cost in USD (`None` while no call was priced).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Spent {
-    #[serde(default)]
-    pub tokens: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
+/// Why a `budget:` value is unusable; each text names the bad key and quotes the bad
+/// value (JSON text), as agent validation and the task tool report it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// Not a map.
+    #[error("'budget' must be a map like {{tokens: 20000, cost_usd: 0.5}}, got {0}")]
+    NotAMap(String),
+    /// `tokens` is not a positive integer.
+    #[error("'budget.tokens' must be a positive integer, got {0}")]
+    Tokens(String),
+    /// `cost_usd` is not a positive finite number.
+    #[error("'budget.cost_usd' must be a positive number, got {0}")]
+    CostUsd(String),
+    /// A key other than `tokens` and `cost_usd` (the key's name).
+    #[error("unknown key 'budget.{0}' (a budget has tokens and cost_usd)")]
+    UnknownKey(String),
+    /// Neither key is set.
+    #[error("'budget' needs tokens or cost_usd")]
+    Empty,
 }
 
 impl Spent {
@@ -54,47 +57,41 @@ impl Budget {
     /// Parses `{tokens: N, cost_usd: X}` (`null` or absent → `None`). Errors name the
     /// bad key: tokens must be a positive integer, cost_usd a positive number, no
     /// other keys, at least one of the two.
-    pub fn parse(value: Option<&Value>) -> Result<Option<Self>, String> {
+    pub fn parse(value: Option<&Value>) -> Result<Option<Self>, BudgetError> {
         let Some(value) = value.filter(|v| !v.is_null()) else {
             return Ok(None);
         };
         let Some(map) = value.as_object() else {
-            return Err(format!(
-                "'budget' must be a map like {{tokens: 20000, cost_usd: 0.5}}, got {value}"
-            ));
+            return Err(BudgetError::NotAMap(value.to_string()));
         };
         let mut budget = Budget::default();
         for (key, v) in map {
             match key.as_str() {
                 "tokens" => {
-                    budget.tokens = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-                        format!("'budget.tokens' must be a positive integer, got {v}")
-                    })?);
+                    budget.tokens = Some(
+                        v.as_u64()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| BudgetError::Tokens(v.to_string()))?,
+                    );
                 }
                 "cost_usd" => {
                     budget.cost_usd = Some(
                         v.as_f64()
                             .filter(|x| *x > 0.0 && x.is_finite())
-                            .ok_or_else(|| {
-                                format!("'budget.cost_usd' must be a positive number, got {v}")
-                            })?,
+                            .ok_or_else(|| BudgetError::CostUsd(v.to_string()))?,
                     );
                 }
-                other => {
-                    return Err(format!(
-                        "unknown key 'budget.{other}' (a budget has tokens and cost_usd)"
-                    ));
-                }
+                other => return Err(BudgetError::UnknownKey(other.to_string())),
             }
         }
         if budget.tokens.is_none() && budget.cost_usd.is_none() {
-            return Err("'budget' needs tokens or cost_usd".into());
+            return Err(BudgetError::Empty);
         }
         Ok(Some(budget))
     }
 
     /// The budget of an agent overlay (its top-level `budget`).
-    pub fn of_overlay(overlay: &Value) -> Result<Option<Self>, String> {
+    pub fn of_overlay(overlay: &Value) -> Result<Option<Self>, BudgetError> {
         Self::parse(overlay.get(BUDGET_KEY))
     }
 
@@ -132,30 +129,15 @@ fn min_some<T: Copy>(a: Option<T>, b: Option<T>, min: impl Fn(T, T) -> T) -> Opt
     }
 }
 
-/// A session's budget record (metadata `extra.budget`):
-/// `{tokens?, cost_usd?, since: {tokens, cost_usd?}}` — the budget and the spend when
-/// the current grant started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct BudgetState {
-    #[serde(flatten)]
-    pub budget: Budget,
-    #[serde(default)]
-    pub since: Spent,
-}
-
 impl BudgetState {
     /// The record stored in `metadata`, if any (an unreadable one counts as none).
     pub fn of(metadata: &Metadata) -> Option<Self> {
-        let value = metadata.extra.get(BUDGET_KEY)?;
-        serde_json::from_value(value.clone()).ok()
+        metadata.budget
     }
 
     /// Stores this record in `metadata`.
     pub fn store(&self, metadata: &mut Metadata) {
-        metadata.extra.insert(
-            BUDGET_KEY.into(),
-            serde_json::to_value(self).unwrap_or_else(|_| json!({})),
-        );
+        metadata.budget = Some(*self);
     }
 
     /// The spend of the current grant: the session's spend minus [`Self::since`].
@@ -200,6 +182,7 @@ impl BudgetState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn meta(input: u64, output: u64, cost: Option<f64>) -> Metadata {
         let mut m = Metadata::default();
@@ -234,7 +217,7 @@ mod tests {
             (json!({"dollars": 1}), "budget.dollars"),
             (json!({}), "needs tokens or cost_usd"),
         ] {
-            let e = Budget::parse(Some(&bad)).unwrap_err();
+            let e = Budget::parse(Some(&bad)).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }
@@ -280,9 +263,18 @@ mod tests {
         let mut m = Metadata::default();
         state.store(&mut m);
         assert_eq!(BudgetState::of(&m), Some(state));
+        // On disk under `budget`, the same JSON as when it lived in `extra`.
+        let written = serde_json::to_value(&m).unwrap();
         assert_eq!(
-            m.extra[BUDGET_KEY],
+            written[BUDGET_KEY],
             json!({"tokens": 10, "cost_usd": 0.5, "since": {"tokens": 35, "cost_usd": 0.1}})
         );
+        assert!(m.extra.is_empty());
+        let back: Metadata = serde_json::from_value(written).unwrap();
+        assert_eq!(back.budget, Some(state));
+        // A value other tools wrote in another form reads as no budget.
+        let odd: Metadata =
+            serde_json::from_value(json!({"session_id": "s", "budget": "lots"})).unwrap();
+        assert_eq!(odd.budget, None);
     }
 }

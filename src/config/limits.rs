@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::mount_plan::{MountPlan, TASK_MODULE, module_name};
+use super::mount_plan::{ModuleSpec, MountPlan, TASK_MODULE};
 
 /// A `tool-task` entry's `config`: `max_recursion_depth` (default 1: only the root
 /// delegates) and `max_parallel` (default 4, at least 1) — SPEC §9.
@@ -109,20 +109,21 @@ fn delegation_ceiling(parent: &MountPlan, module: &str) -> TaskConfig {
 /// it has to carry a lowered limit.
 pub fn tighten_task_limits(parent: &MountPlan, child: MountPlan) -> MountPlan {
     let mut child = child;
-    let Some(Value::Array(tools)) = child.0.get_mut("tools") else {
+    let Some(tools) = child.tools.as_mut() else {
         return child;
     };
-    for entry in tools.iter_mut() {
-        let Some(module) = module_name(entry).filter(|m| DELEGATION_MODULES.contains(m)) else {
+    for spec in tools.iter_mut() {
+        let Some(module) = spec.module().filter(|m| DELEGATION_MODULES.contains(m)) else {
             continue;
         };
         let ceiling = delegation_ceiling(parent, module);
-        let config = entry.get("config").cloned().unwrap_or(Value::Null);
-        let asked = TaskConfig::from_value(&config);
+        let asked = TaskConfig::from_value(spec.config());
         let allowed = asked.min(ceiling);
         if allowed == asked {
             continue;
         }
+        let mut value = spec.to_value();
+        let entry = &mut value;
         if let Value::String(module) = entry {
             let mut map = Map::new();
             map.insert("module".into(), Value::String(module.clone()));
@@ -148,6 +149,7 @@ pub fn tighten_task_limits(parent: &MountPlan, child: MountPlan) -> MountPlan {
                 config.insert("max_parallel".into(), allowed.max_parallel.into());
             }
         }
+        *spec = ModuleSpec::from_value(value);
     }
     child
 }
@@ -163,14 +165,12 @@ pub fn tighten_max_iterations(parent: &MountPlan, child: MountPlan) -> MountPlan
     if child.max_iterations() <= ceiling {
         return child;
     }
-    let mut child = child;
-    if let Some(slot) = child
-        .0
-        .pointer_mut("/session/orchestrator/config/max_iterations")
-    {
-        *slot = Value::from(ceiling);
+    let mut whole = child.to_value();
+    match whole.pointer_mut("/session/orchestrator/config/max_iterations") {
+        Some(slot) => *slot = Value::from(ceiling),
+        None => return child,
     }
-    child
+    MountPlan::from_value(whole)
 }
 
 /// Default of [`Limits::max_sessions_per_tree`].
@@ -226,10 +226,11 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::mount_plan::module_name;
     use serde_json::json;
 
     fn task_entry(plan: &MountPlan) -> Value {
-        plan.0["tools"]
+        plan.to_value()["tools"]
             .as_array()
             .unwrap()
             .iter()
@@ -262,11 +263,11 @@ mod tests {
 
     #[test]
     fn an_agent_asking_for_more_gets_the_parents_limits() {
-        let parent = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": [
             "tool-filesystem",
             {"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4}}
         ]}));
-        let child = MountPlan(json!({"tools": [
+        let child = MountPlan::from_value(json!({"tools": [
             "tool-filesystem",
             {"module": "tool-task", "config": {"max_recursion_depth": 1000, "max_parallel": 50, "other": "kept"}}
         ]}));
@@ -275,21 +276,21 @@ mod tests {
             task_entry(&out),
             json!({"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4, "other": "kept"}})
         );
-        assert_eq!(out.0["tools"][0], "tool-filesystem");
+        assert_eq!(out.to_value()["tools"][0], "tool-filesystem");
     }
 
     #[test]
     fn an_agent_asking_for_less_keeps_its_own_limits() {
-        let parent = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 3, "max_parallel": 8}}
         ]}));
         let asked = json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 1, "max_parallel": 2}}
         ]});
-        let out = tighten_task_limits(&parent, MountPlan(asked.clone()));
-        assert_eq!(out.0, asked);
+        let out = tighten_task_limits(&parent, MountPlan::from_value(asked.clone()));
+        assert_eq!(out.to_value(), asked);
         // Mixed: one limit lowered, the other kept.
-        let mixed = MountPlan(json!({"tools": [
+        let mixed = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 1, "max_parallel": 50}}
         ]}));
         assert_eq!(
@@ -303,8 +304,8 @@ mod tests {
 
     #[test]
     fn a_parent_without_the_task_tool_caps_at_the_defaults() {
-        let parent = MountPlan(json!({"tools": ["tool-filesystem"]}));
-        let child = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": ["tool-filesystem"]}));
+        let child = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 1000, "max_parallel": 1000}}
         ]}));
         assert_eq!(
@@ -315,16 +316,16 @@ mod tests {
 
     #[test]
     fn every_task_entry_is_tightened_and_bare_strings_get_a_config() {
-        let parent = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 0, "max_parallel": 2}}
         ]}));
-        let child = MountPlan(json!({"tools": [
+        let child = MountPlan::from_value(json!({"tools": [
             "tool-task",
             {"module": "tool-task", "id": "second", "config": {"max_recursion_depth": 9, "max_parallel": "x"}}
         ]}));
         let out = tighten_task_limits(&parent, child);
         assert_eq!(
-            out.0["tools"],
+            out.to_value()["tools"],
             json!([
                 {"module": "tool-task", "config": {"max_recursion_depth": 0, "max_parallel": 2}},
                 {"module": "tool-task", "id": "second", "config": {"max_recursion_depth": 0, "max_parallel": 2}}
@@ -337,7 +338,7 @@ mod tests {
     #[test]
     fn delegate_entries_are_tightened_like_task_entries() {
         let delegate = |plan: &MountPlan| {
-            plan.0["tools"]
+            plan.to_value()["tools"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -346,7 +347,7 @@ mod tests {
                 .unwrap()
         };
         let greedy = || {
-            MountPlan(json!({"tools": [
+            MountPlan::from_value(json!({"tools": [
                 {"module": "tool-delegate", "config": {"max_recursion_depth": 1000, "max_parallel": 1000}}
             ]}))
         };
@@ -362,7 +363,7 @@ mod tests {
             ),
             (json!({"tools": ["tool-filesystem"]}), (1, 4)),
         ] {
-            let out = tighten_task_limits(&MountPlan(parent), greedy());
+            let out = tighten_task_limits(&MountPlan::from_value(parent), greedy());
             assert_eq!(
                 delegate(&out),
                 TaskConfig {
@@ -372,10 +373,10 @@ mod tests {
             );
         }
         // Asking for less keeps its own.
-        let modest = MountPlan(json!({"tools": [
+        let modest = MountPlan::from_value(json!({"tools": [
             {"module": "tool-delegate", "config": {"max_recursion_depth": 1, "max_parallel": 1}}
         ]}));
-        let out = tighten_task_limits(&MountPlan(json!({})), modest.clone());
+        let out = tighten_task_limits(&MountPlan::from_value(json!({})), modest.clone());
         assert_eq!(out, modest);
     }
 
@@ -403,19 +404,22 @@ mod tests {
 
     #[test]
     fn an_agent_asking_for_more_model_calls_gets_the_parents() {
-        let parent =
-            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}));
-        let greedy = MountPlan(
+        let parent = MountPlan::from_value(
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}),
+        );
+        let greedy = MountPlan::from_value(
             json!({"session": {"orchestrator": {"config": {"max_iterations": 1000000}}}}),
         );
         assert_eq!(tighten_max_iterations(&parent, greedy).max_iterations(), 20);
-        let modest =
-            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 5}}}}));
+        let modest = MountPlan::from_value(
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 5}}}}),
+        );
         assert_eq!(tighten_max_iterations(&parent, modest).max_iterations(), 5);
         // A parent that sets nothing has the default ceiling (50).
-        let greedy =
-            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 999}}}}));
-        let bare = MountPlan(json!({}));
+        let greedy = MountPlan::from_value(
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 999}}}}),
+        );
+        let bare = MountPlan::from_value(json!({}));
         assert_eq!(tighten_max_iterations(&bare, greedy).max_iterations(), 50);
     }
 }

@@ -56,6 +56,78 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// The largest `call_timeout` accepted, in seconds (a day).
 const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
+/// Why one `mcp_servers` entry cannot be used, or why its `${VAR}`s cannot be
+/// expanded. The texts name the key; a problem line adds the origin and server name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpConfigError {
+    /// The server name has characters other than letters, digits, `-` and `_`.
+    #[error("a name may hold only letters, digits, '-' and '_'")]
+    BadName,
+    /// The entry is not a mapping.
+    #[error("expected a mapping with `command` or `url`")]
+    NotAMapping,
+    /// `timeout` is not seconds in (0, 3600] (the value as JSON text).
+    #[error("timeout: expected seconds (0-3600], got {0}")]
+    Timeout(String),
+    /// `call_timeout` is not seconds in (0, 86400] (the value as JSON text).
+    #[error("call_timeout: expected seconds (0-{max}], got {0}", max = MAX_TIMEOUT_SECS)]
+    CallTimeout(String),
+    /// Both `command` and `url`.
+    #[error("give either `command` or `url`, not both")]
+    BothTransports,
+    /// `type: sse`.
+    #[error("the SSE transport is not supported; use streamable HTTP (`url`)")]
+    Sse,
+    /// Another `type`.
+    #[error("unknown type '{0}' (stdio or http)")]
+    UnknownType(String),
+    /// Neither `command` nor `url` (or one that does not fit `type`).
+    #[error("expected `command` (stdio) or `url` (streamable HTTP)")]
+    NoTransport,
+    /// `sandbox` outside the user's config.
+    #[error("`sandbox` is honoured only in the user's config.yaml (mcp_servers:)")]
+    SandboxOutsideConfig,
+    /// `sandbox` on an HTTP server.
+    #[error("`sandbox` applies only to a stdio server (`command`)")]
+    SandboxNotStdio,
+    /// `sandbox` does not parse (serde's message).
+    #[error("sandbox: {0}")]
+    Sandbox(String),
+    /// The key (`command`, `url`, `cwd`) is not a non-empty string.
+    #[error("{0}: expected a non-empty string")]
+    NotAString(String),
+    /// The key (`args`) is not a list of strings.
+    #[error("{0}: expected a list of strings")]
+    NotStrings(String),
+    /// An entry of the map at `key` (`env`, `headers`) is not a string.
+    #[error("{key}.{entry}: expected a string")]
+    MapEntry {
+        /// `env` or `headers`.
+        key: String,
+        /// The entry's name.
+        entry: String,
+    },
+    /// The key (`env`, `headers`) is not a mapping of strings.
+    #[error("{0}: expected a mapping of strings")]
+    NotAStringMap(String),
+    /// A `${VAR}` in a server not from the user's config (the variable, the origin).
+    #[error(
+        "${{{var}}}: environment variables are expanded only in your config.yaml's mcp_servers, not in {origin}; the server is not started"
+    )]
+    ExpansionNotAllowed {
+        /// The first variable referenced.
+        var: String,
+        /// Where the server was configured (`McpOrigin`'s text).
+        origin: String,
+    },
+    /// `${` without `}` (the field's text, secrets scrubbed).
+    #[error("unclosed ${{ in '{0}'")]
+    Unclosed(String),
+    /// `${VAR}` unset and without a default (the variable's name, never a value).
+    #[error("${{{0}}} is not set in the environment")]
+    Unset(String),
+}
+
 /// Where a server's configuration came from (shown by `doctor` and the MCP view).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpOrigin {
@@ -158,38 +230,38 @@ pub fn parse_servers(value: &Value, origin: &McpOrigin) -> (Vec<McpServer>, Vec<
     (servers, problems)
 }
 
-fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServer, String> {
+fn parse_server(
+    name: &str,
+    value: &Value,
+    origin: &McpOrigin,
+) -> Result<McpServer, McpConfigError> {
     if name.is_empty()
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err("a name may hold only letters, digits, '-' and '_'".into());
+        return Err(McpConfigError::BadName);
     }
     let Value::Object(map) = value else {
-        return Err("expected a mapping with `command` or `url`".into());
+        return Err(McpConfigError::NotAMapping);
     };
     let kind = map.get("type").and_then(Value::as_str);
     let init_timeout = match map.get("timeout") {
         None | Some(Value::Null) => DEFAULT_INIT_TIMEOUT,
         Some(v) => match v.as_f64() {
             Some(secs) if secs > 0.0 && secs <= 3600.0 => Duration::from_secs_f64(secs),
-            _ => return Err(format!("timeout: expected seconds (0-3600], got {v}")),
+            _ => return Err(McpConfigError::Timeout(v.to_string())),
         },
     };
     let call_timeout = match map.get("call_timeout") {
         None | Some(Value::Null) => DEFAULT_CALL_TIMEOUT,
         Some(v) => match v.as_f64() {
             Some(secs) if secs > 0.0 && secs <= MAX_TIMEOUT_SECS => Duration::from_secs_f64(secs),
-            _ => {
-                return Err(format!(
-                    "call_timeout: expected seconds (0-{MAX_TIMEOUT_SECS}], got {v}"
-                ));
-            }
+            _ => return Err(McpConfigError::CallTimeout(v.to_string())),
         },
     };
     let transport = match (map.get("command"), map.get("url"), kind) {
-        (Some(_), Some(_), _) => return Err("give either `command` or `url`, not both".into()),
+        (Some(_), Some(_), _) => return Err(McpConfigError::BothTransports),
         (Some(command), None, None | Some("stdio")) => McpTransport::Stdio {
             command: string(command, "command")?,
             args: strings(map.get("args"), "args")?,
@@ -202,25 +274,23 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
                 headers: string_map(map.get("headers"), "headers")?,
             }
         }
-        (_, _, Some("sse")) => {
-            return Err("the SSE transport is not supported; use streamable HTTP (`url`)".into());
-        }
+        (_, _, Some("sse")) => return Err(McpConfigError::Sse),
         (_, _, Some(other)) if !matches!(other, "stdio" | "http") => {
-            return Err(format!("unknown type '{other}' (stdio or http)"));
+            return Err(McpConfigError::UnknownType(other.to_string()));
         }
-        _ => return Err("expected `command` (stdio) or `url` (streamable HTTP)".into()),
+        _ => return Err(McpConfigError::NoTransport),
     };
     let sandbox = match map.get("sandbox") {
         None | Some(Value::Null) => McpSandbox::default(),
         Some(_) if *origin != McpOrigin::Config => {
-            return Err(
-                "`sandbox` is honoured only in the user's config.yaml (mcp_servers:)".into(),
-            );
+            return Err(McpConfigError::SandboxOutsideConfig);
         }
         Some(_) if !matches!(transport, McpTransport::Stdio { .. }) => {
-            return Err("`sandbox` applies only to a stdio server (`command`)".into());
+            return Err(McpConfigError::SandboxNotStdio);
         }
-        Some(v) => McpSandbox::deserialize(v).map_err(|e| format!("sandbox: {e}"))?,
+        Some(v) => {
+            McpSandbox::deserialize(v).map_err(|e| McpConfigError::Sandbox(e.to_string()))?
+        }
     };
     Ok(McpServer {
         name: name.to_string(),
@@ -232,14 +302,14 @@ fn parse_server(name: &str, value: &Value, origin: &McpOrigin) -> Result<McpServ
     })
 }
 
-fn string(value: &Value, key: &str) -> Result<String, String> {
+fn string(value: &Value, key: &str) -> Result<String, McpConfigError> {
     match value {
         Value::String(s) if !s.is_empty() => Ok(s.clone()),
-        _ => Err(format!("{key}: expected a non-empty string")),
+        _ => Err(McpConfigError::NotAString(key.to_string())),
     }
 }
 
-fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, McpConfigError> {
     match value {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -247,14 +317,17 @@ fn strings(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
             .map(|v| match v {
                 Value::String(s) => Ok(s.clone()),
                 Value::Number(n) => Ok(n.to_string()),
-                _ => Err(format!("{key}: expected a list of strings")),
+                _ => Err(McpConfigError::NotStrings(key.to_string())),
             })
             .collect(),
-        Some(_) => Err(format!("{key}: expected a list of strings")),
+        Some(_) => Err(McpConfigError::NotStrings(key.to_string())),
     }
 }
 
-fn string_map(value: Option<&Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+fn string_map(
+    value: Option<&Value>,
+    key: &str,
+) -> Result<BTreeMap<String, String>, McpConfigError> {
     match value {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(map)) => map
@@ -262,10 +335,13 @@ fn string_map(value: Option<&Value>, key: &str) -> Result<BTreeMap<String, Strin
             .map(|(k, v)| match v {
                 Value::String(s) => Ok((k.clone(), s.clone())),
                 Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
-                _ => Err(format!("{key}.{k}: expected a string")),
+                _ => Err(McpConfigError::MapEntry {
+                    key: key.to_string(),
+                    entry: k.clone(),
+                }),
             })
             .collect(),
-        Some(_) => Err(format!("{key}: expected a mapping of strings")),
+        Some(_) => Err(McpConfigError::NotAStringMap(key.to_string())),
     }
 }
 
@@ -313,14 +389,14 @@ impl McpServer {
     /// and has no default (never a value), or — for a server not from the user's
     /// config ([`McpOrigin::Config`]) — the first `${…}` it holds: only the user's
     /// config may expand.
-    pub fn expand(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+    pub fn expand(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, McpConfigError> {
         if self.origin != McpOrigin::Config
             && let Some(var) = self.fields().find_map(first_reference)
         {
-            return Err(format!(
-                "${{{var}}}: environment variables are expanded only in your config.yaml's mcp_servers, not in {}; the server is not started",
-                self.origin
-            ));
+            return Err(McpConfigError::ExpansionNotAllowed {
+                var: var.to_string(),
+                origin: self.origin.to_string(),
+            });
         }
         let mut secrets = Vec::new();
         let transport = match &self.transport {
@@ -386,7 +462,7 @@ fn expand_map(
     map: &BTreeMap<String, String>,
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, McpConfigError> {
     let mut out = BTreeMap::new();
     for (key, value) in map {
         let expanded = expand(value, env, secrets)?;
@@ -423,16 +499,15 @@ fn expand(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
     secrets: &mut Vec<String>,
-) -> Result<String, String> {
+) -> Result<String, McpConfigError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!(
-                "unclosed ${{ in '{}'",
-                crate::session::redact::scrub(text)
+            return Err(McpConfigError::Unclosed(
+                crate::session::redact::scrub(text).into_owned(),
             ));
         };
         let inner = &after[..end];
@@ -446,7 +521,7 @@ fn expand(
                 out.push_str(&value);
             }
             (None, Some(default)) => out.push_str(default),
-            (None, None) => return Err(format!("${{{var}}} is not set in the environment")),
+            (None, None) => return Err(McpConfigError::Unset(var.to_string())),
         }
         rest = &after[end + 1..];
     }
@@ -614,7 +689,7 @@ mod tests {
         assert_eq!(args, &["/home/x/data", "fallback"]);
         // A value from the environment is a secret in `args` too.
         assert_eq!(fs.secrets, ["/home/x", "literal-token-value"]);
-        let err = by("broken").expand(&env).unwrap_err();
+        let err = by("broken").expand(&env).unwrap_err().to_string();
         assert_eq!(err, "${NOPE} is not set in the environment");
         // The written config still holds the reference, not the value.
         assert!(format!("{:?}", by("gh")).contains("${TOKEN}"));
@@ -635,7 +710,7 @@ mod tests {
             let (servers, _) = parse_servers(&value, &origin);
             let by = |n: &str| servers.iter().find(|s| s.name == n).unwrap();
             for name in ["evil", "hdr", "arg"] {
-                let err = by(name).expand(&env).unwrap_err();
+                let err = by(name).expand(&env).unwrap_err().to_string();
                 assert!(
                     err.starts_with(
                         "${TOKEN}: environment variables are expanded only in your config.yaml"

@@ -33,9 +33,10 @@ pub fn merge_for_spawn(
     overlay: &Value,
     calling_agent_spawn: &Value,
 ) -> MountPlan {
-    let mut base = apply_spawn_tool_policy(&parent.0, parent.spawn());
+    let whole = parent.to_value();
+    let mut base = apply_spawn_tool_policy(&whole, parent.spawn());
     base = apply_spawn_tool_policy(&base, calling_agent_spawn);
-    MountPlan(merge_overlay(&base, &parent.0, overlay))
+    MountPlan::from_value(merge_overlay(&base, &whole, overlay))
 }
 
 /// Amplifier's `merge_configs(parent, overlay)`: [`merge_for_spawn`] with only the

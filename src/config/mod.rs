@@ -7,7 +7,8 @@
 //! modules (`modules`), approval rules and the policy that
 //! decides each tool call (`approvals`), the project trust store (`trust`), the paths
 //! no mention may read (`private`), MCP server configuration (`mcp`), the kernel
-//! sandbox's settings (`sandbox`), delegation
+//! sandbox's settings (`sandbox`), whether writing sub-sessions get a git worktree
+//! (`isolation`), the context limit and compaction settings (`context`), delegation
 //! limits — the task tool's, which agent files may only tighten, and the config's
 //! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
 //! files and bundles are read into mount plans with it) and uses only `paths` and
@@ -18,7 +19,9 @@
 pub mod approvals;
 pub mod arbor_config;
 pub mod budget;
+pub mod context;
 pub mod endpoint;
+pub mod isolation;
 pub mod limits;
 pub mod mcp;
 pub mod merge;

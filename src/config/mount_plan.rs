@@ -1,16 +1,245 @@
-//! The mount plan: a session's whole configuration as a dynamic JSON map (SPEC §5).
+//! The mount plan: a session's whole configuration (SPEC §5), as named fields for the
+//! keys arbor reads and an `extra` map for every other key.
 //!
-//! Keys the engine reads have typed accessors; every other key passes through.
+//! The named keys follow Amplifier's mount plan (amplifier-core 2.0.2
+//! `validation/mount_plan.py`: `session.{orchestrator,context}`, `providers`, `tools`,
+//! `hooks` as module lists, `agents`) plus the ones arbor's bundles and agent files add
+//! (`spawn`, `instruction`, `model_role`, `provider_preferences`). Reading is lenient
+//! and lossless: a known key whose value has another type stays in `extra`, a list item
+//! that is not a plain module entry is kept as it was ([`ModuleSpec::Other`]), and the
+//! keys are written back in the order they were read ([`KeyOrder`]), so Amplifier's
+//! files round-trip to the same JSON (tests/all/plan_roundtrip.rs). Does not own:
+//! merging plans (`merge`), tightening limits (`limits`).
 
-use serde::{Deserialize, Serialize};
+mod keyed;
+
+pub use keyed::KeyOrder;
+use keyed::{Fields, json, write_object};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// A session's configuration (`serde_json::Value` object). Keys the engine reads:
-/// `session.orchestrator.{module,config}`, `session.context`, `providers[]`, `tools[]`,
-/// `hooks[]`, `spawn`, `agents`, `instruction`, `model_role`, `provider_preferences`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct MountPlan(pub Value);
+/// A session's configuration. Every field is `None` when its key is absent or holds a
+/// value of another type (that value is then in `extra`, untouched).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MountPlan {
+    /// `session`: the orchestrator and context modules.
+    pub session: Option<SessionSection>,
+    /// `providers[]`: provider modules.
+    pub providers: Option<Vec<ModuleSpec>>,
+    /// `tools[]`: tool modules.
+    pub tools: Option<Vec<ModuleSpec>>,
+    /// `hooks[]`: hook modules.
+    pub hooks: Option<Vec<ModuleSpec>>,
+    /// `agents`: `all` | `none` | `[names]` | `{include: […]}` | Amplifier's map of
+    /// agent configs (kept as JSON: `merge::filter_agents` decides between the forms).
+    pub agents: Option<Value>,
+    /// `spawn`: the tool policy for sub-sessions (`tools` / `exclude_tools`, SPEC §6).
+    pub spawn: Option<Value>,
+    /// `instruction`: the system prompt.
+    pub instruction: Option<String>,
+    /// `model_role`: one role or a list, in preference order.
+    pub model_role: Option<ModelRole>,
+    /// `provider_preferences`: `[{provider, model}]` (SPEC §9).
+    pub provider_preferences: Option<Value>,
+    /// `approvals`: a bundle's approval rules (`config::approvals::Rules`, applied
+    /// tighten-only by the gate).
+    pub approvals: Option<Value>,
+    /// Every other top-level key, as read (Amplifier keys arbor does not read).
+    pub extra: Map<String, Value>,
+    /// The top-level keys in the order read; writing follows it.
+    pub order: KeyOrder,
+}
+
+/// The `session` section: `orchestrator` and `context`, each a module (Amplifier
+/// requires both; arbor reads `orchestrator.config`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionSection {
+    /// `session.orchestrator`: `"loop-streaming"` or `{module, source?, config?}`.
+    pub orchestrator: Option<ModuleSpec>,
+    /// `session.context`: the context manager module.
+    pub context: Option<ModuleSpec>,
+    /// Every other key of `session`, as read.
+    pub extra: Map<String, Value>,
+    /// `session`'s keys in the order read.
+    pub order: KeyOrder,
+}
+
+/// `model_role`: a role name or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelRole {
+    /// `model_role: coding`.
+    One(String),
+    /// `model_role: [reasoning, general]`: the first available wins.
+    Many(Vec<String>),
+}
+
+/// One item of a module list (`tools`, `providers`, `hooks`) or a `session` module.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModuleSpec {
+    /// A bare module name: `- tool-bash`.
+    Name(String),
+    /// `{module, id?, source?, config?}` with nothing else (written back the same).
+    Entry(ModuleEntry),
+    /// Any other item, kept as read: a map with other keys or another key order, a
+    /// `config: null`, a non-string `module`, a number…
+    Other(Value),
+}
+
+impl ModuleSpec {
+    /// Reads a list item: a string is a [`ModuleSpec::Name`]; a map is an
+    /// [`ModuleSpec::Entry`] when writing the entry gives back exactly this map (keys
+    /// and order), else kept as [`ModuleSpec::Other`].
+    pub fn from_value(value: Value) -> Self {
+        match value {
+            Value::String(name) => Self::Name(name),
+            Value::Object(ref map) => match serde_json::from_value::<ModuleEntry>(value.clone()) {
+                Ok(entry) if same_object(&entry, map) => Self::Entry(entry),
+                _ => Self::Other(value),
+            },
+            other => Self::Other(other),
+        }
+    }
+
+    /// The item as JSON, exactly as read.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Name(name) => Value::String(name.clone()),
+            Self::Entry(entry) => serde_json::to_value(entry).unwrap_or(Value::Null),
+            Self::Other(value) => value.clone(),
+        }
+    }
+
+    /// The item as a module entry: a name gives `{module}`, a map that reads as an entry
+    /// gives it (other keys ignored), anything else `None`.
+    pub fn entry(&self) -> Option<ModuleEntry> {
+        match self {
+            Self::Name(name) => Some(ModuleEntry {
+                module: name.clone(),
+                ..Default::default()
+            }),
+            Self::Entry(entry) => Some(entry.clone()),
+            Self::Other(value) => ModuleEntry::from_value(value),
+        }
+    }
+
+    /// The module name (`None` for an item without a string `module`).
+    pub fn module(&self) -> Option<&str> {
+        match self {
+            Self::Name(name) => Some(name),
+            Self::Entry(entry) => Some(&entry.module),
+            Self::Other(value) => module_name(value),
+        }
+    }
+
+    /// Changes the item as JSON (`edit` gets it as read), then reads it back.
+    pub fn edit(&mut self, edit: impl FnOnce(&mut Value)) {
+        let mut value = self.to_value();
+        edit(&mut value);
+        *self = Self::from_value(value);
+    }
+
+    /// The item's `config` (null when absent, or for a bare name).
+    pub fn config(&self) -> &Value {
+        match self {
+            Self::Name(_) => &Value::Null,
+            Self::Entry(entry) => &entry.config,
+            Self::Other(value) => value.get("config").unwrap_or(&Value::Null),
+        }
+    }
+}
+
+/// A built entry (always written back the same).
+impl From<ModuleEntry> for ModuleSpec {
+    fn from(entry: ModuleEntry) -> Self {
+        Self::Entry(entry)
+    }
+}
+
+/// Whether `entry` writes back as exactly `map` (same keys, values and order).
+fn same_object(entry: &ModuleEntry, map: &Map<String, Value>) -> bool {
+    match serde_json::to_value(entry) {
+        Ok(Value::Object(written)) => {
+            written.len() == map.len() && written.iter().zip(map.iter()).all(|(a, b)| a == b)
+        }
+        _ => false,
+    }
+}
+
+impl Serialize for ModuleSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModuleSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Self::from_value)
+    }
+}
+
+impl SessionSection {
+    /// Reads `session` (a non-object reads as empty; see [`MountPlan::from_value`]).
+    pub fn from_value(value: Value) -> Self {
+        let mut fields = Fields::of(value);
+        let orchestrator = fields.take("orchestrator");
+        let context = fields.take("context");
+        let (extra, order) = fields.finish();
+        Self {
+            orchestrator,
+            context,
+            extra,
+            order,
+        }
+    }
+
+    /// `session` as JSON, keys in the order read.
+    pub fn to_value(&self) -> Value {
+        write_object(
+            vec![
+                ("orchestrator", json(&self.orchestrator)),
+                ("context", json(&self.context)),
+            ],
+            &self.extra,
+            &self.order,
+        )
+    }
+}
+
+impl Serialize for SessionSection {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        if !value.is_object() {
+            return Err(serde::de::Error::custom("`session` is not a map"));
+        }
+        Ok(Self::from_value(value))
+    }
+}
+
+impl Serialize for MountPlan {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for MountPlan {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Self::from_value)
+    }
+}
+
+impl From<Value> for MountPlan {
+    fn from(value: Value) -> Self {
+        Self::from_value(value)
+    }
+}
 
 /// A module entry in `tools`, `providers` or `hooks`: `{module, source?, config?, id?}`,
 /// or a bare string (the module name).
@@ -59,60 +288,106 @@ impl ModuleEntry {
 impl MountPlan {
     /// An empty plan (`{}`).
     pub fn new() -> Self {
-        Self(Value::Object(Map::new()))
+        Self::default()
     }
 
-    /// The top-level value at `key`.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key)
-    }
-
-    /// Sets a top-level key (turning a non-object plan into an object).
-    pub fn set(&mut self, key: &str, value: Value) {
-        if !self.0.is_object() {
-            self.0 = Value::Object(Map::new());
+    /// Reads a plan from JSON: each known key into its field when its value has the
+    /// field's type, every other key into `extra`. Never fails; a non-object reads as
+    /// `{}`.
+    pub fn from_value(value: Value) -> Self {
+        let mut fields = Fields::of(value);
+        let session = fields.take("session");
+        let providers = fields.take("providers");
+        let tools = fields.take("tools");
+        let hooks = fields.take("hooks");
+        let agents = fields.take("agents");
+        let spawn = fields.take("spawn");
+        let instruction = fields.take("instruction");
+        let model_role = fields.take("model_role");
+        let provider_preferences = fields.take("provider_preferences");
+        let approvals = fields.take("approvals");
+        let (extra, order) = fields.finish();
+        Self {
+            session,
+            providers,
+            tools,
+            hooks,
+            agents,
+            spawn,
+            instruction,
+            model_role,
+            provider_preferences,
+            approvals,
+            extra,
+            order,
         }
-        if let Value::Object(map) = &mut self.0 {
-            map.insert(key.to_string(), value);
-        }
     }
 
-    fn modules(&self, key: &str) -> Vec<ModuleEntry> {
-        self.0
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(ModuleEntry::from_value).collect())
-            .unwrap_or_default()
+    /// The plan as JSON: the keys in the order read, new ones after.
+    pub fn to_value(&self) -> Value {
+        write_object(
+            vec![
+                ("session", json(&self.session)),
+                ("providers", json(&self.providers)),
+                ("tools", json(&self.tools)),
+                ("hooks", json(&self.hooks)),
+                ("agents", self.agents.clone()),
+                ("spawn", self.spawn.clone()),
+                ("instruction", json(&self.instruction)),
+                ("model_role", json(&self.model_role)),
+                ("provider_preferences", self.provider_preferences.clone()),
+                ("approvals", self.approvals.clone()),
+            ],
+            &self.extra,
+            &self.order,
+        )
     }
 
-    /// `tools[]`.
+    fn modules(list: &Option<Vec<ModuleSpec>>) -> Vec<ModuleEntry> {
+        list.iter()
+            .flatten()
+            .filter_map(ModuleSpec::entry)
+            .collect()
+    }
+
+    /// The module list named `key` (`tools`, `providers`, `hooks`; empty for any other
+    /// key or when absent), items as read.
+    pub fn module_list(&self, key: &str) -> &[ModuleSpec] {
+        let list = match key {
+            "tools" => &self.tools,
+            "providers" => &self.providers,
+            "hooks" => &self.hooks,
+            _ => &None,
+        };
+        list.as_deref().unwrap_or_default()
+    }
+
+    /// `tools[]` as entries (items that are not module entries skipped).
     pub fn tools(&self) -> Vec<ModuleEntry> {
-        self.modules("tools")
+        Self::modules(&self.tools)
     }
 
-    /// `providers[]`.
+    /// `providers[]` as entries.
     pub fn providers(&self) -> Vec<ModuleEntry> {
-        self.modules("providers")
+        Self::modules(&self.providers)
     }
 
-    /// `hooks[]`.
+    /// `hooks[]` as entries.
     pub fn hooks(&self) -> Vec<ModuleEntry> {
-        self.modules("hooks")
+        Self::modules(&self.hooks)
     }
 
-    /// `instruction`: the system prompt.
+    /// `instruction`: the system prompt (`""` when absent).
     pub fn instruction(&self) -> &str {
-        self.0
-            .get("instruction")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        self.instruction.as_deref().unwrap_or_default()
     }
 
     /// `session.orchestrator.config` (object or null).
     pub fn orchestrator_config(&self) -> &Value {
-        self.0
-            .pointer("/session/orchestrator/config")
-            .unwrap_or(&Value::Null)
+        self.session
+            .as_ref()
+            .and_then(|s| s.orchestrator.as_ref())
+            .map_or(&Value::Null, ModuleSpec::config)
     }
 
     /// `session.orchestrator.config.max_iterations`, default 50.
@@ -135,29 +410,25 @@ impl MountPlan {
 
     /// `agents`: `all` | `none` | `[names]` | Amplifier roster `{include: […]}`.
     pub fn agents(&self) -> Option<&Value> {
-        self.0.get("agents")
+        self.agents.as_ref()
     }
 
     /// `spawn` policy (object or null).
     pub fn spawn(&self) -> &Value {
-        self.0.get("spawn").unwrap_or(&Value::Null)
+        self.spawn.as_ref().unwrap_or(&Value::Null)
     }
 
     /// `model_role`: a string or list, as a list.
     pub fn model_roles(&self) -> Vec<String> {
-        match self.0.get("model_role") {
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            _ => Vec::new(),
+        match &self.model_role {
+            Some(ModelRole::One(role)) => vec![role.clone()],
+            Some(ModelRole::Many(roles)) => roles.clone(),
+            None => Vec::new(),
         }
     }
 
     /// `provider_preferences` (array or null).
     pub fn provider_preferences(&self) -> &Value {
-        self.0.get("provider_preferences").unwrap_or(&Value::Null)
+        self.provider_preferences.as_ref().unwrap_or(&Value::Null)
     }
 }

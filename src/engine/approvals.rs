@@ -20,8 +20,6 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use serde_json::Value;
-
 use super::live::lock;
 use super::outcome::EngineError;
 use crate::config::approvals::{Grant, Grants};
@@ -93,13 +91,7 @@ pub const AWAITING_APPROVAL: &str = "awaiting_approval";
 /// The tool call ids `metadata` lists under [`AWAITING_APPROVAL`] (empty when absent or
 /// not a list of strings).
 pub fn awaiting_approval(metadata: &Metadata) -> Vec<String> {
-    match metadata.extra.get(AWAITING_APPROVAL) {
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .filter_map(|id| id.as_str().map(str::to_string))
-            .collect(),
-        _ => Vec::new(),
-    }
+    metadata.awaiting_approval.clone()
 }
 
 /// Adds (`waiting`) or removes tool call `id` in `metadata`'s [`AWAITING_APPROVAL`]
@@ -110,14 +102,9 @@ pub fn set_awaiting(metadata: &mut Metadata, id: &str, waiting: bool) -> usize {
     if waiting {
         ids.push(id.to_string());
     }
-    if ids.is_empty() {
-        metadata.extra.remove(AWAITING_APPROVAL);
-    } else {
-        metadata
-            .extra
-            .insert(AWAITING_APPROVAL.into(), Value::from(ids.clone()));
-    }
-    ids.len()
+    let waiting = ids.len();
+    metadata.awaiting_approval = ids;
+    waiting
 }
 
 /// (session id, tool call id).

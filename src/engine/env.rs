@@ -139,7 +139,7 @@ impl TurnEnv {
                 tracing::warn!("MCP server '{server}': {error}");
                 live.emit(EngineEvent::McpServerFailed(McpServerFailedEvent {
                     server,
-                    error,
+                    error: error.to_string(),
                 }));
             }
         }

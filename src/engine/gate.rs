@@ -266,7 +266,10 @@ impl<'a> Gate<'a> {
             // Reads the current file (the sandbox note may probe the kernel): off the
             // async workers.
             tokio::task::spawn_blocking(move || {
-                (tool.preview(&input, &dir), tool.sandbox_note(&dir))
+                let preview = tool
+                    .preview(&input, &dir)
+                    .map(|r| r.map_err(|e| e.to_string()));
+                (preview, tool.sandbox_note(&dir))
             })
             .await
             .unwrap_or_else(|e| (Some(Err(format!("no preview: {e}"))), None))
@@ -407,7 +410,7 @@ impl Drop for Waiting<'_> {
 /// tighten-only).
 pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolicy {
     let mut policy = ApprovalPolicy::new(&env.config.approvals);
-    if let Some(value) = live.plan.get("approvals") {
+    if let Some(value) = live.plan.approvals.as_ref() {
         match Rules::from_value(value) {
             Ok(rules) => {
                 policy = policy.with_layer(

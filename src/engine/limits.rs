@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn only_user_agents_raise_task_limits() {
-        let parent = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4}}
         ]}));
         let limits = |source, depth, parallel| {
@@ -262,7 +262,7 @@ mod tests {
     /// as its `tool-task` entry is; the user's own agent may still set any.
     #[test]
     fn only_user_agents_raise_delegate_limits() {
-        let parent = MountPlan(json!({"tools": [
+        let parent = MountPlan::from_value(json!({"tools": [
             {"module": "tool-task", "config": {"max_recursion_depth": 2, "max_parallel": 4}}
         ]}));
         let delegate_limits = |source| {
@@ -298,8 +298,9 @@ mod tests {
 
     #[test]
     fn only_user_agents_raise_max_iterations() {
-        let parent =
-            MountPlan(json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}));
+        let parent = MountPlan::from_value(
+            json!({"session": {"orchestrator": {"config": {"max_iterations": 20}}}}),
+        );
         let mut greedy = agent(AgentSource::Project, 1, 1);
         greedy.overlay =
             json!({"session": {"orchestrator": {"config": {"max_iterations": 1000000}}}});

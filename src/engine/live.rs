@@ -78,6 +78,8 @@ pub(crate) struct LiveSession {
     provider: Mutex<Option<(Arc<dyn Provider>, Value)>>,
     /// The first persistence failure of the running turn.
     persist_error: Mutex<Option<String>>,
+    /// The session's compaction record and latest context use (`compact`).
+    pub(crate) context: Mutex<super::compact::ContextState>,
 }
 
 impl LiveSession {
@@ -114,7 +116,13 @@ impl LiveSession {
             inbox: Mutex::new(Inbox::default()),
             provider: Mutex::new(None),
             persist_error: Mutex::new(None),
+            context: Mutex::new(super::compact::ContextState::default()),
         }
+    }
+
+    /// The session's directory in the store.
+    pub fn dir(&self) -> PathBuf {
+        lock(&self.writer).dir().to_path_buf()
     }
 
     /// Publishes `msg` from this session on the bus and appends it to `events.jsonl`
@@ -151,6 +159,14 @@ impl LiveSession {
     /// A copy of the current metadata.
     pub fn metadata(&self) -> Metadata {
         lock(&self.metadata).clone()
+    }
+
+    /// Applies `change` to the metadata in memory only: the next
+    /// [`LiveSession::update_metadata`] writes it (the context use recorded before
+    /// each model call rides on the write after its response, sparing a file write
+    /// per request).
+    pub fn stage_metadata(&self, change: impl FnOnce(&mut Metadata)) {
+        change(&mut lock(&self.metadata));
     }
 
     /// Applies `change` to the metadata, stamps `last_updated` and writes it.

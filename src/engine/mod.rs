@@ -1,6 +1,9 @@
 //! The engine: sessions running turns, delegation, cancellation (SPEC §8–9).
 //!
-//! Owns: the `Runtime` every consumer (TUI, `arbor run`, the task tool) drives — session
+//! Owns: the [`Engine`] handle every front end (the TUI, `arbor run`, `arbor session
+//! resume/continue`) drives with `EngineCommand`s and typed replies (`handle`: also
+//! tail-first opening and following a stored transcript), and the `Runtime` behind it
+//! (which the task tool drives too) — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, steering a running turn and queueing turns after it, cancellation that
 //! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
@@ -9,9 +12,10 @@
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
 //! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
-//! on a cycle): `runtime` on top; `spawn` (reaches the live map through the
+//! on a cycle): `handle` on top (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
-//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`);
+//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
+//! fits each request to the context limit with `compact`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint
 //! `max_concurrent`), `outcome`, `live`, then `inbox` (steers and queued messages of a
@@ -19,10 +23,14 @@
 
 pub mod approvals;
 mod calls;
+mod checkpoints;
+pub mod compact;
 pub mod context;
 mod env;
 mod gate;
+pub mod handle;
 mod inbox;
+mod isolate;
 mod limits;
 mod live;
 mod model_choice;
@@ -32,6 +40,7 @@ mod prompt;
 pub mod providers;
 mod recovered;
 pub mod repair;
+mod request_view;
 mod root_plan;
 pub mod runtime;
 mod slots;
@@ -45,6 +54,7 @@ mod transfer;
 pub mod turn;
 
 pub use approvals::ApprovalMode;
-pub use outcome::{EngineError, TurnOutcome};
+pub use handle::{EarlierMessages, Engine, EngineReply, Replies};
+pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};

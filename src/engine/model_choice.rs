@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::env::TurnEnv;
-use super::outcome::EngineError;
+use super::outcome::{EngineError, ModelChoiceError};
 use super::providers;
 use super::root_plan;
 use super::spawn::{apply_routing, model_of, pair};
@@ -43,7 +43,7 @@ pub(crate) type SessionProvider = (Arc<dyn Provider>, Value);
 /// The exact `{provider, model}` that `text` asks for in a session with `plan` whose
 /// provider is now `current` (see the module docs).
 ///
-/// Errors (`Other`): an empty choice; a glob whose provider cannot be built or listed,
+/// Errors (`Model`): an empty choice; a glob whose provider cannot be built or listed,
 /// or that matches no listed model.
 pub(crate) async fn choose(
     env: &TurnEnv,
@@ -59,9 +59,14 @@ pub(crate) async fn choose(
         .providers()
         .into_iter()
         .find(|e| provider_id(e) == mount)
-        .ok_or_else(|| EngineError::Other(format!("model {text}: no provider {mount}")))?;
-    let provider = providers::build(env, &entry)
-        .map_err(|e| EngineError::Other(format!("model {text}: {e}")))?;
+        .ok_or_else(|| ModelChoiceError::NoProvider {
+            choice: text.to_string(),
+            mount: mount.clone(),
+        })?;
+    let provider = providers::build(env, &entry).map_err(|e| ModelChoiceError::Build {
+        choice: text.to_string(),
+        reason: e.to_string(),
+    })?;
     let listed = env
         .models
         .get_or_list(&providers::cache_key(&entry), || async move {
@@ -71,24 +76,23 @@ pub(crate) async fn choose(
             }
         })
         .await
-        .map_err(|e| EngineError::Other(format!("model {text}: cannot list models ({e})")))?;
+        .map_err(|reason| ModelChoiceError::CannotList {
+            choice: text.to_string(),
+            reason,
+        })?;
     let exact = matching_models(&model, &listed)
         .into_iter()
         .next()
-        .ok_or_else(|| {
-            EngineError::Other(format!(
-                "model {text}: no match among the {} {mount} lists",
-                match listed.len() {
-                    1 => "1 model".to_string(),
-                    n => format!("{n} models"),
-                }
-            ))
+        .ok_or_else(|| ModelChoiceError::NoMatch {
+            choice: text.to_string(),
+            mount: mount.clone(),
+            listed: listed.len(),
         })?;
     Ok(ProviderPreference::new(mount, exact))
 }
 
 /// `(mount name, model)` of a choice, without listing anything (see the module docs).
-/// Errors (`Other`): the choice is empty.
+/// Errors (`Model`: `Empty`): the choice is empty.
 pub(crate) fn split_choice(
     plan: &MountPlan,
     current: &str,
@@ -96,9 +100,7 @@ pub(crate) fn split_choice(
 ) -> Result<(String, String), EngineError> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(EngineError::Other(
-            "a model choice needs a model name (MODEL or PROVIDER/MODEL)".into(),
-        ));
+        return Err(ModelChoiceError::Empty.into());
     }
     let entries = plan.providers();
     if let Some((prefix, rest)) = text.split_once('/')
@@ -111,7 +113,7 @@ pub(crate) fn split_choice(
 }
 
 /// `plan` rewritten for `choice` (its entry first, `default_model` set) and that
-/// entry's provider, built. Errors (`Other`): the provider is not in the plan or
+/// entry's provider, built. Errors (`Model`): the provider is not in the plan or
 /// cannot be built (the message names the choice and why).
 pub(crate) fn apply(
     env: &TurnEnv,
@@ -119,20 +121,20 @@ pub(crate) fn apply(
     choice: &ProviderPreference,
 ) -> Result<(MountPlan, SessionProvider), EngineError> {
     let label = format!("{}/{}", choice.provider, choice.model);
-    let plan = MountPlan(apply_resolved(&plan.0, choice));
+    let plan = MountPlan::from_value(apply_resolved(&plan.to_value(), choice));
     let entry = plan
         .providers()
         .into_iter()
         .next()
         .filter(|e| provider_id(e) == choice.provider)
-        .ok_or_else(|| {
-            EngineError::Other(format!(
-                "model {label}: provider {} is not configured",
-                choice.provider
-            ))
+        .ok_or_else(|| ModelChoiceError::NotConfigured {
+            choice: label.clone(),
+            provider: choice.provider.clone(),
         })?;
-    let provider = providers::build(env, &entry)
-        .map_err(|e| EngineError::Other(format!("model {label}: {e}")))?;
+    let provider = providers::build(env, &entry).map_err(|e| ModelChoiceError::Build {
+        choice: label.clone(),
+        reason: e.to_string(),
+    })?;
     Ok((plan, (provider, entry.config)))
 }
 
@@ -169,8 +171,7 @@ pub(crate) async fn route_root(
         if !request.is_empty() {
             let fallback = model_of(&provider.0);
             let routed = providers::route(env, &plan, &request, pair(&fallback)).await;
-            (plan, provider) =
-                apply_routing(env, plan, &routed, provider).map_err(EngineError::NoProvider)?;
+            (plan, provider) = apply_routing(env, plan, &routed, provider)?;
             resolved = Some(routed.resolved);
         }
     }

@@ -1,7 +1,7 @@
 //! Panics in the engine's background work, caught and turned into errors.
 //!
-//! Owns: running a future or a closure so that a panic inside it comes back as its
-//! message ([`catch`], [`catch_blocking`]) and is logged (`tracing::error!`, with
+//! Owns: running a future or a closure so that a panic inside it comes back as a
+//! [`Panic`] carrying its message ([`catch`], [`catch_blocking`]) and is logged (`tracing::error!`, with
 //! what was running), and reading the message of a panic payload ([`message`]) —
 //! also of a `tokio::task::JoinError` (`into_panic`). Does not own: what the caller
 //! makes of it (a failed turn in `turn`, a failed tool call in `calls`, an error event
@@ -18,6 +18,15 @@ use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 
+/// A panic caught in the engine's background work: its message (what `panic!` was
+/// given). Displays as the message alone; the caller says what panicked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Panic {
+    /// The panic's message ([`message`] of its payload).
+    pub message: String,
+}
+
 /// The message of a panic payload: the `&str` or `String` given to `panic!`, else a
 /// placeholder naming no detail.
 pub fn message(payload: &(dyn Any + Send)) -> String {
@@ -29,17 +38,21 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// Runs `future`; a panic inside it is logged with `what` (e.g. "the turn of
-/// session 3f2a…") and returned as its message instead of unwinding further.
-pub async fn catch<F: Future>(what: &str, future: F) -> Result<F::Output, String> {
+/// session 3f2a…") and returned as a [`Panic`] instead of unwinding further.
+pub async fn catch<F: Future>(what: &str, future: F) -> Result<F::Output, Panic> {
     AssertUnwindSafe(future)
         .catch_unwind()
         .await
-        .map_err(|payload| logged(what, &*payload))
+        .map_err(|payload| Panic {
+            message: logged(what, &*payload),
+        })
 }
 
 /// [`catch`] for a synchronous closure (work on a blocking thread).
-pub fn catch_blocking<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(AssertUnwindSafe(work)).map_err(|payload| logged(what, &*payload))
+pub fn catch_blocking<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, Panic> {
+    std::panic::catch_unwind(AssertUnwindSafe(work)).map_err(|payload| Panic {
+        message: logged(what, &*payload),
+    })
 }
 
 /// Logs a caught panic of `what` and returns its message.
@@ -61,13 +74,17 @@ mod tests {
                 panic!("boom {}", 42);
             }
         });
-        assert_eq!(fails.await, Err("boom 42".to_string()));
+        let panic = |message: &str| Panic {
+            message: message.to_string(),
+        };
+        assert_eq!(fails.await, Err(panic("boom 42")));
         assert_eq!(
             catch_blocking("static", || -> u8 { panic!("static text") }),
-            Err("static text".to_string())
+            Err(panic("static text"))
         );
         let odd = catch_blocking("odd", || std::panic::panic_any(5_u8));
-        assert_eq!(odd, Err("a panic without a message".to_string()));
+        assert_eq!(odd, Err(panic("a panic without a message")));
+        assert_eq!(odd.unwrap_err().to_string(), "a panic without a message");
         assert_eq!(catch_blocking("fine", || 1), Ok(1));
     }
 }

@@ -1,7 +1,7 @@
 //! The system prompt of a turn: the plan's instruction with its `@mentions`
 //! expanded (`agent::mentions`), under the read rules of SPEC §12 "Trust".
 //!
-//! Owns: [`system_prompt`] — which roots mentions resolve against, whether the
+//! Owns: [`system_prompt`] — the project's `AGENTS.md` added to a root's prompt, which roots mentions resolve against, whether the
 //! instruction is a project agent file's (confined to its project), the private
 //! paths. Does not own: parsing or reading mentions (`agent::mentions`), the private
 //! path list (`config::private`) or the turn loop (`turn`).
@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use super::env::TurnEnv;
 use super::live::LiveSession;
 use crate::agent::AgentSource;
+use crate::agent::instructions;
 use crate::agent::mentions::{self, MentionRoots};
 use crate::config::MountPlan;
+use crate::config::context::ContextConfig;
 use crate::config::private::private_paths;
 use crate::config::trust;
 
@@ -22,7 +24,25 @@ use crate::config::trust;
 /// (`config::private`); an instruction that is a project agent file's (the same text
 /// as a project agent of the registry) mentions only files of its project. Mentions
 /// that do not resolve stay as text (logged); refused ones are logged as warnings.
+///
+/// A root session's prompt ends with the project's `AGENTS.md` instructions
+/// (`agent::instructions`, read afresh each call, capped by config
+/// `context.project_instructions_max_bytes`); a sub-session's does not.
 pub(crate) fn system_prompt(env: &TurnEnv, live: &LiveSession, plan: &MountPlan) -> String {
+    let mut system = expanded(env, live, plan);
+    if live.parent_id.is_none() {
+        let (bundle, _) = ContextConfig::of_plan(plan);
+        let max = bundle.overridden_by(ContextConfig::from_config(&env.config).0);
+        if let Some(found) = instructions::load(&live.working_dir, max.instructions_max()) {
+            system.push_str("\n\n");
+            system.push_str(&found.text);
+        }
+    }
+    system
+}
+
+/// The plan's instruction with its mentions expanded.
+fn expanded(env: &TurnEnv, live: &LiveSession, plan: &MountPlan) -> String {
     let instruction = plan.instruction();
     if !instruction.contains('@') {
         return instruction.to_string();

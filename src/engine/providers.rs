@@ -36,7 +36,8 @@ use crate::config::{ArborConfig, ModuleEntry, MountPlan};
 use crate::provider::{ChatRequest, Provider, ProviderError, StreamEvent};
 use crate::routing::setup::{self, provider_id};
 use crate::routing::{
-    ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix, resolve_precedence,
+    ListError, ModelCache, ModelRequest, ModelSource, Mounts, Routed, active_matrix,
+    resolve_precedence,
 };
 use crate::session::protocol::ProviderEndpointChangedEvent;
 
@@ -260,23 +261,26 @@ pub(crate) async fn server_model(
     cache: &ModelCache,
     key: &str,
     provider: &Arc<dyn Provider>,
-) -> Result<String, String> {
+) -> Result<String, ListError> {
     let provider = provider.clone();
     let models = cache
         .get_or_list(key, || list_within(provider, LIST_TIMEOUT))
         .await?;
-    first_model(models).ok_or_else(|| "the server lists no model".to_string())
+    first_model(models).ok_or(ListError::NoModel)
 }
 
 /// How long routing (and resolving a server's model) waits for one model list.
 const LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `provider`'s model list, its error as one line, or a timeout after `limit`.
-async fn list_within(provider: Arc<dyn Provider>, limit: Duration) -> Result<Vec<String>, String> {
+async fn list_within(
+    provider: Arc<dyn Provider>,
+    limit: Duration,
+) -> Result<Vec<String>, ListError> {
     match tokio::time::timeout(limit, provider.list_models()).await {
         Ok(Ok(models)) => Ok(models),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {}s", limit.as_secs())),
+        Ok(Err(e)) => Err(ListError::Failed(e.to_string())),
+        Err(_) => Err(ListError::Timeout(limit.as_secs())),
     }
 }
 
@@ -288,10 +292,10 @@ struct PlanModels<'a> {
 }
 
 impl ModelSource for PlanModels<'_> {
-    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, ListError>> {
         Box::pin(async move {
             let Some((provider, key)) = self.providers.get(mount) else {
-                return Err("provider is not built".to_string());
+                return Err(ListError::NotBuilt);
             };
             let provider = provider.clone();
             let listed = self
@@ -387,11 +391,12 @@ pub(crate) fn follow_current_endpoints(
 ) -> (MountPlan, Vec<ProviderEndpointChangedEvent>) {
     let mut plan = plan;
     let mut changes = Vec::new();
-    let Some(Value::Array(entries)) = plan.0.get_mut("providers") else {
+    let Some(entries) = plan.providers.as_mut() else {
         return (plan, changes);
     };
-    for item in entries.iter_mut() {
-        let Some(entry) = ModuleEntry::from_value(item) else {
+    for spec in entries.iter_mut() {
+        let mut item = spec.to_value();
+        let Some(entry) = ModuleEntry::from_value(&item) else {
             continue;
         };
         let Some(stored) = entry
@@ -411,6 +416,7 @@ pub(crate) fn follow_current_endpoints(
         }
         if let Some(slot) = item.pointer_mut("/config/base_url") {
             *slot = Value::String(current.clone());
+            *spec = crate::config::mount_plan::ModuleSpec::from_value(item);
             changes.push(ProviderEndpointChangedEvent {
                 provider: provider_id(&entry),
                 from: stored,
@@ -471,7 +477,7 @@ mod tests {
 
     #[test]
     fn a_resumed_plan_follows_the_current_endpoint() {
-        let plan = MountPlan(json!({"providers": [
+        let plan = MountPlan::from_value(json!({"providers": [
             {"module": "provider-openai", "config": {"base_url": "http://a:1/v1/", "api_key": "[REDACTED]"}},
             {"module": "provider-anthropic", "config": {"default_model": "claude-sonnet-4-5"}},
             "provider-ollama"
@@ -501,9 +507,13 @@ mod tests {
                 to: "http://b:2/v1".into(),
             }]
         );
-        let mut expected = plan.0.clone();
+        let mut expected = plan.to_value();
         expected["providers"][0]["config"]["base_url"] = json!("http://b:2/v1");
-        assert_eq!(moved_plan.0, expected, "only the stored base_url changes");
+        assert_eq!(
+            moved_plan.to_value(),
+            expected,
+            "only the stored base_url changes"
+        );
     }
 
     #[test]
@@ -516,7 +526,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let plan = MountPlan(
+        let plan = MountPlan::from_value(
             json!({"providers": [{"module": "provider-anthropic", "config": {"headers": {"x-api-key": "plan-secret-99"}, "api_key": "[REDACTED]"}}]}),
         );
         let env: Env =

@@ -60,7 +60,7 @@ pub(super) fn repair_before_turn(env: &TurnEnv, live: &LiveSession) {
     }
     if !awaiting.is_empty() {
         live.update_metadata(|m| {
-            m.extra.remove(approvals::AWAITING_APPROVAL);
+            m.awaiting_approval.clear();
         });
     }
 }
@@ -115,6 +115,7 @@ fn child_result(
         turn_count: meta.turn_count,
         error: None,
         budget: None,
+        isolation: None,
     };
     let content = serde_json::to_string(&result).ok()?;
     let mut message = Message::tool_result(call, content, false);

@@ -38,14 +38,9 @@ fn build_from(
     agent: Option<&str>,
 ) -> Result<(MountPlan, Value), EngineError> {
     let mut plan = bundle.mount_plan.clone();
-    if !plan.0.is_object() {
-        plan = MountPlan::new();
-    }
     let detected = detect_providers(&env.config, env.env.as_ref());
     if !detected.is_empty() {
-        let entries = serde_json::to_value(detected)
-            .map_err(|e| EngineError::Other(format!("cannot encode providers: {e}")))?;
-        plan.set("providers", entries);
+        plan.providers = Some(detected.into_iter().map(Into::into).collect());
     } else if plan.providers().is_empty() {
         return Err(EngineError::NoProvider(no_provider_message(
             &env.paths.config_file,

@@ -56,7 +56,9 @@ use crate::session::{
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
+pub use compact::Compacted;
 
+mod compact;
 mod handoff;
 mod prompts;
 mod resume;
@@ -305,7 +307,7 @@ impl Runtime {
     /// wins (`resolved_model.via` = `user`). Globs list models (cached per process).
     ///
     /// Errors: as [`Runtime::create_root`]; a model choice that is empty, names a
-    /// provider that cannot be built, or is a glob matching no listed model (`Other`).
+    /// provider that cannot be built, or is a glob matching no listed model (`Model`).
     pub async fn create_root_with(&self, options: RootOptions) -> Result<SessionId, EngineError> {
         let agent = options.agent.as_deref();
         let (plan, overlay) = root_plan::build(&self.turn_env, agent)?;
@@ -324,14 +326,14 @@ impl Runtime {
     /// new `provider/model`. What the TUI's model switch (and `/model`) calls.
     ///
     /// Errors: the session cannot be loaded or locked (`Store`); no usable provider
-    /// (`NoProvider`); a bad choice (`Other`, naming it).
+    /// (`NoProvider`); a bad choice (`Model`, naming it).
     pub async fn set_model(&self, session_id: &str, model: &str) -> Result<String, EngineError> {
         let env = &self.turn_env;
         let live = self.live_or_resume(session_id)?;
         let plan = live
             .metadata()
             .config
-            .map(MountPlan)
+            .map(MountPlan::from_value)
             .unwrap_or_else(|| live.plan.clone());
         let (current, _) = providers::provider_for(env, &live)?;
         let choice = model_choice::choose(env, &plan, current.as_ref(), model).await?;
@@ -417,7 +419,7 @@ impl Runtime {
     /// `Ok` for every turn that ran, whatever its status (failed and cancelled turns
     /// leave a resumable session; a panic inside the turn loop is a `failed` turn).
     /// Errors before the turn: an invalid, missing or corrupted session, a lock held by
-    /// another process (`Store`), a turn already running in that session (`Other`), no
+    /// another process (`Store`), a turn already running in that session (`Busy`), no
     /// usable provider (`NoProvider`); a panic outside the loop (`Panicked`, the session
     /// then recorded as `failed`). Never panics itself.
     pub async fn run_turn(
@@ -536,12 +538,10 @@ impl Runtime {
     /// (the event also goes to the bus); a stored one is opened for writing for the
     /// moment. `last_updated` is kept for a stored session. Returns the title stored.
     ///
-    /// Errors: a title with no visible character (`Other`); an invalid, missing or
+    /// Errors: a title with no visible character (`EmptyTitle`); an invalid, missing or
     /// corrupted session, or one open in another process (`Store`: `Locked`).
     pub fn rename(&self, session_id: &str, title: &str) -> Result<String, EngineError> {
-        let name = title_from(title).ok_or_else(|| {
-            EngineError::Other("a session title needs at least one visible character".into())
-        })?;
+        let name = title_from(title).ok_or(EngineError::EmptyTitle)?;
         let renamed = || EngineEvent::SessionRenamed(SessionRenamedEvent { name: name.clone() });
         if let Some(live) = self.live(session_id) {
             live.update_metadata(|m| m.name = Some(name.clone()));
@@ -629,7 +629,9 @@ impl Runtime {
     /// (for display).
     pub fn root_mount_plan(&self, agent: Option<&str>) -> Result<MountPlan, EngineError> {
         let plan = root_plan::build(&self.turn_env, agent)?.0;
-        Ok(MountPlan(crate::session::redact::redact(&plan.0)))
+        Ok(MountPlan::from_value(crate::session::redact::redact(
+            &plan.to_value(),
+        )))
     }
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
@@ -640,7 +642,9 @@ impl Runtime {
         let root = root_plan::build(&self.turn_env, None)?.0;
         let def = root_plan::valid_agent(&self.turn_env, agent)?;
         let child = limits::agent_plan(&root, &def, &Value::Null);
-        Ok(MountPlan(crate::session::redact::redact(&child.0)))
+        Ok(MountPlan::from_value(crate::session::redact::redact(
+            &child.to_value(),
+        )))
     }
 
     /// The model a sub-session of `agent` spawned from a new root session would get
@@ -704,7 +708,11 @@ fn root_of(
     metadata: &Metadata,
 ) -> String {
     let mut top = metadata.session_id.clone();
-    let mut parent = metadata.parent_id.clone();
+    // A fork is the root of its own tree (issue 25): its limits and grants are its own.
+    let mut parent = metadata
+        .parent_id
+        .clone()
+        .filter(|_| metadata.forked_from_turn().is_none());
     for _ in 0..MAX_TREE_DEPTH {
         let Some(id) = parent else { break };
         if let Some(session) = live.get(&id) {
@@ -714,7 +722,10 @@ fn root_of(
             break;
         };
         top = id;
-        parent = stored.parent_id;
+        parent = stored
+            .parent_id
+            .clone()
+            .filter(|_| stored.forked_from_turn().is_none());
     }
     String::from(top)
 }

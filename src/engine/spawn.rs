@@ -10,7 +10,8 @@
 //! the child's budget (its agent's `budget` tightened by the call's, metadata
 //! `extra.budget`, reported with the result), running the child's turn under a child
 //! token of the caller's turn, and
-//! `task:agent_completed`; and the routed plan of a would-be sub-session
+//! `task:agent_completed`; where a writing child works (`isolate`: its own git
+//! worktree, issue 25); and the routed plan of a would-be sub-session
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
 //! [`Sessions`] trait the runtime implements, and everything else through
@@ -19,6 +20,8 @@
 //! limit. Does not own: validating the call (`tool::task`), the turn itself
 //! (`turn`), the live-session map (`runtime`), the routing rules (`routing`).
 
+use super::compact;
+use crate::config::context::ContextConfig;
 use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
@@ -45,7 +48,33 @@ use crate::session::protocol::{
 };
 use crate::session::{EngineEvent, Message, Metadata, SessionStatus};
 use crate::tool::ToolContext;
+use crate::tool::ToolError;
 use crate::tool::task::{TaskHost, TaskRequest, TaskResult};
+use futures::TryFutureExt;
+
+/// Why a sub-session could not be spawned, resumed or run: the task call's error
+/// result (its text is what the model reads).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpawnError {
+    /// The runtime is gone (the process is ending).
+    #[error("the runtime is shutting down")]
+    ShuttingDown,
+    /// The session making the call is not live here.
+    #[error("the calling session '{0}' is not loaded")]
+    CallerNotLoaded(String),
+    /// A tree-wide limit refused it (the text names the limit and where to change it).
+    #[error(transparent)]
+    Refused(#[from] LimitReached),
+    /// The agent's `budget:` does not parse (`reason`: the budget's own error text).
+    #[error("agent '{agent}' has a bad budget: {reason}")]
+    BadBudget { agent: String, reason: String },
+    /// Creating, resuming, routing or running the sub-session failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Its worktree could not be made (issue 25).
+    #[error("could not isolate the sub-session: {0}")]
+    Isolate(crate::isolation::IsolationError),
+}
 
 /// What delegation needs from the owner of the live sessions (the runtime implements
 /// it), so this file never names the runtime.
@@ -80,10 +109,8 @@ impl Host {
         Self { runtime }
     }
 
-    fn runtime(&self) -> Result<Arc<dyn Sessions>, String> {
-        self.runtime
-            .upgrade()
-            .ok_or_else(|| "the runtime is shutting down".to_string())
+    fn runtime(&self) -> Result<Arc<dyn Sessions>, SpawnError> {
+        self.runtime.upgrade().ok_or(SpawnError::ShuttingDown)
     }
 }
 
@@ -100,24 +127,30 @@ impl TaskHost for Host {
         agent: AgentDef,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move { spawn_child(runtime?, agent, request, ctx).await })
+        Box::pin(
+            async move { spawn_child(runtime?, agent, request, ctx).await }
+                .map_err(|e| ToolError::Failed(e.to_string())),
+        )
     }
 
     fn resume(
         &self,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>> {
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
         let runtime = self.runtime();
-        Box::pin(async move { resume_child(runtime?, request, ctx).await })
+        Box::pin(
+            async move { resume_child(runtime?, request, ctx).await }
+                .map_err(|e| ToolError::Failed(e.to_string())),
+        )
     }
 }
 
-fn caller(rt: &dyn Sessions, ctx: &ToolContext) -> Result<Arc<LiveSession>, String> {
+fn caller(rt: &dyn Sessions, ctx: &ToolContext) -> Result<Arc<LiveSession>, SpawnError> {
     rt.live(&ctx.session_id)
-        .ok_or_else(|| format!("the calling session '{}' is not loaded", ctx.session_id))
+        .ok_or_else(|| SpawnError::CallerNotLoaded(ctx.session_id.to_string()))
 }
 
 async fn spawn_child(
@@ -125,7 +158,7 @@ async fn spawn_child(
     agent: AgentDef,
     request: TaskRequest,
     ctx: ToolContext,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let parent = caller(rt.as_ref(), &ctx)?;
     // `parent` is the live session of `ctx.session_id` (see `caller`).
     let child_id = ctx.child_id(&agent.name);
@@ -139,9 +172,12 @@ async fn spawn_child(
     let permit = start_run(env, &parent)?;
     env.limits
         .reserve(&parent.id, &child_id)
-        .map_err(|e| refused(&parent, &e))?;
-    let agent_budget = Budget::of_overlay(&agent.overlay)
-        .map_err(|e| format!("agent '{}' has a bad budget: {e}", agent.name))?;
+        .map_err(|e| refused(&parent, e))?;
+    let agent_budget =
+        Budget::of_overlay(&agent.overlay).map_err(|reason| SpawnError::BadBudget {
+            agent: agent.name.clone(),
+            reason: reason.to_string(),
+        })?;
     let budget = Budget::tighten(agent_budget, request.budget);
     let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
     let model_request = ModelRequest {
@@ -152,11 +188,24 @@ async fn spawn_child(
     .with_agent(&agent.overlay);
     // What the child inherits from its parent when no model setting applies: the
     // provider its merged plan selects (the parent's, unless the agent reconfigures it).
-    let inherited = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+    let inherited = providers::select_provider(env, &plan)?;
     let fallback = model_of(&inherited.0);
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
     let (plan, (provider, provider_config)) = apply_routing(env, plan, &routed, inherited)?;
     let resolved = routed.resolved;
+    // Where it works: its own worktree when it can write (issue 25), before anything
+    // of it is stored.
+    let place = super::isolate::prepare(
+        &env.paths,
+        env.config.isolation,
+        &parent,
+        &child_id,
+        (request.isolation, &agent.overlay),
+        plan,
+    )
+    .await
+    .map_err(SpawnError::Isolate)?;
+    let plan = place.plan;
     let parent_meta = parent.metadata();
     let now = now_rfc3339();
     let mut metadata = Metadata {
@@ -166,7 +215,7 @@ async fn spawn_child(
         created: now.clone(),
         last_updated: now,
         turn_count: 0,
-        working_dir: Some(parent.working_dir.display().to_string()),
+        working_dir: Some(place.working_dir.display().to_string()),
         bundle: parent_meta.bundle.clone(),
         model: Some(providers::label(provider.as_ref(), None)),
         status: SessionStatus::Idle,
@@ -189,6 +238,11 @@ async fn spawn_child(
     metadata
         .extra
         .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
+    if let Some(record) = &place.record {
+        metadata
+            .extra
+            .insert(crate::isolation::worktree::KEY.into(), record.to_value());
+    }
     let budget = budget.map(|budget| BudgetState {
         budget,
         since: Spent::default(),
@@ -196,9 +250,7 @@ async fn spawn_child(
     if let Some(state) = &budget {
         state.store(&mut metadata);
     }
-    let child = rt
-        .register(metadata, plan, Vec::new())
-        .map_err(|e| e.to_string())?;
+    let child = rt.register(metadata, plan, Vec::new())?;
     child.set_provider(provider, provider_config);
     child.emit(EngineEvent::SessionFork(SessionForkEvent {
         parent: parent.id.to_string(),
@@ -218,19 +270,21 @@ async fn spawn_child(
         depth: child.depth,
         resolved_model: resolved,
     }));
-    run_child(rt, &parent, child, &request, &ctx, permit).await
+    let mut result = run_child(rt, &parent, child, &request, &ctx, permit).await?;
+    result.isolation = place.note;
+    Ok(result)
 }
 
 /// A permit to run one more sub-session turn for `parent`
-/// (`limits.max_concurrent_sub_sessions`), else the refusal's text.
-fn start_run(env: &TurnEnv, parent: &LiveSession) -> Result<RunPermit, String> {
-    env.limits.start_run().map_err(|e| refused(parent, &e))
+/// (`limits.max_concurrent_sub_sessions`), else the refusal.
+fn start_run(env: &TurnEnv, parent: &LiveSession) -> Result<RunPermit, SpawnError> {
+    env.limits.start_run().map_err(|e| refused(parent, e))
 }
 
-/// The error result of a spawn `limit` refused, logged against `parent`.
-fn refused(parent: &LiveSession, limit: &LimitReached) -> String {
+/// The error of a spawn `limit` refused, logged against `parent`.
+fn refused(parent: &LiveSession, limit: LimitReached) -> SpawnError {
     tracing::warn!(session = %parent.id, "sub-session refused: {limit}");
-    limit.to_string()
+    SpawnError::Refused(limit)
 }
 
 /// The metadata key of a session's [`ResolvedModel`].
@@ -259,12 +313,12 @@ pub(crate) fn apply_routing(
     plan: MountPlan,
     routed: &Routed,
     fallback: SessionProvider,
-) -> Result<(MountPlan, SessionProvider), String> {
+) -> Result<(MountPlan, SessionProvider), EngineError> {
     let Some(choice) = &routed.choice else {
         return Ok((plan, fallback));
     };
-    let plan = MountPlan(apply_resolved(&plan.0, choice));
-    let provider = providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+    let plan = MountPlan::from_value(apply_resolved(&plan.to_value(), choice));
+    let provider = providers::select_provider(env, &plan)?;
     Ok((plan, provider))
 }
 
@@ -274,7 +328,7 @@ fn current_plan(session: &LiveSession) -> MountPlan {
     session
         .metadata()
         .config
-        .map(MountPlan)
+        .map(MountPlan::from_value)
         .unwrap_or_else(|| session.plan.clone())
 }
 
@@ -286,7 +340,7 @@ async fn route_resume(
     env: &TurnEnv,
     child: &LiveSession,
     request: &TaskRequest,
-) -> Result<Option<ResolvedModel>, String> {
+) -> Result<Option<ResolvedModel>, EngineError> {
     if child.is_running() {
         return Ok(None);
     }
@@ -305,14 +359,14 @@ async fn route_resume(
             && child.provider().is_none()
         {
             let choice = ProviderPreference::new(stored.provider.clone(), stored.model.clone());
-            let plan = MountPlan(apply_resolved(&current_plan(child).0, &choice));
-            let (provider, config) =
-                providers::select_provider(env, &plan).map_err(|e| e.to_string())?;
+            let plan =
+                MountPlan::from_value(apply_resolved(&current_plan(child).to_value(), &choice));
+            let (provider, config) = providers::select_provider(env, &plan)?;
             child.set_provider(provider, config);
         }
         return Ok(None);
     }
-    let current = providers::provider_for(env, child).map_err(|e| e.to_string())?;
+    let current = providers::provider_for(env, child)?;
     let fallback = model_of(&current.0);
     let plan = current_plan(child);
     let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
@@ -373,11 +427,11 @@ pub(crate) async fn routed_child_plan(
     let parent = (provider.id(), provider.default_model());
     let routed = providers::route(env, &child, &request, parent).await;
     let plan = match &routed.choice {
-        Some(choice) => apply_resolved(&child.0, choice),
-        None => child.0,
+        Some(choice) => apply_resolved(&child.to_value(), choice),
+        None => child.to_value(),
     };
     Ok((
-        MountPlan(crate::session::redact::redact(&plan)),
+        MountPlan::from_value(crate::session::redact::redact(&plan)),
         routed.resolved,
     ))
 }
@@ -386,11 +440,11 @@ async fn resume_child(
     rt: Arc<dyn Sessions>,
     request: TaskRequest,
     ctx: ToolContext,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let parent = caller(rt.as_ref(), &ctx)?;
     let id = request.session_id.clone().unwrap_or_default();
     let permit = start_run(rt.turn_env(), &parent)?;
-    let child = rt.live_or_resume(&id).map_err(|e| e.to_string())?;
+    let child = rt.live_or_resume(&id)?;
     let rerouted = route_resume(rt.turn_env(), &child, &request).await?;
     parent.emit(EngineEvent::TaskAgentResumed(TaskAgentResumedEvent {
         agent: child.agent_name.clone(),
@@ -409,7 +463,7 @@ async fn run_child(
     request: &TaskRequest,
     ctx: &ToolContext,
     permit: RunPermit,
-) -> Result<TaskResult, String> {
+) -> Result<TaskResult, SpawnError> {
     let instruction = with_context(
         &parent.transcript_snapshot(),
         request.context_depth,
@@ -422,9 +476,9 @@ async fn run_child(
         instruction,
         Some(ctx.cancel.clone()),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     drop(permit);
+    super::isolate::release_if_clean(&child).await;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),
@@ -434,13 +488,21 @@ async fn run_child(
     }));
     let metadata = child.metadata();
     let budget = BudgetState::of(&metadata).map(|b| b.progress(&metadata));
+    // The parent gets at most `context.child_answer_max_chars` of the answer.
+    let (bundle, _) = ContextConfig::of_plan(&child.plan);
+    let max = bundle.overridden_by(ContextConfig::from_config(&rt.turn_env().config).0);
     Ok(TaskResult {
         budget,
-        response: outcome.response,
+        response: compact::answer::cap(
+            outcome.response,
+            max.child_answer_max(),
+            &outcome.session_id,
+        ),
         session_id: outcome.session_id,
         agent: outcome.agent,
         status: outcome.status,
         turn_count: outcome.turn_count,
-        error: outcome.error,
+        error: outcome.error.map(|e| e.to_string()),
+        isolation: None,
     })
 }

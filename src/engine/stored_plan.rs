@@ -24,7 +24,7 @@ use crate::tool::task::allowed_agents;
 /// it back). A plan that already holds a map without `include` (an Amplifier session
 /// resumed) keeps it.
 pub(crate) fn stored_config(env: &TurnEnv, plan: &MountPlan) -> Value {
-    let mut stored = plan.0.clone();
+    let mut stored = plan.to_value();
     let Value::Object(map) = &mut stored else {
         return stored;
     };

@@ -73,7 +73,7 @@ pub(crate) async fn activate(
         let parent = (session_provider.id(), session_provider.default_model());
         let routed = providers::route(env, &plan, &request, parent).await;
         let plan = match &routed.choice {
-            Some(choice) => MountPlan(apply_resolved(&plan.0, choice)),
+            Some(choice) => MountPlan::from_value(apply_resolved(&plan.to_value(), choice)),
             None => plan,
         };
         let (provider, config) = providers::select_provider(env, &plan)?;

@@ -46,16 +46,17 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::calls;
+use super::compact::CompactError;
 use super::env::TurnEnv;
 use super::gate::Gate;
 use super::inbox::Pending;
 use super::live::{LiveSession, TurnGuard};
-use super::outcome::{EngineError, TurnOutcome};
+use super::outcome::{EngineError, TurnError, TurnOutcome};
 use super::panics;
 use super::prompt;
 use super::providers;
 use super::recovered;
-use super::repair;
+use super::request_view;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
 use super::tool_hooks;
@@ -83,7 +84,7 @@ use crate::tool::transfer as transfer_tool;
 struct LoopEnd {
     status: SessionStatus,
     response: String,
-    error: Option<String>,
+    error: Option<TurnError>,
 }
 
 /// Tokens and cost of the model calls of one turn.
@@ -244,6 +245,8 @@ async fn one_turn(
             texts
         }
     };
+    super::isolate::before_turn(live).await;
+    super::checkpoints::before_turn(env, live).await;
     grant_budget(live);
     // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
     live.update_metadata(|m| {
@@ -290,7 +293,7 @@ async fn one_turn(
         Err(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
-            error: Some(format!("blocked by a UserPromptSubmit hook: {reason}")),
+            error: Some(TurnError::HookBlocked { reason }),
         },
         Ok(context) => {
             for text in context {
@@ -305,7 +308,7 @@ async fn one_turn(
                 .unwrap_or_else(|panic| LoopEnd {
                     status: SessionStatus::Failed,
                     response: String::new(),
-                    error: Some(format!("internal error: the turn panicked: {panic}")),
+                    error: Some(TurnError::Panicked(panic)),
                 })
         }
     };
@@ -314,7 +317,10 @@ async fn one_turn(
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.active_agent = Some(next));
     }
-    finish(live, end, &usage)
+    let outcome = finish(live, end, &usage);
+    super::checkpoints::after_turn(env, live).await;
+    super::isolate::after_turn(live).await;
+    outcome
 }
 
 /// Before a turn: a session whose agent sets a `budget` and that has no budget record
@@ -379,10 +385,9 @@ fn name_root(live: &LiveSession, prompt: &str) {
 }
 
 fn busy(live: &LiveSession) -> EngineError {
-    EngineError::Other(format!(
-        "session '{}' is already running a turn; wait for it or cancel it",
-        live.id
-    ))
+    EngineError::Busy {
+        session_id: live.id.clone(),
+    }
 }
 
 /// What every model call of a turn uses, whichever agent answers.
@@ -462,12 +467,25 @@ async fn drive(
         if live.metadata().status == SessionStatus::Queued {
             live.set_status(SessionStatus::Running);
         }
-        // Shares the live transcript (no copy) unless it needs reordering.
+        let system = prompt::system_prompt(env, live, plan);
+        let specs = tools.specs();
+        // Shares the live transcript (no copy) unless it needs reordering or compacting.
+        let fit = request_view::Request {
+            provider,
+            provider_config,
+            system: &system,
+            tools: &specs,
+            env,
+        };
+        let messages = match request_view::messages(live, env, &fit, token).await {
+            Ok(messages) => messages,
+            Err(e) => return compact_failed(&e, last_text),
+        };
         let request = ChatRequest {
             model: provider.default_model().to_string(),
-            system: prompt::system_prompt(env, live, plan),
-            messages: repair::request_view_shared(&live.transcript_snapshot()),
-            tools: tools.specs(),
+            system,
+            messages,
+            tools: specs,
             max_tokens: None,
             max_time: Some(limits.max_time),
             config: provider_config.clone(),
@@ -503,6 +521,10 @@ async fn drive(
                     attempts,
                     None,
                 )));
+                // Over the window by the provider's own count: compact, send again.
+                if partial.is_empty() && request_view::retry_after_overflow(live, &error) {
+                    continue;
+                }
                 keep_partial(live, agent, &partial, Some(&error.to_string()));
                 return LoopEnd {
                     status: SessionStatus::Failed,
@@ -511,7 +533,7 @@ async fn drive(
                     } else {
                         partial
                     },
-                    error: Some(error.to_string()),
+                    error: Some(error.into()),
                 };
             }
             CallEnd::Cancelled { partial } => {
@@ -561,7 +583,7 @@ async fn drive(
             return LoopEnd {
                 status: SessionStatus::Failed,
                 response: last_text,
-                error: Some(format!("internal error: {}", results.panics.join("; "))),
+                error: Some(TurnError::ToolsPanicked(results.panics)),
             };
         }
         if token.is_cancelled() {
@@ -587,10 +609,23 @@ async fn drive(
     LoopEnd {
         status: SessionStatus::Failed,
         response: last_text,
-        error: Some(format!(
-            "stopped after {max_iterations} model calls (max_iterations) without a final answer; \
-             raise session.orchestrator.config.max_iterations or send another message to continue"
-        )),
+        error: Some(TurnError::MaxIterations { max_iterations }),
+    }
+}
+
+/// The end of a turn whose request could not be fitted to the context limit.
+fn compact_failed(error: &CompactError, last_text: String) -> LoopEnd {
+    LoopEnd {
+        status: if matches!(error, CompactError::Cancelled) {
+            SessionStatus::Cancelled
+        } else {
+            SessionStatus::Failed
+        },
+        response: last_text,
+        error: Some(TurnError::ContextLimit {
+            reason: error.to_string(),
+        })
+        .filter(|_| !matches!(error, CompactError::Cancelled)),
     }
 }
 
@@ -599,7 +634,10 @@ fn agent_failed(name: &str, error: &EngineError, last_text: String) -> LoopEnd {
     LoopEnd {
         status: SessionStatus::Failed,
         response: last_text,
-        error: Some(format!("agent '{name}' cannot answer: {error}")),
+        error: Some(TurnError::AgentUnavailable {
+            name: name.to_string(),
+            reason: error.to_string(),
+        }),
     }
 }
 
@@ -727,9 +765,9 @@ fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&
 fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     let mut error = end.error;
     if let Some(persist) = live.take_persist_error() {
-        error = Some(match error {
-            Some(e) => format!("{e}; {persist}"),
-            None => persist,
+        error = Some(TurnError::NotSaved {
+            failure: error.map(Box::new),
+            persist,
         });
     }
     if let Some(e) = &error {
@@ -751,7 +789,7 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
             status,
             turn_count,
             usage: usage_record(&usage.usage, usage.cost),
-            error: error.clone(),
+            error: error.as_ref().map(ToString::to_string),
         },
     ));
     live.emit(EngineEvent::SessionEnd(SessionEndEvent { status }));

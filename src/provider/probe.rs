@@ -64,9 +64,16 @@ impl std::fmt::Display for OllamaProbe {
     }
 }
 
+/// `OLLAMA_HOST` names no IP address and port (its value, as set): arbor probes
+/// addresses only, never resolving a name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("OLLAMA_HOST={0} is not an IP address")]
+pub struct NotAnAddress(pub String);
+
 /// The address `OLLAMA_HOST` names (`host`, `host:port`, `http://host:port/…`;
-/// `0.0.0.0` means loopback), or the default `127.0.0.1:11434`.
-pub fn ollama_addr(env: &dyn Fn(&str) -> Option<String>) -> Result<SocketAddr, String> {
+/// `0.0.0.0` means loopback), or the default `127.0.0.1:11434`; [`NotAnAddress`] for
+/// a host name or a bad port.
+pub fn ollama_addr(env: &dyn Fn(&str) -> Option<String>) -> Result<SocketAddr, NotAnAddress> {
     let Some(raw) = env("OLLAMA_HOST").filter(|h| !h.trim().is_empty()) else {
         return Ok(SocketAddr::new(
             IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -78,14 +85,15 @@ pub fn ollama_addr(env: &dyn Fn(&str) -> Option<String>) -> Result<SocketAddr, S
     let host = host.split('/').next().unwrap_or(host);
     let (name, port) = match host.rsplit_once(':') {
         Some((name, port)) if !name.ends_with(':') || name.starts_with('[') => {
-            (name, port.parse::<u16>().map_err(|_| raw.to_string())?)
+            let port = port.parse::<u16>().map_err(|_| NotAnAddress(raw.clone()))?;
+            (name, port)
         }
         _ => (host, OLLAMA_PORT),
     };
     let name = name.trim_start_matches('[').trim_end_matches(']');
     let ip = match name {
         "" | "localhost" | "0.0.0.0" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        other => other.parse().map_err(|_| raw.to_string())?,
+        other => other.parse().map_err(|_| NotAnAddress(raw.clone()))?,
     };
     Ok(SocketAddr::new(ip, port))
 }
@@ -94,7 +102,7 @@ pub fn ollama_addr(env: &dyn Fn(&str) -> Option<String>) -> Result<SocketAddr, S
 pub fn probe_ollama(env: &dyn Fn(&str) -> Option<String>) -> OllamaProbe {
     match ollama_addr(env) {
         Ok(addr) => probe_at(addr),
-        Err(host) => OllamaProbe::NotProbed { host },
+        Err(NotAnAddress(host)) => OllamaProbe::NotProbed { host },
     }
 }
 

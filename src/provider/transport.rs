@@ -47,7 +47,13 @@ impl Default for ClientOptions {
 /// cannot be created (no TLS backend) is kept as its error and reported per call.
 /// Cloning shares the client (its connection pool).
 #[derive(Debug, Clone)]
-pub(crate) struct HttpClient(Result<reqwest::Client, String>);
+pub(crate) struct HttpClient(Result<reqwest::Client, ClientError>);
+
+/// Why the HTTP client could not be built (reqwest's error chain, one line); kept and
+/// reported by every call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ClientError(String);
 
 impl HttpClient {
     fn with_options(options: ClientOptions) -> Self {
@@ -55,7 +61,7 @@ impl HttpClient {
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
             .build()
-            .map_err(|e| error_chain(&e));
+            .map_err(|e| ClientError(error_chain(&e)));
         Self(client)
     }
 

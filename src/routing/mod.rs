@@ -67,5 +67,5 @@ pub use resolve::{
     Mounts, PatternResolution, Resolution, apply_provider_preferences_with_resolution,
     resolve_candidate, resolve_model_pattern, resolve_model_role, resolve_preferences,
 };
-pub use source::{ModelCache, ModelSource, StaticModels};
+pub use source::{ListError, ModelCache, ModelSource, StaticModels};
 pub use version::{compare_versions, matching_models, newest_first, resolve_glob};

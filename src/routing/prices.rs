@@ -194,29 +194,50 @@ impl PriceTable {
     }
 }
 
-fn parse_price(v: &Value) -> Result<Price, String> {
+/// Why one `prices` entry is skipped (the warning names the entry's key before it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PriceError {
+    /// The entry is not a mapping.
+    #[error("expected {{input, output, cache_read?, cache_write?}} in USD per million tokens")]
+    NotAMap,
+    /// A price field is not a number ≥ 0 (`shown`: `""`, or `, not <value>`).
+    #[error("`{field}` must be a number ≥ 0{shown}")]
+    NotAPrice {
+        /// `input`, `output`, `cache_read` or `cache_write`.
+        field: String,
+        /// The bad value as shown after the rule (empty for a number out of range).
+        shown: String,
+    },
+    /// `input` or `output` is absent.
+    #[error("`{0}` is missing")]
+    Missing(&'static str),
+}
+
+fn parse_price(v: &Value) -> Result<Price, PriceError> {
     let Some(map) = v.as_object() else {
-        return Err(
-            "expected {input, output, cache_read?, cache_write?} in USD per million tokens".into(),
-        );
+        return Err(PriceError::NotAMap);
     };
-    let field = |name: &str| -> Result<Option<f64>, String> {
+    let field = |name: &str| -> Result<Option<f64>, PriceError> {
+        let bad = |shown: String| PriceError::NotAPrice {
+            field: name.to_string(),
+            shown,
+        };
         match map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-                _ => Err(format!("`{name}` must be a number ≥ 0")),
+                _ => Err(bad(String::new())),
             },
             // YAML may carry a quoted number.
             Some(Value::String(s)) => match s.trim().trim_start_matches('$').parse::<f64>() {
                 Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-                _ => Err(format!("`{name}` must be a number ≥ 0, not {s:?}")),
+                _ => Err(bad(format!(", not {s:?}"))),
             },
-            Some(other) => Err(format!("`{name}` must be a number ≥ 0, not {other}")),
+            Some(other) => Err(bad(format!(", not {other}"))),
         }
     };
-    let input = field("input")?.ok_or("`input` is missing")?;
-    let output = field("output")?.ok_or("`output` is missing")?;
+    let input = field("input")?.ok_or(PriceError::Missing("input"))?;
+    let output = field("output")?.ok_or(PriceError::Missing("output"))?;
     Ok(Price {
         input,
         output,

@@ -23,7 +23,7 @@ use super::matrix::RoutingMatrix;
 use super::prefs::{
     ProviderPreference, apply_single_override, find_plan_provider, find_provider, plan_entries,
 };
-use super::source::ModelSource;
+use super::source::{ListError, ModelSource};
 use super::version::matching_models;
 use crate::config::ModuleEntry;
 use crate::routing::setup::provider_id;
@@ -70,7 +70,7 @@ impl Mounts {
         find_provider(provider, &self.names, self.specs.as_deref())
     }
 
-    fn missing(&self, provider: &str) -> String {
+    fn missing(&self, provider: &str) -> SkipReason {
         let names: Vec<String> = self.unavailable.iter().map(|(n, _)| n.clone()).collect();
         let specs: Option<Vec<ModuleEntry>> = self.specs.as_ref().map(|s| {
             s.iter()
@@ -84,13 +84,63 @@ impl Mounts {
                     .unavailable
                     .iter()
                     .find(|(n, _)| *n == mount)
-                    .map(|(_, w)| w.as_str())
+                    .map(|(_, w)| w.clone())
                     .unwrap_or_default();
-                format!("{provider} unavailable ({why})")
+                SkipReason::Unavailable {
+                    provider: provider.to_string(),
+                    why,
+                }
             }
-            None => format!("{provider} not mounted"),
+            None => SkipReason::NotMounted(provider.to_string()),
         }
     }
+}
+
+/// Why a candidate `{provider, model}` was passed over (SPEC §9); the text goes into a
+/// resolution's `skipped` list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkipReason {
+    /// The provider is mounted but could not be built (`why`).
+    #[error("{provider} unavailable ({why})")]
+    Unavailable {
+        /// The provider as the candidate names it.
+        provider: String,
+        /// Why it could not be built.
+        why: String,
+    },
+    /// No mount matches the provider name.
+    #[error("{0} not mounted")]
+    NotMounted(String),
+    /// A glob needs the model list, which failed.
+    #[error("{provider} {model}: cannot list models ({error})")]
+    CannotList {
+        /// The provider as named.
+        provider: String,
+        /// The model (glob) as named.
+        model: String,
+        /// Why the list failed.
+        error: ListError,
+    },
+    /// A glob matched none of the `listed` models.
+    #[error("{provider} {model}: no match in {listed} listed models")]
+    NoMatch {
+        /// The provider as named.
+        provider: String,
+        /// The glob.
+        model: String,
+        /// How many models the provider listed.
+        listed: usize,
+    },
+    /// An exact model the provider's list lacks.
+    #[error("{provider} {model}: not among the {listed} listed models")]
+    NotListed {
+        /// The provider as named.
+        provider: String,
+        /// The model as named.
+        model: String,
+        /// How many models the provider listed.
+        listed: usize,
+    },
 }
 
 /// `candidate` resolved: `provider` = the mount name, `model` exact, `config` kept.
@@ -99,27 +149,26 @@ pub async fn resolve_candidate(
     candidate: &ProviderPreference,
     mounts: &Mounts,
     source: &dyn ModelSource,
-) -> Result<ProviderPreference, String> {
+) -> Result<ProviderPreference, SkipReason> {
     let Some(mount) = mounts.find(&candidate.provider) else {
         return Err(mounts.missing(&candidate.provider));
     };
     let model = if is_glob_pattern(&candidate.model) {
-        let listed = source.list_models(&mount).await.map_err(|e| {
-            format!(
-                "{} {}: cannot list models ({e})",
-                candidate.provider, candidate.model
-            )
-        })?;
+        let listed = source
+            .list_models(&mount)
+            .await
+            .map_err(|error| SkipReason::CannotList {
+                provider: candidate.provider.clone(),
+                model: candidate.model.clone(),
+                error,
+            })?;
         matching_models(&candidate.model, &listed)
             .into_iter()
             .next()
-            .ok_or_else(|| {
-                format!(
-                    "{} {}: no match in {} listed models",
-                    candidate.provider,
-                    candidate.model,
-                    listed.len()
-                )
+            .ok_or_else(|| SkipReason::NoMatch {
+                provider: candidate.provider.clone(),
+                model: candidate.model.clone(),
+                listed: listed.len(),
             })?
     } else {
         // An exact name needs no listing (Amplifier), but when the provider does list
@@ -131,12 +180,11 @@ pub async fn resolve_candidate(
                 .iter()
                 .any(|m| m.eq_ignore_ascii_case(&candidate.model))
         {
-            return Err(format!(
-                "{} {}: not among the {} listed models",
-                candidate.provider,
-                candidate.model,
-                listed.len()
-            ));
+            return Err(SkipReason::NotListed {
+                provider: candidate.provider.clone(),
+                model: candidate.model.clone(),
+                listed: listed.len(),
+            });
         }
         candidate.model.clone()
     };
@@ -209,7 +257,7 @@ pub async fn resolve_model_role(
                     out.role = Some(role.clone());
                     return out;
                 }
-                Err(why) => reasons.push(why),
+                Err(why) => reasons.push(why.to_string()),
             }
         }
         out.skipped.push(format!(

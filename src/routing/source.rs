@@ -13,11 +13,38 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
-/// Lists the models of a mounted provider. `Err` carries a one-line reason
-/// ("connection refused", "provider cannot list models") that resolution records.
+/// Why a provider's model list is not available; one line that resolution records in
+/// its skip reasons (`… cannot list models ({error})`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListError {
+    /// The mount's provider could not be built.
+    #[error("provider is not built")]
+    NotBuilt,
+    /// The provider cannot list models (or the source has no list for it).
+    #[error("provider cannot list models")]
+    Unsupported,
+    /// The listing failed: the provider's error as one line, or a timeout.
+    #[error("{0}")]
+    Failed(String),
+    /// The listing did not answer within this many seconds.
+    #[error("no answer within {0}s")]
+    Timeout(u64),
+    /// The list came back without a model.
+    #[error("the server lists no model")]
+    NoModel,
+}
+
+impl From<String> for ListError {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
+    }
+}
+
+/// Lists the models of a mounted provider. `Err` says why not ([`ListError`]:
+/// "connection refused", "provider cannot list models").
 pub trait ModelSource: Send + Sync {
     /// The model ids mounted provider `mount` offers, in the provider's order.
-    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, ListError>>;
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -38,12 +65,12 @@ impl ModelCache {
         Self::default()
     }
 
-    /// The cached list for `key`, else the result of `list()` (cached when `Ok`). The
-    /// internal lock is never held across the fetch.
-    pub async fn get_or_list<F, Fut>(&self, key: &str, list: F) -> Result<Vec<String>, String>
+    /// The cached list for `key`, else the result of `list()` (cached when `Ok`; its
+    /// error `E` is returned as is). The internal lock is never held across the fetch.
+    pub async fn get_or_list<F, Fut, E>(&self, key: &str, list: F) -> Result<Vec<String>, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Vec<String>, String>>,
+        Fut: Future<Output = Result<Vec<String>, E>>,
     {
         let cell = lock(&self.lists)
             .entry(key.to_string())
@@ -67,7 +94,7 @@ impl ModelCache {
 /// fail with "provider cannot list models". Counts calls per mount.
 #[derive(Debug, Default)]
 pub struct StaticModels {
-    lists: HashMap<String, Result<Vec<String>, String>>,
+    lists: HashMap<String, Result<Vec<String>, ListError>>,
     calls: Mutex<HashMap<String, usize>>,
 }
 
@@ -90,8 +117,10 @@ impl StaticModels {
 
     /// Listing `mount` fails with `reason`.
     pub fn with_failure(mut self, mount: &str, reason: &str) -> Self {
-        self.lists
-            .insert(mount.to_string(), Err(reason.to_string()));
+        self.lists.insert(
+            mount.to_string(),
+            Err(ListError::Failed(reason.to_string())),
+        );
         self
     }
 
@@ -102,13 +131,13 @@ impl StaticModels {
 }
 
 impl ModelSource for StaticModels {
-    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, ListError>> {
         *lock(&self.calls).entry(mount.to_string()).or_default() += 1;
         let result = self
             .lists
             .get(mount)
             .cloned()
-            .unwrap_or_else(|| Err("provider cannot list models".into()));
+            .unwrap_or(Err(ListError::Unsupported));
         Box::pin(async move { result })
     }
 }
@@ -124,7 +153,7 @@ mod tests {
         let calls = AtomicUsize::new(0);
         let fetch = || async {
             calls.fetch_add(1, Ordering::SeqCst);
-            Ok(vec!["m1".to_string()])
+            Ok::<_, ListError>(vec!["m1".to_string()])
         };
         for _ in 0..3 {
             assert_eq!(cache.get_or_list("openai", fetch).await.unwrap(), ["m1"]);
@@ -140,7 +169,9 @@ mod tests {
         assert_eq!(failed.unwrap_err(), "down");
         assert!(cache.cached("local").is_none());
         let ok = cache
-            .get_or_list("local", || async { Ok(vec!["up".to_string()]) })
+            .get_or_list("local", || async {
+                Ok::<_, ListError>(vec!["up".to_string()])
+            })
             .await;
         assert_eq!(ok.unwrap(), ["up"]);
         cache.clear();
@@ -153,7 +184,10 @@ mod tests {
             .with_models("a", ["x"])
             .with_failure("b", "boom");
         assert_eq!(source.list_models("a").await.unwrap(), ["x"]);
-        assert_eq!(source.list_models("b").await.unwrap_err(), "boom");
+        assert_eq!(
+            source.list_models("b").await.unwrap_err(),
+            ListError::Failed("boom".into())
+        );
         assert!(source.list_models("c").await.is_err());
         assert_eq!(
             (source.calls("a"), source.calls("b"), source.calls("z")),

@@ -143,6 +143,7 @@ fn candidates_resolve_globs_and_explain_skips() {
             &source,
         ))
         .unwrap_err()
+        .to_string()
     };
     assert_eq!(skip("anthropic", "claude-*"), "anthropic not mounted");
     assert_eq!(
@@ -187,7 +188,7 @@ fn candidates_resolve_globs_and_explain_skips() {
         &source,
     ))
     .unwrap_err();
-    assert_eq!(e, "ollama unavailable (no server)");
+    assert_eq!(e.to_string(), "ollama unavailable (no server)");
 }
 
 #[test]

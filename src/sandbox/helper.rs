@@ -38,7 +38,7 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
         return fail("no program to run");
     };
     if let Err(e) = linux::apply(&policy) {
-        return fail(&e);
+        return fail(&e.to_string());
     }
     exec(program, args.collect())
 }
@@ -86,6 +86,7 @@ mod linux {
     };
 
     use super::super::Policy;
+    use super::super::error::StepError;
     use super::super::probe::Probe;
 
     /// Devices every sandboxed command may write (and use ioctls on).
@@ -101,13 +102,14 @@ mod linux {
     ];
 
     /// Applies `policy` to this process (see the parent module's doc).
-    pub(super) fn apply(policy: &Policy) -> Result<(), String> {
+    pub(super) fn apply(policy: &Policy) -> Result<(), StepError> {
         // Step 1: the masks, when user namespaces work (else the deny list stays
         // readable; the parent's probe already said so).
         if namespaces().is_ok() {
             mask(&policy.deny_read)?;
         }
-        nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+        nix::sys::prctl::set_no_new_privs()
+            .map_err(|e| StepError(format!("cannot set no_new_privs: {e}")))?;
         landlock(policy)?;
         if !policy.network {
             seccomp()?;
@@ -117,12 +119,12 @@ mod linux {
 
     /// Enters a new user and mount namespace, mapping this process's uid and gid to
     /// themselves, with every mount private (nothing propagates out).
-    fn namespaces() -> Result<(), String> {
+    fn namespaces() -> Result<(), StepError> {
         let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
         unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-            .map_err(|e| format!("unshare(user, mount): {e}"))?;
+            .map_err(|e| StepError(format!("unshare(user, mount): {e}")))?;
         let write = |file: &str, text: String| {
-            std::fs::write(file, text).map_err(|e| format!("cannot write {file}: {e}"))
+            std::fs::write(file, text).map_err(|e| StepError(format!("cannot write {file}: {e}")))
         };
         write("/proc/self/setgroups", "deny".into())?;
         write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
@@ -134,12 +136,12 @@ mod linux {
             MsFlags::MS_REC | MsFlags::MS_PRIVATE,
             None::<&str>,
         )
-        .map_err(|e| format!("cannot make the mounts private: {e}"))
+        .map_err(|e| StepError(format!("cannot make the mounts private: {e}")))
     }
 
     /// Hides each existing path of `deny`: an empty read-only tmpfs over a directory,
     /// `/dev/null` over a file.
-    fn mask(deny: &[std::path::PathBuf]) -> Result<(), String> {
+    fn mask(deny: &[std::path::PathBuf]) -> Result<(), StepError> {
         for path in deny {
             let Ok(meta) = std::fs::metadata(path) else {
                 continue;
@@ -164,7 +166,7 @@ mod linux {
                     None::<&str>,
                 )
             };
-            result.map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+            result.map_err(|e| StepError(format!("cannot hide {}: {e}", path.display())))?;
         }
         Ok(())
     }
@@ -172,8 +174,8 @@ mod linux {
     /// Restricts this process with Landlock: read and execute everywhere, write
     /// beneath `policy.writable` and [`WRITABLE_DEVICES`], no TCP without the network,
     /// no signals or abstract sockets outside. Returns the kernel's Landlock ABI.
-    fn landlock(policy: &Policy) -> Result<i32, String> {
-        let error = |e: landlock::RulesetError| format!("Landlock: {e}");
+    fn landlock(policy: &Policy) -> Result<i32, StepError> {
+        let error = |e: landlock::RulesetError| StepError(format!("Landlock: {e}"));
         let all = AccessFs::from_all(ABI::V5);
         let mut scopes = landlock::BitFlags::<Scope>::from(Scope::Signal);
         if !policy.network {
@@ -206,7 +208,7 @@ mod linux {
             .restrict_self()
             .map_err(error)?;
         if status.ruleset == RulesetStatus::NotEnforced {
-            return Err("Landlock is not enabled in this kernel".into());
+            return Err(StepError::from("Landlock is not enabled in this kernel"));
         }
         Ok(match status.landlock {
             LandlockStatus::Available {
@@ -219,10 +221,10 @@ mod linux {
 
     /// Installs the network filter: `socket`/`socketpair` of any family but
     /// `AF_UNIX`, and `io_uring_setup`, fail with `EPERM`.
-    fn seccomp() -> Result<(), String> {
-        let error = |e: seccompiler::BackendError| format!("seccomp: {e}");
-        let arch =
-            TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
+    fn seccomp() -> Result<(), StepError> {
+        let error = |e: seccompiler::BackendError| StepError(format!("seccomp: {e}"));
+        let arch = TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|e| StepError(format!("seccomp: {e}")))?;
         let not_unix = || {
             SeccompCondition::new(
                 0,
@@ -259,7 +261,7 @@ mod linux {
         )
         .map_err(error)?;
         let program: seccompiler::BpfProgram = filter.try_into().map_err(error)?;
-        seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+        seccompiler::apply_filter(&program).map_err(|e| StepError(format!("seccomp: {e}")))
     }
 
     /// Tries every step on this process with a test policy (nothing writable, no
@@ -268,13 +270,15 @@ mod linux {
         let mut probe = Probe::default();
         let hidden = tempfile::tempdir();
         probe.userns = namespaces().and_then(|()| {
-            let dir = hidden.as_ref().map_err(|e| format!("no temp dir: {e}"))?;
+            let dir = hidden
+                .as_ref()
+                .map_err(|e| StepError(format!("no temp dir: {e}")))?;
             mask(&[dir.path().to_path_buf()])?;
-            nix::mount::umount(dir.path()).map_err(|e| format!("umount: {e}"))
+            nix::mount::umount(dir.path()).map_err(|e| StepError(format!("umount: {e}")))
         });
         drop(hidden);
         probe.no_new_privs = nix::sys::prctl::set_no_new_privs()
-            .map_err(|e| format!("cannot set no_new_privs: {e}"));
+            .map_err(|e| StepError(format!("cannot set no_new_privs: {e}")));
         let policy = Policy::default();
         match landlock(&policy) {
             Ok(abi) => {
@@ -292,14 +296,15 @@ mod linux {
 #[cfg(not(target_os = "linux"))]
 mod linux {
     use super::super::Policy;
+    use super::super::error::StepError;
     use super::super::probe::Probe;
 
-    pub(super) fn apply(_: &Policy) -> Result<(), String> {
-        Err("the sandbox runs on Linux only".into())
+    pub(super) fn apply(_: &Policy) -> Result<(), StepError> {
+        Err(StepError::from("the sandbox runs on Linux only"))
     }
 
     pub(super) fn probe_self() -> Probe {
-        let why = || Err("the sandbox runs on Linux only".to_string());
+        let why = || Err(StepError::from("the sandbox runs on Linux only"));
         Probe {
             probed: true,
             landlock_abi: None,

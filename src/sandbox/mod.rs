@@ -33,6 +33,7 @@
 //! report's layout (`cli::doctor`). Linux only; elsewhere the probe reports the
 //! sandbox unavailable.
 
+mod error;
 mod helper;
 mod probe;
 
@@ -44,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
 use crate::paths::Paths;
 
+pub use error::{SandboxError, StepError};
 pub use helper::helper_main;
 pub use probe::{Probe, probe};
 
@@ -96,7 +98,7 @@ impl Decision {
 pub struct Sandbox {
     config: SandboxConfig,
     /// The `arbor` binary that runs [`helper_main`], or why there is none.
-    helper: Result<PathBuf, String>,
+    helper: Result<PathBuf, SandboxError>,
     deny_read: Vec<PathBuf>,
     /// Where `~/` in a writable entry points (`$HOME`).
     home: Option<PathBuf>,
@@ -110,7 +112,7 @@ impl Default for Sandbox {
                 mode: SandboxMode::Off,
                 ..SandboxConfig::default()
             },
-            helper: Err("no sandbox configured".into()),
+            helper: Err(SandboxError::NotConfigured),
             deny_read: Vec::new(),
             home: None,
         }
@@ -124,15 +126,13 @@ impl Sandbox {
     /// [`Sandbox::with_helper`]).
     pub fn new(config: SandboxConfig, paths: &Paths) -> Self {
         let helper = std::env::current_exe()
-            .map_err(|e| format!("cannot find the arbor binary: {e}"))
+            .map_err(|e| SandboxError::NoBinary(e.to_string()))
             .and_then(|exe| {
                 let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
                 if name == "arbor" || name == "arbor.exe" {
                     Ok(exe)
                 } else {
-                    Err(format!(
-                        "this process ({name}) is not the arbor binary that runs the sandbox"
-                    ))
+                    Err(SandboxError::NotArbor(name.to_string()))
                 }
             });
         let home = std::env::var_os("HOME")
@@ -167,7 +167,7 @@ impl Sandbox {
 
     /// The kernel probe through this sandbox's helper (cached per process; blocking
     /// the first time), or why there is no helper to probe with.
-    pub fn probe(&self) -> Result<Probe, String> {
+    pub fn probe(&self) -> Result<Probe, SandboxError> {
         self.helper.as_ref().map(|h| probe(h)).map_err(Clone::clone)
     }
 

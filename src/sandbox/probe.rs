@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::HELPER_ARG;
+use super::error::{SandboxError, StepError};
 
 /// The lowest Landlock ABI the sandbox is built for: TCP rules (Linux 6.7).
 pub const TARGET_ABI: i32 = 4;
@@ -23,18 +24,18 @@ pub struct Probe {
     /// The kernel's Landlock ABI version (`None`: no Landlock).
     pub landlock_abi: Option<i32>,
     /// Landlock restricted the probe (file writes confined).
-    pub landlock: Result<(), String>,
+    pub landlock: Result<(), StepError>,
     /// A user and mount namespace could be made and a path hidden (deny list).
-    pub userns: Result<(), String>,
+    pub userns: Result<(), StepError>,
     /// The network seccomp filter could be installed.
-    pub seccomp: Result<(), String>,
+    pub seccomp: Result<(), StepError>,
     /// `no_new_privs` could be set.
-    pub no_new_privs: Result<(), String>,
+    pub no_new_privs: Result<(), StepError>,
 }
 
 impl Default for Probe {
     fn default() -> Self {
-        let not_tried = || Err("not tried".to_string());
+        let not_tried = || Err(StepError::from("not tried"));
         Self {
             probed: false,
             landlock_abi: None,
@@ -49,6 +50,7 @@ impl Default for Probe {
 impl Probe {
     /// A probe that could not run, for `reason`.
     fn failed(reason: String) -> Self {
+        let reason = StepError(reason);
         Self {
             probed: false,
             landlock_abi: None,
@@ -63,13 +65,13 @@ impl Probe {
     /// and `no_new_privs` must work, and the seccomp filter too when the network is
     /// denied. User namespaces are optional (without them the deny list stays
     /// readable). `Err` says what is missing.
-    pub fn usable(&self, network_allowed: bool) -> Result<(), String> {
-        self.landlock
+    pub fn usable(&self, network_allowed: bool) -> Result<(), SandboxError> {
+        self.landlock.clone().map_err(SandboxError::Landlock)?;
+        self.no_new_privs
             .clone()
-            .map_err(|e| format!("Landlock: {e}"))?;
-        self.no_new_privs.clone()?;
+            .map_err(SandboxError::NoNewPrivs)?;
         if !network_allowed {
-            self.seccomp.clone()?;
+            self.seccomp.clone().map_err(SandboxError::Seccomp)?;
         }
         Ok(())
     }

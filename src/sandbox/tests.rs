@@ -99,3 +99,27 @@ fn writable_roots_resolve_against_the_dir_and_home_and_skip_missing_ones() {
     assert_eq!(show_root(&root.join("sub"), dir.path()), "./sub");
     assert_eq!(show_root(Path::new("/elsewhere"), dir.path()), "/elsewhere");
 }
+
+/// A probe step's failure crosses from the helper as a plain JSON string (the form
+/// before it was typed), and `usable` names the step that is missing.
+#[test]
+fn probe_steps_keep_their_json_and_usable_says_which_step_fails() {
+    let probe = Probe::default();
+    let json = serde_json::to_value(&probe).unwrap();
+    assert_eq!(json["landlock"], serde_json::json!({"Err": "not tried"}));
+    let back: Probe = serde_json::from_value(json).unwrap();
+    assert_eq!(back, probe);
+    let why = probe.usable(true).unwrap_err();
+    assert_eq!(why, SandboxError::Landlock(StepError::from("not tried")));
+    assert_eq!(why.to_string(), "Landlock: not tried");
+    let only_seccomp = Probe {
+        landlock: Ok(()),
+        no_new_privs: Ok(()),
+        ..Probe::default()
+    };
+    assert!(only_seccomp.usable(true).is_ok());
+    assert!(matches!(
+        only_seccomp.usable(false),
+        Err(SandboxError::Seccomp(_))
+    ));
+}

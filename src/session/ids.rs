@@ -54,8 +54,35 @@ pub struct SessionId(String);
 pub struct InvalidSessionId {
     /// The refused input, verbatim.
     pub id: String,
-    /// The broken rule, e.g. `"contains '/'"`.
-    pub reason: String,
+    /// The broken rule, e.g. `contains '/'`.
+    pub reason: IdError,
+}
+
+/// The rule of [`validate`] an id breaks (the text is the rule, e.g. `contains '/'`),
+/// or, for a session writer, metadata of another session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// Metadata given to the writer of another session (the writer's id).
+    #[error("metadata is for another session (writer holds '{0}')")]
+    OtherSession(String),
+    /// Empty or whitespace only.
+    #[error("session id cannot be empty")]
+    Empty,
+    /// Holds `/`.
+    #[error("contains '/'")]
+    Slash,
+    /// Holds `\`.
+    #[error("contains '\\'")]
+    Backslash,
+    /// Holds `..`.
+    #[error("contains '..'")]
+    DotDot,
+    /// Holds NUL.
+    #[error("contains NUL")]
+    Nul,
+    /// Starts with `.`.
+    #[error("starts with '.'")]
+    LeadingDot,
 }
 
 /// The shape of a session id, from the one parser of the id format ([`IdShape::of`]).
@@ -467,26 +494,26 @@ pub fn is_root_uuid(id: &str) -> bool {
 }
 
 /// `Ok` when `id` may name a session directory: not blank (empty or whitespace only),
-/// and free of `/`, `\`, `..`, NUL and a leading `.`. Else `Err` with the reason, e.g.
-/// `"contains '/'"`. Every store method calls this before building a path.
-pub fn validate(id: &str) -> Result<(), String> {
+/// and free of `/`, `\`, `..`, NUL and a leading `.`. Else the [`IdError`] it breaks
+/// (`contains '/'`). Every store method calls this before building a path.
+pub fn validate(id: &str) -> Result<(), IdError> {
     if id.trim().is_empty() {
-        return Err("session id cannot be empty".to_string());
+        return Err(IdError::Empty);
     }
     if id.contains('/') {
-        return Err("contains '/'".to_string());
+        return Err(IdError::Slash);
     }
     if id.contains('\\') {
-        return Err("contains '\\'".to_string());
+        return Err(IdError::Backslash);
     }
     if id.contains("..") {
-        return Err("contains '..'".to_string());
+        return Err(IdError::DotDot);
     }
     if id.contains('\0') {
-        return Err("contains NUL".to_string());
+        return Err(IdError::Nul);
     }
     if id.starts_with('.') {
-        return Err("starts with '.'".to_string());
+        return Err(IdError::LeadingDot);
     }
     Ok(())
 }
@@ -596,13 +623,15 @@ mod tests {
         ] {
             assert_eq!(validate(good), Ok(()), "{good:?} refused");
         }
-        assert_eq!(validate("a/b"), Err("contains '/'".to_string()));
+        assert_eq!(validate("a/b"), Err(IdError::Slash));
+        assert_eq!(IdError::Slash.to_string(), "contains '/'");
+        assert_eq!(IdError::Backslash.to_string(), "contains '\\'");
     }
 
     #[test]
     fn session_ids_parse_with_a_typed_error_and_stay_bare_strings_on_the_wire() {
         let err = "a/b".parse::<SessionId>().unwrap_err();
-        assert_eq!(err.reason, "contains '/'");
+        assert_eq!(err.reason.to_string(), "contains '/'");
         assert_eq!(err.to_string(), "invalid session id \"a/b\": contains '/'");
         assert!(SessionId::parse(String::new()).is_err());
         let id: SessionId = ROOT.parse().unwrap();

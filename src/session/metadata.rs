@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Usage;
+use super::budget::BudgetState;
 
 /// A session's lifecycle state, as `metadata.json` and `session:status` write it
 /// (SPEC §7: `running|queued|waiting|paused|idle|completed|failed|cancelled`, plus the
@@ -169,6 +170,17 @@ pub fn record_file_change(list: &mut Vec<FileChange>, change: &FileChange) {
     }
 }
 
+/// `metadata.json` `context` (arbor's own): `{tokens, max_tokens}` — the tokens of
+/// the session's latest request view (measured or estimated, see
+/// `engine::compact`) and its context limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ContextUse {
+    /// Tokens of the latest request view.
+    pub tokens: u64,
+    /// The session's context limit.
+    pub max_tokens: u64,
+}
+
 /// `metadata.json` (SPEC §7). Unknown keys written by other tools are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Metadata {
@@ -221,8 +233,64 @@ pub struct Metadata {
     /// absent for sessions other tools wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_started: Option<String>,
+    /// The session's budget record (issue 14, arbor's key): the budget of each grant
+    /// and the spend when the current one started; absent without a budget. A value
+    /// that is not a budget record reads as absent.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
+    pub budget: Option<BudgetState>,
+    /// The tool call ids that wait for a person's approval now (arbor's key, written
+    /// with the status `waiting`; absent when none). Items that are not strings are
+    /// skipped.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "string_list"
+    )]
+    pub awaiting_approval: Vec<String>,
+    /// How full the session's context was at its latest model call (arbor's own
+    /// key, issue 26; Amplifier ignores it); absent before the first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUse>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl Metadata {
+    /// The turn this session was forked at (`forked_from_turn`, written by
+    /// `session::fork` and Amplifier's `fork_session`), if it is a fork. A fork keeps
+    /// its original as `parent_id` but is a root for depth, limits and resume.
+    pub fn forked_from_turn(&self) -> Option<u64> {
+        self.extra.get("forked_from_turn").and_then(Value::as_u64)
+    }
+}
+
+/// `T` when the value reads as one, else `None` (a key other tools may have written
+/// in another form never makes the whole file unreadable).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Value::deserialize(d)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// The strings of a list (anything else reads as empty).
+fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -3,12 +3,14 @@
 //!
 //! Owns: session ids and their validation (`ids`), `metadata.json` (`metadata`), the
 //! store directory with `transcript.jsonl`, `events.jsonl`, the lock and torn-line
-//! recovery (`store`), secret redaction (`redact`), titles (`title`), message shapes (`message`), token
+//! recovery (`store`), forking at a turn (`fork`), secret redaction (`redact`), titles (`title`), message shapes (`message`), token
 //! counts (`usage`) and the engine ↔ front-end protocol with the event bus
 //! (`protocol`). The bottom layer above `paths`: it imports no other arbor module. Does
 //! not own: running turns (`engine`) or encoding messages for an API (`provider`).
 
+pub mod budget;
 pub mod export;
+pub mod fork;
 pub mod ids;
 pub mod image;
 pub mod message;

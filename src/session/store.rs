@@ -58,7 +58,7 @@ pub enum StoreError {
     Corrupted { id: String, detail: String },
     /// The id fails [`ids::validate`]; nothing was touched on disk.
     #[error("invalid session id {id:?}: {reason}")]
-    InvalidId { id: String, reason: String },
+    InvalidId { id: String, reason: ids::IdError },
     /// Another writer holds the session's lock (pid 0 when unknown).
     #[error("session '{id}' is open in another process (pid {pid})")]
     Locked { id: String, pid: u32 },

@@ -10,16 +10,16 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::error::ToolError;
+
 /// Bytes sniffed for a NUL to call a file binary.
 const SNIFF_BYTES: usize = 8192;
 
-/// The canonical working directory, or an error text for the model.
-pub fn root(working_dir: &Path) -> Result<PathBuf, String> {
-    std::fs::canonicalize(working_dir).map_err(|e| {
-        format!(
-            "the working directory {} is not accessible: {e}",
-            working_dir.display()
-        )
+/// The canonical working directory, or [`ToolError::WorkingDir`].
+pub fn root(working_dir: &Path) -> Result<PathBuf, ToolError> {
+    std::fs::canonicalize(working_dir).map_err(|source| ToolError::WorkingDir {
+        dir: working_dir.to_path_buf(),
+        source,
     })
 }
 
@@ -27,14 +27,14 @@ pub fn root(working_dir: &Path) -> Result<PathBuf, String> {
 /// inside `root` (which must already be canonical, see [`root`]). An empty request is
 /// `root` itself.
 ///
-/// Errors (text for the model): the path leaves the working directory — lexically via
+/// Errors ([`ToolError`], text for the model): the path leaves the working directory — lexically via
 /// `..` or an absolute path elsewhere (checked before touching the disk, so nothing
 /// outside is probed), or through a symlink (checked after canonicalizing); the path
 /// does not exist or cannot be read.
-pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, String> {
+pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, ToolError> {
     let requested = requested.trim();
     if requested.contains('\0') {
-        return Err("the path contains a NUL byte".to_string());
+        return Err(ToolError::NulInPath);
     }
     let candidate = if requested.is_empty() || requested == "." {
         root.to_path_buf()
@@ -46,11 +46,9 @@ pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, String> {
             root.join(p)
         }
     };
-    let outside = || {
-        format!(
-            "path '{requested}' is outside the working directory {}; only files under it can be read",
-            root.display()
-        )
+    let outside = || ToolError::OutsideWorkingDir {
+        requested: requested.to_string(),
+        root: root.to_path_buf(),
     };
     match normalize(&candidate) {
         Some(lexical) if lexical.starts_with(root) => {}
@@ -58,9 +56,9 @@ pub fn resolve(root: &Path, requested: &str) -> Result<PathBuf, String> {
     }
     let canonical = std::fs::canonicalize(&candidate).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            format!("path not found: '{requested}'")
+            ToolError::NotFound(requested.to_string())
         } else {
-            format!("cannot access '{requested}': {e}")
+            ToolError::io("access", requested, e)
         }
     })?;
     if !canonical.starts_with(root) {
@@ -100,7 +98,7 @@ pub struct WriteTarget {
 /// so neither `../` nor a symlink (to a file or a directory) leads out. A dangling
 /// symlink is refused rather than replaced.
 ///
-/// Errors (text for the model): outside every root — `Access denied: …` naming
+/// Errors ([`ToolError`], text for the model): outside every root — `Access denied: …` naming
 /// `allowed_write_paths`, the requested path and the roots; an empty path or a NUL; a
 /// directory; a parent that is a file; an unreadable path.
 pub fn resolve_for_write(
@@ -108,13 +106,13 @@ pub fn resolve_for_write(
     allowed: &[String],
     requested: &str,
     home: Option<&Path>,
-) -> Result<WriteTarget, String> {
+) -> Result<WriteTarget, ToolError> {
     let requested = requested.trim();
     if requested.is_empty() {
-        return Err("the file path is empty".to_string());
+        return Err(ToolError::EmptyPath);
     }
     if requested.contains('\0') {
-        return Err("the path contains a NUL byte".to_string());
+        return Err(ToolError::NulInPath);
     }
     let cwd = root(working_dir)?;
     let roots = write_roots(&cwd, allowed, home);
@@ -131,10 +129,10 @@ pub fn resolve_for_write(
         let via = resolved
             .map(|p| format!(" (it resolves to {})", p.display()))
             .unwrap_or_default();
-        format!(
+        ToolError::Denied(format!(
             "Access denied: '{requested}'{via} is not within allowed_write_paths \
              ({shown}); write_file and edit_file only write inside those directories"
-        )
+        ))
     };
     let p = Path::new(requested);
     let candidate = if p.is_absolute() {
@@ -153,24 +151,24 @@ pub fn resolve_for_write(
             Ok(_) => break,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
-                    return Err(format!("cannot access '{requested}': {e}"));
+                    return Err(ToolError::io("access", requested, e));
                 };
                 missing.push(name);
                 if !existing.pop() {
-                    return Err(format!("cannot access '{requested}': {e}"));
+                    return Err(ToolError::io("access", requested, e));
                 }
             }
-            Err(e) => return Err(format!("cannot access '{requested}': {e}")),
+            Err(e) => return Err(ToolError::io("access", requested, e)),
         }
     }
     let canonical = std::fs::canonicalize(&existing).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
+            ToolError::Unsuitable(format!(
                 "'{}' is a symlink whose target does not exist; refusing to write through it",
                 existing.display()
-            )
+            ))
         } else {
-            format!("cannot access '{requested}': {e}")
+            ToolError::io("access", requested, e)
         }
     })?;
     let is_dir = canonical.is_dir();
@@ -185,13 +183,15 @@ pub fn resolve_for_write(
         return Err(denied((path != lexical).then_some(path.as_path())));
     };
     if missing.is_empty() && is_dir {
-        return Err(format!("'{requested}' is a directory, not a file"));
+        return Err(ToolError::Unsuitable(format!(
+            "'{requested}' is a directory, not a file"
+        )));
     }
     if !missing.is_empty() && !is_dir {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "cannot create '{requested}': {} is not a directory",
             canonical.display()
-        ));
+        )));
     }
     Ok(WriteTarget {
         path,
@@ -287,16 +287,19 @@ mod tests {
         assert!(
             resolve(&root, "../x")
                 .unwrap_err()
+                .to_string()
                 .contains("outside the working directory")
         );
         assert!(
             resolve(&root, "/etc/passwd")
                 .unwrap_err()
+                .to_string()
                 .contains("outside")
         );
         assert!(
             resolve(&root, "nope.txt")
                 .unwrap_err()
+                .to_string()
                 .contains("not found")
         );
     }
@@ -310,10 +313,16 @@ mod tests {
         let root = root(dir.path()).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("dirlink")).unwrap();
-        assert!(resolve(&root, "link").unwrap_err().contains("outside"));
+        assert!(
+            resolve(&root, "link")
+                .unwrap_err()
+                .to_string()
+                .contains("outside")
+        );
         assert!(
             resolve(&root, "dirlink/secret")
                 .unwrap_err()
+                .to_string()
                 .contains("outside")
         );
     }

@@ -19,6 +19,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::confine;
+use super::error::ToolError;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 pub mod changes;
@@ -117,27 +118,39 @@ impl Tool for ListDirectory {
 }
 
 /// Runs blocking file work off the async workers: `Ok` is the result (a text is a
-/// successful output), `Err` an error text.
+/// successful output), `Err` the failure whose text the model gets.
 pub(crate) async fn blocking<T: Into<ToolOutput> + Send + 'static>(
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> ToolOutput {
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(output)) => output.into(),
-        Ok(Err(message)) => ToolOutput::error(message),
+        Ok(Err(e)) => ToolOutput::error(e.to_string()),
         Err(e) => ToolOutput::error(format!("the tool failed: {e}")),
     }
 }
 
 /// A string argument, `None` when absent; an error when present but not a string.
-pub(crate) fn opt_str<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, String> {
+pub(crate) fn opt_str<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, ToolError> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+        Some(other) => Err(ToolError::Input(format!(
+            "'{key}' must be a string, got {other}"
+        ))),
     }
 }
 
-fn opt_count(input: &Value, key: &str) -> Result<Option<usize>, String> {
+/// A string argument the call must give: [`ToolError::Input`] with `missing`
+/// (`write_file needs 'content'`) when absent.
+pub(crate) fn required<'a>(
+    input: &'a Value,
+    key: &str,
+    missing: &str,
+) -> Result<&'a str, ToolError> {
+    opt_str(input, key)?.ok_or_else(|| ToolError::Input(missing.to_string()))
+}
+
+fn opt_count(input: &Value, key: &str) -> Result<Option<usize>, ToolError> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v
@@ -145,38 +158,45 @@ fn opt_count(input: &Value, key: &str) -> Result<Option<usize>, String> {
             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
         {
             Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-            _ => Err(format!("'{key}' must be a positive integer, got {v}")),
+            _ => Err(ToolError::Input(format!(
+                "'{key}' must be a positive integer, got {v}"
+            ))),
         },
     }
 }
 
-fn read_file(input: &Value, working_dir: &Path) -> Result<String, String> {
+fn read_file(input: &Value, working_dir: &Path) -> Result<String, ToolError> {
     if !input.is_object() {
-        return Err("read_file expects an object like {\"file_path\": \"src/main.rs\"}".into());
+        return Err(ToolError::Input(
+            "read_file expects an object like {\"file_path\": \"src/main.rs\"}".into(),
+        ));
     }
     let requested = match opt_str(input, "file_path")? {
         Some(path) => path,
-        None => opt_str(input, "path")?.ok_or("read_file needs 'file_path'")?,
+        None => opt_str(input, "path")?
+            .ok_or_else(|| ToolError::Input("read_file needs 'file_path'".into()))?,
     };
     let offset = opt_count(input, "offset")?.unwrap_or(1);
     let limit = opt_count(input, "limit")?.unwrap_or(DEFAULT_LINE_LIMIT);
     let root = confine::root(working_dir)?;
     let path = confine::resolve(&root, requested)?;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+    let meta = std::fs::metadata(&path).map_err(|e| ToolError::io("read", requested, e))?;
     if meta.is_dir() {
-        return Err(format!("'{requested}' is a directory; use list_directory"));
+        return Err(ToolError::Unsuitable(format!(
+            "'{requested}' is a directory; use list_directory"
+        )));
     }
     if meta.len() > READ_FILE_MAX {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "'{requested}' is too large to read ({} bytes; the limit is {READ_FILE_MAX})",
             meta.len()
-        ));
+        )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+    let bytes = std::fs::read(&path).map_err(|e| ToolError::io("read", requested, e))?;
     if confine::looks_binary(&bytes) {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "'{requested}' looks like a binary file; read_file reads text only"
-        ));
+        )));
     }
     let text = String::from_utf8_lossy(&bytes);
     if text.is_empty() {
@@ -184,9 +204,9 @@ fn read_file(input: &Value, working_dir: &Path) -> Result<String, String> {
     }
     let total = text.lines().count();
     if offset > total {
-        return Err(format!(
+        return Err(ToolError::Input(format!(
             "offset {offset} is past the end of '{requested}' ({total} lines)"
-        ));
+        )));
     }
     let mut out = String::new();
     let mut last = offset - 1;
@@ -213,22 +233,26 @@ fn read_file(input: &Value, working_dir: &Path) -> Result<String, String> {
     Ok(out)
 }
 
-fn list_directory(input: &Value, working_dir: &Path) -> Result<String, String> {
+fn list_directory(input: &Value, working_dir: &Path) -> Result<String, ToolError> {
     let requested = match input {
         Value::Null => None,
         Value::Object(_) => opt_str(input, "path")?,
-        _ => return Err("list_directory expects an object like {\"path\": \"src\"}".into()),
+        _ => {
+            return Err(ToolError::Input(
+                "list_directory expects an object like {\"path\": \"src\"}".into(),
+            ));
+        }
     };
     let root = confine::root(working_dir)?;
     let dir = confine::resolve(&root, requested.unwrap_or(""))?;
     if !dir.is_dir() {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "'{}' is not a directory; use read_file",
             requested.unwrap_or(".")
-        ));
+        )));
     }
-    let entries = std::fs::read_dir(&dir)
-        .map_err(|e| format!("cannot list '{}': {e}", requested.unwrap_or(".")))?;
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| ToolError::io("list", requested.unwrap_or("."), e))?;
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
         .map(|entry| {

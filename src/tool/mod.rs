@@ -12,6 +12,7 @@
 pub mod bash;
 pub mod confine;
 pub mod delegate;
+pub mod error;
 pub mod filesystem;
 pub mod mcp;
 pub mod mount;
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::provider::ToolSpec;
 use crate::session::metadata::FileChange;
+pub use error::ToolError;
 
 /// The result of one tool call; `content` goes back to the model verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +139,7 @@ pub trait Tool: Send + Sync {
     /// prompt): a unified diff for `write_file` / `edit_file`, `Err` with the reason
     /// the call would fail. `None` (the default) for tools that change no file. Reads
     /// the current file (blocking) but writes nothing.
-    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, ToolError>> {
         let _ = (input, working_dir);
         None
     }

@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn mounts_builtin_modules_and_skips_others() {
-        let plan = MountPlan(json!({"tools": [
+        let plan = MountPlan::from_value(json!({"tools": [
             "tool-filesystem",
             {"module": "tool-search"},
             {"module": "tool-lsp"},
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn read_only_filesystem_and_bash_module() {
-        let plan = MountPlan(json!({"tools": [
+        let plan = MountPlan::from_value(json!({"tools": [
             {"module": "tool-filesystem", "config": {"read_only": true}},
             {"module": "tool-bash", "config": {"timeout": 30}},
         ]}));
@@ -243,12 +243,12 @@ mod tests {
     fn mount_mounts_exactly_the_tables_tools() {
         for row in TOOL_MODULES {
             let names: Vec<&str> = row.tools.iter().map(|t| t.name).collect();
-            let plan = MountPlan(json!({"tools": [row.name]}));
+            let plan = MountPlan::from_value(json!({"tools": [row.name]}));
             let set = ToolSet::mount(&plan, 0, None);
             let delegation = row.tools.iter().all(|t| t.access == Access::Delegate);
             match row.mount {
                 Mount::Plan if delegation => {
-                    let plan = MountPlan(json!({"tools": [
+                    let plan = MountPlan::from_value(json!({"tools": [
                         {"module": row.name, "config": {"max_recursion_depth": 1}}
                     ]}));
                     let set = ToolSet::mount(&plan, 1, None);
@@ -272,7 +272,7 @@ mod tests {
                             .filter(|t| t.access == Access::Read)
                             .map(|t| t.name)
                             .collect();
-                        let set = ToolSet::mount(&MountPlan(read_only), 0, None);
+                        let set = ToolSet::mount(&MountPlan::from_value(read_only), 0, None);
                         assert_eq!(set.names(), reads);
                     }
                 }
@@ -295,13 +295,14 @@ mod tests {
             tool_module(delegate::MODULE).unwrap().tools[0].name,
             delegate::TOOL_NAME
         );
-        let outside = MountPlan(json!({"tools": ["tool-lsp", "tool-x", "provider-openai"]}));
+        let outside =
+            MountPlan::from_value(json!({"tools": ["tool-lsp", "tool-x", "provider-openai"]}));
         assert!(ToolSet::mount(&outside, 0, None).names().is_empty());
     }
 
     #[test]
     fn task_is_withheld_at_the_depth_limit() {
-        let plan = MountPlan(
+        let plan = MountPlan::from_value(
             json!({"tools": [{"module": "tool-task", "config": {"max_recursion_depth": 2}}]}),
         );
         let build = |_: &str, _: TaskConfig| -> Arc<dyn Tool> { Arc::new(filesystem::ReadFile) };

@@ -17,7 +17,8 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde_json::{Value, json};
 
 use super::confine;
-use super::filesystem::{blocking, opt_str};
+use super::error::ToolError;
+use super::filesystem::{blocking, opt_str, required};
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The module name in a mount plan's `tools[]`.
@@ -110,11 +111,11 @@ struct NameGlob {
 }
 
 impl NameGlob {
-    fn new(pattern: &str) -> Result<Self, String> {
+    fn new(pattern: &str) -> Result<Self, ToolError> {
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
-            .map_err(|e| format!("invalid glob '{pattern}': {e}"))?;
+            .map_err(|e| ToolError::Input(format!("invalid glob '{pattern}': {e}")))?;
         Ok(Self {
             matcher: glob.compile_matcher(),
             by_name: !pattern.contains('/'),
@@ -132,7 +133,7 @@ impl NameGlob {
 }
 
 /// The search base (`path` argument, confined) and the canonical root.
-fn base(input: &Value, working_dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+fn base(input: &Value, working_dir: &Path) -> Result<(PathBuf, PathBuf), ToolError> {
     let root = confine::root(working_dir)?;
     let requested = opt_str(input, "path")?.unwrap_or("");
     let base = confine::resolve(&root, requested)?;
@@ -152,15 +153,17 @@ fn walk(base: &Path) -> impl Iterator<Item = PathBuf> {
         .map(ignore::DirEntry::into_path)
 }
 
-fn glob(input: &Value, working_dir: &Path) -> Result<String, String> {
+fn glob(input: &Value, working_dir: &Path) -> Result<String, ToolError> {
     if !input.is_object() {
-        return Err("glob expects an object like {\"pattern\": \"**/*.rs\"}".into());
+        return Err(ToolError::Input(
+            "glob expects an object like {\"pattern\": \"**/*.rs\"}".into(),
+        ));
     }
-    let pattern = opt_str(input, "pattern")?.ok_or("glob needs 'pattern'")?;
+    let pattern = required(input, "pattern", "glob needs 'pattern'")?;
     let matcher = NameGlob::new(pattern)?;
     let (root, base) = base(input, working_dir)?;
     if !base.is_dir() {
-        return Err("'path' must be a directory".into());
+        return Err(ToolError::Input("'path' must be a directory".into()));
     }
     let mut found = Vec::new();
     let mut total = 0usize;
@@ -186,12 +189,15 @@ fn glob(input: &Value, working_dir: &Path) -> Result<String, String> {
     Ok(out)
 }
 
-fn grep(input: &Value, working_dir: &Path) -> Result<String, String> {
+fn grep(input: &Value, working_dir: &Path) -> Result<String, ToolError> {
     if !input.is_object() {
-        return Err("grep expects an object like {\"pattern\": \"fn main\"}".into());
+        return Err(ToolError::Input(
+            "grep expects an object like {\"pattern\": \"fn main\"}".into(),
+        ));
     }
-    let pattern = opt_str(input, "pattern")?.ok_or("grep needs 'pattern'")?;
-    let regex = regex::Regex::new(pattern).map_err(|e| format!("invalid regex: {e}"))?;
+    let pattern = required(input, "pattern", "grep needs 'pattern'")?;
+    let regex =
+        regex::Regex::new(pattern).map_err(|e| ToolError::Input(format!("invalid regex: {e}")))?;
     let filter = opt_str(input, "glob")?.map(NameGlob::new).transpose()?;
     let (root, base) = base(input, working_dir)?;
     let single = base.is_file();

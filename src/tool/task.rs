@@ -21,11 +21,13 @@ use tokio::sync::Semaphore;
 use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
 use crate::config::budget::Budget;
+use crate::config::isolation::Isolation;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids::SessionId;
 
+use super::error::ToolError;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// The module name in a mount plan's `tools[]`.
@@ -63,6 +65,9 @@ pub struct TaskRequest {
     /// The call's `budget` for a spawned child (only tightens the agent's own;
     /// ignored on resume).
     pub budget: Option<Budget>,
+    /// The call's `isolation` (`worktree` | `none`) for a spawned child: outranks its
+    /// agent's frontmatter and the config (ignored on resume).
+    pub isolation: Option<Isolation>,
 }
 
 /// How a delegated turn ended: serialized as the tool result
@@ -81,6 +86,10 @@ pub struct TaskResult {
     /// The current grant's spend against the budget (`35/10 tokens`), when budgeted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
+    /// Where a spawned child works: its worktree and branch, or (once per parent)
+    /// why it has none (issue 25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 /// The lines a `paused` task result starts with: its status, the session id, the
@@ -96,8 +105,8 @@ pub fn paused_preamble(result: &TaskResult) -> String {
     )
 }
 
-/// What the task tool needs from the runtime. Errors are the text the calling model
-/// sees (e.g. "Sub-session 'x' not found. …").
+/// What the task tool needs from the runtime. Errors ([`ToolError::Failed`]) carry the
+/// text the calling model sees (e.g. "Sub-session 'x' not found. …").
 pub trait TaskHost: Send + Sync {
     /// The live agent registry.
     fn registry(&self) -> Arc<Registry>;
@@ -108,13 +117,13 @@ pub trait TaskHost: Send + Sync {
         agent: AgentDef,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>>;
     /// Runs a turn of the existing session `request.session_id` with the instruction.
     fn resume(
         &self,
         request: TaskRequest,
         ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<TaskResult, String>>;
+    ) -> BoxFuture<'static, Result<TaskResult, ToolError>>;
 }
 
 /// The agents a session may delegate to: valid registry agents filtered by the plan's
@@ -206,7 +215,11 @@ impl TaskTool {
 
     /// Checks a call: the agent must be allowed and the depth limit not exceeded.
     /// Returns the agent to spawn (`None` for a resume).
-    fn route(&self, request: &TaskRequest, ctx: &ToolContext) -> Result<Option<AgentDef>, String> {
+    fn route(
+        &self,
+        request: &TaskRequest,
+        ctx: &ToolContext,
+    ) -> Result<Option<AgentDef>, ToolError> {
         if request.session_id.is_some() {
             return Ok(None);
         }
@@ -224,10 +237,10 @@ impl TaskTool {
             }
         };
         let Some(name) = request.agent.as_deref() else {
-            return Err(format!(
+            return Err(ToolError::Input(format!(
                 "task needs 'agent' (or 'session_id' to resume). Valid agents: {}",
                 valid()
-            ));
+            )));
         };
         let def = registry
             .get(name)
@@ -235,21 +248,24 @@ impl TaskTool {
         let Some(def) = def else {
             if let Some(invalid) = registry.get(name).filter(|d| !d.is_valid()) {
                 let reasons: Vec<String> = invalid.errors.iter().map(ToString::to_string).collect();
-                return Err(format!(
+                return Err(ToolError::Input(format!(
                     "agent '{name}' is invalid: {}. Valid agents: {}",
                     reasons.join("; "),
                     valid()
-                ));
+                )));
             }
-            return Err(format!("Unknown agent '{name}'. Valid agents: {}", valid()));
+            return Err(ToolError::Input(format!(
+                "Unknown agent '{name}'. Valid agents: {}",
+                valid()
+            )));
         };
         if ctx.depth + 1 > self.config.max_recursion_depth {
-            return Err(format!(
+            return Err(ToolError::Failed(format!(
                 "Delegation depth limit reached: a sub-session of this session would be at depth {} \
                  but max_recursion_depth is {}.",
                 ctx.depth + 1,
                 self.config.max_recursion_depth
-            ));
+            )));
         }
         Ok(Some(def.clone()))
     }
@@ -258,29 +274,32 @@ impl TaskTool {
 /// Parses the call input (`instruction` required; `agent`, `session_id`, `model_role`
 /// (a role or list of roles), `provider_preferences` (`[{provider, model, config?}]`),
 /// `context_depth` none|recent|all, `context_turns` ≥ 0).
-pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
+pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
     if !input.is_object() {
-        return Err(
+        return Err(ToolError::Input(
             "task expects an object like {\"agent\": \"…\", \"instruction\": \"…\"}".into(),
-        );
+        ));
     }
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &str| -> Result<Option<String>, ToolError> {
         match input.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+            Some(other) => Err(ToolError::Input(format!(
+                "'{key}' must be a string, got {other}"
+            ))),
         }
     };
-    let instruction = text("instruction")?.ok_or("task needs 'instruction'")?;
+    let instruction =
+        text("instruction")?.ok_or_else(|| ToolError::Input("task needs 'instruction'".into()))?;
     let context_depth = match text("context_depth")?.as_deref() {
         None | Some("none") => ContextDepth::None,
         Some("recent") => ContextDepth::Recent,
         Some("all") => ContextDepth::All,
         Some(other) => {
-            return Err(format!(
+            return Err(ToolError::Input(format!(
                 "'context_depth' must be none, recent or all, got '{other}'"
-            ));
+            )));
         }
     };
     let context_turns = match input.get("context_turns") {
@@ -288,17 +307,23 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         Some(v) => v
             .as_u64()
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-            .ok_or_else(|| format!("'context_turns' must be a non-negative integer, got {v}"))?,
+            .ok_or_else(|| {
+                ToolError::Input(format!(
+                    "'context_turns' must be a non-negative integer, got {v}"
+                ))
+            })?,
     };
     let present = |key: &str| input.get(key).filter(|v| !v.is_null()).cloned();
     let model_role = present("model_role");
     if let Some(role) = &model_role {
-        routing::parse_roles(role).map_err(|e| e.to_string())?;
+        routing::parse_roles(role)?;
     }
     let budget = Budget::parse(input.get("budget"))?;
+    let isolation =
+        Isolation::parse(input.get("isolation")).map_err(|e| ToolError::Input(e.to_string()))?;
     let provider_preferences = present("provider_preferences");
     if let Some(prefs) = &provider_preferences {
-        routing::parse_preferences(prefs).map_err(|e| e.to_string())?;
+        routing::parse_preferences(prefs)?;
     }
     Ok(TaskRequest {
         agent: text("agent")?,
@@ -309,6 +334,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, String> {
         context_depth,
         context_turns,
         budget,
+        isolation,
     })
 }
 
@@ -355,7 +381,8 @@ impl Tool for TaskTool {
                             "tokens": {"type": "integer", "minimum": 1, "description": "Input + output tokens."},
                             "cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "Cost in USD."}
                         }
-                    }
+                    },
+                    "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "worktree (default for agents that write, in a git repository): the sub-session works in its own git worktree and branch, merged or discarded later; none: it writes in this working directory."}
                 },
                 "required": ["instruction"]
             }),
@@ -380,7 +407,7 @@ impl Tool for TaskTool {
         Box::pin(async move {
             let (request, agent) = match routed {
                 Ok(ok) => ok,
-                Err(message) => return ToolOutput::error(message),
+                Err(e) => return ToolOutput::error(e.to_string()),
             };
             let _permit = tokio::select! {
                 permit = permits.acquire_owned() => match permit {
@@ -412,7 +439,7 @@ impl Tool for TaskTool {
                         change: None,
                     }
                 }
-                Err(message) => ToolOutput::error(message),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -510,25 +537,31 @@ mod tests {
         assert!(
             parse_request(&json!({"agent": "zen"}))
                 .unwrap_err()
+                .to_string()
                 .contains("needs 'instruction'")
         );
         assert!(
             parse_request(&json!({"instruction": "x", "context_depth": "some"}))
                 .unwrap_err()
+                .to_string()
                 .contains("none, recent or all")
         );
         assert!(
             parse_request(&json!({"instruction": 3}))
                 .unwrap_err()
+                .to_string()
                 .contains("must be a string")
         );
         assert!(parse_request(&json!([1])).is_err());
         let e = parse_request(
             &json!({"instruction": "x", "provider_preferences": [{"provider": "openai"}]}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("requires 'model' key"), "{e}");
-        let e = parse_request(&json!({"instruction": "x", "model_role": 3})).unwrap_err();
+        let e = parse_request(&json!({"instruction": "x", "model_role": 3}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("model_role must be"), "{e}");
         let r = parse_request(&json!({"instruction": "x", "model_role": ["reasoning", "general"]}))
             .unwrap();

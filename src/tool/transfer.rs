@@ -10,7 +10,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+use super::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// The tool's name, as the model calls it.
 pub const TOOL_NAME: &str = "transfer_to_agent";
@@ -39,17 +39,20 @@ impl TransferTool {
         Self { targets }
     }
 
-    /// The target named by a call's input, or the error text the model reads.
-    pub fn target_of(&self, input: &Value) -> Result<&Target, String> {
+    /// The target named by a call's input, or [`ToolError::Input`] (its text is what
+    /// the model reads): no `agent_name`, or one that is not a target.
+    pub fn target_of(&self, input: &Value) -> Result<&Target, ToolError> {
         let name = input
             .get("agent_name")
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("agent_name is required: one of {}", self.names()))?;
+            .ok_or_else(|| {
+                ToolError::Input(format!("agent_name is required: one of {}", self.names()))
+            })?;
         self.targets.iter().find(|t| t.name == name).ok_or_else(|| {
-            format!(
+            ToolError::Input(format!(
                 "cannot transfer to '{name}': not an allowed target of this agent; allowed: {}",
                 self.names()
-            )
+            ))
         })
     }
 
@@ -102,7 +105,7 @@ impl Tool for TransferTool {
     fn call(&self, input: Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let output = match self.target_of(&input) {
             Ok(t) => ToolOutput::ok(format!("Transferred to agent '{}'.", t.name)),
-            Err(e) => ToolOutput::error(e),
+            Err(e) => ToolOutput::error(e.to_string()),
         };
         async move { output }.boxed()
     }

@@ -13,9 +13,11 @@ pub use super::action::{KeyOutcome, UiAction};
 use crate::agent::Registry;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::TurnOutcome;
+use crate::engine::handle::undo::UndoDone;
 pub use crate::session::EngineCommand;
 use crate::session::{Event, LoadedSession, Metadata};
 use crate::tool::filesystem::changes::SessionDiff;
+use crate::tui::error::UiError;
 use crate::tui::state::thread_earlier::EarlierCells;
 
 /// Everything that can change UI state. The `App` is the only consumer; background
@@ -37,16 +39,16 @@ pub enum AppEvent {
     McpServersListed(Vec<crate::tool::mcp::McpServerStatus>),
     /// Result of [`EngineCommand::ListSessions`]: stored session metadata, newest first,
     /// or the store error's text.
-    SessionsListed(Result<Vec<Metadata>, String>),
-    /// The metadata of the stored session the TUI follows (`tui::follow`), read again
-    /// because another process changed it (a turn started or ended there): the tree
-    /// shows its status, times and usage. Never sent for a session live here.
+    SessionsListed(Result<Vec<Metadata>, UiError>),
+    /// The metadata of the stored session the TUI follows (`engine::handle::follow`),
+    /// read again because another process changed it (a turn started or ended there):
+    /// the tree shows its status, times and usage. Never sent for a session live here.
     StoredSessionChanged(Box<Metadata>),
     /// Result of [`EngineCommand::LoadTranscript`] for `requested` (an id or prefix as
     /// sent): the loaded session (whose metadata holds the full id) or the error text.
     TranscriptLoaded {
         requested: String,
-        result: Result<Box<LoadedSession>, String>,
+        result: Result<Box<LoadedSession>, UiError>,
     },
     /// Result of [`EngineCommand::LoadTranscript`] for a transcript long enough to be
     /// opened tail-first: the session with its newest messages only; the rest, up to
@@ -63,7 +65,7 @@ pub enum AppEvent {
     EarlierLoaded {
         session_id: SessionId,
         end: u64,
-        result: Result<Box<EarlierCells>, String>,
+        result: Result<Box<EarlierCells>, UiError>,
     },
     /// A [`EngineCommand::Submit`] without a session id created this root session; its
     /// turn is now running.
@@ -82,7 +84,7 @@ pub enum AppEvent {
     /// the model is not among the ones its provider lists (switched anyway).
     ModelSwitched {
         session_id: Option<SessionId>,
-        result: Result<String, String>,
+        result: Result<String, UiError>,
         warning: Option<String>,
     },
     /// A command failed before or while running a turn (`EngineError` text, e.g. the
@@ -102,25 +104,31 @@ pub enum AppEvent {
     /// `$EDITOR` returned for `path` (`Err` holds why it failed).
     EditorFinished {
         path: PathBuf,
-        result: Result<(), String>,
+        result: Result<(), UiError>,
     },
     /// Result of [`EngineCommand::LoadDiff`] for `session_id` with `subtree`: the
     /// session's diffs (itself first, then changed descendants) or the error text.
     DiffLoaded {
         session_id: SessionId,
         subtree: bool,
-        result: Result<Vec<SessionDiff>, String>,
+        result: Result<Vec<SessionDiff>, UiError>,
     },
     /// Result of [`EngineCommand::RenameSession`]: the title stored, or the error.
     SessionRenamed {
         session_id: SessionId,
-        result: Result<String, String>,
+        result: Result<String, UiError>,
+    },
+    /// Result of [`EngineCommand::MergeSession`], `DiscardSession`, `RewindSession` or
+    /// `ForkSession` of `session_id`: what it did, or why it did nothing.
+    Undone {
+        session_id: SessionId,
+        result: Result<UndoDone, UiError>,
     },
     /// Result of [`EngineCommand::ExportSession`]: the Markdown file written, or the
     /// error (nothing written).
     Exported {
         session_id: SessionId,
-        result: Result<PathBuf, String>,
+        result: Result<PathBuf, UiError>,
     },
     /// Result of [`EngineCommand::ListProjectFiles`]: the files under `root`,
     /// relative, sorted.
@@ -128,6 +136,10 @@ pub enum AppEvent {
         root: PathBuf,
         files: Arc<Vec<String>>,
     },
+    /// Answer to [`EngineCommand::Compact`] that went through: a note for the status
+    /// bar (the compaction itself arrives as `context:compaction`); a failure comes
+    /// as [`AppEvent::CommandFailed`].
+    Compacted { note: String },
     /// Time passed: advance spinners, live elapsed times and expire notes.
     Tick,
     /// Quit now (a termination signal arrived).

@@ -71,11 +71,11 @@ impl Host<CrosstermBackend<io::Stdout>> for TerminalHost {
         &mut self,
         terminal: &mut Terminal<CrosstermBackend<io::Stdout>>,
         path: &Path,
-    ) -> Result<(), String> {
+    ) -> io::Result<()> {
         if let Ok(mut g) = self.input.lock() {
             g.take();
         }
-        let result = super::terminal::run_editor(terminal, path).map_err(|e| e.to_string());
+        let result = super::terminal::run_editor(terminal, path);
         if let Ok(mut g) = self.input.lock() {
             *g = Some(EventStream::new());
         }

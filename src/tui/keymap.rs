@@ -30,6 +30,8 @@ pub enum Context {
     Mcp,
     Approval,
     Trust,
+    /// A y/n confirmation (merge, discard, rewind here): modal above the overlays.
+    Confirm,
     Diff,
     Wall,
     /// The composer's popup (slash commands, `@` files, history search) while it is
@@ -41,7 +43,7 @@ pub enum Context {
 
 impl Context {
     /// Every context, in the help overlay's order (each gets a section there).
-    pub const ALL: [Context; 13] = [
+    pub const ALL: [Context; 14] = [
         Context::Global,
         Context::Tree,
         Context::Chat,
@@ -54,6 +56,7 @@ impl Context {
         Context::Mcp,
         Context::Approval,
         Context::Trust,
+        Context::Confirm,
         Context::Help,
     ];
 
@@ -69,6 +72,7 @@ impl Context {
             Context::Mcp => "MCP servers",
             Context::Approval => "Approval prompt",
             Context::Trust => "Trust prompt",
+            Context::Confirm => "Confirmation (merge, discard, rewind here)",
             Context::Diff => "Diff",
             Context::Wall => "Wall",
             Context::Palette => "Composer popup (/ commands, @ files, history search)",
@@ -84,6 +88,7 @@ impl Context {
                 | Context::Mcp
                 | Context::Approval
                 | Context::Trust
+                | Context::Confirm
                 | Context::Diff
                 | Context::Wall
                 | Context::Palette
@@ -138,6 +143,8 @@ actions! {
     TreeAgents = "tree.agents", Tree, ["a"], false, "Agent browser";
     TreeDiff = "tree.diff", Tree, ["d"], false, "Diff of the session's changes";
     TreeWall = "tree.wall", Tree, ["w"], false, "Wall of running sub-sessions";
+    TreeMerge = "tree.merge", Tree, ["m"], false, "Merge the session's worktree into its parent's checkout (asks first)";
+    TreeDiscard = "tree.discard", Tree, ["D"], false, "Discard the session's worktree and branch (asks first)";
     ChatUp = "chat.up", Chat, ["up", "k"], false, "Select previous cell";
     ChatDown = "chat.down", Chat, ["down", "j"], false, "Select next cell";
     ChatActivate = "chat.activate", Chat, ["enter"], true, "Open task / expand card";
@@ -148,6 +155,7 @@ actions! {
     ChatAgents = "chat.agents", Chat, ["a"], false, "Agent browser";
     ChatDiff = "chat.diff", Chat, ["d"], false, "Diff of the open session's changes";
     ChatWall = "chat.wall", Chat, ["w"], false, "Wall of running sub-sessions";
+    ChatRewind = "chat.rewind", Chat, ["u"], false, "Rewind here: fork at the cursor's turn and restore the files changed after it (asks first)";
     Submit = "composer.submit", Composer, ["enter"], true, "Send";
     Newline = "composer.newline", Composer, ["shift+enter", "ctrl+j", "alt+enter"], true, "New line";
     EditQueued = "composer.edit_queued", Composer, ["alt+up"], false, "Take the newest waiting (steer/queued) message back to edit";
@@ -187,6 +195,8 @@ actions! {
     ApprovalThread = "approval.thread", Approval, ["ctrl+g", "t"], true, "Read the asking session's thread (the prompt stays docked below; again: back)";
     TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
     TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";
+    ConfirmYes = "confirm.yes", Confirm, ["y"], true, "Yes, do it";
+    ConfirmNo = "confirm.no", Confirm, ["n", "esc"], true, "No";
     DiffUp = "diff.up", Diff, ["up", "k"], false, "Scroll up";
     DiffDown = "diff.down", Diff, ["down", "j"], false, "Scroll down";
     DiffPageUp = "diff.page_up", Diff, ["pgup"], false, "Scroll up a page";

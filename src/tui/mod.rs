@@ -9,8 +9,7 @@
 //!     continue_last: cli.continue_,                // --continue
 //!     agent: cli.agent.clone(),                    // --agent NAME
 //!     theme: cli.theme.clone().or(config.theme.clone()),
-//!     provider_label: runtime.provider_label().map_err(|e| e.to_string()),
-//!     store: runtime.store().clone(),
+//!     provider_label: runtime.provider_label().map_err(|e| error::NoProvider(e.to_string())),
 //!     registry: watcher.registry.clone(),
 //!     reloads: Some(watcher.reloads),              // or None without a watcher
 //!     keymap: config.keymap.clone(),
@@ -25,7 +24,8 @@
 //!
 //! Architecture (STYLE.md): the [`App`] is the single writer of UI state; inputs are
 //! [`AppEvent`]s; requests to the engine leave as [`EngineCommand`]s that the run loop
-//! executes against the `Runtime` in spawned tasks (`executor`). Views (`views/`) are
+//! hands to the engine's handle (`engine::Engine`, through `executor`), whose typed
+//! replies come back as `AppEvent`s. Views (`views/`) are
 //! pure. The keymap (`keymap`) and theme (`theme`) are data. Frames are drawn on
 //! demand, coalesced and capped at ~60 fps (`frame`). Terminal modes and the panic
 //! hook live in `terminal`.
@@ -34,7 +34,8 @@
 //! text stays in the composer); Esc cancels the running turn.
 //!
 //! Does not own: the engine, the store, the registry or the watcher — it consumes
-//! them. It never prints to stdout/stderr; logging goes through `tracing`.
+//! them (the store only through the engine's replies). It never prints to
+//! stdout/stderr; logging goes through `tracing`.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -45,7 +46,6 @@ pub mod clock;
 pub mod composer;
 pub mod error;
 pub mod executor;
-pub mod follow;
 pub mod frame;
 pub mod host;
 mod key;
@@ -75,7 +75,6 @@ use crate::agent::registry::RegistryHandle;
 use crate::agent::reload::ReloadEvent;
 use crate::engine::Runtime;
 use crate::paths::Paths;
-use crate::session::SessionStore;
 use state::trust::TrustPrompt;
 
 /// Everything [`run`] needs besides the runtime.
@@ -90,9 +89,7 @@ pub struct TuiOptions {
     pub theme: Option<String>,
     /// `Ok("provider/model")` for the status bar, or `Err(no-provider text)` (the
     /// `EngineError::NoProvider` message) shown in a warning banner.
-    pub provider_label: Result<String, String>,
-    /// This project's session store (listing and loading transcripts).
-    pub store: SessionStore,
+    pub provider_label: Result<String, error::NoProvider>,
     /// The live registry (the watcher updates it).
     pub registry: RegistryHandle,
     /// Watcher events (bundle/config/theme changes); `None` without a watcher.
@@ -142,7 +139,10 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         &options.paths.themes_dir,
         options.no_color,
     )?;
-    let bus = runtime.bus().subscribe();
+    // The one handle the TUI drives the engine through: commands in (`executor`),
+    // typed replies and the bus's events out.
+    let engine = crate::engine::Engine::new(runtime);
+    let bus = engine.subscribe();
     let (commands_tx, commands) = mpsc::unbounded_channel();
     let (results_tx, results) = mpsc::unbounded_channel();
     let mut registry = options.registry;
@@ -193,7 +193,7 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         registry: Some(registry),
         reloads: options.reloads,
     };
-    let executor = executor::RuntimeExecutor::new(runtime, options.store);
+    let executor = executor::RuntimeExecutor::with_engine(engine);
     install_panic_hook();
     let mut tui = terminal::setup()?;
     let input = host::PausableInput::new();

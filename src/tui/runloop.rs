@@ -53,7 +53,7 @@ pub trait Host<B: Backend> {
     /// Suspends the TUI, runs `$EDITOR` on `path`, restores the TUI.
     ///
     /// Errors: why the editor could not run (shown as a note).
-    fn open_editor(&mut self, terminal: &mut Terminal<B>, path: &Path) -> Result<(), String>;
+    fn open_editor(&mut self, terminal: &mut Terminal<B>, path: &Path) -> std::io::Result<()>;
 
     /// Writes `notification` (a bell or an OSC 9 notification: a session started
     /// needing the person) to the terminal. Nothing by default (test backends have no
@@ -191,7 +191,10 @@ where
         }
         if let Some(path) = app.take_editor_request() {
             let result = host.open_editor(terminal, &path);
-            app.handle(AppEvent::EditorFinished { path, result });
+            app.handle(AppEvent::EditorFinished {
+                path,
+                result: result.map_err(Into::into),
+            });
         }
         if let Some(notification) = app.take_notification()
             && let Err(e) = host.notify(terminal, &notification)
@@ -362,8 +365,8 @@ mod tests {
     struct NoHost;
 
     impl<B: Backend> Host<B> for NoHost {
-        fn open_editor(&mut self, _: &mut Terminal<B>, _: &Path) -> Result<(), String> {
-            Err("no editor in tests".into())
+        fn open_editor(&mut self, _: &mut Terminal<B>, _: &Path) -> std::io::Result<()> {
+            Err(std::io::Error::other("no editor in tests"))
         }
     }
 

@@ -121,7 +121,7 @@ fn every_fixture_bundle_loads() {
         let b = Bundle::load(&dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(b.name, name);
         assert_eq!(b.agent_files.len(), agents, "{file}");
-        assert!(b.mount_plan.get("includes").is_none());
+        assert!(b.mount_plan.extra.get("includes").is_none());
     }
     let foundation = Bundle::load(&dir.join("foundation-bundle.md")).unwrap();
     assert!(
@@ -153,7 +153,7 @@ fn every_fixture_bundle_loads() {
     let minimal = Bundle::load(&dir.join("minimal.yaml")).unwrap();
     assert_eq!(minimal.version.as_deref(), Some("1.0.0"));
     assert_eq!(
-        minimal.mount_plan.get("session").unwrap()["orchestrator"]["module"],
+        minimal.mount_plan.to_value()["session"]["orchestrator"]["module"],
         "loop-basic"
     );
     // The anchors bundle's agents resolve as `anchors:name`.

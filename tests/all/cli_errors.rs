@@ -446,7 +446,10 @@ fn a_session_holding_only_its_metadata_temp_is_listed_and_resumable() {
     std::fs::rename(dir.join("metadata.json"), dir.join("metadata.json.tmp")).unwrap();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap() != "metadata.json.tmp" {
+        if path.is_dir() {
+            // `checkpoints.git`, the session's private checkpoints (issue 25).
+            std::fs::remove_dir_all(path).unwrap();
+        } else if path.file_name().unwrap() != "metadata.json.tmp" {
             std::fs::remove_file(path).unwrap();
         }
     }

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbor::config::ArborConfig;
-use arbor::engine::EngineError;
 use arbor::engine::testing::{Step, after_tool_results};
+use arbor::engine::{EngineError, TurnError};
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::message::Message;
 use arbor::session::{SessionStatus, StoreError};
@@ -238,7 +238,12 @@ async fn max_iterations_stops_a_tool_loop() {
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "loop".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
-    assert!(out.error.unwrap().contains("max_iterations"));
+    let error = out.error.unwrap();
+    assert!(
+        matches!(error, TurnError::MaxIterations { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("max_iterations"));
     assert_eq!(fx.provider.requests().len(), 3);
     assert_eq!(fx.transcript(&id).len(), 7);
     assert_eq!(fx.metadata(&id)["status"], "failed");
@@ -267,7 +272,7 @@ async fn provider_error_keeps_partial_text_and_the_session_resumes() {
         (out.status, out.response.as_str()),
         (SessionStatus::Failed, "partial ")
     );
-    assert!(out.error.unwrap().contains("boom"));
+    assert!(out.error.unwrap().to_string().contains("boom"));
     let t = fx.transcript(&id);
     assert_eq!(
         (

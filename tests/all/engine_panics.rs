@@ -8,8 +8,9 @@ use crate::support::harness;
 
 use std::sync::Arc;
 
+use arbor::engine::TurnError;
 use arbor::engine::testing::{Step, after_tool_results};
-use arbor::session::{Event, SessionStatus, SessionStore};
+use arbor::session::{Event, SessionStatus};
 use arbor::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
@@ -59,7 +60,11 @@ async fn a_panicking_provider_fails_the_turn_and_the_session_carries_on() {
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
-    assert_eq!(out.error.as_deref(), Some(TURN_PANIC));
+    assert!(matches!(out.error, Some(TurnError::Panicked(_))), "{out:?}");
+    assert_eq!(
+        out.error.as_ref().map(ToString::to_string).as_deref(),
+        Some(TURN_PANIC)
+    );
 
     let events = drain(&mut rx);
     assert_eq!(statuses(&events, &id), ["idle", "running", "failed"]);
@@ -93,7 +98,7 @@ async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
 
     // Through the TUI's own executor, as a submitted prompt runs.
-    let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
+    let executor = RuntimeExecutor::new(rt.clone());
     let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
     executor.execute(
         EngineCommand::Submit {
@@ -111,7 +116,10 @@ async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
         panic!("expected TurnFinished");
     };
     assert_eq!(
-        (outcome.status, outcome.error.as_deref()),
+        (
+            outcome.status,
+            outcome.error.as_ref().map(ToString::to_string).as_deref()
+        ),
         (SessionStatus::Failed, Some(TURN_PANIC))
     );
     harness::feed(&mut app, &drain(&mut rx));
@@ -166,7 +174,10 @@ async fn a_panicking_tool_call_fails_the_turn_with_its_result_recorded() {
     let out = rt.run_turn(&id, "go".into()).await.unwrap();
     let expected = "internal error: tool `panicky` (call c1) panicked: tool bug";
     assert_eq!(
-        (out.status, out.error.as_deref()),
+        (
+            out.status,
+            out.error.as_ref().map(ToString::to_string).as_deref()
+        ),
         (SessionStatus::Failed, Some(expected))
     );
     assert_eq!(fx.provider.requests().len(), 1, "no model call after it");

@@ -233,7 +233,7 @@ async fn one_process_per_server_however_many_mounts() {
     assert!(refused.tools.is_empty());
     assert_eq!(refused.failures[0].0, "calc");
     assert!(
-        refused.failures[0].1.contains("already used"),
+        refused.failures[0].1.to_string().contains("already used"),
         "{:?}",
         refused.failures
     );
@@ -253,7 +253,15 @@ async fn a_missing_command_is_named_and_the_rest_still_work() {
     let mut failed: Vec<&str> = mounted.failures.iter().map(|(n, _)| n.as_str()).collect();
     failed.sort();
     assert_eq!(failed, ["ghost", "needs"]);
-    let reason = |n: &str| &mounted.failures.iter().find(|f| f.0 == n).unwrap().1;
+    let reason = |n: &str| {
+        mounted
+            .failures
+            .iter()
+            .find(|f| f.0 == n)
+            .unwrap()
+            .1
+            .to_string()
+    };
     assert!(
         reason("ghost").contains("cannot start '/nonexistent/mcp-ghost'"),
         "{}",
@@ -284,8 +292,13 @@ async fn a_server_that_never_answers_initialize_times_out_by_name() {
         })))
         .await;
     assert!(mounted.tools.is_empty());
+    let failures: Vec<(String, String)> = mounted
+        .failures
+        .iter()
+        .map(|(name, e)| (name.clone(), e.to_string()))
+        .collect();
     assert_eq!(
-        mounted.failures,
+        failures,
         [(
             "mute".to_string(),
             "no answer to initialize within 3s".to_string()

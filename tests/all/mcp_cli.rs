@@ -304,10 +304,12 @@ fn a_huge_mcp_result_is_capped_and_a_slow_call_times_out() {
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
+    // call_timeout 8 s: the 16.5 MB answer must arrive within it on a loaded 2-core
+    // CI machine (2 s was not enough at load 13), the 60 s sleep must not.
     // Its markers go into the project: the sandboxed server may write only there.
     let mut config = std::fs::read_to_string(&env.config).unwrap();
     config += &format!(
-        "mcp_servers:\n  calc:\n    command: \"{}\"\n    env:\n      MCP_TEST_DIR: \"{}\"\n    call_timeout: 2\n",
+        "mcp_servers:\n  calc:\n    command: \"{}\"\n    env:\n      MCP_TEST_DIR: \"{}\"\n    call_timeout: 8\n",
         mcp_support::mcp_test_server().display(),
         env.project.display()
     );
@@ -334,7 +336,7 @@ fn a_huge_mcp_result_is_capped_and_a_slow_call_times_out() {
     assert!(big.contains(" bytes cut …"), "no cut stated");
     let slow = tool_result(&requests[1], "s1");
     assert!(
-        slow.contains("no result from 'slow' within 2s (its call_timeout)"),
+        slow.contains("no result from 'slow' within 8s (its call_timeout)"),
         "{slow}"
     );
     assert!(env.project.join("started-slow").exists());

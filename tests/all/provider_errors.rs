@@ -478,7 +478,7 @@ async fn engine_turn_at(real: &RealTime, addr: std::net::SocketAddr) -> EngineRu
     EngineRun {
         status: out.status,
         response: out.response,
-        error: out.error,
+        error: out.error.map(|e| e.to_string()),
         requests: 0,
         provider_errors,
         elapsed,

@@ -270,7 +270,7 @@ async fn text_thinking_and_tool_arguments_share_the_byte_limit() {
         (out.status, out.response.as_str()),
         (SessionStatus::Failed, "héll")
     );
-    assert!(out.error.unwrap().contains("10 bytes"));
+    assert!(out.error.unwrap().to_string().contains("10 bytes"));
 
     let fx = fixture_with(json!({"max_bytes": 64}), |_| {
         vec![Step::call(
@@ -283,7 +283,7 @@ async fn text_thinking_and_tool_arguments_share_the_byte_limit() {
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
-    assert!(out.error.unwrap().contains("too large"));
+    assert!(out.error.unwrap().to_string().contains("too large"));
     assert!(
         fx.logged_events(&id).iter().all(|e| e != "tool:pre"),
         "a cut response runs no tool call"

@@ -191,7 +191,7 @@ async fn at_most_four_attempts_then_the_error_names_kind_and_attempts() {
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
-    assert!(out.error.unwrap().contains("scripted 529"));
+    assert!(out.error.unwrap().to_string().contains("scripted 529"));
     assert_eq!(fx.provider.requests().len(), 4);
     assert_eq!(gaps(&times), [Duration::from_millis(100); 3]);
     let errors = provider_errors(&drain(&mut rx), &id);
@@ -264,6 +264,7 @@ async fn non_retryable_and_overlong_waits_fail_at_once() {
         let named = out
             .error
             .unwrap()
+            .to_string()
             .contains("asks to wait 10m00s before a retry");
         assert_eq!(named, wait.is_some(), "{kind:?}");
     }
@@ -295,7 +296,7 @@ async fn the_configured_max_wait_is_the_limit() {
     assert_eq!(out.status, SessionStatus::Failed);
     assert_eq!(start.elapsed(), Duration::ZERO);
     assert_eq!(fx.provider.requests().len(), 3);
-    let error = out.error.unwrap();
+    let error = out.error.unwrap().to_string();
     assert!(
         error.contains("asks to wait 6s before a retry")
             && error.contains("(retry.max_wait: 5s in config.yaml)"),
@@ -442,7 +443,17 @@ async fn the_tui_shows_the_retry_and_an_error_cell_for_a_failed_turn() {
         status: SessionStatus::Failed,
         response: String::new(),
         turn_count: 2,
-        error: Some("scripted: Incorrect API key provided: sk-xx***xx. (HTTP 401)".into()),
+        error: Some(
+            ProviderError {
+                status: Some(401),
+                ..ProviderError::new(
+                    ProviderErrorKind::Auth,
+                    "scripted",
+                    "Incorrect API key provided: sk-xx***xx.",
+                )
+            }
+            .into(),
+        ),
     };
     app.handle(AppEvent::TurnFinished(outcome));
     let wide = harness::screen(&mut app, 80, 24);

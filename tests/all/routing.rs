@@ -445,10 +445,10 @@ async fn model_lists_are_fetched_once_per_provider_per_process() {
     );
     assert_eq!(h.list_calls("anthropic"), 1);
     let (plan, _) = rt.routed_child_mount_plan("deep").await.unwrap();
-    let first = &plan.0["providers"][0];
+    let first = &plan.to_value()["providers"][0];
     assert_eq!(first["module"], "provider-anthropic");
     assert_eq!(first["config"]["default_model"], "claude-opus-4-1");
-    assert!(!plan.0.to_string().contains(SECRET));
+    assert!(!plan.to_value().to_string().contains(SECRET));
 }
 
 #[tokio::test]

@@ -40,6 +40,7 @@ mod steer;
 mod tail_first;
 mod trust;
 mod wall;
+mod worktree_keys;
 
 const T0: &str = "2025-03-01T12:00:00Z";
 const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -80,7 +81,7 @@ fn harness_with(provider: Result<String, String>, open: Option<&str>) -> Harness
             theme_source: None,
             keymap: Keymap::defaults(),
             clock: clock.clone(),
-            provider_label: provider,
+            provider_label: provider.map_err(arbor::tui::error::NoProvider),
             registry: Arc::new(registry()),
             agent: None,
             open_session: open.map(str::to_string),
@@ -686,7 +687,7 @@ impl arbor::tui::runloop::Executor for FakeExecutor {
 struct NoHost;
 
 impl<B: ratatui::backend::Backend> arbor::tui::runloop::Host<B> for NoHost {
-    fn open_editor(&mut self, _: &mut Terminal<B>, _: &std::path::Path) -> Result<(), String> {
-        Err("no editor in tests".into())
+    fn open_editor(&mut self, _: &mut Terminal<B>, _: &std::path::Path) -> std::io::Result<()> {
+        Err(std::io::Error::other("no editor in tests"))
     }
 }

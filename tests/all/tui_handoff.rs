@@ -51,7 +51,10 @@ const PAD: &str = concat!(
 );
 
 fn scripted() -> Fixture {
-    Fixture::new(plan(json!({})), &[], |_| vec![Step::text("an answer")])
+    // A limit the 600-message history stays under: what is sent is the transcript
+    // itself, never a compacted view (issue 26).
+    let big = json!({"session": {"context": {"config": {"max_tokens": 10_000_000}}}});
+    Fixture::new(plan(big), &[], |_| vec![Step::text("an answer")])
 }
 
 /// A stored root session (one answered turn, then `HISTORY` more messages, the
@@ -95,7 +98,7 @@ struct Tui {
 }
 
 impl Tui {
-    fn new(rt: &Arc<Runtime>, fx: &Fixture, open: &str) -> Self {
+    fn new(rt: &Arc<Runtime>, open: &str) -> Self {
         let (commands_tx, commands) = unbounded_channel();
         let app = App::new(
             AppOptions {
@@ -111,7 +114,7 @@ impl Tui {
             },
             commands_tx,
         );
-        let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
+        let executor = RuntimeExecutor::new(rt.clone());
         let (tx, results) = unbounded_channel();
         Tui {
             app,
@@ -198,7 +201,7 @@ async fn a_turn_after_opening_a_stored_session_parses_nothing_again_and_shares_i
     let fx = scripted();
     let id = stored_session(&fx).await;
     let rt = fx.runtime();
-    let mut tui = Tui::new(&rt, &fx, &id);
+    let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::EarlierLoaded { .. }))
         .await;
     assert!(!tui.thread().earlier_pending());
@@ -234,7 +237,7 @@ async fn a_session_live_here_is_laid_out_from_the_engines_transcript() {
     rt.run_turn(&id, "go on".into()).await.unwrap();
     // Only the file says "FIRST": the live session's transcript does not.
     rewrite(&fx, &id, "first question", "FIRST question");
-    let mut tui = Tui::new(&rt, &fx, &id);
+    let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::EarlierLoaded { .. }))
         .await;
     let thread = tui.thread();
@@ -279,7 +282,7 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
         id
     };
     let rt = fx.runtime();
-    let mut tui = Tui::new(&rt, &fx, &id);
+    let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
         .await;
     assert_eq!(said(tui.thread()), ["U:opening", "A:an answer"]);
@@ -347,7 +350,7 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
         id
     };
     let rt = fx.runtime();
-    let mut tui = Tui::new(&rt, &fx, &id);
+    let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
         .await;
     let status = |tui: &Tui| tui.app.tree().get(&id).unwrap().status;

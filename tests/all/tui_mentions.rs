@@ -7,7 +7,6 @@ use crate::support::fixture;
 use crate::support::harness;
 
 use arbor::engine::testing::Step;
-use arbor::session::SessionStore;
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
 use arbor::tui::{AppEvent, EngineCommand};
@@ -32,7 +31,7 @@ async fn a_completed_mention_carries_the_files_content_to_the_model() {
     app.set_project_root(project.clone());
     while commands.try_recv().is_ok() {}
 
-    let executor = RuntimeExecutor::new(rt.clone(), SessionStore::new(fx.paths.sessions_dir()));
+    let executor = RuntimeExecutor::new(rt.clone());
     let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
     for c in "what is in @not".chars() {
         press(&mut app, KeyCode::Char(c));

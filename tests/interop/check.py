@@ -7,6 +7,8 @@ events by the keys Amplifier's hooks read.
 Amplifier -> arbor: a tree saved by Amplifier's SessionStore, shaped as main.py and
 session_spawner.py write it, is listed, shown and resumed by arbor.
 foundation: arbor's `delegate` lists the agents exactly as foundation's DelegateTool.
+fork: a fork arbor made (`session fork --at-turn`) opens in Amplifier's SessionStore with
+foundation's slice of the transcript and lineage; a fork foundation made resumes in arbor.
 """
 
 import argparse
@@ -276,6 +278,64 @@ def amplifier_to_arbor(args, work: Path):
     check("Amplifier's SessionStore still loads the root arbor resumed", meta.get("session_id") == root_id)
 
 
+# ---- a fork arbor made, opened by Amplifier ------------------------------------------
+
+
+def arbor_fork(args, work: Path):
+    from amplifier_app_cli.session_store import SessionStore
+    from amplifier_foundation.session.fork import fork_session, get_session_lineage
+    from amplifier_foundation.session.messages import slice_to_turn
+
+    stub = Stub()
+    stub.replies = [sse_tool_call("call_1", "read_file", {"file_path": "nothing.txt"}),
+                    sse_text("One."), sse_text("Two.")]
+    arbor = Arbor(args.arbor, work / "fork", stub)
+    out = arbor.run("run", "--output-format", "json", "first")
+    if not check("arbor runs a session to fork", out.returncode == 0, out.stderr[-400:]):
+        return
+    root_id = json.loads(out.stdout)["session_id"]
+    out = arbor.run("session", "resume", root_id, "second")
+    check("arbor resumes it for a second turn", out.returncode == 0, out.stderr[-400:])
+    out = arbor.run("session", "fork", root_id, "--at-turn", "1", "--json")
+    if not check("arbor session fork --json", out.returncode == 0, out.stderr[-400:]):
+        return
+    forked = json.loads(out.stdout)
+    check("--json prints {session_id, parent_id, forked_from_turn}",
+          set(forked) == {"session_id", "parent_id", "forked_from_turn"}
+          and forked["parent_id"] == root_id and forked["forked_from_turn"] == 1, str(forked))
+    fork_id = forked["session_id"]
+    store = SessionStore(base_dir=arbor.sessions())
+    try:
+        transcript, meta = store.load(fork_id)
+        check("Amplifier's SessionStore opens the fork", meta.get("session_id") == fork_id)
+    except Exception as e:  # noqa: BLE001
+        check("Amplifier's SessionStore opens the fork", False, repr(e))
+        return
+    check("... with foundation's lineage keys",
+          meta.get("parent_id") == root_id and meta.get("forked_from_turn") == 1
+          and meta.get("forked_at") and meta.get("turn_count") == 1, json.dumps(meta)[:400])
+    original, _ = store.load(root_id)
+    want = slice_to_turn(original, 1)
+    strip = lambda ms: [{k: v for k, v in m.items() if k not in ("timestamp", "metadata")} for m in ms]
+    check("the transcript equals foundation's slice_to_turn(original, 1)",
+          strip(transcript) == strip(want), f"{len(transcript)} vs {len(want)} messages")
+    lineage = get_session_lineage(arbor.sessions() / fork_id, arbor.sessions())
+    check("foundation's get_session_lineage traces the fork to its parent",
+          lineage.get("ancestors") == [root_id] and lineage.get("forked_from_turn") == 1, str(lineage))
+    # And the other way: a fork foundation's fork_session wrote is resumed by arbor.
+    result = fork_session(arbor.sessions() / root_id, turn=1)
+    stub.replies = [sse_text("From Amplifier's fork.")]
+    out = arbor.run("session", "resume", result.session_id, "go on", "--output-format", "json")
+    check("arbor resumes a fork foundation's fork_session wrote",
+          out.returncode == 0 and json.loads(out.stdout or "{}").get("response") == "From Amplifier's fork.",
+          out.stdout + out.stderr[-400:])
+    out = arbor.run("session", "list", "--json")
+    listed = {s["session_id"]: s for s in json.loads(out.stdout or "[]")}
+    check("both forks list at depth 0 (a fork is a root)",
+          listed.get(fork_id, {}).get("depth") == 0 and listed.get(result.session_id, {}).get("depth") == 0,
+          json.dumps({k: v.get("depth") for k, v in listed.items()}))
+
+
 # ---- foundation's bundle -----------------------------------------------------------
 
 
@@ -334,7 +394,7 @@ def main():
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     work = Path(args.work)
-    for step in (arbor_to_amplifier, amplifier_to_arbor, foundation_bundle):
+    for step in (arbor_to_amplifier, amplifier_to_arbor, arbor_fork, foundation_bundle):
         try:
             step(args, work)
         except Exception as e:  # noqa: BLE001

@@ -45,20 +45,45 @@ fn target(item: &Value) -> Option<String> {
     }
 }
 
+/// Why an include entry cannot be used; the text becomes the bundle's warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum IncludeError {
+    /// A `git+`, `http(s)://` or `zip+` source.
+    #[error("include unavailable: {0} (remote bundles are not fetched)")]
+    Remote(String),
+    /// `ns:path` with no bundle of that namespace loaded.
+    #[error("include unavailable: {entry} (no local bundle '{ns}')")]
+    NoNamespace {
+        /// The entry as written.
+        entry: String,
+        /// Its namespace.
+        ns: String,
+    },
+    /// A bundle name that is not installed locally.
+    #[error("include unavailable: {0} (not found locally)")]
+    NotFound(String),
+    /// A path with no bundle file at it (the path tried).
+    #[error("include unavailable: {entry} (no file at {})", .path.display())]
+    NoFile {
+        /// The entry as written.
+        entry: String,
+        /// The path it resolved to.
+        path: PathBuf,
+    },
+}
+
 /// Where an include entry points, or why it cannot be used.
 fn resolve(
     entry: &str,
     dir: &Path,
     namespaces: &HashMap<String, PathBuf>,
     paths: Option<&Paths>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, IncludeError> {
     if ["git+", "http://", "https://", "zip+"]
         .iter()
         .any(|p| entry.starts_with(p))
     {
-        return Err(format!(
-            "include unavailable: {entry} (remote bundles are not fetched)"
-        ));
+        return Err(IncludeError::Remote(entry.to_string()));
     }
     if let Some(rest) = entry.strip_prefix("file://") {
         return with_extension(PathBuf::from(rest.split('#').next().unwrap_or(rest)), entry);
@@ -69,9 +94,10 @@ fn resolve(
     {
         return match namespaces.get(ns) {
             Some(base) => with_extension(base.join(rel), entry),
-            None => Err(format!(
-                "include unavailable: {entry} (no local bundle '{ns}')"
-            )),
+            None => Err(IncludeError::NoNamespace {
+                entry: entry.to_string(),
+                ns: ns.to_string(),
+            }),
         };
     }
     let path = Path::new(entry);
@@ -85,13 +111,13 @@ fn resolve(
     }
     match paths.map(|p| locate::locate(entry, p)) {
         Some(Located::Path(p)) => Ok(p),
-        _ => Err(format!("include unavailable: {entry} (not found locally)")),
+        _ => Err(IncludeError::NotFound(entry.to_string())),
     }
 }
 
 /// `path` itself, or with `.yaml` / `.yml` / `.md` added, or its `bundle.md` /
 /// `bundle.yaml` when a directory.
-fn with_extension(path: PathBuf, entry: &str) -> Result<PathBuf, String> {
+fn with_extension(path: PathBuf, entry: &str) -> Result<PathBuf, IncludeError> {
     if path.is_file() {
         return Ok(path);
     }
@@ -108,10 +134,10 @@ fn with_extension(path: PathBuf, entry: &str) -> Result<PathBuf, String> {
             return Ok(file);
         }
     }
-    Err(format!(
-        "include unavailable: {entry} (no file at {})",
-        path.display()
-    ))
+    Err(IncludeError::NoFile {
+        entry: entry.to_string(),
+        path,
+    })
 }
 
 /// Composes `bundle` (loaded from `path`, whose `includes:` value is `includes`, at
@@ -152,7 +178,7 @@ pub(super) fn compose(
         let file = match resolve(&entry, &dir, &namespaces, paths) {
             Ok(file) => file,
             Err(why) => {
-                warnings.push(why);
+                warnings.push(why.to_string());
                 continue;
             }
         };
@@ -182,7 +208,7 @@ pub(super) fn compose(
 /// `top` composed onto `base` (foundation's compose; see the module docs). The name,
 /// version, description and path are `top`'s.
 fn layer(base: Bundle, top: Bundle) -> Bundle {
-    let plan = compose_plans(&base.mount_plan.0, &top.mount_plan.0);
+    let plan = compose_plans(&base.mount_plan.to_value(), &top.mount_plan.to_value());
     let mut agent_files: Vec<BundleAgentFile> = top.agent_files;
     for file in base.agent_files {
         if agent_files.iter().all(|f| f.stem != file.stem) {
@@ -192,7 +218,7 @@ fn layer(base: Bundle, top: Bundle) -> Bundle {
     let mut warnings = base.warnings;
     warnings.extend(top.warnings);
     Bundle {
-        mount_plan: MountPlan(plan),
+        mount_plan: MountPlan::from_value(plan),
         agent_files,
         warnings,
         ..top
@@ -272,15 +298,15 @@ mod tests {
         let b = Bundle::load(&root.join("bundle.md")).unwrap();
         assert_eq!(b.name, "team");
         assert_eq!(
-            b.mount_plan.0["session"],
+            b.mount_plan.to_value()["session"],
             json!({"orchestrator": {"module": "loop-basic", "config": {"max_iterations": 9}}})
         );
         assert_eq!(
-            b.mount_plan.0["tools"],
+            b.mount_plan.to_value()["tools"],
             json!([{"module": "tool-search"}, {"module": "tool-delegate", "config": {"a": 1, "b": 2}}])
         );
         assert_eq!(
-            b.mount_plan.0["agents"],
+            b.mount_plan.to_value()["agents"],
             json!({"include": ["team:helper"]})
         );
         assert_eq!(b.mount_plan.instruction(), "Team instruction.");

@@ -67,8 +67,8 @@ fn yaml_bundle_with_every_key() {
     assert_eq!(b.description.as_deref(), Some("Demo"));
     assert_eq!(b.path.as_deref(), Some(p.as_path()));
     assert_eq!(b.mount_plan.agents(), Some(&json!(["a", "b"])));
-    assert_eq!(b.mount_plan.get("custom"), Some(&json!("kept")));
-    assert!(b.mount_plan.get("bundle").is_none());
+    assert_eq!(b.mount_plan.extra.get("custom"), Some(&json!("kept")));
+    assert!(b.mount_plan.extra.get("bundle").is_none());
     assert_eq!(
         b.mount_plan.spawn(),
         &json!({"exclude_tools": ["tool-task"]})
@@ -114,7 +114,7 @@ fn includes_are_reported_not_fetched() {
             "include unavailable: foundation (not found locally)"
         ]
     );
-    assert!(b.mount_plan.get("includes").is_none());
+    assert!(b.mount_plan.extra.get("includes").is_none());
 }
 
 #[test]

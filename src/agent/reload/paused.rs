@@ -137,7 +137,12 @@ async fn bundle_results_are_published_or_reported() {
             b.name = "renamed".into();
             Ok(b)
         } else {
-            Err("b.yaml:2:9: bad".to_string())
+            Err(crate::agent::bundle::BundleError::Parse {
+                path: "b.yaml".into(),
+                line: 2,
+                column: 9,
+                message: "bad".into(),
+            })
         };
         Rebuilt {
             registry: Registry::default(),

@@ -106,10 +106,15 @@ impl<'a> Printer<'a> {
                 EngineEvent::HookRan(ran) if ran.outcome != HookOutcome::Passed => {
                     out::warning(ran.note())
                 }
+                EngineEvent::ContextCompaction(compaction) if own => {
+                    out::error(compaction.note());
+                }
                 // A sub-session's endpoint or rebuild note, and every event without a
                 // stderr note.
                 EngineEvent::ProviderEndpointChanged(_)
                 | EngineEvent::HookRan(_)
+                | EngineEvent::ContextCompaction(_)
+                | EngineEvent::ContextUsage(_)
                 | EngineEvent::SessionRebuilt(_)
                 | EngineEvent::SessionStart(_)
                 | EngineEvent::SessionFork(_)
@@ -196,7 +201,9 @@ impl<'a> Printer<'a> {
                 | EngineEvent::PromptUnqueued(_)
                 | EngineEvent::SessionBudget(_)
                 | EngineEvent::McpServerFailed(_)
-                | EngineEvent::HookRan(_) => {}
+                | EngineEvent::HookRan(_)
+                | EngineEvent::ContextCompaction(_)
+                | EngineEvent::ContextUsage(_) => {}
             },
             OutputFormat::Text => {}
             OutputFormat::Json => {}
@@ -253,7 +260,9 @@ impl<'a> Printer<'a> {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => {}
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 }

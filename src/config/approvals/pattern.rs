@@ -30,10 +30,10 @@ impl CommandPattern {
     /// Compiles `pattern` with `compile` (the glob rules of `approvals:` keys).
     ///
     /// Errors: the message of `compile` for the pattern or its bounded forms.
-    pub fn new(
+    pub fn new<E>(
         pattern: &str,
-        compile: impl Fn(&str) -> Result<GlobMatcher, String>,
-    ) -> Result<Self, String> {
+        compile: impl Fn(&str) -> Result<GlobMatcher, E>,
+    ) -> Result<Self, E> {
         let raw = compile(pattern)?;
         let bounded = match pattern.strip_suffix('*') {
             Some(stem) if stem.ends_with(|c: char| !c.is_whitespace() && c != '*') => {

@@ -59,9 +59,9 @@ pub fn save_rule(path: &Path, key: &str, decision: Decision) -> Result<Saved, Sa
         path: path.to_path_buf(),
         source,
     };
-    let invalid = |message: String| SaveError::Invalid {
+    let invalid = |e: TextError| SaveError::Invalid {
         path: path.to_path_buf(),
-        message,
+        message: e.to_string(),
     };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -82,9 +82,10 @@ pub fn save_rule(path: &Path, key: &str, decision: Decision) -> Result<Saved, Sa
     match rules_of(&new).map_err(&invalid)?.get(key) {
         Some(d) if d == decision => {}
         _ => {
-            return Err(invalid(format!(
-                "adding \"{key}\" did not give a valid config"
-            )));
+            return Err(SaveError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("adding \"{key}\" did not give a valid config"),
+            });
         }
     }
     write_atomic(path, &new).map_err(io)?;
@@ -100,19 +101,30 @@ impl Keys {
     }
 }
 
-fn rules_of(text: &str) -> Result<Keys, String> {
+/// Why a config text cannot take a rule (becomes [`SaveError::Invalid`]).
+#[derive(Debug, thiserror::Error)]
+enum TextError {
+    /// The text is not YAML.
+    #[error("{0}")]
+    Yaml(#[from] serde_saphyr::Error),
+    /// Its `approvals:` has bad entries (each issue, `; `-separated).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Rules(Vec<super::ApprovalIssue>),
+    /// `approvals:` is written inline, where a line cannot be added.
+    #[error("its approvals: is not a block mapping; add the rule by hand")]
+    NotABlock,
+    /// The key cannot be quoted.
+    #[error("{0}")]
+    Quote(#[from] serde_json::Error),
+}
+
+fn rules_of(text: &str) -> Result<Keys, TextError> {
     if text.trim().is_empty() {
         return Ok(Keys(Vec::new()));
     }
-    let value: Value = crate::config::yaml::from_str(text).map_err(|e| e.to_string())?;
+    let value: Value = crate::config::yaml::from_str(text)?;
     let approvals = value.get("approvals").cloned().unwrap_or(Value::Null);
-    let rules = Rules::from_value(&approvals).map_err(|issues| {
-        issues
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    })?;
+    let rules = Rules::from_value(&approvals).map_err(TextError::Rules)?;
     Ok(Keys(
         rules
             .rules()
@@ -123,9 +135,9 @@ fn rules_of(text: &str) -> Result<Keys, String> {
 }
 
 /// `text` with the rule line inserted (see [`save_rule`]).
-fn with_rule(text: &str, key: &str, decision: Decision) -> Result<String, String> {
+fn with_rule(text: &str, key: &str, decision: Decision) -> Result<String, TextError> {
     // A JSON string is a valid YAML double-quoted scalar.
-    let quoted = serde_json::to_string(key).map_err(|e| e.to_string())?;
+    let quoted = serde_json::to_string(key)?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let header = lines.iter().position(|l| {
         l.strip_prefix("approvals:")
@@ -136,7 +148,7 @@ fn with_rule(text: &str, key: &str, decision: Decision) -> Result<String, String
             .iter()
             .any(|l| l.starts_with("approvals:") || l.starts_with("\"approvals\""))
         {
-            return Err("its approvals: is not a block mapping; add the rule by hand".to_string());
+            return Err(TextError::NotABlock);
         }
         let mut out = text.to_string();
         if !out.is_empty() && !out.ends_with('\n') {

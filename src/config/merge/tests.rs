@@ -6,14 +6,14 @@ use serde_json::{Value, json};
 use super::*;
 
 fn plan(v: Value) -> MountPlan {
-    MountPlan(v)
+    MountPlan::from_value(v)
 }
 
 fn modules(plan: &MountPlan, key: &str) -> Vec<String> {
-    plan.get(key)
-        .and_then(Value::as_array)
-        .map(|items| items.iter().map(module_key).collect())
-        .unwrap_or_default()
+    plan.module_list(key)
+        .iter()
+        .map(|item| module_key(&item.to_value()))
+        .collect()
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn module_lists_merge_by_id_else_module() {
         "hooks": ["hooks-logging", "hooks-extra"]
     });
     let child = merge_for_spawn(&parent, &overlay, &Value::Null);
-    let providers = child.get("providers").unwrap();
+    let providers = &child.to_value()["providers"];
     assert_eq!(
         providers,
         &json!([
@@ -100,7 +100,7 @@ fn module_lists_merge_by_id_else_module() {
         ])
     );
     assert_eq!(
-        child.get("hooks").unwrap(),
+        &child.to_value()["hooks"],
         &json!([{"module": "hooks-logging", "config": {"level": "info"}}, {"module": "hooks-extra"}])
     );
 }
@@ -123,7 +123,7 @@ fn maps_deep_merge_and_other_values_are_replaced() {
     assert_eq!(child.max_iterations(), 10);
     assert_eq!(child.orchestrator_config()["stream"], json!(true));
     assert_eq!(
-        child.get("session").unwrap()["orchestrator"]["module"],
+        child.to_value()["session"]["orchestrator"]["module"],
         "loop-streaming"
     );
     assert_eq!(child.model_roles(), ["coding"]);
@@ -132,7 +132,7 @@ fn maps_deep_merge_and_other_values_are_replaced() {
         &json!([{"provider": "anthropic", "model": "claude-*"}])
     );
     assert_eq!(
-        child.get("custom").unwrap(),
+        child.extra.get("custom").unwrap(),
         &json!({"list": [3], "keep": 1})
     );
 }
@@ -207,7 +207,7 @@ fn the_agents_instruction_becomes_the_childs() {
     let overlay = json!({"meta": {"name": "reviewer"}, "instruction": "You review."});
     let child = merge_for_spawn(&parent, &overlay, &Value::Null);
     assert_eq!(child.instruction(), "You review.");
-    assert_eq!(child.get("meta").unwrap()["name"], "reviewer");
+    assert_eq!(child.extra.get("meta").unwrap()["name"], "reviewer");
     assert_eq!(parent.instruction(), "You are the root.");
 }
 
@@ -216,9 +216,9 @@ fn an_agents_approvals_stay_out_of_the_plan() {
     let parent = plan(json!({"approvals": {"bash": "deny"}}));
     let overlay = json!({"approvals": {"bash": "allow", "grep": "deny"}});
     let child = merge_for_spawn(&parent, &overlay, &Value::Null);
-    assert_eq!(child.get("approvals"), Some(&json!({"bash": "deny"})));
+    assert_eq!(child.approvals.as_ref(), Some(&json!({"bash": "deny"})));
     let root = merge_for_spawn(&plan(json!({})), &overlay, &Value::Null);
-    assert_eq!(root.get("approvals"), None);
+    assert_eq!(root.approvals.as_ref(), None);
 }
 
 #[test]

@@ -48,16 +48,15 @@ impl Runtime {
     /// Takes the waiting message `id` (`prompt:queued` `id`) of `session_id` back
     /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text.
     ///
-    /// Errors: `Other` when the session is not live or the message no longer waits
+    /// Errors: `NotWaiting` when the session is not live or the message no longer waits
     /// (already sent, removed or returned).
     pub fn unqueue(&self, session_id: &str, id: u64) -> Result<String, EngineError> {
         self.live(session_id)
             .and_then(|live| live.unqueue(id))
             .map(|pending| pending.text)
-            .ok_or_else(|| {
-                EngineError::Other(format!(
-                    "message {id} of session '{session_id}' no longer waits (already sent or removed)"
-                ))
+            .ok_or_else(|| EngineError::NotWaiting {
+                session_id: session_id.to_string(),
+                id,
             })
     }
 

@@ -27,14 +27,17 @@ impl Runtime {
         let config = match loaded.metadata.config.clone() {
             Some(config) => stored_plan::restored(config),
             // Amplifier never writes `config` for a root: rebuild it from its bundle.
-            None if loaded.metadata.parent_id.is_none() => {
+            // A fork Amplifier wrote (`forked_from_turn`, no `config`) is a root too.
+            None if loaded.metadata.parent_id.is_none()
+                || loaded.metadata.forked_from_turn().is_some() =>
+            {
                 let stored = loaded.metadata.bundle.clone();
                 let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
                 rebuilt = Some(SessionRebuiltEvent {
                     bundle: stored,
                     note,
                 });
-                plan.0
+                plan.to_value()
             }
             None => {
                 return Err(StoreError::Corrupted {
@@ -49,7 +52,7 @@ impl Runtime {
         }
         // The current config and environment choose the endpoint (SPEC §7 "Resume").
         let (plan, moved) = providers::follow_current_endpoints(
-            MountPlan(config),
+            MountPlan::from_value(config),
             &self.turn_env.config,
             &self.turn_env.env,
         );

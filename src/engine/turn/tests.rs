@@ -100,7 +100,7 @@ fn runtime(
         version: None,
         description: None,
         path: None,
-        mount_plan: MountPlan(json!({"instruction": "You are root."})),
+        mount_plan: MountPlan::from_value(json!({"instruction": "You are root."})),
         agent_files: Vec::new(),
         warnings: Vec::new(),
     };

@@ -1,17 +1,19 @@
-//! [`EngineCommand`]: what a front end asks of the engine. Front ends send commands
-//! and receive [`EngineEvent`](super::EngineEvent)s; an executor (the TUI's
-//! `tui::executor`) runs each command against the runtime and the store and reports
-//! its result to the front end that sent it.
-//!
-//! Headless `arbor run` / `session resume` call the runtime directly (one turn, one
-//! cancel on Ctrl+C): a command channel would add nothing there.
+//! [`EngineCommand`]: what a front end asks of the engine. Every front end — the TUI,
+//! `arbor run`, `arbor session resume` / `continue`, and the next ones (an ACP server,
+//! a remote worker) — sends commands to the one engine handle (`engine::Engine`) and
+//! gets typed replies (`engine::EngineReply`) for each, plus the bus's
+//! [`EngineEvent`](super::EngineEvent)s; none runs a turn or opens a session around
+//! it (`arbor session list/show/diff/export` still read the store for their
+//! listings). The TUI's `tui::executor` turns the replies into its `AppEvent`s;
+//! headless `arbor run` prints the events and the final outcome.
 
 use super::approvals::ApprovalDecision;
 use crate::session::ids::SessionId;
 use crate::session::ids::ToolCallId;
 
 /// What a front end asks the engine (or the store) to do. Each is executed in a
-/// background task; its result comes back to the sender (the TUI: an `AppEvent`).
+/// background task (`engine::Engine::execute`); its result comes back to the sender
+/// as `engine::EngineReply`s (the TUI: converted to `AppEvent`s).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EngineCommand {
     /// Run one turn. `session_id: None` creates a new root session first (with `agent`,
@@ -114,7 +116,43 @@ pub enum EngineCommand {
     /// path or the error.
     ExportSession { session_id: SessionId },
     /// List the files under `root` for `@file` completion (`.gitignore` respected,
-    /// capped; `tui::state::mentions::list_files`), off the UI thread; answered with
+    /// capped; `engine::handle::files::project_files`), off the UI thread; answered with
     /// the relative paths.
     ListProjectFiles { root: std::path::PathBuf },
+    /// Compact `session_id`'s context now (`/compact [focus]`, issue 26), or before
+    /// its next model call when a turn runs (`Runtime::compact`); `focus` (may be
+    /// empty) tells the summary what to keep. The engine publishes
+    /// `context:compaction`; answered with a note, or the error.
+    Compact {
+        session_id: SessionId,
+        focus: String,
+    },
+    /// Merge sub-session `session_id`'s worktree branch into its parent's working
+    /// tree, three-way, then remove the worktree and branch (`arbor session merge`;
+    /// `engine::handle::undo::merge`). A conflict refuses the whole merge, naming the
+    /// files; a root, a session without a worktree or one already merged is refused.
+    /// Answered with `Undone`.
+    MergeSession { session_id: SessionId },
+    /// Remove sub-session `session_id`'s worktree and branch, changes and all
+    /// (`arbor session discard`; `undo::discard`). Answered with `Undone`.
+    DiscardSession { session_id: SessionId },
+    /// Restore the files `session_id` changed after turn `to_turn` (1-based; 0: all)
+    /// from its checkpoints (`arbor session rewind`; `undo::rewind`); files changed
+    /// since by someone else are refused, named, unless `force`. Answered with
+    /// `Undone`.
+    RewindSession {
+        session_id: SessionId,
+        to_turn: u64,
+        force: bool,
+    },
+    /// Fork `session_id` at turn `at_turn` (1-based; `None`: the latest) as a new
+    /// session beside it in Amplifier's layout (`arbor session fork`;
+    /// `undo::fork`); with `rewind`, the original's files changed after that turn
+    /// are restored first (not forced; a refusal forks nothing) — the TUI's "rewind
+    /// here". Answered with `Undone`.
+    ForkSession {
+        session_id: SessionId,
+        at_turn: Option<u64>,
+        rewind: bool,
+    },
 }

@@ -11,6 +11,7 @@ use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
+use super::context::{ContextCompactionEvent, ContextUsageEvent};
 use super::hooks::HookRanEvent;
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
@@ -157,6 +158,11 @@ engine_events! {
     /// arbor's own: a configured hook command ran (or was refused), with its outcome
     /// (issue 29, Claude Code's hook contract).
     "hook:ran" => HookRan(HookRanEvent),
+    /// The session's request view was compacted to fit its context limit (Amplifier
+    /// `context:compaction`, `context-simple`'s keys plus arbor's own; issue 26).
+    "context:compaction" => ContextCompaction(ContextCompactionEvent),
+    /// arbor's own: how full the session's context is before a model call. Live only.
+    "context:usage" => ContextUsage(ContextUsageEvent),
 }
 
 impl EngineEvent {

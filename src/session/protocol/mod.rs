@@ -26,6 +26,7 @@ use crate::session::ids::SessionId;
 mod approvals;
 mod bus;
 mod command;
+mod context;
 mod event;
 mod hooks;
 mod lifecycle;
@@ -43,6 +44,7 @@ pub use approvals::{
 };
 pub use bus::EventBus;
 pub use command::EngineCommand;
+pub use context::{ContextCompactionEvent, ContextUsageEvent};
 pub use event::EngineEvent;
 pub use hooks::{HookOutcome, HookRanEvent};
 pub use lifecycle::SessionRebuiltEvent;
@@ -96,12 +98,15 @@ impl Event {
     }
 
     /// Whether this event goes to `events.jsonl`: everything but the live-only
-    /// `content_block:delta` and `message:appended` (the message itself is in
-    /// `transcript.jsonl`).
+    /// `content_block:delta`, `message:appended` (the message itself is in
+    /// `transcript.jsonl`) and `context:usage` (sent before every model call; the
+    /// latest value is in `metadata.json` `context`).
     pub fn is_logged(&self) -> bool {
         // Every variant listed, so a new event is a decision here too.
         match self.msg {
-            EngineEvent::ContentBlockDelta(_) | EngineEvent::MessageAppended(_) => false,
+            EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::ContextUsage(_) => false,
             EngineEvent::SessionStart(_)
             | EngineEvent::SessionFork(_)
             | EngineEvent::SessionResume(_)
@@ -133,7 +138,8 @@ impl Event {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => true,
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_) => true,
         }
     }
 }

@@ -264,6 +264,30 @@ fn samples() -> Vec<Event> {
             tool_call_id: Some("call_7".into()),
             duration_ms: 12,
         })),
+        root(E::ContextCompaction(ContextCompactionEvent {
+            before_tokens: 3400,
+            after_tokens: 1500,
+            before_messages: 14,
+            after_messages: 5,
+            messages_removed: 10,
+            messages_truncated: 2,
+            strategy_level: 2,
+            budget: 4000,
+            target_tokens: 2000,
+            summary: Some("The user asked for …".into()),
+            covers: 10,
+            stubbed_before: 12,
+            at_message: 14,
+            trigger: "auto".into(),
+            focus: None,
+            summary_tokens: 900,
+            duration_ms: 12,
+        })),
+        root(E::ContextUsage(ContextUsageEvent {
+            tokens: 3400,
+            max_tokens: 4000,
+            compact_threshold: 0.8,
+        })),
     ]
 }
 
@@ -290,7 +314,10 @@ fn events_jsonl_line_of_every_logged_event() {
         .filter(|e| !e.is_logged())
         .map(|e| e.msg.name())
         .collect();
-    assert_eq!(unlogged, ["content_block:delta", "message:appended"]);
+    assert_eq!(
+        unlogged,
+        ["content_block:delta", "message:appended", "context:usage"]
+    );
     let lines: Vec<String> = samples
         .iter()
         .filter(|e| e.is_logged())

@@ -15,9 +15,9 @@ use crate::session::metadata::Metadata;
 const MAX_CHAIN: u32 = 256;
 
 /// Whether `meta` needs its depth from the chain: a sub-session (it has a parent)
-/// whose metadata says depth 0.
+/// whose metadata says depth 0 — not a fork, which is a root at depth 0.
 fn needs_depth(meta: &Metadata) -> bool {
-    meta.parent_id.is_some() && meta.depth == 0
+    meta.parent_id.is_some() && meta.depth == 0 && meta.forked_from_turn().is_none()
 }
 
 /// Sets the depth of every sub-session in `sessions` that lacks one: its parent's

@@ -45,15 +45,25 @@ pub(crate) fn read(dir: &Path, id: &str) -> Result<(Metadata, Vec<String>), Stor
     })
 }
 
-/// One file read and parsed, or why not (`"missing"`, `"unreadable: …"`). Only a
+/// Why one metadata file was not used (the file's name goes before it).
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    /// No such regular file.
+    #[error("missing")]
+    Missing,
+    /// It cannot be read, or is too large.
+    #[error("unreadable: {0}")]
+    Read(#[from] StoreError),
+    /// It is not valid metadata JSON.
+    #[error("unreadable: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// One file read and parsed, or why not (`missing`, `unreadable: …`). Only a
 /// regular file of at most [`MAX_METADATA_BYTES`] is read (`files::read_capped`).
-fn read_one(path: &Path) -> Result<Metadata, String> {
-    let bytes = match read_capped(path, MAX_METADATA_BYTES) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Err("missing".into()),
-        Err(e) => return Err(format!("unreadable: {e}")),
-    };
-    serde_json::from_slice(&bytes).map_err(|e| format!("unreadable: {e}"))
+fn read_one(path: &Path) -> Result<Metadata, Unusable> {
+    let bytes = read_capped(path, MAX_METADATA_BYTES)?.ok_or(Unusable::Missing)?;
+    Ok(serde_json::from_slice(&bytes)?)
 }
 
 /// Replaces `dir/metadata.json` with `metadata` so that a crash of the process at any

@@ -19,6 +19,7 @@ use super::lock::SessionLock;
 use super::metadata_file;
 use super::transcript::TRANSCRIPT_FILE;
 use super::{StoreError, io_err};
+use crate::session::ids::IdError;
 use crate::session::message::Message;
 use crate::session::metadata::Metadata;
 use crate::session::protocol::Event;
@@ -143,15 +144,12 @@ impl SessionWriter {
     /// Writes metadata atomically (temp + rename, previous kept as
     /// `metadata.json.backup`; fsynced by the next [`SessionWriter::sync`]), with
     /// secrets in `config` and `agent_overlay` redacted. `metadata.session_id` must be
-    /// this writer's id, else `StoreError::InvalidId`.
+    /// this writer's id, else `StoreError::InvalidId` ([`IdError::OtherSession`]).
     pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
         if metadata.session_id != self.id {
             return Err(StoreError::InvalidId {
                 id: metadata.session_id.to_string(),
-                reason: format!(
-                    "metadata is for another session (writer holds '{}')",
-                    self.id
-                ),
+                reason: IdError::OtherSession(self.id.to_string()),
             });
         }
         let redacted = redact_metadata(metadata, &self.secrets)?;

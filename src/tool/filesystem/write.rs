@@ -21,9 +21,10 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::diff::{self, apply_edit};
-use super::{MODULE, READ_FILE_MAX, blocking, opt_str};
+use super::{MODULE, READ_FILE_MAX, blocking, required};
 use crate::session::metadata::FileChange;
 use crate::tool::confine::{self, ALLOWED_WRITE_PATHS, WriteTarget};
+use crate::tool::error::ToolError;
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// Files larger than this get line counts from their line totals instead of a diff.
@@ -35,7 +36,25 @@ const TEMP_ATTEMPTS: usize = 8;
 /// config, or why that config is unusable (then every write is refused with it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteConfig {
-    allowed: Result<Vec<String>, String>,
+    allowed: Result<Vec<String>, WriteConfigError>,
+}
+
+/// Why a `tool-filesystem` config's `allowed_write_paths` is unusable (every write is
+/// then refused with this text). Each variant holds the offending value as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteConfigError {
+    /// A list item is not a string.
+    #[error(
+        "the tool-filesystem config is invalid: allowed_write_paths must list directory \
+         paths as strings, got {0}; nothing can be written"
+    )]
+    NotAString(String),
+    /// The value is neither a string nor a list.
+    #[error(
+        "the tool-filesystem config is invalid: allowed_write_paths must be a list of \
+         directory paths, got {0}; nothing can be written"
+    )]
+    NotAList(String),
 }
 
 impl Default for WriteConfig {
@@ -59,33 +78,25 @@ impl WriteConfig {
                 .iter()
                 .map(|v| v.as_str().map(str::to_string).ok_or(v))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|bad| {
-                    format!(
-                        "the tool-filesystem config is invalid: {ALLOWED_WRITE_PATHS} must list \
-                         directory paths as strings, got {bad}; nothing can be written"
-                    )
-                }),
-            Some(other) => Err(format!(
-                "the tool-filesystem config is invalid: {ALLOWED_WRITE_PATHS} must be a list of \
-                 directory paths, got {other}; nothing can be written"
-            )),
+                .map_err(|bad| WriteConfigError::NotAString(bad.to_string())),
+            Some(other) => Err(WriteConfigError::NotAList(other.to_string())),
         };
         Self { allowed }
     }
 
     /// The write roots (`allowed_write_paths` entries as written), or why the config
     /// is unusable. The bash tool's sandbox confines writes to the same roots.
-    pub fn roots(&self) -> Result<&[String], &str> {
-        self.allowed
-            .as_ref()
-            .map(Vec::as_slice)
-            .map_err(String::as_str)
+    pub fn roots(&self) -> Result<&[String], &WriteConfigError> {
+        self.allowed.as_ref().map(Vec::as_slice)
     }
 
     /// The file `requested` resolves to, if a write there is allowed (see
     /// `confine::resolve_for_write`; `~/` is `$HOME`).
-    fn target(&self, working_dir: &Path, requested: &str) -> Result<WriteTarget, String> {
-        let allowed = self.allowed.as_ref().map_err(Clone::clone)?;
+    fn target(&self, working_dir: &Path, requested: &str) -> Result<WriteTarget, ToolError> {
+        let allowed = self
+            .allowed
+            .as_ref()
+            .map_err(|e| ToolError::Denied(e.to_string()))?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
         confine::resolve_for_write(working_dir, allowed, requested, home.as_deref())
     }
@@ -152,7 +163,7 @@ impl Tool for WriteFile {
         }))
     }
 
-    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, ToolError>> {
         Some(plan_write(input, working_dir, &self.config).map(|p| p.diff()))
     }
 }
@@ -190,7 +201,7 @@ impl Tool for EditFile {
         }))
     }
 
-    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, String>> {
+    fn preview(&self, input: &Value, working_dir: &Path) -> Option<Result<String, ToolError>> {
         Some(plan_edit(input, working_dir, &self.config).map(|p| p.diff()))
     }
 }
@@ -248,7 +259,7 @@ impl Planned {
 /// Writes a planned change and builds the tool's result: Amplifier's keys for the tool
 /// (`write_file`: `bytes`, `created`; `edit_file`: `replacements_made`,
 /// `bytes_written`) plus the line counts.
-fn execute(planned: Result<Planned, String>) -> Result<ToolOutput, String> {
+fn execute(planned: Result<Planned, ToolError>) -> Result<ToolOutput, ToolError> {
     let planned = planned?;
     commit(&planned)?;
     let change = planned.change();
@@ -273,15 +284,19 @@ fn execute(planned: Result<Planned, String>) -> Result<ToolOutput, String> {
     })
 }
 
-fn plan_write(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<Planned, String> {
+fn plan_write(
+    input: &Value,
+    working_dir: &Path,
+    config: &WriteConfig,
+) -> Result<Planned, ToolError> {
     if !input.is_object() {
-        return Err(
+        return Err(ToolError::Input(
             "write_file expects an object like {\"file_path\": \"notes.md\", \"content\": \"…\"}"
                 .into(),
-        );
+        ));
     }
-    let requested = opt_str(input, "file_path")?.ok_or("write_file needs 'file_path'")?;
-    let content = opt_str(input, "content")?.ok_or("write_file needs 'content'")?;
+    let requested = required(input, "file_path", "write_file needs 'file_path'")?;
+    let content = required(input, "content", "write_file needs 'content'")?;
     let target = config.target(working_dir, requested)?;
     let before = if target.exists {
         Some(read_text(&target.path, requested, true)?)
@@ -299,27 +314,32 @@ fn plan_write(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result
     })
 }
 
-fn plan_edit(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<Planned, String> {
+fn plan_edit(
+    input: &Value,
+    working_dir: &Path,
+    config: &WriteConfig,
+) -> Result<Planned, ToolError> {
     if !input.is_object() {
-        return Err(
+        return Err(ToolError::Input(
             "edit_file expects an object like {\"file_path\": \"src/a.rs\", \
                     \"old_string\": \"…\", \"new_string\": \"…\"}"
                 .into(),
-        );
+        ));
     }
-    let requested = opt_str(input, "file_path")?.ok_or("edit_file needs 'file_path'")?;
-    let old = opt_str(input, "old_string")?.ok_or("edit_file needs 'old_string'")?;
-    let new = opt_str(input, "new_string")?.ok_or("edit_file needs 'new_string'")?;
+    let requested = required(input, "file_path", "edit_file needs 'file_path'")?;
+    let old = required(input, "old_string", "edit_file needs 'old_string'")?;
+    let new = required(input, "new_string", "edit_file needs 'new_string'")?;
     let replace_all = opt_bool(input, "replace_all")?.unwrap_or(false);
     let target = config.target(working_dir, requested)?;
     if !target.exists {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "file not found: '{requested}' (edit_file changes existing files; write_file creates one)"
-        ));
+        )));
     }
     let before = read_text(&target.path, requested, false)?;
     let shown = shown(working_dir, &target.path);
-    let edited = apply_edit(&before, old, new, replace_all).map_err(|e| e.message(&shown))?;
+    let edited = apply_edit(&before, old, new, replace_all)
+        .map_err(|e| ToolError::Failed(e.message(&shown)))?;
     Ok(Planned {
         shown,
         root: target.root,
@@ -333,31 +353,36 @@ fn plan_edit(input: &Value, working_dir: &Path, config: &WriteConfig) -> Result<
 
 /// The current text of `path`. `lossy`: a binary or non-UTF-8 file is read lossily
 /// (only line counts use it) instead of refused.
-fn read_text(path: &Path, requested: &str, lossy: bool) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+fn read_text(path: &Path, requested: &str, lossy: bool) -> Result<String, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| ToolError::io("read", requested, e))?;
     if !meta.is_file() {
-        return Err(format!("'{requested}' is not a regular file"));
+        return Err(ToolError::Unsuitable(format!(
+            "'{requested}' is not a regular file"
+        )));
     }
     if meta.len() > READ_FILE_MAX {
         if lossy {
             return Ok(String::new());
         }
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "'{requested}' is too large to edit ({} bytes; the limit is {READ_FILE_MAX})",
             meta.len()
-        ));
+        )));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{requested}': {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", requested, e))?;
     if lossy {
         return Ok(String::from_utf8_lossy(&bytes).into_owned());
     }
     if confine::looks_binary(&bytes) {
-        return Err(format!(
+        return Err(ToolError::Unsuitable(format!(
             "'{requested}' looks like a binary file; edit_file edits text only"
-        ));
+        )));
     }
-    String::from_utf8(bytes)
-        .map_err(|_| format!("'{requested}' is not UTF-8 text; edit_file edits UTF-8 text only"))
+    String::from_utf8(bytes).map_err(|_| {
+        ToolError::Unsuitable(format!(
+            "'{requested}' is not UTF-8 text; edit_file edits UTF-8 text only"
+        ))
+    })
 }
 
 /// `path` relative to the working directory (canonical) when inside it, else absolute.
@@ -378,19 +403,18 @@ fn shown(working_dir: &Path, path: &Path) -> String {
 /// `confine::resolve_for_write` checked the path makes the write fail instead of
 /// landing outside the root. The file's directory is opened once too, so the temp
 /// file and the rename happen in the same directory.
-fn commit(planned: &Planned) -> Result<(), String> {
+fn commit(planned: &Planned) -> Result<(), ToolError> {
     let shown = &planned.shown;
-    let failed = |e: std::io::Error| format!("cannot write '{shown}': {e}");
+    let failed = |e: std::io::Error| ToolError::io("write", shown.as_str(), e);
     let root = Dir::open_ambient_dir(&planned.root, ambient_authority()).map_err(|e| {
-        format!(
+        ToolError::Failed(format!(
             "cannot write '{shown}': the write root {} cannot be opened: {e}",
             planned.root.display()
-        )
+        ))
     })?;
-    let name = planned
-        .relative
-        .file_name()
-        .ok_or_else(|| format!("cannot write '{shown}': it has no file name"))?;
+    let name = planned.relative.file_name().ok_or_else(|| {
+        ToolError::Unsuitable(format!("cannot write '{shown}': it has no file name"))
+    })?;
     let dir = match planned
         .relative
         .parent()
@@ -398,9 +422,9 @@ fn commit(planned: &Planned) -> Result<(), String> {
     {
         Some(parent) => {
             root.create_dir_all(parent)
-                .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?;
+                .map_err(|e| ToolError::io("create the directories of", shown.as_str(), e))?;
             root.open_dir(parent)
-                .map_err(|e| format!("cannot create the directories of '{shown}': {e}"))?
+                .map_err(|e| ToolError::io("create the directories of", shown.as_str(), e))?
         }
         None => root,
     };
@@ -448,13 +472,15 @@ fn create_temp(dir: &Dir, name: &OsStr) -> std::io::Result<(OsString, cap_std::f
 }
 
 /// A boolean argument (`true`/`false`, or those words as strings); `None` when absent.
-fn opt_bool(input: &Value, key: &str) -> Result<Option<bool>, String> {
+fn opt_bool(input: &Value, key: &str) -> Result<Option<bool>, ToolError> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(Some(true)),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(Some(false)),
-        Some(other) => Err(format!("'{key}' must be true or false, got {other}")),
+        Some(other) => Err(ToolError::Input(format!(
+            "'{key}' must be true or false, got {other}"
+        ))),
     }
 }
 

@@ -14,6 +14,7 @@
 //! by default, `config::approvals`), or showing anything.
 
 pub mod adapter;
+pub mod error;
 pub mod server;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use adapter::{McpTool, PREFIX, server_of, tool_name};
+pub use error::McpError;
 pub use server::{EnvLookup, McpSandboxing, Server, ServerState};
 
 use super::Tool;
@@ -32,7 +34,7 @@ pub struct Mounted {
     /// Every running server's tools, in server order then the server's order.
     pub tools: Vec<Arc<dyn Tool>>,
     /// `(server, reason)` for each server that is not available.
-    pub failures: Vec<(String, String)>,
+    pub failures: Vec<(String, McpError)>,
 }
 
 /// One server as the MCP view and `doctor` show it: never an `env` or `headers` value.
@@ -64,7 +66,7 @@ pub struct McpHub {
     /// The HTTP client of streamable-HTTP servers, built when the first server is
     /// registered (loading the system's root certificates costs milliseconds that a
     /// process without MCP servers, and every startup, should not pay).
-    http: OnceLock<Result<reqwest::Client, String>>,
+    http: OnceLock<Result<reqwest::Client, McpError>>,
     /// How stdio servers are confined (default: not at all).
     sandboxing: McpSandboxing,
 }
@@ -90,19 +92,19 @@ impl McpHub {
     }
 
     /// The shared HTTP client, built on first use.
-    fn http(&self) -> Result<reqwest::Client, String> {
+    fn http(&self) -> Result<reqwest::Client, McpError> {
         self.http
             .get_or_init(|| {
                 reqwest::Client::builder()
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| McpError::HttpClient(e.to_string()))
             })
             .clone()
     }
 
     /// The server for `spec`, registered on first use. Errors when the name is taken
     /// by a server configured differently (the first one keeps it).
-    fn server(&self, spec: &McpServer) -> Result<Arc<Server>, String> {
+    fn server(&self, spec: &McpServer) -> Result<Arc<Server>, McpError> {
         let mut servers = self
             .servers
             .lock()
@@ -115,10 +117,7 @@ impl McpHub {
             return if same {
                 Ok(existing.clone())
             } else {
-                Err(format!(
-                    "the name is already used by the server from {}",
-                    existing.spec.origin
-                ))
+                Err(McpError::NameTaken(existing.spec.origin.to_string()))
             };
         }
         let server = Arc::new(Server::new(

@@ -28,6 +28,7 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
+use super::error::McpError;
 use crate::config::mcp::{McpOrigin, McpServer, McpTransport};
 use crate::sandbox::{Decision, Sandbox};
 use crate::session::redact;
@@ -115,7 +116,7 @@ impl Connection {
 enum Slot {
     Idle,
     Up(Arc<Connection>),
-    Failed(String),
+    Failed(McpError),
 }
 
 /// One configured server, shared by every session of the process.
@@ -123,7 +124,7 @@ pub struct Server {
     pub spec: McpServer,
     env: EnvLookup,
     /// The client HTTP servers use (the reason it could not be built).
-    http: Result<reqwest::Client, String>,
+    http: Result<reqwest::Client, McpError>,
     slot: tokio::sync::Mutex<Slot>,
     /// A copy of the state readable without waiting (views).
     state: Mutex<ServerState>,
@@ -144,7 +145,7 @@ impl Server {
     pub(super) fn new(
         spec: McpServer,
         env: EnvLookup,
-        http: Result<reqwest::Client, String>,
+        http: Result<reqwest::Client, McpError>,
         sandboxing: McpSandboxing,
     ) -> Self {
         Self {
@@ -182,7 +183,7 @@ impl Server {
     /// The running connection, starting the server first if it is idle. A server
     /// that failed to start returns its reason again without retrying; one that
     /// exited is restarted (`Ok((conn, true))`).
-    pub(super) async fn connection(&self) -> Result<(Arc<Connection>, bool), String> {
+    pub(super) async fn connection(&self) -> Result<(Arc<Connection>, bool), McpError> {
         let mut slot = self.slot.lock().await;
         let restarted = match &*slot {
             Slot::Up(conn) if !conn.is_closed() => return Ok((conn.clone(), false)),
@@ -203,17 +204,21 @@ impl Server {
                 Ok((conn, restarted))
             }
             Err(reason) => {
-                let reason = redact::scrub(&reason).into_owned();
+                let reason = redact::scrub(&reason.to_string()).into_owned();
                 self.set_state(ServerState::Failed {
                     reason: reason.clone(),
                 });
-                *slot = Slot::Failed(reason.clone());
-                Err(reason)
+                let failed = McpError::Failed(reason);
+                *slot = Slot::Failed(failed.clone());
+                Err(failed)
             }
         }
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    /// Starts the server; a failure after the process started has its stderr tail
+    /// added ([`McpError::Failed`]), not yet scrubbed: [`Server::connection`] does that
+    /// before keeping it.
+    async fn connect(&self) -> Result<Connection, McpError> {
         let expanded = self.spec.expand(self.env.as_ref())?;
         redact::register_secrets(&expanded.secrets);
         let timeout = self.spec.init_timeout;
@@ -237,44 +242,47 @@ impl Server {
                     let (transport, stderr) = TokioChildProcess::builder(cmd)
                         .stderr(Stdio::piped())
                         .spawn()
-                        .map_err(|e| format!("cannot start '{command}': {e}"))?;
+                        .map_err(|e| McpError::Spawn {
+                            command: command.clone(),
+                            reason: e.to_string(),
+                        })?;
                     if let Some(stderr) = stderr {
                         drain_stderr(self.spec.name.clone(), stderr, stderr_tail.clone());
                     }
                     let client =
                         ().serve(transport)
                             .await
-                            .map_err(|e| format!("initialize failed: {e}"))?;
+                            .map_err(|e| McpError::Initialize(e.to_string()))?;
                     (client, tmp)
                 }
                 McpTransport::Http { url, headers } => {
                     let mut map = HashMap::new();
                     for (name, value) in headers {
                         let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                            .map_err(|_| format!("header '{name}' is not a valid name"))?;
+                            .map_err(|_| McpError::HeaderName(name.clone()))?;
                         let value = reqwest::header::HeaderValue::from_str(&value)
-                            .map_err(|_| format!("header '{name}' has an invalid value"))?;
+                            .map_err(|_| McpError::HeaderValue(name.clone()))?;
                         map.insert(header, value);
                     }
                     let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(map);
-                    let client = self
-                        .http
-                        .clone()
-                        .map_err(|e| format!("cannot create the HTTP client: {e}"))?;
+                    let client = self.http.clone()?;
                     let transport = StreamableHttpClientTransport::with_client(client, config);
                     let client =
                         ().serve(transport)
                             .await
-                            .map_err(|e| format!("initialize failed at {url}: {e}"))?;
+                            .map_err(|e| McpError::InitializeAt {
+                                url: url.clone(),
+                                reason: e.to_string(),
+                            })?;
                     (client, None)
                 }
             };
             let tools = client
                 .list_all_tools()
                 .await
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>(Connection {
+                .map_err(|e| McpError::ListTools(e.to_string()))?;
+            Ok::<_, McpError>(Connection {
                 client,
                 tools,
                 _tmp: tmp,
@@ -282,10 +290,7 @@ impl Server {
         };
         let result = match tokio::time::timeout(timeout, start).await {
             Ok(result) => result,
-            Err(_) => Err(format!(
-                "no answer to initialize within {}",
-                seconds(timeout)
-            )),
+            Err(_) => Err(McpError::InitTimeout(seconds(timeout))),
         };
         result.map_err(|reason| {
             let tail = stderr_tail
@@ -295,7 +300,7 @@ impl Server {
             if tail.is_empty() {
                 reason
             } else {
-                format!("{reason} (stderr: {tail})")
+                McpError::Failed(format!("{reason} (stderr: {tail})"))
             }
         })
     }
@@ -311,7 +316,7 @@ impl Server {
         args: &[String],
         env: &std::collections::BTreeMap<String, String>,
         cwd: Option<&str>,
-    ) -> Result<(tokio::process::Command, Option<tempfile::TempDir>), String> {
+    ) -> Result<(tokio::process::Command, Option<tempfile::TempDir>), McpError> {
         let (sandboxing, spec, cwd_owned) = (
             self.sandboxing.clone(),
             self.spec.clone(),
@@ -321,12 +326,12 @@ impl Server {
         let decision =
             tokio::task::spawn_blocking(move || sandboxing.decide(&spec, cwd_owned.as_deref()))
                 .await
-                .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+                .map_err(|e| McpError::SandboxSetup(e.to_string()))?;
         if let Ok(mut note) = self.sandbox_note.lock() {
             *note = Some(decision.note());
         }
         match decision {
-            Decision::Refused { reason } => Err(format!("not started: {reason}")),
+            Decision::Refused { reason } => Err(McpError::Refused(reason)),
             Decision::Unsandboxed { .. } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args);
@@ -344,25 +349,28 @@ impl Server {
                     .map(std::ffi::OsString::from)
                     .or_else(|| std::env::var_os("PATH"));
                 if !program_exists(command, &dir, path.as_deref()) {
-                    return Err(format!(
-                        "cannot start '{command}': no such program{}",
-                        if command.contains('/') {
-                            ""
-                        } else {
-                            " in PATH"
-                        }
-                    ));
+                    return Err(McpError::Spawn {
+                        command: command.to_string(),
+                        reason: format!(
+                            "no such program{}",
+                            if command.contains('/') {
+                                ""
+                            } else {
+                                " in PATH"
+                            }
+                        ),
+                    });
                 }
                 let tmp = tempfile::Builder::new()
                     .prefix("arbor-mcp-")
                     .tempdir()
-                    .map_err(|e| format!("cannot create the sandbox's temp dir: {e}"))?;
+                    .map_err(|e| McpError::SandboxTemp(e.to_string()))?;
                 policy.writable.push(tmp.path().to_path_buf());
                 let mut cmd = self
                     .sandboxing
                     .sandbox
                     .tokio_command(&policy, command, args)
-                    .ok_or("the sandbox helper is missing")?;
+                    .ok_or(McpError::NoHelper)?;
                 cmd.env("TMPDIR", tmp.path());
                 Ok((cmd, Some(tmp)))
             }

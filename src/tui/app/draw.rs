@@ -112,6 +112,11 @@ impl App {
             needs_you_key: self.keymap.label(Action::NextNeedsYou),
             running: self.tree.running_count(),
             usage: self.status_usage(),
+            context: self
+                .thread
+                .as_ref()
+                .and_then(|t| t.session_id.as_deref())
+                .and_then(|id| self.tree.get(id)?.context),
             // The cancel question stays up until a key answers it.
             note: self
                 .interrupt
@@ -267,7 +272,7 @@ impl App {
     fn banner(&self) -> Option<BannerView<'_>> {
         let text = self.status.provider_label.as_ref().err()?;
         Some(BannerView {
-            text,
+            text: &text.0,
             theme: &self.theme,
         })
     }

@@ -71,7 +71,9 @@ impl App {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => (None, None, None),
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => (None, None, None),
         };
         // A new root we are waiting for: adopt it on its start event.
         if thread.awaiting_root
@@ -135,6 +137,7 @@ impl App {
     pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, UiError>) {
         match result {
             Ok(list) => {
+                self.tree.refresh_marks(&list);
                 self.tree.load(&list);
                 self.apply_seen(&list);
                 if std::mem::take(&mut self.launch.continue_last) {
@@ -255,6 +258,14 @@ impl App {
     pub(super) fn on_turn_finished(&mut self, outcome: TurnOutcome) {
         self.tree
             .set_status(&outcome.session_id, outcome.status, self.clock.now());
+        // Its sub-sessions' worktrees are recorded now: list again for their marks.
+        if self
+            .tree
+            .get(&outcome.session_id)
+            .is_some_and(|n| !n.children.is_empty())
+        {
+            self.send(crate::session::EngineCommand::ListSessions);
+        }
         let Some(thread) = &mut self.thread else {
             return;
         };
@@ -264,7 +275,8 @@ impl App {
         thread.turn_in_flight = false;
         match outcome.status {
             SessionStatus::Failed => {
-                thread.push_error(outcome.error.as_deref().unwrap_or("the turn failed"));
+                let error = outcome.error.as_ref().map(ToString::to_string);
+                thread.push_error(error.as_deref().unwrap_or("the turn failed"));
             }
             SessionStatus::Cancelled => thread.push_notice("turn cancelled"),
             _ => thread.finalize_stream(),
@@ -377,7 +389,7 @@ mod tests {
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;
 
-    fn app(label: Result<String, String>) -> App {
+    fn app(label: Result<String, crate::tui::error::NoProvider>) -> App {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         App::new(
             AppOptions {

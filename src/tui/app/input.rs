@@ -27,7 +27,11 @@ impl App {
         };
         let context = self.key_context();
         // The cancel question takes the key, unless a prompt is up (it answers first).
-        if !matches!(context, Context::Approval | Context::Trust) && self.confirm_cancel_key(&key) {
+        if !matches!(
+            context,
+            Context::Approval | Context::Trust | Context::Confirm
+        ) && self.confirm_cancel_key(&key)
+        {
             return;
         }
         // An Esc that closes something never counts toward a cancel (`cancel`).

@@ -5,7 +5,8 @@
 //! Owns: focus, the tree, the open thread, the composer pane (`prompt`), the status
 //! line, the Ctrl+C window and the messages waiting for running turns, and the
 //! **stack** of components over the panes (`stack`): the help, agent browser, MCP,
-//! diff and wall overlays, the trust and approval prompts and the find bar, one file
+//! diff and wall overlays, the trust, approval and confirmation (merge, discard,
+//! rewind here) prompts and the find bar, one file
 //! each under `components/`, each owning its state, keys and drawing. Key routing, the
 //! key context (status-bar hints) and drawing walk that one stack, then the panes.
 //!
@@ -16,7 +17,8 @@
 //! (OSC 52), `mouse`, `palette` (the composer's popup and slash commands), `history`
 //! (prompt history keys), `mentions` (`@file` completion and attachment), `steer`
 //! (steer, queue and the waiting messages), `cancel` (Esc's cancel and quitting),
-//! `needs_you` (sessions that need the person), `draw` (layout + views). Does not own:
+//! `needs_you` (sessions that need the person), `undo` (the answer to a merge,
+//! discard or rewind here), `draw` (layout + views). Does not own:
 //! executing commands (`executor`), the terminal (`terminal`), the event loop
 //! (`runloop`).
 //!
@@ -56,6 +58,7 @@ mod panes;
 mod prompt;
 mod stack;
 mod steer;
+mod undo;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,7 +69,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::app_event::{AppEvent, EngineCommand};
 use super::clock::Clock;
-use super::error::UiError;
+use super::error::NoProvider;
 use super::keymap::{Action, Keymap};
 use super::state::approvals::ApprovalQueue;
 use super::state::browser::ReloadMark;
@@ -129,7 +132,7 @@ pub struct AppOptions {
     pub keymap: Keymap,
     pub clock: Clock,
     /// `provider/model` for the status bar, or the no-provider text for the banner.
-    pub provider_label: Result<String, String>,
+    pub provider_label: Result<String, NoProvider>,
     pub registry: Arc<Registry>,
     /// `--agent`: the agent of new root sessions.
     pub agent: Option<String>,
@@ -190,7 +193,7 @@ pub struct App {
 /// What the status bar says besides the keys.
 struct StatusLine {
     /// `Ok("provider/model")` or the no-provider text (the banner).
-    provider_label: Result<String, String>,
+    provider_label: Result<String, NoProvider>,
     note: Option<Note>,
     /// The registry's last reload, while its mark shows.
     reload_mark: Option<ReloadMark>,
@@ -289,12 +292,10 @@ impl App {
             AppEvent::Engine(_) | AppEvent::McpServersListed(_) | AppEvent::DiffLoaded { .. } => {}
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
-            AppEvent::SessionsListed(result) => {
-                self.on_sessions_listed(result.map_err(UiError::from))
-            }
+            AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
             AppEvent::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
             AppEvent::TranscriptLoaded { requested, result } => {
-                self.on_transcript(&requested, result.map_err(UiError::from), None)
+                self.on_transcript(&requested, result, None)
             }
             AppEvent::TranscriptTailLoaded {
                 requested,
@@ -305,7 +306,7 @@ impl App {
                 session_id,
                 end,
                 result,
-            } => self.on_earlier(&session_id, end, result.map_err(UiError::from)),
+            } => self.on_earlier(&session_id, end, result),
             AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
             AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
             AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
@@ -313,7 +314,7 @@ impl App {
                 session_id,
                 result,
                 warning,
-            } => self.on_model_switched(session_id, result.map_err(UiError::from), warning),
+            } => self.on_model_switched(session_id, result, warning),
             AppEvent::CommandFailed {
                 session_id,
                 message,
@@ -323,17 +324,15 @@ impl App {
                 text,
                 message,
             } => self.on_not_sent(text, &message),
-            AppEvent::EditorFinished { path, result } => {
-                self.on_editor_finished(&path, result.map_err(UiError::from))
-            }
-            AppEvent::SessionRenamed { session_id, result } => {
-                self.on_renamed(&session_id, result.map_err(UiError::from))
-            }
+            AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
+            AppEvent::SessionRenamed { session_id, result } => self.on_renamed(&session_id, result),
             AppEvent::Exported {
                 session_id: _,
                 result,
-            } => self.on_exported(result.map_err(UiError::from)),
+            } => self.on_exported(result),
             AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
+            AppEvent::Compacted { note } => self.set_note(note, false),
+            AppEvent::Undone { session_id, result } => self.on_undone(&session_id, result),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {
@@ -519,7 +518,7 @@ impl App {
     /// The status-bar label: `Ok("provider/model")` (updated from
     /// [`AppEvent::ProviderLabelResolved`] and `provider:response`) or the no-provider
     /// text.
-    pub fn provider_label(&self) -> &Result<String, String> {
+    pub fn provider_label(&self) -> &Result<String, NoProvider> {
         &self.status.provider_label
     }
 

@@ -298,6 +298,16 @@ impl App {
                     title: arg.to_string(),
                 }),
             },
+            Slash::Compact => match open {
+                None => self.set_note("nothing to compact: the session has not started", true),
+                Some(session_id) => {
+                    self.set_note("compacting…", false);
+                    self.send(EngineCommand::Compact {
+                        session_id,
+                        focus: arg.trim().to_string(),
+                    });
+                }
+            },
             Slash::Export => match open {
                 None => self.set_note(
                     "nothing to export: the session starts with its first message",

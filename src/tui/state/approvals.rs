@@ -141,7 +141,9 @@ impl ApprovalQueue {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => {}
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
         self.front_moved(front, now);
         self.pending.len() != before

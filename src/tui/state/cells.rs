@@ -135,6 +135,17 @@ pub struct Handoff {
     pub to: String,
 }
 
+/// A compaction of the session's context (`context:compaction`): its one-line note
+/// and the summary, shown when the cell is expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionCard {
+    /// `context compacted: 3900 → 1200 tokens (…)`.
+    pub note: String,
+    /// The summary that now stands in for the older messages (none: tool results
+    /// were only stubbed).
+    pub summary: Option<String>,
+}
+
 /// What a cell shows. Every variant is at most a fat pointer wide (texts are shared
 /// [`Text`]s, cards are boxed), so a `CellKind` is 24 bytes: a long transcript has
 /// one per message. A text that came from a transcript message is that message's own
@@ -153,6 +164,8 @@ pub enum CellKind {
     Failure(Box<ProviderFailure>),
     Notice(Text),
     Handoff(Box<Handoff>),
+    /// The context was compacted (issue 26); expand to read the summary.
+    Compaction(Box<CompactionCard>),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
 }
@@ -193,7 +206,7 @@ impl Cell {
     pub fn is_interactive(&self) -> bool {
         matches!(
             self.kind,
-            CellKind::Tool(_) | CellKind::Task(_) | CellKind::Thinking(_)
+            CellKind::Tool(_) | CellKind::Task(_) | CellKind::Thinking(_) | CellKind::Compaction(_)
         )
     }
 
@@ -288,9 +301,22 @@ impl Cell {
                 &format!("{} → {}", h.from, h.to),
                 theme.style(Slot::ChatNotice),
             ),
+            CellKind::Compaction(card) => compaction_rows(card, self.expanded, theme),
             CellKind::Streaming(_) => Vec::new(),
         }
     }
+}
+
+/// A compaction cell: its note (with a hint when there is a summary to read), and
+/// when expanded the summary below it.
+fn compaction_rows(card: &CompactionCard, expanded: bool, theme: &Theme) -> Vec<Row> {
+    let style = theme.style(Slot::ChatNotice);
+    let text = match (&card.summary, expanded) {
+        (Some(summary), true) => format!("{}\nsummary:\n{summary}", card.note),
+        (Some(_), false) => format!("{} · Enter: read the summary", card.note),
+        (None, _) => card.note.clone(),
+    };
+    prefixed_text("⇣ ", &text, style)
 }
 
 fn prefixed_text(prefix: &str, text: &str, style: Style) -> Vec<Row> {

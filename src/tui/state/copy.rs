@@ -36,6 +36,7 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
             .as_deref()
             .unwrap_or(&card.instruction)
             .to_string(),
+        CellKind::Compaction(card) => card.summary.clone()?,
         CellKind::Handoff { .. } | CellKind::Failure(_) => return None,
     };
     Some(text)

@@ -34,7 +34,7 @@ pub struct DiffLine {
 }
 
 /// The open diff overlay.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct DiffState {
     /// The session shown (a full id).
     pub session_id: SessionId,
@@ -234,7 +234,11 @@ mod tests {
         empty.load("s", false, Ok(none));
         assert!(empty.lines[0].text.starts_with("no file changes"));
         let mut failed = DiffState::loading("s", "arbor", false);
-        failed.load("s", false, Err("gone".into()));
+        failed.load(
+            "s",
+            false,
+            Err(crate::engine::EngineError::Other("gone".into()).into()),
+        );
         assert_eq!(failed.lines[0].text, "cannot read the session: gone");
     }
 }

@@ -100,7 +100,9 @@ impl InflightStreams {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => {}
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 

@@ -20,8 +20,6 @@ use std::path::{Path, PathBuf};
 
 use super::palette::PopupItem;
 
-/// Files listed at most (the walk stops there).
-pub const MAX_FILES: usize = 20_000;
 /// Completion rows at most.
 pub const MAX_ROWS: usize = 50;
 /// Bytes of one file attached at most.
@@ -29,26 +27,9 @@ pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// Bytes attached to one message at most (over all files).
 pub const MAX_TOTAL_BYTES: usize = 256 * 1024;
 
-/// The project's files under `root`, relative, `/`-separated, sorted: `.gitignore`,
-/// `.ignore` and git's excludes respected (also outside a git repository), hidden
-/// files and `.git` skipped, at most [`MAX_FILES`].
-pub fn list_files(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let walk = ignore::WalkBuilder::new(root).require_git(false).build();
-    for entry in walk.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        if let Ok(rel) = entry.path().strip_prefix(root) {
-            out.push(rel.to_string_lossy().replace('\\', "/"));
-        }
-        if out.len() >= MAX_FILES {
-            break;
-        }
-    }
-    out.sort();
-    out
-}
+/// The project's files for completion: the engine's listing (the TUI asks for it off
+/// the UI thread with `EngineCommand::ListProjectFiles`; tests call it directly).
+pub use crate::engine::handle::files::project_files as list_files;
 
 fn is_mention_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "_./~-".contains(c)

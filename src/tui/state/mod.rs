@@ -16,6 +16,7 @@
 pub mod approvals;
 pub mod browser;
 pub mod cells;
+pub mod context;
 pub mod copy;
 pub mod diff;
 pub mod error_card;

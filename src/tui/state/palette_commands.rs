@@ -25,6 +25,7 @@ pub enum Slash {
     Mcp,
     Wall,
     Diff,
+    Compact,
     Help,
 }
 
@@ -113,6 +114,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         args: "",
         needs_arg: false,
         help: "Diff of the open session's changes",
+    },
+    SlashSpec {
+        command: Slash::Compact,
+        name: "compact",
+        args: "[FOCUS]",
+        needs_arg: false,
+        help: "Summarise the open session's older messages to free context (FOCUS: what to keep)",
     },
     SlashSpec {
         command: Slash::Help,

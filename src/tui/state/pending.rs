@@ -116,7 +116,9 @@ impl PendingPrompts {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => None,
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => None,
         }
     }
 

@@ -253,6 +253,17 @@ impl Thread {
         self.push(CellKind::Notice(text.into()));
     }
 
+    /// Adds a compaction cell (`context:compaction`): its note, the summary on expand.
+    pub fn push_compaction(&mut self, event: &crate::session::protocol::ContextCompactionEvent) {
+        self.finalize_stream();
+        self.push(CellKind::Compaction(Box::new(
+            super::cells::CompactionCard {
+                note: event.note(),
+                summary: event.summary.clone(),
+            },
+        )));
+    }
+
     /// Shows the user's message at once; the matching `message:appended` confirms it.
     pub fn push_user_echo(&mut self, text: &str) {
         let shown = super::mentions::collapse_attachments(text);

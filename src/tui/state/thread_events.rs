@@ -79,6 +79,7 @@ impl Thread {
             }
             EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
             EngineEvent::HookRan(ran) => self.push_notice(&ran.note()),
+            EngineEvent::ContextCompaction(compaction) => self.push_compaction(compaction),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");
                 self.turn_in_flight = false;
@@ -116,7 +117,8 @@ impl Thread {
             | EngineEvent::PromptQueued(_)
             | EngineEvent::PromptSent(_)
             | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_) => {}
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::ContextUsage(_) => {}
         }
     }
 
@@ -407,5 +409,40 @@ mod tests {
             "{:?}",
             t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_compaction_is_a_cell_whose_expansion_shows_the_summary() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let compaction = crate::session::protocol::ContextCompactionEvent {
+            before_tokens: 3400,
+            after_tokens: 1500,
+            messages_removed: 10,
+            summary: Some("The person wants the parser fixed.".into()),
+            ..Default::default()
+        };
+        t.apply_event(&ev(EngineEvent::ContextCompaction(compaction)), &theme);
+        let [cell] = &mut t.cells[..] else {
+            panic!("one cell expected");
+        };
+        assert!(cell.is_interactive());
+        let text = |cell: &mut super::super::cells::Cell| {
+            let mut stats = super::super::rows::LayoutStats::default();
+            cell.invalidate();
+            cell.ensure_layout(80, &theme, &mut stats);
+            (0..cell.height())
+                .filter_map(|i| cell.row(i).map(crate::tui::wrap::plain))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let collapsed = text(cell);
+        assert!(
+            collapsed.contains("context compacted: 3400 → 1500 tokens (10 messages summarised)"),
+            "{collapsed}"
+        );
+        assert!(!collapsed.contains("parser"), "{collapsed}");
+        cell.expanded = true;
+        assert!(text(cell).contains("The person wants the parser fixed."));
     }
 }

@@ -19,6 +19,7 @@
 //! (`views::tree`).
 
 mod files;
+mod isolation;
 mod needs_you;
 mod usage;
 
@@ -37,6 +38,7 @@ use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
 use crate::session::{EngineEvent, Event, Metadata, SessionId, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
+use crate::tui::state::context::ContextMeter;
 
 /// One session in the tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +86,13 @@ pub struct Node {
     /// The session's todo list as `(completed, total)` (metadata `extra.todos`, then
     /// each `todo` call's `tool:pre`); `None` without a list.
     pub todo: Option<(usize, usize)>,
+    /// The branch of its unmerged worktree (`arbor/<short id>`), and the turn it was
+    /// forked at (metadata `extra.worktree`, `forked_from_turn`; issue 25).
+    pub branch: Option<String>,
+    pub fork: Option<u64>,
+    /// How full the session's context is (metadata `context`, then `context:usage`
+    /// and `context:compaction`); `None` before its first model call.
+    pub context: Option<ContextMeter>,
 }
 
 impl Node {
@@ -109,6 +118,9 @@ impl Node {
             seen: false,
             budget: None,
             todo: None,
+            branch: None,
+            fork: None,
+            context: None,
         }
     }
 
@@ -266,6 +278,8 @@ impl SessionTree {
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
             node.todo = stored_todo(m).or(node.todo);
+            (node.branch, node.fork) = isolation::mark(m);
+            node.context = m.context.as_ref().map(ContextMeter::from_stored);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
@@ -314,6 +328,10 @@ impl SessionTree {
         node.cost = m.usage.cost;
         node.files_changed.clone_from(&m.files_changed);
         node.todo = stored_todo(m).or(node.todo);
+        (node.branch, node.fork) = isolation::mark(m);
+        if let Some(context) = &m.context {
+            node.context = Some(ContextMeter::from_stored(context));
+        }
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.
@@ -414,7 +432,9 @@ impl SessionTree {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
-            | EngineEvent::HookRan(_) => (None, None),
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => (None, None),
         };
         let agent = agent.filter(|a| !a.is_empty());
         let parent = event.parent_id.as_deref().or(parent);
@@ -434,6 +454,12 @@ impl SessionTree {
             }
             EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),
             EngineEvent::SessionBudget(budget) => node.budget = Some(*budget),
+            EngineEvent::ContextUsage(usage) => {
+                node.context = Some(ContextMeter::from_usage(usage))
+            }
+            EngineEvent::ContextCompaction(c) => {
+                node.context = Some(ContextMeter::compacted(node.context, c));
+            }
             EngineEvent::SessionStart(start) => {
                 if let Some(model) = &start.model {
                     node.model = Some(model.clone());

@@ -10,6 +10,7 @@ pub mod banner;
 pub mod browser;
 pub mod chat;
 pub mod composer;
+pub mod context;
 pub mod diff;
 pub mod find;
 pub mod help;
@@ -25,6 +26,8 @@ pub mod wall;
 mod detached_tests;
 #[cfg(test)]
 mod files_tests;
+#[cfg(test)]
+mod isolation_tests;
 #[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! that need the person (`⚑ 2 need you (Ctrl+g)`: an approval, paused, failed,
 //! interrupted — `state::tree::needs_you` — with the key that jumps to them), running count, the open
 //! session's usage (tokens, cost where known, and its tree's total when it has
-//! sub-sessions or is one), a note or the reload mark, and key hints from the keymap.
+//! sub-sessions or is one), its context use (`ctx ▰▰▱▱▱ 1.6k/4.0k`, amber at the
+//! compaction threshold), a note or the reload mark, and key hints from the keymap.
 //!
 //! A label without a model (`openai` or `openai/`: a local server whose model the
 //! runtime is still asking it for at startup, or could not learn) reads
@@ -14,6 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::tui::clock::{format_cost, format_tokens};
+use crate::tui::state::context::ContextMeter;
 use crate::tui::state::note::Note;
 use crate::tui::state::tree::Spend;
 use crate::tui::theme::{Slot, Theme};
@@ -76,7 +78,7 @@ impl StatusUsage {
 
 /// The status bar.
 pub struct StatusView<'a> {
-    pub provider: &'a Result<String, String>,
+    pub provider: &'a Result<String, crate::tui::error::NoProvider>,
     /// Sessions that need the person (`SessionTree::needs_you_count`).
     pub needs_you: usize,
     /// The jump key's label (`Keymap::label` of `global.next_needs_you`; empty when
@@ -85,6 +87,8 @@ pub struct StatusView<'a> {
     pub running: usize,
     /// The open session's usage (`None`: no session open or nothing spent yet).
     pub usage: Option<StatusUsage>,
+    /// The open session's context use (`None`: unknown), `views::context`'s meter.
+    pub context: Option<ContextMeter>,
     pub note: Option<&'a Note>,
     /// The reload summary while its mark is visible.
     pub reload: Option<String>,
@@ -151,6 +155,10 @@ impl StatusView<'_> {
                 .text_with(""),
             };
             left.push(Span::styled(format!("│ {text} "), bar));
+        }
+        if let Some(context) = &self.context {
+            left.push(Span::styled("│", bar));
+            left.push(super::context::meter_span(context, level >= 1, self.theme));
         }
         if let Some(note) = self.note {
             let slot = if note.warning {

@@ -324,6 +324,7 @@ fn status_bar_with_hints_note_and_warning() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 2,
+        context: None,
         usage: None,
         note: None,
         reload: None,
@@ -333,7 +334,7 @@ fn status_bar_with_hints_note_and_warning() {
     };
     insta::assert_snapshot!("status_80", render(&view, 80, 1));
     insta::assert_snapshot!("status_40", render(&view, 40, 1));
-    let err = Err("none".to_string());
+    let err = Err(crate::tui::error::NoProvider("none".to_string()));
     let note = Note {
         text: "press Ctrl+C again to quit".into(),
         warning: true,
@@ -344,6 +345,7 @@ fn status_bar_with_hints_note_and_warning() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 0,
+        context: None,
         usage: None,
         note: Some(&note),
         reload: None,
@@ -544,6 +546,7 @@ fn status_bar_and_tree_show_usage_and_cost() {
         needs_you: 0,
         needs_you_key: String::new(),
         running: 1,
+        context: None,
         usage: Some(StatusUsage {
             session: Spend {
                 tokens: 12_345,

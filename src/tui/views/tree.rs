@@ -2,8 +2,9 @@
 //! agent), the files changed (`✎ 3 files`, distinct paths of the subtree), the words
 //! `queued` / `paused` for those states, the spend against a budget (`15/10 tok`), the
 //! running turn's elapsed time or else the session's age (`5m ago`, since created),
-//! tokens and (where known) cost rolled up the subtree; a narrow pane drops the cost,
-//! tokens and time before it cuts the label. A sub-session without a title shows its
+//! tokens and (where known) cost rolled up the subtree, then its own context use
+//! (`ctx 3.2k/4.0k`); a narrow pane drops the context use, cost, tokens and time before
+//! it cuts the label. A sub-session without a title shows its
 //! task after its agent (`explorer · List the modules`). A collapsed node with running
 //! sessions below shows its fold glyph in the running colour and `●N` (N running).
 //! A session waiting for the person (an approval prompt, or status `waiting`) shows
@@ -134,6 +135,11 @@ impl TreeView<'_> {
         if let Some(cost) = row.cost {
             parts.push(format_cost(cost));
         }
+        // The session's own context use (not rolled up: each session has its own); the
+        // first to go when the pane is narrow.
+        if let Some(context) = &node.context {
+            parts.push(format!("ctx {}", super::context::used_of_limit(context)));
+        }
         // The title goes first: the cost, tokens and time are dropped (in that order)
         // when the pane is too narrow for them beside some of the label; a row that
         // spells out its state or budget keeps those.
@@ -173,6 +179,15 @@ impl TreeView<'_> {
         // A sub-session without a title says what it was asked to do.
         if let (None, Some(task)) = (&node.title, &node.task) {
             left.spans.push(Span::styled(format!(" · {task}"), meta));
+        }
+        // A fork says where it was cut; an unmerged worktree names its branch.
+        if let Some(turn) = node.fork {
+            left.spans
+                .push(Span::styled(format!(" (fork @{turn})"), meta));
+        }
+        if let Some(branch) = &node.branch {
+            left.spans
+                .push(Span::styled(format!(" ⎇ {branch} unmerged"), meta));
         }
         // A root that names a parent it is not shown under says why.
         if let Some(d) = node.detached {

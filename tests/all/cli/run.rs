@@ -267,3 +267,83 @@ fn run_jsonl_starts_with_session_start_and_names_one_model() {
     assert_eq!(model_of("provider:request"), "scripted-model");
     assert_eq!(model_of("provider:response"), "scripted-model");
 }
+
+/// Issue 24 item 1: `arbor run` drives the engine through its handle as the TUI does
+/// (`--model` as the model of new roots, then `Submit` without a session id), so its
+/// jsonl starts with the new root's one `session:start` — naming the chosen model —
+/// and every event is that root's; `session resume` (a `Submit` with the id) starts
+/// with that session's `session:resume`.
+#[test]
+fn run_and_resume_jsonl_start_with_the_sessions_lifecycle_event() {
+    let server = text_server("hello");
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    let out = env
+        .cmd()
+        .args([
+            "run",
+            "--output-format",
+            "jsonl",
+            "hi",
+            "--model",
+            "picked-model",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let lines = jsonl_lines(&out.stdout);
+    let (last, events) = lines.split_last().unwrap();
+    assert_eq!(last["status"], "success", "{last}");
+    let id = last["session_id"].as_str().unwrap();
+    assert_eq!(events[0]["event"], "session:start", "{events:?}");
+    assert_eq!(events[0]["session_id"], id);
+    let model = events[0]["data"]["model"].as_str().unwrap();
+    assert!(model.ends_with("picked-model"), "{model}");
+    let starts = events.iter().filter(|l| l["event"] == "session:start");
+    assert_eq!(starts.count(), 1, "{events:?}");
+    assert!(events.iter().all(|l| l["session_id"] == id), "{events:?}");
+
+    let out = env
+        .cmd()
+        .args(["session", "resume", id, "again", "--output-format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = jsonl_lines(&out.stdout);
+    let (last, events) = lines.split_last().unwrap();
+    assert_eq!(last["status"], "success", "{last}");
+    assert_eq!(last["session_id"], id);
+    assert_eq!(events[0]["event"], "session:resume", "{events:?}");
+    assert_eq!(events[0]["session_id"], id);
+    assert!(events.iter().any(|l| l["event"] == "orchestrator:complete"));
+
+    // `session resume --model` is a `SetModel` to the headless handle: switched, and
+    // no model list asked for a warning nobody would read.
+    let out = env
+        .cmd()
+        .args([
+            "session",
+            "resume",
+            id,
+            "more",
+            "--model",
+            "openai/second-model",
+        ])
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent: Vec<Value> = server.requests();
+    assert_eq!(sent.last().unwrap()["model"], "second-model");
+    let heads = server.heads();
+    assert!(heads.iter().all(|h| !h.contains("/models")), "{heads:?}");
+}

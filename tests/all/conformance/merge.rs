@@ -77,16 +77,16 @@ fn filter_tools(input: &Value) -> Value {
         overlay.insert("tools".into(), Value::Array(declared));
     }
     merge_for_spawn(
-        &MountPlan(config),
+        &MountPlan::from_value(config),
         &Value::Object(overlay),
         &Value::Object(spawn),
     )
-    .0
+    .to_value()
 }
 
 /// The agents a spawned child may delegate to (see the module doc).
 fn child_agents(input: &Value) -> Value {
-    let parent = MountPlan(arg(input, "parent_config"));
+    let parent = MountPlan::from_value(arg(input, "parent_config"));
     let child = merge_for_spawn(&parent, &arg(input, "agent_config"), &Value::Null);
     let registry: Vec<AgentDef> = input
         .get("live_agents")
@@ -95,7 +95,7 @@ fn child_agents(input: &Value) -> Value {
         .flatten()
         .map(|(name, cfg)| agent(name, cfg))
         .collect();
-    let agents: Map<String, Value> = allowed_agents(&registry, child.0.get("agents"))
+    let agents: Map<String, Value> = allowed_agents(&registry, child.agents())
         .into_iter()
         .map(|a| (a.name.clone(), json!({"description": a.description})))
         .collect();

@@ -26,10 +26,11 @@ use serde_json::{Map, Value, json};
 
 use arbor::config::ModuleEntry;
 use arbor::routing::{
-    ModelCache, ModelSource, Mounts, ProviderPreference, Role, RoutingMatrix, StaticModels,
-    apply_provider_preferences, apply_provider_preferences_with_resolution, apply_single_override,
-    build_provider_lookup, compose_matrix, find_provider, is_glob_pattern, parse_preferences,
-    parse_roles, resolve_glob, resolve_model_pattern, resolve_model_role, validate_matrix,
+    ListError, ModelCache, ModelSource, Mounts, ProviderPreference, Role, RoutingMatrix,
+    StaticModels, apply_provider_preferences, apply_provider_preferences_with_resolution,
+    apply_single_override, build_provider_lookup, compose_matrix, find_provider, is_glob_pattern,
+    parse_preferences, parse_roles, resolve_glob, resolve_model_pattern, resolve_model_role,
+    validate_matrix,
 };
 
 use super::eval::{self, CallResult};
@@ -169,7 +170,11 @@ impl Coordinator {
         // Preresolved lists are keyed by the matrix's provider name, the cache by mount.
         for (name, list) in preresolved(input) {
             let key = coordinator.mounts.find(&name).unwrap_or(name);
-            let _ = block_on(coordinator.cache.get_or_list(&key, || async { Ok(list) }));
+            let _ = block_on(
+                coordinator
+                    .cache
+                    .get_or_list(&key, || async { Ok::<_, ListError>(list) }),
+            );
         }
         coordinator
     }
@@ -215,7 +220,7 @@ struct Cached<'a> {
 }
 
 impl ModelSource for Cached<'_> {
-    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+    fn list_models<'a>(&'a self, mount: &'a str) -> BoxFuture<'a, Result<Vec<String>, ListError>> {
         Box::pin(
             self.cache
                 .get_or_list(mount, move || self.inner.list_models(mount)),

@@ -298,6 +298,7 @@ fn config_problems(yaml: &str) -> Vec<String> {
     {
         problems.push(e.to_string());
     }
+    problems.extend(arbor::config::context::ContextConfig::from_config(&config).1);
     // Sections read from `extra` by their own modules (see `config::arbor_config`).
     const SECTIONS: &[&str] = &[
         "prices",
@@ -307,6 +308,7 @@ fn config_problems(yaml: &str) -> Vec<String> {
         "response",
         "hooks",
         "web",
+        "context",
     ];
     for key in config.extra.keys() {
         if !SECTIONS.contains(&key.as_str()) {

@@ -75,7 +75,7 @@ impl Fixture {
             version: None,
             description: None,
             path: None,
-            mount_plan: MountPlan(plan),
+            mount_plan: MountPlan::from_value(plan),
             agent_files: Vec::new(),
             warnings: Vec::new(),
         };

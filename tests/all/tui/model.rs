@@ -55,7 +55,10 @@ fn ctrl_o_switches_the_open_sessions_model_and_the_status_bar_says_so() {
     h.drain();
     h.app.handle(AppEvent::ModelSwitched {
         session_id: Some(ROOT.into()),
-        result: Err("model x*: no match among the 1 models openai lists".into()),
+        result: Err(arbor::engine::EngineError::Other(
+            "model x*: no match among the 1 models openai lists".into(),
+        )
+        .into()),
         warning: None,
     });
     let screen = h.screen(80, 24);

@@ -139,8 +139,8 @@ impl arbor::tui::runloop::Host<CrosstermBackend<Bytes>> for BytesHost {
         &mut self,
         _: &mut Terminal<CrosstermBackend<Bytes>>,
         _: &std::path::Path,
-    ) -> Result<(), String> {
-        Err("no editor in tests".into())
+    ) -> std::io::Result<()> {
+        Err(std::io::Error::other("no editor in tests"))
     }
 
     fn notify(

@@ -116,7 +116,10 @@ fn an_earlier_part_that_cannot_be_read_is_named() {
     h.app.handle(AppEvent::EarlierLoaded {
         session_id: ROOT.into(),
         end: 77,
-        result: Err("transcript.jsonl line 2 is longer than 64 MiB".into()),
+        result: Err(arbor::engine::EngineError::Other(
+            "transcript.jsonl line 2 is longer than 64 MiB".into(),
+        )
+        .into()),
     });
     let screen = h.screen(100, 30);
     assert!(screen.contains("cannot load earlier messages"), "{screen}");

@@ -391,7 +391,8 @@ fn previews_show_the_diff_and_write_nothing() {
     let denied = WriteFile::default()
         .preview(&json!({"file_path": "../x", "content": ""}), dir.path())
         .unwrap()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(denied.starts_with("Access denied"), "{denied}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),

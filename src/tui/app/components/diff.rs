@@ -15,7 +15,6 @@ use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::{AppEvent, EngineCommand};
-use crate::tui::error::UiError;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::diff::DiffState;
 use crate::tui::views::diff::DiffView;
@@ -118,7 +117,7 @@ impl Component for DiffOverlay {
             result,
         } = event
         {
-            let result = result.clone().map_err(UiError::from);
+            let result = result.clone();
             self.state.load(session_id, *subtree, result);
         }
     }

@@ -12,6 +12,7 @@
 
 pub(super) mod approval;
 mod browser;
+mod confirm;
 mod diff;
 pub(super) mod find;
 mod help;
@@ -37,6 +38,9 @@ pub(super) fn opener(action: Action) -> Option<Open> {
         Action::ChatDiff => diff::DiffOverlay::open_thread,
         Action::TreeWall | Action::ChatWall => wall::WallOverlay::open,
         Action::Find => find::FindBar::open,
+        Action::TreeMerge => confirm::ConfirmPrompt::open_merge,
+        Action::TreeDiscard => confirm::ConfirmPrompt::open_discard,
+        Action::ChatRewind => confirm::ConfirmPrompt::open_rewind,
         _ => return None,
     })
 }

@@ -236,6 +236,7 @@ fn the_status_bar_counts_what_waits() {
         needs_you: 2,
         needs_you_key: "Ctrl+g".into(),
         running: 3,
+        context: None,
         usage: None,
         note: None,
         reload: None,

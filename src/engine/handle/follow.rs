@@ -6,15 +6,15 @@
 //! it; a slow poll as well, for file systems without change events), reads what was
 //! appended to `transcript.jsonl` after the bytes already shown (complete lines only;
 //! a line still being written waits for its end), and sends each new message as the
-//! `message:appended` event the open thread already shows for live sessions (and, after
-//! a `task` call or result, the store's listing, so the tree shows the new
-//! sub-sessions). When the session's `metadata.json` changes (a turn started or ended
-//! in the other process) its metadata is read again and sent as
-//! `AppEvent::StoredSessionChanged`, so the tree shows its status. It stops
-//! when another session is opened, when the session becomes live in this process (the
-//! engine's bus then carries its messages; nothing is shown twice), or when the file
-//! shrinks (it was rewritten: reopening shows it). Does not own: opening a session
-//! (`executor`), showing messages (`state::thread`).
+//! `message:appended` event live sessions publish on the bus
+//! ([`EngineReply::Followed`]; after a `task` call or result also the store's listing,
+//! so a front end's tree shows the new sub-sessions). When the session's
+//! `metadata.json` changes (a turn started or ended in the other process) its metadata
+//! is read again and sent as [`EngineReply::StoredSessionChanged`]. It stops when
+//! another session is opened, when the session becomes live in this process (the
+//! engine's bus then carries its messages; nothing is shown twice), when the front end
+//! is gone, or when the file shrinks (it was rewritten: reopening shows it). Does not
+//! own: opening a session (`open`), showing messages (the front end).
 
 use crate::session::ids::SessionId;
 use std::io::{Read, Seek, SeekFrom};
@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc::UnboundedSender;
 
-use super::app_event::AppEvent;
+use super::reply::{EngineReply, Replies};
+use crate::engine::EngineError;
 use crate::session::store::{METADATA_FILE, TRANSCRIPT_FILE, parse_transcript};
 use crate::session::{EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore};
 use crate::tool::task::TOOL_NAME as TASK_TOOL;
@@ -51,7 +51,7 @@ pub struct FollowSpec {
     pub from: u64,
     /// Whether the session became live in this process (then following stops).
     pub is_live: IsLive,
-    /// The store, listed again (`AppEvent::SessionsListed`) after a `task` call or
+    /// The store, listed again ([`EngineReply::SessionsListed`]) after a `task` call or
     /// result, so the tree shows the sub-sessions the other process starts.
     pub store: Option<SessionStore>,
 }
@@ -80,10 +80,10 @@ impl Drop for Following {
 }
 
 impl TranscriptFollow {
-    /// Follows `spec`'s session from now on (any other one stops), sending
-    /// `AppEvent::Engine` `message:appended` events for its new messages to `results`.
-    /// A directory that cannot be watched is polled instead (logged).
-    pub fn follow(&self, spec: FollowSpec, results: UnboundedSender<AppEvent>) {
+    /// Follows `spec`'s session from now on (any other one stops), replying
+    /// `message:appended` events for its new messages ([`EngineReply::Followed`]) to
+    /// `results`. A directory that cannot be watched is polled instead (logged).
+    pub fn follow(&self, spec: FollowSpec, results: Replies) {
         let (wake, woken) = mpsc::channel();
         let notifier = wake.clone();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -136,11 +136,7 @@ impl TranscriptFollow {
 
 /// The follower thread: waits for a change (or the poll), then sends what was
 /// appended; returns when told to stop or when following must end.
-fn follow_loop(
-    spec: &FollowSpec,
-    woken: &mpsc::Receiver<Wake>,
-    results: &UnboundedSender<AppEvent>,
-) {
+fn follow_loop(spec: &FollowSpec, woken: &mpsc::Receiver<Wake>, results: &Replies) {
     let path = spec.dir.join(TRANSCRIPT_FILE);
     let mut offset = spec.from;
     // What the tree was last told of the session's metadata.
@@ -188,13 +184,13 @@ fn follow_loop(
                 spec.parent_id.as_deref(),
                 EngineEvent::appended(message),
             );
-            if results.send(AppEvent::Engine(Arc::new(event))).is_err() {
+            if !results.send(EngineReply::Followed(Arc::new(event))) {
                 return;
             }
         }
         if delegated && let Some(store) = &spec.store {
-            let listed = store.list().map_err(|e| e.to_string());
-            if results.send(AppEvent::SessionsListed(listed)).is_err() {
+            let listed = store.list().map_err(EngineError::from);
+            if !results.send(EngineReply::SessionsListed(listed)) {
                 return;
             }
         }
@@ -204,10 +200,7 @@ fn follow_loop(
             let key = MetadataKey::of(&metadata);
             if told.as_ref() != Some(&key) && !(spec.is_live)(&spec.session_id) {
                 told = Some(key);
-                if results
-                    .send(AppEvent::StoredSessionChanged(Box::new(metadata)))
-                    .is_err()
-                {
+                if !results.send(EngineReply::StoredSessionChanged(Box::new(metadata))) {
                     return;
                 }
             }

@@ -1,0 +1,135 @@
+//! An ACP prompt (content blocks) as the one arbor prompt text: text as is; a
+//! resource link to a file of the session's directory and an embedded text resource
+//! as `<context_file paths="@REL → ABS">…</context_file>` blocks before the text (the
+//! form the TUI's `@file` attachments take); other links as their URI.
+//!
+//! Owns: that conversion. Does not own: running the prompt (`agent`).
+
+use std::path::Path;
+
+use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
+
+use super::transport::{RpcError, code};
+
+/// Largest file read for a resource link (bigger ones are named, not attached).
+const MAX_ATTACHED: u64 = 256 * 1024;
+
+/// A file URI's path (`file:///a/b` → `/a/b`, `%20` decoded); `None` for other URIs.
+fn file_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    let mut out = Vec::with_capacity(rest.len());
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes.get(i), hex) {
+            (Some(b'%'), Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (Some(b), _) => {
+                out.push(*b);
+                i += 1;
+            }
+            (None, _) => break,
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn block(shown: &str, abs: &str, body: &str) -> String {
+    format!("<context_file paths=\"@{shown} → {abs}\">\n{body}\n</context_file>")
+}
+
+/// The text of `prompt` for a session working in `cwd`.
+///
+/// Errors: an image or audio block (`promptCapabilities` says neither is accepted),
+/// as `invalid params`.
+pub fn prompt_text(prompt: &[ContentBlock], cwd: &Path) -> Result<String, RpcError> {
+    let mut attached = Vec::new();
+    let mut text = Vec::new();
+    for content in prompt {
+        match content {
+            ContentBlock::Text(t) => text.push(t.text.clone()),
+            ContentBlock::ResourceLink(link) => match file_path(&link.uri) {
+                Some(path) => {
+                    let abs = cwd.join(&path);
+                    let shown = abs
+                        .strip_prefix(cwd)
+                        .map_or_else(|_| path.clone(), |p| p.display().to_string());
+                    let inside = abs
+                        .canonicalize()
+                        .ok()
+                        .zip(cwd.canonicalize().ok())
+                        .is_some_and(|(a, c)| a.starts_with(c));
+                    let small = std::fs::metadata(&abs).is_ok_and(|m| m.len() <= MAX_ATTACHED);
+                    match std::fs::read_to_string(&abs) {
+                        Ok(body) if inside && small => {
+                            attached.push(block(&shown, &abs.display().to_string(), &body));
+                        }
+                        _ => text.push(format!("@{shown}")),
+                    }
+                }
+                None => text.push(link.uri.clone()),
+            },
+            ContentBlock::Resource(resource) => match &resource.resource {
+                EmbeddedResourceResource::TextResourceContents(contents) => {
+                    let path = file_path(&contents.uri).unwrap_or_else(|| contents.uri.clone());
+                    let shown = Path::new(&path)
+                        .strip_prefix(cwd)
+                        .map_or_else(|_| path.clone(), |p| p.display().to_string());
+                    attached.push(block(&shown, &path, &contents.text));
+                }
+                _ => text.push("(a binary resource was left out)".into()),
+            },
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    "arbor acp accepts text, resource links and embedded resources, not images or audio",
+                ));
+            }
+            _ => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    "unsupported prompt content",
+                ));
+            }
+        }
+    }
+    attached.push(text.join("\n"));
+    Ok(attached.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn links_and_resources_become_attachments_before_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a b.txt"), "alpha").unwrap();
+        let uri = format!("file://{}/a%20b.txt", dir.path().display());
+        let prompt: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "text", "text": "explain"},
+            {"type": "resource_link", "uri": uri, "name": "a b.txt"},
+            {"type": "resource", "resource": {"uri": "file:///x/y.rs", "text": "fn y() {}"}},
+        ]))
+        .unwrap();
+        let text = prompt_text(&prompt, dir.path()).unwrap();
+        assert!(
+            text.starts_with("<context_file paths=\"@a b.txt → "),
+            "{text}"
+        );
+        assert!(text.contains("alpha\n</context_file>"), "{text}");
+        assert!(text.contains("fn y() {}"), "{text}");
+        assert!(text.ends_with("explain"), "{text}");
+        let image: Vec<ContentBlock> =
+            serde_json::from_value(json!([{"type": "image", "data": "", "mimeType": "image/png"}]))
+                .unwrap();
+        assert!(prompt_text(&image, dir.path()).is_err());
+    }
+}

@@ -1,0 +1,212 @@
+//! One ACP session's arbor tree: which ACP session each arbor event belongs to, and
+//! the sub-sessions announced as ACP subagent sessions (`subagent_update`, unstable
+//! "subagents" RFD; field names as in `@agentclientprotocol/sdk` 2.4's schema).
+//!
+//! Owns: routing — with the client's `subagents` capability each sub-session's
+//! updates carry its own session id (its arbor id) and it is announced on its
+//! parent, before any of its traffic, with title `AGENT: TASK`, the task as
+//! description, its state (`running`, then `idle` with a stop reason) and `cancel`
+//! allowed; without it a sub-session's own traffic is left out (its `task` call on
+//! the parent shows its final answer). Does not own: the update payloads
+//! (`updates`) or sending (`agent`).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use agent_client_protocol_schema::v1::{
+    IdleStateUpdate, IdleStopReason, RunningStateUpdate, SessionCancelCapabilities, SessionUpdate,
+    StateUpdate, SubagentSessionCapabilities, SubagentUpdate,
+};
+
+use super::updates;
+use crate::session::ids::SessionId;
+use crate::session::{EngineEvent, Event, SessionStatus};
+
+/// An update and the ACP session id it is sent with.
+pub type Routed = (String, SessionUpdate);
+
+/// The routing state of one ACP session's tree.
+#[derive(Debug)]
+pub struct Tree {
+    /// The ACP session id the client knows the root by.
+    pub acp_id: String,
+    /// The arbor root, once created (first prompt) or loaded.
+    pub root: Option<SessionId>,
+    /// Whether the client advertised `subagents`.
+    subagents: bool,
+    /// Working directory (absolute paths in locations).
+    cwd: PathBuf,
+    /// Sub-sessions seen: arbor id → parent arbor id.
+    children: HashMap<SessionId, SessionId>,
+    /// Task calls seen: call id → (agent, instruction).
+    tasks: HashMap<String, (String, String)>,
+}
+
+impl Tree {
+    /// The tree of ACP session `acp_id` working in `cwd`.
+    pub fn new(acp_id: String, subagents: bool, cwd: PathBuf) -> Self {
+        Self {
+            acp_id,
+            root: None,
+            subagents,
+            cwd,
+            children: HashMap::new(),
+            tasks: HashMap::new(),
+        }
+    }
+
+    /// Whether arbor session `id` is the root or a sub-session seen so far.
+    pub fn contains(&self, id: &str) -> bool {
+        self.root.as_deref() == Some(id) || self.children.contains_key(id)
+    }
+
+    /// The ACP session id the updates of arbor session `id` go to: the ACP id for
+    /// the root; a sub-session's own id with `subagents`; `None` otherwise (left out).
+    pub fn acp_session(&self, id: &str) -> Option<String> {
+        if self.root.as_deref() == Some(id) {
+            return Some(self.acp_id.clone());
+        }
+        (self.subagents && self.children.contains_key(id)).then(|| id.to_string())
+    }
+
+    /// The ACP sessions a `session/cancel` of `acp_id` stops: the arbor session it
+    /// names (the root for the ACP id; a sub-session by its own id).
+    pub fn arbor_session(&self, acp_id: &str) -> Option<SessionId> {
+        if acp_id == self.acp_id {
+            return self.root.clone();
+        }
+        self.children
+            .contains_key(acp_id)
+            .then(|| SessionId::from(acp_id))
+    }
+
+    /// The updates `event` makes, each with the ACP session it goes to (none for an
+    /// event of another tree, or one the client does not show).
+    pub fn route(&mut self, event: &Event) -> Vec<Routed> {
+        if self.root.is_none() && event.parent_id.is_none() {
+            self.root = Some(event.session_id.clone());
+        }
+        let mut out = Vec::new();
+        if !self.contains(&event.session_id) {
+            match &event.parent_id {
+                Some(parent) if self.contains(parent) => {
+                    self.children
+                        .insert(event.session_id.clone(), parent.clone());
+                    let agent = match &event.msg {
+                        EngineEvent::SessionFork(fork) => Some(fork.agent.clone()),
+                        _ => None,
+                    };
+                    self.announce(&event.session_id, parent, agent, None, &mut out);
+                }
+                _ => return out,
+            }
+        }
+        let Some(to) = self.acp_session(&event.session_id) else {
+            return out;
+        };
+        let update = match &event.msg {
+            EngineEvent::ContentBlockDelta(d) => Some(updates::chunk(d.kind, &d.delta)),
+            EngineEvent::ToolPre(pre) => {
+                if pre.tool_name == "task" {
+                    let field = |k: &str| {
+                        pre.tool_input
+                            .get(k)
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    self.tasks.insert(
+                        pre.tool_call_id.to_string(),
+                        (field("agent"), field("instruction")),
+                    );
+                }
+                if let Some(plan) = updates::plan(&pre.tool_name, &pre.tool_input) {
+                    out.push((to.clone(), plan));
+                }
+                Some(updates::tool_pre(pre, &self.cwd))
+            }
+            EngineEvent::ToolPost(post) => Some(updates::tool_post(post)),
+            EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
+            EngineEvent::TaskAgentSpawned(spawned) => {
+                self.spawned(
+                    &event.session_id,
+                    &spawned.sub_session_id,
+                    &spawned.tool_call_id,
+                    &mut out,
+                );
+                None
+            }
+            EngineEvent::TaskAgentResumed(resumed) => {
+                self.spawned(
+                    &event.session_id,
+                    &resumed.sub_session_id,
+                    &resumed.tool_call_id,
+                    &mut out,
+                );
+                None
+            }
+            EngineEvent::TaskAgentCompleted(done) => {
+                if self.subagents {
+                    let reason = match done.status {
+                        SessionStatus::Cancelled => IdleStopReason::Cancelled,
+                        SessionStatus::Paused => IdleStopReason::MaxTurnRequests,
+                        _ => IdleStopReason::EndTurn,
+                    };
+                    let idle = StateUpdate::Idle(IdleStateUpdate::new().stop_reason(reason));
+                    let update = SubagentUpdate::new(done.sub_session_id.to_string()).state(idle);
+                    out.push((to.clone(), SessionUpdate::SubagentUpdate(update)));
+                }
+                None
+            }
+            _ => None,
+        };
+        out.extend(update.map(|u| (to, u)));
+        out
+    }
+
+    /// A task call of `parent` spawned or resumed `child`: announced (or its title
+    /// and state updated) as running.
+    fn spawned(&mut self, parent: &str, child: &str, call: &str, out: &mut Vec<Routed>) {
+        let task = self.tasks.get(call).cloned();
+        self.children
+            .entry(SessionId::from(child))
+            .or_insert_with(|| SessionId::from(parent));
+        let (agent, instruction) = task.map_or((None, None), |(a, i)| (Some(a), Some(i)));
+        self.announce(child, parent, agent, instruction, out);
+    }
+
+    /// `subagent_update` for `child` on `parent`'s ACP session, when the client shows
+    /// subagents.
+    fn announce(
+        &self,
+        child: &str,
+        parent: &str,
+        agent: Option<String>,
+        instruction: Option<String>,
+        out: &mut Vec<Routed>,
+    ) {
+        let Some(on) = self.acp_session(parent).filter(|_| self.subagents) else {
+            return;
+        };
+        let mut update = SubagentUpdate::new(child.to_string())
+            .capabilities(
+                SubagentSessionCapabilities::new().cancel(SessionCancelCapabilities::new()),
+            )
+            .state(StateUpdate::Running(RunningStateUpdate::new()))
+            .cwd(self.cwd.clone());
+        let first_line = instruction
+            .as_deref()
+            .and_then(|i| i.lines().next())
+            .unwrap_or_default()
+            .to_string();
+        update = match (&agent, first_line.is_empty()) {
+            (Some(agent), false) => update.title(format!("{agent}: {first_line}")),
+            (Some(agent), true) => update.title(agent.clone()),
+            (None, _) => update,
+        };
+        if let Some(instruction) = instruction.filter(|i| !i.is_empty()) {
+            update = update.description(instruction);
+        }
+        out.push((on, SessionUpdate::SubagentUpdate(update)));
+    }
+}

@@ -1,0 +1,275 @@
+//! What one arbor event or stored message looks like as ACP `session/update`s: text and
+//! thinking chunks, `tool_call` / `tool_call_update` (kind, title, status, locations,
+//! diff content for edits), `plan` from a `todo` call.
+//!
+//! Owns: these pure mappings. Does not own: which ACP session an update goes to, or
+//! announcing sub-sessions (`tree`), nor sending (`agent`).
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol_schema::v1::{
+    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use serde_json::Value;
+
+use crate::session::Message;
+use crate::session::message::ContentBlock as Block;
+use crate::session::protocol::{DeltaKind, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
+
+/// A text content block.
+pub fn text(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text))
+}
+
+/// A streamed piece: `agent_message_chunk` for answer text, `agent_thought_chunk` for
+/// thinking.
+pub fn chunk(kind: DeltaKind, piece: &str) -> SessionUpdate {
+    let chunk = ContentChunk::new(text(piece));
+    match kind {
+        DeltaKind::Text => SessionUpdate::AgentMessageChunk(chunk),
+        DeltaKind::Thinking => SessionUpdate::AgentThoughtChunk(chunk),
+    }
+}
+
+fn str_of<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}
+
+/// The path argument of a file tool (`file_path`, else `path`).
+fn file_arg(input: &Value) -> Option<&str> {
+    str_of(input, "file_path").or_else(|| str_of(input, "path"))
+}
+
+fn absolute(cwd: &Path, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+/// The ACP kind of tool `name` (the built-in tools by name; anything else `other`).
+pub fn kind(name: &str) -> ToolKind {
+    match name {
+        "read_file" | "list_files" | "ls" => ToolKind::Read,
+        "write_file" | "edit_file" => ToolKind::Edit,
+        "grep" | "glob" | "search" => ToolKind::Search,
+        "bash" => ToolKind::Execute,
+        "web_fetch" | "web_search" => ToolKind::Fetch,
+        "task" | "todo" => ToolKind::Think,
+        _ => ToolKind::Other,
+    }
+}
+
+/// One line saying what call `name(input)` does: the command for `bash`, `write PATH`,
+/// `edit PATH`, `read PATH`, `task AGENT: INSTRUCTION` (first line), else the tool name.
+pub fn title(name: &str, input: &Value) -> String {
+    let first_line = |s: &str| s.lines().next().unwrap_or_default().to_string();
+    match (name, file_arg(input)) {
+        ("bash", _) => str_of(input, "command").map_or_else(|| name.into(), first_line),
+        ("write_file", Some(p)) => format!("write {p}"),
+        ("edit_file", Some(p)) => format!("edit {p}"),
+        ("read_file", Some(p)) => format!("read {p}"),
+        ("task", _) => match (str_of(input, "agent"), str_of(input, "instruction")) {
+            (Some(agent), Some(task)) => format!("task {agent}: {}", first_line(task)),
+            (Some(agent), None) => format!("task {agent}"),
+            _ => name.into(),
+        },
+        _ => name.into(),
+    }
+}
+
+/// The file a file tool touches, absolute (relative paths against `cwd`).
+fn locations(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
+    match (kind(name), file_arg(input)) {
+        (ToolKind::Read | ToolKind::Edit, Some(p)) => vec![ToolCallLocation::new(absolute(cwd, p))],
+        _ => Vec::new(),
+    }
+}
+
+/// The diff of an edit: `write_file` → the new content (old unknown here),
+/// `edit_file` → `old_string` → `new_string`.
+fn diff(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallContent> {
+    let Some(path) = file_arg(input).map(|p| absolute(cwd, p)) else {
+        return Vec::new();
+    };
+    let diff = match name {
+        "write_file" => str_of(input, "content").map(|new| Diff::new(path, new)),
+        "edit_file" => match (str_of(input, "old_string"), str_of(input, "new_string")) {
+            (Some(old), Some(new)) => Some(Diff::new(path, new).old_text(old.to_string())),
+            _ => None,
+        },
+        _ => None,
+    };
+    diff.map(ToolCallContent::Diff).into_iter().collect()
+}
+
+/// `tool_call` for call `id` of tool `name` with `input`, in `status`.
+pub fn tool_call(
+    id: &str,
+    name: &str,
+    input: &Value,
+    status: ToolCallStatus,
+    cwd: &Path,
+) -> ToolCall {
+    ToolCall::new(id.to_string(), title(name, input))
+        .kind(kind(name))
+        .status(status)
+        .locations(locations(name, input, cwd))
+        .content(diff(name, input, cwd))
+        .raw_input(input.clone())
+}
+
+/// `tool_call` for `tool:pre` (the call runs now, or waits for approval).
+pub fn tool_pre(pre: &ToolPreEvent, cwd: &Path) -> SessionUpdate {
+    let call = tool_call(
+        &pre.tool_call_id,
+        &pre.tool_name,
+        &pre.tool_input,
+        ToolCallStatus::InProgress,
+        cwd,
+    );
+    SessionUpdate::ToolCall(call)
+}
+
+/// `tool_call_update` ending call `id` in `status` with `result` as its text content.
+pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate {
+    let fields = ToolCallUpdateFields::new()
+        .status(status)
+        .content(vec![ToolCallContent::from(text(result))])
+        .raw_output(Value::String(result.to_string()));
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
+}
+
+/// `tool:post` → the call `completed` with its result as content; an edit (a
+/// `file_changed` call) keeps its diff as content, the result goes to `rawOutput`.
+pub fn tool_post(post: &ToolPostEvent) -> SessionUpdate {
+    if post.file_changed.is_some() {
+        // Content given in an update replaces the call's: keep the edit's diff.
+        let fields = ToolCallUpdateFields::new()
+            .status(ToolCallStatus::Completed)
+            .raw_output(Value::String(post.result.clone()));
+        return SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            post.tool_call_id.to_string(),
+            fields,
+        ));
+    }
+    tool_end(&post.tool_call_id, ToolCallStatus::Completed, &post.result)
+}
+
+/// `tool:error` → the call `failed` with the error given to the model.
+pub fn tool_error(error: &ToolErrorEvent) -> SessionUpdate {
+    tool_end(&error.tool_call_id, ToolCallStatus::Failed, &error.error)
+}
+
+/// `plan` from a `todo` call's input `{todos: [{content, status, priority?}]}`
+/// (`pending` | `in_progress` | `completed`); `None` for any other call or input.
+pub fn plan(name: &str, input: &Value) -> Option<SessionUpdate> {
+    if name != "todo" {
+        return None;
+    }
+    let todos = input.get("todos")?.as_array()?;
+    let entries = todos
+        .iter()
+        .filter_map(|todo| {
+            let content = str_of(todo, "content").or_else(|| str_of(todo, "text"))?;
+            let status = match str_of(todo, "status") {
+                Some("in_progress") => PlanEntryStatus::InProgress,
+                Some("completed" | "done") => PlanEntryStatus::Completed,
+                _ => PlanEntryStatus::Pending,
+            };
+            let priority = match str_of(todo, "priority") {
+                Some("high") => PlanEntryPriority::High,
+                Some("low") => PlanEntryPriority::Low,
+                _ => PlanEntryPriority::Medium,
+            };
+            Some(PlanEntry::new(content, priority, status))
+        })
+        .collect();
+    Some(SessionUpdate::Plan(Plan::new(entries)))
+}
+
+/// A stored message as the updates that replay it (`session/load`): user text,
+/// answer text, thinking, each tool call (then its result as an update).
+pub fn replay(message: &Message, cwd: &Path) -> Vec<SessionUpdate> {
+    match message {
+        Message::User(user) => {
+            vec![SessionUpdate::UserMessageChunk(ContentChunk::new(text(
+                user.content.to_string(),
+            )))]
+        }
+        Message::System(_) => Vec::new(),
+        Message::Assistant(assistant) => {
+            let mut updates = Vec::new();
+            for block in &assistant.content {
+                match block {
+                    Block::Text { text: t } => updates.push(chunk(DeltaKind::Text, t)),
+                    Block::Thinking { thinking, .. } => {
+                        updates.push(chunk(DeltaKind::Thinking, thinking));
+                    }
+                    Block::ToolCall { .. } | Block::RedactedThinking { .. } | Block::Unknown => {}
+                }
+            }
+            for call in &assistant.tool_calls {
+                let input: &Value = &call.arguments;
+                updates.push(SessionUpdate::ToolCall(tool_call(
+                    &call.id,
+                    &call.tool,
+                    input,
+                    ToolCallStatus::InProgress,
+                    cwd,
+                )));
+            }
+            updates
+        }
+        Message::Tool(tool) => {
+            let status = if tool.is_error {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            };
+            vec![tool_end(&tool.tool_call_id, status, &tool.content)]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_edit_is_an_edit_call_with_its_file_and_diff() {
+        let input = json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"});
+        let call = tool_call(
+            "c1",
+            "edit_file",
+            &input,
+            ToolCallStatus::Pending,
+            Path::new("/p"),
+        );
+        let wire = serde_json::to_value(&call).unwrap();
+        assert_eq!(wire["kind"], "edit");
+        assert_eq!(wire["title"], "edit src/a.rs");
+        assert_eq!(wire["locations"][0]["path"], "/p/src/a.rs");
+        assert_eq!(wire["content"][0]["type"], "diff");
+        assert_eq!(wire["content"][0]["oldText"], "a");
+        assert_eq!(wire["content"][0]["newText"], "b");
+    }
+
+    #[test]
+    fn a_todo_call_is_a_plan() {
+        let input = json!({"todos": [
+            {"content": "read", "status": "completed"},
+            {"content": "write", "status": "in_progress", "priority": "high"},
+        ]});
+        let wire = serde_json::to_value(plan("todo", &input).unwrap()).unwrap();
+        assert_eq!(wire["sessionUpdate"], "plan");
+        assert_eq!(wire["entries"][1]["status"], "in_progress");
+        assert_eq!(wire["entries"][1]["priority"], "high");
+        assert!(plan("bash", &input).is_none());
+    }
+}

@@ -1,0 +1,296 @@
+//! Where a spawned sub-session works (issue 25 item 1): its own git worktree when
+//! its agent can write and isolation is `worktree`, else its parent's directory.
+//!
+//! Owns: choosing ([`prepare`]), confining the child's plan to its worktree
+//! (`allowed_write_paths`, plus the main repository's `.git` entries git needs),
+//! committing its changes when its turn ends and removing a clean worktree
+//! ([`after_turn`], [`release_if_clean`]), and bringing a missing worktree back
+//! before a turn ([`before_turn`]). Does not own: the git steps (`isolation`), spawning (`spawn`).
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::live::LiveSession;
+use crate::config::MountPlan;
+use crate::config::isolation::Isolation;
+use crate::isolation::worktree::State;
+use crate::isolation::{IsolationError, WorktreeRecord, worktree};
+use crate::paths::Paths;
+use crate::session::SessionId;
+
+/// The metadata key marking that a parent's thread was told its children are not
+/// isolated (said once).
+const NOTED: &str = "isolation_noted";
+
+/// The tool modules that can change files.
+const WRITING: &[&str] = &["tool-filesystem", "tool-bash"];
+
+/// Where the child works and under which plan, with a line for the parent's thread.
+pub(crate) struct Prepared {
+    pub plan: MountPlan,
+    pub working_dir: PathBuf,
+    pub record: Option<WorktreeRecord>,
+    /// Said in the task result: the worktree and branch, or why there is none.
+    pub note: Option<String>,
+}
+
+/// Whether a session with `plan` can write (`write_file`, `edit_file` or `bash`).
+pub(crate) fn may_write(plan: &MountPlan) -> bool {
+    plan.tools().iter().any(|e| {
+        WRITING.contains(&e.module.as_str())
+            && !(e.module == "tool-filesystem"
+                && e.config.get("read_only").and_then(Value::as_bool) == Some(true))
+    })
+}
+
+/// Decides and sets up where child `child` of `parent` works. `call` is the task
+/// call's `isolation`, `overlay` the agent's frontmatter.
+///
+/// Errors: a worktree was due but git failed (the spawn is refused rather than let
+/// the child write into its parent's checkout).
+pub(crate) async fn prepare(
+    paths: &Paths,
+    config: Option<Isolation>,
+    parent: &LiveSession,
+    child: &SessionId,
+    (call, overlay): (Option<Isolation>, &Value),
+    mut plan: MountPlan,
+) -> Result<Prepared, IsolationError> {
+    let shared = |plan, note| Prepared {
+        plan,
+        working_dir: parent.working_dir.clone(),
+        record: None,
+        note,
+    };
+    if Isolation::choose(call, overlay, config) == Isolation::None || !may_write(&plan) {
+        return Ok(shared(plan, None));
+    }
+    let (dir, short, root) = (
+        parent.working_dir.clone(),
+        child.short(),
+        paths.worktrees_dir(),
+    );
+    let created = blocking(move || WorktreeRecord::create(&dir, &short, &root)).await;
+    match created {
+        Ok(record) => {
+            let session_dir = paths.sessions_dir().join(child.as_str());
+            if let Err(e) = crate::isolation::leftover::claim(&record.path, &session_dir) {
+                tracing::warn!(session = %child, "worktree marker: {e}");
+            }
+            let extra = record.git_write_paths();
+            confine(&mut plan, &record, &extra);
+            let note = format!(
+                "isolation: worktree {} on branch {} (merge: arbor session merge {}; discard: arbor session discard {})",
+                record.working_dir().display(),
+                record.branch,
+                child.short(),
+                child.short()
+            );
+            Ok(Prepared {
+                plan,
+                working_dir: record.working_dir(),
+                record: Some(record),
+                note: Some(note),
+            })
+        }
+        Err(IsolationError::NotARepo { dir }) => {
+            // Checked and set under the metadata lock: parallel spawns say it once.
+            let mut first = false;
+            if parent.metadata().extra.get(NOTED).is_none() {
+                parent.update_metadata(|m| {
+                    first = m.extra.insert(NOTED.into(), json!(true)).is_none();
+                });
+            }
+            let note = first.then(|| {
+                format!(
+                    "isolation: none — {} is not in a git repository, so sub-sessions write in it directly",
+                    dir.display()
+                )
+            });
+            Ok(shared(plan, note))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Points the plan's `allowed_write_paths` at the worktree: relative entries stay
+/// (they resolve against the new working directory), absolute ones inside the
+/// repository move into the worktree, and `extra` (the main `.git` entries) is added.
+fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
+    let Some(tools) = plan.tools.as_mut() else {
+        return;
+    };
+    for spec in tools.iter_mut() {
+        if spec.module() != Some("tool-filesystem") {
+            continue;
+        }
+        spec.edit(|entry| {
+            let Some(obj) = entry.as_object_mut() else {
+                return;
+            };
+            let config = obj.entry("config").or_insert_with(|| json!({}));
+            if !config.is_object() {
+                *config = json!({});
+            }
+            let current: Vec<String> = config
+                .get("allowed_write_paths")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![".".to_string()]);
+            let mut paths: Vec<String> = current
+                .into_iter()
+                .map(
+                    |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
+                        Ok(rel) => record.path.join(rel).display().to_string(),
+                        Err(_) => p,
+                    },
+                )
+                .collect();
+            paths.extend(extra.iter().map(|p| p.display().to_string()));
+            config["allowed_write_paths"] = json!(paths);
+        });
+    }
+}
+
+/// After a turn of `live`: commits what it changed in its worktree to its branch.
+/// Failures are logged.
+pub(crate) async fn after_turn(live: &LiveSession) {
+    let metadata = live.metadata();
+    let Some(record) = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active)
+    else {
+        return;
+    };
+    let message = format!("{} turn {}", live.id, metadata.turn_count);
+    if let Err(e) = blocking(move || record.commit(&message)).await {
+        tracing::warn!(session = %live.id, "worktree after the turn: {e}");
+    }
+}
+
+/// When a sub-session's task call ends: a worktree left with no change against its
+/// base is removed with its branch (state `clean`). Failures are logged.
+pub(crate) async fn release_if_clean(live: &LiveSession) {
+    let Some(record) =
+        WorktreeRecord::of(&live.metadata().extra).filter(|r| r.state == State::Active)
+    else {
+        return;
+    };
+    let result = blocking(move || -> Result<Option<WorktreeRecord>, IsolationError> {
+        if !record.is_clean()? {
+            return Ok(None);
+        }
+        record.remove()?;
+        Ok(Some(WorktreeRecord {
+            state: State::Clean,
+            ..record
+        }))
+    })
+    .await;
+    match result {
+        Ok(Some(cleaned)) => live.update_metadata(|m| {
+            m.extra.insert(worktree::KEY.into(), cleaned.to_value());
+        }),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(session = %live.id, "removing a clean worktree: {e}"),
+    }
+}
+
+/// Before a turn of `live`: an active worktree whose directory was deleted by hand
+/// is checked out again from its branch; one removed (clean, merged, discarded) is
+/// cut again, at the same place, from its parent's directory as it is now. Failures
+/// are logged (the turn's tools then report the missing directory).
+pub(crate) async fn before_turn(live: &LiveSession) {
+    let Some(record) = WorktreeRecord::of(&live.metadata().extra) else {
+        return;
+    };
+    if record.state == State::Active && record.path.exists() {
+        return;
+    }
+    let short = live.id.short();
+    let done = blocking(
+        move || -> Result<(Option<WorktreeRecord>, String), IsolationError> {
+            if record.state == State::Active {
+                let note = record.repair()?.unwrap_or_default();
+                return Ok((None, note));
+            }
+            let root = record
+                .path
+                .parent()
+                .and_then(|p| p.parent())
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let fresh = WorktreeRecord::create(&record.parent_dir(), &short, &root)?;
+            let note = format!("worktree cut again from the parent on {}", fresh.branch);
+            Ok((Some(fresh), note))
+        },
+    )
+    .await;
+    match done {
+        Ok((fresh, note)) => {
+            tracing::info!(session = %live.id, "{note}");
+            if let Some(fresh) = fresh {
+                live.update_metadata(|m| {
+                    m.extra.insert(worktree::KEY.into(), fresh.to_value());
+                });
+            }
+        }
+        Err(e) => tracing::warn!(session = %live.id, "worktree before the turn: {e}"),
+    }
+}
+
+/// Runs git work (tens of milliseconds) in place: on a multi-thread runtime through
+/// `block_in_place`, so the worker's other tasks move elsewhere meanwhile; on a
+/// current-thread runtime (tests with paused time) inline, so no blocking-pool thread
+/// makes the turn wait while the test's clock stands still. Async so call sites stay
+/// in their `async fn`s.
+pub(crate) async fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plans_with_writing_tools_may_write() {
+        let plan = |tools: Value| MountPlan::from_value(json!({ "tools": tools }));
+        assert!(may_write(&plan(json!([{"module": "tool-bash"}]))));
+        assert!(may_write(&plan(json!([{"module": "tool-filesystem"}]))));
+        assert!(!may_write(&plan(
+            json!([{"module": "tool-filesystem", "config": {"read_only": true}}, {"module": "tool-search"}])
+        )));
+    }
+
+    #[test]
+    fn write_paths_move_into_the_worktree() {
+        let record = WorktreeRecord {
+            path: PathBuf::from("/state/wt/abcd1234"),
+            branch: "arbor/abcd1234".into(),
+            base: "0".repeat(40),
+            repo: PathBuf::from("/repo"),
+            subdir: String::new(),
+            state: State::Active,
+        };
+        let mut plan = MountPlan::from_value(
+            json!({"tools": [{"module": "tool-filesystem", "config": {"allowed_write_paths": [".", "/repo/docs", "/tmp/x"]}}]}),
+        );
+        confine(&mut plan, &record, &[PathBuf::from("/repo/.git/objects")]);
+        assert_eq!(
+            plan.to_value()["tools"][0]["config"]["allowed_write_paths"],
+            json!([
+                ".",
+                "/state/wt/abcd1234/docs",
+                "/tmp/x",
+                "/repo/.git/objects"
+            ])
+        );
+    }
+}

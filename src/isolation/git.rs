@@ -1,0 +1,293 @@
+//! Running the `git` CLI for isolation: a fixed identity, no hooks, no signing, and an
+//! environment cleared of the caller's `GIT_DIR` / `GIT_WORK_TREE` / `GIT_INDEX_FILE`.
+//!
+//! Owns: [`Git`] (a repository as seen from one directory, optionally with a private
+//! index or a separate git dir) and its plumbing helpers — snapshots of a working
+//! tree as a tree object ([`Git::snapshot`]), commit objects, refs, restoring paths
+//! from a tree ([`Git::restore`]). Does not own: what the snapshots mean (worktrees,
+//! checkpoints, merges: the sibling modules).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use super::IsolationError;
+
+/// arbor's commit identity (issue 25: works in a repository with no user configured).
+const NAME: &str = "arbor";
+const EMAIL: &str = "arbor@localhost";
+
+/// `git` run in `dir`, optionally with `--git-dir`/`--work-tree` (a private
+/// repository kept with a session) and a private index file.
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+    git_dir: Option<PathBuf>,
+    index: Option<PathBuf>,
+}
+
+/// One entry of a tree: mode (`100644`, `100755`, `120000`) and object id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// `100644`, `100755`, `120000` (symlink).
+    pub mode: String,
+    /// The blob's id (hex).
+    pub oid: String,
+}
+
+impl Git {
+    /// `git -C dir …`.
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            git_dir: None,
+            index: None,
+        }
+    }
+
+    /// `git --git-dir=git_dir --work-tree=dir …` (a private repository of snapshots).
+    pub fn private(git_dir: &Path, dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            git_dir: Some(git_dir.to_path_buf()),
+            index: None,
+        }
+    }
+
+    /// The directory commands run in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn with_index(&self, index: &Path) -> Self {
+        Self {
+            index: Some(index.to_path_buf()),
+            ..self.clone()
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.dir);
+        if let Some(git_dir) = &self.git_dir {
+            cmd.arg("--git-dir").arg(git_dir);
+            cmd.arg("--work-tree").arg(&self.dir);
+        }
+        cmd.args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.autocrlf=false",
+        ]);
+        cmd.args(args);
+        for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"] {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_AUTHOR_NAME", NAME)
+            .env("GIT_AUTHOR_EMAIL", EMAIL)
+            .env("GIT_COMMITTER_NAME", NAME)
+            .env("GIT_COMMITTER_EMAIL", EMAIL)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null());
+        if let Some(index) = &self.index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        cmd
+    }
+
+    /// Runs `git args`; its output whatever the exit status.
+    pub fn output(&self, args: &[&str]) -> Result<Output, IsolationError> {
+        self.command(args)
+            .output()
+            .map_err(|source| IsolationError::Spawn { source })
+    }
+
+    /// Runs `git args`; stdout (trailing newline trimmed) on success, else
+    /// [`IsolationError::Git`] with its stderr.
+    pub fn run(&self, args: &[&str]) -> Result<String, IsolationError> {
+        let out = self.output(args)?;
+        if !out.status.success() {
+            return Err(self.failed(args, &out));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .trim_end_matches('\n')
+            .to_string())
+    }
+
+    /// The error of a `git args` run that ended with `out`.
+    pub fn failed(&self, args: &[&str], out: &Output) -> IsolationError {
+        IsolationError::Git {
+            args: args.join(" "),
+            dir: self.dir.clone(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }
+    }
+
+    /// The commit `rev` names, or `None` (an unborn `HEAD`, a missing branch).
+    pub fn commit_of(&self, rev: &str) -> Result<Option<String>, IsolationError> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = self.output(&["rev-parse", "--verify", "--quiet", &spec])?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    }
+
+    /// The tree of every file in the working tree now — tracked and untracked, minus
+    /// ignored ones, uncommitted changes included. In a repository it is written
+    /// through a temporary index (a copy of the real one, so unchanged files are not
+    /// re-read), leaving the real index, `HEAD` and the working tree untouched; a
+    /// private repository ([`Git::private`]) keeps its own index between snapshots
+    /// for the same reason.
+    pub fn snapshot(&self) -> Result<String, IsolationError> {
+        if self.git_dir.is_some() {
+            self.run(&["add", "--all", "--", ":/"])?;
+            return self.run(&["write-tree"]);
+        }
+        let temp = tempfile::tempdir().map_err(|source| IsolationError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let index = temp.path().join("index");
+        let real = self.run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])?;
+        if Path::new(&real).exists() {
+            copy_index(Path::new(&real), &index)?;
+        }
+        let git = self.with_index(&index);
+        git.run(&["add", "--all", "--", ":/"])?;
+        git.run(&["write-tree"])
+    }
+
+    /// A commit object of `tree` with `parents` (not on any branch).
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, IsolationError> {
+        let mut args = vec!["commit-tree", tree, "-m", message];
+        for p in parents {
+            args.push("-p");
+            args.push(p);
+        }
+        self.run(&args)
+    }
+
+    /// The paths that differ between two tree-ish objects (`a` → `b`), repository
+    /// relative.
+    pub fn changed(&self, a: &str, b: &str) -> Result<Vec<String>, IsolationError> {
+        let out = self.run(&["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b])?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Every file of `tree`: path → entry.
+    pub fn entries(&self, tree: &str) -> Result<BTreeMap<String, Entry>, IsolationError> {
+        let out = self.run(&["ls-tree", "-r", "-z", "--full-tree", tree])?;
+        let mut map = BTreeMap::new();
+        for record in out.split('\0').filter(|r| !r.is_empty()) {
+            let Some((head, path)) = record.split_once('\t') else {
+                continue;
+            };
+            let mut parts = head.split_whitespace();
+            if let (Some(mode), Some(_kind), Some(oid)) = (parts.next(), parts.next(), parts.next())
+            {
+                map.insert(
+                    path.to_string(),
+                    Entry {
+                        mode: mode.to_string(),
+                        oid: oid.to_string(),
+                    },
+                );
+            }
+        }
+        Ok(map)
+    }
+
+    /// Makes each of `paths` (relative to `root`) what it is in `tree`: written from
+    /// its blob (mode and symlinks kept) or, when `tree` lacks it, removed (with the
+    /// directories it leaves empty).
+    pub fn restore(&self, tree: &str, root: &Path, paths: &[String]) -> Result<(), IsolationError> {
+        let entries = self.entries(tree)?;
+        for path in paths {
+            let target = root.join(path);
+            let io = |source| IsolationError::Io {
+                path: target.clone(),
+                source,
+            };
+            match entries.get(path) {
+                Some(entry) => {
+                    let out = self.output(&["cat-file", "blob", &entry.oid])?;
+                    if !out.status.success() {
+                        return Err(self.failed(&["cat-file", "blob", &entry.oid], &out));
+                    }
+                    if let Some(parent) = target.parent() {
+                        std::fs::create_dir_all(parent).map_err(io)?;
+                    }
+                    if std::fs::symlink_metadata(&target).is_ok_and(|m| !m.is_file()) {
+                        std::fs::remove_file(&target).map_err(io)?;
+                    }
+                    write_entry(&target, &entry.mode, &out.stdout).map_err(io)?;
+                }
+                None => {
+                    match std::fs::remove_file(&target) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io(e)),
+                    }
+                    let mut dir = target.parent();
+                    while let Some(d) = dir.filter(|d| *d != root) {
+                        if std::fs::remove_dir(d).is_err() {
+                            break;
+                        }
+                        dir = d.parent();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn write_entry(target: &Path, mode: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if mode == "120000" {
+        let _ = std::fs::remove_file(target);
+        let link = String::from_utf8_lossy(bytes).to_string();
+        return std::os::unix::fs::symlink(link, target);
+    }
+    std::fs::write(target, bytes)?;
+    let exec = if mode == "100755" { 0o755 } else { 0o644 };
+    std::fs::set_permissions(target, std::fs::Permissions::from_mode(exec))
+}
+
+#[cfg(not(unix))]
+fn write_entry(target: &Path, _mode: &str, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(target, bytes)
+}
+
+/// Copies the index `real` to `copy` keeping its modification time: git trusts an
+/// entry's cached stat only when the file is older than the index ("racy git",
+/// git's `Documentation/technical/racy-git.txt`), so a copy stamped now would hide
+/// a same-size edit made in the index's second.
+fn copy_index(real: &Path, copy: &Path) -> Result<(), IsolationError> {
+    let io = |source| IsolationError::Io {
+        path: real.to_path_buf(),
+        source,
+    };
+    std::fs::copy(real, copy).map_err(io)?;
+    let modified = std::fs::metadata(real)
+        .and_then(|m| m.modified())
+        .map_err(io)?;
+    std::fs::File::options()
+        .write(true)
+        .open(copy)
+        .and_then(|f| f.set_modified(modified))
+        .map_err(io)
+}

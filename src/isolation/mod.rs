@@ -1,0 +1,124 @@
+//! Isolation and undo (issue 25): a git worktree per writing sub-session, merging or
+//! discarding it, checkpoints before each turn that may write, and rewinding to them.
+//!
+//! Everything goes through the `git` CLI ([`git::Git`]) with a fixed identity
+//! (`arbor <arbor@localhost>`), so it works in a repository with no user configured:
+//!
+//! - [`worktree`]: a sub-session's worktree under arbor's state directory
+//!   (`<state>/arbor/worktrees/<repo slug>/<short id>`), on a branch `arbor/<short id>`
+//!   cut from a commit object of its parent's working tree as it is (uncommitted and
+//!   untracked files included); committing its changes when its turn ends; its diff
+//!   against that base; removing it. The record of it lives in the session's
+//!   metadata (`extra.worktree`, [`WorktreeRecord`]); [`leftover`] finds the ones a
+//!   crash left with no session.
+//! - [`merge`]: the three-way merge of a sub-session's branch into its parent's
+//!   working tree (`git merge-tree`), all or nothing.
+//! - [`checkpoint`]: a tree object of the files a session can touch, under the
+//!   private ref `refs/arbor/<session>/<turn>` (in a git repository) or in a private
+//!   repository kept with the session (`<session dir>/checkpoints.git`) elsewhere;
+//!   rewinding restores from them.
+//!
+//! Owns: the git plumbing and the records. Does not own: when a worktree is made or a
+//! checkpoint taken (`engine::spawn`, `engine::checkpoints`), the commands
+//! (`cli::session`), the session store (`session`). Uses only `paths` below it.
+
+pub mod checkpoint;
+pub mod git;
+pub mod leftover;
+pub mod merge;
+pub mod patch;
+pub mod worktree;
+
+use std::path::{Path, PathBuf};
+
+pub use worktree::WorktreeRecord;
+
+/// What went wrong in an isolation step. Every variant names the files or the git
+/// command involved; none leaves a half-applied change (merge and rewind check first).
+#[derive(Debug, thiserror::Error)]
+pub enum IsolationError {
+    /// `dir` is not inside a git work tree.
+    #[error("{} is not inside a git repository", dir.display())]
+    NotARepo { dir: PathBuf },
+    /// `git` could not be started (not installed?).
+    #[error("could not run git: {source}")]
+    Spawn { source: std::io::Error },
+    /// A git command failed.
+    #[error("git {args} failed in {}: {stderr}", dir.display())]
+    Git {
+        args: String,
+        dir: PathBuf,
+        stderr: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The three-way merge conflicts; nothing was changed.
+    #[error("merge refused: {} conflict{} with the target ({}); nothing was changed", files.len(), if files.len() == 1 { "" } else { "s" }, files.join(", "))]
+    Conflict { files: Vec<String> },
+    /// Files the rewind would restore were changed by someone else since the
+    /// session's last turn; nothing was changed (`--force` overrides).
+    #[error("rewind refused: changed since by someone else: {}; nothing was changed (--force restores them anyway)", files.join(", "))]
+    ChangedSince { files: Vec<String> },
+    /// `--to-turn` outside the session's turns.
+    #[error("Turn {turn} out of range. Valid range: 0-{max}")]
+    TurnOutOfRange { turn: u64, max: u64 },
+    /// The directory is too large for a private snapshot outside git.
+    #[error("{} holds more than {limit} files: no checkpoint outside git", dir.display())]
+    TooLarge { dir: PathBuf, limit: usize },
+}
+
+/// The top level of the git work tree `dir` is in, with the repository's common git
+/// directory (the main `.git`, shared by its worktrees) and this work tree's own git
+/// directory; [`IsolationError::NotARepo`] outside one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The work tree's top level (canonical).
+    pub top: PathBuf,
+    /// The main repository's `.git` (absolute).
+    pub common_dir: PathBuf,
+    /// This work tree's git directory (`.git`, or `.git/worktrees/<name>`).
+    pub git_dir: PathBuf,
+}
+
+impl Repo {
+    /// Finds the repository of `dir`.
+    pub fn discover(dir: &Path) -> Result<Self, IsolationError> {
+        let git = git::Git::at(dir);
+        let out = git.output(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+            "--git-dir",
+        ])?;
+        if !out.status.success() {
+            return Err(IsolationError::NotARepo {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut lines = text.lines().map(PathBuf::from);
+        match (lines.next(), lines.next(), lines.next()) {
+            (Some(top), Some(common_dir), Some(git_dir)) => Ok(Self {
+                top: std::fs::canonicalize(&top).unwrap_or(top),
+                common_dir,
+                git_dir,
+            }),
+            _ => Err(IsolationError::NotARepo {
+                dir: dir.to_path_buf(),
+            }),
+        }
+    }
+
+    /// `git` at the top level.
+    pub fn git(&self) -> git::Git {
+        git::Git::at(&self.top)
+    }
+}
+
+#[cfg(test)]
+mod tests;

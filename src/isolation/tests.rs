@@ -1,0 +1,159 @@
+//! The git steps on real temp repositories (no user identity configured: the
+//! commands carry arbor's own).
+
+use std::path::Path;
+
+use super::checkpoint::Checkpoints;
+use super::worktree::WorktreeRecord;
+use super::*;
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git::Git::at(dir.path()).run(&["init", "--quiet"]).unwrap();
+    std::fs::write(dir.path().join("app.py"), "VALUE = 0\n").unwrap();
+    let git = git::Git::at(dir.path());
+    git.run(&["add", "app.py"]).unwrap();
+    git.run(&["commit", "--quiet", "-m", "init"]).unwrap();
+    dir
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn a_worktree_starts_from_uncommitted_changes_and_merges_back() {
+    let main = repo();
+    std::fs::write(main.path().join("notes.txt"), "draft\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let wt = WorktreeRecord::create(main.path(), "abcd1234", state.path()).unwrap();
+    assert_eq!(wt.branch, "arbor/abcd1234");
+    assert!(
+        wt.path
+            .starts_with(std::fs::canonicalize(state.path()).unwrap())
+    );
+    assert_eq!(
+        read(&wt.path.join("notes.txt")),
+        "draft\n",
+        "untracked file carried"
+    );
+    std::fs::write(wt.path.join("app.py"), "VALUE = 'A'\n").unwrap();
+    assert_eq!(wt.changed_files().unwrap(), vec!["app.py".to_string()]);
+    assert!(wt.diff().unwrap().contains("+VALUE = 'A'"));
+    assert!(wt.commit("turn 1").unwrap());
+    assert_eq!(
+        read(&main.path().join("app.py")),
+        "VALUE = 0\n",
+        "main untouched"
+    );
+    let merged = merge::merge(&wt, main.path()).unwrap();
+    assert_eq!(merged.files, vec!["app.py".to_string()]);
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 'A'\n");
+    wt.remove().unwrap();
+    assert!(!wt.path.exists());
+    let branches = git::Git::at(main.path())
+        .run(&["branch", "--list", "arbor/*"])
+        .unwrap();
+    assert!(branches.is_empty(), "{branches}");
+}
+
+#[test]
+fn a_conflicting_merge_changes_nothing_and_names_the_file() {
+    let main = repo();
+    let state = tempfile::tempdir().unwrap();
+    let a = WorktreeRecord::create(main.path(), "aaaa0000", state.path()).unwrap();
+    let b = WorktreeRecord::create(main.path(), "bbbb0000", state.path()).unwrap();
+    std::fs::write(a.path.join("app.py"), "VALUE = 'A'\n").unwrap();
+    std::fs::write(b.path.join("app.py"), "VALUE = 'B'\n").unwrap();
+    std::fs::write(b.path.join("other.py"), "x = 1\n").unwrap();
+    merge::merge(&a, main.path()).unwrap();
+    let err = merge::merge(&b, main.path()).unwrap_err();
+    match &err {
+        IsolationError::Conflict { files } => assert_eq!(files, &vec!["app.py".to_string()]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 'A'\n");
+    assert!(
+        !main.path().join("other.py").exists(),
+        "nothing of b applied"
+    );
+}
+
+#[test]
+fn rewind_restores_and_refuses_files_changed_since() {
+    let main = repo();
+    let private = tempfile::tempdir().unwrap();
+    let cp = Checkpoints::open(main.path(), "s1", &private.path().join("c.git")).unwrap();
+    cp.before_turn(1).unwrap();
+    std::fs::write(main.path().join("app.py"), "VALUE = 1\n").unwrap();
+    cp.after_turn().unwrap();
+    cp.before_turn(2).unwrap();
+    std::fs::write(main.path().join("made.txt"), "by bash\n").unwrap();
+    cp.after_turn().unwrap();
+    // Someone else edits app.py afterwards: refused unless forced.
+    std::fs::write(main.path().join("app.py"), "VALUE = 'mine'\n").unwrap();
+    let err = cp.rewind(0, 2, false).unwrap_err();
+    assert!(err.to_string().contains("app.py"), "{err}");
+    assert!(main.path().join("made.txt").exists(), "nothing changed");
+    let done = cp.rewind(1, 2, false).unwrap();
+    assert_eq!(done.files, vec!["made.txt".to_string()]);
+    assert!(!main.path().join("made.txt").exists());
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 'mine'\n");
+    let err = cp.rewind(5, 2, false).unwrap_err();
+    assert_eq!(err.to_string(), "Turn 5 out of range. Valid range: 0-2");
+    let refs = git::Git::at(main.path())
+        .run(&["branch", "--list"])
+        .unwrap();
+    assert!(
+        !refs.contains("arbor"),
+        "checkpoints are on no branch: {refs}"
+    );
+}
+
+#[test]
+fn outside_git_checkpoints_live_in_a_private_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let private = tempfile::tempdir().unwrap();
+    let store = private.path().join("checkpoints.git");
+    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    let cp = Checkpoints::open(dir.path(), "s1", &store).unwrap();
+    cp.before_turn(1).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "two\n").unwrap();
+    cp.after_turn().unwrap();
+    assert!(store.join("HEAD").exists());
+    assert!(!dir.path().join(".git").exists());
+    cp.rewind(0, 1, false).unwrap();
+    assert_eq!(read(&dir.path().join("a.txt")), "one\n");
+}
+
+/// A same-size edit in the index's own second (a `bash` change right after a
+/// commit) is in the snapshot: the temporary index keeps the real one's time, so git
+/// re-reads such racily clean entries instead of trusting their cached stat.
+#[test]
+fn a_same_size_edit_in_the_index_second_is_snapshotted() {
+    let main = repo();
+    let git = git::Git::at(main.path());
+    let app = main.path().join("app.py");
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+    let stamp = |p: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(then)
+            .unwrap()
+    };
+    // The index caches app.py's stat at `then` (written later, so not smudged).
+    stamp(&app);
+    git.run(&["update-index", "--refresh"]).unwrap();
+    // Same size, same time as cached; the index itself dated that second too.
+    std::fs::write(&app, "VALUE = 1\n").unwrap();
+    stamp(&app);
+    let index = git
+        .run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])
+        .unwrap();
+    stamp(Path::new(&index));
+    let tree = git.snapshot().unwrap();
+    let blob = git.run(&["show", &format!("{tree}:app.py")]).unwrap();
+    assert_eq!(blob.trim_end(), "VALUE = 1");
+}

@@ -1,0 +1,270 @@
+//! A writing sub-session's git worktree (issue 25 item 1): creating it from its
+//! parent's working tree as it is, committing its changes to its branch, its diff
+//! against its base, repairing or removing it.
+//!
+//! Owns: [`WorktreeRecord`] (stored in the session's metadata as `extra.worktree`)
+//! and the git steps on it. Does not own: deciding who gets one (`engine::spawn`),
+//! merging (`merge`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::git::Git;
+use super::{IsolationError, Repo};
+
+/// The metadata key of a session's [`WorktreeRecord`].
+pub const KEY: &str = "worktree";
+
+/// Where a sub-session's worktree stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// The worktree exists (or its branch does) and is not merged.
+    Active,
+    /// Its session ended with no change: worktree and branch removed.
+    Clean,
+    /// Merged into its parent's working tree; worktree and branch removed.
+    Merged,
+    /// Discarded; worktree and branch removed.
+    Discarded,
+}
+
+/// A sub-session's worktree, as stored in its metadata (`extra.worktree`):
+/// `{path, branch, base, repo, subdir, state}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeRecord {
+    /// The worktree's top level (under arbor's state directory).
+    pub path: PathBuf,
+    /// `arbor/<short id>`.
+    pub branch: String,
+    /// The commit it was cut from: the parent's working tree at spawn.
+    pub base: String,
+    /// The top level of the work tree it was cut from (the parent's).
+    pub repo: PathBuf,
+    /// The parent's working directory relative to `repo` (`""` at the top): the
+    /// session works in `path/subdir`.
+    #[serde(default)]
+    pub subdir: String,
+    pub state: State,
+}
+
+impl WorktreeRecord {
+    /// The record in `extra` (a session's metadata extras), if any.
+    pub fn of(extra: &serde_json::Map<String, Value>) -> Option<Self> {
+        extra
+            .get(KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// As a metadata value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The session's working directory: `path/subdir`.
+    pub fn working_dir(&self) -> PathBuf {
+        if self.subdir.is_empty() {
+            self.path.clone()
+        } else {
+            self.path.join(&self.subdir)
+        }
+    }
+
+    /// The parent's working directory it was cut from: `repo/subdir`.
+    pub fn parent_dir(&self) -> PathBuf {
+        if self.subdir.is_empty() {
+            self.repo.clone()
+        } else {
+            self.repo.join(&self.subdir)
+        }
+    }
+
+    fn git(&self) -> Git {
+        Git::at(&self.path)
+    }
+
+    fn main_git(&self) -> Git {
+        Git::at(&self.repo)
+    }
+
+    /// Cuts a worktree for session `short` (its short id) from `parent_dir` as it is
+    /// now: a commit object of its working tree (uncommitted and untracked files
+    /// included, ignored ones not) on top of `HEAD`, checked out at
+    /// `root/<repo slug>/<short>` on a new branch `arbor/<short>`.
+    ///
+    /// Errors: `NotARepo` outside git; `Git` when a step fails (a branch of that name
+    /// exists, …).
+    pub fn create(parent_dir: &Path, short: &str, root: &Path) -> Result<Self, IsolationError> {
+        let repo = Repo::discover(parent_dir)?;
+        let git = repo.git();
+        let tree = Git::at(parent_dir).snapshot()?;
+        let head = git.commit_of("HEAD")?;
+        let parents: Vec<&str> = head.iter().map(String::as_str).collect();
+        let base = git.commit_tree(&tree, &parents, &format!("arbor: base of {short}"))?;
+        let branch = format!("arbor/{short}");
+        let path = root.join(crate::paths::project_slug(&repo.top)).join(short);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| IsolationError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let shown = path.display().to_string();
+        git.run(&["worktree", "add", "--quiet", "-b", &branch, &shown, &base])?;
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        let canonical = std::fs::canonicalize(parent_dir).unwrap_or(parent_dir.to_path_buf());
+        let subdir = canonical
+            .strip_prefix(&repo.top)
+            .map(|p| p.to_string_lossy().to_string())
+            .unwrap_or_default();
+        Ok(Self {
+            path,
+            branch,
+            base,
+            repo: repo.top,
+            subdir,
+            state: State::Active,
+        })
+    }
+
+    /// The directories a sandboxed command in this worktree must write for git to
+    /// work (issue 25 item 6): its own entry in the main `.git` (`worktrees/<name>`),
+    /// and the shared `objects`, `refs` and `logs`.
+    pub fn git_write_paths(&self) -> Vec<PathBuf> {
+        let Ok(repo) = Repo::discover(&self.path) else {
+            return Vec::new();
+        };
+        let mut out = vec![repo.git_dir.clone()];
+        for sub in ["objects", "refs", "logs"] {
+            out.push(repo.common_dir.join(sub));
+        }
+        out
+    }
+
+    /// Commits whatever changed in the worktree to its branch ("arbor: <message>");
+    /// `Ok(true)` when a commit was made. A worktree whose directory is gone is left
+    /// alone (`Ok(false)`).
+    pub fn commit(&self, message: &str) -> Result<bool, IsolationError> {
+        if !self.path.exists() {
+            return Ok(false);
+        }
+        let git = self.git();
+        git.run(&["add", "--all", "--", ":/"])?;
+        let staged = git.output(&["diff", "--cached", "--quiet"])?;
+        if staged.status.success() {
+            return Ok(false);
+        }
+        git.run(&[
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            &format!("arbor: {message}"),
+        ])?;
+        Ok(true)
+    }
+
+    /// The tree the session's changes end in: its worktree as it is now (uncommitted
+    /// changes included) when the directory exists, else its branch's.
+    pub fn current_tree(&self) -> Result<String, IsolationError> {
+        if self.path.exists() {
+            self.git().snapshot()
+        } else {
+            self.main_git()
+                .run(&["rev-parse", &format!("{}^{{tree}}", self.branch)])
+        }
+    }
+
+    /// The files the session changed against its base (repository relative).
+    pub fn changed_files(&self) -> Result<Vec<String>, IsolationError> {
+        let tree = self.current_tree()?;
+        self.main_git().changed(&self.base, &tree)
+    }
+
+    /// `git diff` of the session's changes against its base: a patch `git apply`
+    /// accepts in the parent's working tree (binary files included).
+    pub fn diff(&self) -> Result<String, IsolationError> {
+        let tree = self.current_tree()?;
+        let out = self.main_git().run(&[
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            &self.base,
+            &tree,
+        ])?;
+        Ok(if out.is_empty() { out } else { out + "\n" })
+    }
+
+    /// Whether the branch holds no change against the base and the worktree none
+    /// uncommitted.
+    pub fn is_clean(&self) -> Result<bool, IsolationError> {
+        Ok(self.changed_files()?.is_empty())
+    }
+
+    /// A worktree whose directory was deleted by hand: re-checked out from its branch
+    /// (`Ok(Some(note))`), or `Ok(None)` when nothing was missing. Errors when the
+    /// branch is gone too.
+    pub fn repair(&self) -> Result<Option<String>, IsolationError> {
+        if self.path.exists() {
+            return Ok(None);
+        }
+        let git = self.main_git();
+        git.run(&["worktree", "prune"])?;
+        let shown = self.path.display().to_string();
+        git.run(&["worktree", "add", "--quiet", &shown, &self.branch])?;
+        Ok(Some(format!(
+            "the worktree {} was missing; checked out again from {}",
+            self.path.display(),
+            self.branch
+        )))
+    }
+
+    /// Removes the worktree (its directory, even with changes) and the branch; what
+    /// is already gone is skipped. Returns notes on what was missing.
+    pub fn remove(&self) -> Result<Vec<String>, IsolationError> {
+        let git = self.main_git();
+        let mut notes = Vec::new();
+        if self.path.exists() {
+            let shown = self.path.display().to_string();
+            git.run(&["worktree", "remove", "--force", "--force", &shown])?;
+        } else {
+            notes.push(format!(
+                "the worktree {} was already gone",
+                self.path.display()
+            ));
+        }
+        git.run(&["worktree", "prune"])?;
+        if git
+            .commit_of(&format!("refs/heads/{}", self.branch))?
+            .is_some()
+        {
+            git.run(&["branch", "--quiet", "-D", &self.branch])?;
+        } else {
+            notes.push(format!("the branch {} was already gone", self.branch));
+        }
+        Ok(notes)
+    }
+}
+
+/// Every `arbor/*` worktree of the repository at `dir` (its path and branch), for
+/// finding the ones no session claims (left by a crash).
+pub fn list(dir: &Path) -> Result<Vec<(PathBuf, String)>, IsolationError> {
+    let repo = Repo::discover(dir)?;
+    let out = repo.git().run(&["worktree", "list", "--porcelain"])?;
+    let mut found = Vec::new();
+    let mut path = None;
+    for line in out.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(PathBuf::from(p));
+        } else if let Some(b) = line.strip_prefix("branch refs/heads/")
+            && b.starts_with("arbor/")
+            && let Some(p) = path.take()
+        {
+            found.push((p, b.to_string()));
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,61 @@
+//! What a tree node says about isolation (issue 25): the branch of a sub-session's
+//! unmerged worktree (`⎇ arbor/1a2b3c4d unmerged`) and the turn a fork was cut at
+//! (`fork @3`), from its metadata.
+//!
+//! Owns: [`mark`], refreshing it from a listing, and clearing it once the worktree
+//! is gone. Does not own: the worktree itself (`isolation`), drawing
+//! (`views::tree`).
+
+use crate::isolation::WorktreeRecord;
+use crate::isolation::worktree::State;
+use crate::session::Metadata;
+
+/// The isolation marks of `m`: `(branch of an active worktree, turn it was forked
+/// at)`.
+pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
+    let branch = WorktreeRecord::of(&m.extra)
+        .filter(|r| r.state == State::Active)
+        .map(|r| r.branch);
+    (branch, m.forked_from_turn())
+}
+
+impl super::SessionTree {
+    /// Takes the isolation marks of every listed session the tree already has from
+    /// its stored metadata (`load` adds only new ones): a sub-session spawned in this
+    /// process learns its worktree's branch once its turn ended and was recorded,
+    /// and loses it once merged, discarded or removed clean.
+    pub fn refresh_marks(&mut self, listed: &[Metadata]) {
+        for m in listed {
+            if let Some(node) = self.nodes.get_mut(m.session_id.as_str()) {
+                (node.branch, node.fork) = mark(m);
+            }
+        }
+    }
+
+    /// Session `id`'s worktree was merged or discarded: its node loses its branch
+    /// and "unmerged" mark. Unknown ids are ignored.
+    pub fn worktree_gone(&mut self, id: &str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.branch = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_active_worktree_shows_its_branch_and_a_fork_its_turn() {
+        let mut m = Metadata::default();
+        m.extra.insert(
+            "worktree".into(),
+            json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
+        );
+        m.extra.insert("forked_from_turn".into(), json!(3));
+        assert_eq!(mark(&m), (Some("arbor/1a2b3c4d".into()), Some(3)));
+        m.extra["worktree"]["state"] = json!("merged");
+        assert_eq!(mark(&m).0, None);
+    }
+}
