@@ -1,5 +1,6 @@
 //! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
-//! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`) (issue 29).
+//! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`), and before a compaction
+//! (`PreCompact`) (issue 29).
 //!
 //! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
 //! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
@@ -161,6 +162,43 @@ pub(crate) async fn stop(live: &LiveSession, gate: &Gate<'_>, status: &str) {
     input.insert("status".into(), status.into());
     input.insert("agent".into(), live.agent_name.clone().into());
     let verdict = hooks.run(event, None, input, &live.working_dir).await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+}
+
+/// Runs the `PreCompact` hooks before the context of `live` is compacted, with
+/// `trigger` (`auto`, `manual`, `overflow`) and `/compact`'s focus as
+/// `custom_instructions`. Reported only: a hook cannot stop a compaction (Claude
+/// Code's rule).
+pub(crate) async fn pre_compact(
+    live: &LiveSession,
+    env: &super::env::TurnEnv,
+    trigger: &str,
+    focus: Option<&str>,
+) {
+    let hooks = &env.hook_runner;
+    if !hooks.has(HookEvent::PreCompact) {
+        return;
+    }
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        crate::hooks::transcript_path(&env.paths, &live.id)
+            .to_string_lossy()
+            .into_owned()
+            .into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input.insert("trigger".into(), trigger.into());
+    input.insert("custom_instructions".into(), focus.unwrap_or("").into());
+    let verdict = hooks
+        .run(HookEvent::PreCompact, None, input, &live.working_dir)
+        .await;
     for record in &verdict.runs {
         live.emit(EngineEvent::HookRan(record.clone()));
     }

@@ -242,3 +242,100 @@ fn user_prompt_submit_adds_context_or_blocks_and_stop_runs_after_the_turn() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
+    let server = ScriptedServer::start(std::sync::Arc::new(|body: Value| {
+        let system = body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let text = if system.starts_with("You compact") {
+            "Summary: long turns."
+        } else {
+            "ok"
+        };
+        // Usage reports the request's size (≈ characters / 4), as a real server would.
+        let prompt = (body["messages"].to_string().len() as u64).div_ceil(4);
+        let chunk = |delta: Value, finish: Option<&str>| {
+            let c = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+                "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            format!("data: {c}\n\n")
+        };
+        let usage = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 2, "total_tokens": prompt + 2}});
+        let sse = chunk(
+            serde_json::json!({"role": "assistant", "content": text}),
+            None,
+        ) + &chunk(serde_json::json!({}), Some("stop"))
+            + &format!("data: {usage}\n\ndata: [DONE]\n\n");
+        Box::pin(async move { Reply::Sse(sse) })
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("compact.json");
+    let env = env_with(
+        &server,
+        &format!(
+            "hooks:\n  PreCompact:\n    - hooks: [{{command: \"cat > {}\"}}]\n",
+            seen.display()
+        ),
+    );
+    let bundle = env.dir.path().join("bundle.md");
+    std::fs::write(
+        &bundle,
+        "---\nbundle: {name: small, version: 0.1.0}\nsession:\n  orchestrator: {module: loop-streaming}\n  context:\n    module: context-simple\n    config: {max_tokens: 4000, compact_threshold: 0.8}\ntools: []\nagents: none\n---\n\nYou answer briefly.\n",
+    )
+    .unwrap();
+    let long = |i: usize| format!("turn {i}: {}", "lorem ipsum ".repeat(400));
+    let first = env
+        .cmd()
+        .arg("--bundle")
+        .arg(&bundle)
+        .args(["run", "--output-format", "json", &long(1)])
+        .output()
+        .unwrap();
+    let out: Value = serde_json::from_slice(&first.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&first.stderr)));
+    let id = out["session_id"].as_str().unwrap().to_string();
+    for i in 2..=4 {
+        let next = env
+            .cmd()
+            .args([
+                "session",
+                "resume",
+                &id,
+                &long(i),
+                "--output-format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            next.status.success(),
+            "{}",
+            String::from_utf8_lossy(&next.stderr)
+        );
+    }
+    let names: Vec<Value> = events(&env, &id)
+        .into_iter()
+        .map(|e| e["event"].clone())
+        .collect();
+    let input: Value = serde_json::from_str(
+        &std::fs::read_to_string(&seen).unwrap_or_else(|_| panic!("{names:?}")),
+    )
+    .unwrap();
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "auto");
+    assert_eq!(input["session_id"], id.as_str());
+    let events = events(&env, &id);
+    let ran = events
+        .iter()
+        .position(|e| e["event"] == "hook:ran")
+        .unwrap();
+    let compacted = events
+        .iter()
+        .position(|e| e["event"] == "context:compaction")
+        .unwrap();
+    assert!(ran < compacted, "the hook runs before the compaction");
+}
