@@ -6,7 +6,8 @@
 //! resume.
 //!
 //! Owns: the marker ([`marker`]), splitting a text into text and image parts
-//! ([`parts`]), and preparing an image file ([`encode_file`]: the `image` crate reads
+//! ([`parts`]), the models known to take none ([`lacks_vision`], which get a note
+//! instead: [`without_images`]), and preparing an image file ([`encode_file`]: the `image` crate reads
 //! it and, when it is larger than [`MAX_SIDE`] pixels on a side or [`MAX_BYTES`]
 //! bytes, scales it down and re-encodes it as PNG). Does not own: which files are
 //! attached (front ends) or the wire forms (`provider`).
@@ -66,6 +67,38 @@ pub fn parts(text: &str) -> Vec<Part<'_>> {
         out.push(Part::Text(rest));
     }
     out
+}
+
+/// Whether `model` is known to take no images (so an image part would fail the
+/// request): OpenAI's `gpt-3.5*`, `o1-mini`, `o3-mini`, DeepSeek's models, and
+/// coder-only local models (`*coder*`, `codestral*`). Any other model gets the image.
+pub fn lacks_vision(model: &str) -> bool {
+    let m = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    m.starts_with("gpt-3.5")
+        || m.starts_with("o1-mini")
+        || m.starts_with("o3-mini")
+        || m.starts_with("deepseek")
+        || m.contains("coder")
+        || m.starts_with("codestral")
+}
+
+/// `text` with each image marker replaced by a note that `model` takes no images
+/// (`[an image/png image was attached but not sent: gpt-3.5-turbo does not accept
+/// images]`), for models that [`lacks_vision`].
+pub fn without_images(text: &str, model: &str) -> String {
+    parts(text)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(t) => t.to_string(),
+            Part::Image { media_type, .. } => format!(
+                "[an {media_type} image was attached but not sent: {model} does not accept images]"
+            ),
+        })
+        .collect()
 }
 
 /// The marker of an image with `media_type` and base64 `data`.
@@ -151,6 +184,15 @@ mod tests {
             ]
         );
         assert_eq!(parts("plain"), [Part::Text("plain")]);
+        assert!(lacks_vision("gpt-3.5-turbo") && lacks_vision("qwen2.5-coder-0.5b"));
+        assert!(!lacks_vision("gpt-4o") && !lacks_vision("claude-sonnet-4-5"));
+        assert_eq!(
+            without_images(
+                &format!("a{}", marker("image/png", "QUJD")),
+                "gpt-3.5-turbo"
+            ),
+            "a[an image/png image was attached but not sent: gpt-3.5-turbo does not accept images]"
+        );
         assert!(!has_images("plain"));
     }
 
