@@ -86,7 +86,7 @@ pub(crate) async fn run_calls(
             let (mut output, panic) = match tool {
                 None => (ToolOutput::error(tools.not_mounted_error(&call.tool)), None),
                 Some(_) if token.is_cancelled() => (ToolOutput::error(CANCELLED_RESULT), None),
-                Some(tool) => match tool_hooks::pre(live, gate, call).await {
+                Some(tool) => match Box::pin(tool_hooks::pre(live, gate, call)).await {
                     Err(blocked) => (blocked, None),
                     Ok(context) => match gate.check(&tool, call, token).await {
                         Pass::Refused(output) => (output, None),
@@ -106,13 +106,13 @@ pub(crate) async fn run_calls(
                                         tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
                                     match finish(handle, token).await {
                                         Ok(mut output) => {
-                                            tool_hooks::post(
+                                            Box::pin(tool_hooks::post(
                                                 live,
                                                 gate,
                                                 call,
                                                 &mut output,
                                                 context,
-                                            )
+                                            ))
                                             .await;
                                             (output, None)
                                         }

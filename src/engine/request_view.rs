@@ -223,7 +223,13 @@ impl Run<'_> {
         let started = Instant::now();
         let focus = focus.filter(|f| !f.trim().is_empty());
         if step != Plan::Keep {
-            super::tool_hooks::pre_compact(live, request.env, trigger, focus.as_deref()).await;
+            Box::pin(super::tool_hooks::pre_compact(
+                live,
+                request.env,
+                trigger,
+                focus.as_deref(),
+            ))
+            .await;
         }
         let (record, usage) = match step {
             Plan::Keep => (old.clone(), None),

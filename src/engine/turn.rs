@@ -289,7 +289,7 @@ async fn one_turn(
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
-    let end = match tool_hooks::prompt_submit(live, &gate, &prompts).await {
+    let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
         Err(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
@@ -312,7 +312,7 @@ async fn one_turn(
                 })
         }
     };
-    tool_hooks::stop(live, &gate, end.status.as_str()).await;
+    Box::pin(tool_hooks::stop(live, &gate, end.status.as_str())).await;
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.active_agent = Some(next));

@@ -99,18 +99,30 @@ impl HookRunner {
     /// Runs the hooks of `event` matching `tool` in config order with `input` (the
     /// event's JSON object; `hook_event_name` is added) on stdin, in `cwd`; stops at the
     /// first that blocks. Never fails: a hook that cannot run is a `failed` record.
+    /// The work is boxed, so a caller's future (a turn's) stays small.
     pub async fn run(
         &self,
         event: HookEvent,
         tool: Option<&str>,
+        input: Map<String, Value>,
+        cwd: &Path,
+    ) -> HookVerdict {
+        let hooks = self.hooks.matching(event, tool);
+        if hooks.is_empty() {
+            return HookVerdict::default();
+        }
+        Box::pin(self.run_all(event, tool, hooks, input, cwd)).await
+    }
+
+    async fn run_all(
+        &self,
+        event: HookEvent,
+        tool: Option<&str>,
+        hooks: Vec<HookCommand>,
         mut input: Map<String, Value>,
         cwd: &Path,
     ) -> HookVerdict {
         let mut verdict = HookVerdict::default();
-        let hooks = self.hooks.matching(event, tool);
-        if hooks.is_empty() {
-            return verdict;
-        }
         input.insert("hook_event_name".into(), event.as_str().into());
         input
             .entry("cwd")
