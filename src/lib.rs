@@ -13,6 +13,8 @@
 //!   `cli`), driving the engine through the same handle.
 //! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
 //!   imports `cli` or `tui`.
+//! - `hooks`: the person's hook commands (issue 29, Claude Code's contract): their
+//!   config and running them; uses `config`, `sandbox`, `session` and `paths`.
 //! - `tool`: the `Tool` trait, mounting tools from a mount plan, the built-in tools.
 //! - `routing`: model roles, provider preferences, routing matrices, model prices, and
 //!   building providers from config + environment (`routing::setup`).
@@ -42,6 +44,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod hooks;
 pub mod isolation;
 pub mod paths;
 pub mod provider;

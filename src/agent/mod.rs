@@ -17,6 +17,7 @@
 
 pub mod approvals;
 pub mod bundle;
+pub mod commands;
 pub mod endpoints;
 pub mod file;
 pub mod frontmatter;

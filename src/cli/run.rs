@@ -75,14 +75,22 @@ pub struct RunArgs {
 /// Creates a root session (with `--agent` and `--model` if given: routed as
 /// `Runtime::create_root_with` says), runs one turn, prints the result: `--model` is
 /// the runtime's model of new roots (set up as the TUI's `--model` is), then the
-/// engine handle gets `Submit` without a session id, as the TUI sends it.
-pub async fn run(args: RunArgs, root: RootOptions, options: ContextOptions) -> Result<i32> {
+/// engine handle gets `Submit` without a session id, as the TUI sends it. A prompt
+/// `/name args` of a command file is expanded first (`agent::commands`).
+pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) -> Result<i32> {
     let agent = root.agent.clone();
-    let prompt = match stdin::prompt_with_stdin(args.prompt) {
+    let mut prompt = match stdin::prompt_with_stdin(args.prompt) {
         Ok(prompt) => prompt,
         Err(e) => return report_error(args.output_format, None, agent.as_deref(), &e),
     };
     let mut ctx = Context::load(&options)?;
+    // `/name args` of a command file (issue 29): its prompt, and its `agent` / `model`
+    // unless the flags chose.
+    if let Some((command, expanded)) = crate::agent::commands::expand_message(&ctx.paths, &prompt) {
+        root.agent = root.agent.or(command.agent);
+        root.model = root.model.or(command.model);
+        prompt = expanded;
+    }
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }

@@ -21,12 +21,15 @@
 //! mcp_servers:                    # MCP tool servers, see config::mcp
 //!   calc: {command: calc-server, args: [--stdio]}
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
+//! hooks: {PreToolUse: [{matcher: bash, hooks: [{type: command, command: "~/bin/check.sh"}]}]}   # see hooks
+//! web: {allow_private_addresses: false}   # see tool::web
 //! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
 //! context: {max_tokens: 128000, compact_threshold: 0.8}  # see config::context
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
 //! `retry` (`config::retry`), `routing` (`routing`), `mcp_servers` (`config::mcp`),
+//! `hooks` (`hooks`), `web` (`tool::web`).
 //! `context` (`config::context`).
 //!
 //! Relative paths in the file (`bundle:`, an MCP server's `cwd` and `./command`)

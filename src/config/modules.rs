@@ -29,6 +29,8 @@ pub enum Access {
     Write,
     /// Runs commands: asks by default.
     Execute,
+    /// Reaches the network (`web_fetch`): asks by default.
+    Network,
 }
 
 impl Access {
@@ -138,6 +140,21 @@ pub const DELEGATE: ToolModule = ToolModule {
     mount: Mount::Plan,
 };
 
+/// `tool-todo`: the model's checklist (Amplifier's `tool-todo`); it changes only the
+/// session's own list, so it is allowed by default like a read.
+pub const TODO: ToolModule = ToolModule {
+    name: "tool-todo",
+    tools: &[tool("todo", Access::Read)],
+    mount: Mount::Plan,
+};
+
+/// `tool-web`: `web_fetch`, one HTTP(S) GET as Markdown (Amplifier's `tool-web`).
+pub const WEB: ToolModule = ToolModule {
+    name: "tool-web",
+    tools: &[tool("web_fetch", Access::Network)],
+    mount: Mount::Plan,
+};
+
 /// `tool-mcp`: the tools of Model Context Protocol servers (`mcp__<server>__<tool>`,
 /// which ask by default as unknown tools do).
 pub const MCP: ToolModule = ToolModule {
@@ -154,7 +171,9 @@ pub const TRANSFER: ToolModule = ToolModule {
 };
 
 /// Every built-in tool module, in the order messages list them.
-pub const TOOL_MODULES: &[ToolModule] = &[FILESYSTEM, SEARCH, BASH, TASK, DELEGATE, MCP, TRANSFER];
+pub const TOOL_MODULES: &[ToolModule] = &[
+    FILESYSTEM, SEARCH, BASH, TASK, DELEGATE, TODO, WEB, MCP, TRANSFER,
+];
 
 /// The row of tool module `name`.
 pub fn tool_module(name: &str) -> Option<&'static ToolModule> {

@@ -1,6 +1,7 @@
 //! Project trust (SPEC §12 "Trust"): which projects the person has trusted once.
 //!
-//! A *project* is a directory holding `.amplifier/agents/` or `.mcp.json`. Until the
+//! A *project* is a directory holding `.amplifier/agents/`, `.mcp.json`, or a
+//! settings file with `hooks` ([`SETTINGS_FILES`]). Until the
 //! person trusts it (`arbor trust`, later a TUI prompt) its agents load but add no
 //! tools (`agent::registry` withholds them) and its MCP servers do not start. A
 //! directory with neither never needs trust. Trust never lets an agent file loosen
@@ -46,7 +47,26 @@ const MAX_STORE_BYTES: u64 = 1 << 20;
 /// Whether `dir` is a project that needs trust: it has `.amplifier/agents/` or
 /// `.amplifier/bundles/` (directories) or `.mcp.json` (a file).
 pub fn needs_trust(dir: &Path) -> bool {
-    dir.join(AGENTS_DIR).is_dir() || dir.join(BUNDLES_DIR).is_dir() || dir.join(MCP_FILE).is_file()
+    dir.join(AGENTS_DIR).is_dir()
+        || dir.join(BUNDLES_DIR).is_dir()
+        || dir.join(MCP_FILE).is_file()
+        || has_project_hooks(dir)
+}
+
+/// The project settings files that may configure hooks (issue 29), relative to a
+/// project root: power files, so their hooks run only once the project is trusted.
+pub const SETTINGS_FILES: &[&str] = &[".amplifier/settings.yaml", ".claude/settings.json"];
+
+/// Whether one of `dir`'s [`SETTINGS_FILES`] mentions `hooks` — except in the user's
+/// home directory, where `~/.claude/settings.json` and `~/.amplifier/settings.yaml`
+/// are Claude Code's and Amplifier's own user settings, not a project's.
+pub fn has_project_hooks(dir: &Path) -> bool {
+    if std::env::var_os("HOME").is_some_and(|home| Path::new(&home) == dir) {
+        return false;
+    }
+    SETTINGS_FILES.iter().any(|file| {
+        std::fs::read_to_string(dir.join(file)).is_ok_and(|text| text.contains("hooks"))
+    })
 }
 
 /// The project `start` belongs to: `start` or its nearest ancestor that
@@ -145,6 +165,12 @@ pub fn power_files(root: &Path) -> BTreeMap<String, String> {
     let mcp = root.join(MCP_FILE);
     if mcp.is_file() {
         out.insert(MCP_FILE.to_string(), hash_file(&mcp));
+    }
+    for file in SETTINGS_FILES {
+        let path = root.join(file);
+        if path.is_file() {
+            out.insert((*file).to_string(), hash_file(&path));
+        }
     }
     let mut agents: Vec<PathBuf> = std::fs::read_dir(root.join(AGENTS_DIR))
         .map(|rd| {

@@ -1,7 +1,8 @@
 //! Running one assistant message's tool calls concurrently.
 //!
 //! Owns: preparing each call (`Tool::prepare`, so task calls know their sub-session id
-//! before `tool:pre`), publishing `tool:pre`, passing each call through the approval
+//! before `tool:pre`), publishing `tool:pre`, the person's `PreToolUse` hooks (a block
+//! refuses the call before it asks) and `PostToolUse` hooks (`tool_hooks`), passing each call through the approval
 //! gate (`gate`: a call it refuses does not run and gets the gate's result), running
 //! each call as its own task — at most [`MAX_CONCURRENT_CALLS`] of one message at once,
 //! the others queued in call order until one ends (issue 22: 1,000 `bash` calls in one
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::gate::{Gate, Pass};
 use super::live::LiveSession;
 use super::panics;
+use super::tool_hooks;
 use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::metadata::record_file_change;
@@ -35,6 +37,7 @@ use crate::session::protocol::{
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
+use crate::tool::todo;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
@@ -71,7 +74,7 @@ pub(crate) async fn run_calls(
     // `tool:pre` of every call first, in call order.
     let prepared: Vec<_> = calls
         .iter()
-        .map(|call| prepare(live, tools, call, token))
+        .map(|call| prepare(live, tools, gate, call, token))
         .collect();
     let slots = Semaphore::new(MAX_CONCURRENT_CALLS);
     let slots = &slots;
@@ -83,30 +86,43 @@ pub(crate) async fn run_calls(
             let (mut output, panic) = match tool {
                 None => (ToolOutput::error(tools.not_mounted_error(&call.tool)), None),
                 Some(_) if token.is_cancelled() => (ToolOutput::error(CANCELLED_RESULT), None),
-                Some(tool) => match gate.check(&tool, call, token).await {
-                    Pass::Refused(output) => (output, None),
-                    Pass::Run if token.is_cancelled() => {
-                        (ToolOutput::error(CANCELLED_RESULT), None)
-                    }
-                    Pass::Run => {
-                        // Waits for one of the message's slots (never closed, so only
-                        // a cancel ends the wait without one).
-                        let slot = tokio::select! {
-                            slot = slots.acquire() => slot.ok(),
-                            () = token.cancelled() => None,
-                        };
-                        match slot {
-                            Some(_slot) => {
-                                let handle =
-                                    tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
-                                match finish(handle, token).await {
-                                    Ok(output) => (output, None),
-                                    Err(panic) => panicked(live, call, &*panic),
-                                }
-                            }
-                            None => (ToolOutput::error(CANCELLED_RESULT), None),
+                Some(tool) => match Box::pin(tool_hooks::pre(live, gate, call)).await {
+                    Err(blocked) => (blocked, None),
+                    Ok(context) => match gate.check(&tool, call, token).await {
+                        Pass::Refused(output) => (output, None),
+                        Pass::Run if token.is_cancelled() => {
+                            (ToolOutput::error(CANCELLED_RESULT), None)
                         }
-                    }
+                        Pass::Run => {
+                            // Waits for one of the message's slots (never closed, so only
+                            // a cancel ends the wait without one).
+                            let slot = tokio::select! {
+                                slot = slots.acquire() => slot.ok(),
+                                () = token.cancelled() => None,
+                            };
+                            match slot {
+                                Some(_slot) => {
+                                    let handle =
+                                        tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
+                                    match finish(handle, token).await {
+                                        Ok(mut output) => {
+                                            Box::pin(tool_hooks::post(
+                                                live,
+                                                gate,
+                                                call,
+                                                &mut output,
+                                                context,
+                                            ))
+                                            .await;
+                                            (output, None)
+                                        }
+                                        Err(panic) => panicked(live, call, &*panic),
+                                    }
+                                }
+                                None => (ToolOutput::error(CANCELLED_RESULT), None),
+                            }
+                        }
+                    },
                 },
             };
             if let Cow::Owned(clean) = scrub_secrets(&output.content) {
@@ -114,6 +130,15 @@ pub(crate) async fn run_calls(
             }
             if let Some(change) = &output.change {
                 live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
+            }
+            if call.tool == todo::TOOL_NAME
+                && !output.is_error
+                && let Some(list) = todo::list_of_input(&call.arguments)
+            {
+                let list = serde_json::to_value(list).unwrap_or_default();
+                live.update_metadata(|m| {
+                    m.extra.insert(todo::METADATA_KEY.into(), list);
+                });
             }
             publish_result(live, call, &output, task);
             (output, panic)
@@ -150,6 +175,7 @@ struct Prepared {
 fn prepare(
     live: &LiveSession,
     tools: &ToolSet,
+    gate: &Gate<'_>,
     call: &ToolCall,
     token: &CancellationToken,
 ) -> Prepared {
@@ -161,6 +187,7 @@ fn prepare(
         working_dir: live.working_dir.clone(),
         cancel: token.clone(),
         sub_session_id: None,
+        session_dir: Some(gate.session_dir()),
     };
     let tool = tools.get(&call.tool);
     if let Some(tool) = &tool {

@@ -87,6 +87,9 @@ pub(crate) struct TurnEnv {
     /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list); `mcp`
     /// starts its stdio servers in the same one.
     pub sandbox: Sandbox,
+    /// The person's hook commands (config `hooks:`, a trusted project's settings),
+    /// run around tool calls (`calls`).
+    pub hook_runner: crate::hooks::HookRunner,
 }
 
 impl TurnEnv {
@@ -113,7 +116,8 @@ impl TurnEnv {
                 Arc::new(task)
             }
         };
-        let mut set = ToolSet::mount_sandboxed(plan, live.depth, Some(&build), &self.sandbox);
+        let web = crate::tool::web::WebConfig::from_config(&self.config);
+        let mut set = ToolSet::mount_with(plan, live.depth, Some(&build), &self.sandbox, web);
         set.extend(self.extra_tools.iter().cloned());
         let servers = self.mcp_servers_of(live, plan);
         if servers.is_empty() {

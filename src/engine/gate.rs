@@ -76,6 +76,21 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// The person's hook commands (`hooks`), which `calls` runs around each call.
+    pub fn hooks(&self) -> &crate::hooks::HookRunner {
+        &self.env.hook_runner
+    }
+
+    /// The calling session's transcript file, for a hook's `transcript_path`.
+    pub fn transcript_path(&self) -> std::path::PathBuf {
+        crate::hooks::transcript_path(&self.env.paths, &self.live.id)
+    }
+
+    /// The calling session's directory in the store (`ToolContext::session_dir`).
+    pub fn session_dir(&self) -> std::path::PathBuf {
+        self.env.paths.sessions_dir().join(self.live.id.as_str())
+    }
+
     /// Decides `call` of `tool` and, when it asks, gets the answer (a person's, or the
     /// headless mode's). Never fails: every way a call does not run is a
     /// [`Pass::Refused`] result for the model.

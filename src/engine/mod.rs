@@ -49,6 +49,7 @@ mod stored_plan;
 mod stream;
 #[doc(hidden)]
 pub mod testing;
+mod tool_hooks;
 mod transfer;
 pub mod turn;
 

@@ -40,6 +40,10 @@ pub enum TurnError {
     /// Tool calls of the turn panicked: each one's `<what>: <message>`.
     #[error("internal error: {}", .0.join("; "))]
     ToolsPanicked(Vec<String>),
+    /// A `UserPromptSubmit` hook blocked the turn's prompt (issue 29); `reason` is
+    /// the hook's (its stderr, or JSON `reason`).
+    #[error("blocked by a UserPromptSubmit hook: {reason}")]
+    HookBlocked { reason: String },
     /// The turn made `max_iterations` model calls without a final answer.
     #[error(
         "stopped after {max_iterations} model calls (max_iterations) without a final \

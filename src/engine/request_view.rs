@@ -222,6 +222,15 @@ impl Run<'_> {
         } = self;
         let started = Instant::now();
         let focus = focus.filter(|f| !f.trim().is_empty());
+        if step != Plan::Keep {
+            Box::pin(super::tool_hooks::pre_compact(
+                live,
+                request.env,
+                trigger,
+                focus.as_deref(),
+            ))
+            .await;
+        }
         let (record, usage) = match step {
             Plan::Keep => (old.clone(), None),
             Plan::Stub(record, _) => (record, None),

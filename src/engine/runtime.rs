@@ -147,6 +147,11 @@ impl Runtime {
             tracing::warn!("{problem}");
         }
         let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox, &options.paths);
+        let (hook_runner, hook_problems) =
+            crate::hooks::HookRunner::for_process(&options.paths, &options.config, sandbox.clone());
+        for problem in &hook_problems {
+            tracing::warn!("hooks: {problem}");
+        }
         let mcp = Arc::new(
             McpHub::new(options.env.clone()).sandboxed(sandbox.clone(), options.paths.cwd.clone()),
         );
@@ -173,6 +178,7 @@ impl Runtime {
                     mcp_servers: mcp_servers.servers,
                     mcp_reported: Default::default(),
                     sandbox,
+                    hook_runner,
                 },
                 bus: options.bus,
                 store,

@@ -59,6 +59,7 @@ use super::recovered;
 use super::request_view;
 use super::slots::{ProviderSlots, Slot};
 use super::stream::{CallEnd, call_model, error_event};
+use super::tool_hooks;
 use super::transfer;
 use crate::agent::select::TRANSFER_KEY;
 use crate::agent::tree::AgentTree;
@@ -253,8 +254,10 @@ async fn one_turn(
         m.status = SessionStatus::Running;
     });
     live.emit(EngineEvent::status(SessionStatus::Running));
-    for prompt in prompts {
-        live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent { prompt }));
+    for prompt in &prompts {
+        live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent {
+            prompt: prompt.clone(),
+        }));
     }
 
     let tree = transfer::session_tree(env, live);
@@ -286,13 +289,30 @@ async fn one_turn(
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
-    let end = panics::catch(&what, drive(live, &ctx, first, token, &mut usage))
-        .await
-        .unwrap_or_else(|panic| LoopEnd {
+    let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
+        Err(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
-            error: Some(TurnError::Panicked(panic)),
-        });
+            error: Some(TurnError::HookBlocked { reason }),
+        },
+        Ok(context) => {
+            for text in context {
+                live.append(Message::System(crate::session::message::UserMessage {
+                    content: format!("[UserPromptSubmit hook] {text}").into(),
+                    timestamp: Some(now_rfc3339()),
+                    metadata: None,
+                }));
+            }
+            panics::catch(&what, drive(live, &ctx, first, token, &mut usage))
+                .await
+                .unwrap_or_else(|panic| LoopEnd {
+                    status: SessionStatus::Failed,
+                    response: String::new(),
+                    error: Some(TurnError::Panicked(panic)),
+                })
+        }
+    };
+    Box::pin(tool_hooks::stop(live, &gate, end.status.as_str())).await;
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.active_agent = Some(next));

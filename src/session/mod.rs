@@ -12,6 +12,7 @@ pub mod budget;
 pub mod export;
 pub mod fork;
 pub mod ids;
+pub mod image;
 pub mod message;
 pub mod metadata;
 pub mod protocol;

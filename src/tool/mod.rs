@@ -2,7 +2,7 @@
 //!
 //! Owns: the `Tool` trait, tool outputs, the built-in modules `tool-task`,
 //! `tool-filesystem` (`read_file`, `list_directory`, `write_file`, `edit_file`),
-//! `tool-search` (`glob`, `grep`), `tool-bash` (`bash`) and `transfer_to_agent` for
+//! `tool-search` (`glob`, `grep`), `tool-bash` (`bash`), `tool-todo` (`todo`), `tool-web` (`web_fetch`) and `transfer_to_agent` for
 //! agents in a `sub_agents` tree (`transfer`). Reads are confined to the
 //! session's working directory, writes to `allowed_write_paths` (`confine`). Does not
 //! own: running tool calls concurrently, recording `files_changed` or scrubbing secrets
@@ -18,7 +18,9 @@ pub mod mcp;
 pub mod mount;
 pub mod search;
 pub mod task;
+pub mod todo;
 pub mod transfer;
+pub mod web;
 
 use crate::session::ids::SessionId;
 use crate::session::ids::ToolCallId;
@@ -86,6 +88,9 @@ pub struct ToolContext {
     /// For `task` calls: the sub-session this call spawns or resumes, decided by
     /// [`Tool::prepare`] before `tool:pre` is published (`None` for other tools).
     pub sub_session_id: Option<SessionId>,
+    /// The calling session's directory in the store, for tools that keep per-session
+    /// state there (`todo`); `None` when there is none (tool unit tests).
+    pub session_dir: Option<PathBuf>,
 }
 
 impl ToolContext {
@@ -111,6 +116,7 @@ impl ToolContext {
             working_dir: dir.to_path_buf(),
             cancel: CancellationToken::new(),
             sub_session_id: None,
+            session_dir: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! `config::modules::TOOL_MODULES`, whose tools its tests check it mounts — to tool
 //! instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
-//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`;
+//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`; `tool-todo` → `todo`; `tool-web` → `web_fetch`;
 //! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
 //! servers' tools need the servers started, which the engine does through
 //! `tool::mcp`), and the error text for a call to a tool that is not
@@ -18,7 +18,7 @@ use crate::config::MountPlan;
 use crate::sandbox::Sandbox;
 
 use super::task::{self, TaskConfig};
-use super::{Tool, ToolSpec, bash, delegate, filesystem, search};
+use super::{Tool, ToolSpec, bash, delegate, filesystem, search, todo, web};
 
 /// Builds the delegation tool of a module (`tool-task` or `tool-delegate`, the first
 /// argument) from its config; the engine's, since delegation needs the runtime.
@@ -61,6 +61,17 @@ impl ToolSet {
         task: Option<&DelegationBuilder>,
         sandbox: &Sandbox,
     ) -> Self {
+        Self::mount_with(plan, depth, task, sandbox, web::WebConfig::default())
+    }
+
+    /// [`ToolSet::mount_sandboxed`] with `web_fetch` under the user's `web:` config.
+    pub fn mount_with(
+        plan: &MountPlan,
+        depth: u32,
+        task: Option<&DelegationBuilder>,
+        sandbox: &Sandbox,
+        web_config: web::WebConfig,
+    ) -> Self {
         let writable: Vec<String> = plan
             .tools()
             .into_iter()
@@ -76,6 +87,8 @@ impl ToolSet {
                 filesystem::MODULE => set.extend(filesystem::tools(&entry.config)),
                 search::MODULE => set.extend(search::tools()),
                 bash::MODULE => set.extend(bash::tools(&entry.config, sandbox, writable.clone())),
+                todo::MODULE => set.extend(todo::tools()),
+                web::MODULE => set.extend(web::tools(web_config)),
                 module @ (task::MODULE | delegate::MODULE) => {
                     let config = TaskConfig::from_value(&entry.config);
                     let name = if module == task::MODULE {
@@ -201,6 +214,8 @@ mod tests {
             bash::MODULE,
             task::MODULE,
             delegate::MODULE,
+            todo::MODULE,
+            web::MODULE,
             crate::config::mcp::MCP_MODULE,
             super::super::transfer::MODULE,
         ];
@@ -280,9 +295,8 @@ mod tests {
             tool_module(delegate::MODULE).unwrap().tools[0].name,
             delegate::TOOL_NAME
         );
-        let outside = MountPlan::from_value(
-            json!({"tools": ["tool-lsp", "tool-web", "tool-x", "provider-openai"]}),
-        );
+        let outside =
+            MountPlan::from_value(json!({"tools": ["tool-lsp", "tool-x", "provider-openai"]}));
         assert!(ToolSet::mount(&outside, 0, None).names().is_empty());
     }
 

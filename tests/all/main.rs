@@ -20,6 +20,7 @@ mod approvals_evasions;
 mod cli;
 mod cli_budgets;
 mod cli_errors;
+mod commands;
 mod conformance;
 mod context_window;
 mod crash_loop;
@@ -39,7 +40,9 @@ mod engine_steer;
 mod engine_tools;
 mod engine_undo;
 mod front_ends;
+mod hooks;
 mod http_pool;
+mod images;
 mod inner_layers;
 mod interop;
 mod isolation;
@@ -63,12 +66,14 @@ mod sandbox;
 mod store;
 #[cfg(unix)]
 mod terminal;
+mod todo;
 mod tools_cli;
 mod transfer;
 mod tui;
 mod tui_handoff;
 mod tui_mentions;
 mod usage;
+mod web;
 
 /// The modules share one process, so a test that changed process-wide state would
 /// break others at random. `std::env::set_var` is `unsafe` (edition 2024) and unsafe

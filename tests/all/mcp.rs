@@ -44,6 +44,7 @@ fn ctx(dir: &Path, cancel: CancellationToken) -> ToolContext {
         working_dir: dir.to_path_buf(),
         cancel,
         sub_session_id: None,
+        session_dir: None,
     }
 }
 

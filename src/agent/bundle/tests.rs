@@ -21,11 +21,18 @@ fn builtin_bundle_loads_with_its_agents() {
     let tools: Vec<_> = b.mount_plan.tools().into_iter().map(|t| t.module).collect();
     assert_eq!(
         tools,
-        ["tool-filesystem", "tool-bash", "tool-search", "tool-task"]
+        [
+            "tool-filesystem",
+            "tool-bash",
+            "tool-search",
+            "tool-todo",
+            "tool-web",
+            "tool-task"
+        ]
     );
     assert_eq!(
         b.mount_plan.spawn(),
-        &json!({"exclude_tools": ["tool-bash"]})
+        &json!({"exclude_tools": ["tool-bash", "tool-web"]})
     );
     let stems: Vec<_> = b.agent_files.iter().map(|f| f.stem.as_str()).collect();
     for want in [

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use crate::cli::OutputFormat;
 use crate::cli::out;
 use crate::session::protocol::{
-    ApprovalDeniedEvent, ContentBlockDeltaEvent, DecisionKind, DeltaKind,
+    ApprovalDeniedEvent, ContentBlockDeltaEvent, DecisionKind, DeltaKind, HookOutcome,
 };
 use crate::session::redact::{ScrubStream, scrub_secrets};
 use crate::session::{EngineEvent, Event, Message};
@@ -103,12 +103,16 @@ impl<'a> Printer<'a> {
                 EngineEvent::ProviderEndpointChanged(changed) if own => out::error(changed.note()),
                 EngineEvent::SessionRebuilt(rebuilt) if own => out::error(rebuilt.note()),
                 EngineEvent::McpServerFailed(failed) => out::warning(failed.note()),
+                EngineEvent::HookRan(ran) if ran.outcome != HookOutcome::Passed => {
+                    out::warning(ran.note())
+                }
                 EngineEvent::ContextCompaction(compaction) if own => {
                     out::error(compaction.note());
                 }
                 // A sub-session's endpoint or rebuild note, and every event without a
                 // stderr note.
                 EngineEvent::ProviderEndpointChanged(_)
+                | EngineEvent::HookRan(_)
                 | EngineEvent::ContextCompaction(_)
                 | EngineEvent::ContextUsage(_)
                 | EngineEvent::SessionRebuilt(_)
@@ -197,6 +201,7 @@ impl<'a> Printer<'a> {
                 | EngineEvent::PromptUnqueued(_)
                 | EngineEvent::SessionBudget(_)
                 | EngineEvent::McpServerFailed(_)
+                | EngineEvent::HookRan(_)
                 | EngineEvent::ContextCompaction(_)
                 | EngineEvent::ContextUsage(_) => {}
             },
@@ -255,6 +260,7 @@ impl<'a> Printer<'a> {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => {}
         }

@@ -168,6 +168,30 @@ struct Turn<C> {
     content: C,
 }
 
+/// A user text with image markers (`session::image`) as Messages content blocks:
+/// `{"type":"text","text"}` and `{"type":"image","source":{"type":"base64",
+/// "media_type","data"}}`.
+struct ImageBlocks<'a>(&'a str);
+
+impl Serialize for ImageBlocks<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::session::image::{Part, parts};
+        let mut seq = s.serialize_seq(None)?;
+        for part in parts(self.0) {
+            match part {
+                Part::Text(text) => {
+                    seq.serialize_element(&serde_json::json!({"type": "text", "text": text}))?
+                }
+                Part::Image { media_type, data } => seq.serialize_element(&serde_json::json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": media_type, "data": data}
+                }))?,
+            }
+        }
+        seq.end()
+    }
+}
+
 /// The transcript as Messages turns: `system` messages left out (they are in
 /// `system`), tool results grouped with the user text right after them.
 struct Messages<'a>(&'a [Message]);
@@ -181,6 +205,11 @@ impl Serialize for Messages<'_> {
             i += 1;
             match message {
                 Message::System(_) => {}
+                Message::User(m) if crate::session::image::has_images(&m.content) => seq
+                    .serialize_element(&Turn {
+                        role: "user",
+                        content: ImageBlocks(m.content.as_str()),
+                    })?,
                 Message::User(m) => seq.serialize_element(&Turn {
                     role: "user",
                     content: m.content.as_str(),
@@ -307,6 +336,21 @@ mod tests {
     /// The exact bytes the `Value`-tree encoder sent before, key order included.
     const EDGE_BODY: &str = r#"{"model":"m2","max_tokens":8192,"stream":true,"system":"Sys prompt\n\nnote one\n\nnote two","messages":[{"role":"user","content":""},{"role":"assistant","content":[{"type":"redacted_thinking","data":"xx"}]},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b \"q\" ü"},{"type":"tool_use","id":"k1","name":"grep","input":{}},{"type":"tool_use","id":"k2","name":"raw","input":{"_raw":"str-args"}},{"type":"tool_use","id":"k3","name":"num","input":{"_raw":[1,2.5]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"k1","content":"r1"},{"type":"tool_result","tool_use_id":"k2","content":"","is_error":true}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"k3","content":"r3\n"},{"type":"text","text":"after"}]},{"role":"user","content":"again"},{"role":"assistant","content":[{"type":"tool_use","id":"k4","name":"t","input":{}}]}],"tools":[{"name":"grep","description":"d","input_schema":{"type":"object"}},{"name":"t","description":"","input_schema":null}],"temperature":0.7,"top_k":3,"thinking":{"type":"enabled","budget_tokens":1024},"stop_sequences":["s"]}"#;
     const EDGE_BODY_BARE: &str = r#"{"model":"m2","max_tokens":5,"stream":true,"system":"note one\n\nnote two","messages":[{"role":"user","content":""},{"role":"assistant","content":[{"type":"redacted_thinking","data":"xx"}]},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b \"q\" ü"},{"type":"tool_use","id":"k1","name":"grep","input":{}},{"type":"tool_use","id":"k2","name":"raw","input":{"_raw":"str-args"}},{"type":"tool_use","id":"k3","name":"num","input":{"_raw":[1,2.5]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"k1","content":"r1"},{"type":"tool_result","tool_use_id":"k2","content":"","is_error":true}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"k3","content":"r3\n"},{"type":"text","text":"after"}]},{"role":"user","content":"again"},{"role":"assistant","content":[{"type":"tool_use","id":"k4","name":"t","input":{}}]}]}"#;
+
+    #[test]
+    fn an_image_marker_becomes_an_image_block() {
+        let mut request = edge_request();
+        let text = format!("see {}", crate::session::image::marker("image/png", "QUJD"));
+        request.messages = Arc::new(vec![Message::user(text)]);
+        let value = request_value(&request, "m2").unwrap();
+        assert_eq!(
+            value["messages"][0]["content"],
+            serde_json::json!([
+                {"type": "text", "text": "see "},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+            ])
+        );
+    }
 
     #[test]
     fn edge_cases_serialize_as_before() {

@@ -41,7 +41,7 @@ impl Serialize for Body<'_> {
         let r = self.request;
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("model", self.model)?;
-        map.serialize_entry("messages", &Messages(r))?;
+        map.serialize_entry("messages", &Messages(r, self.model))?;
         map.serialize_entry("stream", &true)?;
         map.serialize_entry(
             "stream_options",
@@ -136,8 +136,39 @@ struct CallFunction<'a> {
     arguments: Cow<'a, str>,
 }
 
+/// A user message with images: `{"role":"user","content":[parts]}`.
+#[derive(Serialize)]
+struct UserParts<'a> {
+    role: &'static str,
+    content: ImageParts<'a>,
+}
+
+/// A user text with image markers (`session::image`) as Chat Completions content
+/// parts: `{"type":"text","text"}` and `{"type":"image_url","image_url":{"url":
+/// "data:<media type>;base64,<data>"}}`.
+struct ImageParts<'a>(&'a str);
+
+impl Serialize for ImageParts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use crate::session::image::{Part, parts};
+        let mut seq = s.serialize_seq(None)?;
+        for part in parts(self.0) {
+            match part {
+                Part::Text(text) => {
+                    seq.serialize_element(&serde_json::json!({"type": "text", "text": text}))?
+                }
+                Part::Image { media_type, data } => seq.serialize_element(&serde_json::json!({
+                    "type": "image_url",
+                    "image_url": {"url": format!("data:{media_type};base64,{data}")}
+                }))?,
+            }
+        }
+        seq.end()
+    }
+}
+
 /// The system prompt, then the transcript in Chat Completions form.
-struct Messages<'a>(&'a ChatRequest);
+struct Messages<'a>(&'a ChatRequest, &'a str);
 
 impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -151,6 +182,20 @@ impl Serialize for Messages<'_> {
         }
         for message in request.messages.iter() {
             match message {
+                Message::User(m)
+                    if crate::session::image::has_images(&m.content)
+                        && crate::session::image::lacks_vision(self.1) =>
+                {
+                    seq.serialize_element(&Plain {
+                        role: "user",
+                        content: &crate::session::image::without_images(&m.content, self.1),
+                    })?
+                }
+                Message::User(m) if crate::session::image::has_images(&m.content) => seq
+                    .serialize_element(&UserParts {
+                        role: "user",
+                        content: ImageParts(&m.content),
+                    })?,
                 Message::User(m) => seq.serialize_element(&Plain {
                     role: "user",
                     content: &m.content,
@@ -240,6 +285,30 @@ mod tests {
     /// The exact bytes the `Value`-tree encoder sent before, key order included.
     const EDGE_BODY: &str = r#"{"model":"m1","messages":[{"role":"system","content":"Sys prompt"},{"role":"system","content":"note one"},{"role":"user","content":""},{"role":"assistant","content":"ab \"q\" ü","tool_calls":[{"id":"k3","type":"function","function":{"name":"num","arguments":"[1,2.5]"}},{"id":"k1","type":"function","function":{"name":"grep","arguments":"{\"z\":1,\"a\":2}"}},{"id":"k2","type":"function","function":{"name":"raw","arguments":"str-args"}}]},{"role":"tool","tool_call_id":"k1","content":"r1"},{"role":"system","content":"note two"},{"role":"tool","tool_call_id":"k2","content":""},{"role":"user","content":""},{"role":"tool","tool_call_id":"k3","content":"r3\n"},{"role":"user","content":"after"},{"role":"user","content":"again"},{"role":"assistant","content":null,"tool_calls":[{"id":"k4","type":"function","function":{"name":"t","arguments":"{}"}}]}],"stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"grep","description":"d","parameters":{"type":"object"}}},{"type":"function","function":{"name":"t","description":"","parameters":null}}],"temperature":0.7,"reasoning_effort":"low","seed":7,"stop":["x"]}"#;
     const EDGE_BODY_BARE: &str = r#"{"model":"m1","messages":[{"role":"system","content":"note one"},{"role":"user","content":""},{"role":"assistant","content":"ab \"q\" ü","tool_calls":[{"id":"k3","type":"function","function":{"name":"num","arguments":"[1,2.5]"}},{"id":"k1","type":"function","function":{"name":"grep","arguments":"{\"z\":1,\"a\":2}"}},{"id":"k2","type":"function","function":{"name":"raw","arguments":"str-args"}}]},{"role":"tool","tool_call_id":"k1","content":"r1"},{"role":"system","content":"note two"},{"role":"tool","tool_call_id":"k2","content":""},{"role":"user","content":""},{"role":"tool","tool_call_id":"k3","content":"r3\n"},{"role":"user","content":"after"},{"role":"user","content":"again"},{"role":"assistant","content":null,"tool_calls":[{"id":"k4","type":"function","function":{"name":"t","arguments":"{}"}}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5}"#;
+
+    #[test]
+    fn images_are_parts_unless_the_model_takes_none() {
+        let mut request = edge_request();
+        let text = format!("see {}", crate::session::image::marker("image/png", "QUJD"));
+        request.messages = std::sync::Arc::new(vec![Message::user(text)]);
+        let value = request_value(&request, "gpt-4o").unwrap();
+        assert_eq!(
+            value["messages"].as_array().unwrap().last().unwrap()["content"],
+            serde_json::json!([
+                {"type": "text", "text": "see "},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}
+            ])
+        );
+        let value = request_value(&request, "gpt-3.5-turbo").unwrap();
+        let text = value["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap();
+        assert!(
+            text.contains("gpt-3.5-turbo does not accept images"),
+            "{text}"
+        );
+        assert!(!text.contains("QUJD"));
+    }
 
     #[test]
     fn edge_cases_serialize_as_before() {

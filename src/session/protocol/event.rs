@@ -12,6 +12,7 @@ use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
 use super::context::{ContextCompactionEvent, ContextUsageEvent};
+use super::hooks::HookRanEvent;
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
@@ -154,6 +155,9 @@ engine_events! {
     /// arbor's own: an MCP server the session mounts is not available (it could
     /// not start or answer `initialize`); the turn goes on without its tools.
     "mcp:server_failed" => McpServerFailed(McpServerFailedEvent),
+    /// arbor's own: a configured hook command ran (or was refused), with its outcome
+    /// (issue 29, Claude Code's hook contract).
+    "hook:ran" => HookRan(HookRanEvent),
     /// The session's request view was compacted to fit its context limit (Amplifier
     /// `context:compaction`, `context-simple`'s keys plus arbor's own; issue 26).
     "context:compaction" => ContextCompaction(ContextCompactionEvent),

@@ -28,6 +28,7 @@ mod bus;
 mod command;
 mod context;
 mod event;
+mod hooks;
 mod lifecycle;
 mod model;
 mod prompts;
@@ -45,6 +46,7 @@ pub use bus::EventBus;
 pub use command::EngineCommand;
 pub use context::{ContextCompactionEvent, ContextUsageEvent};
 pub use event::EngineEvent;
+pub use hooks::{HookOutcome, HookRanEvent};
 pub use lifecycle::SessionRebuiltEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
@@ -136,6 +138,7 @@ impl Event {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_) => true,
         }
     }

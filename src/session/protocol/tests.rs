@@ -252,6 +252,18 @@ fn samples() -> Vec<Event> {
             server: "calc".into(),
             error: "cannot start 'calc-server': No such file or directory (os error 2)".into(),
         })),
+        root(E::HookRan(super::HookRanEvent {
+            hook_event_name: "PreToolUse".into(),
+            command: "~/bin/check.sh".into(),
+            source: "user".into(),
+            outcome: super::HookOutcome::Blocked,
+            exit_code: Some(2),
+            reason: Some("no force pushes".into()),
+            additional_context: None,
+            tool_name: Some("bash".into()),
+            tool_call_id: Some("call_7".into()),
+            duration_ms: 12,
+        })),
         root(E::ContextCompaction(ContextCompactionEvent {
             before_tokens: 3400,
             after_tokens: 1500,

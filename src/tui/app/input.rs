@@ -325,6 +325,7 @@ impl App {
 
     fn submit(&mut self, text: String) {
         self.remember(&text);
+        let text = self.expand_custom(text);
         if self.slash_submitted(&text) {
             return;
         }

@@ -95,7 +95,8 @@ impl App {
 
     fn popup_for(&self, text: &str) -> Option<Popup> {
         if let Some(name) = slash::typed_name(text) {
-            let rows = slash::rows(name);
+            let mut rows = slash::rows(name);
+            rows.extend(custom_rows(name));
             return (!rows.is_empty()).then(|| Popup::new(PopupKind::Commands, name, rows));
         }
         if let Some(query) = text.strip_prefix(RESUME_PREFIX)
@@ -154,6 +155,9 @@ impl App {
         match popup.kind {
             PopupKind::Commands => {
                 let Some(spec) = SLASH_COMMANDS.iter().find(|s| s.name == item.value) else {
+                    // A command file's: complete `/name ` for its arguments.
+                    self.prompt.composer.set_text(&format!("/{} ", item.value));
+                    self.prompt.popup_dismissed = Some(self.prompt.composer.text());
                     return;
                 };
                 if spec.needs_arg {
@@ -177,6 +181,26 @@ impl App {
                 self.apply(crate::tui::app_event::UiAction::Submit(text));
             }
             PopupKind::Files => self.accept_file(&popup.query, &item.value),
+        }
+    }
+
+    /// `text` with a command file's `/name args` expanded into its prompt (issue 29),
+    /// read from the files now (an edited file counts at once); the built-in commands
+    /// win over a file of the same name. The status bar names the file.
+    pub(super) fn expand_custom(&mut self, text: String) -> String {
+        if !matches!(slash::parse(text.trim_end()), Parsed::Unknown(_)) {
+            return text;
+        }
+        let paths = crate::paths::Paths::from_env();
+        match crate::agent::commands::expand_message(&paths, &text) {
+            Some((command, prompt)) => {
+                self.set_note(
+                    format!("/{} from {}", command.name, command.source()),
+                    false,
+                );
+                prompt
+            }
+            None => text,
         }
     }
 
@@ -344,4 +368,25 @@ pub(super) fn when_created(created: jiff::Timestamp, now: jiff::Timestamp) -> St
     } else {
         created.strftime("%Y-%m-%d").to_string()
     }
+}
+
+/// Palette rows of the command files (read now) whose name starts with or contains
+/// `query`, after the built-in ones: `/name [hint]`, its description and source.
+fn custom_rows(query: &str) -> Vec<PopupItem> {
+    let q = query.to_lowercase();
+    let mut commands = crate::agent::commands::discover(&crate::paths::Paths::from_env());
+    commands.retain(|c| c.name.to_lowercase().contains(&q));
+    commands.sort_by_key(|c| !c.name.to_lowercase().starts_with(&q));
+    commands
+        .into_iter()
+        .filter(|c| !SLASH_COMMANDS.iter().any(|s| s.name == c.name))
+        .map(|c| PopupItem {
+            label: match &c.argument_hint {
+                Some(hint) => format!("/{} {hint}", c.name),
+                None => format!("/{}", c.name),
+            },
+            detail: format!("{} ({})", c.description, c.source()),
+            value: c.name,
+        })
+        .collect()
 }

@@ -122,6 +122,23 @@ pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
             continue;
         }
         let header = format!("{mention} → {}", path.display());
+        // An image goes as an image part the model sees (issue 29).
+        if let Some(media_type) = crate::session::image::media_type_of(&path) {
+            match crate::session::image::encode_file(&path, media_type) {
+                Ok((marker, scaled)) => {
+                    if let Some(scaled) = scaled {
+                        notes.push(format!("{mention}: image scaled to {scaled}"));
+                    }
+                    files.push(mention.clone());
+                    blocks.push(format!(
+                        "<context_file paths=\"{header}\">\n{marker}\n</context_file>"
+                    ));
+                    continue;
+                }
+                // Not an image after all: attached as any other file below.
+                Err(e) => tracing::debug!("{mention}: not attached as an image: {e}"),
+            }
+        }
         let body = match read_capped(&path) {
             Err(e) => {
                 notes.push(format!("{mention}: not attached ({e})"));

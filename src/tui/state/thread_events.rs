@@ -49,6 +49,11 @@ impl Thread {
                 if let Some(&i) = self.calls.get(pre.tool_call_id.as_str()) {
                     self.set_running(i, sub_session(&pre.task));
                 }
+                if pre.tool_name == crate::tool::todo::TOOL_NAME
+                    && let Some(list) = crate::tool::todo::list_of_input(&pre.tool_input)
+                {
+                    self.push_notice(&crate::tool::todo::summary(&list));
+                }
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
                 if let Some(&i) = self.calls.get(spawned.tool_call_id.as_str()) {
@@ -73,6 +78,7 @@ impl Thread {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
             EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
+            EngineEvent::HookRan(ran) => self.push_notice(&ran.note()),
             EngineEvent::ContextCompaction(compaction) => self.push_compaction(compaction),
             EngineEvent::CancelCompleted(_) => {
                 self.push_notice("turn cancelled");

@@ -83,6 +83,9 @@ pub struct Node {
     /// The session's budget and its spend when the current grant started (metadata
     /// `extra.budget`, then `session:budget`); `None` without a budget.
     pub budget: Option<SessionBudgetEvent>,
+    /// The session's todo list as `(completed, total)` (metadata `extra.todos`, then
+    /// each `todo` call's `tool:pre`); `None` without a list.
+    pub todo: Option<(usize, usize)>,
     /// The branch of its unmerged worktree (`arbor/<short id>`), and the turn it was
     /// forked at (metadata `extra.worktree`, `forked_from_turn`; issue 25).
     pub branch: Option<String>,
@@ -114,6 +117,7 @@ impl Node {
             files_changed: Vec::new(),
             seen: false,
             budget: None,
+            todo: None,
             branch: None,
             fork: None,
             context: None,
@@ -273,6 +277,7 @@ impl SessionTree {
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
             node.files_changed.clone_from(&m.files_changed);
+            node.todo = stored_todo(m).or(node.todo);
             (node.branch, node.fork) = isolation::mark(m);
             node.context = m.context.as_ref().map(ContextMeter::from_stored);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
@@ -322,6 +327,7 @@ impl SessionTree {
         node.tokens = m.usage.input_tokens + m.usage.output_tokens;
         node.cost = m.usage.cost;
         node.files_changed.clone_from(&m.files_changed);
+        node.todo = stored_todo(m).or(node.todo);
         (node.branch, node.fork) = isolation::mark(m);
         if let Some(context) = &m.context {
             node.context = Some(ContextMeter::from_stored(context));
@@ -426,6 +432,7 @@ impl SessionTree {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => (None, None),
         };
@@ -471,6 +478,11 @@ impl SessionTree {
                     node.task = title_from(&appended.message.text());
                 }
             }
+            EngineEvent::ToolPre(pre) if pre.tool_name == crate::tool::todo::TOOL_NAME => {
+                if let Some(list) = crate::tool::todo::list_of_input(&pre.tool_input) {
+                    node.todo = Some(crate::tool::todo::progress(&list));
+                }
+            }
             EngineEvent::ToolPost(post) => {
                 if let Some(change) = &post.file_changed {
                     record_file_change(&mut node.files_changed, change);
@@ -510,7 +522,8 @@ impl SessionTree {
             | EngineEvent::PromptSent(_)
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_) => {}
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_) => {}
         }
     }
 
@@ -779,6 +792,14 @@ fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
         node.seen = false;
     }
     node.status = status;
+}
+
+/// `(completed, total)` of the todo list stored in `m` (`extra.todos`, which the
+/// engine keeps after each `todo` call).
+fn stored_todo(m: &Metadata) -> Option<(usize, usize)> {
+    let list: Vec<crate::tool::todo::TodoItem> =
+        serde_json::from_value(m.extra.get(crate::tool::todo::METADATA_KEY)?.clone()).ok()?;
+    Some(crate::tool::todo::progress(&list))
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub struct HelpView<'a> {
     pub theme: &'a Theme,
     /// First row shown.
     pub scroll: u16,
+    /// The command files found when the overlay opened (`agent::commands`).
+    pub custom: &'a [crate::agent::commands::CustomCommand],
 }
 
 /// Keys and notes of a context that are not keymap actions: `(keys, description)`;
@@ -96,6 +98,14 @@ impl HelpView<'_> {
         )));
         for spec in SLASH_COMMANDS {
             row(usage(spec), spec.help, &mut out);
+        }
+        for command in self.custom {
+            let usage = match &command.argument_hint {
+                Some(hint) => format!("/{} {hint}", command.name),
+                None => format!("/{}", command.name),
+            };
+            let desc = format!("{} ({})", command.description, command.source());
+            row(usage, &desc, &mut out);
         }
         out
     }

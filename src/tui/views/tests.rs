@@ -440,6 +440,7 @@ fn help_overlay_from_keymap() {
         keymap: &km,
         theme: &theme,
         scroll: 0,
+        custom: &[],
     };
     insta::assert_snapshot!("help_80", render(&view, 80, 24));
     insta::assert_snapshot!("help_40", render(&view, 40, 24));

@@ -122,6 +122,7 @@ impl TreeView<'_> {
         let (flagged, budget_shown) = (word.is_some(), budget.is_some());
         parts.extend(word.map(str::to_string));
         parts.extend(budget);
+        parts.extend(node.todo.map(|(done, total)| format!("☑ {done}/{total}")));
         // A running turn shows how long it runs; a stopped session how old it is.
         let time = match node.age_ms(self.now) {
             Some(age) if !node.status.turn_in_progress() => Some(format_age(age)),

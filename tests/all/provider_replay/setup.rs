@@ -293,6 +293,11 @@ fn config_problems(yaml: &str) -> Vec<String> {
     problems.extend(arbor::config::retry::RetryPolicy::from_config(&config).1);
     problems.extend(arbor::config::response::ResponseLimits::from_config(&config).1);
     problems.extend(arbor::config::mcp::config_servers(&config.extra).1);
+    if let Some(hooks) = config.extra.get("hooks")
+        && let Err(e) = arbor::hooks::Hooks::parse(hooks, &arbor::hooks::HookSource::User, "config")
+    {
+        problems.push(e.to_string());
+    }
     problems.extend(arbor::config::context::ContextConfig::from_config(&config).1);
     // Sections read from `extra` by their own modules (see `config::arbor_config`).
     const SECTIONS: &[&str] = &[
@@ -301,6 +306,8 @@ fn config_problems(yaml: &str) -> Vec<String> {
         "routing",
         "mcp_servers",
         "response",
+        "hooks",
+        "web",
         "context",
     ];
     for key in config.extra.keys() {

@@ -22,12 +22,20 @@ pub(crate) struct HelpOverlay {
     scroll: u16,
     /// Rows shown at once in the last frame (a page).
     page: u16,
+    /// The command files found when it opened (`agent::commands`), listed with their
+    /// source.
+    custom: Vec<crate::agent::commands::CustomCommand>,
 }
 
 impl HelpOverlay {
     /// Opens at the top.
     pub(super) fn open(_: &mut Ctx<'_>) -> Option<Box<dyn Component>> {
-        Some(Box::new(Self { scroll: 0, page: 1 }))
+        let custom = crate::agent::commands::discover(&crate::paths::Paths::from_env());
+        Some(Box::new(Self {
+            scroll: 0,
+            page: 1,
+            custom,
+        }))
     }
 
     fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
@@ -85,6 +93,7 @@ impl Component for HelpOverlay {
             keymap: cx.keymap,
             theme: cx.theme,
             scroll: 0,
+            custom: &self.custom,
         }
         .lines(help.width)
         .len();
@@ -98,6 +107,7 @@ impl Component for HelpOverlay {
             keymap: cx.keymap,
             theme: cx.theme,
             scroll: self.scroll,
+            custom: &self.custom,
         };
         frame.render_widget(&view, help_area(panes.main));
     }

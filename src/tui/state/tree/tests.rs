@@ -240,3 +240,32 @@ fn a_stored_session_is_timed_by_its_last_turn_not_its_whole_life() {
         ))
     );
 }
+
+#[test]
+fn a_todo_list_shows_its_progress_from_metadata_then_live_calls() {
+    let mut t = SessionTree::default();
+    let mut stored = Metadata {
+        session_id: "r".into(),
+        ..Default::default()
+    };
+    let item = |status: &str| json!({"content": "x", "activeForm": "xing", "status": status});
+    stored.extra.insert(
+        "todos".into(),
+        json!([item("completed"), item("pending"), item("pending")]),
+    );
+    t.load(&[stored]);
+    assert_eq!(t.get("r").unwrap().todo, Some((1, 3)));
+    let pre = crate::session::protocol::ToolPreEvent {
+        tool_name: "todo".into(),
+        tool_call_id: "t1".into(),
+        tool_input: json!({"action": "update", "todos": [item("completed"), item("completed")]}),
+        task: None,
+    };
+    t.apply(&ev(
+        EngineEvent::ToolPre(pre),
+        "r",
+        None,
+        "2025-01-01T00:00:01Z",
+    ));
+    assert_eq!(t.get("r").unwrap().todo, Some((2, 2)));
+}

@@ -1,0 +1,205 @@
+//! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
+//! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`), and before a compaction
+//! (`PreCompact`) (issue 29).
+//!
+//! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
+//! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
+//! publishing one `hook:ran` per hook, and what their verdicts do to the call: a
+//! `PreToolUse` block refuses the call (it never asks for approval) with the hook's
+//! reason as its result; a `PostToolUse` block, and every hook's `additionalContext`,
+//! is appended to the result the model reads. A `UserPromptSubmit` block ends the turn
+//! failed with the hook's reason before any model call; its `additionalContext` (or
+//! plain stdout) reaches the model as a system note after the prompt. `Stop` (a root)
+//! or `SubagentStop` (a sub-session) runs when a turn ended; it is reported, and a
+//! block does not continue the turn. Does not own: running hooks (`hooks`),
+//! or the call itself (`calls`).
+
+use serde_json::{Map, Value, json};
+
+use super::gate::Gate;
+use super::live::LiveSession;
+use crate::hooks::{HookEvent, HookVerdict};
+use crate::session::EngineEvent;
+use crate::session::message::ToolCall;
+use crate::tool::ToolOutput;
+
+/// The first line of the result of a call a `PreToolUse` hook blocked.
+pub const BLOCKED_PREFIX: &str = "blocked by a PreToolUse hook";
+
+/// Runs `call`'s `PreToolUse` hooks. `Err` is the refused call's result (a hook
+/// blocked it); `Ok` carries any `additionalContext` to append after the call.
+pub(crate) async fn pre(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    call: &ToolCall,
+) -> Result<Vec<String>, ToolOutput> {
+    let verdict = run(live, gate, call, HookEvent::PreToolUse, None).await;
+    match verdict.blocked {
+        Some(reason) => Err(ToolOutput::error(format!(
+            "{BLOCKED_PREFIX}; the call did not run: {reason}"
+        ))),
+        None => Ok(verdict.context),
+    }
+}
+
+/// Runs `call`'s `PostToolUse` hooks with its `output` and appends what they say
+/// (a block's reason, `additionalContext`, and `context` left by `PreToolUse`).
+pub(crate) async fn post(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    call: &ToolCall,
+    output: &mut ToolOutput,
+    mut context: Vec<String>,
+) {
+    let response = serde_json::from_str::<Value>(&output.content)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"content": output.content, "is_error": output.is_error}));
+    let verdict = run(live, gate, call, HookEvent::PostToolUse, Some(response)).await;
+    if let Some(reason) = verdict.blocked {
+        output
+            .content
+            .push_str(&format!("\n\n[PostToolUse hook] {reason}"));
+    }
+    context.extend(verdict.context);
+    for text in context {
+        output
+            .content
+            .push_str(&format!("\n\n[hook context] {text}"));
+    }
+}
+
+async fn run(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    call: &ToolCall,
+    event: HookEvent,
+    response: Option<Value>,
+) -> HookVerdict {
+    let hooks = gate.hooks();
+    if !hooks.has(event) {
+        return HookVerdict::default();
+    }
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        gate.transcript_path().to_string_lossy().into_owned().into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input.insert("tool_name".into(), call.tool.clone().into());
+    input.insert("tool_input".into(), Value::clone(&call.arguments));
+    input.insert("tool_use_id".into(), call.id.clone().into());
+    if let Some(response) = response {
+        input.insert("tool_response".into(), response);
+    }
+    let verdict = hooks
+        .run(event, Some(&call.tool), input, &live.working_dir)
+        .await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+    verdict
+}
+
+/// The common input of a session event's hooks.
+fn session_input(live: &LiveSession, gate: &Gate<'_>) -> Map<String, Value> {
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        gate.transcript_path().to_string_lossy().into_owned().into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input
+}
+
+/// Runs the `UserPromptSubmit` hooks for `prompts` (the turn's new user texts, joined).
+/// `Err` is the reason a hook blocked the turn; `Ok` the context to add.
+pub(crate) async fn prompt_submit(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    prompts: &[String],
+) -> Result<Vec<String>, String> {
+    let hooks = gate.hooks();
+    if prompts.is_empty() || !hooks.has(HookEvent::UserPromptSubmit) {
+        return Ok(Vec::new());
+    }
+    let mut input = session_input(live, gate);
+    input.insert("prompt".into(), prompts.join("\n\n").into());
+    let verdict = hooks
+        .run(HookEvent::UserPromptSubmit, None, input, &live.working_dir)
+        .await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+    match verdict.blocked {
+        Some(reason) => Err(reason),
+        None => Ok(verdict.context),
+    }
+}
+
+/// Runs the `Stop` hooks (a root) or `SubagentStop` hooks (a sub-session) after a turn
+/// ended with `status`.
+pub(crate) async fn stop(live: &LiveSession, gate: &Gate<'_>, status: &str) {
+    let event = if live.parent_id.is_some() {
+        HookEvent::SubagentStop
+    } else {
+        HookEvent::Stop
+    };
+    let hooks = gate.hooks();
+    if !hooks.has(event) {
+        return;
+    }
+    let mut input = session_input(live, gate);
+    input.insert("stop_hook_active".into(), false.into());
+    input.insert("status".into(), status.into());
+    input.insert("agent".into(), live.agent_name.clone().into());
+    let verdict = hooks.run(event, None, input, &live.working_dir).await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+}
+
+/// Runs the `PreCompact` hooks before the context of `live` is compacted, with
+/// `trigger` (`auto`, `manual`, `overflow`) and `/compact`'s focus as
+/// `custom_instructions`. Reported only: a hook cannot stop a compaction (Claude
+/// Code's rule).
+pub(crate) async fn pre_compact(
+    live: &LiveSession,
+    env: &super::env::TurnEnv,
+    trigger: &str,
+    focus: Option<&str>,
+) {
+    let hooks = &env.hook_runner;
+    if !hooks.has(HookEvent::PreCompact) {
+        return;
+    }
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        crate::hooks::transcript_path(&env.paths, &live.id)
+            .to_string_lossy()
+            .into_owned()
+            .into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input.insert("trigger".into(), trigger.into());
+    input.insert("custom_instructions".into(), focus.unwrap_or("").into());
+    let verdict = hooks
+        .run(HookEvent::PreCompact, None, input, &live.working_dir)
+        .await;
+    for record in &verdict.runs {
+        live.emit(EngineEvent::HookRan(record.clone()));
+    }
+}

@@ -1,0 +1,23 @@
+//! Hooks (issue 29): shell commands the person configures to run at points of a
+//! session, with Claude Code's contract so existing hook scripts work.
+//!
+//! Owns: the configured hooks of a process ([`HookRunner::for_process`]: the user's
+//! `config.yaml` `hooks:`, then a trusted project's settings files — an untrusted
+//! project's hooks never run), and running the ones an event matches
+//! ([`HookRunner::run`]): each gets the event as JSON on stdin (`session_id`,
+//! `transcript_path`, `cwd`, `hook_event_name`, `tool_name`, `tool_input`,
+//! `tool_response`, …); exit 0 passes, exit 2 blocks with stderr as the reason, other
+//! codes are reported and pass; JSON stdout `{decision: "block", reason}`,
+//! `{continue: false, stopReason}`, `hookSpecificOutput.permissionDecision: "deny"`
+//! and `additionalContext` are honoured; a timeout (default 60 s) kills it. The
+//! user's hooks run as the user; a project's run in the kernel sandbox like `bash`.
+//! Does not own: when events happen and what a block does to them (`engine`), the
+//! `hook:ran` payload (`session::protocol`), or trust (`config::trust`).
+//!
+//! Layer: above `config`, `sandbox` and `session`; `engine` uses it.
+
+pub mod config;
+mod run;
+
+pub use config::{HookCommand, HookConfigError, HookEvent, HookSource, Hooks};
+pub use run::{HookRunner, HookVerdict, transcript_path};

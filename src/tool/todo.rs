@@ -1,0 +1,291 @@
+//! `tool-todo` (Amplifier's module of that name): the model keeps a checklist of its
+//! multi-step work.
+//!
+//! Owns: the `todo` tool — `{action: create | update | list, todos?: [{content,
+//! activeForm, status}]}`, `status` one of `pending`, `in_progress`, `completed` (the
+//! shape of Amplifier's `tool-todo`, whose results it mirrors: `{status: "created",
+//! count, todos}`, `{status: "updated", count, pending, in_progress, completed}`,
+//! `{status: "listed", count, todos}`) — and keeping the list in the session's
+//! directory (`todo.json`, written atomically), so it survives a resume. Does not own:
+//! showing the list (the TUI reads the calls' inputs), where the session directory is
+//! (`ToolContext::session_dir`, set by the engine).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+
+/// The module id.
+pub const MODULE: &str = "tool-todo";
+/// The tool's name.
+pub const TOOL_NAME: &str = "todo";
+/// The file in the session's directory holding its list.
+pub const STATE_FILE: &str = "todo.json";
+/// The session metadata key (`extra`) under which the engine keeps the list after
+/// each `todo` call, for the tree (`3/7`) of another process or a later one.
+pub const METADATA_KEY: &str = "todos";
+/// Items one list may hold at most.
+const MAX_ITEMS: usize = 200;
+
+/// One checklist item, as the model writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// Imperative description (`Run tests`).
+    pub content: String,
+    /// Present continuous (`Running tests`), shown while it is in progress.
+    #[serde(rename = "activeForm")]
+    pub active_form: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: TodoStatus,
+}
+
+/// An item's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// `(completed, total)` of a list, as the tree shows it (`3/7`).
+pub fn progress(items: &[TodoItem]) -> (usize, usize) {
+    let done = items
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
+    (done, items.len())
+}
+
+/// One line for a thread: `todo 1/3 · Fixing bug` (the item in progress, else the
+/// next pending one; `todo 3/3 · all done`).
+pub fn summary(items: &[TodoItem]) -> String {
+    let (done, total) = progress(items);
+    let now = items
+        .iter()
+        .find(|t| t.status == TodoStatus::InProgress)
+        .map(|t| t.active_form.as_str())
+        .or_else(|| {
+            items
+                .iter()
+                .find(|t| t.status == TodoStatus::Pending)
+                .map(|t| t.content.as_str())
+        })
+        .unwrap_or("all done");
+    format!("todo {done}/{total} · {now}")
+}
+
+/// The list a `todo` call's `input` sets (`create` / `update` with valid `todos`);
+/// `None` for `list` and for input the tool would refuse.
+pub fn list_of_input(input: &Value) -> Option<Vec<TodoItem>> {
+    match input.get("action").and_then(Value::as_str) {
+        Some("create" | "update") => parse_items(input.get("todos")).ok(),
+        _ => None,
+    }
+}
+
+/// The module's tools.
+pub fn tools() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(Todo)]
+}
+
+/// The `todo` tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Todo;
+
+impl Tool for Todo {
+    fn module(&self) -> &str {
+        MODULE
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: TOOL_NAME.into(),
+            description: "Manage your todo list for tracking complex multi-step tasks. Create \
+                a list when you start multi-step work, update it after each step (the whole \
+                list each time), keep exactly one item in_progress, mark items completed as \
+                soon as they are done. Items: content (imperative: 'Run tests'), activeForm \
+                (present continuous: 'Running tests'), status (pending | in_progress | \
+                completed)."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "action": {
+                        "type": "string",
+                        "enum": ["create", "update", "list"],
+                        "description": "create or update (replace the whole list), list (read it)"
+                    },
+                    "todos": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "content": {"type": "string"},
+                                "activeForm": {"type": "string"},
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                            },
+                            "required": ["content", "status", "activeForm"]
+                        },
+                        "description": "The whole list (create and update)"
+                    }
+                },
+                "required": ["action"]
+            }),
+        }
+    }
+
+    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move {
+            let dir = ctx.session_dir.clone();
+            match tokio::task::spawn_blocking(move || run(&input, dir.as_deref())).await {
+                Ok(Ok(out)) => ToolOutput::ok(out.to_string()),
+                Ok(Err(e)) => ToolOutput::error(e),
+                Err(e) => ToolOutput::error(format!("the todo tool failed: {e}")),
+            }
+        })
+    }
+}
+
+fn run(input: &Value, dir: Option<&Path>) -> Result<Value, String> {
+    let action = input.get("action").and_then(Value::as_str);
+    match action {
+        Some("list") => {
+            let todos = dir.map(load).unwrap_or_default();
+            Ok(json!({"status": "listed", "count": todos.len(), "todos": todos}))
+        }
+        Some(action @ ("create" | "update")) => {
+            let todos = parse_items(input.get("todos"))?;
+            if let Some(dir) = dir {
+                save(dir, &todos)?;
+            }
+            if action == "create" {
+                return Ok(json!({"status": "created", "count": todos.len(), "todos": todos}));
+            }
+            let count = |s| todos.iter().filter(|t| t.status == s).count();
+            Ok(json!({
+                "status": "updated",
+                "count": todos.len(),
+                "pending": count(TodoStatus::Pending),
+                "in_progress": count(TodoStatus::InProgress),
+                "completed": count(TodoStatus::Completed),
+            }))
+        }
+        Some(other) => Err(format!(
+            "Unknown action: {other}. Valid actions: create, update, list"
+        )),
+        None => Err("todo needs an 'action': create, update or list".into()),
+    }
+}
+
+fn parse_items(value: Option<&Value>) -> Result<Vec<TodoItem>, String> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(format!("'todos' must be a list, got {other}")),
+    };
+    if items.len() > MAX_ITEMS {
+        return Err(format!("at most {MAX_ITEMS} todos, got {}", items.len()));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            for key in ["content", "status", "activeForm"] {
+                if item.get(key).is_none() {
+                    return Err(format!(
+                        "Todo {i} missing required fields (content, status, activeForm)"
+                    ));
+                }
+            }
+            serde_json::from_value(item.clone())
+                .map_err(|e| format!("Todo {i} has an invalid field: {e}"))
+        })
+        .collect()
+}
+
+/// The list saved in session directory `dir` (none, or unreadable: empty).
+pub fn load(dir: &Path) -> Vec<TodoItem> {
+    std::fs::read_to_string(dir.join(STATE_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+fn save(dir: &Path, todos: &[TodoItem]) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot save the todo list: {e}");
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    serde_json::to_writer(&mut tmp, todos)
+        .map_err(|e| format!("cannot save the todo list: {e}"))?;
+    tmp.persist(dir.join(STATE_FILE))
+        .map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(dir: &Path, input: Value) -> ToolOutput {
+        let mut ctx = ToolContext::in_dir(dir);
+        ctx.session_dir = Some(dir.join("session"));
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(Todo.call(input, ctx))
+    }
+
+    #[test]
+    fn the_list_is_kept_in_the_session_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let todos = json!([
+            {"content": "Run tests", "activeForm": "Running tests", "status": "completed"},
+            {"content": "Fix bug", "activeForm": "Fixing bug", "status": "in_progress"},
+            {"content": "Ship", "activeForm": "Shipping", "status": "pending"}
+        ]);
+        let out = call(dir.path(), json!({"action": "create", "todos": todos}));
+        assert!(!out.is_error, "{}", out.content);
+        let out = call(dir.path(), json!({"action": "update", "todos": todos}));
+        let body: Value = serde_json::from_str(&out.content).unwrap();
+        assert_eq!(body["completed"], 1);
+        assert_eq!(body["in_progress"], 1);
+        let out = call(dir.path(), json!({"action": "list"}));
+        let body: Value = serde_json::from_str(&out.content).unwrap();
+        assert_eq!(body["todos"], todos);
+        assert_eq!(progress(&load(&dir.path().join("session"))), (1, 3));
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = call(
+            dir.path(),
+            json!({"action": "create", "todos": [{"content": "x"}]}),
+        );
+        assert!(
+            out.is_error && out.content.contains("missing required fields"),
+            "{}",
+            out.content
+        );
+        let out = call(
+            dir.path(),
+            json!({"action": "create", "todos": [{"content": "x", "activeForm": "x", "status": "done"}]}),
+        );
+        assert!(
+            out.is_error && out.content.contains("Todo 0"),
+            "{}",
+            out.content
+        );
+        let out = call(dir.path(), json!({"action": "remove"}));
+        assert!(
+            out.is_error && out.content.contains("Valid actions"),
+            "{}",
+            out.content
+        );
+    }
+}
