@@ -186,7 +186,7 @@ impl Agent {
         );
         let capabilities = AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
             .mcp_capabilities(McpCapabilities::new().http(true));
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)

@@ -85,10 +85,11 @@ pub fn prompt_text(prompt: &[ContentBlock], cwd: &Path) -> Result<String, RpcErr
                 }
                 _ => text.push("(a binary resource was left out)".into()),
             },
-            ContentBlock::Image(_) | ContentBlock::Audio(_) => {
+            ContentBlock::Image(image) => text.push(image_marker(&image.data, &image.mime_type)?),
+            ContentBlock::Audio(_) => {
                 return Err(RpcError::new(
                     code::INVALID_PARAMS,
-                    "arbor acp accepts text, resource links and embedded resources, not images or audio",
+                    "arbor acp accepts text, images, resource links and embedded resources, not audio",
                 ));
             }
             _ => {
@@ -101,6 +102,28 @@ pub fn prompt_text(prompt: &[ContentBlock], cwd: &Path) -> Result<String, RpcErr
     }
     attached.push(text.join("\n"));
     Ok(attached.join("\n\n"))
+}
+
+/// An image block (base64 `data` of `mime_type`) as arbor's image marker
+/// (`session::image`), scaled down past its size caps; the provider sends it as an
+/// image part, or a note for a model known to take none.
+fn image_marker(data: &str, mime_type: &str) -> Result<String, RpcError> {
+    use base64::Engine as _;
+    let bad = |why: String| RpcError::new(code::INVALID_PARAMS, format!("image: {why}"));
+    if !matches!(
+        mime_type,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    ) {
+        return Err(bad(format!(
+            "{mime_type} is not one of image/png, image/jpeg, image/gif, image/webp"
+        )));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| bad(format!("data is not base64: {e}")))?;
+    crate::session::image::encode_bytes(&bytes, mime_type)
+        .map(|(marker, _)| marker)
+        .map_err(|e| bad(e.to_string()))
 }
 
 #[cfg(test)]
@@ -130,6 +153,39 @@ mod tests {
         let image: Vec<ContentBlock> =
             serde_json::from_value(json!([{"type": "image", "data": "", "mimeType": "image/png"}]))
                 .unwrap();
-        assert!(prompt_text(&image, dir.path()).is_err());
+        assert!(
+            prompt_text(&image, dir.path()).is_err(),
+            "empty data is no image"
+        );
+    }
+
+    #[test]
+    fn an_image_block_becomes_an_image_part_of_the_prompt() {
+        use base64::Engine as _;
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::RgbImage::new(3, 2)
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+        let prompt: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "data": data, "mimeType": "image/png"},
+        ]))
+        .unwrap();
+        let text = prompt_text(&prompt, Path::new("/")).unwrap();
+        let parts = crate::session::image::parts(&text);
+        assert!(
+            parts.iter().any(|p| matches!(
+                p,
+                crate::session::image::Part::Image { media_type: "image/png", data: d } if *d == data
+            )),
+            "{parts:?}"
+        );
+        let svg: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "image", "data": data, "mimeType": "image/svg+xml"},
+        ]))
+        .unwrap();
+        let err = prompt_text(&svg, Path::new("/")).unwrap_err();
+        assert!(format!("{err:?}").contains("image/svg+xml"), "{err:?}");
     }
 }

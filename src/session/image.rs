@@ -140,10 +140,21 @@ pub fn encode_file(path: &Path, media_type: &str) -> Result<(String, Option<Stri
     std::fs::File::open(path)?
         .take(MAX_FILE)
         .read_to_end(&mut bytes)?;
-    let img = image::load_from_memory(&bytes).map_err(|e| ImageError::Decode(e.to_string()))?;
+    encode_bytes(&bytes, media_type)
+}
+
+/// The marker for an image given as `bytes` (of `media_type`), scaled down as
+/// [`encode_file`] does; for images that arrive as data (an ACP prompt's image block).
+///
+/// Errors: the bytes are not an image arbor can read.
+pub fn encode_bytes(
+    bytes: &[u8],
+    media_type: &str,
+) -> Result<(String, Option<String>), ImageError> {
+    let img = image::load_from_memory(bytes).map_err(|e| ImageError::Decode(e.to_string()))?;
     let (w, h) = (img.width(), img.height());
     if w <= MAX_SIDE && h <= MAX_SIDE && bytes.len() <= MAX_BYTES {
-        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
         return Ok((marker(media_type, &data), None));
     }
     let small = img.resize(MAX_SIDE, MAX_SIDE, image::imageops::FilterType::Triangle);
