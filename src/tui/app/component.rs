@@ -156,13 +156,34 @@ pub(crate) trait Component: Any {
     /// A key, with `action` resolved in [`Component::context`] (the key's action in
     /// the `Find` context for a bar). `Ignored` passes the key down the stack
     /// (a modal component passes only `global.quit`).
+    /// By default (a component driven by its context's actions alone): `global.quit`
+    /// and keys without an action pass, every other action goes to
+    /// [`Component::act`].
     fn handle_key(
         &mut self,
-        key: &KeyEvent,
-        binding: &KeyBinding,
+        _key: &KeyEvent,
+        _binding: &KeyBinding,
         action: Option<Action>,
         cx: &mut Ctx<'_>,
-    ) -> KeyOutcome;
+    ) -> KeyOutcome {
+        match action {
+            Some(Action::Quit) | None => KeyOutcome::Ignored,
+            Some(a) => {
+                self.act(a, cx);
+                KeyOutcome::Consumed
+            }
+        }
+    }
+
+    /// What an action of its context does (the default [`Component::handle_key`]
+    /// and [`Component::wheel`] call it). Nothing by default.
+    fn act(&mut self, _action: Action, _cx: &mut Ctx<'_>) {}
+
+    /// The actions a wheel notch up and down stand for (`None`: it does not scroll
+    /// by wheel).
+    fn wheel_actions(&self) -> Option<(Action, Action)> {
+        None
+    }
 
     /// A paste; returns whether it used the text.
     fn paste(&mut self, _text: &str, _cx: &mut Ctx<'_>) -> bool {
@@ -171,8 +192,12 @@ pub(crate) trait Component: Any {
 
     /// A wheel notch (`up`) at `pos`; returns whether it scrolled (else the pane
     /// under the pointer does).
-    fn wheel(&mut self, _up: bool, _pos: ratatui::layout::Position, _cx: &mut Ctx<'_>) -> bool {
-        false
+    fn wheel(&mut self, up: bool, _pos: ratatui::layout::Position, cx: &mut Ctx<'_>) -> bool {
+        let Some((on_up, on_down)) = self.wheel_actions() else {
+            return false;
+        };
+        self.act(if up { on_up } else { on_down }, cx);
+        true
     }
 
     /// Asked to open again while open: `true` keeps this one (updated), `false` has

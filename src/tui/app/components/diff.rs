@@ -6,16 +6,13 @@
 //! (`state::diff`), the replay (`tool::filesystem::changes`, run by the engine) or the
 //! view (`views::diff`).
 
-use crossterm::event::KeyEvent;
 use ratatui::Frame;
-use ratatui::layout::Position;
 
-use crate::tui::action::KeyOutcome;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::{AppEvent, EngineCommand};
-use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::keymap::{Action, Context};
 use crate::tui::state::diff::DiffState;
 use crate::tui::views::diff::DiffView;
 
@@ -56,6 +53,20 @@ impl DiffOverlay {
             state: DiffState::loading(id, &label, subtree),
         }
     }
+}
+
+impl Component for DiffOverlay {
+    fn layer(&self) -> Layer {
+        Layer::Overlay
+    }
+
+    fn overlay(&self) -> Overlay {
+        Overlay::Diff
+    }
+
+    fn context(&self, _: Focus) -> Option<Context> {
+        Some(Context::Diff)
+    }
 
     fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
         let d = &mut self.state;
@@ -74,40 +85,9 @@ impl DiffOverlay {
             _ => cx.close(),
         }
     }
-}
 
-impl Component for DiffOverlay {
-    fn layer(&self) -> Layer {
-        Layer::Overlay
-    }
-
-    fn overlay(&self) -> Overlay {
-        Overlay::Diff
-    }
-
-    fn context(&self, _: Focus) -> Option<Context> {
-        Some(Context::Diff)
-    }
-
-    fn handle_key(
-        &mut self,
-        _: &KeyEvent,
-        _: &KeyBinding,
-        action: Option<Action>,
-        cx: &mut Ctx<'_>,
-    ) -> KeyOutcome {
-        match action {
-            Some(Action::Quit) | None => KeyOutcome::Ignored,
-            Some(a) => {
-                self.act(a, cx);
-                KeyOutcome::Consumed
-            }
-        }
-    }
-
-    fn wheel(&mut self, up: bool, _: Position, cx: &mut Ctx<'_>) -> bool {
-        self.act(if up { Action::DiffUp } else { Action::DiffDown }, cx);
-        true
+    fn wheel_actions(&self) -> Option<(Action, Action)> {
+        Some((Action::DiffUp, Action::DiffDown))
     }
 
     fn on_event(&mut self, event: &AppEvent, _: &mut Ctx<'_>) {

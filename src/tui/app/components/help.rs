@@ -3,16 +3,13 @@
 //!
 //! Owns: the scroll position. Does not own: the lines (`views::help`).
 
-use crossterm::event::KeyEvent;
 use ratatui::Frame;
-use ratatui::layout::Position;
 
-use crate::tui::action::KeyOutcome;
 use crate::tui::app::Focus;
 use crate::tui::app::Overlay;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
-use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::keymap::{Action, Context};
 use crate::tui::views::help::{HelpView, help_area};
 
 /// The help overlay.
@@ -37,19 +34,6 @@ impl HelpOverlay {
             custom,
         }))
     }
-
-    fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
-        match action {
-            Action::HelpUp => self.scroll = self.scroll.saturating_sub(1),
-            Action::HelpDown => self.scroll = self.scroll.saturating_add(1),
-            Action::HelpPageUp => self.scroll = self.scroll.saturating_sub(self.page),
-            Action::HelpPageDown => self.scroll = self.scroll.saturating_add(self.page),
-            Action::HelpTop => self.scroll = 0,
-            Action::HelpBottom => self.scroll = u16::MAX,
-            Action::HelpClose => cx.close(),
-            _ => {}
-        }
-    }
 }
 
 impl Component for HelpOverlay {
@@ -65,25 +49,21 @@ impl Component for HelpOverlay {
         Some(Context::Help)
     }
 
-    fn handle_key(
-        &mut self,
-        _: &KeyEvent,
-        _: &KeyBinding,
-        action: Option<Action>,
-        cx: &mut Ctx<'_>,
-    ) -> KeyOutcome {
+    fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
         match action {
-            Some(Action::Quit) | None => KeyOutcome::Ignored,
-            Some(a) => {
-                self.act(a, cx);
-                KeyOutcome::Consumed
-            }
+            Action::HelpUp => self.scroll = self.scroll.saturating_sub(1),
+            Action::HelpDown => self.scroll = self.scroll.saturating_add(1),
+            Action::HelpPageUp => self.scroll = self.scroll.saturating_sub(self.page),
+            Action::HelpPageDown => self.scroll = self.scroll.saturating_add(self.page),
+            Action::HelpTop => self.scroll = 0,
+            Action::HelpBottom => self.scroll = u16::MAX,
+            Action::HelpClose => cx.close(),
+            _ => {}
         }
     }
 
-    fn wheel(&mut self, up: bool, _: Position, cx: &mut Ctx<'_>) -> bool {
-        self.act(if up { Action::HelpUp } else { Action::HelpDown }, cx);
-        true
+    fn wheel_actions(&self) -> Option<(Action, Action)> {
+        Some((Action::HelpUp, Action::HelpDown))
     }
 
     /// Scrolls within its lines; a page is its height.

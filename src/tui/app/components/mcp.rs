@@ -5,17 +5,14 @@
 //! Owns: the servers as last listed and the scroll. Does not own: the servers
 //! (`tool::mcp`, asked through `EngineCommand::ListMcpServers`).
 
-use crossterm::event::KeyEvent;
 use ratatui::Frame;
-use ratatui::layout::Position;
 
 use crate::tool::mcp::McpServerStatus;
-use crate::tui::action::KeyOutcome;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::{AppEvent, EngineCommand};
-use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::keymap::{Action, Context};
 use crate::tui::views::centered;
 use crate::tui::views::mcp::McpView;
 
@@ -33,16 +30,6 @@ impl McpOverlay {
         cx.send(EngineCommand::ListMcpServers);
         Some(Box::new(Self::default()))
     }
-
-    fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
-        match action {
-            Action::McpRefresh => cx.send(EngineCommand::ListMcpServers),
-            Action::McpUp => self.scroll = self.scroll.saturating_sub(1),
-            Action::McpDown => self.scroll = self.scroll.saturating_add(1),
-            Action::McpClose => cx.close(),
-            _ => {}
-        }
-    }
 }
 
 impl Component for McpOverlay {
@@ -58,25 +45,18 @@ impl Component for McpOverlay {
         Some(Context::Mcp)
     }
 
-    fn handle_key(
-        &mut self,
-        _: &KeyEvent,
-        _: &KeyBinding,
-        action: Option<Action>,
-        cx: &mut Ctx<'_>,
-    ) -> KeyOutcome {
+    fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
         match action {
-            Some(Action::Quit) | None => KeyOutcome::Ignored,
-            Some(a) => {
-                self.act(a, cx);
-                KeyOutcome::Consumed
-            }
+            Action::McpRefresh => cx.send(EngineCommand::ListMcpServers),
+            Action::McpUp => self.scroll = self.scroll.saturating_sub(1),
+            Action::McpDown => self.scroll = self.scroll.saturating_add(1),
+            Action::McpClose => cx.close(),
+            _ => {}
         }
     }
 
-    fn wheel(&mut self, up: bool, _: Position, cx: &mut Ctx<'_>) -> bool {
-        self.act(if up { Action::McpUp } else { Action::McpDown }, cx);
-        true
+    fn wheel_actions(&self) -> Option<(Action, Action)> {
+        Some((Action::McpUp, Action::McpDown))
     }
 
     fn on_event(&mut self, event: &AppEvent, _: &mut Ctx<'_>) {

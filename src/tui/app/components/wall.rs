@@ -7,17 +7,16 @@
 //! own: where it goes on screen (`app::draw`'s panes) or the tiles' look
 //! (`views::wall`).
 
-use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Position;
 
 use crate::session::SessionId;
-use crate::tui::action::{KeyOutcome, UiAction};
+use crate::tui::action::UiAction;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
 use crate::tui::app_event::AppEvent;
-use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::keymap::{Action, Context};
 use crate::tui::state::wall::Wall;
 use crate::tui::views::wall::{WallView, grid, per_page};
 
@@ -41,6 +40,20 @@ impl WallOverlay {
         Some(Box::new(Self {
             wall: Wall::open(&root, cx.tree, cx.inflight),
         }))
+    }
+}
+
+impl Component for WallOverlay {
+    fn layer(&self) -> Layer {
+        Layer::Overlay
+    }
+
+    fn overlay(&self) -> Overlay {
+        Overlay::Wall
+    }
+
+    fn context(&self, _: Focus) -> Option<Context> {
+        Some(Context::Wall)
     }
 
     fn act(&mut self, action: Action, cx: &mut Ctx<'_>) {
@@ -74,36 +87,6 @@ impl WallOverlay {
             }
             Action::WallClose => cx.close(),
             _ => {}
-        }
-    }
-}
-
-impl Component for WallOverlay {
-    fn layer(&self) -> Layer {
-        Layer::Overlay
-    }
-
-    fn overlay(&self) -> Overlay {
-        Overlay::Wall
-    }
-
-    fn context(&self, _: Focus) -> Option<Context> {
-        Some(Context::Wall)
-    }
-
-    fn handle_key(
-        &mut self,
-        _: &KeyEvent,
-        _: &KeyBinding,
-        action: Option<Action>,
-        cx: &mut Ctx<'_>,
-    ) -> KeyOutcome {
-        match action {
-            Some(Action::Quit) | None => KeyOutcome::Ignored,
-            Some(a) => {
-                self.act(a, cx);
-                KeyOutcome::Consumed
-            }
         }
     }
 
