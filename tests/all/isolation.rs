@@ -40,40 +40,61 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The root sends two implementers to set `VALUE`; each writes `app.py`.
-fn two_implementers() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
+/// A tool call of the scripted model: its id, tool and arguments.
+type Call = (&'static str, &'static str, Value);
+
+/// A scripted model: "Done." after a tool result; otherwise the calls of the first
+/// rule whose needle the last user message contains, else `otherwise` ("Done." for
+/// no calls).
+fn model(rules: Vec<(&'static str, Vec<Call>)>, otherwise: Vec<Call>) -> ScriptedServer {
+    ScriptedServer::start(Arc::new(move |body: Value| {
         let user = last_user_text(&body);
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("Done."))
-        } else if user.contains("Set VALUE to A") {
-            Reply::Sse(sse_tool_calls(&[(
-                "wa",
-                "write_file",
-                json!({"file_path": "app.py", "content": "VALUE = 'A'\n"}),
-            )]))
-        } else if user.contains("Set VALUE to B") {
-            Reply::Sse(sse_tool_calls(&[(
-                "wb",
-                "write_file",
-                json!({"file_path": "app.py", "content": "VALUE = 'B'\n"}),
-            )]))
+        let calls: &[Call] = if last_role(&body) == "tool" {
+            &[]
         } else {
-            Reply::Sse(sse_tool_calls(&[
-                (
-                    "ta",
-                    "task",
-                    json!({"agent": "implementer", "instruction": "Set VALUE to A"}),
-                ),
-                (
-                    "tb",
-                    "task",
-                    json!({"agent": "implementer", "instruction": "Set VALUE to B"}),
-                ),
-            ]))
+            rules
+                .iter()
+                .find(|(needle, _)| user.contains(needle))
+                .map_or(&otherwise, |(_, calls)| calls)
+        };
+        let reply = if calls.is_empty() {
+            Reply::Sse(sse_text("Done."))
+        } else {
+            let calls: Vec<(&str, &str, Value)> =
+                calls.iter().map(|(i, n, a)| (*i, *n, a.clone())).collect();
+            Reply::Sse(sse_tool_calls(&calls))
         };
         Box::pin(async move { reply })
     }))
+}
+
+/// The root sends two implementers to set `VALUE`; each writes `app.py`.
+fn two_implementers() -> ScriptedServer {
+    let write = |id, value: &str| {
+        vec![(
+            id,
+            "write_file",
+            json!({"file_path": "app.py", "content": format!("VALUE = '{value}'\n")}),
+        )]
+    };
+    model(
+        vec![
+            ("Set VALUE to A", write("wa", "A")),
+            ("Set VALUE to B", write("wb", "B")),
+        ],
+        vec![
+            (
+                "ta",
+                "task",
+                json!({"agent": "implementer", "instruction": "Set VALUE to A"}),
+            ),
+            (
+                "tb",
+                "task",
+                json!({"agent": "implementer", "instruction": "Set VALUE to B"}),
+            ),
+        ],
+    )
 }
 
 fn run_json(env: &TestEnv, prompt: &str, extra: &[&str]) -> Value {
@@ -256,27 +277,27 @@ fn outside_git_children_share_the_directory_and_the_thread_is_told_once() {
 
 /// Turn 1 writes `notes.txt` with write_file; turn 2 makes `made.txt` with bash.
 fn write_then_bash() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
-        let user = last_user_text(&body);
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("Done."))
-        } else if user.contains("first") {
-            Reply::Sse(sse_tool_calls(&[(
-                "w1",
-                "write_file",
-                json!({"file_path": "notes.txt", "content": "hello\n"}),
-            )]))
-        } else if user.contains("second") {
-            Reply::Sse(sse_tool_calls(&[(
-                "b1",
-                "bash",
-                json!({"command": "echo bye > made.txt && echo 'VALUE = 2' > app.py"}),
-            )]))
-        } else {
-            Reply::Sse(sse_text("Fine."))
-        };
-        Box::pin(async move { reply })
-    }))
+    model(
+        vec![
+            (
+                "first",
+                vec![(
+                    "w1",
+                    "write_file",
+                    json!({"file_path": "notes.txt", "content": "hello\n"}),
+                )],
+            ),
+            (
+                "second",
+                vec![(
+                    "b1",
+                    "bash",
+                    json!({"command": "echo bye > made.txt && echo 'VALUE = 2' > app.py"}),
+                )],
+            ),
+        ],
+        vec![],
+    )
 }
 
 #[test]
@@ -472,24 +493,21 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
 
 #[test]
 fn a_sandboxed_worktree_child_can_commit_with_git() {
-    let server = ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("Done."))
-        } else if last_user_text(&body).contains("Commit it") {
-            Reply::Sse(sse_tool_calls(&[(
+    let server = model(
+        vec![(
+            "Commit it",
+            vec![(
                 "b1",
                 "bash",
                 json!({"command": "echo x > f.txt && git add f.txt && git -c user.name=a -c user.email=a@a commit -q -m child && echo committed-ok"}),
-            )]))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": "implementer", "instruction": "Commit it"}),
-            )]))
-        };
-        Box::pin(async move { reply })
-    }));
+            )],
+        )],
+        vec![(
+            "t1",
+            "task",
+            json!({"agent": "implementer", "instruction": "Commit it"}),
+        )],
+    );
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
     git_project(&env);
@@ -581,24 +599,21 @@ fn a_worktree_left_by_a_crash_is_offered_and_cleaned_up() {
 
 #[test]
 fn a_task_call_with_isolation_none_writes_in_the_parents_checkout() {
-    let server = ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("Done."))
-        } else if last_user_text(&body).contains("Set VALUE") {
-            Reply::Sse(sse_tool_calls(&[(
+    let server = model(
+        vec![(
+            "Set VALUE",
+            vec![(
                 "w1",
                 "write_file",
                 json!({"file_path": "app.py", "content": "VALUE = 'shared'\n"}),
-            )]))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": "implementer", "instruction": "Set VALUE", "isolation": "none"}),
-            )]))
-        };
-        Box::pin(async move { reply })
-    }));
+            )],
+        )],
+        vec![(
+            "t1",
+            "task",
+            json!({"agent": "implementer", "instruction": "Set VALUE", "isolation": "none"}),
+        )],
+    );
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
     git_project(&env);
@@ -632,25 +647,24 @@ fn agent_validate_rejects_a_bad_isolation_value() {
 
 #[test]
 fn a_worktree_deleted_by_hand_is_checked_out_again_before_the_next_turn() {
-    let server = ScriptedServer::start(Arc::new(|body: Value| {
-        let user = last_user_text(&body);
-        let reply = if last_role(&body) == "tool" || user.contains("again") {
-            Reply::Sse(sse_text("Done."))
-        } else if user.contains("Set VALUE") {
-            Reply::Sse(sse_tool_calls(&[(
-                "w1",
-                "write_file",
-                json!({"file_path": "app.py", "content": "VALUE = 'A'\n"}),
-            )]))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": "implementer", "instruction": "Set VALUE"}),
-            )]))
-        };
-        Box::pin(async move { reply })
-    }));
+    let server = model(
+        vec![
+            ("again", vec![]),
+            (
+                "Set VALUE",
+                vec![(
+                    "w1",
+                    "write_file",
+                    json!({"file_path": "app.py", "content": "VALUE = 'A'\n"}),
+                )],
+            ),
+        ],
+        vec![(
+            "t1",
+            "task",
+            json!({"agent": "implementer", "instruction": "Set VALUE"}),
+        )],
+    );
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
     git_project(&env);
