@@ -4,7 +4,8 @@
 //! with full authority, the bundle plan's and the session agent's `approvals:` at
 //! their tier's authority) combined with the "always" grants of its tree; acting on
 //! the decision — `allow` runs the call, `deny` refuses it with a result naming the
-//! rule, `ask` publishes `approval:required` and, in the TUI, sets the session
+//! rule, `ask` runs the `Notification` hooks (`tool_hooks::notification`), publishes
+//! `approval:required` and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
 //! grant for the tree, after which every other call of the tree still waiting is
@@ -137,6 +138,7 @@ impl<'a> Gate<'a> {
 
     async fn ask(&self, tool: &Arc<dyn Tool>, call: &ToolCall, token: &CancellationToken) -> Pass {
         let required = self.required_event(tool, call).await;
+        Box::pin(super::tool_hooks::notification(self.live, self, &call.tool)).await;
         match self.env.approval_mode {
             ApprovalMode::Headless { yes: true } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
