@@ -4,8 +4,8 @@
 //! with full authority, the bundle plan's and the session agent's `approvals:` at
 //! their tier's authority) combined with the "always" grants of its tree; acting on
 //! the decision — `allow` runs the call, `deny` refuses it with a result naming the
-//! rule, `ask` runs the `Notification` hooks (`tool_hooks::notification`), publishes
-//! `approval:required` and, in the TUI, sets the session
+//! rule, `ask` publishes `approval:required`, runs the `Notification` hooks
+//! (`tool_hooks::notification`; in the TUI while it waits) and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
 //! grant for the tree, after which every other call of the tree still waiting is
@@ -138,15 +138,17 @@ impl<'a> Gate<'a> {
 
     async fn ask(&self, tool: &Arc<dyn Tool>, call: &ToolCall, token: &CancellationToken) -> Pass {
         let required = self.required_event(tool, call).await;
-        Box::pin(super::tool_hooks::notification(self.live, self, &call.tool)).await;
+        let notify = || Box::pin(super::tool_hooks::notification(self.live, self, &call.tool));
         match self.env.approval_mode {
             ApprovalMode::Headless { yes: true } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
+                notify().await;
                 self.granted(call, DecisionKind::Headless, None, Some("--yes".into()));
                 Pass::Run
             }
             ApprovalMode::Headless { yes: false } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
+                notify().await;
                 self.denied(
                     call,
                     DecisionKind::Headless,
@@ -159,7 +161,9 @@ impl<'a> Gate<'a> {
     }
 
     /// Registers the call, marks the session `waiting`, publishes
-    /// `approval:required` and waits for the answer or the session's cancellation.
+    /// `approval:required` and waits for the answer or the session's cancellation,
+    /// running the `Notification` hooks meanwhile (the call goes on once they ended too;
+    /// a cancellation stops them).
     async fn wait(
         &self,
         tool: &Arc<dyn Tool>,
@@ -167,6 +171,10 @@ impl<'a> Gate<'a> {
         required: ApprovalRequiredEvent,
         token: &CancellationToken,
     ) -> Pass {
+        // Lazy: first polled below, after `approval:required` is out.
+        let mut notify = Box::pin(super::tool_hooks::notification(self.live, self, &call.tool));
+        let mut notified = false;
+        let mut covered = None;
         let answer = {
             let mut receiver = self.env.approvals.register(&self.live.id, &call.id);
             let mut grants_changed = self.env.grants.watch();
@@ -181,12 +189,20 @@ impl<'a> Gate<'a> {
                         // An "always" answer to another prompt of this tree may cover
                         // this call now (issue 22): run it without asking.
                         if let Some(pass) = self.covered_while_waiting(tool, call) {
-                            return pass;
+                            covered = Some(pass);
+                            break None;
                         }
                     }
+                    () = &mut notify, if !notified => notified = true,
                 }
             }
         };
+        if !notified && !token.is_cancelled() {
+            notify.await;
+        }
+        if let Some(pass) = covered {
+            return pass;
+        }
         match answer {
             Some(ApprovalDecision::Allow { scope }) => {
                 match Grant::from_scope(&call.tool, &scope) {

@@ -4,7 +4,8 @@
 //! stdout reaches the model, an exit 2 stops nothing; `SubagentStart` runs in a spawned
 //! sub-session before its first model call with its agent and session ids, its
 //! `additionalContext` reaching the child's model; `Notification` runs when a call
-//! needs approval, naming the tool. Each run is a `hook:ran` line in `events.jsonl`.
+//! needs approval, naming the tool — headless, and while an editor (`arbor acp`) is
+//! asked. Each run is a `hook:ran` line in `events.jsonl`.
 
 use crate::support;
 
@@ -198,4 +199,36 @@ fn a_notification_hook_runs_when_a_call_needs_approval() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["data"]["outcome"], "passed");
     assert_eq!(runs[0]["data"]["tool_name"], "bash");
+}
+
+#[test]
+fn notification_hooks_run_while_an_editor_is_asked() {
+    let server = ScriptedServer::start(super::acp::responder());
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("notes.jsonl");
+    let hooks = format!(
+        "hooks:\n  Notification:\n    - hooks: [{{command: \"cat >> {0}; echo >> {0}\"}}]\n",
+        seen.display()
+    );
+    let env = env_with(&server, &hooks);
+    let summary = super::acp::drive(&env, &["Write the note and show it"]);
+    assert_eq!(summary["turns"][0]["stopReason"], "end_turn", "{summary:#}");
+    let asked = summary["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "permission")
+        .count();
+    let inputs = lines(&seen);
+    assert_eq!(inputs.len(), asked, "one Notification per approval asked");
+    let tools: Vec<&str> = inputs
+        .iter()
+        .map(|i| i["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["write_file", "bash"]);
+    assert!(inputs[1]["message"].as_str().unwrap().contains("bash"));
+    assert!(
+        env.project.join("note.txt").exists(),
+        "the approved calls ran"
+    );
 }
