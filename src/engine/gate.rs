@@ -5,7 +5,7 @@
 //! their tier's authority) combined with the "always" grants of its tree; acting on
 //! the decision — `allow` runs the call, `deny` refuses it with a result naming the
 //! rule, `ask` publishes `approval:required`, runs the `Notification` hooks
-//! (`tool_hooks::notification`; in the TUI while it waits) and, in the TUI, sets the session
+//! (`notify_hooks`; in the TUI while it waits) and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
 //! grant for the tree, after which every other call of the tree still waiting is
@@ -138,7 +138,15 @@ impl<'a> Gate<'a> {
 
     async fn ask(&self, tool: &Arc<dyn Tool>, call: &ToolCall, token: &CancellationToken) -> Pass {
         let required = self.required_event(tool, call).await;
-        let notify = || Box::pin(super::tool_hooks::notification(self.live, self, &call.tool));
+        let transcript = self.transcript_path();
+        let notify = || {
+            Box::pin(super::notify_hooks::notification(
+                self.live,
+                self.hooks(),
+                &transcript,
+                &call.tool,
+            ))
+        };
         match self.env.approval_mode {
             ApprovalMode::Headless { yes: true } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
@@ -172,7 +180,13 @@ impl<'a> Gate<'a> {
         token: &CancellationToken,
     ) -> Pass {
         // Lazy: first polled below, after `approval:required` is out.
-        let mut notify = Box::pin(super::tool_hooks::notification(self.live, self, &call.tool));
+        let transcript = self.transcript_path();
+        let mut notify = Box::pin(super::notify_hooks::notification(
+            self.live,
+            self.hooks(),
+            &transcript,
+            &call.tool,
+        ));
         let mut notified = false;
         let mut covered = None;
         let answer = {

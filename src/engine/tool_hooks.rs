@@ -1,7 +1,7 @@
 //! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
 //! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`), and before a compaction
-//! (`PreCompact`), at a session's start (`SessionStart` / `SubagentStart`) and when an
-//! approval is required (`Notification`) (issue 29).
+//! (`PreCompact`), and at a session's start (`SessionStart` / `SubagentStart`) (issue
+//! 29).
 //!
 //! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
 //! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
@@ -13,7 +13,7 @@
 //! plain stdout) reaches the model as a system note after the prompt. `Stop` (a root)
 //! or `SubagentStop` (a sub-session) runs when a turn ended; it is reported, and a
 //! block does not continue the turn. Does not own: running hooks (`hooks`),
-//! or the call itself (`calls`).
+//! the call itself (`calls`), or `Notification` hooks (`notify_hooks`).
 
 use serde_json::{Map, Value, json};
 
@@ -259,35 +259,5 @@ pub(crate) async fn session_start(live: &LiveSession, gate: &Gate<'_>) {
                 metadata: None,
             },
         ));
-    }
-}
-
-/// When a call of `tool` needs the person's approval (`approval:required` is about to
-/// be published): runs the `Notification` hooks with Claude Code's input
-/// (`message` naming the tool, `notification_type: "permission_prompt"`, which the
-/// matcher is read against). Reported only: a hook cannot answer the approval.
-pub(crate) async fn notification(live: &LiveSession, gate: &Gate<'_>, tool: &str) {
-    let hooks = gate.hooks();
-    if !hooks.has(HookEvent::Notification) {
-        return;
-    }
-    let mut input = session_input(live, gate);
-    input.insert(
-        "message".into(),
-        format!("arbor needs your permission to use {tool}").into(),
-    );
-    input.insert("notification_type".into(), "permission_prompt".into());
-    input.insert("tool_name".into(), tool.into());
-    let verdict = hooks
-        .run(
-            HookEvent::Notification,
-            Some("permission_prompt"),
-            input,
-            &live.working_dir,
-        )
-        .await;
-    for mut record in verdict.runs {
-        record.tool_name = Some(tool.to_string());
-        live.emit(EngineEvent::HookRan(record));
     }
 }
