@@ -29,7 +29,7 @@ pub enum Access {
     Write,
     /// Runs commands: asks by default.
     Execute,
-    /// Reaches the network (`web_fetch`): asks by default.
+    /// Reaches the network (`web_fetch`, `web_search`): asks by default.
     Network,
 }
 
@@ -148,10 +148,14 @@ pub const TODO: ToolModule = ToolModule {
     mount: Mount::Plan,
 };
 
-/// `tool-web`: `web_fetch`, one HTTP(S) GET as Markdown (Amplifier's `tool-web`).
+/// `tool-web`: `web_fetch`, one HTTP(S) GET as Markdown, and `web_search` (mounted
+/// only with config `web: {search_url}`) (Amplifier's `tool-web`).
 pub const WEB: ToolModule = ToolModule {
     name: "tool-web",
-    tools: &[tool("web_fetch", Access::Network)],
+    tools: &[
+        tool("web_fetch", Access::Network),
+        tool("web_search", Access::Network),
+    ],
     mount: Mount::Plan,
 };
 

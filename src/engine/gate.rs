@@ -4,7 +4,8 @@
 //! with full authority, the bundle plan's and the session agent's `approvals:` at
 //! their tier's authority) combined with the "always" grants of its tree; acting on
 //! the decision — `allow` runs the call, `deny` refuses it with a result naming the
-//! rule, `ask` publishes `approval:required` and, in the TUI, sets the session
+//! rule, `ask` publishes `approval:required`, runs the `Notification` hooks
+//! (`notify_hooks`; in the TUI while it waits) and, in the TUI, sets the session
 //! `waiting` and waits for the person's answer or the session's cancellation, while
 //! headless runs deny it (or grant it with `--yes`); recording an "always" answer as a
 //! grant for the tree, after which every other call of the tree still waiting is
@@ -137,14 +138,25 @@ impl<'a> Gate<'a> {
 
     async fn ask(&self, tool: &Arc<dyn Tool>, call: &ToolCall, token: &CancellationToken) -> Pass {
         let required = self.required_event(tool, call).await;
+        let transcript = self.transcript_path();
+        let notify = || {
+            Box::pin(super::notify_hooks::notification(
+                self.live,
+                self.hooks(),
+                &transcript,
+                &call.tool,
+            ))
+        };
         match self.env.approval_mode {
             ApprovalMode::Headless { yes: true } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
+                notify().await;
                 self.granted(call, DecisionKind::Headless, None, Some("--yes".into()));
                 Pass::Run
             }
             ApprovalMode::Headless { yes: false } => {
                 self.live.emit(EngineEvent::ApprovalRequired(required));
+                notify().await;
                 self.denied(
                     call,
                     DecisionKind::Headless,
@@ -157,7 +169,9 @@ impl<'a> Gate<'a> {
     }
 
     /// Registers the call, marks the session `waiting`, publishes
-    /// `approval:required` and waits for the answer or the session's cancellation.
+    /// `approval:required` and waits for the answer or the session's cancellation,
+    /// running the `Notification` hooks meanwhile (the call goes on once they ended too;
+    /// a cancellation stops them).
     async fn wait(
         &self,
         tool: &Arc<dyn Tool>,
@@ -165,6 +179,16 @@ impl<'a> Gate<'a> {
         required: ApprovalRequiredEvent,
         token: &CancellationToken,
     ) -> Pass {
+        // Lazy: first polled below, after `approval:required` is out.
+        let transcript = self.transcript_path();
+        let mut notify = Box::pin(super::notify_hooks::notification(
+            self.live,
+            self.hooks(),
+            &transcript,
+            &call.tool,
+        ));
+        let mut notified = false;
+        let mut covered = None;
         let answer = {
             let mut receiver = self.env.approvals.register(&self.live.id, &call.id);
             let mut grants_changed = self.env.grants.watch();
@@ -179,12 +203,20 @@ impl<'a> Gate<'a> {
                         // An "always" answer to another prompt of this tree may cover
                         // this call now (issue 22): run it without asking.
                         if let Some(pass) = self.covered_while_waiting(tool, call) {
-                            return pass;
+                            covered = Some(pass);
+                            break None;
                         }
                     }
+                    () = &mut notify, if !notified => notified = true,
                 }
             }
         };
+        if !notified && !token.is_cancelled() {
+            notify.await;
+        }
+        if let Some(pass) = covered {
+            return pass;
+        }
         match answer {
             Some(ApprovalDecision::Allow { scope }) => {
                 match Grant::from_scope(&call.tool, &scope) {

@@ -80,6 +80,9 @@ pub(crate) struct LiveSession {
     persist_error: Mutex<Option<String>>,
     /// The session's compaction record and latest context use (`compact`).
     pub(crate) context: Mutex<super::compact::ContextState>,
+    /// Set by the first turn of this session in this process, which runs its
+    /// `SessionStart` / `SubagentStart` hooks (`tool_hooks::session_start`).
+    pub(crate) start_hooks_ran: AtomicBool,
 }
 
 impl LiveSession {
@@ -117,6 +120,7 @@ impl LiveSession {
             provider: Mutex::new(None),
             persist_error: Mutex::new(None),
             context: Mutex::new(super::compact::ContextState::default()),
+            start_hooks_ran: AtomicBool::new(false),
         }
     }
 

@@ -34,6 +34,7 @@ mod isolate;
 mod limits;
 mod live;
 mod model_choice;
+mod notify_hooks;
 mod outcome;
 pub mod panics;
 mod prompt;

@@ -1,6 +1,7 @@
 //! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
 //! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`), and before a compaction
-//! (`PreCompact`) (issue 29).
+//! (`PreCompact`), and at a session's start (`SessionStart` / `SubagentStart`) (issue
+//! 29).
 //!
 //! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
 //! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
@@ -12,7 +13,7 @@
 //! plain stdout) reaches the model as a system note after the prompt. `Stop` (a root)
 //! or `SubagentStop` (a sub-session) runs when a turn ended; it is reported, and a
 //! block does not continue the turn. Does not own: running hooks (`hooks`),
-//! or the call itself (`calls`).
+//! the call itself (`calls`), or `Notification` hooks (`notify_hooks`).
 
 use serde_json::{Map, Value, json};
 
@@ -201,5 +202,62 @@ pub(crate) async fn pre_compact(
         .await;
     for record in &verdict.runs {
         live.emit(EngineEvent::HookRan(record.clone()));
+    }
+}
+
+/// Before the first model call of `live`'s first turn in this process: a root runs
+/// its `SessionStart` hooks with `source` `startup` (no turn yet) or `resume` (the
+/// matcher is read against `source`, Claude Code's rule); a freshly spawned
+/// sub-session (no turn yet) runs its `SubagentStart` hooks with `agent_id` (its
+/// session id), `agent_type` (its agent's name) and `parent_session_id` (the matcher
+/// is read against the agent's name). Each hook's `additionalContext` (and a
+/// `SessionStart` hook's plain stdout) becomes a system note in the transcript
+/// before the model is called. Neither event can stop the session (Claude Code's
+/// contract): an exit 2 or a `decision: block` is reported in `hook:ran` only.
+pub(crate) async fn session_start(live: &LiveSession, gate: &Gate<'_>) {
+    if live
+        .start_hooks_ran
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    let fresh = live.metadata().turn_count == 0;
+    let (event, matched) = match &live.parent_id {
+        Some(_) if !fresh => return,
+        Some(_) => (HookEvent::SubagentStart, live.agent_name.as_str()),
+        None if fresh => (HookEvent::SessionStart, "startup"),
+        None => (HookEvent::SessionStart, "resume"),
+    };
+    let hooks = gate.hooks();
+    if !hooks.has(event) {
+        return;
+    }
+    let mut input = session_input(live, gate);
+    match &live.parent_id {
+        Some(parent) => {
+            input.insert("agent_id".into(), live.id.to_string().into());
+            input.insert("agent_type".into(), live.agent_name.clone().into());
+            input.insert("parent_session_id".into(), parent.to_string().into());
+        }
+        None => {
+            input.insert("source".into(), matched.into());
+            input.insert("agent_type".into(), live.agent_name.clone().into());
+        }
+    }
+    let verdict = hooks
+        .run(event, Some(matched), input, &live.working_dir)
+        .await;
+    for mut record in verdict.runs {
+        record.tool_name = None;
+        live.emit(EngineEvent::HookRan(record));
+    }
+    for text in verdict.context {
+        live.append(crate::session::message::Message::System(
+            crate::session::message::UserMessage {
+                content: format!("[{} hook] {text}", event.as_str()).into(),
+                timestamp: Some(crate::session::message::now_rfc3339()),
+                metadata: None,
+            },
+        ));
     }
 }

@@ -289,6 +289,7 @@ async fn one_turn(
     };
     let mut usage = TurnUsage::default();
     let what = format!("the turn of session '{}'", live.id);
+    Box::pin(tool_hooks::session_start(live, &gate)).await;
     let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
         Err(reason) => LoopEnd {
             status: SessionStatus::Failed,

@@ -11,6 +11,9 @@
 //! `{continue: false, stopReason}`, `hookSpecificOutput.permissionDecision: "deny"`
 //! and `additionalContext` are honoured; a timeout (default 60 s) kills it. The
 //! user's hooks run as the user; a project's run in the kernel sandbox like `bash`.
+//! For `SessionStart`, `SubagentStart` and `Notification` the engine passes the
+//! event's `source`, agent name or `notification_type` where a tool name would go, so
+//! `matcher` is read against them (Claude Code's rule).
 //! Does not own: when events happen and what a block does to them (`engine`), the
 //! `hook:ran` payload (`session::protocol`), or trust (`config::trust`).
 //!

@@ -2,7 +2,7 @@
 //!
 //! Owns: the `Tool` trait, tool outputs, the built-in modules `tool-task`,
 //! `tool-filesystem` (`read_file`, `list_directory`, `write_file`, `edit_file`),
-//! `tool-search` (`glob`, `grep`), `tool-bash` (`bash`), `tool-todo` (`todo`), `tool-web` (`web_fetch`) and `transfer_to_agent` for
+//! `tool-search` (`glob`, `grep`), `tool-bash` (`bash`), `tool-todo` (`todo`), `tool-web` (`web_fetch`, and `web_search` with config `web: {search_url}`) and `transfer_to_agent` for
 //! agents in a `sub_agents` tree (`transfer`). Reads are confined to the
 //! session's working directory, writes to `allowed_write_paths` (`confine`). Does not
 //! own: running tool calls concurrently, recording `files_changed` or scrubbing secrets

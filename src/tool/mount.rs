@@ -4,7 +4,7 @@
 //! `config::modules::TOOL_MODULES`, whose tools its tests check it mounts — to tool
 //! instances (`tool-filesystem` →
 //! `read_file`, `list_directory`, and unless its config says `read_only: true`,
-//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`; `tool-todo` → `todo`; `tool-web` → `web_fetch`;
+//! `write_file`, `edit_file`; `tool-search` → `glob`, `grep`; `tool-bash` → `bash`; `tool-todo` → `todo`; `tool-web` → `web_fetch` (and `web_search` with config `web: {search_url}`);
 //! `tool-task` → `task` and `tool-delegate` → `delegate` below `max_recursion_depth`; `tool-mcp` mounts nothing here: its
 //! servers' tools need the servers started, which the engine does through
 //! `tool::mcp`), and the error text for a call to a tool that is not
@@ -88,7 +88,7 @@ impl ToolSet {
                 search::MODULE => set.extend(search::tools()),
                 bash::MODULE => set.extend(bash::tools(&entry.config, sandbox, writable.clone())),
                 todo::MODULE => set.extend(todo::tools()),
-                web::MODULE => set.extend(web::tools(web_config)),
+                web::MODULE => set.extend(web::tools(&web_config)),
                 module @ (task::MODULE | delegate::MODULE) => {
                     let config = TaskConfig::from_value(&entry.config);
                     let name = if module == task::MODULE {
@@ -258,7 +258,20 @@ mod tests {
                     }
                 }
                 Mount::Plan => {
-                    assert_eq!(set.names(), names, "{}", row.name);
+                    // `web_search` also needs config `web: {search_url}` (`mount_with`).
+                    let plain: Vec<&str> = names
+                        .iter()
+                        .copied()
+                        .filter(|n| *n != web::search::SEARCH_TOOL)
+                        .collect();
+                    assert_eq!(set.names(), plain, "{}", row.name);
+                    let web_config = web::WebConfig {
+                        search_url: Some("https://s.example/?q={query}".into()),
+                        ..web::WebConfig::default()
+                    };
+                    let sandbox = Sandbox::default();
+                    let full = ToolSet::mount_with(&plan, 0, None, &sandbox, web_config);
+                    assert_eq!(full.names(), names, "{}", row.name);
                     for tool in set.specs() {
                         let mounted = set.get(&tool.name).unwrap();
                         assert_eq!(mounted.module(), row.name);

@@ -1,5 +1,6 @@
 //! `tool-web` (Amplifier's module of that name): `web_fetch`, one HTTP(S) GET whose
-//! page comes back as readable Markdown.
+//! page comes back as readable Markdown, and `web_search` ([`search`]) when config
+//! `web: {search_url}` names a search endpoint.
 //!
 //! Owns: the `web_fetch` tool — `{url, offset?, limit?}` → `{url, status,
 //! content_type, content, truncated, total_bytes, offset}`: HTML turned into Markdown
@@ -11,7 +12,9 @@
 //! loopback, link-local or otherwise non-public address is refused unless config
 //! `web: {allow_private_addresses: true}` ([`WebConfig`]), and the connection goes to
 //! the address that was checked (no second DNS answer). Does not own: whether a call
-//! may run (approvals: `web_fetch` asks by default, `config::modules`).
+//! may run (approvals: `web_fetch` and `web_search` ask by default, `config::modules`).
+
+pub mod search;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -39,11 +42,18 @@ pub const DEFAULT_LIMIT: usize = 200_000;
 pub const MAX_REDIRECTS: usize = 5;
 
 /// Config `web:` of the user's `config.yaml` (never an agent's: the choice to reach
-/// private addresses is the person's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// private addresses, and which search endpoint to query, is the person's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WebConfig {
     /// Fetch hosts that resolve to private, loopback or link-local addresses.
     pub allow_private_addresses: bool,
+    /// `search_url`: the http(s) URL `web_search` GETs, `{query}` replaced by the
+    /// percent-encoded query (`https://searx.example/search?q={query}&format=json`).
+    /// `None`: `web_search` is not mounted.
+    pub search_url: Option<String>,
+    /// `max_results`: results `web_search` returns at most (default
+    /// [`search::DEFAULT_RESULTS`], at most [`search::MAX_RESULTS`]).
+    pub max_results: Option<usize>,
 }
 
 impl WebConfig {
@@ -55,6 +65,14 @@ impl WebConfig {
                 .and_then(|w| w.get("allow_private_addresses"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            search_url: web
+                .and_then(|w| w.get("search_url"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            max_results: web
+                .and_then(|w| w.get("max_results"))
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok()),
         }
     }
 }
@@ -90,13 +108,20 @@ pub enum FetchError {
     Convert(String),
 }
 
-/// The module's tools under `config`.
-pub fn tools(config: WebConfig) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(WebFetch { config })]
+/// The module's tools under `config`: `web_fetch`, and `web_search` when
+/// `config.search_url` is set.
+pub fn tools(config: &WebConfig) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(WebFetch {
+        config: config.clone(),
+    })];
+    if let Some(search) = search::WebSearch::new(config) {
+        tools.push(Arc::new(search));
+    }
+    tools
 }
 
 /// The `web_fetch` tool.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct WebFetch {
     config: WebConfig,
 }
@@ -129,9 +154,9 @@ impl Tool for WebFetch {
     }
 
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        let config = self.config;
+        let config = self.config.clone();
         Box::pin(async move {
-            let fetch = fetch(&input, config);
+            let fetch = fetch(&input, &config);
             let result = tokio::select! {
                 r = tokio::time::timeout(FETCH_TIMEOUT, fetch) => r.unwrap_or(Err(FetchError::Timeout)),
                 () = ctx.cancel.cancelled() => {
@@ -146,7 +171,7 @@ impl Tool for WebFetch {
     }
 }
 
-async fn fetch(input: &Value, config: WebConfig) -> Result<Value, FetchError> {
+async fn fetch(input: &Value, config: &WebConfig) -> Result<Value, FetchError> {
     let url = input
         .get("url")
         .and_then(Value::as_str)
@@ -179,9 +204,9 @@ async fn fetch(input: &Value, config: WebConfig) -> Result<Value, FetchError> {
 
 /// GETs `url` after checking every address its host resolves to, connecting to the
 /// first checked address; redirects are returned, not followed.
-async fn get_checked(
+pub(super) async fn get_checked(
     url: &reqwest::Url,
-    config: WebConfig,
+    config: &WebConfig,
 ) -> Result<reqwest::Response, FetchError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(FetchError::Scheme(url.scheme().to_string()));
@@ -385,15 +410,16 @@ mod tests {
     async fn loopback_is_refused_by_default_and_other_schemes_always() {
         let err = fetch(
             &json!({"url": "http://127.0.0.1:9/x"}),
-            WebConfig::default(),
+            &WebConfig::default(),
         )
         .await
         .unwrap_err();
         assert!(err.to_string().contains("allow_private_addresses"), "{err}");
         let err = fetch(
             &json!({"url": "file:///etc/passwd"}),
-            WebConfig {
+            &WebConfig {
                 allow_private_addresses: true,
+                ..WebConfig::default()
             },
         )
         .await

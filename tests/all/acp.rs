@@ -61,7 +61,7 @@ fn tools_since_user(body: &Value) -> usize {
         .count()
 }
 
-fn responder() -> Responder {
+pub(crate) fn responder() -> Responder {
     Arc::new(|body: Value| {
         async move {
             let user = last_user_text(&body);
@@ -130,7 +130,7 @@ fn responder() -> Responder {
 
 /// Runs the SDK client against `arbor acp` in `env`'s project with `args` (prompts,
 /// maybe `--no-subagents` first); returns its summary object.
-fn drive(env: &TestEnv, args: &[&str]) -> Value {
+pub(crate) fn drive(env: &TestEnv, args: &[&str]) -> Value {
     let dir = client_dir();
     let arbor = env.std_cmd();
     let mut node = Command::new("node");

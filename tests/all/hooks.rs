@@ -14,7 +14,7 @@ tools:\n  - module: tool-bash\n---\nYou run commands.\n";
 
 /// An environment whose user agent `shell` has `bash`, with `hooks_yaml` appended to
 /// the config.
-fn env_with(server: &ScriptedServer, hooks_yaml: &str) -> TestEnv {
+pub(crate) fn env_with(server: &ScriptedServer, hooks_yaml: &str) -> TestEnv {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test");
     let mut config = std::fs::read_to_string(&env.config).unwrap();
@@ -26,7 +26,7 @@ fn env_with(server: &ScriptedServer, hooks_yaml: &str) -> TestEnv {
     env
 }
 
-fn run(env: &TestEnv, yes: bool) -> (String, std::process::Output) {
+pub(crate) fn run(env: &TestEnv, yes: bool) -> (String, std::process::Output) {
     let mut args = vec!["run", "--agent", "shell", "--output-format", "json"];
     if yes {
         args.push("--yes");
@@ -53,7 +53,7 @@ fn tool_result(server: &ScriptedServer, id: &str) -> String {
         .unwrap()
 }
 
-fn events(env: &TestEnv, id: &str) -> Vec<Value> {
+pub(crate) fn events(env: &TestEnv, id: &str) -> Vec<Value> {
     read_jsonl(&env.sessions_dir().join(id).join("events.jsonl"))
 }
 

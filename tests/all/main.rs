@@ -41,6 +41,7 @@ mod engine_tools;
 mod engine_undo;
 mod front_ends;
 mod hooks;
+mod hooks_events;
 mod http_pool;
 mod images;
 mod inner_layers;

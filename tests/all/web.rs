@@ -2,7 +2,9 @@
 //! the built-in root fetches a loopback HTML page — allowed by config `web:
 //! {allow_private_addresses: true}` and `--yes` — and the model gets its text as
 //! Markdown without markup, scripts or navigation; without that config loopback is
-//! refused, and without `--yes` the call is not run (it asks by default).
+//! refused, and without `--yes` the call is not run (it asks by default). `web_search`
+//! is offered only with config `web: {search_url}`, GETs a loopback SearxNG-style JSON
+//! endpoint under the same rules, and returns a short `{title, url, snippet}` list.
 
 use crate::support;
 
@@ -108,5 +110,128 @@ fn web_fetch_of_a_loopback_page_returns_its_text_without_markup() {
             .as_str()
             .unwrap()
             .starts_with("text/html")
+    );
+}
+
+const RESULTS: &str = r#"{"query": "arbor hooks", "results": [
+{"title": "Arbor hooks", "url": "https://example.org/hooks", "content": "How hooks run.", "engine": "x"},
+{"title": "No URL here"},
+{"title": "Arbor tools", "url": "https://example.org/tools", "content": "Tools list."},
+{"title": "Third", "url": "https://example.org/3", "content": "c"}]}"#;
+
+/// Serves `RESULTS` as SearxNG-style JSON on a loopback port; the request lines it saw
+/// go to the returned list.
+fn search_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]);
+            log.lock()
+                .unwrap()
+                .push(head.lines().next().unwrap_or("").to_string());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{RESULTS}",
+                RESULTS.len()
+            );
+        }
+    });
+    (
+        format!("http://{addr}/search?q={{query}}&format=json"),
+        seen,
+    )
+}
+
+/// Runs one turn whose model calls `web_search {query: "arbor hooks"}` under
+/// `web_yaml`; returns the tool names the model was offered and the call's result.
+fn search_result(web_yaml: &str, extra_args: &[&str]) -> (Vec<String>, String) {
+    let env = TestEnv::new();
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "s1",
+            "web_search",
+            json!({"query": "arbor hooks"}),
+        )])),
+        Reply::Sse(sse_text("searched")),
+    ]);
+    env.use_openai(&server.base_url, "sk-test");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str(web_yaml);
+    std::fs::write(&env.config, config).unwrap();
+    let mut args = vec!["run", "--output-format", "json"];
+    args.extend_from_slice(extra_args);
+    args.push("search for it");
+    let out = env.cmd().args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    let offered = requests[0]["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let result = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "s1")
+        .map(content_text)
+        .unwrap();
+    (offered, result)
+}
+
+#[test]
+fn web_search_queries_the_configured_endpoint_and_returns_a_short_list() {
+    let (url, seen) = search_server();
+
+    // No search_url: not offered (the call is an unknown tool).
+    let (offered, _) = search_result("web: {allow_private_addresses: true}\n", &["--yes"]);
+    assert!(offered.iter().any(|t| t == "web_fetch"), "{offered:?}");
+    assert!(!offered.iter().any(|t| t == "web_search"), "{offered:?}");
+
+    // A loopback endpoint is refused unless private addresses are allowed.
+    let (offered, refused) =
+        search_result(&format!("web: {{search_url: \"{url}\"}}\n"), &["--yes"]);
+    assert!(offered.iter().any(|t| t == "web_search"), "{offered:?}");
+    assert!(refused.contains("private or local address"), "{refused}");
+
+    let web =
+        format!("web: {{search_url: \"{url}\", allow_private_addresses: true, max_results: 2}}\n");
+    // Asks by default: headless without --yes it does not run.
+    let (_, denied) = search_result(&web, &[]);
+    assert!(denied.contains("--yes"), "{denied}");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "nothing reached the endpoint yet"
+    );
+
+    let (_, found) = search_result(&web, &["--yes"]);
+    let body: Value = serde_json::from_str(&found).unwrap_or_else(|_| panic!("{found}"));
+    assert_eq!(body["query"], "arbor hooks");
+    assert_eq!(body["count"], 2);
+    assert_eq!(
+        body["results"],
+        json!([
+            {"title": "Arbor hooks", "url": "https://example.org/hooks", "snippet": "How hooks run."},
+            {"title": "Arbor tools", "url": "https://example.org/tools", "snippet": "Tools list."}
+        ])
+    );
+    let lines = seen.lock().unwrap().clone();
+    assert_eq!(
+        lines,
+        ["GET /search?q=arbor%20hooks&format=json HTTP/1.1"],
+        "one GET with the query encoded"
     );
 }
