@@ -20,6 +20,15 @@ pub enum Compacted {
     BeforeNextCall,
     /// Nothing to compact (one turn, its tool results already short).
     Nothing,
+    /// The compacted request came out no smaller than the one it would replace (a
+    /// summary longer than the turns it covers): nothing was recorded, the context
+    /// stays as it was. Token counts are estimates of the whole request.
+    NotSmaller {
+        /// The request's tokens now.
+        tokens: u64,
+        /// What the compacted request would have taken.
+        compacted: u64,
+    },
 }
 
 impl Runtime {
@@ -47,8 +56,6 @@ impl Runtime {
             env,
         };
         let token = CancellationToken::new();
-        let done =
-            request_view::compact_now(&live, env, &request, focus.to_string(), &token).await?;
-        Ok(done.map_or(Compacted::Nothing, |e| Compacted::Now(Box::new(e))))
+        request_view::compact_now(&live, env, &request, focus.to_string(), &token).await
     }
 }
