@@ -1,6 +1,7 @@
 //! How issue 25's marks read where the person looks: an opened fork's chat header
 //! reads like a root's and names where it was cut (`fork of #<parent> @<turn>`), not
-//! `sub-session #…` (a fork is a root for depth and limits); an implementer's
+//! `sub-session #…` (a fork is a root for depth and limits), and its tree row takes
+//! no task from its first message; an implementer's
 //! unmerged worktree keeps its `⎇` mark at the default tree width, its task text
 //! yielding first.
 
@@ -56,6 +57,9 @@ fn an_opened_fork_reads_like_a_root_and_names_where_it_was_cut() {
     );
     assert!(!screen.contains("sub-session"), "{screen}");
     insta::assert_snapshot!("fork_header_100", screen);
+    // Its tree row is a root's too: no task from its first message, the fork mark.
+    let screen = h.screen(200, 12);
+    assert!(screen.contains("zen-architect (fork @3)"), "{screen}");
 }
 
 #[test]
