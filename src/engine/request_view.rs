@@ -16,12 +16,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::compact::record::{self, Stats};
 use super::compact::summary::Summariser;
-use super::compact::{CompactError, ContextState, Plan, Record, Settings, estimate, plan, view};
+use super::compact::{
+    CompactError, Compacted, ContextState, Plan, Record, Settings, estimate, plan, view,
+};
 use super::env::TurnEnv;
 use super::live::{LiveSession, lock};
 use super::providers;
 use super::repair;
-use super::runtime::Compacted;
 use crate::config::context::ContextConfig;
 use crate::config::modules::CacheAccounting;
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ToolSpec};

@@ -7,29 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
 use crate::engine::compact::CompactError;
+pub use crate::engine::compact::Compacted;
 use crate::engine::live::lock;
 use crate::engine::{prompt, providers, request_view};
-use crate::session::protocol::ContextCompactionEvent;
-
-/// What [`Runtime::compact`] did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Compacted {
-    /// The session compacted now (its `context:compaction` event was published too).
-    Now(Box<ContextCompactionEvent>),
-    /// A turn is running: the compaction happens before its next model call.
-    BeforeNextCall,
-    /// Nothing to compact (one turn, its tool results already short).
-    Nothing,
-    /// The compacted request came out no smaller than the one it would replace (a
-    /// summary longer than the turns it covers): nothing was recorded, the context
-    /// stays as it was. Token counts are estimates of the whole request.
-    NotSmaller {
-        /// The request's tokens now.
-        tokens: u64,
-        /// What the compacted request would have taken.
-        compacted: u64,
-    },
-}
 
 impl Runtime {
     /// Compacts session `session_id`'s context now, summarising everything before its
