@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::compact::record::{self, Stats};
 use super::compact::summary::Summariser;
-use super::compact::{CompactError, ContextState, Plan, Record, Settings, estimate, plan, view};
+use super::compact::{
+    CompactError, Compacted, ContextState, Plan, Record, Settings, estimate, plan, view,
+};
 use super::env::TurnEnv;
 use super::live::{LiveSession, lock};
 use super::providers;
@@ -106,8 +108,11 @@ pub(crate) async fn messages(
                 trigger,
                 focus: manual,
             };
-            let (record, after, _) = run.go(live, request, step, token).await?;
-            (record, after)
+            match run.go(live, request, step, token).await? {
+                Done::Compacted(record, after, _) => (record, after),
+                // A `/compact` that saved nothing keeps the view as it was.
+                Done::NotSmaller { .. } => (state.record, tokens),
+            }
         }
     };
     publish_use(live, tokens, &settings);
@@ -122,15 +127,17 @@ pub(crate) async fn messages(
 
 /// Compacts session `live` now (`/compact [focus]` on an idle session), as if its
 /// next request crossed the threshold: everything before the newest turn is
-/// summarised (with `focus`). Returns the compaction, `None` when there was nothing
-/// to compact (a single turn whose tool results are already stubs).
+/// summarised (with `focus`). Returns the compaction ([`Compacted::Now`]),
+/// [`Compacted::Nothing`] when there was nothing to compact (a single turn whose tool
+/// results are already stubs), [`Compacted::NotSmaller`] when the compacted request
+/// came out no smaller than the one it would replace (then nothing is recorded).
 pub(crate) async fn compact_now(
     live: &LiveSession,
     env: &TurnEnv,
     request: &Request<'_>,
     focus: String,
     token: &CancellationToken,
-) -> Result<Option<ContextCompactionEvent>, CompactError> {
+) -> Result<Compacted, CompactError> {
     let settings = settings(live, env, request.provider.as_ref());
     let state = state(live);
     let transcript = live.transcript_snapshot();
@@ -139,7 +146,7 @@ pub(crate) async fn compact_now(
     let tokens = plan::measure(&transcript, &state.record, fixed, accounting);
     let step = plan::plan(&transcript, &state.record, &settings, fixed, tokens, true)?;
     if step == Plan::Keep {
-        return Ok(None);
+        return Ok(Compacted::Nothing);
     }
     let run = Run {
         settings: &settings,
@@ -149,12 +156,32 @@ pub(crate) async fn compact_now(
         trigger: "manual",
         focus: Some(focus),
     };
-    let (_, after, event) = run.go(live, request, step, token).await?;
-    publish_use(live, after, &settings);
-    // No response follows to write it: write the metadata now.
+    let done = match run.go(live, request, step, token).await? {
+        Done::Compacted(_, after, event) => {
+            publish_use(live, after, &settings);
+            Compacted::Now(event)
+        }
+        Done::NotSmaller { tokens, compacted } => Compacted::NotSmaller { tokens, compacted },
+    };
+    // No response follows to write it (the summary call's usage, the context use):
+    // write the metadata now.
     live.update_metadata(|_| {});
     live.sync();
-    Ok(Some(event))
+    Ok(done)
+}
+
+/// What [`Run::go`] did.
+enum Done {
+    /// Compacted: the new record, the view's estimated tokens after, the event.
+    Compacted(Record, u64, Box<ContextCompactionEvent>),
+    /// A `/compact` (trigger `manual`) whose compacted request came out no smaller
+    /// than the one it replaces (both estimated): nothing was recorded or published.
+    NotSmaller {
+        /// The request's estimated tokens as it is.
+        tokens: u64,
+        /// The compacted request's estimated tokens.
+        compacted: u64,
+    },
 }
 
 /// Whether a request the provider refused as too long (`error`) is sent again,
@@ -203,15 +230,16 @@ struct Run<'a> {
 
 impl Run<'_> {
     /// Carries out `step`: writes the summary if it needs one, stores the new record,
-    /// publishes `context:compaction`. Returns the record, the view's estimated tokens
-    /// after, and the event.
+    /// publishes `context:compaction` — unless a `/compact` came out no smaller than
+    /// what it replaces ([`Done::NotSmaller`]: then nothing is stored, only the
+    /// summary call's usage is counted).
     async fn go(
         self,
         live: &LiveSession,
         request: &Request<'_>,
         step: Plan,
         token: &CancellationToken,
-    ) -> Result<(Record, u64, ContextCompactionEvent), CompactError> {
+    ) -> Result<Done, CompactError> {
         let Run {
             settings,
             transcript,
@@ -260,6 +288,22 @@ impl Run<'_> {
         if let Some(usage) = &usage {
             live.update_metadata(|m| m.usage.add(usage));
         }
+        // A compaction the person asked for must pay off: a summary larger than the
+        // turns it replaces is not kept (auto and overflow compactions are needed to
+        // fit the limit and go on).
+        let (before_est, after_est) = plan::sizes(transcript, old, &record);
+        if trigger == "manual" && after_est >= before_est {
+            tracing::info!(
+                session = %live.id,
+                before_est,
+                after_est,
+                "nothing saved by compacting: not recorded"
+            );
+            return Ok(Done::NotSmaller {
+                tokens: fixed + before_est,
+                compacted: fixed + after_est,
+            });
+        }
         let stats = Stats {
             before_tokens,
             after_tokens,
@@ -277,7 +321,7 @@ impl Run<'_> {
         let event = record::event(&record, stats);
         lock(&live.context).record = record.clone();
         live.emit(EngineEvent::ContextCompaction(event.clone()));
-        Ok((record, after_tokens, event))
+        Ok(Done::Compacted(record, after_tokens, Box::new(event)))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Issue 26 in-process (scripted provider, temp dirs): a sub-session's final answer
 //! reaches its parent capped (`context.child_answer_max_chars`) with a note saying
 //! where the whole answer is, the child's transcript keeping it whole; and
-//! `/compact [focus]` (`Runtime::compact`) summarising all but the newest turn.
+//! `/compact [focus]` (`Runtime::compact`) summarising all but the newest turn, and
+//! keeping nothing when the summary came out larger than what it replaces.
 
 use crate::support::fixture::*;
 
@@ -49,7 +50,14 @@ async fn compact_now_summarises_all_but_the_newest_turn_with_the_focus() {
         if r.system.starts_with("You compact") {
             return vec![Step::text("SUMMARY of turns one and two")];
         }
-        vec![Step::text(format!("answer to {}", last_user_text(r)))]
+        // The turns the summary replaces are long enough for it to save something.
+        let asked = last_user_text(r);
+        let detail = if matches!(asked.as_str(), "one" | "two") {
+            " with detail".repeat(200)
+        } else {
+            String::new()
+        };
+        vec![Step::text(format!("answer to {asked}{detail}"))]
     });
     let rt = fx.runtime();
     let root = rt.create_root(None).unwrap();
@@ -92,4 +100,35 @@ async fn compact_now_summarises_all_but_the_newest_turn_with_the_focus() {
             .iter()
             .any(|e| e == "context:compaction")
     );
+}
+
+#[tokio::test]
+async fn compact_now_whose_summary_is_larger_keeps_the_context_as_it_was() {
+    let fx = Fixture::new(plan(json!({})), &[], |r| {
+        if r.system.starts_with("You compact") {
+            return vec![Step::text("SUMMARY ".repeat(2000))];
+        }
+        vec![Step::text(format!("answer to {}", last_user_text(r)))]
+    });
+    let rt = fx.runtime();
+    let root = rt.create_root(None).unwrap();
+    for prompt in ["one", "two", "three"] {
+        rt.run_turn(&root, prompt.into()).await.unwrap();
+    }
+    let done = rt.compact(&root, "").await.unwrap();
+    let Compacted::NotSmaller { tokens, compacted } = done else {
+        panic!("expected nothing saved, got {done:?}");
+    };
+    assert!(compacted >= tokens, "{compacted} < {tokens}");
+    // Nothing recorded: no event, and the next call sends every turn verbatim.
+    assert!(
+        !fx.logged_events(&root)
+            .iter()
+            .any(|e| e == "context:compaction")
+    );
+    rt.run_turn(&root, "four".into()).await.unwrap();
+    let last = fx.provider.requests().pop().unwrap();
+    let texts: Vec<String> = last.messages.iter().map(|m| m.text()).collect();
+    assert!(!texts.iter().any(|t| t.contains("SUMMARY")), "{texts:?}");
+    assert_eq!(texts.first().map(String::as_str), Some("one"));
 }

@@ -25,6 +25,7 @@ mod approvals;
 mod cancel;
 mod copy_mouse;
 mod find;
+mod fork_marks;
 mod help;
 mod history;
 mod layout;

@@ -6,7 +6,8 @@
 //! [`Record`] (`view`), the decision — stub old tool results, else summarise the
 //! oldest turns (`plan`), the summary model calls (`summary`), and the
 //! `context:compaction` event as the record reused on resume (`record`), and the cap
-//! on a sub-session's answer to its parent (`answer`).
+//! on a sub-session's answer to its parent (`answer`); what `/compact` did
+//! ([`Compacted`]).
 //!
 //! Does not own: the live session or the turn loop. `engine::request_view` is the one
 //! caller: it reads the live session, runs a plan (with the summary call) and
@@ -73,4 +74,25 @@ pub struct ContextState {
     /// The transcript length at the last such retry: one retry per length, so a
     /// request that stays too long fails instead of looping.
     pub overflow_at: Option<usize>,
+}
+
+/// What `/compact` did (`Runtime::compact`; defined here so `request_view` can
+/// make it without depending on `runtime`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Compacted {
+    /// The session compacted now (its `context:compaction` event was published too).
+    Now(Box<crate::session::protocol::ContextCompactionEvent>),
+    /// A turn is running: the compaction happens before its next model call.
+    BeforeNextCall,
+    /// Nothing to compact (one turn, its tool results already short).
+    Nothing,
+    /// The compacted request came out no smaller than the one it would replace (a
+    /// summary longer than the turns it covers): nothing was recorded, the context
+    /// stays as it was. Token counts are estimates of the whole request.
+    NotSmaller {
+        /// The request's tokens now.
+        tokens: u64,
+        /// What the compacted request would have taken.
+        compacted: u64,
+    },
 }

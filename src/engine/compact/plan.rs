@@ -5,7 +5,8 @@
 //! what came after, or an estimate of the whole view) and [`plan`]: stub old tool
 //! results first; if still above the target, cut at the oldest turn start that lets
 //! the rest fit with a summary, keeping the newest turns verbatim; a newest turn too
-//! large for the limit on its own is [`CompactError::TurnTooLarge`]. Pure: no I/O,
+//! large for the limit on its own is [`CompactError::TurnTooLarge`]; [`sizes`] of a
+//! view before and after, to tell whether a compaction saved anything. Pure: no I/O,
 //! no model call (`summary` writes the summary, `engine::request_view` runs it).
 
 use crate::config::modules::CacheAccounting;
@@ -47,6 +48,18 @@ pub fn measure(
         }
         None => fixed + estimate::messages(&view::build(transcript, record)),
     }
+}
+
+/// The estimated tokens of the messages of `transcript`'s request view under the
+/// record `old` and under `new`: `(before, after)`. Both are estimates (`measure`
+/// mixes in the provider's own count, which a compaction not yet sent has not got):
+/// a `/compact` whose `after` is not below `before` saves nothing and is not kept
+/// (`engine::request_view`).
+pub fn sizes(transcript: &[Message], old: &Record, new: &Record) -> (u64, u64) {
+    (
+        estimate::messages(&view::build(transcript, old)),
+        estimate::messages(&view::build(transcript, new)),
+    )
 }
 
 /// Whether a forced compaction could shrink the view of `transcript` under `record`:
@@ -231,6 +244,23 @@ mod tests {
         s.auto_compact = true;
         let err = plan(&t, &Record::default(), &s, 0, 99_999, false).unwrap_err();
         assert!(matches!(err, CompactError::TurnTooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_summary_longer_than_the_turns_it_covers_saves_nothing() {
+        let s = settings(100_000);
+        let t = chat(4, 400);
+        let Plan::Summarise { mut record, .. } =
+            plan(&t, &Record::default(), &s, 0, 10, true).unwrap()
+        else {
+            panic!("expected a summary");
+        };
+        record.summary = Some("short summary".into());
+        let (before, after) = sizes(&t, &Record::default(), &record);
+        assert!(after < before, "{after} >= {before}");
+        record.summary = Some("long summary ".repeat(1000));
+        let (before, after) = sizes(&t, &Record::default(), &record);
+        assert!(after >= before, "{after} < {before}");
     }
 
     #[test]

@@ -7,20 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
 use crate::engine::compact::CompactError;
+pub use crate::engine::compact::Compacted;
 use crate::engine::live::lock;
 use crate::engine::{prompt, providers, request_view};
-use crate::session::protocol::ContextCompactionEvent;
-
-/// What [`Runtime::compact`] did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Compacted {
-    /// The session compacted now (its `context:compaction` event was published too).
-    Now(Box<ContextCompactionEvent>),
-    /// A turn is running: the compaction happens before its next model call.
-    BeforeNextCall,
-    /// Nothing to compact (one turn, its tool results already short).
-    Nothing,
-}
 
 impl Runtime {
     /// Compacts session `session_id`'s context now, summarising everything before its
@@ -47,8 +36,6 @@ impl Runtime {
             env,
         };
         let token = CancellationToken::new();
-        let done =
-            request_view::compact_now(&live, env, &request, focus.to_string(), &token).await?;
-        Ok(done.map_or(Compacted::Nothing, |e| Compacted::Now(Box::new(e))))
+        request_view::compact_now(&live, env, &request, focus.to_string(), &token).await
     }
 }

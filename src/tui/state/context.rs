@@ -70,6 +70,12 @@ pub fn compacted_note(done: &Compacted) -> String {
         Compacted::Now(event) => event.note(),
         Compacted::BeforeNextCall => "the context is compacted before the next model call".into(),
         Compacted::Nothing => "nothing to compact yet: one turn, already short".into(),
+        Compacted::NotSmaller { tokens, compacted } => format!(
+            "nothing saved by compacting: compacted it would take ~{} tokens, it takes ~{} now; \
+             kept as it was",
+            crate::tui::clock::format_tokens(*compacted),
+            crate::tui::clock::format_tokens(*tokens)
+        ),
     }
 }
 
@@ -89,5 +95,15 @@ mod tests {
         assert!(m.at_threshold());
         m.max_tokens = 0;
         assert!(!m.at_threshold());
+    }
+
+    #[test]
+    fn a_compaction_that_saved_nothing_says_so() {
+        let note = compacted_note(&Compacted::NotSmaller {
+            tokens: 1200,
+            compacted: 5400,
+        });
+        assert!(note.starts_with("nothing saved by compacting"), "{note}");
+        assert!(note.contains("~5.4k") && note.contains("~1.2k"), "{note}");
     }
 }

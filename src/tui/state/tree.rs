@@ -472,6 +472,7 @@ impl SessionTree {
             }
             EngineEvent::MessageAppended(appended) => {
                 if node.parent.is_some()
+                    && node.fork.is_none()
                     && node.task.is_none()
                     && let crate::session::Message::User(_) = &appended.message
                 {
@@ -529,10 +530,12 @@ impl SessionTree {
 
     /// Sets sub-session `id`'s task from its `instruction` unless it has one (a
     /// loaded transcript: the parent's `task` card, or the session's first message).
+    /// A fork is a root (issue 25): it gets no task, its row keeps `(fork @N)`.
     pub fn set_task(&mut self, id: &str, instruction: &str) {
         if let Some(node) = self.nodes.get_mut(id)
             && node.task.is_none()
             && node.parent.is_some()
+            && node.fork.is_none()
         {
             node.task = title_from(instruction);
         }

@@ -1,7 +1,8 @@
 //! The chat pane: the open thread's visible window (computed beforehand by
 //! `Thread::layout`), a header with session id, agent (`helpdesk › billing` when a
 //! transfer handed the session to another agent of its tree) and status, a selection
-//! gutter.
+//! gutter. A sub-session's header says `sub-session #…`; a fork's reads like a root's
+//! with `fork of #<short parent> @<turn>` (a fork is a root for depth and limits).
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -70,13 +71,17 @@ impl ChatView<'_> {
         } else {
             glyph
         };
-        let kind = if node.and_then(|n| n.parent.as_ref()).is_some() {
-            "sub-session "
-        } else {
-            ""
+        // A fork is a root for depth and limits (issue 25): its header reads like a
+        // root's and names where it was cut; any other session with a parent is a
+        // sub-session.
+        let parent = node.and_then(|n| n.parent.as_deref());
+        let (kind, fork) = match (parent, node.and_then(|n| n.fork)) {
+            (Some(p), Some(turn)) => ("", format!(" · fork of #{} @{turn}", short_id(p))),
+            (Some(_), None) => ("sub-session ", String::new()),
+            (None, _) => ("", String::new()),
         };
         Line::from(vec![
-            Span::styled(format!(" {kind}#{} · {agent} · ", short_id(id)), head),
+            Span::styled(format!(" {kind}#{}{fork} · {agent} · ", short_id(id)), head),
             Span::styled(
                 format!(
                     "{glyph}{}{} ",

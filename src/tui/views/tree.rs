@@ -11,6 +11,8 @@
 //! `⚑` in the `tree.waiting` colour; a collapsed node with sessions below that need
 //! the person (`SessionTree::needs_you`: approvals, paused, failed, interrupted) shows
 //! `⚑N`.
+//! An unmerged worktree's mark (`⎇ arbor/1a2b3c4d unmerged`) ends the label and is
+//! never cut: the task and label yield first, then it shortens to `⎇ unmerged`, `⎇`.
 //! A root that names a parent it is not shown under (missing, itself, a cycle) carries
 //! a note saying which. A footer names the selected session's model and how it was
 //! routed.
@@ -145,7 +147,12 @@ impl TreeView<'_> {
         // spells out its state or budget keeps those.
         let keep = usize::from(flagged) + usize::from(budget_shown);
         // Room for the indent, fold, glyph and some of the label.
-        let left = 6 + 2 * row.depth + width(&self.label_text(node)).min(LABEL_ROOM);
+        // An unmerged worktree's mark must stay visible: the stats yield to its short
+        // form (`⎇ unmerged`) too.
+        let left = 6
+            + 2 * row.depth
+            + width(&self.label_text(node)).min(LABEL_ROOM)
+            + node.branch.as_ref().map_or(0, |_| width(SHORT_MARK));
         let fits = |parts: &[String]| {
             parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
         };
@@ -172,6 +179,8 @@ impl TreeView<'_> {
         ]);
         // A waiting count hidden below comes before the title: it must not be cut.
         left.spans.extend(hidden_waiting);
+        let prefix_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let label_w = width(node.label());
         left.spans.push(Span::styled(
             node.label().to_string(),
             self.theme.style(Slot::Base),
@@ -185,18 +194,21 @@ impl TreeView<'_> {
             left.spans
                 .push(Span::styled(format!(" (fork @{turn})"), meta));
         }
-        if let Some(branch) = &node.branch {
-            left.spans
-                .push(Span::styled(format!(" ⎇ {branch} unmerged"), meta));
-        }
         // A root that names a parent it is not shown under says why.
         if let Some(d) = node.detached {
             left.spans
                 .push(Span::styled(format!(" ({})", d.note()), meta));
         }
+        let marked = Marked {
+            branch: node.branch.as_deref(),
+            keep_full: prefix_w + label_w.min(LABEL_ROOM),
+            keep_short: prefix_w + label_w.min(MARK_LABEL_ROOM),
+            style: meta,
+        };
         // Files changed lead the right side, spelled out when the agent's name still
         // fits beside them, else as `✎3`.
-        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum::<usize>()
+            + marked.full().map_or(0, |m| width(&m));
         let others_w = width(right.trim_start()) + hidden.as_ref().map_or(0, |h| width(h) + 1);
         let full = files_label(row.files, false);
         let files = if left_w + 1 + width(&full) + 1 + others_w <= usize::from(w) {
@@ -225,14 +237,68 @@ impl TreeView<'_> {
             if let Some(h) = hidden {
                 left.spans.insert(2, Span::styled(format!("{h} "), running));
             }
-            return truncate(&left, w);
+            return marked.fit(&left, w);
         }
         let left_max = u16::try_from(avail - right_w - 1).unwrap_or(0);
-        let mut line = truncate(&left, left_max);
+        let mut line = marked.fit(&left, left_max);
         let used: usize = line.spans.iter().map(|s| width(&s.content)).sum();
         line.spans
             .push(Span::raw(" ".repeat(avail - used - right_w)));
         line.spans.extend(right_spans);
+        line
+    }
+}
+
+/// The short form of an unmerged worktree's mark, when the branch does not fit.
+const SHORT_MARK: &str = " ⎇ unmerged";
+
+/// Columns of the label kept before a shortened unmerged mark.
+const MARK_LABEL_ROOM: usize = 6;
+
+/// A row's left side and the unmerged-worktree mark that must stay visible at its end
+/// (issue 25: the person must see that a node has unmerged work).
+struct Marked<'a> {
+    /// The worktree's branch (`arbor/<short id>`), `None` without unmerged work.
+    branch: Option<&'a str>,
+    /// Columns of the left side (indent, glyph, label up to [`LABEL_ROOM`]) the full
+    /// mark keeps in front of it; the task text yields to it, the label does not.
+    keep_full: usize,
+    /// Columns (label up to [`MARK_LABEL_ROOM`]) the short mark keeps in front of it.
+    keep_short: usize,
+    style: Style,
+}
+
+impl Marked<'_> {
+    /// The mark in full: ` ⎇ arbor/1a2b3c4d unmerged`.
+    fn full(&self) -> Option<String> {
+        self.branch.map(|b| format!(" ⎇ {b} unmerged"))
+    }
+
+    /// `left` cut to `budget` columns with the mark kept whole at its end: the full
+    /// mark when everything fits or only the task text has to be cut for it; else the
+    /// mark shortens to ` ⎇ unmerged` (the task and label cut down to
+    /// [`MARK_LABEL_ROOM`]), then to ` ⎇`.
+    fn fit(&self, left: &Line<'static>, budget: u16) -> Line<'static> {
+        let Some(full) = self.full() else {
+            return truncate(left, budget);
+        };
+        let avail = usize::from(budget);
+        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let mark = if left_w + width(&full) <= avail {
+            full
+        } else {
+            [
+                (full, self.keep_full),
+                (SHORT_MARK.to_string(), self.keep_short),
+            ]
+            .into_iter()
+            .find(|(m, keep)| keep + width(m) <= avail)
+            .map(|(m, _)| m)
+            .unwrap_or_else(|| " ⎇".to_string())
+        };
+        let room = u16::try_from(avail.saturating_sub(width(&mark))).unwrap_or(0);
+        let mut line = truncate(left, room);
+        line.spans.push(Span::styled(mark, self.style));
         line
     }
 }
