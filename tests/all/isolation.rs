@@ -126,11 +126,25 @@ fn show(env: &TestEnv, id: &str) -> Value {
 
 /// The child whose transcript holds `needle`.
 fn child_with(env: &TestEnv, needle: &str) -> String {
-    env.session_dirs("_implementer")
-        .into_iter()
-        .find(|d| read(&d.join("transcript.jsonl")).contains(needle))
-        .map(|d| d.file_name().unwrap().to_string_lossy().to_string())
-        .unwrap()
+    let dirs = env.session_dirs("_implementer");
+    let found = dirs.iter().find(|d| {
+        std::fs::read_to_string(d.join("transcript.jsonl")).is_ok_and(|t| t.contains(needle))
+    });
+    match found {
+        Some(d) => d.file_name().unwrap().to_string_lossy().to_string(),
+        // What there is instead, so a failure says why (seen once, under load).
+        None => panic!(
+            "no implementer transcript holds {needle:?}; implementer sessions: {:#?}; all: {:#?}",
+            dirs.iter()
+                .map(|d| (
+                    d.display().to_string(),
+                    std::fs::read_to_string(d.join("transcript.jsonl"))
+                        .map(|t| t.chars().take(400).collect::<String>())
+                ))
+                .collect::<Vec<_>>(),
+            env.session_dirs("")
+        ),
+    }
 }
 
 #[test]
