@@ -13,6 +13,7 @@ mod anthropic_stream;
 mod body;
 pub mod error;
 pub mod http_error;
+mod image_parts;
 pub mod openai;
 pub mod openai_stream;
 pub mod probe;

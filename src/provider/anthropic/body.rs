@@ -15,6 +15,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use super::DEFAULT_MAX_TOKENS;
+use crate::provider::image_parts::{ContentParts, ImageForm};
 use crate::provider::{ChatRequest, ToolSpec};
 use crate::session::message::{AssistantMessage, ContentBlock, Message, UserMessage};
 
@@ -168,30 +169,6 @@ struct Turn<C> {
     content: C,
 }
 
-/// A user text with image markers (`session::image`) as Messages content blocks:
-/// `{"type":"text","text"}` and `{"type":"image","source":{"type":"base64",
-/// "media_type","data"}}`.
-struct ImageBlocks<'a>(&'a str);
-
-impl Serialize for ImageBlocks<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use crate::session::image::{Part, parts};
-        let mut seq = s.serialize_seq(None)?;
-        for part in parts(self.0) {
-            match part {
-                Part::Text(text) => {
-                    seq.serialize_element(&serde_json::json!({"type": "text", "text": text}))?
-                }
-                Part::Image { media_type, data } => seq.serialize_element(&serde_json::json!({
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": media_type, "data": data}
-                }))?,
-            }
-        }
-        seq.end()
-    }
-}
-
 /// The transcript as Messages turns: `system` messages left out (they are in
 /// `system`), tool results grouped with the user text right after them.
 struct Messages<'a>(&'a [Message]);
@@ -208,7 +185,10 @@ impl Serialize for Messages<'_> {
                 Message::User(m) if crate::session::image::has_images(&m.content) => seq
                     .serialize_element(&Turn {
                         role: "user",
-                        content: ImageBlocks(m.content.as_str()),
+                        content: ContentParts {
+                            text: m.content.as_str(),
+                            form: ImageForm::Base64Source,
+                        },
                     })?,
                 Message::User(m) => seq.serialize_element(&Turn {
                     role: "user",

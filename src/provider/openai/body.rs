@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use crate::provider::image_parts::{ContentParts, ImageForm};
 use crate::provider::{ChatRequest, ToolSpec};
 use crate::session::message::{AssistantMessage, ContentBlock, Message};
 
@@ -140,31 +141,7 @@ struct CallFunction<'a> {
 #[derive(Serialize)]
 struct UserParts<'a> {
     role: &'static str,
-    content: ImageParts<'a>,
-}
-
-/// A user text with image markers (`session::image`) as Chat Completions content
-/// parts: `{"type":"text","text"}` and `{"type":"image_url","image_url":{"url":
-/// "data:<media type>;base64,<data>"}}`.
-struct ImageParts<'a>(&'a str);
-
-impl Serialize for ImageParts<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use crate::session::image::{Part, parts};
-        let mut seq = s.serialize_seq(None)?;
-        for part in parts(self.0) {
-            match part {
-                Part::Text(text) => {
-                    seq.serialize_element(&serde_json::json!({"type": "text", "text": text}))?
-                }
-                Part::Image { media_type, data } => seq.serialize_element(&serde_json::json!({
-                    "type": "image_url",
-                    "image_url": {"url": format!("data:{media_type};base64,{data}")}
-                }))?,
-            }
-        }
-        seq.end()
-    }
+    content: ContentParts<'a>,
 }
 
 /// The system prompt, then the transcript in Chat Completions form.
@@ -194,7 +171,10 @@ impl Serialize for Messages<'_> {
                 Message::User(m) if crate::session::image::has_images(&m.content) => seq
                     .serialize_element(&UserParts {
                         role: "user",
-                        content: ImageParts(&m.content),
+                        content: ContentParts {
+                            text: &m.content,
+                            form: ImageForm::DataUrl,
+                        },
                     })?,
                 Message::User(m) => seq.serialize_element(&Plain {
                     role: "user",
