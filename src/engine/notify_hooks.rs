@@ -9,11 +9,27 @@
 
 use std::path::Path;
 
-use serde_json::Map;
+use serde_json::{Map, Value};
 
 use super::live::LiveSession;
 use crate::hooks::{HookEvent, HookRunner};
 use crate::session::EngineEvent;
+
+/// The input every hook of session `live` gets (Claude Code's common fields):
+/// `session_id`, `transcript_path` (`transcript`), `cwd`.
+pub(crate) fn common_input(live: &LiveSession, transcript: &Path) -> Map<String, Value> {
+    let mut input = Map::new();
+    input.insert("session_id".into(), live.id.to_string().into());
+    input.insert(
+        "transcript_path".into(),
+        transcript.to_string_lossy().into_owned().into(),
+    );
+    input.insert(
+        "cwd".into(),
+        live.working_dir.to_string_lossy().into_owned().into(),
+    );
+    input
+}
 
 /// Runs the `Notification` hooks of `hooks` for a call of `tool` in `live` that needs
 /// approval; `transcript` is the session's `transcript.jsonl`.
@@ -26,16 +42,7 @@ pub(crate) async fn notification(
     if !hooks.has(HookEvent::Notification) {
         return;
     }
-    let mut input = Map::new();
-    input.insert("session_id".into(), live.id.to_string().into());
-    input.insert(
-        "transcript_path".into(),
-        transcript.to_string_lossy().into_owned().into(),
-    );
-    input.insert(
-        "cwd".into(),
-        live.working_dir.to_string_lossy().into_owned().into(),
-    );
+    let mut input = common_input(live, transcript);
     input.insert(
         "message".into(),
         format!("arbor needs your permission to use {tool}").into(),

@@ -81,16 +81,7 @@ async fn run(
     if !hooks.has(event) {
         return HookVerdict::default();
     }
-    let mut input = Map::new();
-    input.insert("session_id".into(), live.id.to_string().into());
-    input.insert(
-        "transcript_path".into(),
-        gate.transcript_path().to_string_lossy().into_owned().into(),
-    );
-    input.insert(
-        "cwd".into(),
-        live.working_dir.to_string_lossy().into_owned().into(),
-    );
+    let mut input = session_input(live, gate);
     input.insert("tool_name".into(), call.tool.clone().into());
     input.insert("tool_input".into(), Value::clone(&call.arguments));
     input.insert("tool_use_id".into(), call.id.clone().into());
@@ -108,17 +99,7 @@ async fn run(
 
 /// The common input of a session event's hooks.
 fn session_input(live: &LiveSession, gate: &Gate<'_>) -> Map<String, Value> {
-    let mut input = Map::new();
-    input.insert("session_id".into(), live.id.to_string().into());
-    input.insert(
-        "transcript_path".into(),
-        gate.transcript_path().to_string_lossy().into_owned().into(),
-    );
-    input.insert(
-        "cwd".into(),
-        live.working_dir.to_string_lossy().into_owned().into(),
-    );
-    input
+    super::notify_hooks::common_input(live, &gate.transcript_path())
 }
 
 /// Runs the `UserPromptSubmit` hooks for `prompts` (the turn's new user texts, joined).
