@@ -106,18 +106,8 @@ impl ContextConfig {
         }
     }
 
-    /// A mount plan's `session.context.config` (Amplifier `context-simple` keys).
-    pub fn from_session(session: Option<&Value>) -> (Self, Vec<String>) {
-        match session
-            .and_then(|s| s.pointer("/context/config"))
-            .and_then(Value::as_object)
-        {
-            Some(map) => Self::from_map(map, "session.context.config"),
-            None => (Self::default(), Vec::new()),
-        }
-    }
-
-    /// The same from a typed mount plan: its `session.context` module's `config`.
+    /// A mount plan's `session.context.config` (Amplifier `context-simple` keys: its
+    /// `session.context` module's `config`), with warnings for bad values.
     pub fn of_plan(plan: &crate::config::mount_plan::MountPlan) -> (Self, Vec<String>) {
         match plan
             .session
@@ -175,9 +165,10 @@ mod tests {
 
     #[test]
     fn config_overrides_bundle_key_by_key_and_bad_values_warn() {
-        let session = json!({"context": {"module": "context-simple",
-            "config": {"max_tokens": 300000, "compact_threshold": 0.9}}});
-        let (bundle, w) = ContextConfig::from_session(Some(&session));
+        let plan = crate::config::mount_plan::MountPlan::from_value(json!({"session": {
+            "context": {"module": "context-simple",
+            "config": {"max_tokens": 300000, "compact_threshold": 0.9}}}}));
+        let (bundle, w) = ContextConfig::of_plan(&plan);
         assert!(w.is_empty());
         let map = json!({"compact_threshold": 0.5, "auto_compact": "no"});
         let (config, w) = ContextConfig::from_map(map.as_object().unwrap(), "context");

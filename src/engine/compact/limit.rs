@@ -6,7 +6,6 @@
 //! provider module's default ([`provider_default`]). Does not own: reading the config
 //! keys (`config::context`) or compacting (`plan`).
 
-use serde_json::Value;
 
 use crate::config::context::ContextConfig;
 
@@ -38,21 +37,6 @@ impl Settings {
             compact_threshold: merged.threshold(),
             auto_compact: merged.auto(),
         }
-    }
-
-    /// The settings of a session with mount-plan `session` value and config `context`.
-    pub fn for_session(
-        session: Option<&Value>,
-        config: ContextConfig,
-        module: &str,
-        model: &str,
-    ) -> Self {
-        Self::resolve(
-            ContextConfig::from_session(session).0,
-            config,
-            module,
-            model,
-        )
     }
 
     /// `compact_threshold × max_tokens`, tokens.
@@ -127,12 +111,19 @@ mod tests {
         assert_eq!(s.max_tokens, 128_000);
         let s = Settings::resolve(none, none, "provider-openai", "openai/gpt-4.1-mini");
         assert_eq!(s.max_tokens, 1_047_576);
-        let session = json!({"context": {"config": {"max_tokens": 9000, "auto_compact": false}}});
+        let plan = crate::config::mount_plan::MountPlan::from_value(
+            json!({"session": {"context": {"config": {"max_tokens": 9000, "auto_compact": false}}}}),
+        );
         let over = ContextConfig {
             max_tokens: Some(4000),
             ..ContextConfig::default()
         };
-        let s = Settings::for_session(Some(&session), over, "provider-openai", "gpt-4o");
+        let s = Settings::resolve(
+            ContextConfig::of_plan(&plan).0,
+            over,
+            "provider-openai",
+            "gpt-4o",
+        );
         assert_eq!(s.max_tokens, 4000);
         assert!(!s.auto_compact);
         assert_eq!(s.threshold_tokens(), 3200);
