@@ -51,8 +51,10 @@ pub(crate) fn settings(live: &LiveSession, env: &TurnEnv, provider: &dyn Provide
     let (config, mut warnings) = ContextConfig::from_config(&env.config);
     let (bundle, more) = ContextConfig::of_plan(&live.plan);
     warnings.extend(more);
-    for warning in warnings {
-        tracing::warn!(session = %live.id, "{warning}");
+    if !warnings.is_empty() && !std::mem::replace(&mut lock(&live.context).warned, true) {
+        for warning in warnings {
+            tracing::warn!(session = %live.id, "{warning}");
+        }
     }
     Settings::resolve(bundle, config, provider.module(), provider.default_model())
 }

@@ -74,6 +74,9 @@ pub struct ContextState {
     /// The transcript length at the last such retry: one retry per length, so a
     /// request that stays too long fails instead of looping.
     pub overflow_at: Option<usize>,
+    /// Whether the context settings' warnings (bad `context:` values) were logged
+    /// for this session: once, not at every model call.
+    pub warned: bool,
 }
 
 /// What `/compact` did (`Runtime::compact`; defined here so `request_view` can
