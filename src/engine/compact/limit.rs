@@ -6,7 +6,6 @@
 //! provider module's default ([`provider_default`]). Does not own: reading the config
 //! keys (`config::context`) or compacting (`plan`).
 
-
 use crate::config::context::ContextConfig;
 
 /// Share of the limit a compaction aims at (Amplifier `context-simple`'s
