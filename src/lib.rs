@@ -48,6 +48,7 @@ pub mod hooks;
 pub mod isolation;
 pub mod paths;
 pub mod provider;
+pub mod remote;
 pub mod routing;
 pub mod sandbox;
 pub mod session;

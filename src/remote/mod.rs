@@ -1,0 +1,52 @@
+//! The transport of remote sub-sessions (issue 27): NATS JetStream between a root
+//! arbor and `arbor worker` processes on other machines.
+//!
+//! Owns: what crosses the wire (`wire`: names, jobs, worker messages, control
+//! messages), connecting and creating the streams, consumer and buckets arbor needs
+//! with its own settings (`nats`), the compare-and-set session lease and its epoch
+//! fence (`lease`), and bodies too large for one message (`payload`). Does not own:
+//! deciding which sub-sessions run remotely (`config::remote`), dispatching them and
+//! writing what comes back into the store (`engine::remote`), running jobs
+//! (`worker`).
+//!
+//! Layer: below `engine`; uses `session` and `config` only.
+
+pub mod lease;
+pub mod nats;
+pub mod payload;
+pub mod wire;
+
+pub use nats::{Remote, RemoteAuth};
+pub use payload::Payload;
+pub use wire::{Control, Job, JobFiles, Lease, RanOn, WorkerInfo, WorkerMsg};
+
+/// A failure talking to NATS or reading what came over it. Every text names what was
+/// being done (and the server URL where it is about the connection).
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The server at `url` could not be reached or refused the connection.
+    #[error("cannot reach NATS at {url}: {reason}")]
+    Connect { url: String, reason: String },
+    /// A server operation failed (`what` says which: "cannot create stream ARBOR_JOBS").
+    #[error("{what}: {reason}")]
+    Nats { what: String, reason: String },
+    /// A message body is not the JSON arbor writes.
+    #[error("malformed message: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A session id or pool cannot name a subject.
+    #[error(transparent)]
+    Token(#[from] wire::BadToken),
+    /// Another worker took the session's lease (this holder's epoch is stale).
+    #[error("lease of session {session} lost: epoch {held} is no longer current")]
+    LeaseLost { session: String, held: u64 },
+}
+
+impl RemoteError {
+    /// A [`RemoteError::Nats`] for a failed `what`, with the client's error text.
+    pub fn nats(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
+        RemoteError::Nats {
+            what: what.into(),
+            reason: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Connecting to NATS and making sure the streams, consumer and buckets of remote
+//! sub-sessions exist, with arbor's own settings (issue 27), so a server with default
+//! configuration works.
+//!
+//! Owns: [`Remote`] (a connected client and its JetStream context, with the URL it
+//! names in errors), [`RemoteAuth`] (credentials file, extra root certificate),
+//! [`Remote::connect`] (one attempt, bounded by a timeout), [`Remote::connect_retrying`]
+//! (backoff until it connects, saying so), [`Remote::ensure`] (the streams and buckets)
+//! and [`Remote::ensure_pool`] (a pool's durable pull consumer). Does not own: what the
+//! messages mean (`wire`), leases (`lease`), running or dispatching jobs.
+//!
+//! Settings: [`JOBS_STREAM`] work queue (a job lives until a worker acks it), file
+//! storage, a 2-minute duplicate window (a job republished with the same message id is
+//! dropped); [`OUT_STREAM`] limits retention, file storage, 7 days; the leases bucket
+//! keeps one revision per key; the workers bucket forgets an entry after
+//! [`PRESENCE_TTL_SECS`]; payloads live 7 days. One replica each: on a 3-node cluster
+//! raise `num_replicas` by editing the streams with the `nats` CLI (README "Running on
+//! more machines").
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer, kv, object_store, stream};
+
+use super::RemoteError;
+use super::wire::{
+    JOBS_STREAM, LEASES_BUCKET, OUT_STREAM, PAYLOADS_BUCKET, PRESENCE_TTL_SECS, WORKERS_BUCKET,
+    consumer_name, job_subject,
+};
+
+/// How long a connection attempt may take before it counts as failed.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the out stream and payloads are kept: 7 days.
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// How to authenticate: a `.creds` file (NATS decentralized auth; also read from the
+/// `NATS_CREDS` environment variable by front ends) and an extra CA certificate (PEM)
+/// for `tls://` servers with a private CA. Both optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteAuth {
+    pub creds: Option<PathBuf>,
+    pub ca: Option<PathBuf>,
+}
+
+/// A connection to a NATS server with JetStream.
+#[derive(Clone)]
+pub struct Remote {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    url: String,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("url", &self.url).finish()
+    }
+}
+
+impl Remote {
+    /// Connects to `url` (`nats://host:4222`, `tls://…`; several comma-separated for a
+    /// cluster) once, as client `name`, within [`CONNECT_TIMEOUT`]. After it connects,
+    /// the client reconnects by itself when the connection drops.
+    ///
+    /// Errors: [`RemoteError::Connect`] naming `url` (unreachable, refused, bad
+    /// credentials, unreadable credentials file).
+    pub async fn connect(url: &str, name: &str, auth: &RemoteAuth) -> Result<Self, RemoteError> {
+        let refused = |reason: String| RemoteError::Connect {
+            url: url.to_string(),
+            reason,
+        };
+        let mut options = match &auth.creds {
+            Some(path) => async_nats::ConnectOptions::with_credentials_file(path)
+                .await
+                .map_err(|e| refused(format!("credentials {}: {e}", path.display())))?,
+            None => async_nats::ConnectOptions::new(),
+        };
+        if let Some(ca) = &auth.ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        let options = options
+            .name(name)
+            .connection_timeout(CONNECT_TIMEOUT)
+            .max_reconnects(None);
+        let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(url))
+            .await
+            .map_err(|_| refused("timed out".into()))?
+            .map_err(|e| refused(e.to_string()))?;
+        let js = jetstream::new(client.clone());
+        Ok(Self {
+            client,
+            js,
+            url: url.to_string(),
+        })
+    }
+
+    /// Connects to `url`, retrying with exponential backoff (0.5 s doubling to 30 s)
+    /// until it succeeds; `on_retry` hears each failure and the delay before the next
+    /// attempt (a worker prints it). Never returns an error.
+    pub async fn connect_retrying(
+        url: &str,
+        name: &str,
+        auth: &RemoteAuth,
+        mut on_retry: impl FnMut(&RemoteError, Duration),
+    ) -> Self {
+        let mut delay = Duration::from_millis(500);
+        loop {
+            match Self::connect(url, name, auth).await {
+                Ok(remote) => return remote,
+                Err(e) => {
+                    on_retry(&e, delay);
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    /// The URL this connection was made to (named in errors).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The core NATS client (control and sync subjects).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// The JetStream context (jobs, the out stream, buckets).
+    pub fn js(&self) -> &jetstream::Context {
+        &self.js
+    }
+
+    /// The server's version, as its INFO says (`2.15.1`).
+    pub fn server_version(&self) -> String {
+        self.client.server_info().version
+    }
+
+    /// Creates, or updates to arbor's settings, [`JOBS_STREAM`], [`OUT_STREAM`] and
+    /// the leases, workers and payloads buckets. Idempotent; root and workers both call
+    /// it before anything else.
+    ///
+    /// Errors: [`RemoteError::Nats`] naming the stream or bucket (JetStream disabled on
+    /// the server, a stream of that name with incompatible settings, …).
+    pub async fn ensure(&self) -> Result<(), RemoteError> {
+        let jobs = stream::Config {
+            name: JOBS_STREAM.into(),
+            subjects: vec!["arbor.jobs.>".into()],
+            retention: stream::RetentionPolicy::WorkQueue,
+            storage: stream::StorageType::File,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        };
+        self.stream(jobs).await?;
+        let out = stream::Config {
+            name: OUT_STREAM.into(),
+            subjects: vec!["arbor.out.>".into()],
+            retention: stream::RetentionPolicy::Limits,
+            storage: stream::StorageType::File,
+            max_age: KEEP,
+            ..Default::default()
+        };
+        self.stream(out).await?;
+        self.bucket(kv::Config {
+            bucket: LEASES_BUCKET.into(),
+            history: 1,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await?;
+        self.bucket(kv::Config {
+            bucket: WORKERS_BUCKET.into(),
+            history: 1,
+            max_age: Duration::from_secs(PRESENCE_TTL_SECS),
+            storage: stream::StorageType::File,
+            ..Default::default()
+        })
+        .await?;
+        self.payloads().await.map(drop)
+    }
+
+    async fn stream(&self, config: stream::Config) -> Result<(), RemoteError> {
+        let name = config.name.clone();
+        self.js
+            .create_or_update_stream(config)
+            .await
+            .map(drop)
+            .map_err(|e| RemoteError::nats(format!("cannot create stream {name}"), e))
+    }
+
+    async fn bucket(&self, config: kv::Config) -> Result<kv::Store, RemoteError> {
+        let name = config.bucket.clone();
+        self.js
+            .create_or_update_key_value(config)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot create bucket {name}"), e))
+    }
+
+    /// Creates, or updates, the durable pull consumer of `pool` on [`JOBS_STREAM`]:
+    /// explicit acks, `ack_wait` before an unacknowledged job is redelivered, no
+    /// delivery limit. Call [`Remote::ensure`] first.
+    ///
+    /// Errors: [`RemoteError::Nats`] naming the consumer; [`RemoteError::Token`] for an
+    /// empty pool.
+    pub async fn ensure_pool(
+        &self,
+        pool: &str,
+        ack_wait: Duration,
+    ) -> Result<consumer::PullConsumer, RemoteError> {
+        let name = consumer_name(pool)?;
+        let config = consumer::pull::Config {
+            durable_name: Some(name.clone()),
+            filter_subject: job_subject(pool)?,
+            ack_policy: consumer::AckPolicy::Explicit,
+            ack_wait,
+            max_deliver: -1,
+            ..Default::default()
+        };
+        self.js
+            .create_consumer_on_stream(config, JOBS_STREAM)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot create consumer {name}"), e))
+    }
+
+    /// The leases bucket ([`LEASES_BUCKET`]).
+    ///
+    /// Errors: [`RemoteError::Nats`] when it does not exist (call [`Remote::ensure`]).
+    pub async fn leases(&self) -> Result<kv::Store, RemoteError> {
+        self.kv(LEASES_BUCKET).await
+    }
+
+    /// The workers' presence bucket ([`WORKERS_BUCKET`]).
+    ///
+    /// Errors: [`RemoteError::Nats`] when it does not exist.
+    pub async fn workers(&self) -> Result<kv::Store, RemoteError> {
+        self.kv(WORKERS_BUCKET).await
+    }
+
+    async fn kv(&self, bucket: &str) -> Result<kv::Store, RemoteError> {
+        self.js
+            .get_key_value(bucket)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot open bucket {bucket}"), e))
+    }
+
+    /// The payload object store ([`PAYLOADS_BUCKET`]), created when missing.
+    ///
+    /// Errors: [`RemoteError::Nats`] when it can be neither opened nor created.
+    pub async fn payloads(&self) -> Result<object_store::ObjectStore, RemoteError> {
+        if let Ok(store) = self.js.get_object_store(PAYLOADS_BUCKET).await {
+            return Ok(store);
+        }
+        self.js
+            .create_object_store(object_store::Config {
+                bucket: PAYLOADS_BUCKET.into(),
+                max_age: KEEP,
+                storage: stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| {
+                RemoteError::nats(format!("cannot create object store {PAYLOADS_BUCKET}"), e)
+            })
+    }
+}

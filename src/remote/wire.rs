@@ -1,0 +1,401 @@
+//! What crosses NATS between a root and its workers (issue 27): the stream, subject,
+//! consumer and bucket names, and every message, as serde JSON.
+//!
+//! Owns: the names ([`JOBS_STREAM`], [`job_subject`], [`out_subject`], …), the escaping
+//! of a session id into one subject token / key-value key ([`token`]), the job
+//! ([`Job`]), the worker's messages ([`WorkerMsg`]), the root's control messages
+//! ([`Control`]), the resume answer ([`SyncReply`]), the lease and presence records
+//! ([`Lease`], [`WorkerInfo`]) and where a session ran ([`RanOn`]). Does not own: talking
+//! to the server (`nats`), the lease protocol (`lease`), large bodies (`payload`).
+//!
+//! Every message is one JSON object in the NATS message body; a [`WorkerMsg`] also
+//! carries the headers [`EPOCH_HEADER`] and [`WORKER_HEADER`], which the root's fence
+//! reads before the body.
+
+use serde::{Deserialize, Serialize};
+
+use super::payload::Payload;
+use crate::config::MountPlan;
+use crate::session::protocol::{AllowScope, ApprovalDecision, Event};
+use crate::session::{Message, Metadata, SessionId, SessionStatus};
+
+/// The version of [`Job`] this build writes and reads; a job of another version is
+/// refused by the worker with [`WorkerMsg::Failed`].
+pub const JOB_VERSION: u32 = 1;
+
+/// The work-queue stream of jobs (retention `WorkQueue`, file storage, subjects
+/// `arbor.jobs.>`): a job is removed once a worker acks it.
+pub const JOBS_STREAM: &str = "ARBOR_JOBS";
+/// The stream of worker → root messages (retention `Limits`, file storage, 7 days,
+/// subjects `arbor.out.>`).
+pub const OUT_STREAM: &str = "ARBOR_OUT";
+/// The key-value bucket of session leases (key: [`token`] of the session id).
+pub const LEASES_BUCKET: &str = "arbor_leases";
+/// The key-value bucket of live workers (key: the worker id; entries expire after
+/// [`PRESENCE_TTL_SECS`] without a refresh).
+pub const WORKERS_BUCKET: &str = "arbor_workers";
+/// The object store of payloads too large for one message (see `payload`).
+pub const PAYLOADS_BUCKET: &str = "arbor_payloads";
+/// How long a worker's presence entry lives without a refresh, in seconds; workers
+/// refresh it every [`PRESENCE_REFRESH_SECS`].
+pub const PRESENCE_TTL_SECS: u64 = 30;
+/// How often a worker refreshes its presence entry, in seconds.
+pub const PRESENCE_REFRESH_SECS: u64 = 5;
+/// The header of a [`WorkerMsg`] naming the lease epoch it was sent under (decimal).
+pub const EPOCH_HEADER: &str = "Arbor-Epoch";
+/// The header of a [`WorkerMsg`] naming the worker that sent it (`w-…`).
+pub const WORKER_HEADER: &str = "Arbor-Worker";
+/// The pool of a worker or `remote:` config that names none.
+pub const DEFAULT_POOL: &str = "default";
+
+/// A session id, pool or worker id that is not one token: empty, or it contains
+/// characters [`token`] cannot carry unescaped is fine — only an empty one is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' cannot name a NATS subject token: it is empty")]
+pub struct BadToken(pub String);
+
+/// `raw` as one NATS subject token and key-value key: ASCII letters, digits, `-` and
+/// `_` kept, every other byte written `=XX` (uppercase hex; `=` itself escaped too, so
+/// the mapping is one-to-one). Amplifier's child ids (`<16 hex>-<16 hex>_<agent>`) and
+/// UUIDs pass through unchanged; an agent name with `:` or `.` is escaped.
+///
+/// Errors: [`BadToken`] when `raw` is empty.
+pub fn token(raw: &str) -> Result<String, BadToken> {
+    if raw.is_empty() {
+        return Err(BadToken(raw.to_string()));
+    }
+    let mut out = String::with_capacity(raw.len());
+    for b in raw.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("={b:02X}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The subject jobs of `pool` are published on: `arbor.jobs.<pool>`.
+///
+/// Errors: [`BadToken`] for an empty pool.
+pub fn job_subject(pool: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor.jobs.{}", token(pool)?))
+}
+
+/// The durable pull consumer of `pool` on [`JOBS_STREAM`]: `arbor-pool-<pool>`.
+///
+/// Errors: [`BadToken`] for an empty pool.
+pub fn consumer_name(pool: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor-pool-{}", token(pool)?))
+}
+
+/// Worker → root messages of one session: `arbor.out.<session>` (JetStream,
+/// [`OUT_STREAM`]).
+///
+/// Errors: [`BadToken`] for an empty id.
+pub fn out_subject(session: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor.out.{}", token(session)?))
+}
+
+/// Root → worker [`Control`] messages of one session: `arbor.ctl.<session>` (core
+/// NATS: heard only by a worker running it now).
+///
+/// Errors: [`BadToken`] for an empty id.
+pub fn ctl_subject(session: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor.ctl.{}", token(session)?))
+}
+
+/// Where a redelivered job asks the root for the session as stored now
+/// (request/reply, core NATS; the answer is a [`SyncReply`]): `arbor.sync.<session>`.
+///
+/// Errors: [`BadToken`] for an empty id.
+pub fn sync_subject(session: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor.sync.{}", token(session)?))
+}
+
+/// Where a sub-session ran: metadata `ran_on` (arbor's own key), the lease holder and
+/// the presence entry. `worker` is unique to one `arbor worker` process (`w-` and 8
+/// hex digits); `host` the machine's host name; `pid` the worker's process id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RanOn {
+    pub worker: String,
+    pub host: String,
+    pub pid: u32,
+}
+
+/// The metadata key holding a remote sub-session's [`RanOn`].
+pub const RAN_ON_KEY: &str = "ran_on";
+
+impl RanOn {
+    /// The `ran_on` of `metadata` (its `extra`), when it has a well-formed one.
+    pub fn of(metadata: &Metadata) -> Option<RanOn> {
+        metadata
+            .extra
+            .get(RAN_ON_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// Records `self` as `metadata`'s `ran_on`.
+    pub fn store(&self, metadata: &mut Metadata) {
+        if let Ok(value) = serde_json::to_value(self) {
+            metadata.extra.insert(RAN_ON_KEY.into(), value);
+        }
+    }
+}
+
+/// One run of one sub-session, published by the root on [`job_subject`] of its pool
+/// with the NATS message id `<session>-<run>` (JetStream drops a duplicate publish).
+/// The sub-session already exists in the root's store: creation, limits and budgets
+/// stay at the root. It carries no secret: `plan` and `metadata.config` are redacted,
+/// and the worker builds providers from its own config and keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// [`JOB_VERSION`] of the writer.
+    pub version: u32,
+    /// The sub-session to run.
+    pub session_id: SessionId,
+    /// The root's run counter for this session (1 for its first task call, 2 for a
+    /// resume, …): `Done`/`Failed` name it back.
+    pub run: u64,
+    /// The sub-session's metadata as the root stored it (its `config` redacted).
+    pub metadata: Metadata,
+    /// Its merged mount plan, redacted.
+    pub plan: MountPlan,
+    /// Its transcript before this run.
+    pub transcript: Payload<Vec<Message>>,
+    /// The user message of this run (the parent's context already folded in).
+    pub instruction: String,
+    /// The root config's `approvals:` rules (the policy stays at the root).
+    pub approvals: serde_json::Value,
+    /// The repository the sub-session works in, when there is one.
+    pub files: Option<JobFiles>,
+    /// When the root published the job: Unix time in milliseconds (dispatch latency).
+    pub dispatched_at_ms: u64,
+}
+
+/// The repository side of a [`Job`] (issue 25's worktrees, across machines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFiles {
+    /// The commit the sub-session starts from (full hex id).
+    pub base_commit: String,
+    /// The base name of the root's repository directory (named in errors).
+    pub repo_name: String,
+    /// The sub-session's working directory relative to its worktree root (`""`: the
+    /// root), `/`-separated.
+    pub relative_dir: String,
+    /// Whether the sub-session may write: `false` needs only the commit checked out
+    /// and returns no [`Changes`].
+    pub writes: bool,
+}
+
+/// A writing sub-session's work, returned with [`WorkerMsg::Done`]: `git diff
+/// --binary <base_commit>` of its worktree with new files included, to be applied by
+/// the root in the sub-session's own worktree there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changes {
+    /// The commit the patch applies to.
+    pub base_commit: String,
+    /// The patch (empty when nothing changed).
+    pub patch: String,
+}
+
+/// What a worker sends about the session it runs, on [`out_subject`], in order, with
+/// the [`EPOCH_HEADER`] of its lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerMsg {
+    /// The worker took the job and holds the session's lease at `epoch`; `attempt` is
+    /// JetStream's delivery count of the job (1 the first time).
+    Started {
+        ran_on: RanOn,
+        epoch: u64,
+        attempt: u32,
+    },
+    /// One event the session published on the worker's bus (including
+    /// `message:appended`, which carries each transcript message, and the live-only
+    /// `content_block:delta`).
+    Event { event: Box<Event> },
+    /// The run ended: the answer, the status it ended in, the worker's metadata after
+    /// it (the root keeps its own ids and paths), and a writing session's changes.
+    Done {
+        run: u64,
+        status: SessionStatus,
+        response: String,
+        turn_count: u64,
+        error: Option<String>,
+        metadata: Box<Metadata>,
+        changes: Option<Payload<Changes>>,
+    },
+    /// The worker could not run the job at all (a missing commit, no provider, a job of
+    /// another version): it would fail the same way again, so the job is acked.
+    Failed { run: u64, error: String },
+}
+
+/// What the root tells the worker running a session, on [`ctl_subject`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Control {
+    /// A person's answer to the session's `approval:required` for `tool_call_id`.
+    Approval {
+        tool_call_id: String,
+        decision: WireDecision,
+    },
+    /// Steer the running turn (`EngineCommand::Steer`).
+    Steer { text: String },
+    /// Queue a message after the running turn (`EngineCommand::Queue`).
+    Queue { text: String },
+    /// Cancel the running turn (its process groups are killed).
+    Cancel,
+}
+
+/// [`ApprovalDecision`] on the wire: `{"allow":"once"}`, `{"allow":"always_tool"}`,
+/// `{"allow":{"always_prefix":"cargo "}}`, `{"deny":"reason"|null}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireDecision {
+    Allow(WireScope),
+    Deny(Option<String>),
+}
+
+/// [`AllowScope`] on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireScope {
+    Once,
+    AlwaysTool,
+    AlwaysPrefix(String),
+}
+
+impl From<&ApprovalDecision> for WireDecision {
+    fn from(d: &ApprovalDecision) -> Self {
+        match d {
+            ApprovalDecision::Allow { scope } => WireDecision::Allow(match scope {
+                AllowScope::Once => WireScope::Once,
+                AllowScope::AlwaysTool => WireScope::AlwaysTool,
+                AllowScope::AlwaysPrefix(p) => WireScope::AlwaysPrefix(p.clone()),
+            }),
+            ApprovalDecision::Deny { reason } => WireDecision::Deny(reason.clone()),
+        }
+    }
+}
+
+impl From<WireDecision> for ApprovalDecision {
+    fn from(d: WireDecision) -> Self {
+        match d {
+            WireDecision::Allow(scope) => ApprovalDecision::Allow {
+                scope: match scope {
+                    WireScope::Once => AllowScope::Once,
+                    WireScope::AlwaysTool => AllowScope::AlwaysTool,
+                    WireScope::AlwaysPrefix(p) => AllowScope::AlwaysPrefix(p),
+                },
+            },
+            WireDecision::Deny(reason) => ApprovalDecision::Deny { reason },
+        }
+    }
+}
+
+/// The root's answer on [`sync_subject`]: the session as its store holds it now, which
+/// a redelivered job resumes from (crash repair, never re-running an answered call).
+/// `error` is set instead when the root does not run that session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncReply {
+    pub metadata: Option<Box<Metadata>>,
+    pub transcript: Option<Payload<Vec<Message>>>,
+    pub error: Option<String>,
+}
+
+/// A session's lease in [`LEASES_BUCKET`]: who runs it and under which epoch. The
+/// epoch grows by one at each takeover; the root applies only messages of the current
+/// one (see `lease`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub epoch: u64,
+    pub ran_on: RanOn,
+    /// The job's stream sequence number.
+    pub job_seq: u64,
+    /// When this holder took it: Unix ms.
+    pub acquired_ms: u64,
+}
+
+/// A live worker in [`WORKERS_BUCKET`] (what `arbor doctor` lists).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    pub ran_on: RanOn,
+    pub pool: String,
+    /// Jobs it runs at once.
+    pub slots: u32,
+    /// Jobs it runs now.
+    pub busy: u32,
+    /// Unix ms when the process started.
+    pub started_ms: u64,
+    /// arbor's version (`CARGO_PKG_VERSION`).
+    pub version: String,
+}
+
+/// Now as Unix time in milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_keep_ids_and_escape_the_rest_one_to_one() {
+        let child = "0123456789abcdef-fedcba9876543210_explorer";
+        assert_eq!(token(child).unwrap(), child);
+        assert_eq!(token("a:b.c").unwrap(), "a=3Ab=2Ec");
+        assert_ne!(token("a=3A").unwrap(), token("a:").unwrap());
+        assert_eq!(token("a=3A").unwrap(), "a=3D3A");
+        assert!(token("").is_err());
+        assert_eq!(
+            out_subject("x y").unwrap(),
+            "arbor.out.x=20y",
+            "a space never splits a subject"
+        );
+        assert_eq!(consumer_name("gpu").unwrap(), "arbor-pool-gpu");
+    }
+
+    #[test]
+    fn decisions_round_trip_through_the_wire_form() {
+        for d in [
+            ApprovalDecision::Allow {
+                scope: AllowScope::Once,
+            },
+            ApprovalDecision::Allow {
+                scope: AllowScope::AlwaysPrefix("cargo ".into()),
+            },
+            ApprovalDecision::Deny {
+                reason: Some("no".into()),
+            },
+        ] {
+            let json = serde_json::to_string(&Control::Approval {
+                tool_call_id: "c1".into(),
+                decision: WireDecision::from(&d),
+            })
+            .unwrap();
+            let Control::Approval { decision, .. } = serde_json::from_str(&json).unwrap() else {
+                panic!("{json}");
+            };
+            assert_eq!(ApprovalDecision::from(decision), d);
+        }
+    }
+
+    #[test]
+    fn ran_on_is_stored_in_and_read_from_metadata() {
+        let mut m = Metadata::default();
+        assert_eq!(RanOn::of(&m), None);
+        let r = RanOn {
+            worker: "w-0000abcd".into(),
+            host: "h".into(),
+            pid: 7,
+        };
+        r.store(&mut m);
+        assert_eq!(RanOn::of(&m), Some(r));
+        assert_eq!(m.extra["ran_on"]["pid"], 7);
+    }
+}
