@@ -15,8 +15,9 @@ use arbor::config::MountPlan;
 use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
 use arbor::remote::wire::{
-    EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, LEASES_BUCKET, Lease, OUT_STREAM, RanOn,
-    SyncReply, WORKER_HEADER, job_subject, out_subject, sync_subject, token,
+    Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, JobFiles, LEASES_BUCKET, Lease,
+    OUT_STREAM, RanOn, SyncReply, WORKER_HEADER, WireDecision, WireScope, ctl_subject, job_subject,
+    out_subject, sync_subject, token,
 };
 use arbor::session::{Message, Metadata, SessionId};
 use async_nats::jetstream::consumer;
@@ -75,11 +76,16 @@ struct Worker {
 
 impl Worker {
     fn start(env: &TestEnv, nats: &Nats, pool: &str) -> Self {
+        Self::start_with(env, nats, pool, &[])
+    }
+
+    fn start_with(env: &TestEnv, nats: &Nats, pool: &str, extra: &[&str]) -> Self {
         let stderr = env.dir.path().join(format!("worker-{pool}.stderr"));
         let mut child = env
             .std_cmd()
             .args(["worker", "--nats", &nats.url, "--pool", pool])
             .args(["--slots", "1", "--ack-wait", "3"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -119,13 +125,16 @@ fn plan(base_url: &str) -> Value {
 }
 
 fn job(base_url: &str, instruction: &str) -> Job {
-    let plan = plan(base_url);
+    job_of(SESSION, plan(base_url), instruction)
+}
+
+fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
     Job {
         version: JOB_VERSION,
-        session_id: SessionId::new_unchecked(SESSION),
+        session_id: SessionId::new_unchecked(session),
         run: 1,
         metadata: Metadata {
-            session_id: SessionId::new_unchecked(SESSION),
+            session_id: SessionId::new_unchecked(session),
             parent_id: Some(SessionId::new_unchecked(PARENT)),
             agent_name: Some("helper".into()),
             depth: 1,
@@ -162,8 +171,8 @@ struct Sent {
     body: Value,
 }
 
-/// Everything on `arbor.out.<SESSION>` so far, in order.
-async fn sent(remote: &Remote) -> Vec<Sent> {
+/// Everything on `arbor.out.<session>` so far, in order.
+async fn sent_of(remote: &Remote, session: &str) -> Vec<Sent> {
     let mut stream = remote.js().get_stream(OUT_STREAM).await.unwrap();
     let messages = stream.info().await.unwrap().state.messages;
     if messages == 0 {
@@ -171,7 +180,7 @@ async fn sent(remote: &Remote) -> Vec<Sent> {
     }
     let reader = stream
         .create_consumer(consumer::pull::Config {
-            filter_subject: out_subject(SESSION).unwrap(),
+            filter_subject: out_subject(session).unwrap(),
             deliver_policy: consumer::DeliverPolicy::All,
             ack_policy: consumer::AckPolicy::None,
             inactive_threshold: Duration::from_secs(5),
@@ -211,9 +220,20 @@ async fn wait_for(
     limit: Duration,
     done: impl Fn(&[Sent]) -> bool,
 ) -> Vec<Sent> {
+    wait_for_session(remote, SESSION, worker, limit, done).await
+}
+
+/// [`wait_for`] on `session`'s messages.
+async fn wait_for_session(
+    remote: &Remote,
+    session: &str,
+    worker: &Worker,
+    limit: Duration,
+    done: impl Fn(&[Sent]) -> bool,
+) -> Vec<Sent> {
     let deadline = Instant::now() + limit;
     loop {
-        let messages = sent(remote).await;
+        let messages = sent_of(remote, session).await;
         if done(&messages) {
             return messages;
         }
@@ -491,4 +511,139 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
     }
     let stderr = worker.stderr();
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_returns_its_patch() {
+    const WRITER: &str = "0123456789abcdef-1111222233334444_writer";
+    const MISSING: &str = "0123456789abcdef-5555666677778888_writer";
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "w1",
+            "write_file",
+            json!({"file_path": "notes.md", "content": "from the worker\n"}),
+        )])),
+        Reply::Sse(sse_text("wrote it")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    // The worker's clone of the project, at the root's base commit.
+    let clone = env.dir.path().join("clone");
+    std::fs::create_dir_all(clone.join("sub")).unwrap();
+    std::fs::write(clone.join("sub/keep.txt"), "kept\n").unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&clone)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "--quiet"]);
+    git(&["add", "-A"]);
+    git(&["commit", "--quiet", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]);
+
+    let nats = Nats::start(14303, &env.dir.path().join("nats"));
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let repo = clone.display().to_string();
+    let worker = Worker::start_with(&env, &nats, "files", &["--repo", &repo]);
+
+    let mut plan = plan(&server.base_url);
+    plan["tools"] = json!([{"module": "tool-filesystem"}]);
+    let mut job = job_of(WRITER, plan.clone(), "write the notes");
+    job.files = Some(JobFiles {
+        base_commit: base.clone(),
+        repo_name: "proj".into(),
+        relative_dir: "sub".into(),
+        writes: true,
+    });
+    publish(&remote, "files", &job).await;
+
+    // The write waits for the root's answer.
+    let asked = wait_for_session(&remote, WRITER, &worker, Duration::from_secs(60), |m| {
+        event_names(m).iter().any(|n| n == "approval:required")
+    })
+    .await;
+    let required = asked
+        .iter()
+        .find(|m| m.body["event"]["event"] == "approval:required")
+        .unwrap();
+    assert_eq!(required.body["event"]["data"]["tool_call_id"], "w1");
+    let answer = Control::Approval {
+        tool_call_id: "w1".into(),
+        decision: WireDecision::Allow(WireScope::Once),
+    };
+    remote
+        .client()
+        .publish(
+            ctl_subject(WRITER).unwrap(),
+            serde_json::to_vec(&answer).unwrap().into(),
+        )
+        .await
+        .unwrap();
+
+    let messages = wait_for_session(&remote, WRITER, &worker, Duration::from_secs(60), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    let names = event_names(&messages);
+    assert!(names.iter().any(|n| n == "approval:granted"), "{names:?}");
+    let done = &messages.last().unwrap().body;
+    assert_eq!(done["kind"], "done", "{done}");
+    assert_eq!(done["response"], "wrote it");
+    let changes = &done["changes"]["inline"];
+    assert_eq!(changes["base_commit"], base.as_str());
+    let patch = changes["patch"].as_str().unwrap();
+    assert!(patch.contains("+++ b/sub/notes.md"), "{patch}");
+    assert!(patch.contains("+from the worker"), "{patch}");
+    assert!(!patch.contains("keep.txt"), "{patch}");
+    // The patch applies to the base commit; the clone itself was never written.
+    std::fs::write(env.dir.path().join("p.diff"), patch).unwrap();
+    let p = env.dir.path().join("p.diff").display().to_string();
+    git(&["apply", "--check", &p]);
+    assert!(!clone.join("sub/notes.md").exists());
+    assert_eq!(
+        git(&["worktree", "list"]).lines().count(),
+        1,
+        "worktree removed"
+    );
+
+    // A commit the clone lacks: Failed naming it, and the job is acked.
+    let mut missing = job_of(MISSING, plan, "write more");
+    missing.files = Some(JobFiles {
+        base_commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        repo_name: "proj".into(),
+        relative_dir: String::new(),
+        writes: true,
+    });
+    publish(&remote, "files", &missing).await;
+    let failed = wait_for_session(&remote, MISSING, &worker, Duration::from_secs(60), |m| {
+        m.iter().any(|s| s.body["kind"] == "failed")
+    })
+    .await;
+    let error = failed.last().unwrap().body["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("lacks commit 0123456789abcdef0123456789abcdef01234567; fetch it"),
+        "{error}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while jobs_left(&remote).await != 0 {
+        assert!(Instant::now() < deadline, "the jobs were never acked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
