@@ -80,25 +80,35 @@ impl Worker {
     }
 
     fn start_with(env: &TestEnv, nats: &Nats, pool: &str, extra: &[&str]) -> Self {
+        let mut worker = Self::spawn(env, &nats.url, pool, extra);
+        worker.read_first_line();
+        worker
+    }
+
+    /// Starts the worker without waiting for it to connect.
+    fn spawn(env: &TestEnv, url: &str, pool: &str, extra: &[&str]) -> Self {
         let stderr = env.dir.path().join(format!("worker-{pool}.stderr"));
-        let mut child = env
+        let child = env
             .std_cmd()
-            .args(["worker", "--nats", &nats.url, "--pool", pool])
+            .args(["worker", "--nats", url, "--pool", pool])
             .args(["--slots", "1", "--ack-wait", "3"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .unwrap();
-        let mut first_line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first_line)
-            .unwrap();
         Self {
             child,
-            first_line,
+            first_line: String::new(),
             stderr,
         }
+    }
+
+    /// Reads the start line (printed once connected).
+    fn read_first_line(&mut self) {
+        BufReader::new(self.child.stdout.take().unwrap())
+            .read_line(&mut self.first_line)
+            .unwrap();
     }
 
     fn stderr(&self) -> String {
@@ -646,4 +656,136 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
         assert!(Instant::now() < deadline, "the jobs were never acked");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// An OpenAI stream that never ends (a `tick ` every 100 ms) for every request.
+fn endless_server() -> ScriptedServer {
+    let tick = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"scripted-model\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tick \"},\"finish_reason\":null}]}\n\n";
+    ScriptedServer::sequence(vec![Reply::Endless {
+        chunk: tick.to_string(),
+        every: Duration::from_millis(100),
+    }])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_on_sigterm() {
+    const CANCELLED: &str = "0123456789abcdef-aaaabbbbccccdddd_helper";
+    const HANDED_BACK: &str = "0123456789abcdef-eeeeffff00001111_helper";
+    let server = endless_server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let port = 14304;
+    let url = format!("nats://127.0.0.1:{port}");
+
+    // No server yet: the worker says so and retries with backoff.
+    let mut worker = Worker::spawn(&env, &url, "ctl", &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let retrying = format!("arbor: cannot reach NATS at {url}; retrying in 0.5 s");
+    while !worker.stderr().contains(&retrying) {
+        assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let nats = Nats::start(port, &env.dir.path().join("nats"));
+    worker.read_first_line();
+    assert!(
+        worker.first_line.contains("pool ctl"),
+        "{}",
+        worker.first_line
+    );
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+
+    // Control::Cancel ends the running turn: Done, cancelled, with the partial text.
+    publish(
+        &remote,
+        "ctl",
+        &job_of(CANCELLED, plan(&server.base_url), "count"),
+    )
+    .await;
+    let streaming = |m: &[Sent]| {
+        event_names(m)
+            .iter()
+            .filter(|n| *n == "content_block:delta")
+            .count()
+            >= 2
+    };
+    wait_for_session(
+        &remote,
+        CANCELLED,
+        &worker,
+        Duration::from_secs(60),
+        streaming,
+    )
+    .await;
+    remote
+        .client()
+        .publish(
+            ctl_subject(CANCELLED).unwrap(),
+            serde_json::to_vec(&Control::Cancel).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let messages = wait_for_session(&remote, CANCELLED, &worker, Duration::from_secs(30), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    let done = &messages.last().unwrap().body;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(
+        done["response"].as_str().unwrap().contains("tick"),
+        "{done}"
+    );
+
+    // SIGTERM while a job runs: the worker exits 0 without answering, the job stays
+    // queued for another worker, and its presence entry is gone.
+    publish(
+        &remote,
+        "ctl",
+        &job_of(HANDED_BACK, plan(&server.base_url), "count again"),
+    )
+    .await;
+    let before = wait_for_session(
+        &remote,
+        HANDED_BACK,
+        &worker,
+        Duration::from_secs(60),
+        streaming,
+    )
+    .await;
+    let worker_id = before[0].body["ran_on"]["worker"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = worker.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the worker did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}\n{}", worker.stderr());
+    let after = sent_of(&remote, HANDED_BACK).await;
+    assert!(
+        after
+            .iter()
+            .all(|m| m.body["kind"] != "done" && m.body["kind"] != "failed"),
+        "{:?}",
+        kinds(&after)
+    );
+    assert_eq!(
+        jobs_left(&remote).await,
+        1,
+        "the job is handed back, not acked"
+    );
+    let workers = remote.workers().await.unwrap();
+    assert!(workers.get(&worker_id).await.unwrap().is_none());
 }
