@@ -35,6 +35,7 @@ use crate::remote::{Remote, RemoteAuth, RemoteError};
 
 pub mod files;
 mod job;
+pub mod leftover;
 mod out;
 pub mod scratch;
 
@@ -83,7 +84,9 @@ pub struct WorkerOptions {
     pub ack_wait: Duration,
     /// The worker's own paths (config, Amplifier home, state).
     pub paths: Paths,
-    /// Where job directories (worktrees) go; removed per job.
+    /// The workers' directory (`worker/` in arbor's state directory): this worker's
+    /// own directory is made inside it (its jobs' worktrees, removed per job and at
+    /// exit), and what stopped workers left there is removed at start (`leftover`).
     pub scratch: PathBuf,
 }
 
@@ -94,6 +97,12 @@ pub enum WorkerError {
     /// Creating the streams, buckets or the pool's consumer failed.
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// The worker's own directory could not be made.
+    #[error("cannot create the worker's directory {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What every job of this worker shares.
@@ -184,6 +193,12 @@ pub async fn serve(
 ) -> Result<(), WorkerError> {
     let ran_on = identity();
     let slots = options.slots.max(1);
+    leftover::sweep(&options.scratch, &options.paths, &options.repo);
+    let own =
+        leftover::claim(&options.scratch, &ran_on.worker).map_err(|source| WorkerError::Dir {
+            path: options.scratch.join(&ran_on.worker),
+            source,
+        })?;
     let url = options.nats_url.clone();
     let client_name = format!("arbor worker {}", ran_on.worker);
     let connecting = Remote::connect_retrying(&url, &client_name, &options.auth, |e, delay| {
@@ -212,7 +227,7 @@ pub async fn serve(
         base_paths: options.paths.clone(),
         repo: options.repo.clone(),
         ack_wait: options.ack_wait,
-        scratch: options.scratch.clone(),
+        scratch: own.dir.clone(),
         stopping: stop.clone(),
     });
     let busy = Arc::new(AtomicU32::new(0));
@@ -303,6 +318,8 @@ pub async fn serve(
     if let Err(e) = workers.delete(&ran_on.worker).await {
         tracing::debug!("worker: removing presence: {e}");
     }
+    drop(ctx);
+    drop(own);
     Ok(())
 }
 
