@@ -66,8 +66,14 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
         Some(path) => path.clone(),
         None => std::env::current_dir().wrap_err("cannot read the current directory")?,
     };
-    let repo = std::fs::canonicalize(&repo)
-        .wrap_err_with(|| format!("--repo {}: no such directory", repo.display()))?;
+    let repo =
+        std::fs::canonicalize(&repo).wrap_err_with(|| format!("--repo {}", repo.display()))?;
+    if crate::isolation::Repo::discover(&repo).is_err() {
+        super::out::warning(format!(
+            "{} is not a git repository: jobs that work on files will fail (start the worker in, or with --repo, a clone of the project)",
+            repo.display()
+        ));
+    }
     let mut ctx = Context::load(&options)?;
     if let Some(notice) = ctx.use_local_servers() {
         tracing::info!("{notice}");

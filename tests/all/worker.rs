@@ -46,6 +46,13 @@ async fn a_job_runs_on_the_worker_and_its_answer_events_and_ack_come_back() {
         "{}",
         worker.first_line
     );
+    assert!(
+        worker
+            .stderr()
+            .contains("is not a git repository: jobs that work on files will fail"),
+        "the project dir is no clone: {}",
+        worker.stderr()
+    );
     publish(&remote, "solo", &job(&server.base_url, "say hi")).await;
 
     let messages = wait_for(&remote, &worker, Duration::from_secs(60), |m| {
