@@ -47,7 +47,9 @@ pub use job::JobError;
 /// worker config's (the policy stays at the root).
 #[derive(Debug, Clone)]
 pub struct JobSetup {
+    /// The worker's paths with `cwd` = the job's working directory.
     pub paths: Paths,
+    /// The root's `approvals:` rules, replacing the worker config's.
     pub approvals: Rules,
 }
 
@@ -61,7 +63,9 @@ pub type Factory =
 /// connection retries and problems (stderr).
 #[derive(Clone)]
 pub struct Voice {
+    /// Says a line on stdout (the start line).
     pub out: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Says a line on stderr (retries, fetch problems).
     pub err: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
