@@ -236,6 +236,7 @@ pub async fn serve(
     });
     let busy = Arc::new(AtomicU32::new(0));
     let presence = tokio::spawn(presence(
+        (voice.clone(), url.clone()),
         workers.clone(),
         WorkerInfo {
             ran_on: ran_on.clone(),
@@ -328,17 +329,34 @@ pub async fn serve(
 }
 
 /// Refreshes this worker's presence entry every [`PRESENCE_REFRESH_SECS`] with how
-/// many jobs it runs now, until aborted.
-async fn presence(workers: kv::Store, mut info: WorkerInfo, busy: Arc<AtomicU32>) {
+/// many jobs it runs now, until aborted. A refresh that fails says once on stderr that
+/// the server at `url` is lost (the client reconnects by itself), and the first one
+/// that works again says it is back.
+async fn presence(
+    (voice, url): (Voice, String),
+    workers: kv::Store,
+    mut info: WorkerInfo,
+    busy: Arc<AtomicU32>,
+) {
     let key = info.ran_on.worker.clone();
+    let mut down = false;
     loop {
         info.busy = busy.load(Ordering::SeqCst);
         match serde_json::to_vec(&info) {
-            Ok(value) => {
-                if let Err(e) = workers.put(&key, value.into()).await {
-                    tracing::warn!("worker: presence: {e}");
+            Ok(value) => match workers.put(&key, value.into()).await {
+                Ok(_) if down => {
+                    down = false;
+                    (voice.err)(&format!("reconnected to NATS at {url}"));
                 }
-            }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!("worker: presence: {e}");
+                    if !down {
+                        down = true;
+                        (voice.err)(&format!("lost NATS at {url} ({e}); reconnecting"));
+                    }
+                }
+            },
             Err(e) => tracing::warn!("worker: presence: {e}"),
         }
         tokio::time::sleep(Duration::from_secs(PRESENCE_REFRESH_SECS)).await;

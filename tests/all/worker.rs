@@ -537,3 +537,52 @@ async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_o
     let workers = remote.workers().await.unwrap();
     assert!(workers.get(&worker_id).await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_says_when_nats_goes_away_and_takes_jobs_again_once_it_is_back() {
+    const AFTER: &str = "0123456789abcdef-2222333344445555_helper";
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("after the restart"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let store = env.dir.path().join("nats");
+    let nats = Nats::start(14305, &store);
+    let worker = Worker::start(&env, &nats, "restart");
+    let url = nats.url.clone();
+
+    // The server dies (kill -9); the worker says so within a presence refresh (5 s).
+    drop(nats);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !worker.stderr().contains(&format!("lost NATS at {url}")) {
+        assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Back on the same port and store: the worker reconnects and takes a new job.
+    let nats = Nats::start(14305, &store);
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    publish(
+        &remote,
+        "restart",
+        &job_of(AFTER, plan(&server.base_url), "hello again"),
+    )
+    .await;
+    let messages = wait_for_session(&remote, AFTER, &worker, Duration::from_secs(60), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    assert_eq!(
+        messages.last().unwrap().body["response"],
+        "after the restart"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !worker
+        .stderr()
+        .contains(&format!("reconnected to NATS at {url}"))
+    {
+        assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
