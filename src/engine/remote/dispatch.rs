@@ -42,9 +42,11 @@ use crate::session::{Metadata, SessionStatus};
 /// `run` of its next job is one more.
 const RUNS_KEY: &str = "remote_runs";
 
-/// How long after a `Control::Cancel` the root waits for the worker's `Done` beyond
-/// the ack wait, before it ends the run as cancelled on its own.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
+/// final transcript and metadata) before it ends the run as cancelled on its own:
+/// under the 5 s a cancelled turn gives its tool calls (`calls::CANCEL_GRACE`), so a
+/// parent's cancel still records the child's answer.
+const CANCEL_WAIT: Duration = Duration::from_secs(4);
 
 /// Runs `child`'s next turn on a worker of `placement`'s pool with `instruction`
 /// (the parent's context already folded in), under a child token of `parent`.
@@ -250,9 +252,7 @@ impl Link {
                     if applier.holder().is_none() && self.withdraw_job().await {
                         return applier.ended_without_answer(SessionStatus::Cancelled, None);
                     }
-                    cancel_deadline = Some(
-                        tokio::time::Instant::now() + self.placement.ack_wait + CANCEL_GRACE,
-                    );
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_WAIT);
                 }
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let error = "the worker did not answer the cancel".to_string();
