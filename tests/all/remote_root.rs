@@ -562,8 +562,22 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
         .unwrap();
     worker.remote.client().flush().await.unwrap();
     assert!(runtime.is_remote(&child));
+    // A steer while the job waits in the queue is held until a worker starts it.
+    assert_eq!(
+        runtime
+            .steer(&child, "before the start".into())
+            .await
+            .unwrap(),
+        None
+    );
     let epoch = worker.lease(&child).await.epoch();
     worker.started(&job, epoch, 1).await;
+    assert_eq!(
+        next_control(&mut ctl).await,
+        wire::Control::Steer {
+            text: "before the start".into()
+        }
+    );
 
     // The worker's gate asks; the person answers at the root; the answer travels.
     worker

@@ -244,6 +244,9 @@ impl Link {
     ) -> TurnOutcome {
         let mut fence = Fence::default();
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        // Controls that came before any worker started the run (nobody listens on the
+        // control subject yet): sent once one does.
+        let mut held_back: Vec<Control> = Vec::new();
         loop {
             let deadline = cancel_deadline;
             tokio::select! {
@@ -258,13 +261,22 @@ impl Link {
                     let error = "the worker did not answer the cancel".to_string();
                     return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
                 }
-                Some(forward) = rx.recv() => self.control(control_of(forward)).await,
+                Some(forward) = rx.recv() => {
+                    let control = control_of(forward);
+                    if applier.holder().is_some() {
+                        self.control(control).await;
+                    } else {
+                        held_back.push(control);
+                    }
+                }
                 Some(request) = sync.next() => self.answer_sync(applier, request).await,
                 message = out.next() => {
                     let message = match message {
                         Some(Ok(message)) => message,
                         Some(Err(e)) => {
+                            // The ordered consumer recreates itself; do not spin meanwhile.
                             tracing::warn!(session = %self.session, "reading the out stream: {e}");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
                             continue;
                         }
                         None => {
@@ -275,8 +287,18 @@ impl Link {
                             return applier.ended_without_answer(SessionStatus::Failed, Some(error));
                         }
                     };
+                    let before = applier.holder().cloned();
                     if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
                         return outcome;
+                    }
+                    // A (new) holder started: it hears what it missed.
+                    if applier.holder().is_some() && applier.holder() != before.as_ref() {
+                        for control in held_back.drain(..) {
+                            self.control(control).await;
+                        }
+                        if cancel_deadline.is_some() {
+                            self.control(Control::Cancel).await;
+                        }
                     }
                 }
             }
