@@ -572,6 +572,10 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
     );
     let epoch = worker.lease(&child).await.epoch();
     worker.started(&job, epoch, 1).await;
+    // (A worker listens for controls once its engine publishes its first event.)
+    worker
+        .event(&job, epoch, EngineEvent::status(SessionStatus::Running))
+        .await;
     assert_eq!(
         next_control(&mut ctl).await,
         wire::Control::Steer {

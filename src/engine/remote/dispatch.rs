@@ -244,8 +244,8 @@ impl Link {
     ) -> TurnOutcome {
         let mut fence = Fence::default();
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
-        // Controls that came before any worker started the run (nobody listens on the
-        // control subject yet): sent once one does.
+        // Controls that came while no worker listened on the control subject (before
+        // the holder's first event): sent once one does.
         let mut held_back: Vec<Control> = Vec::new();
         loop {
             let deadline = cancel_deadline;
@@ -263,7 +263,7 @@ impl Link {
                 }
                 Some(forward) = rx.recv() => {
                     let control = control_of(forward);
-                    if applier.holder().is_some() {
+                    if applier.listening() {
                         self.control(control).await;
                     } else {
                         held_back.push(control);
@@ -287,12 +287,12 @@ impl Link {
                             return applier.ended_without_answer(SessionStatus::Failed, Some(error));
                         }
                     };
-                    let before = applier.holder().cloned();
+                    let listened = applier.listening();
                     if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
                         return outcome;
                     }
-                    // A (new) holder started: it hears what it missed.
-                    if applier.holder().is_some() && applier.holder() != before.as_ref() {
+                    // A (new) holder listens now: it hears what it missed.
+                    if !listened && applier.listening() {
                         for control in held_back.drain(..) {
                             self.control(control).await;
                         }
