@@ -679,25 +679,6 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
     assert_eq!(fixture.metadata(&child)["status"], "cancelled");
     assert_eq!(runtime.refused_remote_writes(), 0);
 
-    // A turn a person starts in the remote child goes to a worker too (run 2).
-    let again = {
-        let (runtime, child) = (runtime.clone(), child.clone());
-        tokio::spawn(async move { runtime.run_turn(&child, "once more".into()).await })
-    };
-    let (job, message) = worker.take_job("rt4").await;
-    assert_eq!((job.run, job.instruction.as_str()), (2, "once more"));
-    let epoch = worker.lease(&child).await.epoch();
-    assert_eq!(epoch, 2, "the same session's lease, taken again");
-    worker.started(&job, epoch, 1).await;
-    worker.done(&job, epoch, "done again", None).await;
-    message.ack_with(AckKind::Ack).await.unwrap();
-    let outcome = tokio::time::timeout(Duration::from_secs(30), again)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(outcome.status, SessionStatus::Completed);
-    assert_eq!(outcome.response, "done again");
     let requests = fixture.provider.requests();
     assert!(
         requests.iter().all(|r| !r.system.contains(HELPER)),
