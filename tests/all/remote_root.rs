@@ -426,10 +426,18 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     .await;
 
     // The first worker freezes; its job is redelivered to a second, which takes the
-    // lease over and asks the root for the session as stored.
+    // lease over, says it started, and asks the root for the session as stored.
     let second = HandWorker::connect(&nats.url, 2).await;
     let two = second.lease(&session).await.epoch();
     assert_eq!(two, one + 1);
+    let mut ctl = second
+        .remote
+        .client()
+        .subscribe(wire::ctl_subject(&session).unwrap())
+        .await
+        .unwrap();
+    second.remote.client().flush().await.unwrap();
+    second.started(&job, two, 2).await;
     let reply = second
         .remote
         .client()
@@ -445,7 +453,22 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     };
     let texts: Vec<String> = transcript.iter().map(Message::text).collect();
     assert_eq!(texts, ["Look around", "half an ans"], "the partial is kept");
-    second.started(&job, two, 2).await;
+    // The new holder is heard: the root (headless, --yes) answers its approval.
+    second
+        .event(
+            &job,
+            two,
+            EngineEvent::ApprovalRequired(arbor::session::protocol::ApprovalRequiredEvent {
+                tool_call_id: "c7".into(),
+                tool_name: "bash".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    let wire::Control::Approval { tool_call_id, .. } = next_control(&mut ctl).await else {
+        panic!("not an approval");
+    };
+    assert_eq!(tool_call_id, "c7");
     // The first worker wakes up and writes with its old epoch: refused.
     first
         .event(&job, one, EngineEvent::appended(assistant("LATE WRITE")))

@@ -30,7 +30,7 @@ use crate::engine::env::TurnEnv;
 use crate::engine::isolate;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
-use crate::remote::lease::{Fence, Verdict};
+use crate::remote::lease::{self, Fence, Verdict};
 use crate::remote::wire::{
     self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, OUT_STREAM, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
@@ -437,14 +437,26 @@ impl Link {
         }
     }
 
-    /// A redelivered job's worker asks for the session as stored now: the previous
-    /// holder's lease is lost (the session marked interrupted, its streamed text kept
-    /// partial), then the metadata and transcript are the answer.
+    /// A redelivered job's worker asks for the session as stored now: unless the
+    /// holder applied last is the lease's holder now (the asker's `Started` came
+    /// first), that holder lost its lease (the session marked interrupted, its
+    /// streamed text kept partial); then the metadata and transcript are the answer.
     async fn answer_sync(&self, applier: &mut Applier<'_>, request: async_nats::Message) {
         let Some(reply) = request.reply else {
             return;
         };
-        applier.lease_lost();
+        match lease::current(&self.leases, &self.session).await {
+            Ok(Some(lease)) => {
+                if applier
+                    .holder()
+                    .is_some_and(|held| held.worker != lease.ran_on.worker)
+                {
+                    applier.lease_lost();
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(session = %self.session, "cannot read the lease: {e}"),
+        }
         let child = applier.child();
         let name = format!(
             "{}-{}-sync-{}",
