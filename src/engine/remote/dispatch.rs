@@ -71,10 +71,12 @@ pub(crate) async fn run(
         return Err(busy());
     }
     let guard = child.begin_turn(Some(parent)).ok_or_else(busy)?;
-    isolate::before_turn(&child).await;
+    // Registered at once (no await since the running flag was set): a steer from now
+    // on is forwarded, never left in the root's inbox.
     let (tx, rx) = unbounded_channel();
-    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx.clone());
-    let _registered = runs.register(&child.id, tx);
+    let _registered = runs.register(&child.id, tx.clone());
+    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx);
+    isolate::before_turn(&child).await;
     let token = guard.token.clone();
     let outcome = match Dispatched::publish(env, runs, &child, instruction, &placement).await {
         Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,
