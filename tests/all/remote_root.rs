@@ -708,3 +708,79 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
         "the helper ran locally"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
+    use arbor::config::remote::{RemoteAgents, RemoteConfig};
+    use support::fixture::{Fixture, HELPER, delegating, plan};
+
+    let nats = Nats::start(14403);
+    let mut fixture = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "do it"}),
+            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
+        ),
+    );
+    fixture.config.remote = Some(RemoteConfig {
+        nats_url: nats.url.clone(),
+        pool: "rt6".into(),
+        agents: RemoteAgents::All,
+        ack_wait: Duration::from_secs(5),
+    });
+    let runtime = fixture.runtime();
+    let root = runtime.create_root(None).unwrap();
+    let turn = {
+        let (runtime, root) = (runtime.clone(), root.clone());
+        tokio::spawn(async move { runtime.run_turn(&root, "go".into()).await })
+    };
+    let watcher = HandWorker::connect(&nats.url, 6).await;
+    let mut jobs = watcher
+        .remote
+        .js()
+        .get_stream(wire::JOBS_STREAM)
+        .await
+        .unwrap();
+    let subject = wire::job_subject("rt6").unwrap();
+    let queued = || async {
+        // `info` is cached per handle: ask the server each time.
+        let mut jobs = watcher
+            .remote
+            .js()
+            .get_stream(wire::JOBS_STREAM)
+            .await
+            .unwrap();
+        jobs.info().await.unwrap().state.messages
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while queued().await == 0 {
+        assert!(Instant::now() < deadline, "no job was queued on {subject}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let child = runtime
+        .live_session_ids()
+        .into_iter()
+        .find(|id| id.ends_with("_helper"))
+        .unwrap()
+        .to_string();
+    assert!(runtime.is_remote(&child));
+    runtime.cancel(&root);
+    let outcome = tokio::time::timeout(Duration::from_secs(20), turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, SessionStatus::Cancelled);
+    assert_eq!(fixture.metadata(&child)["status"], "cancelled");
+    assert_eq!(queued().await, 0, "the work queue ends empty");
+    assert_eq!(jobs.info().await.unwrap().state.messages, 0);
+    assert!(
+        fixture
+            .provider
+            .requests()
+            .iter()
+            .all(|r| !r.system.contains(HELPER)),
+        "the helper ran locally"
+    );
+}
