@@ -1,5 +1,7 @@
 //! Messages for a session's running turn: steer and queue into its inbox, take a
 //! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
+//! A sub-session running on a worker (issue 27) gets its steers and queued messages
+//! there (`engine::remote`).
 //! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
 //! (`turn`).
 
@@ -8,6 +10,7 @@ use std::sync::Arc;
 use super::Runtime;
 use crate::engine::outcome::{EngineError, TurnOutcome};
 use crate::engine::panics;
+use crate::engine::remote::Forward;
 use crate::engine::turn;
 use crate::session::protocol::PromptMode;
 
@@ -69,6 +72,15 @@ impl Runtime {
         text: String,
         position: Option<usize>,
     ) -> Result<Option<TurnOutcome>, EngineError> {
+        // A session running on a worker gets it there (its worker's engine publishes
+        // `prompt:queued` / `prompt:sent`, which come back with its events).
+        let forward = match mode {
+            PromptMode::Steer => Forward::Steer(text.clone()),
+            PromptMode::Queue => Forward::Queue(text.clone()),
+        };
+        if self.remote.forward(session_id, forward) {
+            return Ok(None);
+        }
         let what = format!("a {} to session '{session_id}'", mode.as_str());
         let work = async {
             let live = self.live_or_resume(session_id)?;
