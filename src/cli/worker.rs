@@ -3,7 +3,8 @@
 //!
 //! Owns: the flags, the worker's [`Factory`] — a runtime per job over this machine's
 //! config (provider keys, MCP servers, sandbox) and bundle, with the job's `approvals:`
-//! replacing the config's and interactive approvals (answered by the root) — where
+//! replacing the config's, no `remote:` (a job's own sub-sessions run on this worker)
+//! and interactive approvals (answered by the root) — where
 //! its jobs' directories go (`worker/` in arbor's state directory), and stopping on
 //! Ctrl-C / SIGTERM. Does not own: the
 //! worker loop, leases or the wire (`worker`, `remote`).
@@ -75,6 +76,11 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
         ));
     }
     let mut ctx = Context::load(&options)?;
+    if ctx.config.remote.is_some() {
+        tracing::info!(
+            "worker: remote: of this machine's config is not used by jobs; their sub-sessions run here"
+        );
+    }
     if let Some(notice) = ctx.use_local_servers() {
         tracing::info!("{notice}");
     }
@@ -118,6 +124,9 @@ fn factory(ctx: Context) -> Factory {
         let _ = &registry;
         let mut config = ctx.config.clone();
         config.approvals = setup.approvals;
+        // A job's own sub-sessions run here: dispatching them to the pool again could
+        // wait on a slot this very job holds.
+        config.remote = None;
         let runtime = Runtime::new(RuntimeOptions {
             paths: setup.paths,
             config,

@@ -633,3 +633,55 @@ async fn a_cancel_sent_as_soon_as_the_worker_starts_reaches_the_turn() {
     .await;
     assert_eq!(messages.last().unwrap().body["status"], "cancelled");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remote() {
+    const NESTING: &str = "0123456789abcdef-abcdabcdabcdabcd_helper";
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "t1",
+            "task",
+            json!({"agent": "researcher", "instruction": "look it up"}),
+        )])),
+        Reply::Sse(sse_text("found it")),
+        Reply::Sse(sse_text("the child is done")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let nats = Nats::start(14307, &env.dir.path().join("nats"));
+    // This machine's config would send every sub-session to the pool the worker
+    // itself serves with its single slot.
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str(&format!(
+        "remote:\n  nats_url: \"{}\"\n  pool: nest\n  agents: all\n",
+        nats.url
+    ));
+    std::fs::write(&env.config, config).unwrap();
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let worker = Worker::start(&env, &nats, "nest");
+    let mut plan = plan(&server.base_url);
+    plan["tools"] = json!([{"module": "tool-task", "config": {"max_recursion_depth": 2}}]);
+    plan["agents"] = json!("all");
+    publish(&remote, "nest", &job_of(NESTING, plan, "delegate it")).await;
+    let messages = wait_for_session(&remote, NESTING, &worker, Duration::from_secs(60), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    let done = &messages.last().unwrap().body;
+    let tools: Vec<&Value> = messages
+        .iter()
+        .filter(|m| {
+            m.body["event"]["event"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("tool:"))
+        })
+        .map(|m| &m.body["event"]["data"])
+        .collect();
+    assert_eq!(done["response"], "the child is done", "{tools:#?}");
+    assert_eq!(server.requests().len(), 3, "the grandchild ran here");
+    assert_eq!(jobs_left(&remote).await, 0, "nothing was dispatched again");
+}
