@@ -112,13 +112,7 @@ impl JobTree {
     ///
     /// Errors: a git step failed.
     pub fn patch(&self) -> Result<String, FilesError> {
-        let git = Git::at(&self.top);
-        git.run(&["add", "-A"])?;
-        let out = git.output(&["diff", "--binary", "--cached", "--no-color", &self.base])?;
-        if !out.status.success() {
-            return Err(git.failed(&["diff", "--binary", "--cached"], &out).into());
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        patch_at(&self.top, &self.base)
     }
 
     /// Removes the worktree (and prunes its entry). Failures are logged.
@@ -141,6 +135,20 @@ impl Drop for JobTree {
     fn drop(&mut self) {
         self.remove();
     }
+}
+
+/// [`JobTree::patch`] of the worktree at `top` against `base` (for a blocking thread,
+/// which cannot borrow the tree).
+///
+/// Errors: a git step failed.
+pub fn patch_at(top: &Path, base: &str) -> Result<String, FilesError> {
+    let git = Git::at(top);
+    git.run(&["add", "-A"])?;
+    let out = git.output(&["diff", "--binary", "--cached", "--no-color", base])?;
+    if !out.status.success() {
+        return Err(git.failed(&["diff", "--binary", "--cached"], &out).into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Whether `s` is a (possibly abbreviated) hex commit id: a job names a commit, never

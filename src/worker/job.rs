@@ -20,7 +20,7 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::files::{FilesError, JobTree};
+use super::files::{self, FilesError, JobTree};
 use super::out::{Out, Sent};
 use super::scratch::{self, StoreGuard};
 use super::{Ctx, JobSetup};
@@ -303,7 +303,10 @@ async fn execute(
         _ => std::fs::canonicalize(&work)?,
     };
     let git_paths = match &tree {
-        Some(tree) => scratch::git_write_paths(&tree.top),
+        Some(tree) => {
+            let top = tree.top.clone();
+            blocking(move || scratch::git_write_paths(&top)).await?
+        }
         None => Vec::new(),
     };
     let before = job.transcript.clone().unpack(&ctx.payloads).await?;
@@ -388,7 +391,8 @@ async fn execute(
     };
     let changes = match (&tree, &job.files) {
         (Some(tree), Some(files)) if files.writes => {
-            let patch = tree.patch()?;
+            let (top, base) = (tree.top.clone(), tree.base.clone());
+            let patch = blocking(move || files::patch_at(&top, &base)).await??;
             let changes = Changes {
                 base_commit: tree.base.clone(),
                 patch,
