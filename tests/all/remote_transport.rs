@@ -1,0 +1,164 @@
+//! The transport of remote sub-sessions (issue 27) against a real NATS server started
+//! by `scripts/nats-server` on loopback: arbor's streams and buckets on a server with
+//! default settings, the compare-and-set lease and its epoch fence, large payloads
+//! through the object store.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arbor::remote::lease::{self, Fence, Verdict};
+use arbor::remote::wire::{JOBS_STREAM, OUT_STREAM};
+use arbor::remote::{Payload, RanOn, Remote, RemoteAuth, RemoteError};
+
+/// A NATS server of this test, killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    _store: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server() -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
+    let child = Command::new(script)
+        .args(["--port", &port.to_string(), "--store"])
+        .arg(store.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("scripts/nats-server starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the NATS server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server {
+        child,
+        url: format!("nats://127.0.0.1:{port}"),
+        _store: store,
+    }
+}
+
+fn worker(n: u32) -> RanOn {
+    RanOn {
+        worker: format!("w-0000000{n}"),
+        host: "test".into(),
+        pid: n,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holder() {
+    let server = start_server();
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    remote.ensure().await.expect("ensure is idempotent");
+    for name in [JOBS_STREAM, OUT_STREAM] {
+        remote.js().get_stream(name).await.unwrap();
+    }
+    let consumer = remote
+        .ensure_pool("default", Duration::from_secs(3))
+        .await
+        .unwrap();
+    drop(consumer);
+
+    let leases = remote.leases().await.unwrap();
+    let session = "0123456789abcdef-fedcba9876543210_foundation:explorer";
+    assert_eq!(lease::current(&leases, session).await.unwrap(), None);
+    let mut first = lease::acquire(&leases, session, &worker(1), 1)
+        .await
+        .unwrap();
+    assert_eq!(first.epoch(), 1);
+    first.renew(&leases).await.expect("the holder renews");
+    let second = lease::acquire(&leases, session, &worker(2), 1)
+        .await
+        .unwrap();
+    assert_eq!(second.epoch(), 2, "a takeover bumps the epoch");
+    let lost = first.renew(&leases).await.unwrap_err();
+    assert!(
+        matches!(lost, RemoteError::LeaseLost { held: 1, .. }),
+        "{lost}"
+    );
+
+    let mut fence = Fence::default();
+    assert_eq!(
+        fence.check(&leases, session, 2).await.unwrap(),
+        Verdict::Current
+    );
+    assert_eq!(
+        fence.check(&leases, session, 1).await.unwrap(),
+        Verdict::Stale {
+            stale: 1,
+            current: 2
+        }
+    );
+    // A holder the fence has not yet seen superseded is still checked against the
+    // bucket: a fresh fence refuses epoch 1 too.
+    assert_eq!(
+        Fence::default().check(&leases, session, 1).await.unwrap(),
+        Verdict::Stale {
+            stale: 1,
+            current: 2
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_payloads_go_through_the_object_store_and_small_ones_inline() {
+    let server = start_server();
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let store = remote.payloads().await.unwrap();
+    let small = Payload::pack(&store, "small", vec!["a".to_string()])
+        .await
+        .unwrap();
+    assert!(small.is_inline());
+    let big: Vec<String> = (0..4000)
+        .map(|i| format!("line {i} {}", "x".repeat(100)))
+        .collect();
+    let packed = Payload::pack(&store, "big", big.clone()).await.unwrap();
+    assert!(!packed.is_inline(), "a 400 KB body is not inline");
+    let json = serde_json::to_string(&packed).unwrap();
+    assert!(
+        json.len() < 200,
+        "the message carries only the name: {json}"
+    );
+    let back: Payload<Vec<String>> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.unpack(&store).await.unwrap(), big);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_an_error_naming_its_url() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let err = Remote::connect(&url, "test", &RemoteAuth::default())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("cannot reach NATS at {url}")),
+        "{text}"
+    );
+}
