@@ -12,7 +12,8 @@
 //!     w-1a2b3c4d on build-1 pid 4242: 1/4 slots busy, arbor 0.1.0, up 3m
 //! ```
 //!
-//! Owns: this report only. Does not own: the `remote:` config (`config::remote`), the
+//! Owns: this report only. Does not own: the `remote:` config and the frontmatter
+//! reading (`config::remote`; a bad `remote:` fails loading the config earlier), the
 //! names and records it reads (`remote::wire`), connecting (`remote::nats`). It only
 //! reads: it creates no stream, consumer or bucket.
 
@@ -20,12 +21,11 @@ use std::time::Duration;
 
 use color_eyre::Result;
 use futures::StreamExt;
-use serde_json::Value;
 
 use super::context::Context;
-use crate::config::ArborConfig;
+use crate::config::remote::frontmatter;
 use crate::outln;
-use crate::remote::wire::{DEFAULT_POOL, JOBS_STREAM, WorkerInfo, consumer_name, now_ms};
+use crate::remote::wire::{JOBS_STREAM, WorkerInfo, consumer_name, now_ms};
 use crate::remote::{Remote, RemoteAuth};
 
 /// How long connecting, and then each query, may take.
@@ -34,41 +34,8 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// The environment variable naming a NATS `.creds` file (as `arbor worker` reads it).
 const CREDS_VAR: &str = "NATS_CREDS";
 
-/// Where the root sends remote sub-sessions: what doctor checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Target {
-    url: String,
-    pool: String,
-}
-
-/// The config's `remote:` section: `None` without one, `Err` (the problem, in words)
-/// when it is there but unusable. The one place this module reads the config.
-fn target(config: &ArborConfig) -> Option<std::result::Result<Target, String>> {
-    let section = config.extra.get("remote")?;
-    let url = section
-        .get("nats_url")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|u| !u.is_empty());
-    let Some(url) = url else {
-        return Some(Err(
-            "`remote:` has no `nats_url` (e.g. nats://127.0.0.1:4222)".into(),
-        ));
-    };
-    let pool = section
-        .get("pool")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty())
-        .unwrap_or(DEFAULT_POOL);
-    Some(Ok(Target {
-        url: url.to_string(),
-        pool: pool.to_string(),
-    }))
-}
-
-/// Prints the section; returns the number of problems: an unusable `remote:`, a NATS
-/// server that cannot be reached within 3 s (the line names the URL), a server without
-/// JetStream. No live worker in the pool, no consumer yet and frontmatter `remote: true`
+/// Prints the section; returns the number of problems: a NATS server that cannot be
+/// reached within 3 s (the line names the URL), a server without JetStream. No live worker in the pool, no consumer yet and frontmatter `remote: true`
 /// without `remote:` config are warnings: the root can still dispatch (jobs wait in the
 /// queue for a worker) or runs the agent here.
 pub async fn report(ctx: &Context) -> Result<usize> {
@@ -76,50 +43,45 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         .registry
         .agents()
         .iter()
-        .filter(|a| a.overlay.get("remote") == Some(&Value::Bool(true)))
+        .filter(|a| matches!(frontmatter(&a.overlay), Ok(Some(true))))
         .map(|a| a.name.as_str())
         .collect();
-    let target = match target(&ctx.config) {
-        None => {
-            outln!("remote    off (no `remote:` in the config file: sub-sessions run here)")?;
-            for name in asking {
-                outln!(
-                    "  warning agent {name} says `remote: true` but the config has no `remote:` section: it runs here"
-                )?;
-            }
-            return Ok(0);
+    let Some(target) = &ctx.config.remote else {
+        outln!("remote    off (no `remote:` in the config file: sub-sessions run here)")?;
+        for name in asking {
+            outln!(
+                "  warning agent {name} says `remote: true` but the config has no `remote:` section: it runs here"
+            )?;
         }
-        Some(Err(problem)) => {
-            outln!("remote    unusable: {problem}")?;
-            return Ok(1);
-        }
-        Some(Ok(t)) => t,
+        return Ok(0);
     };
-    outln!("remote    {}, pool {}", target.url, target.pool)?;
+    outln!("remote    {}, pool {}", target.nats_url, target.pool)?;
     let auth = RemoteAuth {
         creds: (ctx.env)(CREDS_VAR)
             .filter(|v| !v.is_empty())
             .map(Into::into),
         ca: None,
     };
-    let remote =
-        match tokio::time::timeout(TIMEOUT, Remote::connect(&target.url, "arbor doctor", &auth))
-            .await
-        {
-            Ok(Ok(remote)) => remote,
-            Ok(Err(e)) => {
-                outln!("  failed  {e}")?;
-                return Ok(1);
-            }
-            Err(_) => {
-                outln!(
-                    "  failed  cannot reach NATS at {}: no answer within {} s",
-                    target.url,
-                    TIMEOUT.as_secs()
-                )?;
-                return Ok(1);
-            }
-        };
+    let remote = match tokio::time::timeout(
+        TIMEOUT,
+        Remote::connect(&target.nats_url, "arbor doctor", &auth),
+    )
+    .await
+    {
+        Ok(Ok(remote)) => remote,
+        Ok(Err(e)) => {
+            outln!("  failed  {e}")?;
+            return Ok(1);
+        }
+        Err(_) => {
+            outln!(
+                "  failed  cannot reach NATS at {}: no answer within {} s",
+                target.nats_url,
+                TIMEOUT.as_secs()
+            )?;
+            return Ok(1);
+        }
+    };
     let info = remote.client().server_info();
     let payload = format!("{:.1} MiB", info.max_payload as f64 / (1024.0 * 1024.0));
     if !info.jetstream {
@@ -247,38 +209,4 @@ async fn live_workers(remote: &Remote) -> std::result::Result<Vec<WorkerInfo>, S
     }
     out.sort_by(|a, b| a.ran_on.worker.cmp(&b.ran_on.worker));
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn config(remote: Value) -> ArborConfig {
-        let mut c = ArborConfig::default();
-        c.extra.insert("remote".into(), remote);
-        c
-    }
-
-    #[test]
-    fn the_target_is_the_url_and_pool_of_the_remote_section() {
-        assert_eq!(target(&ArborConfig::default()), None);
-        assert_eq!(
-            target(&config(json!({"nats_url": "nats://h:4222"}))),
-            Some(Ok(Target {
-                url: "nats://h:4222".into(),
-                pool: "default".into()
-            }))
-        );
-        assert_eq!(
-            target(&config(json!({"nats_url": "tls://h:4222", "pool": "gpu"})))
-                .and_then(Result::ok)
-                .map(|t| t.pool),
-            Some("gpu".into())
-        );
-        let err = target(&config(json!({"pool": "gpu"})))
-            .unwrap()
-            .unwrap_err();
-        assert!(err.contains("nats_url"), "{err}");
-    }
 }
