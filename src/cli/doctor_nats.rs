@@ -31,8 +31,10 @@ use crate::remote::{Remote, RemoteAuth};
 /// How long connecting, and then each query, may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The environment variable naming a NATS `.creds` file (as `arbor worker` reads it).
+/// The environment variables naming a NATS `.creds` file and an extra CA certificate
+/// (PEM), as the root's dispatch reads them (`engine::remote`).
 const CREDS_VAR: &str = "NATS_CREDS";
+const CA_VAR: &str = "NATS_CA";
 
 /// Prints the section; returns the number of problems: a NATS server that cannot be
 /// reached within 3 s (the line names the URL), a server without JetStream. No live worker in the pool, no consumer yet and frontmatter `remote: true`
@@ -58,9 +60,11 @@ pub async fn report(ctx: &Context) -> Result<usize> {
     outln!("remote    {}, pool {}", target.nats_url, target.pool)?;
     let auth = RemoteAuth {
         creds: (ctx.env)(CREDS_VAR)
-            .filter(|v| !v.is_empty())
+            .filter(|v| !v.trim().is_empty())
             .map(Into::into),
-        ca: None,
+        ca: (ctx.env)(CA_VAR)
+            .filter(|v| !v.trim().is_empty())
+            .map(Into::into),
     };
     let remote = match tokio::time::timeout(
         TIMEOUT,
