@@ -82,7 +82,14 @@ impl Remote {
             .name(name)
             .connection_timeout(CONNECT_TIMEOUT)
             .max_reconnects(None);
-        let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(url))
+        // A cluster's servers, comma-separated: the client takes them as a list (one
+        // string with commas is one malformed URL to it).
+        let servers: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(servers))
             .await
             .map_err(|_| refused("timed out".into()))?
             .map_err(|e| refused(e.to_string()))?;
