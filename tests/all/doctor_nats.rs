@@ -159,3 +159,25 @@ fn frontmatter_remote_without_remote_config_is_a_warning() {
         "{out}"
     );
 }
+
+#[test]
+fn a_comma_separated_server_list_reaches_the_live_one() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let provider = provider();
+    let env = TestEnv::new();
+    let list = format!("nats://127.0.0.1:{dead}, {}", nats.url);
+    let (ok, out) = doctor(
+        &env,
+        &provider,
+        &format!("remote:\n  nats_url: \"{list}\"\n"),
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("server  NATS 2.15.1, JetStream on"), "{out}");
+}
