@@ -114,7 +114,22 @@ async fn doctor_reports_the_server_the_pools_jobs_and_its_live_workers() {
         "{out}"
     );
     assert!(!out.contains("w-0000cafe"), "{out}");
+    assert!(!out.contains("ack wait"), "{out}");
     assert!(out.contains("no problems found"), "{out}");
+
+    // Workers started with another --ack-wait than the root's remote.ack_wait.
+    remote
+        .ensure_pool("gpu", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let (ok, out) = tokio::task::block_in_place(|| doctor(&env, &provider, &config));
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(
+            "the pool's ack wait is 5 s (the workers' --ack-wait) but remote.ack_wait is 30 s"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
