@@ -45,15 +45,9 @@ impl NatsServer {
     /// when the install failed outside CI; a panic when it failed under `CI=true`, or
     /// when the installed server does not come up.
     pub fn start() -> Option<Self> {
-        let bin = match installed() {
-            Ok(bin) => bin,
-            Err(message) => {
-                if in_ci() {
-                    panic!("the NATS server could not be installed and CI is set: {message}");
-                }
-                eprintln!("note: the NATS server could not be installed; skipping: {message}");
-                return None;
-            }
+        let bin = match decide(installed(), std::env::var_os("CI").as_deref()) {
+            Ok(bin) => bin?,
+            Err(message) => panic!("{message}"),
         };
         assert!(bin.exists(), "{} is missing after install", bin.display());
         let store = tempfile::tempdir().expect("temp store dir for NATS");
@@ -221,9 +215,46 @@ pub fn installed() -> Result<PathBuf, String> {
     .clone()
 }
 
-/// True when the `CI` variable is set to anything but empty, `0` or `false`.
-fn in_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+/// What [`NatsServer::start`] does with the install's result under the `CI` variable
+/// `ci`: the binary, or `Ok(None)` (with a note) outside CI when the install failed,
+/// or `Err` (the failure message) in CI — a CI run never skips a NATS test.
+fn decide(
+    installed: Result<PathBuf, String>,
+    ci: Option<&std::ffi::OsStr>,
+) -> Result<Option<PathBuf>, String> {
+    match installed {
+        Ok(bin) => Ok(Some(bin)),
+        Err(message) if ci.is_some_and(|v| !v.is_empty() && v != "0" && v != "false") => Err(
+            format!("the NATS server could not be installed and CI is set: {message}"),
+        ),
+        Err(message) => {
+            eprintln!("note: the NATS server could not be installed; skipping: {message}");
+            Ok(None)
+        }
+    }
+}
+
+#[test]
+fn a_failed_install_skips_outside_ci_and_fails_in_ci() {
+    use std::ffi::OsStr;
+    let failed = || Err("pip: no network".to_string());
+    assert_eq!(decide(failed(), None), Ok(None));
+    for off in ["", "0", "false"] {
+        assert_eq!(
+            decide(failed(), Some(OsStr::new(off))),
+            Ok(None),
+            "CI={off:?}"
+        );
+    }
+    for on in ["true", "1"] {
+        let err = decide(failed(), Some(OsStr::new(on))).unwrap_err();
+        assert!(err.contains("CI is set: pip: no network"), "{err}");
+    }
+    let bin = PathBuf::from("/x/nats-server");
+    assert_eq!(
+        decide(Ok(bin.clone()), Some(OsStr::new("true"))),
+        Ok(Some(bin))
+    );
 }
 
 /// The fixture itself: the server comes up with JetStream, a published and acked
