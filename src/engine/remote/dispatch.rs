@@ -30,7 +30,7 @@ use crate::engine::env::TurnEnv;
 use crate::engine::isolate;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
-use crate::remote::lease::{Fence, Verdict};
+use crate::remote::lease::{self, Fence, Verdict};
 use crate::remote::wire::{
     self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, OUT_STREAM, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
@@ -42,9 +42,11 @@ use crate::session::{Metadata, SessionStatus};
 /// `run` of its next job is one more.
 const RUNS_KEY: &str = "remote_runs";
 
-/// How long after a `Control::Cancel` the root waits for the worker's `Done` beyond
-/// the ack wait, before it ends the run as cancelled on its own.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
+/// final transcript and metadata) before it ends the run as cancelled on its own:
+/// under the 5 s a cancelled turn gives its tool calls (`calls::CANCEL_GRACE`), so a
+/// parent's cancel still records the child's answer.
+const CANCEL_WAIT: Duration = Duration::from_secs(4);
 
 /// Runs `child`'s next turn on a worker of `placement`'s pool with `instruction`
 /// (the parent's context already folded in), under a child token of `parent`.
@@ -69,10 +71,12 @@ pub(crate) async fn run(
         return Err(busy());
     }
     let guard = child.begin_turn(Some(parent)).ok_or_else(busy)?;
-    isolate::before_turn(&child).await;
+    // Registered at once (no await since the running flag was set): a steer from now
+    // on is forwarded, never left in the root's inbox.
     let (tx, rx) = unbounded_channel();
-    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx.clone());
-    let _registered = runs.register(&child.id, tx);
+    let _registered = runs.register(&child.id, tx.clone());
+    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx);
+    isolate::before_turn(&child).await;
     let token = guard.token.clone();
     let outcome = match Dispatched::publish(env, runs, &child, instruction, &placement).await {
         Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,
@@ -242,6 +246,9 @@ impl Link {
     ) -> TurnOutcome {
         let mut fence = Fence::default();
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        // Controls that came while no worker listened on the control subject (before
+        // the holder's first event): sent once one does.
+        let mut held_back: Vec<Control> = Vec::new();
         loop {
             let deadline = cancel_deadline;
             tokio::select! {
@@ -250,21 +257,28 @@ impl Link {
                     if applier.holder().is_none() && self.withdraw_job().await {
                         return applier.ended_without_answer(SessionStatus::Cancelled, None);
                     }
-                    cancel_deadline = Some(
-                        tokio::time::Instant::now() + self.placement.ack_wait + CANCEL_GRACE,
-                    );
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_WAIT);
                 }
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let error = "the worker did not answer the cancel".to_string();
                     return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
                 }
-                Some(forward) = rx.recv() => self.control(control_of(forward)).await,
+                Some(forward) = rx.recv() => {
+                    let control = control_of(forward);
+                    if applier.listening() {
+                        self.control(control).await;
+                    } else {
+                        held_back.push(control);
+                    }
+                }
                 Some(request) = sync.next() => self.answer_sync(applier, request).await,
                 message = out.next() => {
                     let message = match message {
                         Some(Ok(message)) => message,
                         Some(Err(e)) => {
+                            // The ordered consumer recreates itself; do not spin meanwhile.
                             tracing::warn!(session = %self.session, "reading the out stream: {e}");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
                             continue;
                         }
                         None => {
@@ -275,8 +289,18 @@ impl Link {
                             return applier.ended_without_answer(SessionStatus::Failed, Some(error));
                         }
                     };
+                    let listened = applier.listening();
                     if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
                         return outcome;
+                    }
+                    // A (new) holder listens now: it hears what it missed.
+                    if !listened && applier.listening() {
+                        for control in held_back.drain(..) {
+                            self.control(control).await;
+                        }
+                        if cancel_deadline.is_some() {
+                            self.control(Control::Cancel).await;
+                        }
                     }
                 }
             }
@@ -415,14 +439,26 @@ impl Link {
         }
     }
 
-    /// A redelivered job's worker asks for the session as stored now: the previous
-    /// holder's lease is lost (the session marked interrupted, its streamed text kept
-    /// partial), then the metadata and transcript are the answer.
+    /// A redelivered job's worker asks for the session as stored now: unless the
+    /// holder applied last is the lease's holder now (the asker's `Started` came
+    /// first), that holder lost its lease (the session marked interrupted, its
+    /// streamed text kept partial); then the metadata and transcript are the answer.
     async fn answer_sync(&self, applier: &mut Applier<'_>, request: async_nats::Message) {
         let Some(reply) = request.reply else {
             return;
         };
-        applier.lease_lost();
+        match lease::current(&self.leases, &self.session).await {
+            Ok(Some(lease)) => {
+                if applier
+                    .holder()
+                    .is_some_and(|held| held.worker != lease.ran_on.worker)
+                {
+                    applier.lease_lost();
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(session = %self.session, "cannot read the lease: {e}"),
+        }
         let child = applier.child();
         let name = format!(
             "{}-{}-sync-{}",

@@ -1,5 +1,7 @@
 //! Messages for a session's running turn: steer and queue into its inbox, take a
 //! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
+//! A sub-session running on a worker (issue 27) gets its steers and queued messages
+//! there (`engine::remote`).
 //! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
 //! (`turn`).
 
