@@ -48,7 +48,7 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "PATH", env = "NATS_CREDS")]
     pub creds: Option<PathBuf>,
     /// An extra CA certificate (PEM) for a `tls://` server with a private CA.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", env = "NATS_CA")]
     pub ca: Option<PathBuf>,
 }
 
