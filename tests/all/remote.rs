@@ -226,11 +226,25 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     // worker its `ran_on` names.
     let children = root.session_dirs(&format!("_{AGENT}"));
     assert_eq!(children.len(), CHILDREN, "{children:?}");
+    let ids: Vec<String> = children
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    let leases = cluster::leases(&nats.url, &ids);
     let mut answered = BTreeSet::new();
-    for dir in &children {
-        let id = dir.file_name().unwrap().to_string_lossy().to_string();
+    for (dir, id) in children.iter().zip(&ids) {
         let child = check_child_store(&root, dir, &root_id, &pids, &context);
         answered.insert(child.index);
+        // The lease ends with the worker that answered: one takeover for A's and B's
+        // jobs, none for C's own.
+        let lease = &leases[id];
+        assert_eq!(
+            pids.get(&lease.ran_on.pid),
+            Some(&child.ran_on),
+            "{id} {lease:?}"
+        );
+        let taken_over = owner[&child.index] != c;
+        assert_eq!(lease.epoch > 1, taken_over, "{id} {lease:?} {context}");
         // B's jobs finished on C: B held no lease of them once it woke.
         if held(b).contains(&child.index) {
             assert_eq!(child.ran_on, c, "{id} {context}");

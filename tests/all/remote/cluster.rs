@@ -5,10 +5,14 @@
 
 use crate::support::*;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use arbor::remote::lease;
+use arbor::remote::wire::Lease;
+use arbor::remote::{Remote, RemoteAuth};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -215,4 +219,27 @@ pub fn queue_state(nats: &str) -> QueueState {
 /// The root's log file (`$HOME/.local/state/arbor/arbor.log`, no XDG variables set).
 pub fn log_file(env: &TestEnv) -> PathBuf {
     env.home.join(".local/state/arbor/arbor.log")
+}
+
+/// The lease of each of `sessions` as the leases bucket holds it now.
+pub fn leases(nats: &str, sessions: &[String]) -> BTreeMap<String, Lease> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let remote = Remote::connect(nats, "e2e-test", &RemoteAuth::default())
+            .await
+            .unwrap();
+        let bucket = remote.leases().await.unwrap();
+        let mut out = BTreeMap::new();
+        for id in sessions {
+            let lease = lease::current(&bucket, id).await.unwrap();
+            out.insert(
+                id.clone(),
+                lease.unwrap_or_else(|| panic!("{id}: no lease")),
+            );
+        }
+        out
+    })
 }
