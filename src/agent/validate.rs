@@ -55,6 +55,7 @@ const KNOWN_KEYS: &[&str] = &[
     "approvals",
     "budget",
     "isolation",
+    "remote",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -141,6 +142,12 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             }
             "isolation" => {
                 if let Err(e) = crate::config::isolation::Isolation::parse(Some(v)) {
+                    out.push((key.clone(), e.to_string()));
+                }
+                None
+            }
+            "remote" => {
+                if let Err(e) = crate::config::remote::parse(Some(v)) {
                     out.push((key.clone(), e.to_string()));
                 }
                 None
@@ -242,6 +249,21 @@ mod tests {
         assert!(agents_problem(&json!(42)).unwrap().ends_with("got 42"));
         assert!(agents_problem(&Value::Null).unwrap().ends_with("got null"));
         assert!(agents_problem(&json!(["a", 1])).is_some());
+    }
+
+    #[test]
+    fn remote_is_a_known_boolean_key() {
+        let good = json!({"remote": true});
+        assert!(check_keys(good.as_object().unwrap()).is_empty());
+        assert!(warnings(good.as_object().unwrap()).is_empty());
+        let bad = json!({"remote": "yes"});
+        assert_eq!(
+            check_keys(bad.as_object().unwrap()),
+            [(
+                "remote".to_string(),
+                "remote: expected true or false, got 'yes'".to_string()
+            )]
+        );
     }
 
     #[test]

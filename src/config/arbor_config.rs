@@ -25,6 +25,7 @@
 //! web: {allow_private_addresses: false}   # see tool::web
 //! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
 //! context: {max_tokens: 128000, compact_threshold: 0.8}  # see config::context
+//! remote: {nats_url: "nats://127.0.0.1:4222", agents: [explorer]}  # see config::remote
 //! ```
 //!
 //! Sections read by their own modules from `extra`: `prices` (`routing::prices`),
@@ -47,6 +48,7 @@ use super::approvals::Rules;
 use super::isolation::Isolation;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
+use super::remote::RemoteConfig;
 use super::sandbox::SandboxConfig;
 
 /// The parsed config file. A missing file is the default config, not an error.
@@ -88,6 +90,11 @@ pub struct ArborConfig {
     /// Any other value makes the file unusable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<Isolation>,
+    /// Which sub-sessions run on `arbor worker`s through NATS (`remote:`, see
+    /// `config::remote`); absent: all run here. A bad key or value makes the file
+    /// unusable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteConfig>,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -28,6 +28,7 @@ pub mod merge;
 pub mod modules;
 pub mod mount_plan;
 pub mod private;
+pub mod remote;
 pub mod response;
 pub mod retry;
 pub mod sandbox;

@@ -40,6 +40,7 @@ pub mod panics;
 mod prompt;
 pub mod providers;
 mod recovered;
+mod remote;
 pub mod repair;
 mod request_view;
 mod root_plan;

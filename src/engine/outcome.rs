@@ -44,6 +44,10 @@ pub enum TurnError {
     /// the hook's (its stderr, or JSON `reason`).
     #[error("blocked by a UserPromptSubmit hook: {reason}")]
     HookBlocked { reason: String },
+    /// A remote sub-session's run failed on its worker or on the way there (issue 27):
+    /// the text says which ("remote sub-session: cannot reach NATS at <url>: …").
+    #[error("{0}")]
+    Remote(String),
     /// The turn made `max_iterations` model calls without a final answer.
     #[error(
         "stopped after {max_iterations} model calls (max_iterations) without a final \

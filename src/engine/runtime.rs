@@ -4,7 +4,8 @@
 //! the project's [`SessionStore`]; the map of live sessions (created here or resumed
 //! from disk); creating root sessions, resuming stored ones, continuing stopped ones
 //! (one, or every interrupted session of a tree), steering and queueing messages for a
-//! session's running turn, cancelling subtrees, ending every
+//! session's running turn (forwarded to its worker when it runs remotely, issue 27),
+//! cancelling subtrees, ending every
 //! turn before the process exits ([`Runtime::shutdown`]), and
 //! building the [`TurnEnv`] that turns, spawns and provider setup share (it implements
 //! spawn's [`Sessions`], so delegation reaches the live map without naming the runtime).
@@ -31,6 +32,7 @@ use super::model_choice;
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
+use super::remote::RemoteRuns;
 use super::root_plan;
 use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
 use super::stored_plan;
@@ -112,6 +114,8 @@ pub struct Runtime {
     parked: Mutex<Option<handoff::Parked>>,
     /// The model choice of new root sessions that bring none (`--model` of the TUI).
     root_model: Mutex<Option<String>>,
+    /// Sub-sessions running on workers now (issue 27), with the fence's count.
+    remote: RemoteRuns,
 }
 
 /// How often [`Runtime::shutdown`] looks whether the cancelled turns have ended.
@@ -185,6 +189,7 @@ impl Runtime {
                 live: Mutex::new(HashMap::new()),
                 parked: Mutex::new(None),
                 root_model: Mutex::new(None),
+                remote: RemoteRuns::default(),
             }
         })
     }
@@ -604,6 +609,18 @@ impl Runtime {
         &self.turn_env.approvals
     }
 
+    /// How many messages from `arbor worker`s the epoch fence refused so far (issue
+    /// 27: late writes of a worker that lost its session's lease; each is also logged
+    /// as "refused a late write from worker W epoch E").
+    pub fn refused_remote_writes(&self) -> u64 {
+        self.remote.refused_writes()
+    }
+
+    /// Whether `session_id` runs on an `arbor worker` now (issue 27).
+    pub fn is_remote(&self, session_id: &str) -> bool {
+        self.remote.is_remote(session_id)
+    }
+
     /// Whether `session_id` has a turn running now.
     pub fn is_running(&self, session_id: &str) -> bool {
         self.live(session_id).is_some_and(|s| s.is_running())
@@ -679,6 +696,10 @@ impl Runtime {
 impl Sessions for Runtime {
     fn turn_env(&self) -> &TurnEnv {
         &self.turn_env
+    }
+
+    fn remote(&self) -> &RemoteRuns {
+        &self.remote
     }
 
     fn live(&self, id: &str) -> Option<Arc<LiveSession>> {

@@ -10,7 +10,8 @@
 //! the child's budget (its agent's `budget` tightened by the call's, metadata
 //! `extra.budget`, reported with the result), running the child's turn under a child
 //! token of the caller's turn, and
-//! `task:agent_completed`; where a writing child works (`isolate`: its own git
+//! `task:agent_completed`; handing the run of a child its config puts on a worker to
+//! `remote` (issue 27) instead of running its turn here; where a writing child works (`isolate`: its own git
 //! worktree, issue 25); and the routed plan of a would-be sub-session
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
@@ -34,6 +35,7 @@ use super::limits::{LimitReached, RunPermit, agent_plan};
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
 use super::providers;
+use super::remote::{self, RemoteRuns};
 use super::root_plan;
 use super::stored_plan;
 use super::turn;
@@ -81,6 +83,10 @@ pub(crate) enum SpawnError {
 pub(crate) trait Sessions: Send + Sync {
     /// The shared setup every session's turns use.
     fn turn_env(&self) -> &TurnEnv;
+
+    /// The runtime's remote runs (issue 27): where a remote child's run registers so
+    /// steers, queued messages and approval answers reach its worker.
+    fn remote(&self) -> &RemoteRuns;
 
     /// The live session `id`, if loaded.
     fn live(&self, id: &str) -> Option<Arc<LiveSession>>;
@@ -470,13 +476,30 @@ async fn run_child(
         request.context_turns,
         &request.instruction,
     );
-    let outcome: TurnOutcome = turn::run(
-        rt.turn_env(),
-        child.clone(),
-        instruction,
-        Some(ctx.cancel.clone()),
-    )
-    .await?;
+    // A child its config and agent put on a worker runs there (issue 27), never here.
+    let outcome: TurnOutcome = match remote::placement_of(rt.turn_env(), &child) {
+        Some(placement) => {
+            let env = rt.turn_env();
+            remote::run(
+                env,
+                rt.remote(),
+                child.clone(),
+                instruction,
+                &ctx.cancel,
+                placement,
+            )
+            .await?
+        }
+        None => {
+            turn::run(
+                rt.turn_env(),
+                child.clone(),
+                instruction,
+                Some(ctx.cancel.clone()),
+            )
+            .await?
+        }
+    };
     drop(permit);
     super::isolate::release_if_clean(&child).await;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {

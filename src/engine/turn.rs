@@ -687,5 +687,6 @@ mod response;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use response::keep_partial;
 pub use response::usage_record;
-use response::{keep_partial, normalize, record_response, round_cost};
+use response::{normalize, record_response, round_cost};

@@ -59,6 +59,7 @@ mod provider_label;
 mod provider_replay;
 mod recover;
 mod remote;
+mod remote_root;
 mod remote_transport;
 mod response_limits;
 mod resume_endpoint;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::Runtime;
 use crate::engine::outcome::{EngineError, TurnOutcome};
 use crate::engine::panics;
+use crate::engine::remote::Forward;
 use crate::engine::turn;
 use crate::session::protocol::PromptMode;
 
@@ -69,6 +70,15 @@ impl Runtime {
         text: String,
         position: Option<usize>,
     ) -> Result<Option<TurnOutcome>, EngineError> {
+        // A session running on a worker gets it there (its worker's engine publishes
+        // `prompt:queued` / `prompt:sent`, which come back with its events).
+        let forward = match mode {
+            PromptMode::Steer => Forward::Steer(text.clone()),
+            PromptMode::Queue => Forward::Queue(text.clone()),
+        };
+        if self.remote.forward(session_id, forward) {
+            return Ok(None);
+        }
         let what = format!("a {} to session '{session_id}'", mode.as_str());
         let work = async {
             let live = self.live_or_resume(session_id)?;

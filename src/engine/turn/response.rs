@@ -123,7 +123,7 @@ pub(super) fn round_cost(usd: f64) -> f64 {
 
 /// Saves text streamed before an error or cancel as an assistant message
 /// (`metadata.partial = true`).
-pub(super) fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&str>) {
+pub(crate) fn keep_partial(live: &LiveSession, author: &str, partial: &str, error: Option<&str>) {
     if partial.is_empty() {
         return;
     }

@@ -1,0 +1,231 @@
+//! The files side of a remote sub-session at the root (issue 27 item 5): which commit
+//! the worker starts from ([`job_files`]) and applying the patch it returns into the
+//! child's root-side worktree ([`apply`]: `git apply --index` then a commit on the
+//! child's branch), so `arbor session merge` / `discard` work unchanged.
+//!
+//! Owns: those two steps, through the `git` CLI (`isolation::git`). Does not own:
+//! making or removing worktrees (`isolation::worktree`, `engine::isolate`), the
+//! worker's side (`worker`).
+//!
+//! The worker has a clone of the repository, not the root's working tree, so the job
+//! names a commit it can have: the `HEAD` the child's worktree was cut from (its base
+//! commit's parent). Uncommitted changes of the parent's working tree are not seen by
+//! the worker (a warning says so); its patch is made against that `HEAD`, and applies
+//! to the worktree as long as it touches other lines (`--3way` is tried second).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::MountPlan;
+use crate::isolation::git::Git;
+use crate::isolation::worktree::State;
+use crate::isolation::{Repo, WorktreeRecord};
+use crate::session::Metadata;
+
+/// What a job says about the repository (`remote::wire::JobFiles`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Files {
+    /// The commit the worker checks out (hex).
+    pub base_commit: String,
+    /// The basename of the root's repository (a hint for the worker's errors).
+    pub repo_name: String,
+    /// The child's working directory relative to the repository's top (`""`: the top).
+    pub relative_dir: String,
+    /// Whether the child may write (then the worker returns a patch).
+    pub writes: bool,
+}
+
+/// The repository facts of a child with `metadata` and `plan`: from its worktree
+/// record when it has an active one, else from the repository its working directory
+/// is in; `None` outside git (or in a repository with no commit yet).
+pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> {
+    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
+    if let Some(record) = record {
+        let git = Git::at(&record.repo);
+        let head = git.commit_of(&format!("{}^", record.base)).ok().flatten()?;
+        warn_if_dirty(&git, &record.base, &head, &record.repo);
+        return Some(Files {
+            base_commit: head,
+            repo_name: basename(&record.repo),
+            relative_dir: record.subdir.clone(),
+            writes: true,
+        });
+    }
+    let dir = PathBuf::from(metadata.working_dir.as_deref()?);
+    let repo = Repo::discover(&dir).ok()?;
+    let head = repo.git().commit_of("HEAD").ok().flatten()?;
+    let canonical = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let relative_dir = canonical
+        .strip_prefix(&repo.top)
+        .map(|p| p.to_string_lossy().to_string())
+        .unwrap_or_default();
+    Some(Files {
+        base_commit: head,
+        repo_name: basename(&repo.top),
+        relative_dir,
+        writes: super::super::isolate::may_write(plan),
+    })
+}
+
+/// Warns when the worktree's base (the parent's working tree at spawn) differs from
+/// `head`: the worker will not see those uncommitted changes.
+fn warn_if_dirty(git: &Git, base: &str, head: &str, repo: &Path) {
+    let tree = |rev: &str| git.run(&["rev-parse", &format!("{rev}^{{tree}}")]).ok();
+    if tree(base) != tree(head) {
+        tracing::warn!(
+            repo = %repo.display(),
+            "uncommitted changes in the parent's working tree are not seen by a remote \
+             sub-session: its worker starts from commit {head}; commit them first"
+        );
+    }
+}
+
+fn basename(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
+/// What applying a worker's patch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// The patch was empty.
+    Nothing,
+    /// Applied and committed on the child's branch (`arbor/<short>`).
+    Committed { branch: String },
+    /// Applied to the working tree of the child's directory (no worktree of its own:
+    /// `isolation: none`); nothing committed.
+    InPlace { dir: PathBuf },
+}
+
+/// Applies `patch` (a worker's `git diff --binary <base>`) where the child with
+/// `metadata` works: its active worktree (`git apply --index`, else `--3way`, then a
+/// commit "arbor: <id> remote run <run>") or, without one, the repository of its
+/// working directory (`git apply`, working tree only).
+///
+/// Errors: the text of git's refusal (the patch does not apply, no repository).
+pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applied, String> {
+    if patch.trim().is_empty() {
+        return Ok(Applied::Nothing);
+    }
+    // A binary hunk must end with a blank line: without it `git apply` skips the
+    // file and still succeeds. Extra blank lines at the end are harmless.
+    let mut patch = patch.to_string();
+    while !patch.ends_with("\n\n") {
+        patch.push('\n');
+    }
+    let mut file = tempfile::NamedTempFile::new().map_err(|e| format!("a temp file: {e}"))?;
+    std::io::Write::write_all(&mut file, patch.as_bytes())
+        .map_err(|e| format!("writing the patch: {e}"))?;
+    let shown = file.path().display().to_string();
+    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
+    if let Some(record) = record {
+        let git = Git::at(&record.path);
+        let first = ["apply", "--index", "--whitespace=nowarn", shown.as_str()];
+        if git.run(&first).is_err() {
+            let second = ["apply", "--3way", "--whitespace=nowarn", shown.as_str()];
+            git.run(&second).map_err(|e| e.to_string())?;
+        }
+        let message = format!("{} remote run {run}", metadata.session_id);
+        record.commit(&message).map_err(|e| e.to_string())?;
+        return Ok(Applied::Committed {
+            branch: record.branch,
+        });
+    }
+    let dir = PathBuf::from(metadata.working_dir.as_deref().unwrap_or("."));
+    let repo = Repo::discover(&dir).map_err(|e| e.to_string())?;
+    repo.git()
+        .run(&["apply", "--whitespace=nowarn", shown.as_str()])
+        .map_err(|e| e.to_string())?;
+    Ok(Applied::InPlace { dir: repo.top })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        Git::at(dir).run(args).unwrap()
+    }
+
+    /// A repository with one commit (`a.txt`) and a worktree record cut from it.
+    fn repo_with_worktree() -> (tempfile::TempDir, WorktreeRecord) {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("proj");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "--quiet", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+        git(&repo, &["add", "a.txt"]);
+        git(&repo, &["commit", "--quiet", "-m", "first"]);
+        let record = WorktreeRecord::create(&repo, "abcd1234", &tmp.path().join("wt")).unwrap();
+        (tmp, record)
+    }
+
+    fn metadata_with(record: &WorktreeRecord) -> Metadata {
+        let mut m = Metadata {
+            session_id: "abcd1234-0000-0000-0000-000000000000_builder".into(),
+            working_dir: Some(record.working_dir().display().to_string()),
+            ..Default::default()
+        };
+        m.extra.insert("worktree".into(), record.to_value());
+        m
+    }
+
+    #[test]
+    fn the_job_names_the_head_the_worktree_was_cut_from() {
+        let (_tmp, record) = repo_with_worktree();
+        let head = git(&record.repo, &["rev-parse", "HEAD"]);
+        let plan = MountPlan::from_value(json!({"tools": [{"module": "tool-bash"}]}));
+        let files = job_files(&metadata_with(&record), &plan).unwrap();
+        assert_eq!(files.base_commit, head);
+        assert_eq!(files.repo_name, "proj");
+        assert_eq!(files.relative_dir, "");
+        assert!(files.writes);
+        // Outside git: no files.
+        let outside = tempfile::tempdir().unwrap();
+        let m = Metadata {
+            working_dir: Some(outside.path().display().to_string()),
+            ..Default::default()
+        };
+        assert_eq!(job_files(&m, &plan), None);
+    }
+
+    #[test]
+    fn a_workers_patch_is_committed_on_the_childs_branch() {
+        let (_tmp, record) = repo_with_worktree();
+        let head = git(&record.repo, &["rev-parse", "HEAD"]);
+        // What a worker sends: its clone at HEAD, changed, diffed against HEAD (its
+        // closing blank line trimmed on the way: the root puts it back).
+        let clone = tempfile::tempdir().unwrap();
+        git(
+            clone.path(),
+            &["clone", "--quiet", &record.repo.display().to_string(), "c"],
+        );
+        let c = clone.path().join("c");
+        std::fs::write(c.join("a.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(c.join("new.bin"), [0u8, 159, 146, 150]).unwrap();
+        git(&c, &["add", "--all"]);
+        let patch = git(&c, &["diff", "--binary", "--cached", &head]) + "\n";
+        let applied = apply(&metadata_with(&record), &patch, 1).unwrap();
+        assert_eq!(
+            applied,
+            Applied::Committed {
+                branch: record.branch.clone()
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(record.path.join("a.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+        assert_eq!(
+            std::fs::read(record.path.join("new.bin")).unwrap(),
+            [0u8, 159, 146, 150]
+        );
+        let log = git(&record.repo, &["log", "--format=%s", "-1", &record.branch]);
+        assert!(log.contains("remote run 1"), "{log}");
+        assert!(record.is_clean().is_ok_and(|clean| !clean));
+        assert_eq!(apply(&metadata_with(&record), "", 2), Ok(Applied::Nothing));
+        let bad = apply(&metadata_with(&record), "diff --git a/x b/x\nnonsense\n", 3);
+        assert!(bad.is_err());
+    }
+}

@@ -1,0 +1,532 @@
+//! One remote run of a sub-session at the root (design "Root side"): publish its job,
+//! then consume `arbor.out.<session>` until the worker's `Done` / `Failed` or the end
+//! of a cancellation, applying every message the epoch fence admits.
+//!
+//! Owns: [`run`] — the child's running guard (its token a child of the calling
+//! turn's), the connection (an unreachable server fails the child's turn with an error
+//! naming the URL; never a local run), the ordered consumer of the out subject and the
+//! `arbor.sync.<session>` subscription (both made before the job is published), the
+//! job itself (redacted plan, transcript payload, the root's `approvals:` rules, the
+//! repository facts), the fence per message (`remote::lease::Fence`; a refused one is
+//! logged and counted), controls out on `arbor.ctl.<session>`, answering a redelivered
+//! job's sync request, and turning `Done` into the run's outcome (the worker's patch
+//! applied in the child's worktree). Does not own: what each message does to the
+//! session (`apply`), the git steps (`changes`), NATS plumbing (`crate::remote`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
+use futures::StreamExt;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use super::apply::{Applier, Finished};
+use super::changes;
+use super::{Forward, RemoteRuns, auth};
+use crate::config::MountPlan;
+use crate::config::remote::RemotePlacement;
+use crate::engine::env::TurnEnv;
+use crate::engine::isolate;
+use crate::engine::live::LiveSession;
+use crate::engine::outcome::{EngineError, TurnOutcome};
+use crate::remote::lease::{Fence, Verdict};
+use crate::remote::wire::{
+    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, OUT_STREAM, SyncReply,
+    WORKER_HEADER, WireDecision, WorkerMsg,
+};
+use crate::remote::{Payload, Remote, RemoteError};
+use crate::session::{Metadata, SessionStatus};
+
+/// The metadata key (arbor's own, in `extra`) counting a session's remote runs: the
+/// `run` of its next job is one more.
+const RUNS_KEY: &str = "remote_runs";
+
+/// How long after a `Control::Cancel` the root waits for the worker's `Done` beyond
+/// the ack wait, before it ends the run as cancelled on its own.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs `child`'s next turn on a worker of `placement`'s pool with `instruction`
+/// (the parent's context already folded in), under a child token of `parent`.
+///
+/// Returns the run's outcome: the worker's answer, or a `failed` outcome with the
+/// reason when the run could not be dispatched ("remote sub-session: cannot reach
+/// NATS at <url>: …") or the worker could not run it; `cancelled` when cancelled.
+///
+/// Errors (before anything runs): the child already runs a turn (`Busy`).
+pub(crate) async fn run(
+    env: &TurnEnv,
+    runs: &RemoteRuns,
+    child: Arc<LiveSession>,
+    instruction: String,
+    parent: &CancellationToken,
+    placement: RemotePlacement,
+) -> Result<TurnOutcome, EngineError> {
+    let busy = || EngineError::Busy {
+        session_id: child.id.clone(),
+    };
+    if child.is_running() {
+        return Err(busy());
+    }
+    let guard = child.begin_turn(Some(parent)).ok_or_else(busy)?;
+    isolate::before_turn(&child).await;
+    let (tx, rx) = unbounded_channel();
+    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx.clone());
+    let _registered = runs.register(&child.id, tx);
+    let token = guard.token.clone();
+    let outcome = match Dispatched::publish(env, runs, &child, instruction, &placement).await {
+        Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,
+        Err(e) => applier.ended_without_answer(
+            SessionStatus::Failed,
+            Some(format!("remote sub-session: {e}")),
+        ),
+    };
+    drop(guard);
+    Ok(outcome)
+}
+
+/// A published job and what the root consumes for it: the out stream and the sync
+/// subscription (owned by the loop), and the rest (shared by the handlers).
+struct Dispatched {
+    link: Link,
+    out: async_nats::jetstream::consumer::pull::Ordered,
+    sync: async_nats::Subscriber,
+}
+
+/// What the handlers of a run's messages need.
+struct Link {
+    remote: Remote,
+    placement: RemotePlacement,
+    session: String,
+    run: u64,
+    /// The job's sequence in `ARBOR_JOBS` (deleted when cancelled before a worker
+    /// started it).
+    job_seq: u64,
+    leases: async_nats::jetstream::kv::Store,
+    ctl_subject: String,
+}
+
+impl Dispatched {
+    /// Connects, subscribes to the out and sync subjects, then publishes the job of
+    /// the child's next run (the child shows `queued` until a worker starts it).
+    ///
+    /// Errors: the server cannot be reached (`Connect`, naming the URL), a stream,
+    /// bucket or subscription cannot be made, the job cannot be published.
+    async fn publish(
+        env: &TurnEnv,
+        runs: &RemoteRuns,
+        child: &LiveSession,
+        instruction: String,
+        placement: &RemotePlacement,
+    ) -> Result<Self, RemoteError> {
+        let remote = runs.connection(&placement.nats_url, &auth(env)).await?;
+        let session = child.id.to_string();
+        let leases = remote.leases().await?;
+        let payloads = remote.payloads().await?;
+        let out_subject = wire::out_subject(&session)?;
+        let stream = remote
+            .js()
+            .get_stream(OUT_STREAM)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot open stream {OUT_STREAM}"), e))?;
+        let consumer = stream
+            .create_consumer(OrderedConfig {
+                filter_subject: out_subject.clone(),
+                deliver_policy: DeliverPolicy::New,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
+        let out = consumer
+            .messages()
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
+        let sync_subject = wire::sync_subject(&session)?;
+        let sync = remote
+            .client()
+            .subscribe(sync_subject.clone())
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot subscribe to {sync_subject}"), e))?;
+        let mut run = 0;
+        child.update_metadata(|m| {
+            run = m.extra.get(RUNS_KEY).and_then(|v| v.as_u64()).unwrap_or(0) + 1;
+            m.extra.insert(RUNS_KEY.into(), run.into());
+        });
+        let metadata = child.metadata();
+        let plan = MountPlan::from_value(crate::session::redact::redact(&child.plan.to_value()));
+        let files = {
+            let (metadata, plan) = (metadata.clone(), child.plan.clone());
+            isolate::blocking(move || changes::job_files(&metadata, &plan)).await
+        };
+        let transcript = child.transcript_snapshot().to_vec();
+        let name = format!("{}-{run}-transcript", wire::token(&session)?);
+        let job = Job {
+            version: JOB_VERSION,
+            session_id: child.id.clone(),
+            run,
+            metadata,
+            plan,
+            transcript: Payload::pack(&payloads, &name, transcript).await?,
+            instruction,
+            approvals: serde_json::to_value(&env.config.approvals)?,
+            files: files.map(|f| JobFiles {
+                base_commit: f.base_commit,
+                repo_name: f.repo_name,
+                relative_dir: f.relative_dir,
+                writes: f.writes,
+            }),
+            dispatched_at_ms: wire::now_ms(),
+        };
+        let subject = wire::job_subject(&placement.pool)?;
+        let message = async_nats::jetstream::message::PublishMessage::build()
+            .payload(serde_json::to_vec(&job)?.into())
+            .message_id(format!("{session}-{run}"));
+        let ack = remote
+            .js()
+            .send_publish(subject.clone(), message)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
+        child.set_status(SessionStatus::Queued);
+        tracing::info!(
+            session, run, pool = %placement.pool, url = %placement.nats_url,
+            "remote sub-session dispatched"
+        );
+        Ok(Self {
+            link: Link {
+                ctl_subject: wire::ctl_subject(&session)?,
+                remote,
+                placement: placement.clone(),
+                session,
+                run,
+                job_seq: ack.sequence,
+                leases,
+            },
+            out,
+            sync,
+        })
+    }
+
+    /// Consumes the run's messages until its `Done` / `Failed`, its cancellation, or
+    /// the out stream failing for good; forwards `rx`'s controls meanwhile.
+    async fn follow(
+        self,
+        runs: &RemoteRuns,
+        applier: &mut Applier<'_>,
+        mut rx: UnboundedReceiver<Forward>,
+        token: &CancellationToken,
+    ) -> TurnOutcome {
+        let Dispatched {
+            link,
+            mut out,
+            mut sync,
+        } = self;
+        link.follow(runs, applier, &mut rx, token, (&mut out, &mut sync))
+            .await
+    }
+}
+
+impl Link {
+    /// [`Dispatched::follow`] over the run's owned streams.
+    async fn follow(
+        &self,
+        runs: &RemoteRuns,
+        applier: &mut Applier<'_>,
+        rx: &mut UnboundedReceiver<Forward>,
+        token: &CancellationToken,
+        (out, sync): (
+            &mut async_nats::jetstream::consumer::pull::Ordered,
+            &mut async_nats::Subscriber,
+        ),
+    ) -> TurnOutcome {
+        let mut fence = Fence::default();
+        let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        loop {
+            let deadline = cancel_deadline;
+            tokio::select! {
+                () = token.cancelled(), if cancel_deadline.is_none() => {
+                    self.control(Control::Cancel).await;
+                    if applier.holder().is_none() && self.withdraw_job().await {
+                        return applier.ended_without_answer(SessionStatus::Cancelled, None);
+                    }
+                    cancel_deadline = Some(
+                        tokio::time::Instant::now() + self.placement.ack_wait + CANCEL_GRACE,
+                    );
+                }
+                () = sleep_until(deadline), if deadline.is_some() => {
+                    let error = "the worker did not answer the cancel".to_string();
+                    return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
+                }
+                Some(forward) = rx.recv() => self.control(control_of(forward)).await,
+                Some(request) = sync.next() => self.answer_sync(applier, request).await,
+                message = out.next() => {
+                    let message = match message {
+                        Some(Ok(message)) => message,
+                        Some(Err(e)) => {
+                            tracing::warn!(session = %self.session, "reading the out stream: {e}");
+                            continue;
+                        }
+                        None => {
+                            let error = format!(
+                                "remote sub-session: the out stream at {} ended",
+                                self.placement.nats_url
+                            );
+                            return applier.ended_without_answer(SessionStatus::Failed, Some(error));
+                        }
+                    };
+                    if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
+                        return outcome;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks `message` against the fence and applies it; the outcome when it ends
+    /// the run.
+    async fn admit(
+        &self,
+        runs: &RemoteRuns,
+        applier: &mut Applier<'_>,
+        fence: &mut Fence,
+        message: &async_nats::jetstream::Message,
+    ) -> Option<TurnOutcome> {
+        let header = |name: &str| {
+            message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_string())
+        };
+        let epoch = header(EPOCH_HEADER)
+            .and_then(|e| e.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let worker = header(WORKER_HEADER).unwrap_or_else(|| "?".into());
+        let parsed: WorkerMsg = match serde_json::from_slice(&message.payload) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                tracing::warn!(session = %self.session, %worker, "malformed worker message: {e}");
+                return None;
+            }
+        };
+        let kind = kind_of(&parsed);
+        match fence.check(&self.leases, &self.session, epoch).await {
+            Ok(Verdict::Current) => {}
+            Ok(Verdict::Stale { stale, current }) => {
+                runs.refused
+                    .record(&self.session, &worker, stale, current, kind);
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.session, %worker, "cannot check the lease: {e}");
+                runs.refused
+                    .record(&self.session, &worker, epoch, fence.highest(), kind);
+                return None;
+            }
+        }
+        match parsed {
+            WorkerMsg::Started {
+                ran_on, attempt, ..
+            } => {
+                applier.started(ran_on, attempt);
+                None
+            }
+            WorkerMsg::Event { event } => {
+                applier.event(*event);
+                None
+            }
+            WorkerMsg::Done { run, .. } | WorkerMsg::Failed { run, .. } if run != self.run => {
+                tracing::warn!(session = %self.session, run, "an answer of another run ignored");
+                None
+            }
+            WorkerMsg::Failed { error, .. } => Some(applier.ended_without_answer(
+                SessionStatus::Failed,
+                Some(format!(
+                    "remote sub-session: the worker could not run it: {error}"
+                )),
+            )),
+            WorkerMsg::Done {
+                status,
+                response,
+                error,
+                metadata,
+                changes,
+                ..
+            } => {
+                let mut finished = Finished {
+                    status,
+                    response,
+                    error,
+                };
+                if let Some(changes) = changes {
+                    self.apply_changes(applier, changes, &mut finished).await;
+                }
+                Some(applier.done(finished, &metadata))
+            }
+        }
+    }
+
+    /// Applies the worker's patch where the child works; a patch that cannot be
+    /// fetched or applied fails the run (the patch is saved in the session's
+    /// directory, `remote-run-<n>.patch`, and the error names it).
+    async fn apply_changes(
+        &self,
+        applier: &Applier<'_>,
+        changes: Payload<Changes>,
+        finished: &mut Finished,
+    ) {
+        let child = applier.child();
+        let fail = |finished: &mut Finished, error: String| {
+            tracing::warn!(session = %self.session, "{error}");
+            finished.status = SessionStatus::Failed;
+            finished.error = Some(match finished.error.take() {
+                Some(before) => format!("{before}; {error}"),
+                None => error,
+            });
+        };
+        let changes = match self.remote.payloads().await {
+            Ok(store) => changes.unpack(&store).await,
+            Err(e) => Err(e),
+        };
+        let changes = match changes {
+            Ok(changes) => changes,
+            Err(e) => return fail(finished, format!("the worker's changes are lost: {e}")),
+        };
+        let metadata: Metadata = child.metadata();
+        let run = self.run;
+        let patch = changes.patch.clone();
+        let applied = isolate::blocking(move || changes::apply(&metadata, &patch, run)).await;
+        match applied {
+            Ok(applied) => {
+                tracing::info!(session = %self.session, ?applied, "worker's changes applied")
+            }
+            Err(e) => {
+                let saved = child.dir().join(format!("remote-run-{run}.patch"));
+                let kept = match std::fs::write(&saved, &changes.patch) {
+                    Ok(()) => format!("; the patch is saved at {}", saved.display()),
+                    Err(_) => String::new(),
+                };
+                fail(
+                    finished,
+                    format!("the worker's changes do not apply: {e}{kept}"),
+                );
+            }
+        }
+    }
+
+    /// A redelivered job's worker asks for the session as stored now: the previous
+    /// holder's lease is lost (the session marked interrupted, its streamed text kept
+    /// partial), then the metadata and transcript are the answer.
+    async fn answer_sync(&self, applier: &mut Applier<'_>, request: async_nats::Message) {
+        let Some(reply) = request.reply else {
+            return;
+        };
+        applier.lease_lost();
+        let child = applier.child();
+        let name = format!(
+            "{}-{}-sync-{}",
+            wire::token(&self.session).unwrap_or_default(),
+            self.run,
+            wire::now_ms()
+        );
+        let transcript = child.transcript_snapshot().to_vec();
+        let answer = match self.remote.payloads().await {
+            Ok(store) => match Payload::pack(&store, &name, transcript).await {
+                Ok(transcript) => SyncReply {
+                    metadata: Some(Box::new(child.metadata())),
+                    transcript: Some(transcript),
+                    error: None,
+                },
+                Err(e) => sync_error(e),
+            },
+            Err(e) => sync_error(e),
+        };
+        let body = match serde_json::to_vec(&answer) {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::warn!(session = %self.session, "cannot encode the sync answer: {e}");
+                return;
+            }
+        };
+        if let Err(e) = self.remote.client().publish(reply, body.into()).await {
+            tracing::warn!(session = %self.session, "cannot answer the sync request: {e}");
+        }
+    }
+
+    /// Publishes `control` on the session's control subject (logged on failure: the
+    /// worker may be gone; a cancel then ends by its deadline).
+    async fn control(&self, control: Control) {
+        let body = match serde_json::to_vec(&control) {
+            Ok(body) => body,
+            Err(e) => {
+                tracing::warn!(session = %self.session, "cannot encode a control: {e}");
+                return;
+            }
+        };
+        let sent = self
+            .remote
+            .client()
+            .publish(self.ctl_subject.clone(), body.into())
+            .await;
+        match sent {
+            Ok(()) => tracing::debug!(session = %self.session, ?control, "control sent"),
+            Err(e) => tracing::warn!(session = %self.session, "cannot send {control:?}: {e}"),
+        }
+    }
+
+    /// Removes the job from the queue when no worker took it yet (a cancel while it
+    /// waits). `false` when it is gone already (a worker has it: cancel that one).
+    async fn withdraw_job(&self) -> bool {
+        let stream = match self.remote.js().get_stream(wire::JOBS_STREAM).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::warn!(session = %self.session, "cannot open the job stream: {e}");
+                return false;
+            }
+        };
+        stream.delete_message(self.job_seq).await.unwrap_or(false)
+    }
+}
+
+/// A sync answer saying why the state could not be sent.
+fn sync_error(e: RemoteError) -> SyncReply {
+    SyncReply {
+        metadata: None,
+        transcript: None,
+        error: Some(e.to_string()),
+    }
+}
+
+/// The wire control of a forward.
+fn control_of(forward: Forward) -> Control {
+    match forward {
+        Forward::Approval {
+            tool_call_id,
+            decision,
+        } => Control::Approval {
+            tool_call_id,
+            decision: WireDecision::from(&decision),
+        },
+        Forward::Steer(text) => Control::Steer { text },
+        Forward::Queue(text) => Control::Queue { text },
+    }
+}
+
+/// The message's kind as the wire spells it (for logs).
+fn kind_of(message: &WorkerMsg) -> &'static str {
+    match message {
+        WorkerMsg::Started { .. } => "started",
+        WorkerMsg::Event { .. } => "event",
+        WorkerMsg::Done { .. } => "done",
+        WorkerMsg::Failed { .. } => "failed",
+    }
+}
+
+/// Sleeps until `deadline`; forever when `None` (its `select!` branch is disabled then).
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

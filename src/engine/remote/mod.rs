@@ -1,0 +1,143 @@
+//! The root side of remote sub-sessions (issue 27 items 2–5): a sub-session whose
+//! agent `config::remote::placement` puts on a worker is not run here; its run is
+//! published as a job to the workers' pool and what the worker streams back is written
+//! into the store this process owns, as if the turn had run here.
+//!
+//! Owns: dispatching one run and consuming its out stream (`dispatch`), applying the
+//! worker's messages to the root's `LiveSession` (`apply`), the repository side —
+//! which commit the worker starts from, applying its patch in the child's worktree
+//! (`changes`) —, counting the late writes the epoch fence refuses (`fence`), and
+//! [`RemoteRuns`]: the runtime's registry of runs in flight, through which steers,
+//! queued messages and approval answers reach the worker (`Control` on
+//! `arbor.ctl.<session>`), plus the process's NATS connections. Cancelling is the
+//! child's own token (a child token of the calling turn's, so cancelling any ancestor
+//! reaches it): the run sends `Control::Cancel` when it fires.
+//!
+//! Does not own: the wire and NATS plumbing (`crate::remote`), the placement rule
+//! (`config::remote`), creating the child and its limits (`spawn`), the worker
+//! (`worker`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::env::TurnEnv;
+use super::live::{LiveSession, lock};
+use crate::config::remote::RemotePlacement;
+use crate::remote::{Remote, RemoteAuth, RemoteError};
+use crate::session::protocol::ApprovalDecision;
+
+mod apply;
+mod changes;
+mod dispatch;
+mod fence;
+
+pub(crate) use dispatch::run;
+
+/// Something for the worker running a session, sent as a `remote::Control`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Forward {
+    /// The person's answer to the worker's `approval:required` of `tool_call_id`.
+    Approval {
+        tool_call_id: String,
+        decision: ApprovalDecision,
+    },
+    /// `EngineCommand::Steer`.
+    Steer(String),
+    /// `EngineCommand::Queue` (the position is not carried: it goes last).
+    Queue(String),
+}
+
+/// The remote runs of one runtime: who runs remotely now, the late writes refused,
+/// and one NATS connection per server URL.
+#[derive(Default)]
+pub(crate) struct RemoteRuns {
+    /// Session id → the channel its run forwards controls from.
+    runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
+    refused: fence::Refused,
+    /// URL → a connected client with arbor's streams and buckets ensured.
+    connections: tokio::sync::Mutex<HashMap<String, Remote>>,
+}
+
+impl RemoteRuns {
+    /// Hands `forward` to the remote run of `session_id`. `false` when the session
+    /// does not run remotely now (the caller handles it locally).
+    pub fn forward(&self, session_id: &str, forward: Forward) -> bool {
+        match lock(&self.runs).get(session_id) {
+            Some(tx) => tx.send(forward).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Whether `session_id` runs on a worker now.
+    pub fn is_remote(&self, session_id: &str) -> bool {
+        lock(&self.runs).contains_key(session_id)
+    }
+
+    /// How many messages from workers the epoch fence refused so far.
+    pub fn refused_writes(&self) -> u64 {
+        self.refused.count()
+    }
+
+    /// Records that `session_id` runs remotely with controls going to `tx`, until the
+    /// returned guard drops.
+    fn register(&self, session_id: &str, tx: UnboundedSender<Forward>) -> Registered<'_> {
+        lock(&self.runs).insert(session_id.to_string(), tx);
+        Registered {
+            runs: self,
+            session_id: session_id.to_string(),
+        }
+    }
+
+    /// The connection to `url` (made once per process, with `Remote::ensure` run on
+    /// it); a failed attempt is not kept, so the next run tries again.
+    ///
+    /// Errors: `RemoteError::Connect` naming `url`; `RemoteError::Nats` when the
+    /// streams or buckets cannot be made.
+    async fn connection(&self, url: &str, auth: &RemoteAuth) -> Result<Remote, RemoteError> {
+        let mut connections = self.connections.lock().await;
+        if let Some(remote) = connections.get(url) {
+            return Ok(remote.clone());
+        }
+        let remote = Remote::connect(url, "arbor root", auth).await?;
+        remote.ensure().await?;
+        connections.insert(url.to_string(), remote.clone());
+        Ok(remote)
+    }
+}
+
+/// A run's entry in [`RemoteRuns`]; removed on drop.
+struct Registered<'a> {
+    runs: &'a RemoteRuns,
+    session_id: String,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        lock(&self.runs.runs).remove(&self.session_id);
+    }
+}
+
+/// Where `child`'s next run goes: `Some` when the config's `remote:` section and its
+/// agent's frontmatter put it on a worker (`config::remote::placement`).
+pub(crate) fn placement_of(env: &TurnEnv, child: &LiveSession) -> Option<RemotePlacement> {
+    crate::config::remote::placement(&env.config, &child.agent_name, &child.agent_overlay)
+}
+
+/// The credentials of the root's NATS connection: `NATS_CREDS` (a `.creds` file) and
+/// `NATS_CA` (an extra CA certificate, PEM) from the environment, when set.
+fn auth(env: &TurnEnv) -> RemoteAuth {
+    let path = |name: &str| {
+        (env.env)(name)
+            .filter(|v| !v.trim().is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    RemoteAuth {
+        creds: path("NATS_CREDS"),
+        ca: path("NATS_CA"),
+    }
+}
+
+#[cfg(test)]
+mod tests;
