@@ -4,14 +4,15 @@
 //! compiled once for the whole test crate: `shared` (the `../shared` fixtures; a missing
 //! one fails the test under `CI=true`), `fixture` (an in-process runtime over a scripted
 //! provider), `harness` (an `App` fed by a real scripted turn), `agent_home`, `mcp` (the
-//! MCP test servers) and `term` (the real binary in a pseudo-terminal, shared with the
-//! benches).
+//! MCP test servers), `nats` (a real NATS server through `scripts/nats-server`) and
+//! `term` (the real binary in a pseudo-terminal, shared with the benches).
 #![allow(dead_code)]
 
 pub mod agent_home;
 pub mod fixture;
 pub mod harness;
 pub mod mcp;
+pub mod nats;
 pub mod shared;
 #[cfg(unix)]
 #[path = "../../../benches/common/term.rs"]
