@@ -1,25 +1,28 @@
 //! Remote sub-sessions end to end (issue 27, "Done when"), with real processes on
-//! loopback: a NATS server, three `arbor worker`s (`--slots 2 --ack-wait 3`, each with
-//! its own home and config, its provider a loopback stub) and a headless root
-//! (`arbor run`) whose model delegates six sub-sessions in one message to an agent the
-//! root's config marks remote.
+//! loopback: a NATS server (`support::nats`), three `arbor worker`s (`--slots 2
+//! --ack-wait 3`, each with its own home and config, its provider a loopback stub) and
+//! a headless root (`arbor run`) whose model delegates six sub-sessions in one message
+//! to an agent the root's config marks remote (script: `remote/stub.rs`).
 //!
 //! Each child runs a `bash` command that waits for its gate file, so all six hold a
-//! worker slot at once (two per worker, forced by the slots). Then worker A is killed
-//! with `kill -9`, worker B frozen with SIGSTOP, and the gates opened: JetStream
+//! worker slot at once (two per worker, forced by the slots). Worker B's two children
+//! then get their gates opened and B starts streaming their answers slowly; B is frozen
+//! (SIGSTOP) mid-stream, worker A killed (`kill -9`) and every gate opened. JetStream
 //! redelivers A's and B's jobs after the ack wait to the live worker C, which takes
-//! their leases and resumes them from the root's store (the unanswered `bash` call gets
-//! the crash repair's result, never a second run). Once C has taken both of B's jobs, B
-//! gets SIGCONT: its `bash` output and anything after it are late writes of a lost
-//! lease.
+//! their leases and resumes them from the root's store (the `bash` call already has a
+//! result — the tool's, or crash repair's — and never runs again). While C's answers
+//! to B's children are held back (the root still following those sessions), B gets
+//! SIGCONT: the stream it wakes up to makes it send under its lost lease.
 //!
 //! Asserted: all six complete exactly once (each child's answer reaches the root once,
 //! each child transcript has one final answer, given by the worker its metadata's
-//! `ran_on` names); B's late writes are refused (the root's log says so, and nothing B
-//! produced after the freeze is in the store); the work queue ends empty; the store
-//! reads as Amplifier's (metadata/transcript/events parse, `parent_id` links, the id
-//! form of a sub-session, `ran_on`, tool events with the keys Amplifier's hooks read).
-//! Waits are bounded only against hangs; nothing is asserted about time.
+//! `ran_on` and the lease bucket name); B's late writes are refused (the root's log
+//! line names B, no other worker is refused, and no answer B produced is in the store);
+//! the work queue ends empty (`ARBOR_JOBS` holds no message, the pool's consumer has
+//! nothing pending or unacknowledged); the store reads as Amplifier's
+//! (metadata/transcript/events parse, `parent_id` links, the sub-session id form,
+//! `ran_on`, tool events with the keys Amplifier's hooks read). Waits are bounded only
+//! against hangs; nothing is asserted about time.
 
 mod cluster;
 mod stub;
@@ -33,7 +36,7 @@ use serde_json::Value;
 
 use crate::support::nats::NatsServer;
 use cluster::{Worker, wait_for};
-use stub::{AGENT, ChildRequest, ROOT_ANSWER, ROOT_MARK, Seen};
+use stub::{AGENT, ROOT_ANSWER, ROOT_MARK, Script};
 
 const CHILDREN: usize = 6;
 const ACK_WAIT_SECS: u64 = 3;
@@ -78,8 +81,22 @@ fn root_env(base_url: &str, nats: &str) -> (TestEnv, std::path::PathBuf) {
     (env, bundle)
 }
 
-fn seen_now(seen: &Seen) -> Vec<ChildRequest> {
-    seen.lock().unwrap().clone()
+/// Every worker's output and the tail of its log, for failure messages.
+fn outputs(workers: &[Worker]) -> String {
+    workers
+        .iter()
+        .map(|w| format!("--- worker {} (pid {}):\n{}", w.tag, w.pid(), w.output()))
+        .collect()
+}
+
+/// The root's log lines that contain `needle`.
+fn log_lines(root: &TestEnv, needle: &str) -> Vec<String> {
+    std::fs::read_to_string(cluster::log_file(root))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -87,24 +104,18 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     let Some(nats) = NatsServer::start() else {
         return; // not installable, outside CI only (support::nats)
     };
+    // A is killed, B frozen, C lives on; B's server streams its answers slowly.
+    let (a, b, c) = (1, 2, 3);
     let scratch = tempfile::tempdir().unwrap();
-    let gates = stub::gates_dir(scratch.path());
-    let seen = Seen::default();
-    let root_server = stub::start(0, &gates, seen.clone());
-    let servers: Vec<ScriptedServer> = (1..=3)
-        .map(|tag| stub::start(tag, &gates, seen.clone()))
-        .collect();
+    let script = Script::new(scratch.path(), b);
+    let root_server = stub::start(0, &script);
+    let servers: Vec<ScriptedServer> = (1..=3).map(|tag| stub::start(tag, &script)).collect();
     let mut workers: Vec<Worker> = servers
         .iter()
         .enumerate()
         .map(|(i, s)| Worker::start(i + 1, &nats.url, &s.base_url, SLOTS, ACK_WAIT_SECS))
         .collect();
-    let outputs = |workers: &[Worker]| -> String {
-        workers
-            .iter()
-            .map(|w| format!("--- worker {} (pid {}):\n{}", w.tag, w.pid(), w.output()))
-            .collect()
-    };
+    let pids: BTreeMap<u32, usize> = workers.iter().map(|w| (w.pid(), w.tag)).collect();
 
     let (root, bundle) = root_env(&root_server.base_url, &nats.url);
     let run = root
@@ -118,15 +129,16 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let progress = |workers: &[Worker]| format!("{:?}\n{}", script.seen(), outputs(workers));
 
     // All six children hold a slot, blocked on their gates: two per worker.
     let owner: BTreeMap<usize, usize> = wait_for(
         120,
         "six children never all started",
-        || format!("{:?}\n{}", seen_now(&seen), outputs(&workers)),
+        || progress(&workers),
         || {
             let mut owner = BTreeMap::new();
-            for r in seen_now(&seen) {
+            for r in script.seen() {
                 owner.entry(r.child).or_insert(r.server);
             }
             (owner.len() == CHILDREN).then_some(owner)
@@ -136,7 +148,7 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
         owner
             .iter()
             .filter(|(_, w)| **w == tag)
-            .map(|(c, _)| *c)
+            .map(|(ch, _)| *ch)
             .collect()
     };
     for tag in 1..=3 {
@@ -148,40 +160,65 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     }
     // The root has stored every child's `bash` call (the workers streamed it), so a
     // redelivered job resumes after it.
+    let stored = |needle: &dyn Fn(usize) -> String, children: &BTreeSet<usize>| {
+        let dirs = root.session_dirs(&format!("_{AGENT}"));
+        children.iter().all(|ch| {
+            dirs.iter().any(|d| {
+                std::fs::read_to_string(d.join("transcript.jsonl"))
+                    .is_ok_and(|t| t.contains(&needle(*ch)))
+            })
+        })
+    };
+    let all: BTreeSet<usize> = (0..CHILDREN).collect();
     wait_for(
         60,
         "the root never stored the six bash calls",
-        || outputs(&workers),
+        || progress(&workers),
+        || stored(&|ch| format!("\"bash_{ch}_w"), &all).then_some(()),
+    );
+
+    // B's children get their `bash` results (stored at the root) and B starts
+    // streaming their answers; C's answers to them will wait once C has them.
+    script
+        .held
+        .lock()
+        .unwrap()
+        .extend(held(b).into_iter().map(|ch| (c, ch)));
+    for ch in held(b) {
+        script.open(ch);
+    }
+    wait_for(
+        60,
+        "B never streamed its answers",
+        || progress(&workers),
         || {
-            let stored = root
-                .session_dirs(&format!("_{AGENT}"))
+            let streaming = script
+                .seen()
                 .iter()
-                .filter(|d| {
-                    std::fs::read_to_string(d.join("transcript.jsonl"))
-                        .is_ok_and(|t| t.contains("\"bash_"))
-                })
+                .filter(|r| r.server == b && r.after_tool)
                 .count();
-            (stored == CHILDREN).then_some(())
+            (streaming == held(b).len() && stored(&|ch| stub::proof(ch, b), &held(b))).then_some(())
         },
     );
-    let (a, b, c) = (1, 2, 3);
-    let pids: BTreeMap<u32, usize> = workers.iter().map(|w| (w.pid(), w.tag)).collect();
 
-    // A dies, B freezes; then every gate opens.
-    workers[a - 1].kill_9();
+    // B freezes mid-stream, A dies, every gate opens.
     workers[b - 1].freeze();
-    for child in 0..CHILDREN {
-        std::fs::write(gates.join(child.to_string()), "").unwrap();
+    workers[a - 1].kill_9();
+    for ch in 0..CHILDREN {
+        script.open(ch);
     }
 
-    // C takes B's jobs over (after the ack wait: a request of B's child reaches C's
-    // stub only once C holds its lease); then B wakes up with stale leases.
+    // C takes B's jobs over after the ack wait (a request of B's child reaches C's
+    // stub only once C holds its lease) and waits there; then B wakes with stale
+    // leases and a stream to finish: its late writes reach the root, which refuses
+    // them while it still follows those sessions.
     wait_for(
         180,
         "C never took over B's jobs",
-        || format!("{:?}\n{}", seen_now(&seen), outputs(&workers)),
+        || progress(&workers),
         || {
-            let taken: BTreeSet<usize> = seen_now(&seen)
+            let taken: BTreeSet<usize> = script
+                .seen()
                 .into_iter()
                 .filter(|r| r.server == c)
                 .map(|r| r.child)
@@ -190,14 +227,28 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
         },
     );
     workers[b - 1].thaw();
+    let b_id = workers[b - 1].id();
+    let refusal = format!("refused a late write from worker {b_id}");
+    wait_for(
+        60,
+        "the root never refused a late write of the frozen worker",
+        || {
+            format!(
+                "{:?}\n{}",
+                log_lines(&root, "remote sub-session"),
+                progress(&workers)
+            )
+        },
+        || (!log_lines(&root, &refusal).is_empty()).then_some(()),
+    );
+    script.held.lock().unwrap().clear();
 
     let out = run.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let context = format!(
-        "root stdout: {stdout}\nroot stderr: {}\nrequests: {:?}\n{}",
+        "root stdout: {stdout}\nroot stderr: {}\n{}",
         String::from_utf8_lossy(&out.stderr),
-        seen_now(&seen),
-        outputs(&workers)
+        progress(&workers)
     );
     assert!(out.status.success(), "{context}");
     let result: Value = serde_json::from_str(stdout.trim()).expect(&context);
@@ -217,11 +268,11 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
         );
     }
 
-    // A taken-over job resumed after its `bash` call (the crash repair answered it);
-    // the call never ran again.
-    for r in seen_now(&seen) {
+    // A taken-over job resumed after its `bash` call (answered by the tool before the
+    // freeze, or by crash repair after the kill): the call never ran again.
+    for r in script.seen() {
         if r.server != owner[&r.child] {
-            assert_eq!(r.last_role, "tool", "{r:?} {context}");
+            assert!(r.after_tool, "{r:?} {context}");
         }
     }
 
@@ -258,24 +309,17 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     }
     assert_eq!(answered.len(), CHILDREN);
 
-    // B's late writes were refused: the root said so, and none of what B produced
-    // after the freeze (its `bash` output, any answer it gave) is in the store.
-    let log = std::fs::read_to_string(cluster::log_file(&root)).unwrap_or_default();
-    assert!(
-        log.contains("refused a late write"),
-        "no refusal in the root's log:\n{log}\n{context}"
-    );
+    // Only B's writes were refused, and nothing B produced after its lease was taken
+    // (the answers it streamed on waking) is in the store.
+    let refused = log_lines(&root, "refused a late write");
+    assert!(refused.iter().all(|l| l.contains(&refusal)), "{refused:#?}");
     for child in held(b) {
-        for stale in [
-            stub::proof(child, b),
-            format!("{}{b}", stub::token_prefix(child)),
-        ] {
-            assert_eq!(
-                files_containing(&root.amplifier_home, &stale),
-                Vec::<std::path::PathBuf>::new(),
-                "{stale}: {context}"
-            );
-        }
+        let stale = format!("{}{b}", stub::token_prefix(child));
+        assert_eq!(
+            files_containing(&root.amplifier_home, &stale),
+            Vec::<std::path::PathBuf>::new(),
+            "{stale}: {context}"
+        );
     }
 
     // The work queue ends empty (the last acks may trail the root's exit).
@@ -354,10 +398,10 @@ fn check_child_store(
         .map(content_text)
         .filter(|t| t.contains("E2E-TOKEN-"))
         .collect();
-    assert_eq!(
-        answers,
-        vec![format!("{}{worker}", stub::token_prefix(index))],
-        "{id}: one final answer, by the worker in ran_on: {transcript:?}\n{context}"
+    let token = format!("{}{worker}", stub::token_prefix(index));
+    assert!(
+        answers.len() == 1 && answers[0].ends_with(&token),
+        "{id}: one final answer, {token} by the worker in ran_on: {transcript:?}\n{context}"
     );
     assert_eq!(
         content_text(transcript.last().unwrap()),

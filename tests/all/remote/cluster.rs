@@ -62,16 +62,30 @@ impl Worker {
         worker
     }
 
+    /// Its worker id (`w-…`), from its start line.
+    pub fn id(&self) -> String {
+        let out = self.output();
+        let rest = &out[out.find("worker w-").expect("the start line") + "worker ".len()..];
+        rest.split_whitespace().next().unwrap().to_string()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// What it printed so far (stdout, then stderr).
+    /// What it printed so far (stdout, then stderr) and the last 30 lines of its log.
     pub fn output(&self) -> String {
         let read = |name: &str| {
             std::fs::read_to_string(self.env.dir.path().join(name)).unwrap_or_default()
         };
-        format!("{}{}", read("worker.out"), read("worker.err"))
+        let log = std::fs::read_to_string(log_file(&self.env)).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        format!(
+            "{}{}log tail:\n{tail}\n",
+            read("worker.out"),
+            read("worker.err")
+        )
     }
 
     fn signal(&self, signal: Signal) {
@@ -159,7 +173,8 @@ pub fn queue_state(nats: &str) -> QueueState {
     })
 }
 
-/// The root's log file (`$HOME/.local/state/arbor/arbor.log`, no XDG variables set).
+/// An `arbor` process's log file (`$HOME/.local/state/arbor/arbor.log`, no XDG
+/// variables set).
 pub fn log_file(env: &TestEnv) -> PathBuf {
     env.home.join(".local/state/arbor/arbor.log")
 }

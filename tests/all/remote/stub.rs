@@ -1,20 +1,24 @@
 //! The loopback model of the remote end-to-end test: one scripted OpenAI-compatible
-//! server per process (the root and each worker), all answering from one script and
-//! recording which server saw which child's request.
+//! server per process (the root and each worker), all answering from one [`Script`]
+//! and recording which server saw which child's request.
 //!
 //! The script: the root (its first user message has [`ROOT_MARK`]) calls `task` six
 //! times in one message, then answers [`ROOT_ANSWER`] once the results are in. A child
 //! (its first user message has `E2E-CHILD-<i>`) first calls `bash` with a command that
 //! waits for the gate file `<gates>/<i>` and then prints `proof-42-<i>-w<server>` (the
-//! number computed by the shell, so the command text itself never contains the
-//! output); once its last message is a tool result it answers
+//! number computed by the shell); once its conversation has a tool result it answers
 //! `E2E-TOKEN-<i>-w<server>`. `<server>` is the server's tag: 0 the root, 1–3 the
-//! workers, so every piece of text says which process produced it.
+//! workers, so every answer says which worker produced it. The [`Script::slow`]
+//! server streams that answer slowly (numbered words first, one every 10 ms), so a
+//! worker frozen then has a stream in flight; an answer in [`Script::held`] waits
+//! until the test takes it out, so the run that asked is still going.
 
 use crate::support::*;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -25,6 +29,8 @@ pub const ROOT_MARK: &str = "E2E-ROOT";
 pub const ROOT_ANSWER: &str = "All six parts answered.";
 /// The agent the root delegates to (marked remote in the root's config).
 pub const AGENT: &str = "remote-helper";
+/// Words the slow server streams before the token.
+const SLOW_WORDS: usize = 300;
 
 /// One child's model request as a server saw it.
 #[derive(Clone, Debug)]
@@ -33,16 +39,43 @@ pub struct ChildRequest {
     pub child: usize,
     /// The server's tag (1–3: the worker whose config points at it).
     pub server: usize,
-    /// The role of the request's last message (`user` or `tool`).
-    pub last_role: String,
+    /// Whether the conversation sent already had a tool result (the `bash` call was
+    /// answered, by the tool or by crash repair).
+    pub after_tool: bool,
 }
 
-/// Every child request of every server, in arrival order.
-pub type Seen = Arc<Mutex<Vec<ChildRequest>>>;
+/// What the servers share.
+pub struct Script {
+    pub gates: PathBuf,
+    /// Every child request of every server, in arrival order.
+    pub seen: Mutex<Vec<ChildRequest>>,
+    /// The server whose answers stream slowly.
+    pub slow: usize,
+    /// `(server, child)` answers that wait until removed.
+    pub held: Mutex<BTreeSet<(usize, usize)>>,
+}
 
-/// The text `bash` prints for child `child` run by the worker behind `server`.
-pub fn proof(child: usize, server: usize) -> String {
-    format!("proof-42-{child}-w{server}")
+impl Script {
+    /// A script with its gates under `root`, `slow` the slowly answering server.
+    pub fn new(root: &Path, slow: usize) -> Arc<Self> {
+        let gates = root.join("gates");
+        std::fs::create_dir_all(&gates).unwrap();
+        Arc::new(Self {
+            gates,
+            seen: Mutex::new(Vec::new()),
+            slow,
+            held: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    pub fn seen(&self) -> Vec<ChildRequest> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Opens child `child`'s gate: its `bash` command ends.
+    pub fn open(&self, child: usize) {
+        std::fs::write(self.gates.join(child.to_string()), "").unwrap();
+    }
 }
 
 /// The answer prefix of child `child` (the worker's tag follows).
@@ -50,50 +83,63 @@ pub fn token_prefix(child: usize) -> String {
     format!("E2E-TOKEN-{child}-w")
 }
 
+/// What `bash` prints for child `child` run by the worker behind `server`.
+pub fn proof(child: usize, server: usize) -> String {
+    format!("proof-42-{child}-w{server}")
+}
+
 /// The instruction of the root's `child`-th task call.
 pub fn instruction(child: usize) -> String {
     format!("E2E-CHILD-{child}: run the gated command and report")
 }
 
-/// A server tagged `server` answering the script (see the module docs); child requests
-/// go to `seen`.
-pub fn start(server: usize, gates: &Path, seen: Seen) -> ScriptedServer {
-    let gates = gates.to_path_buf();
+/// A server tagged `server` answering `script` (see the module docs).
+pub fn start(server: usize, script: &Arc<Script>) -> ScriptedServer {
+    let script = script.clone();
     ScriptedServer::start(Arc::new(move |body: Value| {
-        let reply = answer(server, &gates, &seen, &body);
-        async move { reply }.boxed()
+        let script = script.clone();
+        async move { answer(server, &script, &body).await }.boxed()
     }))
 }
 
-fn answer(server: usize, gates: &Path, seen: &Seen, body: &Value) -> Reply {
-    let users: Vec<String> = body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "user")
-                .map(content_text)
-                .collect()
-        })
-        .unwrap_or_default();
-    let last_role = last_role(body);
+async fn answer(server: usize, script: &Script, body: &Value) -> Reply {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let users: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(content_text)
+        .collect();
+    let after_tool = messages.iter().any(|m| m["role"] == "tool");
     if let Some(child) = users.iter().find_map(|u| child_of(u)) {
-        seen.lock().unwrap().push(ChildRequest {
+        script.seen.lock().unwrap().push(ChildRequest {
             child,
             server,
-            last_role: last_role.clone(),
+            after_tool,
         });
-        if last_role == "tool" {
-            return Reply::Sse(sse_text(&format!("{}{server}", token_prefix(child))));
+        if !after_tool {
+            let command = gated_command(&script.gates.join(child.to_string()), child, server);
+            return Reply::Sse(sse_tool_calls(&[(
+                &format!("bash_{child}_w{server}"),
+                "bash",
+                json!({ "command": command }),
+            )]));
         }
-        let command = gated_command(&gates.join(child.to_string()), child, server);
-        return Reply::Sse(sse_tool_calls(&[(
-            &format!("bash_{child}_w{server}"),
-            "bash",
-            json!({ "command": command }),
-        )]));
+        while script.held.lock().unwrap().contains(&(server, child)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let token = format!("{}{server}", token_prefix(child));
+        if server != script.slow {
+            return Reply::Sse(sse_text(&token));
+        }
+        let words: Vec<String> = (0..SLOW_WORDS).map(|n| format!("s{n}")).collect();
+        return Reply::Paced {
+            body: sse_text(&format!("{} {token}", words.join(" "))),
+            pieces: SLOW_WORDS,
+            every: Duration::from_millis(10),
+        };
     }
     if users.iter().any(|u| u.contains(ROOT_MARK)) {
-        if last_role == "tool" {
+        if last_role(body) == "tool" {
             return Reply::Sse(sse_text(ROOT_ANSWER));
         }
         let calls: Vec<(String, Value)> = (0..6)
@@ -123,17 +169,11 @@ fn child_of(text: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
-/// `bash` waiting for `gate` to exist, then printing [`proof`] (computed by the shell).
+/// `bash` waiting for `gate` to exist, then printing [`proof`] (computed by the shell,
+/// so the command's text never contains it).
 fn gated_command(gate: &Path, child: usize, server: usize) -> String {
     format!(
         "until [ -e '{}' ]; do sleep 0.05; done; echo proof-$((6*7))-{child}-w{server}",
         gate.display()
     )
-}
-
-/// The gate files' directory of a test.
-pub fn gates_dir(root: &Path) -> PathBuf {
-    let dir = root.join("gates");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
