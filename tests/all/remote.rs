@@ -309,6 +309,33 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     }
     assert_eq!(answered.len(), CHILDREN);
 
+    // arbor reads the tree back: the root with its six children, each at depth 1,
+    // completed in one turn.
+    let list = root
+        .cmd()
+        .args(["session", "list", "--json"])
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).expect("session list --json");
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), CHILDREN + 1, "{list:?}");
+    let listed = |id: &str| list.iter().find(|s| s["session_id"] == id).unwrap().clone();
+    let mut kids: Vec<String> = listed(&root_id)["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    kids.sort();
+    assert_eq!(kids, ids);
+    for id in &ids {
+        let child = listed(id);
+        assert_eq!(child["depth"], 1, "{child}");
+        assert_eq!(child["status"], "completed", "{child}");
+        // One run, counted once, whichever workers took part in it.
+        assert_eq!(child["turn_count"], 1, "{child}");
+    }
+
     // Only B's writes were refused, and nothing B produced after its lease was taken
     // (the answers it streamed on waking) is in the store.
     let refused = log_lines(&root, "refused a late write");
