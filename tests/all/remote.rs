@@ -30,7 +30,6 @@ mod stub;
 use crate::support::*;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -104,10 +103,10 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     let Some(nats) = NatsServer::start() else {
         return; // not installable, outside CI only (support::nats)
     };
-    // A is killed, B frozen, C lives on; B's server streams its answers slowly.
+    // A is killed, B frozen, C lives on.
     let (a, b, c) = (1, 2, 3);
     let scratch = tempfile::tempdir().unwrap();
-    let script = Script::new(scratch.path(), b);
+    let script = Script::new(scratch.path());
     let root_server = stub::start(0, &script);
     let servers: Vec<ScriptedServer> = (1..=3).map(|tag| stub::start(tag, &script)).collect();
     let mut workers: Vec<Worker> = servers
@@ -118,17 +117,14 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     let pids: BTreeMap<u32, usize> = workers.iter().map(|w| (w.pid(), w.tag)).collect();
 
     let (root, bundle) = root_env(&root_server.base_url, &nats.url);
-    let run = root
-        .std_cmd()
-        .arg("run")
-        .arg("--bundle")
-        .arg(&bundle)
-        .args(["--yes", "--output-format", "json"])
-        .arg(format!("{ROOT_MARK}: delegate the six parts"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = cluster::Root::spawn(
+        root.std_cmd()
+            .arg("run")
+            .arg("--bundle")
+            .arg(&bundle)
+            .args(["--yes", "--output-format", "json"])
+            .arg(format!("{ROOT_MARK}: delegate the six parts")),
+    );
     let progress = |workers: &[Worker]| format!("{:?}\n{}", script.seen(), outputs(workers));
 
     // All six children hold a slot, blocked on their gates: two per worker.
@@ -179,6 +175,11 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
 
     // B's children get their `bash` results (stored at the root) and B starts
     // streaming their answers; C's answers to them will wait once C has them.
+    script
+        .slow
+        .lock()
+        .unwrap()
+        .extend(held(b).into_iter().map(|ch| (b, ch)));
     script
         .held
         .lock()
@@ -243,7 +244,7 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     );
     script.held.lock().unwrap().clear();
 
-    let out = run.wait_with_output().unwrap();
+    let out = run.finish(180, || progress(&workers));
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let context = format!(
         "root stdout: {stdout}\nroot stderr: {}\n{}",

@@ -7,8 +7,9 @@
 use crate::support::*;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::Child;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use arbor::remote::lease;
@@ -200,4 +201,54 @@ pub fn leases(nats: &str, sessions: &[String]) -> BTreeMap<String, Lease> {
         }
         out
     })
+}
+
+/// The root's `arbor run`, killed on drop (a failed test leaves no process behind).
+pub struct Root(Option<Child>);
+
+impl Root {
+    /// Spawns `cmd` with stdout and stderr piped.
+    pub fn spawn(cmd: &mut Command) -> Self {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self(Some(child))
+    }
+
+    /// Waits (up to `secs`, against a hang) for it to exit; its output.
+    pub fn finish(mut self, secs: u64, context: impl Fn() -> String) -> Output {
+        let mut child = self.0.take().unwrap();
+        let status = wait_for(secs, "the root never finished", context, || {
+            child.try_wait().unwrap()
+        });
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut stdout)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_end(&mut stderr)
+            .unwrap();
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -8,10 +8,10 @@
 //! waits for the gate file `<gates>/<i>` and then prints `proof-42-<i>-w<server>` (the
 //! number computed by the shell); once its conversation has a tool result it answers
 //! `E2E-TOKEN-<i>-w<server>`. `<server>` is the server's tag: 0 the root, 1–3 the
-//! workers, so every answer says which worker produced it. The [`Script::slow`]
-//! server streams that answer slowly (numbered words first, one every 10 ms), so a
-//! worker frozen then has a stream in flight; an answer in [`Script::held`] waits
-//! until the test takes it out, so the run that asked is still going.
+//! workers, so every answer says which worker produced it. An answer in
+//! [`Script::slow`] streams slowly (numbered words first, one every 10 ms), so a worker
+//! frozen then has a stream in flight; one in [`Script::held`] waits until the test
+//! takes it out, so the run that asked is still going.
 
 use crate::support::*;
 
@@ -29,8 +29,9 @@ pub const ROOT_MARK: &str = "E2E-ROOT";
 pub const ROOT_ANSWER: &str = "All six parts answered.";
 /// The agent the root delegates to (marked remote in the root's config).
 pub const AGENT: &str = "remote-helper";
-/// Words the slow server streams before the token.
-const SLOW_WORDS: usize = 300;
+/// Words a slow answer streams before the token, one every 10 ms: long enough to be
+/// in flight whenever the test freezes its worker, even on a loaded machine.
+const SLOW_WORDS: usize = 1000;
 
 /// One child's model request as a server saw it.
 #[derive(Clone, Debug)]
@@ -49,21 +50,21 @@ pub struct Script {
     pub gates: PathBuf,
     /// Every child request of every server, in arrival order.
     pub seen: Mutex<Vec<ChildRequest>>,
-    /// The server whose answers stream slowly.
-    pub slow: usize,
+    /// `(server, child)` answers streamed slowly.
+    pub slow: Mutex<BTreeSet<(usize, usize)>>,
     /// `(server, child)` answers that wait until removed.
     pub held: Mutex<BTreeSet<(usize, usize)>>,
 }
 
 impl Script {
-    /// A script with its gates under `root`, `slow` the slowly answering server.
-    pub fn new(root: &Path, slow: usize) -> Arc<Self> {
+    /// A script with its gates under `root`.
+    pub fn new(root: &Path) -> Arc<Self> {
         let gates = root.join("gates");
         std::fs::create_dir_all(&gates).unwrap();
         Arc::new(Self {
             gates,
             seen: Mutex::new(Vec::new()),
-            slow,
+            slow: Mutex::new(BTreeSet::new()),
             held: Mutex::new(BTreeSet::new()),
         })
     }
@@ -128,7 +129,7 @@ async fn answer(server: usize, script: &Script, body: &Value) -> Reply {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let token = format!("{}{server}", token_prefix(child));
-        if server != script.slow {
+        if !script.slow.lock().unwrap().contains(&(server, child)) {
             return Reply::Sse(sse_text(&token));
         }
         let words: Vec<String> = (0..SLOW_WORDS).map(|n| format!("s{n}")).collect();
