@@ -21,8 +21,9 @@
 //! the work queue ends empty (`ARBOR_JOBS` holds no message, the pool's consumer has
 //! nothing pending or unacknowledged); the store reads as Amplifier's
 //! (metadata/transcript/events parse, `parent_id` links, the sub-session id form,
-//! `ran_on`, tool events with the keys Amplifier's hooks read). Waits are bounded only
-//! against hangs; nothing is asserted about time.
+//! `ran_on`, tool events with the keys Amplifier's hooks read; `arbor session list`
+//! shows the tree); no provider key crossed between root and workers. Waits are
+//! bounded only against hangs; nothing is asserted about time.
 
 mod cluster;
 mod stub;
@@ -347,6 +348,24 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
             files_containing(&root.amplifier_home, &stale),
             Vec::<std::path::PathBuf>::new(),
             "{stale}: {context}"
+        );
+    }
+
+    // No key crossed: a job carries none of the root's, and no worker's reached the
+    // root's store.
+    for w in &workers {
+        assert_eq!(
+            files_containing(w.env.dir.path(), "sk-root-e2e"),
+            Vec::<std::path::PathBuf>::new(),
+            "worker {}",
+            w.tag
+        );
+    }
+    for secret in ["sk-root-e2e", "sk-worker-"] {
+        assert_eq!(
+            files_containing(&root.amplifier_home, secret),
+            Vec::<std::path::PathBuf>::new(),
+            "{secret}"
         );
     }
 
