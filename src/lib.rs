@@ -10,7 +10,9 @@
 //!   UI; they send the engine commands and consume its typed events
 //!   (`session::protocol`: `EngineCommand` in, `EngineEvent` out on the `EventBus`).
 //!   `acp` beside them: the Agent Client Protocol front end (`arbor acp`, started by
-//!   `cli`), driving the engine through the same handle.
+//!   `cli`), driving the engine through the same handle. `worker` beside them too:
+//!   `arbor worker` (issue 27), running remote sub-sessions' jobs taken from NATS
+//!   through the same handle, one engine per job.
 //! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
 //!   imports `cli` or `tui`.
 //! - `hooks`: the person's hook commands (issue 29, Claude Code's contract): their
@@ -54,3 +56,4 @@ pub mod sandbox;
 pub mod session;
 pub mod tool;
 pub mod tui;
+pub mod worker;

@@ -25,6 +25,7 @@ pub mod run;
 pub mod session;
 pub mod trust;
 pub mod tui_cmd;
+pub mod worker;
 pub mod worktrees;
 
 use std::path::PathBuf;
@@ -141,6 +142,14 @@ pub enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed, JetBrains,
     /// Neovim): each ACP session is an arbor session, its sub-sessions ACP subagents.
     Acp(BundleArg),
+    /// Run remote sub-sessions' turns taken from a NATS JetStream work queue (issue
+    /// 27): this machine's provider keys, MCP servers, sandbox and repository clone.
+    Worker {
+        #[command(flatten)]
+        args: worker::WorkerArgs,
+        #[command(flatten)]
+        bundle: BundleArg,
+    },
     /// Print shell completions.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -196,6 +205,7 @@ pub async fn dispatch(cli: Cli) -> color_eyre::Result<i32> {
         Some(Command::Acp(bundle)) => {
             acp::run(options(bundle.bundle), cli.agent.clone(), cli.model.clone()).await
         }
+        Some(Command::Worker { args, bundle }) => worker::run(args, options(bundle.bundle)).await,
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

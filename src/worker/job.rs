@@ -1,0 +1,616 @@
+//! One job, start to end: the lease, the heartbeat, the files, the session in a
+//! scratch store, the engine's turn, everything it publishes, and the acknowledgement.
+//!
+//! Owns: [`run`] — taking the session's lease (a lost race drops the job: the winner
+//! runs and acks it), `Started`, the heartbeat (lease renewal plus a progress ack
+//! every ack wait / 3; a renewal that finds the lease taken cancels the turn and
+//! silences the job), cutting the worktree, materialising the session (a redelivered
+//! job asks the root for the session as stored now, `arbor.sync.<session>`, and
+//! continues it with the engine's crash repair), running it through [`Engine`]
+//! (`Submit`, or `ContinueInterrupted`), forwarding every bus event of the session as
+//! `WorkerMsg::Event`, answering `Control` messages (approvals, steer, queue,
+//! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
+//! and acking the job only after that was stored. Does not own: the fetch loop and
+//! presence (`worker`), the wire types (`remote::wire`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, AckKind};
+use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::files::{FilesError, JobTree};
+use super::out::{Out, Sent};
+use super::scratch::{self, StoreGuard};
+use super::{Ctx, JobSetup};
+use crate::config::approvals::Rules;
+use crate::engine::{Engine, EngineError, EngineReply, Replies, TurnOutcome};
+use crate::paths::Paths;
+use crate::remote::RemoteError;
+use crate::remote::lease::{self, Held};
+use crate::remote::payload::Payload;
+use crate::remote::wire::{
+    Changes, Control, JOB_VERSION, Job, SyncReply, WorkerMsg, ctl_subject, sync_subject, token,
+};
+use crate::session::{EngineCommand, Event, Message, Metadata, SessionStore, StoreError};
+
+/// How long a redelivered job waits for the root's answer on `arbor.sync.<session>`.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the job's turns get to end once it is over (cancelled when lost).
+const END_GRACE: Duration = Duration::from_secs(5);
+
+/// Why a job could not run; sent to the root as `WorkerMsg::Failed`.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// A job written by another arbor version.
+    #[error(
+        "job version {got} is not supported by this worker (version {JOB_VERSION}); upgrade one side"
+    )]
+    Version { got: u32 },
+    /// The worktree could not be made or read.
+    #[error(transparent)]
+    Files(#[from] FilesError),
+    /// Talking to NATS failed (a payload, the sync request).
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    /// The scratch store could not be written or read.
+    #[error("worker's scratch store: {0}")]
+    Store(#[from] StoreError),
+    /// The job's `approvals:` rules do not parse.
+    #[error("the job's approvals: {0}")]
+    Approvals(String),
+    /// The worker's engine could not be built (its config, bundle).
+    #[error("worker setup: {0}")]
+    Setup(String),
+    /// The root did not answer the redelivered job's sync request.
+    #[error("cannot resume the redelivered job: {0}")]
+    Sync(String),
+    /// The engine refused the turn before running it (no provider, …).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Local files of the job (its scratch directory).
+    #[error("worker's scratch directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How a job's run ended.
+enum Ended {
+    /// The answer or failure to send (then ack).
+    Reply(WorkerMsg),
+    /// Nothing more to send: the lease was lost, the worker is stopping, or the root
+    /// cannot be reached. The job is left unacked (JetStream redelivers it).
+    Quiet,
+}
+
+/// Runs the job in `msg` to its end (see the module doc). Never panics; every
+/// failure is published (`Failed`) or logged.
+pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
+    let (attempt, seq) = match msg.info() {
+        Ok(info) => (
+            u32::try_from(info.delivered).unwrap_or(1).max(1),
+            info.stream_sequence,
+        ),
+        Err(e) => {
+            tracing::warn!("worker: a job without JetStream info ({e}); left for redelivery");
+            return;
+        }
+    };
+    let job: Job = match serde_json::from_slice(&msg.payload) {
+        Ok(job) => job,
+        Err(e) => {
+            // No session to answer: the message is dropped for good.
+            tracing::warn!("worker: job {seq} is not a job ({e}); dropped");
+            if let Err(e) = msg.ack_with(AckKind::Term).await {
+                tracing::warn!("worker: dropping job {seq}: {e}");
+            }
+            return;
+        }
+    };
+    let session = job.session_id.to_string();
+    let held = match lease::acquire(&ctx.leases, &session, &ctx.ran_on, seq).await {
+        Ok(held) => held,
+        Err(RemoteError::LeaseLost { .. }) => {
+            tracing::info!(
+                session,
+                "worker: another worker took the lease; job left to it"
+            );
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(session, "worker: {e}; job left for redelivery");
+            return;
+        }
+    };
+    let out = match Out::new(
+        ctx.remote.js().clone(),
+        &session,
+        held.epoch(),
+        &ctx.ran_on.worker,
+    ) {
+        Ok(out) => Arc::new(out),
+        Err(e) => {
+            tracing::warn!(session, "worker: {e}");
+            return;
+        }
+    };
+    let msg = Arc::new(msg);
+    tracing::info!(
+        session,
+        run = job.run,
+        epoch = held.epoch(),
+        attempt,
+        "worker: job taken"
+    );
+    let beat = tokio::spawn(heartbeat(ctx.clone(), msg.clone(), held, out.clone()));
+    let stopping = {
+        let (stop, stale) = (ctx.stopping.clone(), out.stale.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            stale.cancel();
+        })
+    };
+    let ended = drive(&ctx, &job, attempt, &out).await;
+    let reply = match ended {
+        Ended::Reply(reply) => out.send(&reply).await,
+        Ended::Quiet => Ok(Sent::Quiet),
+    };
+    beat.abort();
+    stopping.abort();
+    match reply {
+        Ok(Sent::Stored) => {
+            if let Err(e) = msg.double_ack_with(AckKind::Ack).await {
+                tracing::warn!(session, "worker: acking the job: {e}");
+            }
+            tracing::info!(session, run = job.run, "worker: job done");
+        }
+        Ok(Sent::Quiet) | Err(_) => {
+            if let Err(e) = &reply {
+                tracing::warn!(session, "worker: {e}; job left for redelivery");
+            }
+            if ctx.stopping.is_cancelled() && !out_lost(&out) {
+                // Stopping with the lease still ours: hand the job back at once.
+                let _ = msg.ack_with(AckKind::Nak(None)).await;
+            }
+        }
+    }
+}
+
+/// Whether the job's lease was lost (not merely the worker stopping).
+fn out_lost(out: &Out) -> bool {
+    out.lost.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// `Started`, then the run; what to send at its end.
+async fn drive(ctx: &Arc<Ctx>, job: &Job, attempt: u32, out: &Arc<Out>) -> Ended {
+    let started = WorkerMsg::Started {
+        ran_on: ctx.ran_on.clone(),
+        epoch: out.epoch(),
+        attempt,
+    };
+    match out.send(&started).await {
+        Ok(Sent::Stored) => {}
+        Ok(Sent::Quiet) => return Ended::Quiet,
+        Err(e) => {
+            tracing::warn!(session = %job.session_id, "worker: {e}");
+            return Ended::Quiet;
+        }
+    }
+    match execute(ctx, job, attempt, out).await {
+        Ok(Some(done)) => Ended::Reply(done),
+        Ok(None) => Ended::Quiet,
+        Err(error) => {
+            tracing::warn!(session = %job.session_id, "worker: job failed: {error}");
+            Ended::Reply(WorkerMsg::Failed {
+                run: job.run,
+                error: error.to_string(),
+            })
+        }
+    }
+}
+
+/// Renews the lease and sends a progress ack every ack wait / 3 until aborted. A
+/// renewal that finds the lease taken — or no successful renewal for a whole ack wait —
+/// silences the job (`Out::stale`), which cancels its turn.
+async fn heartbeat(ctx: Arc<Ctx>, msg: Arc<jetstream::Message>, mut held: Held, out: Arc<Out>) {
+    let every = (ctx.ack_wait / 3).max(Duration::from_millis(100));
+    let mut renewed = Instant::now();
+    loop {
+        tokio::time::sleep(every).await;
+        match held.renew(&ctx.leases).await {
+            Ok(()) => {
+                renewed = Instant::now();
+                if let Err(e) = msg.ack_with(AckKind::Progress).await {
+                    tracing::warn!(session = %held.session, "worker: progress ack: {e}");
+                }
+            }
+            Err(RemoteError::LeaseLost { .. }) => {
+                tracing::warn!(
+                    session = %held.session,
+                    epoch = held.epoch(),
+                    "worker: lease lost (another worker took the session); stopping its turn"
+                );
+                out.lose();
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(session = %held.session, "worker: {e}");
+                if renewed.elapsed() >= ctx.ack_wait {
+                    tracing::warn!(session = %held.session, "worker: lease not renewed for a whole ack wait; stopping its turn");
+                    out.lose();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Runs `job` (see the module doc): `Ok(Some(Done))`, `Ok(None)` when the job went
+/// quiet (lease lost, worker stopping, root unreachable), or why it could not run.
+async fn execute(
+    ctx: &Arc<Ctx>,
+    job: &Job,
+    attempt: u32,
+    out: &Arc<Out>,
+) -> Result<Option<WorkerMsg>, JobError> {
+    if job.version != JOB_VERSION {
+        return Err(JobError::Version { got: job.version });
+    }
+    let session = job.session_id.to_string();
+    std::fs::create_dir_all(&ctx.scratch)?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!(
+            "job-{}-",
+            token(&session).map_err(RemoteError::from)?
+        ))
+        .tempdir_in(&ctx.scratch)?;
+    let work = dir.path().join("work");
+    let tree = match &job.files {
+        Some(files) => {
+            let (repo, base, name) = (
+                ctx.repo.clone(),
+                files.base_commit.clone(),
+                files.repo_name.clone(),
+            );
+            let dest = work.clone();
+            let tree = blocking(move || JobTree::cut(&repo, &base, &dest, &name)).await??;
+            Some(tree)
+        }
+        None => {
+            std::fs::create_dir_all(&work)?;
+            None
+        }
+    };
+    let work_dir = match (&tree, &job.files) {
+        (Some(tree), Some(files)) => tree.working_dir(&files.relative_dir)?,
+        _ => std::fs::canonicalize(&work)?,
+    };
+    let git_paths = match &tree {
+        Some(tree) => scratch::git_write_paths(&tree.top),
+        None => Vec::new(),
+    };
+    let before = job.transcript.clone().unpack(&ctx.payloads).await?;
+    let (root_meta, transcript, resume) = if attempt > 1 {
+        let (metadata, synced) = sync(ctx, &session).await?;
+        if let Some(response) = scratch::answered(before.len(), &synced) {
+            // The previous worker finished the run but its Done never reached the
+            // root: report the stored answer, run nothing. (A writing run's changes
+            // went with that worker's worktree.)
+            if job.files.as_ref().is_some_and(|f| f.writes) {
+                tracing::warn!(
+                    session,
+                    "worker: the previous worker's changes of this run are lost with it"
+                );
+            }
+            return Ok(Some(WorkerMsg::Done {
+                run: job.run,
+                status: crate::session::SessionStatus::Completed,
+                response,
+                turn_count: u64::from(metadata.turn_count),
+                error: None,
+                metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
+                changes: None,
+            }));
+        }
+        let resume = scratch::resumes(before.len(), &synced);
+        (metadata, synced, resume)
+    } else {
+        (job.metadata.clone(), before, false)
+    };
+    let paths = Paths {
+        cwd: work_dir.clone(),
+        ..ctx.base_paths.clone()
+    };
+    let sessions_dir = paths.sessions_dir();
+    let _store = StoreGuard::new(&sessions_dir);
+    let metadata = scratch::for_worker(
+        &root_meta,
+        &job.plan.to_value(),
+        (&work_dir, tree.as_ref().map(|t| t.top.as_path())),
+        &git_paths,
+        resume,
+    );
+    {
+        let (dir, metadata) = (sessions_dir.clone(), metadata.clone());
+        blocking(move || scratch::materialise(&SessionStore::new(dir), &metadata, &transcript))
+            .await??;
+    }
+    let approvals = Rules::from_value(&job.approvals).map_err(|issues| {
+        JobError::Approvals(
+            issues
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    let engine =
+        (ctx.factory)(JobSetup { paths, approvals }).map_err(|e| JobError::Setup(e.to_string()))?;
+    let command = if resume {
+        EngineCommand::ContinueInterrupted {
+            session_id: job.session_id.clone(),
+        }
+    } else {
+        EngineCommand::Submit {
+            session_id: Some(job.session_id.clone()),
+            agent: None,
+            prompt: job.instruction.clone(),
+        }
+    };
+    let ran = run_engine(ctx, job, &engine, out, command).await;
+    let left = engine.shutdown(END_GRACE).await;
+    if left > 0 {
+        tracing::warn!(
+            session,
+            "worker: {left} turn(s) still running after the job"
+        );
+    }
+    drop(engine);
+    let Some(outcome) = ran? else {
+        return Ok(None);
+    };
+    let changes = match (&tree, &job.files) {
+        (Some(tree), Some(files)) if files.writes => {
+            let patch = tree.patch()?;
+            let changes = Changes {
+                base_commit: tree.base.clone(),
+                patch,
+            };
+            let name = format!(
+                "{}-{}-changes",
+                token(&session).map_err(RemoteError::from)?,
+                job.run
+            );
+            Some(Payload::pack(&ctx.payloads, &name, changes).await?)
+        }
+        _ => None,
+    };
+    let after = {
+        let (dir, id) = (sessions_dir.clone(), session.clone());
+        blocking(move || SessionStore::new(dir).load_metadata(&id))
+            .await??
+            .0
+    };
+    let metadata = scratch::for_root(&after, &root_meta, &ctx.ran_on);
+    Ok(Some(WorkerMsg::Done {
+        run: job.run,
+        status: outcome.status,
+        response: outcome.response,
+        turn_count: u64::from(outcome.turn_count),
+        error: outcome.error.map(|e| e.to_string()),
+        metadata: Box::new(metadata),
+        changes,
+    }))
+}
+
+/// Asks the root for the session as its store holds it now (a redelivered job).
+async fn sync(ctx: &Ctx, session: &str) -> Result<(Metadata, Vec<Message>), JobError> {
+    let subject = sync_subject(session).map_err(RemoteError::from)?;
+    let asked = ctx.remote.client().request(subject, Default::default());
+    let answer = tokio::time::timeout(SYNC_TIMEOUT, asked)
+        .await
+        .map_err(|_| {
+            JobError::Sync(format!(
+                "the root did not answer on arbor.sync within {} s",
+                SYNC_TIMEOUT.as_secs()
+            ))
+        })?
+        .map_err(|e| JobError::Sync(format!("no root answers for this session ({e})")))?;
+    let reply: SyncReply = serde_json::from_slice(&answer.payload).map_err(RemoteError::from)?;
+    if let Some(error) = reply.error {
+        return Err(JobError::Sync(error));
+    }
+    match (reply.metadata, reply.transcript) {
+        (Some(metadata), Some(transcript)) => {
+            Ok((*metadata, transcript.unpack(&ctx.payloads).await?))
+        }
+        _ => Err(JobError::Sync(
+            "the root's answer has no metadata or transcript".into(),
+        )),
+    }
+}
+
+/// Runs `command` on `engine` and forwards the session's events until its turn ends:
+/// `Ok(Some(outcome))`, `Ok(None)` when the job went quiet (its turn was cancelled),
+/// or the engine's error before the turn.
+async fn run_engine(
+    ctx: &Ctx,
+    job: &Job,
+    engine: &Engine,
+    out: &Out,
+    command: EngineCommand,
+) -> Result<Option<TurnOutcome>, JobError> {
+    let id = job.session_id.clone();
+    let mut events = engine.subscribe();
+    let ctl = ctl_subject(&id).map_err(RemoteError::from)?;
+    let mut control =
+        ctx.remote.client().subscribe(ctl).await.map_err(|e| {
+            RemoteError::nats("cannot subscribe to the session's control subject", e)
+        })?;
+    let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
+    engine.execute(command, Replies::channel(tx));
+    let side = Replies::new(|reply| {
+        match reply {
+            EngineReply::Failed { error, .. } => tracing::warn!("worker: control: {error}"),
+            EngineReply::NotSent { error, .. } => tracing::warn!("worker: control: {error}"),
+            _ => {}
+        }
+        true
+    });
+    let mut cancelled = false;
+    let ended = loop {
+        tokio::select! {
+            biased;
+            () = out.stale.cancelled(), if !cancelled => {
+                cancelled = true;
+                engine.execute(EngineCommand::Cancel { session_id: id.clone() }, side.clone());
+            }
+            reply = replies.recv() => match reply {
+                Some(EngineReply::TurnFinished(outcome)) if outcome.session_id == id => {
+                    break Ok(outcome);
+                }
+                Some(EngineReply::Failed { error, .. }) => break Err(error),
+                Some(_) => {}
+                None => {
+                    break Err(EngineError::TaskFailed {
+                        what: "the job's turn",
+                        message: "the engine ran no turn (nothing to continue)".into(),
+                    });
+                }
+            },
+            Some(event) = events.recv() => {
+                if event.session_id == id && !forward(out, &event).await {
+                    out.lose();
+                }
+            }
+            Some(message) = control.next() => {
+                match serde_json::from_slice::<Control>(&message.payload) {
+                    Ok(control) => engine.execute(command_of(&id, control), side.clone()),
+                    Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
+                }
+            }
+        }
+    };
+    drain(&mut events, &id, out).await;
+    if out.stale.is_cancelled() {
+        return Ok(None);
+    }
+    Ok(Some(ended?))
+}
+
+/// Publishes the events still queued after the turn's reply (they were published on
+/// the bus before it).
+async fn drain(events: &mut UnboundedReceiver<Arc<Event>>, id: &str, out: &Out) {
+    while let Ok(event) = events.try_recv() {
+        if event.session_id == id && !forward(out, &event).await {
+            out.lose();
+        }
+    }
+}
+
+/// Sends one event; `false` when the root cannot be reached (the job must go quiet).
+async fn forward(out: &Out, event: &Event) -> bool {
+    let msg = WorkerMsg::Event {
+        event: Box::new(event.clone()),
+    };
+    match out.send(&msg).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!("worker: {e}; stopping the job");
+            false
+        }
+    }
+}
+
+/// The engine command a root's control message asks for.
+fn command_of(id: &crate::session::SessionId, control: Control) -> EngineCommand {
+    let session_id = id.clone();
+    match control {
+        Control::Approval {
+            tool_call_id,
+            decision,
+        } => EngineCommand::ResolveApproval {
+            session_id,
+            tool_call_id: tool_call_id.into(),
+            decision: decision.into(),
+        },
+        Control::Steer { text } => EngineCommand::Steer { session_id, text },
+        Control::Queue { text } => EngineCommand::Queue {
+            session_id,
+            text,
+            position: None,
+        },
+        Control::Cancel => EngineCommand::Cancel { session_id },
+    }
+}
+
+/// Runs `work` (git, store files) on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, JobError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| JobError::Setup(format!("a blocking step failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::wire::{WireDecision, WireScope};
+    use crate::session::protocol::{AllowScope, ApprovalDecision};
+
+    #[test]
+    fn control_messages_become_the_matching_engine_commands() {
+        let id = crate::session::SessionId::from("a-b_c");
+        assert_eq!(
+            command_of(
+                &id,
+                Control::Approval {
+                    tool_call_id: "call-1".into(),
+                    decision: WireDecision::Allow(WireScope::Once),
+                }
+            ),
+            EngineCommand::ResolveApproval {
+                session_id: id.clone(),
+                tool_call_id: "call-1".into(),
+                decision: ApprovalDecision::Allow {
+                    scope: AllowScope::Once
+                },
+            }
+        );
+        assert_eq!(
+            command_of(&id, Control::Steer { text: "go".into() }),
+            EngineCommand::Steer {
+                session_id: id.clone(),
+                text: "go".into()
+            }
+        );
+        assert_eq!(
+            command_of(
+                &id,
+                Control::Queue {
+                    text: "next".into()
+                }
+            ),
+            EngineCommand::Queue {
+                session_id: id.clone(),
+                text: "next".into(),
+                position: None
+            }
+        );
+        assert_eq!(
+            command_of(&id, Control::Cancel),
+            EngineCommand::Cancel {
+                session_id: id.clone()
+            }
+        );
+    }
+
+    #[test]
+    fn job_errors_say_what_to_do() {
+        assert_eq!(
+            JobError::Version { got: 9 }.to_string(),
+            "job version 9 is not supported by this worker (version 1); upgrade one side"
+        );
+    }
+}

@@ -1,0 +1,377 @@
+//! `arbor worker`: runs remote sub-sessions' turns taken from NATS JetStream (issue 27
+//! scope 1, 3–5; the lead's design "Worker side").
+//!
+//! Owns: the worker process — its identity ([`RanOn`]: `w-<8 hex>`, host, pid),
+//! connecting with backoff (said through [`Voice`]), making sure the streams, buckets
+//! and its pool's durable pull consumer exist, fetching one job per free slot,
+//! presence in `arbor_workers` (refreshed every 5 s with how many jobs it runs), and
+//! stopping (Ctrl-C: no new jobs, running ones cancelled and handed back). Each job
+//! (`job`) runs in a detached worktree of its base commit (`files`) over a scratch
+//! store of its session (`scratch`), publishing through `out`.
+//!
+//! Does not own: building an engine (the caller's [`Factory`]: `cli` loads the
+//! worker's own config, provider keys, MCP servers and sandbox, with the job's
+//! `approvals:` rules), the wire types, connection, lease and payloads (`remote`), or
+//! any turn logic: every job drives an [`Engine`] with `EngineCommand`s, as `arbor
+//! run` does.
+//!
+//! Layer: a front end above `engine`, beside `acp`; `cli` starts it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use async_nats::jetstream::{kv, object_store::ObjectStore};
+use futures::StreamExt;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::approvals::Rules;
+use crate::engine::Engine;
+use crate::paths::Paths;
+use crate::remote::wire::{PRESENCE_REFRESH_SECS, RanOn, WorkerInfo, now_ms};
+use crate::remote::{Remote, RemoteAuth, RemoteError};
+
+pub mod files;
+mod job;
+mod out;
+pub mod scratch;
+
+pub use job::JobError;
+
+/// What a job's engine is built from: the worker's paths with `cwd` set to the job's
+/// working directory (its worktree; the session's scratch store is
+/// `paths.sessions_dir()`), and the job's `approvals:` rules, which replace the
+/// worker config's (the policy stays at the root).
+#[derive(Debug, Clone)]
+pub struct JobSetup {
+    pub paths: Paths,
+    pub approvals: Rules,
+}
+
+/// Builds the engine of one job: a runtime over the worker's config with
+/// [`JobSetup`], interactive approvals (answered by the root through `Control`).
+/// Errors: why no runtime could be built, sent to the root as `Failed`.
+pub type Factory =
+    Arc<dyn Fn(JobSetup) -> Result<Engine, Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
+
+/// Where the worker says things a person reads: `out` the start line (stdout), `err`
+/// connection retries and problems (stderr).
+#[derive(Clone)]
+pub struct Voice {
+    pub out: Arc<dyn Fn(&str) + Send + Sync>,
+    pub err: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// `arbor worker`'s options.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The NATS server (`nats://host:4222`; several comma-separated).
+    pub nats_url: String,
+    /// Credentials file / CA certificate for the connection.
+    pub auth: RemoteAuth,
+    /// The pool whose jobs it takes (`arbor.jobs.<pool>`).
+    pub pool: String,
+    /// Jobs it runs at once (at least 1).
+    pub slots: u32,
+    /// The worker's clone of the project's repository (worktrees of job commits are
+    /// cut from it).
+    pub repo: PathBuf,
+    /// How long a job may go without a progress ack before JetStream redelivers it;
+    /// the worker renews every third of it.
+    pub ack_wait: Duration,
+    /// The worker's own paths (config, Amplifier home, state).
+    pub paths: Paths,
+    /// Where job directories (worktrees) go; removed per job.
+    pub scratch: PathBuf,
+}
+
+/// Why the worker stopped with an error (a connection that never comes up is retried,
+/// not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Creating the streams, buckets or the pool's consumer failed.
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+}
+
+/// What every job of this worker shares.
+pub(crate) struct Ctx {
+    remote: Remote,
+    leases: kv::Store,
+    payloads: ObjectStore,
+    ran_on: RanOn,
+    factory: Factory,
+    base_paths: Paths,
+    repo: PathBuf,
+    ack_wait: Duration,
+    scratch: PathBuf,
+    /// Cancelled when the worker stops: running jobs go quiet and are handed back.
+    stopping: CancellationToken,
+}
+
+/// This process's identity: `w-` and 8 random hex digits, the host name, the pid.
+pub fn identity() -> RanOn {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    RanOn {
+        worker: format!("w-{}", id.get(..8).unwrap_or(&id)),
+        host: hostname(),
+        pid: std::process::id(),
+    }
+}
+
+/// The machine's host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`),
+/// else `unknown`.
+pub fn hostname() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .chain(std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .find(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`.
+pub fn start_line(ran_on: &RanOn, options: &WorkerOptions) -> String {
+    format!(
+        "worker {} on {} pid {}: pool {}, {} slot{}, nats {}",
+        ran_on.worker,
+        ran_on.host,
+        ran_on.pid,
+        options.pool,
+        options.slots,
+        if options.slots == 1 { "" } else { "s" },
+        options.nats_url
+    )
+}
+
+/// `cannot reach NATS at <url>; retrying in <n> s: <why>`.
+pub fn retry_line(url: &str, error: &RemoteError, delay: Duration) -> String {
+    let reason = match error {
+        RemoteError::Connect { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    format!(
+        "cannot reach NATS at {url}; retrying in {} s: {reason}",
+        format_secs(delay)
+    )
+}
+
+fn format_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if (s - s.round()).abs() < 1e-9 {
+        format!("{}", s.round())
+    } else {
+        format!("{s:.1}")
+    }
+}
+
+/// Runs the worker until `stop` is cancelled: connects (retrying with backoff, each
+/// failure said on `voice.err`), ensures the streams, buckets and the pool's consumer,
+/// says the start line on `voice.out`, then takes jobs — one per free slot — and runs
+/// each with an engine from `factory`. At `stop` it takes no more jobs, cancels the
+/// running ones (handed back to the queue), removes its presence entry and returns.
+///
+/// Errors: [`WorkerError::Remote`] when the streams, buckets or consumer cannot be
+/// created (JetStream disabled, incompatible existing settings).
+pub async fn serve(
+    options: WorkerOptions,
+    factory: Factory,
+    voice: Voice,
+    stop: CancellationToken,
+) -> Result<(), WorkerError> {
+    let ran_on = identity();
+    let slots = options.slots.max(1);
+    let url = options.nats_url.clone();
+    let client_name = format!("arbor worker {}", ran_on.worker);
+    let connecting = Remote::connect_retrying(&url, &client_name, &options.auth, |e, delay| {
+        (voice.err)(&retry_line(&url, e, delay))
+    });
+    let remote = tokio::select! {
+        remote = connecting => remote,
+        () = stop.cancelled() => return Ok(()),
+    };
+    remote.ensure().await?;
+    let consumer = remote.ensure_pool(&options.pool, options.ack_wait).await?;
+    let leases = remote.leases().await?;
+    let workers = remote.workers().await?;
+    let payloads = remote.payloads().await?;
+    let shown = WorkerOptions {
+        slots,
+        ..options.clone()
+    };
+    (voice.out)(&start_line(&ran_on, &shown));
+    let ctx = Arc::new(Ctx {
+        remote,
+        leases,
+        payloads,
+        ran_on: ran_on.clone(),
+        factory,
+        base_paths: options.paths.clone(),
+        repo: options.repo.clone(),
+        ack_wait: options.ack_wait,
+        scratch: options.scratch.clone(),
+        stopping: stop.clone(),
+    });
+    let busy = Arc::new(AtomicU32::new(0));
+    let presence = tokio::spawn(presence(
+        workers.clone(),
+        WorkerInfo {
+            ran_on: ran_on.clone(),
+            pool: options.pool.clone(),
+            slots,
+            busy: 0,
+            started_ms: now_ms(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        busy.clone(),
+    ));
+    let free = Arc::new(Semaphore::new(slots as usize));
+    let mut jobs = tokio::task::JoinSet::new();
+    let mut failing = false;
+    loop {
+        let first = tokio::select! {
+            permit = free.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = stop.cancelled() => break,
+        };
+        let mut permits = vec![first];
+        while let Ok(more) = free.clone().try_acquire_owned() {
+            permits.push(more);
+        }
+        let fetched = consumer
+            .fetch()
+            .max_messages(permits.len())
+            .expires(Duration::from_secs(5))
+            .messages()
+            .await;
+        let mut batch = match fetched {
+            Ok(batch) => batch,
+            Err(e) => {
+                if !failing {
+                    (voice.err)(&format!(
+                        "cannot fetch jobs from NATS at {url}: {e}; retrying"
+                    ));
+                }
+                failing = true;
+                drop(permits);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    () = stop.cancelled() => break,
+                }
+            }
+        };
+        loop {
+            let next = tokio::select! {
+                next = batch.next() => next,
+                () = stop.cancelled() => None,
+            };
+            let Some(message) = next else { break };
+            let message = match message {
+                Ok(message) => message,
+                Err(e) => {
+                    tracing::debug!("worker: fetch: {e}");
+                    continue;
+                }
+            };
+            failing = false;
+            let Some(permit) = permits.pop() else {
+                // More than asked for: leave it for redelivery.
+                let _ = message
+                    .ack_with(async_nats::jetstream::AckKind::Nak(None))
+                    .await;
+                continue;
+            };
+            let (ctx, busy) = (ctx.clone(), busy.clone());
+            jobs.spawn(async move {
+                busy.fetch_add(1, Ordering::SeqCst);
+                job::run(ctx, message).await;
+                busy.fetch_sub(1, Ordering::SeqCst);
+                drop(permit);
+            });
+        }
+        while jobs.try_join_next().is_some() {}
+    }
+    // Stopping: running jobs see `stop` (their turns are cancelled, the jobs handed
+    // back); wait for them to end.
+    while jobs.join_next().await.is_some() {}
+    presence.abort();
+    if let Err(e) = workers.delete(&ran_on.worker).await {
+        tracing::debug!("worker: removing presence: {e}");
+    }
+    Ok(())
+}
+
+/// Refreshes this worker's presence entry every [`PRESENCE_REFRESH_SECS`] with how
+/// many jobs it runs now, until aborted.
+async fn presence(workers: kv::Store, mut info: WorkerInfo, busy: Arc<AtomicU32>) {
+    let key = info.ran_on.worker.clone();
+    loop {
+        info.busy = busy.load(Ordering::SeqCst);
+        match serde_json::to_vec(&info) {
+            Ok(value) => {
+                if let Err(e) = workers.put(&key, value.into()).await {
+                    tracing::warn!("worker: presence: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("worker: presence: {e}"),
+        }
+        tokio::time::sleep(Duration::from_secs(PRESENCE_REFRESH_SECS)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_are_unique_and_well_formed() {
+        let a = identity();
+        let b = identity();
+        assert_ne!(a.worker, b.worker);
+        assert_eq!(a.worker.len(), 10);
+        assert!(a.worker.starts_with("w-"));
+        assert!(a.worker[2..].bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(a.pid, std::process::id());
+        assert!(!a.host.is_empty());
+    }
+
+    #[test]
+    fn lines_say_who_where_and_how_long() {
+        let ran_on = RanOn {
+            worker: "w-0000beef".into(),
+            host: "box".into(),
+            pid: 42,
+        };
+        let options = WorkerOptions {
+            nats_url: "nats://127.0.0.1:4222".into(),
+            auth: RemoteAuth::default(),
+            pool: "default".into(),
+            slots: 2,
+            repo: ".".into(),
+            ack_wait: Duration::from_secs(30),
+            paths: Paths::from_env_map(&|_| None, ".".into()),
+            scratch: ".".into(),
+        };
+        assert_eq!(
+            start_line(&ran_on, &options),
+            "worker w-0000beef on box pid 42: pool default, 2 slots, nats nats://127.0.0.1:4222"
+        );
+        let e = RemoteError::Connect {
+            url: "nats://x:1".into(),
+            reason: "connection refused".into(),
+        };
+        assert_eq!(
+            retry_line("nats://x:1", &e, Duration::from_secs(2)),
+            "cannot reach NATS at nats://x:1; retrying in 2 s: connection refused"
+        );
+        assert_eq!(
+            retry_line("nats://x:1", &e, Duration::from_millis(500)),
+            "cannot reach NATS at nats://x:1; retrying in 0.5 s: connection refused"
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! A job's session on the worker: the root's metadata and transcript written into a
+//! scratch store the worker's engine resumes from, and the metadata sent back.
+//!
+//! Owns: the metadata the worker runs the session with ([`for_worker`]: its working
+//! directory moved into the job's directory, the root's worktree record dropped, the
+//! plan's write paths moved with it — [`remap_write_paths`] — and the status a
+//! redelivered run continues from), writing it into the scratch store
+//! ([`materialise`]), the metadata sent back in `Done` ([`for_root`]: the root's own
+//! paths and worktree record put back), whether a redelivered run resumes or starts
+//! ([`resumes`]), and removing the store's project directory ([`StoreGuard`]). Does not
+//! own: the worktree (`files`), running the engine (`job`).
+//!
+//! Where the store is: `$AMPLIFIER_HOME/projects/<slug of the job's working
+//! directory>/sessions` — the worker's real Amplifier home (so the sandbox keeps
+//! hiding its key files) under a project directory that only this job uses, removed
+//! after the job.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::isolation::worktree::KEY as WORKTREE_KEY;
+use crate::isolation::{Repo, WorktreeRecord};
+use crate::remote::wire::RanOn;
+use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
+
+/// The metadata the worker's engine runs the job's session with: the root's `metadata`
+/// with `working_dir` set to `work_dir`, the root's worktree record removed (its paths
+/// are the root's; the worker's worktree is its own), `config` taken from `plan` when
+/// the root's metadata has none, its tools' write paths moved from the root's worktree
+/// to `work_top` (see [`remap_write_paths`]; `git_paths` are the worker repository's
+/// entries git needs), and the status `Interrupted` for a redelivered run (`resume`),
+/// else `Idle`.
+pub fn for_worker(
+    metadata: &Metadata,
+    plan: &Value,
+    (work_dir, work_top): (&Path, Option<&Path>),
+    git_paths: &[PathBuf],
+    resume: bool,
+) -> Metadata {
+    let mut out = metadata.clone();
+    let record = WorktreeRecord::of(&out.extra);
+    out.extra.shift_remove(WORKTREE_KEY);
+    out.working_dir = Some(work_dir.display().to_string());
+    let mut config = out.config.take().unwrap_or_else(|| plan.clone());
+    if let Some(top) = work_top {
+        remap_write_paths(&mut config, record.as_ref(), top, git_paths);
+    }
+    out.config = Some(config);
+    out.status = if resume {
+        SessionStatus::Interrupted
+    } else {
+        SessionStatus::Idle
+    };
+    out
+}
+
+/// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` (a mount
+/// plan's JSON) from the root's worktree to the worker's: an absolute path inside the
+/// root's worktree (`record.path`) moves to the same place under `work_top`; one inside
+/// the root's repository (`record.repo`, its `.git` entries) is dropped — the worker's
+/// repository has its own, `git_paths`, added instead. Relative paths and other
+/// absolute ones are kept. With no `record` (the root ran it without a worktree) only
+/// `git_paths` are added. An entry without the key gets `["."]` plus `git_paths`,
+/// as `engine::isolate` confines a child's plan.
+pub fn remap_write_paths(
+    plan: &mut Value,
+    record: Option<&WorktreeRecord>,
+    work_top: &Path,
+    git_paths: &[PathBuf],
+) {
+    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for entry in tools.iter_mut() {
+        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
+            continue;
+        }
+        let Some(obj) = entry.as_object_mut() else {
+            continue;
+        };
+        let config = obj.entry("config").or_insert_with(|| json!({}));
+        if !config.is_object() {
+            *config = json!({});
+        }
+        let current: Vec<String> = config
+            .get("allowed_write_paths")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![".".to_string()]);
+        let mut paths: Vec<String> = current
+            .into_iter()
+            .filter_map(|p| {
+                let path = Path::new(&p);
+                let Some(record) = record else {
+                    return Some(p);
+                };
+                if let Ok(rel) = path.strip_prefix(&record.path) {
+                    let moved = if rel.as_os_str().is_empty() {
+                        work_top.to_path_buf()
+                    } else {
+                        work_top.join(rel)
+                    };
+                    return Some(moved.display().to_string());
+                }
+                if path.starts_with(&record.repo) {
+                    return None;
+                }
+                Some(p)
+            })
+            .collect();
+        for git in git_paths {
+            let git = git.display().to_string();
+            if !paths.contains(&git) {
+                paths.push(git);
+            }
+        }
+        config["allowed_write_paths"] = json!(paths);
+    }
+}
+
+/// The directories git must write for a commit in the worktree at `top` (its own
+/// entry in the main `.git`, and the shared `objects`, `refs`, `logs`), as
+/// `WorktreeRecord::git_write_paths` gives them at the root; empty outside git.
+pub fn git_write_paths(top: &Path) -> Vec<PathBuf> {
+    let Ok(repo) = Repo::discover(top) else {
+        return Vec::new();
+    };
+    let mut out = vec![repo.git_dir.clone()];
+    for sub in ["objects", "refs", "logs"] {
+        out.push(repo.common_dir.join(sub));
+    }
+    out
+}
+
+/// The metadata sent back in `Done`: the worker's `after` (turns, usage, status,
+/// files changed, …) with the root's `working_dir` and worktree record from `root`
+/// put back, and `ran_on` recorded.
+pub fn for_root(after: &Metadata, root: &Metadata, ran_on: &RanOn) -> Metadata {
+    let mut out = after.clone();
+    out.session_id = root.session_id.clone();
+    out.parent_id = root.parent_id.clone();
+    out.working_dir = root.working_dir.clone();
+    out.config = root.config.clone().or(out.config);
+    match root.extra.get(WORKTREE_KEY) {
+        Some(record) => {
+            out.extra.insert(WORKTREE_KEY.into(), record.clone());
+        }
+        None => {
+            out.extra.shift_remove(WORKTREE_KEY);
+        }
+    }
+    ran_on.store(&mut out);
+    out
+}
+
+/// Whether a redelivered run resumes rather than starts: the root's transcript as it
+/// is now (`synced`) holds a user message after the `before` messages the job carried
+/// (the run's instruction was appended before the previous worker stopped). Then the
+/// engine's crash repair continues it; otherwise the instruction is submitted.
+pub fn resumes(before: usize, synced: &[Message]) -> bool {
+    synced
+        .get(before..)
+        .is_some_and(|run| run.iter().any(|m| matches!(m, Message::User(_))))
+}
+
+/// The answer of a redelivered run that had already ended when its worker stopped:
+/// the run resumes (see [`resumes`]) and the root's transcript ends with an assistant
+/// message that calls no tool and is not a kept partial (`metadata.partial`). Then the
+/// worker reports that answer instead of continuing the session, which would send
+/// `Continue.` and run a turn the root never asked for.
+pub fn answered(before: usize, synced: &[Message]) -> Option<String> {
+    if !resumes(before, synced) {
+        return None;
+    }
+    match synced.last() {
+        Some(Message::Assistant(m))
+            if m.tool_calls.is_empty()
+                && m.metadata
+                    .as_ref()
+                    .and_then(|meta| meta.get("partial"))
+                    .and_then(|v| v.as_bool())
+                    != Some(true) =>
+        {
+            Some(m.text())
+        }
+        _ => None,
+    }
+}
+
+/// Writes the session `metadata` with `transcript` into `store` (created, every
+/// message appended, synced, its lock released), ready for the engine to resume.
+///
+/// Errors: the store cannot be written (`StoreError`).
+pub fn materialise(
+    store: &SessionStore,
+    metadata: &Metadata,
+    transcript: &[Message],
+) -> Result<(), StoreError> {
+    let mut writer = store.create(metadata)?;
+    for message in transcript {
+        writer.append_message(message)?;
+    }
+    writer.sync()?;
+    Ok(())
+}
+
+/// Removes a job's project directory of the worker's Amplifier home
+/// (`projects/<slug>`, the parent of its scratch store) when dropped.
+#[derive(Debug)]
+pub struct StoreGuard {
+    project_dir: PathBuf,
+}
+
+impl StoreGuard {
+    /// Guards the project directory holding `sessions_dir`.
+    pub fn new(sessions_dir: &Path) -> Self {
+        Self {
+            project_dir: sessions_dir
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| sessions_dir.to_path_buf()),
+        }
+    }
+}
+
+impl Drop for StoreGuard {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.project_dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(
+                "worker: cannot remove the job's store {}: {e}",
+                self.project_dir.display()
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isolation::worktree::State;
+
+    fn record() -> WorktreeRecord {
+        WorktreeRecord {
+            path: "/root/state/worktrees/proj/abcd".into(),
+            branch: "arbor/abcd".into(),
+            base: "c0ffee".into(),
+            repo: "/root/proj".into(),
+            subdir: "sub".into(),
+            state: State::Active,
+        }
+    }
+
+    #[test]
+    fn write_paths_move_into_the_workers_worktree_and_root_git_entries_are_replaced() {
+        let mut plan = json!({"tools": [
+            {"module": "tool-filesystem", "config": {"allowed_write_paths": [
+                "/root/state/worktrees/proj/abcd/sub",
+                "/root/proj/.git/worktrees/abcd",
+                "/root/proj/.git/objects",
+                "notes",
+                "/elsewhere"
+            ]}},
+            {"module": "tool-bash", "config": {}},
+            {"module": "tool-filesystem"}
+        ]});
+        let git = vec![PathBuf::from("/w/repo/.git/worktrees/job")];
+        remap_write_paths(&mut plan, Some(&record()), Path::new("/w/job/work"), &git);
+        assert_eq!(
+            plan["tools"][0]["config"]["allowed_write_paths"],
+            json!([
+                "/w/job/work/sub",
+                "notes",
+                "/elsewhere",
+                "/w/repo/.git/worktrees/job"
+            ])
+        );
+        assert_eq!(plan["tools"][1]["config"], json!({}), "bash left alone");
+        assert_eq!(
+            plan["tools"][2]["config"]["allowed_write_paths"],
+            json!([".", "/w/repo/.git/worktrees/job"])
+        );
+    }
+
+    #[test]
+    fn the_worker_runs_in_its_own_directory_and_the_root_gets_its_own_back() {
+        let mut root = Metadata {
+            session_id: "p-c_explorer".into(),
+            working_dir: Some("/root/state/worktrees/proj/abcd/sub".into()),
+            status: SessionStatus::Running,
+            config: Some(json!({"tools": [{"module": "tool-filesystem", "config": {
+                "allowed_write_paths": ["/root/state/worktrees/proj/abcd"]}}]})),
+            ..Default::default()
+        };
+        root.extra.insert(WORKTREE_KEY.into(), record().to_value());
+        let worker = for_worker(
+            &root,
+            &Value::Null,
+            (Path::new("/w/job/work/sub"), Some(Path::new("/w/job/work"))),
+            &[],
+            false,
+        );
+        assert_eq!(worker.working_dir.as_deref(), Some("/w/job/work/sub"));
+        assert!(!worker.extra.contains_key(WORKTREE_KEY));
+        assert_eq!(worker.status, SessionStatus::Idle);
+        assert_eq!(
+            worker.config.as_ref().unwrap()["tools"][0]["config"]["allowed_write_paths"],
+            json!(["/w/job/work"])
+        );
+        let resumed = for_worker(&root, &Value::Null, (Path::new("/w"), None), &[], true);
+        assert_eq!(resumed.status, SessionStatus::Interrupted);
+
+        let mut after = worker.clone();
+        after.turn_count = 1;
+        after.status = SessionStatus::Completed;
+        let ran_on = RanOn {
+            worker: "w-00000001".into(),
+            host: "h".into(),
+            pid: 9,
+        };
+        let back = for_root(&after, &root, &ran_on);
+        assert_eq!(back.working_dir, root.working_dir);
+        assert_eq!(back.extra[WORKTREE_KEY], record().to_value());
+        assert_eq!(back.config, root.config);
+        assert_eq!(back.turn_count, 1);
+        assert_eq!(back.status, SessionStatus::Completed);
+        assert_eq!(RanOn::of(&back), Some(ran_on));
+    }
+
+    #[test]
+    fn a_plan_is_the_config_when_the_roots_metadata_has_none() {
+        let plan = json!({"tools": []});
+        let m = for_worker(
+            &Metadata::default(),
+            &plan,
+            (Path::new("/w"), None),
+            &[],
+            false,
+        );
+        assert_eq!(m.config, Some(plan));
+    }
+
+    #[test]
+    fn a_redelivered_run_resumes_only_when_its_instruction_reached_the_store() {
+        let before = vec![Message::user("first run")];
+        assert!(!resumes(1, &before), "nothing of this run yet");
+        let mut synced = before.clone();
+        synced.push(Message::user("this run"));
+        assert!(resumes(1, &synced));
+        assert!(
+            !resumes(5, &synced),
+            "a shorter store than the job never resumes"
+        );
+    }
+
+    #[test]
+    fn a_redelivered_run_that_had_answered_reports_that_answer() {
+        let answer = |text: &str, meta: Option<Value>| {
+            let mut v = json!({"role": "assistant", "content": text});
+            if let Some(meta) = meta {
+                v["metadata"] = meta;
+            }
+            serde_json::from_value::<Message>(v).unwrap()
+        };
+        let run = vec![Message::user("do it"), answer("done", None)];
+        assert_eq!(answered(0, &run).as_deref(), Some("done"));
+        let partial = vec![
+            Message::user("do it"),
+            answer("half", Some(json!({"partial": true}))),
+        ];
+        assert_eq!(answered(0, &partial), None, "a kept partial is no answer");
+        assert_eq!(answered(0, &run[..1]), None, "no answer yet");
+        assert_eq!(answered(2, &run), None, "not this run's");
+    }
+
+    #[test]
+    fn materialised_sessions_load_back_and_the_guard_removes_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("projects").join("slug").join("sessions");
+        let store = SessionStore::new(&sessions);
+        let metadata = Metadata {
+            session_id: "0123456789abcdef-fedcba9876543210_explorer".into(),
+            parent_id: Some("0123456789abcdef".into()),
+            config: Some(json!({})),
+            ..Default::default()
+        };
+        let transcript = vec![Message::user("hello")];
+        materialise(&store, &metadata, &transcript).unwrap();
+        let loaded = store.load(&metadata.session_id).unwrap();
+        assert_eq!(loaded.transcript.len(), 1);
+        assert_eq!(loaded.transcript[0].text(), "hello");
+        drop(StoreGuard::new(&sessions));
+        assert!(!dir.path().join("projects").join("slug").exists());
+        assert!(dir.path().join("projects").exists());
+    }
+}
