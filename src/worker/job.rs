@@ -292,6 +292,26 @@ async fn execute(
     let before = job.transcript.clone().unpack(&ctx.payloads).await?;
     let (root_meta, transcript, resume) = if attempt > 1 {
         let (metadata, synced) = sync(ctx, &session).await?;
+        if let Some(response) = scratch::answered(before.len(), &synced) {
+            // The previous worker finished the run but its Done never reached the
+            // root: report the stored answer, run nothing. (A writing run's changes
+            // went with that worker's worktree.)
+            if job.files.as_ref().is_some_and(|f| f.writes) {
+                tracing::warn!(
+                    session,
+                    "worker: the previous worker's changes of this run are lost with it"
+                );
+            }
+            return Ok(Some(WorkerMsg::Done {
+                run: job.run,
+                status: crate::session::SessionStatus::Completed,
+                response,
+                turn_count: u64::from(metadata.turn_count),
+                error: None,
+                metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
+                changes: None,
+            }));
+        }
         let resume = scratch::resumes(before.len(), &synced);
         (metadata, synced, resume)
     } else {

@@ -169,6 +169,30 @@ pub fn resumes(before: usize, synced: &[Message]) -> bool {
         .is_some_and(|run| run.iter().any(|m| matches!(m, Message::User(_))))
 }
 
+/// The answer of a redelivered run that had already ended when its worker stopped:
+/// the run resumes (see [`resumes`]) and the root's transcript ends with an assistant
+/// message that calls no tool and is not a kept partial (`metadata.partial`). Then the
+/// worker reports that answer instead of continuing the session, which would send
+/// `Continue.` and run a turn the root never asked for.
+pub fn answered(before: usize, synced: &[Message]) -> Option<String> {
+    if !resumes(before, synced) {
+        return None;
+    }
+    match synced.last() {
+        Some(Message::Assistant(m))
+            if m.tool_calls.is_empty()
+                && m.metadata
+                    .as_ref()
+                    .and_then(|meta| meta.get("partial"))
+                    .and_then(|v| v.as_bool())
+                    != Some(true) =>
+        {
+            Some(m.text())
+        }
+        _ => None,
+    }
+}
+
 /// Writes the session `metadata` with `transcript` into `store` (created, every
 /// message appended, synced, its lock released), ready for the engine to resume.
 ///
@@ -334,6 +358,26 @@ mod tests {
             !resumes(5, &synced),
             "a shorter store than the job never resumes"
         );
+    }
+
+    #[test]
+    fn a_redelivered_run_that_had_answered_reports_that_answer() {
+        let answer = |text: &str, meta: Option<Value>| {
+            let mut v = json!({"role": "assistant", "content": text});
+            if let Some(meta) = meta {
+                v["metadata"] = meta;
+            }
+            serde_json::from_value::<Message>(v).unwrap()
+        };
+        let run = vec![Message::user("do it"), answer("done", None)];
+        assert_eq!(answered(0, &run).as_deref(), Some("done"));
+        let partial = vec![
+            Message::user("do it"),
+            answer("half", Some(json!({"partial": true}))),
+        ];
+        assert_eq!(answered(0, &partial), None, "a kept partial is no answer");
+        assert_eq!(answered(0, &run[..1]), None, "no answer yet");
+        assert_eq!(answered(2, &run), None, "not this run's");
     }
 
     #[test]

@@ -78,6 +78,7 @@ mod tui_handoff;
 mod tui_mentions;
 mod usage;
 mod web;
+mod worker;
 
 /// The modules share one process, so a test that changed process-wide state would
 /// break others at random. `std::env::set_var` is `unsafe` (edition 2024) and unsafe

@@ -513,3 +513,194 @@ fn nats_unreachable_fails_the_child_naming_the_url_and_never_runs_it_here() {
     let events = std::fs::read_to_string(child.join("events.jsonl")).unwrap();
     assert!(events.contains(url), "{events}");
 }
+
+/// The next control on `ctl` (waits up to 20 s).
+async fn next_control(ctl: &mut async_nats::Subscriber) -> wire::Control {
+    let message = tokio::time::timeout(Duration::from_secs(20), ctl.next())
+        .await
+        .expect("no control within 20 s")
+        .unwrap();
+    serde_json::from_slice(&message.payload).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_worker() {
+    use arbor::config::remote::{RemoteAgents, RemoteConfig};
+    use arbor::engine::ApprovalMode;
+    use arbor::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
+    use support::fixture::{Fixture, HELPER, delegating, plan};
+
+    let nats = Nats::start(14402);
+    let mut fixture = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "do it"}),
+            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
+        ),
+    );
+    fixture.config.remote = Some(RemoteConfig {
+        nats_url: nats.url.clone(),
+        pool: "rt4".into(),
+        agents: RemoteAgents::All,
+        ack_wait: Duration::from_secs(5),
+    });
+    let runtime = fixture.runtime_mode(ApprovalMode::Interactive);
+    let root = runtime.create_root(None).unwrap();
+    let turn = {
+        let (runtime, root) = (runtime.clone(), root.clone());
+        tokio::spawn(async move { runtime.run_turn(&root, "go".into()).await })
+    };
+    let worker = HandWorker::connect(&nats.url, 5).await;
+    let (job, message) = worker.take_job("rt4").await;
+    let child = job.session_id.to_string();
+    let mut ctl = worker
+        .remote
+        .client()
+        .subscribe(wire::ctl_subject(&child).unwrap())
+        .await
+        .unwrap();
+    worker.remote.client().flush().await.unwrap();
+    assert!(runtime.is_remote(&child));
+    // A steer while the job waits in the queue is held until a worker starts it.
+    assert_eq!(
+        runtime
+            .steer(&child, "before the start".into())
+            .await
+            .unwrap(),
+        None
+    );
+    let epoch = worker.lease(&child).await.epoch();
+    worker.started(&job, epoch, 1).await;
+    // (A worker listens for controls once its engine publishes its first event.)
+    worker
+        .event(&job, epoch, EngineEvent::status(SessionStatus::Running))
+        .await;
+    assert_eq!(
+        next_control(&mut ctl).await,
+        wire::Control::Steer {
+            text: "before the start".into()
+        }
+    );
+
+    // The worker's gate asks; the person answers at the root; the answer travels.
+    worker
+        .event(
+            &job,
+            epoch,
+            EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+                tool_call_id: "c1".into(),
+                tool_name: "bash".into(),
+                agent: "helper".into(),
+                summary: "cargo test".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    until("the approval registered at the root", || {
+        runtime.approvals().waiting_in(&child) == 1
+    })
+    .await;
+    runtime
+        .resolve_approval(
+            &child,
+            "c1",
+            ApprovalDecision::Allow {
+                scope: AllowScope::Once,
+            },
+        )
+        .unwrap();
+    let wire::Control::Approval {
+        tool_call_id,
+        decision,
+    } = next_control(&mut ctl).await
+    else {
+        panic!("not an approval");
+    };
+    assert_eq!(tool_call_id, "c1");
+    assert_eq!(
+        ApprovalDecision::from(decision),
+        ApprovalDecision::Allow {
+            scope: AllowScope::Once
+        }
+    );
+
+    // Steer and queue go to the worker, not into the root's inbox.
+    assert_eq!(
+        runtime
+            .steer(&child, "use the fast path".into())
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        next_control(&mut ctl).await,
+        wire::Control::Steer {
+            text: "use the fast path".into()
+        }
+    );
+    assert_eq!(
+        runtime
+            .queue(&child, "then tidy up".into(), None)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        next_control(&mut ctl).await,
+        wire::Control::Queue {
+            text: "then tidy up".into()
+        }
+    );
+
+    // Cancelling the root (an ancestor) reaches the remote child's worker.
+    runtime.cancel(&root);
+    assert_eq!(next_control(&mut ctl).await, wire::Control::Cancel);
+    let mut metadata = job.metadata.clone();
+    metadata.status = SessionStatus::Cancelled;
+    let done = WorkerMsg::Done {
+        run: job.run,
+        status: SessionStatus::Cancelled,
+        response: String::new(),
+        turn_count: 1,
+        error: None,
+        metadata: Box::new(metadata),
+        changes: None,
+    };
+    worker.send(&child, epoch, &done).await;
+    message.ack_with(AckKind::Ack).await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, SessionStatus::Cancelled);
+    assert!(!runtime.is_remote(&child));
+    assert_eq!(fixture.metadata(&child)["status"], "cancelled");
+    assert_eq!(runtime.refused_remote_writes(), 0);
+
+    // A turn a person starts in the remote child goes to a worker too (run 2).
+    let again = {
+        let (runtime, child) = (runtime.clone(), child.clone());
+        tokio::spawn(async move { runtime.run_turn(&child, "once more".into()).await })
+    };
+    let (job, message) = worker.take_job("rt4").await;
+    assert_eq!((job.run, job.instruction.as_str()), (2, "once more"));
+    let epoch = worker.lease(&child).await.epoch();
+    assert_eq!(epoch, 2, "the same session's lease, taken again");
+    worker.started(&job, epoch, 1).await;
+    worker.done(&job, epoch, "done again", None).await;
+    message.ack_with(AckKind::Ack).await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), again)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, SessionStatus::Completed);
+    assert_eq!(outcome.response, "done again");
+    let requests = fixture.provider.requests();
+    assert!(
+        requests.iter().all(|r| !r.system.contains(HELPER)),
+        "the helper ran locally"
+    );
+}

@@ -45,6 +45,8 @@ pub(crate) struct Applier<'a> {
     waiting: Vec<String>,
     /// The holder applied last.
     holder: Option<RanOn>,
+    /// Whether an event of that holder was applied since its `Started`.
+    heard: bool,
 }
 
 impl<'a> Applier<'a> {
@@ -64,6 +66,7 @@ impl<'a> Applier<'a> {
             streamed: String::new(),
             waiting: Vec::new(),
             holder: None,
+            heard: false,
         }
     }
 
@@ -75,6 +78,13 @@ impl<'a> Applier<'a> {
     /// The worker applied last, if any.
     pub fn holder(&self) -> Option<&RanOn> {
         self.holder.as_ref()
+    }
+
+    /// Whether the current holder listens on the session's control subject: it sent
+    /// an event since its `Started` (a worker subscribes to controls after `Started`,
+    /// before its engine publishes anything).
+    pub fn listening(&self) -> bool {
+        self.holder.is_some() && self.heard
     }
 
     /// `Started` of `worker`: a holder before it lost its lease (the session is marked
@@ -90,6 +100,7 @@ impl<'a> Applier<'a> {
         );
         self.child.update_metadata(|m| worker.store(m));
         self.holder = Some(worker);
+        self.heard = false;
     }
 
     /// The previous holder lost its lease (a new holder started, or asked for the
@@ -100,6 +111,7 @@ impl<'a> Applier<'a> {
         let Some(lost) = self.holder.take() else {
             return;
         };
+        self.heard = false;
         tracing::warn!(
             session = %self.child.id, worker = %lost.worker,
             "remote sub-session: the worker lost its lease; marked interrupted"
@@ -123,6 +135,7 @@ impl<'a> Applier<'a> {
     /// worker's loading of its scratch copy (`session:start`, `session:resume`,
     /// `session:rebuilt`, `provider:endpoint_changed`) are not applied.
     pub fn event(&mut self, event: Event) {
+        self.heard = true;
         if event.session_id != self.child.id {
             tracing::debug!(
                 session = %self.child.id, other = %event.session_id,

@@ -42,9 +42,11 @@ use crate::session::{Metadata, SessionStatus};
 /// `run` of its next job is one more.
 const RUNS_KEY: &str = "remote_runs";
 
-/// How long after a `Control::Cancel` the root waits for the worker's `Done` beyond
-/// the ack wait, before it ends the run as cancelled on its own.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
+/// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
+/// final transcript and metadata) before it ends the run as cancelled on its own:
+/// under the 5 s a cancelled turn gives its tool calls (`calls::CANCEL_GRACE`), so a
+/// parent's cancel still records the child's answer.
+const CANCEL_WAIT: Duration = Duration::from_secs(4);
 
 /// Runs `child`'s next turn on a worker of `placement`'s pool with `instruction`
 /// (the parent's context already folded in), under a child token of `parent`.
@@ -242,6 +244,9 @@ impl Link {
     ) -> TurnOutcome {
         let mut fence = Fence::default();
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
+        // Controls that came while no worker listened on the control subject (before
+        // the holder's first event): sent once one does.
+        let mut held_back: Vec<Control> = Vec::new();
         loop {
             let deadline = cancel_deadline;
             tokio::select! {
@@ -250,21 +255,28 @@ impl Link {
                     if applier.holder().is_none() && self.withdraw_job().await {
                         return applier.ended_without_answer(SessionStatus::Cancelled, None);
                     }
-                    cancel_deadline = Some(
-                        tokio::time::Instant::now() + self.placement.ack_wait + CANCEL_GRACE,
-                    );
+                    cancel_deadline = Some(tokio::time::Instant::now() + CANCEL_WAIT);
                 }
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let error = "the worker did not answer the cancel".to_string();
                     return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
                 }
-                Some(forward) = rx.recv() => self.control(control_of(forward)).await,
+                Some(forward) = rx.recv() => {
+                    let control = control_of(forward);
+                    if applier.listening() {
+                        self.control(control).await;
+                    } else {
+                        held_back.push(control);
+                    }
+                }
                 Some(request) = sync.next() => self.answer_sync(applier, request).await,
                 message = out.next() => {
                     let message = match message {
                         Some(Ok(message)) => message,
                         Some(Err(e)) => {
+                            // The ordered consumer recreates itself; do not spin meanwhile.
                             tracing::warn!(session = %self.session, "reading the out stream: {e}");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
                             continue;
                         }
                         None => {
@@ -275,8 +287,18 @@ impl Link {
                             return applier.ended_without_answer(SessionStatus::Failed, Some(error));
                         }
                     };
+                    let listened = applier.listening();
                     if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
                         return outcome;
+                    }
+                    // A (new) holder listens now: it hears what it missed.
+                    if !listened && applier.listening() {
+                        for control in held_back.drain(..) {
+                            self.control(control).await;
+                        }
+                        if cancel_deadline.is_some() {
+                            self.control(Control::Cancel).await;
+                        }
                     }
                 }
             }
