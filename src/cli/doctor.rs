@@ -5,11 +5,13 @@
 //! comes from, whether it answers), a local Ollama probe, the routing matrix in use
 //! (and why a configured one is not), price-table warnings, agent-file problems, and
 //! (`doctor_checks`) the bundle, the keymap and the themes, and the MCP servers with
-//! their tools (`doctor_mcp`).
+//! their tools (`doctor_mcp`), the sandbox (`doctor_sandbox`), and the NATS server,
+//! job consumer and workers of remote sub-sessions (`doctor_nats`).
 //! Exit code 1 when something needs fixing (no usable provider, an unreachable
 //! provider, an invalid config — a bad `approvals:` entry included — or agent file,
 //! an unreadable trust store, a bundle module arbor cannot run or agents with no
-//! delegation tool, an unusable keymap or theme, an MCP server that does not start).
+//! delegation tool, an unusable keymap or theme, an MCP server that does not start,
+//! an unusable `remote:` or its NATS server unreachable or without JetStream).
 
 use std::time::Duration;
 
@@ -150,6 +152,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     problems += super::doctor_checks::keymap_and_themes(&ctx)?;
     problems += super::doctor_mcp::report(&ctx).await?;
     problems += super::doctor_sandbox::report(&ctx).await?;
+    problems += super::doctor_nats::report(&ctx).await?;
     if problems == 0 {
         outln!("ok        no problems found")?;
         Ok(0)

@@ -17,6 +17,7 @@ pub mod doctor;
 mod doctor_checks;
 mod doctor_config;
 pub mod doctor_mcp;
+mod doctor_nats;
 pub mod doctor_sandbox;
 pub mod logging;
 pub mod models;

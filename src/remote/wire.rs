@@ -143,6 +143,20 @@ impl RanOn {
     }
 }
 
+/// This machine's host name, as [`RanOn::host`] spells it: the first non-empty of
+/// `/proc/sys/kernel/hostname`, `/etc/hostname` and `$HOSTNAME` (trimmed), else
+/// `unknown`. The TUI compares it with a session's `ran_on.host` (a worker on this
+/// machine is named by its id instead).
+pub fn hostname() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .chain(std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .find(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// One run of one sub-session, published by the root on [`job_subject`] of its pool
 /// with the NATS message id `<session>-<run>` (JetStream drops a duplicate publish).
 /// The sub-session already exists in the root's store: creation, limits and budgets

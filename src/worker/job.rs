@@ -124,7 +124,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
     };
     let out = match Out::new(
         ctx.remote.js().clone(),
-        &session,
+        (&session, job.run),
         held.epoch(),
         &ctx.ran_on.worker,
     ) {

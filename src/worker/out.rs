@@ -2,8 +2,8 @@
 //! each with the lease's epoch and the worker's id as headers, published in order and
 //! each awaited until the stream acknowledged it.
 //!
-//! Owns: [`Out`] — the headers, a message id per message (`<session token>-e<epoch>-
-//! <n>`, so a publish retried after a lost acknowledgement is dropped by the stream's
+//! Owns: [`Out`] — the headers, a message id per message (`<session token>-r<run>-
+//! e<epoch>-<n>`, so a publish retried after a lost acknowledgement is dropped by the stream's
 //! duplicate window instead of stored twice), retrying a failed publish, and going
 //! quiet for good once the lease is lost (`stale`). Does not own: what is sent (`job`),
 //! the root's fence (`engine::remote`).
@@ -48,19 +48,19 @@ pub enum Sent {
 }
 
 impl Out {
-    /// The channel of `session` under `epoch`, sent by `worker`.
+    /// The channel of run `run` of `session` under `epoch`, sent by `worker`.
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
         js: jetstream::Context,
-        session: &str,
+        (session, run): (&str, u64),
         epoch: u64,
         worker: &str,
     ) -> Result<Self, RemoteError> {
         Ok(Self {
             js,
             subject: out_subject(session)?,
-            id_prefix: format!("{}-e{epoch}", token(session)?),
+            id_prefix: format!("{}-r{run}-e{epoch}", token(session)?),
             epoch,
             worker: worker.to_string(),
             sent: AtomicU64::new(0),

@@ -27,6 +27,7 @@ mod crash_loop;
 mod delegation;
 mod diff_cli;
 mod doctor;
+mod doctor_nats;
 mod engine;
 mod engine_approvals;
 mod engine_budgets;

@@ -21,6 +21,7 @@ use crate::tui::views::status::model_part;
 impl App {
     pub(super) fn on_engine_event(&mut self, event: &Event) {
         self.tree.apply(event);
+        self.list_for_placement();
         self.inflight.apply(event);
         if let Some(unqueued) = self.pending.apply(event) {
             self.on_unqueued(unqueued);
@@ -134,11 +135,20 @@ impl App {
         }
     }
 
+    /// Lists the sessions when the tree asks to learn a sub-session's `ran_on` (a
+    /// remote sub-session started on a worker; issue 27).
+    fn list_for_placement(&mut self) {
+        if self.tree.take_listing_request() {
+            self.send(crate::session::EngineCommand::ListSessions);
+        }
+    }
+
     pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, UiError>) {
         match result {
             Ok(list) => {
                 self.tree.refresh_marks(&list);
                 self.tree.load(&list);
+                self.list_for_placement();
                 self.apply_seen(&list);
                 if std::mem::take(&mut self.launch.continue_last) {
                     match self.tree.latest_root().map(str::to_string) {

@@ -261,6 +261,7 @@ impl App {
             dirty: true,
             areas: Areas::default(),
         };
+        app.tree.set_local_host(crate::remote::wire::hostname());
         app.refresh_placeholder();
         app.send(EngineCommand::ListSessions);
         match options.open_session {

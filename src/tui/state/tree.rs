@@ -21,9 +21,11 @@
 mod files;
 mod isolation;
 mod needs_you;
+mod ran_on;
 mod rows;
 mod usage;
 
+pub use ran_on::place_long;
 pub use usage::Spend;
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +33,7 @@ use std::collections::{HashMap, HashSet};
 use jiff::Timestamp;
 
 use crate::config::budget::BudgetState;
+use crate::remote::RanOn;
 use crate::session::metadata::{FileChange, record_file_change};
 use crate::session::protocol::{
     OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent,
@@ -94,6 +97,9 @@ pub struct Node {
     /// How full the session's context is (metadata `context`, then `context:usage`
     /// and `context:compaction`); `None` before its first model call.
     pub context: Option<ContextMeter>,
+    /// Where a remote sub-session runs or ran (metadata `ran_on`, issue 27); `None`
+    /// for a session run here.
+    pub ran_on: Option<RanOn>,
 }
 
 impl Node {
@@ -122,6 +128,7 @@ impl Node {
             branch: None,
             fork: None,
             context: None,
+            ran_on: None,
         }
     }
 
@@ -195,6 +202,10 @@ pub struct SessionTree {
     waiting: HashMap<SessionId, usize>,
     /// The selected session.
     pub selected: Option<String>,
+    /// This machine's host name (`ran_on`: a worker here is named by its id).
+    local_host: Option<String>,
+    /// Listings asked for to learn sub-sessions' `ran_on` (see `ran_on`).
+    listing: ran_on::Listing,
 }
 
 impl SessionTree {
@@ -281,6 +292,7 @@ impl SessionTree {
             node.todo = stored_todo(m).or(node.todo);
             (node.branch, node.fork) = isolation::mark(m);
             node.context = m.context.as_ref().map(ContextMeter::from_stored);
+            node.ran_on = RanOn::of(m);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
@@ -333,6 +345,7 @@ impl SessionTree {
         if let Some(context) = &m.context {
             node.context = Some(ContextMeter::from_stored(context));
         }
+        node.ran_on = RanOn::of(m).or(node.ran_on.take());
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.
@@ -451,6 +464,17 @@ impl SessionTree {
         match &event.msg {
             EngineEvent::SessionStatus(SessionStatusEvent { status })
             | EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent { status, .. }) => {
+                // A sub-session leaving the queue (or taken over after an interruption)
+                // may have started on a worker: list to learn its `ran_on`.
+                if node.parent.is_some()
+                    && *status == SessionStatus::Running
+                    && matches!(
+                        node.status,
+                        SessionStatus::Queued | SessionStatus::Interrupted
+                    )
+                {
+                    self.listing.wanted = true;
+                }
                 set_status(node, *status, ts);
             }
             EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),

@@ -2,7 +2,9 @@
 //! `Thread::layout`), a header with session id, agent (`helpdesk › billing` when a
 //! transfer handed the session to another agent of its tree) and status, a selection
 //! gutter. A sub-session's header says `sub-session #…`; a fork's reads like a root's
-//! with `fork of #<short parent> @<turn>` (a fork is a root for depth and limits).
+//! with `fork of #<short parent> @<turn>` (a fork is a root for depth and limits). A
+//! remote sub-session's header ends with where it runs: `on build-1 (worker
+//! w-1a2b3c4d, pid 4242)` (issue 27).
 
 use jiff::Timestamp;
 use ratatui::buffer::Buffer;
@@ -15,7 +17,7 @@ use super::tree::status_glyph;
 use crate::session::SessionStatus;
 use crate::session::ids::short_id;
 use crate::tui::state::thread::Thread;
-use crate::tui::state::tree::SessionTree;
+use crate::tui::state::tree::{SessionTree, place_long};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{RLine, wrap};
 
@@ -80,7 +82,7 @@ impl ChatView<'_> {
             (Some(_), None) => ("sub-session ", String::new()),
             (None, _) => ("", String::new()),
         };
-        Line::from(vec![
+        let mut line = Line::from(vec![
             Span::styled(format!(" {kind}#{}{fork} · {agent} · ", short_id(id)), head),
             Span::styled(
                 format!(
@@ -90,7 +92,12 @@ impl ChatView<'_> {
                 ),
                 self.theme.style(slot),
             ),
-        ])
+        ]);
+        if let Some(r) = node.and_then(|n| n.ran_on.as_ref()) {
+            line.spans
+                .push(Span::styled(format!("· {} ", place_long(r)), head));
+        }
+        line
     }
 
     fn empty_hint(&self, thread: Option<&Thread>) -> &'static str {

@@ -31,6 +31,8 @@ mod isolation_tests;
 #[cfg(test)]
 mod mcp_tests;
 #[cfg(test)]
+mod ran_on_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod transfer_tests;

@@ -11,6 +11,9 @@
 //! `⚑` in the `tree.waiting` colour; a collapsed node with sessions below that need
 //! the person (`SessionTree::needs_you`: approvals, paused, failed, interrupted) shows
 //! `⚑N`.
+//! A remote sub-session (issue 27) shows where it runs after its label: `@build-1`, or
+//! the worker's id (`@w-1a2b3c4d`) when the worker runs on this machine; the footer
+//! spells it out (`on build-1 (worker w-1a2b3c4d, pid 4242)`).
 //! An unmerged worktree's mark (`⎇ arbor/1a2b3c4d unmerged`) ends the label and is
 //! never cut: the task and label yield first, then it shortens to `⎇ unmerged`, `⎇`.
 //! A root that names a parent it is not shown under (missing, itself, a cycle) carries
@@ -27,7 +30,7 @@ use ratatui::widgets::Widget;
 use super::{WAITING_GLYPH, pane_block, spinner};
 use crate::session::SessionStatus;
 use crate::tui::clock::{format_cost, format_elapsed, format_tokens};
-use crate::tui::state::tree::{Node, SessionTree, TreeRow};
+use crate::tui::state::tree::{Node, SessionTree, TreeRow, place_long};
 use crate::tui::theme::{Slot, Theme};
 use crate::tui::wrap::{truncate, width};
 
@@ -185,6 +188,11 @@ impl TreeView<'_> {
             node.label().to_string(),
             self.theme.style(Slot::Base),
         ));
+        // A remote sub-session says where it runs (issue 27), before its task so the
+        // task yields first.
+        if let Some(place) = node.place(self.tree.local_host()) {
+            left.spans.push(Span::styled(format!(" {place}"), meta));
+        }
         // A sub-session without a title says what it was asked to do.
         if let (None, Some(task)) = (&node.title, &node.task) {
             left.spans.push(Span::styled(format!(" · {task}"), meta));
@@ -304,24 +312,25 @@ impl Marked<'_> {
 }
 
 impl TreeView<'_> {
-    /// The selected session's model and routing, when known and there is room (the
-    /// pane keeps at least six rows for sessions).
+    /// The selected session's model and routing, when known, and where a remote
+    /// sub-session runs (`  on build-1 (worker w-1a2b3c4d, pid 4242)`), when there is
+    /// room (the pane keeps at least six rows for sessions).
     fn footer(&self, node: Option<&Node>, inner: Rect) -> Vec<Line<'static>> {
         let Some(node) = node else { return Vec::new() };
-        let Some(model) = &node.model else {
-            return Vec::new();
-        };
         let meta = self.theme.style(Slot::TreeMeta);
         let w = inner.width.saturating_sub(1);
-        let mut lines = vec![truncate(
-            &Line::from(Span::styled(format!("⚙ {model}"), meta)),
-            w,
-        )];
-        if let Some(via) = &node.model_via {
-            lines.push(truncate(
-                &Line::from(Span::styled(format!("  via {via}"), meta)),
-                w,
-            ));
+        let line = |text: String| truncate(&Line::from(Span::styled(text, meta)), w);
+        let mut lines = Vec::new();
+        if let Some(model) = &node.model {
+            lines.push(line(format!("⚙ {model}")));
+            if let Some(via) = &node.model_via {
+                lines.push(line(format!("  via {via}")));
+            }
+        }
+        if let Some(r) = &node.ran_on {
+            // Under the model's line, indented as `via`.
+            let indent = if lines.is_empty() { "" } else { "  " };
+            lines.push(line(format!("{indent}{}", place_long(r))));
         }
         if usize::from(inner.height) < lines.len() + 6 {
             return Vec::new();

@@ -20,16 +20,22 @@ pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
 }
 
 impl super::SessionTree {
-    /// Takes the isolation marks of every listed session the tree already has from
-    /// its stored metadata (`load` adds only new ones): a sub-session spawned in this
-    /// process learns its worktree's branch once its turn ended and was recorded,
-    /// and loses it once merged, discarded or removed clean.
+    /// Takes the isolation marks and `ran_on` of every listed session the tree
+    /// already has from its stored metadata (`load` adds only new ones): a sub-session
+    /// spawned in this process learns its worktree's branch once its turn ended and
+    /// was recorded, and loses it once merged, discarded or removed clean; a remote
+    /// one learns its worker once the root recorded it. Answers a listing request
+    /// (`take_listing_request`).
     pub fn refresh_marks(&mut self, listed: &[Metadata]) {
         for m in listed {
             if let Some(node) = self.nodes.get_mut(m.session_id.as_str()) {
                 (node.branch, node.fork) = mark(m);
+                if let Some(r) = crate::remote::RanOn::of(m) {
+                    node.ran_on = Some(r);
+                }
             }
         }
+        self.listing_answered();
     }
 
     /// Session `id`'s worktree was merged or discarded: its node loses its branch
