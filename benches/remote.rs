@@ -6,11 +6,13 @@
 //!
 //! Measured, each turn a new root session in a temp `AMPLIFIER_HOME`, turns started at
 //! random gaps (uniform 0–20 ms, seed printed):
-//! - dispatch latency, remote only: the job's publish → the worker's `Started`, both
-//!   seen by a core-NATS subscriber in this process (`arbor.jobs.>`, `arbor.out.>`), one
-//!   task call per turn, p50/p95;
-//! - spawn latency, both: task calls handed out by the stub → the child's first model
-//!   request at the stub (the same measure as `benches/spawn.rs`), p50/p95;
+//! - spawn latency, both, one task call per turn: task calls handed out by the stub →
+//!   the child's first model request at the stub (the same measure as
+//!   `benches/spawn.rs`), p50/p95; for remote children split at the job's publish and
+//!   the worker's `Started`, both seen by a core-NATS subscriber in this process
+//!   (`arbor.jobs.>`, `arbor.out.>`): root side, dispatch latency (publish → worker
+//!   `Started`: the worker's fetch, lease and first message), worker side (its job
+//!   setup up to the model request);
 //! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
 //!   from the task calls handed out to the root's request with all their results
 //!   (median of the turns).
@@ -47,7 +49,7 @@ const ROOT: &str = "You are root.";
 const LATENCY_TURNS: usize = 40;
 /// Sub-sessions per turn of the throughput measurement, and turns.
 const THROUGHPUT_TASKS: usize = 40;
-const THROUGHPUT_TURNS: usize = 5;
+const THROUGHPUT_TURNS: usize = 10;
 /// `arbor worker` processes of the remote runs.
 const WORKERS: usize = 2;
 /// The e2e helper's port range is 14600–14699; the bench takes the top.
@@ -93,7 +95,7 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(seed);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "\n| sub-sessions | where | turns | dispatch: publish → worker Started p50 / p95 | task calls out → child's first model request p50 / p95 |\n|---|---|---|---|---|"
+        "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker Started (dispatch) | Started → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
     let mut throughput = Vec::new();
     for remote in [false, true] {
@@ -106,15 +108,16 @@ fn main() {
         // Latency: one task call per turn.
         *tasks.lock().unwrap() = 1;
         run_turn(&tokio, &runtime); // warm-up: caches, first files, the consumer
-        let (mut spawn, mut dispatch) = (Vec::new(), Vec::new());
+        let mut spawn = Vec::new();
+        let [mut root_side, mut dispatch, mut worker_side] = [(); 3].map(|_| Vec::new());
         for _ in 0..LATENCY_TURNS {
             std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
             *clock.lock().unwrap() = Stamps::default();
             *wire.lock().unwrap() = Wire::default();
             run_turn(&tokio, &runtime);
             let stamps = clock.lock().unwrap();
-            let out = stamps.calls_out.unwrap();
-            spawn.push(ms(stamps.child_requests[0].duration_since(out)));
+            let (out, first) = (stamps.calls_out.unwrap(), stamps.child_requests[0]);
+            spawn.push(ms(first.duration_since(out)));
             if remote {
                 let wire = wire.lock().unwrap();
                 let (session, published) = wire.jobs.last().expect("a job published");
@@ -123,17 +126,25 @@ fn main() {
                     .iter()
                     .find(|(s, _)| s == session)
                     .expect("the job's Started");
+                root_side.push(ms(published.duration_since(out)));
                 dispatch.push(ms(started.duration_since(*published)));
+                worker_side.push(ms(first.duration_since(*started)));
             }
         }
-        let dispatch = if remote {
-            let (p50, p95) = stats::percentiles(&mut dispatch);
-            format!("{p50:.2} ms / {p95:.2} ms")
-        } else {
-            "–".to_string()
+        let cell = |samples: &mut Vec<f64>| {
+            if samples.is_empty() {
+                return "–".to_string();
+            }
+            let (p50, p95) = stats::percentiles(samples);
+            format!("{p50:.2} / {p95:.2} ms")
         };
-        let (p50, p95) = stats::percentiles(&mut spawn);
-        println!("| 1 | {place} | {LATENCY_TURNS} | {dispatch} | {p50:.2} ms / {p95:.2} ms |");
+        println!(
+            "| {place} | {LATENCY_TURNS} | {} | {} | {} | {} |",
+            cell(&mut spawn),
+            cell(&mut root_side),
+            cell(&mut dispatch),
+            cell(&mut worker_side)
+        );
 
         // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
         *tasks.lock().unwrap() = THROUGHPUT_TASKS;
