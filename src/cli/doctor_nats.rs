@@ -31,8 +31,10 @@ use crate::remote::{Remote, RemoteAuth};
 /// How long connecting, and then each query, may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The environment variable naming a NATS `.creds` file (as `arbor worker` reads it).
+/// The environment variables naming a NATS `.creds` file and an extra CA certificate
+/// (PEM), as the root's dispatch reads them (`engine::remote`).
 const CREDS_VAR: &str = "NATS_CREDS";
+const CA_VAR: &str = "NATS_CA";
 
 /// Prints the section; returns the number of problems: a NATS server that cannot be
 /// reached within 3 s (the line names the URL), a server without JetStream. No live worker in the pool, no consumer yet and frontmatter `remote: true`
@@ -58,9 +60,11 @@ pub async fn report(ctx: &Context) -> Result<usize> {
     outln!("remote    {}, pool {}", target.nats_url, target.pool)?;
     let auth = RemoteAuth {
         creds: (ctx.env)(CREDS_VAR)
-            .filter(|v| !v.is_empty())
+            .filter(|v| !v.trim().is_empty())
             .map(Into::into),
-        ca: None,
+        ca: (ctx.env)(CA_VAR)
+            .filter(|v| !v.trim().is_empty())
+            .map(Into::into),
     };
     let remote = match tokio::time::timeout(
         TIMEOUT,
@@ -95,13 +99,14 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         "  server  NATS {}, JetStream on, max payload {payload}",
         info.version
     )?;
-    jobs(&remote, &target.pool).await?;
+    jobs(&remote, &target.pool, target.ack_wait).await?;
     workers(&remote, &target.pool).await?;
     Ok(0)
 }
 
-/// The pool's consumer: jobs waiting for a worker and jobs taken but not acknowledged.
-async fn jobs(remote: &Remote, pool: &str) -> Result<()> {
+/// The pool's consumer: jobs waiting for a worker and jobs taken but not acknowledged;
+/// a warning when its ack wait (set by the workers) is not `ack_wait` (the config's).
+async fn jobs(remote: &Remote, pool: &str, ack_wait: Duration) -> Result<()> {
     let name = match consumer_name(pool) {
         Ok(name) => name,
         Err(e) => return Ok(outln!("  jobs    {e}")?),
@@ -121,15 +126,27 @@ async fn jobs(remote: &Remote, pool: &str) -> Result<()> {
         }
     };
     match tokio::time::timeout(TIMEOUT, stream.consumer_info(&name)).await {
-        Ok(Ok(info)) => outln!(
-            "  jobs    consumer {name}: {} waiting, {} taken (not acked yet){}",
-            info.num_pending,
-            info.num_ack_pending,
-            match info.num_redelivered {
-                0 => String::new(),
-                n => format!(", {n} redelivered"),
+        Ok(Ok(info)) => {
+            outln!(
+                "  jobs    consumer {name}: {} waiting, {} taken (not acked yet){}",
+                info.num_pending,
+                info.num_ack_pending,
+                match info.num_redelivered {
+                    0 => String::new(),
+                    n => format!(", {n} redelivered"),
+                }
+            )?;
+            // The workers set the consumer's ack wait (`--ack-wait`); the root waits that
+            // long for a cancelled run (`remote.ack_wait`): they should agree.
+            let theirs = info.config.ack_wait;
+            if theirs != ack_wait {
+                outln!(
+                    "  warning the pool's ack wait is {} s (the workers' --ack-wait) but remote.ack_wait is {} s: set them alike",
+                    theirs.as_secs(),
+                    ack_wait.as_secs()
+                )?;
             }
-        )?,
+        }
         Ok(Err(_)) => outln!(
             "  warning no consumer {name} yet: no worker has joined pool {pool} (`arbor worker --pool {pool}`)"
         )?,

@@ -3,8 +3,9 @@
 //!
 //! Owns: the flags, the worker's [`Factory`] — a runtime per job over this machine's
 //! config (provider keys, MCP servers, sandbox) and bundle, with the job's `approvals:`
-//! replacing the config's and interactive approvals (answered by the root) — the
-//! scratch directory of its jobs, and stopping on Ctrl-C / SIGTERM. Does not own: the
+//! replacing the config's and interactive approvals (answered by the root) — where
+//! its jobs' directories go (`worker/` in arbor's state directory), and stopping on
+//! Ctrl-C / SIGTERM. Does not own: the
 //! worker loop, leases or the wire (`worker`, `remote`).
 
 use std::path::PathBuf;
@@ -65,16 +66,18 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
         Some(path) => path.clone(),
         None => std::env::current_dir().wrap_err("cannot read the current directory")?,
     };
-    let repo = std::fs::canonicalize(&repo)
-        .wrap_err_with(|| format!("--repo {}: no such directory", repo.display()))?;
+    let repo =
+        std::fs::canonicalize(&repo).wrap_err_with(|| format!("--repo {}", repo.display()))?;
+    if crate::isolation::Repo::discover(&repo).is_err() {
+        super::out::warning(format!(
+            "{} is not a git repository: jobs that work on files will fail (start the worker in, or with --repo, a clone of the project)",
+            repo.display()
+        ));
+    }
     let mut ctx = Context::load(&options)?;
     if let Some(notice) = ctx.use_local_servers() {
         tracing::info!("{notice}");
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("arbor-worker-")
-        .tempdir()
-        .wrap_err("cannot create the worker's scratch directory")?;
     let slots = args.slots.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| u32::try_from(n.get()).unwrap_or(1))
@@ -91,7 +94,7 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
         repo,
         ack_wait: Duration::from_secs(args.ack_wait),
         paths: ctx.paths.clone(),
-        scratch: scratch.path().to_path_buf(),
+        scratch: ctx.paths.log_file.with_file_name("worker"),
     };
     let voice = Voice {
         out: Arc::new(|line: &str| {
@@ -104,7 +107,6 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));
     crate::worker::serve(worker_options, factory(ctx), voice, stop).await?;
-    drop(scratch);
     Ok(0)
 }
 

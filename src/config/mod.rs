@@ -8,7 +8,8 @@
 //! decides each tool call (`approvals`), the project trust store (`trust`), the paths
 //! no mention may read (`private`), MCP server configuration (`mcp`), the kernel
 //! sandbox's settings (`sandbox`), whether writing sub-sessions get a git worktree
-//! (`isolation`), the context limit and compaction settings (`context`), delegation
+//! (`isolation`), which sub-sessions run on `arbor worker`s (`remote`, issue 27), the
+//! context limit and compaction settings (`context`), delegation
 //! limits — the task tool's, which agent files may only tighten, and the config's
 //! tree-wide ones (`limits`) — and the YAML reader (`yaml`). Sits below `agent` (agent
 //! files and bundles are read into mount plans with it) and uses only `paths` and

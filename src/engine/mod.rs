@@ -7,14 +7,16 @@
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, steering a running turn and queueing turns after it, cancellation that
 //! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
-//! answer (`approvals`), and the delegation limits that bound a tree (`limits`). Does
-//! not own:
+//! answer (`approvals`), the delegation limits that bound a tree (`limits`), and the
+//! root side of sub-sessions run by `arbor worker`s through NATS (`remote`, issue 27).
+//! Does not own:
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
 //! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
 //! on a cycle): `handle` on top (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
-//! and a root's routing, above `spawn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
+//! and a root's routing, above `spawn`); `remote` (a remote child's run, below `spawn`
+//! and `runtime`, above `turn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
 //! fits each request to the context limit with `compact`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint

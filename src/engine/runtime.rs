@@ -32,7 +32,7 @@ use super::model_choice;
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
-use super::remote::{self, RemoteRuns};
+use super::remote::RemoteRuns;
 use super::root_plan;
 use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
 use super::stored_plan;
@@ -459,21 +459,6 @@ impl Runtime {
         let what = format!("the turn of session '{session_id}'");
         let turn = async {
             let live = self.live_or_resume(session_id)?;
-            // A sub-session its config puts on a worker runs there (issue 27) even
-            // when a person starts its turn; `Continue.` is then its instruction.
-            if live.parent_id.is_some()
-                && let Some(placement) = remote::placement_of(&self.turn_env, &live)
-            {
-                let instruction = match input {
-                    turn::Input::Prompt(prompt) => prompt,
-                    turn::Input::Continue | turn::Input::Inbox(_) => {
-                        turn::CONTINUE_PROMPT.to_string()
-                    }
-                };
-                let token = tokio_util::sync::CancellationToken::new();
-                let env = &self.turn_env;
-                return remote::run(env, &self.remote, live, instruction, &token, placement).await;
-            }
             turn::run_input(&self.turn_env, live, input, None).await
         };
         panics::catch(&what, turn)

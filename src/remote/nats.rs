@@ -13,9 +13,10 @@
 //! storage, a 2-minute duplicate window (a job republished with the same message id is
 //! dropped); [`OUT_STREAM`] limits retention, file storage, 7 days; the leases bucket
 //! keeps one revision per key; the workers bucket forgets an entry after
-//! [`PRESENCE_TTL_SECS`]; payloads live 7 days. One replica each: on a 3-node cluster
-//! raise `num_replicas` by editing the streams with the `nats` CLI (README "Running on
-//! more machines").
+//! [`PRESENCE_TTL_SECS`]; payloads live 7 days. One replica each when created: on a
+//! 3-node cluster raise them by editing the streams with the `nats` CLI (README
+//! "Running on more machines"); [`Remote::ensure`] keeps the replicas an existing
+//! stream or bucket has.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -81,7 +82,14 @@ impl Remote {
             .name(name)
             .connection_timeout(CONNECT_TIMEOUT)
             .max_reconnects(None);
-        let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(url))
+        // A cluster's servers, comma-separated: the client takes them as a list (one
+        // string with commas is one malformed URL to it).
+        let servers: Vec<&str> = url
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(servers))
             .await
             .map_err(|_| refused("timed out".into()))?
             .map_err(|e| refused(e.to_string()))?;
@@ -136,7 +144,8 @@ impl Remote {
     }
 
     /// Creates, or updates to arbor's settings, [`JOBS_STREAM`], [`OUT_STREAM`] and
-    /// the leases, workers and payloads buckets. Idempotent; root and workers both call
+    /// the leases, workers and payloads buckets, keeping the replicas an existing one
+    /// has (raised by an operator on a cluster). Idempotent; root and workers both call
     /// it before anything else.
     ///
     /// Errors: [`RemoteError::Nats`] naming the stream or bucket (JetStream disabled on
@@ -178,8 +187,9 @@ impl Remote {
         self.payloads().await.map(drop)
     }
 
-    async fn stream(&self, config: stream::Config) -> Result<(), RemoteError> {
+    async fn stream(&self, mut config: stream::Config) -> Result<(), RemoteError> {
         let name = config.name.clone();
+        config.num_replicas = self.replicas_of(&name).await;
         self.js
             .create_or_update_stream(config)
             .await
@@ -187,12 +197,23 @@ impl Remote {
             .map_err(|e| RemoteError::nats(format!("cannot create stream {name}"), e))
     }
 
-    async fn bucket(&self, config: kv::Config) -> Result<kv::Store, RemoteError> {
+    async fn bucket(&self, mut config: kv::Config) -> Result<kv::Store, RemoteError> {
         let name = config.bucket.clone();
+        config.num_replicas = self.replicas_of(&format!("KV_{name}")).await;
         self.js
             .create_or_update_key_value(config)
             .await
             .map_err(|e| RemoteError::nats(format!("cannot create bucket {name}"), e))
+    }
+
+    /// The replicas stream `name` has now, so an update keeps them (an operator raises
+    /// them on a cluster, README "Running on more machines"); 0 (the server's default,
+    /// one) when it does not exist yet or cannot be read.
+    async fn replicas_of(&self, name: &str) -> usize {
+        match self.js.get_stream(name).await {
+            Ok(stream) => stream.cached_info().config.num_replicas,
+            Err(_) => 0,
+        }
     }
 
     /// Creates, or updates, the durable pull consumer of `pool` on [`JOBS_STREAM`]:

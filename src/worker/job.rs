@@ -140,6 +140,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
         run = job.run,
         epoch = held.epoch(),
         attempt,
+        dispatch_ms = crate::remote::wire::now_ms().saturating_sub(job.dispatched_at_ms),
         "worker: job taken"
     );
     let beat = tokio::spawn(heartbeat(ctx.clone(), msg.clone(), held, out.clone()));

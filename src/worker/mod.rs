@@ -35,6 +35,7 @@ use crate::remote::{Remote, RemoteAuth, RemoteError};
 
 pub mod files;
 mod job;
+pub mod leftover;
 mod out;
 pub mod scratch;
 
@@ -46,7 +47,9 @@ pub use job::JobError;
 /// worker config's (the policy stays at the root).
 #[derive(Debug, Clone)]
 pub struct JobSetup {
+    /// The worker's paths with `cwd` = the job's working directory.
     pub paths: Paths,
+    /// The root's `approvals:` rules, replacing the worker config's.
     pub approvals: Rules,
 }
 
@@ -60,7 +63,9 @@ pub type Factory =
 /// connection retries and problems (stderr).
 #[derive(Clone)]
 pub struct Voice {
+    /// Says a line on stdout (the start line).
     pub out: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Says a line on stderr (retries, fetch problems).
     pub err: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
@@ -83,7 +88,9 @@ pub struct WorkerOptions {
     pub ack_wait: Duration,
     /// The worker's own paths (config, Amplifier home, state).
     pub paths: Paths,
-    /// Where job directories (worktrees) go; removed per job.
+    /// The workers' directory (`worker/` in arbor's state directory): this worker's
+    /// own directory is made inside it (its jobs' worktrees, removed per job and at
+    /// exit), and what stopped workers left there is removed at start (`leftover`).
     pub scratch: PathBuf,
 }
 
@@ -94,6 +101,12 @@ pub enum WorkerError {
     /// Creating the streams, buckets or the pool's consumer failed.
     #[error(transparent)]
     Remote(#[from] RemoteError),
+    /// The worker's own directory could not be made.
+    #[error("cannot create the worker's directory {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// What every job of this worker shares.
@@ -184,6 +197,12 @@ pub async fn serve(
 ) -> Result<(), WorkerError> {
     let ran_on = identity();
     let slots = options.slots.max(1);
+    leftover::sweep(&options.scratch, &options.paths, &options.repo);
+    let own =
+        leftover::claim(&options.scratch, &ran_on.worker).map_err(|source| WorkerError::Dir {
+            path: options.scratch.join(&ran_on.worker),
+            source,
+        })?;
     let url = options.nats_url.clone();
     let client_name = format!("arbor worker {}", ran_on.worker);
     let connecting = Remote::connect_retrying(&url, &client_name, &options.auth, |e, delay| {
@@ -212,11 +231,12 @@ pub async fn serve(
         base_paths: options.paths.clone(),
         repo: options.repo.clone(),
         ack_wait: options.ack_wait,
-        scratch: options.scratch.clone(),
+        scratch: own.dir.clone(),
         stopping: stop.clone(),
     });
     let busy = Arc::new(AtomicU32::new(0));
     let presence = tokio::spawn(presence(
+        (voice.clone(), url.clone()),
         workers.clone(),
         WorkerInfo {
             ran_on: ran_on.clone(),
@@ -303,21 +323,40 @@ pub async fn serve(
     if let Err(e) = workers.delete(&ran_on.worker).await {
         tracing::debug!("worker: removing presence: {e}");
     }
+    drop(ctx);
+    drop(own);
     Ok(())
 }
 
 /// Refreshes this worker's presence entry every [`PRESENCE_REFRESH_SECS`] with how
-/// many jobs it runs now, until aborted.
-async fn presence(workers: kv::Store, mut info: WorkerInfo, busy: Arc<AtomicU32>) {
+/// many jobs it runs now, until aborted. A refresh that fails says once on stderr that
+/// the server at `url` is lost (the client reconnects by itself), and the first one
+/// that works again says it is back.
+async fn presence(
+    (voice, url): (Voice, String),
+    workers: kv::Store,
+    mut info: WorkerInfo,
+    busy: Arc<AtomicU32>,
+) {
     let key = info.ran_on.worker.clone();
+    let mut down = false;
     loop {
         info.busy = busy.load(Ordering::SeqCst);
         match serde_json::to_vec(&info) {
-            Ok(value) => {
-                if let Err(e) = workers.put(&key, value.into()).await {
-                    tracing::warn!("worker: presence: {e}");
+            Ok(value) => match workers.put(&key, value.into()).await {
+                Ok(_) if down => {
+                    down = false;
+                    (voice.err)(&format!("reconnected to NATS at {url}"));
                 }
-            }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!("worker: presence: {e}");
+                    if !down {
+                        down = true;
+                        (voice.err)(&format!("lost NATS at {url} ({e}); reconnecting"));
+                    }
+                }
+            },
             Err(e) => tracing::warn!("worker: presence: {e}"),
         }
         tokio::time::sleep(Duration::from_secs(PRESENCE_REFRESH_SECS)).await;

@@ -114,7 +114,22 @@ async fn doctor_reports_the_server_the_pools_jobs_and_its_live_workers() {
         "{out}"
     );
     assert!(!out.contains("w-0000cafe"), "{out}");
+    assert!(!out.contains("ack wait"), "{out}");
     assert!(out.contains("no problems found"), "{out}");
+
+    // Workers started with another --ack-wait than the root's remote.ack_wait.
+    remote
+        .ensure_pool("gpu", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let (ok, out) = tokio::task::block_in_place(|| doctor(&env, &provider, &config));
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(
+            "the pool's ack wait is 5 s (the workers' --ack-wait) but remote.ack_wait is 30 s"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -158,4 +173,26 @@ fn frontmatter_remote_without_remote_config_is_a_warning() {
         ),
         "{out}"
     );
+}
+
+#[test]
+fn a_comma_separated_server_list_reaches_the_live_one() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let provider = provider();
+    let env = TestEnv::new();
+    let list = format!("nats://127.0.0.1:{dead}, {}", nats.url);
+    let (ok, out) = doctor(
+        &env,
+        &provider,
+        &format!("remote:\n  nats_url: \"{list}\"\n"),
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("server  NATS 2.15.1, JetStream on"), "{out}");
 }

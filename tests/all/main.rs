@@ -53,6 +53,7 @@ mod limits;
 mod mcp;
 mod mcp_cli;
 mod models_cli;
+mod nats_cluster;
 mod plan_roundtrip;
 mod project_instructions;
 mod provider_errors;

@@ -426,10 +426,18 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     .await;
 
     // The first worker freezes; its job is redelivered to a second, which takes the
-    // lease over and asks the root for the session as stored.
+    // lease over, says it started, and asks the root for the session as stored.
     let second = HandWorker::connect(&nats.url, 2).await;
     let two = second.lease(&session).await.epoch();
     assert_eq!(two, one + 1);
+    let mut ctl = second
+        .remote
+        .client()
+        .subscribe(wire::ctl_subject(&session).unwrap())
+        .await
+        .unwrap();
+    second.remote.client().flush().await.unwrap();
+    second.started(&job, two, 2).await;
     let reply = second
         .remote
         .client()
@@ -445,7 +453,22 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     };
     let texts: Vec<String> = transcript.iter().map(Message::text).collect();
     assert_eq!(texts, ["Look around", "half an ans"], "the partial is kept");
-    second.started(&job, two, 2).await;
+    // The new holder is heard: the root (headless, --yes) answers its approval.
+    second
+        .event(
+            &job,
+            two,
+            EngineEvent::ApprovalRequired(arbor::session::protocol::ApprovalRequiredEvent {
+                tool_call_id: "c7".into(),
+                tool_name: "bash".into(),
+                ..Default::default()
+            }),
+        )
+        .await;
+    let wire::Control::Approval { tool_call_id, .. } = next_control(&mut ctl).await else {
+        panic!("not an approval");
+    };
+    assert_eq!(tool_call_id, "c7");
     // The first worker wakes up and writes with its old epoch: refused.
     first
         .event(&job, one, EngineEvent::appended(assistant("LATE WRITE")))
@@ -679,28 +702,85 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
     assert_eq!(fixture.metadata(&child)["status"], "cancelled");
     assert_eq!(runtime.refused_remote_writes(), 0);
 
-    // A turn a person starts in the remote child goes to a worker too (run 2).
-    let again = {
-        let (runtime, child) = (runtime.clone(), child.clone());
-        tokio::spawn(async move { runtime.run_turn(&child, "once more".into()).await })
+    let requests = fixture.provider.requests();
+    assert!(
+        requests.iter().all(|r| !r.system.contains(HELPER)),
+        "the helper ran locally"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
+    use arbor::config::remote::{RemoteAgents, RemoteConfig};
+    use support::fixture::{Fixture, HELPER, delegating, plan};
+
+    let nats = Nats::start(14403);
+    let mut fixture = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "do it"}),
+            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
+        ),
+    );
+    fixture.config.remote = Some(RemoteConfig {
+        nats_url: nats.url.clone(),
+        pool: "rt6".into(),
+        agents: RemoteAgents::All,
+        ack_wait: Duration::from_secs(5),
+    });
+    let runtime = fixture.runtime();
+    let root = runtime.create_root(None).unwrap();
+    let turn = {
+        let (runtime, root) = (runtime.clone(), root.clone());
+        tokio::spawn(async move { runtime.run_turn(&root, "go".into()).await })
     };
-    let (job, message) = worker.take_job("rt4").await;
-    assert_eq!((job.run, job.instruction.as_str()), (2, "once more"));
-    let epoch = worker.lease(&child).await.epoch();
-    assert_eq!(epoch, 2, "the same session's lease, taken again");
-    worker.started(&job, epoch, 1).await;
-    worker.done(&job, epoch, "done again", None).await;
-    message.ack_with(AckKind::Ack).await.unwrap();
-    let outcome = tokio::time::timeout(Duration::from_secs(30), again)
+    let watcher = HandWorker::connect(&nats.url, 6).await;
+    let mut jobs = watcher
+        .remote
+        .js()
+        .get_stream(wire::JOBS_STREAM)
+        .await
+        .unwrap();
+    let subject = wire::job_subject("rt6").unwrap();
+    let queued = || async {
+        // `info` is cached per handle: ask the server each time.
+        let mut jobs = watcher
+            .remote
+            .js()
+            .get_stream(wire::JOBS_STREAM)
+            .await
+            .unwrap();
+        jobs.info().await.unwrap().state.messages
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while queued().await == 0 {
+        assert!(Instant::now() < deadline, "no job was queued on {subject}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let child = runtime
+        .live_session_ids()
+        .into_iter()
+        .find(|id| id.ends_with("_helper"))
+        .unwrap()
+        .to_string();
+    assert!(runtime.is_remote(&child));
+    runtime.cancel(&root);
+    let outcome = tokio::time::timeout(Duration::from_secs(20), turn)
         .await
         .unwrap()
         .unwrap()
         .unwrap();
-    assert_eq!(outcome.status, SessionStatus::Completed);
-    assert_eq!(outcome.response, "done again");
-    let requests = fixture.provider.requests();
+    assert_eq!(outcome.status, SessionStatus::Cancelled);
+    assert_eq!(fixture.metadata(&child)["status"], "cancelled");
+    assert_eq!(queued().await, 0, "the work queue ends empty");
+    assert_eq!(jobs.info().await.unwrap().state.messages, 0);
     assert!(
-        requests.iter().all(|r| !r.system.contains(HELPER)),
+        fixture
+            .provider
+            .requests()
+            .iter()
+            .all(|r| !r.system.contains(HELPER)),
         "the helper ran locally"
     );
 }

@@ -36,6 +36,7 @@ mod mentions;
 mod model;
 mod needs_you;
 mod palette;
+mod ran_on;
 mod recover;
 mod steer;
 mod tail_first;

@@ -4,283 +4,26 @@
 //! bumps the session's lease as another worker would — while the real binary runs the
 //! job with a loopback OpenAI-compatible stub configured in the WORKER's config.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use arbor::config::MountPlan;
 use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
 use arbor::remote::wire::{
-    Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, JobFiles, LEASES_BUCKET, Lease,
-    OUT_STREAM, RanOn, SyncReply, WORKER_HEADER, WireDecision, WireScope, ctl_subject, job_subject,
-    out_subject, sync_subject, token,
+    Control, JobFiles, LEASES_BUCKET, Lease, RanOn, SyncReply, WireDecision, WireScope,
+    ctl_subject, sync_subject, token,
 };
-use arbor::session::{Message, Metadata, SessionId};
-use async_nats::jetstream::consumer;
+use arbor::session::Message;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::support::*;
 
-const SESSION: &str = "0123456789abcdef-fedcba9876543210_helper";
-const PARENT: &str = "01234567-89ab-4def-8123-456789abcdef";
-const WORKER_KEY: &str = "sk-worker-own-key-0123456789";
+mod harness;
 
-/// A NATS server with JetStream started by `scripts/nats-server`, killed on drop.
-struct Nats {
-    child: Child,
-    url: String,
-}
-
-impl Nats {
-    fn start(port: u16, store: &Path) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
-        let log = std::fs::File::create(store.with_extension("log")).unwrap();
-        let child = Command::new(script)
-            .args(["--port", &port.to_string(), "--store"])
-            .arg(store)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("scripts/nats-server starts");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "NATS did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The real `arbor worker`, killed on drop.
-struct Worker {
-    child: Child,
-    first_line: String,
-    stderr: PathBuf,
-}
-
-impl Worker {
-    fn start(env: &TestEnv, nats: &Nats, pool: &str) -> Self {
-        Self::start_with(env, nats, pool, &[])
-    }
-
-    fn start_with(env: &TestEnv, nats: &Nats, pool: &str, extra: &[&str]) -> Self {
-        let mut worker = Self::spawn(env, &nats.url, pool, extra);
-        worker.read_first_line();
-        worker
-    }
-
-    /// Starts the worker without waiting for it to connect.
-    fn spawn(env: &TestEnv, url: &str, pool: &str, extra: &[&str]) -> Self {
-        let stderr = env.dir.path().join(format!("worker-{pool}.stderr"));
-        let child = env
-            .std_cmd()
-            .args(["worker", "--nats", url, "--pool", pool])
-            .args(["--slots", "1", "--ack-wait", "3"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        Self {
-            child,
-            first_line: String::new(),
-            stderr,
-        }
-    }
-
-    /// Reads the start line (printed once connected).
-    fn read_first_line(&mut self) {
-        BufReader::new(self.child.stdout.take().unwrap())
-            .read_line(&mut self.first_line)
-            .unwrap();
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The job's plan: the helper's instruction and an OpenAI-compatible provider whose key
-/// is redacted (the worker's own config has it).
-fn plan(base_url: &str) -> Value {
-    json!({
-        "instruction": "You are helper.",
-        "providers": [{"module": "provider-openai", "config": {
-            "base_url": base_url, "api_key": "[REDACTED]", "default_model": "scripted-model"}}],
-        "tools": [],
-    })
-}
-
-fn job(base_url: &str, instruction: &str) -> Job {
-    job_of(SESSION, plan(base_url), instruction)
-}
-
-fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
-    Job {
-        version: JOB_VERSION,
-        session_id: SessionId::new_unchecked(session),
-        run: 1,
-        metadata: Metadata {
-            session_id: SessionId::new_unchecked(session),
-            parent_id: Some(SessionId::new_unchecked(PARENT)),
-            agent_name: Some("helper".into()),
-            depth: 1,
-            config: Some(plan.clone()),
-            ..Default::default()
-        },
-        plan: MountPlan::from_value(plan),
-        transcript: Payload::Inline(Vec::new()),
-        instruction: instruction.into(),
-        approvals: Value::Null,
-        files: None,
-        dispatched_at_ms: 0,
-    }
-}
-
-async fn publish(remote: &Remote, pool: &str, job: &Job) {
-    remote
-        .js()
-        .publish(
-            job_subject(pool).unwrap(),
-            serde_json::to_vec(job).unwrap().into(),
-        )
-        .await
-        .unwrap()
-        .await
-        .unwrap();
-}
-
-/// One message the worker published: its epoch and worker headers and its body.
-#[derive(Debug, Clone)]
-struct Sent {
-    epoch: u64,
-    worker: String,
-    body: Value,
-}
-
-/// Everything on `arbor.out.<session>` so far, in order.
-async fn sent_of(remote: &Remote, session: &str) -> Vec<Sent> {
-    let mut stream = remote.js().get_stream(OUT_STREAM).await.unwrap();
-    let messages = stream.info().await.unwrap().state.messages;
-    if messages == 0 {
-        return Vec::new();
-    }
-    let reader = stream
-        .create_consumer(consumer::pull::Config {
-            filter_subject: out_subject(session).unwrap(),
-            deliver_policy: consumer::DeliverPolicy::All,
-            ack_policy: consumer::AckPolicy::None,
-            inactive_threshold: Duration::from_secs(5),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let mut batch = reader
-        .fetch()
-        .max_messages(100_000)
-        .messages()
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    while let Some(Ok(m)) = batch.next().await {
-        let headers = m.headers.clone().unwrap_or_default();
-        out.push(Sent {
-            epoch: headers
-                .get(EPOCH_HEADER)
-                .map(|v| v.as_str().parse().unwrap())
-                .unwrap_or(0),
-            worker: headers
-                .get(WORKER_HEADER)
-                .map(|v| v.as_str().to_string())
-                .unwrap_or_default(),
-            body: serde_json::from_slice(&m.payload).unwrap(),
-        });
-    }
-    out
-}
-
-/// Waits until `done(&messages)` holds (or fails after `limit`, showing the worker's
-/// stderr).
-async fn wait_for(
-    remote: &Remote,
-    worker: &Worker,
-    limit: Duration,
-    done: impl Fn(&[Sent]) -> bool,
-) -> Vec<Sent> {
-    wait_for_session(remote, SESSION, worker, limit, done).await
-}
-
-/// [`wait_for`] on `session`'s messages.
-async fn wait_for_session(
-    remote: &Remote,
-    session: &str,
-    worker: &Worker,
-    limit: Duration,
-    done: impl Fn(&[Sent]) -> bool,
-) -> Vec<Sent> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let messages = sent_of(remote, session).await;
-        if done(&messages) {
-            return messages;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out; sent so far: {:#?}\nworker stderr:\n{}",
-            messages.iter().map(|m| &m.body["kind"]).collect::<Vec<_>>(),
-            worker.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn kinds(messages: &[Sent]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| m.body["kind"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
-fn event_names(messages: &[Sent]) -> Vec<String> {
-    messages
-        .iter()
-        .filter(|m| m.body["kind"] == "event")
-        .map(|m| {
-            m.body["event"]["event"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect()
-}
-
-async fn jobs_left(remote: &Remote) -> u64 {
-    let mut stream = remote.js().get_stream(JOBS_STREAM).await.unwrap();
-    stream.info().await.unwrap().state.messages
-}
+use harness::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_runs_on_the_worker_and_its_answer_events_and_ack_come_back() {
@@ -302,6 +45,13 @@ async fn a_job_runs_on_the_worker_and_its_answer_events_and_ack_come_back() {
                 .contains(&format!("pid {pid}: pool solo, 1 slot, nats {}", nats.url)),
         "{}",
         worker.first_line
+    );
+    assert!(
+        worker
+            .stderr()
+            .contains("is not a git repository: jobs that work on files will fail"),
+        "the project dir is no clone: {}",
+        worker.stderr()
     );
     publish(&remote, "solo", &job(&server.base_url, "say hi")).await;
 
@@ -658,15 +408,6 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
     }
 }
 
-/// An OpenAI stream that never ends (a `tick ` every 100 ms) for every request.
-fn endless_server() -> ScriptedServer {
-    let tick = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"scripted-model\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tick \"},\"finish_reason\":null}]}\n\n";
-    ScriptedServer::sequence(vec![Reply::Endless {
-        chunk: tick.to_string(),
-        every: Duration::from_millis(100),
-    }])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_on_sigterm() {
     const CANCELLED: &str = "0123456789abcdef-aaaabbbbccccdddd_helper";
@@ -786,6 +527,62 @@ async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_o
         1,
         "the job is handed back, not acked"
     );
+    let own = env.home.join(".local/state/arbor/worker");
+    assert_eq!(
+        std::fs::read_dir(&own).unwrap().count(),
+        0,
+        "the worker's directory (its jobs' worktrees) goes with it"
+    );
+    assert!(files_containing(&env.amplifier_home, HANDED_BACK).is_empty());
     let workers = remote.workers().await.unwrap();
     assert!(workers.get(&worker_id).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_says_when_nats_goes_away_and_takes_jobs_again_once_it_is_back() {
+    const AFTER: &str = "0123456789abcdef-2222333344445555_helper";
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("after the restart"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let store = env.dir.path().join("nats");
+    let nats = Nats::start(14305, &store);
+    let worker = Worker::start(&env, &nats, "restart");
+    let url = nats.url.clone();
+
+    // The server dies (kill -9); the worker says so within a presence refresh (5 s).
+    drop(nats);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !worker.stderr().contains(&format!("lost NATS at {url}")) {
+        assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Back on the same port and store: the worker reconnects and takes a new job.
+    let nats = Nats::start(14305, &store);
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    publish(
+        &remote,
+        "restart",
+        &job_of(AFTER, plan(&server.base_url), "hello again"),
+    )
+    .await;
+    let messages = wait_for_session(&remote, AFTER, &worker, Duration::from_secs(60), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    assert_eq!(
+        messages.last().unwrap().body["response"],
+        "after the restart"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !worker
+        .stderr()
+        .contains(&format!("reconnected to NATS at {url}"))
+    {
+        assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -30,7 +30,7 @@ use crate::engine::env::TurnEnv;
 use crate::engine::isolate;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
-use crate::remote::lease::{Fence, Verdict};
+use crate::remote::lease::{self, Fence, Verdict};
 use crate::remote::wire::{
     self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, OUT_STREAM, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
@@ -71,10 +71,12 @@ pub(crate) async fn run(
         return Err(busy());
     }
     let guard = child.begin_turn(Some(parent)).ok_or_else(busy)?;
-    isolate::before_turn(&child).await;
+    // Registered at once (no await since the running flag was set): a steer from now
+    // on is forwarded, never left in the root's inbox.
     let (tx, rx) = unbounded_channel();
-    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx.clone());
-    let _registered = runs.register(&child.id, tx);
+    let _registered = runs.register(&child.id, tx.clone());
+    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx);
+    isolate::before_turn(&child).await;
     let token = guard.token.clone();
     let outcome = match Dispatched::publish(env, runs, &child, instruction, &placement).await {
         Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,
@@ -437,14 +439,26 @@ impl Link {
         }
     }
 
-    /// A redelivered job's worker asks for the session as stored now: the previous
-    /// holder's lease is lost (the session marked interrupted, its streamed text kept
-    /// partial), then the metadata and transcript are the answer.
+    /// A redelivered job's worker asks for the session as stored now: unless the
+    /// holder applied last is the lease's holder now (the asker's `Started` came
+    /// first), that holder lost its lease (the session marked interrupted, its
+    /// streamed text kept partial); then the metadata and transcript are the answer.
     async fn answer_sync(&self, applier: &mut Applier<'_>, request: async_nats::Message) {
         let Some(reply) = request.reply else {
             return;
         };
-        applier.lease_lost();
+        match lease::current(&self.leases, &self.session).await {
+            Ok(Some(lease)) => {
+                if applier
+                    .holder()
+                    .is_some_and(|held| held.worker != lease.ran_on.worker)
+                {
+                    applier.lease_lost();
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(session = %self.session, "cannot read the lease: {e}"),
+        }
         let child = applier.child();
         let name = format!(
             "{}-{}-sync-{}",

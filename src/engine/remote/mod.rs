@@ -57,7 +57,7 @@ pub(crate) struct RemoteRuns {
     runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
     refused: fence::Refused,
     /// URL → a connected client with arbor's streams and buckets ensured.
-    connections: tokio::sync::Mutex<HashMap<String, Remote>>,
+    connections: Mutex<HashMap<String, Remote>>,
 }
 
 impl RemoteRuns {
@@ -96,14 +96,17 @@ impl RemoteRuns {
     /// Errors: `RemoteError::Connect` naming `url`; `RemoteError::Nats` when the
     /// streams or buckets cannot be made.
     async fn connection(&self, url: &str, auth: &RemoteAuth) -> Result<Remote, RemoteError> {
-        let mut connections = self.connections.lock().await;
-        if let Some(remote) = connections.get(url) {
+        if let Some(remote) = lock(&self.connections).get(url) {
             return Ok(remote.clone());
         }
+        // Not under the lock: children dispatched at once while the server is down
+        // each fail after one connect timeout, not one after another.
         let remote = Remote::connect(url, "arbor root", auth).await?;
         remote.ensure().await?;
-        connections.insert(url.to_string(), remote.clone());
-        Ok(remote)
+        Ok(lock(&self.connections)
+            .entry(url.to_string())
+            .or_insert(remote)
+            .clone())
     }
 }
 

@@ -1,7 +1,7 @@
 //! Messages for a session's running turn: steer and queue into its inbox, take a
 //! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
 //! A sub-session running on a worker (issue 27) gets its steers and queued messages
-//! there (`engine::remote`); an idle one's message starts its next run there.
+//! there (`engine::remote`).
 //! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
 //! (`turn`).
 
@@ -80,14 +80,6 @@ impl Runtime {
         };
         if self.remote.forward(session_id, forward) {
             return Ok(None);
-        }
-        // An idle remote sub-session: the message starts its next run on a worker.
-        if let Ok(live) = self.live_or_resume(session_id)
-            && live.parent_id.is_some()
-            && !live.is_running()
-            && crate::engine::remote::placement_of(&self.turn_env, &live).is_some()
-        {
-            return self.run_turn(session_id, text).await.map(Some);
         }
         let what = format!("a {} to session '{session_id}'", mode.as_str());
         let work = async {

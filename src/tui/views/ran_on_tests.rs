@@ -72,6 +72,10 @@ fn the_tree_shows_where_each_remote_child_runs() {
     let wide = tree_screen(&tree, 80);
     insta::assert_snapshot!("ran_on_tree_80", wide);
     insta::assert_snapshot!("ran_on_tree_40", tree_screen(&tree, 40));
+    // Narrow: the time yields to the place.
+    let narrow = tree_screen(&tree, 30);
+    insta::assert_snapshot!("ran_on_tree_30", narrow);
+    assert!(narrow.contains("builder @w-5e6f7a8b"), "{narrow}");
     let row = |agent: &str| {
         wide.lines()
             .find(|l| l.contains(agent))

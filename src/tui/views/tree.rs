@@ -152,9 +152,12 @@ impl TreeView<'_> {
         // Room for the indent, fold, glyph and some of the label.
         // An unmerged worktree's mark must stay visible: the stats yield to its short
         // form (`⎇ unmerged`) too.
+        // Where a remote sub-session runs must stay visible too: the stats yield to it.
+        let place = node.place(self.tree.local_host());
         let left = 6
             + 2 * row.depth
             + width(&self.label_text(node)).min(LABEL_ROOM)
+            + place.as_ref().map_or(0, |p| 1 + width(p))
             + node.branch.as_ref().map_or(0, |_| width(SHORT_MARK));
         let fits = |parts: &[String]| {
             parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
@@ -190,7 +193,7 @@ impl TreeView<'_> {
         ));
         // A remote sub-session says where it runs (issue 27), before its task so the
         // task yields first.
-        if let Some(place) = node.place(self.tree.local_host()) {
+        if let Some(place) = place {
             left.spans.push(Span::styled(format!(" {place}"), meta));
         }
         // A sub-session without a title says what it was asked to do.

@@ -5,6 +5,7 @@
 //! fails, the test is skipped with a note outside CI and FAILS under `CI=true` (the same
 //! rule as [`super::shared::fixtures`]: a CI run never passes a test that checked
 //! nothing). The server is killed (SIGKILL) when the [`NatsServer`] is dropped.
+//! [`NatsCluster`] is three such servers forming one JetStream cluster.
 //!
 //! ```ignore
 //! let Some(nats) = NatsServer::start() else { return };   // skipped only outside CI
@@ -45,15 +46,9 @@ impl NatsServer {
     /// when the install failed outside CI; a panic when it failed under `CI=true`, or
     /// when the installed server does not come up.
     pub fn start() -> Option<Self> {
-        let bin = match installed() {
-            Ok(bin) => bin,
-            Err(message) => {
-                if in_ci() {
-                    panic!("the NATS server could not be installed and CI is set: {message}");
-                }
-                eprintln!("note: the NATS server could not be installed; skipping: {message}");
-                return None;
-            }
+        let bin = match decide(installed(), std::env::var_os("CI").as_deref()) {
+            Ok(bin) => bin?,
+            Err(message) => panic!("{message}"),
         };
         assert!(bin.exists(), "{} is missing after install", bin.display());
         let store = tempfile::tempdir().expect("temp store dir for NATS");
@@ -131,6 +126,119 @@ impl NatsServer {
 impl Drop for NatsServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A 3-node JetStream cluster on loopback (the installed server run directly with a
+/// cluster config: `scripts/nats-server` runs one node), for replica tests. `url` lists
+/// the three client URLs, comma-separated; every node is killed on drop.
+pub struct NatsCluster {
+    /// `nats://127.0.0.1:<p1>,nats://127.0.0.1:<p2>,nats://127.0.0.1:<p3>`.
+    pub url: String,
+    store: tempfile::TempDir,
+    children: Vec<Child>,
+}
+
+impl NatsCluster {
+    /// Starts three nodes and waits until each accepts clients with JetStream on and
+    /// the cluster has a meta leader; `None` / a panic on a failed install as
+    /// [`NatsServer::start`].
+    pub fn start() -> Option<Self> {
+        let bin = match decide(installed(), std::env::var_os("CI").as_deref()) {
+            Ok(bin) => bin?,
+            Err(message) => panic!("{message}"),
+        };
+        let store = tempfile::tempdir().expect("temp store dir for NATS");
+        let clients: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let routes: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let route_list = routes
+            .iter()
+            .map(|p| format!("nats-route://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut children = Vec::new();
+        for i in 0..3 {
+            let dir = store.path().join(format!("n{i}"));
+            std::fs::create_dir_all(&dir).expect("node dir");
+            let conf = dir.join("node.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "listen: 127.0.0.1:{}\nserver_name: n{i}\nmax_payload: 8MB\n\
+                     jetstream {{ store_dir: \"{}\", sync_interval: always }}\n\
+                     cluster {{ name: arbor-test, listen: 127.0.0.1:{}, routes: [{route_list}] }}\n",
+                    clients[i],
+                    dir.join("js").display(),
+                    routes[i]
+                ),
+            )
+            .expect("node config");
+            let log = std::fs::File::create(dir.join("node.log")).expect("node log");
+            let err = log.try_clone().expect("node log handle");
+            children.push(
+                Command::new(&bin)
+                    .arg("-c")
+                    .arg(&conf)
+                    .stdin(Stdio::null())
+                    .stdout(log)
+                    .stderr(err)
+                    .spawn()
+                    .expect("run nats-server"),
+            );
+        }
+        let cluster = Self {
+            url: clients
+                .iter()
+                .map(|p| format!("nats://127.0.0.1:{p}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            store,
+            children,
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !clients.iter().all(|p| ready(*p)) {
+            assert!(
+                Instant::now() < deadline,
+                "the NATS cluster did not start: {}",
+                cluster.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // JetStream answers only once the nodes elected a meta leader.
+        while !cluster
+            .logs()
+            .contains("JetStream cluster new metadata leader")
+            && !cluster
+                .logs()
+                .contains("Self is new JetStream cluster metadata leader")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the NATS cluster elected no leader: {}",
+                cluster.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(cluster)
+    }
+
+    /// The three nodes' logs, concatenated.
+    pub fn logs(&self) -> String {
+        (0..3)
+            .filter_map(|i| {
+                std::fs::read_to_string(self.store.path().join(format!("n{i}/node.log"))).ok()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -221,9 +329,46 @@ pub fn installed() -> Result<PathBuf, String> {
     .clone()
 }
 
-/// True when the `CI` variable is set to anything but empty, `0` or `false`.
-fn in_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+/// What [`NatsServer::start`] does with the install's result under the `CI` variable
+/// `ci`: the binary, or `Ok(None)` (with a note) outside CI when the install failed,
+/// or `Err` (the failure message) in CI — a CI run never skips a NATS test.
+fn decide(
+    installed: Result<PathBuf, String>,
+    ci: Option<&std::ffi::OsStr>,
+) -> Result<Option<PathBuf>, String> {
+    match installed {
+        Ok(bin) => Ok(Some(bin)),
+        Err(message) if ci.is_some_and(|v| !v.is_empty() && v != "0" && v != "false") => Err(
+            format!("the NATS server could not be installed and CI is set: {message}"),
+        ),
+        Err(message) => {
+            eprintln!("note: the NATS server could not be installed; skipping: {message}");
+            Ok(None)
+        }
+    }
+}
+
+#[test]
+fn a_failed_install_skips_outside_ci_and_fails_in_ci() {
+    use std::ffi::OsStr;
+    let failed = || Err("pip: no network".to_string());
+    assert_eq!(decide(failed(), None), Ok(None));
+    for off in ["", "0", "false"] {
+        assert_eq!(
+            decide(failed(), Some(OsStr::new(off))),
+            Ok(None),
+            "CI={off:?}"
+        );
+    }
+    for on in ["true", "1"] {
+        let err = decide(failed(), Some(OsStr::new(on))).unwrap_err();
+        assert!(err.contains("CI is set: pip: no network"), "{err}");
+    }
+    let bin = PathBuf::from("/x/nats-server");
+    assert_eq!(
+        decide(Ok(bin.clone()), Some(OsStr::new("true"))),
+        Ok(Some(bin))
+    );
 }
 
 /// The fixture itself: the server comes up with JetStream, a published and acked

@@ -19,7 +19,9 @@ use crate::remote::RanOn;
 /// Whether a listing for `ran_on` is wanted and whether one is in flight.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Listing {
+    /// A sub-session left the queue since the last listing went out.
     pub wanted: bool,
+    /// A listing asked for here has not been answered yet.
     pub in_flight: bool,
 }
 
