@@ -33,7 +33,9 @@ use crate::remote::payload::Payload;
 use crate::remote::wire::{
     Changes, Control, JOB_VERSION, Job, SyncReply, WorkerMsg, ctl_subject, sync_subject, token,
 };
-use crate::session::{EngineCommand, Event, Message, Metadata, SessionStore, StoreError};
+use crate::session::{
+    EngineCommand, EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore, StoreError,
+};
 
 /// How long a redelivered job waits for the root's answer on `arbor.sync.<session>`.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
@@ -184,6 +186,15 @@ fn out_lost(out: &Out) -> bool {
 
 /// `Started`, then the run; what to send at its end.
 async fn drive(ctx: &Arc<Ctx>, job: &Job, attempt: u32, out: &Arc<Out>) -> Ended {
+    // Subscribed before `Started`: what the root sends once it hears of this holder
+    // (held controls, a cancel) waits in the subscription until the turn runs.
+    let control =
+        match ctl_subject(&job.session_id) {
+            Ok(subject) => ctx.remote.client().subscribe(subject).await.map_err(|e| {
+                RemoteError::nats("cannot subscribe to the session's control subject", e)
+            }),
+            Err(e) => Err(e.into()),
+        };
     let started = WorkerMsg::Started {
         ran_on: ctx.ran_on.clone(),
         epoch: out.epoch(),
@@ -197,7 +208,11 @@ async fn drive(ctx: &Arc<Ctx>, job: &Job, attempt: u32, out: &Arc<Out>) -> Ended
             return Ended::Quiet;
         }
     }
-    match execute(ctx, job, attempt, out).await {
+    let ran = match control {
+        Ok(control) => execute(ctx, job, attempt, out, control).await,
+        Err(e) => Err(e.into()),
+    };
+    match ran {
         Ok(Some(done)) => Ended::Reply(done),
         Ok(None) => Ended::Quiet,
         Err(error) => {
@@ -253,6 +268,7 @@ async fn execute(
     job: &Job,
     attempt: u32,
     out: &Arc<Out>,
+    control: async_nats::Subscriber,
 ) -> Result<Option<WorkerMsg>, JobError> {
     if job.version != JOB_VERSION {
         return Err(JobError::Version { got: job.version });
@@ -305,7 +321,7 @@ async fn execute(
             }
             return Ok(Some(WorkerMsg::Done {
                 run: job.run,
-                status: crate::session::SessionStatus::Completed,
+                status: SessionStatus::Completed,
                 response,
                 turn_count: u64::from(metadata.turn_count),
                 error: None,
@@ -358,7 +374,7 @@ async fn execute(
             prompt: job.instruction.clone(),
         }
     };
-    let ran = run_engine(ctx, job, &engine, out, command).await;
+    let ran = run_engine((job, control), &engine, out, command).await;
     let left = engine.shutdown(END_GRACE).await;
     if left > 0 {
         tracing::warn!(
@@ -433,21 +449,17 @@ async fn sync(ctx: &Ctx, session: &str) -> Result<(Metadata, Vec<Message>), JobE
 
 /// Runs `command` on `engine` and forwards the session's events until its turn ends:
 /// `Ok(Some(outcome))`, `Ok(None)` when the job went quiet (its turn was cancelled),
-/// or the engine's error before the turn.
+/// or the engine's error before the turn. The root's control messages are taken once
+/// the turn runs (its first `session:status` running or waiting): a cancel or steer
+/// sent earlier then reaches the running turn instead of racing its start.
 async fn run_engine(
-    ctx: &Ctx,
-    job: &Job,
+    (job, mut control): (&Job, async_nats::Subscriber),
     engine: &Engine,
     out: &Out,
     command: EngineCommand,
 ) -> Result<Option<TurnOutcome>, JobError> {
     let id = job.session_id.clone();
     let mut events = engine.subscribe();
-    let ctl = ctl_subject(&id).map_err(RemoteError::from)?;
-    let mut control =
-        ctx.remote.client().subscribe(ctl).await.map_err(|e| {
-            RemoteError::nats("cannot subscribe to the session's control subject", e)
-        })?;
     let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
     engine.execute(command, Replies::channel(tx));
     let side = Replies::new(|reply| {
@@ -459,6 +471,7 @@ async fn run_engine(
         true
     });
     let mut cancelled = false;
+    let mut running = false;
     let ended = loop {
         tokio::select! {
             biased;
@@ -480,11 +493,14 @@ async fn run_engine(
                 }
             },
             Some(event) = events.recv() => {
-                if event.session_id == id && !forward(out, &event).await {
-                    out.lose();
+                if event.session_id == id {
+                    running = running || turn_runs(&event);
+                    if !forward(out, &event).await {
+                        out.lose();
+                    }
                 }
             }
-            Some(message) = control.next() => {
+            Some(message) = control.next(), if running => {
                 match serde_json::from_slice::<Control>(&message.payload) {
                     Ok(control) => engine.execute(command_of(&id, control), side.clone()),
                     Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
@@ -507,6 +523,16 @@ async fn drain(events: &mut UnboundedReceiver<Arc<Event>>, id: &str, out: &Out) 
             out.lose();
         }
     }
+}
+
+/// Whether `event` says its session's turn runs (status running or waiting): from
+/// then on a cancel, steer or queue reaches that turn.
+fn turn_runs(event: &Event) -> bool {
+    matches!(
+        &event.msg,
+        EngineEvent::SessionStatus(s)
+            if matches!(s.status, SessionStatus::Running | SessionStatus::Waiting)
+    )
 }
 
 /// Sends one event; `false` when the root cannot be reached (the job must go quiet).

@@ -586,3 +586,50 @@ async fn a_worker_says_when_nats_goes_away_and_takes_jobs_again_once_it_is_back(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_sent_as_soon_as_the_worker_starts_reaches_the_turn() {
+    const EARLY: &str = "0123456789abcdef-6666777788889999_helper";
+    let server = endless_server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let nats = Nats::start(14306, &env.dir.path().join("nats"));
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let worker = Worker::start(&env, &nats, "early");
+    // The root hears `Started` (live, on the subject) and cancels at once, while the
+    // worker is still setting the job up.
+    let mut live = remote
+        .client()
+        .subscribe(arbor::remote::wire::out_subject(EARLY).unwrap())
+        .await
+        .unwrap();
+    publish(
+        &remote,
+        "early",
+        &job_of(EARLY, plan(&server.base_url), "count"),
+    )
+    .await;
+    let first = tokio::time::timeout(Duration::from_secs(60), live.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let first: Value = serde_json::from_slice(&first.payload).unwrap();
+    assert_eq!(first["kind"], "started");
+    remote
+        .client()
+        .publish(
+            ctl_subject(EARLY).unwrap(),
+            serde_json::to_vec(&Control::Cancel).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let messages = wait_for_session(&remote, EARLY, &worker, Duration::from_secs(30), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    assert_eq!(messages.last().unwrap().body["status"], "cancelled");
+}
