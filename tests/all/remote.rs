@@ -342,6 +342,11 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     // (the answers it streamed on waking) is in the store.
     let refused = log_lines(&root, "refused a late write");
     assert!(refused.iter().all(|l| l.contains(&refusal)), "{refused:#?}");
+    // The root saw A's and B's leases lost, never C's (which it never lost).
+    let c_id = workers[c - 1].id();
+    let lost = log_lines(&root, "lost its lease");
+    assert!(!lost.is_empty(), "{context}");
+    assert!(!lost.iter().any(|l| l.contains(&c_id)), "{lost:#?}");
     for child in held(b) {
         let stale = format!("{}{b}", stub::token_prefix(child));
         assert_eq!(
