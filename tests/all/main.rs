@@ -60,6 +60,7 @@ mod provider_errors;
 mod provider_label;
 mod provider_replay;
 mod recover;
+mod remote;
 mod remote_root;
 mod remote_transport;
 mod response_limits;

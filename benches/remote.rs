@@ -1,0 +1,425 @@
+//! Remote sub-sessions (issue 27) against local ones on the same machine, with the same
+//! loopback stub provider: one root `Runtime` in this process delegating through the
+//! task tool, its children run either here (`local`) or by two real `arbor worker`
+//! processes (`remote`, default slots = cores) through a NATS server started from
+//! `scripts/nats-server` on loopback.
+//!
+//! Measured, each turn a new root session in a temp `AMPLIFIER_HOME`, turns started at
+//! random gaps (uniform 0–20 ms, seed printed):
+//! - spawn latency, both, one task call per turn: task calls handed out by the stub →
+//!   the child's first model request at the stub (the same measure as
+//!   `benches/spawn.rs`), p50/p95; for remote children split at the job's publish and
+//!   the worker's `Started`, both seen by a core-NATS subscriber in this process
+//!   (`arbor.jobs.>`, `arbor.out.>`): root side, dispatch latency (publish → worker
+//!   `Started`: the worker's fetch, lease and first message), worker side (its job
+//!   setup up to the model request);
+//! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
+//!   from the task calls handed out to the root's request with all their results
+//!   (median of the turns).
+//!
+//! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
+//! on first use). Prints the figures as Markdown tables.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/server.rs"]
+mod server;
+#[path = "common/stats.rs"]
+mod stats;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arbor::agent::{Bundle, Registry};
+use arbor::config::limits::Limits;
+use arbor::config::remote::RemoteConfig;
+use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
+use arbor::engine::providers::Env;
+use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
+use arbor::paths::Paths;
+use arbor::session::{EventBus, SessionStatus};
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+const ROOT: &str = "You are root.";
+/// Turns of the latency measurement (one task call each).
+const LATENCY_TURNS: usize = 40;
+/// Sub-sessions per turn of the throughput measurement, and turns.
+const THROUGHPUT_TASKS: usize = 40;
+const THROUGHPUT_TURNS: usize = 10;
+/// `arbor worker` processes of the remote runs.
+const WORKERS: usize = 2;
+/// The e2e helper's port range is 14600–14699; the bench takes the top.
+const PORTS: std::ops::Range<u16> = 14680..14700;
+
+/// What the stub saw, stamped when a request had arrived whole.
+#[derive(Default)]
+struct Stamps {
+    /// The stub handed out the root's task calls.
+    calls_out: Option<Instant>,
+    /// Each child's first model request.
+    child_requests: Vec<Instant>,
+    /// The root's request carrying the task results.
+    results_in: Option<Instant>,
+}
+
+type Clock = Arc<Mutex<Stamps>>;
+
+/// What the core-NATS observer saw: job publishes and `Started` messages, by session.
+#[derive(Default)]
+struct Wire {
+    jobs: Vec<(String, Instant)>,
+    started: Vec<(String, Instant)>,
+}
+
+fn main() {
+    let nats = Nats::start();
+    let clock = Clock::default();
+    let tasks = Arc::new(Mutex::new(1usize));
+    let stub = stub(clock.clone(), tasks.clone());
+    let workers: Vec<Worker> = (0..WORKERS)
+        .map(|_| Worker::start(&nats.url, &stub.base_url))
+        .collect();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let wire = Arc::new(Mutex::new(Wire::default()));
+    tokio.block_on(observe(&nats.url, wire.clone()));
+
+    let seed: u64 = rand::random();
+    eprintln!("remote bench: gaps between turns uniform 0-20 ms, seed {seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker Started (dispatch) | Started → child's first model request (worker) |\n|---|---|---|---|---|---|"
+    );
+    let mut throughput = Vec::new();
+    for remote in [false, true] {
+        let (_held, runtime) = root_runtime(&stub.base_url, remote.then_some(&nats.url[..]));
+        let place = if remote {
+            format!("remote ({WORKERS} workers × {cores} slots)")
+        } else {
+            "local".to_string()
+        };
+        // Latency: one task call per turn.
+        *tasks.lock().unwrap() = 1;
+        run_turn(&tokio, &runtime); // warm-up: caches, first files, the consumer
+        let mut spawn = Vec::new();
+        let [mut root_side, mut dispatch, mut worker_side] = [(); 3].map(|_| Vec::new());
+        for _ in 0..LATENCY_TURNS {
+            std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+            *clock.lock().unwrap() = Stamps::default();
+            *wire.lock().unwrap() = Wire::default();
+            run_turn(&tokio, &runtime);
+            let stamps = clock.lock().unwrap();
+            let (out, first) = (stamps.calls_out.unwrap(), stamps.child_requests[0]);
+            spawn.push(ms(first.duration_since(out)));
+            if remote {
+                let wire = wire.lock().unwrap();
+                let (session, published) = wire.jobs.last().expect("a job published");
+                let (_, started) = wire
+                    .started
+                    .iter()
+                    .find(|(s, _)| s == session)
+                    .expect("the job's Started");
+                root_side.push(ms(published.duration_since(out)));
+                dispatch.push(ms(started.duration_since(*published)));
+                worker_side.push(ms(first.duration_since(*started)));
+            }
+        }
+        let cell = |samples: &mut Vec<f64>| {
+            if samples.is_empty() {
+                return "–".to_string();
+            }
+            let (p50, p95) = stats::percentiles(samples);
+            format!("{p50:.2} / {p95:.2} ms")
+        };
+        println!(
+            "| {place} | {LATENCY_TURNS} | {} | {} | {} | {} |",
+            cell(&mut spawn),
+            cell(&mut root_side),
+            cell(&mut dispatch),
+            cell(&mut worker_side)
+        );
+
+        // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
+        *tasks.lock().unwrap() = THROUGHPUT_TASKS;
+        let mut rates = Vec::new();
+        for _ in 0..THROUGHPUT_TURNS {
+            std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+            *clock.lock().unwrap() = Stamps::default();
+            run_turn(&tokio, &runtime);
+            let stamps = clock.lock().unwrap();
+            assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
+            let took = stamps
+                .results_in
+                .unwrap()
+                .duration_since(stamps.calls_out.unwrap());
+            rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
+        }
+        let (median, _) = stats::percentiles(&mut rates);
+        throughput.push((place, median));
+    }
+    println!(
+        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) |\n|---|---|---|"
+    );
+    for (place, rate) in throughput {
+        println!("| {place} | {THROUGHPUT_TURNS} | {rate:.1} |");
+    }
+    drop(workers);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The stub provider: the root (system prompt [`ROOT`]) gets `tasks` task calls, then
+/// answers once the results are in; a child answers at once. Stamps go to `clock`.
+fn stub(clock: Clock, tasks: Arc<Mutex<usize>>) -> server::Server {
+    server::Server::start(Arc::new(move |body| {
+        let (system, last) = server::system_and_last_role(body);
+        let mut stamps = clock.lock().unwrap();
+        let reply = if !system.starts_with(ROOT) {
+            stamps.child_requests.push(Instant::now());
+            server::text_body("child answer")
+        } else if last == "tool" {
+            stamps.results_in = Some(Instant::now());
+            server::text_body("root done")
+        } else {
+            let n = *tasks.lock().unwrap();
+            let calls: Vec<(String, String, Value)> = (0..n)
+                .map(|i| {
+                    let args = json!({"agent": "helper", "instruction": format!("part {i}")});
+                    (format!("t{i}"), "task".to_string(), args)
+                })
+                .collect();
+            let body = server::tool_calls_body(&calls);
+            stamps.calls_out = Some(Instant::now());
+            body
+        };
+        server::Reply::whole(reply)
+    }))
+}
+
+/// Subscribes (core NATS) to job publishes and workers' messages, stamping each
+/// arrival; the subscriber runs on `tokio` until the process ends.
+async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
+    let client = async_nats::connect(url).await.unwrap();
+    let mut jobs = client.subscribe("arbor.jobs.>").await.unwrap();
+    let mut out = client.subscribe("arbor.out.>").await.unwrap();
+    let w = wire.clone();
+    tokio::spawn(async move {
+        while let Some(msg) = jobs.next().await {
+            let at = Instant::now();
+            let job: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
+            let session = job["session_id"].as_str().unwrap_or_default().to_string();
+            w.lock().unwrap().jobs.push((session, at));
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(msg) = out.next().await {
+            let at = Instant::now();
+            let body: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
+            if body["kind"] == "started" {
+                let session = msg.subject.as_str().trim_start_matches("arbor.out.");
+                wire.lock().unwrap().started.push((session.to_string(), at));
+            }
+        }
+    });
+    // The subscriptions are registered once the server has answered a round trip.
+    client.flush().await.unwrap();
+    std::mem::forget(client);
+}
+
+/// What must outlive a runtime built by [`root_runtime`].
+struct Held {
+    _dir: tempfile::TempDir,
+    _registry: tokio::sync::watch::Sender<Arc<Registry>>,
+}
+
+fn env_of(root: &Path) -> Env {
+    let root = root.to_path_buf();
+    Arc::new(move |k: &str| match k {
+        "HOME" => Some(root.join("home").display().to_string()),
+        "AMPLIFIER_HOME" => Some(root.join("amp").display().to_string()),
+        "ARBOR_CONFIG" => Some(root.join("config.yaml").display().to_string()),
+        _ => None,
+    })
+}
+
+/// A root runtime in a temp project: the user agent `helper`, a task tool allowing
+/// `THROUGHPUT_TASKS` parallel calls, `provider-openai` at `base_url`, and with `nats`
+/// config `remote: {agents: all}` (every child runs on a worker).
+fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Arc<Runtime>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for sub in ["home", "amp/agents", "work"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(
+        root.join("amp/agents/helper.md"),
+        "---\nmeta:\n  name: helper\n  description: Answers briefly.\n---\nYou are helper.\n",
+    )
+    .unwrap();
+    let env = env_of(root);
+    let paths = Paths::from_env_map(&*env, root.join("work"));
+    let bundle = Bundle {
+        name: "bench".into(),
+        version: None,
+        description: None,
+        path: None,
+        mount_plan: MountPlan::from_value(json!({
+            "instruction": ROOT,
+            "tools": [{"module": "tool-task", "config": {"max_parallel": THROUGHPUT_TASKS, "max_recursion_depth": 1}}],
+            "agents": "all",
+        })),
+        agent_files: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let registry = Arc::new(Registry::load_with_vars(&paths, &bundle, &[]));
+    let remote = nats.map(|url| {
+        serde_json::from_value::<RemoteConfig>(json!({"nats_url": url, "agents": "all"})).unwrap()
+    });
+    let config = ArborConfig {
+        providers: vec![ModuleEntry {
+            module: "provider-openai".into(),
+            config: json!({"api_key": "local", "base_url": base_url, "default_model": "scripted-model"}),
+            ..Default::default()
+        }],
+        limits: Limits {
+            max_sessions_per_tree: 10_000,
+            max_concurrent_sub_sessions: 1000,
+        },
+        remote,
+        ..Default::default()
+    };
+    let (tx, rx) = tokio::sync::watch::channel(registry);
+    let options = RuntimeOptions {
+        paths,
+        config,
+        bundle,
+        registry: rx,
+        env,
+        bus: EventBus::new(),
+        approval_mode: ApprovalMode::Headless { yes: false },
+    };
+    let held = Held {
+        _dir: dir,
+        _registry: tx,
+    };
+    (held, Runtime::new(options))
+}
+
+/// Runs one root turn on `runtime` and checks it completed.
+fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>) {
+    tokio.block_on(async {
+        let id = runtime.create_root(None).unwrap();
+        let out = runtime.run_turn(&id, "go".into()).await.unwrap();
+        assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
+    });
+}
+
+/// A NATS server from `scripts/nats-server` on a free port of [`PORTS`]; killed on
+/// drop.
+struct Nats {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Nats {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
+        let port = PORTS
+            .clone()
+            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+            .expect("a free port");
+        let mut child = Command::new(script)
+            .args(["--port", &port.to_string(), "--store"])
+            .arg(dir.path().join("store"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("nats.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(child.try_wait().unwrap().is_none(), "nats-server exited");
+            assert!(Instant::now() < deadline, "NATS never listened on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An `arbor worker` (the bench profile's binary) in its own temp home, its provider
+/// at the stub; killed on drop.
+struct Worker {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Worker {
+    fn start(nats: &str, base_url: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["home", "amp", "work"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(
+            root.join("config.yaml"),
+            format!(
+                "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{base_url}\"\n      api_key: local\n      default_model: scripted-model\n"
+            ),
+        )
+        .unwrap();
+        let out = root.join("worker.out");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+            .args(["worker", "--nats", nats])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", root.join("home"))
+            .env("AMPLIFIER_HOME", root.join("amp"))
+            .env("ARBOR_CONFIG", root.join("config.yaml"))
+            .env("ARBOR_LOCAL_SERVERS", "")
+            .current_dir(root.join("work"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .contains("worker w-")
+        {
+            assert!(child.try_wait().unwrap().is_none(), "arbor worker exited");
+            assert!(Instant::now() < deadline, "arbor worker never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, _dir: dir }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
