@@ -97,8 +97,18 @@ impl Git {
         cmd
     }
 
-    /// Runs `git args`; its output whatever the exit status.
+    /// Runs `git args`; its output whatever the exit status. `git worktree …` runs
+    /// one at a time in this process: two `worktree add`s at once on one repository
+    /// race in git itself (one fails reading the other's half-written
+    /// `.git/worktrees/<name>/commondir`; seen 3 times in 40 parallel pairs with git
+    /// 2.47), and parallel children and worker slots add worktrees at once.
     pub fn output(&self, args: &[&str]) -> Result<Output, IsolationError> {
+        static WORKTREES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = (args.first() == Some(&"worktree")).then(|| {
+            WORKTREES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
         self.command(args)
             .output()
             .map_err(|source| IsolationError::Spawn { source })

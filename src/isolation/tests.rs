@@ -157,3 +157,24 @@ fn a_same_size_edit_in_the_index_second_is_snapshotted() {
     let blob = git.run(&["show", &format!("{tree}:app.py")]).unwrap();
     assert_eq!(blob.trim_end(), "VALUE = 1");
 }
+
+#[test]
+fn parallel_worktrees_of_one_repository_are_all_created() {
+    // git races on `.git/worktrees/<name>/commondir` when two `worktree add`s run at
+    // once: parallel children (and worker slots) must still all get theirs.
+    let main = repo();
+    let state = tempfile::tempdir().unwrap();
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..24)
+            .map(|i| {
+                let (dir, root) = (main.path(), state.path());
+                s.spawn(move || WorktreeRecord::create(dir, &format!("{i:08x}"), root))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap().err().map(|e| e.to_string()))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}
