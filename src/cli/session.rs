@@ -223,6 +223,10 @@ pub async fn run(
             if let Some(worktree) = isolation::show_json(&loaded.metadata) {
                 v["worktree"] = worktree;
             }
+            // Where a remote sub-session ran (issue 27): `{worker, host, pid}`.
+            if let Some(ran_on) = crate::remote::RanOn::of(&loaded.metadata) {
+                v["ran_on"] = serde_json::to_value(ran_on)?;
+            }
             if let Some(turn) = loaded.metadata.forked_from_turn() {
                 v["forked_from_turn"] = json!(turn);
             }
@@ -642,6 +646,9 @@ fn print_show(
     outln!("depth     {}", m.depth)?;
     outln!("turns     {}", m.turn_count)?;
     outln!("model     {}", m.model.as_deref().unwrap_or("-"))?;
+    if let Some(r) = crate::remote::RanOn::of(m) {
+        outln!("ran on    {} (worker {}, pid {})", r.host, r.worker, r.pid)?;
+    }
     outln!("bundle    {}", m.bundle.as_deref().unwrap_or("-"))?;
     if let Some(note) = v["note"].as_str() {
         outln!("note      {note}")?;

@@ -336,6 +336,16 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
         assert_eq!(child["status"], "completed", "{child}");
         // One run, counted once, whichever workers took part in it.
         assert_eq!(child["turn_count"], 1, "{child}");
+        // `session show` says where it ran, as its metadata does.
+        let show = root
+            .cmd()
+            .args(["session", "show", id.as_str(), "--json"])
+            .output()
+            .unwrap();
+        let show: Value = serde_json::from_slice(&show.stdout).expect("session show --json");
+        let meta = root.metadata(id);
+        assert_eq!(show["ran_on"], meta["ran_on"], "{show}");
+        assert!(show["ran_on"]["worker"].is_string(), "{show}");
     }
 
     // Only B's writes were refused, and nothing B produced after its lease was taken
