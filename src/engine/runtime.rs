@@ -32,7 +32,7 @@ use super::model_choice;
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
 use super::providers;
-use super::remote::RemoteRuns;
+use super::remote::{self, RemoteRuns};
 use super::root_plan;
 use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
 use super::stored_plan;
@@ -450,7 +450,9 @@ impl Runtime {
     }
 
     /// One top-level turn of `session_id` started by `input` (live, or resumed from
-    /// disk); a panic outside the turn loop becomes `EngineError::Panicked`.
+    /// disk) — on a worker when it is a sub-session placed remotely (issue 27; NATS
+    /// unreachable fails the turn naming the URL); a panic outside the turn loop
+    /// becomes `EngineError::Panicked`.
     async fn start_turn(
         self: &Arc<Self>,
         session_id: &str,
@@ -459,6 +461,18 @@ impl Runtime {
         let what = format!("the turn of session '{session_id}'");
         let turn = async {
             let live = self.live_or_resume(session_id)?;
+            // A sub-session its config and agent put on a worker runs there (issue 27).
+            if let Some(placement) = remote::placement_for_person(&self.turn_env, &live) {
+                let instruction = remote::instruction_of(input);
+                return remote::person_turn(
+                    &self.turn_env,
+                    &self.remote,
+                    live,
+                    instruction,
+                    placement,
+                )
+                .await;
+            }
             turn::run_input(&self.turn_env, live, input, None).await
         };
         panics::catch(&what, turn)

@@ -10,6 +10,7 @@
 //! (its late write is refused, logged and absent from the store; the session was
 //! marked interrupted and the new holder's sync answer carries the partial text);
 //! NATS unreachable fails the child with an error naming the URL, never a local run.
+//! Turns a person starts in a remote child: `person`.
 
 use crate::support;
 
@@ -784,3 +785,5 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
         "the helper ran locally"
     );
 }
+
+mod person;

@@ -13,6 +13,9 @@
 //! child's own token (a child token of the calling turn's, so cancelling any ancestor
 //! reaches it): the run sends `Control::Cancel` when it fires.
 //!
+//! A person's turn of such a sub-session (a submit, a continue, a steer or queued
+//! message while it is idle) goes the same way (`person`).
+//!
 //! Does not own: the wire and NATS plumbing (`crate::remote`), the placement rule
 //! (`config::remote`), creating the child and its limits (`spawn`), the worker
 //! (`worker`).
@@ -32,8 +35,10 @@ mod apply;
 mod changes;
 mod dispatch;
 mod fence;
+mod person;
 
 pub(crate) use dispatch::run;
+pub(crate) use person::{instruction_of, person_turn, placement_for_person};
 
 /// Something for the worker running a session, sent as a `remote::Control`.
 #[derive(Debug, Clone, PartialEq, Eq)]

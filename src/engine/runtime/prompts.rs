@@ -1,7 +1,7 @@
 //! Messages for a session's running turn: steer and queue into its inbox, take a
 //! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
 //! A sub-session running on a worker (issue 27) gets its steers and queued messages
-//! there (`engine::remote`).
+//! there (`engine::remote`); an idle one placed on a worker starts its turn there.
 //! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
 //! (`turn`).
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::Runtime;
 use crate::engine::outcome::{EngineError, TurnOutcome};
 use crate::engine::panics;
-use crate::engine::remote::Forward;
+use crate::engine::remote::{self, Forward};
 use crate::engine::turn;
 use crate::session::protocol::PromptMode;
 
@@ -74,16 +74,36 @@ impl Runtime {
     ) -> Result<Option<TurnOutcome>, EngineError> {
         // A session running on a worker gets it there (its worker's engine publishes
         // `prompt:queued` / `prompt:sent`, which come back with its events).
-        let forward = match mode {
-            PromptMode::Steer => Forward::Steer(text.clone()),
-            PromptMode::Queue => Forward::Queue(text.clone()),
-        };
-        if self.remote.forward(session_id, forward) {
+        if self
+            .remote
+            .forward(session_id, forward_of(mode, text.clone()))
+        {
             return Ok(None);
         }
         let what = format!("a {} to session '{session_id}'", mode.as_str());
         let work = async {
             let live = self.live_or_resume(session_id)?;
+            // An idle sub-session placed on a worker starts its turn there with it.
+            if let Some(placement) = remote::placement_for_person(&self.turn_env, &live) {
+                let ran = remote::person_turn(
+                    &self.turn_env,
+                    &self.remote,
+                    live,
+                    text.clone(),
+                    placement,
+                )
+                .await;
+                return match ran {
+                    Ok(outcome) => Ok(Some(outcome)),
+                    // Another offer started its run meanwhile: this one goes to it.
+                    Err(EngineError::Busy { .. })
+                        if self.remote.forward(session_id, forward_of(mode, text)) =>
+                    {
+                        Ok(None)
+                    }
+                    Err(e) => Err(e),
+                };
+            }
             if live.offer(mode, text, position) {
                 return Ok(None);
             }
@@ -92,5 +112,13 @@ impl Runtime {
         panics::catch(&what, work)
             .await
             .unwrap_or_else(|message| Err(EngineError::Panicked { what, message }))
+    }
+}
+
+/// The control that carries an offer of `mode` to a session's worker.
+fn forward_of(mode: PromptMode, text: String) -> Forward {
+    match mode {
+        PromptMode::Steer => Forward::Steer(text),
+        PromptMode::Queue => Forward::Queue(text),
     }
 }

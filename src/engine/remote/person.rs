@@ -1,0 +1,63 @@
+//! Turns a person starts in a remote sub-session (issue 27): a `Submit` to it, `arbor
+//! session continue`, a steer or queued message while it is idle, continuing it after
+//! an interruption. Like a task call's run, such a turn goes to a worker of its pool
+//! through [`super::run`] — never a local run — and its answer and events land in the
+//! root's store the same way.
+//!
+//! Owns: which sessions a person's turn sends to a worker ([`placement_for_person`]:
+//! sub-sessions only, by `config::remote::placement`), the instruction of such a turn
+//! ([`instruction_of`]) and running it without a calling turn ([`person_turn`]).
+//! Does not own: the runtime's turn entries that call it (`runtime`, `runtime::prompts`),
+//! the dispatch itself (`dispatch`).
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{RemoteRuns, placement_of};
+use crate::config::remote::RemotePlacement;
+use crate::engine::env::TurnEnv;
+use crate::engine::live::LiveSession;
+use crate::engine::outcome::{EngineError, TurnOutcome};
+use crate::engine::turn::{self, CONTINUE_PROMPT};
+
+/// Where a person's turn of `live` runs: `Some` for a sub-session (it has a parent)
+/// that the config's `remote:` section and its agent's frontmatter put on a worker;
+/// `None` for a root session (it always runs here) and for a local sub-session.
+pub(crate) fn placement_for_person(env: &TurnEnv, live: &LiveSession) -> Option<RemotePlacement> {
+    live.parent_id.as_ref()?;
+    placement_of(env, live)
+}
+
+/// The instruction of the job that runs `input` on a worker: a prompt verbatim;
+/// messages taken from the inbox joined by a blank line; a continue as
+/// [`CONTINUE_PROMPT`] — always, even when the model never answered the last message
+/// (a job's instruction is submitted as a user message; the worker's engine repairs
+/// orphaned tool calls before it, as a local continue does).
+pub(crate) fn instruction_of(input: turn::Input) -> String {
+    match input {
+        turn::Input::Prompt(prompt) => prompt,
+        turn::Input::Continue => CONTINUE_PROMPT.to_string(),
+        turn::Input::Inbox(waiting) => waiting
+            .into_iter()
+            .map(|p| p.text)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    }
+}
+
+/// Runs `live`'s next turn on a worker of `placement`'s pool with `instruction`, as
+/// a top-level turn (its own token: cancelling the session cancels it).
+///
+/// Returns the run's outcome (a `failed` one naming the URL when NATS cannot be
+/// reached). Errors: the session already runs a turn (`Busy`).
+pub(crate) async fn person_turn(
+    env: &TurnEnv,
+    runs: &RemoteRuns,
+    live: Arc<LiveSession>,
+    instruction: String,
+    placement: RemotePlacement,
+) -> Result<TurnOutcome, EngineError> {
+    let top = CancellationToken::new();
+    super::run(env, runs, live, instruction, &top, placement).await
+}
