@@ -266,6 +266,36 @@ pub fn module_name(entry: &Value) -> Option<&str> {
     }
 }
 
+/// Rewrites the `config.allowed_write_paths` of one `tool-filesystem` plan entry
+/// (`entry`: its JSON object) with `change`, which gets the current list — `["."]`
+/// when the key is absent, as the tool reads it — and returns the new one. A missing
+/// or non-object `config` becomes `{}` first; an entry that is no object is left
+/// alone. Used where a sub-session's writes move into a worktree (issue 25) and on a
+/// worker, which moves them into its own (issue 27).
+pub fn edit_write_paths(entry: &mut Value, change: impl FnOnce(Vec<String>) -> Vec<String>) {
+    let Some(obj) = entry.as_object_mut() else {
+        return;
+    };
+    let config = obj
+        .entry("config")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !config.is_object() {
+        *config = Value::Object(Map::new());
+    }
+    let current: Vec<String> = config
+        .get("allowed_write_paths")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_else(|| vec![".".to_string()]);
+    let paths = change(current);
+    config["allowed_write_paths"] = Value::from(paths);
+}
+
 impl ModuleEntry {
     /// Reads an entry from a mount-plan list item (object or bare string).
     pub fn from_value(v: &Value) -> Option<Self> {

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::live::LiveSession;
 use crate::config::MountPlan;
 use crate::config::isolation::Isolation;
+use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::State;
 use crate::isolation::{IsolationError, WorktreeRecord, worktree};
 use crate::paths::Paths;
@@ -126,34 +127,19 @@ fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
             continue;
         }
         spec.edit(|entry| {
-            let Some(obj) = entry.as_object_mut() else {
-                return;
-            };
-            let config = obj.entry("config").or_insert_with(|| json!({}));
-            if !config.is_object() {
-                *config = json!({});
-            }
-            let current: Vec<String> = config
-                .get("allowed_write_paths")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_else(|| vec![".".to_string()]);
-            let mut paths: Vec<String> = current
-                .into_iter()
-                .map(
-                    |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
-                        Ok(rel) => record.path.join(rel).display().to_string(),
-                        Err(_) => p,
-                    },
-                )
-                .collect();
-            paths.extend(extra.iter().map(|p| p.display().to_string()));
-            config["allowed_write_paths"] = json!(paths);
+            edit_write_paths(entry, |current| {
+                let mut paths: Vec<String> = current
+                    .into_iter()
+                    .map(
+                        |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
+                            Ok(rel) => record.path.join(rel).display().to_string(),
+                            Err(_) => p,
+                        },
+                    )
+                    .collect();
+                paths.extend(extra.iter().map(|p| p.display().to_string()));
+                paths
+            })
         });
     }
 }

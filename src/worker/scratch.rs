@@ -17,8 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::KEY as WORKTREE_KEY;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
@@ -76,51 +77,36 @@ pub fn remap_write_paths(
         if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
             continue;
         }
-        let Some(obj) = entry.as_object_mut() else {
-            continue;
-        };
-        let config = obj.entry("config").or_insert_with(|| json!({}));
-        if !config.is_object() {
-            *config = json!({});
-        }
-        let current: Vec<String> = config
-            .get("allowed_write_paths")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_else(|| vec![".".to_string()]);
-        let mut paths: Vec<String> = current
-            .into_iter()
-            .filter_map(|p| {
-                let path = Path::new(&p);
-                let Some(record) = record else {
-                    return Some(p);
-                };
-                if let Ok(rel) = path.strip_prefix(&record.path) {
-                    let moved = if rel.as_os_str().is_empty() {
-                        work_top.to_path_buf()
-                    } else {
-                        work_top.join(rel)
+        edit_write_paths(entry, |current| {
+            let mut paths: Vec<String> = current
+                .into_iter()
+                .filter_map(|p| {
+                    let path = Path::new(&p);
+                    let Some(record) = record else {
+                        return Some(p);
                     };
-                    return Some(moved.display().to_string());
+                    if let Ok(rel) = path.strip_prefix(&record.path) {
+                        let moved = if rel.as_os_str().is_empty() {
+                            work_top.to_path_buf()
+                        } else {
+                            work_top.join(rel)
+                        };
+                        return Some(moved.display().to_string());
+                    }
+                    if path.starts_with(&record.repo) {
+                        return None;
+                    }
+                    Some(p)
+                })
+                .collect();
+            for git in git_paths {
+                let git = git.display().to_string();
+                if !paths.contains(&git) {
+                    paths.push(git);
                 }
-                if path.starts_with(&record.repo) {
-                    return None;
-                }
-                Some(p)
-            })
-            .collect();
-        for git in git_paths {
-            let git = git.display().to_string();
-            if !paths.contains(&git) {
-                paths.push(git);
             }
-        }
-        config["allowed_write_paths"] = json!(paths);
+            paths
+        });
     }
 }
 
@@ -246,6 +232,7 @@ impl Drop for StoreGuard {
 mod tests {
     use super::*;
     use crate::isolation::worktree::State;
+    use serde_json::json;
 
     fn record() -> WorktreeRecord {
         WorktreeRecord {
