@@ -129,21 +129,9 @@ pub fn identity() -> RanOn {
     let id = uuid::Uuid::new_v4().simple().to_string();
     RanOn {
         worker: format!("w-{}", id.get(..8).unwrap_or(&id)),
-        host: hostname(),
+        host: crate::remote::wire::hostname(),
         pid: std::process::id(),
     }
-}
-
-/// The machine's host name (`/proc/sys/kernel/hostname`, `/etc/hostname`, `$HOSTNAME`),
-/// else `unknown`.
-pub fn hostname() -> String {
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .chain(std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_string())
-        .find(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`.
