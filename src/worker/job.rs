@@ -375,7 +375,17 @@ async fn execute(
                 String::new()
             };
             let place = (tree.top.clone(), tree.base.clone());
-            Some(Wip::new(ctx.payloads.clone(), name, place, &applied))
+            let holder = wip::Holder {
+                leases: ctx.leases.clone(),
+                session: session.clone(),
+                epoch: out.epoch(),
+            };
+            Some(Wip::new(
+                (ctx.payloads.clone(), holder),
+                name,
+                place,
+                &applied,
+            ))
         }
         _ => None,
     };

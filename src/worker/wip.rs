@@ -16,10 +16,13 @@
 //! The order that makes it safe: the worker forwards the session's events one at a
 //! time, and a tool's `tool:post` / `tool:error` comes before the `message:appended` of
 //! its result; the save happens before that `tool:post` is forwarded, so every tool
-//! result the root holds has its file effects stored first.
+//! result the root holds has its file effects stored first. A save is stored only
+//! while the run's lease is still its own (read from `arbor_leases` just before): a
+//! frozen worker that wakes after a takeover does not overwrite its successor's.
 
 use std::path::{Path, PathBuf};
 
+use async_nats::jetstream::kv;
 use async_nats::jetstream::object_store::{GetErrorKind, ObjectStore};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -28,6 +31,7 @@ use super::files::{self, FilesError};
 use crate::isolation::IsolationError;
 use crate::isolation::git::Git;
 use crate::remote::RemoteError;
+use crate::remote::lease;
 use crate::remote::wire::token;
 use crate::session::{EngineEvent, Event};
 
@@ -78,9 +82,21 @@ fn digest(patch: &str) -> Vec<u8> {
     Sha256::digest(patch.as_bytes()).to_vec()
 }
 
+/// Who may store a run's work in progress: the holder of `session`'s lease at
+/// `epoch` (checked in `leases` before each store).
+pub struct Holder {
+    /// The leases bucket.
+    pub leases: kv::Store,
+    /// The session id.
+    pub session: String,
+    /// The epoch the job holds.
+    pub epoch: u64,
+}
+
 /// One writing run's work in progress: its worktree, base commit and object.
 pub struct Wip {
     store: ObjectStore,
+    holder: Holder,
     /// The object's name ([`wip_name`]).
     pub name: String,
     top: PathBuf,
@@ -89,16 +105,18 @@ pub struct Wip {
 }
 
 impl Wip {
-    /// The work in progress of the worktree at `top` (cut at `base`) under `name`;
-    /// `applied` is the patch it starts from (empty, or the one restored).
+    /// The work in progress of the worktree at `top` (cut at `base`) under `name`,
+    /// stored by `holder`; `applied` is the patch it starts from (empty, or the one
+    /// restored).
     pub fn new(
-        store: ObjectStore,
+        (store, holder): (ObjectStore, Holder),
         name: String,
         (top, base): (PathBuf, String),
         applied: &str,
     ) -> Self {
         Self {
             store,
+            holder,
             name,
             top,
             base,
@@ -124,6 +142,18 @@ impl Wip {
         };
         if !self.saved.changed(&patch) {
             return;
+        }
+        let holder = &self.holder;
+        match lease::current(&holder.leases, &holder.session).await {
+            Ok(Some(now)) if now.epoch == holder.epoch => {}
+            Ok(_) => {
+                tracing::warn!(object = %self.name, epoch = holder.epoch, "worker: the lease moved on; work in progress not stored");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(object = %self.name, "worker: work in progress not stored: {e}");
+                return;
+            }
         }
         let mut reader = patch.as_bytes();
         match self.store.put(self.name.as_str(), &mut reader).await {
