@@ -20,8 +20,22 @@ use crate::support::*;
 
 const WRITER: &str = "0123456789abcdef-9999aaaabbbbcccc_writer";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls() {
+/// A writing job whose first worker is killed -9 while its model streams after the
+/// write's result reached the root, taken over by a second worker; what it published
+/// and what keeps the test's world alive.
+struct Takeover {
+    messages: Vec<Sent>,
+    server: ScriptedServer,
+    base: String,
+    remote: Remote,
+    second: Worker,
+    _nats: Nats,
+    _env: TestEnv,
+}
+
+/// [`Takeover`] on NATS port `port`; with `answer`, the root's store holds that final
+/// answer after the write's result (the first worker finished, its `Done` was lost).
+async fn take_over(port: u16, answer: Option<&str>) -> Takeover {
     // Call 1 writes a file; call 2 (after the write's result) streams until the worker
     // dies; call 3 (on the second worker, resumed) answers.
     let calls = Arc::new(AtomicUsize::new(0));
@@ -48,7 +62,7 @@ async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls
     env.use_openai(&server.base_url, WORKER_KEY);
     let (clone, base) = clone_of_project(&env);
 
-    let nats = Nats::start(14308, &env.dir.path().join("nats"));
+    let nats = Nats::start(port, &env.dir.path().join("nats"));
     let remote = Remote::connect(&nats.url, "test root", &Default::default())
         .await
         .unwrap();
@@ -79,7 +93,7 @@ async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls
     first.child.wait().unwrap();
 
     // What the root's store holds now: the messages the first worker appended.
-    let transcript: Vec<Message> = before
+    let mut transcript: Vec<Message> = before
         .iter()
         .filter(|m| m.body["kind"] == "event" && m.body["event"]["event"] == "message:appended")
         .map(|m| serde_json::from_value(m.body["event"]["data"]["message"].clone()).unwrap())
@@ -90,6 +104,10 @@ async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls
             .is_some_and(|m| serde_json::to_value(m).unwrap()["role"] == "tool"),
         "the write's result is the last message the root holds: {transcript:?}"
     );
+    if let Some(answer) = answer {
+        let said = json!({"role": "assistant", "content": answer});
+        transcript.push(serde_json::from_value(said).unwrap());
+    }
     let client = remote.client().clone();
     let mut syncs = client
         .subscribe(sync_subject(WRITER).unwrap())
@@ -116,6 +134,29 @@ async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls
             .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
     })
     .await;
+    Takeover {
+        messages,
+        server,
+        base,
+        remote,
+        second,
+        _nats: nats,
+        _env: env,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelivered_writing_job_restores_the_files_of_its_answered_tool_calls() {
+    // The fields kept alive by name (`..` would drop the server and NATS at once).
+    let Takeover {
+        messages,
+        server,
+        base,
+        remote,
+        second,
+        _nats,
+        _env,
+    } = take_over(14308, None).await;
     let done = &messages.last().unwrap().body;
     assert_eq!(done["kind"], "done", "{done}\n{}", second.stderr());
     assert_eq!(done["response"], "finished after the takeover");
@@ -245,6 +286,27 @@ async fn a_work_in_progress_that_does_not_apply_fails_the_redelivered_job() {
         assert!(Instant::now() < deadline, "the job was never acked");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_answered_before_its_worker_died_returns_the_work_in_progress_as_its_changes() {
+    let Takeover {
+        messages,
+        server,
+        base,
+        remote: _remote,
+        second,
+        _nats,
+        _env,
+    } = take_over(14310, Some("the notes are written")).await;
+    let done = &messages.last().unwrap().body;
+    assert_eq!(done["kind"], "done", "{done}\n{}", second.stderr());
+    assert_eq!(done["response"], "the notes are written");
+    let changes = &done["changes"]["inline"];
+    assert_eq!(changes["base_commit"], base.as_str());
+    let patch = changes["patch"].as_str().unwrap();
+    assert!(patch.contains("+from the first worker"), "{patch}");
+    assert_eq!(server.requests().len(), 2, "nothing ran again");
 }
 
 /// The worker's clone of the project (`sub/keep.txt`, one commit) and its commit.
