@@ -374,7 +374,11 @@ async fn execute(
             } else {
                 String::new()
             };
-            let place = (tree.top.clone(), tree.base.clone());
+            let place = (
+                tree.top.clone(),
+                tree.base.clone(),
+                dir.path().join("wip.index"),
+            );
             let holder = wip::Holder {
                 leases: ctx.leases.clone(),
                 session: session.clone(),

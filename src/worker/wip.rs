@@ -5,7 +5,9 @@
 //!
 //! Owns: the object's name ([`wip_name`]: `wip-<session token>-r<run>`), saving the
 //! worktree's patch (`git diff --binary --cached <base>`, new files included, as the
-//! final `Changes` are made by `files::patch_at`) before a tool's result is forwarded
+//! final `Changes` are made by `files::patch_at`, but staged in a private index
+//! ([`patch_aside`]) so the session's own `git status` / `git diff` see their worktree
+//! as they left it) before a tool's result is forwarded
 //! to the root — only when it changed since the last save ([`Saved`], a SHA-256 of the
 //! last patch) — fetching it back ([`fetch`]), applying it in a fresh worktree
 //! ([`apply_at`]: `git apply --index`, a binary hunk's closing blank line restored as
@@ -21,13 +23,14 @@
 //! frozen worker that wakes after a takeover does not overwrite its successor's.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use async_nats::jetstream::kv;
 use async_nats::jetstream::object_store::{GetErrorKind, ObjectStore};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::files::{self, FilesError};
+use super::files::FilesError;
 use crate::isolation::IsolationError;
 use crate::isolation::git::Git;
 use crate::remote::RemoteError;
@@ -101,17 +104,20 @@ pub struct Wip {
     pub name: String,
     top: PathBuf,
     base: String,
+    /// The private index the saves stage into.
+    index: PathBuf,
     saved: Saved,
 }
 
 impl Wip {
     /// The work in progress of the worktree at `top` (cut at `base`) under `name`,
-    /// stored by `holder`; `applied` is the patch it starts from (empty, or the one
+    /// stored by `holder`, staged in the private index file `index` (in the job's
+    /// scratch directory); `applied` is the patch it starts from (empty, or the one
     /// restored).
     pub fn new(
         (store, holder): (ObjectStore, Holder),
         name: String,
-        (top, base): (PathBuf, String),
+        (top, base, index): (PathBuf, String, PathBuf),
         applied: &str,
     ) -> Self {
         Self {
@@ -120,6 +126,7 @@ impl Wip {
             name,
             top,
             base,
+            index,
             saved: Saved::from(applied),
         }
     }
@@ -128,8 +135,10 @@ impl Wip {
     /// the last save. A failure is logged and the job goes on (the save is a safety
     /// net for a takeover, not part of the answer).
     pub async fn save(&mut self) {
-        let (top, base) = (self.top.clone(), self.base.clone());
-        let patch = match tokio::task::spawn_blocking(move || files::patch_at(&top, &base)).await {
+        let (top, base, index) = (self.top.clone(), self.base.clone(), self.index.clone());
+        let patch = match tokio::task::spawn_blocking(move || patch_aside(&top, &base, &index))
+            .await
+        {
             Ok(Ok(patch)) => patch,
             Ok(Err(e)) => {
                 tracing::warn!(object = %self.name, "worker: diffing the work in progress: {e}");
@@ -163,6 +172,54 @@ impl Wip {
             }
         }
     }
+}
+
+/// The worktree at `top`'s changes against `base` as `files::patch_at` makes them
+/// (every file staged, `git diff --binary --cached <base>`), but staged in the private
+/// index file `index` (a copy of the worktree's own the first time, so unchanged
+/// files are not hashed again): the worktree's index — what the session's `git status`
+/// and `git diff` show — is left alone.
+///
+/// Errors: a git step failed.
+pub fn patch_aside(top: &Path, base: &str, index: &Path) -> Result<String, FilesError> {
+    if !index.exists() {
+        let own = Git::at(top).run(&["rev-parse", "--git-path", "index"])?;
+        let own = top.join(own);
+        if std::fs::copy(&own, index).is_err() {
+            // No index yet: git starts an empty one.
+            let _ = std::fs::remove_file(index);
+        }
+    }
+    let run = |args: &[&str]| -> Result<Vec<u8>, FilesError> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(top)
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.autocrlf=false",
+            ])
+            .args(args)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_PREFIX")
+            .env("GIT_INDEX_FILE", index)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| IsolationError::Spawn { source })?;
+        if !out.status.success() {
+            return Err(FilesError::Git(IsolationError::Git {
+                args: args.join(" "),
+                dir: top.to_path_buf(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            }));
+        }
+        Ok(out.stdout)
+    };
+    run(&["add", "-A"])?;
+    let out = run(&["diff", "--binary", "--cached", "--no-color", base])?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// The patch stored under `name`, `None` when there is none (the previous worker
@@ -226,6 +283,7 @@ pub fn apply_at(top: &Path, patch: &str) -> Result<(), FilesError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::files;
 
     #[test]
     fn a_patch_is_saved_only_when_it_changed_since_the_last_save() {
@@ -241,6 +299,37 @@ mod tests {
         assert!(saved.changed(""), "a change undone is saved too");
         // A redelivered job starts from the patch it applied.
         assert!(!Saved::from(two).changed(two));
+    }
+
+    #[test]
+    fn a_save_stages_aside_and_leaves_the_sessions_own_index_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("w");
+        std::fs::create_dir_all(&top).unwrap();
+        let git = Git::at(&top);
+        git.run(&["init", "--quiet"]).unwrap();
+        std::fs::write(top.join("a.txt"), "one\n").unwrap();
+        git.run(&["add", "-A"]).unwrap();
+        git.run(&["commit", "--quiet", "-m", "base"]).unwrap();
+        let base = git.commit_of("HEAD").unwrap().unwrap();
+        std::fs::write(top.join("a.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(top.join("new.txt"), "fresh\n").unwrap();
+        let index = tmp.path().join("wip.index");
+        let aside = patch_aside(&top, &base, &index).unwrap();
+        assert!(
+            aside.contains("+two") && aside.contains("+++ b/new.txt"),
+            "{aside}"
+        );
+        // The session still sees its change unstaged and its new file untracked.
+        assert!(git.run(&["diff"]).unwrap().contains("+two"));
+        let status = git.run(&["status", "--porcelain"]).unwrap();
+        assert!(
+            status.contains(" M a.txt") && status.contains("?? new.txt"),
+            "{status}"
+        );
+        // The same patch as the final `Changes`; an unchanged worktree, the same again.
+        assert_eq!(aside, patch_aside(&top, &base, &index).unwrap());
+        assert_eq!(aside, files::patch_at(&top, &base).unwrap());
     }
 
     #[test]
