@@ -10,7 +10,9 @@
 //! (`Submit`, or `ContinueInterrupted`), forwarding every bus event of the session as
 //! `WorkerMsg::Event`, answering `Control` messages (approvals, steer, queue,
 //! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
-//! and acking the job only after that was stored. Does not own: the fetch loop and
+//! and acking the job only after that was stored. A writing run saves its work in
+//! progress before each tool result goes to the root, and a resumed one restores it
+//! first (`wip`). Does not own: the fetch loop and
 //! presence (`worker`), the wire types (`remote::wire`).
 
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::files::{self, FilesError, JobTree};
 use super::out::{Out, Sent};
 use super::scratch::{self, StoreGuard};
+use super::wip::{self, Wip};
 use super::{Ctx, JobSetup};
 use crate::config::approvals::Rules;
 use crate::engine::{Engine, EngineError, EngineReply, Replies, TurnOutcome};
@@ -71,6 +74,11 @@ pub enum JobError {
     /// The engine refused the turn before running it (no provider, …).
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The previous worker's work in progress does not apply to the base commit.
+    #[error(
+        "cannot restore the previous worker's work in progress ({object}): {error}; the job is not run on other files than the root's transcript says"
+    )]
+    Resume { object: String, error: FilesError },
     /// Local files of the job (its scratch directory).
     #[error("worker's scratch directory: {0}")]
     Io(#[from] std::io::Error),
@@ -162,8 +170,15 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
     stopping.abort();
     match reply {
         Ok(Sent::Stored) => {
-            if let Err(e) = msg.double_ack_with(AckKind::Ack).await {
-                tracing::warn!(session, "worker: acking the job: {e}");
+            match msg.double_ack_with(AckKind::Ack).await {
+                Ok(()) => {
+                    if writes(&job)
+                        && let Ok(name) = wip::wip_name(&session, job.run)
+                    {
+                        wip::delete(&ctx.payloads, &name).await;
+                    }
+                }
+                Err(e) => tracing::warn!(session, "worker: acking the job: {e}"),
             }
             tracing::info!(session, run = job.run, "worker: job done");
         }
@@ -177,6 +192,11 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
             }
         }
     }
+}
+
+/// Whether the job may write files (its work in progress is kept).
+fn writes(job: &Job) -> bool {
+    job.files.as_ref().is_some_and(|f| f.writes)
 }
 
 /// Whether the job's lease was lost (not merely the worker stopping).
@@ -314,14 +334,21 @@ async fn execute(
         let (metadata, synced) = sync(ctx, &session).await?;
         if let Some(response) = scratch::answered(before.len(), &synced) {
             // The previous worker finished the run but its Done never reached the
-            // root: report the stored answer, run nothing. (A writing run's changes
-            // went with that worker's worktree.)
-            if job.files.as_ref().is_some_and(|f| f.writes) {
-                tracing::warn!(
-                    session,
-                    "worker: the previous worker's changes of this run are lost with it"
-                );
-            }
+            // root: report the stored answer, run nothing. A writing run's changes
+            // are its work in progress (saved before its last tool result).
+            let changes = match (&tree, writes(job)) {
+                (Some(tree), true) => {
+                    let name = wip::wip_name(&session, job.run)?;
+                    let patch = wip::fetch(&ctx.payloads, &name).await?.unwrap_or_default();
+                    let changes = Changes {
+                        base_commit: tree.base.clone(),
+                        patch,
+                    };
+                    let name = changes_name(&session, job.run)?;
+                    Some(Payload::pack(&ctx.payloads, &name, changes).await?)
+                }
+                _ => None,
+            };
             return Ok(Some(WorkerMsg::Done {
                 run: job.run,
                 status: SessionStatus::Completed,
@@ -329,13 +356,42 @@ async fn execute(
                 turn_count: u64::from(metadata.turn_count),
                 error: None,
                 metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
-                changes: None,
+                changes,
             }));
         }
         let resume = scratch::resumes(before.len(), &synced);
         (metadata, synced, resume)
     } else {
         (job.metadata.clone(), before, false)
+    };
+    // A writing run keeps its work in progress; a resumed one starts from its
+    // predecessor's (the files its answered tool calls wrote).
+    let wip = match (&tree, writes(job)) {
+        (Some(tree), true) => {
+            let name = wip::wip_name(&session, job.run)?;
+            let applied = if resume {
+                restore(ctx, tree, &name).await?
+            } else {
+                String::new()
+            };
+            let place = (
+                tree.top.clone(),
+                tree.base.clone(),
+                dir.path().join("wip.index"),
+            );
+            let holder = wip::Holder {
+                leases: ctx.leases.clone(),
+                session: session.clone(),
+                epoch: out.epoch(),
+            };
+            Some(Wip::new(
+                (ctx.payloads.clone(), holder),
+                name,
+                place,
+                &applied,
+            ))
+        }
+        _ => None,
     };
     let paths = Paths {
         cwd: work_dir.clone(),
@@ -377,7 +433,7 @@ async fn execute(
             prompt: job.instruction.clone(),
         }
     };
-    let ran = run_engine((job, control), &engine, out, command).await;
+    let ran = run_engine((job, control), &engine, (out, wip), command).await;
     let left = engine.shutdown(END_GRACE).await;
     if left > 0 {
         tracing::warn!(
@@ -397,11 +453,7 @@ async fn execute(
                 base_commit: tree.base.clone(),
                 patch,
             };
-            let name = format!(
-                "{}-{}-changes",
-                token(&session).map_err(RemoteError::from)?,
-                job.run
-            );
+            let name = changes_name(&session, job.run)?;
             Some(Payload::pack(&ctx.payloads, &name, changes).await?)
         }
         _ => None,
@@ -422,6 +474,34 @@ async fn execute(
         metadata: Box::new(metadata),
         changes,
     }))
+}
+
+/// The object a run's `Changes` go to when too large to be inline.
+fn changes_name(session: &str, run: u64) -> Result<String, RemoteError> {
+    Ok(format!("{}-{run}-changes", token(session)?))
+}
+
+/// Applies the previous worker's work in progress `name` (if any) to `tree`; the
+/// patch applied (empty when there was none).
+///
+/// Errors: [`JobError::Resume`] when it does not apply, [`JobError::Remote`] when it
+/// cannot be fetched.
+async fn restore(ctx: &Ctx, tree: &JobTree, name: &str) -> Result<String, JobError> {
+    let Some(patch) = wip::fetch(&ctx.payloads, name).await? else {
+        return Ok(String::new());
+    };
+    let (top, applied) = (tree.top.clone(), patch.clone());
+    blocking(move || wip::apply_at(&top, &applied))
+        .await?
+        .map_err(|error| JobError::Resume {
+            object: name.to_string(),
+            error,
+        })?;
+    tracing::info!(
+        object = name,
+        "worker: the previous worker's work in progress restored"
+    );
+    Ok(patch)
 }
 
 /// Asks the root for the session as its store holds it now (a redelivered job).
@@ -459,7 +539,7 @@ async fn sync(ctx: &Ctx, session: &str) -> Result<(Metadata, Vec<Message>), JobE
 async fn run_engine(
     (job, mut control): (&Job, async_nats::Subscriber),
     engine: &Engine,
-    out: &Out,
+    (out, mut wip): (&Out, Option<Wip>),
     command: EngineCommand,
 ) -> Result<Option<TurnOutcome>, JobError> {
     let id = job.session_id.clone();
@@ -499,7 +579,7 @@ async fn run_engine(
             Some(event) = events.recv() => {
                 if event.session_id == id {
                     running = running || turn_runs(&event);
-                    if !forward(out, &event).await {
+                    if !forward(out, &event, wip.as_mut()).await {
                         out.lose();
                     }
                 }
@@ -512,7 +592,7 @@ async fn run_engine(
             }
         }
     };
-    drain(&mut events, &id, out).await;
+    drain(&mut events, &id, out, wip.as_mut()).await;
     if out.stale.is_cancelled() {
         return Ok(None);
     }
@@ -521,9 +601,14 @@ async fn run_engine(
 
 /// Publishes the events still queued after the turn's reply (they were published on
 /// the bus before it).
-async fn drain(events: &mut UnboundedReceiver<Arc<Event>>, id: &str, out: &Out) {
+async fn drain(
+    events: &mut UnboundedReceiver<Arc<Event>>,
+    id: &str,
+    out: &Out,
+    mut wip: Option<&mut Wip>,
+) {
     while let Ok(event) = events.try_recv() {
-        if event.session_id == id && !forward(out, &event).await {
+        if event.session_id == id && !forward(out, &event, wip.as_deref_mut()).await {
             out.lose();
         }
     }
@@ -540,7 +625,12 @@ fn turn_runs(event: &Event) -> bool {
 }
 
 /// Sends one event; `false` when the root cannot be reached (the job must go quiet).
-async fn forward(out: &Out, event: &Event) -> bool {
+/// A tool's result is preceded by saving the work in progress of a writing run (the
+/// root never holds a tool result whose file effects a takeover could not restore).
+async fn forward(out: &Out, event: &Event, wip: Option<&mut Wip>) -> bool {
+    if let Some(wip) = wip.filter(|_| wip::is_tool_result(event) && !out.stale.is_cancelled()) {
+        wip.save().await;
+    }
     let msg = WorkerMsg::Event {
         event: Box::new(event.clone()),
     };

@@ -38,6 +38,7 @@ mod job;
 pub mod leftover;
 mod out;
 pub mod scratch;
+mod wip;
 
 pub use job::JobError;
 

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 mod harness;
+mod wip;
 
 use harness::*;
 
