@@ -260,6 +260,10 @@ pub enum Control {
     Queue { text: String },
     /// Cancel the running turn (its process groups are killed).
     Cancel,
+    /// Take the waiting message `id` back unsent (`EngineCommand::Unqueue`): `id` is
+    /// the worker's own, from the `prompt:queued` event it streamed. Wire form
+    /// `{"kind":"unqueue","id":3}`.
+    Unqueue { id: u64 },
 }
 
 /// [`ApprovalDecision`] on the wire: `{"allow":"once"}`, `{"allow":"always_tool"}`,
@@ -397,6 +401,16 @@ mod tests {
             };
             assert_eq!(ApprovalDecision::from(decision), d);
         }
+    }
+
+    #[test]
+    fn unqueue_has_its_wire_form() {
+        let json = serde_json::to_string(&Control::Unqueue { id: 3 }).unwrap();
+        assert_eq!(json, r#"{"kind":"unqueue","id":3}"#);
+        assert_eq!(
+            serde_json::from_str::<Control>(&json).unwrap(),
+            Control::Unqueue { id: 3 }
+        );
     }
 
     #[test]

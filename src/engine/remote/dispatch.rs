@@ -546,6 +546,7 @@ fn control_of(forward: Forward) -> Control {
         },
         Forward::Steer(text) => Control::Steer { text },
         Forward::Queue(text) => Control::Queue { text },
+        Forward::Unqueue(id) => Control::Unqueue { id },
     }
 }
 

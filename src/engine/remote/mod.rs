@@ -8,7 +8,7 @@
 //! which commit the worker starts from, applying its patch in the child's worktree
 //! (`changes`) —, counting the late writes the epoch fence refuses (`fence`), and
 //! [`RemoteRuns`]: the runtime's registry of runs in flight, through which steers,
-//! queued messages and approval answers reach the worker (`Control` on
+//! queued messages, their withdrawals and approval answers reach the worker (`Control` on
 //! `arbor.ctl.<session>`), plus the process's NATS connections. Cancelling is the
 //! child's own token (a child token of the calling turn's, so cancelling any ancestor
 //! reaches it): the run sends `Control::Cancel` when it fires.
@@ -52,6 +52,9 @@ pub(crate) enum Forward {
     Steer(String),
     /// `EngineCommand::Queue` (the position is not carried: it goes last).
     Queue(String),
+    /// `EngineCommand::Unqueue` of the worker's waiting message `id` (the id of the
+    /// `prompt:queued` event the worker streamed).
+    Unqueue(u64),
 }
 
 /// The remote runs of one runtime: who runs remotely now, the late writes refused,

@@ -1,7 +1,7 @@
 //! Messages for a session's running turn: steer and queue into its inbox, take a
 //! waiting one back ([`Runtime::steer`], [`Runtime::queue`], [`Runtime::unqueue`]).
 //! A sub-session running on a worker (issue 27) gets its steers and queued messages
-//! there (`engine::remote`); an idle one placed on a worker starts its turn there.
+//! there, and their withdrawals (`engine::remote`); an idle one placed on a worker starts its turn there.
 //! Does not own: the inbox itself (`live`, `inbox`) or the turn loop that drains it
 //! (`turn`).
 
@@ -49,11 +49,18 @@ impl Runtime {
     }
 
     /// Takes the waiting message `id` (`prompt:queued` `id`) of `session_id` back
-    /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text.
+    /// unsent: publishes `prompt:unqueued` (`removed`) and returns its text. A session
+    /// running on a worker (issue 27) gets it there (`Control::Unqueue`; its messages
+    /// wait in the worker's inbox, under the ids the worker's `prompt:queued` events
+    /// carried): the worker's `prompt:unqueued` comes back with its events, and the
+    /// text returned here is empty.
     ///
     /// Errors: `NotWaiting` when the session is not live or the message no longer waits
-    /// (already sent, removed or returned).
+    /// (already sent, removed or returned); for a remote session the worker decides.
     pub fn unqueue(&self, session_id: &str, id: u64) -> Result<String, EngineError> {
+        if self.remote.forward(session_id, Forward::Unqueue(id)) {
+            return Ok(String::new());
+        }
         self.live(session_id)
             .and_then(|live| live.unqueue(id))
             .map(|pending| pending.text)

@@ -9,14 +9,14 @@ use std::process::Output;
 use std::time::Duration;
 
 use arbor::remote::Payload;
-use arbor::remote::wire::{Job, WorkerMsg};
+use arbor::remote::wire::{self, Job, WorkerMsg};
 use arbor::session::{EngineEvent, Message, SessionStatus};
 use async_nats::jetstream::{self, AckKind};
 use serde_json::json;
 
 use super::{
-    EXPLORER, HandWorker, Nats, assistant, child_dir, finished, root_model, spawn_run,
-    write_config, write_explorer,
+    EXPLORER, HandWorker, Nats, assistant, child_dir, finished, next_control, root_model,
+    spawn_run, write_config, write_explorer,
 };
 use crate::support::*;
 
@@ -40,6 +40,17 @@ fn spawn_resume(env: &TestEnv, id: &str, instruction: &str) -> std::thread::Join
 async fn play_run(worker: &HandWorker, job: &Job, message: jetstream::Message, answer: &str) {
     let epoch = worker.lease(&job.session_id).await.epoch();
     worker.started(job, epoch, 1).await;
+    finish_run(worker, job, message, answer, epoch).await;
+}
+
+/// The rest of [`play_run`] once started under `epoch`.
+async fn finish_run(
+    worker: &HandWorker,
+    job: &Job,
+    message: jetstream::Message,
+    answer: &str,
+    epoch: u64,
+) {
     worker
         .event(
             job,
@@ -239,7 +250,25 @@ async fn a_steer_or_queued_message_to_an_idle_remote_child_starts_its_turn_on_a_
     let (job, message) = worker.take_job("rt9").await;
     assert_eq!((job.run, job.instruction.as_str()), (2, "now this"));
     assert!(runtime.is_remote(&child));
-    play_run(&worker, &job, message, "did this").await;
+    // While it runs there, taking back a message queued there goes there too.
+    let mut ctl = worker
+        .remote
+        .client()
+        .subscribe(wire::ctl_subject(&child).unwrap())
+        .await
+        .unwrap();
+    worker.remote.client().flush().await.unwrap();
+    let epoch = worker.lease(&child).await.epoch();
+    worker.started(&job, epoch, 1).await;
+    worker
+        .event(&job, epoch, EngineEvent::status(SessionStatus::Running))
+        .await;
+    assert_eq!(runtime.unqueue(&child, 7).unwrap(), "");
+    assert_eq!(
+        next_control(&mut ctl).await,
+        wire::Control::Unqueue { id: 7 }
+    );
+    finish_run(&worker, &job, message, "did this", epoch).await;
     let outcome = steer.await.unwrap().unwrap().expect("the steer ran a turn");
     assert_eq!(outcome.status, SessionStatus::Completed);
     assert_eq!(outcome.response, "did this");
