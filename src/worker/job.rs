@@ -662,6 +662,7 @@ fn command_of(id: &crate::session::SessionId, control: Control) -> EngineCommand
             position: None,
         },
         Control::Cancel => EngineCommand::Cancel { session_id },
+        Control::Unqueue { id } => EngineCommand::Unqueue { session_id, id },
     }
 }
 

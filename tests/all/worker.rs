@@ -686,3 +686,84 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
     assert_eq!(server.requests().len(), 3, "the grandchild ran here");
     assert_eq!(jobs_left(&remote).await, 0, "nothing was dispatched again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_message_the_root_takes_back_never_reaches_the_remote_turn() {
+    const QUEUED: &str = "0123456789abcdef-1212343456567878_helper";
+    let server = endless_server();
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let nats = Nats::start(14311, &env.dir.path().join("nats"));
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let worker = Worker::start(&env, &nats, "unqueue");
+    publish(
+        &remote,
+        "unqueue",
+        &job_of(QUEUED, plan(&server.base_url), "count"),
+    )
+    .await;
+    let control = |c: Control| {
+        let remote = remote.clone();
+        async move {
+            remote
+                .client()
+                .publish(
+                    ctl_subject(QUEUED).unwrap(),
+                    serde_json::to_vec(&c).unwrap().into(),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let event =
+        |s: &Sent, name: &str| s.body["kind"] == "event" && s.body["event"]["event"] == name;
+    // The turn streams; a queued message waits for it and is then taken back.
+    wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(60), |m| {
+        m.iter().any(|s| event(s, "content_block:delta"))
+    })
+    .await;
+    control(Control::Queue {
+        text: "and then this".into(),
+    })
+    .await;
+    let queued = wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
+        m.iter().any(|s| event(s, "prompt:queued"))
+    })
+    .await;
+    let id = queued
+        .iter()
+        .find(|s| event(s, "prompt:queued"))
+        .unwrap()
+        .body["event"]["data"]["id"]
+        .as_u64()
+        .unwrap();
+    control(Control::Unqueue { id }).await;
+    wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
+        m.iter().any(|s| event(s, "prompt:unqueued"))
+    })
+    .await;
+    control(Control::Cancel).await;
+    let messages = wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    assert_eq!(messages.last().unwrap().body["status"], "cancelled");
+    let unqueued = messages
+        .iter()
+        .find(|s| event(s, "prompt:unqueued"))
+        .unwrap();
+    assert_eq!(unqueued.body["event"]["data"]["id"], id);
+    assert_eq!(unqueued.body["event"]["data"]["prompt"], "and then this");
+    assert!(
+        !messages.iter().any(|s| event(s, "prompt:sent")
+            || event(s, "prompt:submit")
+                && s.body["event"]["data"]
+                    .to_string()
+                    .contains("and then this")),
+        "the taken-back message was never sent"
+    );
+}
