@@ -484,7 +484,7 @@ async fn run_child(
                 env,
                 rt.remote(),
                 child.clone(),
-                instruction,
+                remote::RunInput::Prompt(instruction),
                 &ctx.cancel,
                 placement,
             )

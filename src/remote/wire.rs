@@ -179,6 +179,13 @@ pub struct Job {
     pub transcript: Payload<Vec<Message>>,
     /// The user message of this run (the parent's context already folded in).
     pub instruction: String,
+    /// The run continues the session instead of sending `instruction` (a person's
+    /// continue, `arbor session continue`): the worker repairs orphaned tool calls and
+    /// runs the model call that never got an answer, or sends `instruction`
+    /// (`Continue.`) only when the model had answered the last message — as a local
+    /// continue does. Absent in older jobs: `false`.
+    #[serde(default)]
+    pub continues: bool,
     /// The root config's `approvals:` rules (the policy stays at the root).
     pub approvals: serde_json::Value,
     /// The repository the sub-session works in, when there is one.

@@ -426,6 +426,10 @@ async fn execute(
         EngineCommand::ContinueInterrupted {
             session_id: job.session_id.clone(),
         }
+    } else if job.continues {
+        EngineCommand::Continue {
+            session_id: job.session_id.clone(),
+        }
     } else {
         EngineCommand::Submit {
             session_id: Some(job.session_id.clone()),

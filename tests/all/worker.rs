@@ -767,3 +767,43 @@ async fn a_queued_message_the_root_takes_back_never_reaches_the_remote_turn() {
         "the taken-back message was never sent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continue_job_reruns_the_unanswered_model_call_without_a_new_message() {
+    const CONT: &str = "0123456789abcdef-9898767654543232_helper";
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("one, two, three"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let nats = Nats::start(14312, &env.dir.path().join("nats"));
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let worker = Worker::start(&env, &nats, "cont");
+    // The model never answered the last message (the root stopped mid-call): a
+    // continue runs that call again, as a local `session continue` does.
+    let mut job = job_of(CONT, plan(&server.base_url), "Continue.");
+    job.transcript = Payload::Inline(vec![Message::user("count to three")]);
+    job.continues = true;
+    publish(&remote, "cont", &job).await;
+    let messages = wait_for_session(&remote, CONT, &worker, Duration::from_secs(60), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await;
+    let done = messages.last().unwrap();
+    assert_eq!(done.body["kind"], "done", "{}", done.body);
+    assert!(
+        done.body["response"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("one, two, three"),
+        "{}",
+        done.body
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0]["messages"].to_string();
+    assert!(sent.contains("count to three"), "{sent}");
+    assert!(!sent.contains("Continue."), "no new message: {sent}");
+}

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::apply::{Applier, Finished};
 use super::changes;
+use super::person::RunInput;
 use super::{Forward, RemoteRuns, auth};
 use crate::config::MountPlan;
 use crate::config::remote::RemotePlacement;
@@ -60,7 +61,7 @@ pub(crate) async fn run(
     env: &TurnEnv,
     runs: &RemoteRuns,
     child: Arc<LiveSession>,
-    instruction: String,
+    input: RunInput,
     parent: &CancellationToken,
     placement: RemotePlacement,
 ) -> Result<TurnOutcome, EngineError> {
@@ -78,7 +79,7 @@ pub(crate) async fn run(
     let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx);
     isolate::before_turn(&child).await;
     let token = guard.token.clone();
-    let outcome = match Dispatched::publish(env, runs, &child, instruction, &placement).await {
+    let outcome = match Dispatched::publish(env, runs, &child, input, &placement).await {
         Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,
         Err(e) => applier.ended_without_answer(
             SessionStatus::Failed,
@@ -120,7 +121,7 @@ impl Dispatched {
         env: &TurnEnv,
         runs: &RemoteRuns,
         child: &LiveSession,
-        instruction: String,
+        input: RunInput,
         placement: &RemotePlacement,
     ) -> Result<Self, RemoteError> {
         let remote = runs.connection(&placement.nats_url, &auth(env)).await?;
@@ -171,7 +172,8 @@ impl Dispatched {
             metadata,
             plan,
             transcript: Payload::pack(&payloads, &name, transcript).await?,
-            instruction,
+            instruction: input.instruction(),
+            continues: input.continues(),
             approvals: serde_json::to_value(&env.config.approvals)?,
             files: files.map(|f| JobFiles {
                 base_commit: f.base_commit,

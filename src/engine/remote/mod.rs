@@ -38,7 +38,7 @@ mod fence;
 mod person;
 
 pub(crate) use dispatch::run;
-pub(crate) use person::{instruction_of, person_turn, placement_for_person};
+pub(crate) use person::{RunInput, instruction_of, person_turn, placement_for_person};
 
 /// Something for the worker running a session, sent as a `remote::Control`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,20 +29,48 @@ pub(crate) fn placement_for_person(env: &TurnEnv, live: &LiveSession) -> Option<
     placement_of(env, live)
 }
 
-/// The instruction of the job that runs `input` on a worker: a prompt verbatim;
+/// What the job that runs `input` on a worker starts from: a prompt verbatim;
 /// messages taken from the inbox joined by a blank line; a continue as
-/// [`CONTINUE_PROMPT`] — always, even when the model never answered the last message
-/// (a job's instruction is submitted as a user message; the worker's engine repairs
-/// orphaned tool calls before it, as a local continue does).
-pub(crate) fn instruction_of(input: turn::Input) -> String {
+/// [`RunInput::Continue`] (the worker continues the session as a local continue does:
+/// orphaned tool calls repaired, the unanswered model call run again, `Continue.` sent
+/// only when the model had answered the last message).
+pub(crate) fn instruction_of(input: turn::Input) -> RunInput {
     match input {
-        turn::Input::Prompt(prompt) => prompt,
-        turn::Input::Continue => CONTINUE_PROMPT.to_string(),
-        turn::Input::Inbox(waiting) => waiting
-            .into_iter()
-            .map(|p| p.text)
-            .collect::<Vec<_>>()
-            .join("\n\n"),
+        turn::Input::Prompt(prompt) => RunInput::Prompt(prompt),
+        turn::Input::Continue => RunInput::Continue,
+        turn::Input::Inbox(waiting) => RunInput::Prompt(
+            waiting
+                .into_iter()
+                .map(|p| p.text)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
+    }
+}
+
+/// What a remote run starts from: a user message, or a continue of the session as it
+/// stands (the worker runs `EngineCommand::Continue`; the job's `continues`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RunInput {
+    /// This text, sent as the run's user message.
+    Prompt(String),
+    /// Continue: re-run the unanswered model call, or send [`CONTINUE_PROMPT`] when
+    /// the model had answered the last message.
+    Continue,
+}
+
+impl RunInput {
+    /// The job's `instruction`: the prompt, or [`CONTINUE_PROMPT`] for a continue.
+    pub(crate) fn instruction(&self) -> String {
+        match self {
+            RunInput::Prompt(text) => text.clone(),
+            RunInput::Continue => CONTINUE_PROMPT.to_string(),
+        }
+    }
+
+    /// The job's `continues`.
+    pub(crate) fn continues(&self) -> bool {
+        matches!(self, RunInput::Continue)
     }
 }
 
@@ -55,9 +83,9 @@ pub(crate) async fn person_turn(
     env: &TurnEnv,
     runs: &RemoteRuns,
     live: Arc<LiveSession>,
-    instruction: String,
+    input: RunInput,
     placement: RemotePlacement,
 ) -> Result<TurnOutcome, EngineError> {
     let top = CancellationToken::new();
-    super::run(env, runs, live, instruction, &top, placement).await
+    super::run(env, runs, live, input, &top, placement).await
 }

@@ -96,7 +96,7 @@ impl Runtime {
                     &self.turn_env,
                     &self.remote,
                     live,
-                    text.clone(),
+                    remote::RunInput::Prompt(text.clone()),
                     placement,
                 )
                 .await;

@@ -139,6 +139,7 @@ async fn a_persons_turn_in_an_idle_remote_child_runs_on_a_worker() {
     let (job, message) = worker.take_job("rt7").await;
     assert_eq!(job.run, 4);
     assert_eq!(job.instruction, "Continue.");
+    assert!(job.continues, "a continue, not a message to submit");
     play_run(&worker, &job, message, "continued there").await;
     let out = cont.join().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();

@@ -149,6 +149,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         plan: MountPlan::from_value(plan),
         transcript: Payload::Inline(Vec::new()),
         instruction: instruction.into(),
+        continues: false,
         approvals: Value::Null,
         files: None,
         dispatched_at_ms: 0,
