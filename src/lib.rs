@@ -13,8 +13,9 @@
 //!   `cli`), driving the engine through the same handle. `worker` beside them too:
 //!   `arbor worker` (issue 27), running remote sub-sessions' jobs taken from NATS
 //!   through the same handle, one engine per job.
-//! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair. Never
-//!   imports `cli` or `tui`.
+//! - `engine`: runtime, turn loop, spawn, cancellation, transcript repair, and the
+//!   root side of remote sub-sessions (`engine::remote`: a job out, what its worker
+//!   streams back into the store behind the lease fence). Never imports `cli` or `tui`.
 //! - `hooks`: the person's hook commands (issue 29, Claude Code's contract): their
 //!   config and running them; uses `config`, `sandbox`, `session` and `paths`.
 //! - `tool`: the `Tool` trait, mounting tools from a mount plan, the built-in tools.
@@ -23,6 +24,9 @@
 //! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `remote`: the NATS JetStream transport of remote sub-sessions (issue 27): the
+//!   wire messages, connecting and creating streams and buckets, the compare-and-set
+//!   lease, large payloads; uses `config` and `session` only.
 //! - `isolation`: git worktrees of writing sub-sessions, merging and discarding them,
 //!   checkpoints and rewind (issue 25), through the `git` CLI; uses `paths` only.
 //! - `sandbox`: the kernel sandbox of `bash` and stdio MCP servers (Landlock, a
