@@ -1,5 +1,5 @@
-//! `arbor worker` (issue 27) against a real NATS server (`scripts/nats-server`, on
-//! loopback ports 14300–14399): the test plays the root — it publishes a `Job` with the
+//! `arbor worker` (issue 27) against a real NATS server (`support::nats`:
+//! `scripts/nats-server` on a free loopback port): the test plays the root — it publishes a `Job` with the
 //! transport's own types, reads the worker's `WorkerMsg` stream from `ARBOR_OUT`, and
 //! bumps the session's lease as another worker would — while the real binary runs the
 //! job with a loopback OpenAI-compatible stub configured in the WORKER's config.
@@ -9,11 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
 use arbor::remote::wire::{
     Control, JobFiles, LEASES_BUCKET, Lease, RanOn, SyncReply, WireDecision, WireScope,
-    ctl_subject, sync_subject, token,
+    sync_subject, token,
 };
 use arbor::session::Message;
 use futures::StreamExt;
@@ -21,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
+mod controls;
 mod harness;
 mod wip;
 
@@ -31,11 +31,9 @@ async fn a_job_runs_on_the_worker_and_its_answer_events_and_ack_come_back() {
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("done on the worker"))]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14301, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
 
     let worker = Worker::start(&env, &nats, "solo");
     let pid = worker.child.id();
@@ -150,11 +148,9 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
     }));
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14302, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
     let job = job(&server.base_url, "count forever");
 
     // The root answers a redelivered job's sync request: the store holds the run's
@@ -312,11 +308,9 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
     git(&["commit", "--quiet", "-m", "base"]);
     let base = git(&["rev-parse", "HEAD"]);
 
-    let nats = Nats::start(14303, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
     let repo = clone.display().to_string();
     let worker = Worker::start_with(&env, &nats, "files", &["--repo", &repo]);
 
@@ -345,20 +339,9 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
         tool_call_id: "w1".into(),
         decision: WireDecision::Allow(WireScope::Once),
     };
-    remote
-        .client()
-        .publish(
-            ctl_subject(WRITER).unwrap(),
-            serde_json::to_vec(&answer).unwrap().into(),
-        )
-        .await
-        .unwrap();
+    control(&remote, WRITER, &answer).await;
 
-    let messages = wait_for_session(&remote, WRITER, &worker, Duration::from_secs(60), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
+    let messages = wait_until_ended(&remote, WRITER, &worker, 60).await;
     let names = event_names(&messages);
     assert!(names.iter().any(|n| n == "approval:granted"), "{names:?}");
     let done = &messages.last().unwrap().body;
@@ -416,8 +399,12 @@ async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_o
     let server = endless_server();
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
-    let port = 14304;
-    let url = format!("nats://127.0.0.1:{port}");
+    // A server whose port is known, down until the worker has tried it.
+    let Some(mut nats) = NatsServer::start() else {
+        return;
+    };
+    nats.kill_9();
+    let url = nats.url.clone();
 
     // No server yet: the worker says so and retries with backoff.
     let mut worker = Worker::spawn(&env, &url, "ctl", &[]);
@@ -427,17 +414,14 @@ async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_o
         assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let nats = Nats::start(port, &env.dir.path().join("nats"));
+    nats.restart();
     worker.read_first_line();
     assert!(
         worker.first_line.contains("pool ctl"),
         "{}",
         worker.first_line
     );
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
+    let remote = root_of(&nats).await;
 
     // Control::Cancel ends the running turn: Done, cancelled, with the partial text.
     publish(
@@ -461,19 +445,8 @@ async fn a_worker_retries_until_nats_is_up_obeys_cancel_and_hands_its_job_back_o
         streaming,
     )
     .await;
-    remote
-        .client()
-        .publish(
-            ctl_subject(CANCELLED).unwrap(),
-            serde_json::to_vec(&Control::Cancel).unwrap().into(),
-        )
-        .await
-        .unwrap();
-    let messages = wait_for_session(&remote, CANCELLED, &worker, Duration::from_secs(30), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
+    control(&remote, CANCELLED, &Control::Cancel).await;
+    let messages = wait_until_ended(&remote, CANCELLED, &worker, 30).await;
     let done = &messages.last().unwrap().body;
     assert_eq!(done["status"], "cancelled", "{done}");
     assert!(
@@ -545,35 +518,29 @@ async fn a_worker_says_when_nats_goes_away_and_takes_jobs_again_once_it_is_back(
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("after the restart"))]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
-    let store = env.dir.path().join("nats");
-    let nats = Nats::start(14305, &store);
+    let Some(mut nats) = NatsServer::start() else {
+        return;
+    };
     let worker = Worker::start(&env, &nats, "restart");
     let url = nats.url.clone();
 
     // The server dies (kill -9); the worker says so within a presence refresh (5 s).
-    drop(nats);
+    nats.kill_9();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !worker.stderr().contains(&format!("lost NATS at {url}")) {
         assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Back on the same port and store: the worker reconnects and takes a new job.
-    let nats = Nats::start(14305, &store);
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
+    nats.restart();
+    let remote = root_of(&nats).await;
     publish(
         &remote,
         "restart",
         &job_of(AFTER, plan(&server.base_url), "hello again"),
     )
     .await;
-    let messages = wait_for_session(&remote, AFTER, &worker, Duration::from_secs(60), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
+    let messages = wait_until_ended(&remote, AFTER, &worker, 60).await;
     assert_eq!(
         messages.last().unwrap().body["response"],
         "after the restart"
@@ -586,53 +553,6 @@ async fn a_worker_says_when_nats_goes_away_and_takes_jobs_again_once_it_is_back(
         assert!(Instant::now() < deadline, "stderr: {}", worker.stderr());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancel_sent_as_soon_as_the_worker_starts_reaches_the_turn() {
-    const EARLY: &str = "0123456789abcdef-6666777788889999_helper";
-    let server = endless_server();
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14306, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
-    let worker = Worker::start(&env, &nats, "early");
-    // The root hears `Started` (live, on the subject) and cancels at once, while the
-    // worker is still setting the job up.
-    let mut live = remote
-        .client()
-        .subscribe(arbor::remote::wire::out_subject(EARLY).unwrap())
-        .await
-        .unwrap();
-    publish(
-        &remote,
-        "early",
-        &job_of(EARLY, plan(&server.base_url), "count"),
-    )
-    .await;
-    let first = tokio::time::timeout(Duration::from_secs(60), live.next())
-        .await
-        .unwrap()
-        .unwrap();
-    let first: Value = serde_json::from_slice(&first.payload).unwrap();
-    assert_eq!(first["kind"], "started");
-    remote
-        .client()
-        .publish(
-            ctl_subject(EARLY).unwrap(),
-            serde_json::to_vec(&Control::Cancel).unwrap().into(),
-        )
-        .await
-        .unwrap();
-    let messages = wait_for_session(&remote, EARLY, &worker, Duration::from_secs(30), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
-    assert_eq!(messages.last().unwrap().body["status"], "cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -649,7 +569,9 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14307, &env.dir.path().join("nats"));
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
     // This machine's config would send every sub-session to the pool the worker
     // itself serves with its single slot.
     let mut config = std::fs::read_to_string(&env.config).unwrap();
@@ -658,20 +580,12 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
         nats.url
     ));
     std::fs::write(&env.config, config).unwrap();
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
     let worker = Worker::start(&env, &nats, "nest");
     let mut plan = plan(&server.base_url);
     plan["tools"] = json!([{"module": "tool-task", "config": {"max_recursion_depth": 2}}]);
     plan["agents"] = json!("all");
     publish(&remote, "nest", &job_of(NESTING, plan, "delegate it")).await;
-    let messages = wait_for_session(&remote, NESTING, &worker, Duration::from_secs(60), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
+    let messages = wait_until_ended(&remote, NESTING, &worker, 60).await;
     let done = &messages.last().unwrap().body;
     let tools: Vec<&Value> = messages
         .iter()
@@ -685,125 +599,4 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
     assert_eq!(done["response"], "the child is done", "{tools:#?}");
     assert_eq!(server.requests().len(), 3, "the grandchild ran here");
     assert_eq!(jobs_left(&remote).await, 0, "nothing was dispatched again");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_queued_message_the_root_takes_back_never_reaches_the_remote_turn() {
-    const QUEUED: &str = "0123456789abcdef-1212343456567878_helper";
-    let server = endless_server();
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14311, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
-    let worker = Worker::start(&env, &nats, "unqueue");
-    publish(
-        &remote,
-        "unqueue",
-        &job_of(QUEUED, plan(&server.base_url), "count"),
-    )
-    .await;
-    let control = |c: Control| {
-        let remote = remote.clone();
-        async move {
-            remote
-                .client()
-                .publish(
-                    ctl_subject(QUEUED).unwrap(),
-                    serde_json::to_vec(&c).unwrap().into(),
-                )
-                .await
-                .unwrap();
-        }
-    };
-    let event =
-        |s: &Sent, name: &str| s.body["kind"] == "event" && s.body["event"]["event"] == name;
-    // The turn streams; a queued message waits for it and is then taken back.
-    wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(60), |m| {
-        m.iter().any(|s| event(s, "content_block:delta"))
-    })
-    .await;
-    control(Control::Queue {
-        text: "and then this".into(),
-    })
-    .await;
-    let queued = wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
-        m.iter().any(|s| event(s, "prompt:queued"))
-    })
-    .await;
-    let id = queued
-        .iter()
-        .find(|s| event(s, "prompt:queued"))
-        .unwrap()
-        .body["event"]["data"]["id"]
-        .as_u64()
-        .unwrap();
-    control(Control::Unqueue { id }).await;
-    wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
-        m.iter().any(|s| event(s, "prompt:unqueued"))
-    })
-    .await;
-    control(Control::Cancel).await;
-    let messages = wait_for_session(&remote, QUEUED, &worker, Duration::from_secs(30), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
-    assert_eq!(messages.last().unwrap().body["status"], "cancelled");
-    let unqueued = messages
-        .iter()
-        .find(|s| event(s, "prompt:unqueued"))
-        .unwrap();
-    assert_eq!(unqueued.body["event"]["data"]["id"], id);
-    assert_eq!(unqueued.body["event"]["data"]["prompt"], "and then this");
-    assert!(
-        !messages.iter().any(|s| event(s, "prompt:sent")
-            || event(s, "prompt:submit")
-                && s.body["event"]["data"]
-                    .to_string()
-                    .contains("and then this")),
-        "the taken-back message was never sent"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_continue_job_reruns_the_unanswered_model_call_without_a_new_message() {
-    const CONT: &str = "0123456789abcdef-9898767654543232_helper";
-    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("one, two, three"))]);
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, WORKER_KEY);
-    let nats = Nats::start(14312, &env.dir.path().join("nats"));
-    let remote = Remote::connect(&nats.url, "test root", &Default::default())
-        .await
-        .unwrap();
-    remote.ensure().await.unwrap();
-    let worker = Worker::start(&env, &nats, "cont");
-    // The model never answered the last message (the root stopped mid-call): a
-    // continue runs that call again, as a local `session continue` does.
-    let mut job = job_of(CONT, plan(&server.base_url), "Continue.");
-    job.transcript = Payload::Inline(vec![Message::user("count to three")]);
-    job.continues = true;
-    publish(&remote, "cont", &job).await;
-    let messages = wait_for_session(&remote, CONT, &worker, Duration::from_secs(60), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
-    })
-    .await;
-    let done = messages.last().unwrap();
-    assert_eq!(done.body["kind"], "done", "{}", done.body);
-    assert!(
-        done.body["response"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("one, two, three"),
-        "{}",
-        done.body
-    );
-    let requests = server.requests();
-    assert_eq!(requests.len(), 1);
-    let sent = requests[0]["messages"].to_string();
-    assert!(sent.contains("count to three"), "{sent}");
-    assert!(!sent.contains("Continue."), "no new message: {sent}");
 }

@@ -1,65 +1,47 @@
-//! The worker tests' harness: a NATS server from `scripts/nats-server`, the real
-//! `arbor worker`, jobs built with the transport's types, and reading what the worker
+//! The worker tests' harness: a NATS server (`support::nats`) and the root's
+//! connection, the real `arbor worker`, jobs built with the transport's types, and reading what the worker
 //! published on `ARBOR_OUT`.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use arbor::config::MountPlan;
 use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
 use arbor::remote::wire::{
-    EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, OUT_STREAM, WORKER_HEADER, job_subject,
-    out_subject,
+    Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, OUT_STREAM, WORKER_HEADER, ctl_subject,
+    job_subject, out_subject,
 };
 use arbor::session::{Metadata, SessionId};
 use async_nats::jetstream::consumer;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+pub(super) use crate::support::nats::NatsServer;
 use crate::support::*;
 
 pub(super) const SESSION: &str = "0123456789abcdef-fedcba9876543210_helper";
 pub(super) const PARENT: &str = "01234567-89ab-4def-8123-456789abcdef";
 pub(super) const WORKER_KEY: &str = "sk-worker-own-key-0123456789";
 
-/// A NATS server with JetStream started by `scripts/nats-server`, killed on drop.
-pub(super) struct Nats {
-    child: Child,
-    pub(super) url: String,
+/// A NATS server of this test (`support::nats`: a free loopback port, a temp store)
+/// and the root's connection to it, with arbor's streams and buckets made; `None`
+/// only outside CI when the server cannot be installed (the test is skipped).
+pub(super) async fn server_and_root() -> Option<(NatsServer, Remote)> {
+    let nats = NatsServer::start()?;
+    let remote = root_of(&nats).await;
+    Some((nats, remote))
 }
 
-impl Nats {
-    pub(super) fn start(port: u16, store: &Path) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
-        let log = std::fs::File::create(store.with_extension("log")).unwrap();
-        let child = Command::new(script)
-            .args(["--port", &port.to_string(), "--store"])
-            .arg(store)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("scripts/nats-server starts");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "NATS did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The test root's connection to `nats`, with arbor's streams and buckets made.
+pub(super) async fn root_of(nats: &NatsServer) -> Remote {
+    let remote = Remote::connect(&nats.url, "test root", &Default::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    remote
 }
 
 /// The real `arbor worker`, killed on drop.
@@ -70,11 +52,11 @@ pub(super) struct Worker {
 }
 
 impl Worker {
-    pub(super) fn start(env: &TestEnv, nats: &Nats, pool: &str) -> Self {
+    pub(super) fn start(env: &TestEnv, nats: &NatsServer, pool: &str) -> Self {
         Self::start_with(env, nats, pool, &[])
     }
 
-    pub(super) fn start_with(env: &TestEnv, nats: &Nats, pool: &str, extra: &[&str]) -> Self {
+    pub(super) fn start_with(env: &TestEnv, nats: &NatsServer, pool: &str, extra: &[&str]) -> Self {
         let mut worker = Self::spawn(env, &nats.url, pool, extra);
         worker.read_first_line();
         worker
@@ -251,6 +233,34 @@ pub(super) async fn wait_for_session(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// What `session`'s worker sent until its run ended (`done` or `failed`), waiting at
+/// most `secs` seconds (see [`wait_for_session`]).
+pub(super) async fn wait_until_ended(
+    remote: &Remote,
+    session: &str,
+    worker: &Worker,
+    secs: u64,
+) -> Vec<Sent> {
+    wait_for_session(remote, session, worker, Duration::from_secs(secs), |m| {
+        m.iter()
+            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+    })
+    .await
+}
+
+/// Sends `control` to the worker running `session`, as the root does (core NATS on
+/// `arbor.ctl.<session>`).
+pub(super) async fn control(remote: &Remote, session: &str, control: &Control) {
+    remote
+        .client()
+        .publish(
+            ctl_subject(session).unwrap(),
+            serde_json::to_vec(control).unwrap().into(),
+        )
+        .await
+        .unwrap();
 }
 
 pub(super) fn kinds(messages: &[Sent]) -> Vec<String> {
