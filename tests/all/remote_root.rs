@@ -14,9 +14,8 @@
 
 use crate::support;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,50 +28,10 @@ use arbor::session::{EngineEvent, Event, Message, SessionStatus};
 use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use support::nats::NatsServer;
 use support::*;
 
 const EXPLORER: &str = "You are explorer.";
-
-/// A NATS server of `scripts/nats-server` on `port`, killed on drop.
-struct Nats {
-    child: Child,
-    url: String,
-    _store: tempfile::TempDir,
-}
-
-impl Nats {
-    fn start(port: u16) -> Self {
-        let store = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
-        let child = std::process::Command::new(script)
-            .args(["--port", &port.to_string(), "--store"])
-            .arg(store.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self {
-            child,
-            url: format!("nats://127.0.0.1:{port}"),
-            _store: store,
-        }
-    }
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
@@ -274,7 +233,9 @@ fn log_text(env: &TestEnv) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_child_runs_on_a_worker_and_its_work_lands_at_the_root() {
-    let nats = Nats::start(14400);
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
     let server = root_model();
     let env = TestEnv::new();
     write_config(&env, &server.base_url, &nats.url, "rt1");
@@ -391,7 +352,9 @@ async fn a_remote_child_runs_on_a_worker_and_its_work_lands_at_the_root() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_lost_its_lease_cannot_write_again() {
-    let nats = Nats::start(14401);
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
     let server = root_model();
     let env = TestEnv::new();
     write_config(&env, &server.base_url, &nats.url, "rt2");
@@ -554,7 +517,9 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
     use arbor::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
     use support::fixture::{Fixture, HELPER, delegating, plan};
 
-    let nats = Nats::start(14402);
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
     let mut fixture = Fixture::new(
         plan(json!({})),
         &[("helper", HELPER)],
@@ -715,7 +680,9 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
     use arbor::config::remote::{RemoteAgents, RemoteConfig};
     use support::fixture::{Fixture, HELPER, delegating, plan};
 
-    let nats = Nats::start(14403);
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
     let mut fixture = Fixture::new(
         plan(json!({})),
         &[("helper", HELPER)],

@@ -1,57 +1,16 @@
-//! The transport of remote sub-sessions (issue 27) against a real NATS server started
-//! by `scripts/nats-server` on loopback: arbor's streams and buckets on a server with
+//! The transport of remote sub-sessions (issue 27) against a real NATS server
+//! (`support::nats`: `scripts/nats-server` on loopback): arbor's streams and buckets on a server with
 //! default settings, the compare-and-set lease and its epoch fence, large payloads
 //! through the object store.
 
 use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arbor::remote::lease::{self, Fence, Verdict};
 use arbor::remote::wire::{JOBS_STREAM, OUT_STREAM};
 use arbor::remote::{Payload, RanOn, Remote, RemoteAuth, RemoteError};
 
-/// A NATS server of this test, killed on drop.
-struct Server {
-    child: Child,
-    url: String,
-    _store: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let store = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/nats-server");
-    let child = Command::new(script)
-        .args(["--port", &port.to_string(), "--store"])
-        .arg(store.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("scripts/nats-server starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the NATS server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Server {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _store: store,
-    }
-}
+use crate::support::nats::NatsServer;
 
 fn worker(n: u32) -> RanOn {
     RanOn {
@@ -63,7 +22,9 @@ fn worker(n: u32) -> RanOn {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holder() {
-    let server = start_server();
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
     let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
         .await
         .unwrap();
@@ -121,7 +82,9 @@ async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holde
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_payloads_go_through_the_object_store_and_small_ones_inline() {
-    let server = start_server();
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
     let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
         .await
         .unwrap();
