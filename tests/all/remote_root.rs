@@ -28,6 +28,7 @@ use arbor::session::{EngineEvent, Event, Message, SessionStatus};
 use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use serde_json::{Value, json};
+use support::fixture::HELPER;
 use support::nats::NatsServer;
 use support::*;
 
@@ -501,6 +502,29 @@ fn nats_unreachable_fails_the_child_naming_the_url_and_never_runs_it_here() {
     assert!(events.contains(url), "{events}");
 }
 
+/// An in-process root whose model delegates "do it" to `helper`, which `remote:`
+/// puts on `pool` of the server at `nats_url` (ack wait 5 s); a helper that ran here
+/// would answer "RAN LOCALLY".
+fn remote_fixture(nats_url: &str, pool: &str) -> support::fixture::Fixture {
+    use arbor::config::remote::{RemoteAgents, RemoteConfig};
+    use support::fixture::{Fixture, delegating, plan};
+    let mut fixture = Fixture::new(
+        plan(json!({})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "do it"}),
+            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
+        ),
+    );
+    fixture.config.remote = Some(RemoteConfig {
+        nats_url: nats_url.to_string(),
+        pool: pool.into(),
+        agents: RemoteAgents::All,
+        ack_wait: Duration::from_secs(5),
+    });
+    fixture
+}
+
 /// The next control on `ctl` (waits up to 20 s).
 async fn next_control(ctl: &mut async_nats::Subscriber) -> wire::Control {
     let message = tokio::time::timeout(Duration::from_secs(20), ctl.next())
@@ -512,28 +536,13 @@ async fn next_control(ctl: &mut async_nats::Subscriber) -> wire::Control {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_worker() {
-    use arbor::config::remote::{RemoteAgents, RemoteConfig};
     use arbor::engine::ApprovalMode;
     use arbor::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
-    use support::fixture::{Fixture, HELPER, delegating, plan};
 
     let Some(nats) = NatsServer::start() else {
         return;
     };
-    let mut fixture = Fixture::new(
-        plan(json!({})),
-        &[("helper", HELPER)],
-        delegating(
-            json!({"agent": "helper", "instruction": "do it"}),
-            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
-        ),
-    );
-    fixture.config.remote = Some(RemoteConfig {
-        nats_url: nats.url.clone(),
-        pool: "rt4".into(),
-        agents: RemoteAgents::All,
-        ack_wait: Duration::from_secs(5),
-    });
+    let fixture = remote_fixture(&nats.url, "rt4");
     let runtime = fixture.runtime_mode(ApprovalMode::Interactive);
     let root = runtime.create_root(None).unwrap();
     let turn = {
@@ -677,26 +686,10 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
-    use arbor::config::remote::{RemoteAgents, RemoteConfig};
-    use support::fixture::{Fixture, HELPER, delegating, plan};
-
     let Some(nats) = NatsServer::start() else {
         return;
     };
-    let mut fixture = Fixture::new(
-        plan(json!({})),
-        &[("helper", HELPER)],
-        delegating(
-            json!({"agent": "helper", "instruction": "do it"}),
-            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
-        ),
-    );
-    fixture.config.remote = Some(RemoteConfig {
-        nats_url: nats.url.clone(),
-        pool: "rt6".into(),
-        agents: RemoteAgents::All,
-        ack_wait: Duration::from_secs(5),
-    });
+    let fixture = remote_fixture(&nats.url, "rt6");
     let runtime = fixture.runtime();
     let root = runtime.create_root(None).unwrap();
     let turn = {

@@ -12,11 +12,10 @@ use arbor::remote::Payload;
 use arbor::remote::wire::{self, Job, WorkerMsg};
 use arbor::session::{EngineEvent, Message, SessionStatus};
 use async_nats::jetstream::{self, AckKind};
-use serde_json::json;
 
 use super::{
-    EXPLORER, HandWorker, NatsServer, assistant, child_dir, finished, next_control, root_model,
-    spawn_run, write_config, write_explorer,
+    EXPLORER, HELPER, HandWorker, NatsServer, assistant, child_dir, finished, next_control,
+    remote_fixture, root_model, spawn_run, write_config, write_explorer,
 };
 use crate::support::*;
 
@@ -210,26 +209,10 @@ fn a_persons_turn_in_a_remote_child_fails_naming_the_url_when_nats_is_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steer_or_queued_message_to_an_idle_remote_child_starts_its_turn_on_a_worker() {
-    use crate::support::fixture::{Fixture, HELPER, delegating, plan};
-    use arbor::config::remote::{RemoteAgents, RemoteConfig};
-
     let Some(nats) = NatsServer::start() else {
         return;
     };
-    let mut fixture = Fixture::new(
-        plan(json!({})),
-        &[("helper", HELPER)],
-        delegating(
-            json!({"agent": "helper", "instruction": "do it"}),
-            vec![arbor::engine::testing::Step::text("RAN LOCALLY")],
-        ),
-    );
-    fixture.config.remote = Some(RemoteConfig {
-        nats_url: nats.url.clone(),
-        pool: "rt9".into(),
-        agents: RemoteAgents::All,
-        ack_wait: Duration::from_secs(5),
-    });
+    let fixture = remote_fixture(&nats.url, "rt9");
     let runtime = fixture.runtime();
     let root = runtime.create_root(None).unwrap();
     let turn = {
