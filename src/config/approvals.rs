@@ -287,8 +287,9 @@ impl<'de> Deserialize<'de> for Rules {
     }
 }
 
-/// A value for messages: strings quoted, mappings and lists named.
-fn describe(v: &Value) -> String {
+/// A config value for messages: strings quoted, mappings and lists named (also what
+/// `config::remote` says of a bad value).
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::String(s) => format!("'{s}'"),
         Value::Object(_) => "a mapping".into(),

@@ -23,6 +23,7 @@
 
 use std::time::Duration;
 
+use super::approvals::describe;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -80,16 +81,6 @@ const KEYS: &[&str] = &["nats_url", "pool", "agents", "ack_wait"];
 
 /// The URL schemes `remote.nats_url` accepts.
 const SCHEMES: &[&str] = &["nats://", "tls://", "ws://", "wss://"];
-
-/// A value for messages: strings quoted, mappings and lists named.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("'{s}'"),
-        Value::Object(_) => "a mapping".into(),
-        Value::Array(_) => "a list".into(),
-        other => other.to_string(),
-    }
-}
 
 /// Whether `s` is a valid NATS subject token / KV key part (`[A-Za-z0-9_-]+`).
 fn is_token(s: &str) -> bool {

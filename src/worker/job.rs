@@ -340,12 +340,7 @@ async fn execute(
                 (Some(tree), true) => {
                     let name = wip::wip_name(&session, job.run)?;
                     let patch = wip::fetch(&ctx.payloads, &name).await?.unwrap_or_default();
-                    let changes = Changes {
-                        base_commit: tree.base.clone(),
-                        patch,
-                    };
-                    let name = changes_name(&session, job.run)?;
-                    Some(Payload::pack(&ctx.payloads, &name, changes).await?)
+                    Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
                 }
                 _ => None,
             };
@@ -453,12 +448,7 @@ async fn execute(
         (Some(tree), Some(files)) if files.writes => {
             let (top, base) = (tree.top.clone(), tree.base.clone());
             let patch = blocking(move || files::patch_at(&top, &base)).await??;
-            let changes = Changes {
-                base_commit: tree.base.clone(),
-                patch,
-            };
-            let name = changes_name(&session, job.run)?;
-            Some(Payload::pack(&ctx.payloads, &name, changes).await?)
+            Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
         }
         _ => None,
     };
@@ -483,6 +473,21 @@ async fn execute(
 /// The object a run's `Changes` go to when too large to be inline.
 fn changes_name(session: &str, run: u64) -> Result<String, RemoteError> {
     Ok(format!("{}-{run}-changes", token(session)?))
+}
+
+/// A writing run's [`Changes`] (`patch` against `base`), inline or in the payload
+/// store under [`changes_name`].
+async fn pack_changes(
+    ctx: &Ctx,
+    (session, run): (&str, u64),
+    base: &str,
+    patch: String,
+) -> Result<Payload<Changes>, RemoteError> {
+    let changes = Changes {
+        base_commit: base.to_string(),
+        patch,
+    };
+    Payload::pack(&ctx.payloads, &changes_name(session, run)?, changes).await
 }
 
 /// Applies the previous worker's work in progress `name` (if any) to `tree`; the
