@@ -36,6 +36,7 @@ fn main() {
         writable: vec![project.path().to_path_buf(), tmp.path().to_path_buf()],
         deny_read: arbor::sandbox::deny_list(&paths, Some(home.path())),
         network: false,
+        ..Default::default()
     };
     let seed: u64 = rand::random();
     println!("seed {seed}");

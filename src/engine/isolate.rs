@@ -264,6 +264,8 @@ mod tests {
             repo: PathBuf::from("/repo"),
             subdir: String::new(),
             state: State::Active,
+            git_dir: None,
+            common_dir: None,
         };
         let mut plan = MountPlan::from_value(
             json!({"tools": [{"module": "tool-filesystem", "config": {"allowed_write_paths": [".", "/repo/docs", "/tmp/x"]}}]}),

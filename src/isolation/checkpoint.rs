@@ -13,9 +13,19 @@
 //! `bash` commands and its sub-sessions working in the same directory. Files that
 //! changed again since `end` (someone else's edits) are refused, named, unless forced.
 //!
+//! Which tree each checkpoint is, is kept with the session, not in the repository
+//! (issue 34): `<session dir>/checkpoints.json` (`{"3": "<tree id>", "end": …}`),
+//! written atomically beside the private repository's place. The refs are still
+//! written (they keep the trees from `git gc`), but a session's `bash` can rewrite
+//! refs, so a rewind reads only the record; a session stored before the record
+//! existed falls back to its refs. The tree a record names cannot be forged (object
+//! ids are content hashes), and whatever a tree names is checked again before it is
+//! written (`Git::restore`).
+//!
 //! Owns: [`Checkpoints`] (where a session's checkpoints live) and rewinding. Does not
 //! own: when checkpoints are taken (`engine::checkpoints`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::git::Git;
@@ -33,6 +43,8 @@ pub struct Checkpoints {
     session: String,
     /// The directory paths are relative to (the work tree's top level).
     top: PathBuf,
+    /// `<session dir>/checkpoints.json`: label → tree id, the checkpoints' record.
+    record: PathBuf,
 }
 
 /// What a rewind restored (repository-relative paths) and whether any was forced.
@@ -48,11 +60,13 @@ impl Checkpoints {
     /// The checkpoints of session `session` working in `dir`; `private` is the
     /// repository used when `dir` is outside git (created on first use).
     pub fn open(dir: &Path, session: &str, private: &Path) -> Result<Self, IsolationError> {
+        let record = private.parent().unwrap_or(private).join("checkpoints.json");
         match Repo::discover(dir) {
             Ok(repo) => Ok(Self {
                 git: repo.git(),
                 session: session.to_string(),
                 top: repo.top,
+                record,
             }),
             Err(IsolationError::NotARepo { .. }) => {
                 if !private.join("HEAD").exists() {
@@ -68,6 +82,7 @@ impl Checkpoints {
                     git: Git::private(private, &top),
                     session: session.to_string(),
                     top,
+                    record,
                 })
             }
             Err(e) => Err(e),
@@ -81,26 +96,81 @@ impl Checkpoints {
     /// Records the state before turn `turn` (kept if that turn already has one: a
     /// continued turn keeps its first checkpoint). Returns the tree id.
     pub fn before_turn(&self, turn: u64) -> Result<String, IsolationError> {
-        let name = self.name(&turn.to_string());
-        if let Some(existing) = self.resolve(&name)? {
+        let label = turn.to_string();
+        if let Some(existing) = self.resolve(&label)? {
             return Ok(existing);
         }
         let tree = self.git.snapshot()?;
-        self.git.run(&["update-ref", &name, &tree])?;
+        self.set(&label, &tree)?;
         Ok(tree)
     }
 
     /// Records the state after the session's latest turn (`…/end`).
     pub fn after_turn(&self) -> Result<String, IsolationError> {
         let tree = self.git.snapshot()?;
-        self.git.run(&["update-ref", &self.name("end"), &tree])?;
+        self.set("end", &tree)?;
         Ok(tree)
     }
 
-    fn resolve(&self, name: &str) -> Result<Option<String>, IsolationError> {
+    /// Records checkpoint `label` as `tree`: in the session's record, and under its
+    /// ref (so `git gc` keeps the tree).
+    fn set(&self, label: &str, tree: &str) -> Result<(), IsolationError> {
+        let mut record = self.read_record()?.unwrap_or_default();
+        record.insert(label.to_string(), tree.to_string());
+        self.write_record(&record)?;
+        self.git.run(&["update-ref", &self.name(label), tree])?;
+        Ok(())
+    }
+
+    /// The record (`None` when the session has none yet: stored before issue 34).
+    fn read_record(&self) -> Result<Option<BTreeMap<String, String>>, IsolationError> {
+        let io = |source| IsolationError::Io {
+            path: self.record.clone(),
+            source,
+        };
+        match std::fs::read(&self.record) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    /// Writes the record whole (a temp file renamed over it).
+    fn write_record(&self, record: &BTreeMap<String, String>) -> Result<(), IsolationError> {
+        let io = |source| IsolationError::Io {
+            path: self.record.clone(),
+            source,
+        };
+        let dir = self.record.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
+        let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        std::io::Write::write_all(&mut temp, &bytes).map_err(io)?;
+        temp.persist(&self.record).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
+    /// The tree of checkpoint `label`: from the record (checked to be a tree of the
+    /// repository), or from the ref for a session stored before the record existed.
+    fn resolve(&self, label: &str) -> Result<Option<String>, IsolationError> {
+        if let Some(record) = self.read_record()? {
+            let Some(tree) = record.get(label) else {
+                return Ok(None);
+            };
+            let kind = self.git.output(&["cat-file", "-t", tree])?;
+            if !kind.status.success() || String::from_utf8_lossy(&kind.stdout).trim() != "tree" {
+                return Err(IsolationError::MissingCheckpoint {
+                    label: label.to_string(),
+                });
+            }
+            return Ok(Some(tree.clone()));
+        }
+        let spec = format!("{}^{{tree}}", self.name(label));
         let out = self
             .git
-            .output(&["rev-parse", "--verify", "--quiet", name])?;
+            .output(&["rev-parse", "--verify", "--quiet", &spec])?;
         Ok(out
             .status
             .success()
@@ -109,6 +179,11 @@ impl Checkpoints {
 
     /// The turns with a checkpoint, ascending.
     pub fn turns(&self) -> Result<Vec<u64>, IsolationError> {
+        if let Some(record) = self.read_record()? {
+            let mut turns: Vec<u64> = record.keys().filter_map(|t| t.parse().ok()).collect();
+            turns.sort_unstable();
+            return Ok(turns);
+        }
         let prefix = format!("refs/arbor/{}/", self.session);
         let out = self
             .git
@@ -137,13 +212,9 @@ impl Checkpoints {
                 forced: Vec::new(),
             });
         };
-        let target = self
-            .resolve(&self.name(&target_turn.to_string()))?
-            .unwrap_or_default();
+        let target = self.resolve(&target_turn.to_string())?.unwrap_or_default();
         let now = self.git.snapshot()?;
-        let end = self
-            .resolve(&self.name("end"))?
-            .unwrap_or_else(|| now.clone());
+        let end = self.resolve("end")?.unwrap_or_else(|| now.clone());
         let files = self.git.changed(&target, &end)?;
         let since = self.git.changed(&end, &now)?;
         let clashing: Vec<String> = files
@@ -155,7 +226,7 @@ impl Checkpoints {
             return Err(IsolationError::ChangedSince { files: clashing });
         }
         self.git.restore(&target, &self.top, &files)?;
-        self.git.run(&["update-ref", &self.name("end"), &target])?;
+        self.set("end", &target)?;
         Ok(Rewound {
             files,
             forced: clashing,

@@ -1,5 +1,7 @@
-//! Running the `git` CLI for isolation: a fixed identity, no hooks, no signing, and an
-//! environment cleared of the caller's `GIT_DIR` / `GIT_WORK_TREE` / `GIT_INDEX_FILE`.
+//! Running the `git` CLI for isolation: a fixed identity and the hermetic environment
+//! of [`super::hermetic`] (no system or global config, no `GIT_*` of the caller's, and
+//! nothing a repository configures — fsmonitor, hooks, filters, textconv, merge
+//! drivers, signing — ever runs).
 //!
 //! Owns: [`Git`] (a repository as seen from one directory, optionally with a private
 //! index or a separate git dir) and its plumbing helpers — snapshots of a working
@@ -8,22 +10,31 @@
 //! checkpoints, merges: the sibling modules).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, OnceLock};
 
-use super::IsolationError;
+use super::{IsolationError, hermetic};
 
 /// arbor's commit identity (issue 25: works in a repository with no user configured).
 const NAME: &str = "arbor";
 const EMAIL: &str = "arbor@localhost";
 
 /// `git` run in `dir`, optionally with `--git-dir`/`--work-tree` (a private
-/// repository kept with a session) and a private index file.
+/// repository kept with a session, or a worktree whose git directory arbor recorded:
+/// its `.git` file is then not followed) and a private index file.
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
     git_dir: Option<PathBuf>,
+    /// `GIT_COMMON_DIR` for a worktree's recorded git directory (its `commondir`
+    /// file is then not followed either).
+    common_dir: Option<PathBuf>,
     index: Option<PathBuf>,
+    /// The drivers the repository's config names ([`hermetic::drivers`]), read once
+    /// per `Git` (and its clones) at its first command.
+    drivers: Arc<OnceLock<Vec<(String, String)>>>,
 }
 
 /// One entry of a tree: mode (`100644`, `100755`, `120000`) and object id.
@@ -41,16 +52,29 @@ impl Git {
         Self {
             dir: dir.to_path_buf(),
             git_dir: None,
+            common_dir: None,
             index: None,
+            drivers: Arc::default(),
         }
     }
 
     /// `git --git-dir=git_dir --work-tree=dir …` (a private repository of snapshots).
     pub fn private(git_dir: &Path, dir: &Path) -> Self {
         Self {
-            dir: dir.to_path_buf(),
             git_dir: Some(git_dir.to_path_buf()),
-            index: None,
+            ..Self::at(dir)
+        }
+    }
+
+    /// `git --git-dir=git_dir --work-tree=dir …` with `GIT_COMMON_DIR=common_dir`: a
+    /// linked worktree addressed by the git directory arbor recorded for it, so
+    /// neither the worktree's `.git` file nor its `commondir` file (both writable by
+    /// the session working there) decides which repository arbor's git touches.
+    pub fn linked(git_dir: &Path, common_dir: &Path, dir: &Path) -> Self {
+        Self {
+            git_dir: Some(git_dir.to_path_buf()),
+            common_dir: Some(common_dir.to_path_buf()),
+            ..Self::at(dir)
         }
     }
 
@@ -59,38 +83,44 @@ impl Git {
         &self.dir
     }
 
-    fn with_index(&self, index: &Path) -> Self {
+    /// The same repository with `index` as its index file (`GIT_INDEX_FILE`): a
+    /// private index, so the real one is untouched.
+    pub fn with_index(&self, index: &Path) -> Self {
         Self {
             index: Some(index.to_path_buf()),
             ..self.clone()
         }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("git");
-        cmd.arg("-C").arg(&self.dir);
+    /// `--git-dir`/`--work-tree` when this `Git` names its repository.
+    fn location(&self) -> Vec<OsString> {
+        let mut out = Vec::new();
         if let Some(git_dir) = &self.git_dir {
-            cmd.arg("--git-dir").arg(git_dir);
-            cmd.arg("--work-tree").arg(&self.dir);
+            out.push("--git-dir".into());
+            out.push(git_dir.into());
+            out.push("--work-tree".into());
+            out.push(self.dir.clone().into());
         }
-        cmd.args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.autocrlf=false",
-        ]);
+        out
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let location = self.location();
+        let drivers = self
+            .drivers
+            .get_or_init(|| hermetic::drivers(&self.dir, &location, self.common_dir.as_deref()));
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(&self.dir).args(&location);
         cmd.args(args);
-        for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"] {
-            cmd.env_remove(var);
-        }
+        hermetic::apply(&mut cmd, drivers);
         cmd.env("GIT_AUTHOR_NAME", NAME)
             .env("GIT_AUTHOR_EMAIL", EMAIL)
             .env("GIT_COMMITTER_NAME", NAME)
             .env("GIT_COMMITTER_EMAIL", EMAIL)
-            .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(Stdio::null());
+        if let Some(common) = &self.common_dir {
+            cmd.env("GIT_COMMON_DIR", common);
+        }
         if let Some(index) = &self.index {
             cmd.env("GIT_INDEX_FILE", index);
         }
@@ -222,8 +252,18 @@ impl Git {
     /// Makes each of `paths` (relative to `root`) what it is in `tree`: written from
     /// its blob (mode and symlinks kept) or, when `tree` lacks it, removed (with the
     /// directories it leaves empty).
+    ///
+    /// Every path is checked first and nothing is written when one fails
+    /// ([`IsolationError::UnsafePath`], issue 34): a tree object can be forged (a ref
+    /// a session rewrote, a worker's patch) to name `../x`, `.git/hooks/pre-commit`,
+    /// or a path through a symlink that leads out; only plain relative paths outside
+    /// any `.git`, whose existing parents inside `root` are real directories, are
+    /// restored.
     pub fn restore(&self, tree: &str, root: &Path, paths: &[String]) -> Result<(), IsolationError> {
         let entries = self.entries(tree)?;
+        for path in paths {
+            check_restorable(root, path)?;
+        }
         for path in paths {
             let target = root.join(path);
             let io = |source| IsolationError::Io {
@@ -262,6 +302,41 @@ impl Git {
         }
         Ok(())
     }
+}
+
+/// `Ok` when `path` (relative to `root`) is one a restore may write: non-empty,
+/// relative, only normal components, none named `.git` (any case), and no existing
+/// parent below `root` a symlink or a non-directory.
+pub fn check_restorable(root: &Path, path: &str) -> Result<(), IsolationError> {
+    use std::path::Component;
+    let unsafe_path = |why: &str| IsolationError::UnsafePath {
+        path: path.to_string(),
+        why: why.to_string(),
+    };
+    let rel = Path::new(path);
+    if path.is_empty() || path.contains('\0') {
+        return Err(unsafe_path("empty or holds a NUL"));
+    }
+    let mut parent = root.to_path_buf();
+    let components: Vec<Component> = rel.components().collect();
+    for (i, component) in components.iter().enumerate() {
+        let Component::Normal(name) = component else {
+            return Err(unsafe_path("not a plain relative path (`..`, `/` or `.`)"));
+        };
+        if name.to_string_lossy().eq_ignore_ascii_case(".git") {
+            return Err(unsafe_path("inside a .git directory"));
+        }
+        if i + 1 == components.len() {
+            break;
+        }
+        parent.push(name);
+        match std::fs::symlink_metadata(&parent) {
+            Ok(m) if m.is_symlink() => return Err(unsafe_path("a parent is a symlink")),
+            Ok(m) if !m.is_dir() => return Err(unsafe_path("a parent is not a directory")),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(unix)]

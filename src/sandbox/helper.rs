@@ -107,6 +107,7 @@ mod linux {
         // readable; the parent's probe already said so).
         if namespaces().is_ok() {
             mask(&policy.deny_read)?;
+            guard_git(&policy.pinned, &policy.read_only)?;
         }
         nix::sys::prctl::set_no_new_privs()
             .map_err(|e| StepError(format!("cannot set no_new_privs: {e}")))?;
@@ -167,6 +168,58 @@ mod linux {
                 )
             };
             result.map_err(|e| StepError(format!("cannot hide {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// The git guard (`git_guard`): each of `pinned` bound onto itself (a mount point
+    /// cannot be renamed or removed), then each of `read_only` bound onto itself and
+    /// remounted read-only, keeping the flags the kernel locks on the mount it came
+    /// from (`nosuid`, `nodev`, `noexec`: a user namespace may not clear them).
+    fn guard_git(
+        pinned: &[std::path::PathBuf],
+        read_only: &[std::path::PathBuf],
+    ) -> Result<(), StepError> {
+        let bind = |path: &std::path::Path| {
+            mount(
+                Some(path),
+                path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| StepError(format!("cannot guard {}: {e}", path.display())))
+        };
+        for path in pinned {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+                bind(path)?;
+            }
+        }
+        for path in read_only {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if !m.is_symlink() => {}
+                _ => continue,
+            }
+            bind(path)?;
+            let locked = nix::sys::statvfs::statvfs(path)
+                .map(|s| s.flags())
+                .map_err(|e| StepError(format!("cannot guard {}: {e}", path.display())))?;
+            let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+            use nix::sys::statvfs::FsFlags;
+            for (has, keep) in [
+                (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+                (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+                (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+                (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+                (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+                (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+            ] {
+                if locked.contains(has) {
+                    flags |= keep;
+                }
+            }
+            mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+                .map_err(|e| StepError(format!("cannot guard {}: {e}", path.display())))?;
         }
         Ok(())
     }

@@ -34,6 +34,7 @@
 //! sandbox unavailable.
 
 mod error;
+pub mod git_guard;
 mod helper;
 mod probe;
 
@@ -68,6 +69,14 @@ pub struct Policy {
     pub deny_read: Vec<PathBuf>,
     /// Whether network sockets are allowed (`sandbox.network: allow`).
     pub network: bool,
+    /// Directories bound onto themselves (so they cannot be renamed or replaced):
+    /// writable roots' `.git` ([`git_guard`]); missing ones are skipped.
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
+    /// Paths bound read-only inside writable roots: a `.git`'s config, hooks, … and
+    /// pointer files ([`git_guard`]); missing ones are skipped.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
 }
 
 /// Whether and how one command runs (see [`Sandbox::decide`]).
@@ -218,11 +227,17 @@ impl Sandbox {
         if probe.userns.is_err() {
             note.push_str(", key files readable (no user namespaces)");
         }
+        let (pinned, read_only) = git_guard::guard(&roots);
+        if probe.userns.is_err() && !pinned.is_empty() {
+            note.push_str(", .git config and hooks writable (no user namespaces)");
+        }
         Decision::Sandboxed {
             policy: Policy {
                 writable: roots,
                 deny_read: self.deny_read.clone(),
                 network: self.config.network_allowed(),
+                pinned,
+                read_only,
             },
             note,
         }

@@ -193,12 +193,27 @@ pub fn resolve_for_write(
             canonical.display()
         )));
     }
+    if in_git_dir(&path) {
+        return Err(ToolError::Denied(format!(
+            "Access denied: '{requested}' is inside a git directory (.git); write_file and \
+             edit_file never change a repository's config, hooks, refs or objects"
+        )));
+    }
     Ok(WriteTarget {
         path,
         exists: missing.is_empty(),
         root,
         relative,
     })
+}
+
+/// Whether `path` (canonical) lies in a git directory: a component named `.git` (any
+/// case). arbor runs git on the repository outside the sandbox, so its config, hooks
+/// and refs are not the file tools' to write (issue 34: a `write_file .git/config`
+/// set `core.fsmonitor`).
+pub fn in_git_dir(path: &Path) -> bool {
+    path.components()
+        .any(|c| c.as_os_str().to_string_lossy().eq_ignore_ascii_case(".git"))
 }
 
 /// The canonical write roots: each `allowed` entry (`~/` expanded with `home`,

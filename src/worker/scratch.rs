@@ -242,6 +242,8 @@ mod tests {
             repo: "/root/proj".into(),
             subdir: "sub".into(),
             state: State::Active,
+            git_dir: None,
+            common_dir: None,
         }
     }
 

@@ -23,7 +23,6 @@
 //! frozen worker that wakes after a takeover does not overwrite its successor's.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use async_nats::jetstream::kv;
 use async_nats::jetstream::object_store::{GetErrorKind, ObjectStore};
@@ -190,30 +189,13 @@ pub fn patch_aside(top: &Path, base: &str, index: &Path) -> Result<String, Files
             let _ = std::fs::remove_file(index);
         }
     }
+    // arbor's hermetic git (`isolation::hermetic`): nothing the job's repository
+    // configures runs on the worker.
+    let git = Git::at(top).with_index(index);
     let run = |args: &[&str]| -> Result<Vec<u8>, FilesError> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(top)
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.autocrlf=false",
-            ])
-            .args(args)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_PREFIX")
-            .env("GIT_INDEX_FILE", index)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| IsolationError::Spawn { source })?;
+        let out = git.output(args)?;
         if !out.status.success() {
-            return Err(FilesError::Git(IsolationError::Git {
-                args: args.join(" "),
-                dir: top.to_path_buf(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            }));
+            return Err(FilesError::Git(git.failed(args, &out)));
         }
         Ok(out.stdout)
     };
