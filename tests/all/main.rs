@@ -41,6 +41,7 @@ mod engine_steer;
 mod engine_tools;
 mod engine_undo;
 mod front_ends;
+mod git_containment;
 mod hooks;
 mod hooks_events;
 mod http_pool;
