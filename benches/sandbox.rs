@@ -6,6 +6,14 @@
 //! temp home, no network). The two kinds are interleaved in random order with random
 //! gaps of 5–20 ms (seed printed), so neither gets a warmer cache or a quieter moment.
 //! Wall time from spawn to exit, p50/p95 over `RUNS` calls each.
+//!
+//! Then what arbor's hermetic git (issue 34: `isolation::hermetic`, nothing the
+//! repository configures runs) costs per turn: a turn's two checkpoints (before and
+//! after, `Checkpoints::before_turn` / `after_turn`, the real path) in a repository of
+//! `FILES` files with one file changed per turn, against the same plumbing run as it
+//! was before (`git add --all` through a temporary index, `write-tree`, `update-ref`,
+//! with the caller's environment and the repository's config), interleaved the same
+//! way, `TURNS` turns each.
 //! Run: `cargo bench --bench sandbox` (the helper is the bench profile's `arbor`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +29,12 @@ use rand::{Rng, SeedableRng};
 
 /// Calls of each kind.
 const RUNS: usize = 300;
+
+/// Turns of each kind in the checkpoint comparison.
+const TURNS: usize = 60;
+
+/// Files in the checkpoint comparison's repository.
+const FILES: usize = 500;
 
 fn main() {
     let helper = Path::new(env!("CARGO_BIN_EXE_arbor"));
@@ -78,4 +92,94 @@ fn main() {
     println!("  direct     p50 {d50:.2}  p95 {d95:.2}");
     println!("  sandboxed  p50 {s50:.2}  p95 {s95:.2}");
     println!("  added      p50 {:.2}", s50 - d50);
+    checkpoints(&mut rng);
+}
+
+fn git(dir: &Path, args: &[&str], index: Option<&Path>) -> String {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(args);
+    if let Some(index) = index {
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// One turn's two checkpoints the way they ran before issue 34.
+fn plain_turn(dir: &Path, turn: usize) {
+    for label in [turn.to_string(), "end".to_string()] {
+        let tmp = tempfile::tempdir().unwrap();
+        let index = tmp.path().join("index");
+        std::fs::copy(dir.join(".git/index"), &index).unwrap();
+        git(dir, &["add", "--all", "--", ":/"], Some(&index));
+        let tree = git(dir, &["write-tree"], Some(&index));
+        git(
+            dir,
+            &["update-ref", &format!("refs/plain/s/{label}"), &tree],
+            None,
+        );
+    }
+}
+
+fn checkpoints(rng: &mut StdRng) {
+    let repo = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    git(dir, &["init", "--quiet"], None);
+    for i in 0..FILES {
+        let sub = dir.join(format!("d{}", i % 20));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    git(dir, &["add", "--all"], None);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "commit",
+            "-qm",
+            "init",
+        ],
+        None,
+    );
+    let private = sessions.path().join("s").join("checkpoints.git");
+    let cp = arbor::isolation::checkpoint::Checkpoints::open(dir, "s", &private).unwrap();
+    let (mut plain, mut hermetic) = (Vec::new(), Vec::new());
+    let mut turn = 0;
+    while plain.len() < TURNS || hermetic.len() < TURNS {
+        std::thread::sleep(Duration::from_micros(rng.random_range(5_000..20_000)));
+        turn += 1;
+        let edited = dir.join(format!("d{}/f{}.txt", turn % 20, turn % FILES));
+        std::fs::write(&edited, format!("turn {turn}\n")).unwrap();
+        let use_hermetic = if plain.len() >= TURNS {
+            true
+        } else if hermetic.len() >= TURNS {
+            false
+        } else {
+            rng.random_bool(0.5)
+        };
+        let start = Instant::now();
+        if use_hermetic {
+            cp.before_turn(turn as u64).unwrap();
+            cp.after_turn().unwrap();
+        } else {
+            plain_turn(dir, turn);
+        }
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        if use_hermetic {
+            hermetic.push(ms);
+        } else {
+            plain.push(ms);
+        }
+    }
+    let (p50, p95) = stats::percentiles(&mut plain);
+    let (h50, h95) = stats::percentiles(&mut hermetic);
+    println!("a turn's two checkpoints, {FILES} files, {TURNS} turns each, ms");
+    println!("  plain git      p50 {p50:.2}  p95 {p95:.2}");
+    println!("  hermetic git   p50 {h50:.2}  p95 {h95:.2}");
+    println!("  added          p50 {:.2}", h50 - p50);
 }
