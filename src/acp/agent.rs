@@ -31,6 +31,7 @@ use tokio::sync::oneshot;
 use super::transport::{Connection, RpcError, code};
 use super::tree::Tree;
 use super::{Factory, SessionSetup, permission, prompt, updates};
+use crate::config::private::private_paths;
 use crate::engine::{Engine, EngineReply, Replies};
 use crate::session::{EngineCommand, EngineEvent, Event, SessionStatus};
 
@@ -293,7 +294,9 @@ impl Agent {
             self.sessions().get(&acp_id).cloned().ok_or_else(|| {
                 RpcError::new(code::INVALID_PARAMS, format!("no session {acp_id}"))
             })?;
-        let text = prompt::prompt_text(&request.prompt, &session.cwd)?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let private = private_paths(&crate::paths::Paths::from_env(), home.as_deref());
+        let text = prompt::prompt_text(&request.prompt, &session.cwd, &private)?;
         let _turn = session.turn.lock().await;
         let root = session.tree().root.clone();
         let (tx, mut rx) = mpsc::unbounded_channel();

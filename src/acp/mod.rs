@@ -5,14 +5,15 @@
 //! Owns: the ACP front end — the transport (`transport`), the methods and the ACP
 //! sessions (`agent`: `initialize`, `session/new`, `session/load` replayed as
 //! updates, `session/prompt` ending with a `stopReason`, `session/cancel`), prompts
-//! as arbor prompts (`prompt`), events as `session/update`s (`updates`), the tree as
-//! subagent sessions (`tree`), approvals as `session/request_permission`
-//! (`permission`).
+//! as arbor prompts (`prompt`; the file behind a resource link is checked, then
+//! read, by `attach`), events as `session/update`s (`updates`), the tree as subagent
+//! sessions (`tree`), approvals as `session/request_permission` (`permission`).
 //!
 //! Does not own: building a runtime for a session (the caller's [`Factory`]: `cli`
-//! mounts the client's MCP servers like config ones), or any turn logic: every ACP
-//! session drives its own [`Engine`] through `execute` and its event bus, as `arbor
-//! run` and the TUI do. Sessions made here are ordinary stored arbor sessions.
+//! mounts the client's MCP servers, never with `${VAR}` expanded), or any turn
+//! logic: every ACP session drives its own [`Engine`] through `execute` and its
+//! event bus, as `arbor run` and the TUI do. Sessions made here are ordinary stored
+//! arbor sessions.
 //!
 //! Layer: beside `cli` and `tui` (a front end, above `engine`); `cli` starts it.
 
@@ -25,6 +26,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use crate::engine::Engine;
 
 mod agent;
+pub mod attach;
 pub mod permission;
 mod prompt;
 pub mod transport;
@@ -40,7 +42,8 @@ pub use transport::RpcError;
 pub struct SessionSetup {
     /// The session's working directory (absolute, as the client sent it).
     pub cwd: PathBuf,
-    /// The client's MCP servers, mounted like config ones.
+    /// The client's MCP servers, mounted beside config ones but never with `${VAR}`
+    /// expanded (`config::mcp::McpOrigin::Client`).
     pub mcp_servers: Map<String, Value>,
 }
 

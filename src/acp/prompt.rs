@@ -1,18 +1,17 @@
 //! An ACP prompt (content blocks) as the one arbor prompt text: text as is; a
-//! resource link to a file of the session's directory and an embedded text resource
+//! resource link to a file of the session's directory (checked before it is read,
+//! `attach`) and an embedded text resource
 //! as `<context_file paths="@REL → ABS">…</context_file>` blocks before the text (the
 //! form the TUI's `@file` attachments take); other links as their URI.
 //!
 //! Owns: that conversion. Does not own: running the prompt (`agent`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{ContentBlock, EmbeddedResourceResource};
 
+use super::attach;
 use super::transport::{RpcError, code};
-
-/// Largest file read for a resource link (bigger ones are named, not attached).
-const MAX_ATTACHED: u64 = 256 * 1024;
 
 /// A file URI's path (`file:///a/b` → `/a/b`, `%20` decoded); `None` for other URIs.
 fn file_path(uri: &str) -> Option<String> {
@@ -44,11 +43,17 @@ fn block(shown: &str, abs: &str, body: &str) -> String {
     format!("<context_file paths=\"@{shown} → {abs}\">\n{body}\n</context_file>")
 }
 
-/// The text of `prompt` for a session working in `cwd`.
+/// The text of `prompt` for a session working in `cwd`; a linked file is attached
+/// only as [`attach::read_link`] allows (`private`: `config::private::private_paths`),
+/// else named with why it was not.
 ///
 /// Errors: an image or audio block (`promptCapabilities` says neither is accepted),
 /// as `invalid params`.
-pub fn prompt_text(prompt: &[ContentBlock], cwd: &Path) -> Result<String, RpcError> {
+pub fn prompt_text(
+    prompt: &[ContentBlock],
+    cwd: &Path,
+    private: &[PathBuf],
+) -> Result<String, RpcError> {
     let mut attached = Vec::new();
     let mut text = Vec::new();
     for content in prompt {
@@ -60,17 +65,12 @@ pub fn prompt_text(prompt: &[ContentBlock], cwd: &Path) -> Result<String, RpcErr
                     let shown = abs
                         .strip_prefix(cwd)
                         .map_or_else(|_| path.clone(), |p| p.display().to_string());
-                    let inside = abs
-                        .canonicalize()
-                        .ok()
-                        .zip(cwd.canonicalize().ok())
-                        .is_some_and(|(a, c)| a.starts_with(c));
-                    let small = std::fs::metadata(&abs).is_ok_and(|m| m.len() <= MAX_ATTACHED);
-                    match std::fs::read_to_string(&abs) {
-                        Ok(body) if inside && small => {
+                    // Checked first, read after (issue 34): see `attach`.
+                    match attach::read_link(Path::new(&path), cwd, private) {
+                        Ok(body) => {
                             attached.push(block(&shown, &abs.display().to_string(), &body));
                         }
-                        _ => text.push(format!("@{shown}")),
+                        Err(why) => text.push(format!("@{shown} (not attached: {why})")),
                     }
                 }
                 None => text.push(link.uri.clone()),
@@ -142,7 +142,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///x/y.rs", "text": "fn y() {}"}},
         ]))
         .unwrap();
-        let text = prompt_text(&prompt, dir.path()).unwrap();
+        let text = prompt_text(&prompt, dir.path(), &[]).unwrap();
         assert!(
             text.starts_with("<context_file paths=\"@a b.txt → "),
             "{text}"
@@ -154,7 +154,7 @@ mod tests {
             serde_json::from_value(json!([{"type": "image", "data": "", "mimeType": "image/png"}]))
                 .unwrap();
         assert!(
-            prompt_text(&image, dir.path()).is_err(),
+            prompt_text(&image, dir.path(), &[]).is_err(),
             "empty data is no image"
         );
     }
@@ -172,7 +172,7 @@ mod tests {
             {"type": "image", "data": data, "mimeType": "image/png"},
         ]))
         .unwrap();
-        let text = prompt_text(&prompt, Path::new("/")).unwrap();
+        let text = prompt_text(&prompt, Path::new("/"), &[]).unwrap();
         let parts = crate::session::image::parts(&text);
         assert!(
             parts.iter().any(|p| matches!(
@@ -185,7 +185,7 @@ mod tests {
             {"type": "image", "data": data, "mimeType": "image/svg+xml"},
         ]))
         .unwrap();
-        let err = prompt_text(&svg, Path::new("/")).unwrap_err();
+        let err = prompt_text(&svg, Path::new("/"), &[]).unwrap_err();
         assert!(format!("{err:?}").contains("image/svg+xml"), "{err:?}");
     }
 }

@@ -2,16 +2,15 @@
 //! editor (Zed's `agent_servers`, JetBrains, Neovim plugins).
 //!
 //! Owns: the [`Factory`] every ACP session's engine comes from — a context loaded in
-//! the session's `cwd` (`Context::load_in`), the client's MCP servers added to the
-//! config's `mcp_servers:` (mounted like config ones; a config server of the same
-//! name is replaced), local servers as providers when none is configured, an
-//! interactive runtime (approvals are asked in the editor; the policy's `deny` still
-//! holds), `--model` as the model and `--agent` as the agent of new roots. Does not
-//! own: the protocol.
+//! the session's `cwd` (`Context::load_in`), the client's MCP servers mounted beside
+//! the config's `mcp_servers:` (a config server of the same name is replaced) as
+//! `McpOrigin::Client`: `${VAR}` is never expanded in them, and a definition holding
+//! one is refused as a project's `.mcp.json`'s would be (issue 34); local servers as
+//! providers when none is configured, an interactive runtime (approvals are asked in
+//! the editor; the policy's `deny` still holds), `--model` as the model and `--agent`
+//! as the agent of new roots. Does not own: the protocol.
 
 use std::sync::{Arc, Mutex};
-
-use serde_json::Value;
 
 use super::context::{Context, ContextOptions};
 use crate::acp::{Factory, SessionSetup};
@@ -30,19 +29,9 @@ pub async fn run(
     let registries: Arc<Mutex<Vec<tokio::sync::watch::Sender<Arc<Registry>>>>> = Arc::default();
     let factory: Factory = Arc::new(move |setup: SessionSetup| {
         let mut ctx = Context::load_in(&options, setup.cwd)?;
-        if !setup.mcp_servers.is_empty() {
-            let servers = ctx
-                .config
-                .extra
-                .entry("mcp_servers")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if !servers.is_object() {
-                *servers = Value::Object(Default::default());
-            }
-            if let Value::Object(servers) = servers {
-                servers.extend(setup.mcp_servers);
-            }
-        }
+        // The editor's servers are its own origin (no `${VAR}` expansion, like a
+        // project's `.mcp.json`), never config ones.
+        ctx.config.client_mcp_servers = setup.mcp_servers;
         if let Some(notice) = ctx.use_local_servers() {
             tracing::info!("{notice}");
         }

@@ -95,6 +95,12 @@ pub struct ArborConfig {
     /// unusable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteConfig>,
+    /// The MCP servers an editor gave `arbor acp` for one session (ACP `mcpServers`,
+    /// in `mcp_servers:`'s `name → server` form), read as
+    /// [`McpOrigin::Client`](super::mcp::McpOrigin::Client): no `${VAR}` expansion.
+    /// Never read from or written to the file.
+    #[serde(skip)]
+    pub client_mcp_servers: Map<String, Value>,
     /// Every other key, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

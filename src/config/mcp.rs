@@ -28,8 +28,9 @@
 //! process: every value taken from the environment is registered with
 //! `session::redact` (scrubbed from tool output, transcripts, events and errors) and
 //! never written. Expansion is the user's own config's alone (SPEC §12, issue 22): a
-//! server from `.mcp.json` or a `tool-mcp` entry that holds `${…}` anywhere is not
-//! started, with an error naming the variable — a cloned repository cannot put
+//! server from `.mcp.json`, a `tool-mcp` entry or an editor's ACP session (issue 34)
+//! that holds `${…}` anywhere is not started, with an error naming the variable — a
+//! cloned repository, or an editor passing on its settings, cannot put
 //! `${OPENAI_API_KEY}` into a URL or command of its choosing.
 //!
 //! Owns: parsing these shapes into [`McpServer`] (every problem reported, naming the
@@ -137,6 +138,10 @@ pub enum McpOrigin {
     Project(PathBuf),
     /// A bundle's or agent's `tool-mcp` module config.
     Module,
+    /// An editor's `mcpServers` in ACP `session/new` or `session/load` (`arbor acp`):
+    /// arbor cannot tell where the editor took them from (a project's own settings,
+    /// say), so they get no more than a project's `.mcp.json` (issue 34 item 9).
+    Client,
 }
 
 impl std::fmt::Display for McpOrigin {
@@ -145,6 +150,7 @@ impl std::fmt::Display for McpOrigin {
             Self::Config => f.write_str("config.yaml"),
             Self::Project(path) => write!(f, "{}", path.display()),
             Self::Module => f.write_str("agent tool-mcp"),
+            Self::Client => f.write_str("the editor's ACP session"),
         }
     }
 }
@@ -541,10 +547,18 @@ pub struct ProcessServers {
     pub untrusted: Option<PathBuf>,
 }
 
-/// [`ProcessServers`] for the current directory (`paths.cwd`): an untrusted project's
-/// `.mcp.json` is not even parsed, so none of its servers can start (SPEC §12).
+/// [`ProcessServers`] for the current directory (`paths.cwd`): config `mcp_servers:`,
+/// then an ACP editor's servers (`config.client_mcp_servers`, [`McpOrigin::Client`];
+/// one replaces a config server of its name), then the project's `.mcp.json`. An
+/// untrusted project's `.mcp.json` is not even parsed, so none of its servers can
+/// start (SPEC §12).
 pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig) -> ProcessServers {
     let (mut servers, mut problems) = config_servers(&config.extra);
+    let client = Value::Object(config.client_mcp_servers.clone());
+    let (client, client_problems) = parse_servers(&client, &McpOrigin::Client);
+    problems.extend(client_problems);
+    servers.retain(|s| !config.client_mcp_servers.contains_key(&s.name));
+    servers.extend(client);
     let mut untrusted = None;
     if let Some(root) = super::trust::project_root(&paths.cwd)
         && root.join(super::trust::MCP_FILE).is_file()
@@ -706,6 +720,7 @@ mod tests {
         for origin in [
             McpOrigin::Project(PathBuf::from("/p/.mcp.json")),
             McpOrigin::Module,
+            McpOrigin::Client,
         ] {
             let (servers, _) = parse_servers(&value, &origin);
             let by = |n: &str| servers.iter().find(|s| s.name == n).unwrap();

@@ -168,6 +168,27 @@ fn eight_growing_turns_fit_a_4000_token_window() {
         texts.iter().any(|t| t.contains("Summary: the person sent")),
         "{texts:?}"
     );
+    // The summary is the model's text: it goes as an assistant message, never with
+    // the authority of the person's own words (issue 34 item 9), after arbor's own
+    // note as the user turn that opens the request.
+    let sent = last["messages"].as_array().unwrap();
+    let at = sent
+        .iter()
+        .position(|m| content_text(m).contains("Summary: the person sent"))
+        .unwrap();
+    assert_eq!(sent[at]["role"], "assistant", "{:#}", sent[at]);
+    assert_eq!(sent[at - 1]["role"], "user", "{:#}", sent[at - 1]);
+    assert!(
+        content_text(&sent[at - 1]).starts_with("[arbor: the earlier conversation was compacted"),
+        "{:#}",
+        sent[at - 1]
+    );
+    assert!(
+        !sent
+            .iter()
+            .any(|m| m["role"] == "user" && content_text(m).contains("Summary:")),
+        "a user message carries the model's summary: {texts:?}"
+    );
 
     // The transcript holds all sixteen messages, as they were.
     let dir = env.sessions_dir().join(&id);
@@ -175,6 +196,15 @@ fn eight_growing_turns_fit_a_4000_token_window() {
     assert_eq!(transcript.len(), 16);
     assert_eq!(content_text(&transcript[0]), prompt(1));
     assert_eq!(content_text(&transcript[15]), answer(8));
+    // Turns are the person's eight messages: the summary is in none of them, nor does
+    // it add one (turn counting, rewind and fork read these).
+    let users: Vec<String> = transcript
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(content_text)
+        .collect();
+    assert_eq!(users, (1..=8).map(prompt).collect::<Vec<_>>());
+    assert_eq!(env.metadata(&id)["turn_count"], 8);
     // The compaction is recorded.
     let events = read_jsonl(&dir.join("events.jsonl"));
     let compactions: Vec<&Value> = events

@@ -8,6 +8,7 @@ use crate::support::fixture::*;
 
 use arbor::engine::runtime::Compacted;
 use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::session::Message;
 use serde_json::json;
 
 #[tokio::test]
@@ -84,15 +85,23 @@ async fn compact_now_summarises_all_but_the_newest_turn_with_the_focus() {
         asked.contains("user: one") && !asked.contains("user: three"),
         "{asked}"
     );
-    // The next call sends the summary, then the newest turn verbatim, then the new one.
+    // The next call sends arbor's note, the summary as the model's own (assistant)
+    // words (issue 34: never as the person's), then the newest turn verbatim, then
+    // the new one.
     rt.run_turn(&root, "four".into()).await.unwrap();
     let last = fx.provider.requests().pop().unwrap();
     let texts: Vec<String> = last.messages.iter().map(|m| m.text()).collect();
     assert!(
-        texts[0].contains("SUMMARY of turns one and two"),
+        matches!(&last.messages[0], Message::User(_))
+            && texts[0].starts_with("[arbor: the earlier conversation was compacted"),
         "{texts:?}"
     );
-    assert_eq!(&texts[1..], ["three", "answer to three", "four"]);
+    assert!(
+        matches!(&last.messages[1], Message::Assistant(_))
+            && texts[1] == "SUMMARY of turns one and two",
+        "{texts:?}"
+    );
+    assert_eq!(&texts[2..], ["three", "answer to three", "four"]);
     // The transcript is whole, the event logged.
     assert_eq!(fx.transcript(&root).len(), 8);
     assert!(

@@ -12,6 +12,7 @@
 mod support;
 
 mod acp;
+mod acp_containment;
 mod agent_reload;
 mod agents;
 mod approvals;

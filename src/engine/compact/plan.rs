@@ -124,10 +124,9 @@ pub fn plan(
         suffix[i] = suffix[i + 1] + per[i];
     }
     let from = |i: usize| suffix[i - covers];
-    let old_summary = record
-        .summary
-        .as_ref()
-        .map_or(0, |s| estimate::message(&view::summary_message(s, covers)));
+    let old_summary = record.summary.as_ref().map_or(0, |s| {
+        estimate::messages(&view::summary_messages(s, covers))
+    });
     let stub_only = fixed + old_summary + from(covers);
     if !force && stub_only <= target && stubbed.stubbed_before != record.stubbed_before {
         return Ok(Plan::Stub(stubbed, stub_only));

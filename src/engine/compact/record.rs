@@ -137,6 +137,30 @@ fn parse(line: &[u8]) -> Option<Record> {
 mod tests {
     use super::*;
 
+    /// A session compacted before issue 34 (when the view sent the summary as a user
+    /// message) stored exactly this line; resumed now, its view carries the summary
+    /// as an assistant message after arbor's note.
+    #[test]
+    fn a_compaction_stored_before_issue_34_resumes_in_the_new_form() {
+        use crate::session::message::Message;
+        let dir = tempfile::tempdir().unwrap();
+        let line = r#"{"ts":"2026-01-01T00:00:00Z","lvl":"INFO","schema":{"name":"amplifier.log","ver":"1.0.0"},"event":"context:compaction","session_id":"s1","data":{"before_tokens":3900,"after_tokens":1200,"before_messages":14,"after_messages":5,"messages_removed":10,"messages_truncated":0,"strategy_level":2,"budget":4000,"target_tokens":2000,"summary":"OLD SUMMARY","covers":10,"stubbed_before":0,"at_message":14,"trigger":"auto","summary_tokens":80,"duration_ms":3,"parent_id":null,"timestamp":"2026-01-01T00:00:00Z"}}"#;
+        std::fs::write(dir.path().join(EVENTS_FILE), format!("{line}\n")).unwrap();
+        let record = latest(dir.path()).unwrap();
+        assert_eq!(
+            (record.covers, record.summary.as_deref()),
+            (10, Some("OLD SUMMARY"))
+        );
+        let transcript: Vec<Message> = (0..12).map(|i| Message::user(format!("m{i}"))).collect();
+        let view = super::super::view::build(&transcript, &record);
+        assert!(
+            matches!(&view[0], Message::User(u) if u.content == super::super::view::SUMMARY_NOTE)
+        );
+        assert!(matches!(&view[1], Message::Assistant(a) if a.text() == "OLD SUMMARY"));
+        assert_eq!(view[2].text(), "m10");
+        assert_eq!(view.len(), 4);
+    }
+
     #[test]
     fn latest_finds_the_newest_compaction_across_blocks() {
         let dir = tempfile::tempdir().unwrap();
