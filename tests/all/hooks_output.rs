@@ -62,14 +62,18 @@ sys.stdout.write('{"hookSpecificOutput": {"permissionDecision": "deny", "permiss
 sys.stdout.write("o" * 200000); sys.stderr.write("e" * 200000 + "\nNO-4\n"); sys.exit(2)"#,
         ),
     ];
+    let mut ignored = Vec::new();
     for (i, (what, script)) in cases.into_iter().enumerate() {
         let (ran, result) = behind_hook(script);
-        assert!(!ran, "{what}: the command ran: {result}");
-        assert!(
-            result.contains("blocked by a PreToolUse hook"),
-            "{what}: {result}"
-        );
         let reason = format!("NO-{}", i + 1);
-        assert!(result.contains(&reason), "{what}: no {reason}: {result}");
+        if ran || !result.contains("blocked by a PreToolUse hook") || !result.contains(&reason) {
+            ignored.push(format!("{what} (ran: {ran}): {result}"));
+        }
     }
+    assert!(
+        ignored.is_empty(),
+        "{} of 4 decisions ignored:\n{}",
+        ignored.len(),
+        ignored.join("\n")
+    );
 }
