@@ -1,8 +1,9 @@
 //! Issue 34 "No terminal for tools" through the real binary: `arbor run` in a real
 //! pseudo-terminal (its controlling terminal) runs a `bash` command that opens
-//! `/dev/tty` and every `/dev/pts/N` it can and types a line into each with `TIOCSTI`
-//! — sandboxed and with `sandbox.mode: off` — and nothing reaches the terminal's
-//! input: the command runs in a session of its own with no controlling terminal.
+//! `/dev/tty` and arbor's terminal by its path and types a line into each with `TIOCSTI`
+//! — sandboxed and with `sandbox.mode: off`, and the same from the user's
+//! `PreToolUse` hook — and nothing reaches the terminal's input: commands and hooks
+//! run in a session of their own with no controlling terminal.
 //! Inside the sandbox, `TIOCSTI` and `TIOCLINUX` fail even on a pseudo-terminal the
 //! command made its own controlling terminal (the seccomp filter). A timeout still
 //! kills everything the command started (the session's process group).
@@ -20,13 +21,23 @@ const SHELL_AGENT: &str = "---\nmeta:\n  name: shell\n  description: Runs comman
 tools:\n  - module: tool-bash\n---\nYou run commands.\n";
 
 /// Types `INJECTED-77` (built from character codes, so no command text or argument
-/// echo holds it) with `TIOCSTI` into `/dev/tty` and every `/dev/pts/N` it can open;
-/// prints why each failed and `typed=<bytes typed>`.
+/// echo holds it) with `TIOCSTI` into `/dev/tty` and into arbor's terminal by its
+/// path (`/dev/pts/N` of the nearest ancestor that has a terminal: arbor; never any
+/// other terminal of the machine); prints why each failed and `typed=<bytes typed>`.
 const INJECT: &str = r#"
 import errno, fcntl, os, termios
 mark = "".join(map(chr, [73, 78, 74, 69, 67, 84, 69, 68, 45, 55, 55, 10]))
+targets = ["/dev/tty"]
+pid = os.getpid()
+while pid > 1:
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    pid, tty = int(fields[1]), int(fields[4])
+    major, minor = (tty >> 8) & 0xFFF, (tty & 0xFF) | ((tty >> 12) & 0xFFF00)
+    if 136 <= major <= 143:
+        targets.append("/dev/pts/%d" % ((major - 136) * 256 + minor))
+        break
 typed = 0
-for path in ["/dev/tty"] + ["/dev/pts/" + n for n in os.listdir("/dev/pts") if n.isdigit()]:
+for path in targets:
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
     except OSError as e:
@@ -40,12 +51,16 @@ for path in ["/dev/tty"] + ["/dev/pts/" + n for n in os.listdir("/dev/pts") if n
             print(path, "sti", errno.errorcode.get(e.errno))
             break
     os.close(fd)
-print("typed=%d" % typed)
+print("targets=%d typed=%d" % (len(targets), typed))
 "#;
 
-/// Runs `arbor run --yes` in a pty with one `bash` call of `python3 inject.py` under
-/// `config_yaml`; returns the tool result and everything the terminal showed.
-fn inject_under_a_pty(config_yaml: &str) -> (String, String) {
+/// The user's `PreToolUse` hook: the same attack, its report in `hook.out`.
+const HOOK: &str = "hooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks: [{type: command, command: \"python3 inject.py > hook.out\"}]\n";
+
+/// Runs `arbor run --yes` in a pty with one `bash` call of `python3 inject.py` (and
+/// the [`HOOK`] before it) under `config_yaml`; returns the tool result, the hook's
+/// report and everything the terminal showed.
+fn inject_under_a_pty(config_yaml: &str) -> (String, String, String) {
     let server = ScriptedServer::sequence(vec![
         Reply::Sse(sse_tool_calls(&[(
             "b1",
@@ -58,6 +73,7 @@ fn inject_under_a_pty(config_yaml: &str) -> (String, String) {
     env.use_openai(&server.base_url, "sk-test-tty-key-1");
     let mut config = std::fs::read_to_string(&env.config).unwrap();
     config.push_str(config_yaml);
+    config.push_str(HOOK);
     std::fs::write(&env.config, config).unwrap();
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
@@ -92,7 +108,8 @@ fn inject_under_a_pty(config_yaml: &str) -> (String, String) {
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == "b1")
         .map(content_text)
         .unwrap();
-    (result, shown)
+    let hook = std::fs::read_to_string(env.project.join("hook.out")).unwrap();
+    (result, hook, shown)
 }
 
 #[cfg(unix)]
@@ -100,16 +117,19 @@ fn inject_under_a_pty(config_yaml: &str) -> (String, String) {
 fn a_command_cannot_type_into_arbors_terminal() {
     let mut typed = Vec::new();
     for yaml in ["", "sandbox: {mode: off}\n"] {
-        let (result, shown) = inject_under_a_pty(yaml);
-        // ENXIO: no controlling terminal; EACCES: the sandbox also keeps it from
-        // `/dev/tty`.
-        let opened_tty =
-            !(result.contains("/dev/tty open ENXIO") || result.contains("/dev/tty open EACCES"));
-        if !result.contains("typed=0") || opened_tty || shown.contains("INJECTED-77") {
-            typed.push(format!(
-                "{yaml:?}: echoed: {}; {result}",
-                shown.contains("INJECTED-77")
-            ));
+        let (result, hook, shown) = inject_under_a_pty(yaml);
+        for (who, report) in [("bash", &result), ("hook", &hook)] {
+            // ENXIO: no controlling terminal; EACCES: the sandbox also keeps it from
+            // `/dev/tty`.
+            let opened_tty = !(report.contains("/dev/tty open ENXIO")
+                || report.contains("/dev/tty open EACCES"));
+            // Both `/dev/tty` and arbor's `/dev/pts/N` were tried.
+            if !report.contains("targets=2 typed=0") || opened_tty {
+                typed.push(format!("{yaml:?} {who}: {report}"));
+            }
+        }
+        if shown.contains("INJECTED-77") {
+            typed.push(format!("{yaml:?}: the terminal echoed the typed line"));
         }
     }
     assert!(typed.is_empty(), "typed into the terminal: {typed:#?}");
