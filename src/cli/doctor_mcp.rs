@@ -37,7 +37,7 @@ pub async fn report(ctx: &Context) -> Result<usize> {
             root.display()
         )?;
     }
-    let sandbox = Sandbox::new(ctx.config.sandbox, &ctx.paths);
+    let sandbox = Sandbox::new(ctx.config.sandbox.clone(), &ctx.paths);
     let hub = McpHub::new(ctx.env.clone()).sandboxed(sandbox, ctx.paths.cwd.clone());
     hub.mount(&found.servers).await;
     for server in hub.servers() {

@@ -1,10 +1,14 @@
-//! `arbor doctor`'s sandbox section (issue #22): the `sandbox:` config, what the
-//! kernel offers (Landlock ABI, user namespaces, seccomp, from the sandbox probe) and
-//! what a `bash` command is confined in: file writes, the key-file deny list, the
-//! network; and that stdio MCP servers are confined the same way (`tool::mcp`).
+//! `arbor doctor`'s sandbox section (issue #22): the `sandbox:` config, the secret
+//! variables children do not inherit and the `env_pass` ones they do, that they have
+//! no terminal (issue 34), what the kernel offers (Landlock ABI, user namespaces,
+//! seccomp, from the sandbox probe) and what a `bash` command is confined in: file
+//! writes, the key-file deny list, the network; and that stdio MCP servers are
+//! confined the same way (`tool::mcp`).
 //!
 //! ```text
 //! sandbox   mode: auto, network: deny, required: false
+//!   env     not inherited: secrets (*_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD, SSH_AUTH_SOCK, NATS_CREDS, …); env_pass: GITHUB_TOKEN
+//!   tty     none: commands, hooks and MCP servers run in a session of their own
 //!   kernel  Landlock ABI 7, user namespaces: yes, seccomp: yes
 //!   writes  confined: the working dir (allowed_write_paths) and a private TMPDIR
 //!   keys    hidden: 19 paths (~/.ssh, ~/.aws, ~/.gnupg, arbor's config, Amplifier's keys)
@@ -23,13 +27,24 @@ use crate::sandbox::{Probe, Sandbox, SandboxError, StepError};
 /// Prints the section; returns the number of problems: one when `sandbox.required`
 /// is true and commands cannot be sandboxed (every `bash` call would be refused).
 pub async fn report(ctx: &Context) -> Result<usize> {
-    let sandbox = Sandbox::new(ctx.config.sandbox, &ctx.paths);
+    let sandbox = Sandbox::new(ctx.config.sandbox.clone(), &ctx.paths);
     let config = sandbox.config();
     outln!(
         "sandbox   mode: {}, network: {}, required: {}",
         config.mode.as_str(),
         config.network.as_str(),
         config.required
+    )?;
+    let pass = if config.env_pass.is_empty() {
+        "none".to_string()
+    } else {
+        config.env_pass.join(", ")
+    };
+    outln!(
+        "  env     not inherited: secrets (*_API_KEY, *_TOKEN, *_SECRET*, *PASSWORD, SSH_AUTH_SOCK, NATS_CREDS, …); env_pass: {pass}"
+    )?;
+    outln!(
+        "  tty     none: commands, hooks and MCP servers run in a session of their own; TIOCSTI and TIOCLINUX fail in the sandbox"
     )?;
     let probing = sandbox.clone();
     let probe = tokio::task::spawn_blocking(move || probing.probe())

@@ -26,10 +26,11 @@ pub const AMPLIFIER_KEY_FILES: [&str; 4] = [
 ];
 
 /// Credential files and directories relative to the home directory: SSH, cloud CLIs,
-/// GnuPG, git, container and package registries. Also the sandbox's deny list
-/// (`sandbox::deny_list`), so a mention and a sandboxed command are kept from the
-/// same files.
-pub const HOME_SECRETS: [&str; 14] = [
+/// GnuPG, git and forge CLIs, container and package registries, databases, secret
+/// stores, AI coding tools' logins, NATS keys and shell and REPL histories (they keep
+/// typed passwords and tokens). Also the sandbox's deny list (`sandbox::deny_list`),
+/// so a mention and a sandboxed command are kept from the same files.
+pub const HOME_SECRETS: [&str; 50] = [
     ".ssh",
     ".aws",
     ".gnupg",
@@ -37,20 +38,66 @@ pub const HOME_SECRETS: [&str; 14] = [
     ".config/gcloud",
     ".kube",
     ".docker/config.json",
+    ".config/containers/auth.json",
     ".netrc",
     ".git-credentials",
+    ".config/git/credentials",
     ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".config/github-copilot",
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".pypirc",
     ".npmrc",
+    ".yarnrc",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".terraformrc",
+    ".pulumi/credentials.json",
+    ".config/doctl",
+    ".oci",
+    ".s3cfg",
+    ".boto",
+    ".config/rclone",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".password-store",
+    ".local/share/keyrings",
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".config/nats",
+    ".local/share/nats",
+    ".nkeys",
+    ".bash_history",
+    ".zsh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".psql_history",
 ];
 
+/// The environment variable naming the NATS credentials file arbor's remote runs
+/// use (`remote::nats`); the file it names is a key file too.
+pub const NATS_CREDS_VAR: &str = "NATS_CREDS";
+
 /// The key files alone — arbor's config file and config directory, Amplifier's
-/// [`AMPLIFIER_KEY_FILES`], the home directory's [`HOME_SECRETS`] — as absolute
-/// paths, as written (not canonicalized): what a sandboxed command must not read.
+/// [`AMPLIFIER_KEY_FILES`], the home directory's [`HOME_SECRETS`], the file this
+/// process's `NATS_CREDS` names ([`NATS_CREDS_VAR`], when set; relative to the working
+/// directory) — as
+/// absolute paths, as written (not canonicalized): what a sandboxed command must not
+/// read.
 pub fn key_files(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = vec![paths.config_file.clone()];
+    if let Some(creds) = std::env::var_os(NATS_CREDS_VAR).filter(|v| !v.is_empty()) {
+        out.push(paths.cwd.join(creds));
+    }
     if let Some(dir) = paths.themes_dir.parent() {
         out.push(dir.to_path_buf());
     }
@@ -113,6 +160,15 @@ mod tests {
             paths.amplifier_home.join("keys.env"),
             home.join(".ssh/id_ed25519"),
             home.join(".aws/credentials"),
+            home.join(".codex/auth.json"),
+            home.join(".claude/.credentials.json"),
+            home.join(".pgpass"),
+            home.join(".vault-token"),
+            home.join(".bash_history"),
+            home.join(".zsh_history"),
+            home.join(".config/hub"),
+            home.join(".terraform.d/credentials.tfrc.json"),
+            home.join(".m2/settings.xml"),
         ] {
             assert!(is_private(&p, &private), "{}", p.display());
         }

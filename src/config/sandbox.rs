@@ -1,12 +1,14 @@
 //! Config `sandbox:`: whether `bash` commands and stdio MCP servers run in the kernel
-//! sandbox (`crate::sandbox`), whether they may use the network, and whether a command
-//! that cannot be sandboxed is refused.
+//! sandbox (`crate::sandbox`), whether they may use the network, whether a command
+//! that cannot be sandboxed is refused, and which secret environment variables they
+//! may still inherit.
 //!
 //! ```yaml
 //! sandbox:
 //!   mode: auto        # auto (the default): sandbox when the kernel can; off: never
 //!   network: deny     # deny (the default) | allow
 //!   required: false   # true: refuse a command that cannot run sandboxed (mode off included)
+//!   env_pass: []      # secret variables commands, hooks and MCP servers still inherit
 //! ```
 //!
 //! Owns: the shape, defaults and spelling of that section. Does not own: applying the
@@ -19,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// Config `sandbox:` (issue #22). Every key is optional; absent, the sandbox runs
 /// when the kernel supports it, with no network, and falls back to running
 /// unconfined when it cannot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
     /// `mode:` `auto` or `off`.
@@ -31,10 +33,17 @@ pub struct SandboxConfig {
     /// `required:` refuse commands that cannot run sandboxed (default `false`).
     #[serde(default)]
     pub required: bool,
+    /// `env_pass:` names (exact) of secret environment variables that commands,
+    /// hooks and stdio MCP servers still inherit (`GITHUB_TOKEN`); every other secret
+    /// (`crate::sandbox::is_secret_var`: `*_API_KEY`, `*_TOKEN`, `*_SECRET*`,
+    /// `*PASSWORD`, `SSH_AUTH_SOCK`, `NATS_CREDS`, …) is removed. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_pass: Vec<String>,
 }
 
 impl SandboxConfig {
-    /// The defaults (`mode: auto`, `network: deny`, `required: false`).
+    /// The defaults (`mode: auto`, `network: deny`, `required: false`, no
+    /// `env_pass`).
     pub fn is_default(&self) -> bool {
         *self == Self::default()
     }
@@ -100,14 +109,19 @@ mod tests {
         assert_eq!(c.sandbox.mode, SandboxMode::Auto);
         assert!(!c.sandbox.network_allowed());
         assert!(!c.sandbox.required);
-        std::fs::write(&p, "sandbox: {mode: off, network: allow, required: true}\n").unwrap();
+        std::fs::write(
+            &p,
+            "sandbox: {mode: off, network: allow, required: true, env_pass: [GITHUB_TOKEN]}\n",
+        )
+        .unwrap();
         let c = ArborConfig::load(&p).unwrap();
         assert_eq!(
             c.sandbox,
             SandboxConfig {
                 mode: SandboxMode::Off,
                 network: SandboxNetwork::Allow,
-                required: true
+                required: true,
+                env_pass: vec!["GITHUB_TOKEN".into()],
             }
         );
         for (yaml, quoted) in [
@@ -115,6 +129,7 @@ mod tests {
             ("sandbox: {network: maybe}\n", "maybe"),
             ("sandbox: {required: sometimes}\n", "sometimes"),
             ("sandbox: {mdoe: off}\n", "mdoe"),
+            ("sandbox: {env_pass: GITHUB_TOKEN}\n", "env_pass"),
         ] {
             std::fs::write(&p, yaml).unwrap();
             let err = ArborConfig::load(&p).unwrap_err().to_string();

@@ -150,7 +150,7 @@ impl Runtime {
         for problem in &mcp_servers.problems {
             tracing::warn!("{problem}");
         }
-        let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox, &options.paths);
+        let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox.clone(), &options.paths);
         let (hook_runner, hook_problems) =
             crate::hooks::HookRunner::for_process(&options.paths, &options.config, sandbox.clone());
         for problem in &hook_problems {

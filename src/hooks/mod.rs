@@ -9,8 +9,11 @@
 //! `tool_response`, …); exit 0 passes, exit 2 blocks with stderr as the reason, other
 //! codes are reported and pass; JSON stdout `{decision: "block", reason}`,
 //! `{continue: false, stopReason}`, `hookSpecificOutput.permissionDecision: "deny"`
-//! and `additionalContext` are honoured; a timeout (default 60 s) kills it. The
-//! user's hooks run as the user; a project's run in the kernel sandbox like `bash`.
+//! and `additionalContext` are honoured, read from the last MiB of stdout whatever
+//! came before; a timeout (default 60 s) kills it. Every hook runs in a session of
+//! its own with no controlling terminal (issue 34). The user's hooks run as the user,
+//! with the user's environment; a project's run in the kernel sandbox like `bash`,
+//! without arbor's secret variables.
 //! For `SessionStart`, `SubagentStart` and `Notification` the engine passes the
 //! event's `source`, agent name or `notification_type` where a tool name would go, so
 //! `matcher` is read against them (Claude Code's rule).

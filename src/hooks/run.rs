@@ -14,8 +14,13 @@ use crate::paths::Paths;
 use crate::sandbox::{Decision, Sandbox};
 use crate::session::protocol::{HookOutcome, HookRanEvent};
 
-/// Bytes of a hook's stdout or stderr kept at most (the rest is dropped).
-const OUTPUT_MAX: usize = 64 * 1024;
+/// Bytes of a hook's stdout kept at most: the last ones (a decision comes at the
+/// end), read whole up to this size; what came before is dropped (issue 34: a
+/// decision after 64 KiB of output was ignored).
+const STDOUT_MAX: usize = 1024 * 1024;
+
+/// Bytes of a hook's stderr (a block's reason) kept at most: the last ones.
+const STDERR_MAX: usize = 64 * 1024;
 
 /// What the hooks of one event decided.
 #[derive(Debug, Clone, Default)]
@@ -157,11 +162,11 @@ impl HookRunner {
     async fn run_one(&self, hook: &HookCommand, stdin: &str, cwd: &Path) -> Ended {
         let mut tmp = None;
         let mut cmd = match &hook.source {
-            HookSource::User => {
-                let mut cmd = tokio::process::Command::new("sh");
-                cmd.arg("-c").arg(&hook.command);
-                cmd
-            }
+            // The user's own hooks: unconfined, with the user's environment, but (like
+            // every hook) in a session of their own with no controlling terminal.
+            HookSource::User => self
+                .sandbox
+                .unconfined_command("sh", ["-c", hook.command.as_str()]),
             HookSource::Project(_) => {
                 let (sandbox, dir) = (self.sandbox.clone(), cwd.to_path_buf());
                 let decision =
@@ -172,11 +177,9 @@ impl HookRunner {
                         });
                 let mut cmd = match decision {
                     Decision::Refused { reason } => return Ended::Refused(reason),
-                    Decision::Unsandboxed { .. } => {
-                        let mut cmd = tokio::process::Command::new("sh");
-                        cmd.arg("-c").arg(&hook.command);
-                        cmd
-                    }
+                    Decision::Unsandboxed { .. } => self
+                        .sandbox
+                        .unconfined_command("sh", ["-c", hook.command.as_str()]),
                     Decision::Sandboxed { mut policy, .. } => {
                         let dir = match tempfile::Builder::new().prefix("arbor-hook-").tempdir() {
                             Ok(d) => d,
@@ -197,7 +200,7 @@ impl HookRunner {
                         cmd
                     }
                 };
-                crate::sandbox::strip_provider_keys(&mut cmd);
+                self.sandbox.strip_env(&mut cmd);
                 cmd
             }
         };
@@ -208,8 +211,6 @@ impl HookRunner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        #[cfg(unix)]
-        cmd.process_group(0);
         let ended = spawn_and_wait(cmd, stdin, hook.timeout).await;
         drop(tmp);
         ended
@@ -220,8 +221,8 @@ impl HookRunner {
 enum Ended {
     Exited {
         code: Option<i32>,
-        stdout: String,
-        stderr: String,
+        stdout: Output,
+        stderr: Output,
     },
     TimedOut(Duration),
     Failed(String),
@@ -248,8 +249,8 @@ async fn spawn_and_wait(mut cmd: tokio::process::Command, stdin: &str, timeout: 
         };
         let (_, out, err, status) = tokio::join!(
             write,
-            read_capped(pipe_out.as_mut()),
-            read_capped(pipe_err.as_mut()),
+            read_tail(pipe_out.as_mut(), STDOUT_MAX),
+            read_tail(pipe_err.as_mut(), STDERR_MAX),
             child.wait()
         );
         (out, err, status)
@@ -281,22 +282,44 @@ fn kill_group(pid: Option<u32>) {
     let _ = pid;
 }
 
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<&mut R>) -> String {
+/// What a hook printed on one stream: its last bytes (lossy UTF-8) and whether
+/// earlier ones were dropped.
+#[derive(Debug, Default)]
+struct Output {
+    text: String,
+    cut: bool,
+}
+
+/// Reads `pipe` to its end (so the hook never blocks on a full pipe), keeping the
+/// last `max` bytes.
+async fn read_tail<R: tokio::io::AsyncRead + Unpin>(pipe: Option<&mut R>, max: usize) -> Output {
     let Some(pipe) = pipe else {
-        return String::new();
+        return Output::default();
     };
     let mut buf = Vec::new();
+    let mut cut = false;
     let mut chunk = [0u8; 8192];
     loop {
         match pipe.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let room = OUTPUT_MAX.saturating_sub(buf.len());
-                buf.extend_from_slice(&chunk[..n.min(room)]);
+                buf.extend_from_slice(&chunk[..n]);
+                // Trimmed in steps of `max`, so the copying stays linear.
+                if buf.len() > 2 * max {
+                    buf.drain(..buf.len() - max);
+                    cut = true;
+                }
             }
         }
     }
-    String::from_utf8_lossy(&buf).into_owned()
+    if buf.len() > max {
+        buf.drain(..buf.len() - max);
+        cut = true;
+    }
+    Output {
+        text: String::from_utf8_lossy(&buf).into_owned(),
+        cut,
+    }
 }
 
 /// Fills `record` from how the hook ended and adds its decision to `verdict`.
@@ -327,7 +350,7 @@ fn decide(event: HookEvent, ended: Ended, record: &mut HookRanEvent, verdict: &m
                 Some(0) => passed(event, &stdout, record),
                 Some(2) => {
                     record.outcome = HookOutcome::Blocked;
-                    let reason = stderr.trim();
+                    let reason = stderr.text.trim();
                     record.reason = Some(if reason.is_empty() {
                         format!(
                             "blocked by the {} hook `{}`",
@@ -340,7 +363,7 @@ fn decide(event: HookEvent, ended: Ended, record: &mut HookRanEvent, verdict: &m
                 }
                 _ => {
                     record.outcome = HookOutcome::Failed;
-                    let reason = stderr.trim();
+                    let reason = stderr.text.trim();
                     record.reason = (!reason.is_empty()).then(|| reason.to_string());
                 }
             }
@@ -357,14 +380,31 @@ fn decide(event: HookEvent, ended: Ended, record: &mut HookRanEvent, verdict: &m
 /// Exit 0: reads JSON stdout (`decision`, `reason`, `continue`, `stopReason`,
 /// `hookSpecificOutput.{permissionDecision, permissionDecisionReason,
 /// additionalContext}`, `additionalContext`); plain stdout of `UserPromptSubmit` and
-/// `SessionStart` is context (Claude Code's rule).
-fn passed(event: HookEvent, stdout: &str, record: &mut HookRanEvent) {
+/// `SessionStart` is context (Claude Code's rule). Stdout over [`STDOUT_MAX`] is read
+/// from its kept end: the whole of it when that is a JSON object, else its last line
+/// that is one; when neither is, the hook is `failed` (its decision could not be
+/// read), not `passed`.
+fn passed(event: HookEvent, stdout: &Output, record: &mut HookRanEvent) {
     record.outcome = HookOutcome::Passed;
-    let text = stdout.trim();
-    let json = text
-        .starts_with('{')
-        .then(|| serde_json::from_str::<Value>(text).ok())
-        .flatten();
+    let text = stdout.text.trim();
+    let parse = |t: &str| {
+        t.starts_with('{')
+            .then(|| serde_json::from_str::<Value>(t).ok())
+            .flatten()
+            .filter(Value::is_object)
+    };
+    let mut json = parse(text);
+    if json.is_none() && stdout.cut {
+        json = text.lines().next_back().and_then(|l| parse(l.trim()));
+        if json.is_none() {
+            record.outcome = HookOutcome::Failed;
+            record.reason = Some(format!(
+                "its stdout is over {} KiB and does not end in a JSON decision",
+                STDOUT_MAX / 1024
+            ));
+            return;
+        }
+    }
     let Some(json) = json else {
         if matches!(event, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
             && !text.is_empty()

@@ -1,25 +1,31 @@
-//! The helper's side: `arbor __sandbox POLICY PROGRAM ARGS…` applies the policy to
-//! its own (single-threaded) process and `exec`s the program; `arbor __sandbox
-//! --probe` applies a test policy and prints what worked as JSON.
+//! The helper's side: `arbor __sandbox POLICY PROGRAM ARGS…` leaves arbor's session
+//! and terminal, applies the policy to its own (single-threaded) process and `exec`s
+//! the program; `arbor __sandbox --detach PROGRAM ARGS…` only leaves the session and
+//! terminal; `arbor __sandbox --probe` applies a test policy and prints what worked as
+//! JSON.
 //!
-//! Owns: the namespace masks, the Landlock ruleset, the seccomp filter and
-//! `no_new_privs` (see the parent module's doc for the order and what each covers).
+//! Owns: the new session, the namespace masks, the Landlock ruleset, the seccomp
+//! filter and `no_new_privs` (see the parent module's doc for the order and what each
+//! covers).
 //! Does not own: deciding whether to sandbox (`Sandbox::decide`). Linux only; on other
 //! systems the helper refuses to run anything.
 
 use std::ffi::OsString;
 
-use super::{EXIT_SANDBOX_FAILED, Policy};
+use super::{DETACH_ARG, EXIT_SANDBOX_FAILED, Policy};
 
 /// The helper's entry: `args` are the arguments after `__sandbox`. Returns the exit
 /// code when nothing was `exec`ed: [`EXIT_SANDBOX_FAILED`] when the policy could not be
-/// applied or the arguments are wrong, 127 when the program does not exist, 126 when
+/// applied (a new session included: the caller made the helper a process-group
+/// leader) or the arguments are wrong, 127 when the program does not exist, 126 when
 /// it cannot be run, 0 after `--probe`. Must run before the process starts a thread
 /// (user namespaces need a single-threaded caller).
 pub fn helper_main(args: Vec<OsString>) -> i32 {
     let mut args = args.into_iter();
     let Some(first) = args.next() else {
-        return fail("usage: arbor __sandbox POLICY-JSON PROGRAM [ARGS…] | --probe");
+        return fail(
+            "usage: arbor __sandbox POLICY-JSON PROGRAM [ARGS…] | --detach PROGRAM [ARGS…] | --probe",
+        );
     };
     if first == "--probe" {
         let probe = linux::probe_self();
@@ -29,6 +35,24 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
         );
         return 0;
     }
+    if first == DETACH_ARG {
+        let Some(program) = args.next() else {
+            return fail("no program to run");
+        };
+        if let Err(e) = new_session() {
+            return fail(&e);
+        }
+        // Without CAP_SYS_ADMIN the kernel refuses `TIOCSTI`/`TIOCLINUX` on a terminal
+        // that is not the caller's controlling one, and it now has none; with it (root)
+        // the kernel allows them on any terminal: filter them. The filter sets
+        // `no_new_privs`, which costs a process that is already privileged nothing.
+        if has_sys_admin()
+            && let Err(e) = linux::seccomp(true)
+        {
+            return fail(&e.to_string());
+        }
+        return exec(program, args.collect());
+    }
     let policy: Policy = match first.to_str().map(serde_json::from_str) {
         Some(Ok(p)) => p,
         Some(Err(e)) => return fail(&format!("bad policy: {e}")),
@@ -37,10 +61,48 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
     let Some(program) = args.next() else {
         return fail("no program to run");
     };
+    if let Err(e) = new_session() {
+        return fail(&e);
+    }
     if let Err(e) = linux::apply(&policy) {
         return fail(&e.to_string());
     }
     exec(program, args.collect())
+}
+
+/// Makes this process the leader of a new session and process group (group id = its
+/// pid) with no controlling terminal, so nothing it runs can reach arbor's terminal.
+#[cfg(unix)]
+fn new_session() -> Result<(), String> {
+    nix::unistd::setsid().map(drop).map_err(|e| {
+        format!("cannot leave arbor's terminal (setsid: {e}; the caller must not make the helper a process-group leader)")
+    })
+}
+
+#[cfg(not(unix))]
+fn new_session() -> Result<(), String> {
+    Err("the sandbox runs on Linux only".into())
+}
+
+/// Whether this process holds CAP_SYS_ADMIN (bit 21 of `CapEff` in
+/// `/proc/self/status`); when that cannot be read, whether it runs as root.
+fn has_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    let effective = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        });
+    match effective {
+        Some(caps) => caps & (1 << CAP_SYS_ADMIN) != 0,
+        #[cfg(unix)]
+        None => nix::unistd::geteuid().is_root(),
+        #[cfg(not(unix))]
+        None => false,
+    }
 }
 
 fn fail(message: &str) -> i32 {
@@ -89,14 +151,16 @@ mod linux {
     use super::super::error::StepError;
     use super::super::probe::Probe;
 
-    /// Devices every sandboxed command may write (and use ioctls on).
+    /// Devices every sandboxed command may write (and use ioctls on). Not `/dev/tty`:
+    /// the command has no controlling terminal (it runs in a session of its own), so
+    /// nothing it runs needs it. `/dev/ptmx` and `/dev/pts` stay, for commands that
+    /// make a pseudo-terminal of their own (`script`, `expect`).
     const WRITABLE_DEVICES: &[&str] = &[
         "/dev/null",
         "/dev/zero",
         "/dev/full",
         "/dev/random",
         "/dev/urandom",
-        "/dev/tty",
         "/dev/ptmx",
         "/dev/pts",
     ];
@@ -112,10 +176,7 @@ mod linux {
         nix::sys::prctl::set_no_new_privs()
             .map_err(|e| StepError(format!("cannot set no_new_privs: {e}")))?;
         landlock(policy)?;
-        if !policy.network {
-            seccomp()?;
-        }
-        Ok(())
+        seccomp(policy.network)
     }
 
     /// Enters a new user and mount namespace, mapping this process's uid and gid to
@@ -272,9 +333,16 @@ mod linux {
         })
     }
 
-    /// Installs the network filter: `socket`/`socketpair` of any family but
-    /// `AF_UNIX`, and `io_uring_setup`, fail with `EPERM`.
-    fn seccomp() -> Result<(), StepError> {
+    /// The `ioctl` requests that put bytes into a terminal's input or act on the
+    /// console: `TIOCSTI` (type a byte), `TIOCLINUX` (the console's selection paste,
+    /// among others). Compared on the low 32 bits, as the kernel reads them.
+    #[allow(clippy::unnecessary_cast)] // `Ioctl` is `c_ulong` on glibc, `c_int` on musl.
+    const DENIED_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
+    /// Installs the seccomp filter: [`DENIED_IOCTLS`] always, and without `network`
+    /// `socket`/`socketpair` of any family but `AF_UNIX` and `io_uring_setup`, fail
+    /// with `EPERM`.
+    pub(super) fn seccomp(network: bool) -> Result<(), StepError> {
         let error = |e: seccompiler::BackendError| StepError(format!("seccomp: {e}"));
         let arch = TargetArch::try_from(std::env::consts::ARCH)
             .map_err(|e| StepError(format!("seccomp: {e}")))?;
@@ -287,22 +355,45 @@ mod linux {
             )
             .and_then(|c| SeccompRule::new(vec![c]))
         };
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-        let mut numbers = vec![
-            (libc::SYS_socket, true),
-            (libc::SYS_socketpair, true),
-            (libc::SYS_io_uring_setup, false),
-        ];
-        // x32 system calls reach the same entry points with this bit set.
+        let ioctl = |request: u64| {
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .and_then(|c| SeccompRule::new(vec![c]))
+        };
+        /// What a system call's rules match on.
+        #[derive(Clone, Copy)]
+        enum On {
+            /// Every call.
+            All,
+            /// A socket family other than `AF_UNIX`.
+            NotUnix,
+            /// A [`DENIED_IOCTLS`] request.
+            Ioctl,
+        }
+        let mut numbers = vec![(libc::SYS_ioctl, On::Ioctl)];
+        if !network {
+            numbers.extend([
+                (libc::SYS_socket, On::NotUnix),
+                (libc::SYS_socketpair, On::NotUnix),
+                (libc::SYS_io_uring_setup, On::All),
+            ]);
+        }
+        // x32 system calls reach the same entry points with this bit set; x32's own
+        // `ioctl` is number 514.
         if cfg!(target_arch = "x86_64") {
             let x32: Vec<_> = numbers.iter().map(|&(n, c)| (n | 0x4000_0000, c)).collect();
             numbers.extend(x32);
+            numbers.push((514 | 0x4000_0000, On::Ioctl));
         }
-        for (number, only_non_unix) in numbers {
-            let rule = if only_non_unix {
-                vec![not_unix().map_err(error)?]
-            } else {
-                Vec::new()
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        for (number, on) in numbers {
+            let rule = match on {
+                On::All => Vec::new(),
+                On::NotUnix => vec![not_unix().map_err(error)?],
+                On::Ioctl => DENIED_IOCTLS
+                    .iter()
+                    .map(|&r| ioctl(r))
+                    .collect::<Result<_, _>>()
+                    .map_err(error)?,
             };
             rules.insert(number, rule);
         }
@@ -340,7 +431,7 @@ mod linux {
             }
             Err(e) => probe.landlock = Err(e),
         }
-        probe.seccomp = seccomp();
+        probe.seccomp = seccomp(false);
         probe.probed = true;
         probe
     }
@@ -353,6 +444,10 @@ mod linux {
     use super::super::probe::Probe;
 
     pub(super) fn apply(_: &Policy) -> Result<(), StepError> {
+        Err(StepError::from("the sandbox runs on Linux only"))
+    }
+
+    pub(super) fn seccomp(_network: bool) -> Result<(), StepError> {
         Err(StepError::from("the sandbox runs on Linux only"))
     }
 

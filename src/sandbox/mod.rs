@@ -3,36 +3,53 @@
 //! arbor confines a command by running it through itself: `arbor __sandbox POLICY
 //! PROGRAM ARGS…` ([`HELPER_ARG`], handled first thing in `main`, before any thread
 //! starts) applies [`Policy`] to its own process and then `exec`s `PROGRAM`, so the
-//! command keeps the helper's pid and process group (the caller's kill, timeout and
-//! output capture work unchanged). Applying a policy, in order (`helper`):
+//! command keeps the helper's pid (the caller's kill, timeout and output capture work
+//! unchanged). Applying a policy, in order (`helper`):
 //!
+//! 0. `setsid`: a session and process group of its own (group id = its pid, so the
+//!    caller's group kill still reaches everything it starts) and no controlling
+//!    terminal, so it cannot type into the user's terminal with `TIOCSTI` or read and
+//!    write `/dev/tty` (issue 34). The caller must not put it in a process group of
+//!    its own first (a group leader cannot `setsid`; the helper then refuses to run).
+//!    Commands that run unconfined go through the helper too, for this step alone
+//!    (`arbor __sandbox --detach PROGRAM ARGS…`, [`Sandbox::unconfined_command`];
+//!    as root also step 3's ioctl rule, since CAP_SYS_ADMIN may `TIOCSTI` any
+//!    terminal);
 //! 1. a user and mount namespace (`unshare`), where an empty read-only tmpfs is
 //!    mounted over each deny-listed directory and `/dev/null` over each deny-listed
 //!    file ([`deny_list`]: `~/.ssh`, `~/.aws`, `~/.gnupg`, cloud and registry
-//!    credentials, arbor's config, Amplifier's key files). Where user namespaces are
-//!    not available this step is skipped and the deny list stays readable
-//!    ([`Probe::userns`] says so; `doctor` reports "partial");
+//!    credentials, shell histories, the `NATS_CREDS` file, arbor's config, Amplifier's
+//!    key files). Where user namespaces are not available this step is skipped and the
+//!    deny list stays readable ([`Probe::userns`] says so; `doctor` reports "partial");
 //! 2. Landlock: reads and execution everywhere, writes only beneath the policy's
-//!    `writable` directories and a few devices (`/dev/null`, `/dev/tty`, …); with the
-//!    network denied, TCP bind and connect too (Landlock ABI ≥ 4); signals to and
-//!    abstract Unix sockets of processes outside the sandbox (ABI ≥ 6). A Landlocked
-//!    process can neither mount nor unmount, so it cannot uncover step 1's masks;
-//! 3. with the network denied, a seccomp filter: `socket`/`socketpair` of any family
-//!    but `AF_UNIX`, and `io_uring_setup`, fail with `EPERM` (UDP and raw sockets,
-//!    which Landlock does not cover);
+//!    `writable` directories and a few devices (`/dev/null`, `/dev/ptmx`, …; not
+//!    `/dev/tty`); with the network denied, TCP bind and connect too (Landlock ABI ≥
+//!    4); signals to and abstract Unix sockets of processes outside the sandbox (ABI ≥
+//!    6). A Landlocked process can neither mount nor unmount, so it cannot uncover
+//!    step 1's masks;
+//! 3. a seccomp filter: the terminal-injection ioctls (`TIOCSTI`, `TIOCLINUX`) fail
+//!    with `EPERM` on any descriptor, always; with the network denied also
+//!    `socket`/`socketpair` of any family but `AF_UNIX`, and `io_uring_setup` (UDP
+//!    and raw sockets, which Landlock does not cover);
 //! 4. `no_new_privs` (set before Landlock and seccomp; kept across `exec`).
+//!
+//! Every child — sandboxed or not — also inherits none of arbor's secret variables
+//! (`env`: provider keys, `*_TOKEN`, `*_SECRET*`, `*PASSWORD`, `SSH_AUTH_SOCK`,
+//! `NATS_CREDS`, …) but those `sandbox.env_pass` names ([`Sandbox::strip_env`]).
 //!
 //! The parent side ([`Sandbox`]) decides per command whether it runs sandboxed
 //! ([`Sandbox::decide`]): `sandbox.mode: off`, or a kernel where the [`probe`] failed,
 //! runs it unconfined — or refuses it when `sandbox.required` is true.
 //!
 //! Owns: the policy, the deny list, the helper's argv, deciding and describing
-//! (`sandboxed: writes ./, no network`) and building sandboxed commands ([`command`],
-//! [`Sandbox::tokio_command`]). Does not own: the `sandbox:` config section
+//! (`sandboxed: writes ./, no network`), building sandboxed and detached commands
+//! ([`command`], [`Sandbox::tokio_command`], [`Sandbox::unconfined_command`]) and the
+//! environment they inherit. Does not own: the `sandbox:` config section
 //! (`config::sandbox`), running the command (`tool::bash`, `tool::mcp`), or the doctor
 //! report's layout (`cli::doctor`). Linux only; elsewhere the probe reports the
 //! sandbox unavailable.
 
+mod env;
 mod error;
 pub mod git_guard;
 mod helper;
@@ -46,13 +63,23 @@ use serde::{Deserialize, Serialize};
 use crate::config::sandbox::{SandboxConfig, SandboxMode, SandboxNetwork};
 use crate::paths::Paths;
 
+pub use env::{
+    SECRET_NAMES, SECRET_SUFFIXES, is_provider_key_var, is_secret_var, secret_vars, strip_secrets,
+};
 pub use error::{SandboxError, StepError};
 pub use helper::helper_main;
 pub use probe::{Probe, probe};
 
-/// `argv[1]` of the sandbox helper: `arbor __sandbox POLICY-JSON PROGRAM ARGS…`, or
-/// `arbor __sandbox --probe` (prints a [`Probe`] as JSON).
+/// `argv[1]` of the sandbox helper: `arbor __sandbox POLICY-JSON PROGRAM ARGS…`,
+/// `arbor __sandbox --detach PROGRAM ARGS…` ([`DETACH_ARG`]), or `arbor __sandbox
+/// --probe` (prints a [`Probe`] as JSON).
 pub const HELPER_ARG: &str = "__sandbox";
+
+/// `argv[2]` of the helper for a command that runs unconfined but, like every
+/// command, in a session of its own with no controlling terminal: `setsid`, then —
+/// only when the helper holds CAP_SYS_ADMIN (root), for which the kernel allows
+/// `TIOCSTI` on any terminal — step 3's ioctl filter, then `exec`.
+pub const DETACH_ARG: &str = "--detach";
 
 /// The helper's exit code when it could not apply the policy (nothing ran); its
 /// stderr holds one line starting with `arbor sandbox:`.
@@ -170,8 +197,8 @@ impl Sandbox {
     }
 
     /// The config this sandbox follows.
-    pub fn config(&self) -> SandboxConfig {
-        self.config
+    pub fn config(&self) -> &SandboxConfig {
+        &self.config
     }
 
     /// The kernel probe through this sandbox's helper (cached per process; blocking
@@ -283,6 +310,41 @@ impl Sandbox {
             helper, policy, program, args,
         )))
     }
+
+    /// `PROGRAM ARGS…` as a tokio command that runs unconfined (the sandbox is off,
+    /// unavailable, or the command is the user's own hook) but still in a session and
+    /// process group of its own, with no controlling terminal: through `helper
+    /// __sandbox --detach` (`setsid`, then `exec`; the group id is the child's pid, as
+    /// with [`Sandbox::tokio_command`]). Without a helper binary (a test harness, an
+    /// embedder whose binary is not `arbor`) it is a plain command in a new process
+    /// group that keeps the terminal.
+    pub fn unconfined_command(
+        &self,
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> tokio::process::Command {
+        match &self.helper {
+            Ok(helper) => {
+                let mut cmd = tokio::process::Command::new(helper);
+                cmd.arg(HELPER_ARG).arg(DETACH_ARG).arg(program.into());
+                cmd.args(args.into_iter().map(Into::into));
+                cmd
+            }
+            Err(_) => {
+                let mut cmd = tokio::process::Command::new(program.into());
+                cmd.args(args.into_iter().map(Into::into));
+                #[cfg(unix)]
+                cmd.process_group(0);
+                cmd
+            }
+        }
+    }
+
+    /// Removes the secret variables of arbor's environment from what `cmd` inherits
+    /// ([`strip_secrets`]), but those `sandbox.env_pass` names.
+    pub fn strip_env(&self, cmd: &mut tokio::process::Command) {
+        strip_secrets(cmd, &self.config.env_pass);
+    }
 }
 
 /// `helper __sandbox POLICY-JSON PROGRAM ARGS…`: a command that runs `PROGRAM ARGS…`
@@ -326,25 +388,6 @@ fn show_root(root: &Path, dir: &Path) -> String {
         Ok(rest) if rest.as_os_str().is_empty() => "./".into(),
         Ok(rest) => format!("./{}", rest.display()),
         Err(_) => root.display().to_string(),
-    }
-}
-
-/// Whether an environment variable named `name` holds a provider key by arbor's
-/// rule: `*_API_KEY` (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, …, case-insensitive).
-/// These are the variables arbor reads keys from (README "Providers and keys").
-pub fn is_provider_key_var(name: &str) -> bool {
-    name.to_ascii_uppercase().ends_with("_API_KEY")
-}
-
-/// Removes every provider-key variable ([`is_provider_key_var`]) of arbor's own
-/// environment from what `cmd` inherits, so a command or MCP server — sandboxed or
-/// not — cannot read the user's keys from its environment (issue 22). A value the
-/// caller sets afterwards (an MCP server's own `env:` entry) still applies.
-pub fn strip_provider_keys(cmd: &mut tokio::process::Command) {
-    for (name, _) in std::env::vars_os() {
-        if name.to_str().is_some_and(is_provider_key_var) {
-            cmd.env_remove(name);
-        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Module `tool-bash`: the `bash` tool (SPEC §12).
 //!
 //! Owns: running one command as `sh -c` in the session's working directory, in a
-//! process group of its own with stdin closed; its timeout (default 120 s, at most
+//! session and process group of its own with no controlling terminal (issue 34:
+//! through the sandbox helper, which calls `setsid`, sandboxed or not) and stdin
+//! closed, without arbor's secret variables ([`Sandbox::strip_env`]); its timeout (default 120 s, at most
 //! 600 s); killing the whole group (SIGKILL to `-pgid`) when the command times out, when
 //! the turn is cancelled, when the call's future is dropped, and when the shell exits
 //! (processes it left in the background would otherwise hold the output pipes open);
@@ -26,7 +28,8 @@
 //! ran). [`Bash::sandbox_note`] tells the approval prompt which.
 //!
 //! Limits: a process that leaves the group (`setsid`) escapes the kill; once the
-//! shell has exited, its output is read for at most [`DRAIN`] more.
+//! shell has exited, its output is read for at most [`DRAIN`] more. Without a helper
+//! binary (a test harness's `Sandbox::default()`) the command keeps arbor's terminal.
 
 pub mod output;
 
@@ -175,7 +178,9 @@ impl Tool for Bash {
             match decision {
                 Decision::Refused { reason } => ToolOutput::error(reason),
                 Decision::Unsandboxed { .. } => {
-                    run(&command, &ctx.working_dir, timeout, &ctx.cancel).await
+                    let mut cmd = tool.sandbox.unconfined_command("sh", ["-c", &command]);
+                    tool.sandbox.strip_env(&mut cmd);
+                    run_command(cmd, &ctx.working_dir, timeout, &ctx.cancel).await
                 }
                 Decision::Sandboxed { policy, .. } => {
                     run_sandboxed(&tool.sandbox, policy, &command, &ctx, timeout).await
@@ -207,6 +212,7 @@ async fn run_sandboxed(
         return ToolOutput::error("the sandbox helper is missing; the command did not run");
     };
     cmd.env("TMPDIR", tmp.path());
+    sandbox.strip_env(&mut cmd);
     let out = run_command(cmd, &ctx.working_dir, timeout, &ctx.cancel).await;
     // Removing the temp dir reads and deletes what the command left: off the workers.
     let _ = tokio::task::spawn_blocking(move || drop(tmp)).await;
@@ -234,7 +240,9 @@ enum End {
     Cancelled,
 }
 
-/// Runs `command` as `sh -c` in `dir` (see the module doc) and builds the result.
+/// Runs `command` as `sh -c` in `dir` (see the module doc), unconfined and without a
+/// helper: in a process group of its own that keeps arbor's terminal, without the
+/// secret variables of [`crate::sandbox::is_secret_var`]; builds the result.
 pub async fn run(
     command: &str,
     dir: &Path,
@@ -243,11 +251,15 @@ pub async fn run(
 ) -> ToolOutput {
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c").arg(command);
+    crate::sandbox::strip_secrets(&mut cmd, &[]);
+    #[cfg(unix)]
+    cmd.process_group(0);
     run_command(cmd, dir, timeout, cancel).await
 }
 
-/// Runs `cmd` (`sh -c …`, directly or through the sandbox helper) in `dir` as the
-/// module doc says.
+/// Runs `cmd` (`sh -c …`, through the sandbox helper, or plain in a process group of
+/// its own: the group id is the child's pid either way) in `dir` as the module doc
+/// says.
 async fn run_command(
     mut cmd: tokio::process::Command,
     dir: &Path,
@@ -257,14 +269,11 @@ async fn run_command(
     if cancel.is_cancelled() {
         return ToolOutput::error("cancelled: the turn was cancelled before the command started");
     }
-    crate::sandbox::strip_provider_keys(&mut cmd);
     cmd.current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -296,6 +305,9 @@ async fn run_command(
     };
     group.kill();
     if !matches!(end, End::Exited(_)) {
+        // The helper may not have called `setsid` yet (then there was no group to
+        // kill): kill it by its pid too, before it starts anything.
+        let _ = child.start_kill();
         let _ = child.wait().await;
     }
     if !read_done {

@@ -11,8 +11,11 @@
 //! Sandbox (issue #22): a stdio server starts through `arbor __sandbox`
 //! ([`crate::sandbox`]) when the hub has a sandbox and the kernel can, with the rules of
 //! [`McpSandboxing`]; with `sandbox.required: true` a server that cannot be sandboxed
-//! is not started and its failure says why. Streamable-HTTP servers are not processes
-//! of arbor's and are not confined.
+//! is not started and its failure says why. Sandboxed or not, a stdio server runs in
+//! a session of its own with no controlling terminal and inherits none of arbor's
+//! secret variables but those `sandbox.env_pass` names; its own `env:` still sets
+//! what it names (issue 34). Streamable-HTTP servers are not processes of arbor's and
+//! are not confined.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -234,7 +237,7 @@ impl Server {
                     let (mut cmd, tmp) = self
                         .stdio_command(&command, &args, &env, cwd.as_deref())
                         .await?;
-                    crate::sandbox::strip_provider_keys(&mut cmd);
+                    self.sandboxing.sandbox.strip_env(&mut cmd);
                     cmd.envs(&env).kill_on_drop(true);
                     if let Some(cwd) = cwd {
                         cmd.current_dir(self.sandboxing.project.join(cwd));
@@ -330,37 +333,40 @@ impl Server {
         if let Ok(mut note) = self.sandbox_note.lock() {
             *note = Some(decision.note());
         }
+        if let Decision::Refused { reason } = decision {
+            return Err(McpError::Refused(reason));
+        }
+        // The helper (sandboxed or only detached from the terminal) starts fine
+        // whatever the command is: say what a plain spawn would, rather than an
+        // `initialize` failure.
+        let dir = cwd.map_or_else(
+            || self.sandboxing.project.clone(),
+            |c| self.sandboxing.project.join(c),
+        );
+        let path = env
+            .get("PATH")
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        if !program_exists(command, &dir, path.as_deref()) {
+            return Err(McpError::Spawn {
+                command: command.to_string(),
+                reason: format!(
+                    "no such program{}",
+                    if command.contains('/') {
+                        ""
+                    } else {
+                        " in PATH"
+                    }
+                ),
+            });
+        }
         match decision {
             Decision::Refused { reason } => Err(McpError::Refused(reason)),
-            Decision::Unsandboxed { .. } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                Ok((cmd, None))
-            }
+            Decision::Unsandboxed { .. } => Ok((
+                self.sandboxing.sandbox.unconfined_command(command, args),
+                None,
+            )),
             Decision::Sandboxed { mut policy, .. } => {
-                // The helper starts fine whatever the command is: say what a plain
-                // spawn would, rather than an `initialize` failure.
-                let dir = cwd.map_or_else(
-                    || self.sandboxing.project.clone(),
-                    |c| self.sandboxing.project.join(c),
-                );
-                let path = env
-                    .get("PATH")
-                    .map(std::ffi::OsString::from)
-                    .or_else(|| std::env::var_os("PATH"));
-                if !program_exists(command, &dir, path.as_deref()) {
-                    return Err(McpError::Spawn {
-                        command: command.to_string(),
-                        reason: format!(
-                            "no such program{}",
-                            if command.contains('/') {
-                                ""
-                            } else {
-                                " in PATH"
-                            }
-                        ),
-                    });
-                }
                 let tmp = tempfile::Builder::new()
                     .prefix("arbor-mcp-")
                     .tempdir()
