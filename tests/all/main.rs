@@ -55,6 +55,7 @@ mod mcp_cli;
 mod models_cli;
 mod nats_cluster;
 mod plan_roundtrip;
+mod project_files;
 mod project_instructions;
 mod provider_errors;
 mod provider_label;
