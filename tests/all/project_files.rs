@@ -274,11 +274,7 @@ fn added_power_file_is_not_trusted(file: &str, prefix: &str, filler: usize) {
         "{}",
         String::from_utf8_lossy(&trust.stderr)
     );
-    std::fs::write(
-        agents.join(file),
-        mcp_agent("adder", prefix, &env.project),
-    )
-    .unwrap();
+    std::fs::write(agents.join(file), mcp_agent("adder", prefix, &env.project)).unwrap();
 
     let server = ScriptedServer::start(std::sync::Arc::new(|_| {
         Box::pin(async { Reply::Sse(sse_text("ok")) })
@@ -393,4 +389,68 @@ fn a_power_key_under_meta_needs_trust_again() {
         stderr.contains("adder.md changed since you trusted it"),
         "{stderr}"
     );
+}
+
+/// Typing `/` in the TUI lists the command files; a FIFO among them (and a link to
+/// `~/.ssh/id_rsa`) neither freezes the screen nor shows up as a command.
+#[test]
+fn a_fifo_command_file_does_not_freeze_the_tui_palette() {
+    use crate::support::term;
+
+    let (env, _) = leaky_env();
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("reviewed it"))]);
+    env.use_openai(&server.base_url, KEY);
+    let commands = env.project.join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    mkfifo(&commands.join("a-wait.md"));
+    link(&commands.join("leak.md"), &env.home.join(".ssh/id_rsa"));
+    std::fs::write(
+        commands.join("review.md"),
+        "---\ndescription: Review files\n---\nReview $ARGUMENTS now.\n",
+    )
+    .unwrap();
+    let term_env = term::Env {
+        home: &env.home,
+        amplifier_home: &env.amplifier_home,
+        config: &env.config,
+        cwd: &env.project,
+    };
+    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
+    assert!(
+        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"/");
+    assert!(
+        tui.wait_text("/agents", Duration::from_secs(20)).is_some(),
+        "the palette did not open: {}",
+        tui.screen()
+    );
+    for (typed, shown) in [(&b"a-w"[..], "/a-wait"), (b"\x7f\x7f\x7flea", "/leak")] {
+        tui.send(typed);
+        std::thread::sleep(Duration::from_millis(500));
+        let screen = tui.screen();
+        assert!(
+            !screen.contains(shown) && !screen.contains(SSH_KEY),
+            "{screen}"
+        );
+    }
+    tui.send(b"\x7f\x7f\x7frevi");
+    assert!(
+        tui.wait_text("Review files (project:", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"\t");
+    tui.send(b"lib.rs\r");
+    assert!(
+        tui.wait_text("reviewed it", Duration::from_secs(30))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    assert_eq!(last_user_text(&server.requests()[0]), "Review lib.rs now.");
+    drop(tui);
 }
