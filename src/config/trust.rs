@@ -66,8 +66,15 @@ pub fn has_project_hooks(dir: &Path) -> bool {
     if std::env::var_os("HOME").is_some_and(|home| Path::new(&home) == dir) {
         return false;
     }
+    // Read non-blocking and capped (`project_file`): a FIFO here must not hang every
+    // arbor started below this directory.
     SETTINGS_FILES.iter().any(|file| {
-        std::fs::read_to_string(dir.join(file)).is_ok_and(|text| text.contains("hooks"))
+        project_file::read(
+            &dir.join(file),
+            &project_file::Confinement::unconfined(),
+            MAX_POWER_BYTES,
+        )
+        .is_ok_and(|read| read.text().contains("hooks"))
     })
 }
 

@@ -454,3 +454,22 @@ fn a_fifo_command_file_does_not_freeze_the_tui_palette() {
     assert_eq!(last_user_text(&server.requests()[0]), "Review lib.rs now.");
     drop(tui);
 }
+
+/// A FIFO as `.claude/settings.json` (read to see whether the project has hooks, so
+/// whether it needs trust) does not hang `arbor run`.
+#[test]
+fn a_fifo_settings_file_does_not_hang_the_run() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    mkfifo(&env.project.join(".claude/settings.json"));
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("ok"))]);
+    env.use_openai(&server.base_url, KEY);
+    let (out, took) = run(&env, &["run", "--output-format", "json", "hello"]);
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 1);
+}
