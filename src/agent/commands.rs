@@ -8,6 +8,12 @@
 //! `$ARGUMENTS` replaced by everything after the name and `$1`, `$2`, … by its
 //! whitespace-separated words. They are prompts only — no tools, no trust needed.
 //!
+//! A project's command files are read through `config::project_file` (issue 34): a
+//! link leading out of the directory that holds `.claude/commands` (the project) or
+//! to a private path, a FIFO or a device is skipped with a warning, never waited on,
+//! and no file is read past [`MAX_BYTES`]. The user's own are read anywhere, still
+//! non-blocking, regular files only, capped.
+//!
 //! Owns: finding the files ([`discover`], read afresh on every call so an edited file
 //! counts at once), parsing them, and expanding one ([`CustomCommand::expand`],
 //! [`expand_message`]). Does not own: the built-in commands (`tui::state`), which win
@@ -17,12 +23,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::config::private::private_paths;
+use crate::config::project_file::{self, Confinement};
 use crate::paths::Paths;
 
 /// Files read per directory at most.
 const MAX_FILES: usize = 500;
-/// Bytes of one command file read at most.
-const MAX_BYTES: u64 = 256 * 1024;
+/// Bytes of one command file read at most (the rest is cut, with a warning).
+pub const MAX_BYTES: u64 = 256 * 1024;
 
 /// Where a command file lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,21 +138,58 @@ fn user_dir(paths: &Paths) -> Option<PathBuf> {
     paths.themes_dir.parent().map(|d| d.join("commands"))
 }
 
+/// The commands found by [`discover_reporting`], and the files skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Discovered {
+    /// Every command, sorted by name (see [`discover`]).
+    pub commands: Vec<CustomCommand>,
+    /// One line per command file refused or unreadable (a link out of the project, a
+    /// private path, a FIFO …), with the reason; files cut at [`MAX_BYTES`] too.
+    pub skipped: Vec<String>,
+}
+
 /// Every command of `paths`' directories, read now; the first of a name wins
-/// ([`command_dirs`] order), sorted by name. Unreadable files are skipped.
+/// ([`command_dirs`] order), sorted by name. Files that cannot or may not be read are
+/// skipped (logged; [`discover_reporting`] returns them).
+///
+/// A project's file is read only inside the directory holding its `.claude` (or
+/// `.amplifier`) and never from a private path (`config::private`, with the home
+/// directory from `HOME`).
 pub fn discover(paths: &Paths) -> Vec<CustomCommand> {
-    let mut found: Vec<CustomCommand> = Vec::new();
+    let found = discover_reporting(paths);
+    for why in &found.skipped {
+        tracing::warn!("command file: {why}");
+    }
+    found.commands
+}
+
+/// [`discover`], with the files skipped named rather than logged.
+pub fn discover_reporting(paths: &Paths) -> Discovered {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let private = private_paths(paths, home.as_deref());
+    let mut found = Discovered::default();
     for (dir, scope) in command_dirs(paths) {
+        let within = match scope {
+            CommandScope::User => Confinement::unconfined(),
+            CommandScope::Project => Confinement {
+                // `<project>/.claude/commands`: confined to `<project>`.
+                root: dir
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
+                private: private.clone(),
+            },
+        };
         for file in md_files(&dir) {
-            let Some(command) = read(&dir, &file, scope) else {
+            let Some(command) = read(&dir, &file, scope, &within, &mut found.skipped) else {
                 continue;
             };
-            if !found.iter().any(|c| c.name == command.name) {
-                found.push(command);
+            if !found.commands.iter().any(|c| c.name == command.name) {
+                found.commands.push(command);
             }
         }
     }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found.commands.sort_by(|a, b| a.name.cmp(&b.name));
     found
 }
 
@@ -156,15 +201,35 @@ pub fn find(paths: &Paths, name: &str) -> Option<CustomCommand> {
 /// When `message` is `/name args` for a command of `paths` (read now): that command
 /// and its expanded prompt. Front ends check their built-in commands first.
 pub fn expand_message(paths: &Paths, message: &str) -> Option<(CustomCommand, String)> {
-    let rest = message.trim_start().strip_prefix('/')?;
+    let (found, skipped) = expand_message_reporting(paths, message);
+    for why in &skipped {
+        tracing::warn!("command file: {why}");
+    }
+    found
+}
+
+/// [`expand_message`], with the command files skipped while looking (see
+/// [`Discovered::skipped`]) returned rather than logged; nothing is read unless
+/// `message` starts with `/name`.
+pub fn expand_message_reporting(
+    paths: &Paths,
+    message: &str,
+) -> (Option<(CustomCommand, String)>, Vec<String>) {
+    let Some(rest) = message.trim_start().strip_prefix('/') else {
+        return (None, Vec::new());
+    };
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (name, args) = rest.split_at(end);
     if name.is_empty() {
-        return None;
+        return (None, Vec::new());
     }
-    let command = find(paths, name)?;
-    let prompt = command.expand(args);
-    Some((command, prompt))
+    let found = discover_reporting(paths);
+    let command = found.commands.into_iter().find(|c| c.name == name);
+    let expanded = command.map(|command| {
+        let prompt = command.expand(args);
+        (command, prompt)
+    });
+    (expanded, found.skipped)
 }
 
 fn md_files(dir: &Path) -> Vec<PathBuf> {
@@ -199,14 +264,29 @@ fn md_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn read(dir: &Path, file: &Path, scope: CommandScope) -> Option<CustomCommand> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(file)
-        .ok()?
-        .take(MAX_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
+/// The command of `file` in `dir`, read under `within`; `None` when it cannot be read
+/// (the reason added to `skipped`, unless it is gone) or named.
+fn read(
+    dir: &Path,
+    file: &Path,
+    scope: CommandScope,
+    within: &Confinement,
+    skipped: &mut Vec<String>,
+) -> Option<CustomCommand> {
+    let text = match project_file::read(file, within, MAX_BYTES) {
+        Ok(read) => {
+            if read.cut {
+                skipped.push(format!("{} cut at {MAX_BYTES} bytes", file.display()));
+            }
+            read.text()
+        }
+        Err(e) => {
+            if !e.is_not_found() {
+                skipped.push(e.to_string());
+            }
+            return None;
+        }
+    };
     let relative = file.strip_prefix(dir).ok()?.with_extension("");
     let name = relative
         .components()

@@ -6,12 +6,17 @@
 //! else the working directory itself) down to the working directory, outermost first
 //! — and joining them under a size cap, with a note when cut. They are instructions
 //! only: they grant no tools and need no trust. Read afresh for every model call, so
-//! an edit applies to the next one. Does not own: where the text goes in the prompt
+//! an edit applies to the next one. A cloned repository decides what these paths are,
+//! so each is read through `config::project_file` (issue 34): a link leading outside
+//! the project or to a private path, a FIFO, a device, is skipped with a warning, and
+//! no file is read past the cap. Does not own: where the text goes in the prompt
 //! (`engine::prompt`) or the cap's config key (`config::context`).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::config::project_file::{self, Confinement};
 
 /// The file names read in each directory, in this order.
 pub const FILES: [&str; 2] = ["AGENTS.md", ".amplifier/AGENTS.md"];
@@ -25,6 +30,10 @@ pub struct ProjectInstructions {
     pub text: String,
     /// Whether the text was cut at the cap.
     pub cut: bool,
+    /// Files found but not read, each with the reason (a link out of the project, a
+    /// private path, not a regular file, unreadable).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// The project root of `cwd`: the nearest ancestor (itself included) holding `.git`,
@@ -37,10 +46,16 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 }
 
 /// The project instructions for working directory `cwd`, cut to `max_bytes` of file
-/// text; `None` when there is no such file (or none can be read: an unreadable file
-/// is skipped, not an error).
-pub fn load(cwd: &Path, max_bytes: usize) -> Option<ProjectInstructions> {
+/// text; `None` when there is no such file and none was skipped. Each file is read
+/// through `config::project_file`, confined to the project root and never one of
+/// `private` (`config::private::private_paths`); a file that cannot or may not be
+/// read is skipped (named in [`ProjectInstructions::skipped`]), not an error.
+pub fn load(cwd: &Path, max_bytes: usize, private: &[PathBuf]) -> Option<ProjectInstructions> {
     let root = project_root(cwd);
+    let within = Confinement {
+        root: Some(std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone())),
+        private: private.to_vec(),
+    };
     let dirs: Vec<&Path> = {
         let mut d: Vec<&Path> = cwd
             .ancestors()
@@ -53,11 +68,18 @@ pub fn load(cwd: &Path, max_bytes: usize) -> Option<ProjectInstructions> {
     let mut body = String::new();
     let mut left = max_bytes;
     let mut cut = false;
+    let mut skipped = Vec::new();
+    let cap = u64::try_from(max_bytes).unwrap_or(u64::MAX);
     for dir in dirs {
         for name in FILES {
             let path = dir.join(name);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
+            let (text, file_cut) = match project_file::read(&path, &within, cap) {
+                Ok(file) => (file.text(), file.cut),
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    skipped.push(e.to_string());
+                    continue;
+                }
             };
             if text.trim().is_empty() {
                 continue;
@@ -84,10 +106,16 @@ pub fn load(cwd: &Path, max_bytes: usize) -> Option<ProjectInstructions> {
             };
             left -= take.len();
             body.push_str(&format!("\n\n## {shown}\n\n{take}"));
+            cut |= file_cut;
         }
     }
     if files.is_empty() {
-        return None;
+        return (!skipped.is_empty()).then(|| ProjectInstructions {
+            files,
+            text: String::new(),
+            cut: false,
+            skipped,
+        });
     }
     let mut text = String::from(
         "# Project instructions\n\nThe project's AGENTS.md files, from its root down to the \
@@ -105,7 +133,12 @@ pub fn load(cwd: &Path, max_bytes: usize) -> Option<ProjectInstructions> {
                 .join(", ")
         ));
     }
-    Some(ProjectInstructions { files, text, cut })
+    Some(ProjectInstructions {
+        files,
+        text,
+        cut,
+        skipped,
+    })
 }
 
 #[cfg(test)]
@@ -122,7 +155,7 @@ mod tests {
         std::fs::write(root.join("a/b/.amplifier/AGENTS.md"), "Run make check.").unwrap();
         // Above the project root: not read.
         let cwd = root.join("a/b");
-        let found = load(&cwd, 10_000).unwrap();
+        let found = load(&cwd, 10_000, &[]).unwrap();
         assert_eq!(found.files.len(), 2);
         let (tabs, make) = (
             found.text.find("Use tabs.").unwrap(),
@@ -131,13 +164,13 @@ mod tests {
         assert!(tabs < make, "{}", found.text);
         assert!(found.text.contains("## a/b/.amplifier/AGENTS.md"));
         assert!(!found.cut);
-        let small = load(&cwd, 12).unwrap();
+        let small = load(&cwd, 12, &[]).unwrap();
         assert!(small.cut);
         assert!(small.text.contains("Use tabs."));
         assert!(!small.text.contains("Run make check."));
         assert!(small.text.contains("cut at 12 bytes"), "{}", small.text);
-        assert!(load(&root.join("a"), 100).is_some());
+        assert!(load(&root.join("a"), 100, &[]).is_some());
         std::fs::remove_file(root.join("AGENTS.md")).unwrap();
-        assert!(load(&root.join("a"), 100).is_none());
+        assert!(load(&root.join("a"), 100, &[]).is_none());
     }
 }

@@ -52,6 +52,9 @@ enum Miss {
     Refused(String),
 }
 
+/// Bytes of one mentioned file read at most (the rest is cut, with a note).
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
 /// How deep mentions inside mentioned files are followed (foundation's `max_depth`).
 const MAX_DEPTH: usize = 3;
 
@@ -269,7 +272,23 @@ fn load(
         files.add(path.clone(), listing(&path));
         return Ok(path);
     }
-    let content = std::fs::read_to_string(&path).map_err(|_| Miss::NotFound)?;
+    // Already checked (private, confined); read non-blocking, regular files only and
+    // capped (`config::project_file`, issue 34): a FIFO or device is refused, not
+    // waited on.
+    let within = crate::config::project_file::Confinement {
+        root: None,
+        private: roots.private.clone(),
+    };
+    let content = match crate::config::project_file::read(&path, &within, MAX_FILE_BYTES) {
+        Ok(read) if read.cut => {
+            let mut text = read.text();
+            text.push_str(&format!("\n[cut at {MAX_FILE_BYTES} bytes]"));
+            text
+        }
+        Ok(read) => read.text(),
+        Err(e) if e.is_not_found() => return Err(Miss::NotFound),
+        Err(e) => return Err(Miss::Refused(e.to_string())),
+    };
     if files.add(path.clone(), content.clone()) && depth < MAX_DEPTH {
         // A file of the project (a cloned repository's) mentions only inside it.
         let nested_confined =
@@ -399,6 +418,28 @@ mod tests {
         assert_eq!(warnings, ["@missing/file.: not found; left as text"]);
         let (same, _) = expand("No mentions here.", &roots);
         assert_eq!(same, "No mentions here.");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_not_waited_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(root.join("pipe.md"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let roots = MentionRoots {
+            cwd: root.clone(),
+            project: Some(root.clone()),
+            ..Default::default()
+        };
+        let (text, warnings) = expand("Read @pipe.md", &roots);
+        assert_eq!(text, "Read @pipe.md");
+        assert!(
+            warnings.iter().any(|w| w.contains("not a regular file")),
+            "{warnings:?}"
+        );
     }
 
     #[test]

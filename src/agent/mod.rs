@@ -20,7 +20,6 @@ pub mod bundle;
 pub mod commands;
 pub mod endpoints;
 pub mod file;
-pub mod frontmatter;
 pub mod instructions;
 pub mod mentions;
 pub mod registry;
@@ -35,6 +34,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+/// Frontmatter splitting and YAML parsing, shared with `config::trust`.
+pub use crate::config::frontmatter;
 pub use bundle::Bundle;
 pub use registry::Registry;
 

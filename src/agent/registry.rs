@@ -20,7 +20,9 @@ use super::Bundle;
 use super::file::{self, AgentOrigin};
 use super::tree;
 use super::{AgentDef, AgentSource, Shadowed};
+use crate::config::agent_files;
 use crate::config::mount_plan::module_name;
+use crate::config::project_file::Confinement;
 use crate::config::trust;
 use crate::paths::Paths;
 
@@ -62,8 +64,9 @@ pub fn validate_file(path: &Path) -> AgentDef {
     file::load_agent_file(path, AgentSource::User, None)
 }
 
-/// `*.md` files directly in `dir` (no dot-files), sorted by file name. A missing or
-/// unreadable directory is empty.
+/// The agent files directly in `dir` (`config::agent_files::list`: `*.md` in any
+/// case, no dot-files, sorted by file name, capped). A missing or unreadable
+/// directory is empty.
 pub fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
     files::agent_files_in(dir)
 }
@@ -71,9 +74,10 @@ pub fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
 fn load_dir(
     dir: Option<&Path>,
     source: AgentSource,
+    within: &Confinement,
     cache: Option<&mut ParseCache>,
 ) -> Vec<AgentDef> {
-    dir.map(|d| files::load_dir(d, source, cache))
+    dir.map(|d| files::load_dir(d, source, within, cache))
         .unwrap_or_default()
 }
 
@@ -89,7 +93,8 @@ fn process_agent_vars() -> Vec<String> {
 /// issue 22): `tools` (the agent inherits its parent's) and `providers` (the user's
 /// providers apply, so a cloned repository cannot point a model — and the system
 /// prompt it is sent — at a server of its choosing).
-const WITHHELD_UNTRUSTED: [&str; 2] = ["tools", "providers"];
+/// The same list trust covers (`config::agent_files::POWER_KEYS`).
+const WITHHELD_UNTRUSTED: [&str; 2] = agent_files::POWER_KEYS;
 
 /// An untrusted project's agents add no tools and no providers (SPEC §12 "Trust"):
 /// the [`WITHHELD_UNTRUSTED`] lists of each agent from `agents_dir` are taken out of
@@ -246,11 +251,20 @@ impl Registry {
         let user_agents = load_dir(
             Some(&paths.user_agents_dir()),
             AgentSource::User,
+            &Confinement::unconfined(),
             cache.as_deref_mut(),
         );
+        // A project's agent files are read only inside the project and never from a
+        // private path (issue 34): `.amplifier/agents/x.md → ~/.ssh/id_rsa` is refused.
+        let project_within = project_dir
+            .as_deref()
+            .and_then(|d| d.parent().and_then(Path::parent))
+            .map(|root| Confinement::project_from_env(root, paths))
+            .unwrap_or_default();
         let mut project_agents = load_dir(
             project_dir.as_deref(),
             AgentSource::Project,
+            &project_within,
             cache.as_deref_mut(),
         );
         if let Some(c) = cache {

@@ -188,8 +188,13 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
                 out.insert("resolved_model".into(), resolved.to_value());
                 // What a root session started here adds to its system prompt.
                 let max = crate::config::context::ContextConfig::from_config(&ctx.config).0;
-                let found =
-                    crate::agent::instructions::load(&ctx.paths.cwd, max.instructions_max());
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                let private = crate::config::private::private_paths(&ctx.paths, home.as_deref());
+                let found = crate::agent::instructions::load(
+                    &ctx.paths.cwd,
+                    max.instructions_max(),
+                    &private,
+                );
                 out.insert("project_instructions".into(), json!(found));
             }
             Err(e) => {

@@ -86,11 +86,18 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
     let mut ctx = Context::load(&options)?;
     // `/name args` of a command file (issue 29): its prompt, and its `agent` / `model`
     // unless the flags chose.
-    if let Some((command, expanded)) = crate::agent::commands::expand_message(&ctx.paths, &prompt) {
+    // A command file or `AGENTS.md` the project links out, or a FIFO (issue 34), is
+    // skipped: say so here, where the person sees it.
+    let (command, skipped) = crate::agent::commands::expand_message_reporting(&ctx.paths, &prompt);
+    for why in skipped {
+        out::warning(format!("command file skipped: {why}"));
+    }
+    if let Some((command, expanded)) = command {
         root.agent = root.agent.or(command.agent);
         root.model = root.model.or(command.model);
         prompt = expanded;
     }
+    warn_skipped_instructions(&ctx);
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }
@@ -398,4 +405,20 @@ fn report_error(
         )?,
     }
     Ok(1)
+}
+
+/// Prints a warning for each project instruction file (`AGENTS.md`) that the root's
+/// prompt will not include because it may not or cannot be read
+/// (`agent::instructions`: a link out of the project, a private path, a FIFO …).
+fn warn_skipped_instructions(ctx: &Context) {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let private = crate::config::private::private_paths(&ctx.paths, home.as_deref());
+    let max = crate::config::context::ContextConfig::from_config(&ctx.config).0;
+    if let Some(found) =
+        crate::agent::instructions::load(&ctx.paths.cwd, max.instructions_max(), &private)
+    {
+        for why in found.skipped {
+            out::warning(format!("project instructions: {why}"));
+        }
+    }
 }

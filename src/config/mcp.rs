@@ -351,20 +351,29 @@ fn string_map(
     }
 }
 
+/// Bytes of a project's `.mcp.json` read at most.
+const MAX_MCP_JSON_BYTES: u64 = 1 << 20;
+
 /// The servers of a project's `.mcp.json` at `root` (`{"mcpServers": {…}}`). A
 /// missing file is no servers; an unreadable or malformed one is one problem.
 /// Callers check trust first: this only reads.
 pub fn project_servers(root: &Path) -> (Vec<McpServer>, Vec<String>) {
     let path = root.join(super::trust::MCP_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
-        Err(e) => {
+    // Non-blocking, regular files only, capped (`project_file`, issue 34).
+    let within = super::project_file::Confinement::unconfined();
+    let text = match super::project_file::read(&path, &within, MAX_MCP_JSON_BYTES) {
+        Ok(read) if read.cut => {
             return (
                 Vec::new(),
-                vec![format!("cannot read {}: {e}", path.display())],
+                vec![format!(
+                    "{} is larger than {MAX_MCP_JSON_BYTES} bytes; not read",
+                    path.display()
+                )],
             );
         }
+        Ok(read) => read.text(),
+        Err(e) if e.is_not_found() => return (Vec::new(), Vec::new()),
+        Err(e) => return (Vec::new(), vec![e.to_string()]),
     };
     let value: Value = match serde_json::from_str(&text) {
         Ok(v) => v,

@@ -18,7 +18,9 @@
 //! Trust covers what was trusted, not the path (issue 22): each entry records a
 //! SHA-256 of every file that grants power ([`power_files`]: `.mcp.json`, the agent
 //! files that set `tools`, `providers` or `tool-mcp`, every file under
-//! `.amplifier/bundles/`). When one of them is added, removed or changed — a model
+//! `.amplifier/bundles/`). The agent files are the registry's own listing and are
+//! judged with its own parser (`config::agent_files`, issue 34 item 6), so a file
+//! the registry loads — `x.MD`, a BOM before `---`, the 2,001st — is covered. When one of them is added, removed or changed — a model
 //! that may write files wrote `.mcp.json` — the project is untrusted again until
 //! `arbor trust` runs again ([`TrustState::Changed`] names the files). An entry
 //! written before hashes were recorded counts as changed.
@@ -28,9 +30,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::{agent_files, project_file};
 use crate::paths::Paths;
 
 /// The project agents directory, relative to a project root.
@@ -64,8 +66,15 @@ pub fn has_project_hooks(dir: &Path) -> bool {
     if std::env::var_os("HOME").is_some_and(|home| Path::new(&home) == dir) {
         return false;
     }
+    // Read non-blocking and capped (`project_file`): a FIFO here must not hang every
+    // arbor started below this directory.
     SETTINGS_FILES.iter().any(|file| {
-        std::fs::read_to_string(dir.join(file)).is_ok_and(|text| text.contains("hooks"))
+        project_file::read(
+            &dir.join(file),
+            &project_file::Confinement::unconfined(),
+            MAX_POWER_BYTES,
+        )
+        .is_ok_and(|read| read.text().contains("hooks"))
     })
 }
 
@@ -149,17 +158,20 @@ pub fn is_trusted(paths: &Paths, root: &Path) -> bool {
     state.is_trusted()
 }
 
-/// Agent files, bundle files and `.mcp.json` read at most for one project's hash.
-const MAX_POWER_FILES: usize = 2_000;
+/// Bundle files hashed at most for one project; a project with more under
+/// `.amplifier/bundles/` is never trusted (its hash is fresh on every check).
+const MAX_BUNDLE_FILES: usize = 2_000;
 /// Bytes of one power file hashed at most (a larger file hashes its first bytes and
-/// its length).
+/// its length). The registry reads no agent file larger than this.
 const MAX_POWER_BYTES: u64 = 4 << 20;
 
 /// The files under `root` that grant power, relative path (`/`-separated) → SHA-256
-/// (hex) of their bytes: `.mcp.json`; each `.amplifier/agents/*.md` whose frontmatter
-/// sets `tools` or `providers` or mentions `tool-mcp` (one that does not parse counts
-/// too); every file under `.amplifier/bundles/` (symlinks not followed; at most
-/// [`MAX_POWER_FILES`] in all). Unreadable files hash as `unreadable`.
+/// (hex) of their bytes: `.mcp.json`, the [`SETTINGS_FILES`]; every agent file the
+/// registry loads from `.amplifier/agents/` (`agent_files::list`: any case, capped
+/// as the registry is) whose frontmatter grants power (`agent_files::grants_power`,
+/// the registry's own parser: BOMs, CRLF, `meta:`); every file under
+/// `.amplifier/bundles/` (symlinks not followed; more than [`MAX_BUNDLE_FILES`] makes
+/// an entry that never matches). Unreadable files hash as `unreadable`.
 pub fn power_files(root: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mcp = root.join(MCP_FILE);
@@ -172,26 +184,26 @@ pub fn power_files(root: &Path) -> BTreeMap<String, String> {
             out.insert((*file).to_string(), hash_file(&path));
         }
     }
-    let mut agents: Vec<PathBuf> = std::fs::read_dir(root.join(AGENTS_DIR))
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.extension().is_some_and(|x| x == "md")
-                        && p.file_name()
-                            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
-                        && p.is_file()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    agents.sort();
-    for path in agents.into_iter().take(MAX_POWER_FILES) {
-        let text = std::fs::read(&path).unwrap_or_default();
-        if grants_power(&String::from_utf8_lossy(&text)) {
-            out.insert(relative(root, &path), hex(&Sha256::digest(&text)));
+    let within = project_file::Confinement {
+        root: Some(root.to_path_buf()),
+        private: Vec::new(),
+    };
+    for path in agent_files::list(&root.join(AGENTS_DIR)).files {
+        // Read as the registry reads it; a file it refuses loads as an invalid agent
+        // (no power), but counts here when it cannot be told apart.
+        match project_file::read(&path, &within, MAX_POWER_BYTES) {
+            Ok(read) => {
+                if read.cut || agent_files::grants_power(&read.text()) {
+                    out.insert(relative(root, &path), hex(&Sha256::digest(&read.bytes)));
+                }
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(_) => {
+                out.insert(relative(root, &path), "unreadable".into());
+            }
         }
     }
+    let mut bundle_files = 0;
     let mut stack = vec![root.join(BUNDLES_DIR)];
     while let Some(dir) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -200,40 +212,30 @@ pub fn power_files(root: &Path) -> BTreeMap<String, String> {
         let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
         entries.sort_by_key(std::fs::DirEntry::path);
         for entry in entries {
-            if out.len() >= MAX_POWER_FILES {
-                return out;
-            }
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             let path = entry.path();
             if kind.is_dir() {
                 stack.push(path);
-            } else {
-                out.insert(relative(root, &path), hash_file(&path));
+                continue;
             }
+            bundle_files += 1;
+            if bundle_files > MAX_BUNDLE_FILES {
+                // Not covered, so never trusted: a fresh value on every check.
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                out.insert(
+                    format!("{BUNDLES_DIR} (more than {MAX_BUNDLE_FILES} files)"),
+                    format!("uncovered-{now}"),
+                );
+                return out;
+            }
+            out.insert(relative(root, &path), hash_file(&path));
         }
     }
     out
-}
-
-/// Whether an agent file's frontmatter sets `tools` or `providers`, or mentions
-/// `tool-mcp`; a file whose frontmatter does not parse counts (it may, once fixed).
-fn grants_power(text: &str) -> bool {
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return false;
-    }
-    let yaml: Vec<&str> = lines.take_while(|l| l.trim_end() != "---").collect();
-    let yaml = yaml.join("\n");
-    if yaml.contains(super::modules::MCP.name) {
-        return true;
-    }
-    match crate::config::yaml::from_str::<Value>(&yaml) {
-        Ok(Value::Object(map)) => map.contains_key("tools") || map.contains_key("providers"),
-        Ok(_) => false,
-        Err(_) => true,
-    }
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -245,18 +247,23 @@ fn relative(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
+/// The hash of a power file: SHA-256 over its first [`MAX_POWER_BYTES`] and its
+/// length. Read non-blocking, regular files only (`project_file`); `unreadable`
+/// otherwise.
 fn hash_file(path: &Path) -> String {
-    use std::io::Read;
-    let Ok(file) = std::fs::File::open(path) else {
-        return "unreadable".into();
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut bytes = Vec::new();
-    if file.take(MAX_POWER_BYTES).read_to_end(&mut bytes).is_err() {
-        return "unreadable".into();
+    match project_file::read(
+        path,
+        &project_file::Confinement::unconfined(),
+        MAX_POWER_BYTES,
+    ) {
+        Ok(read) => hash_bytes(&read.bytes, read.metadata.len()),
+        Err(_) => "unreadable".into(),
     }
+}
+
+fn hash_bytes(bytes: &[u8], len: u64) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(&bytes);
+    hasher.update(bytes);
     hasher.update(len.to_le_bytes());
     hex(&hasher.finalize())
 }

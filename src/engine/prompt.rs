@@ -27,15 +27,24 @@ use crate::config::trust;
 ///
 /// A root session's prompt ends with the project's `AGENTS.md` instructions
 /// (`agent::instructions`, read afresh each call, capped by config
-/// `context.project_instructions_max_bytes`); a sub-session's does not.
+/// `context.project_instructions_max_bytes`, confined to the project and never a
+/// private path — a skipped file is logged as a warning); a sub-session's does not.
 pub(crate) fn system_prompt(env: &TurnEnv, live: &LiveSession, plan: &MountPlan) -> String {
     let mut system = expanded(env, live, plan);
     if live.parent_id.is_none() {
         let (bundle, _) = ContextConfig::of_plan(plan);
         let max = bundle.overridden_by(ContextConfig::from_config(&env.config).0);
-        if let Some(found) = instructions::load(&live.working_dir, max.instructions_max()) {
-            system.push_str("\n\n");
-            system.push_str(&found.text);
+        let home = (env.env)("HOME").map(PathBuf::from);
+        let private = private_paths(&env.paths, home.as_deref());
+        if let Some(found) = instructions::load(&live.working_dir, max.instructions_max(), &private)
+        {
+            for why in &found.skipped {
+                tracing::warn!(session = %live.id, "project instructions: {why}");
+            }
+            if !found.text.is_empty() {
+                system.push_str("\n\n");
+                system.push_str(&found.text);
+            }
         }
     }
     system

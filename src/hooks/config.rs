@@ -302,13 +302,24 @@ fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, String> {
     Ok(Matcher { pattern, hooks })
 }
 
+/// Bytes of a project settings file read at most.
+const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
 /// The `hooks` value of a project settings file at `path` (YAML or JSON by
 /// extension; a missing file is `null`). Errors are one line naming the file.
 pub fn read_settings_hooks(path: &Path) -> Result<Value, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+    // Non-blocking, regular files only, capped (`config::project_file`, issue 34).
+    let within = crate::config::project_file::Confinement::unconfined();
+    let text = match crate::config::project_file::read(path, &within, MAX_SETTINGS_BYTES) {
+        Ok(read) if read.cut => {
+            return Err(format!(
+                "{}: larger than {MAX_SETTINGS_BYTES} bytes",
+                path.display()
+            ));
+        }
+        Ok(read) => read.text(),
+        Err(e) if e.is_not_found() => return Ok(Value::Null),
+        Err(e) => return Err(e.to_string()),
     };
     let value: Value = if path.extension().is_some_and(|x| x == "json") {
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?

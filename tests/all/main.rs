@@ -59,6 +59,7 @@ mod models_cli;
 mod nats_cluster;
 mod no_terminal;
 mod plan_roundtrip;
+mod project_files;
 mod project_instructions;
 mod provider_errors;
 mod provider_label;

@@ -2,6 +2,9 @@
 //! parsing them on every core, and reusing the previous build's parse of a file whose
 //! stamp is unchanged.
 //!
+//! Which files (`config::agent_files::list`, the listing trust covers) and how one
+//! is read (`config::project_file`) are not decided here.
+//!
 //! Owns: [`ParseCache`] (file → stamp and parsed [`AgentDef`]), the stamp rule (size,
 //! mtime and, on Unix, inode; a stamp too close to the moment it was read is not
 //! trusted), reading a file with the fewest system calls (the stamp comes from the
@@ -10,14 +13,17 @@
 //! tiers, shadowing and trust (`agent::registry`).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::agent::file;
 use crate::agent::{AgentDef, AgentSource};
+use crate::config::agent_files;
+use crate::config::project_file::{self, Confinement};
+
+/// Bytes of one agent file read at most; a larger file is an invalid agent.
+pub const MAX_AGENT_BYTES: u64 = 4 << 20;
 
 /// Below this many files to parse, the calling thread parses them alone (spawning a
 /// thread costs more than a few parses).
@@ -108,44 +114,23 @@ impl ParseCache {
     }
 }
 
-/// `*.md` files directly in `dir` (no dot-files; regular files or links to them),
-/// sorted by file name. A missing or unreadable directory is empty.
-///
-/// The kind of each entry comes from the directory listing itself (no `stat` per
-/// file); only a link is followed, to see whether it points at a regular file.
+/// The agent files of `dir` (`config::agent_files::list`, the listing trust covers:
+/// `*.md` in any case, capped), with a warning naming how many beyond the cap are
+/// not loaded.
 fn list(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.as_encoded_bytes();
-            !name.starts_with(b".")
-                && name.len() > 3
-                && name[name.len() - 3..].eq_ignore_ascii_case(b".md")
-        })
-        .filter_map(|e| {
-            let kind = e.file_type().ok()?;
-            let path = e.path();
-            // Follows links, as `Path::is_file` does.
-            let regular = kind.is_file()
-                || (kind.is_symlink() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()));
-            regular.then_some(path)
-        })
-        .collect();
-    // One directory: the paths differ in their last component only, so their bytes
-    // sort as their file names do (and cheaper than `Path`'s component order).
-    files.sort_unstable_by(|a, b| {
-        a.as_os_str()
-            .as_encoded_bytes()
-            .cmp(b.as_os_str().as_encoded_bytes())
-    });
-    files
+    let listed = agent_files::list(dir);
+    if listed.beyond_cap > 0 {
+        tracing::warn!(
+            "{}: {} agent files beyond the first {} are not loaded",
+            dir.display(),
+            listed.beyond_cap,
+            agent_files::MAX_AGENT_FILES
+        );
+    }
+    listed.files
 }
 
-/// `*.md` files directly in `dir` (see [`load_dir`]), paths only.
+/// The agent files of `dir` (see [`load_dir`]), paths only.
 pub(super) fn agent_files_in(dir: &Path) -> Vec<PathBuf> {
     list(dir)
 }
@@ -159,13 +144,16 @@ struct Parsed {
     def: AgentDef,
 }
 
-/// Every agent file in `dir` as `source`, sorted by file name; with a cache, files whose
-/// stamp is unchanged since it last parsed them are reused and the rest are parsed and
-/// remembered. Checking, reading and parsing run on all cores when there are many
-/// files.
+/// Every agent file in `dir` as `source`, sorted by file name, each read under
+/// `within` (`config::project_file`: a project's files only inside the project,
+/// never a private path, regular files only, at most [`MAX_AGENT_BYTES`]; a refused
+/// file is an invalid agent saying why); with a cache, files whose stamp is unchanged
+/// since it last parsed them are reused and the rest are parsed and remembered.
+/// Checking, reading and parsing run on all cores when there are many files.
 pub(super) fn load_dir(
     dir: &Path,
     source: AgentSource,
+    within: &Confinement,
     mut cache: Option<&mut ParseCache>,
 ) -> Vec<AgentDef> {
     let read_at = SystemTime::now();
@@ -174,7 +162,7 @@ pub(super) fn load_dir(
         .as_deref_mut()
         .map(|c| std::mem::take(&mut c.previous))
         .unwrap_or_default();
-    let loaded = parallel_map(&files, |path| load(path, source, &previous));
+    let loaded = parallel_map(&files, |path| load(path, source, within, &previous));
     let mut out = Vec::with_capacity(files.len());
     let mut parsed = 0;
     for (path, got) in files.into_iter().zip(loaded) {
@@ -218,6 +206,7 @@ pub(super) fn load_dir(
 fn load(
     path: &Path,
     source: AgentSource,
+    within: &Confinement,
     previous: &HashMap<(AgentSource, PathBuf), Entry>,
 ) -> Option<Parsed> {
     if let Some(entry) = previous.get(&(source, path.to_path_buf()))
@@ -226,7 +215,7 @@ fn load(
     {
         return None;
     }
-    let (read, stamp) = match read_stamped(path) {
+    let (read, stamp) = match read_stamped(path, within) {
         Ok((bytes, stamp)) => (Ok(bytes), Some(stamp)),
         Err(e) => (Err(e), None),
     };
@@ -236,24 +225,22 @@ fn load(
     })
 }
 
-/// The whole file at `path` and the stamp of the version read, from the open file:
-/// open, `fstat`, reads into a buffer of the file's size, close (no lookup of the
-/// path besides the open).
-fn read_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
-    let file = File::open(path)?;
-    let meta = file.metadata()?;
-    // One byte more than the size, so the read that sees the end needs no new room;
-    // capped so a huge size does not reserve memory before any byte is read.
-    let room = usize::try_from(meta.len()).map_or(MAX_ROOM, |n| n.saturating_add(1).min(MAX_ROOM));
-    let mut bytes = Vec::with_capacity(room);
-    // Through `Take`: `File`'s own `read_to_end` asks the size again (`fstat`, `lseek`).
-    file.take(u64::MAX).read_to_end(&mut bytes)?;
-    Ok((bytes, Stamp::of(&meta)))
+/// The whole file at `path` and the stamp of the version read, from the open file
+/// (`config::project_file::read` under `within`: resolved and checked, opened
+/// non-blocking, `fstat`ed). Errors: refused, not a regular file, unreadable, or
+/// larger than [`MAX_AGENT_BYTES`].
+fn read_stamped(path: &Path, within: &Confinement) -> std::io::Result<(Vec<u8>, Stamp)> {
+    let read = project_file::read(path, within, MAX_AGENT_BYTES).map_err(|e| match e {
+        project_file::ProjectFileError::Io { source, .. } => source,
+        refused => std::io::Error::other(refused.to_string()),
+    })?;
+    if read.cut {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_AGENT_BYTES} bytes"
+        )));
+    }
+    Ok((read.bytes, Stamp::of(&read.metadata)))
 }
-
-/// The most room [`read_stamped`] reserves up front (a larger file grows the buffer as
-/// it is read).
-const MAX_ROOM: usize = 1 << 20;
 
 /// `f` over `items`, results in `items`' order, spread over the cores (up to 8):
 /// every thread takes the next [`BATCH`] items from a shared counter until none are

@@ -118,7 +118,7 @@ fn many_files_parse_in_parallel_in_order() {
             OLD,
         );
     }
-    let defs = load_dir(&dir, AgentSource::User, None);
+    let defs = load_dir(&dir, AgentSource::User, &Confinement::unconfined(), None);
     let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
     let expected: Vec<String> = (0..(PARALLEL_FROM * 3 + 1))
         .map(|i| format!("agent-{i:03}"))

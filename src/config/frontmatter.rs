@@ -1,9 +1,13 @@
-//! Splitting YAML frontmatter from a Markdown body (SPEC §3).
+//! Splitting YAML frontmatter from a Markdown body (SPEC §3), and parsing that YAML.
 //!
 //! Owns: finding the `---` delimiters at the very top of an agent or bundle file,
 //! tolerating a UTF-8 BOM (repeated BOMs too) and CRLF line ends, and reporting where the
-//! YAML and the body start so parse errors can point at the file's own line numbers.
-//! Does not own: parsing the YAML (`agent::file`, `agent::bundle`).
+//! YAML and the body start so parse errors can point at the file's own line numbers;
+//! parsing the block to JSON as Amplifier does ([`parse_yaml`], tolerating PyYAML's
+//! unindented quoted continuation lines). Lives in `config` (issue 34 item 6) so the
+//! trust check (`config::trust`) reads an agent file's frontmatter with the very
+//! parser the registry (`agent::file`) uses. Re-exported as `agent::frontmatter`.
+//! Does not own: what the keys mean (`agent::file`, `agent::bundle`).
 //!
 //! Rules (line based): the first line must be `---` (trailing whitespace allowed); the
 //! block ends at the next line that is `---` (trailing whitespace allowed). Everything
@@ -12,6 +16,8 @@
 //! and text on the closing delimiter line (`---Body`) does not close the block.
 
 use std::borrow::Cow;
+
+use serde_json::Value;
 
 /// The UTF-8 byte-order mark, as a char.
 const BOM: char = '\u{feff}';
@@ -106,6 +112,129 @@ pub fn split(text: &str) -> Result<Frontmatter<'_>, FrontmatterError> {
         pos = next;
     }
     Err(FrontmatterError::Unclosed { line: 1 })
+}
+
+/// Parses frontmatter YAML into JSON. Errors carry the FILE's 1-based line and column
+/// (`yaml_line` is the file line of the first YAML line) and a one-line reason.
+pub fn parse_yaml(yaml: &str, yaml_line: usize) -> Result<Value, (usize, usize, String)> {
+    if yaml.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    let first = match super::yaml::from_str::<Value>(yaml) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    // PyYAML (Amplifier) accepts quoted scalars whose continuation lines are not
+    // indented (real agent files rely on it); retry with them indented, which does not
+    // change the value (leading blanks of continuation lines fold away).
+    if let Some(v) =
+        reindent_quoted_scalars(yaml).and_then(|fixed| super::yaml::from_str::<Value>(&fixed).ok())
+    {
+        return Ok(v);
+    }
+    let (line, column) = first
+        .location()
+        .map(|l| (l.line() as usize, l.column() as usize))
+        .unwrap_or((0, 0));
+    let file_line = if line == 0 {
+        yaml_line
+    } else {
+        yaml_line + line - 1
+    };
+    Err((file_line, column.max(1), yaml_message(&first)))
+}
+
+/// `yaml` with the continuation lines of multi-line quoted scalars (`key: "…` or
+/// `- "…` not closed on their line) indented past their key; `None` when there are
+/// none. Line numbers are unchanged.
+fn reindent_quoted_scalars(yaml: &str) -> Option<String> {
+    let mut out = String::with_capacity(yaml.len() + 64);
+    let mut open: Option<(char, usize)> = None; // (quote, key indent)
+    let mut changed = false;
+    for line in yaml.split_inclusive('\n') {
+        if let Some((quote, indent)) = open {
+            let text = line.trim_start_matches([' ', '\t']);
+            if line.len() - text.len() <= indent && !text.trim().is_empty() {
+                out.push_str(&" ".repeat(indent + 2));
+                out.push_str(text);
+                changed = true;
+            } else {
+                out.push_str(line);
+            }
+            if closing_quote(text, quote).is_some() {
+                open = None;
+            }
+            continue;
+        }
+        out.push_str(line);
+        let text = line.trim_start_matches(' ');
+        let mut indent = line.len() - text.len();
+        if text.starts_with("- ") {
+            indent += 2;
+        }
+        if let Some((quote, after)) = quoted_value_start(line.trim_end())
+            && closing_quote(after, quote).is_none()
+        {
+            open = Some((quote, indent));
+        }
+    }
+    changed.then_some(out)
+}
+
+/// For `key: "text…`, `- 'text…` or `- key: "…`: the quote and the text after it.
+fn quoted_value_start(line: &str) -> Option<(char, &str)> {
+    let mut rest = line.trim_start();
+    if let Some(item) = rest.strip_prefix("- ") {
+        rest = item.trim_start();
+    }
+    if !rest.starts_with(['"', '\'']) {
+        let colon = rest.find(": ")?;
+        let key = &rest[..colon];
+        if key.is_empty() || key.contains(['"', '\'', '#', '{', '[']) {
+            return None;
+        }
+        rest = rest[colon + 1..].trim_start();
+    }
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    Some((quote, &rest[1..]))
+}
+
+/// The byte index of the quote that closes a scalar opened with `quote` in `text`.
+fn closing_quote(text: &str, quote: char) -> Option<usize> {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if quote == '"' && c == '\\' {
+            chars.next();
+        } else if c == quote {
+            if quote == '\'' && chars.peek().is_some_and(|(_, n)| *n == '\'') {
+                chars.next();
+                continue;
+            }
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The error's own message on one line, without saphyr's `at line X, column Y` (the
+/// caller reports the file's position instead).
+pub fn yaml_message(e: &serde_saphyr::Error) -> String {
+    use serde_saphyr::MessageFormatter;
+    let text = serde_saphyr::UserMessageFormatter
+        .format_message(e.without_snippet())
+        .into_owned();
+    let one_line: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    if one_line.is_empty() {
+        "invalid YAML".to_string()
+    } else {
+        format!("invalid YAML: {one_line}")
+    }
 }
 
 #[cfg(test)]
