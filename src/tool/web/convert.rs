@@ -34,6 +34,13 @@ use super::limit::DepthLimiter;
 /// Depth of the tree htmd walks at most (the document is depth 0): the element at
 /// this depth gets the text of everything below it as flat content.
 pub const MAX_DEPTH: usize = 128;
+/// Nested elements that indent their content in Markdown (lists, quotes) kept at
+/// most: 8. htmd re-indents the whole content of each level, so a page of nested
+/// `<ul><li>` would cost (and print) a line's indentation per level for every line
+/// below; deeper ones are flattened as past [`MAX_DEPTH`].
+pub const MAX_INDENTS: usize = 8;
+/// Elements counted by [`MAX_INDENTS`].
+const INDENTING: &[&str] = &["ul", "ol", "li", "blockquote", "dl", "dd", "menu", "dir"];
 /// Bytes of HTML converted at most: 5 MiB (`super::MAX_DOWNLOAD`); the rest is cut
 /// at a character boundary.
 pub const MAX_INPUT: usize = super::MAX_DOWNLOAD;
@@ -199,25 +206,25 @@ const INLINE: &[&str] = &[
 ];
 
 /// Rewrites the tree under `document` so that no node is deeper than
-/// [`MAX_DEPTH`] + 1: each element at depth [`MAX_DEPTH`] gets, as its only
+/// [`MAX_DEPTH`] + 1 and none is inside more than [`MAX_INDENTS`] indenting
+/// elements: each element at that depth or that many indenting elements (itself
+/// included) gets, as its only
 /// children, the text nodes below it in document order (a space between block
 /// elements; the content of [`SKIP_TAGS`] dropped). Iterative; checks `budget` every
 /// 4,096 nodes.
 fn flatten(document: &Handle, budget: &Budget, total: usize) -> Result<(), ConvertError> {
-    let mut stack: Vec<(Handle, usize)> = vec![(document.clone(), 0)];
+    let mut stack: Vec<(Handle, usize, usize)> = vec![(document.clone(), 0, 0)];
     let mut seen = 0usize;
-    while let Some((node, depth)) = stack.pop() {
+    while let Some((node, depth, indents)) = stack.pop() {
         seen += 1;
         if seen.is_multiple_of(4096) {
             budget.check(total, total)?;
         }
-        if depth < MAX_DEPTH {
-            stack.extend(
-                node.children
-                    .borrow()
-                    .iter()
-                    .map(|c| (c.clone(), depth + 1)),
-            );
+        let indenting = tag(&node).is_some_and(|t| INDENTING.contains(&&**t));
+        let indents = indents + usize::from(indenting);
+        if depth < MAX_DEPTH && indents < MAX_INDENTS {
+            let children = node.children.borrow();
+            stack.extend(children.iter().map(|c| (c.clone(), depth + 1, indents)));
             continue;
         }
         let mut pending: Vec<Handle> = node.children.take();
