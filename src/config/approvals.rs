@@ -19,6 +19,7 @@
 //! belongs to (`agent::approvals` maps agent sources onto [`policy::Authority`]).
 
 pub mod command;
+pub mod deleters;
 pub mod pattern;
 pub mod policy;
 pub mod save;

@@ -4,16 +4,21 @@
 //!
 //! Owns: the `web_fetch` tool — `{url, offset?, limit?}` → `{url, status,
 //! content_type, content, truncated, total_bytes, offset}`: HTML turned into Markdown
-//! (`htmd`; scripts, styles, navigation, headers, footers, forms and embeds dropped),
+//! ([`convert`]: htmd, bounded in depth, size and time, on a thread of its own and
+//! cancelled with the call; scripts, styles, navigation, headers, footers, forms and
+//! embeds dropped),
 //! other text as it came, binary content refused; at most [`MAX_DOWNLOAD`] bytes read
 //! and [`FETCH_TIMEOUT`] for the whole fetch; `limit` characters returned (default
 //! [`DEFAULT_LIMIT`]) from `offset`. Redirects are followed by hand (at most
 //! [`MAX_REDIRECTS`]) so every hop is checked: a host that resolves to a private,
 //! loopback, link-local or otherwise non-public address is refused unless config
 //! `web: {allow_private_addresses: true}` ([`WebConfig`]), and the connection goes to
-//! the address that was checked (no second DNS answer). Does not own: whether a call
+//! the address that was checked (no second DNS answer, and no proxy from
+//! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`). Does not own: whether a call
 //! may run (approvals: `web_fetch` and `web_search` ask by default, `config::modules`).
 
+pub mod convert;
+mod limit;
 pub mod search;
 
 use std::net::{IpAddr, SocketAddr};
@@ -235,7 +240,10 @@ pub(super) async fn get_checked(
             addr: bad.ip(),
         });
     }
+    // No proxy: `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` would send the request to
+    // another address than the one checked (issue 34).
     let client = reqwest::Client::builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .resolve(&bare, first)
         .user_agent(concat!("arbor/", env!("CARGO_PKG_VERSION"), " (web_fetch)"))
@@ -321,9 +329,9 @@ async fn read(
     let text = String::from_utf8_lossy(&body).into_owned();
     let html = kind.contains("html") || (kind.is_empty() && looks_like_html(&text));
     let content = if html {
-        tokio::task::spawn_blocking(move || to_markdown(&text))
+        convert::spawn(text)
             .await
-            .map_err(|e| FetchError::Convert(e.to_string()))??
+            .map_err(|e| FetchError::Convert(e.to_string()))?
     } else {
         text
     };
@@ -353,18 +361,11 @@ fn looks_like_html(text: &str) -> bool {
 }
 
 /// `html` as Markdown: scripts, styles, navigation, headers, footers, forms and
-/// embedded content dropped.
+/// embedded content dropped; bounded as [`convert::convert`] is, on the calling
+/// thread (which needs a stack of [`convert::STACK_SIZE`]; `web_fetch` uses
+/// [`convert::spawn`]).
 pub fn to_markdown(html: &str) -> Result<String, FetchError> {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec![
-            "script", "style", "noscript", "nav", "header", "footer", "aside", "form", "iframe",
-            "svg", "canvas", "template", "head",
-        ])
-        .build();
-    converter
-        .convert(html)
-        .map(|md| md.trim().to_string())
-        .map_err(|e| FetchError::Convert(e.to_string()))
+    convert::convert(html, &convert::Budget::new()).map_err(|e| FetchError::Convert(e.to_string()))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! AMPLIFIER_HOME, ARBOR_CONFIG, the project); the commands only create or delete
 //! files in the temp project.
 
+mod deleters;
 mod differential;
 use crate::support;
 

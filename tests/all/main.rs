@@ -86,6 +86,7 @@ mod tui_handoff;
 mod tui_mentions;
 mod usage;
 mod web;
+mod web_hostile;
 mod worker;
 
 /// The modules share one process, so a test that changed process-wide state would

@@ -15,7 +15,8 @@
 //!   in it (in substitutions, subshells, functions, conditions, loops), read through
 //!   wrappers ([`super::wrappers`]: `sh -c '…'` and `eval` payloads parsed again,
 //!   every suffix of `env`/`nohup`/`xargs`… arguments, `find -exec`), for `deny` and
-//!   `ask` patterns.
+//!   `ask` patterns; a command that deletes files by other means (`find -delete`,
+//!   `unlink`, `rmdir`, `shred -u`) is also read as `rm` ([`super::deleters`]).
 //!
 //! Fail closed: a command whose program cannot be named (`$x`, `$(…)`, a glob) is
 //! matched by *every* restricting pattern; a script the parser cannot fully read (a
@@ -28,6 +29,7 @@
 
 use tree_sitter::{Node, Parser, Tree};
 
+use super::deleters::as_rm;
 use super::wrappers::{
     Wrapper, basename, find_payloads, runs_other_code, shell_payload_indices, wrapper_of,
 };
@@ -186,7 +188,7 @@ impl Script {
         }
         let texts: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
         self.wrapped(&texts, &words, depth);
-        self.found.push(texts);
+        self.record(texts);
     }
 
     /// Reads what the wrapper command `texts` runs (`words` says which are static).
@@ -236,6 +238,15 @@ impl Script {
         }
     }
 
+    /// Records the command `texts`, and its `rm` reading when it deletes files by
+    /// other means ([`super::deleters::as_rm`]: `find -delete`, `unlink` …).
+    fn record(&mut self, texts: Vec<String>) {
+        if let Some(rm) = as_rm(&texts) {
+            self.found.push(rm);
+        }
+        self.found.push(texts);
+    }
+
     /// A command run by a wrapper: recorded, and read through when it wraps again.
     fn suffix(&mut self, texts: Vec<String>, depth: usize) {
         if texts.is_empty() {
@@ -254,7 +265,7 @@ impl Script {
             })
             .collect();
         self.wrapped(&texts, &words, depth + 1);
-        self.found.push(texts);
+        self.record(texts);
     }
 }
 
