@@ -36,6 +36,10 @@ pub enum RemoteError {
     /// A session id or pool cannot name a subject.
     #[error(transparent)]
     Token(#[from] wire::BadToken),
+    /// A payload object arbor refuses to read: larger than its declared size, or a
+    /// declared size over `payload::OBJECT_MAX` (`problem` says which).
+    #[error("payload {name} {problem}")]
+    Payload { name: String, problem: String },
     /// Another worker took the session's lease (this holder's epoch is stale).
     #[error("lease of session {session} lost: epoch {held} is no longer current")]
     LeaseLost { session: String, held: u64 },

@@ -394,13 +394,27 @@ async fn execute(
     };
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
-    let metadata = scratch::for_worker(
-        &root_meta,
-        &job.plan.to_value(),
-        (&work_dir, tree.as_ref().map(|t| t.top.as_path())),
-        &git_paths,
-        resume,
-    );
+    // Where the job may write: beneath its worktree (or working directory) and its
+    // scratch directory, whatever its plan asks (`roots`).
+    let scratch_dir = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch_dir)?;
+    let bases = [
+        std::fs::canonicalize(
+            tree.as_ref()
+                .map_or(work_dir.as_path(), |t| t.top.as_path()),
+        )?,
+        std::fs::canonicalize(&scratch_dir)?,
+    ];
+    let place = scratch::Place {
+        work_dir: &work_dir,
+        work_top: tree.as_ref().map(|t| t.top.as_path()),
+        bases: &bases,
+        git_paths: &git_paths,
+    };
+    let (metadata, dropped) = scratch::for_worker(&root_meta, &job.plan.to_value(), &place, resume);
+    for note in &dropped {
+        tracing::warn!(session, "worker: {note}");
+    }
     {
         let (dir, metadata) = (sessions_dir.clone(), metadata.clone());
         blocking(move || scratch::materialise(&SessionStore::new(dir), &metadata, &transcript))

@@ -125,3 +125,58 @@ async fn an_unreachable_server_is_an_error_naming_its_url() {
         "{text}"
     );
 }
+
+/// Issue 34 item 7: a payload object is read only up to its declared size (and never
+/// past `OBJECT_MAX`): a larger object, or one declared over the limit, is refused
+/// with an error naming it, not read whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_object_is_read_only_within_its_declared_size() {
+    use arbor::remote::payload::{OBJECT_MAX, read_bounded};
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let store = remote.payloads().await.unwrap();
+    let big: Vec<String> = (0..3000)
+        .map(|i| format!("{i} {}", "y".repeat(300)))
+        .collect();
+    let packed = Payload::pack(&store, "sized", big.clone()).await.unwrap();
+    let Payload::Object { name, size } = packed.clone() else {
+        panic!("not an object: {packed:?}");
+    };
+    assert_eq!(
+        packed.unpack(&store).await.unwrap(),
+        big,
+        "the true size reads"
+    );
+
+    let understated: Payload<Vec<String>> = Payload::Object {
+        name: name.clone(),
+        size: size - 1,
+    };
+    let err = understated.unpack(&store).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Payload { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "payload sized is larger than its declared {} bytes",
+            size - 1
+        )
+    );
+    let tiny: Payload<Vec<String>> = Payload::Object {
+        name: name.clone(),
+        size: 2,
+    };
+    assert!(tiny.unpack(&store).await.is_err());
+    let huge: Payload<Vec<String>> = Payload::Object {
+        name,
+        size: OBJECT_MAX + 1,
+    };
+    let err = huge.unpack(&store).await.unwrap_err().to_string();
+    assert!(err.contains("over the 268435456-byte limit"), "{err}");
+    let err = read_bounded(&store, "sized", 10).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Payload { .. }), "{err}");
+}
