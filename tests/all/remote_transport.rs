@@ -42,12 +42,13 @@ async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holde
     let leases = remote.leases().await.unwrap();
     let session = "0123456789abcdef-fedcba9876543210_foundation:explorer";
     assert_eq!(lease::current(&leases, session).await.unwrap(), None);
-    let mut first = lease::acquire(&leases, session, &worker(1), 1)
+    let terms = ("", Duration::from_secs(3));
+    let mut first = lease::acquire(&leases, session, &worker(1), 1, terms)
         .await
         .unwrap();
     assert_eq!(first.epoch(), 1);
     first.renew(&leases).await.expect("the holder renews");
-    let second = lease::acquire(&leases, session, &worker(2), 1)
+    let second = lease::acquire(&leases, session, &worker(2), 1, terms)
         .await
         .unwrap();
     assert_eq!(second.epoch(), 2, "a takeover bumps the epoch");
