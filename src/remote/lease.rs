@@ -15,6 +15,12 @@
 //! another worker took over: [`RemoteError::LeaseLost`], and the worker must stop at
 //! once. Every worker message carries its epoch; the root applies only messages of the
 //! epoch the bucket holds now, so a frozen worker that wakes up cannot write again.
+//! The lease also carries the holder's public key for the run and its ack wait: the
+//! root pins the first holder of its job and accepts another only once that one's
+//! lease expired by the root's own clock (`pin`), and checks every message's
+//! signature against the pinned key (`seal`).
+
+use std::time::Duration;
 
 use async_nats::jetstream::kv;
 
@@ -64,7 +70,8 @@ impl Held {
     }
 }
 
-/// Takes the lease of `session` for the worker `ran_on`, running job `job_seq`: epoch 1
+/// Takes the lease of `session` for the worker `ran_on`, running job `job_seq`, with
+/// its run's public key `public_key` (`seal::Signer::public_key`) and its `ack_wait`: epoch 1
 /// when the session has none, else one more than the current epoch.
 ///
 /// Errors: [`RemoteError::LeaseLost`] when another worker took it between the read and
@@ -76,6 +83,7 @@ pub async fn acquire(
     session: &str,
     ran_on: &RanOn,
     job_seq: u64,
+    (public_key, ack_wait): (&str, Duration),
 ) -> Result<Held, RemoteError> {
     let key = token(session)?;
     let entry = leases
@@ -92,6 +100,8 @@ pub async fn acquire(
         ran_on: ran_on.clone(),
         job_seq,
         acquired_ms: now_ms(),
+        key: public_key.to_string(),
+        ack_wait_ms: u64::try_from(ack_wait.as_millis()).unwrap_or(u64::MAX),
     };
     let value = serde_json::to_vec(&lease)?;
     let lost = || RemoteError::LeaseLost {
@@ -129,13 +139,29 @@ pub async fn acquire(
 /// Errors: [`RemoteError::Nats`] when the bucket cannot be read, [`RemoteError::Json`]
 /// when the value is not a lease.
 pub async fn current(leases: &kv::Store, session: &str) -> Result<Option<Lease>, RemoteError> {
+    Ok(current_entry(leases, session)
+        .await?
+        .map(|(lease, _)| lease))
+}
+
+/// [`current`] with the key's revision (it grows at every write, a renewal included:
+/// the root sees a holder alive by it).
+///
+/// Errors: as [`current`].
+pub async fn current_entry(
+    leases: &kv::Store,
+    session: &str,
+) -> Result<Option<(Lease, u64)>, RemoteError> {
     let key = token(session)?;
     let entry = leases
         .entry(&key)
         .await
         .map_err(|e| RemoteError::nats(format!("cannot read the lease of {session}"), e))?;
     match entry.filter(|e| e.operation == kv::Operation::Put) {
-        Some(entry) => Ok(Some(serde_json::from_slice(&entry.value)?)),
+        Some(entry) => Ok(Some((
+            serde_json::from_slice(&entry.value)?,
+            entry.revision,
+        ))),
         None => Ok(None),
     }
 }

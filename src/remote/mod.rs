@@ -4,7 +4,9 @@
 //! Owns: what crosses the wire (`wire`: names, jobs, worker messages, control
 //! messages), connecting and creating the streams, consumer and buckets arbor needs
 //! with its own settings (`nats`), the compare-and-set session lease and its epoch
-//! fence (`lease`), and bodies too large for one message (`payload`). Does not own:
+//! fence (`lease`), bodies too large for one message (`payload`), and binding a
+//! worker's messages to the lease holder: its per-run key and signatures (`seal`) and
+//! the root's pinning of that key (`pin`; issue 34 item 7). Does not own:
 //! deciding which sub-sessions run remotely (`config::remote`), dispatching them and
 //! writing what comes back into the store (`engine::remote`), running jobs
 //! (`worker`).
@@ -14,6 +16,8 @@
 pub mod lease;
 pub mod nats;
 pub mod payload;
+pub mod pin;
+pub mod seal;
 pub mod wire;
 
 pub use nats::{Remote, RemoteAuth};
@@ -36,6 +40,10 @@ pub enum RemoteError {
     /// A session id or pool cannot name a subject.
     #[error(transparent)]
     Token(#[from] wire::BadToken),
+    /// A payload object arbor refuses to read: larger than its declared size, or a
+    /// declared size over `payload::OBJECT_MAX` (`problem` says which).
+    #[error("payload {name} {problem}")]
+    Payload { name: String, problem: String },
     /// Another worker took the session's lease (this holder's epoch is stale).
     #[error("lease of session {session} lost: epoch {held} is no longer current")]
     LeaseLost { session: String, held: u64 },

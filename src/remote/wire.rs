@@ -331,7 +331,7 @@ pub struct SyncReply {
 
 /// A session's lease in [`LEASES_BUCKET`]: who runs it and under which epoch. The
 /// epoch grows by one at each takeover; the root applies only messages of the current
-/// one (see `lease`).
+/// one (see `lease`), signed with `key` (see `seal`, `pin`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     pub epoch: u64,
@@ -340,6 +340,16 @@ pub struct Lease {
     pub job_seq: u64,
     /// When this holder took it: Unix ms.
     pub acquired_ms: u64,
+    /// The holder's public key for this run (`seal::Signer::public_key`: base64 of an
+    /// Ed25519 key); every message it sends is signed with it. Empty in a lease of an
+    /// arbor before issue 34, whose messages the root refuses.
+    #[serde(default)]
+    pub key: String,
+    /// The holder's ack wait in milliseconds: it renews the lease every third of it,
+    /// and the root counts the lease expired when it saw no renewal for two thirds of
+    /// it (`pin`). 0 in an older lease.
+    #[serde(default)]
+    pub ack_wait_ms: u64,
 }
 
 /// A live worker in [`WORKERS_BUCKET`] (what `arbor doctor` lists).

@@ -1,12 +1,13 @@
 //! One job, start to end: the lease, the heartbeat, the files, the session in a
 //! scratch store, the engine's turn, everything it publishes, and the acknowledgement.
 //!
-//! Owns: [`run`] — taking the session's lease (a lost race drops the job: the winner
-//! runs and acks it), `Started`, the heartbeat (lease renewal plus a progress ack
-//! every ack wait / 3; a renewal that finds the lease taken cancels the turn and
-//! silences the job), cutting the worktree, materialising the session (a redelivered
-//! job asks the root for the session as stored now, `arbor.sync.<session>`, and
-//! continues it with the engine's crash repair), running it through [`Engine`]
+//! Owns: [`run`] — taking the session's lease with a fresh key pair for the run (a
+//! lost race drops the job: the winner runs and acks it), `Started`, the heartbeat
+//! (lease renewal plus a progress ack every ack wait / 3; a renewal that finds the
+//! lease taken cancels the turn and silences the job), cutting the worktree,
+//! materialising the session (a redelivered job asks the root for the session as
+//! stored now, `arbor.sync.<session>`, signed with the run's key, and continues it
+//! with the engine's crash repair), running it through [`Engine`]
 //! (`Submit`, or `ContinueInterrupted`), forwarding every bus event of the session as
 //! `WorkerMsg::Event`, answering `Control` messages (approvals, steer, queue,
 //! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
@@ -33,6 +34,7 @@ use crate::paths::Paths;
 use crate::remote::RemoteError;
 use crate::remote::lease::{self, Held};
 use crate::remote::payload::Payload;
+use crate::remote::seal::{self, Signer};
 use crate::remote::wire::{
     Changes, Control, JOB_VERSION, Job, SyncReply, WorkerMsg, ctl_subject, sync_subject, token,
 };
@@ -118,7 +120,17 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
         }
     };
     let session = job.session_id.to_string();
-    let held = match lease::acquire(&ctx.leases, &session, &ctx.ran_on, seq).await {
+    // A key pair for this run: its public half goes into the lease, and the root
+    // applies only what is signed with it (`remote::seal`, `remote::pin`).
+    let signer = match Signer::generate() {
+        Ok(signer) => Arc::new(signer),
+        Err(e) => {
+            tracing::warn!(session, "worker: {e}; job left for redelivery");
+            return;
+        }
+    };
+    let terms = (signer.public_key(), ctx.ack_wait);
+    let held = match lease::acquire(&ctx.leases, &session, &ctx.ran_on, seq, terms).await {
         Ok(held) => held,
         Err(RemoteError::LeaseLost { .. }) => {
             tracing::info!(
@@ -135,7 +147,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
     let out = match Out::new(
         ctx.remote.js().clone(),
         (&session, job.run),
-        held.epoch(),
+        (held.epoch(), signer.clone()),
         &ctx.ran_on.worker,
     ) {
         Ok(out) => Arc::new(out),
@@ -331,7 +343,7 @@ async fn execute(
     };
     let before = job.transcript.clone().unpack(&ctx.payloads).await?;
     let (root_meta, transcript, resume) = if attempt > 1 {
-        let (metadata, synced) = sync(ctx, &session).await?;
+        let (metadata, synced) = sync(ctx, &session, out).await?;
         if let Some(response) = scratch::answered(before.len(), &synced) {
             // The previous worker finished the run but its Done never reached the
             // root: report the stored answer, run nothing. A writing run's changes
@@ -394,13 +406,27 @@ async fn execute(
     };
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
-    let metadata = scratch::for_worker(
-        &root_meta,
-        &job.plan.to_value(),
-        (&work_dir, tree.as_ref().map(|t| t.top.as_path())),
-        &git_paths,
-        resume,
-    );
+    // Where the job may write: beneath its worktree (or working directory) and its
+    // scratch directory, whatever its plan asks (`roots`).
+    let scratch_dir = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch_dir)?;
+    let bases = [
+        std::fs::canonicalize(
+            tree.as_ref()
+                .map_or(work_dir.as_path(), |t| t.top.as_path()),
+        )?,
+        std::fs::canonicalize(&scratch_dir)?,
+    ];
+    let place = scratch::Place {
+        work_dir: &work_dir,
+        work_top: tree.as_ref().map(|t| t.top.as_path()),
+        bases: &bases,
+        git_paths: &git_paths,
+    };
+    let (metadata, dropped) = scratch::for_worker(&root_meta, &job.plan.to_value(), &place, resume);
+    for note in &dropped {
+        tracing::warn!(session, "worker: {note}");
+    }
     {
         let (dir, metadata) = (sessions_dir.clone(), metadata.clone());
         blocking(move || scratch::materialise(&SessionStore::new(dir), &metadata, &transcript))
@@ -513,19 +539,19 @@ async fn restore(ctx: &Ctx, tree: &JobTree, name: &str) -> Result<String, JobErr
     Ok(patch)
 }
 
-/// Asks the root for the session as its store holds it now (a redelivered job).
-async fn sync(ctx: &Ctx, session: &str) -> Result<(Metadata, Vec<Message>), JobError> {
+/// Asks the root for the session as its store holds it now (a redelivered job),
+/// signed as the lease holder (`seal::request_sync`: the root answers no one else).
+async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<(Metadata, Vec<Message>), JobError> {
     let subject = sync_subject(session).map_err(RemoteError::from)?;
-    let asked = ctx.remote.client().request(subject, Default::default());
-    let answer = tokio::time::timeout(SYNC_TIMEOUT, asked)
-        .await
-        .map_err(|_| {
-            JobError::Sync(format!(
-                "the root did not answer on arbor.sync within {} s",
-                SYNC_TIMEOUT.as_secs()
-            ))
-        })?
-        .map_err(|e| JobError::Sync(format!("no root answers for this session ({e})")))?;
+    let answer = seal::request_sync(
+        ctx.remote.client(),
+        subject,
+        (session, out.epoch()),
+        out.signer(),
+        SYNC_TIMEOUT,
+    )
+    .await
+    .map_err(|e| JobError::Sync(format!("the root did not answer on arbor.sync: {e}")))?;
     let reply: SyncReply = serde_json::from_slice(&answer.payload).map_err(RemoteError::from)?;
     if let Some(error) = reply.error {
         return Err(JobError::Sync(error));

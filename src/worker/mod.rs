@@ -7,7 +7,8 @@
 //! presence in `arbor_workers` (refreshed every 5 s with how many jobs it runs), and
 //! stopping (Ctrl-C: no new jobs, running ones cancelled and handed back). Each job
 //! (`job`) runs in a detached worktree of its base commit (`files`) over a scratch
-//! store of its session (`scratch`), publishing through `out`.
+//! store of its session (`scratch`), writing only where the worker allows (`roots`),
+//! publishing through `out`.
 //!
 //! Does not own: building an engine (the caller's [`Factory`]: `cli` loads the
 //! worker's own config, provider keys, MCP servers and sandbox, with the job's
@@ -37,6 +38,7 @@ pub mod files;
 mod job;
 pub mod leftover;
 mod out;
+pub mod roots;
 pub mod scratch;
 mod wip;
 

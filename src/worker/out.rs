@@ -1,6 +1,7 @@
 //! What a job sends to its root: [`WorkerMsg`]s on `arbor.out.<session>` (JetStream),
-//! each with the lease's epoch and the worker's id as headers, published in order and
-//! each awaited until the stream acknowledged it.
+//! each with the lease's epoch, the worker's id, its sequence number and its signature
+//! with the run's key (`remote::seal`) as headers, published in order (one at a time)
+//! and each awaited until the stream acknowledged it.
 //!
 //! Owns: [`Out`] — the headers, a message id per message (`<session token>-r<run>-
 //! e<epoch>-<n>`, so a publish retried after a lost acknowledgement is dropped by the stream's
@@ -8,15 +9,16 @@
 //! quiet for good once the lease is lost (`stale`). Does not own: what is sent (`job`),
 //! the root's fence (`engine::remote`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_nats::HeaderMap;
 use async_nats::jetstream::{self, message::PublishMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::remote::RemoteError;
-use crate::remote::wire::{EPOCH_HEADER, WORKER_HEADER, WorkerMsg, out_subject, token};
+use crate::remote::seal::{self, Signer};
+use crate::remote::wire::{WorkerMsg, out_subject, token};
 
 /// How many times one message is published before the job gives up on its root.
 const ATTEMPTS: u32 = 5;
@@ -28,9 +30,14 @@ pub struct Out {
     js: jetstream::Context,
     subject: String,
     id_prefix: String,
+    session: String,
     epoch: u64,
     worker: String,
-    sent: AtomicU64,
+    /// The run's key (its public half is in the lease).
+    signer: Arc<Signer>,
+    /// The next sequence number; held while a message is published, so messages are
+    /// stored in the order of their numbers.
+    sent: tokio::sync::Mutex<u64>,
     /// Cancelled once the lease is lost (or the worker stops): nothing more is sent.
     pub stale: CancellationToken,
     /// Set by [`Out::lose`]: the lease is gone (or the root unreachable), as opposed
@@ -48,22 +55,25 @@ pub enum Sent {
 }
 
 impl Out {
-    /// The channel of run `run` of `session` under `epoch`, sent by `worker`.
+    /// The channel of run `run` of `session` under `epoch`, sent by `worker` and
+    /// signed by `signer`.
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
         js: jetstream::Context,
         (session, run): (&str, u64),
-        epoch: u64,
+        (epoch, signer): (u64, Arc<Signer>),
         worker: &str,
     ) -> Result<Self, RemoteError> {
         Ok(Self {
             js,
             subject: out_subject(session)?,
             id_prefix: format!("{}-r{run}-e{epoch}", token(session)?),
+            session: session.to_string(),
             epoch,
             worker: worker.to_string(),
-            sent: AtomicU64::new(0),
+            signer,
+            sent: tokio::sync::Mutex::new(0),
             stale: CancellationToken::new(),
             lost: AtomicBool::new(false),
         })
@@ -81,6 +91,11 @@ impl Out {
         self.epoch
     }
 
+    /// The run's key (a sync request is signed with it too).
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
     /// Publishes `msg` and waits for the stream's acknowledgement, retrying a failed
     /// attempt (5 in all, 0.2 s doubling between them; the same message id each time).
     /// [`Sent::Quiet`] without publishing once `stale` is cancelled.
@@ -93,11 +108,16 @@ impl Out {
             return Ok(Sent::Quiet);
         }
         let body = serde_json::to_vec(msg)?;
-        let n = self.sent.fetch_add(1, Ordering::SeqCst);
+        let mut sent = self.sent.lock().await;
+        let n = *sent;
+        *sent += 1;
         let id = format!("{}-{n}", self.id_prefix);
-        let mut headers = HeaderMap::new();
-        headers.insert(EPOCH_HEADER, self.epoch.to_string().as_str());
-        headers.insert(WORKER_HEADER, self.worker.as_str());
+        let headers = seal::headers(
+            &self.signer,
+            (&self.session, self.epoch, n),
+            &self.worker,
+            &body,
+        );
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 1..=ATTEMPTS {

@@ -3,7 +3,8 @@
 //!
 //! Owns: the metadata the worker runs the session with ([`for_worker`]: its working
 //! directory moved into the job's directory, the root's worktree record dropped, the
-//! plan's write paths moved with it — [`remap_write_paths`] — and the status a
+//! plan's write paths moved with it — [`remap_write_paths`] — then narrowed to the
+//! worker's own directories for the job (`roots`), and the status a
 //! redelivered run continues from), writing it into the scratch store
 //! ([`materialise`]), the metadata sent back in `Done` ([`for_root`]: the root's own
 //! paths and worktree record put back), whether a redelivered run resumes or starts
@@ -19,57 +20,68 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::roots::{self, Dropped};
 use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::KEY as WORKTREE_KEY;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
 
+/// Where a job runs on the worker and where it may write: its working directory, its
+/// worktree's top (`None` without a repository), the bases its write paths are
+/// narrowed to (`roots::narrow`: the worktree, or the working directory, and the
+/// job's scratch directory; canonical), and the worker repository's entries git needs
+/// for a commit in the worktree (added by the worker after narrowing).
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub work_dir: &'a Path,
+    pub work_top: Option<&'a Path>,
+    pub bases: &'a [PathBuf],
+    pub git_paths: &'a [PathBuf],
+}
+
 /// The metadata the worker's engine runs the job's session with: the root's `metadata`
-/// with `working_dir` set to `work_dir`, the root's worktree record removed (its paths
-/// are the root's; the worker's worktree is its own), `config` taken from `plan` when
-/// the root's metadata has none, its tools' write paths moved from the root's worktree
-/// to `work_top` (see [`remap_write_paths`]; `git_paths` are the worker repository's
-/// entries git needs), and the status `Interrupted` for a redelivered run (`resume`),
-/// else `Idle`.
+/// with `working_dir` set to `place.work_dir`, the root's worktree record removed (its
+/// paths are the root's; the worker's worktree is its own), `config` taken from `plan`
+/// when the root's metadata has none, its tools' write paths moved from the root's
+/// worktree to `place.work_top` (see [`remap_write_paths`]), then narrowed to
+/// `place.bases` (`roots::narrow`: a job never widens where the worker lets it
+/// write) with `place.git_paths` added, and the status `Interrupted` for a
+/// redelivered run (`resume`), else `Idle`. Also returns the write paths dropped.
 pub fn for_worker(
     metadata: &Metadata,
     plan: &Value,
-    (work_dir, work_top): (&Path, Option<&Path>),
-    git_paths: &[PathBuf],
+    place: &Place<'_>,
     resume: bool,
-) -> Metadata {
+) -> (Metadata, Vec<Dropped>) {
     let mut out = metadata.clone();
     let record = WorktreeRecord::of(&out.extra);
     out.extra.shift_remove(WORKTREE_KEY);
-    out.working_dir = Some(work_dir.display().to_string());
+    out.working_dir = Some(place.work_dir.display().to_string());
     let mut config = out.config.take().unwrap_or_else(|| plan.clone());
-    if let Some(top) = work_top {
-        remap_write_paths(&mut config, record.as_ref(), top, git_paths);
+    if let Some(top) = place.work_top {
+        remap_write_paths(&mut config, record.as_ref(), top);
     }
+    let dropped = roots::narrow(&mut config, place.work_dir, place.bases);
+    add_write_paths(&mut config, place.git_paths);
     out.config = Some(config);
     out.status = if resume {
         SessionStatus::Interrupted
     } else {
         SessionStatus::Idle
     };
-    out
+    (out, dropped)
 }
 
 /// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` (a mount
 /// plan's JSON) from the root's worktree to the worker's: an absolute path inside the
 /// root's worktree (`record.path`) moves to the same place under `work_top`; one inside
 /// the root's repository (`record.repo`, its `.git` entries) is dropped — the worker's
-/// repository has its own, `git_paths`, added instead. Relative paths and other
-/// absolute ones are kept. With no `record` (the root ran it without a worktree) only
-/// `git_paths` are added. An entry without the key gets `["."]` plus `git_paths`,
-/// as `engine::isolate` confines a child's plan.
-pub fn remap_write_paths(
-    plan: &mut Value,
-    record: Option<&WorktreeRecord>,
-    work_top: &Path,
-    git_paths: &[PathBuf],
-) {
+/// repository has its own, added by [`add_write_paths`]. Relative paths and other
+/// absolute ones are kept here (`roots::narrow` then decides). With no `record` (the
+/// root ran it without a worktree) nothing moves. An entry without the key gets
+/// `["."]`, as `engine::isolate` confines a child's plan.
+pub fn remap_write_paths(plan: &mut Value, record: Option<&WorktreeRecord>, work_top: &Path) {
     let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
         return;
     };
@@ -78,7 +90,7 @@ pub fn remap_write_paths(
             continue;
         }
         edit_write_paths(entry, |current| {
-            let mut paths: Vec<String> = current
+            current
                 .into_iter()
                 .filter_map(|p| {
                     let path = Path::new(&p);
@@ -98,11 +110,29 @@ pub fn remap_write_paths(
                     }
                     Some(p)
                 })
-                .collect();
-            for git in git_paths {
-                let git = git.display().to_string();
-                if !paths.contains(&git) {
-                    paths.push(git);
+                .collect()
+        });
+    }
+}
+
+/// Adds `extra` (the worker's own: its repository's entries git needs) to the
+/// `allowed_write_paths` of every `tool-filesystem` entry of `plan`, once each.
+pub fn add_write_paths(plan: &mut Value, extra: &[PathBuf]) {
+    if extra.is_empty() {
+        return;
+    }
+    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for entry in tools.iter_mut() {
+        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
+            continue;
+        }
+        edit_write_paths(entry, |mut paths| {
+            for path in extra {
+                let path = path.display().to_string();
+                if !paths.contains(&path) {
+                    paths.push(path);
                 }
             }
             paths
@@ -260,8 +290,8 @@ mod tests {
             {"module": "tool-bash", "config": {}},
             {"module": "tool-filesystem"}
         ]});
-        let git = vec![PathBuf::from("/w/repo/.git/worktrees/job")];
-        remap_write_paths(&mut plan, Some(&record()), Path::new("/w/job/work"), &git);
+        remap_write_paths(&mut plan, Some(&record()), Path::new("/w/job/work"));
+        add_write_paths(&mut plan, &[PathBuf::from("/w/repo/.git/worktrees/job")]);
         assert_eq!(
             plan["tools"][0]["config"]["allowed_write_paths"],
             json!([
@@ -289,21 +319,29 @@ mod tests {
             ..Default::default()
         };
         root.extra.insert(WORKTREE_KEY.into(), record().to_value());
-        let worker = for_worker(
-            &root,
-            &Value::Null,
-            (Path::new("/w/job/work/sub"), Some(Path::new("/w/job/work"))),
-            &[],
-            false,
+        let dir = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(dir.path()).unwrap().join("work");
+        std::fs::create_dir_all(top.join("sub")).unwrap();
+        let git = vec![PathBuf::from("/w/repo/.git/worktrees/job")];
+        let place = Place {
+            work_dir: &top.join("sub"),
+            work_top: Some(&top),
+            bases: std::slice::from_ref(&top),
+            git_paths: &git,
+        };
+        let (worker, dropped) = for_worker(&root, &Value::Null, &place, false);
+        assert!(dropped.is_empty(), "{dropped:?}");
+        assert_eq!(
+            worker.working_dir.as_deref(),
+            Some(top.join("sub").display().to_string().as_str())
         );
-        assert_eq!(worker.working_dir.as_deref(), Some("/w/job/work/sub"));
         assert!(!worker.extra.contains_key(WORKTREE_KEY));
         assert_eq!(worker.status, SessionStatus::Idle);
         assert_eq!(
             worker.config.as_ref().unwrap()["tools"][0]["config"]["allowed_write_paths"],
-            json!(["/w/job/work"])
+            json!([top.display().to_string(), "/w/repo/.git/worktrees/job"])
         );
-        let resumed = for_worker(&root, &Value::Null, (Path::new("/w"), None), &[], true);
+        let (resumed, _) = for_worker(&root, &Value::Null, &place, true);
         assert_eq!(resumed.status, SessionStatus::Interrupted);
 
         let mut after = worker.clone();
@@ -326,13 +364,13 @@ mod tests {
     #[test]
     fn a_plan_is_the_config_when_the_roots_metadata_has_none() {
         let plan = json!({"tools": []});
-        let m = for_worker(
-            &Metadata::default(),
-            &plan,
-            (Path::new("/w"), None),
-            &[],
-            false,
-        );
+        let place = Place {
+            work_dir: Path::new("/w"),
+            work_top: None,
+            bases: &[],
+            git_paths: &[],
+        };
+        let (m, _) = for_worker(&Metadata::default(), &plan, &place, false);
         assert_eq!(m.config, Some(plan));
     }
 

@@ -27,13 +27,13 @@ use std::path::{Path, PathBuf};
 use async_nats::jetstream::kv;
 use async_nats::jetstream::object_store::{GetErrorKind, ObjectStore};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use super::files::FilesError;
 use crate::isolation::IsolationError;
 use crate::isolation::git::Git;
 use crate::remote::RemoteError;
 use crate::remote::lease;
+use crate::remote::payload::{OBJECT_MAX, read_within};
 use crate::remote::wire::token;
 use crate::session::{EngineEvent, Event};
 
@@ -207,9 +207,10 @@ pub fn patch_aside(top: &Path, base: &str, index: &Path) -> Result<String, Files
 /// The patch stored under `name`, `None` when there is none (the previous worker
 /// answered no tool call that changed a file).
 ///
-/// Errors: [`RemoteError::Nats`] when the object store cannot be read.
+/// Errors: [`RemoteError::Nats`] when the object store cannot be read,
+/// [`RemoteError::Payload`] when the object is over `payload::OBJECT_MAX`.
 pub async fn fetch(store: &ObjectStore, name: &str) -> Result<Option<String>, RemoteError> {
-    let mut object = match store.get(name).await {
+    let object = match store.get(name).await {
         Ok(object) => object,
         Err(e) if e.kind() == GetErrorKind::NotFound => return Ok(None),
         Err(e) => {
@@ -219,11 +220,7 @@ pub async fn fetch(store: &ObjectStore, name: &str) -> Result<Option<String>, Re
             ));
         }
     };
-    let mut bytes = Vec::new();
-    object
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot read the work in progress {name}"), e))?;
+    let bytes = read_within(object, name, OBJECT_MAX).await?;
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 

@@ -17,14 +17,15 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use arbor::remote::lease;
-use arbor::remote::wire::{
-    self, Changes, EPOCH_HEADER, Job, RanOn, SyncReply, WORKER_HEADER, WorkerMsg,
-};
+use arbor::remote::seal::{self, Signer};
+use arbor::remote::wire::{self, Changes, Job, RanOn, SyncReply, WorkerMsg};
 use arbor::remote::{Payload, Remote, RemoteAuth};
 use arbor::session::{EngineEvent, Event, Message, SessionStatus};
+use async_nats::HeaderMap;
 use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -111,10 +112,19 @@ fn finished(handle: std::thread::JoinHandle<Output>) -> Value {
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
-/// A worker played by hand: its identity and the connection.
+/// How long a hand worker's lease lives without a renewal (it records this ack wait;
+/// the root counts it expired after two thirds of it without a renewal seen).
+const HAND_ACK_WAIT: Duration = Duration::from_millis(900);
+
+/// A worker played by hand: its identity, the connection, its key (its public half in
+/// the leases it takes; every message signed with it, as `arbor worker` does), the
+/// next sequence number, and the stream sequence of the job it took last.
 struct HandWorker {
     remote: Remote,
     ran_on: RanOn,
+    signer: Signer,
+    seq: AtomicU64,
+    job_seq: AtomicU64,
 }
 
 impl HandWorker {
@@ -130,6 +140,9 @@ impl HandWorker {
                 host: "hand".into(),
                 pid: 4000 + n,
             },
+            signer: Signer::generate().unwrap(),
+            seq: AtomicU64::new(0),
+            job_seq: AtomicU64::new(0),
         }
     }
 
@@ -147,32 +160,33 @@ impl HandWorker {
             .unwrap()
             .unwrap();
         let job: Job = serde_json::from_slice(&message.payload).unwrap();
+        let seq = message.info().unwrap().stream_sequence;
+        self.job_seq.store(seq, Ordering::SeqCst);
         (job, message)
     }
 
+    /// Takes `session`'s lease for the job taken last, with this worker's key.
     async fn lease(&self, session: &str) -> lease::Held {
         let leases = self.remote.leases().await.unwrap();
-        lease::acquire(&leases, session, &self.ran_on, 1)
+        let job_seq = self.job_seq.load(Ordering::SeqCst);
+        let terms = (self.signer.public_key(), HAND_ACK_WAIT);
+        lease::acquire(&leases, session, &self.ran_on, job_seq, terms)
             .await
             .unwrap()
     }
 
-    /// Publishes `msg` about `session` under `epoch` (JetStream, acked).
+    /// Publishes `msg` about `session` under `epoch` (JetStream, acked), signed with
+    /// the next sequence number.
     async fn send(&self, session: &str, epoch: u64, msg: &WorkerMsg) {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(EPOCH_HEADER, epoch.to_string().as_str());
-        headers.insert(WORKER_HEADER, self.ran_on.worker.as_str());
-        self.remote
-            .js()
-            .publish_with_headers(
-                wire::out_subject(session).unwrap(),
-                headers,
-                serde_json::to_vec(msg).unwrap().into(),
-            )
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        let body = serde_json::to_vec(msg).unwrap();
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst);
+        let headers = seal::headers(
+            &self.signer,
+            (session, epoch, seq),
+            &self.ran_on.worker,
+            &body,
+        );
+        publish_raw(&self.remote, session, headers, body).await;
     }
 
     async fn event(&self, job: &Job, epoch: u64, msg: EngineEvent) {
@@ -207,6 +221,17 @@ impl HandWorker {
         };
         self.send(&job.session_id, epoch, &done).await;
     }
+}
+
+/// Publishes `body` with `headers` on `session`'s out subject (JetStream, acked).
+async fn publish_raw(remote: &Remote, session: &str, headers: HeaderMap, body: Vec<u8>) {
+    remote
+        .js()
+        .publish_with_headers(wire::out_subject(session).unwrap(), headers, body.into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
 }
 
 fn assistant(text: &str) -> Message {
@@ -390,9 +415,14 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     })
     .await;
 
-    // The first worker freezes; its job is redelivered to a second, which takes the
-    // lease over, says it started, and asks the root for the session as stored.
+    // The first worker freezes (no renewal for longer than its lease lives); its job
+    // is redelivered to a second, which takes the lease over, says it started, and
+    // asks the root for the session as stored.
+    tokio::time::sleep(HAND_ACK_WAIT + Duration::from_millis(300)).await;
     let second = HandWorker::connect(&nats.url, 2).await;
+    second
+        .job_seq
+        .store(first.job_seq.load(Ordering::SeqCst), Ordering::SeqCst);
     let two = second.lease(&session).await.epoch();
     assert_eq!(two, one + 1);
     let mut ctl = second
@@ -403,12 +433,15 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
         .unwrap();
     second.remote.client().flush().await.unwrap();
     second.started(&job, two, 2).await;
-    let reply = second
-        .remote
-        .client()
-        .request(wire::sync_subject(&session).unwrap(), "".into())
-        .await
-        .unwrap();
+    let reply = seal::request_sync(
+        second.remote.client(),
+        wire::sync_subject(&session).unwrap(),
+        (&session, two),
+        &second.signer,
+        Duration::from_secs(20),
+    )
+    .await
+    .unwrap();
     let sync: SyncReply = serde_json::from_slice(&reply.payload).unwrap();
     assert_eq!(sync.error, None);
     let stored = sync.metadata.unwrap();
@@ -746,4 +779,5 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
     );
 }
 
+mod forged;
 mod person;

@@ -42,12 +42,13 @@ async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holde
     let leases = remote.leases().await.unwrap();
     let session = "0123456789abcdef-fedcba9876543210_foundation:explorer";
     assert_eq!(lease::current(&leases, session).await.unwrap(), None);
-    let mut first = lease::acquire(&leases, session, &worker(1), 1)
+    let terms = ("", Duration::from_secs(3));
+    let mut first = lease::acquire(&leases, session, &worker(1), 1, terms)
         .await
         .unwrap();
     assert_eq!(first.epoch(), 1);
     first.renew(&leases).await.expect("the holder renews");
-    let second = lease::acquire(&leases, session, &worker(2), 1)
+    let second = lease::acquire(&leases, session, &worker(2), 1, terms)
         .await
         .unwrap();
     assert_eq!(second.epoch(), 2, "a takeover bumps the epoch");
@@ -124,4 +125,59 @@ async fn an_unreachable_server_is_an_error_naming_its_url() {
         text.starts_with(&format!("cannot reach NATS at {url}")),
         "{text}"
     );
+}
+
+/// Issue 34 item 7: a payload object is read only up to its declared size (and never
+/// past `OBJECT_MAX`): a larger object, or one declared over the limit, is refused
+/// with an error naming it, not read whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_object_is_read_only_within_its_declared_size() {
+    use arbor::remote::payload::{OBJECT_MAX, read_bounded};
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let store = remote.payloads().await.unwrap();
+    let big: Vec<String> = (0..3000)
+        .map(|i| format!("{i} {}", "y".repeat(300)))
+        .collect();
+    let packed = Payload::pack(&store, "sized", big.clone()).await.unwrap();
+    let Payload::Object { name, size } = packed.clone() else {
+        panic!("not an object: {packed:?}");
+    };
+    assert_eq!(
+        packed.unpack(&store).await.unwrap(),
+        big,
+        "the true size reads"
+    );
+
+    let understated: Payload<Vec<String>> = Payload::Object {
+        name: name.clone(),
+        size: size - 1,
+    };
+    let err = understated.unpack(&store).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Payload { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "payload sized is larger than its declared {} bytes",
+            size - 1
+        )
+    );
+    let tiny: Payload<Vec<String>> = Payload::Object {
+        name: name.clone(),
+        size: 2,
+    };
+    assert!(tiny.unpack(&store).await.is_err());
+    let huge: Payload<Vec<String>> = Payload::Object {
+        name,
+        size: OBJECT_MAX + 1,
+    };
+    let err = huge.unpack(&store).await.unwrap_err().to_string();
+    assert!(err.contains("over the 268435456-byte limit"), "{err}");
+    let err = read_bounded(&store, "sized", 10).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Payload { .. }), "{err}");
 }

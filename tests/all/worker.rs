@@ -23,6 +23,7 @@ use crate::support::*;
 mod controls;
 mod harness;
 mod wip;
+mod wire;
 
 use harness::*;
 

@@ -1,15 +1,19 @@
 //! One remote run of a sub-session at the root (design "Root side"): publish its job,
 //! then consume `arbor.out.<session>` until the worker's `Done` / `Failed` or the end
-//! of a cancellation, applying every message the epoch fence admits.
+//! of a cancellation, applying every message the run's binding admits.
 //!
 //! Owns: [`run`] — the child's running guard (its token a child of the calling
 //! turn's), the connection (an unreachable server fails the child's turn with an error
 //! naming the URL; never a local run), the ordered consumer of the out subject and the
 //! `arbor.sync.<session>` subscription (both made before the job is published), the
 //! job itself (redacted plan, transcript payload, the root's `approvals:` rules, the
-//! repository facts), the fence per message (`remote::lease::Fence`; a refused one is
-//! logged and counted), controls out on `arbor.ctl.<session>`, answering a redelivered
-//! job's sync request, and turning `Done` into the run's outcome (the worker's patch
+//! repository facts), the binding of the run to its lease holder
+//! (`remote::pin::Binding`, fed by a watch of the session's lease key and a read
+//! before each message: only the pinned holder's signed messages are applied, a
+//! refused one is logged and counted, and a lease taken while its holder is alive
+//! fails the run; issue 34 item 7), controls out on `arbor.ctl.<session>`, answering a
+//! redelivered job's sync request when the holder signed it, and turning `Done` into
+//! the run's outcome (the worker's patch
 //! applied in the child's worktree). Does not own: what each message does to the
 //! session (`apply`), the git steps (`changes`), NATS plumbing (`crate::remote`).
 
@@ -31,9 +35,11 @@ use crate::engine::env::TurnEnv;
 use crate::engine::isolate;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
-use crate::remote::lease::{self, Fence, Verdict};
+use crate::remote::lease;
+use crate::remote::pin::{Binding, Observed, Verdict};
+use crate::remote::seal::{SEQ_HEADER, SIG_HEADER};
 use crate::remote::wire::{
-    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, OUT_STREAM, SyncReply,
+    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, OUT_STREAM, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError};
@@ -90,12 +96,14 @@ pub(crate) async fn run(
     Ok(outcome)
 }
 
-/// A published job and what the root consumes for it: the out stream and the sync
-/// subscription (owned by the loop), and the rest (shared by the handlers).
+/// A published job and what the root consumes for it: the out stream, the sync
+/// subscription and the watch of the session's lease (owned by the loop), and the
+/// rest (shared by the handlers).
 struct Dispatched {
     link: Link,
     out: async_nats::jetstream::consumer::pull::Ordered,
     sync: async_nats::Subscriber,
+    watch: async_nats::jetstream::kv::Watch,
 }
 
 /// What the handlers of a run's messages need.
@@ -152,6 +160,12 @@ impl Dispatched {
             .subscribe(sync_subject.clone())
             .await
             .map_err(|e| RemoteError::nats(format!("cannot subscribe to {sync_subject}"), e))?;
+        // Every write of the lease from now on, renewals included: the binding sees
+        // its holder alive by them, and a takeover at the moment it happens.
+        let watch = leases
+            .watch(wire::token(&session)?)
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot watch the lease of {session}"), e))?;
         let mut run = 0;
         child.update_metadata(|m| {
             run = m.extra.get(RUNS_KEY).and_then(|v| v.as_u64()).unwrap_or(0) + 1;
@@ -211,6 +225,7 @@ impl Dispatched {
             },
             out,
             sync,
+            watch,
         })
     }
 
@@ -227,9 +242,10 @@ impl Dispatched {
             link,
             mut out,
             mut sync,
+            mut watch,
         } = self;
-        link.follow(runs, applier, &mut rx, token, (&mut out, &mut sync))
-            .await
+        let streams = (&mut out, &mut sync, &mut watch);
+        link.follow(runs, applier, &mut rx, token, streams).await
     }
 }
 
@@ -241,12 +257,13 @@ impl Link {
         applier: &mut Applier<'_>,
         rx: &mut UnboundedReceiver<Forward>,
         token: &CancellationToken,
-        (out, sync): (
+        (out, sync, watch): (
             &mut async_nats::jetstream::consumer::pull::Ordered,
             &mut async_nats::Subscriber,
+            &mut async_nats::jetstream::kv::Watch,
         ),
     ) -> TurnOutcome {
-        let mut fence = Fence::default();
+        let mut binding = Binding::new(&self.session, self.job_seq);
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
         // Controls that came while no worker listened on the control subject (before
         // the holder's first event): sent once one does.
@@ -273,7 +290,24 @@ impl Link {
                         held_back.push(control);
                     }
                 }
-                Some(request) = sync.next() => self.answer_sync(applier, request).await,
+                Some(request) = sync.next() => {
+                    if let Some(outcome) = self.answer_sync(runs, applier, &mut binding, request).await {
+                        return outcome;
+                    }
+                }
+                Some(entry) = watch.next() => {
+                    let Ok(entry) = entry else { continue };
+                    if entry.operation != async_nats::jetstream::kv::Operation::Put {
+                        continue;
+                    }
+                    let Ok(lease) = serde_json::from_slice::<Lease>(&entry.value) else {
+                        continue;
+                    };
+                    let observed = binding.observe(&lease, entry.revision, std::time::Instant::now());
+                    if let Some(outcome) = self.observed(applier, observed) {
+                        return outcome;
+                    }
+                }
                 message = out.next() => {
                     let message = match message {
                         Some(Ok(message)) => message,
@@ -292,7 +326,7 @@ impl Link {
                         }
                     };
                     let listened = applier.listening();
-                    if let Some(outcome) = self.admit(runs, applier, &mut fence, &message).await {
+                    if let Some(outcome) = self.admit(runs, applier, &mut binding, &message).await {
                         return outcome;
                     }
                     // A (new) holder listens now: it hears what it missed.
@@ -309,13 +343,13 @@ impl Link {
         }
     }
 
-    /// Checks `message` against the fence and applies it; the outcome when it ends
-    /// the run.
+    /// Checks `message` against the binding (the lease read first) and applies it;
+    /// the outcome when it ends the run.
     async fn admit(
         &self,
         runs: &RemoteRuns,
         applier: &mut Applier<'_>,
-        fence: &mut Fence,
+        binding: &mut Binding,
         message: &async_nats::jetstream::Message,
     ) -> Option<TurnOutcome> {
         let header = |name: &str| {
@@ -337,17 +371,33 @@ impl Link {
             }
         };
         let kind = kind_of(&parsed);
-        match fence.check(&self.leases, &self.session, epoch).await {
-            Ok(Verdict::Current) => {}
-            Ok(Verdict::Stale { stale, current }) => {
+        match lease::current_entry(&self.leases, &self.session).await {
+            Ok(Some((lease, revision))) => {
+                let observed = binding.observe(&lease, revision, std::time::Instant::now());
+                if let Some(outcome) = self.observed(applier, observed) {
+                    return Some(outcome);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(session = %self.session, %worker, "cannot check the lease: {e}");
+                runs.refused
+                    .record(&self.session, &worker, epoch, binding.epoch(), kind);
+                return None;
+            }
+        }
+        let seq = header(SEQ_HEADER).and_then(|s| s.trim().parse::<u64>().ok());
+        let signature = header(SIG_HEADER);
+        match binding.admit(epoch, (seq, signature.as_deref()), &message.payload) {
+            Verdict::Apply => {}
+            Verdict::Stale { stale, current } => {
                 runs.refused
                     .record(&self.session, &worker, stale, current, kind);
                 return None;
             }
-            Err(e) => {
-                tracing::warn!(session = %self.session, %worker, "cannot check the lease: {e}");
+            Verdict::Forged { reason } => {
                 runs.refused
-                    .record(&self.session, &worker, epoch, fence.highest(), kind);
+                    .record_forged(&self.session, &worker, epoch, kind, &reason);
                 return None;
             }
         }
@@ -441,25 +491,60 @@ impl Link {
         }
     }
 
-    /// A redelivered job's worker asks for the session as stored now: unless the
-    /// holder applied last is the lease's holder now (the asker's `Started` came
-    /// first), that holder lost its lease (the session marked interrupted, its
-    /// streamed text kept partial); then the metadata and transcript are the answer.
-    async fn answer_sync(&self, applier: &mut Applier<'_>, request: async_nats::Message) {
-        let Some(reply) = request.reply else {
-            return;
-        };
-        match lease::current(&self.leases, &self.session).await {
-            Ok(Some(lease)) => {
-                if applier
-                    .holder()
-                    .is_some_and(|held| held.worker != lease.ran_on.worker)
-                {
-                    applier.lease_lost();
+    /// A redelivered job's worker asks for the session as stored now. Only the
+    /// pinned lease holder's request, signed over its reply subject, is answered (the
+    /// lease read first, so a new holder that took over is pinned); any other gets an
+    /// error and is counted as refused. Unless the holder applied last is the pinned
+    /// one (the asker's `Started` came first), that holder lost its lease (the session
+    /// marked interrupted, its streamed text kept partial); then the metadata and
+    /// transcript are the answer. The outcome when the lease was usurped.
+    async fn answer_sync(
+        &self,
+        runs: &RemoteRuns,
+        applier: &mut Applier<'_>,
+        binding: &mut Binding,
+        request: async_nats::Message,
+    ) -> Option<TurnOutcome> {
+        let reply = request.reply.clone()?;
+        match lease::current_entry(&self.leases, &self.session).await {
+            Ok(Some((lease, revision))) => {
+                let observed = binding.observe(&lease, revision, std::time::Instant::now());
+                if let Some(outcome) = self.observed(applier, observed) {
+                    return Some(outcome);
                 }
             }
             Ok(None) => {}
             Err(e) => tracing::warn!(session = %self.session, "cannot read the lease: {e}"),
+        }
+        let header = |name: &str| {
+            request
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_string())
+        };
+        let epoch = header(EPOCH_HEADER)
+            .and_then(|e| e.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if let Err(reason) = binding.admit_sync(epoch, &reply, header(SIG_HEADER).as_deref()) {
+            runs.refused
+                .record_forged(&self.session, "?", epoch, "sync", &reason);
+            let refused = SyncReply {
+                metadata: None,
+                transcript: None,
+                error: Some(format!("refused: {reason}")),
+            };
+            if let Ok(body) = serde_json::to_vec(&refused) {
+                let _ = self.remote.client().publish(reply, body.into()).await;
+            }
+            return None;
+        }
+        let pinned = binding.holder().map(|h| h.worker.clone());
+        if applier
+            .holder()
+            .is_some_and(|held| Some(&held.worker) != pinned.as_ref())
+        {
+            applier.lease_lost();
         }
         let child = applier.child();
         let name = format!(
@@ -484,11 +569,36 @@ impl Link {
             Ok(body) => body,
             Err(e) => {
                 tracing::warn!(session = %self.session, "cannot encode the sync answer: {e}");
-                return;
+                return None;
             }
         };
         if let Err(e) = self.remote.client().publish(reply, body.into()).await {
             tracing::warn!(session = %self.session, "cannot answer the sync request: {e}");
+        }
+        None
+    }
+
+    /// What the root does with what observing the lease changed: logs a pinned holder
+    /// or a takeover; a usurped lease ends the run failed with the reason (the run can
+    /// no longer be told apart from a forgery: denied, not forged).
+    fn observed(&self, applier: &mut Applier<'_>, observed: Observed) -> Option<TurnOutcome> {
+        match observed {
+            Observed::Nothing => None,
+            Observed::Pinned(holder) => {
+                tracing::info!(session = %self.session, worker = %holder.worker, "remote sub-session: lease holder pinned");
+                None
+            }
+            Observed::TookOver { from, to } => {
+                tracing::info!(
+                    session = %self.session, from = %from.worker, to = %to.worker,
+                    "remote sub-session: a new lease holder after the previous one's lease expired"
+                );
+                None
+            }
+            Observed::Usurped { reason, .. } => Some(applier.ended_without_answer(
+                SessionStatus::Failed,
+                Some(format!("remote sub-session: {reason}")),
+            )),
         }
     }
 

@@ -4,7 +4,8 @@
 //! (`remote::lease::Fence`), so a worker that lost its lease can never write again.
 //!
 //! Owns: [`Refused`] (the count, shared by every remote run of a runtime) and the log
-//! line of each refusal ([`REFUSED_PHRASE`]). Does not own: the check itself
+//! line of each refusal ([`REFUSED_PHRASE`]; [`FORGED_PHRASE`] for a message that is
+//! not the pinned lease holder's, `remote::pin`). Does not own: the check itself
 //! (`remote::lease::Fence`), the lease (`remote::lease`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +18,11 @@ pub(crate) struct Refused(AtomicU64);
 /// The fixed phrase of the log line of a refused write (tests look for it).
 pub(crate) const REFUSED_PHRASE: &str = "refused a late write from worker";
 
+/// The fixed phrase of the log line of a refused message that is not the pinned lease
+/// holder's (issue 34 item 7; tests look for it).
+pub(crate) const FORGED_PHRASE: &str =
+    "refused a message not signed by the lease holder, claiming worker";
+
 impl Refused {
     /// Logs and counts one refused message of `session` from `worker` at `epoch`
     /// (`kind`: the message's kind) while the lease is at `current`.
@@ -27,6 +33,18 @@ impl Refused {
             kind,
             lease_epoch = current,
             "{REFUSED_PHRASE} {worker} epoch {epoch}"
+        );
+    }
+
+    /// Logs and counts one message of `session` that is not the lease holder's
+    /// (`reason`: unsigned, a bad signature, a replay, an epoch not pinned), claiming
+    /// `worker` and `epoch` (`kind`: the message's kind, or `sync`).
+    pub fn record_forged(&self, session: &str, worker: &str, epoch: u64, kind: &str, reason: &str) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            session,
+            kind,
+            "{FORGED_PHRASE} {worker} epoch {epoch}: {reason}"
         );
     }
 
