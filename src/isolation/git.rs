@@ -111,7 +111,13 @@ impl Git {
             .get_or_init(|| hermetic::drivers(&self.dir, &location, self.common_dir.as_deref()));
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(&self.dir).args(&location);
-        cmd.args(args);
+        cmd.args(args.first());
+        if args.first() == Some(&"diff") {
+            // `diff.external` and a driver's `command` or `textconv` cannot be
+            // switched off by config (an empty one is run, and fails): by flag.
+            cmd.args(["--no-ext-diff", "--no-textconv"]);
+        }
+        cmd.args(args.iter().skip(1));
         hermetic::apply(&mut cmd, drivers);
         cmd.env("GIT_AUTHOR_NAME", NAME)
             .env("GIT_AUTHOR_EMAIL", EMAIL)

@@ -16,13 +16,16 @@
 //! - command-line config (`GIT_CONFIG_COUNT` / `GIT_CONFIG_KEY_n` /
 //!   `GIT_CONFIG_VALUE_n`, which git ranks above every config file, and which needs no
 //!   quoting of odd subsection names) that switches off each way a config file makes
-//!   git run a program: [`FIXED`] (`core.fsmonitor`, hooks, signing, auto-gc, an
-//!   external diff) and, for every driver the repository's config names ([`drivers`],
+//!   git run a program: [`FIXED`] (`core.fsmonitor`, hooks, signing, auto-gc) and, for every driver the repository's config names ([`drivers`],
 //!   read with `git config --list`, which runs nothing), an empty `clean`, `smudge`,
-//!   `process`, `textconv`, `command` and `driver` and `required = false` — git skips a
-//!   filter, textconv or merge driver whose command is empty, so the content passes
-//!   through as stored (checked in `tests`: a `filter=evil` attribute with
-//!   `required = true` then adds the file as it is).
+//!   `process`, `textconv`, `command` and `driver` and `required = false`. git skips a
+//!   filter whose commands are empty, so the content passes through as stored
+//!   (checked in `tests`: a `filter=evil` attribute with `required = true` then adds
+//!   the file as it is). An empty merge driver is not skipped but fails to start, so
+//!   a file whose attributes name a configured merge driver merges as a conflict
+//!   (fail closed: arbor merges never run it). `diff.external` and a diff driver's
+//!   `command`/`textconv` cannot be switched off by config (an empty one fails the
+//!   same way), so `git::Git` gives every `git diff` `--no-ext-diff --no-textconv`.
 //!
 //! Git's list of config keys that name a program, as used by the commands arbor runs
 //! (`add`, `write-tree`, `commit`, `commit-tree`, `merge-tree`, `diff`, `apply`,
@@ -42,7 +45,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Config every arbor `git` runs with: nothing configured may run a program.
-pub const FIXED: [(&str, &str); 9] = [
+pub const FIXED: [(&str, &str); 8] = [
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("commit.gpgSign", "false"),
@@ -50,7 +53,6 @@ pub const FIXED: [(&str, &str); 9] = [
     ("core.autocrlf", "false"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
-    ("diff.external", ""),
     ("core.untrackedCache", "false"),
 ];
 

@@ -290,3 +290,39 @@ fn a_rewritten_worktree_git_file_does_not_redirect_arbors_commit() {
     let evil_head = git::Git::at(evil.path()).commit_of("HEAD").unwrap();
     assert!(evil_head.is_none(), "commit went to the forged repository");
 }
+
+/// Issue 34: a repository configuring an external diff, a textconv and a merge driver
+/// gets a worktree diff and a merge from arbor without any of them running; the file
+/// whose merge driver is configured merges as a conflict (fail closed).
+#[test]
+fn configured_diff_and_merge_programs_never_run() {
+    let main = repo();
+    let git = git::Git::at(main.path());
+    let marker = main.path().join("PWNED");
+    let run = format!("sh -c 'touch {}; cat'", marker.display());
+    for key in [
+        "diff.external",
+        "diff.evil.textconv",
+        "diff.evil.command",
+        "merge.evil.driver",
+    ] {
+        git.run(&["config", key, &run]).unwrap();
+    }
+    std::fs::write(
+        main.path().join(".gitattributes"),
+        "guarded.txt diff=evil merge=evil\n",
+    )
+    .unwrap();
+    std::fs::write(main.path().join("guarded.txt"), "one\n").unwrap();
+    git.run(&["add", "--all"]).unwrap();
+    git.run(&["commit", "--quiet", "-m", "attrs"]).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let wt = WorktreeRecord::create(main.path(), "abcd1234", state.path()).unwrap();
+    std::fs::write(wt.path.join("app.py"), "VALUE = 'A'\n").unwrap();
+    std::fs::write(wt.path.join("guarded.txt"), "child\n").unwrap();
+    assert!(wt.diff().unwrap().contains("+VALUE = 'A'"));
+    std::fs::write(main.path().join("guarded.txt"), "parent\n").unwrap();
+    let err = merge::merge(&wt, main.path()).unwrap_err();
+    assert!(err.to_string().contains("guarded.txt"), "{err}");
+    assert!(!marker.exists(), "a configured program ran");
+}

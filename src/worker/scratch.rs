@@ -62,6 +62,7 @@ pub fn for_worker(
     if let Some(top) = place.work_top {
         remap_write_paths(&mut config, record.as_ref(), top);
     }
+    distrust_endpoints(&mut config);
     let dropped = roots::narrow(&mut config, place.work_dir, place.bases);
     add_write_paths(&mut config, place.git_paths);
     out.config = Some(config);
@@ -141,17 +142,28 @@ pub fn add_write_paths(plan: &mut Value, extra: &[PathBuf]) {
 }
 
 /// The directories git must write for a commit in the worktree at `top` (its own
-/// entry in the main `.git`, and the shared `objects`, `refs`, `logs`), as
-/// `WorktreeRecord::git_write_paths` gives them at the root; empty outside git.
+/// entry in the main `.git`, and the shared `objects` and `logs`); empty outside
+/// git. No refs: a job's worktree has a detached `HEAD` (kept in its own entry), so
+/// its commands move no branch of the worker's clone (issue 34).
 pub fn git_write_paths(top: &Path) -> Vec<PathBuf> {
     let Ok(repo) = Repo::discover(top) else {
         return Vec::new();
     };
     let mut out = vec![repo.git_dir.clone()];
-    for sub in ["objects", "refs", "logs"] {
+    for sub in ["objects", "logs"] {
         out.push(repo.common_dir.join(sub));
     }
     out
+}
+
+/// Strips every provider entry of `plan` (a job's mount plan) of its
+/// `config.endpoint_from` mark (`config::endpoint`): a job comes off the bus, and a
+/// forged `trusted: true` mark would let its `base_url` take the worker's own key
+/// elsewhere. Unmarked, `routing::setup` refuses an endpoint other than the one the
+/// worker's config or environment names whenever it would carry the worker's key or
+/// headers (issue 34); a keyless provider still goes where the job says.
+pub fn distrust_endpoints(plan: &mut Value) {
+    *plan = crate::config::endpoint::without_marks(plan);
 }
 
 /// The metadata sent back in `Done`: the worker's `after` (turns, usage, status,
