@@ -9,7 +9,8 @@
 //!
 //! Then what arbor's hermetic git (issue 34: `isolation::hermetic`, nothing the
 //! repository configures runs) costs per turn: a turn's two checkpoints (before and
-//! after, `Checkpoints::before_turn` / `after_turn`, the real path) in a repository of
+//! after: `Checkpoints::open` then `before_turn` / `after_turn`, as the engine runs
+//! them) in a repository of
 //! `FILES` files with one file changed per turn, against the same plumbing run as it
 //! was before (`git add --all` through a temporary index, `write-tree`, `update-ref`,
 //! with the caller's environment and the repository's config), interleaved the same
@@ -106,9 +107,26 @@ fn git(dir: &Path, args: &[&str], index: Option<&Path>) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// One turn's two checkpoints the way they ran before issue 34.
+/// One turn's two checkpoints the way they ran before issue 34: each finds the
+/// repository (`rev-parse`), then snapshots through a temporary index and sets a ref.
 fn plain_turn(dir: &Path, turn: usize) {
     for label in [turn.to_string(), "end".to_string()] {
+        git(
+            dir,
+            &[
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+                "--git-dir",
+            ],
+            None,
+        );
+        git(
+            dir,
+            &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+            None,
+        );
         let tmp = tempfile::tempdir().unwrap();
         let index = tmp.path().join("index");
         std::fs::copy(dir.join(".git/index"), &index).unwrap();
@@ -147,7 +165,8 @@ fn checkpoints(rng: &mut StdRng) {
         None,
     );
     let private = sessions.path().join("s").join("checkpoints.git");
-    let cp = arbor::isolation::checkpoint::Checkpoints::open(dir, "s", &private).unwrap();
+    // As `engine::checkpoints` does: opened before the turn and again after it.
+    let open = || arbor::isolation::checkpoint::Checkpoints::open(dir, "s", &private).unwrap();
     let (mut plain, mut hermetic) = (Vec::new(), Vec::new());
     let mut turn = 0;
     while plain.len() < TURNS || hermetic.len() < TURNS {
@@ -164,8 +183,8 @@ fn checkpoints(rng: &mut StdRng) {
         };
         let start = Instant::now();
         if use_hermetic {
-            cp.before_turn(turn as u64).unwrap();
-            cp.after_turn().unwrap();
+            open().before_turn(turn as u64).unwrap();
+            open().after_turn().unwrap();
         } else {
             plain_turn(dir, turn);
         }

@@ -106,9 +106,14 @@ impl Git {
 
     fn command(&self, args: &[&str]) -> Command {
         let location = self.location();
-        let drivers = self
-            .drivers
-            .get_or_init(|| hermetic::drivers(&self.dir, &location, self.common_dir.as_deref()));
+        let no_drivers = Vec::new();
+        let drivers = if args.first().is_some_and(|a| hermetic::NO_DRIVERS.contains(a)) {
+            &no_drivers
+        } else {
+            self.drivers.get_or_init(|| {
+                hermetic::drivers(&self.dir, &location, self.common_dir.as_deref())
+            })
+        };
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(&self.dir).args(&location);
         cmd.args(args.first());

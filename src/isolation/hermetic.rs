@@ -56,6 +56,21 @@ pub const FIXED: [(&str, &str); 8] = [
     ("core.untrackedCache", "false"),
 ];
 
+/// The git commands arbor runs that never read the work tree or convert content, so
+/// no filter, textconv or merge driver can run and the repository's drivers need not
+/// be listed first (one `git` process fewer): refs, objects and the index only.
+pub const NO_DRIVERS: [&str; 9] = [
+    "rev-parse",
+    "update-ref",
+    "cat-file",
+    "ls-tree",
+    "commit-tree",
+    "for-each-ref",
+    "symbolic-ref",
+    "diff-tree",
+    "write-tree",
+];
+
 /// The per-driver keys that name a program, and what each is set to.
 const DRIVER_KEYS: [(&str, &str, &str); 7] = [
     ("filter", "clean", ""),

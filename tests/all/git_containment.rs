@@ -97,12 +97,15 @@ fn one_call(id: &'static str, tool: &'static str, args: Value) -> ScriptedServer
     ])
 }
 
+/// How a variant arms the repository at its path with a command to run.
+type Arm = dyn Fn(&Path, &str);
+
 /// Each way a repository's config makes git run a program, as it arrives (no tool
 /// call asks for anything): after `arbor run` (checkpoints before and after the
 /// turn, a `write_file` in between) no marker exists.
 #[test]
 fn a_repository_arriving_with_hostile_git_config_runs_nothing() {
-    let variants: [(&str, &dyn Fn(&Path, &str)); 5] = [
+    let variants: [(&str, &Arm); 5] = [
         ("fsmonitor", &|p, run| {
             git(p, &["config", "core.fsmonitor", run]);
         }),
@@ -173,9 +176,7 @@ fn sandboxed_bash_cannot_change_git_config_hooks_or_the_git_dir() {
     let server = one_call("b1", "bash", json!({"command": command}));
     run(&env, &server, "shell");
     let result = tool_result(&server, "b1");
-    for want in ["commit=0"] {
-        assert!(result.contains(want), "{want}: {result}");
-    }
+    assert!(result.contains("commit=0"), "commit: {result}");
     for refused in ["cfg=0", "hook=0", "append=0", "mv=0"] {
         assert!(!result.contains(refused), "{refused}: {result}");
     }
