@@ -1,0 +1,183 @@
+//! Delegated work comes home (issue 35) through the real binary, in temp git
+//! repositories: children's branches merged into the parent's checkout before their
+//! task results reach the parent model; a conflict handed to the parent with both
+//! sides, nothing half-applied; `session merge --markers`; `arbor run` listing what
+//! it left unmerged.
+
+use crate::isolation::{Call, child_with, git, git_project, read, show};
+use crate::support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// The id of the last message of a request, when it is a tool result.
+fn last_tool_call_id(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["tool_call_id"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A scripted model for a root that delegates and then checks in the same turn:
+/// the root's first request gets `tasks`; the request after the task results gets a
+/// `bash` call `check` running `check`; a child gets the calls of the first rule its
+/// instruction matches; any other tool result gets "Done.".
+fn delegate_then_check(
+    rules: Vec<(&'static str, Vec<Call>)>,
+    tasks: Vec<Call>,
+    check: &'static str,
+) -> ScriptedServer {
+    ScriptedServer::start(Arc::new(move |body: Value| {
+        let calls: Vec<(&str, &str, Value)> = if last_role(&body) == "tool" {
+            if last_tool_call_id(&body).starts_with('t') {
+                vec![("check", "bash", json!({"command": check}))]
+            } else {
+                Vec::new()
+            }
+        } else {
+            let user = last_user_text(&body);
+            rules
+                .iter()
+                .find(|(needle, _)| user.contains(needle))
+                .map_or(&tasks, |(_, calls)| calls)
+                .iter()
+                .map(|(i, n, a)| (*i, *n, a.clone()))
+                .collect()
+        };
+        let reply = if calls.is_empty() {
+            Reply::Sse(sse_text("Done."))
+        } else {
+            Reply::Sse(sse_tool_calls(&calls))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+fn write(id: &'static str, file: &str, content: &str) -> Vec<Call> {
+    vec![(
+        id,
+        "write_file",
+        json!({"file_path": file, "content": content}),
+    )]
+}
+
+fn task(id: &'static str, instruction: &str) -> Call {
+    (
+        id,
+        "task",
+        json!({"agent": "implementer", "instruction": instruction}),
+    )
+}
+
+/// The tool result the root got for `call_id`, as text.
+fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
+    let needle = format!("\"tool_call_id\":\"{call_id}\"");
+    let request = server
+        .requests()
+        .into_iter()
+        .find(|r| r.to_string().contains(&needle))
+        .unwrap_or_else(|| panic!("no request holds the result of {call_id}"));
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == call_id)
+        .map(content_text)
+        .unwrap_or_default()
+}
+
+/// `arbor run --yes` in text mode: (exit code, stdout, stderr).
+fn run(env: &TestEnv, prompt: &str) -> (Option<i32>, String, String) {
+    let out = env.cmd().args(["run", "--yes", prompt]).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn arbor_branches(env: &TestEnv) -> String {
+    git(
+        &env.project,
+        &["branch", "--list", "arbor/*", "--format=%(refname:short)"],
+    )
+}
+
+/// Two broken files, committed.
+fn two_broken_files(env: &TestEnv) {
+    git_project(env);
+    std::fs::write(env.project.join("calc.py"), "ADD = 'broken'\n").unwrap();
+    std::fs::write(env.project.join("strutil.py"), "UPPER = 'broken'\n").unwrap();
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "--quiet", "-m", "broken"]);
+}
+
+#[test]
+fn the_parents_check_in_the_same_turn_sees_both_childrens_fixes() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "cat calc.py strutil.py",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    two_broken_files(&env);
+    let (code, _, stderr) = run(&env, "fix the tests");
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let check = tool_result(&server, "check");
+    assert!(
+        check.contains("ADD = 'fixed'") && check.contains("UPPER = 'fixed'"),
+        "the check ran against the merged checkout: {check}"
+    );
+    assert_eq!(
+        tool_result(&server, "ta")
+            .matches("merged 1 file into the parent's checkout: calc.py")
+            .count(),
+        1
+    );
+    assert!(
+        tool_result(&server, "tb").contains("merged 1 file into the parent's checkout: strutil.py")
+    );
+    assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+    assert_eq!(read(&env.project.join("strutil.py")), "UPPER = 'fixed'\n");
+    assert_eq!(arbor_branches(&env), "", "no arbor/* branch left");
+    let child = child_with(&env, "Fix calc");
+    let shown = show(&env, &child);
+    assert_eq!(shown["worktree"]["state"], "merged", "{shown}");
+    assert!(
+        !std::path::Path::new(shown["worktree"]["path"].as_str().unwrap()).exists(),
+        "the worktree is removed"
+    );
+    assert!(!stderr.contains("unmerged"), "{stderr}");
+}
+
+#[test]
+fn a_child_that_changes_nothing_gets_no_merge_hint() {
+    let server = delegate_then_check(
+        vec![("Look only", Vec::new())],
+        vec![task("ta", "Look only")],
+        "true",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    git_project(&env);
+    let (code, _, stderr) = run(&env, "look");
+    assert_eq!(code, Some(0), "{stderr}");
+    let result = tool_result(&server, "ta");
+    assert!(
+        !result.contains("isolation") && !result.contains("arbor session"),
+        "{result}"
+    );
+    assert_eq!(arbor_branches(&env), "");
+}
