@@ -90,6 +90,13 @@ fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The `isolation` text of the task result the root got for `call_id` (empty when
+/// it has none).
+fn isolation_of(server: &ScriptedServer, call_id: &str) -> String {
+    let result: Value = serde_json::from_str(&tool_result(server, call_id)).unwrap();
+    result["isolation"].as_str().unwrap_or_default().to_string()
+}
+
 /// `arbor run --yes` in text mode: (exit code, stdout, stderr).
 fn run(env: &TestEnv, prompt: &str) -> (Option<i32>, String, String) {
     let out = env.cmd().args(["run", "--yes", prompt]).output().unwrap();
@@ -178,6 +185,84 @@ fn a_child_that_changes_nothing_gets_no_merge_hint() {
     assert!(
         !result.contains("isolation") && !result.contains("arbor session"),
         "{result}"
+    );
+    assert_eq!(arbor_branches(&env), "");
+}
+
+#[test]
+fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict() {
+    let server = delegate_then_check(
+        vec![
+            ("Set VALUE to A", write("wa", "app.py", "VALUE = 'A'\n")),
+            ("Set VALUE to B", write("wb", "app.py", "VALUE = 'B'\n")),
+        ],
+        vec![task("ta", "Set VALUE to A"), task("tb", "Set VALUE to B")],
+        "cat app.py",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    git_project(&env);
+    let (code, _, stderr) = run(&env, "Change VALUE");
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let (a, b) = (isolation_of(&server, "ta"), isolation_of(&server, "tb"));
+    // Whichever finished first landed; the other's result holds the conflict.
+    let (landed, lost, lost_text) = if a.contains("merged 1 file") {
+        ("A", "B", b)
+    } else {
+        ("B", "A", a)
+    };
+    assert!(lost_text.contains("NOT merged"), "{lost_text}");
+    assert!(lost_text.contains("conflict with your checkout in 1 file (app.py)"));
+    assert!(
+        lost_text.contains(&format!("--- your checkout:\nVALUE = '{landed}'\n"))
+            && lost_text.contains(&format!("):\nVALUE = '{lost}'\n")),
+        "both sides: {lost_text}"
+    );
+    // Nothing half-applied: the checkout holds exactly the landed child's line, and
+    // the parent's check in the same turn saw it.
+    let checkout = format!("VALUE = '{landed}'\n");
+    assert_eq!(read(&env.project.join("app.py")), checkout);
+    let check: Value = serde_json::from_str(&tool_result(&server, "check")).unwrap();
+    assert_eq!(check["stdout"], checkout.as_str(), "{check}");
+    let loser = child_with(&env, &format!("Set VALUE to {lost}"));
+    let shown = show(&env, &loser);
+    assert_eq!(shown["worktree"]["state"], "active", "{shown}");
+    assert_eq!(
+        arbor_branches(&env).lines().count(),
+        1,
+        "the loser's branch stays"
+    );
+
+    // Without --markers `session merge` still refuses whole; with it, markers.
+    let refused = env
+        .cmd()
+        .args(["session", "merge", &loser])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(read(&env.project.join("app.py")), checkout);
+    let marked = env
+        .cmd()
+        .args(["session", "merge", &loser, "--markers"])
+        .output()
+        .unwrap();
+    assert!(
+        marked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&marked.stderr)
+    );
+    let branch = shown["worktree"]["branch"].as_str().unwrap();
+    assert_eq!(
+        read(&env.project.join("app.py")),
+        format!(
+            "<<<<<<< parent\nVALUE = '{landed}'\n=======\nVALUE = '{lost}'\n>>>>>>> {branch}\n"
+        )
+    );
+    assert!(
+        String::from_utf8_lossy(&marked.stderr).contains("conflict markers written in app.py"),
+        "{}",
+        String::from_utf8_lossy(&marked.stderr)
     );
     assert_eq!(arbor_branches(&env), "");
 }
