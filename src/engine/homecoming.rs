@@ -12,8 +12,8 @@
 //! and `manual` leave the branch and say how to merge or discard it. A child that
 //! changed nothing says nothing.
 //!
-//! Owns: the policy stored with the child ([`POLICY`]), the lock, the task result's
-//! words. Does not own: the git steps (`isolation::merge`), cutting and committing
+//! Owns: the policy stored with the child ([`POLICY`]), the files of a refused merge
+//! ([`CONFLICT`]), the lock, the task result's words. Does not own: the git steps (`isolation::merge`), cutting and committing
 //! worktrees (`isolate`), the `session merge` command (`handle::undo`).
 
 use std::collections::BTreeMap;
@@ -30,7 +30,11 @@ use crate::session::SessionStatus;
 
 /// The metadata key (`extra`) of a worktree child's merge policy (`auto`, `review`,
 /// `manual`). A child stored before issue 35 has none and counts as `manual`.
-pub(crate) const POLICY: &str = "merge_policy";
+pub const POLICY: &str = "merge_policy";
+
+/// The metadata key (`extra`) of the files a refused automatic merge conflicted on
+/// (what `arbor run` lists at its end).
+pub const CONFLICT: &str = "merge_conflict";
 
 /// At most this many characters of each side of a hunk go to the parent model.
 const SIDE_MAX: usize = 4000;
@@ -90,7 +94,15 @@ pub(crate) async fn bring_home(
             child.sync();
             Some(merged_note(&files))
         }
-        Ok(Home::Conflict(conflicts)) => Some(conflict_note(&record, &id, &conflicts)),
+        Ok(Home::Conflict(conflicts)) => {
+            let files: Vec<&str> = conflicts.iter().map(|c| c.file.as_str()).collect();
+            let value = serde_json::json!(files);
+            child.update_metadata(|m| {
+                m.extra.insert(CONFLICT.into(), value);
+            });
+            child.sync();
+            Some(conflict_note(&record, &id, &conflicts))
+        }
         Err(e) => {
             tracing::warn!(session = %child.id, "merging the worktree: {e}");
             Some(format!(

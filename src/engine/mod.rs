@@ -31,7 +31,7 @@ pub mod context;
 mod env;
 mod gate;
 pub mod handle;
-mod homecoming;
+pub mod homecoming;
 mod inbox;
 mod isolate;
 mod limits;

@@ -4,7 +4,7 @@
 //! sides, nothing half-applied; `session merge --markers`; `arbor run` listing what
 //! it left unmerged.
 
-use crate::isolation::{Call, child_with, git, git_project, read, show};
+use crate::isolation::{Call, child_with, git, git_project, merge_manually, read, show};
 use crate::support;
 
 use std::sync::Arc;
@@ -233,6 +233,14 @@ fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict
         1,
         "the loser's branch stays"
     );
+    let branch = shown["worktree"]["branch"].as_str().unwrap();
+    assert!(
+        stderr.contains("1 sub-session left unmerged")
+            && stderr.contains(&format!(
+                "{branch} (conflict in app.py): merge: arbor session merge {loser}   discard: arbor session discard {loser}"
+            )),
+        "{stderr}"
+    );
 
     // Without --markers `session merge` still refuses whole; with it, markers.
     let refused = env
@@ -252,7 +260,6 @@ fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict
         "{}",
         String::from_utf8_lossy(&marked.stderr)
     );
-    let branch = shown["worktree"]["branch"].as_str().unwrap();
     assert_eq!(
         read(&env.project.join("app.py")),
         format!(
@@ -265,4 +272,48 @@ fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict
         String::from_utf8_lossy(&marked.stderr)
     );
     assert_eq!(arbor_branches(&env), "");
+}
+
+#[test]
+fn merge_manual_leaves_the_branches_and_run_lists_them_on_stderr() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "cat calc.py strutil.py",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    merge_manually(&env);
+    two_broken_files(&env);
+    let (code, _, stderr) = run(&env, "fix the tests");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(read(&env.project.join("calc.py")), "ADD = 'broken'\n");
+    assert!(isolation_of(&server, "ta").contains("not merged (merge: manual)"));
+    assert!(stderr.contains("2 sub-sessions left unmerged"), "{stderr}");
+    for needle in ["Fix calc", "Fix strutil"] {
+        let child = child_with(&env, needle);
+        let branch = show(&env, &child)["worktree"]["branch"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let line = format!(
+            "  {branch} (merge: manual): merge: arbor session merge {child}   discard: arbor session discard {child}"
+        );
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
+    }
+    // The listed command works as printed.
+    let child = child_with(&env, "Fix calc");
+    let merged = env
+        .cmd()
+        .args(["session", "merge", &child])
+        .output()
+        .unwrap();
+    assert!(merged.status.success());
+    assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
 }
