@@ -124,6 +124,7 @@ fn merge_locked(record: &WorktreeRecord, target: &Path) -> Result<Home, Isolatio
             for note in notes {
                 tracing::info!("after merging {}: {note}", record.branch);
             }
+            crate::isolation::leftover::release(&record.path)?;
             Ok(Home::Merged(merged.files))
         }
         Err(IsolationError::Conflict { .. }) => {

@@ -167,6 +167,26 @@ fn the_parents_check_in_the_same_turn_sees_both_childrens_fixes() {
         "the worktree is removed"
     );
     assert!(!stderr.contains("unmerged"), "{stderr}");
+    let worktrees = env.home.join(".local/state/arbor/worktrees");
+    let left: Vec<_> = walkdir(&worktrees);
+    assert!(
+        left.is_empty(),
+        "nothing left under the worktrees directory: {left:?}"
+    );
+}
+
+/// The files under `dir`, recursively (none when it does not exist).
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 #[test]
