@@ -141,7 +141,7 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
                 None
             }
             "isolation" => {
-                if let Err(e) = crate::config::isolation::Isolation::parse(Some(v)) {
+                if let Err(e) = crate::config::isolation::IsolationSetting::parse(Some(v)) {
                     out.push((key.clone(), e.to_string()));
                 }
                 None

@@ -11,6 +11,9 @@
 //! - `jsonl`: every bus event as one JSON object a line (`session::protocol`'s wire
 //!   form `{event, session_id, parent_id, timestamp, data}`), then the same final object;
 //!   for `run` the first line is the new root's `session:start`.
+//! - every format: `run` ends by listing on stderr each sub-session it left unmerged
+//!   (`merge: manual` or `review`, or a conflict), with its branch and the commands to
+//!   merge or discard it (`unmerged`).
 //! - every format: a call denied for want of `--yes` or by the approval policy is named
 //!   on stderr with what would allow it (`print`); the exit code still says how the
 //!   turn ended.
@@ -53,6 +56,7 @@ use crate::session::{EngineCommand, Event, SessionStatus};
 
 mod print;
 mod stdin;
+mod unmerged;
 
 use print::Printer;
 
@@ -128,7 +132,10 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
         }
     };
     let ended = drive(&engine, &session_id, args.output_format, events, replies).await;
-    finish(&engine, &session_id, args.output_format, ended, first_turn).await
+    let code = finish(&engine, &session_id, args.output_format, ended, first_turn).await?;
+    // What the run left on branches instead of in the checkout (issue 35 item 3).
+    unmerged::report(&ctx.store(), session_id.as_str());
+    Ok(code)
 }
 
 /// Sends `SetModel` for `session_id` (`None`: new root sessions) and waits for its

@@ -115,7 +115,13 @@ pub enum SessionCommand {
     /// Apply a sub-session's worktree changes to its parent's working tree (three-way;
     /// a conflict refuses the whole merge and names the files), then remove its
     /// worktree and branch.
-    Merge { id: String },
+    Merge {
+        id: String,
+        /// On a conflict, write git-style conflict markers into the files instead of
+        /// refusing (resolve them by hand).
+        #[arg(long)]
+        markers: bool,
+    },
     /// Remove a sub-session's worktree and branch, dropping its changes.
     Discard { id: String },
     /// Restore the files the session changed after turn N (write_file and bash
@@ -384,8 +390,8 @@ pub async fn run(
                 Err(e) => fail(&e),
             }
         }
-        SessionCommand::Merge { id } => match resolve(&ctx, &store, &id) {
-            Ok(id) => isolation::merge(&store, &id),
+        SessionCommand::Merge { id, markers } => match resolve(&ctx, &store, &id) {
+            Ok(id) => isolation::merge(&store, &id, markers),
             Err(e) => fail(&e),
         },
         SessionCommand::Discard { id } => match resolve(&ctx, &store, &id) {

@@ -23,7 +23,7 @@
 //! sandbox: {mode: auto, network: deny, required: false}   # see config::sandbox
 //! hooks: {PreToolUse: [{matcher: bash, hooks: [{type: command, command: "~/bin/check.sh"}]}]}   # see hooks
 //! web: {allow_private_addresses: false}   # see tool::web
-//! isolation: worktree             # worktree | none: writing sub-sessions' default, see config::isolation
+//! isolation: {mode: worktree, merge: auto}   # or just worktree | none; merge: auto | review | manual, see config::isolation
 //! context: {max_tokens: 128000, compact_threshold: 0.8}  # see config::context
 //! remote: {nats_url: "nats://127.0.0.1:4222", agents: [explorer]}  # see config::remote
 //! ```
@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::approvals::Rules;
-use super::isolation::Isolation;
+use super::isolation::IsolationSetting;
 use super::limits::Limits;
 use super::mount_plan::ModuleEntry;
 use super::remote::RemoteConfig;
@@ -85,11 +85,12 @@ pub struct ArborConfig {
     /// `config::sandbox`); a bad key or value makes the file unusable.
     #[serde(default, skip_serializing_if = "SandboxConfig::is_default")]
     pub sandbox: SandboxConfig,
-    /// Whether writing sub-sessions get their own git worktree by default
-    /// (`isolation: worktree | none`; absent: `worktree`, see `config::isolation`).
-    /// Any other value makes the file unusable.
+    /// Whether writing sub-sessions get their own git worktree by default and how
+    /// their work comes home (`isolation: worktree | none` or `{mode, merge: auto |
+    /// review | manual}`; absent: `worktree`, `auto`, see `config::isolation`). Any
+    /// other value makes the file unusable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<Isolation>,
+    pub isolation: Option<IsolationSetting>,
     /// Which sub-sessions run on `arbor worker`s through NATS (`remote:`, see
     /// `config::remote`); absent: all run here. A bad key or value makes the file
     /// unusable.

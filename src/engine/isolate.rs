@@ -5,7 +5,8 @@
 //! (`allowed_write_paths`, plus the main repository's `.git` entries git needs),
 //! committing its changes when its turn ends and removing a clean worktree
 //! ([`after_turn`], [`release_if_clean`]), and bringing a missing worktree back
-//! before a turn ([`before_turn`]). Does not own: the git steps (`isolation`), spawning (`spawn`).
+//! before a turn ([`before_turn`]). Does not own: the git steps (`isolation`), spawning
+//! (`spawn`), bringing the work home when the task call returns (`homecoming`).
 
 use std::path::PathBuf;
 
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::live::LiveSession;
 use crate::config::MountPlan;
-use crate::config::isolation::Isolation;
+use crate::config::isolation::{Isolation, IsolationSetting, MergePolicy};
 use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::State;
 use crate::isolation::{IsolationError, WorktreeRecord, worktree};
@@ -32,7 +33,9 @@ pub(crate) struct Prepared {
     pub plan: MountPlan,
     pub working_dir: PathBuf,
     pub record: Option<WorktreeRecord>,
-    /// Said in the task result: the worktree and branch, or why there is none.
+    /// What happens to the worktree's branch when the task call returns (issue 35).
+    pub merge: MergePolicy,
+    /// Said in the task result: why there is no worktree (once per parent).
     pub note: Option<String>,
 }
 
@@ -52,19 +55,21 @@ pub(crate) fn may_write(plan: &MountPlan) -> bool {
 /// the child write into its parent's checkout).
 pub(crate) async fn prepare(
     paths: &Paths,
-    config: Option<Isolation>,
+    config: Option<IsolationSetting>,
     parent: &LiveSession,
     child: &SessionId,
-    (call, overlay): (Option<Isolation>, &Value),
+    (call, overlay): (Option<IsolationSetting>, &Value),
     mut plan: MountPlan,
 ) -> Result<Prepared, IsolationError> {
+    let (mode, merge) = IsolationSetting::choose(call, overlay, config);
     let shared = |plan, note| Prepared {
         plan,
         working_dir: parent.working_dir.clone(),
         record: None,
+        merge,
         note,
     };
-    if Isolation::choose(call, overlay, config) == Isolation::None || !may_write(&plan) {
+    if mode == Isolation::None || !may_write(&plan) {
         return Ok(shared(plan, None));
     }
     let (dir, short, root) = (
@@ -81,18 +86,12 @@ pub(crate) async fn prepare(
             }
             let extra = record.git_write_paths();
             confine(&mut plan, &record, &extra);
-            let note = format!(
-                "isolation: worktree {} on branch {} (merge: arbor session merge {}; discard: arbor session discard {})",
-                record.working_dir().display(),
-                record.branch,
-                child.short(),
-                child.short()
-            );
             Ok(Prepared {
                 plan,
                 working_dir: record.working_dir(),
                 record: Some(record),
-                note: Some(note),
+                merge,
+                note: None,
             })
         }
         Err(IsolationError::NotARepo { dir }) => {

@@ -31,6 +31,7 @@ pub mod context;
 mod env;
 mod gate;
 pub mod handle;
+pub mod homecoming;
 mod inbox;
 mod isolate;
 mod limits;

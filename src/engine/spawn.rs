@@ -12,7 +12,8 @@
 //! token of the caller's turn, and
 //! `task:agent_completed`; handing the run of a child its config puts on a worker to
 //! `remote` (issue 27) instead of running its turn here; where a writing child works (`isolate`: its own git
-//! worktree, issue 25); and the routed plan of a would-be sub-session
+//! worktree, issue 25) and its work merged home when its call returns (`homecoming`,
+//! issue 35); and the routed plan of a would-be sub-session
 //! ([`routed_child_plan`]: what `Runtime::resolve_child_model` and
 //! `agent show --merged` report). Reaches the live sessions only through the
 //! [`Sessions`] trait the runtime implements, and everything else through
@@ -248,6 +249,10 @@ async fn spawn_child(
         metadata
             .extra
             .insert(crate::isolation::worktree::KEY.into(), record.to_value());
+        metadata.extra.insert(
+            super::homecoming::POLICY.into(),
+            place.merge.as_str().into(),
+        );
     }
     let budget = budget.map(|budget| BudgetState {
         budget,
@@ -277,7 +282,9 @@ async fn spawn_child(
         resolved_model: resolved,
     }));
     let mut result = run_child(rt, &parent, child, &request, &ctx, permit).await?;
-    result.isolation = place.note;
+    if place.record.is_none() {
+        result.isolation = place.note;
+    }
     Ok(result)
 }
 
@@ -502,6 +509,8 @@ async fn run_child(
     };
     drop(permit);
     super::isolate::release_if_clean(&child).await;
+    // Its work comes home before the parent model reads the result (issue 35).
+    let isolation = super::homecoming::bring_home(parent, &child, outcome.status).await;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),
@@ -526,6 +535,6 @@ async fn run_child(
         status: outcome.status,
         turn_count: outcome.turn_count,
         error: outcome.error.map(|e| e.to_string()),
-        isolation: None,
+        isolation,
     })
 }

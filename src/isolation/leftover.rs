@@ -36,6 +36,17 @@ pub fn claim(worktree: &Path, session_dir: &Path) -> Result<(), IsolationError> 
         .map_err(|source| IsolationError::Io { path, source })
 }
 
+/// Removes `worktree`'s marker once the worktree is gone with its session's record
+/// saying so (merged): nothing is left to claim. A missing marker is fine.
+pub fn release(worktree: &Path) -> Result<(), IsolationError> {
+    let path = marker(worktree);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(IsolationError::Io { path, source }),
+    }
+}
+
 /// Whether the session named by `worktree`'s marker records it as active.
 fn claimed(worktree: &Path) -> bool {
     let Ok(dir) = std::fs::read_to_string(marker(worktree)) else {

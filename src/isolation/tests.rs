@@ -80,6 +80,51 @@ fn a_conflicting_merge_changes_nothing_and_names_the_file() {
 }
 
 #[test]
+fn a_conflict_shows_both_sides_and_markers_name_parent_and_branch() {
+    let main = repo();
+    std::fs::write(main.path().join("app.py"), "top\nVALUE = 0\nend\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let a = WorktreeRecord::create(main.path(), "aaaa1111", state.path()).unwrap();
+    let b = WorktreeRecord::create(main.path(), "bbbb1111", state.path()).unwrap();
+    std::fs::write(a.path.join("app.py"), "top\nVALUE = 'A'\nend\n").unwrap();
+    std::fs::write(b.path.join("app.py"), "top\nVALUE = 'B'\nend\n").unwrap();
+    std::fs::write(b.path.join("other.py"), "x = 1\n").unwrap();
+    merge::merge(&a, main.path()).unwrap();
+    assert!(merge::conflicts(&a, main.path()).unwrap().is_empty());
+    let found = merge::conflicts(&b, main.path()).unwrap();
+    assert_eq!(
+        found,
+        vec![merge::FileConflict {
+            file: "app.py".into(),
+            hunks: vec![merge::Hunk {
+                parent: "VALUE = 'A'\n".into(),
+                child: "VALUE = 'B'\n".into(),
+            }],
+        }]
+    );
+    assert!(!main.path().join("other.py").exists(), "nothing written");
+    let merged = merge::merge_with_markers(&b, main.path()).unwrap();
+    assert_eq!(merged.conflicted, vec!["app.py".to_string()]);
+    assert_eq!(
+        read(&main.path().join("app.py")),
+        "top\n<<<<<<< parent\nVALUE = 'A'\n=======\nVALUE = 'B'\n>>>>>>> arbor/bbbb1111\nend\n"
+    );
+    assert_eq!(read(&main.path().join("other.py")), "x = 1\n");
+}
+
+#[test]
+fn hunks_skip_the_base_section_of_diff3_markers() {
+    let text = "a\n<<<<<<< x\nours\n||||||| base\nold\n=======\ntheirs\n>>>>>>> y\nz\n";
+    assert_eq!(
+        merge::hunks_of(text),
+        vec![merge::Hunk {
+            parent: "ours\n".into(),
+            child: "theirs\n".into()
+        }]
+    );
+}
+
+#[test]
 fn rewind_restores_and_refuses_files_changed_since() {
     let main = repo();
     let private = tempfile::tempdir().unwrap();

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
 use crate::config::budget::Budget;
-use crate::config::isolation::Isolation;
+use crate::config::isolation::IsolationSetting;
 use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
@@ -65,9 +65,9 @@ pub struct TaskRequest {
     /// The call's `budget` for a spawned child (only tightens the agent's own;
     /// ignored on resume).
     pub budget: Option<Budget>,
-    /// The call's `isolation` (`worktree` | `none`) for a spawned child: outranks its
-    /// agent's frontmatter and the config (ignored on resume).
-    pub isolation: Option<Isolation>,
+    /// The call's `isolation` (`worktree` | `none`, or `{mode, merge}`) for a spawned
+    /// child: outranks its agent's frontmatter and the config (ignored on resume).
+    pub isolation: Option<IsolationSetting>,
 }
 
 /// How a delegated turn ended: serialized as the tool result
@@ -319,8 +319,8 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
         routing::parse_roles(role)?;
     }
     let budget = Budget::parse(input.get("budget"))?;
-    let isolation =
-        Isolation::parse(input.get("isolation")).map_err(|e| ToolError::Input(e.to_string()))?;
+    let isolation = IsolationSetting::parse(input.get("isolation"))
+        .map_err(|e| ToolError::Input(e.to_string()))?;
     let provider_preferences = present("provider_preferences");
     if let Some(prefs) = &provider_preferences {
         routing::parse_preferences(prefs)?;
@@ -382,7 +382,16 @@ impl Tool for TaskTool {
                             "cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "Cost in USD."}
                         }
                     },
-                    "isolation": {"type": "string", "enum": ["worktree", "none"], "description": "worktree (default for agents that write, in a git repository): the sub-session works in its own git worktree and branch, merged or discarded later; none: it writes in this working directory."}
+                    "isolation": {
+                        "description": "worktree (default for agents that write, in a git repository): the sub-session works in its own git worktree and branch, merged into this working directory when it finishes (merge: auto, the default; review or manual leave it for a person); none: it writes in this working directory.",
+                        "anyOf": [
+                            {"type": "string", "enum": ["worktree", "none"]},
+                            {"type": "object", "properties": {
+                                "mode": {"type": "string", "enum": ["worktree", "none"]},
+                                "merge": {"type": "string", "enum": ["auto", "review", "manual"]}
+                            }}
+                        ]
+                    }
                 },
                 "required": ["instruction"]
             }),

@@ -6,6 +6,7 @@
 
 use crate::support::fixture;
 
+use arbor::config::isolation::{IsolationSetting, MergePolicy};
 use arbor::engine::handle::undo::{UndoDone, UndoError};
 use arbor::engine::testing::{Step, after_tool_results, last_user_text};
 use arbor::engine::{Engine, EngineReply, Replies};
@@ -139,7 +140,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 /// The root sends `writer` to change `inside.txt`; the writer works in a worktree.
 fn worktree_child() -> Fixture {
     let tools = plan(json!({"tools": [{"module": "tool-filesystem"}, {"module": "tool-task"}]}));
-    let fx = Fixture::new(tools, &[("writer", "You write.")], |r| {
+    let mut fx = Fixture::new(tools, &[("writer", "You write.")], |r| {
         if after_tool_results(r) {
             vec![Step::text("done")]
         } else if last_user_text(r).contains("Change it") {
@@ -155,6 +156,11 @@ fn worktree_child() -> Fixture {
                 json!({"agent": "writer", "instruction": "Change it"}),
             )]
         }
+    });
+    // The branch stays for the merge under test (issue 35 merges by default).
+    fx.config.isolation = Some(IsolationSetting {
+        mode: None,
+        merge: Some(MergePolicy::Manual),
     });
     git(&fx.paths.cwd, &["init", "--quiet"]);
     git(&fx.paths.cwd, &["add", "inside.txt"]);

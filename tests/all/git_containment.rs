@@ -241,7 +241,7 @@ fn a_worktree_child_writes_only_its_own_branch() {
             Reply::Sse(sse_tool_calls(&[(
                 "t1",
                 "task",
-                json!({"agent": "implementer", "instruction": "Change VALUE", "isolation": "worktree"}),
+                json!({"agent": "implementer", "instruction": "Change VALUE", "isolation": {"mode": "worktree", "merge": "manual"}}),
             )]))
         };
         Box::pin(async move { reply })

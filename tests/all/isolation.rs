@@ -2,7 +2,9 @@
 //! in a git repository each get a worktree and branch, the main checkout stays
 //! untouched; `session merge` applies one, refuses the other's conflicting merge
 //! whole; `session discard` leaves no worktree or branch; `session rewind` restores a
-//! `write_file` and a `bash` change; `session fork` writes Amplifier's layout.
+//! `write_file` and a `bash` change; `session fork` writes Amplifier's layout. These
+//! run with `merge: manual` where they need the branches to stay (issue 35 made
+//! merging on completion the default; `homecoming` tests that).
 
 use crate::support;
 
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use support::*;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -28,25 +30,33 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Sets `isolation: {merge: manual}` in the test's config (after `use_openai`):
+/// children's branches stay unmerged, as before issue 35.
+pub(crate) fn merge_manually(env: &TestEnv) {
+    let mut config = read(&env.config);
+    config.push_str("isolation: {merge: manual}\n");
+    std::fs::write(&env.config, config).unwrap();
+}
+
 /// A git repository in the project dir with `app.py` committed (`VALUE = 0`).
-fn git_project(env: &TestEnv) {
+pub(crate) fn git_project(env: &TestEnv) {
     git(&env.project, &["init", "--quiet"]);
     std::fs::write(env.project.join("app.py"), "VALUE = 0\n").unwrap();
     git(&env.project, &["add", "app.py"]);
     git(&env.project, &["commit", "--quiet", "-m", "init"]);
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
 /// A tool call of the scripted model: its id, tool and arguments.
-type Call = (&'static str, &'static str, Value);
+pub(crate) type Call = (&'static str, &'static str, Value);
 
 /// A scripted model: "Done." after a tool result; otherwise the calls of the first
 /// rule whose needle the last user message contains, else `otherwise` ("Done." for
 /// no calls).
-fn model(rules: Vec<(&'static str, Vec<Call>)>, otherwise: Vec<Call>) -> ScriptedServer {
+pub(crate) fn model(rules: Vec<(&'static str, Vec<Call>)>, otherwise: Vec<Call>) -> ScriptedServer {
     ScriptedServer::start(Arc::new(move |body: Value| {
         let user = last_user_text(&body);
         let calls: &[Call] = if last_role(&body) == "tool" {
@@ -69,7 +79,7 @@ fn model(rules: Vec<(&'static str, Vec<Call>)>, otherwise: Vec<Call>) -> Scripte
 }
 
 /// The root sends two implementers to set `VALUE`; each writes `app.py`.
-fn two_implementers() -> ScriptedServer {
+pub(crate) fn two_implementers() -> ScriptedServer {
     let write = |id, value: &str| {
         vec![(
             id,
@@ -97,7 +107,7 @@ fn two_implementers() -> ScriptedServer {
     )
 }
 
-fn run_json(env: &TestEnv, prompt: &str, extra: &[&str]) -> Value {
+pub(crate) fn run_json(env: &TestEnv, prompt: &str, extra: &[&str]) -> Value {
     let out = env
         .cmd()
         .arg("run")
@@ -114,7 +124,7 @@ fn run_json(env: &TestEnv, prompt: &str, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn show(env: &TestEnv, id: &str) -> Value {
+pub(crate) fn show(env: &TestEnv, id: &str) -> Value {
     let out = env
         .cmd()
         .args(["session", "show", id, "--json"])
@@ -125,7 +135,7 @@ fn show(env: &TestEnv, id: &str) -> Value {
 }
 
 /// The child whose transcript holds `needle`.
-fn child_with(env: &TestEnv, needle: &str) -> String {
+pub(crate) fn child_with(env: &TestEnv, needle: &str) -> String {
     let dirs = env.session_dirs("_implementer");
     let found = dirs.iter().find(|d| {
         std::fs::read_to_string(d.join("transcript.jsonl")).is_ok_and(|t| t.contains(needle))
@@ -152,6 +162,7 @@ fn parallel_writers_get_worktrees_merge_applies_one_and_refuses_the_conflict_who
     let server = two_implementers();
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
+    merge_manually(&env);
     git_project(&env);
     run_json(&env, "Change VALUE", &[]);
 
@@ -519,7 +530,7 @@ fn a_sandboxed_worktree_child_can_commit_with_git() {
         vec![(
             "t1",
             "task",
-            json!({"agent": "implementer", "instruction": "Commit it"}),
+            json!({"agent": "implementer", "instruction": "Commit it", "isolation": {"merge": "manual"}}),
         )],
     );
     let env = TestEnv::new();
@@ -552,6 +563,7 @@ fn a_worktree_left_by_a_crash_is_offered_and_cleaned_up() {
     let server = two_implementers();
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
+    merge_manually(&env);
     git_project(&env);
     // A crash between `git worktree add` and storing the session leaves this.
     let root = env.home.join(".local/state/arbor/worktrees/some-repo");
@@ -681,6 +693,7 @@ fn a_worktree_deleted_by_hand_is_checked_out_again_before_the_next_turn() {
     );
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-iso");
+    merge_manually(&env);
     git_project(&env);
     run_json(&env, "go", &[]);
     let child = child_with(&env, "Set VALUE");

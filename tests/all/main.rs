@@ -43,6 +43,7 @@ mod engine_tools;
 mod engine_undo;
 mod front_ends;
 mod git_containment;
+mod homecoming;
 mod hooks;
 mod hooks_events;
 mod hooks_output;

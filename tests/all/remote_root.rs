@@ -51,10 +51,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// The config: the loopback model and `remote:` at `nats_url`, pool `pool`.
+/// The config: the loopback model and `remote:` at `nats_url`, pool `pool`; children's
+/// branches stay unmerged (`merge: manual`) so the tests can look at them.
 fn write_config(env: &TestEnv, base_url: &str, nats_url: &str, pool: &str) {
     let yaml = format!(
-        "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{base_url}\"\n      api_key: sk-test-remote\n      default_model: scripted-model\nremote:\n  nats_url: \"{nats_url}\"\n  pool: {pool}\n  ack_wait: 5\n"
+        "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{base_url}\"\n      api_key: sk-test-remote\n      default_model: scripted-model\nremote:\n  nats_url: \"{nats_url}\"\n  pool: {pool}\n  ack_wait: 5\nisolation: {{merge: manual}}\n"
     );
     std::fs::write(&env.config, yaml).unwrap();
 }

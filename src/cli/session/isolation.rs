@@ -3,7 +3,8 @@
 //!
 //! - `merge ID`: the sub-session's branch merged three-way into its parent's working
 //!   tree; a conflict refuses the whole merge (exit 1, the files named, nothing
-//!   changed); success removes the worktree and branch.
+//!   changed); success removes the worktree and branch. `--markers` writes a
+//!   conflict as git-style markers instead (named on stderr).
 //! - `discard ID`: removes the worktree and branch.
 //! - `rewind ID --to-turn N [--force]`: restores the files changed after turn N
 //!   (`isolation::checkpoint`); files changed since by someone else are refused,
@@ -22,9 +23,14 @@ use crate::isolation::{IsolationError, WorktreeRecord};
 use crate::outln;
 use crate::session::{Metadata, SessionStore};
 
-/// `session merge ID` (`id` resolved). Exit 0 merged, 1 refused.
-pub fn merge(store: &SessionStore, id: &str) -> Result<i32> {
-    let merged = match undo::merge(store, id) {
+/// `session merge ID [--markers]` (`id` resolved). Exit 0 merged, 1 refused.
+pub fn merge(store: &SessionStore, id: &str, markers: bool) -> Result<i32> {
+    let done = if markers {
+        undo::merge_with_markers(store, id)
+    } else {
+        undo::merge(store, id)
+    };
+    let merged = match done {
         Ok(m) => m,
         Err(e) => return super::fail(&e),
     };
@@ -45,6 +51,12 @@ pub fn merge(store: &SessionStore, id: &str) -> Result<i32> {
         merged.worktree.display(),
         merged.branch
     )?;
+    if !merged.conflicted.is_empty() {
+        crate::cli::out::warning(format!(
+            "conflict markers written in {}: resolve them by hand",
+            merged.conflicted.join(", ")
+        ));
+    }
     for note in merged.notes {
         crate::cli::out::warning(note);
     }

@@ -6,7 +6,8 @@
 //! - [`merge`]: the sub-session's branch merged three-way into its parent's working
 //!   tree; a conflict refuses the whole merge ([`UndoError::Isolation`] with
 //!   `IsolationError::Conflict` naming the files, nothing changed); success removes
-//!   the worktree and branch and records the worktree `merged`.
+//!   the worktree and branch and records the worktree `merged`;
+//!   [`merge_with_markers`] writes a conflict as git-style markers instead.
 //! - [`discard`]: removes the worktree and branch, recorded `discarded`.
 //! - [`rewind`]: restores the files changed after turn N (`isolation::checkpoint`);
 //!   files changed since by someone else are refused, named, unless `force`.
@@ -94,6 +95,8 @@ pub struct Merged {
     pub target: PathBuf,
     /// The files written or removed there.
     pub files: Vec<String>,
+    /// Those of `files` written with conflict markers (only [`merge_with_markers`]).
+    pub conflicted: Vec<String>,
     /// The worktree directory removed.
     pub worktree: PathBuf,
     /// Notes on what was already gone while removing.
@@ -216,11 +219,30 @@ pub fn merge(store: &SessionStore, id: &str) -> Result<Merged, UndoError> {
     merge_in(store, id, None)
 }
 
+/// [`merge`], but a conflict does not refuse: the conflicting hunks are written into
+/// the target as git-style markers (`<<<<<<< parent` … `>>>>>>> arbor/<id>`), named
+/// in [`Merged::conflicted`], for a person to resolve (issue 35 item 2); the worktree
+/// and branch are removed and the record says `merged` as for a clean merge.
+///
+/// Errors: as [`merge`], less the conflict.
+pub fn merge_with_markers(store: &SessionStore, id: &str) -> Result<Merged, UndoError> {
+    merge_as(store, id, None, true)
+}
+
 /// [`merge`], with `live` the session when it is live in this process.
 pub(crate) fn merge_in(
     store: &SessionStore,
     id: &str,
     live: Option<&LiveSession>,
+) -> Result<Merged, UndoError> {
+    merge_as(store, id, live, false)
+}
+
+fn merge_as(
+    store: &SessionStore,
+    id: &str,
+    live: Option<&LiveSession>,
+    markers: bool,
 ) -> Result<Merged, UndoError> {
     let mut rec = Record::open(store, id, live)?;
     let metadata = rec.metadata();
@@ -233,13 +255,18 @@ pub(crate) fn merge_in(
         .map(PathBuf::from)
         .filter(|d| d.is_dir())
         .unwrap_or_else(|| record.parent_dir());
-    let merged = git_merge::merge(&record, &target)?;
+    let merged = if markers {
+        git_merge::merge_with_markers(&record, &target)?
+    } else {
+        git_merge::merge(&record, &target)?
+    };
     let notes = record.remove()?;
     rec.set_state(&record, State::Merged)?;
     Ok(Merged {
         branch: record.branch.clone(),
         target,
         files: merged.files,
+        conflicted: merged.conflicted,
         worktree: record.path.clone(),
         notes,
     })

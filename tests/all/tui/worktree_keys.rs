@@ -88,6 +88,7 @@ fn m_then_y_merges_and_the_node_loses_its_unmerged_mark() {
             branch: "arbor/1a2b3c4d".into(),
             target: PathBuf::from("/r"),
             files: vec!["app.py".into()],
+            conflicted: vec![],
             worktree: PathBuf::from("/w"),
             notes: vec![],
         })),
