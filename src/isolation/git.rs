@@ -107,12 +107,14 @@ impl Git {
     fn command(&self, args: &[&str]) -> Command {
         let location = self.location();
         let no_drivers = Vec::new();
-        let drivers = if args.first().is_some_and(|a| hermetic::NO_DRIVERS.contains(a)) {
+        let drivers = if args
+            .first()
+            .is_some_and(|a| hermetic::NO_DRIVERS.contains(a))
+        {
             &no_drivers
         } else {
-            self.drivers.get_or_init(|| {
-                hermetic::drivers(&self.dir, &location, self.common_dir.as_deref())
-            })
+            self.drivers
+                .get_or_init(|| hermetic::drivers(&self.dir, &location, self.common_dir.as_deref()))
         };
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(&self.dir).args(&location);
