@@ -115,11 +115,30 @@ impl Checkpoints {
     /// Records checkpoint `label` as `tree`: in the session's record, and under its
     /// ref (so `git gc` keeps the tree).
     fn set(&self, label: &str, tree: &str) -> Result<(), IsolationError> {
-        let mut record = self.read_record()?.unwrap_or_default();
+        let mut record = match self.read_record()? {
+            Some(record) => record,
+            None => self.legacy_refs()?,
+        };
         record.insert(label.to_string(), tree.to_string());
         self.write_record(&record)?;
         self.git.run(&["update-ref", &self.name(label), tree])?;
         Ok(())
+    }
+
+    /// The checkpoints a session stored before issue 34 has under its refs (label →
+    /// tree), taken into its first record so its earlier turns stay rewindable.
+    fn legacy_refs(&self) -> Result<BTreeMap<String, String>, IsolationError> {
+        let prefix = format!("refs/arbor/{}/", self.session);
+        let out = self
+            .git
+            .run(&["for-each-ref", "--format=%(refname) %(objectname)", &prefix])?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter_map(|(name, oid)| {
+                Some((name.strip_prefix(&prefix)?.to_string(), oid.to_string()))
+            })
+            .collect())
     }
 
     /// The record (`None` when the session has none yet: stored before issue 34).

@@ -58,8 +58,10 @@ pub const FIXED: [(&str, &str); 8] = [
 
 /// The git commands arbor runs that never read the work tree or convert content, so
 /// no filter, textconv or merge driver can run and the repository's drivers need not
-/// be listed first (one `git` process fewer): refs, objects and the index only.
-pub const NO_DRIVERS: [&str; 9] = [
+/// be listed first (one `git` process fewer): refs and objects only. Not
+/// `write-tree`: it re-hashes racily clean index entries from the work tree, through
+/// the clean filter (`git_containment` caught it).
+pub const NO_DRIVERS: [&str; 8] = [
     "rev-parse",
     "update-ref",
     "cat-file",
@@ -68,7 +70,6 @@ pub const NO_DRIVERS: [&str; 9] = [
     "for-each-ref",
     "symbolic-ref",
     "diff-tree",
-    "write-tree",
 ];
 
 /// The per-driver keys that name a program, and what each is set to.

@@ -371,3 +371,23 @@ fn configured_diff_and_merge_programs_never_run() {
     assert!(err.to_string().contains("guarded.txt"), "{err}");
     assert!(!marker.exists(), "a configured program ran");
 }
+
+/// A session stored before the checkpoint record existed keeps its earlier turns:
+/// its refs are taken into the record the first time it checkpoints again.
+#[test]
+fn a_session_from_before_the_record_keeps_its_earlier_turns() {
+    let main = repo();
+    let private = tempfile::tempdir().unwrap();
+    let store = private.path().join("s1").join("checkpoints.git");
+    let git = git::Git::at(main.path());
+    let before = git.snapshot().unwrap();
+    git.run(&["update-ref", "refs/arbor/s1/1", &before])
+        .unwrap();
+    std::fs::write(main.path().join("app.py"), "VALUE = 1\n").unwrap();
+    let cp = Checkpoints::open(main.path(), "s1", &store).unwrap();
+    cp.after_turn().unwrap();
+    cp.before_turn(2).unwrap();
+    assert_eq!(cp.turns().unwrap(), vec![1, 2]);
+    cp.rewind(0, 2, false).unwrap();
+    assert_eq!(read(&main.path().join("app.py")), "VALUE = 0\n");
+}
