@@ -34,7 +34,7 @@ pub const POLICY: &str = "merge_policy";
 
 /// The metadata key (`extra`) of the files a refused automatic merge conflicted on
 /// (what `arbor run` lists at its end).
-pub const CONFLICT: &str = "merge_conflict";
+pub use crate::isolation::standing::CONFLICT;
 
 /// At most this many characters of each side of a hunk go to the parent model.
 const SIDE_MAX: usize = 4000;
@@ -241,6 +241,7 @@ mod tests {
             state: State::Active,
             git_dir: None,
             common_dir: None,
+            changed: None,
         };
         let note = conflict_note(
             &record,

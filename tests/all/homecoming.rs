@@ -254,6 +254,15 @@ fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict
         "the loser's branch stays"
     );
     let branch = shown["worktree"]["branch"].as_str().unwrap();
+    assert_eq!(shown["worktree"]["merge"], "conflict", "{shown}");
+    assert_eq!(shown["worktree"]["conflict"], json!(["app.py"]), "{shown}");
+    let tree = env.cmd().args(["session", "tree"]).output().unwrap();
+    let tree = String::from_utf8_lossy(&tree.stdout).to_string();
+    assert!(
+        tree.lines()
+            .any(|l| l.contains(&loser) && l.ends_with(&format!("⎇ {branch} conflict"))),
+        "{tree}"
+    );
     assert!(
         stderr.contains("1 sub-session left unmerged")
             && stderr.contains(&format!(
@@ -336,4 +345,91 @@ fn merge_manual_leaves_the_branches_and_run_lists_them_on_stderr() {
         .unwrap();
     assert!(merged.status.success());
     assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+}
+
+/// `session show`, `tree` and `list` of a run's tree: each worktree child says where
+/// its work stands, in text and JSON.
+#[test]
+fn show_tree_and_list_say_merged_discarded_unmerged_or_conflict() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "true",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    merge_manually(&env);
+    two_broken_files(&env);
+    let (code, _, stderr) = run(&env, "fix the tests");
+    assert_eq!(code, Some(0), "{stderr}");
+    let (calc, strutil) = (
+        child_with(&env, "Fix calc"),
+        child_with(&env, "Fix strutil"),
+    );
+    let text = |args: &[&str]| {
+        let out = env.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let line_of = |text: &str, id: &str| {
+        text.lines()
+            .find(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("no line for {id}:\n{text}"))
+            .to_string()
+    };
+    let shown = text(&["session", "show", &calc]);
+    let branch = show(&env, &calc)["worktree"]["branch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        shown.contains(&format!("worktree  {branch} unmerged ✎1 (in ")),
+        "{shown}"
+    );
+    assert_eq!(show(&env, &calc)["worktree"]["merge"], "unmerged");
+    assert_eq!(show(&env, &calc)["work"], "unmerged ✎1");
+    let tree = text(&["session", "tree"]);
+    assert!(
+        line_of(&tree, &calc).ends_with(&format!("⎇ {branch} unmerged ✎1")),
+        "{tree}"
+    );
+    let list = text(&["session", "list"]);
+    assert!(
+        list.lines().next().unwrap_or_default().contains("WORK"),
+        "{list}"
+    );
+    assert!(line_of(&list, &calc).contains("unmerged ✎1"), "{list}");
+
+    for (args, id) in [
+        (["session", "merge"], &calc),
+        (["session", "discard"], &strutil),
+    ] {
+        let out = env.cmd().args(args).arg(id).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tree = text(&["session", "tree"]);
+    let list = text(&["session", "list"]);
+    for (id, word) in [(&calc, "merged"), (&strutil, "discarded")] {
+        assert!(line_of(&tree, id).ends_with(&format!("  {word}")), "{tree}");
+        assert!(line_of(&list, id).contains(&format!(" {word} ")), "{list}");
+        assert!(
+            text(&["session", "show", id]).contains(&format!("worktree  {word}\n")),
+            "{id}"
+        );
+        assert_eq!(show(&env, id)["worktree"]["merge"], word);
+    }
 }
