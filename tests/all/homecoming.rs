@@ -433,3 +433,53 @@ fn show_tree_and_list_say_merged_discarded_unmerged_or_conflict() {
         assert_eq!(show(&env, id)["worktree"]["merge"], word);
     }
 }
+
+/// `merge: review` headless: `--yes` answers the question (the work merges as under
+/// `auto`); without it nobody is asked and the branch stays, listed at the end.
+#[test]
+fn merge_review_headless_merges_with_yes_and_leaves_it_without() {
+    for yes in [true, false] {
+        let server = delegate_then_check(
+            vec![("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n"))],
+            vec![task("ta", "Fix calc")],
+            "cat calc.py",
+        );
+        let env = TestEnv::new();
+        env.use_openai(&server.base_url, "sk-test-home");
+        let mut config = read(&env.config);
+        config.push_str(
+            "isolation: {merge: review}\napprovals:\n  write_file: allow\n  bash: allow\n",
+        );
+        std::fs::write(&env.config, config).unwrap();
+        two_broken_files(&env);
+        let mut cmd = env.cmd();
+        cmd.arg("run");
+        if yes {
+            cmd.arg("--yes");
+        }
+        let out = cmd.arg("fix the tests").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let note = isolation_of(&server, "ta");
+        let child = child_with(&env, "Fix calc");
+        if yes {
+            assert!(
+                note.contains("merged 1 file into the parent's checkout: calc.py"),
+                "{note}"
+            );
+            assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+            assert_eq!(arbor_branches(&env), "");
+            assert_eq!(show(&env, &child)["worktree"]["merge"], "merged");
+        } else {
+            assert!(
+                note.contains(
+                    "not merged (merge: review, and nobody was asked (headless run without --yes))"
+                ),
+                "{note}"
+            );
+            assert_eq!(read(&env.project.join("calc.py")), "ADD = 'broken'\n");
+            assert!(stderr.contains("(merge: review)"), "{stderr}");
+            assert_eq!(show(&env, &child)["worktree"]["merge"], "unmerged");
+        }
+    }
+}
