@@ -619,6 +619,7 @@ pub fn summary_json(m: &Metadata, children: &BTreeMap<SessionId, Vec<SessionId>>
         "created": m.created,
         "last_updated": m.last_updated,
         "children": children.get(&m.session_id).cloned().unwrap_or_default(),
+        "work": crate::isolation::Standing::of(&m.extra).map(|s| s.to_string()),
     })
 }
 
@@ -654,6 +655,9 @@ fn print_show(
     outln!("model     {}", m.model.as_deref().unwrap_or("-"))?;
     if let Some(r) = crate::remote::RanOn::of(m) {
         outln!("ran on    {} (worker {}, pid {})", r.host, r.worker, r.pid)?;
+    }
+    if let Some(line) = isolation::show_line(m) {
+        outln!("worktree  {line}")?;
     }
     outln!("bundle    {}", m.bundle.as_deref().unwrap_or("-"))?;
     if let Some(note) = v["note"].as_str() {

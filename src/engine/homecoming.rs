@@ -8,9 +8,10 @@
 //! `merged`; a conflicting one changes nothing, keeps the branch and hands the parent
 //! model both sides of each conflicting hunk. Parallel children of one parent merge
 //! one at a time (a lock per target repository), in the order they finish, each
-//! against the tree as the earlier merges left it. `review` (no person to ask here)
-//! and `manual` leave the branch and say how to merge or discard it. A child that
-//! changed nothing says nothing.
+//! against the tree as the earlier merges left it. `review` asks the person first
+//! (`review`: yes merges the same way, no leaves the branch); `manual` leaves the
+//! branch and says how to merge or discard it. A child that changed nothing says
+//! nothing.
 //!
 //! Owns: the policy stored with the child ([`POLICY`]), the files of a refused merge
 //! ([`CONFLICT`]), the lock, the task result's words. Does not own: the git steps (`isolation::merge`), cutting and committing
@@ -20,8 +21,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio_util::sync::CancellationToken;
+
+use super::env::TurnEnv;
 use super::isolate::blocking;
 use super::live::LiveSession;
+use super::review;
 use crate::config::isolation::MergePolicy;
 use crate::isolation::merge::{self, FileConflict};
 use crate::isolation::worktree::{KEY, State};
@@ -34,7 +39,7 @@ pub const POLICY: &str = "merge_policy";
 
 /// The metadata key (`extra`) of the files a refused automatic merge conflicted on
 /// (what `arbor run` lists at its end).
-pub const CONFLICT: &str = "merge_conflict";
+pub use crate::isolation::standing::CONFLICT;
 
 /// At most this many characters of each side of a hunk go to the parent model.
 const SIDE_MAX: usize = 4000;
@@ -61,22 +66,29 @@ enum Home {
 /// with `status`, by its stored policy; the text for the task result's `isolation`,
 /// `None` when the child has no active worktree (none, or it changed nothing).
 pub(crate) async fn bring_home(
+    env: &TurnEnv,
     parent: &LiveSession,
     child: &LiveSession,
     status: SessionStatus,
+    token: &CancellationToken,
 ) -> Option<String> {
     let record =
         WorktreeRecord::of(&child.metadata().extra).filter(|r| r.state == State::Active)?;
     let id = child.id.short();
     let policy = policy_of(child);
-    if policy != MergePolicy::Auto {
-        return Some(left(&record, &id, policy));
+    if policy == MergePolicy::Manual {
+        return Some(left(&record, &id, "merge: manual"));
     }
     if status == SessionStatus::Cancelled {
         return Some(format!(
             "isolation: not merged because the sub-session was cancelled; its work stays on branch {} (merge: arbor session merge {id}; discard: arbor session discard {id})",
             record.branch
         ));
+    }
+    if policy == MergePolicy::Review
+        && let review::Answer::Leave(why) = review::ask(env, child, &record, token).await
+    {
+        return Some(left(&record, &id, &why));
     }
     let target = parent.working_dir.clone();
     let attempt = record.clone();
@@ -151,14 +163,8 @@ fn merged_note(files: &[String]) -> String {
     )
 }
 
-/// The words of a branch left unmerged by `policy` (`review` or `manual`).
-fn left(record: &WorktreeRecord, id: &str, policy: MergePolicy) -> String {
-    let why = match policy {
-        MergePolicy::Review => {
-            "merge: review, and no person was asked here (headless), so it is left for one"
-        }
-        _ => "merge: manual",
-    };
+/// The words of a branch left unmerged, `why` (`merge: manual`, the review's answer).
+fn left(record: &WorktreeRecord, id: &str, why: &str) -> String {
     format!(
         "isolation: not merged ({why}); the work is in worktree {} on branch {} (merge: arbor session merge {id}; discard: arbor session discard {id})",
         record.working_dir().display(),
@@ -241,6 +247,7 @@ mod tests {
             state: State::Active,
             git_dir: None,
             common_dir: None,
+            changed: None,
         };
         let note = conflict_note(
             &record,

@@ -143,8 +143,9 @@ fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
     }
 }
 
-/// After a turn of `live`: commits what it changed in its worktree to its branch.
-/// Failures are logged.
+/// After a turn of `live`: commits what it changed in its worktree to its branch and
+/// records how many files that is against the base (`changed`, the `✎3` of
+/// `unmerged ✎3`). Failures are logged.
 pub(crate) async fn after_turn(live: &LiveSession) {
     let metadata = live.metadata();
     let Some(record) = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active)
@@ -152,8 +153,23 @@ pub(crate) async fn after_turn(live: &LiveSession) {
         return;
     };
     let message = format!("{} turn {}", live.id, metadata.turn_count);
-    if let Err(e) = blocking(move || record.commit(&message)).await {
-        tracing::warn!(session = %live.id, "worktree after the turn: {e}");
+    let done = blocking(move || -> Result<WorktreeRecord, IsolationError> {
+        record.commit(&message)?;
+        let changed = record.changed_files()?.len();
+        Ok(WorktreeRecord {
+            changed: Some(changed),
+            ..record
+        })
+    })
+    .await;
+    match done {
+        Ok(counted) => {
+            live.update_metadata(|m| {
+                m.extra.insert(worktree::KEY.into(), counted.to_value());
+            });
+            live.sync();
+        }
+        Err(e) => tracing::warn!(session = %live.id, "worktree after the turn: {e}"),
     }
 }
 
@@ -265,6 +281,7 @@ mod tests {
             state: State::Active,
             git_dir: None,
             common_dir: None,
+            changed: None,
         };
         let mut plan = MountPlan::from_value(
             json!({"tools": [{"module": "tool-filesystem", "config": {"allowed_write_paths": [".", "/repo/docs", "/tmp/x"]}}]}),

@@ -46,6 +46,7 @@ mod recovered;
 mod remote;
 pub mod repair;
 mod request_view;
+pub mod review;
 mod root_plan;
 pub mod runtime;
 mod slots;

@@ -510,7 +510,9 @@ async fn run_child(
     drop(permit);
     super::isolate::release_if_clean(&child).await;
     // Its work comes home before the parent model reads the result (issue 35).
-    let isolation = super::homecoming::bring_home(parent, &child, outcome.status).await;
+    let isolation =
+        super::homecoming::bring_home(rt.turn_env(), parent, &child, outcome.status, &ctx.cancel)
+            .await;
     parent.emit(EngineEvent::TaskAgentCompleted(TaskAgentCompletedEvent {
         agent: outcome.agent.clone(),
         sub_session_id: outcome.session_id.clone(),

@@ -28,10 +28,12 @@ pub mod hermetic;
 pub mod leftover;
 pub mod merge;
 pub mod patch;
+pub mod standing;
 pub mod worktree;
 
 use std::path::{Path, PathBuf};
 
+pub use standing::Standing;
 pub use worktree::WorktreeRecord;
 
 /// What went wrong in an isolation step. Every variant names the files or the git

@@ -57,6 +57,10 @@ pub struct WorktreeRecord {
     pub git_dir: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_dir: Option<PathBuf>,
+    /// How many files the session had changed against its base when its last turn
+    /// ended (issue 35: `unmerged ✎3`); `None` before the first count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<usize>,
 }
 
 impl WorktreeRecord {
@@ -141,6 +145,7 @@ impl WorktreeRecord {
             state: State::Active,
             git_dir: Some(linked.git_dir),
             common_dir: Some(repo.common_dir),
+            changed: None,
         })
     }
 

@@ -286,6 +286,7 @@ mod tests {
             state: State::Active,
             git_dir: None,
             common_dir: None,
+            changed: None,
         }
     }
 

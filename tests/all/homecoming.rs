@@ -254,6 +254,15 @@ fn of_two_children_rewriting_one_line_one_lands_and_the_parent_gets_the_conflict
         "the loser's branch stays"
     );
     let branch = shown["worktree"]["branch"].as_str().unwrap();
+    assert_eq!(shown["worktree"]["merge"], "conflict", "{shown}");
+    assert_eq!(shown["worktree"]["conflict"], json!(["app.py"]), "{shown}");
+    let tree = env.cmd().args(["session", "tree"]).output().unwrap();
+    let tree = String::from_utf8_lossy(&tree.stdout).to_string();
+    assert!(
+        tree.lines()
+            .any(|l| l.contains(&loser) && l.ends_with(&format!("⎇ {branch} conflict"))),
+        "{tree}"
+    );
     assert!(
         stderr.contains("1 sub-session left unmerged")
             && stderr.contains(&format!(
@@ -336,4 +345,141 @@ fn merge_manual_leaves_the_branches_and_run_lists_them_on_stderr() {
         .unwrap();
     assert!(merged.status.success());
     assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+}
+
+/// `session show`, `tree` and `list` of a run's tree: each worktree child says where
+/// its work stands, in text and JSON.
+#[test]
+fn show_tree_and_list_say_merged_discarded_unmerged_or_conflict() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "true",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    merge_manually(&env);
+    two_broken_files(&env);
+    let (code, _, stderr) = run(&env, "fix the tests");
+    assert_eq!(code, Some(0), "{stderr}");
+    let (calc, strutil) = (
+        child_with(&env, "Fix calc"),
+        child_with(&env, "Fix strutil"),
+    );
+    let text = |args: &[&str]| {
+        let out = env.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let line_of = |text: &str, id: &str| {
+        text.lines()
+            .find(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("no line for {id}:\n{text}"))
+            .to_string()
+    };
+    let shown = text(&["session", "show", &calc]);
+    let branch = show(&env, &calc)["worktree"]["branch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        shown.contains(&format!("worktree  {branch} unmerged ✎1 (in ")),
+        "{shown}"
+    );
+    assert_eq!(show(&env, &calc)["worktree"]["merge"], "unmerged");
+    assert_eq!(show(&env, &calc)["work"], "unmerged ✎1");
+    let tree = text(&["session", "tree"]);
+    assert!(
+        line_of(&tree, &calc).ends_with(&format!("⎇ {branch} unmerged ✎1")),
+        "{tree}"
+    );
+    let list = text(&["session", "list"]);
+    assert!(
+        list.lines().next().unwrap_or_default().contains("WORK"),
+        "{list}"
+    );
+    assert!(line_of(&list, &calc).contains("unmerged ✎1"), "{list}");
+
+    for (args, id) in [
+        (["session", "merge"], &calc),
+        (["session", "discard"], &strutil),
+    ] {
+        let out = env.cmd().args(args).arg(id).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tree = text(&["session", "tree"]);
+    let list = text(&["session", "list"]);
+    for (id, word) in [(&calc, "merged"), (&strutil, "discarded")] {
+        assert!(line_of(&tree, id).ends_with(&format!("  {word}")), "{tree}");
+        assert!(line_of(&list, id).contains(&format!(" {word} ")), "{list}");
+        assert!(
+            text(&["session", "show", id]).contains(&format!("worktree  {word}\n")),
+            "{id}"
+        );
+        assert_eq!(show(&env, id)["worktree"]["merge"], word);
+    }
+}
+
+/// `merge: review` headless: `--yes` answers the question (the work merges as under
+/// `auto`); without it nobody is asked and the branch stays, listed at the end.
+#[test]
+fn merge_review_headless_merges_with_yes_and_leaves_it_without() {
+    for yes in [true, false] {
+        let server = delegate_then_check(
+            vec![("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n"))],
+            vec![task("ta", "Fix calc")],
+            "cat calc.py",
+        );
+        let env = TestEnv::new();
+        env.use_openai(&server.base_url, "sk-test-home");
+        let mut config = read(&env.config);
+        config.push_str(
+            "isolation: {merge: review}\napprovals:\n  write_file: allow\n  bash: allow\n",
+        );
+        std::fs::write(&env.config, config).unwrap();
+        two_broken_files(&env);
+        let mut cmd = env.cmd();
+        cmd.arg("run");
+        if yes {
+            cmd.arg("--yes");
+        }
+        let out = cmd.arg("fix the tests").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let note = isolation_of(&server, "ta");
+        let child = child_with(&env, "Fix calc");
+        if yes {
+            assert!(
+                note.contains("merged 1 file into the parent's checkout: calc.py"),
+                "{note}"
+            );
+            assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+            assert_eq!(arbor_branches(&env), "");
+            assert_eq!(show(&env, &child)["worktree"]["merge"], "merged");
+        } else {
+            assert!(
+                note.contains(
+                    "not merged (merge: review, and nobody was asked (headless run without --yes))"
+                ),
+                "{note}"
+            );
+            assert_eq!(read(&env.project.join("calc.py")), "ADD = 'broken'\n");
+            assert!(stderr.contains("(merge: review)"), "{stderr}");
+            assert_eq!(show(&env, &child)["worktree"]["merge"], "unmerged");
+        }
+    }
 }

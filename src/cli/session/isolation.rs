@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::engine::handle::undo;
 use crate::isolation::worktree::State;
-use crate::isolation::{IsolationError, WorktreeRecord};
+use crate::isolation::{IsolationError, Standing, WorktreeRecord};
 use crate::outln;
 use crate::session::{Metadata, SessionStore};
 
@@ -116,30 +116,128 @@ pub fn diff(metadata: &Metadata) -> Option<Result<String, IsolationError>> {
     (record.state == State::Active).then(|| record.diff())
 }
 
-/// The `worktree` of `session show --json`: `{path, branch, state, unmerged}`
-/// (`unmerged`: files changed against the base while active); `None` without one.
+/// The `worktree` of `session show --json`: `{path, branch, state, unmerged, merge,
+/// conflict}` (`unmerged`: files changed against the base while active; `merge`: the
+/// standing's word — `merged`, `discarded`, `unmerged`, `conflict` —; `conflict`: the
+/// files of a refused merge); `None` without one.
 pub fn show_json(metadata: &Metadata) -> Option<Value> {
     let record = WorktreeRecord::of(&metadata.extra)?;
     let unmerged = (record.state == State::Active)
         .then(|| record.changed_files().map(|f| f.len()).ok())
         .flatten();
+    let standing = Standing::of(&metadata.extra);
+    let conflict = match &standing {
+        Some(Standing::Conflict(files)) => json!(files),
+        _ => Value::Null,
+    };
     Some(json!({
         "path": record.working_dir(),
         "branch": record.branch,
         "state": record.state,
         "unmerged": unmerged,
+        "merge": standing.as_ref().map(Standing::word),
+        "conflict": conflict,
     }))
 }
 
+/// The `worktree` line of `session show`: `arbor/1a2b3c4d unmerged ✎3 (in /path)`,
+/// `arbor/1a2b3c4d conflict in app.py`, `merged`, `discarded`; `None` without a
+/// worktree that changed something. The count is taken now from git when it can be.
+pub fn show_line(metadata: &Metadata) -> Option<String> {
+    let record = WorktreeRecord::of(&metadata.extra)?;
+    let standing = match Standing::of(&metadata.extra)? {
+        Standing::Unmerged(stored) => {
+            Standing::Unmerged(record.changed_files().map(|f| f.len()).ok().or(stored))
+        }
+        other => other,
+    };
+    Some(match &standing {
+        Standing::Unmerged(_) => format!(
+            "{} {standing} (in {})",
+            record.branch,
+            record.working_dir().display()
+        ),
+        Standing::Conflict(files) => {
+            format!("{} conflict in {}", record.branch, files.join(", "))
+        }
+        Standing::Merged | Standing::Discarded => standing.to_string(),
+    })
+}
+
+/// The `WORK` cell of `session list`: the standing of a worktree child
+/// (`unmerged ✎3`, `conflict`, `merged`, `discarded`), `-` otherwise.
+pub fn list_cell(metadata: &Metadata) -> String {
+    Standing::of(&metadata.extra).map_or_else(|| "-".to_string(), |s| s.to_string())
+}
+
 /// What `session tree` adds to a session's line: `  (fork @3)` for a fork,
-/// `  ⎇ arbor/1a2b3c4d unmerged` for an active worktree; empty otherwise.
+/// `  ⎇ arbor/1a2b3c4d unmerged ✎3` or `  ⎇ arbor/1a2b3c4d conflict` for an active
+/// worktree, `  merged` or `  discarded` for one whose work came home or was dropped;
+/// empty otherwise.
 pub fn tree_mark(metadata: &Metadata) -> String {
     let mut mark = String::new();
     if let Some(turn) = metadata.forked_from_turn() {
         mark.push_str(&format!("  (fork @{turn})"));
     }
-    if let Some(record) = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active) {
-        mark.push_str(&format!("  ⎇ {} unmerged", record.branch));
+    let record = WorktreeRecord::of(&metadata.extra);
+    match (Standing::of(&metadata.extra), record) {
+        (Some(standing), Some(record)) if standing.is_pending() => {
+            mark.push_str(&format!("  ⎇ {} {standing}", record.branch));
+        }
+        (Some(standing), _) => mark.push_str(&format!("  {standing}")),
+        _ => {}
     }
     mark
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(extra: Value) -> Metadata {
+        let mut m = Metadata::default();
+        if let Value::Object(map) = extra {
+            m.extra = map;
+        }
+        m
+    }
+
+    fn worktree(state: &str, changed: Option<usize>) -> Value {
+        let mut v = json!({"path": "/nonexistent/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/nonexistent/r", "state": state});
+        if let Some(n) = changed {
+            v["changed"] = json!(n);
+        }
+        v
+    }
+
+    #[test]
+    fn tree_list_and_show_say_where_the_work_stands() {
+        let unmerged = with(json!({"worktree": worktree("active", Some(3))}));
+        assert_eq!(tree_mark(&unmerged), "  ⎇ arbor/1a2b3c4d unmerged ✎3");
+        assert_eq!(list_cell(&unmerged), "unmerged ✎3");
+        assert_eq!(
+            show_line(&unmerged).as_deref(),
+            Some("arbor/1a2b3c4d unmerged ✎3 (in /nonexistent/w)")
+        );
+        let conflict =
+            with(json!({"worktree": worktree("active", Some(1)), "merge_conflict": ["app.py"]}));
+        assert_eq!(tree_mark(&conflict), "  ⎇ arbor/1a2b3c4d conflict");
+        assert_eq!(list_cell(&conflict), "conflict");
+        assert_eq!(
+            show_line(&conflict).as_deref(),
+            Some("arbor/1a2b3c4d conflict in app.py")
+        );
+        assert_eq!(show_json(&conflict).unwrap()["conflict"], json!(["app.py"]));
+        for state in ["merged", "discarded"] {
+            let m = with(json!({"worktree": worktree(state, Some(2))}));
+            assert_eq!(tree_mark(&m), format!("  {state}"));
+            assert_eq!(list_cell(&m), state);
+            assert_eq!(show_line(&m).as_deref(), Some(state));
+            assert_eq!(show_json(&m).unwrap()["merge"], state);
+        }
+        let clean = with(json!({"worktree": worktree("clean", None)}));
+        assert_eq!(tree_mark(&clean), "");
+        assert_eq!(list_cell(&clean), "-");
+        assert_eq!(show_line(&clean), None);
+    }
 }

@@ -1,7 +1,8 @@
 //! The `arbor session list` table (issue 23 item 10): full session and parent ids,
 //! times to the second in local time, and with `--all-projects` a PROJECT column (the
 //! session's working directory, else its project's directory name under
-//! `$AMPLIFIER_HOME/projects`). Unreadable directories come last, with the reason
+//! `$AMPLIFIER_HOME/projects`). WORK says where a worktree child's work stands
+//! (`merged`, `discarded`, `unmerged ✎3`, `conflict`; issue 35). Unreadable directories come last, with the reason
 //! where the update time would be.
 //!
 //! Owns: the table's text. Does not own: which sessions are listed (`session`).
@@ -64,24 +65,26 @@ pub fn print(
         None => String::new(),
     };
     outln!(
-        "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:>5}  {:<19}  TITLE",
+        "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:<12}  {:>5}  {:<19}  TITLE",
         project_cell("PROJECT"),
         "SESSION",
         "PARENT",
         "AGENT",
         "STATUS",
+        "WORK",
         "TURNS",
         "UPDATED"
     )?;
     for (i, m) in list.iter().enumerate() {
         let project = projects.and_then(|p| p.get(i)).map_or("-", String::as_str);
         outln!(
-            "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:>5}  {:<19}  {}",
+            "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:<12}  {:>5}  {:<19}  {}",
             project_cell(project),
             m.session_id,
             m.parent_id.as_deref().unwrap_or("-"),
             m.agent_name.as_deref().unwrap_or("-"),
             m.status.as_str(),
+            super::isolation::list_cell(m),
             m.turn_count,
             to_the_second(&m.last_updated),
             m.name.as_deref().unwrap_or("-")
@@ -89,12 +92,13 @@ pub fn print(
     }
     for u in unreadable {
         outln!(
-            "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:>5}  {}",
+            "{}{:<id_w$}  {:<parent_w$}  {:<18}  {:<11}  {:<12}  {:>5}  {}",
             project_cell("-"),
             u.session_id,
             "-",
             "-",
             "unreadable",
+            "-",
             "-",
             u.reason
         )?;

@@ -94,6 +94,9 @@ pub struct Node {
     /// forked at (metadata `extra.worktree`, `forked_from_turn`; issue 25).
     pub branch: Option<String>,
     pub fork: Option<u64>,
+    /// Where its worktree work stands (issue 35: `merged`, `discarded`, `unmerged
+    /// ✎3`, `conflict`); `None` without a worktree that changed something.
+    pub standing: Option<crate::isolation::Standing>,
     /// How full the session's context is (metadata `context`, then `context:usage`
     /// and `context:compaction`); `None` before its first model call.
     pub context: Option<ContextMeter>,
@@ -127,6 +130,7 @@ impl Node {
             todo: None,
             branch: None,
             fork: None,
+            standing: None,
             context: None,
             ran_on: None,
         }
@@ -291,6 +295,7 @@ impl SessionTree {
             node.files_changed.clone_from(&m.files_changed);
             node.todo = stored_todo(m).or(node.todo);
             (node.branch, node.fork) = isolation::mark(m);
+            node.standing = isolation::standing(m);
             node.context = m.context.as_ref().map(ContextMeter::from_stored);
             node.ran_on = RanOn::of(m);
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
@@ -342,6 +347,7 @@ impl SessionTree {
         node.files_changed.clone_from(&m.files_changed);
         node.todo = stored_todo(m).or(node.todo);
         (node.branch, node.fork) = isolation::mark(m);
+        node.standing = isolation::standing(m);
         if let Some(context) = &m.context {
             node.context = Some(ContextMeter::from_stored(context));
         }

@@ -158,7 +158,7 @@ impl TreeView<'_> {
             + 2 * row.depth
             + width(&self.label_text(node)).min(LABEL_ROOM)
             + place.as_ref().map_or(0, |p| 1 + width(p))
-            + node.branch.as_ref().map_or(0, |_| width(SHORT_MARK));
+            + marks(node).map_or(0, |(_, short)| width(&short));
         let fits = |parts: &[String]| {
             parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
         };
@@ -210,8 +210,10 @@ impl TreeView<'_> {
             left.spans
                 .push(Span::styled(format!(" ({})", d.note()), meta));
         }
+        let (full_mark, short_mark) = marks(node).unzip();
         let marked = Marked {
-            branch: node.branch.as_deref(),
+            full: full_mark,
+            short: short_mark.unwrap_or_default(),
             keep_full: prefix_w + label_w.min(LABEL_ROOM),
             keep_short: prefix_w + label_w.min(MARK_LABEL_ROOM),
             style: meta,
@@ -263,14 +265,36 @@ impl TreeView<'_> {
 /// The short form of an unmerged worktree's mark, when the branch does not fit.
 const SHORT_MARK: &str = " ⎇ unmerged";
 
+/// A node's worktree mark, in full and short (issue 35): ` ⎇ arbor/1a2b3c4d unmerged
+/// ✎3` / ` ⎇ unmerged`, ` ⎇ arbor/1a2b3c4d conflict` / ` ⎇ conflict`, ` ✓ merged`,
+/// ` ✗ discarded`; `None` without a worktree that changed something.
+fn marks(node: &Node) -> Option<(String, String)> {
+    use crate::isolation::Standing;
+    match (&node.standing, &node.branch) {
+        (Some(Standing::Merged), _) => Some((" ✓ merged".into(), " ✓ merged".into())),
+        (Some(Standing::Discarded), _) => Some((" ✗ discarded".into(), " ✗ discarded".into())),
+        (Some(Standing::Conflict(_)), Some(b)) => {
+            Some((format!(" ⎇ {b} conflict"), " ⎇ conflict".into()))
+        }
+        (Some(standing @ Standing::Unmerged(_)), Some(b)) => {
+            Some((format!(" ⎇ {b} {standing}"), SHORT_MARK.into()))
+        }
+        (_, Some(b)) => Some((format!(" ⎇ {b} unmerged"), SHORT_MARK.into())),
+        _ => None,
+    }
+}
+
 /// Columns of the label kept before a shortened unmerged mark.
 const MARK_LABEL_ROOM: usize = 6;
 
 /// A row's left side and the unmerged-worktree mark that must stay visible at its end
 /// (issue 25: the person must see that a node has unmerged work).
-struct Marked<'a> {
-    /// The worktree's branch (`arbor/<short id>`), `None` without unmerged work.
-    branch: Option<&'a str>,
+struct Marked {
+    /// The mark in full (` ⎇ arbor/1a2b3c4d unmerged ✎3`, ` ✓ merged`, …), `None`
+    /// without one ([`marks`]).
+    full: Option<String>,
+    /// The mark when the full one does not fit (` ⎇ unmerged`).
+    short: String,
     /// Columns of the left side (indent, glyph, label up to [`LABEL_ROOM`]) the full
     /// mark keeps in front of it; the task text yields to it, the label does not.
     keep_full: usize,
@@ -279,10 +303,10 @@ struct Marked<'a> {
     style: Style,
 }
 
-impl Marked<'_> {
-    /// The mark in full: ` ⎇ arbor/1a2b3c4d unmerged`.
+impl Marked {
+    /// The mark in full: ` ⎇ arbor/1a2b3c4d unmerged ✎3`.
     fn full(&self) -> Option<String> {
-        self.branch.map(|b| format!(" ⎇ {b} unmerged"))
+        self.full.clone()
     }
 
     /// `left` cut to `budget` columns with the mark kept whole at its end: the full
@@ -300,12 +324,12 @@ impl Marked<'_> {
         } else {
             [
                 (full, self.keep_full),
-                (SHORT_MARK.to_string(), self.keep_short),
+                (self.short.clone(), self.keep_short),
             ]
             .into_iter()
             .find(|(m, keep)| keep + width(m) <= avail)
             .map(|(m, _)| m)
-            .unwrap_or_else(|| " ⎇".to_string())
+            .unwrap_or_else(|| self.short.chars().take(2).collect())
         };
         let room = u16::try_from(avail.saturating_sub(width(&mark))).unwrap_or(0);
         let mut line = truncate(left, room);

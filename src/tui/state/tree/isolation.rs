@@ -1,13 +1,14 @@
 //! What a tree node says about isolation (issue 25): the branch of a sub-session's
 //! unmerged worktree (`⎇ arbor/1a2b3c4d unmerged`) and the turn a fork was cut at
-//! (`fork @3`), from its metadata.
+//! (`fork @3`), from its metadata, and where its work stands (`merged`, `discarded`,
+//! `unmerged ✎3`, `conflict`; issue 35).
 //!
 //! Owns: [`mark`], refreshing it from a listing, and clearing it once the worktree
 //! is gone. Does not own: the worktree itself (`isolation`), drawing
 //! (`views::tree`).
 
-use crate::isolation::WorktreeRecord;
 use crate::isolation::worktree::State;
+use crate::isolation::{Standing, WorktreeRecord};
 use crate::session::Metadata;
 
 /// The isolation marks of `m`: `(branch of an active worktree, turn it was forked
@@ -17,6 +18,12 @@ pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
         .filter(|r| r.state == State::Active)
         .map(|r| r.branch);
     (branch, m.forked_from_turn())
+}
+
+/// Where `m`'s worktree work stands (`merged`, `discarded`, `unmerged ✎3`,
+/// `conflict`; issue 35), `None` without a worktree that changed something.
+pub fn standing(m: &Metadata) -> Option<Standing> {
+    Standing::of(&m.extra)
 }
 
 impl super::SessionTree {
@@ -30,6 +37,7 @@ impl super::SessionTree {
         for m in listed {
             if let Some(node) = self.nodes.get_mut(m.session_id.as_str()) {
                 (node.branch, node.fork) = mark(m);
+                node.standing = standing(m);
                 if let Some(r) = crate::remote::RanOn::of(m) {
                     node.ran_on = Some(r);
                 }
@@ -43,6 +51,7 @@ impl super::SessionTree {
     pub fn worktree_gone(&mut self, id: &str) {
         if let Some(node) = self.nodes.get_mut(id) {
             node.branch = None;
+            node.standing = None;
         }
     }
 }
