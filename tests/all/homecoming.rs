@@ -483,3 +483,74 @@ fn merge_review_headless_merges_with_yes_and_leaves_it_without() {
         }
     }
 }
+
+/// The same delegation over `arbor acp` (the official TypeScript SDK as the editor,
+/// answering every permission with allow-once): both fixes are in the editor's
+/// checkout, the root's check in the same turn saw them, no `arbor/*` branch is left.
+#[test]
+fn over_acp_the_childrens_fixes_land_in_the_editors_checkout() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "cat calc.py strutil.py",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    two_broken_files(&env);
+    let summary = crate::acp::drive(&env, &["fix the tests"]);
+    assert_eq!(summary["turns"][0]["stopReason"], "end_turn", "{summary:#}");
+    let check = tool_result(&server, "check");
+    assert!(
+        check.contains("ADD = 'fixed'") && check.contains("UPPER = 'fixed'"),
+        "the check ran against the merged checkout: {check}"
+    );
+    assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+    assert_eq!(read(&env.project.join("strutil.py")), "UPPER = 'fixed'\n");
+    assert_eq!(arbor_branches(&env), "", "no arbor/* branch left");
+}
+
+/// `merge: review` over `arbor acp`: each finished child's merge is a
+/// `session/request_permission` carrying its diff; the editor's allow merges it.
+#[test]
+fn over_acp_review_asks_the_editor_with_the_diff() {
+    let server = delegate_then_check(
+        vec![
+            ("Fix calc", write("wa", "calc.py", "ADD = 'fixed'\n")),
+            (
+                "Fix strutil",
+                write("wb", "strutil.py", "UPPER = 'fixed'\n"),
+            ),
+        ],
+        vec![task("ta", "Fix calc"), task("tb", "Fix strutil")],
+        "cat calc.py strutil.py",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str("isolation: {merge: review}\n");
+    std::fs::write(&env.config, config).unwrap();
+    two_broken_files(&env);
+    let summary = crate::acp::drive(&env, &["fix the tests"]);
+    let asked: Vec<String> = summary["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "permission")
+        .map(|e| e["request"].to_string())
+        .filter(|r| r.contains("merge #"))
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert!(
+        asked.iter().any(|r| r.contains("+ADD = 'fixed'")),
+        "{asked:#?}"
+    );
+    assert_eq!(read(&env.project.join("calc.py")), "ADD = 'fixed'\n");
+    assert_eq!(read(&env.project.join("strutil.py")), "UPPER = 'fixed'\n");
+    assert_eq!(arbor_branches(&env), "");
+}
