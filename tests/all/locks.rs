@@ -82,3 +82,57 @@ fn rewind_is_refused_while_another_process_runs_a_turn_and_works_after() {
         String::from_utf8_lossy(&done.stderr)
     );
 }
+
+/// A runtime (as behind the TUI) holds a session's lock only while a turn runs: once
+/// the turn ends, another writer can open the idle session (what `session resume`,
+/// `merge`, `discard` and `rewind` from a shell do). The runtime's next turn takes
+/// the lock again; when that other writer added to the transcript meanwhile, the
+/// turn fails clearly and writes nothing.
+#[tokio::test]
+async fn an_idle_session_of_a_runtime_can_be_opened_elsewhere() {
+    use arbor::engine::testing::Step;
+    use arbor::session::{Message, SessionStore};
+    use support::fixture::{Fixture, plan};
+
+    let fx = Fixture::new(plan(serde_json::json!({})), &[], |_| {
+        vec![Step::text("Hello")]
+    });
+    let rt = fx.runtime();
+    let id = rt.create_root(None).unwrap();
+    rt.run_turn(&id, "hi".into()).await.unwrap();
+
+    let store = SessionStore::new(fx.paths.sessions_dir());
+    {
+        // Idle: free to open, and a turn of the runtime meanwhile is refused.
+        let _other = store.open(&id).expect("an idle session is not locked");
+        let err = rt.run_turn(&id, "again".into()).await.unwrap_err();
+        assert!(
+            err.to_string().contains("is open in another process"),
+            "{err}"
+        );
+    }
+    // Released again: the runtime continues as before.
+    rt.run_turn(&id, "again".into()).await.unwrap();
+
+    let before = std::fs::read(fx.session_dir(&id).join("transcript.jsonl")).unwrap();
+    {
+        let mut other = store.open(&id).unwrap();
+        other
+            .append_message(&Message::user("from a shell"))
+            .unwrap();
+        other.sync().unwrap();
+    }
+    let after = std::fs::read(fx.session_dir(&id).join("transcript.jsonl")).unwrap();
+    assert!(after.len() > before.len());
+    let err = rt.run_turn(&id, "stale".into()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("was continued by another process while idle here"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(fx.session_dir(&id).join("transcript.jsonl")).unwrap(),
+        after,
+        "nothing written by the stale copy"
+    );
+}
