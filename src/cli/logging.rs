@@ -19,9 +19,14 @@ use crate::session::redact::scrub;
 pub fn init(log_file: &Path) -> Option<WorkerGuard> {
     let dir = log_file.parent()?;
     std::fs::create_dir_all(dir).ok()?;
-    let name = log_file.file_name()?;
-    let appender = tracing_appender::rolling::never(dir, name);
-    let (writer, guard) = tracing_appender::non_blocking(appender);
+    // Opened here rather than by `tracing_appender::rolling::never`, which panics on a
+    // file it cannot open (a read-only state directory, as inside the sandbox).
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_file)
+        .ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = EnvFilter::try_from_env("ARBOR_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -348,7 +348,8 @@ impl Engine {
                     session_id,
                     "rewinding a session",
                     move |rt, id| {
-                        undo::rewind(rt.store(), id, to_turn, force).map(undo::UndoDone::Rewound)
+                        undo::rewind_in(rt.store(), id, to_turn, force, rt.live(id).as_deref())
+                            .map(undo::UndoDone::Rewound)
                     },
                 );
             }
@@ -363,8 +364,15 @@ impl Engine {
                     session_id,
                     "forking a session",
                     move |rt, id| {
-                        undo::fork(rt.store(), id, at_turn, None, rewind)
-                            .map(|(forked, rewound)| undo::UndoDone::Forked { forked, rewound })
+                        undo::fork_in(
+                            rt.store(),
+                            id,
+                            at_turn,
+                            None,
+                            rewind,
+                            rt.live(id).as_deref(),
+                        )
+                        .map(|(forked, rewound)| undo::UndoDone::Forked { forked, rewound })
                     },
                 );
             }

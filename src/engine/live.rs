@@ -38,12 +38,14 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::inbox::{Inbox, Pending};
+use super::outcome::EngineError;
 use crate::config::MountPlan;
+use crate::isolation::worktree::KEY as WORKTREE_KEY;
 use crate::provider::Provider;
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{PromptMode, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason};
 use crate::session::{
-    EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionWriter,
+    EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionWriter, StoreError,
 };
 
 /// Locks `m`, recovering the data of a poisoned lock (a panicked holder cannot leave
@@ -213,9 +215,16 @@ impl LiveSession {
         lock(&self.persist_error).take()
     }
 
-    /// Marks a turn as started: a fresh token (a child of `parent` when given), the
-    /// running flag set. `None` when a turn is already running.
-    pub fn begin_turn(self: &Arc<Self>, parent: Option<&CancellationToken>) -> Option<TurnGuard> {
+    /// Marks a turn as started: the session's lock taken again if it was released
+    /// when the last turn ended ([`LiveSession::retake_lock`]), a fresh token (a child
+    /// of `parent` when given), the running flag set.
+    ///
+    /// Errors: `Busy` when a turn is already running; the store's `Locked` (another
+    /// process runs a turn in it) or `ChangedElsewhere` — nothing written.
+    pub fn begin_turn(
+        self: &Arc<Self>,
+        parent: Option<&CancellationToken>,
+    ) -> Result<TurnGuard, EngineError> {
         let _inbox = lock(&self.inbox);
         let mut cancel = lock(&self.cancel);
         if self
@@ -223,14 +232,45 @@ impl LiveSession {
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return None;
+            return Err(EngineError::Busy {
+                session_id: self.id.clone(),
+            });
+        }
+        if let Err(e) = self.retake_lock() {
+            self.running.store(false, Ordering::Release);
+            return Err(e.into());
         }
         *cancel = parent.map_or_else(CancellationToken::new, CancellationToken::child_token);
-        Some(TurnGuard {
+        Ok(TurnGuard {
             session: self.clone(),
             token: cancel.clone(),
             released: false,
         })
+    }
+
+    /// Takes the session's lock again after a turn released it, and takes the
+    /// worktree record from disk (a shell may have merged or discarded the worktree
+    /// while the session sat idle here). Nothing to do while held.
+    fn retake_lock(&self) -> Result<(), StoreError> {
+        let Some(disk) = lock(&self.writer).retake_lock()? else {
+            return Ok(());
+        };
+        let mut metadata = lock(&self.metadata);
+        match disk.extra.get(WORKTREE_KEY) {
+            Some(record) => {
+                metadata.extra.insert(WORKTREE_KEY.into(), record.clone());
+            }
+            None => {
+                metadata.extra.remove(WORKTREE_KEY);
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the session's lock once no turn runs in it (issue 35 item 4): an idle
+    /// session can then be resumed, merged, discarded or rewound by another process.
+    fn release_lock(&self) {
+        lock(&self.writer).release_lock();
     }
 
     /// Adds `text` to the inbox as a steer or a queued message (at `position` among
@@ -286,6 +326,7 @@ impl LiveSession {
             }
             let returned = inbox.take_all();
             guard.released = true;
+            self.release_lock();
             self.running.store(false, Ordering::Release);
             returned
         };
@@ -358,6 +399,7 @@ impl Drop for TurnGuard {
             });
             self.session.sync();
         }
+        self.session.release_lock();
         self.session.running.store(false, Ordering::Release);
     }
 }

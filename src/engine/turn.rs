@@ -155,9 +155,7 @@ pub(crate) async fn run_input(
     }
     // The session's own provider must build before anything is written.
     providers::provider_for(env, &live)?;
-    let guard = live
-        .begin_turn(parent.as_ref())
-        .ok_or_else(|| busy(&live))?;
+    let guard = live.begin_turn(parent.as_ref())?;
     let chained = chain(env, &live, guard, Some(input)).await;
     chained.ok_or_else(|| EngineError::Other("internal error: no turn ran".into()))
 }
@@ -175,14 +173,16 @@ pub(crate) async fn run_inbox(
     match providers::provider_for(env, &live) {
         Ok(_) => {}
         Err(e) => {
-            if let Some(mut guard) = live.begin_turn(None) {
+            if let Ok(mut guard) = live.begin_turn(None) {
                 live.next_input(&mut guard, false);
             }
             return Err(e);
         }
     };
-    let Some(guard) = live.begin_turn(None) else {
-        return Ok(None);
+    let guard = match live.begin_turn(None) {
+        Ok(guard) => guard,
+        Err(EngineError::Busy { .. }) => return Ok(None),
+        Err(e) => return Err(e),
     };
     Ok(chain(env, &live, guard, None).await)
 }

@@ -62,6 +62,12 @@ pub enum StoreError {
     /// Another writer holds the session's lock (pid 0 when unknown).
     #[error("session '{id}' is open in another process (pid {pid})")]
     Locked { id: String, pid: u32 },
+    /// Another process added to the session's transcript while this process held it
+    /// idle, unlocked: this process's copy is stale and writes nothing more.
+    #[error(
+        "session '{id}' was continued by another process while idle here; open it again to see and continue it"
+    )]
+    ChangedElsewhere { id: String },
     /// A prefix matched several sessions (`matches` sorted); the message lists them
     /// comma-separated.
     #[error(

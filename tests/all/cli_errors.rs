@@ -539,3 +539,33 @@ fn session_list_shows_unreadable_and_rebuilt_sessions() {
             "Corrupted session metadata for '{garbage}'"
         )));
 }
+
+/// A log file that cannot be opened (a read-only state directory, as inside the
+/// sandbox; here also a directory where the file should be, which even root cannot
+/// open for writing) leaves arbor without a log, not panicking: `session list` works.
+#[test]
+fn an_unopenable_log_file_means_no_log_not_a_panic() {
+    let env = TestEnv::new();
+    let state = env.dir.path().join("state");
+    let log_dir = state.join("arbor");
+    std::fs::create_dir_all(log_dir.join("arbor.log")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&log_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let out = env
+        .cmd()
+        .env("XDG_STATE_HOME", &state)
+        .args(["session", "list"])
+        .output()
+        .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&log_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

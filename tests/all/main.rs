@@ -54,6 +54,7 @@ mod interop;
 mod isolation;
 mod key_endpoint;
 mod limits;
+mod locks;
 mod mcp;
 mod mcp_cli;
 mod models_cli;

@@ -62,6 +62,16 @@ pub enum UndoError {
     /// The session is running a turn in this process.
     #[error("session {0} is running a turn: wait for it or cancel it first")]
     Running(String),
+    /// Another process holds the session's lock: it is running a turn there.
+    #[error("session {id} is running a turn in another process (pid {pid}); {what} refused")]
+    Busy {
+        /// The session.
+        id: String,
+        /// The lock holder's pid (0 when unknown).
+        pid: u32,
+        /// `merge`, `discard` or `rewind`.
+        what: &'static str,
+    },
     /// A bug: `what` panicked with `message` (also in the log).
     #[error("internal error: {what} panicked: {message}")]
     Panicked {
@@ -166,15 +176,21 @@ enum Record<'a> {
 impl<'a> Record<'a> {
     /// `live` when the session is live in this process (refused while it runs a
     /// turn), else the store's record, locked.
+    /// A lock held by another process is `Busy` naming `what` (`merge`, …).
     fn open(
         store: &SessionStore,
         id: &str,
         live: Option<&'a LiveSession>,
+        what: &'static str,
     ) -> Result<Self, UndoError> {
         match live {
             Some(l) if l.is_running() => Err(UndoError::Running(id.to_string())),
             Some(l) => Ok(Self::Live(l)),
-            None => Ok(Self::Stored(Box::new(store.open(id)?))),
+            None => match store.open(id) {
+                Ok(writer) => Ok(Self::Stored(Box::new(writer))),
+                Err(StoreError::Locked { id, pid }) => Err(UndoError::Busy { id, pid, what }),
+                Err(e) => Err(e.into()),
+            },
         }
     }
 
@@ -244,7 +260,7 @@ fn merge_as(
     live: Option<&LiveSession>,
     markers: bool,
 ) -> Result<Merged, UndoError> {
-    let mut rec = Record::open(store, id, live)?;
+    let mut rec = Record::open(store, id, live, "merge")?;
     let metadata = rec.metadata();
     let record = active(&metadata, "merge")?;
     let target = metadata
@@ -285,7 +301,7 @@ pub(crate) fn discard_in(
     id: &str,
     live: Option<&LiveSession>,
 ) -> Result<Discarded, UndoError> {
-    let mut rec = Record::open(store, id, live)?;
+    let mut rec = Record::open(store, id, live, "discard")?;
     let record = active(&rec.metadata(), "discard")?;
     let notes = record.remove()?;
     rec.set_state(&record, State::Discarded)?;
@@ -299,7 +315,10 @@ pub(crate) fn discard_in(
 /// Restores the files session `id` changed after turn `to_turn` (1-based; 0 = all of
 /// them) to their state then, from its checkpoints (`isolation::checkpoint`).
 ///
-/// Errors: `Isolation(TurnOutOfRange)` naming the valid range;
+/// The session's lock is held while the files are restored: a session running a turn
+/// in another process is refused (`Busy`).
+///
+/// Errors: `Busy`; `Isolation(TurnOutOfRange)` naming the valid range;
 /// `Isolation(ChangedSince { files })` when someone else changed them since and not
 /// `force` — nothing written; the store's.
 pub fn rewind(
@@ -308,6 +327,19 @@ pub fn rewind(
     to_turn: u64,
     force: bool,
 ) -> Result<Rewound, UndoError> {
+    rewind_in(store, id, to_turn, force, None)
+}
+
+/// [`rewind`], with `live` the session when it is live in this process (refused
+/// while it runs a turn; its lock is this process's already).
+pub(crate) fn rewind_in(
+    store: &SessionStore,
+    id: &str,
+    to_turn: u64,
+    force: bool,
+    live: Option<&LiveSession>,
+) -> Result<Rewound, UndoError> {
+    let _held = Record::open(store, id, live, "rewind")?;
     let loaded = store.load(id)?;
     let turns = loaded
         .transcript
@@ -343,8 +375,20 @@ pub fn fork(
     name: Option<&str>,
     rewind_files: bool,
 ) -> Result<(Forked, Option<Rewound>), UndoError> {
+    fork_in(store, id, at_turn, name, rewind_files, None)
+}
+
+/// [`fork`], with `live` the session when it is live in this process.
+pub(crate) fn fork_in(
+    store: &SessionStore,
+    id: &str,
+    at_turn: Option<u64>,
+    name: Option<&str>,
+    rewind_files: bool,
+    live: Option<&LiveSession>,
+) -> Result<(Forked, Option<Rewound>), UndoError> {
     let rewound = match (rewind_files, at_turn) {
-        (true, Some(turn)) => Some(rewind(store, id, turn, false)?),
+        (true, Some(turn)) => Some(rewind_in(store, id, turn, false, live)?),
         _ => None,
     };
     let forked = crate::session::fork::fork(store, id, at_turn, name)?;

@@ -77,7 +77,7 @@ pub(crate) async fn run(
     if child.is_running() {
         return Err(busy());
     }
-    let guard = child.begin_turn(Some(parent)).ok_or_else(busy)?;
+    let guard = child.begin_turn(Some(parent))?;
     // Registered at once (no await since the running flag was set): a steer from now
     // on is forwarded, never left in the root's inbox.
     let (tx, rx) = unbounded_channel();

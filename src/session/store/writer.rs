@@ -42,7 +42,11 @@ pub struct SessionWriter {
     unsynced: Unsynced,
     /// fsyncs made so far (see [`SessionWriter::fsyncs`]).
     fsyncs: u64,
-    lock: SessionLock,
+    /// `None` while released between turns ([`SessionWriter::release_lock`]).
+    lock: Option<SessionLock>,
+    /// The transcript's length when the lock was released, to see at
+    /// [`SessionWriter::retake_lock`] whether another process wrote meanwhile.
+    released_at: Option<u64>,
 }
 
 /// The files written since the last [`SessionWriter::sync`].
@@ -71,7 +75,8 @@ impl SessionWriter {
             secrets: Vec::new(),
             unsynced: Unsynced::default(),
             fsyncs: 0,
-            lock,
+            lock: Some(lock),
+            released_at: None,
         })
     }
 
@@ -79,9 +84,49 @@ impl SessionWriter {
     /// open files (they follow the directory) and what is still unsynced; later
     /// writes go to `to`. Errors as `SessionLock::rename_dir` (nothing moved).
     pub(crate) fn rename_dir(&mut self, to: &Path) -> Result<(), StoreError> {
-        self.lock.rename_dir(&self.dir, to, &self.id)?;
+        let Some(lock) = self.lock.as_mut() else {
+            return Err(StoreError::Locked {
+                id: self.id.clone(),
+                pid: 0,
+            });
+        };
+        lock.rename_dir(&self.dir, to, &self.id)?;
         self.dir = to.to_path_buf();
         Ok(())
+    }
+
+    /// Releases the session's lock while this process leaves the session idle (between
+    /// turns), so another process may resume, merge or rewind it. Writes still go to the
+    /// open files; [`SessionWriter::retake_lock`] before the next turn.
+    pub(crate) fn release_lock(&mut self) {
+        if self.lock.take().is_some() {
+            self.released_at = self.transcript.metadata().ok().map(|m| m.len());
+        }
+    }
+
+    /// Takes the lock again after [`SessionWriter::release_lock`] (nothing to do when
+    /// held) and reloads the metadata from disk (another process may have merged or
+    /// discarded the session's worktree meanwhile); returns that metadata.
+    ///
+    /// Errors: `Locked` (another process runs a turn in it now); `ChangedElsewhere`
+    /// (another process added to its transcript meanwhile: the lock stays released);
+    /// the metadata's read errors.
+    pub(crate) fn retake_lock(&mut self) -> Result<Option<Metadata>, StoreError> {
+        if self.lock.is_some() {
+            return Ok(None);
+        }
+        let lock = super::lock::acquire(&self.dir, &self.id)?;
+        let now = self.transcript.metadata().ok().map(|m| m.len());
+        if now != self.released_at {
+            return Err(StoreError::ChangedElsewhere {
+                id: self.id.clone(),
+            });
+        }
+        let (metadata, _) = super::rebuild::read_or_rebuild(&self.dir, &self.id)?;
+        self.metadata = metadata.clone();
+        self.lock = Some(lock);
+        self.released_at = None;
+        Ok(Some(metadata))
     }
 
     /// The session's id.
