@@ -391,3 +391,21 @@ fn a_session_from_before_the_record_keeps_its_earlier_turns() {
     cp.rewind(0, 2, false).unwrap();
     assert_eq!(read(&main.path().join("app.py")), "VALUE = 0\n");
 }
+
+/// Issue 35: a grandchild cut from its parent's worktree still diffs (and says what
+/// it changed) once that worktree is removed: its branch is read from the main
+/// repository's `.git`.
+#[test]
+fn a_grandchilds_diff_survives_its_parents_worktree_going() {
+    let main = repo();
+    let state = tempfile::tempdir().unwrap();
+    let parent = WorktreeRecord::create(main.path(), "aaaa1111", state.path()).unwrap();
+    let child = WorktreeRecord::create(&parent.path, "bbbb2222", state.path()).unwrap();
+    std::fs::write(child.path.join("app.py"), "VALUE = 'grandchild'\n").unwrap();
+    assert!(child.commit("turn 1").unwrap());
+    std::fs::remove_dir_all(&child.path).unwrap();
+    parent.remove().unwrap();
+    assert!(!child.repo.exists());
+    assert!(child.diff().unwrap().contains("+VALUE = 'grandchild'"));
+    assert_eq!(child.changed_files().unwrap(), vec!["app.py".to_string()]);
+}

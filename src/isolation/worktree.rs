@@ -101,8 +101,15 @@ impl WorktreeRecord {
         }
     }
 
+    /// The repository the branch lives in, as a place to run git: the checkout it was
+    /// cut from, or — when that is gone (a grandchild whose parent's worktree was
+    /// removed) — the recorded main `.git` itself, which holds the same branches and
+    /// objects (issue 35: `session diff` failed with "cannot change to …").
     fn main_git(&self) -> Git {
-        Git::at(&self.repo)
+        match &self.common_dir {
+            Some(common) if !self.repo.exists() => Git::private(common, common),
+            _ => Git::at(&self.repo),
+        }
     }
 
     /// Cuts a worktree for session `short` (its short id) from `parent_dir` as it is
