@@ -41,7 +41,10 @@ pub use lock::LOCK_FILE;
 pub use metadata_file::{METADATA_BACKUP, METADATA_FILE, METADATA_TEMP};
 pub use tail::{EarlierPart, EarlierRead, TranscriptTail};
 pub use transcript::{TRANSCRIPT_FILE, parse_transcript};
-pub use writer::{EVENTS_FILE, SessionWriter};
+/// The event log's file name inside a session directory.
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+pub use writer::SessionWriter;
 
 use super::ids;
 use super::message::Message;

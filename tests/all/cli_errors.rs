@@ -491,7 +491,7 @@ fn session_list_shows_unreadable_and_rebuilt_sessions() {
     assert!(row(&id).contains("interrupted"), "{table}");
     assert!(
         row(garbage).contains(&format!(
-            "unreadable       -  Corrupted session metadata for '{garbage}': metadata.json unreadable"
+            "unreadable   -                 -  Corrupted session metadata for '{garbage}': metadata.json unreadable"
         )),
         "{table}"
     );

@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::io::BufReader;
 
+use super::EVENTS_FILE;
 use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
-use super::writer::EVENTS_FILE;
 use super::{SessionStore, StoreError};
 use crate::session::protocol::{EngineEvent, Event};
 

@@ -20,9 +20,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::EVENTS_FILE;
 use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
 use super::transcript::{TRANSCRIPT_FILE, read_transcript};
-use super::writer::EVENTS_FILE;
 use super::{StoreError, lock, metadata_file};
 use crate::session::message::Message;
 use crate::session::metadata::{Metadata, SessionStatus};

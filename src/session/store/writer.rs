@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::EVENTS_FILE;
 use super::lock::SessionLock;
 use super::metadata_file;
 use super::transcript::TRANSCRIPT_FILE;
@@ -24,9 +25,6 @@ use crate::session::message::Message;
 use crate::session::metadata::Metadata;
 use crate::session::protocol::Event;
 use crate::session::redact::{MIN_SECRET_LEN, redact, redact_strings};
-
-/// The event log's file name inside a session directory.
-pub const EVENTS_FILE: &str = "events.jsonl";
 
 /// Exclusive, locked write access to one session directory. Dropping it releases the
 /// lock (also when the process dies: the OS drops advisory locks).
