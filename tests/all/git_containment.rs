@@ -10,6 +10,7 @@
 //! - a worktree child cannot move the person's branch, nor point its worktree at
 //!   another repository through its `.git` file.
 
+use crate::isolation::git;
 use crate::support;
 
 use std::path::Path;
@@ -20,22 +21,6 @@ use support::*;
 
 const SHELL_AGENT: &str = "---\nmeta:\n  name: shell\n  description: Runs commands.\n\
 tools:\n  - module: tool-filesystem\n    config:\n      read_only: false\n  - module: tool-bash\n---\nYou run commands.\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// A project that is a git repository with `app.py` committed, and the `shell` agent.
 fn project(env: &TestEnv) {
