@@ -307,6 +307,10 @@ impl<'a> Gate<'a> {
             .unwrap_or_else(|e| (Some(Err(format!("no preview: {e}"))), None))
         };
         let (preview, sandbox) = preview;
+        let sandbox = sandbox.map(|note| match worktree_branch(&self.live) {
+            Some(branch) => format!("{note}; runs in worktree {branch}"),
+            None => note,
+        });
         let mut summary = summary(&call.tool, &call.arguments, command.as_deref());
         let diff = match preview {
             Some(Ok(diff)) => Some(diff),
@@ -490,6 +494,15 @@ pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolic
         authority,
         &rules,
     )
+}
+
+/// The branch of `live`'s active worktree (`arbor/9f6d2526`), for the approval
+/// prompt's line on where a command runs (issue 35: `./` alone did not say that `./`
+/// is a worktree, not the person's checkout).
+fn worktree_branch(live: &LiveSession) -> Option<String> {
+    crate::isolation::WorktreeRecord::of(&live.metadata().extra)
+        .filter(|r| r.state == crate::isolation::worktree::State::Active)
+        .map(|r| r.branch)
 }
 
 #[cfg(test)]

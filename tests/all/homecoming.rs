@@ -554,3 +554,44 @@ fn over_acp_review_asks_the_editor_with_the_diff() {
     assert_eq!(read(&env.project.join("strutil.py")), "UPPER = 'fixed'\n");
     assert_eq!(arbor_branches(&env), "");
 }
+
+/// A worktree child's approval prompt says where its command runs: the sandbox note
+/// of its `approval:required` names the worktree's branch (headless without `--yes`
+/// the call is then denied, as any).
+#[test]
+fn a_worktree_childs_approval_says_the_command_runs_in_its_worktree() {
+    let server = delegate_then_check(
+        vec![(
+            "Fix calc",
+            vec![("b1", "bash", json!({"command": "echo fixed > calc.py"}))],
+        )],
+        vec![task("ta", "Fix calc")],
+        "true",
+    );
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-home");
+    two_broken_files(&env);
+    let out = env.cmd().args(["run", "fix the tests"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let notes: Vec<String> = std::fs::read_dir(env.sessions_dir())
+        .unwrap()
+        .flat_map(|d| read_jsonl(&d.unwrap().path().join("events.jsonl")))
+        .filter(|e| e["event"] == "approval:required" && e["data"]["tool_call_id"] == "b1")
+        .map(|e| {
+            e["data"]["sandbox"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("sandboxed: writes ./")
+            && notes[0].contains("; runs in worktree arbor/"),
+        "{notes:?}"
+    );
+}
