@@ -307,7 +307,7 @@ impl<'a> Gate<'a> {
             .unwrap_or_else(|e| (Some(Err(format!("no preview: {e}"))), None))
         };
         let (preview, sandbox) = preview;
-        let sandbox = sandbox.map(|note| match worktree_branch(&self.live) {
+        let sandbox = sandbox.map(|note| match worktree_branch(self.live) {
             Some(branch) => format!("{note}; runs in worktree {branch}"),
             None => note,
         });
