@@ -136,3 +136,106 @@ async fn an_idle_session_of_a_runtime_can_be_opened_elsewhere() {
         "nothing written by the stale copy"
     );
 }
+
+/// Issue 35's done-when through the real TUI in a pty: a root delegates a writing
+/// child (`merge: manual`, so its branch stays); once the turn is over and the TUI
+/// sits idle, a shell `session merge` of that child and a `session resume` of the
+/// root both work — the TUI holds no lock on idle sessions.
+#[test]
+fn a_tui_sitting_idle_lets_a_shell_merge_and_resume_its_sessions() {
+    use crate::support::term;
+
+    let server = ScriptedServer::start(Arc::new(|body: Value| {
+        let reply = if last_role(&body) == "tool" {
+            Reply::Sse(sse_text("All done here."))
+        } else if last_user_text(&body).contains("Change VALUE") {
+            Reply::Sse(sse_tool_calls(&[(
+                "w1",
+                "write_file",
+                serde_json::json!({"file_path": "app.py", "content": "VALUE = 2\n"}),
+            )]))
+        } else if last_user_text(&body).contains("once more") {
+            Reply::Sse(sse_text("resumed from the shell"))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                serde_json::json!({"agent": "implementer", "instruction": "Change VALUE"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test-locks");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str("isolation: {merge: manual}\napprovals: {write_file: allow}\n");
+    std::fs::write(&env.config, config).unwrap();
+    git_project(&env);
+    let term_env = term::Env {
+        home: &env.home,
+        amplifier_home: &env.amplifier_home,
+        config: &env.config,
+        cwd: &env.project,
+    };
+    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
+    assert!(
+        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"fix the value\r");
+    assert!(
+        tui.wait_text("All done here.", Duration::from_secs(60))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let child = crate::isolation::child_with(&env, "Change VALUE");
+    let merged = env
+        .cmd()
+        .args(["session", "merge", &child])
+        .output()
+        .unwrap();
+    assert!(
+        merged.status.success(),
+        "merge refused while the TUI sits idle: {}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("app.py")).unwrap(),
+        "VALUE = 2\n"
+    );
+    let list = env
+        .cmd()
+        .args(["session", "list", "--json"])
+        .output()
+        .unwrap();
+    let sessions: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let root = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["parent_id"].is_null())
+        .and_then(|s| s["session_id"].as_str())
+        .unwrap()
+        .to_string();
+    let resumed = env
+        .cmd()
+        .args(["session", "resume", &root, "once more"])
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "resume refused while the TUI sits idle: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| last_user_text(r).contains("once more")),
+        "the resumed turn reached the model"
+    );
+    drop(tui);
+}
