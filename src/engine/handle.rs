@@ -313,15 +313,23 @@ impl Engine {
                     });
                 });
             }
-            EngineCommand::MergeSession { session_id } => {
+            EngineCommand::MergeSession {
+                session_id,
+                markers,
+            } => {
                 undo_task(
                     runtime,
                     replies,
                     session_id,
                     "merging a session",
-                    |rt, id| {
-                        undo::merge_in(rt.store(), id, rt.live(id).as_deref())
-                            .map(undo::UndoDone::Merged)
+                    move |rt, id| {
+                        let live = rt.live(id);
+                        if markers {
+                            undo::merge_markers_in(rt.store(), id, live.as_deref())
+                        } else {
+                            undo::merge_in(rt.store(), id, live.as_deref())
+                        }
+                        .map(undo::UndoDone::Merged)
                     },
                 );
             }

@@ -94,6 +94,7 @@ async fn rewind_here_forks_at_the_turn_and_restores_the_files_changed_after_it()
         &engine,
         EngineCommand::MergeSession {
             session_id: id.clone(),
+            markers: false,
         },
     )
     .await;
@@ -195,6 +196,7 @@ async fn a_live_worktree_child_merges_through_the_engine() {
         &engine,
         EngineCommand::MergeSession {
             session_id: child.as_str().into(),
+            markers: false,
         },
     )
     .await

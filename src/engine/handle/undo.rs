@@ -245,6 +245,15 @@ pub fn merge_with_markers(store: &SessionStore, id: &str) -> Result<Merged, Undo
     merge_as(store, id, None, true)
 }
 
+/// [`merge_with_markers`], with `live` the session when it is live in this process.
+pub(crate) fn merge_markers_in(
+    store: &SessionStore,
+    id: &str,
+    live: Option<&LiveSession>,
+) -> Result<Merged, UndoError> {
+    merge_as(store, id, live, true)
+}
+
 /// [`merge`], with `live` the session when it is live in this process.
 pub(crate) fn merge_in(
     store: &SessionStore,

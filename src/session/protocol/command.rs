@@ -131,8 +131,12 @@ pub enum EngineCommand {
     /// tree, three-way, then remove the worktree and branch (`arbor session merge`;
     /// `engine::handle::undo::merge`). A conflict refuses the whole merge, naming the
     /// files; a root, a session without a worktree or one already merged is refused.
-    /// Answered with `Undone`.
-    MergeSession { session_id: SessionId },
+    /// Answered with `Undone`. With `markers` a conflict is written into the files as
+    /// git-style conflict markers instead (`arbor session merge --markers`).
+    MergeSession {
+        session_id: SessionId,
+        markers: bool,
+    },
     /// Remove sub-session `session_id`'s worktree and branch, changes and all
     /// (`arbor session discard`; `undo::discard`). Answered with `Undone`.
     DiscardSession { session_id: SessionId },

@@ -7,7 +7,8 @@
 //! (`engine::handle::undo`).
 
 use super::App;
-use crate::engine::handle::undo::{Rewound, UndoDone};
+use crate::engine::handle::undo::{Rewound, UndoDone, UndoError};
+use crate::isolation::IsolationError;
 use crate::session::EngineCommand;
 use crate::tui::error::UiError;
 
@@ -19,6 +20,12 @@ impl App {
             Ok(done) => done,
             Err(e) => {
                 self.set_note(e.to_string(), true);
+                if let UiError::Undo(undo) = &e
+                    && let UndoError::Isolation(IsolationError::Conflict { files }) = &**undo
+                {
+                    self.stack
+                        .push(super::components::ConfirmPrompt::markers(session_id, files));
+                }
                 return;
             }
         };
@@ -26,15 +33,19 @@ impl App {
             UndoDone::Merged(m) => {
                 self.tree.worktree_gone(session_id);
                 let n = m.files.len();
-                self.set_note(
-                    format!(
-                        "merged {} ({n} file{}) into {}",
-                        m.branch,
-                        plural(n),
-                        m.target.display()
-                    ),
-                    false,
+                let mut text = format!(
+                    "merged {} ({n} file{}) into {}",
+                    m.branch,
+                    plural(n),
+                    m.target.display()
                 );
+                if !m.conflicted.is_empty() {
+                    text = format!(
+                        "{text}; conflict markers in {}: resolve them",
+                        m.conflicted.join(", ")
+                    );
+                }
+                self.set_note(text, !m.conflicted.is_empty());
             }
             UndoDone::Discarded(d) => {
                 self.tree.worktree_gone(session_id);

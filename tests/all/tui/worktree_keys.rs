@@ -78,7 +78,8 @@ fn m_then_y_merges_and_the_node_loses_its_unmerged_mark() {
     assert_eq!(
         h.drain(),
         vec![EngineCommand::MergeSession {
-            session_id: KID.into()
+            session_id: KID.into(),
+            markers: false,
         }]
     );
     assert!(!h.screen(100, 20).contains("into the parent's checkout?"));
@@ -166,6 +167,40 @@ fn a_refused_merge_names_the_conflicting_files_and_keeps_the_mark() {
     assert!(screen.contains("app.py, lib.py"), "{screen}");
     assert!(branch(&h).is_some(), "the worktree stays");
     assert!(h.app.note().is_some_and(|n| n.warning));
+    // Issue 35: the refusal offers conflict markers; `y` asks for them.
+    assert!(screen.contains("conflict markers into them"), "{screen}");
+    h.press(KeyCode::Char('y'));
+    assert_eq!(
+        h.drain(),
+        vec![EngineCommand::MergeSession {
+            session_id: KID.into(),
+            markers: true,
+        }]
+    );
+}
+
+/// Declining the markers leaves the branch and says so.
+#[test]
+fn a_refused_merge_offers_markers_and_n_leaves_the_branch() {
+    let mut h = child_selected();
+    h.app.handle(AppEvent::Undone {
+        session_id: KID.into(),
+        result: Err(UiError::from(arbor::engine::handle::undo::UndoError::from(
+            arbor::isolation::IsolationError::Conflict {
+                files: vec!["app.py".into()],
+            },
+        ))),
+    });
+    assert!(
+        h.screen(120, 20)
+            .contains("the merge conflicts in 1 file (app.py); write conflict"),
+        "{}",
+        h.screen(120, 20)
+    );
+    h.press(KeyCode::Char('n'));
+    assert!(h.drain().is_empty());
+    assert_eq!(note(&h), "not merged; the branch stays");
+    assert!(branch(&h).is_some());
 }
 
 #[test]

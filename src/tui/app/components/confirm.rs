@@ -53,9 +53,31 @@ impl ConfirmPrompt {
             question: format!("merge {branch} into the parent's checkout?"),
             command: EngineCommand::MergeSession {
                 session_id: SessionId::from(id.as_str()),
+                markers: false,
             },
             declined: "not merged",
         }))
+    }
+
+    /// After a merge of `session_id` was refused for conflicts in `files`: write
+    /// git-style conflict markers into them for the person to resolve (issue 35; what
+    /// `arbor session merge --markers` does), or leave the branch as it is.
+    pub(crate) fn markers(session_id: &str, files: &[String]) -> Box<dyn Component> {
+        let n = files.len();
+        Box::new(Self {
+            title: " Conflict ",
+            question: format!(
+                "the merge conflicts in {n} file{} ({}); write conflict markers into {} for you to resolve?",
+                if n == 1 { "" } else { "s" },
+                files.join(", "),
+                if n == 1 { "it" } else { "them" }
+            ),
+            command: EngineCommand::MergeSession {
+                session_id: SessionId::from(session_id),
+                markers: true,
+            },
+            declined: "not merged; the branch stays",
+        })
     }
 
     /// `tree.discard`: remove the selected node's worktree and branch.

@@ -23,6 +23,7 @@ mod wall;
 use super::component::{Component, Ctx};
 use crate::tui::keymap::Action;
 
+pub(super) use confirm::ConfirmPrompt;
 pub(super) use diff::DiffOverlay;
 
 /// Builds a component for the person (`None`: it did not open; it said why in `cx`).
