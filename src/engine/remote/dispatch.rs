@@ -352,16 +352,8 @@ impl Link {
         binding: &mut Binding,
         message: &async_nats::jetstream::Message,
     ) -> Option<TurnOutcome> {
-        let header = |name: &str| {
-            message
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(name))
-                .map(|v| v.as_str().to_string())
-        };
-        let epoch = header(EPOCH_HEADER)
-            .and_then(|e| e.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let header = |name: &str| header_of(message.headers.as_ref(), name);
+        let epoch = epoch_of(message.headers.as_ref());
         let worker = header(WORKER_HEADER).unwrap_or_else(|| "?".into());
         let parsed: WorkerMsg = match serde_json::from_slice(&message.payload) {
             Ok(parsed) => parsed,
@@ -516,16 +508,8 @@ impl Link {
             Ok(None) => {}
             Err(e) => tracing::warn!(session = %self.session, "cannot read the lease: {e}"),
         }
-        let header = |name: &str| {
-            request
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(name))
-                .map(|v| v.as_str().to_string())
-        };
-        let epoch = header(EPOCH_HEADER)
-            .and_then(|e| e.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let header = |name: &str| header_of(request.headers.as_ref(), name);
+        let epoch = epoch_of(request.headers.as_ref());
         if let Err(reason) = binding.admit_sync(epoch, &reply, header(SIG_HEADER).as_deref()) {
             runs.refused
                 .record_forged(&self.session, "?", epoch, "sync", &reason);
@@ -678,4 +662,19 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// The value of header `name` of a NATS message, if present.
+fn header_of(headers: Option<&async_nats::HeaderMap>, name: &str) -> Option<String> {
+    headers
+        .and_then(|h| h.get(name))
+        .map(|v| v.as_str().to_string())
+}
+
+/// The lease epoch a worker's message or sync request carries (`EPOCH_HEADER`); 0
+/// when absent or not a number.
+fn epoch_of(headers: Option<&async_nats::HeaderMap>) -> u64 {
+    header_of(headers, EPOCH_HEADER)
+        .and_then(|e| e.trim().parse::<u64>().ok())
+        .unwrap_or(0)
 }

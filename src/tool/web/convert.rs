@@ -29,6 +29,8 @@ use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
 use html5ever::{LocalName, TokenizerResult};
 use markup5ever_rcdom::{Handle, Node, NodeData, RcDom};
 
+use crate::tool::confine::truncate_chars;
+
 use super::limit::DepthLimiter;
 
 /// Depth of the tree htmd walks at most (the document is depth 0): the element at
@@ -143,7 +145,7 @@ pub async fn spawn(html: String) -> Result<String, ConvertError> {
 /// headers, footers, forms and embedded content dropped, within `budget`. Recursion
 /// is bounded by [`MAX_DEPTH`]; run it on a thread with a stack of [`STACK_SIZE`].
 pub fn convert(html: &str, budget: &Budget) -> Result<String, ConvertError> {
-    let html = cut(html, MAX_INPUT);
+    let html = truncate_chars(html, MAX_INPUT);
     let document = parse(html, budget)?;
     flatten(&document, budget, html.len())?;
     merge_alike(&document);
@@ -151,18 +153,6 @@ pub fn convert(html: &str, budget: &Budget) -> Result<String, ConvertError> {
         .skip_tags(SKIP_TAGS.to_vec())
         .build();
     Ok(converter.tree_to_markdown(&document).trim().to_string())
-}
-
-/// The longest prefix of `text` of at most `max` bytes ending on a character.
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The document `html` parses to, fed in [`CHUNK`]s behind the depth filter.
@@ -179,7 +169,7 @@ fn parse(html: &str, budget: &Budget) -> Result<Handle, ConvertError> {
     let mut at = 0;
     while at < html.len() {
         budget.check(at, html.len())?;
-        let piece = cut(&html[at..], CHUNK);
+        let piece = truncate_chars(&html[at..], CHUNK);
         // A chunk shorter than one character cannot happen with CHUNK ≥ 4.
         let piece = if piece.is_empty() { &html[at..] } else { piece };
         queue.push_back(StrTendril::from_slice(piece));
