@@ -2,26 +2,25 @@
 //! comes before the file is read, and opening it can neither block nor follow a
 //! link swapped in after the checks.
 //!
-//! The rules are the ones arbor's `@mentions` follow (`tui::state::mentions`,
-//! `agent::mentions`): the path, symlinks resolved, lies inside the session's
-//! working directory; it is not private (`config::private`: `/proc`, `/dev`, `/sys`,
-//! arbor's and Amplifier's key files, the home directory's credential stores —
-//! checked on the path as written and as resolved, so `~/.ssh` is refused even when
-//! the working directory is home); it is opened `O_NONBLOCK | O_NOFOLLOW | O_NOCTTY`
-//! (a FIFO or device returns at once instead of waiting for a writer); `fstat` of
-//! the opened file says it is a regular file of at most [`MAX_ATTACHED`] bytes, and
-//! no more than that is read; on Linux the opened file's own path
-//! (`/proc/self/fd/N`) is checked again, so a directory swapped for a link between
-//! the checks and the open is caught.
+//! The reading is arbor's one reader of files it did not choose,
+//! `config::project_file::read` (the one `AGENTS.md`, commands, agent files and
+//! `@mentions` go through), confined to the session's working directory: the path,
+//! symlinks resolved, lies inside it and is not private (`config::private`: `/proc`,
+//! `/dev`, `/sys`, arbor's and Amplifier's key files, the home directory's credential
+//! stores); it is opened without blocking or following a final link, only a regular
+//! file is read, its handle's own path is checked again, and no more than
+//! [`MAX_ATTACHED`] bytes are read. On top of that the path *as written* must not be
+//! private (so `~/.ssh` is refused even when the working directory is home), and the
+//! file must be UTF-8 text.
 //!
 //! Owns: [`read_link`] and why a link is refused ([`Refused`]). Does not own: the
-//! private list (`config::private`), turning a prompt into text (`prompt`).
+//! reader (`config::project_file`), the private list (`config::private`), turning a
+//! prompt into text (`prompt`).
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::private::is_private;
+use crate::config::project_file::{self, Confinement, ProjectFileError};
 
 /// Largest file read for a resource link, in bytes (bigger ones are named, not
 /// attached).
@@ -37,7 +36,8 @@ pub enum Refused {
     /// A private path (`config::private`) or under one.
     #[error("a private path")]
     Private,
-    /// Not a regular file (a directory, FIFO, socket or device).
+    /// Not a regular file (a directory, FIFO, socket or device), or it changed while
+    /// it was being opened.
     #[error("not a regular file")]
     NotAFile,
     /// Larger than [`MAX_ATTACHED`] (the size in bytes).
@@ -51,6 +51,17 @@ pub enum Refused {
     Io(#[from] std::io::Error),
 }
 
+impl From<ProjectFileError> for Refused {
+    fn from(error: ProjectFileError) -> Self {
+        match error {
+            ProjectFileError::Outside { .. } => Self::Outside,
+            ProjectFileError::Private { .. } => Self::Private,
+            ProjectFileError::NotRegular { .. } | ProjectFileError::Moved { .. } => Self::NotAFile,
+            ProjectFileError::Io { source, .. } => Self::Io(source),
+        }
+    }
+}
+
 /// The text of the file at `path` (absolute, or relative to `cwd`) for a session
 /// working in `cwd`, under the rules of the module doc; `private` is
 /// `config::private::private_paths`. Errors: why it was refused ([`Refused`]);
@@ -60,44 +71,15 @@ pub fn read_link(path: &Path, cwd: &Path, private: &[PathBuf]) -> Result<String,
     if is_private(&written, private) {
         return Err(Refused::Private);
     }
-    let cwd = cwd.canonicalize()?;
-    // `canonicalize` resolves links with `lstat`/`readlink` only: it opens nothing.
-    let resolved = written.canonicalize()?;
-    check_place(&resolved, &cwd, private)?;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(&resolved)?;
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let opened = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-        check_place(&opened, &cwd, private)?;
+    let within = Confinement {
+        root: Some(cwd.canonicalize()?),
+        private: private.to_vec(),
+    };
+    let file = project_file::read(&written, &within, MAX_ATTACHED)?;
+    if file.cut || file.metadata.len() > MAX_ATTACHED {
+        return Err(Refused::TooLarge(file.metadata.len()));
     }
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(Refused::NotAFile);
-    }
-    if meta.len() > MAX_ATTACHED {
-        return Err(Refused::TooLarge(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_ATTACHED + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_ATTACHED {
-        return Err(Refused::TooLarge(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|_| Refused::Binary)
-}
-
-/// Whether resolved path `path` may be read for a session in canonical `cwd`.
-fn check_place(path: &Path, cwd: &Path, private: &[PathBuf]) -> Result<(), Refused> {
-    if !path.starts_with(cwd) {
-        return Err(Refused::Outside);
-    }
-    if is_private(path, private) {
-        return Err(Refused::Private);
-    }
-    Ok(())
+    String::from_utf8(file.bytes).map_err(|_| Refused::Binary)
 }
 
 #[cfg(test)]
