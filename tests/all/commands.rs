@@ -57,7 +57,6 @@ fn a_command_file_becomes_a_slash_command_with_its_arguments() {
 #[cfg(unix)]
 #[test]
 fn the_palette_lists_command_files_with_their_source() {
-    use crate::support::term;
     use std::time::Duration;
 
     let env = TestEnv::new();
@@ -70,18 +69,7 @@ fn the_palette_lists_command_files_with_their_source() {
         "---\ndescription: Review files\nargument-hint: \"[files]\"\n---\nReview $ARGUMENTS now.\n",
     )
     .unwrap();
-    let term_env = term::Env {
-        home: &env.home,
-        amplifier_home: &env.amplifier_home,
-        config: &env.config,
-        cwd: &env.project,
-    };
-    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
-    assert!(
-        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
-        "{}",
-        tui.screen()
-    );
+    let tui = env.tui();
     tui.send(b"/revi");
     assert!(
         tui.wait_for(Duration::from_secs(20), |s| s.contains("/review [files]")

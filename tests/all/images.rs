@@ -13,8 +13,6 @@ use support::*;
 #[cfg(unix)]
 #[test]
 fn an_at_mentioned_png_reaches_the_model_as_an_image_part() {
-    use crate::support::term;
-
     let env = TestEnv::new();
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("a red square"))]);
     env.use_openai(&server.base_url, "sk-test");
@@ -24,18 +22,7 @@ fn an_at_mentioned_png_reaches_the_model_as_an_image_part() {
         .unwrap();
     let bytes = std::fs::read(&png).unwrap();
 
-    let term_env = term::Env {
-        home: &env.home,
-        amplifier_home: &env.amplifier_home,
-        config: &env.config,
-        cwd: &env.project,
-    };
-    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
-    assert!(
-        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
-        "{}",
-        tui.screen()
-    );
+    let tui = env.tui();
     tui.send(b"what is in @shot.png");
     std::thread::sleep(Duration::from_millis(300));
     tui.send(b"\r");

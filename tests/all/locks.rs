@@ -143,8 +143,6 @@ async fn an_idle_session_of_a_runtime_can_be_opened_elsewhere() {
 /// root both work — the TUI holds no lock on idle sessions.
 #[test]
 fn a_tui_sitting_idle_lets_a_shell_merge_and_resume_its_sessions() {
-    use crate::support::term;
-
     let server = ScriptedServer::start(Arc::new(|body: Value| {
         let reply = if last_role(&body) == "tool" {
             Reply::Sse(sse_text("All done here."))
@@ -171,18 +169,7 @@ fn a_tui_sitting_idle_lets_a_shell_merge_and_resume_its_sessions() {
     config.push_str("isolation: {merge: manual}\napprovals: {write_file: allow}\n");
     std::fs::write(&env.config, config).unwrap();
     git_project(&env);
-    let term_env = term::Env {
-        home: &env.home,
-        amplifier_home: &env.amplifier_home,
-        config: &env.config,
-        cwd: &env.project,
-    };
-    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
-    assert!(
-        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
-        "{}",
-        tui.screen()
-    );
+    let tui = env.tui();
     tui.send(b"fix the value\r");
     assert!(
         tui.wait_text("All done here.", Duration::from_secs(60))

@@ -395,8 +395,6 @@ fn a_power_key_under_meta_needs_trust_again() {
 /// `~/.ssh/id_rsa`) neither freezes the screen nor shows up as a command.
 #[test]
 fn a_fifo_command_file_does_not_freeze_the_tui_palette() {
-    use crate::support::term;
-
     let (env, _) = leaky_env();
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("reviewed it"))]);
     env.use_openai(&server.base_url, KEY);
@@ -409,18 +407,7 @@ fn a_fifo_command_file_does_not_freeze_the_tui_palette() {
         "---\ndescription: Review files\n---\nReview $ARGUMENTS now.\n",
     )
     .unwrap();
-    let term_env = term::Env {
-        home: &env.home,
-        amplifier_home: &env.amplifier_home,
-        config: &env.config,
-        cwd: &env.project,
-    };
-    let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
-    assert!(
-        tui.wait_text("Message…", Duration::from_secs(60)).is_some(),
-        "{}",
-        tui.screen()
-    );
+    let tui = env.tui();
     tui.send(b"/");
     assert!(
         tui.wait_text("/agents", Duration::from_secs(20)).is_some(),

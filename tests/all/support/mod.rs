@@ -378,6 +378,27 @@ impl TestEnv {
         cmd
     }
 
+    /// The real TUI (`arbor` with no arguments) in a pseudo-terminal, in the project
+    /// directory with this environment's home, Amplifier home and config, once its
+    /// composer is drawn (panics with the screen after 60 s).
+    #[cfg(unix)]
+    pub fn tui(&self) -> term::Pty {
+        let term_env = term::Env {
+            home: &self.home,
+            amplifier_home: &self.amplifier_home,
+            config: &self.config,
+            cwd: &self.project,
+        };
+        let tui = term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &[], &term_env);
+        assert!(
+            tui.wait_text("Message…", std::time::Duration::from_secs(60))
+                .is_some(),
+            "the TUI did not start: {}",
+            tui.screen()
+        );
+        tui
+    }
+
     /// The same as a plain `std::process::Command`, for tests that signal the process.
     pub fn std_cmd(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("arbor"));
