@@ -51,6 +51,10 @@ fn a_worktree_starts_from_uncommitted_changes_and_merges_back() {
     assert_eq!(read(&main.path().join("app.py")), "VALUE = 'A'\n");
     wt.remove().unwrap();
     assert!(!wt.path.exists());
+    assert!(
+        !wt.path.parent().unwrap().exists(),
+        "the repository's directory under the worktrees root went with its last worktree"
+    );
     let branches = git::Git::at(main.path())
         .run(&["branch", "--list", "arbor/*"])
         .unwrap();

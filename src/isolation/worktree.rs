@@ -284,6 +284,11 @@ impl WorktreeRecord {
         } else {
             notes.push(format!("the branch {} was already gone", self.branch));
         }
+        // The repository's directory under the worktrees root goes with its last
+        // worktree (`remove_dir` refuses a directory that still holds another).
+        if let Some(slug) = self.path.parent() {
+            let _ = std::fs::remove_dir(slug);
+        }
         Ok(notes)
     }
 }
