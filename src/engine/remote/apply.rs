@@ -187,8 +187,11 @@ impl<'a> Applier<'a> {
     /// and arranges the answer's way back: interactive — registered in the runtime's
     /// pending approvals, the answer forwarded when it comes; headless — answered
     /// now (`--yes` allows once, otherwise denied, as the local gate does).
-    fn approval_required(&mut self, required: ApprovalRequiredEvent) {
+    fn approval_required(&mut self, mut required: ApprovalRequiredEvent) {
         let call = required.tool_call_id.as_str().to_string();
+        if let (Some(note), Some(holder)) = (required.sandbox.take(), &self.holder) {
+            required.sandbox = Some(on_worker(&note, holder));
+        }
         self.child.emit(EngineEvent::ApprovalRequired(required));
         let decision = match self.mode {
             ApprovalMode::Headless { yes: true } => ApprovalDecision::Allow {
@@ -324,4 +327,13 @@ pub(crate) fn merge_metadata(metadata: &mut Metadata, worker: &Metadata, status:
         metadata.name = worker.name.clone();
     }
     metadata.status = status;
+}
+
+/// The sandbox note of a worker's approval request as the person at the root reads
+/// it: where the command runs is the worker (`sandboxed: writes ./, no network; on
+/// worker w-88509e8c (host)`), not a worktree of the root's (the worker's own
+/// `; runs in worktree …` is dropped: that path is on the worker's machine).
+fn on_worker(note: &str, holder: &RanOn) -> String {
+    let note = note.split("; runs in worktree ").next().unwrap_or(note);
+    format!("{note}; on worker {} ({})", holder.worker, holder.host)
 }

@@ -337,3 +337,44 @@ fn controls_reach_only_sessions_running_remotely() {
     assert!(!runs.forward("s1", Forward::Steer("late".into())));
     assert_eq!(runs.refused_writes(), 0);
 }
+
+#[tokio::test]
+async fn a_workers_approval_says_which_worker_runs_the_command() {
+    let mut f = fixture();
+    let approvals = PendingApprovals::default();
+    let (tx, _rx) = unbounded_channel();
+    let mut applier = Applier::new(f.child.clone(), &approvals, ApprovalMode::Interactive, tx);
+    let child = f.child.clone();
+    applier.started(
+        RanOn {
+            worker: "w-88509e8c".into(),
+            host: "build-2".into(),
+            pid: 7,
+        },
+        1,
+    );
+    applier.event(of(
+        &child,
+        EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+            tool_call_id: "call_1".into(),
+            tool_name: "bash".into(),
+            agent: "builder".into(),
+            summary: "make".into(),
+            command: Some("make".into()),
+            sandbox: Some(
+                "sandboxed: writes ./, no network; runs in worktree arbor/9f6d2526".into(),
+            ),
+            ..Default::default()
+        }),
+    ));
+    let mut shown = None;
+    while let Ok(event) = f.events.try_recv() {
+        if let EngineEvent::ApprovalRequired(required) = &event.msg {
+            shown = required.sandbox.clone();
+        }
+    }
+    assert_eq!(
+        shown.as_deref(),
+        Some("sandboxed: writes ./, no network; on worker w-88509e8c (build-2)")
+    );
+}
