@@ -143,6 +143,15 @@ impl LiveSession {
         self.bus.publish(event);
     }
 
+    /// Publishes `session:notice` with `message` (a note for people: the thread,
+    /// `arbor run`'s stderr, `events.jsonl`) and logs it as a warning.
+    pub fn notice(&self, message: String) {
+        tracing::warn!(session = %self.id, "{message}");
+        self.emit(EngineEvent::SessionNotice(
+            crate::session::protocol::SessionNoticeEvent { message },
+        ));
+    }
+
     /// Appends `message` to the transcript file and memory, then publishes
     /// `message:appended` with it.
     pub fn append(&self, message: Message) {
@@ -271,6 +280,16 @@ impl LiveSession {
     /// session can then be resumed, merged, discarded or rewound by another process.
     fn release_lock(&self) {
         lock(&self.writer).release_lock();
+    }
+
+    /// Releases the session's lock when no turn runs in it (a session just loaded):
+    /// [`LiveSession::begin_turn`] takes it again, and a write meanwhile takes it for
+    /// that write alone.
+    pub(crate) fn release_if_idle(&self) {
+        let _inbox = lock(&self.inbox);
+        if !self.running.load(Ordering::Acquire) {
+            self.release_lock();
+        }
     }
 
     /// Adds `text` to the inbox as a steer or a queued message (at `position` among

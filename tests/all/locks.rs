@@ -226,3 +226,40 @@ fn a_tui_sitting_idle_lets_a_shell_merge_and_resume_its_sessions() {
     );
     drop(tui);
 }
+
+/// A session another runtime (another process) loads without running a turn in it —
+/// here renamed in place after a model switch loaded it — holds no lock: a shell can
+/// open it at once. A write of that idle copy while the shell holds the session is
+/// refused and writes nothing; once the shell lets go, the next write lands.
+#[tokio::test]
+async fn a_session_loaded_but_never_run_holds_no_lock_and_its_idle_writes_wait_their_turn() {
+    use arbor::engine::testing::Step;
+    use arbor::session::SessionStore;
+    use support::fixture::{Fixture, plan};
+
+    let fx = Fixture::new(plan(serde_json::json!({})), &[], |_| {
+        vec![Step::text("Hello")]
+    });
+    let id = {
+        let rt = fx.runtime();
+        let id = rt.create_root(None).unwrap();
+        rt.run_turn(&id, "hi".into()).await.unwrap();
+        id
+    };
+    let other = fx.runtime();
+    // Loads the stored session (whatever the model switch decides).
+    let _ = other.set_model(&id, "scripted-model").await;
+    let store = SessionStore::new(fx.paths.sessions_dir());
+    let metadata = || fx.metadata(&id);
+    {
+        let _shell = store
+            .open(&id)
+            .expect("a session loaded and never run is not locked");
+        other.rename(&id, "while the shell holds it").unwrap();
+        assert_ne!(metadata()["name"], "while the shell holds it");
+    }
+    other.rename(&id, "after the shell").unwrap();
+    assert_eq!(metadata()["name"], "after the shell");
+    // Still free: the idle write took the lock for itself alone.
+    drop(store.open(&id).expect("free after an idle write"));
+}

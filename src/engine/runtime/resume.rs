@@ -9,7 +9,7 @@ use crate::session::SessionWriter;
 impl Runtime {
     /// The live session `id`, resuming it from disk when not loaded: fresh load,
     /// `config` required (else `Corrupted`), the lock taken (`Locked` when another
-    /// process has it), provider endpoints moved to those the current config or
+    /// process has it, then released again until a turn begins), provider endpoints moved to those the current config or
     /// environment set, `session:resume` published, then `provider:endpoint_changed`
     /// for each endpoint that moved.
     pub(crate) fn live_or_resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
@@ -88,6 +88,9 @@ impl Runtime {
             tracing::info!(session = id, "{}", changed.note());
             session.emit(EngineEvent::ProviderEndpointChanged(changed));
         }
+        // Loaded, not running: held only while a turn runs (issue 35 item 4), so a
+        // session opened here and never run stays free for another process.
+        session.release_if_idle();
         Ok(session)
     }
 

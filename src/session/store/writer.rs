@@ -98,7 +98,7 @@ impl SessionWriter {
     /// open files; [`SessionWriter::retake_lock`] before the next turn.
     pub(crate) fn release_lock(&mut self) {
         if self.lock.take().is_some() {
-            self.released_at = self.transcript.metadata().ok().map(|m| m.len());
+            self.released_at = self.transcript_len();
         }
     }
 
@@ -114,8 +114,7 @@ impl SessionWriter {
             return Ok(None);
         }
         let lock = super::lock::acquire(&self.dir, &self.id)?;
-        let now = self.transcript.metadata().ok().map(|m| m.len());
-        if now != self.released_at {
+        if self.transcript_len() != self.released_at {
             return Err(StoreError::ChangedElsewhere {
                 id: self.id.clone(),
             });
@@ -156,6 +155,10 @@ impl SessionWriter {
     /// Appends one message line to `transcript.jsonl` in a single write, readable at
     /// once (no fsync: see [`SessionWriter::sync`]).
     pub fn append_message(&mut self, message: &Message) -> Result<(), StoreError> {
+        self.while_idle(|w| w.append_message_locked(message))
+    }
+
+    fn append_message_locked(&mut self, message: &Message) -> Result<(), StoreError> {
         let line = self.line(message, false)?;
         self.unsynced.transcript = true;
         self.transcript
@@ -176,6 +179,10 @@ impl SessionWriter {
         if !event.is_logged() {
             return Ok(());
         }
+        self.while_idle(|w| w.append_event_locked(event))
+    }
+
+    fn append_event_locked(&mut self, event: &Event) -> Result<(), StoreError> {
         let line = self.line(&event.to_log_line(), true)?;
         self.unsynced.events = true;
         self.events
@@ -196,10 +203,43 @@ impl SessionWriter {
             });
         }
         let redacted = redact_metadata(metadata, &self.secrets)?;
-        self.unsynced.metadata = true;
-        metadata_file::write(&self.dir, &redacted)?;
+        self.while_idle(|w| {
+            w.unsynced.metadata = true;
+            metadata_file::write(&w.dir, &redacted)
+        })?;
         self.metadata = redacted;
         Ok(())
+    }
+
+    /// Runs `write` under the session's lock: at once while it is held (a turn runs);
+    /// while it is released between turns ([`SessionWriter::release_lock`]), the lock
+    /// is taken for this write alone, so a write of an idle session (a merge recorded
+    /// after the child's turn, a rename) never races another process that took the
+    /// session meanwhile.
+    ///
+    /// Errors, nothing written: `Locked` (another process runs a turn in it now);
+    /// `ChangedElsewhere` (another process added to its transcript while it was idle
+    /// here: this copy is stale).
+    fn while_idle<T>(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if self.lock.is_some() {
+            return write(self);
+        }
+        let _lock = super::lock::acquire(&self.dir, &self.id)?;
+        if self.transcript_len() != self.released_at {
+            return Err(StoreError::ChangedElsewhere {
+                id: self.id.clone(),
+            });
+        }
+        let written = write(self);
+        self.released_at = self.transcript_len();
+        written
+    }
+
+    fn transcript_len(&self) -> Option<u64> {
+        self.transcript.metadata().ok().map(|m| m.len())
     }
 
     /// Makes everything written since the last sync durable (end of a turn): fsyncs
