@@ -20,12 +20,11 @@
 use std::time::Duration;
 
 use color_eyre::Result;
-use futures::StreamExt;
 
 use super::context::Context;
 use crate::config::remote::frontmatter;
 use crate::outln;
-use crate::remote::wire::{JOBS_STREAM, WorkerInfo, consumer_name, now_ms};
+use crate::remote::wire::{JOBS_STREAM, consumer_name, now_ms};
 use crate::remote::{Remote, RemoteAuth};
 
 /// How long connecting, and then each query, may take.
@@ -159,7 +158,7 @@ async fn jobs(remote: &Remote, pool: &str, ack_wait: Duration) -> Result<()> {
 /// refresh, so every entry is a worker alive within that time), and how many serve
 /// other pools.
 async fn workers(remote: &Remote, pool: &str) -> Result<()> {
-    let listed = match tokio::time::timeout(TIMEOUT, live_workers(remote)).await {
+    let listed = match tokio::time::timeout(TIMEOUT, remote.live_workers()).await {
         Ok(Ok(listed)) => listed,
         Ok(Err(e)) => return Ok(outln!("  warning cannot list workers: {e}")?),
         Err(_) => {
@@ -206,24 +205,4 @@ fn uptime(ms: u64) -> String {
         3600..86400 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86400),
     }
-}
-
-/// Every worker in the presence bucket, sorted by id; an entry that is not a
-/// [`WorkerInfo`] is skipped. A missing bucket is no worker.
-async fn live_workers(remote: &Remote) -> std::result::Result<Vec<WorkerInfo>, String> {
-    let Ok(bucket) = remote.workers().await else {
-        return Ok(Vec::new());
-    };
-    let mut keys = bucket.keys().await.map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    while let Some(key) = keys.next().await {
-        let key = key.map_err(|e| e.to_string())?;
-        if let Ok(Some(bytes)) = bucket.get(&key).await
-            && let Ok(info) = serde_json::from_slice::<WorkerInfo>(&bytes)
-        {
-            out.push(info);
-        }
-    }
-    out.sort_by(|a, b| a.ran_on.worker.cmp(&b.ran_on.worker));
-    Ok(out)
 }

@@ -26,7 +26,7 @@ use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 use super::RemoteError;
 use super::wire::{
     JOBS_STREAM, LEASES_BUCKET, OUT_STREAM, PAYLOADS_BUCKET, PRESENCE_TTL_SECS, WORKERS_BUCKET,
-    consumer_name, job_subject,
+    WorkerInfo, consumer_name, job_subject,
 };
 
 /// How long a connection attempt may take before it counts as failed.
@@ -254,6 +254,35 @@ impl Remote {
     /// Errors: [`RemoteError::Nats`] when it does not exist.
     pub async fn workers(&self) -> Result<kv::Store, RemoteError> {
         self.kv(WORKERS_BUCKET).await
+    }
+
+    /// Every worker in the presence bucket (entries expire [`PRESENCE_TTL_SECS`] after
+    /// a worker's last refresh, so each is a worker alive within that time), sorted
+    /// by id; an entry that is not a [`WorkerInfo`] is skipped, and a missing bucket
+    /// is no worker.
+    ///
+    /// Errors: [`RemoteError::Nats`] when the bucket's keys cannot be listed.
+    pub async fn live_workers(&self) -> Result<Vec<WorkerInfo>, RemoteError> {
+        let Ok(bucket) = self.workers().await else {
+            return Ok(Vec::new());
+        };
+        let mut keys = bucket
+            .keys()
+            .await
+            .map_err(|e| RemoteError::nats(format!("cannot list bucket {WORKERS_BUCKET}"), e))?;
+        let mut out = Vec::new();
+        while let Some(key) = futures::StreamExt::next(&mut keys).await {
+            let key = key.map_err(|e| {
+                RemoteError::nats(format!("cannot list bucket {WORKERS_BUCKET}"), e)
+            })?;
+            if let Ok(Some(bytes)) = bucket.get(&key).await
+                && let Ok(info) = serde_json::from_slice::<WorkerInfo>(&bytes)
+            {
+                out.push(info);
+            }
+        }
+        out.sort_by(|a, b| a.ran_on.worker.cmp(&b.ran_on.worker));
+        Ok(out)
     }
 
     async fn kv(&self, bucket: &str) -> Result<kv::Store, RemoteError> {

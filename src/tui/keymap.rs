@@ -192,6 +192,7 @@ actions! {
     ApprovalDenyNow = "approval.deny_now", Approval, ["esc"], true, "Deny";
     ApprovalUp = "approval.up", Approval, ["up", "k"], false, "Scroll command or diff up";
     ApprovalDown = "approval.down", Approval, ["down", "j"], false, "Scroll command or diff down";
+    ApprovalDiff = "approval.diff", Approval, ["d"], true, "Show or fold the diff (a merge review shows its files first)";
     ApprovalThread = "approval.thread", Approval, ["ctrl+g", "t"], true, "Read the asking session's thread (the prompt stays docked below; again: back)";
     TrustYes = "trust.yes", Trust, ["y"], true, "Trust this project";
     TrustNo = "trust.no", Trust, ["n", "esc"], true, "Not now (ask again next start)";

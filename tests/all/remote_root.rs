@@ -781,4 +781,5 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
 }
 
 mod forged;
+mod notices;
 mod person;

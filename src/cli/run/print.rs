@@ -103,6 +103,9 @@ impl<'a> Printer<'a> {
                 EngineEvent::ProviderEndpointChanged(changed) if own => out::error(changed.note()),
                 EngineEvent::SessionRebuilt(rebuilt) if own => out::error(rebuilt.note()),
                 EngineEvent::McpServerFailed(failed) => out::warning(failed.note()),
+                EngineEvent::SessionNotice(notice) => {
+                    out::warning(format!("#{}: {}", event.session_id.short(), notice.message))
+                }
                 EngineEvent::HookRan(ran) if ran.outcome != HookOutcome::Passed => {
                     out::warning(ran.note())
                 }
@@ -201,6 +204,7 @@ impl<'a> Printer<'a> {
                 | EngineEvent::PromptUnqueued(_)
                 | EngineEvent::SessionBudget(_)
                 | EngineEvent::McpServerFailed(_)
+                | EngineEvent::SessionNotice(_)
                 | EngineEvent::HookRan(_)
                 | EngineEvent::ContextCompaction(_)
                 | EngineEvent::ContextUsage(_) => {}
@@ -260,6 +264,7 @@ impl<'a> Printer<'a> {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => {}

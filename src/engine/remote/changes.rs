@@ -32,6 +32,9 @@ pub(crate) struct Files {
     pub relative_dir: String,
     /// Whether the child may write (then the worker returns a patch).
     pub writes: bool,
+    /// Said to the person when the worker cannot see part of the parent's files: the
+    /// parent's working tree had uncommitted changes when the child's worktree was cut.
+    pub unseen: Option<String>,
 }
 
 /// The repository facts of a child with `metadata` and `plan`: from its worktree
@@ -42,8 +45,9 @@ pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> 
     if let Some(record) = record {
         let git = Git::at(&record.repo);
         let head = git.commit_of(&format!("{}^", record.base)).ok().flatten()?;
-        warn_if_dirty(&git, &record.base, &head, &record.repo);
+        let unseen = unseen_changes(&git, &record.base, &head);
         return Some(Files {
+            unseen,
             base_commit: head,
             repo_name: basename(&record.repo),
             relative_dir: record.subdir.clone(),
@@ -63,20 +67,21 @@ pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> 
         repo_name: basename(&repo.top),
         relative_dir,
         writes: super::super::isolate::may_write(plan),
+        unseen: None,
     })
 }
 
-/// Warns when the worktree's base (the parent's working tree at spawn) differs from
-/// `head`: the worker will not see those uncommitted changes.
-fn warn_if_dirty(git: &Git, base: &str, head: &str, repo: &Path) {
+/// The note when the worktree's base (the parent's working tree at spawn, committed)
+/// differs from `head`: the worker will not see those uncommitted changes.
+fn unseen_changes(git: &Git, base: &str, head: &str) -> Option<String> {
     let tree = |rev: &str| git.run(&["rev-parse", &format!("{rev}^{{tree}}")]).ok();
-    if tree(base) != tree(head) {
-        tracing::warn!(
-            repo = %repo.display(),
-            "uncommitted changes in the parent's working tree are not seen by a remote \
-             sub-session: its worker starts from commit {head}; commit them first"
-        );
-    }
+    let short = head.get(..8).unwrap_or(head);
+    (tree(base) != tree(head)).then(|| {
+        format!(
+            "the parent's uncommitted changes are not seen by this remote sub-session: \
+             its worker starts from commit {short}; commit them first"
+        )
+    })
 }
 
 fn basename(path: &Path) -> String {

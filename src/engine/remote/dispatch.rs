@@ -189,11 +189,16 @@ impl Dispatched {
             instruction: input.instruction(),
             continues: input.continues(),
             approvals: serde_json::to_value(&env.config.approvals)?,
-            files: files.map(|f| JobFiles {
-                base_commit: f.base_commit,
-                repo_name: f.repo_name,
-                relative_dir: f.relative_dir,
-                writes: f.writes,
+            files: files.map(|f| {
+                if let Some(note) = &f.unseen {
+                    child.notice(note.clone());
+                }
+                JobFiles {
+                    base_commit: f.base_commit,
+                    repo_name: f.repo_name,
+                    relative_dir: f.relative_dir,
+                    writes: f.writes,
+                }
             }),
             dispatched_at_ms: wire::now_ms(),
         };
@@ -209,6 +214,7 @@ impl Dispatched {
             .await
             .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
         child.set_status(SessionStatus::Queued);
+        warn_if_no_worker(&remote, child, &placement.pool).await;
         tracing::info!(
             session, run, pool = %placement.pool, url = %placement.nats_url,
             "remote sub-session dispatched"
@@ -622,6 +628,21 @@ impl Link {
 }
 
 /// A sync answer saying why the state could not be sent.
+/// Says on the child (its thread, `arbor run`'s stderr) when no live worker serves
+/// `pool`: the job waits until one joins. Looked up for at most 2 s; a failed look-up
+/// says nothing (the job is published either way).
+async fn warn_if_no_worker(remote: &Remote, child: &LiveSession, pool: &str) {
+    let lookup = tokio::time::timeout(Duration::from_secs(2), remote.live_workers()).await;
+    if let Ok(Ok(workers)) = lookup
+        && !workers.iter().any(|w| w.pool == pool)
+    {
+        child.notice(format!(
+            "no live worker in pool {pool}: this sub-session waits until one joins \
+             (`arbor worker --pool {pool}`)"
+        ));
+    }
+}
+
 fn sync_error(e: RemoteError) -> SyncReply {
     SyncReply {
         metadata: None,

@@ -16,8 +16,8 @@ use super::hooks::HookRanEvent;
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,
-    SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
+    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionNoticeEvent,
+    SessionRenamedEvent, SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
 };
 use super::model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
@@ -137,6 +137,8 @@ engine_events! {
     "session:status" => SessionStatus(SessionStatusEvent),
     /// arbor's own: the session got a title (metadata `name`).
     "session:renamed" => SessionRenamed(SessionRenamedEvent),
+    /// arbor's own: a note for people about the session (see [`SessionNoticeEvent`]).
+    "session:notice" => SessionNotice(SessionNoticeEvent),
     /// arbor's own: a whole message was appended to the transcript. Live only.
     "message:appended" => MessageAppended(MessageAppendedEvent),
     /// arbor's own: a message for the session's running turn waits in its inbox (a

@@ -118,6 +118,17 @@ pub struct SessionRenamedEvent {
     pub name: String,
 }
 
+/// `session:notice` (arbor's own): `{message}`, something about the session a person
+/// should know that is neither an error of its turn nor part of its transcript (a
+/// remote sub-session's worker cannot see the parent's uncommitted changes; no live
+/// worker in its pool). Front ends show it in the session's thread and, headless, on
+/// stderr.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionNoticeEvent {
+    /// One sentence, for people.
+    pub message: String,
+}
+
 /// `prompt:submit`: `{prompt}`, the user message of the turn (Amplifier's key).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PromptSubmitEvent {

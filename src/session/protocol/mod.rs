@@ -50,8 +50,8 @@ pub use hooks::{HookOutcome, HookRanEvent};
 pub use lifecycle::SessionRebuiltEvent;
 pub use lifecycle::{
     CancelCompletedEvent, CancelRequestedEvent, MessageAppendedEvent, OrchestratorCompleteEvent,
-    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionRenamedEvent,
-    SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
+    PromptSubmitEvent, SessionBudgetEvent, SessionEndEvent, SessionForkEvent, SessionNoticeEvent,
+    SessionRenamedEvent, SessionResumeEvent, SessionStartEvent, SessionStatusEvent,
 };
 pub use model::{
     ContentBlockDeltaEvent, DeltaKind, ProviderEndpointChangedEvent, ProviderErrorEvent,
@@ -138,6 +138,7 @@ impl Event {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_) => true,
         }

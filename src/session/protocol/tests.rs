@@ -219,6 +219,9 @@ fn samples() -> Vec<Event> {
         root(E::SessionRenamed(SessionRenamedEvent {
             name: "Map the crate".into(),
         })),
+        child(E::SessionNotice(SessionNoticeEvent {
+            message: "no live worker in pool gpu".into(),
+        })),
         root(E::MessageAppended(MessageAppendedEvent { message })),
         child(E::PromptQueued(PromptQueuedEvent {
             id: 2,

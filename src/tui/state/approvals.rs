@@ -12,7 +12,9 @@
 //! or a simple `bash` command's prefix, in this tree), allow always and save the rule
 //! to the user's config (`A`), deny with an optional one-line
 //! reason (typed after the deny key; Enter sends, Esc goes back to the prompt), deny
-//! at once (Esc), scroll a long command or diff. For [`ANSWER_GRACE_MS`] after a
+//! at once (Esc), scroll a long command or diff, fold or unfold a diff to its changed
+//! files (`d`; a merge review — `merge: review` — starts folded and reads `y` merge,
+//! `n` leave it on its branch). For [`ANSWER_GRACE_MS`] after a
 //! prompt comes to the front its answer keys are ignored, so keys typed for the
 //! composer just before it appeared answer nothing. `approval.thread` docks the front
 //! prompt below the panes so the asking session's thread can be read (the `App` opens
@@ -44,6 +46,10 @@ pub const ANSWER_GRACE_MS: i64 = 400;
 const NO_ALWAYS: &str = "no \"always\" for this command (it chains, pipes, redirects, expands, \
      or runs a shell, env or an interpreter): allow it once or deny";
 
+/// The note for "always" on a merge review.
+const NO_ALWAYS_MERGE: &str =
+    "each finished child's merge is answered on its own: y merges it, n leaves it on its branch";
+
 /// Longest deny reason kept, in characters (it goes back to the model).
 pub const MAX_REASON_CHARS: usize = 500;
 
@@ -57,6 +63,34 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
+    /// Whether this is a finished child's merge review (`merge: review`), not a tool
+    /// call: its answers read "merge" / "leave it on its branch".
+    pub fn is_merge(&self) -> bool {
+        self.request.tool_name == crate::engine::review::TOOL
+    }
+
+    /// The files a diff of this request changes (`+++ b/<path>`, or `--- a/<path>`
+    /// for a deleted file), in the diff's order.
+    pub fn changed_files(&self) -> Vec<String> {
+        let Some(diff) = &self.request.diff else {
+            return Vec::new();
+        };
+        let mut files: Vec<String> = Vec::new();
+        let mut old = None;
+        for line in diff.lines() {
+            if let Some(path) = line.strip_prefix("--- a/") {
+                old = Some(path.to_string());
+            } else if let Some(path) = line.strip_prefix("+++ ") {
+                let path = match path.strip_prefix("b/") {
+                    Some(new) => Some(new.to_string()),
+                    None => old.take(),
+                };
+                files.extend(path.filter(|p| !files.contains(p)));
+            }
+        }
+        files
+    }
+
     /// What "always" allows for this call, with exactly the rule it applies as a
     /// policy key: a `bash` call of one plain simple command that runs no wrapper
     /// allows its prefix (the program, plus a subcommand word such as `test` in `cargo
@@ -66,6 +100,9 @@ impl PendingApproval {
     /// substitutions, comments, wrappers such as `sh -c`, `env`, `python3` …, or
     /// empty): such a command can only be allowed once (issue 22).
     pub fn always(&self) -> Option<(AllowScope, String)> {
+        if self.is_merge() {
+            return None;
+        }
         let tool = &self.request.tool_name;
         if tool != "bash" {
             return Some((AllowScope::AlwaysTool, tool.clone()));
@@ -90,6 +127,9 @@ pub struct ApprovalQueue {
     /// The front prompt is docked below the panes while the person reads the asking
     /// session's thread (`approval.thread`); a new front prompt undocks.
     docked: bool,
+    /// The person toggled the front prompt's diff (`approval.diff`): a merge review
+    /// then shows its diff, any other prompt its changed files only.
+    diff_toggled: bool,
 }
 
 impl ApprovalQueue {
@@ -141,6 +181,7 @@ impl ApprovalQueue {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => {}
@@ -187,6 +228,20 @@ impl ApprovalQueue {
             self.front_since = Some(now);
         }
         self.docked = false;
+    }
+
+    /// Why the front prompt has no "always".
+    fn no_always(&self) -> String {
+        match self.front() {
+            Some(front) if front.is_merge() => NO_ALWAYS_MERGE.into(),
+            _ => NO_ALWAYS.into(),
+        }
+    }
+
+    /// Whether the front prompt shows its diff folded to the changed files: a merge
+    /// review does until `approval.diff`, any other prompt after it.
+    pub fn diff_folded(&self) -> bool {
+        self.front().is_some_and(PendingApproval::is_merge) != self.diff_toggled
     }
 
     /// First body row of the front prompt to show.
@@ -259,7 +314,7 @@ impl ApprovalQueue {
             ),
             Some(Action::ApprovalAlways) => match self.front().and_then(PendingApproval::always) {
                 Some((scope, _)) => self.answer(ApprovalDecision::Allow { scope }, now),
-                None => KeyOutcome::Emit(UiAction::Note(NO_ALWAYS.into())),
+                None => KeyOutcome::Emit(UiAction::Note(self.no_always())),
             },
             Some(Action::ApprovalAlwaysSave) => {
                 match self.front().and_then(PendingApproval::always) {
@@ -279,7 +334,7 @@ impl ApprovalQueue {
                             other => other,
                         }
                     }
-                    None => KeyOutcome::Emit(UiAction::Note(NO_ALWAYS.into())),
+                    None => KeyOutcome::Emit(UiAction::Note(self.no_always())),
                 }
             }
             Some(Action::ApprovalDeny) => {
@@ -288,6 +343,11 @@ impl ApprovalQueue {
             }
             Some(Action::ApprovalDenyNow) => {
                 self.answer(ApprovalDecision::Deny { reason: None }, now)
+            }
+            Some(Action::ApprovalDiff) => {
+                self.diff_toggled = !self.diff_toggled;
+                self.scroll = 0;
+                KeyOutcome::Consumed
             }
             Some(Action::ApprovalUp) => {
                 self.scroll = self.scroll.saturating_sub(1);
@@ -361,6 +421,7 @@ impl ApprovalQueue {
             self.reason = None;
             self.scroll = 0;
             self.docked = false;
+            self.diff_toggled = false;
             self.front_since = self.front().map(|_| now);
         }
     }

@@ -100,6 +100,7 @@ impl InflightStreams {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => {}

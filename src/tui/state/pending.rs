@@ -116,6 +116,7 @@ impl PendingPrompts {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => None,

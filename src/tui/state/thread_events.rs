@@ -78,6 +78,7 @@ impl Thread {
                 self.push_notice(&format!("{} ({})", warning.message, warning.provider));
             }
             EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
+            EngineEvent::SessionNotice(notice) => self.push_notice(&notice.message),
             EngineEvent::HookRan(ran) => self.push_notice(&ran.note()),
             EngineEvent::ContextCompaction(compaction) => self.push_compaction(compaction),
             EngineEvent::CancelCompleted(_) => {
@@ -405,6 +406,24 @@ mod tests {
                 &t.cells[..],
                 [c] if matches!(&c.kind, CellKind::Notice(n)
                     if &**n == "MCP server 'ghost' is not available: cannot start '/x'")
+            ),
+            "{:?}",
+            t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_session_notice_is_a_notice_cell() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let notice = crate::session::protocol::SessionNoticeEvent {
+            message: "no live worker in pool gpu".into(),
+        };
+        t.apply_event(&ev(EngineEvent::SessionNotice(notice)), &theme);
+        assert!(
+            matches!(
+                &t.cells[..],
+                [c] if matches!(&c.kind, CellKind::Notice(n) if &**n == "no live worker in pool gpu")
             ),
             "{:?}",
             t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()

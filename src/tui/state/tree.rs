@@ -452,6 +452,7 @@ impl SessionTree {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => (None, None),
@@ -555,6 +556,7 @@ impl SessionTree {
             | EngineEvent::PromptUnqueued(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_) => {}
         }
     }

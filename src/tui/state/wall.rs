@@ -115,6 +115,7 @@ impl Wall {
             | EngineEvent::SessionBudget(_)
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextUsage(_) => return,

@@ -99,8 +99,16 @@ impl ApprovalView<'_> {
                 format!(" #{} ", short_id(&front.session_id)),
                 self.theme.style(Slot::TreeMeta),
             ),
-            Span::styled(format!("{verb} "), self.theme.style(Slot::Base)),
-            Span::styled(r.tool_name.clone(), self.theme.style(Slot::ChatTool)),
+            if front.is_merge() {
+                Span::styled("finished with changes", self.theme.style(Slot::Base))
+            } else {
+                Span::styled(format!("{verb} "), self.theme.style(Slot::Base))
+            },
+            if front.is_merge() {
+                Span::raw("")
+            } else {
+                Span::styled(r.tool_name.clone(), self.theme.style(Slot::ChatTool))
+            },
         ]);
         let mut rows = wrap(&RLine::indented(line, 2), width);
         // Whether the command runs in the kernel sandbox (`bash` only).
@@ -137,7 +145,12 @@ impl ApprovalView<'_> {
             self.theme.style(Slot::Title),
             width,
         ));
-        if let Some(diff) = &r.diff {
+        if r.diff.is_some() && self.queue.diff_folded() {
+            let style = self.theme.style(Slot::ChatTool);
+            for file in front.changed_files().iter().take(MAX_BODY_LINES) {
+                rows.extend(exact_rows(file, "  ", "  ", style, width));
+            }
+        } else if let Some(diff) = &r.diff {
             for line in diff.lines().take(MAX_BODY_LINES) {
                 rows.extend(exact_rows(line, "", "", self.diff_style(line), width));
             }
@@ -179,6 +192,21 @@ impl ApprovalView<'_> {
             ));
             return rows;
         }
+        if front.is_merge() {
+            let diff = if self.queue.diff_folded() {
+                " diff"
+            } else {
+                " files only"
+            };
+            let answers = [
+                (Action::ApprovalAllow, " merge".to_string()),
+                (Action::ApprovalDeny, " leave it on its branch…".to_string()),
+                (Action::ApprovalDiff, diff.to_string()),
+                (Action::ApprovalThread, " read its thread first".to_string()),
+            ];
+            let keys = answer_keys(self.keymap, self.theme, &answers);
+            return wrap(&RLine::new(keys), width);
+        }
         let always = front.always();
         let mut answers = vec![(Action::ApprovalAllow, " allow once".to_string())];
         match &always {
@@ -193,6 +221,14 @@ impl ApprovalView<'_> {
         }
         answers.push((Action::ApprovalDeny, " deny with a reason".to_string()));
         answers.push((Action::ApprovalDenyNow, " deny".to_string()));
+        if front.request.diff.is_some() {
+            let diff = if self.queue.diff_folded() {
+                " the diff"
+            } else {
+                " files only"
+            };
+            answers.push((Action::ApprovalDiff, diff.to_string()));
+        }
         answers.push((Action::ApprovalThread, " read its thread first".to_string()));
         let keys = answer_keys(self.keymap, self.theme, &answers);
         wrap(&RLine::new(keys), width)
@@ -225,16 +261,22 @@ impl ApprovalView<'_> {
         if self.queue.reason().is_some() {
             return self.footer(front, width);
         }
-        let keys = answer_keys(
-            self.keymap,
-            self.theme,
-            &[
+        let answers = if front.is_merge() {
+            vec![
+                (Action::ApprovalAllow, " merge".to_string()),
+                (Action::ApprovalDeny, " leave it…".to_string()),
+                (Action::ApprovalDiff, " diff".to_string()),
+                (Action::ApprovalThread, " back to the prompt".to_string()),
+            ]
+        } else {
+            vec![
                 (Action::ApprovalAllow, " allow once".to_string()),
                 (Action::ApprovalAlways, " always".to_string()),
                 (Action::ApprovalDeny, " deny…".to_string()),
                 (Action::ApprovalThread, " back to the prompt".to_string()),
-            ],
-        );
+            ]
+        };
+        let keys = answer_keys(self.keymap, self.theme, &answers);
         wrap(&RLine::new(keys), width)
     }
 

@@ -36,7 +36,12 @@ fn spawn_resume(env: &TestEnv, id: &str, instruction: &str) -> std::thread::Join
 }
 
 /// Plays one run of `job` on `worker`: started, the user message, the answer, done.
-async fn play_run(worker: &HandWorker, job: &Job, message: jetstream::Message, answer: &str) {
+pub(super) async fn play_run(
+    worker: &HandWorker,
+    job: &Job,
+    message: jetstream::Message,
+    answer: &str,
+) {
     let epoch = worker.lease(&job.session_id).await.epoch();
     worker.started(job, epoch, 1).await;
     finish_run(worker, job, message, answer, epoch).await;

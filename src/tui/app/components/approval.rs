@@ -59,6 +59,15 @@ impl ApprovalPrompt {
                 self.queue.set_docked(false);
                 KeyOutcome::Consumed
             }
+            // The diff is read in the full prompt: brought back, the diff unfolded.
+            Some(Action::ApprovalDiff) if !(binding.is_text() && typing) => {
+                self.queue.undock(cx.now);
+                if self.queue.diff_folded() {
+                    self.answer(key, own, cx)
+                } else {
+                    KeyOutcome::Consumed
+                }
+            }
             // Esc brings the prompt back: never a cancel of the open thread, and (the
             // prompt's grace starts again) a second Esc at once does not deny.
             Some(Action::ApprovalDenyNow) => {

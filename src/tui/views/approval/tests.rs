@@ -274,3 +274,42 @@ fn a_bash_prompt_says_whether_it_runs_sandboxed() {
         assert!(screen.contains("$ cargo test"), "{screen}");
     }
 }
+
+#[test]
+fn a_merge_review_shows_its_files_then_d_shows_the_diff() {
+    let (km, theme) = (Keymap::defaults(), Theme::builtin_dark(false));
+    let diff = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n\
+                -X = 1\n+X = 2\ndiff --git a/old.py b/old.py\n--- a/old.py\n+++ /dev/null\n\
+                @@ -1 +0,0 @@\n-gone\n";
+    let review = EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+        tool_call_id: "merge-0a1b2c3d".into(),
+        tool_name: crate::engine::review::TOOL.into(),
+        agent: "implementer".into(),
+        summary: "merge #0a1b2c3d (2 files) into /repo?".into(),
+        command: None,
+        diff: Some(diff.into()),
+        sandbox: None,
+    });
+    let mut q = queue(vec![ev(review, EXPLORER, Some(ROOT))]);
+    assert_eq!(
+        q.front().map(PendingApproval::changed_files),
+        Some(vec!["calc.py".to_string(), "old.py".to_string()])
+    );
+    let folded = render(&view(&q, &km, &theme), 80, 24);
+    insta::assert_snapshot!("approval_merge_80", folded);
+    assert!(!folded.contains("+X = 2"), "{folded}");
+    let later = t0() + jiff::SignedDuration::from_secs(1);
+    let d = crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('d'));
+    q.handle_key(&d, Some(Action::ApprovalDiff), later);
+    let open = render(&view(&q, &km, &theme), 80, 24);
+    assert!(open.contains("+X = 2"), "{open}");
+    assert!(open.contains("d files only"), "{open}");
+    // No "always" for a merge: each child is answered on its own.
+    let a = crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('a'));
+    assert!(matches!(
+        q.handle_key(&a, Some(Action::ApprovalAlways), later),
+        crate::tui::action::KeyOutcome::Emit(crate::tui::action::UiAction::Note(n))
+            if n.contains("answered on its own")
+    ));
+    assert_eq!(q.len(), 1);
+}
