@@ -221,7 +221,8 @@ impl ApprovalView<'_> {
         }
         answers.push((Action::ApprovalDeny, " deny with a reason".to_string()));
         answers.push((Action::ApprovalDenyNow, " deny".to_string()));
-        if front.request.diff.is_some() {
+        // A diff of several files can be folded to their names.
+        if front.changed_files().len() > 1 {
             let diff = if self.queue.diff_folded() {
                 " the diff"
             } else {
