@@ -3,9 +3,12 @@
 //! engine turn, ending with its `stopReason`) and `session/cancel` (on a root or on a
 //! sub-session: its subtree).
 //!
-//! Owns: one [`Session`] per ACP session — its engine (from the [`Factory`]), its
-//! [`Tree`], and a forwarding task turning the engine's bus events into
-//! `session/update`s and its `approval:required` into `session/request_permission`.
+//! Owns: one [`Session`] per ACP session — its engine connection (from the
+//! [`Factory`]), its [`Tree`], and a forwarding task reading the connection's one
+//! ordered stream: events become `session/update`s (`approval:required` a
+//! `session/request_permission`), and a command's replies go to whoever waits for them
+//! — after the updates of every event before them, so a prompt's answer never overtakes
+//! its last update.
 //! Does not own: the payload mappings (`updates`, `permission`, `prompt`) or the
 //! wire (`transport`).
 
@@ -25,38 +28,47 @@ use agent_client_protocol_schema::v1::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc::{self, UnboundedReceiver};
-use tokio::sync::oneshot;
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use super::transport::{Connection, RpcError, code};
 use super::tree::Tree;
 use super::{Factory, SessionSetup, permission, prompt, updates};
 use crate::config::private::private_paths;
-use crate::engine::{Engine, EngineReply, Replies};
+use crate::engine::{CommandId, EngineClient, EngineOutput, EngineReply, EngineStream};
 use crate::session::{EngineCommand, EngineEvent, Event, SessionStatus};
 
-/// One ACP session: an engine over its own runtime and the routing of its tree.
+/// Where the forwarder hands the replies of the commands someone waits for.
+type Waiting = Arc<Mutex<HashMap<CommandId, UnboundedSender<EngineReply>>>>;
+
+/// One ACP session: a connection to an engine over its own runtime and the routing of
+/// its tree.
 struct Session {
-    engine: Engine,
+    client: EngineClient,
     tree: Arc<Mutex<Tree>>,
     cwd: PathBuf,
-    /// Asks the forwarder to send every event published so far, then answer.
-    flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    waiting: Waiting,
     /// One prompt at a time (ACP: a prompt turn ends before the next starts).
     turn: tokio::sync::Mutex<()>,
 }
 
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Session {
     fn tree(&self) -> std::sync::MutexGuard<'_, Tree> {
-        self.tree.lock().unwrap_or_else(|p| p.into_inner())
+        locked(&self.tree)
     }
 
-    /// Waits until the updates of every event published so far were sent.
-    async fn flushed(&self) {
-        let (tx, rx) = oneshot::channel();
-        if self.flush.send(tx).is_ok() {
-            let _ = rx.await;
-        }
+    /// Submits `command`; its replies arrive on the returned receiver, each after the
+    /// updates of every event before it, and it closes once the command is answered.
+    fn ask(&self, command: EngineCommand) -> UnboundedReceiver<EngineReply> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        // Held while submitting: the forwarder looks a reply up only after this.
+        let mut waiting = locked(&self.waiting);
+        let id = self.client.submit(command);
+        waiting.insert(id, tx);
+        rx
     }
 }
 
@@ -164,10 +176,9 @@ impl Agent {
         for session in sessions {
             let target = session.tree().arbor_session(&id);
             if let Some(target) = target {
-                session.engine.execute(
-                    EngineCommand::Cancel { session_id: target },
-                    Replies::new(|_| true),
-                );
+                session
+                    .client
+                    .submit(EngineCommand::Cancel { session_id: target });
             }
         }
     }
@@ -176,7 +187,11 @@ impl Agent {
     pub(super) async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = self.sessions().drain().map(|(_, s)| s).collect();
         for session in sessions {
-            session.engine.shutdown(Duration::from_secs(2)).await;
+            session
+                .client
+                .engine()
+                .shutdown(Duration::from_secs(2))
+                .await;
         }
     }
 
@@ -200,28 +215,29 @@ impl Agent {
     fn open_session(&self, acp_id: String, setup: SessionSetup) -> Result<Arc<Session>, RpcError> {
         let cwd = setup.cwd.clone();
         let engine = (self.factory)(setup).map_err(internal)?;
-        let events = engine.subscribe();
+        let (client, stream) = engine.connect();
         let tree = Arc::new(Mutex::new(Tree::new(
             acp_id.clone(),
             self.subagents.load(Ordering::Relaxed),
             cwd.clone(),
         )));
-        let (flush, flushes) = mpsc::unbounded_channel();
+        let waiting = Waiting::default();
         let session = Arc::new(Session {
-            engine: engine.clone(),
+            client: client.clone(),
             tree: tree.clone(),
             cwd: cwd.clone(),
-            flush,
+            waiting: waiting.clone(),
             turn: tokio::sync::Mutex::new(()),
         });
         let forwarder = Forwarder {
             conn: self.conn.clone(),
-            engine,
+            client,
             tree,
             cwd,
+            waiting,
             inputs: HashMap::new(),
         };
-        tokio::spawn(forwarder.run(events, flushes));
+        tokio::spawn(forwarder.run(stream));
         self.sessions().insert(acp_id, session.clone());
         Ok(session)
     }
@@ -249,8 +265,9 @@ impl Agent {
             mcp_servers: mcp_servers(&request.mcp_servers),
         };
         let session = self.open_session(acp_id.clone(), setup)?;
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        session.engine.open(acp_id.clone(), Replies::channel(tx));
+        let mut rx = session.ask(EngineCommand::LoadTranscript {
+            session_id: acp_id.clone().into(),
+        });
         let (loaded, earlier) = match rx.recv().await {
             Some(EngineReply::Opened {
                 session: loaded,
@@ -273,7 +290,8 @@ impl Agent {
                 }
             }
         }
-        // Dropping the receiver stops following the stored session.
+        // Read once: the stored session is not followed.
+        session.client.engine().stop_following();
         drop(rx);
         messages.extend(loaded.transcript.iter().cloned());
         for message in &messages {
@@ -299,15 +317,11 @@ impl Agent {
         let text = prompt::prompt_text(&request.prompt, &session.cwd, &private)?;
         let _turn = session.turn.lock().await;
         let root = session.tree().root.clone();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        session.engine.execute(
-            EngineCommand::Submit {
-                agent: root.is_none().then(|| self.root_agent.clone()).flatten(),
-                session_id: root,
-                prompt: text,
-            },
-            Replies::channel(tx),
-        );
+        let mut rx = session.ask(EngineCommand::Submit {
+            agent: root.is_none().then(|| self.root_agent.clone()).flatten(),
+            session_id: root,
+            prompt: text,
+        });
         let mut finished = None;
         while let Some(reply) = rx.recv().await {
             match reply {
@@ -319,7 +333,6 @@ impl Agent {
                 other => tracing::debug!("acp: reply not used: {other:?}"),
             }
         }
-        session.flushed().await;
         let outcome = match finished {
             Some(Ok(outcome)) => outcome,
             Some(Err(error)) => return Err(internal(error)),
@@ -340,39 +353,35 @@ impl Agent {
     }
 }
 
-/// Turns one session's bus events into `session/update`s, in order, and asks the
-/// client about each call that waits for approval.
+/// Reads one session's ordered stream: events become `session/update`s, in order,
+/// and the client is asked about each call that waits for approval; a reply goes to
+/// whoever waits for its command.
 struct Forwarder {
     conn: Connection,
-    engine: Engine,
+    client: EngineClient,
     tree: Arc<Mutex<Tree>>,
     cwd: PathBuf,
+    waiting: Waiting,
     /// Tool inputs by call id (for the permission request's diff and locations).
     inputs: HashMap<String, Value>,
 }
 
 impl Forwarder {
-    async fn run(
-        mut self,
-        mut events: UnboundedReceiver<Arc<Event>>,
-        mut flushes: UnboundedReceiver<oneshot::Sender<()>>,
-    ) {
-        loop {
-            tokio::select! {
-                biased;
-                event = events.recv() => match event {
-                    Some(event) => self.event(&event),
-                    None => break,
-                },
-                flush = flushes.recv() => match flush {
-                    Some(done) => {
-                        while let Ok(event) = events.try_recv() {
-                            self.event(&event);
+    async fn run(mut self, mut stream: EngineStream) {
+        while let Some(output) = stream.next().await {
+            match output {
+                EngineOutput::Event(event) => self.event(&event),
+                EngineOutput::Reply { command, reply } => {
+                    match locked(&self.waiting).get(&command) {
+                        Some(waiter) => {
+                            let _ = waiter.send(reply);
                         }
-                        let _ = done.send(());
+                        None => tracing::debug!("acp: reply not waited for: {reply:?}"),
                     }
-                    None => break,
-                },
+                }
+                EngineOutput::Answered { command } => {
+                    locked(&self.waiting).remove(&command);
+                }
             }
         }
     }
@@ -404,7 +413,7 @@ impl Forwarder {
                 let input = self.inputs.get(&*required.tool_call_id).cloned();
                 let request = permission::request(&on, required, input.as_ref(), &self.cwd);
                 let conn = self.conn.clone();
-                let engine = self.engine.clone();
+                let client = self.client.clone();
                 let required = required.clone();
                 let session_id = event.session_id.clone();
                 tokio::spawn(async move {
@@ -416,17 +425,11 @@ impl Forwarder {
                             permission::decision(&required, &Value::Null)
                         }
                     };
-                    engine.execute(
-                        EngineCommand::ResolveApproval {
-                            session_id,
-                            tool_call_id: required.tool_call_id.clone(),
-                            decision,
-                        },
-                        Replies::new(|reply| {
-                            tracing::debug!("acp: approval not resolved: {reply:?}");
-                            true
-                        }),
-                    );
+                    client.submit(EngineCommand::ResolveApproval {
+                        session_id,
+                        tool_call_id: required.tool_call_id.clone(),
+                        decision,
+                    });
                 });
             }
             _ => {}

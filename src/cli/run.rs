@@ -35,7 +35,9 @@
 //! Every command drives the engine through its handle (`engine::Engine::headless`),
 //! as the TUI does: `Submit` (a new root for `run`), `SetModel` (`--model` of
 //! `session resume/continue`), `Continue` / `ContinueInterrupted`, and `Cancel` on a
-//! signal; the events printed are the bus's, subscribed before the first command.
+//! signal. Each reads the one ordered stream of its connection (`Engine::connect`):
+//! the events printed and the command's replies arrive in the order they happened,
+//! and the command's `Answered` ends it — no draining of a bus after the last reply.
 
 use std::sync::Arc;
 
@@ -46,9 +48,10 @@ use serde_json::{Value, json};
 use super::OutputFormat;
 use super::context::{Context, ContextOptions};
 use super::out;
-use tokio::sync::mpsc::UnboundedReceiver;
-
-use crate::engine::{Engine, EngineError, EngineReply, Replies, RootOptions, TurnOutcome};
+use crate::engine::{
+    CommandId, Engine, EngineClient, EngineError, EngineOutput, EngineReply, EngineStream,
+    RootOptions, TurnOutcome,
+};
 use crate::outln;
 use crate::session::ids::SessionId;
 use crate::session::redact::{scrub, scrub_secrets};
@@ -109,29 +112,44 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
     // Checked when the root is created (a bad choice fails it, naming the choice).
     runtime.set_root_model(root.model);
     let engine = Engine::headless(runtime);
-    // Subscribed before the root exists, so `session:start` is the first event.
-    let events = engine.subscribe();
-    let mut replies = send(
-        &engine,
-        EngineCommand::Submit {
-            session_id: None,
-            agent: root.agent,
-            prompt,
-        },
-    );
+    // Connected before the root exists, so `session:start` is the first event.
+    let (client, mut stream) = engine.connect();
+    let command = client.submit(EngineCommand::Submit {
+        session_id: None,
+        agent: root.agent,
+        prompt,
+    });
     // The first reply names the new root (its turn already runs) or says why none
-    // was created.
-    let session_id = match replies.recv().await {
-        Some(EngineReply::SessionCreated { session_id }) => session_id,
-        Some(EngineReply::Failed { error, .. }) => {
-            return report_error(args.output_format, None, agent.as_deref(), &error);
-        }
-        other => {
-            let e = unexpected(other);
-            return report_error(args.output_format, None, agent.as_deref(), &e);
+    // was created; the events before it (its `session:start`) are printed after it.
+    let mut early = Vec::new();
+    let session_id = loop {
+        match stream.next().await {
+            Some(EngineOutput::Event(event)) => early.push(event),
+            Some(EngineOutput::Reply {
+                reply: EngineReply::SessionCreated { session_id },
+                ..
+            }) => break session_id,
+            Some(EngineOutput::Reply {
+                reply: EngineReply::Failed { error, .. },
+                ..
+            }) => return report_error(args.output_format, None, agent.as_deref(), &error),
+            Some(EngineOutput::Reply { reply, .. }) => {
+                let e = unexpected(Some(reply));
+                return report_error(args.output_format, None, agent.as_deref(), &e);
+            }
+            Some(EngineOutput::Answered { .. }) | None => {
+                let e = unexpected(None);
+                return report_error(args.output_format, None, agent.as_deref(), &e);
+            }
         }
     };
-    let ended = drive(&engine, &session_id, args.output_format, events, replies).await;
+    let driven = Driven {
+        client: &client,
+        command,
+        session_id: &session_id,
+        format: args.output_format,
+    };
+    let ended = driven.drive(early, stream).await;
     let code = finish(&engine, &session_id, args.output_format, ended, first_turn).await?;
     // What the run left on branches instead of in the checkout (issue 35 item 3).
     unmerged::report(&ctx.store(), session_id.as_str());
@@ -145,10 +163,26 @@ pub async fn set_model(
     session_id: Option<SessionId>,
     model: String,
 ) -> std::result::Result<String, EngineError> {
-    let mut replies = send(engine, EngineCommand::SetModel { session_id, model });
-    match replies.recv().await {
-        Some(EngineReply::ModelSwitched { result, .. }) => result,
-        other => Err(unexpected(other)),
+    let (client, mut stream) = engine.connect();
+    let command = client.submit(EngineCommand::SetModel { session_id, model });
+    loop {
+        match stream.next().await {
+            Some(EngineOutput::Reply {
+                command: of,
+                reply: EngineReply::ModelSwitched { result, .. },
+            }) if of == command => return result,
+            Some(EngineOutput::Reply { command: of, reply }) if of == command => {
+                return Err(unexpected(Some(reply)));
+            }
+            Some(EngineOutput::Answered { command: of }) if of == command => {
+                return Err(unexpected(None));
+            }
+            None => return Err(unexpected(None)),
+            // Events of other sessions, and nothing else is asked on this connection.
+            Some(
+                EngineOutput::Event(_) | EngineOutput::Reply { .. } | EngineOutput::Answered { .. },
+            ) => {}
+        }
     }
 }
 
@@ -166,9 +200,15 @@ pub async fn drive_command(
     format: OutputFormat,
     outcome: fn(&str, Vec<TurnResult>) -> std::result::Result<TurnOutcome, EngineError>,
 ) -> Result<i32> {
-    let events = engine.subscribe();
-    let replies = send(engine, command);
-    let ended = drive(engine, session_id, format, events, replies).await;
+    let (client, stream) = engine.connect();
+    let command = client.submit(command);
+    let driven = Driven {
+        client: &client,
+        command,
+        session_id,
+        format,
+    };
+    let ended = driven.drive(Vec::new(), stream).await;
     finish(engine, session_id, format, ended, outcome).await
 }
 
@@ -181,14 +221,6 @@ pub fn first_turn(_session_id: &str, turns: Vec<TurnResult>) -> TurnResult {
         .into_iter()
         .next()
         .unwrap_or_else(|| Err(unexpected(None)))
-}
-
-/// Sends `command` to `engine`; its replies arrive on the returned channel, which
-/// closes once the command is answered in full.
-fn send(engine: &Engine, command: EngineCommand) -> UnboundedReceiver<EngineReply> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    engine.execute(command, Replies::channel(tx));
-    rx
 }
 
 /// The error for a reply a headless command does not expect (or none at all).
@@ -220,77 +252,91 @@ async fn finish(
     }
 }
 
-/// Prints `events` while the command answering on `replies` runs (see
-/// [`drive_command`]); returns the turns it answered once `replies` closes, or the
-/// error of a stdout that could no longer be written.
-async fn drive(
-    engine: &Engine,
-    session_id: &SessionId,
+/// A command a headless front end runs to its end: the client it was submitted
+/// through, its id, the session whose events are printed, and how.
+struct Driven<'a> {
+    client: &'a EngineClient,
+    command: CommandId,
+    session_id: &'a SessionId,
     format: OutputFormat,
-    mut events: UnboundedReceiver<Arc<Event>>,
-    mut replies: UnboundedReceiver<EngineReply>,
-) -> std::result::Result<Vec<TurnResult>, std::io::Error> {
-    let cancel = || {
-        engine.execute(
-            EngineCommand::Cancel {
-                session_id: session_id.clone(),
-            },
-            Replies::new(|_| true),
-        );
-    };
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    let mut stops = StopSignals::new();
-    let mut cancelled = false;
-    let mut unwritable: Option<std::io::Error> = None;
-    let mut printer = Printer::new(format, session_id);
-    let mut print = |event: Option<&Event>, cancelled: &mut bool| {
-        if unwritable.is_some() {
-            return;
-        }
-        let printed = match event {
-            Some(event) => printer.event(event),
-            None => printer.flush(None),
+}
+
+impl Driven<'_> {
+    /// Prints the events of `stream` (after `early`, the events read before the
+    /// command's first reply) while the command runs (see [`drive_command`]);
+    /// returns the turns it answered once it is `Answered`, or the error of a stdout
+    /// that could no longer be written.
+    async fn drive(
+        &self,
+        early: Vec<Arc<Event>>,
+        mut stream: EngineStream,
+    ) -> std::result::Result<Vec<TurnResult>, std::io::Error> {
+        let cancel = || {
+            self.client.submit(EngineCommand::Cancel {
+                session_id: self.session_id.clone(),
+            });
         };
-        if let Err(e) = printed {
-            unwritable = Some(e);
-            if !*cancelled {
-                *cancelled = true;
-                cancel();
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        let mut stops = StopSignals::new();
+        let mut cancelled = false;
+        let mut unwritable: Option<std::io::Error> = None;
+        let mut printer = Printer::new(self.format, self.session_id);
+        let mut print = |event: Option<&Event>, cancelled: &mut bool| {
+            if unwritable.is_some() {
+                return;
             }
-        }
-    };
-    let mut turns = Vec::new();
-    loop {
-        tokio::select! {
-            Some(event) = events.recv() => print(Some(&event), &mut cancelled),
-            _ = &mut ctrl_c, if !cancelled => {
-                cancelled = true;
-                cancel();
-            }
-            () = stops.recv(), if !cancelled => {
-                cancelled = true;
-                cancel();
-            }
-            reply = replies.recv() => match reply {
-                Some(EngineReply::TurnFinished(outcome)) => turns.push(Ok(outcome)),
-                Some(EngineReply::Failed { error, .. }) => turns.push(Err(error)),
-                Some(other) => tracing::debug!("reply not shown headless: {other:?}"),
-                None => {
-                    // Everything the turns published is already queued: print it all.
-                    while let Ok(event) = events.try_recv() {
-                        print(Some(&event), &mut cancelled);
-                    }
-                    // The end of a streamed answer a possible key's start was held from.
-                    print(None, &mut cancelled);
-                    break;
+            let printed = match event {
+                Some(event) => printer.event(event),
+                None => printer.flush(None),
+            };
+            if let Err(e) = printed {
+                unwritable = Some(e);
+                if !*cancelled {
+                    *cancelled = true;
+                    cancel();
                 }
-            },
+            }
+        };
+        for event in &early {
+            print(Some(event), &mut cancelled);
         }
-    }
-    match unwritable {
-        Some(e) => Err(e),
-        None => Ok(turns),
+        let mut turns = Vec::new();
+        loop {
+            let output = tokio::select! {
+                output = stream.next() => output,
+                _ = &mut ctrl_c, if !cancelled => {
+                    cancelled = true;
+                    cancel();
+                    continue;
+                }
+                () = stops.recv(), if !cancelled => {
+                    cancelled = true;
+                    cancel();
+                    continue;
+                }
+            };
+            match output {
+                Some(EngineOutput::Event(event)) => print(Some(&event), &mut cancelled),
+                Some(EngineOutput::Reply { command, reply }) if command == self.command => {
+                    match reply {
+                        EngineReply::TurnFinished(outcome) => turns.push(Ok(outcome)),
+                        EngineReply::Failed { error, .. } => turns.push(Err(error)),
+                        other => tracing::debug!("reply not shown headless: {other:?}"),
+                    }
+                }
+                Some(EngineOutput::Answered { command }) if command == self.command => break,
+                // A cancel's (it has no reply), or a stream that ended.
+                Some(EngineOutput::Reply { .. } | EngineOutput::Answered { .. }) => {}
+                None => break,
+            }
+        }
+        // The end of a streamed answer a possible key's start was held from.
+        print(None, &mut cancelled);
+        match unwritable {
+            Some(e) => Err(e),
+            None => Ok(turns),
+        }
     }
 }
 

@@ -35,10 +35,12 @@ pub mod files;
 pub mod follow;
 pub mod open;
 pub mod reply;
+pub mod stream;
 pub mod undo;
 
 use follow::TranscriptFollow;
 pub use reply::{EarlierMessages, EngineReply, Replies};
+pub use stream::{CommandId, EngineClient, EngineOutput, EngineStream};
 
 /// The engine as a front end sees it: commands in, typed replies and events out.
 /// Cheap to clone (every clone drives the same runtime and follows one transcript).
@@ -113,6 +115,12 @@ impl Engine {
     pub async fn shutdown(&self, grace: Duration) -> usize {
         self.follow.stop();
         self.runtime.shutdown(grace).await
+    }
+
+    /// Stops following the stored session opened last (its `LoadTranscript` is then
+    /// answered in full): for a front end that opened it only to read it once.
+    pub fn stop_following(&self) {
+        self.follow.stop();
     }
 
     /// Ends what outlives the commands of a headless front end once they are all

@@ -60,7 +60,10 @@ mod transfer;
 pub mod turn;
 
 pub use approvals::ApprovalMode;
-pub use handle::{EarlierMessages, Engine, EngineReply, Replies};
+pub use handle::{
+    CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply, EngineStream,
+    Replies,
+};
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};

@@ -8,8 +8,9 @@
 //! materialising the session (a redelivered job asks the root for the session as
 //! stored now, `arbor.sync.<session>`, signed with the run's key, and continues it
 //! with the engine's crash repair), running it through [`Engine`]
-//! (`Submit`, or `ContinueInterrupted`), forwarding every bus event of the session as
-//! `WorkerMsg::Event`, answering `Control` messages (approvals, steer, queue,
+//! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session its
+//! connection's one ordered stream carries as `WorkerMsg::Event` (all of them before
+//! the turn's reply), answering `Control` messages (approvals, steer, queue,
 //! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
 //! and acking the job only after that was stored. A writing run saves its work in
 //! progress before each tool result goes to the root, and a resumed one restores it
@@ -21,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::files::{self, FilesError, JobTree};
 use super::out::{Out, Sent};
@@ -29,7 +29,7 @@ use super::scratch::{self, StoreGuard};
 use super::wip::{self, Wip};
 use super::{Ctx, JobSetup};
 use crate::config::approvals::Rules;
-use crate::engine::{Engine, EngineError, EngineReply, Replies, TurnOutcome};
+use crate::engine::{Engine, EngineError, EngineOutput, EngineReply, TurnOutcome};
 use crate::paths::Paths;
 use crate::remote::RemoteError;
 use crate::remote::lease::{self, Held};
@@ -578,17 +578,8 @@ async fn run_engine(
     command: EngineCommand,
 ) -> Result<Option<TurnOutcome>, JobError> {
     let id = job.session_id.clone();
-    let mut events = engine.subscribe();
-    let (tx, mut replies) = tokio::sync::mpsc::unbounded_channel();
-    engine.execute(command, Replies::channel(tx));
-    let side = Replies::new(|reply| {
-        match reply {
-            EngineReply::Failed { error, .. } => tracing::warn!("worker: control: {error}"),
-            EngineReply::NotSent { error, .. } => tracing::warn!("worker: control: {error}"),
-            _ => {}
-        }
-        true
-    });
+    let (client, mut stream) = engine.connect();
+    let turn = client.submit(command);
     let mut cancelled = false;
     let mut running = false;
     let ended = loop {
@@ -596,57 +587,54 @@ async fn run_engine(
             biased;
             () = out.stale.cancelled(), if !cancelled => {
                 cancelled = true;
-                engine.execute(EngineCommand::Cancel { session_id: id.clone() }, side.clone());
+                client.submit(EngineCommand::Cancel { session_id: id.clone() });
             }
-            reply = replies.recv() => match reply {
-                Some(EngineReply::TurnFinished(outcome)) if outcome.session_id == id => {
-                    break Ok(outcome);
+            output = stream.next() => match output {
+                // In order: every event of the turn is forwarded before its reply.
+                Some(EngineOutput::Event(event)) => {
+                    if event.session_id == id {
+                        running = running || turn_runs(&event);
+                        if !forward(out, &event, wip.as_mut()).await {
+                            out.lose();
+                        }
+                    }
                 }
-                Some(EngineReply::Failed { error, .. }) => break Err(error),
-                Some(_) => {}
-                None => {
+                Some(EngineOutput::Reply { command, reply }) if command == turn => match reply {
+                    EngineReply::TurnFinished(outcome) if outcome.session_id == id => {
+                        break Ok(outcome);
+                    }
+                    EngineReply::Failed { error, .. } => break Err(error),
+                    _ => {}
+                },
+                // A control's answer: only its failures are worth a line.
+                Some(EngineOutput::Reply { reply, .. }) => match reply {
+                    EngineReply::Failed { error, .. } | EngineReply::NotSent { error, .. } => {
+                        tracing::warn!("worker: control: {error}");
+                    }
+                    _ => {}
+                },
+                Some(EngineOutput::Answered { command }) if command != turn => {}
+                Some(EngineOutput::Answered { .. }) | None => {
                     break Err(EngineError::TaskFailed {
                         what: "the job's turn",
                         message: "the engine ran no turn (nothing to continue)".into(),
                     });
                 }
             },
-            Some(event) = events.recv() => {
-                if event.session_id == id {
-                    running = running || turn_runs(&event);
-                    if !forward(out, &event, wip.as_mut()).await {
-                        out.lose();
-                    }
-                }
-            }
             Some(message) = control.next(), if running => {
                 match serde_json::from_slice::<Control>(&message.payload) {
-                    Ok(control) => engine.execute(command_of(&id, control), side.clone()),
+                    Ok(control) => {
+                        client.submit(command_of(&id, control));
+                    }
                     Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
                 }
             }
         }
     };
-    drain(&mut events, &id, out, wip.as_mut()).await;
     if out.stale.is_cancelled() {
         return Ok(None);
     }
     Ok(Some(ended?))
-}
-
-/// Publishes the events still queued after the turn's reply (they were published on
-/// the bus before it).
-async fn drain(
-    events: &mut UnboundedReceiver<Arc<Event>>,
-    id: &str,
-    out: &Out,
-    mut wip: Option<&mut Wip>,
-) {
-    while let Ok(event) = events.try_recv() {
-        if event.session_id == id && !forward(out, &event, wip.as_deref_mut()).await {
-            out.lose();
-        }
-    }
 }
 
 /// Whether `event` says its session's turn runs (status running or waiting): from

@@ -15,8 +15,12 @@ use super::Event;
 /// and the store writers subscribe. Cheap to clone (an `Arc` inside).
 #[derive(Clone, Default)]
 pub struct EventBus {
-    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<Event>>>>>,
+    subscribers: Arc<Mutex<Vec<Sink>>>,
 }
+
+/// One subscriber: called with each event, in publish order, on the publishing
+/// thread; `false` once it is gone (then it is dropped).
+type Sink = Box<dyn Fn(Arc<Event>) -> bool + Send>;
 
 impl EventBus {
     /// A bus with no subscribers.
@@ -28,17 +32,26 @@ impl EventBus {
     pub fn publish(&self, event: Event) {
         let event = Arc::new(event);
         if let Ok(mut subs) = self.subscribers.lock() {
-            subs.retain(|tx| tx.send(event.clone()).is_ok());
+            subs.retain(|deliver| deliver(event.clone()));
         }
     }
 
     /// A new subscription receiving every event published from now on.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<Event>> {
         let (tx, rx) = mpsc::unbounded_channel();
-        if let Ok(mut subs) = self.subscribers.lock() {
-            subs.push(tx);
-        }
+        self.subscribe_with(move |event| tx.send(event).is_ok());
         rx
+    }
+
+    /// Subscribes `deliver`, called with every event published from now on, in order,
+    /// on the publishing thread while the bus is locked (so it must not block or
+    /// publish); it returns `false` once its receiver is gone. What lets a front end's
+    /// one stream carry events and command replies in the order they happened
+    /// (`engine::handle::stream`).
+    pub fn subscribe_with(&self, deliver: impl Fn(Arc<Event>) -> bool + Send + 'static) {
+        if let Ok(mut subs) = self.subscribers.lock() {
+            subs.push(Box::new(deliver));
+        }
     }
 }
 
