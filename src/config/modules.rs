@@ -4,7 +4,8 @@
 //! Owns: one row per module — a tool module's tools with each tool's access (and so
 //! its approvals default, SPEC §12) and how it is mounted; a provider module's wire
 //! API, environment variables (key, base URL, model), default endpoint and model, and
-//! how its usage counts cached tokens — and the lookups over them. Every reader takes
+//! how its usage counts cached tokens, its default context window — and the lookups
+//! over them. Every reader takes
 //! its facts from here: agent validation ("unavailable module"), approvals (known
 //! modules and tools, defaults, command tools), doctor, provider setup and local
 //! servers (`routing::setup`, `routing::local`), prices (cache accounting), the TUI's
@@ -264,6 +265,21 @@ pub struct ProviderModule {
     pub local: bool,
     /// How its usage counts cached input tokens (prices, `routing::prices`).
     pub cache: CacheAccounting,
+    /// The context limit, tokens, of a session whose model's window is not known
+    /// (`engine::compact::limit`): the documented default of the API's models.
+    pub default_context_window: u64,
+}
+
+/// The context limit, tokens, of a session on a provider module outside
+/// [`PROVIDER_MODULES`] whose model's window is not known.
+pub const OTHER_CONTEXT_WINDOW: u64 = 32_768;
+
+impl ProviderModule {
+    /// The default context window of provider module `module`: its row's
+    /// [`ProviderModule::default_context_window`], else [`OTHER_CONTEXT_WINDOW`].
+    pub fn context_window_of(module: &str) -> u64 {
+        provider_module(module).map_or(OTHER_CONTEXT_WINDOW, |p| p.default_context_window)
+    }
 }
 
 /// `provider-openai`: the OpenAI API and any OpenAI-compatible server (`base_url`).
@@ -280,6 +296,8 @@ pub const OPENAI: ProviderModule = ProviderModule {
     default_model: Some("gpt-4o-mini"),
     local: false,
     cache: CacheAccounting::IncludedInInput,
+    // GPT-4o.
+    default_context_window: 128_000,
 };
 
 /// `provider-anthropic`: the Anthropic Messages API.
@@ -296,6 +314,8 @@ pub const ANTHROPIC: ProviderModule = ProviderModule {
     default_model: Some("claude-sonnet-4-5"),
     local: false,
     cache: CacheAccounting::SeparateFromInput,
+    // Every current Claude model.
+    default_context_window: 200_000,
 };
 
 /// `provider-ollama`: a local Ollama's OpenAI-compatible endpoint.
@@ -312,6 +332,8 @@ pub const OLLAMA: ProviderModule = ProviderModule {
     default_model: None,
     local: true,
     cache: CacheAccounting::IncludedInInput,
+    // Ollama's default `num_ctx`.
+    default_context_window: 4_096,
 };
 
 /// Every built-in provider module, in the order messages list them.
