@@ -14,6 +14,7 @@ use agent_client_protocol_schema::v1::{
 };
 use serde_json::Value;
 
+use crate::config::modules::{ToolKind as Kind, describe};
 use crate::session::Message;
 use crate::session::message::ContentBlock as Block;
 use crate::session::protocol::{DeltaKind, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
@@ -51,35 +52,26 @@ fn absolute(cwd: &Path, path: &str) -> PathBuf {
     }
 }
 
-/// The ACP kind of tool `name` (the built-in tools by name; anything else `other`).
+/// The ACP kind of tool `name`: its descriptor's in the tool table (`other` for MCP
+/// and unknown tools).
 pub fn kind(name: &str) -> ToolKind {
-    match name {
-        "read_file" | "list_files" | "ls" => ToolKind::Read,
-        "write_file" | "edit_file" => ToolKind::Edit,
-        "grep" | "glob" | "search" => ToolKind::Search,
-        "bash" => ToolKind::Execute,
-        "web_fetch" | "web_search" => ToolKind::Fetch,
-        "task" | "todo" => ToolKind::Think,
-        _ => ToolKind::Other,
+    match describe(name).kind {
+        Kind::Read => ToolKind::Read,
+        Kind::Edit => ToolKind::Edit,
+        Kind::Delete => ToolKind::Delete,
+        Kind::Move => ToolKind::Move,
+        Kind::Search => ToolKind::Search,
+        Kind::Execute => ToolKind::Execute,
+        Kind::Think => ToolKind::Think,
+        Kind::Fetch => ToolKind::Fetch,
+        Kind::Other => ToolKind::Other,
     }
 }
 
-/// One line saying what call `name(input)` does: the command for `bash`, `write PATH`,
-/// `edit PATH`, `read PATH`, `task AGENT: INSTRUCTION` (first line), else the tool name.
+/// One line saying what call `name(input)` does: its descriptor's summary, as the
+/// approval prompt shows it (`cargo test`, `edit src/a.rs`, `task zen: look`).
 pub fn title(name: &str, input: &Value) -> String {
-    let first_line = |s: &str| s.lines().next().unwrap_or_default().to_string();
-    match (name, file_arg(input)) {
-        ("bash", _) => str_of(input, "command").map_or_else(|| name.into(), first_line),
-        ("write_file", Some(p)) => format!("write {p}"),
-        ("edit_file", Some(p)) => format!("edit {p}"),
-        ("read_file", Some(p)) => format!("read {p}"),
-        ("task", _) => match (str_of(input, "agent"), str_of(input, "instruction")) {
-            (Some(agent), Some(task)) => format!("task {agent}: {}", first_line(task)),
-            (Some(agent), None) => format!("task {agent}"),
-            _ => name.into(),
-        },
-        _ => name.into(),
-    }
+    describe(name).summarize(name, input)
 }
 
 /// The file a file tool touches, absolute (relative paths against `cwd`).
@@ -90,18 +82,22 @@ fn locations(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
     }
 }
 
-/// The diff of an edit: `write_file` → the new content (old unknown here),
-/// `edit_file` → `old_string` → `new_string`.
+/// The diff of an edit call (kind `edit`), from its input: `content` → the new
+/// content (old unknown here), `old_string` → `new_string`.
 fn diff(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallContent> {
+    if kind(name) != ToolKind::Edit {
+        return Vec::new();
+    }
     let Some(path) = file_arg(input).map(|p| absolute(cwd, p)) else {
         return Vec::new();
     };
-    let diff = match name {
-        "write_file" => str_of(input, "content").map(|new| Diff::new(path, new)),
-        "edit_file" => match (str_of(input, "old_string"), str_of(input, "new_string")) {
-            (Some(old), Some(new)) => Some(Diff::new(path, new).old_text(old.to_string())),
-            _ => None,
-        },
+    let diff = match (
+        str_of(input, "content"),
+        str_of(input, "old_string"),
+        str_of(input, "new_string"),
+    ) {
+        (Some(new), _, _) => Some(Diff::new(path, new)),
+        (None, Some(old), Some(new)) => Some(Diff::new(path, new).old_text(old.to_string())),
         _ => None,
     };
     diff.map(ToolCallContent::Diff).into_iter().collect()
@@ -258,6 +254,46 @@ mod tests {
         assert_eq!(wire["content"][0]["type"], "diff");
         assert_eq!(wire["content"][0]["oldText"], "a");
         assert_eq!(wire["content"][0]["newText"], "b");
+    }
+
+    /// Kinds and titles come from the tool table: every tool arbor mounts has the
+    /// kind of its row (`list_directory` reads, `delegate` thinks, as `task` does),
+    /// names arbor has no tool by are `other`.
+    #[test]
+    fn kinds_and_titles_come_from_the_tool_table() {
+        let wire = |name: &str, input: &Value| {
+            let call = tool_call("c", name, input, ToolCallStatus::Pending, Path::new("/p"));
+            serde_json::to_value(&call).unwrap()
+        };
+        let dir = wire("list_directory", &json!({"path": "src"}));
+        assert_eq!(dir["kind"], "read");
+        assert_eq!(dir["locations"][0]["path"], "/p/src");
+        let task = json!({"agent": "zen", "instruction": "look\naround"});
+        assert_eq!(wire("delegate", &task)["kind"], "think");
+        assert_eq!(wire("delegate", &task)["title"], "delegate zen: look");
+        assert_eq!(wire("task", &task)["title"], "task zen: look");
+        assert_eq!(kind("transfer_to_agent"), ToolKind::Other);
+        for name in ["list_files", "ls", "search", "mcp__x__y"] {
+            assert_eq!(kind(name), ToolKind::Other, "{name}");
+        }
+        let expected = [
+            ("read_file", ToolKind::Read),
+            ("write_file", ToolKind::Edit),
+            ("edit_file", ToolKind::Edit),
+            ("glob", ToolKind::Search),
+            ("grep", ToolKind::Search),
+            ("bash", ToolKind::Execute),
+            ("web_fetch", ToolKind::Fetch),
+            ("web_search", ToolKind::Fetch),
+            ("task", ToolKind::Think),
+            ("todo", ToolKind::Think),
+        ];
+        for (name, kind_of) in expected {
+            assert_eq!(kind(name), kind_of, "{name}");
+        }
+        let bash = json!({"command": "cargo test\ncargo fmt"});
+        assert_eq!(wire("bash", &bash)["title"], "cargo test …");
+        assert_eq!(wire("bash", &bash)["kind"], "execute");
     }
 
     #[test]

@@ -14,8 +14,10 @@ use serde_json::Value;
 use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus};
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
+use crate::config::modules::describe;
 use crate::session::Message;
 use crate::session::message::{ContentBlock, Text, ToolArgs};
+use crate::session::protocol::TaskInput;
 
 impl Thread {
     /// Appends the cells of one transcript message (buffered while loading).
@@ -131,16 +133,13 @@ impl Thread {
         {
             return;
         }
-        let kind = if tool == "task" || tool == "delegate" {
-            let child = args
-                .get("session_id")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+        let kind = if describe(tool).delegates() {
+            let task = TaskInput::of(args);
             CellKind::Task(Box::new(TaskCard {
                 call_id: id.to_string(),
-                agent: str_field(args, "agent").unwrap_or_else(|| "?".into()),
-                instruction: str_field(args, "instruction").unwrap_or_default(),
-                child,
+                agent: task.agent.unwrap_or_else(|| "?".into()),
+                instruction: task.instruction.unwrap_or_default(),
+                child: task.session_id.map(|s| s.to_string()),
                 status: ToolStatus::Pending,
                 child_status: None,
                 response: None,
