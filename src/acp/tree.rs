@@ -21,7 +21,7 @@ use agent_client_protocol_schema::v1::{
 use super::updates;
 use crate::config::modules::describe;
 use crate::session::ids::SessionId;
-use crate::session::protocol::TaskInput;
+use crate::session::protocol::{TaskInput, ToolEffect};
 use crate::session::{EngineEvent, Event, SessionStatus};
 
 /// An update and the ACP session id it is sent with.
@@ -113,12 +113,14 @@ impl Tree {
                     self.tasks
                         .insert(pre.tool_call_id.to_string(), TaskInput::of(&pre.tool_input));
                 }
-                if let Some(plan) = updates::plan(&pre.tool_name, &pre.tool_input) {
-                    out.push((to.clone(), plan));
-                }
                 Some(updates::tool_pre(pre, &self.cwd))
             }
-            EngineEvent::ToolPost(post) => Some(updates::tool_post(post)),
+            EngineEvent::ToolPost(post) => {
+                if let Some(ToolEffect::Todo(list)) = &post.effect {
+                    out.push((to.clone(), updates::plan(list)));
+                }
+                Some(updates::tool_post(post))
+            }
             EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
             EngineEvent::TaskAgentSpawned(spawned) => {
                 self.spawned(

@@ -1,6 +1,7 @@
 //! What one arbor event or stored message looks like as ACP `session/update`s: text and
 //! thinking chunks, `tool_call` / `tool_call_update` (kind, title, status, locations,
-//! diff content for edits), `plan` from a `todo` call.
+//! diff content for edits; kind and title from the tool table), `plan` from a
+//! checklist a call set (its `tool:post` effect).
 //!
 //! Owns: these pure mappings. Does not own: which ACP session an update goes to, or
 //! announcing sub-sessions (`tree`), nor sending (`agent`).
@@ -17,7 +18,9 @@ use serde_json::Value;
 use crate::config::modules::{ToolKind as Kind, describe};
 use crate::session::Message;
 use crate::session::message::ContentBlock as Block;
-use crate::session::protocol::{DeltaKind, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
+use crate::session::protocol::{
+    DeltaKind, TodoItem, TodoStatus, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
+};
 
 /// A text content block.
 pub fn text(text: impl Into<String>) -> ContentBlock {
@@ -140,10 +143,11 @@ pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
 }
 
-/// `tool:post` → the call `completed` with its result as content; an edit (a
-/// `file_changed` call) keeps its diff as content, the result goes to `rawOutput`.
+/// `tool:post` → the call `completed` with its result as content; an edit (a call
+/// whose effect is a file change) keeps its diff as content, the result goes to
+/// `rawOutput`.
 pub fn tool_post(post: &ToolPostEvent) -> SessionUpdate {
-    if post.file_changed.is_some() {
+    if let Some(ToolEffect::FileChange(_)) = post.effect {
         // Content given in an update replaces the call's: keep the edit's diff.
         let fields = ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
@@ -161,31 +165,21 @@ pub fn tool_error(error: &ToolErrorEvent) -> SessionUpdate {
     tool_end(&error.tool_call_id, ToolCallStatus::Failed, &error.error)
 }
 
-/// `plan` from a `todo` call's input `{todos: [{content, status, priority?}]}`
-/// (`pending` | `in_progress` | `completed`); `None` for any other call or input.
-pub fn plan(name: &str, input: &Value) -> Option<SessionUpdate> {
-    if name != "todo" {
-        return None;
-    }
-    let todos = input.get("todos")?.as_array()?;
-    let entries = todos
+/// `plan` from the checklist a call set (a `todo` call's effect): one entry per item,
+/// its status as the item's, priority `medium`.
+pub fn plan(list: &[TodoItem]) -> SessionUpdate {
+    let entries = list
         .iter()
-        .filter_map(|todo| {
-            let content = str_of(todo, "content").or_else(|| str_of(todo, "text"))?;
-            let status = match str_of(todo, "status") {
-                Some("in_progress") => PlanEntryStatus::InProgress,
-                Some("completed" | "done") => PlanEntryStatus::Completed,
-                _ => PlanEntryStatus::Pending,
+        .map(|todo| {
+            let status = match todo.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
             };
-            let priority = match str_of(todo, "priority") {
-                Some("high") => PlanEntryPriority::High,
-                Some("low") => PlanEntryPriority::Low,
-                _ => PlanEntryPriority::Medium,
-            };
-            Some(PlanEntry::new(content, priority, status))
+            PlanEntry::new(todo.content.clone(), PlanEntryPriority::Medium, status)
         })
         .collect();
-    Some(SessionUpdate::Plan(Plan::new(entries)))
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
 /// A stored message as the updates that replay it (`session/load`): user text,
@@ -297,15 +291,17 @@ mod tests {
     }
 
     #[test]
-    fn a_todo_call_is_a_plan() {
-        let input = json!({"todos": [
-            {"content": "read", "status": "completed"},
-            {"content": "write", "status": "in_progress", "priority": "high"},
-        ]});
-        let wire = serde_json::to_value(plan("todo", &input).unwrap()).unwrap();
+    fn a_checklist_is_a_plan() {
+        let list: Vec<TodoItem> = serde_json::from_value(json!([
+            {"content": "read", "activeForm": "reading", "status": "completed"},
+            {"content": "write", "activeForm": "writing", "status": "in_progress"},
+        ]))
+        .unwrap();
+        let wire = serde_json::to_value(plan(&list)).unwrap();
         assert_eq!(wire["sessionUpdate"], "plan");
+        assert_eq!(wire["entries"][0]["status"], "completed");
+        assert_eq!(wire["entries"][1]["content"], "write");
         assert_eq!(wire["entries"][1]["status"], "in_progress");
-        assert_eq!(wire["entries"][1]["priority"], "high");
-        assert!(plan("bash", &input).is_none());
+        assert_eq!(wire["entries"][1]["priority"], "medium");
     }
 }

@@ -26,6 +26,7 @@ use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids::SessionId;
+use crate::session::protocol::ToolEffect;
 
 use super::error::ToolError;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
@@ -70,27 +71,7 @@ pub struct TaskRequest {
     pub isolation: Option<IsolationSetting>,
 }
 
-/// How a delegated turn ended: serialized as the tool result
-/// `{"response","session_id","agent","status","turn_count"}`, plus `error` when failed
-/// and `budget` (the spend against the budget) when the child has one. A `paused`
-/// result is prefixed with plain lines saying so ([`paused_preamble`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskResult {
-    pub response: String,
-    pub session_id: SessionId,
-    pub agent: String,
-    pub status: SessionStatus,
-    pub turn_count: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The current grant's spend against the budget (`35/10 tokens`), when budgeted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget: Option<String>,
-    /// Where a spawned child works: its worktree and branch, or (once per parent)
-    /// why it has none (issue 25).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<String>,
-}
+pub use crate::session::protocol::TaskResult;
 
 /// The lines a `paused` task result starts with: its status, the session id, the
 /// spend, and how to continue (`status: paused`, `session_id: …`, `spent: …`).
@@ -103,6 +84,38 @@ pub fn paused_preamble(result: &TaskResult) -> String {
         result.budget.as_deref().unwrap_or("its budget"),
         result.session_id
     )
+}
+
+/// The output of a delegation that ran: the result JSON (after [`paused_preamble`]
+/// for a paused child), an error unless the child completed or paused, and the result
+/// as its effect.
+pub fn output_of(result: TaskResult) -> ToolOutput {
+    let failed = !matches!(
+        result.status,
+        SessionStatus::Completed | SessionStatus::Paused
+    );
+    let mut content = serde_json::to_string(&result)
+        .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
+    if result.status == SessionStatus::Paused {
+        content = format!("{}{content}", paused_preamble(&result));
+    }
+    ToolOutput {
+        content,
+        is_error: failed,
+        effect: Some(ToolEffect::Task(result)),
+    }
+}
+
+/// The result a delegation's stored output text holds (a transcript read back, which
+/// keeps no effect): the task tool's result JSON or `delegate`'s shape of it (`status:
+/// success` for a completed turn). `None` for any other text: an error before the
+/// child ran, a paused result (its preamble first), text a hook appended.
+pub fn result_of_text(content: &str) -> Option<TaskResult> {
+    let mut value: Value = serde_json::from_str(content).ok()?;
+    if value.get("status").and_then(Value::as_str) == Some("success") {
+        value["status"] = json!("completed");
+    }
+    serde_json::from_value(value).ok()
 }
 
 /// What the task tool needs from the runtime. Errors ([`ToolError::Failed`]) carry the
@@ -432,22 +445,7 @@ impl Tool for TaskTool {
                 None => host.resume(request, ctx).await,
             };
             match result {
-                Ok(result) => {
-                    let failed = !matches!(
-                        result.status,
-                        SessionStatus::Completed | SessionStatus::Paused
-                    );
-                    let mut content = serde_json::to_string(&result)
-                        .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
-                    if result.status == SessionStatus::Paused {
-                        content = format!("{}{content}", paused_preamble(&result));
-                    }
-                    ToolOutput {
-                        content,
-                        is_error: failed,
-                        change: None,
-                    }
-                }
+                Ok(result) => output_of(result),
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })

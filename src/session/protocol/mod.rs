@@ -44,7 +44,7 @@ pub use approvals::{
     DecisionKind,
 };
 pub use bus::EventBus;
-pub use calls::TaskInput;
+pub use calls::{TaskInput, TaskResult, TodoItem, TodoStatus, ToolEffect};
 pub use command::EngineCommand;
 pub use context::{ContextCompactionEvent, ContextUsageEvent};
 pub use event::EngineEvent;
