@@ -198,6 +198,7 @@ fn prepare(
         cancel: token.clone(),
         sub_session_id: None,
         session_dir: Some(gate.session_dir()),
+        task: None,
     };
     let tool = tools.get(&call.tool);
     if let Some(tool) = &tool {

@@ -125,6 +125,10 @@ pub struct ToolContext {
     /// The calling session's directory in the store, for tools that keep per-session
     /// state there (`todo`); `None` when there is none (tool unit tests).
     pub session_dir: Option<PathBuf>,
+    /// For delegation calls: the input as [`Tool::prepare`] parsed it (`Err`: the
+    /// text of the error the call returns), so the call does not parse it again;
+    /// `None` for other tools and when nothing was prepared (tool unit tests).
+    pub task: Option<Result<task::TaskRequest, String>>,
 }
 
 impl ToolContext {
@@ -151,6 +155,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             sub_session_id: None,
             session_dir: None,
+            task: None,
         }
     }
 }
@@ -164,8 +169,8 @@ pub trait Tool: Send + Sync {
     /// Runs one call. Never panics; failures are `ToolOutput::error`.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
     /// Called by the turn loop before `tool:pre` is published, so a tool can decide
-    /// identifiers the event must carry (the task tool sets `ctx.sub_session_id`).
-    /// The default does nothing.
+    /// identifiers the event must carry and parse its input once (the task tool sets
+    /// `ctx.sub_session_id` and `ctx.task`). The default does nothing.
     fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
         let _ = (input, ctx);
     }

@@ -104,12 +104,13 @@ pub struct TaskInput {
 }
 
 impl TaskInput {
-    /// The fields of `input`, or the first that is not a string (`'agent' must be a
-    /// string, got 3`).
+    /// The fields of `input`, or the first (`instruction`, `agent`, `session_id`)
+    /// that is not a string (`'agent' must be a string, got 3`).
     pub fn parse(input: &Value) -> Result<Self, String> {
+        let instruction = text(input, "instruction")?;
         Ok(Self {
             agent: text(input, "agent")?,
-            instruction: text(input, "instruction")?,
+            instruction,
             session_id: text(input, "session_id")?.map(SessionId::from),
         })
     }
