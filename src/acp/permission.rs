@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::updates;
 use crate::config::approvals::pattern::suggest_prefix;
+use crate::config::modules::describe;
 use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
 
 /// Option id: run this call.
@@ -28,10 +29,11 @@ pub const ALLOW_ALWAYS: &str = "allow-always";
 /// Option id: do not run it.
 pub const REJECT: &str = "reject";
 
-/// What "always" allows for `required` (the TUI's rule): the tool for anything but
-/// `bash`; for `bash` the command's safe prefix, `None` when it has none.
+/// What "always" allows for `required` (the TUI's rule): the tool, unless it takes
+/// command patterns (its descriptor has a command field: `bash`); then the command's
+/// safe prefix, `None` when it has none.
 fn always(required: &ApprovalRequiredEvent) -> Option<AllowScope> {
-    if required.tool_name != "bash" {
+    if describe(&required.tool_name).command_field.is_none() {
         return Some(AllowScope::AlwaysTool);
     }
     suggest_prefix(required.command.as_deref().unwrap_or_default()).map(AllowScope::AlwaysPrefix)

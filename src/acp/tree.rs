@@ -19,7 +19,9 @@ use agent_client_protocol_schema::v1::{
 };
 
 use super::updates;
+use crate::config::modules::describe;
 use crate::session::ids::SessionId;
+use crate::session::protocol::{TaskInput, ToolEffect};
 use crate::session::{EngineEvent, Event, SessionStatus};
 
 /// An update and the ACP session id it is sent with.
@@ -38,8 +40,8 @@ pub struct Tree {
     cwd: PathBuf,
     /// Sub-sessions seen: arbor id → parent arbor id.
     children: HashMap<SessionId, SessionId>,
-    /// Task calls seen: call id → (agent, instruction).
-    tasks: HashMap<String, (String, String)>,
+    /// Delegation calls seen: call id → what each asked.
+    tasks: HashMap<String, TaskInput>,
 }
 
 impl Tree {
@@ -107,25 +109,18 @@ impl Tree {
         let update = match &event.msg {
             EngineEvent::ContentBlockDelta(d) => Some(updates::chunk(d.kind, &d.delta)),
             EngineEvent::ToolPre(pre) => {
-                if pre.tool_name == "task" {
-                    let field = |k: &str| {
-                        pre.tool_input
-                            .get(k)
-                            .and_then(serde_json::Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    self.tasks.insert(
-                        pre.tool_call_id.to_string(),
-                        (field("agent"), field("instruction")),
-                    );
-                }
-                if let Some(plan) = updates::plan(&pre.tool_name, &pre.tool_input) {
-                    out.push((to.clone(), plan));
+                if describe(&pre.tool_name).delegates() {
+                    self.tasks
+                        .insert(pre.tool_call_id.to_string(), TaskInput::of(&pre.tool_input));
                 }
                 Some(updates::tool_pre(pre, &self.cwd))
             }
-            EngineEvent::ToolPost(post) => Some(updates::tool_post(post)),
+            EngineEvent::ToolPost(post) => {
+                if let Some(ToolEffect::Todo(list)) = &post.effect {
+                    out.push((to.clone(), updates::plan(list)));
+                }
+                Some(updates::tool_post(post))
+            }
             EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
             EngineEvent::TaskAgentSpawned(spawned) => {
                 self.spawned(
@@ -171,7 +166,12 @@ impl Tree {
         self.children
             .entry(SessionId::from(child))
             .or_insert_with(|| SessionId::from(parent));
-        let (agent, instruction) = task.map_or((None, None), |(a, i)| (Some(a), Some(i)));
+        let (agent, instruction) = task.map_or((None, None), |t| {
+            (
+                Some(t.agent.unwrap_or_default()),
+                Some(t.instruction.unwrap_or_default()),
+            )
+        });
         self.announce(child, parent, agent, instruction, out);
     }
 

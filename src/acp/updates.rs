@@ -1,6 +1,7 @@
 //! What one arbor event or stored message looks like as ACP `session/update`s: text and
 //! thinking chunks, `tool_call` / `tool_call_update` (kind, title, status, locations,
-//! diff content for edits), `plan` from a `todo` call.
+//! diff content for edits; kind and title from the tool table), `plan` from a
+//! checklist a call set (its `tool:post` effect).
 //!
 //! Owns: these pure mappings. Does not own: which ACP session an update goes to, or
 //! announcing sub-sessions (`tree`), nor sending (`agent`).
@@ -14,9 +15,12 @@ use agent_client_protocol_schema::v1::{
 };
 use serde_json::Value;
 
+use crate::config::modules::{ToolKind as Kind, describe};
 use crate::session::Message;
 use crate::session::message::ContentBlock as Block;
-use crate::session::protocol::{DeltaKind, ToolErrorEvent, ToolPostEvent, ToolPreEvent};
+use crate::session::protocol::{
+    DeltaKind, TodoItem, TodoStatus, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
+};
 
 /// A text content block.
 pub fn text(text: impl Into<String>) -> ContentBlock {
@@ -51,35 +55,26 @@ fn absolute(cwd: &Path, path: &str) -> PathBuf {
     }
 }
 
-/// The ACP kind of tool `name` (the built-in tools by name; anything else `other`).
+/// The ACP kind of tool `name`: its descriptor's in the tool table (`other` for MCP
+/// and unknown tools).
 pub fn kind(name: &str) -> ToolKind {
-    match name {
-        "read_file" | "list_files" | "ls" => ToolKind::Read,
-        "write_file" | "edit_file" => ToolKind::Edit,
-        "grep" | "glob" | "search" => ToolKind::Search,
-        "bash" => ToolKind::Execute,
-        "web_fetch" | "web_search" => ToolKind::Fetch,
-        "task" | "todo" => ToolKind::Think,
-        _ => ToolKind::Other,
+    match describe(name).kind {
+        Kind::Read => ToolKind::Read,
+        Kind::Edit => ToolKind::Edit,
+        Kind::Delete => ToolKind::Delete,
+        Kind::Move => ToolKind::Move,
+        Kind::Search => ToolKind::Search,
+        Kind::Execute => ToolKind::Execute,
+        Kind::Think => ToolKind::Think,
+        Kind::Fetch => ToolKind::Fetch,
+        Kind::Other => ToolKind::Other,
     }
 }
 
-/// One line saying what call `name(input)` does: the command for `bash`, `write PATH`,
-/// `edit PATH`, `read PATH`, `task AGENT: INSTRUCTION` (first line), else the tool name.
+/// One line saying what call `name(input)` does: its descriptor's summary, as the
+/// approval prompt shows it (`cargo test`, `edit src/a.rs`, `task zen: look`).
 pub fn title(name: &str, input: &Value) -> String {
-    let first_line = |s: &str| s.lines().next().unwrap_or_default().to_string();
-    match (name, file_arg(input)) {
-        ("bash", _) => str_of(input, "command").map_or_else(|| name.into(), first_line),
-        ("write_file", Some(p)) => format!("write {p}"),
-        ("edit_file", Some(p)) => format!("edit {p}"),
-        ("read_file", Some(p)) => format!("read {p}"),
-        ("task", _) => match (str_of(input, "agent"), str_of(input, "instruction")) {
-            (Some(agent), Some(task)) => format!("task {agent}: {}", first_line(task)),
-            (Some(agent), None) => format!("task {agent}"),
-            _ => name.into(),
-        },
-        _ => name.into(),
-    }
+    describe(name).summarize(name, input)
 }
 
 /// The file a file tool touches, absolute (relative paths against `cwd`).
@@ -90,18 +85,22 @@ fn locations(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallLocation> {
     }
 }
 
-/// The diff of an edit: `write_file` → the new content (old unknown here),
-/// `edit_file` → `old_string` → `new_string`.
+/// The diff of an edit call (kind `edit`), from its input: `content` → the new
+/// content (old unknown here), `old_string` → `new_string`.
 fn diff(name: &str, input: &Value, cwd: &Path) -> Vec<ToolCallContent> {
+    if kind(name) != ToolKind::Edit {
+        return Vec::new();
+    }
     let Some(path) = file_arg(input).map(|p| absolute(cwd, p)) else {
         return Vec::new();
     };
-    let diff = match name {
-        "write_file" => str_of(input, "content").map(|new| Diff::new(path, new)),
-        "edit_file" => match (str_of(input, "old_string"), str_of(input, "new_string")) {
-            (Some(old), Some(new)) => Some(Diff::new(path, new).old_text(old.to_string())),
-            _ => None,
-        },
+    let diff = match (
+        str_of(input, "content"),
+        str_of(input, "old_string"),
+        str_of(input, "new_string"),
+    ) {
+        (Some(new), _, _) => Some(Diff::new(path, new)),
+        (None, Some(old), Some(new)) => Some(Diff::new(path, new).old_text(old.to_string())),
         _ => None,
     };
     diff.map(ToolCallContent::Diff).into_iter().collect()
@@ -144,10 +143,11 @@ pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
 }
 
-/// `tool:post` → the call `completed` with its result as content; an edit (a
-/// `file_changed` call) keeps its diff as content, the result goes to `rawOutput`.
+/// `tool:post` → the call `completed` with its result as content; an edit (a call
+/// whose effect is a file change) keeps its diff as content, the result goes to
+/// `rawOutput`.
 pub fn tool_post(post: &ToolPostEvent) -> SessionUpdate {
-    if post.file_changed.is_some() {
+    if let Some(ToolEffect::FileChange(_)) = post.effect {
         // Content given in an update replaces the call's: keep the edit's diff.
         let fields = ToolCallUpdateFields::new()
             .status(ToolCallStatus::Completed)
@@ -165,31 +165,21 @@ pub fn tool_error(error: &ToolErrorEvent) -> SessionUpdate {
     tool_end(&error.tool_call_id, ToolCallStatus::Failed, &error.error)
 }
 
-/// `plan` from a `todo` call's input `{todos: [{content, status, priority?}]}`
-/// (`pending` | `in_progress` | `completed`); `None` for any other call or input.
-pub fn plan(name: &str, input: &Value) -> Option<SessionUpdate> {
-    if name != "todo" {
-        return None;
-    }
-    let todos = input.get("todos")?.as_array()?;
-    let entries = todos
+/// `plan` from the checklist a call set (a `todo` call's effect): one entry per item,
+/// its status as the item's, priority `medium`.
+pub fn plan(list: &[TodoItem]) -> SessionUpdate {
+    let entries = list
         .iter()
-        .filter_map(|todo| {
-            let content = str_of(todo, "content").or_else(|| str_of(todo, "text"))?;
-            let status = match str_of(todo, "status") {
-                Some("in_progress") => PlanEntryStatus::InProgress,
-                Some("completed" | "done") => PlanEntryStatus::Completed,
-                _ => PlanEntryStatus::Pending,
+        .map(|todo| {
+            let status = match todo.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
             };
-            let priority = match str_of(todo, "priority") {
-                Some("high") => PlanEntryPriority::High,
-                Some("low") => PlanEntryPriority::Low,
-                _ => PlanEntryPriority::Medium,
-            };
-            Some(PlanEntry::new(content, priority, status))
+            PlanEntry::new(todo.content.clone(), PlanEntryPriority::Medium, status)
         })
         .collect();
-    Some(SessionUpdate::Plan(Plan::new(entries)))
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
 /// A stored message as the updates that replay it (`session/load`): user text,
@@ -260,16 +250,58 @@ mod tests {
         assert_eq!(wire["content"][0]["newText"], "b");
     }
 
+    /// Kinds and titles come from the tool table: every tool arbor mounts has the
+    /// kind of its row (`list_directory` reads, `delegate` thinks, as `task` does),
+    /// names arbor has no tool by are `other`.
     #[test]
-    fn a_todo_call_is_a_plan() {
-        let input = json!({"todos": [
-            {"content": "read", "status": "completed"},
-            {"content": "write", "status": "in_progress", "priority": "high"},
-        ]});
-        let wire = serde_json::to_value(plan("todo", &input).unwrap()).unwrap();
+    fn kinds_and_titles_come_from_the_tool_table() {
+        let wire = |name: &str, input: &Value| {
+            let call = tool_call("c", name, input, ToolCallStatus::Pending, Path::new("/p"));
+            serde_json::to_value(&call).unwrap()
+        };
+        let dir = wire("list_directory", &json!({"path": "src"}));
+        assert_eq!(dir["kind"], "read");
+        assert_eq!(dir["locations"][0]["path"], "/p/src");
+        let task = json!({"agent": "zen", "instruction": "look\naround"});
+        assert_eq!(wire("delegate", &task)["kind"], "think");
+        assert_eq!(wire("delegate", &task)["title"], "delegate zen: look");
+        assert_eq!(wire("task", &task)["title"], "task zen: look");
+        assert_eq!(kind("transfer_to_agent"), ToolKind::Other);
+        for name in ["list_files", "ls", "search", "mcp__x__y"] {
+            assert_eq!(kind(name), ToolKind::Other, "{name}");
+        }
+        let expected = [
+            ("read_file", ToolKind::Read),
+            ("write_file", ToolKind::Edit),
+            ("edit_file", ToolKind::Edit),
+            ("glob", ToolKind::Search),
+            ("grep", ToolKind::Search),
+            ("bash", ToolKind::Execute),
+            ("web_fetch", ToolKind::Fetch),
+            ("web_search", ToolKind::Fetch),
+            ("task", ToolKind::Think),
+            ("todo", ToolKind::Think),
+        ];
+        for (name, kind_of) in expected {
+            assert_eq!(kind(name), kind_of, "{name}");
+        }
+        let bash = json!({"command": "cargo test\ncargo fmt"});
+        assert_eq!(wire("bash", &bash)["title"], "cargo test …");
+        assert_eq!(wire("bash", &bash)["kind"], "execute");
+    }
+
+    #[test]
+    fn a_checklist_is_a_plan() {
+        let list: Vec<TodoItem> = serde_json::from_value(json!([
+            {"content": "read", "activeForm": "reading", "status": "completed"},
+            {"content": "write", "activeForm": "writing", "status": "in_progress"},
+        ]))
+        .unwrap();
+        let wire = serde_json::to_value(plan(&list)).unwrap();
         assert_eq!(wire["sessionUpdate"], "plan");
+        assert_eq!(wire["entries"][0]["status"], "completed");
+        assert_eq!(wire["entries"][1]["content"], "write");
         assert_eq!(wire["entries"][1]["status"], "in_progress");
-        assert_eq!(wire["entries"][1]["priority"], "high");
-        assert!(plan("bash", &input).is_none());
+        assert_eq!(wire["entries"][1]["priority"], "medium");
     }
 }

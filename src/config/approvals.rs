@@ -235,7 +235,8 @@ impl Rules {
     /// otherwise silently not apply): one message per key. MCP tool names
     /// (`mcp__…`) and globs are never warned about.
     pub fn warnings(&self) -> Vec<String> {
-        let known_tool = |t: &str| builtin_tool(t).is_some() || t.starts_with("mcp__");
+        let known_tool =
+            |t: &str| builtin_tool(t).is_some() || t.starts_with(super::modules::MCP_TOOL_PREFIX);
         self.rules
             .iter()
             .filter_map(|r| match &r.kind {

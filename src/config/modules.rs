@@ -1,21 +1,30 @@
 //! The built-in modules arbor implements, as two tables: [`TOOL_MODULES`] (SPEC §9,
 //! §11, §12) and [`PROVIDER_MODULES`] (SPEC §10).
 //!
-//! Owns: one row per module — a tool module's tools with each tool's access (and so
-//! its approvals default, SPEC §12) and how it is mounted; a provider module's wire
-//! API, environment variables (key, base URL, model), default endpoint and model, and
-//! how its usage counts cached tokens — and the lookups over them. Every reader takes
-//! its facts from here: agent validation ("unavailable module"), approvals (known
-//! modules and tools, defaults, command tools), doctor, provider setup and local
-//! servers (`routing::setup`, `routing::local`), prices (cache accounting), the TUI's
-//! error hints and the secrets a session scrubs. Sits in `config`, below every
-//! reader. Does not own: the implementations (`tool::*`, which `tool::mount` mounts —
-//! its tests check that it mounts exactly these rows' tools — and the wire clients in
-//! `provider`), or building a client from an entry (`routing::setup`).
+//! Owns: one row per module — a tool module's tools with each tool's descriptor (its
+//! access, and so its approvals default, SPEC §12; its ACP kind, its name in Claude
+//! Code's hook contract and the summary an approval prompt shows, [`descriptor`]) and
+//! how it is mounted; a provider module's wire API, environment variables (key, base
+//! URL, model), default endpoint, model and context window, and how its usage counts
+//! cached tokens — and the lookups over them. Every reader takes its facts from here:
+//! agent validation ("unavailable module"), approvals (known modules and tools,
+//! defaults, command tools, the prompt's summary), hooks (Claude Code's tool names),
+//! ACP (tool kinds and titles), the TUI (task cards), doctor, provider setup and local
+//! servers (`routing::setup`, `routing::local`), prices (cache accounting), context
+//! limits, the TUI's error hints and the secrets a session scrubs. Sits in `config`,
+//! below every reader. Does not own: the implementations (`tool::*`, which
+//! `tool::mount` mounts — its tests check that it mounts exactly these rows' tools —
+//! and the wire clients in `provider`), or building a client from an entry
+//! (`routing::setup`).
 //!
 //! A new tool module is a row in [`TOOL_MODULES`] plus its file under `src/tool/`
-//! (and one arm in `tool::mount`); a new provider is a row in [`PROVIDER_MODULES`]
-//! plus its client under `src/provider/` (and its arm in `routing::setup`).
+//! (and one arm in `tool::mount`); nothing outside the tool names it. A new provider is
+//! a row in [`PROVIDER_MODULES`] plus its client under `src/provider/` (and its arm in
+//! `routing::setup`).
+
+pub mod descriptor;
+
+pub use descriptor::{MCP_TOOL_PREFIX, OTHER_TOOL, Summary, ToolKind, describe, mcp_server_of};
 
 /// What a tool's calls do, which decides its approvals default (SPEC §12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,25 +32,33 @@ pub enum Access {
     /// Only reads (files, directory listings): allowed by default, and kept by a
     /// `read_only: true` module config.
     Read,
-    /// Hands work to another agent, whose own calls are gated: allowed by default.
+    /// Hands work to an agent in a sub-session of its own (`task`, `delegate`), whose
+    /// own calls are gated: allowed by default.
     Delegate,
+    /// Hands the conversation to another agent of the same session
+    /// (`transfer_to_agent`), whose own calls are gated: allowed by default.
+    Transfer,
     /// Changes files: asks by default.
     Write,
     /// Runs commands: asks by default.
     Execute,
     /// Reaches the network (`web_fetch`, `web_search`): asks by default.
     Network,
+    /// A tool outside the table (MCP tools, names arbor does not know), whose effects
+    /// arbor cannot tell: asks by default.
+    Unknown,
 }
 
 impl Access {
     /// Whether a call is allowed without asking when no rule matches
-    /// (`Read`, `Delegate`); the rest ask.
+    /// (`Read`, `Delegate`, `Transfer`); the rest ask.
     pub const fn allowed_by_default(self) -> bool {
-        matches!(self, Self::Read | Self::Delegate)
+        matches!(self, Self::Read | Self::Delegate | Self::Transfer)
     }
 }
 
-/// One tool a built-in module provides.
+/// One tool a built-in module provides, and its descriptor: what front ends and
+/// approvals know of a tool, so none of them matches its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BuiltinTool {
     /// The name the model calls (`read_file`).
@@ -52,13 +69,45 @@ pub struct BuiltinTool {
     /// patterns in approval keys (`bash(cargo test*)`: `bash`'s `command`); `None`
     /// otherwise.
     pub command_field: Option<&'static str>,
+    /// What kind of call it is, as ACP clients group calls.
+    pub kind: ToolKind,
+    /// Its name in Claude Code's hook contract (`bash` → `Bash`), so hook matchers
+    /// written for Claude Code match it; `None` when Claude Code has no such tool.
+    pub hook_name: Option<&'static str>,
+    /// The one line an approval prompt (and an ACP client's call title) shows.
+    pub summary: Summary,
 }
 
-const fn tool(name: &'static str, access: Access) -> BuiltinTool {
+impl BuiltinTool {
+    /// Whether its calls change files ([`Access::Write`]).
+    pub const fn writes(&self) -> bool {
+        matches!(self.access, Access::Write)
+    }
+
+    /// Whether each call hands work to a sub-session ([`Access::Delegate`]): its
+    /// output's effect is the sub-session's result, and front ends show its calls as
+    /// task cards.
+    pub const fn delegates(&self) -> bool {
+        matches!(self.access, Access::Delegate)
+    }
+}
+
+/// A row's tool: `name` with `access`, shown as `kind`, called `hook_name` by Claude
+/// Code's hooks, summarised by `summary`.
+const fn tool(
+    name: &'static str,
+    access: Access,
+    kind: ToolKind,
+    hook_name: Option<&'static str>,
+    summary: Summary,
+) -> BuiltinTool {
     BuiltinTool {
         name,
         access,
         command_field: None,
+        kind,
+        hook_name,
+        summary,
     }
 }
 
@@ -100,10 +149,34 @@ impl ToolModule {
 pub const FILESYSTEM: ToolModule = ToolModule {
     name: "tool-filesystem",
     tools: &[
-        tool("read_file", Access::Read),
-        tool("list_directory", Access::Read),
-        tool("write_file", Access::Write),
-        tool("edit_file", Access::Write),
+        tool(
+            "read_file",
+            Access::Read,
+            ToolKind::Read,
+            Some("Read"),
+            Summary::File("read"),
+        ),
+        tool(
+            "list_directory",
+            Access::Read,
+            ToolKind::Read,
+            Some("LS"),
+            Summary::Name,
+        ),
+        tool(
+            "write_file",
+            Access::Write,
+            ToolKind::Edit,
+            Some("Write"),
+            Summary::File("write"),
+        ),
+        tool(
+            "edit_file",
+            Access::Write,
+            ToolKind::Edit,
+            Some("Edit"),
+            Summary::File("edit"),
+        ),
     ],
     mount: Mount::Plan,
 };
@@ -111,7 +184,22 @@ pub const FILESYSTEM: ToolModule = ToolModule {
 /// `tool-search`: `glob` and `grep` over the working directory.
 pub const SEARCH: ToolModule = ToolModule {
     name: "tool-search",
-    tools: &[tool("glob", Access::Read), tool("grep", Access::Read)],
+    tools: &[
+        tool(
+            "glob",
+            Access::Read,
+            ToolKind::Search,
+            Some("Glob"),
+            Summary::Name,
+        ),
+        tool(
+            "grep",
+            Access::Read,
+            ToolKind::Search,
+            Some("Grep"),
+            Summary::Name,
+        ),
+    ],
     mount: Mount::Plan,
 };
 
@@ -122,6 +210,9 @@ pub const BASH: ToolModule = ToolModule {
         name: "bash",
         access: Access::Execute,
         command_field: Some("command"),
+        kind: ToolKind::Execute,
+        hook_name: Some("Bash"),
+        summary: Summary::Command,
     }],
     mount: Mount::Plan,
 };
@@ -129,14 +220,26 @@ pub const BASH: ToolModule = ToolModule {
 /// `tool-task`: the task tool (SPEC §9), a child session per call.
 pub const TASK: ToolModule = ToolModule {
     name: "tool-task",
-    tools: &[tool("task", Access::Delegate)],
+    tools: &[tool(
+        "task",
+        Access::Delegate,
+        ToolKind::Think,
+        Some("Task"),
+        Summary::Delegation,
+    )],
     mount: Mount::Plan,
 };
 
 /// `tool-delegate`: Amplifier's current delegation tool.
 pub const DELEGATE: ToolModule = ToolModule {
     name: "tool-delegate",
-    tools: &[tool("delegate", Access::Delegate)],
+    tools: &[tool(
+        "delegate",
+        Access::Delegate,
+        ToolKind::Think,
+        None,
+        Summary::Delegation,
+    )],
     mount: Mount::Plan,
 };
 
@@ -144,7 +247,13 @@ pub const DELEGATE: ToolModule = ToolModule {
 /// session's own list, so it is allowed by default like a read.
 pub const TODO: ToolModule = ToolModule {
     name: "tool-todo",
-    tools: &[tool("todo", Access::Read)],
+    tools: &[tool(
+        "todo",
+        Access::Read,
+        ToolKind::Think,
+        Some("TodoWrite"),
+        Summary::Name,
+    )],
     mount: Mount::Plan,
 };
 
@@ -153,14 +262,27 @@ pub const TODO: ToolModule = ToolModule {
 pub const WEB: ToolModule = ToolModule {
     name: "tool-web",
     tools: &[
-        tool("web_fetch", Access::Network),
-        tool("web_search", Access::Network),
+        tool(
+            "web_fetch",
+            Access::Network,
+            ToolKind::Fetch,
+            Some("WebFetch"),
+            Summary::Name,
+        ),
+        tool(
+            "web_search",
+            Access::Network,
+            ToolKind::Fetch,
+            Some("WebSearch"),
+            Summary::Name,
+        ),
     ],
     mount: Mount::Plan,
 };
 
 /// `tool-mcp`: the tools of Model Context Protocol servers (`mcp__<server>__<tool>`,
-/// which ask by default as unknown tools do).
+/// which ask by default as unknown tools do; their descriptor is
+/// [`descriptor::MCP_TOOL`]).
 pub const MCP: ToolModule = ToolModule {
     name: "tool-mcp",
     tools: &[],
@@ -170,7 +292,13 @@ pub const MCP: ToolModule = ToolModule {
 /// `tool-transfer`: `transfer_to_agent`, the module id that tool reports.
 pub const TRANSFER: ToolModule = ToolModule {
     name: "tool-transfer",
-    tools: &[tool("transfer_to_agent", Access::Delegate)],
+    tools: &[tool(
+        "transfer_to_agent",
+        Access::Transfer,
+        ToolKind::Other,
+        None,
+        Summary::Name,
+    )],
     mount: Mount::AgentTree,
 };
 
@@ -264,6 +392,21 @@ pub struct ProviderModule {
     pub local: bool,
     /// How its usage counts cached input tokens (prices, `routing::prices`).
     pub cache: CacheAccounting,
+    /// The context limit, tokens, of a session whose model's window is not known
+    /// (`engine::compact::limit`): the documented default of the API's models.
+    pub default_context_window: u64,
+}
+
+/// The context limit, tokens, of a session on a provider module outside
+/// [`PROVIDER_MODULES`] whose model's window is not known.
+pub const OTHER_CONTEXT_WINDOW: u64 = 32_768;
+
+impl ProviderModule {
+    /// The default context window of provider module `module`: its row's
+    /// [`ProviderModule::default_context_window`], else [`OTHER_CONTEXT_WINDOW`].
+    pub fn context_window_of(module: &str) -> u64 {
+        provider_module(module).map_or(OTHER_CONTEXT_WINDOW, |p| p.default_context_window)
+    }
 }
 
 /// `provider-openai`: the OpenAI API and any OpenAI-compatible server (`base_url`).
@@ -280,6 +423,8 @@ pub const OPENAI: ProviderModule = ProviderModule {
     default_model: Some("gpt-4o-mini"),
     local: false,
     cache: CacheAccounting::IncludedInInput,
+    // GPT-4o.
+    default_context_window: 128_000,
 };
 
 /// `provider-anthropic`: the Anthropic Messages API.
@@ -296,6 +441,8 @@ pub const ANTHROPIC: ProviderModule = ProviderModule {
     default_model: Some("claude-sonnet-4-5"),
     local: false,
     cache: CacheAccounting::SeparateFromInput,
+    // Every current Claude model.
+    default_context_window: 200_000,
 };
 
 /// `provider-ollama`: a local Ollama's OpenAI-compatible endpoint.
@@ -312,6 +459,8 @@ pub const OLLAMA: ProviderModule = ProviderModule {
     default_model: None,
     local: true,
     cache: CacheAccounting::IncludedInInput,
+    // Ollama's default `num_ctx`.
+    default_context_window: 4_096,
 };
 
 /// Every built-in provider module, in the order messages list them.

@@ -32,7 +32,7 @@ use crate::session::EngineEvent;
 use crate::session::message::ToolCall;
 use crate::session::metadata::record_file_change;
 use crate::session::protocol::{
-    TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent, ToolResponse,
+    TaskCallFields, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent, ToolResponse,
 };
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
@@ -128,17 +128,27 @@ pub(crate) async fn run_calls(
             if let Cow::Owned(clean) = scrub_secrets(&output.content) {
                 output.content = clean;
             }
-            if let Some(change) = &output.change {
-                live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
-            }
-            if call.tool == todo::TOOL_NAME
-                && !output.is_error
-                && let Some(list) = todo::list_of_input(&call.arguments)
-            {
-                let list = serde_json::to_value(list).unwrap_or_default();
-                live.update_metadata(|m| {
-                    m.extra.insert(todo::METADATA_KEY.into(), list);
-                });
+            match &mut output.effect {
+                Some(ToolEffect::FileChange(change)) => {
+                    live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
+                }
+                Some(ToolEffect::Todo(list)) => {
+                    let list = serde_json::to_value(list).unwrap_or_default();
+                    live.update_metadata(|m| {
+                        m.extra.insert(todo::METADATA_KEY.into(), list);
+                    });
+                }
+                Some(ToolEffect::Task(result)) => {
+                    for text in [Some(&mut result.response), result.error.as_mut()]
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Cow::Owned(clean) = scrub_secrets(text) {
+                            *text = clean;
+                        }
+                    }
+                }
+                Some(ToolEffect::Transfer(_)) | None => {}
             }
             publish_result(live, call, &output, task);
             (output, panic)
@@ -188,6 +198,7 @@ fn prepare(
         cancel: token.clone(),
         sub_session_id: None,
         session_dir: Some(gate.session_dir()),
+        task: None,
     };
     let tool = tools.get(&call.tool);
     if let Some(tool) = &tool {
@@ -230,6 +241,19 @@ async fn finish(
     }
 }
 
+/// The effect `tool:post` carries: the output's, a delegation's `response` cut as the
+/// result is (the whole text is in the transcript).
+fn event_effect(output: &ToolOutput) -> Option<ToolEffect> {
+    let mut effect = output.effect.clone();
+    if let Some(ToolEffect::Task(result)) = &mut effect {
+        let cut = truncate_chars(&result.response, EVENT_RESULT_MAX);
+        if cut.len() < result.response.len() {
+            result.response = cut.to_string();
+        }
+    }
+    effect
+}
+
 fn publish_result(
     live: &LiveSession,
     call: &ToolCall,
@@ -255,7 +279,7 @@ fn publish_result(
             tool_response: Some(ToolResponse::ok(&text)),
             result: text,
             truncated,
-            file_changed: output.change.clone(),
+            effect: event_effect(output),
             task,
         })
     });

@@ -35,6 +35,7 @@ use crate::config::approvals::{
     ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Rules, Verdict,
     default_decision,
 };
+use crate::config::modules::describe;
 use crate::session::message::ToolCall;
 use crate::session::protocol::{
     ApprovalDecision, ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent,
@@ -311,7 +312,7 @@ impl<'a> Gate<'a> {
             Some(branch) => format!("{note}; runs in worktree {branch}"),
             None => note,
         });
-        let mut summary = summary(&call.tool, &call.arguments, command.as_deref());
+        let mut summary = describe(&call.tool).summarize(&call.tool, &call.arguments);
         let diff = match preview {
             Some(Ok(diff)) => Some(diff),
             Some(Err(why)) => {
@@ -372,34 +373,6 @@ pub fn headless_denial(tool: &str) -> String {
         "denied: {tool} needs approval and this headless run cannot ask; re-run with --yes to \
          allow it, or set approvals: {{{tool}: allow}} in config.\nThe call did not run."
     )
-}
-
-/// One line saying what the call does: the command's first line for `bash`, `write
-/// PATH` / `edit PATH`, `MCP <server> · <tool> <arguments as JSON>` for an MCP tool,
-/// else the tool name.
-fn summary(tool: &str, input: &Value, command: Option<&str>) -> String {
-    if let Some((server, mcp_tool)) = crate::tool::mcp::server_of(tool) {
-        let args = match input {
-            Value::Object(map) if map.is_empty() => String::new(),
-            Value::Null => String::new(),
-            other => format!(" {other}"),
-        };
-        return format!("MCP {server} · {mcp_tool}{args}");
-    }
-    if let Some(command) = command {
-        let first = command.lines().next().unwrap_or_default().trim();
-        return if command.trim().lines().count() > 1 {
-            format!("{first} …")
-        } else {
-            first.to_string()
-        };
-    }
-    let path = input.get("file_path").and_then(Value::as_str);
-    match (tool, path) {
-        ("write_file", Some(p)) => format!("write {p}"),
-        ("edit_file", Some(p)) => format!("edit {p}"),
-        _ => tool.to_string(),
-    }
 }
 
 /// A call waiting for its answer: listed in the session's metadata with the status
@@ -511,22 +484,19 @@ mod tests {
     use crate::session::protocol::AllowScope;
     use serde_json::json;
 
+    /// The prompt's summary is the tool table's: the command's first line for
+    /// `bash`, `VERB PATH` for a file tool, `MCP <server> · <tool> <arguments>`, else
+    /// the name (`config::modules::descriptor` has the rest).
     #[test]
     fn summaries_name_the_command_or_the_file() {
+        let summary = |tool: &str, input: &Value| describe(tool).summarize(tool, input);
         let bash = json!({"command": "cargo test\n  && rm -rf target"});
-        assert_eq!(
-            summary("bash", &bash, bash["command"].as_str()),
-            "cargo test …"
-        );
+        assert_eq!(summary("bash", &bash), "cargo test …");
         let write = json!({"file_path": "src/a.rs", "content": "x"});
-        assert_eq!(summary("write_file", &write, None), "write src/a.rs");
-        assert_eq!(summary("edit_file", &write, None), "edit src/a.rs");
-        assert_eq!(summary("mcp__x__y", &json!({}), None), "MCP x · y");
-        assert_eq!(
-            summary("mcp__github__search", &json!({"q": "bug"}), None),
-            r#"MCP github · search {"q":"bug"}"#
-        );
-        assert_eq!(summary("grep", &json!({}), None), "grep");
+        assert_eq!(summary("write_file", &write), "write src/a.rs");
+        assert_eq!(summary("edit_file", &write), "edit src/a.rs");
+        assert_eq!(summary("mcp__x__y", &json!({})), "MCP x · y");
+        assert_eq!(summary("grep", &json!({})), "grep");
     }
 
     #[test]

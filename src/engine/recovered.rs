@@ -2,10 +2,10 @@
 //! that finished after their parent stopped (issue 23 item 1).
 //!
 //! Owns: appending a result for every tool call of a session that has none, before its
-//! next turn: a `task` call whose sub-session (linked by the parent's `tool:pre`
+//! next turn: a delegation call (`task`, `delegate`) whose sub-session (linked by the parent's `tool:pre`
 //! event, `SessionStore::task_links`) has since completed — continued by `R` or
 //! `arbor session continue --tree`, children first — gets that sub-session's final
-//! answer as its result, in the task tool's result shape; a `task` call whose
+//! answer as its result, in its tool's result shape; a delegation call whose
 //! sub-session has not completed gets the synthetic result plus the sub-session's id
 //! and status and how to continue it; every other call gets `repair`'s synthetic
 //! result. Clearing the calls recorded as waiting for approval. Does not own: the
@@ -20,9 +20,10 @@ use super::approvals;
 use super::env::TurnEnv;
 use super::live::LiveSession;
 use super::repair;
+use crate::config::modules::describe;
 use crate::session::message::{Message, ToolCall};
+use crate::session::protocol::TaskResult;
 use crate::session::{SessionStatus, SessionStore};
-use crate::tool::task::{TOOL_NAME as TASK_TOOL, TaskResult};
 
 /// Appends a result for every call of `live`'s transcript that has none (see the
 /// module docs): "interrupted" when the session's process died mid-turn, "cancelled"
@@ -42,7 +43,7 @@ pub(super) fn repair_before_turn(env: &TurnEnv, live: &LiveSession) {
     let fixes = {
         let transcript = live.transcript_snapshot();
         repair::missing_results_with(&transcript, &awaiting, gap, &mut |call| {
-            if call.tool != TASK_TOOL {
+            if !describe(&call.tool).delegates() {
                 return None;
             }
             let links = links.get_or_insert_with(|| {
@@ -65,8 +66,8 @@ pub(super) fn repair_before_turn(env: &TurnEnv, live: &LiveSession) {
     }
 }
 
-/// The result of the task `call` of session `parent` from its sub-session `child` as
-/// stored now: its last answer when it completed (the task tool's result JSON,
+/// The result of the delegation `call` of session `parent` from its sub-session `child`
+/// as stored now: its last answer when it completed (its tool's result text,
 /// `metadata.recovered_from` naming the child), else `gap` with the child's id, status
 /// and how to continue it (an error). `None` when the child cannot be read or is not
 /// `parent`'s (the plain synthetic result then).
@@ -95,8 +96,9 @@ fn child_result(
     let agent = meta.agent_name.clone().unwrap_or_default();
     if meta.status != SessionStatus::Completed {
         let text = format!(
-            "{gap}\nThe sub-session {child} ({agent}) is {status}: call task with session_id \"{child}\" to continue it.",
-            status = meta.status.as_str()
+            "{gap}\nThe sub-session {child} ({agent}) is {status}: call {tool} with session_id \"{child}\" to continue it.",
+            status = meta.status.as_str(),
+            tool = call.tool
         );
         return Some(repair::synthetic_with(call, &text));
     }
@@ -117,7 +119,7 @@ fn child_result(
         budget: None,
         isolation: None,
     };
-    let content = serde_json::to_string(&result).ok()?;
+    let content = crate::tool::delegation_text(&call.tool, &result);
     let mut message = Message::tool_result(call, content, false);
     if let Message::Tool(t) = &mut message {
         t.metadata = Some(json!({"recovered_from": child}).into());

@@ -42,7 +42,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::calls;
@@ -72,11 +72,10 @@ use crate::routing::prices::PriceTable;
 use crate::session::message::{Message, now_rfc3339};
 use crate::session::protocol::{
     AgentTransferEvent, CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent,
-    ProviderRequestEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent,
+    ProviderRequestEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent, ToolEffect,
 };
 use crate::session::title::title_from;
 use crate::session::{EngineEvent, SessionStatus, Usage};
-use crate::tool::transfer as transfer_tool;
 
 /// How the loop ended.
 struct LoopEnd {
@@ -565,12 +564,11 @@ async fn drive(
         let mut handed_to = None;
         for (call, output) in response.tool_calls.iter().zip(results.outputs) {
             let mut meta = json!({"author": agent});
-            if call.tool == transfer_tool::TOOL_NAME && !output.is_error {
-                let target = call.arguments.get("agent_name").and_then(Value::as_str);
-                if let Some(target) = target {
-                    meta[TRANSFER_KEY] = json!(target);
-                    handed_to = Some((target.to_string(), call.id.clone()));
-                }
+            if let Some(ToolEffect::Transfer(target)) = &output.effect
+                && !output.is_error
+            {
+                meta[TRANSFER_KEY] = json!(target);
+                handed_to = Some((target.clone(), call.id.clone()));
             }
             let mut message = Message::tool_result(call, output.content, output.is_error);
             if let Message::Tool(t) = &mut message {

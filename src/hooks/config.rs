@@ -230,22 +230,10 @@ impl Hooks {
 }
 
 /// Claude Code's name of arbor's built-in tool `tool` (`bash` → `Bash`), so hook
-/// scripts written for Claude Code match; `None` for tools without one.
+/// scripts written for Claude Code match: its descriptor's `hook_name` in the tool
+/// table (`config::modules`); `None` for tools without one.
 pub fn claude_alias(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "list_directory" => "LS",
-        "task" => "Task",
-        "todo" => "TodoWrite",
-        "web_fetch" => "WebFetch",
-        "web_search" => "WebSearch",
-        _ => return None,
-    })
+    crate::config::modules::describe(tool).hook_name
 }
 
 fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, String> {
@@ -333,6 +321,31 @@ pub fn read_settings_hooks(path: &Path) -> Result<Value, String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A matcher written with a Claude Code tool name matches the arbor tool whose
+    /// descriptor in the tool table carries that name, and only that tool.
+    #[test]
+    fn claude_code_names_come_from_the_tool_table() {
+        for tool in crate::config::modules::builtin_tools() {
+            let Some(alias) = tool.hook_name else {
+                continue;
+            };
+            let hooks = Hooks::parse(
+                &json!({"PreToolUse": [{"matcher": alias, "hooks": [{"command": "x"}]}]}),
+                &HookSource::User,
+                "config.yaml",
+            )
+            .unwrap();
+            let matched: Vec<&str> = crate::config::modules::builtin_tools()
+                .map(|t| t.name)
+                .filter(|t| !hooks.matching(HookEvent::PreToolUse, Some(t)).is_empty())
+                .collect();
+            assert_eq!(matched, [tool.name], "{alias}");
+        }
+        assert_eq!(claude_alias("todo"), Some("TodoWrite"));
+        assert_eq!(claude_alias("list_directory"), Some("LS"));
+        assert_eq!(claude_alias("mcp__calc__add"), None);
+    }
 
     #[test]
     fn matchers_select_by_regex_alias_or_everything() {

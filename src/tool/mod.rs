@@ -31,18 +31,20 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::provider::ToolSpec;
-use crate::session::metadata::FileChange;
+use crate::session::protocol::{TaskResult, ToolEffect};
 pub use error::ToolError;
 
 /// The result of one tool call; `content` goes back to the model verbatim.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
+    /// The text the model reads.
     pub content: String,
     /// The call failed; `content` is the error text the model sees.
     pub is_error: bool,
-    /// The file this call wrote or edited (`write_file`, `edit_file`), for the
-    /// session's `files_changed`; `None` for every other call and for failures.
-    pub change: Option<FileChange>,
+    /// What the call did beyond its text, typed, for the engine and front ends (the
+    /// file `write_file` / `edit_file` changed, the list `todo` set, a delegation's
+    /// result, a transfer's target); `None` for every other call.
+    pub effect: Option<ToolEffect>,
 }
 
 /// A text is a successful output.
@@ -53,20 +55,52 @@ impl From<String> for ToolOutput {
 }
 
 impl ToolOutput {
+    /// A successful call's output with no effect.
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: false,
-            change: None,
+            effect: None,
         }
     }
 
+    /// A failed call's output: `content` is the error the model reads.
     pub fn error(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: true,
-            change: None,
+            effect: None,
         }
+    }
+
+    /// This output with `effect`.
+    pub fn with_effect(self, effect: ToolEffect) -> Self {
+        Self {
+            effect: Some(effect),
+            ..self
+        }
+    }
+}
+
+/// The effect the stored result `content` of a call of tool `name` holds, for a
+/// transcript read back (a stored message keeps the text, not the effect): a
+/// delegation's result (`task::result_of_text`); `None` for other tools' results.
+pub fn stored_effect(name: &str, content: &str) -> Option<ToolEffect> {
+    if crate::config::modules::describe(name).delegates() {
+        task::result_of_text(content).map(ToolEffect::Task)
+    } else {
+        None
+    }
+}
+
+/// The text delegation tool `name` gives the model for a completed `result` made
+/// outside a call (a sub-session that finished after its parent stopped): `delegate`'s
+/// shape of it, else the task tool's result JSON.
+pub fn delegation_text(name: &str, result: &TaskResult) -> String {
+    if name == delegate::TOOL_NAME {
+        delegate::shape(result)
+    } else {
+        task::output_of(result.clone()).content
     }
 }
 
@@ -91,6 +125,10 @@ pub struct ToolContext {
     /// The calling session's directory in the store, for tools that keep per-session
     /// state there (`todo`); `None` when there is none (tool unit tests).
     pub session_dir: Option<PathBuf>,
+    /// For delegation calls: the input as [`Tool::prepare`] parsed it (`Err`: the
+    /// text of the error the call returns), so the call does not parse it again;
+    /// `None` for other tools and when nothing was prepared (tool unit tests).
+    pub task: Option<Result<task::TaskRequest, String>>,
 }
 
 impl ToolContext {
@@ -117,6 +155,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             sub_session_id: None,
             session_dir: None,
+            task: None,
         }
     }
 }
@@ -130,8 +169,8 @@ pub trait Tool: Send + Sync {
     /// Runs one call. Never panics; failures are `ToolOutput::error`.
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
     /// Called by the turn loop before `tool:pre` is published, so a tool can decide
-    /// identifiers the event must carry (the task tool sets `ctx.sub_session_id`).
-    /// The default does nothing.
+    /// identifiers the event must carry and parse its input once (the task tool sets
+    /// `ctx.sub_session_id` and `ctx.task`). The default does nothing.
     fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
         let _ = (input, ctx);
     }
@@ -157,6 +196,56 @@ pub trait Tool: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionStatus;
+
+    /// A delegation's result is the effect of its output, read back from a stored
+    /// text by its tool alone, and written in each tool's shape.
+    #[test]
+    fn a_delegation_result_round_trips_through_its_tools_text() {
+        let result = TaskResult {
+            response: "done".into(),
+            session_id: "s_x".into(),
+            agent: "zen".into(),
+            status: SessionStatus::Completed,
+            turn_count: 2,
+            error: None,
+            budget: None,
+            isolation: None,
+        };
+        let task = delegation_text("task", &result);
+        assert_eq!(
+            task,
+            r#"{"response":"done","session_id":"s_x","agent":"zen","status":"completed","turn_count":2}"#
+        );
+        let delegate = delegation_text("delegate", &result);
+        assert!(
+            delegate.contains(r#""status":"success","metadata":{}"#),
+            "{delegate}"
+        );
+        for (name, text) in [("task", &task), ("delegate", &delegate)] {
+            assert_eq!(
+                stored_effect(name, text),
+                Some(ToolEffect::Task(result.clone())),
+                "{name}"
+            );
+        }
+        assert_eq!(stored_effect("bash", &task), None, "not a delegation");
+        assert_eq!(stored_effect("task", "Unknown agent 'x'"), None);
+        let paused = task::output_of(TaskResult {
+            status: SessionStatus::Paused,
+            ..result.clone()
+        });
+        assert!(paused.content.starts_with("status: paused\n"));
+        assert!(
+            matches!(paused.effect, Some(ToolEffect::Task(ref r)) if r.status == SessionStatus::Paused)
+        );
+        assert!(!paused.is_error);
+        let failed = task::output_of(TaskResult {
+            status: SessionStatus::Failed,
+            ..result
+        });
+        assert!(failed.is_error && failed.effect.is_some());
+    }
 
     #[test]
     fn a_delegation_keeps_a_decided_child_id_else_makes_one_of_the_caller() {

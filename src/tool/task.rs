@@ -26,6 +26,7 @@ use crate::config::mount_plan::TASK_MODULE;
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids::SessionId;
+use crate::session::protocol::{TaskInput, ToolEffect};
 
 use super::error::ToolError;
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
@@ -70,27 +71,7 @@ pub struct TaskRequest {
     pub isolation: Option<IsolationSetting>,
 }
 
-/// How a delegated turn ended: serialized as the tool result
-/// `{"response","session_id","agent","status","turn_count"}`, plus `error` when failed
-/// and `budget` (the spend against the budget) when the child has one. A `paused`
-/// result is prefixed with plain lines saying so ([`paused_preamble`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskResult {
-    pub response: String,
-    pub session_id: SessionId,
-    pub agent: String,
-    pub status: SessionStatus,
-    pub turn_count: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The current grant's spend against the budget (`35/10 tokens`), when budgeted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget: Option<String>,
-    /// Where a spawned child works: its worktree and branch, or (once per parent)
-    /// why it has none (issue 25).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<String>,
-}
+pub use crate::session::protocol::TaskResult;
 
 /// The lines a `paused` task result starts with: its status, the session id, the
 /// spend, and how to continue (`status: paused`, `session_id: …`, `spent: …`).
@@ -103,6 +84,38 @@ pub fn paused_preamble(result: &TaskResult) -> String {
         result.budget.as_deref().unwrap_or("its budget"),
         result.session_id
     )
+}
+
+/// The output of a delegation that ran: the result JSON (after [`paused_preamble`]
+/// for a paused child), an error unless the child completed or paused, and the result
+/// as its effect.
+pub fn output_of(result: TaskResult) -> ToolOutput {
+    let failed = !matches!(
+        result.status,
+        SessionStatus::Completed | SessionStatus::Paused
+    );
+    let mut content = serde_json::to_string(&result)
+        .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
+    if result.status == SessionStatus::Paused {
+        content = format!("{}{content}", paused_preamble(&result));
+    }
+    ToolOutput {
+        content,
+        is_error: failed,
+        effect: Some(ToolEffect::Task(result)),
+    }
+}
+
+/// The result a delegation's stored output text holds (a transcript read back, which
+/// keeps no effect): the task tool's result JSON or `delegate`'s shape of it (`status:
+/// success` for a completed turn). `None` for any other text: an error before the
+/// child ran, a paused result (its preamble first), text a hook appended.
+pub fn result_of_text(content: &str) -> Option<TaskResult> {
+    let mut value: Value = serde_json::from_str(content).ok()?;
+    if value.get("status").and_then(Value::as_str) == Some("success") {
+        value["status"] = json!("completed");
+    }
+    serde_json::from_value(value).ok()
 }
 
 /// What the task tool needs from the runtime. Errors ([`ToolError::Failed`]) carry the
@@ -280,25 +293,28 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
             "task expects an object like {\"agent\": \"…\", \"instruction\": \"…\"}".into(),
         ));
     }
-    let text = |key: &str| -> Result<Option<String>, ToolError> {
-        match input.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-            Some(other) => Err(ToolError::Input(format!(
-                "'{key}' must be a string, got {other}"
-            ))),
-        }
-    };
+    let TaskInput {
+        agent,
+        instruction,
+        session_id,
+    } = TaskInput::parse(input).map_err(ToolError::Input)?;
     let instruction =
-        text("instruction")?.ok_or_else(|| ToolError::Input("task needs 'instruction'".into()))?;
-    let context_depth = match text("context_depth")?.as_deref() {
-        None | Some("none") => ContextDepth::None,
-        Some("recent") => ContextDepth::Recent,
-        Some("all") => ContextDepth::All,
+        instruction.ok_or_else(|| ToolError::Input("task needs 'instruction'".into()))?;
+    let context_depth = match input.get("context_depth") {
+        None | Some(Value::Null) => ContextDepth::None,
+        Some(Value::String(s)) => match s.trim() {
+            "" | "none" => ContextDepth::None,
+            "recent" => ContextDepth::Recent,
+            "all" => ContextDepth::All,
+            other => {
+                return Err(ToolError::Input(format!(
+                    "'context_depth' must be none, recent or all, got '{other}'"
+                )));
+            }
+        },
         Some(other) => {
             return Err(ToolError::Input(format!(
-                "'context_depth' must be none, recent or all, got '{other}'"
+                "'context_depth' must be a string, got {other}"
             )));
         }
     };
@@ -326,9 +342,9 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
         routing::parse_preferences(prefs)?;
     }
     Ok(TaskRequest {
-        agent: text("agent")?,
+        agent,
         instruction,
-        session_id: text("session_id")?.map(SessionId::from),
+        session_id,
         model_role,
         provider_preferences,
         context_depth,
@@ -399,24 +415,34 @@ impl Tool for TaskTool {
     }
 
     fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
-        let Ok(request) = parse_request(input) else {
-            return;
-        };
-        if let Some(id) = request.session_id {
-            ctx.sub_session_id = Some(id);
-        } else if let Ok(Some(agent)) = self.route(&request, ctx) {
-            ctx.sub_session_id = Some(ctx.child_id(&agent.name));
+        let parsed = parse_request(input).map_err(|e| e.to_string());
+        if let Ok(request) = &parsed {
+            if let Some(id) = &request.session_id {
+                ctx.sub_session_id = Some(id.clone());
+            } else if let Ok(Some(agent)) = self.route(request, ctx) {
+                ctx.sub_session_id = Some(ctx.child_id(&agent.name));
+            }
         }
+        ctx.task = Some(parsed);
     }
 
-    fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        let routed = parse_request(&input).and_then(|r| self.route(&r, &ctx).map(|a| (r, a)));
+    fn call(&self, input: Value, mut ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        // Parsed once, by `prepare`, when the turn loop ran it.
+        let parsed = match ctx.task.take() {
+            Some(parsed) => parsed,
+            None => parse_request(&input).map_err(|e| e.to_string()),
+        };
+        let routed = parsed.and_then(|r| {
+            self.route(&r, &ctx)
+                .map(|a| (r, a))
+                .map_err(|e| e.to_string())
+        });
         let host = self.host.clone();
         let permits = self.permits.clone();
         Box::pin(async move {
             let (request, agent) = match routed {
                 Ok(ok) => ok,
-                Err(e) => return ToolOutput::error(e.to_string()),
+                Err(e) => return ToolOutput::error(e),
             };
             let _permit = tokio::select! {
                 permit = permits.acquire_owned() => match permit {
@@ -432,22 +458,7 @@ impl Tool for TaskTool {
                 None => host.resume(request, ctx).await,
             };
             match result {
-                Ok(result) => {
-                    let failed = !matches!(
-                        result.status,
-                        SessionStatus::Completed | SessionStatus::Paused
-                    );
-                    let mut content = serde_json::to_string(&result)
-                        .unwrap_or_else(|e| format!("cannot encode the task result: {e}"));
-                    if result.status == SessionStatus::Paused {
-                        content = format!("{}{content}", paused_preamble(&result));
-                    }
-                    ToolOutput {
-                        content,
-                        is_error: failed,
-                        change: None,
-                    }
-                }
+                Ok(result) => output_of(result),
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
@@ -575,5 +586,77 @@ mod tests {
         let r = parse_request(&json!({"instruction": "x", "model_role": ["reasoning", "general"]}))
             .unwrap();
         assert_eq!(r.model_role, Some(json!(["reasoning", "general"])));
+    }
+
+    /// A host that records what it was asked to spawn and completes at once.
+    struct Recording(std::sync::Mutex<Vec<TaskRequest>>);
+
+    impl TaskHost for Recording {
+        fn registry(&self) -> Arc<Registry> {
+            Arc::new(Registry::from_defs(agents()))
+        }
+
+        fn spawn(
+            &self,
+            agent: AgentDef,
+            request: TaskRequest,
+            ctx: ToolContext,
+        ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
+            self.0.lock().unwrap().push(request.clone());
+            let result = TaskResult {
+                response: request.instruction,
+                session_id: ctx.child_id(&agent.name),
+                agent: agent.name,
+                status: SessionStatus::Completed,
+                turn_count: 1,
+                error: None,
+                budget: None,
+                isolation: None,
+            };
+            Box::pin(async move { Ok(result) })
+        }
+
+        fn resume(
+            &self,
+            _: TaskRequest,
+            _: ToolContext,
+        ) -> BoxFuture<'static, Result<TaskResult, ToolError>> {
+            Box::pin(async { Err(ToolError::Failed("no resume here".into())) })
+        }
+    }
+
+    /// `prepare` parses the input once: the call runs the request it parsed (and
+    /// names the child it decided), and its output's effect is the typed result.
+    #[tokio::test]
+    async fn the_input_is_parsed_once_by_prepare() {
+        let host = Arc::new(Recording(std::sync::Mutex::new(Vec::new())));
+        let tool = TaskTool::new(host.clone(), None, TaskConfig::default());
+        let mut ctx = ToolContext::in_dir(std::path::Path::new("/tmp"));
+        tool.prepare(&json!({"agent": "zen", "instruction": "first"}), &mut ctx);
+        let child = ctx.sub_session_id.clone().unwrap();
+        assert!(matches!(&ctx.task, Some(Ok(r)) if r.instruction == "first"));
+        // The call is given other input: what runs is what `prepare` parsed.
+        let out = tool.call(json!({"instruction": 3}), ctx).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(host.0.lock().unwrap()[0].instruction, "first");
+        let Some(ToolEffect::Task(result)) = out.effect else {
+            panic!("{:?}", out.effect)
+        };
+        assert_eq!(
+            (result.response.as_str(), &result.session_id),
+            ("first", &child)
+        );
+        // Bad input: `prepare` keeps the error the call returns.
+        let mut ctx = ToolContext::in_dir(std::path::Path::new("/tmp"));
+        tool.prepare(&json!({"agent": "zen"}), &mut ctx);
+        let out = tool
+            .call(json!({"agent": "zen", "instruction": "x"}), ctx)
+            .await;
+        assert!(
+            out.is_error && out.content.contains("needs 'instruction'"),
+            "{}",
+            out.content
+        );
+        assert_eq!(host.0.lock().unwrap().len(), 1);
     }
 }

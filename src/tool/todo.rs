@@ -6,18 +6,21 @@
 //! shape of Amplifier's `tool-todo`, whose results it mirrors: `{status: "created",
 //! count, todos}`, `{status: "updated", count, pending, in_progress, completed}`,
 //! `{status: "listed", count, todos}`) — and keeping the list in the session's
-//! directory (`todo.json`, written atomically), so it survives a resume. Does not own:
-//! showing the list (the TUI reads the calls' inputs), where the session directory is
+//! directory (`todo.json`, written atomically), so it survives a resume. A call that
+//! sets the list has it as its output's effect ([`ToolEffect::Todo`]), which the engine
+//! keeps in the session's metadata and front ends show. Does not own: showing the list
+//! (front ends, from the effect), where the session directory is
 //! (`ToolContext::session_dir`, set by the engine).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::session::protocol::ToolEffect;
+pub use crate::session::protocol::{TodoItem, TodoStatus};
 
 /// The module id.
 pub const MODULE: &str = "tool-todo";
@@ -30,27 +33,6 @@ pub const STATE_FILE: &str = "todo.json";
 pub const METADATA_KEY: &str = "todos";
 /// Items one list may hold at most.
 const MAX_ITEMS: usize = 200;
-
-/// One checklist item, as the model writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TodoItem {
-    /// Imperative description (`Run tests`).
-    pub content: String,
-    /// Present continuous (`Running tests`), shown while it is in progress.
-    #[serde(rename = "activeForm")]
-    pub active_form: String,
-    /// `pending`, `in_progress` or `completed`.
-    pub status: TodoStatus,
-}
-
-/// An item's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
 
 /// `(completed, total)` of a list, as the tree shows it (`3/7`).
 pub fn progress(items: &[TodoItem]) -> (usize, usize) {
@@ -77,15 +59,6 @@ pub fn summary(items: &[TodoItem]) -> String {
         })
         .unwrap_or("all done");
     format!("todo {done}/{total} · {now}")
-}
-
-/// The list a `todo` call's `input` sets (`create` / `update` with valid `todos`);
-/// `None` for `list` and for input the tool would refuse.
-pub fn list_of_input(input: &Value) -> Option<Vec<TodoItem>> {
-    match input.get("action").and_then(Value::as_str) {
-        Some("create" | "update") => parse_items(input.get("todos")).ok(),
-        _ => None,
-    }
 }
 
 /// The module's tools.
@@ -143,7 +116,10 @@ impl Tool for Todo {
         Box::pin(async move {
             let dir = ctx.session_dir.clone();
             match tokio::task::spawn_blocking(move || run(&input, dir.as_deref())).await {
-                Ok(Ok(out)) => ToolOutput::ok(out.to_string()),
+                Ok(Ok((out, None))) => ToolOutput::ok(out.to_string()),
+                Ok(Ok((out, Some(set)))) => {
+                    ToolOutput::ok(out.to_string()).with_effect(ToolEffect::Todo(set))
+                }
                 Ok(Err(e)) => ToolOutput::error(e),
                 Err(e) => ToolOutput::error(format!("the todo tool failed: {e}")),
             }
@@ -151,29 +127,33 @@ impl Tool for Todo {
     }
 }
 
-fn run(input: &Value, dir: Option<&Path>) -> Result<Value, String> {
+/// The result of a call, and the list it set (`create` / `update`).
+fn run(input: &Value, dir: Option<&Path>) -> Result<(Value, Option<Vec<TodoItem>>), String> {
     let action = input.get("action").and_then(Value::as_str);
     match action {
         Some("list") => {
             let todos = dir.map(load).unwrap_or_default();
-            Ok(json!({"status": "listed", "count": todos.len(), "todos": todos}))
+            let out = json!({"status": "listed", "count": todos.len(), "todos": todos});
+            Ok((out, None))
         }
         Some(action @ ("create" | "update")) => {
             let todos = parse_items(input.get("todos"))?;
             if let Some(dir) = dir {
                 save(dir, &todos)?;
             }
-            if action == "create" {
-                return Ok(json!({"status": "created", "count": todos.len(), "todos": todos}));
-            }
-            let count = |s| todos.iter().filter(|t| t.status == s).count();
-            Ok(json!({
-                "status": "updated",
-                "count": todos.len(),
-                "pending": count(TodoStatus::Pending),
-                "in_progress": count(TodoStatus::InProgress),
-                "completed": count(TodoStatus::Completed),
-            }))
+            let out = if action == "create" {
+                json!({"status": "created", "count": todos.len(), "todos": todos})
+            } else {
+                let count = |s| todos.iter().filter(|t| t.status == s).count();
+                json!({
+                    "status": "updated",
+                    "count": todos.len(),
+                    "pending": count(TodoStatus::Pending),
+                    "in_progress": count(TodoStatus::InProgress),
+                    "completed": count(TodoStatus::Completed),
+                })
+            };
+            Ok((out, Some(todos)))
         }
         Some(other) => Err(format!(
             "Unknown action: {other}. Valid actions: create, update, list"
@@ -250,11 +230,15 @@ mod tests {
         ]);
         let out = call(dir.path(), json!({"action": "create", "todos": todos}));
         assert!(!out.is_error, "{}", out.content);
+        let set: Vec<TodoItem> = serde_json::from_value(todos.clone()).unwrap();
+        assert_eq!(out.effect, Some(ToolEffect::Todo(set.clone())));
         let out = call(dir.path(), json!({"action": "update", "todos": todos}));
+        assert_eq!(out.effect, Some(ToolEffect::Todo(set)));
         let body: Value = serde_json::from_str(&out.content).unwrap();
         assert_eq!(body["completed"], 1);
         assert_eq!(body["in_progress"], 1);
         let out = call(dir.path(), json!({"action": "list"}));
+        assert_eq!(out.effect, None, "a list sets nothing");
         let body: Value = serde_json::from_str(&out.content).unwrap();
         assert_eq!(body["todos"], todos);
         assert_eq!(progress(&load(&dir.path().join("session"))), (1, 3));

@@ -4,13 +4,15 @@
 //! Owns: the tool's spec — `{agent_name}` restricted by an `enum` to the allowed
 //! targets, whose names and descriptions its description lists — and checking a call's
 //! target. Does not own: which targets an agent has (`agent::tree`) or switching the
-//! agent that answers (`engine::turn`, which reads the successful call's `agent_name`).
+//! agent that answers (`engine::turn`, which reads the successful call's effect,
+//! [`ToolEffect::Transfer`]).
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::session::protocol::ToolEffect;
 
 /// The tool's name, as the model calls it.
 pub const TOOL_NAME: &str = "transfer_to_agent";
@@ -104,7 +106,8 @@ impl Tool for TransferTool {
 
     fn call(&self, input: Value, _ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let output = match self.target_of(&input) {
-            Ok(t) => ToolOutput::ok(format!("Transferred to agent '{}'.", t.name)),
+            Ok(t) => ToolOutput::ok(format!("Transferred to agent '{}'.", t.name))
+                .with_effect(ToolEffect::Transfer(t.name.clone())),
             Err(e) => ToolOutput::error(e.to_string()),
         };
         async move { output }.boxed()
@@ -154,13 +157,14 @@ mod tests {
             )
             .await;
         assert!(!ok.is_error, "{}", ok.content);
+        assert_eq!(ok.effect, Some(ToolEffect::Transfer("tech".into())));
         let bad = tool()
             .call(
                 json!({"agent_name": "sales"}),
                 ToolContext::in_dir(dir.path()),
             )
             .await;
-        assert!(bad.is_error);
+        assert!(bad.is_error && bad.effect.is_none());
         assert!(
             bad.content.contains("allowed: billing, tech"),
             "{}",

@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 use crate::session::metadata::{FileChange, SessionUsage};
 use crate::session::protocol::{
     ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent, DecisionKind,
-    ProviderResponseEvent, SessionForkEvent, SessionStartEvent, ToolPostEvent,
+    ProviderResponseEvent, SessionForkEvent, SessionStartEvent, ToolEffect, ToolPostEvent,
 };
 use crate::session::{EngineEvent, Event};
 
@@ -120,7 +120,7 @@ pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
         tool_name: "write_file".into(),
         tool_call_id: format!("write-{path}").into(),
         result: format!("wrote {path}"),
-        file_changed: Some(FileChange {
+        effect: Some(ToolEffect::FileChange(FileChange {
             path: path.into(),
             tool: "write_file".into(),
             lines_added: added,
@@ -128,7 +128,7 @@ pub fn file_written(path: &str, added: u64, removed: u64) -> EngineEvent {
             created: false,
             changes: 1,
             hunks: None,
-        }),
+        })),
         ..Default::default()
     })
 }

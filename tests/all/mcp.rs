@@ -45,6 +45,7 @@ fn ctx(dir: &Path, cancel: CancellationToken) -> ToolContext {
         cancel,
         sub_session_id: None,
         session_dir: None,
+        task: None,
     }
 }
 

@@ -58,6 +58,15 @@ fn the_root_keeps_a_checklist_that_survives_resume() {
     assert_eq!(created["status"], "created");
     assert_eq!(created["count"], 3);
     assert_eq!(env.metadata(&id)["todos"], todos);
+    // The call's `tool:post` carries the list it set as its effect (`todos`).
+    let events =
+        std::fs::read_to_string(env.sessions_dir().join(&id).join("events.jsonl")).unwrap();
+    let post = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "tool:post" && e["data"]["tool_call_id"] == "t1")
+        .unwrap();
+    assert_eq!(post["data"]["todos"], todos);
 
     let out = env
         .cmd()

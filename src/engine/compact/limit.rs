@@ -7,6 +7,7 @@
 //! keys (`config::context`) or compacting (`plan`).
 
 use crate::config::context::ContextConfig;
+use crate::config::modules::ProviderModule;
 
 /// Share of the limit a compaction aims at (Amplifier `context-simple`'s
 /// `target_usage` default): low enough that the next few turns do not compact again.
@@ -85,17 +86,10 @@ pub fn model_window(model: &str) -> Option<u64> {
         .map(|(_, window)| *window)
 }
 
-/// The documented default limit of a provider module when the model is unknown:
-/// `provider-anthropic` 200,000 (every current Claude model); `provider-openai`
-/// 128,000 (GPT-4o); `provider-ollama` 4,096 (Ollama's default `num_ctx`); any
-/// other module 32,768.
+/// The documented default limit of a provider module when the model is unknown: its
+/// row's in the provider table (`config::modules`), 32,768 for any other module.
 pub fn provider_default(module: &str) -> u64 {
-    match module {
-        "provider-anthropic" => 200_000,
-        "provider-openai" => 128_000,
-        "provider-ollama" => 4_096,
-        _ => 32_768,
-    }
+    ProviderModule::context_window_of(module)
 }
 
 #[cfg(test)]
@@ -108,6 +102,12 @@ mod tests {
         let none = ContextConfig::default();
         let s = Settings::resolve(none, none, "provider-openai", "mystery");
         assert_eq!(s.max_tokens, 128_000);
+        let s = Settings::resolve(none, none, "provider-ollama", "mystery");
+        assert_eq!(s.max_tokens, 4_096);
+        let s = Settings::resolve(none, none, "provider-anthropic", "mystery");
+        assert_eq!(s.max_tokens, 200_000);
+        let s = Settings::resolve(none, none, "provider-x", "mystery");
+        assert_eq!(s.max_tokens, 32_768);
         let s = Settings::resolve(none, none, "provider-openai", "openai/gpt-4.1-mini");
         assert_eq!(s.max_tokens, 1_047_576);
         let plan = crate::config::mount_plan::MountPlan::from_value(

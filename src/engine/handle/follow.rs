@@ -26,10 +26,10 @@ use std::time::Duration;
 use notify::{RecursiveMode, Watcher};
 
 use super::reply::{EngineReply, Replies};
+use crate::config::modules::describe;
 use crate::engine::EngineError;
 use crate::session::store::{METADATA_FILE, TRANSCRIPT_FILE, parse_transcript};
 use crate::session::{EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore};
-use crate::tool::task::TOOL_NAME as TASK_TOOL;
 
 /// How often the file is checked when no change event came: a fallback for file
 /// systems whose changes `notify` does not see.
@@ -172,10 +172,10 @@ fn follow_loop(spec: &FollowSpec, woken: &mpsc::Receiver<Wake>, results: &Replie
         if (spec.is_live)(&spec.session_id) {
             return;
         }
-        // A task call (its sub-session may exist by now) or its result (it does).
+        // A delegation call (its sub-session may exist by now) or its result (it does).
         let delegated = messages.iter().any(|m| match m {
-            Message::Assistant(a) => a.tool_calls.iter().any(|c| c.tool == TASK_TOOL),
-            Message::Tool(t) => t.name == TASK_TOOL,
+            Message::Assistant(a) => a.tool_calls.iter().any(|c| describe(&c.tool).delegates()),
+            Message::Tool(t) => describe(&t.name).delegates(),
             _ => false,
         });
         for message in messages {

@@ -25,6 +25,7 @@ use crate::session::ids::SessionId;
 
 mod approvals;
 mod bus;
+mod calls;
 mod command;
 mod context;
 mod event;
@@ -43,6 +44,7 @@ pub use approvals::{
     DecisionKind,
 };
 pub use bus::EventBus;
+pub use calls::{TaskInput, TaskResult, TodoItem, TodoStatus, ToolEffect};
 pub use command::EngineCommand;
 pub use context::{ContextCompactionEvent, ContextUsageEvent};
 pub use event::EngineEvent;

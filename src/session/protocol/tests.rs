@@ -149,7 +149,7 @@ fn samples() -> Vec<Event> {
             result: "pub mod agent;".into(),
             truncated: true,
             tool_response: Some(ToolResponse::ok("pub mod agent;")),
-            file_changed: None,
+            effect: None,
             task: None,
         })),
         root(E::ToolError(ToolErrorEvent {
@@ -436,7 +436,7 @@ fn a_write_tool_post_carries_the_file_it_changed() {
             result: "edited".into(),
             truncated: false,
             tool_response: None,
-            file_changed: Some(change.clone()),
+            effect: Some(ToolEffect::FileChange(change.clone())),
             task: None,
         }),
     };
@@ -456,5 +456,79 @@ fn a_write_tool_post_carries_the_file_it_changed() {
     let EngineEvent::ToolPost(post) = back.msg else {
         panic!("{back:?}")
     };
-    assert_eq!(post.file_changed, Some(change));
+    assert_eq!(post.effect, Some(ToolEffect::FileChange(change)));
+}
+
+/// Each effect is one key of `tool:post`'s data, beside a task call's fields; a post
+/// without one has no such key, and every form reads back from `events.jsonl`.
+#[test]
+fn a_tool_post_carries_its_effect_as_one_key() {
+    let result = TaskResult {
+        response: "done".into(),
+        session_id: "child".into(),
+        agent: "zen".into(),
+        status: SessionStatus::Completed,
+        turn_count: 1,
+        error: None,
+        budget: None,
+        isolation: None,
+    };
+    let todo = TodoItem {
+        content: "Run tests".into(),
+        active_form: "Running tests".into(),
+        status: TodoStatus::InProgress,
+    };
+    let cases = [
+        (None, None),
+        (
+            Some(ToolEffect::Todo(vec![todo])),
+            Some((
+                "todos",
+                json!([{"content": "Run tests", "activeForm": "Running tests", "status": "in_progress"}]),
+            )),
+        ),
+        (
+            Some(ToolEffect::Task(result)),
+            Some((
+                "task_result",
+                json!({"response": "done", "session_id": "child", "agent": "zen",
+                       "status": "completed", "turn_count": 1}),
+            )),
+        ),
+        (
+            Some(ToolEffect::Transfer("billing".into())),
+            Some(("transferred_to", json!("billing"))),
+        ),
+    ];
+    for (effect, key) in cases {
+        let event = Event {
+            session_id: ROOT.into(),
+            parent_id: None,
+            timestamp: TS.into(),
+            msg: EngineEvent::ToolPost(ToolPostEvent {
+                tool_name: "t".into(),
+                tool_call_id: "c".into(),
+                result: "r".into(),
+                truncated: false,
+                tool_response: None,
+                effect: effect.clone(),
+                task: Some(TaskCallFields {
+                    sub_session_id: "child".into(),
+                    parent_session_id: ROOT.into(),
+                    depth: 1,
+                }),
+            }),
+        };
+        let wire = serde_json::to_value(&event).unwrap();
+        let mut expected = json!({"tool_name": "t", "tool_call_id": "c", "result": "r",
+                                  "sub_session_id": "child", "parent_session_id": ROOT,
+                                  "depth": 1});
+        if let Some((key, value)) = key {
+            expected[key] = value;
+        }
+        assert_eq!(wire["data"], expected);
+        let line = serde_json::to_string(&event.to_log_line()).unwrap();
+        let back = Event::from_log_line(&line).unwrap();
+        assert_eq!(back.msg, event.msg, "{line}");
+    }
 }

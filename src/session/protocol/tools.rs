@@ -11,8 +11,9 @@ use crate::session::ids::ToolCallId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::calls::ToolEffect;
 use super::model::ResolvedModel;
-use crate::session::metadata::{FileChange, SessionStatus};
+use crate::session::metadata::SessionStatus;
 
 /// The keys every event of a task call repeats, so a reader links the call to its
 /// sub-session: `{sub_session_id, parent_session_id, depth}`.
@@ -42,8 +43,9 @@ pub struct ToolPreEvent {
     pub task: Option<TaskCallFields>,
 }
 
-/// `tool:post`: `{tool_name, tool_call_id, result, truncated?, file_changed?}` plus, for
-/// a task call, the [`TaskCallFields`].
+/// `tool:post`: `{tool_name, tool_call_id, result, truncated?, tool_response?}`, the
+/// call's [`ToolEffect`] as one key when it had one (`file_changed`, `todos`,
+/// `task_result` or `transferred_to`), plus, for a task call, the [`TaskCallFields`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolPostEvent {
     /// The tool's name as the model called it.
@@ -61,11 +63,13 @@ pub struct ToolPostEvent {
     /// (cut) text as `result`. Absent in events arbor wrote before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_response: Option<ToolResponse>,
-    /// arbor's own key: the file a `write_file` / `edit_file` call changed (`{path,
-    /// tool, lines_added, lines_removed, created, changes}`, as the session's
-    /// `files_changed` records it); absent for every other call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_changed: Option<FileChange>,
+    /// What the call did beyond its text (arbor's own keys; absent for a call with no
+    /// effect): the file it changed (`file_changed`, as the session's
+    /// `files_changed` records it), the checklist it set (`todos`), the delegated
+    /// turn's result (`task_result`, its `response` cut like `result`), the agent it
+    /// transferred to (`transferred_to`).
+    #[serde(flatten)]
+    pub effect: Option<ToolEffect>,
     /// Set for task calls.
     #[serde(flatten)]
     pub task: Option<TaskCallFields>,

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::diff::{self, apply_edit};
 use super::{MODULE, READ_FILE_MAX, blocking, required};
 use crate::session::metadata::FileChange;
+use crate::session::protocol::ToolEffect;
 use crate::tool::confine::{self, ALLOWED_WRITE_PATHS, WriteTarget};
 use crate::tool::error::ToolError;
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
@@ -277,11 +278,7 @@ fn execute(planned: Result<Planned, ToolError>) -> Result<ToolOutput, ToolError>
     if let (Value::Object(map), Value::Object(extra)) = (&mut content, extra) {
         map.extend(extra);
     }
-    Ok(ToolOutput {
-        content: content.to_string(),
-        is_error: false,
-        change: Some(change),
-    })
+    Ok(ToolOutput::ok(content.to_string()).with_effect(ToolEffect::FileChange(change)))
 }
 
 fn plan_write(

@@ -20,8 +20,8 @@ use crate::config::mcp::MCP_MODULE;
 use crate::tool::bash::output::Capped;
 use crate::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 
-/// The prefix of every MCP tool name.
-pub const PREFIX: &str = "mcp__";
+/// The prefix of every MCP tool name (the tool table's convention).
+pub const PREFIX: &str = crate::config::modules::MCP_TOOL_PREFIX;
 
 /// `mcp__<server>__<tool>`, with characters providers refuse in tool names
 /// (anything but letters, digits, `_` and `-`) replaced by `_`.
@@ -43,7 +43,7 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 /// The server part of an MCP tool name (`mcp__github__search` → `github`), for tool
 /// cards and approval prompts; `None` for other tools.
 pub fn server_of(tool_name: &str) -> Option<(&str, &str)> {
-    tool_name.strip_prefix(PREFIX)?.split_once("__")
+    crate::config::modules::mcp_server_of(tool_name)
 }
 
 /// One tool of one server.

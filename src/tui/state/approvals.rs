@@ -33,6 +33,7 @@ use crossterm::event::{KeyCode, KeyEvent};
 use jiff::Timestamp;
 
 use crate::config::approvals::pattern::suggest_prefix;
+use crate::config::modules::describe;
 use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
 use crate::session::{EngineEvent, Event};
 use crate::tui::action::{KeyOutcome, UiAction};
@@ -92,7 +93,8 @@ impl PendingApproval {
     }
 
     /// What "always" allows for this call, with exactly the rule it applies as a
-    /// policy key: a `bash` call of one plain simple command that runs no wrapper
+    /// policy key: a call of a tool that takes command patterns (its descriptor in
+    /// the tool table has a command field: `bash`) of one plain simple command that runs no wrapper
     /// allows its prefix (the program, plus a subcommand word such as `test` in `cargo
     /// test --lib`: `bash(cargo test*)`, word bounded —
     /// `config::approvals::pattern::suggest_prefix`); any other tool allows the tool
@@ -104,12 +106,12 @@ impl PendingApproval {
             return None;
         }
         let tool = &self.request.tool_name;
-        if tool != "bash" {
+        if describe(tool).command_field.is_none() {
             return Some((AllowScope::AlwaysTool, tool.clone()));
         }
         let command = self.request.command.as_deref().unwrap_or_default();
         let prefix = suggest_prefix(command)?;
-        let rule = format!("bash({prefix}*)");
+        let rule = format!("{tool}({prefix}*)");
         Some((AllowScope::AlwaysPrefix(prefix), rule))
     }
 }

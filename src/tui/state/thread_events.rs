@@ -4,7 +4,8 @@
 //! Events read: `content_block:delta` (text or thinking into the stream),
 //! `message:appended` (the message's cells), `tool:pre` (the call's card, running; a
 //! task call's sub-session), `task:agent_spawned` / `task:agent_resumed` (the task
-//! card's sub-session), `tool:post` / `tool:error` (the card's result),
+//! card's sub-session), `tool:post` / `tool:error` (the card's result; a delegation's
+//! typed result and a checklist's notice from `tool:post`'s effect),
 //! `provider:error` (see `error_card`: a retry notice or an error card),
 //! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
 //! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
@@ -20,7 +21,9 @@ use super::cells::{CellKind, ToolStatus};
 use super::error_card::ProviderFailure;
 use super::thread::Thread;
 use super::transcript::result_status;
-use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind, TaskCallFields};
+use crate::session::protocol::{
+    ContentBlockDeltaEvent, DeltaKind, TaskCallFields, TaskResult, ToolEffect,
+};
 use crate::session::{EngineEvent, Event, SessionStatus};
 use crate::tui::theme::Theme;
 
@@ -49,11 +52,6 @@ impl Thread {
                 if let Some(&i) = self.calls.get(pre.tool_call_id.as_str()) {
                     self.set_running(i, sub_session(&pre.task));
                 }
-                if pre.tool_name == crate::tool::todo::TOOL_NAME
-                    && let Some(list) = crate::tool::todo::list_of_input(&pre.tool_input)
-                {
-                    self.push_notice(&crate::tool::todo::summary(&list));
-                }
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
                 if let Some(&i) = self.calls.get(spawned.tool_call_id.as_str()) {
@@ -66,10 +64,17 @@ impl Thread {
                 }
             }
             EngineEvent::ToolPost(post) => {
-                self.tool_result(&post.tool_call_id, &post.result, false, &post.task);
+                let result = match &post.effect {
+                    Some(ToolEffect::Task(result)) => Some(result),
+                    _ => None,
+                };
+                self.tool_result(&post.tool_call_id, &post.result, false, &post.task, result);
+                if let Some(ToolEffect::Todo(list)) = &post.effect {
+                    self.push_notice(&crate::tool::todo::summary(list));
+                }
             }
             EngineEvent::ToolError(error) => {
-                self.tool_result(&error.tool_call_id, &error.error, true, &error.task);
+                self.tool_result(&error.tool_call_id, &error.error, true, &error.task, None);
             }
             EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
             EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
@@ -123,20 +128,28 @@ impl Thread {
         }
     }
 
-    /// A `tool:post` / `tool:error` for call `id`: its card gets the result.
+    /// A `tool:post` / `tool:error` for call `id`: its card gets the result (and a
+    /// delegation's card the typed `result` of its effect).
     fn tool_result(
         &mut self,
         id: &str,
         content: &str,
         is_error: bool,
         task: &Option<TaskCallFields>,
+        result: Option<&TaskResult>,
     ) {
         let Some(&i) = self.calls.get(id) else {
             return;
         };
         let status = result_status(content, is_error);
         // The tool message's `message:appended` follows and puts its shared text here.
-        self.set_result(i, status, content.into(), sub_session(task).as_deref());
+        self.set_result(
+            i,
+            status,
+            content.into(),
+            sub_session(task).as_deref(),
+            result,
+        );
     }
 
     fn set_running(&mut self, idx: usize, child: Option<String>) {
@@ -246,7 +259,27 @@ mod tests {
         assert_eq!(t.cells.len(), 2);
         t.apply_event(&task_pre("c1", "abc-def_explorer"), &theme);
         assert!(t.has_child("abc-def_explorer"));
-        t.apply_event(&post("c1", "{\"response\":\"found it\",\"session_id\":\"abc-def_explorer\",\"status\":\"completed\"}"), &theme);
+        // The card reads the typed result of the post's effect, not its text.
+        let result = TaskResult {
+            response: "found it".into(),
+            session_id: "abc-def_explorer".into(),
+            agent: "explorer".into(),
+            status: SessionStatus::Completed,
+            turn_count: 1,
+            error: None,
+            budget: None,
+            isolation: None,
+        };
+        t.apply_event(
+            &ev(EngineEvent::ToolPost(ToolPostEvent {
+                tool_call_id: "c1".into(),
+                tool_name: "task".into(),
+                result: "(the task tool's text)".into(),
+                effect: Some(ToolEffect::Task(result)),
+                ..Default::default()
+            })),
+            &theme,
+        );
         let CellKind::Task(card) = &t.cells[1].kind else {
             panic!("not a task card")
         };
@@ -389,6 +422,39 @@ mod tests {
                     if &**a == "answer" && &**n == "2 malformed stream events skipped (openai)"
             ),
             "{kinds:?}"
+        );
+    }
+
+    /// A checklist a call set (its `tool:post` effect) is a notice; the call's input
+    /// and result text are not read, and a post without the effect adds none.
+    #[test]
+    fn a_checklist_set_by_a_call_is_a_notice() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        let list = serde_json::from_value(json!([
+            {"content": "Read", "activeForm": "Reading", "status": "completed"},
+            {"content": "Fix", "activeForm": "Fixing", "status": "in_progress"},
+        ]))
+        .unwrap();
+        let post = |effect| {
+            ev(EngineEvent::ToolPost(ToolPostEvent {
+                tool_name: "todo".into(),
+                tool_call_id: "t1".into(),
+                result: "{}".into(),
+                effect,
+                ..Default::default()
+            }))
+        };
+        t.apply_event(&post(None), &theme);
+        assert!(t.cells.is_empty());
+        t.apply_event(&post(Some(ToolEffect::Todo(list))), &theme);
+        assert!(
+            matches!(
+                &t.cells[..],
+                [c] if matches!(&c.kind, CellKind::Notice(n) if &**n == "todo 1/2 · Fixing")
+            ),
+            "{:?}",
+            t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
         );
     }
 

@@ -14,8 +14,11 @@ use serde_json::Value;
 use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus};
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
+use crate::config::modules::describe;
 use crate::session::Message;
+use crate::session::SessionStatus;
 use crate::session::message::{ContentBlock, Text, ToolArgs};
+use crate::session::protocol::{TaskInput, TaskResult, ToolEffect};
 
 impl Thread {
     /// Appends the cells of one transcript message (buffered while loading).
@@ -93,7 +96,11 @@ impl Thread {
                         self.cells.len() - 1
                     }
                 };
-                self.set_result(idx, status, t.content.clone(), None);
+                let result = match crate::tool::stored_effect(&t.name, &t.content) {
+                    Some(ToolEffect::Task(result)) => Some(result),
+                    _ => None,
+                };
+                self.set_result(idx, status, t.content.clone(), None, result.as_ref());
                 let meta = t.metadata.as_ref();
                 if let Some(to) = meta.and_then(|m| m.get_str(TRANSFER_KEY)) {
                     let from = author_of(meta).unwrap_or_else(|| "?".to_string());
@@ -131,16 +138,13 @@ impl Thread {
         {
             return;
         }
-        let kind = if tool == "task" || tool == "delegate" {
-            let child = args
-                .get("session_id")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+        let kind = if describe(tool).delegates() {
+            let task = TaskInput::of(args);
             CellKind::Task(Box::new(TaskCard {
                 call_id: id.to_string(),
-                agent: str_field(args, "agent").unwrap_or_else(|| "?".into()),
-                instruction: str_field(args, "instruction").unwrap_or_default(),
-                child,
+                agent: task.agent.unwrap_or_else(|| "?".into()),
+                instruction: task.instruction.unwrap_or_default(),
+                child: task.session_id.map(|s| s.to_string()),
                 status: ToolStatus::Pending,
                 child_status: None,
                 response: None,
@@ -163,14 +167,16 @@ impl Thread {
         }
     }
 
-    /// Sets a card's status and result (`content`, shared); for task cards parses the
-    /// task tool's JSON output (`{response, session_id, agent, status}`).
+    /// Sets a card's status and result (`content`, shared); a task card takes its
+    /// sub-session, agent, status and response from the delegation's typed `result`
+    /// (a paused one keeps `content`, whose first lines say how to continue).
     pub(super) fn set_result(
         &mut self,
         idx: usize,
         status: ToolStatus,
         content: Text,
         child: Option<&str>,
+        result: Option<&TaskResult>,
     ) {
         let Some(cell) = self.cells.get_mut(idx) else {
             return;
@@ -183,23 +189,23 @@ impl Thread {
             }
             CellKind::Task(card) => {
                 card.status = status;
-                match serde_json::from_str::<Value>(&content) {
-                    Ok(v) if v.is_object() => {
-                        if let Some(s) = str_field(&v, "session_id") {
-                            new_child = Some(s);
-                        }
-                        if let Some(a) = str_field(&v, "agent") {
-                            card.agent = a;
-                        }
-                        card.status = match v.get("status").and_then(Value::as_str) {
-                            Some("failed") => ToolStatus::Failed,
-                            Some("cancelled") => ToolStatus::Cancelled,
-                            Some("completed") => ToolStatus::Done,
+                match result {
+                    Some(result) => {
+                        new_child = Some(result.session_id.to_string());
+                        card.agent.clone_from(&result.agent);
+                        card.status = match result.status {
+                            SessionStatus::Failed => ToolStatus::Failed,
+                            SessionStatus::Cancelled => ToolStatus::Cancelled,
+                            SessionStatus::Completed => ToolStatus::Done,
                             _ => status,
                         };
-                        card.response = Some(str_field(&v, "response").map_or(content, Text::from));
+                        card.response = Some(if result.status == SessionStatus::Paused {
+                            content
+                        } else {
+                            Text::from(result.response.clone())
+                        });
                     }
-                    _ => card.response = Some(content),
+                    None => card.response = Some(content),
                 }
                 if let Some(c) = &new_child {
                     card.child = Some(c.clone());
@@ -236,11 +242,6 @@ impl TextRun {
         let first = self.first.take()?;
         Some(self.joined.take().map_or(first, Text::from))
     }
-}
-
-/// A string field of a JSON object.
-pub(super) fn str_field(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 /// A tool result's status: error flag, or a short "cancelled" result from repair.
@@ -351,5 +352,27 @@ mod tests {
         };
         let response = card.response.as_ref().unwrap();
         assert!(std::ptr::eq(at(response), at(&r.content)));
+    }
+
+    /// A stored delegation result (no effect kept) is read by the tool module: a
+    /// `delegate` call's card, in foundation's shape, learns its child, agent, status
+    /// and response like a `task` card.
+    #[test]
+    fn a_stored_delegate_result_fills_its_task_card() {
+        let mut t = Thread::default();
+        t.push_message(&msg(json!({"role": "assistant", "content": [
+            {"type": "tool_call", "id": "d1", "name": "delegate", "input": {"agent": "x", "instruction": "go"}},
+        ]})));
+        let content = r#"{"response":"done","session_id":"s_x","agent":"foundation:explorer","turn_count":2,"status":"success","metadata":{}}"#;
+        t.push_message(&msg(
+            json!({"role": "tool", "name": "delegate", "tool_call_id": "d1", "content": content}),
+        ));
+        let CellKind::Task(card) = &t.cells[0].kind else {
+            panic!("{:?}", t.cells)
+        };
+        assert_eq!(card.response.as_deref(), Some("done"));
+        assert_eq!(card.agent, "foundation:explorer");
+        assert_eq!(card.child.as_deref(), Some("s_x"));
+        assert_eq!(card.status, ToolStatus::Done);
     }
 }

@@ -6,8 +6,8 @@
 //! from the start's `model` or the fork's `resolved_model`), `session:status` and
 //! `orchestrator:complete` (status), `session:renamed` (title), `provider:response`
 //! (model, input + output tokens, and the cost in USD when the model has a price),
-//! `tool:post` with `file_changed` (the files the session changed; stored sessions
-//! bring their metadata's `files_changed`), `session:budget` (the budget, stored
+//! `tool:post` with its effect (a file changed — stored sessions bring their metadata's
+//! `files_changed` — or a checklist set, `3/7`), `session:budget` (the budget, stored
 //! sessions bring metadata `extra.budget`). Any other event of an unknown session adds
 //! a node too.
 //!
@@ -36,7 +36,7 @@ use crate::config::budget::BudgetState;
 use crate::remote::RanOn;
 use crate::session::metadata::{FileChange, record_file_change};
 use crate::session::protocol::{
-    OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent,
+    OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent, ToolEffect,
 };
 use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
@@ -511,16 +511,15 @@ impl SessionTree {
                     node.task = title_from(&appended.message.text());
                 }
             }
-            EngineEvent::ToolPre(pre) if pre.tool_name == crate::tool::todo::TOOL_NAME => {
-                if let Some(list) = crate::tool::todo::list_of_input(&pre.tool_input) {
-                    node.todo = Some(crate::tool::todo::progress(&list));
-                }
-            }
-            EngineEvent::ToolPost(post) => {
-                if let Some(change) = &post.file_changed {
+            EngineEvent::ToolPost(post) => match &post.effect {
+                Some(ToolEffect::FileChange(change)) => {
                     record_file_change(&mut node.files_changed, change);
                 }
-            }
+                Some(ToolEffect::Todo(list)) => {
+                    node.todo = Some(crate::tool::todo::progress(list));
+                }
+                Some(ToolEffect::Task(_) | ToolEffect::Transfer(_)) | None => {}
+            },
             EngineEvent::ProviderResponse(response) => {
                 if !response.model.is_empty() {
                     let provider = Some(response.provider.as_str());

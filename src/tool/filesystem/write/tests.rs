@@ -49,8 +49,8 @@ async fn write_file_creates_parents_and_reports_the_change() {
         json!({"file_path": "src/new/a.txt", "bytes": 8, "created": true, "lines_added": 2, "lines_removed": 0})
     );
     assert_eq!(
-        out.change,
-        Some(FileChange {
+        out.effect,
+        Some(ToolEffect::FileChange(FileChange {
             path: "src/new/a.txt".into(),
             tool: "write_file".into(),
             lines_added: 2,
@@ -58,7 +58,7 @@ async fn write_file_creates_parents_and_reports_the_change() {
             created: true,
             changes: 1,
             hunks: None,
-        })
+        }))
     );
     assert_eq!(names(&dir.path().join("src/new")), ["a.txt"]);
 }
@@ -110,7 +110,9 @@ async fn edit_file_replaces_one_exact_match() {
         body(&out),
         json!({"file_path": "a.rs", "replacements_made": 1, "bytes_written": 33, "lines_added": 3, "lines_removed": 1})
     );
-    let change = out.change.unwrap();
+    let Some(ToolEffect::FileChange(change)) = out.effect else {
+        panic!("{:?}", out.effect)
+    };
     assert_eq!((change.tool.as_str(), change.created), ("edit_file", false));
     // The change itself, with its place in the file (issue 23 item 11).
     assert_eq!(
@@ -135,7 +137,7 @@ async fn edit_file_errors_name_the_match_count_and_change_nothing() {
         "old_string matches 2 times in 'a.rs'. Give more surrounding context so it matches \
          exactly once, or set replace_all to true to replace all 2"
     );
-    assert_eq!(several.change, None);
+    assert_eq!(several.effect, None);
     let none = edit(
         dir.path(),
         json!({"file_path": "a.rs", "old_string": "let y", "new_string": "let z"}),

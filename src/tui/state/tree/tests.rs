@@ -255,14 +255,16 @@ fn a_todo_list_shows_its_progress_from_metadata_then_live_calls() {
     );
     t.load(&[stored]);
     assert_eq!(t.get("r").unwrap().todo, Some((1, 3)));
-    let pre = crate::session::protocol::ToolPreEvent {
+    // The live list is the effect of the call's `tool:post`, not its input.
+    let list = serde_json::from_value(json!([item("completed"), item("completed")])).unwrap();
+    let post = crate::session::protocol::ToolPostEvent {
         tool_name: "todo".into(),
         tool_call_id: "t1".into(),
-        tool_input: json!({"action": "update", "todos": [item("completed"), item("completed")]}),
-        task: None,
+        effect: Some(crate::session::protocol::ToolEffect::Todo(list)),
+        ..Default::default()
     };
     t.apply(&ev(
-        EngineEvent::ToolPre(pre),
+        EngineEvent::ToolPost(post),
         "r",
         None,
         "2025-01-01T00:00:01Z",
