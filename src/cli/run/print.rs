@@ -91,161 +91,90 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    /// Prints one (already scrubbed, for a piece) bus event as the format wants it.
+    /// Prints one (already scrubbed, for a piece) event as the format wants it: its
+    /// `jsonl` line, then what the event itself says — the one `match` over
+    /// [`EngineEvent`] of `arbor run`'s output (a new event is named here by the
+    /// compiler). Notes go to stderr outside `jsonl` (where the event's line says
+    /// it); the `text` answer is the session's own streamed text.
+    ///
     /// Errors: stdout cannot be written.
     fn print(&mut self, event: &Event) -> std::io::Result<()> {
-        self.approval(&event.msg);
-        let (format, own) = (self.format, event.session_id == self.session_id);
-        // Notes on stderr outside jsonl (where the event line says it): the session's
-        // own endpoint or rebuild note, any session's missing MCP server.
-        if format != OutputFormat::Jsonl {
-            match &event.msg {
-                EngineEvent::ProviderEndpointChanged(changed) if own => out::error(changed.note()),
-                EngineEvent::SessionRebuilt(rebuilt) if own => out::error(rebuilt.note()),
-                EngineEvent::McpServerFailed(failed) => out::warning(failed.note()),
-                EngineEvent::SessionNotice(notice) => {
-                    out::warning(format!("#{}: {}", event.session_id.short(), notice.message))
-                }
-                EngineEvent::HookRan(ran) if ran.outcome != HookOutcome::Passed => {
-                    out::warning(ran.note())
-                }
-                EngineEvent::ContextCompaction(compaction) if own => {
-                    out::error(compaction.note());
-                }
-                // A sub-session's endpoint or rebuild note, and every event without a
-                // stderr note.
-                EngineEvent::ProviderEndpointChanged(_)
-                | EngineEvent::HookRan(_)
-                | EngineEvent::ContextCompaction(_)
-                | EngineEvent::ContextUsage(_)
-                | EngineEvent::SessionRebuilt(_)
-                | EngineEvent::SessionStart(_)
-                | EngineEvent::SessionFork(_)
-                | EngineEvent::SessionResume(_)
-                | EngineEvent::SessionEnd(_)
-                | EngineEvent::PromptSubmit(_)
-                | EngineEvent::ProviderRequest(_)
-                | EngineEvent::ProviderResponse(_)
-                | EngineEvent::ProviderError(_)
-                | EngineEvent::ProviderWarning(_)
-                | EngineEvent::ContentBlockDelta(_)
-                | EngineEvent::ToolPre(_)
-                | EngineEvent::ToolPost(_)
-                | EngineEvent::ToolError(_)
-                | EngineEvent::TaskAgentSpawned(_)
-                | EngineEvent::TaskAgentResumed(_)
-                | EngineEvent::TaskAgentCompleted(_)
-                | EngineEvent::CancelRequested(_)
-                | EngineEvent::CancelCompleted(_)
-                | EngineEvent::OrchestratorComplete(_)
-                | EngineEvent::ApprovalRequired(_)
-                | EngineEvent::ApprovalGranted(_)
-                | EngineEvent::ApprovalDenied(_)
-                | EngineEvent::SessionStatus(_)
-                | EngineEvent::SessionRenamed(_)
-                | EngineEvent::MessageAppended(_)
-                | EngineEvent::PromptQueued(_)
-                | EngineEvent::PromptSent(_)
-                | EngineEvent::PromptUnqueued(_)
-                | EngineEvent::SessionBudget(_)
-                | EngineEvent::AgentTransfer(_) => {}
-            }
+        if self.format == OutputFormat::Jsonl
+            && let Ok(line) = serde_json::to_string(event)
+        {
+            outln!("{}", scrub_secrets(&line))?;
         }
-        match format {
-            OutputFormat::Jsonl => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    outln!("{}", scrub_secrets(&line))?;
-                }
-            }
-            OutputFormat::Text if own => match &event.msg {
-                EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
-                    delta,
-                    kind: DeltaKind::Text,
-                }) => self.layout.text(delta)?,
-                EngineEvent::MessageAppended(appended) => {
-                    self.layout.appended(&appended.message);
-                }
-                EngineEvent::ProviderWarning(warning) => {
-                    out::warning(format!("{} ({})", warning.message, warning.provider));
-                }
-                // A hand-off between agents of the session's tree (SPEC §11), on stderr
-                // so stdout stays the answer.
-                EngineEvent::AgentTransfer(transfer) => {
-                    out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
-                }
-                // Not part of the text answer (thinking, tool calls, lifecycle: jsonl shows them).
-                EngineEvent::SessionStart(_)
-                | EngineEvent::SessionFork(_)
-                | EngineEvent::SessionResume(_)
-                | EngineEvent::ProviderEndpointChanged(_)
-                | EngineEvent::SessionRebuilt(_)
-                | EngineEvent::SessionEnd(_)
-                | EngineEvent::PromptSubmit(_)
-                | EngineEvent::ProviderRequest(_)
-                | EngineEvent::ProviderResponse(_)
-                | EngineEvent::ProviderError(_)
-                | EngineEvent::ContentBlockDelta(_)
-                | EngineEvent::ToolPre(_)
-                | EngineEvent::ToolPost(_)
-                | EngineEvent::ToolError(_)
-                | EngineEvent::TaskAgentSpawned(_)
-                | EngineEvent::TaskAgentResumed(_)
-                | EngineEvent::TaskAgentCompleted(_)
-                | EngineEvent::CancelRequested(_)
-                | EngineEvent::CancelCompleted(_)
-                | EngineEvent::OrchestratorComplete(_)
-                | EngineEvent::ApprovalRequired(_)
-                | EngineEvent::ApprovalGranted(_)
-                | EngineEvent::ApprovalDenied(_)
-                | EngineEvent::SessionStatus(_)
-                | EngineEvent::SessionRenamed(_)
-                | EngineEvent::PromptQueued(_)
-                | EngineEvent::PromptSent(_)
-                | EngineEvent::PromptUnqueued(_)
-                | EngineEvent::SessionBudget(_)
-                | EngineEvent::McpServerFailed(_)
-                | EngineEvent::SessionNotice(_)
-                | EngineEvent::HookRan(_)
-                | EngineEvent::ContextCompaction(_)
-                | EngineEvent::ContextUsage(_) => {}
-            },
-            OutputFormat::Text => {}
-            OutputFormat::Json => {}
-        }
-        Ok(())
-    }
-
-    /// Follows the approval events of the whole tree: on a denial by the missing
-    /// `--yes` or by the approval policy, says on stderr (scrubbed by `out`) what was
-    /// denied, who asked, and what would allow it.
-    fn approval(&mut self, event: &EngineEvent) {
-        match event {
+        let own = event.session_id == self.session_id;
+        // Notes on stderr, for the session's own events or any session's.
+        let notes = self.format != OutputFormat::Jsonl;
+        let own_notes = notes && own;
+        // The answer on stdout.
+        let answer = self.format == OutputFormat::Text && own;
+        match &event.msg {
             EngineEvent::ApprovalRequired(required) => {
                 self.asked
                     .insert(required.tool_call_id.to_string(), required.summary.clone());
             }
+            EngineEvent::ApprovalGranted(granted) => {
+                self.asked.remove(granted.tool_call_id.as_str());
+            }
+            // In every format: what was denied, who asked, and what would allow it.
             EngineEvent::ApprovalDenied(denied) => {
                 let summary = self.asked.remove(denied.tool_call_id.as_str());
                 if let Some(note) = denial_note(denied, summary.as_deref()) {
                     out::error(note);
                 }
             }
-            EngineEvent::ApprovalGranted(granted) => {
-                self.asked.remove(granted.tool_call_id.as_str());
+            EngineEvent::ProviderEndpointChanged(changed) if own_notes => {
+                out::error(changed.note());
             }
-            // Not an approval event.
-            EngineEvent::SessionStart(_)
+            EngineEvent::SessionRebuilt(rebuilt) if own_notes => out::error(rebuilt.note()),
+            EngineEvent::ContextCompaction(compaction) if own_notes => {
+                out::error(compaction.note());
+            }
+            EngineEvent::McpServerFailed(failed) if notes => out::warning(failed.note()),
+            EngineEvent::SessionNotice(notice) if notes => {
+                out::warning(format!("#{}: {}", event.session_id.short(), notice.message));
+            }
+            EngineEvent::HookRan(ran) if notes && ran.outcome != HookOutcome::Passed => {
+                out::warning(ran.note());
+            }
+            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+                delta,
+                kind: DeltaKind::Text,
+            }) if answer => self.layout.text(delta)?,
+            EngineEvent::MessageAppended(appended) if answer => {
+                self.layout.appended(&appended.message);
+            }
+            EngineEvent::ProviderWarning(warning) if answer => {
+                out::warning(format!("{} ({})", warning.message, warning.provider));
+            }
+            // A hand-off between agents of the session's tree (SPEC §11), on stderr so
+            // stdout stays the answer.
+            EngineEvent::AgentTransfer(transfer) if answer => {
+                out::plain_error(format!("[{} → {}]", transfer.from, transfer.to));
+            }
+            // A sub-session's note, a note in jsonl, thinking, and the events whose
+            // jsonl line is all there is to print (tool calls, lifecycle).
+            EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContentBlockDelta(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::ContextUsage(_)
+            | EngineEvent::SessionStart(_)
             | EngineEvent::SessionFork(_)
             | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
             | EngineEvent::SessionEnd(_)
             | EngineEvent::PromptSubmit(_)
             | EngineEvent::ProviderRequest(_)
             | EngineEvent::ProviderResponse(_)
             | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
             | EngineEvent::ToolPre(_)
             | EngineEvent::ToolPost(_)
             | EngineEvent::ToolError(_)
@@ -257,18 +186,12 @@ impl<'a> Printer<'a> {
             | EngineEvent::OrchestratorComplete(_)
             | EngineEvent::SessionStatus(_)
             | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
             | EngineEvent::PromptQueued(_)
             | EngineEvent::PromptSent(_)
             | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => {}
+            | EngineEvent::SessionBudget(_) => {}
         }
+        Ok(())
     }
 }
 
