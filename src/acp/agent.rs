@@ -35,7 +35,7 @@ use super::tree::Tree;
 use super::{Factory, SessionSetup, permission, prompt, updates};
 use crate::config::private::private_paths;
 use crate::engine::{CommandId, EngineClient, EngineOutput, EngineReply, EngineStream};
-use crate::session::{EngineCommand, EngineEvent, Event, SessionStatus};
+use crate::session::{EngineCommand, Event, SessionStatus};
 
 /// Where the forwarder hands the replies of the commands someone waits for.
 type Waiting = Arc<Mutex<HashMap<CommandId, UnboundedSender<EngineReply>>>>;
@@ -235,7 +235,6 @@ impl Agent {
             tree,
             cwd,
             waiting,
-            inputs: HashMap::new(),
         };
         tokio::spawn(forwarder.run(stream));
         self.sessions().insert(acp_id, session.clone());
@@ -362,8 +361,6 @@ struct Forwarder {
     tree: Arc<Mutex<Tree>>,
     cwd: PathBuf,
     waiting: Waiting,
-    /// Tool inputs by call id (for the permission request's diff and locations).
-    inputs: HashMap<String, Value>,
 }
 
 impl Forwarder {
@@ -387,52 +384,34 @@ impl Forwarder {
     }
 
     fn event(&mut self, event: &Event) {
-        let (routed, asked_on) = {
-            let mut tree = self.tree.lock().unwrap_or_else(|p| p.into_inner());
-            let routed = tree.route(event);
-            // Without `subagents`, a child's approval is asked on the root.
-            let asked_on = tree.acp_session(&event.session_id).or_else(|| {
-                tree.contains(&event.session_id)
-                    .then(|| tree.acp_id.clone())
-            });
-            (routed, asked_on)
-        };
-        for (session_id, update) in routed {
+        let routing = locked(&self.tree).route(event);
+        for (session_id, update) in routing.updates {
             self.conn.notify(
                 "session/update",
                 &SessionNotification::new(session_id, update),
             );
         }
-        match &event.msg {
-            EngineEvent::ToolPre(pre) => {
-                self.inputs
-                    .insert(pre.tool_call_id.to_string(), pre.tool_input.clone());
-            }
-            EngineEvent::ApprovalRequired(required) => {
-                let Some(on) = asked_on else { return };
-                let input = self.inputs.get(&*required.tool_call_id).cloned();
-                let request = permission::request(&on, required, input.as_ref(), &self.cwd);
-                let conn = self.conn.clone();
-                let client = self.client.clone();
-                let required = required.clone();
-                let session_id = event.session_id.clone();
-                tokio::spawn(async move {
-                    let decision = match conn.request("session/request_permission", &request).await
-                    {
-                        Ok(answer) => permission::decision(&required, &answer),
-                        Err(e) => {
-                            tracing::warn!("acp: permission request failed: {e}");
-                            permission::decision(&required, &Value::Null)
-                        }
-                    };
-                    client.submit(EngineCommand::ResolveApproval {
-                        session_id,
-                        tool_call_id: required.tool_call_id.clone(),
-                        decision,
-                    });
-                });
-            }
-            _ => {}
-        }
+        let Some(ask) = routing.ask else {
+            return;
+        };
+        let request = permission::request(&ask.on, &ask.required, ask.input.as_ref(), &self.cwd);
+        let conn = self.conn.clone();
+        let client = self.client.clone();
+        let required = ask.required;
+        let session_id = event.session_id.clone();
+        tokio::spawn(async move {
+            let decision = match conn.request("session/request_permission", &request).await {
+                Ok(answer) => permission::decision(&required, &answer),
+                Err(e) => {
+                    tracing::warn!("acp: permission request failed: {e}");
+                    permission::decision(&required, &Value::Null)
+                }
+            };
+            client.submit(EngineCommand::ResolveApproval {
+                session_id,
+                tool_call_id: required.tool_call_id.clone(),
+                decision,
+            });
+        });
     }
 }

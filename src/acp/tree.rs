@@ -7,7 +7,9 @@
 //! parent, before any of its traffic, with title `AGENT: TASK`, the task as
 //! description, its state (`running`, then `idle` with a stop reason) and `cancel`
 //! allowed; without it a sub-session's own traffic is left out (its `task` call on
-//! the parent shows its final answer). Does not own: the update payloads
+//! the parent shows its final answer); and what each event makes for the client
+//! ([`Tree::route`]: its updates and the permission a waiting call asks for, the one
+//! `match` over `EngineEvent` of `arbor acp`). Does not own: the update payloads
 //! (`updates`) or sending (`agent`).
 
 use std::collections::HashMap;
@@ -21,11 +23,32 @@ use agent_client_protocol_schema::v1::{
 use super::updates;
 use crate::config::modules::describe;
 use crate::session::ids::SessionId;
-use crate::session::protocol::{TaskInput, ToolEffect};
+use crate::session::protocol::{ApprovalRequiredEvent, TaskInput, ToolEffect};
 use crate::session::{EngineEvent, Event, SessionStatus};
+use serde_json::Value;
 
 /// An update and the ACP session id it is sent with.
 pub type Routed = (String, SessionUpdate);
+
+/// What one event makes for the client ([`Tree::route`]).
+#[derive(Debug, Default)]
+pub struct Routing {
+    /// The updates, in order.
+    pub updates: Vec<Routed>,
+    /// A call waiting for approval: the permission to ask.
+    pub ask: Option<Ask>,
+}
+
+/// A `session/request_permission` to send.
+#[derive(Debug)]
+pub struct Ask {
+    /// The ACP session asked on (the root's without `subagents`).
+    pub on: String,
+    /// The request.
+    pub required: ApprovalRequiredEvent,
+    /// The call's input, from its `tool:pre` (for the diff and locations).
+    pub input: Option<Value>,
+}
 
 /// The routing state of one ACP session's tree.
 #[derive(Debug)]
@@ -42,6 +65,8 @@ pub struct Tree {
     children: HashMap<SessionId, SessionId>,
     /// Delegation calls seen: call id → what each asked.
     tasks: HashMap<String, TaskInput>,
+    /// Tool inputs by call id (for a permission request's diff and locations).
+    inputs: HashMap<String, Value>,
 }
 
 impl Tree {
@@ -54,6 +79,7 @@ impl Tree {
             cwd,
             children: HashMap::new(),
             tasks: HashMap::new(),
+            inputs: HashMap::new(),
         }
     }
 
@@ -82,66 +108,74 @@ impl Tree {
             .then(|| SessionId::from(acp_id))
     }
 
-    /// The updates `event` makes, each with the ACP session it goes to (none for an
-    /// event of another tree, or one the client does not show).
-    pub fn route(&mut self, event: &Event) -> Vec<Routed> {
+    /// What `event` makes: the updates, each with the ACP session it goes to (none for
+    /// an event of another tree, or one the client does not show), and the permission
+    /// to ask for a call that waits for approval. The one `match` over [`EngineEvent`]
+    /// of `arbor acp` (a new event is named here by the compiler).
+    pub fn route(&mut self, event: &Event) -> Routing {
         if self.root.is_none() && event.parent_id.is_none() {
             self.root = Some(event.session_id.clone());
         }
-        let mut out = Vec::new();
-        if !self.contains(&event.session_id) {
-            match &event.parent_id {
-                Some(parent) if self.contains(parent) => {
-                    self.children
-                        .insert(event.session_id.clone(), parent.clone());
-                    let agent = match &event.msg {
-                        EngineEvent::SessionFork(fork) => Some(fork.agent.clone()),
-                        _ => None,
-                    };
-                    self.announce(&event.session_id, parent, agent, None, &mut out);
-                }
-                _ => return out,
+        let mut routing = Routing::default();
+        // A sub-session of this tree seen for the first time: announced on its parent
+        // (its agent from its `session:fork`) before any of its own updates.
+        let new_child = match &event.parent_id {
+            _ if self.contains(&event.session_id) => None,
+            Some(parent) if self.contains(parent) => {
+                self.children
+                    .insert(event.session_id.clone(), parent.clone());
+                Some(parent.clone())
             }
-        }
-        let Some(to) = self.acp_session(&event.session_id) else {
-            return out;
+            _ => return routing,
         };
+        let out = &mut routing.updates;
+        let to = self.acp_session(&event.session_id);
+        // Without `subagents`, a child's approval is asked on the root.
+        let asked_on = to.clone().unwrap_or_else(|| self.acp_id.clone());
+        let mut forked = None;
         let update = match &event.msg {
+            EngineEvent::SessionFork(fork) => {
+                forked = Some(fork.agent.clone());
+                None
+            }
             EngineEvent::ContentBlockDelta(d) => Some(updates::chunk(d.kind, &d.delta)),
             EngineEvent::ToolPre(pre) => {
                 if describe(&pre.tool_name).delegates() {
                     self.tasks
                         .insert(pre.tool_call_id.to_string(), TaskInput::of(&pre.tool_input));
                 }
+                self.inputs
+                    .insert(pre.tool_call_id.to_string(), pre.tool_input.clone());
                 Some(updates::tool_pre(pre, &self.cwd))
             }
             EngineEvent::ToolPost(post) => {
-                if let Some(ToolEffect::Todo(list)) = &post.effect {
+                if let (Some(ToolEffect::Todo(list)), Some(to)) = (&post.effect, &to) {
                     out.push((to.clone(), updates::plan(list)));
                 }
                 Some(updates::tool_post(post))
             }
             EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
+            EngineEvent::ApprovalRequired(required) => {
+                let input = self.inputs.get(&*required.tool_call_id).cloned();
+                routing.ask = Some(Ask {
+                    on: asked_on,
+                    required: required.clone(),
+                    input,
+                });
+                None
+            }
             EngineEvent::TaskAgentSpawned(spawned) => {
-                self.spawned(
-                    &event.session_id,
-                    &spawned.sub_session_id,
-                    &spawned.tool_call_id,
-                    &mut out,
-                );
+                let (child, call) = (&spawned.sub_session_id, &spawned.tool_call_id);
+                self.spawned(&event.session_id, child, call, out);
                 None
             }
             EngineEvent::TaskAgentResumed(resumed) => {
-                self.spawned(
-                    &event.session_id,
-                    &resumed.sub_session_id,
-                    &resumed.tool_call_id,
-                    &mut out,
-                );
+                let (child, call) = (&resumed.sub_session_id, &resumed.tool_call_id);
+                self.spawned(&event.session_id, child, call, out);
                 None
             }
             EngineEvent::TaskAgentCompleted(done) => {
-                if self.subagents {
+                if let Some(to) = to.as_ref().filter(|_| self.subagents) {
                     let reason = match done.status {
                         SessionStatus::Cancelled => IdleStopReason::Cancelled,
                         SessionStatus::Paused => IdleStopReason::MaxTurnRequests,
@@ -153,10 +187,46 @@ impl Tree {
                 }
                 None
             }
-            _ => None,
+            // Not shown to an ACP client (the transcript and tool calls say it), or
+            // shown by the prompt's answer (a turn's end).
+            EngineEvent::SessionStart(_)
+            | EngineEvent::SessionResume(_)
+            | EngineEvent::ProviderEndpointChanged(_)
+            | EngineEvent::SessionRebuilt(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderRequest(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::ApprovalGranted(_)
+            | EngineEvent::ApprovalDenied(_)
+            | EngineEvent::SessionStatus(_)
+            | EngineEvent::SessionRenamed(_)
+            | EngineEvent::SessionNotice(_)
+            | EngineEvent::MessageAppended(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_) => None,
         };
-        out.extend(update.map(|u| (to, u)));
-        out
+        if let Some(parent) = new_child {
+            let mut announced = Vec::new();
+            self.announce(&event.session_id, &parent, forked, None, &mut announced);
+            routing.updates.splice(0..0, announced);
+        }
+        if let (Some(to), Some(update)) = (to, update) {
+            routing.updates.push((to, update));
+        }
+        routing
     }
 
     /// A task call of `parent` spawned or resumed `child`: announced (or its title

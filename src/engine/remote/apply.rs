@@ -175,11 +175,38 @@ impl<'a> Applier<'a> {
                 self.withdraw(denied.tool_call_id.as_str());
                 self.child.emit(EngineEvent::ApprovalDenied(denied));
             }
+            // The worker loading its scratch copy.
             EngineEvent::SessionStart(_)
             | EngineEvent::SessionResume(_)
             | EngineEvent::SessionRebuilt(_)
             | EngineEvent::ProviderEndpointChanged(_) => {}
-            other => self.child.emit(other),
+            // What the child's turn did: published on the root's bus and logged, as a
+            // local turn's.
+            other @ (EngineEvent::SessionFork(_)
+            | EngineEvent::SessionEnd(_)
+            | EngineEvent::PromptSubmit(_)
+            | EngineEvent::ProviderResponse(_)
+            | EngineEvent::ProviderError(_)
+            | EngineEvent::ProviderWarning(_)
+            | EngineEvent::ToolPre(_)
+            | EngineEvent::ToolPost(_)
+            | EngineEvent::ToolError(_)
+            | EngineEvent::TaskAgentSpawned(_)
+            | EngineEvent::TaskAgentResumed(_)
+            | EngineEvent::TaskAgentCompleted(_)
+            | EngineEvent::CancelRequested(_)
+            | EngineEvent::CancelCompleted(_)
+            | EngineEvent::OrchestratorComplete(_)
+            | EngineEvent::PromptQueued(_)
+            | EngineEvent::PromptSent(_)
+            | EngineEvent::PromptUnqueued(_)
+            | EngineEvent::SessionBudget(_)
+            | EngineEvent::AgentTransfer(_)
+            | EngineEvent::McpServerFailed(_)
+            | EngineEvent::SessionNotice(_)
+            | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextUsage(_)) => self.child.emit(other),
         }
     }
 
