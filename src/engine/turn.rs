@@ -63,13 +63,14 @@ use super::tool_hooks;
 use super::transfer;
 use crate::agent::select::TRANSFER_KEY;
 use crate::agent::tree::AgentTree;
+use crate::tool::ToolOutput;
 
 use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::config::response::ResponseLimits;
 use crate::config::retry::RetryPolicy;
-use crate::provider::ChatRequest;
+use crate::provider::{ChatRequest, ProviderResponse};
 use crate::routing::prices::PriceTable;
-use crate::session::message::{Message, now_rfc3339};
+use crate::session::message::{Message, ToolCall, now_rfc3339};
 use crate::session::protocol::{
     AgentTransferEvent, CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent,
     ProviderRequestEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent, ToolEffect,
@@ -412,170 +413,39 @@ async fn drive(
     token: &CancellationToken,
     turn_usage: &mut TurnUsage,
 ) -> LoopEnd {
-    let CallCtx {
-        env,
-        tree,
-        prices,
-        retry,
-        gate,
-        limits,
-        slots,
-    } = *ctx;
     let max_iterations = live.plan.max_iterations();
     let mut last_text = String::new();
-    let mut active = match transfer::activate(env, live, tree, &first).await {
+    let mut active = match transfer::activate(ctx.env, live, ctx.tree, &first).await {
         Ok(active) => active,
         Err(e) => return agent_failed(&first, &e, last_text),
     };
     for iteration in 1..=max_iterations {
-        let metadata = live.metadata();
-        if BudgetState::of(&metadata).is_some_and(|b| b.exhausted(&metadata)) {
-            return LoopEnd {
-                status: SessionStatus::Paused,
-                response: last_text,
-                error: None,
-            };
+        if budget_exhausted(live) {
+            return LoopEnd::of(SessionStatus::Paused, last_text);
         }
-        drop(metadata);
-        let transfer::Active {
-            name: agent,
-            plan,
-            provider,
-            provider_config,
-            tools,
-        } = &active;
         // Steers sent meanwhile reach this call, after any tool results (SPEC §13).
         for steer in live.take_steers() {
             live.deliver(steer);
         }
-        let on_wait = || live.set_status(SessionStatus::Queued);
-        let slot = match slots
-            .acquire(provider.id(), provider_config, token, on_wait)
-            .await
-        {
-            Slot::Cancelled => {
-                return LoopEnd {
-                    status: SessionStatus::Cancelled,
-                    response: last_text,
-                    error: None,
-                };
-            }
-            slot => slot,
+        let (response, model) = match model_call(live, ctx, &active, iteration, token).await {
+            Called::Answered { response, model } => (response, model),
+            Called::Again => continue,
+            Called::Ended(end) => return end.or_text(last_text),
         };
-        if live.metadata().status == SessionStatus::Queued {
-            live.set_status(SessionStatus::Running);
-        }
-        let system = prompt::system_prompt(env, live, plan);
-        let specs = tools.specs();
-        // Shares the live transcript (no copy) unless it needs reordering or compacting.
-        let fit = request_view::Request {
-            provider,
-            provider_config,
-            system: &system,
-            tools: &specs,
-            env,
-        };
-        let messages = match request_view::messages(live, env, &fit, token).await {
-            Ok(messages) => messages,
-            Err(e) => return compact_failed(&e, last_text),
-        };
-        let request = ChatRequest {
-            model: provider.default_model().to_string(),
-            system,
-            messages,
-            tools: specs,
-            max_tokens: None,
-            max_time: Some(limits.max_time),
-            config: provider_config.clone(),
-        };
-        live.emit(EngineEvent::ProviderRequest(ProviderRequestEvent {
-            provider: provider.id().to_string(),
-            model: request.model.clone(),
-            iteration,
-            message_count: request.messages.len(),
-            tools: tools.names(),
-        }));
-        let end = call_model(live, provider, &request, token, retry, limits).await;
-        // The request's stream has ended: the endpoint's slot goes to the next in line.
-        drop(slot);
-        // The request shares the transcript: release it before anything is appended,
-        // or that append would copy the whole transcript. (`..` alone would keep the
-        // rest of the request alive to the end of the iteration.)
-        let ChatRequest {
-            model, messages, ..
-        } = request;
-        drop(messages);
-        let response = match end {
-            CallEnd::Done(response) => normalize(response, iteration),
-            CallEnd::Failed {
-                error,
-                partial,
-                attempts,
-            } => {
-                live.emit(EngineEvent::ProviderError(error_event(
-                    provider.as_ref(),
-                    &model,
-                    &error,
-                    attempts,
-                    None,
-                )));
-                // Over the window by the provider's own count: compact, send again.
-                if partial.is_empty() && request_view::retry_after_overflow(live, &error) {
-                    continue;
-                }
-                keep_partial(live, agent, &partial, Some(&error.to_string()));
-                return LoopEnd {
-                    status: SessionStatus::Failed,
-                    response: if partial.is_empty() {
-                        last_text
-                    } else {
-                        partial
-                    },
-                    error: Some(error.into()),
-                };
-            }
-            CallEnd::Cancelled { partial } => {
-                keep_partial(live, agent, &partial, None);
-                return LoopEnd {
-                    status: SessionStatus::Cancelled,
-                    response: if partial.is_empty() {
-                        last_text
-                    } else {
-                        partial
-                    },
-                    error: None,
-                };
-            }
-        };
-        let cost = record_response(live, agent, provider.as_ref(), &model, &response, prices);
+        let agent = active.name.as_str();
+        let provider = active.provider.as_ref();
+        let cost = record_response(live, agent, provider, &model, &response, ctx.prices);
         turn_usage.add(&response.usage, cost);
         let text = response.text();
         if !text.is_empty() {
             last_text = text;
         }
         if response.tool_calls.is_empty() {
-            return LoopEnd {
-                status: SessionStatus::Completed,
-                response: last_text,
-                error: None,
-            };
+            return LoopEnd::of(SessionStatus::Completed, last_text);
         }
-        let results = calls::run_calls(live, tools, gate, &response.tool_calls, token).await;
-        let mut handed_to = None;
-        for (call, output) in response.tool_calls.iter().zip(results.outputs) {
-            let mut meta = json!({"author": agent});
-            if let Some(ToolEffect::Transfer(target)) = &output.effect
-                && !output.is_error
-            {
-                meta[TRANSFER_KEY] = json!(target);
-                handed_to = Some((target.clone(), call.id.clone()));
-            }
-            let mut message = Message::tool_result(call, output.content, output.is_error);
-            if let Message::Tool(t) = &mut message {
-                t.metadata = Some(meta.into());
-            }
-            live.append(message);
-        }
+        let calls = &response.tool_calls;
+        let results = calls::run_calls(live, &active.tools, ctx.gate, calls, token).await;
+        let handed_to = append_results(live, agent, calls, results.outputs);
         if !results.panics.is_empty() {
             return LoopEnd {
                 status: SessionStatus::Failed,
@@ -584,20 +454,16 @@ async fn drive(
             };
         }
         if token.is_cancelled() {
-            return LoopEnd {
-                status: SessionStatus::Cancelled,
-                response: last_text,
-                error: None,
-            };
+            return LoopEnd::of(SessionStatus::Cancelled, last_text);
         }
         if let Some((target, tool_call_id)) = handed_to {
             live.emit(EngineEvent::AgentTransfer(AgentTransferEvent {
-                from: agent.clone(),
+                from: agent.to_string(),
                 to: target.clone(),
                 tool_call_id: tool_call_id.into(),
             }));
             live.update_metadata(|m| m.active_agent = Some(target.clone()));
-            active = match transfer::activate(env, live, tree, &target).await {
+            active = match transfer::activate(ctx.env, live, ctx.tree, &target).await {
                 Ok(next) => next,
                 Err(e) => return agent_failed(&target, &e, last_text),
             };
@@ -608,6 +474,172 @@ async fn drive(
         response: last_text,
         error: Some(TurnError::MaxIterations { max_iterations }),
     }
+}
+
+impl LoopEnd {
+    /// An end with `status` and answer `response`, no error.
+    fn of(status: SessionStatus, response: String) -> Self {
+        Self {
+            status,
+            response,
+            error: None,
+        }
+    }
+
+    /// This end, its answer the turn's last text when it has none of its own (a
+    /// call that failed or was cancelled before streaming any).
+    fn or_text(mut self, last_text: String) -> Self {
+        if self.response.is_empty() {
+            self.response = last_text;
+        }
+        self
+    }
+}
+
+/// Whether the session's budget is spent (the turn pauses before its next call).
+fn budget_exhausted(live: &LiveSession) -> bool {
+    let metadata = live.metadata();
+    BudgetState::of(&metadata).is_some_and(|b| b.exhausted(&metadata))
+}
+
+/// What one model call of a turn came to.
+enum Called {
+    /// The model answered (normalized), with the model the request named.
+    Answered {
+        response: ProviderResponse,
+        model: String,
+    },
+    /// Over the context window by the provider's own count: compacted, call again.
+    Again,
+    /// The turn ends here (cancelled, failed); its answer is the partial text
+    /// streamed, if any.
+    Ended(LoopEnd),
+}
+
+/// Call `iteration` of the turn to `active`'s model: waits for a slot of its endpoint,
+/// fits the request view to the context limit, publishes `provider:request`, streams
+/// the answer; a failure or cancellation keeps what streamed as a partial message.
+async fn model_call(
+    live: &LiveSession,
+    ctx: &CallCtx<'_>,
+    active: &transfer::Active,
+    iteration: u32,
+    token: &CancellationToken,
+) -> Called {
+    let transfer::Active {
+        name: agent,
+        plan,
+        provider,
+        provider_config,
+        tools,
+    } = active;
+    let on_wait = || live.set_status(SessionStatus::Queued);
+    let slot = match ctx
+        .slots
+        .acquire(provider.id(), provider_config, token, on_wait)
+        .await
+    {
+        Slot::Cancelled => {
+            return Called::Ended(LoopEnd::of(SessionStatus::Cancelled, String::new()));
+        }
+        slot => slot,
+    };
+    if live.metadata().status == SessionStatus::Queued {
+        live.set_status(SessionStatus::Running);
+    }
+    let system = prompt::system_prompt(ctx.env, live, plan);
+    let specs = tools.specs();
+    // Shares the live transcript (no copy) unless it needs reordering or compacting.
+    let fit = request_view::Request {
+        provider,
+        provider_config,
+        system: &system,
+        tools: &specs,
+        env: ctx.env,
+    };
+    let messages = match request_view::messages(live, ctx.env, &fit, token).await {
+        Ok(messages) => messages,
+        Err(e) => return Called::Ended(compact_failed(&e, String::new())),
+    };
+    let request = ChatRequest {
+        model: provider.default_model().to_string(),
+        system,
+        messages,
+        tools: specs,
+        max_tokens: None,
+        max_time: Some(ctx.limits.max_time),
+        config: provider_config.clone(),
+    };
+    live.emit(EngineEvent::ProviderRequest(ProviderRequestEvent {
+        provider: provider.id().to_string(),
+        model: request.model.clone(),
+        iteration,
+        message_count: request.messages.len(),
+        tools: tools.names(),
+    }));
+    let end = call_model(live, provider, &request, token, ctx.retry, ctx.limits).await;
+    // The request's stream has ended: the endpoint's slot goes to the next in line.
+    drop(slot);
+    // The request shares the transcript: release it before anything is appended, or
+    // that append would copy the whole transcript.
+    let ChatRequest {
+        model, messages, ..
+    } = request;
+    drop(messages);
+    match end {
+        CallEnd::Done(response) => Called::Answered {
+            response: normalize(response, iteration),
+            model,
+        },
+        CallEnd::Failed {
+            error,
+            partial,
+            attempts,
+        } => {
+            let event = error_event(provider.as_ref(), &model, &error, attempts, None);
+            live.emit(EngineEvent::ProviderError(event));
+            if partial.is_empty() && request_view::retry_after_overflow(live, &error) {
+                return Called::Again;
+            }
+            keep_partial(live, agent, &partial, Some(&error.to_string()));
+            Called::Ended(LoopEnd {
+                status: SessionStatus::Failed,
+                response: partial,
+                error: Some(error.into()),
+            })
+        }
+        CallEnd::Cancelled { partial } => {
+            keep_partial(live, agent, &partial, None);
+            Called::Ended(LoopEnd::of(SessionStatus::Cancelled, partial))
+        }
+    }
+}
+
+/// Appends the results of a model call's tool `calls` (each marked with the agent
+/// that answered); returns the hand-off a successful `transfer_to_agent` asked for
+/// (target agent, call id).
+fn append_results(
+    live: &LiveSession,
+    agent: &str,
+    calls: &[ToolCall],
+    outputs: Vec<ToolOutput>,
+) -> Option<(String, String)> {
+    let mut handed_to = None;
+    for (call, output) in calls.iter().zip(outputs) {
+        let mut meta = json!({"author": agent});
+        if let Some(ToolEffect::Transfer(target)) = &output.effect
+            && !output.is_error
+        {
+            meta[TRANSFER_KEY] = json!(target);
+            handed_to = Some((target.clone(), call.id.clone()));
+        }
+        let mut message = Message::tool_result(call, output.content, output.is_error);
+        if let Message::Tool(t) = &mut message {
+            t.metadata = Some(meta.into());
+        }
+        live.append(message);
+    }
+    handed_to
 }
 
 /// The end of a turn whose request could not be fitted to the context limit.
