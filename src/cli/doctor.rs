@@ -70,6 +70,28 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     if let Some(notice) = ctx.use_local_servers() {
         outln!("local     {notice}")?;
     }
+    problems += providers(&ctx).await?;
+    problems += local_and_routing(&ctx).await?;
+
+    problems += agents(&ctx)?;
+    problems += super::doctor_checks::bundle(&ctx)?;
+    problems += super::doctor_checks::keymap_and_themes(&ctx)?;
+    problems += super::doctor_mcp::report(&ctx).await?;
+    problems += super::doctor_sandbox::report(&ctx).await?;
+    problems += super::doctor_nats::report(&ctx).await?;
+    if problems == 0 {
+        outln!("ok        no problems found")?;
+        Ok(0)
+    } else {
+        outln!("problems  {problems}")?;
+        Ok(1)
+    }
+}
+
+/// The configured providers: each one's key source and whether it answers a model
+/// listing within [`LIST_TIMEOUT`]. Returns the number of problems.
+async fn providers(ctx: &Context) -> Result<usize> {
+    let mut problems = 0;
     let env = ctx.env.as_ref();
     let entries = detect_providers(&ctx.config, env);
     if entries.is_empty() {
@@ -104,6 +126,13 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
             },
         }
     }
+    Ok(problems)
+}
+
+/// A local Ollama server, the routing matrix and the price table. Returns the number
+/// of problems.
+async fn local_and_routing(ctx: &Context) -> Result<usize> {
+    let mut problems = 0;
     let probe_env = ctx.env.clone();
     let ollama = tokio::task::spawn_blocking(move || probe_ollama(probe_env.as_ref()))
         .await
@@ -127,7 +156,12 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     for w in &price_warnings {
         outln!("  prices  {w}")?;
     }
+    Ok(problems)
+}
 
+/// The agents loaded: invalid ones (each a problem) and warnings.
+fn agents(ctx: &Context) -> Result<usize> {
+    let mut problems = 0;
     let agents = ctx.registry.agents();
     let invalid: Vec<_> = agents.iter().filter(|a| !a.is_valid()).collect();
     let warned = agents.iter().filter(|a| !a.warnings.is_empty()).count();
@@ -148,18 +182,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
             outln!("  warning {}: {w}", a.name)?;
         }
     }
-    problems += super::doctor_checks::bundle(&ctx)?;
-    problems += super::doctor_checks::keymap_and_themes(&ctx)?;
-    problems += super::doctor_mcp::report(&ctx).await?;
-    problems += super::doctor_sandbox::report(&ctx).await?;
-    problems += super::doctor_nats::report(&ctx).await?;
-    if problems == 0 {
-        outln!("ok        no problems found")?;
-        Ok(0)
-    } else {
-        outln!("problems  {problems}")?;
-        Ok(1)
-    }
+    Ok(problems)
 }
 
 /// The config's approval rules (a bad one already failed loading the config) with

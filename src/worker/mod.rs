@@ -239,43 +239,104 @@ pub async fn serve(
         },
         busy.clone(),
     ));
-    let free = Arc::new(Semaphore::new(slots as usize));
     let mut jobs = tokio::task::JoinSet::new();
-    let mut failing = false;
-    loop {
-        let first = tokio::select! {
-            permit = free.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            () = stop.cancelled() => break,
-        };
-        let mut permits = vec![first];
-        while let Ok(more) = free.clone().try_acquire_owned() {
-            permits.push(more);
-        }
-        let fetched = consumer
-            .fetch()
-            .max_messages(permits.len())
-            .expires(Duration::from_secs(5))
-            .messages()
-            .await;
-        let mut batch = match fetched {
-            Ok(batch) => batch,
-            Err(e) => {
-                if !failing {
-                    (voice.err)(&format!(
-                        "cannot fetch jobs from NATS at {url}: {e}; retrying"
-                    ));
-                }
-                failing = true;
-                drop(permits);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                    () = stop.cancelled() => break,
-                }
+    let pool = Pool {
+        ctx: &ctx,
+        consumer: &consumer,
+        busy: &busy,
+        voice: &voice,
+        url: &url,
+    };
+    pool.take_jobs(slots, &mut jobs, &stop).await;
+    // Stopping: running jobs see `stop` (their turns are cancelled, the jobs handed
+    // back); wait for them to end.
+    while jobs.join_next().await.is_some() {}
+    presence.abort();
+    if let Err(e) = workers.delete(&ran_on.worker).await {
+        tracing::debug!("worker: removing presence: {e}");
+    }
+    drop(ctx);
+    drop(own);
+    Ok(())
+}
+
+/// What the fetch loop needs: the jobs' context, the pool's consumer, the count of
+/// running jobs (for the presence entry), where to say a failure, and the server's
+/// URL (for those words).
+struct Pool<'a> {
+    ctx: &'a Arc<Ctx>,
+    consumer: &'a async_nats::jetstream::consumer::PullConsumer,
+    busy: &'a Arc<AtomicU32>,
+    voice: &'a Voice,
+    url: &'a str,
+}
+
+impl Pool<'_> {
+    /// Takes jobs until `stop`: one per free slot of `slots`, fetched in batches of
+    /// the free slots, each run in `jobs`. A fetch that fails is said once (until one
+    /// works again) and retried after a second; a job beyond the free slots is handed
+    /// back (`Nak`) for redelivery.
+    async fn take_jobs(
+        &self,
+        slots: u32,
+        jobs: &mut tokio::task::JoinSet<()>,
+        stop: &CancellationToken,
+    ) {
+        let free = Arc::new(Semaphore::new(slots as usize));
+        let mut failing = false;
+        loop {
+            let first = tokio::select! {
+                permit = free.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                () = stop.cancelled() => break,
+            };
+            let mut permits = vec![first];
+            while let Ok(more) = free.clone().try_acquire_owned() {
+                permits.push(more);
             }
-        };
+            let fetched = self
+                .consumer
+                .fetch()
+                .max_messages(permits.len())
+                .expires(Duration::from_secs(5))
+                .messages()
+                .await;
+            let batch = match fetched {
+                Ok(batch) => batch,
+                Err(e) => {
+                    if !failing {
+                        (self.voice.err)(&format!(
+                            "cannot fetch jobs from NATS at {}: {e}; retrying",
+                            self.url
+                        ));
+                    }
+                    failing = true;
+                    drop(permits);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        () = stop.cancelled() => break,
+                    }
+                }
+            };
+            if self.run_batch(batch, permits, jobs, stop).await {
+                failing = false;
+            }
+            while jobs.try_join_next().is_some() {}
+        }
+    }
+
+    /// Runs each job of `batch` in `jobs` with one of `permits` (a job beyond them is
+    /// handed back). Returns whether a job arrived (the server answers again).
+    async fn run_batch(
+        &self,
+        mut batch: async_nats::jetstream::consumer::pull::Batch,
+        mut permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+        jobs: &mut tokio::task::JoinSet<()>,
+        stop: &CancellationToken,
+    ) -> bool {
+        let mut arrived = false;
         loop {
             let next = tokio::select! {
                 next = batch.next() => next,
@@ -289,7 +350,7 @@ pub async fn serve(
                     continue;
                 }
             };
-            failing = false;
+            arrived = true;
             let Some(permit) = permits.pop() else {
                 // More than asked for: leave it for redelivery.
                 let _ = message
@@ -297,7 +358,7 @@ pub async fn serve(
                     .await;
                 continue;
             };
-            let (ctx, busy) = (ctx.clone(), busy.clone());
+            let (ctx, busy) = (self.ctx.clone(), self.busy.clone());
             jobs.spawn(async move {
                 busy.fetch_add(1, Ordering::SeqCst);
                 job::run(ctx, message).await;
@@ -305,18 +366,8 @@ pub async fn serve(
                 drop(permit);
             });
         }
-        while jobs.try_join_next().is_some() {}
+        arrived
     }
-    // Stopping: running jobs see `stop` (their turns are cancelled, the jobs handed
-    // back); wait for them to end.
-    while jobs.join_next().await.is_some() {}
-    presence.abort();
-    if let Err(e) = workers.delete(&ran_on.worker).await {
-        tracing::debug!("worker: removing presence: {e}");
-    }
-    drop(ctx);
-    drop(own);
-    Ok(())
 }
 
 /// Refreshes this worker's presence entry every [`PRESENCE_REFRESH_SECS`] with how
