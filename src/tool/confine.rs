@@ -116,24 +116,7 @@ pub fn resolve_for_write(
     }
     let cwd = root(working_dir)?;
     let roots = write_roots(&cwd, allowed, home);
-    let denied = |resolved: Option<&Path>| {
-        let shown = if roots.is_empty() {
-            "none: the list is empty or names no existing directory".to_string()
-        } else {
-            roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let via = resolved
-            .map(|p| format!(" (it resolves to {})", p.display()))
-            .unwrap_or_default();
-        ToolError::Denied(format!(
-            "Access denied: '{requested}'{via} is not within allowed_write_paths \
-             ({shown}); write_file and edit_file only write inside those directories"
-        ))
-    };
+    let denied = |resolved: Option<&Path>| outside_roots(requested, resolved, &roots);
     let p = Path::new(requested);
     let candidate = if p.is_absolute() {
         p.to_path_buf()
@@ -143,24 +126,7 @@ pub fn resolve_for_write(
     let Some(lexical) = normalize(&candidate) else {
         return Err(denied(None));
     };
-    // The deepest part of the path that exists (as a name: a dangling symlink counts).
-    let mut existing = lexical.clone();
-    let mut missing: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        match std::fs::symlink_metadata(&existing) {
-            Ok(_) => break,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
-                    return Err(ToolError::io("access", requested, e));
-                };
-                missing.push(name);
-                if !existing.pop() {
-                    return Err(ToolError::io("access", requested, e));
-                }
-            }
-            Err(e) => return Err(ToolError::io("access", requested, e)),
-        }
-    }
+    let (existing, missing) = deepest_existing(&lexical, requested)?;
     let canonical = std::fs::canonicalize(&existing).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             ToolError::Unsuitable(format!(
@@ -205,6 +171,54 @@ pub fn resolve_for_write(
         root,
         relative,
     })
+}
+
+/// The refusal of `requested` (resolving to `resolved` through a symlink, when it
+/// does) outside every write root of `roots`, naming them.
+fn outside_roots(requested: &str, resolved: Option<&Path>, roots: &[PathBuf]) -> ToolError {
+    let shown = if roots.is_empty() {
+        "none: the list is empty or names no existing directory".to_string()
+    } else {
+        roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let via = resolved
+        .map(|p| format!(" (it resolves to {})", p.display()))
+        .unwrap_or_default();
+    ToolError::Denied(format!(
+        "Access denied: '{requested}'{via} is not within allowed_write_paths \
+         ({shown}); write_file and edit_file only write inside those directories"
+    ))
+}
+
+/// The deepest part of `lexical` that exists (as a name: a dangling symlink counts),
+/// and the names below it that do not, deepest first.
+///
+/// Errors: a component cannot be looked at (other than not existing).
+fn deepest_existing(
+    lexical: &Path,
+    requested: &str,
+) -> Result<(PathBuf, Vec<std::ffi::OsString>), ToolError> {
+    let mut existing = lexical.to_path_buf();
+    let mut missing = Vec::new();
+    loop {
+        match std::fs::symlink_metadata(&existing) {
+            Ok(_) => return Ok((existing, missing)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
+                    return Err(ToolError::io("access", requested, e));
+                };
+                missing.push(name);
+                if !existing.pop() {
+                    return Err(ToolError::io("access", requested, e));
+                }
+            }
+            Err(e) => return Err(ToolError::io("access", requested, e)),
+        }
+    }
 }
 
 /// Whether `path` (canonical) lies in a git directory: a component named `.git` (any
