@@ -277,41 +277,56 @@ impl Registry {
         for def in tiers.into_iter().flatten() {
             by_name.entry(def.name.clone()).or_default().push(def);
         }
-        // Variables not covered by a tier name introduce env-only agents.
-        let covered: Vec<String> = by_name.keys().map(|n| env_var_name(n)).collect();
-        for var in env_vars {
-            if covered.contains(var) {
-                continue;
-            }
-            if let Some(name) = agent_name_from_var(var) {
-                by_name.entry(name).or_default();
-            }
-        }
-        let mut agents = Vec::with_capacity(by_name.len());
-        for (name, mut defs) in by_name {
-            let var = env_var_name(&name);
-            if let Some(value) = env(&var).filter(|v| !v.trim().is_empty()) {
-                defs.insert(0, load_env_agent(&name, &var, &value, &paths.cwd));
-            }
-            let mut iter = defs.into_iter();
-            let Some(mut winner) = iter.next() else {
-                continue;
-            };
-            winner.shadows = iter
-                .map(|d| Shadowed {
-                    source: d.source,
-                    path: d.display_path(),
-                })
-                .collect();
-            agents.push(winner);
-        }
+        let mut agents = winners(by_name, paths, env, env_vars);
         tree::check(&mut agents);
         Self {
             agents,
             bundle_agents,
         }
     }
+}
 
+/// One agent per name from its definitions by tier (user, project, bundle, in that
+/// order), an `AMPLIFIER_AGENT_<NAME>` variable's definition first: the first wins and
+/// records the ones it shadows. A variable not covered by a tier's name introduces
+/// an env-only agent.
+fn winners(
+    mut by_name: BTreeMap<String, Vec<AgentDef>>,
+    paths: &Paths,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_vars: &[String],
+) -> Vec<AgentDef> {
+    let covered: Vec<String> = by_name.keys().map(|n| env_var_name(n)).collect();
+    for var in env_vars {
+        if covered.contains(var) {
+            continue;
+        }
+        if let Some(name) = agent_name_from_var(var) {
+            by_name.entry(name).or_default();
+        }
+    }
+    let mut agents = Vec::with_capacity(by_name.len());
+    for (name, mut defs) in by_name {
+        let var = env_var_name(&name);
+        if let Some(value) = env(&var).filter(|v| !v.trim().is_empty()) {
+            defs.insert(0, load_env_agent(&name, &var, &value, &paths.cwd));
+        }
+        let mut iter = defs.into_iter();
+        let Some(mut winner) = iter.next() else {
+            continue;
+        };
+        winner.shadows = iter
+            .map(|d| Shadowed {
+                source: d.source,
+                path: d.display_path(),
+            })
+            .collect();
+        agents.push(winner);
+    }
+    agents
+}
+
+impl Registry {
     /// A registry over given definitions (winners), e.g. for tests and embedders.
     /// Sorted by name; `ns:name` finds the `Bundle`-source ones with a namespace.
     ///
