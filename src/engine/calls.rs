@@ -129,16 +129,13 @@ pub(crate) async fn run_calls(
                 output.content = clean;
             }
             if let Some(change) = &output.change {
-                live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
+                live.update_metadata(|m| record_file_change(&mut m.arbor.files_changed, change));
             }
             if call.tool == todo::TOOL_NAME
                 && !output.is_error
                 && let Some(list) = todo::list_of_input(&call.arguments)
             {
-                let list = serde_json::to_value(list).unwrap_or_default();
-                live.update_metadata(|m| {
-                    m.extra.insert(todo::METADATA_KEY.into(), list);
-                });
+                live.update_metadata(|m| m.arbor.todos = Some(list));
             }
             publish_result(live, call, &output, task);
             (output, panic)

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolOutput, ToolSpec};
@@ -25,32 +24,13 @@ pub const MODULE: &str = "tool-todo";
 pub const TOOL_NAME: &str = "todo";
 /// The file in the session's directory holding its list.
 pub const STATE_FILE: &str = "todo.json";
-/// The session metadata key (`extra`) under which the engine keeps the list after
-/// each `todo` call, for the tree (`3/7`) of another process or a later one.
-pub const METADATA_KEY: &str = "todos";
 /// Items one list may hold at most.
 const MAX_ITEMS: usize = 200;
 
-/// One checklist item, as the model writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TodoItem {
-    /// Imperative description (`Run tests`).
-    pub content: String,
-    /// Present continuous (`Running tests`), shown while it is in progress.
-    #[serde(rename = "activeForm")]
-    pub active_form: String,
-    /// `pending`, `in_progress` or `completed`.
-    pub status: TodoStatus,
-}
-
-/// An item's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
+/// One checklist item and its state (their shape is metadata's, where the engine keeps
+/// the list after each `todo` call as `todos`, for the tree of another process or a
+/// later one).
+pub use crate::session::metadata::{TodoItem, TodoStatus};
 
 /// `(completed, total)` of a list, as the tree shows it (`3/7`).
 pub fn progress(items: &[TodoItem]) -> (usize, usize) {

@@ -22,7 +22,6 @@ use serde_json::Value;
 
 use super::roots::{self, Dropped};
 use crate::config::mount_plan::edit_write_paths;
-use crate::isolation::worktree::KEY as WORKTREE_KEY;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
@@ -55,8 +54,7 @@ pub fn for_worker(
     resume: bool,
 ) -> (Metadata, Vec<Dropped>) {
     let mut out = metadata.clone();
-    let record = WorktreeRecord::of(&out.extra);
-    out.extra.shift_remove(WORKTREE_KEY);
+    let record = out.arbor.worktree.take();
     out.working_dir = Some(place.work_dir.display().to_string());
     let mut config = out.config.take().unwrap_or_else(|| plan.clone());
     if let Some(top) = place.work_top {
@@ -175,15 +173,8 @@ pub fn for_root(after: &Metadata, root: &Metadata, ran_on: &RanOn) -> Metadata {
     out.parent_id = root.parent_id.clone();
     out.working_dir = root.working_dir.clone();
     out.config = root.config.clone().or(out.config);
-    match root.extra.get(WORKTREE_KEY) {
-        Some(record) => {
-            out.extra.insert(WORKTREE_KEY.into(), record.clone());
-        }
-        None => {
-            out.extra.shift_remove(WORKTREE_KEY);
-        }
-    }
-    ran_on.store(&mut out);
+    out.arbor.worktree.clone_from(&root.arbor.worktree);
+    out.arbor.ran_on = Some(ran_on.clone());
     out
 }
 
@@ -331,7 +322,7 @@ mod tests {
                 "allowed_write_paths": ["/root/state/worktrees/proj/abcd"]}}]})),
             ..Default::default()
         };
-        root.extra.insert(WORKTREE_KEY.into(), record().to_value());
+        root.arbor.worktree = Some(record());
         let dir = tempfile::tempdir().unwrap();
         let top = std::fs::canonicalize(dir.path()).unwrap().join("work");
         std::fs::create_dir_all(top.join("sub")).unwrap();
@@ -348,7 +339,7 @@ mod tests {
             worker.working_dir.as_deref(),
             Some(top.join("sub").display().to_string().as_str())
         );
-        assert!(!worker.extra.contains_key(WORKTREE_KEY));
+        assert!(worker.arbor.worktree.is_none());
         assert_eq!(worker.status, SessionStatus::Idle);
         assert_eq!(
             worker.config.as_ref().unwrap()["tools"][0]["config"]["allowed_write_paths"],
@@ -367,11 +358,11 @@ mod tests {
         };
         let back = for_root(&after, &root, &ran_on);
         assert_eq!(back.working_dir, root.working_dir);
-        assert_eq!(back.extra[WORKTREE_KEY], record().to_value());
+        assert_eq!(back.arbor.worktree, Some(record()));
         assert_eq!(back.config, root.config);
         assert_eq!(back.turn_count, 1);
         assert_eq!(back.status, SessionStatus::Completed);
-        assert_eq!(RanOn::of(&back), Some(ran_on));
+        assert_eq!(back.arbor.ran_on, Some(ran_on));
     }
 
     #[test]

@@ -16,9 +16,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::MountPlan;
+use crate::isolation::Repo;
 use crate::isolation::git::Git;
-use crate::isolation::worktree::State;
-use crate::isolation::{Repo, WorktreeRecord};
 use crate::session::Metadata;
 
 /// What a job says about the repository (`remote::wire::JobFiles`).
@@ -38,8 +37,7 @@ pub(crate) struct Files {
 /// record when it has an active one, else from the repository its working directory
 /// is in; `None` outside git (or in a repository with no commit yet).
 pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> {
-    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
-    if let Some(record) = record {
+    if let Some(record) = metadata.active_worktree() {
         let git = Git::at(&record.repo);
         let head = git.commit_of(&format!("{}^", record.base)).ok().flatten()?;
         warn_if_dirty(&git, &record.base, &head, &record.repo);
@@ -117,8 +115,7 @@ pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applie
     std::io::Write::write_all(&mut file, patch.as_bytes())
         .map_err(|e| format!("writing the patch: {e}"))?;
     let shown = file.path().display().to_string();
-    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
-    if let Some(record) = record {
+    if let Some(record) = metadata.active_worktree() {
         let git = Git::at(&record.path);
         let first = ["apply", "--index", "--whitespace=nowarn", shown.as_str()];
         if git.run(&first).is_err() {
@@ -128,7 +125,7 @@ pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applie
         let message = format!("{} remote run {run}", metadata.session_id);
         record.commit(&message).map_err(|e| e.to_string())?;
         return Ok(Applied::Committed {
-            branch: record.branch,
+            branch: record.branch.clone(),
         });
     }
     let dir = PathBuf::from(metadata.working_dir.as_deref().unwrap_or("."));
@@ -142,6 +139,7 @@ pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applie
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::WorktreeRecord;
     use serde_json::json;
 
     fn git(dir: &Path, args: &[&str]) -> String {
@@ -167,7 +165,7 @@ mod tests {
             working_dir: Some(record.working_dir().display().to_string()),
             ..Default::default()
         };
-        m.extra.insert("worktree".into(), record.to_value());
+        m.arbor.worktree = Some(record.clone());
         m
     }
 
