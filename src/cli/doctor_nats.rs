@@ -26,7 +26,7 @@ use super::context::Context;
 use crate::config::remote::frontmatter;
 use crate::outln;
 use crate::remote::wire::{JOBS_STREAM, WorkerInfo, consumer_name, now_ms};
-use crate::remote::{Remote, RemoteAuth};
+use crate::remote::{Remote, RemoteAuth, RemoteError};
 
 /// How long connecting, and then each query, may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -210,14 +210,20 @@ fn uptime(ms: u64) -> String {
 
 /// Every worker in the presence bucket, sorted by id; an entry that is not a
 /// [`WorkerInfo`] is skipped. A missing bucket is no worker.
-async fn live_workers(remote: &Remote) -> std::result::Result<Vec<WorkerInfo>, String> {
+///
+/// Errors: [`RemoteError::Nats`] when the bucket's keys cannot be listed.
+async fn live_workers(remote: &Remote) -> std::result::Result<Vec<WorkerInfo>, RemoteError> {
     let Ok(bucket) = remote.workers().await else {
         return Ok(Vec::new());
     };
-    let mut keys = bucket.keys().await.map_err(|e| e.to_string())?;
+    let listing = "listing the presence bucket";
+    let mut keys = bucket
+        .keys()
+        .await
+        .map_err(|e| RemoteError::nats(listing, e))?;
     let mut out = Vec::new();
     while let Some(key) = keys.next().await {
-        let key = key.map_err(|e| e.to_string())?;
+        let key = key.map_err(|e| RemoteError::nats(listing, e))?;
         if let Ok(Some(bytes)) = bucket.get(&key).await
             && let Ok(info) = serde_json::from_slice::<WorkerInfo>(&bytes)
         {

@@ -289,12 +289,12 @@ async fn one_turn(
     let what = format!("the turn of session '{}'", live.id);
     Box::pin(tool_hooks::session_start(live, &gate)).await;
     let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
-        Err(reason) => LoopEnd {
+        tool_hooks::PromptVerdict::Blocked(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
             error: Some(TurnError::HookBlocked { reason }),
         },
-        Ok(context) => {
+        tool_hooks::PromptVerdict::Proceed(context) => {
             for text in context {
                 live.append(Message::System(crate::session::message::UserMessage {
                     content: format!("[UserPromptSubmit hook] {text}").into(),

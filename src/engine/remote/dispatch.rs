@@ -508,7 +508,7 @@ impl Link {
         let epoch = epoch_of(request.headers.as_ref());
         if let Err(reason) = binding.admit_sync(epoch, &reply, header(SIG_HEADER).as_deref()) {
             runs.refused
-                .record_forged(&self.session, "?", epoch, "sync", &reason);
+                .record_forged(&self.session, "?", epoch, "sync", &reason.to_string());
             let refused = SyncReply {
                 metadata: None,
                 transcript: None,
