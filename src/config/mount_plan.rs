@@ -266,13 +266,13 @@ pub fn module_name(entry: &Value) -> Option<&str> {
     }
 }
 
-/// Rewrites the `config.allowed_write_paths` of one `tool-filesystem` plan entry
-/// (`entry`: its JSON object) with `change`, which gets the current list — `["."]`
-/// when the key is absent, as the tool reads it — and returns the new one. A missing
-/// or non-object `config` becomes `{}` first; an entry that is no object is left
-/// alone. Used where a sub-session's writes move into a worktree (issue 25) and on a
-/// worker, which moves them into its own (issue 27).
-pub fn edit_write_paths(entry: &mut Value, change: impl FnOnce(Vec<String>) -> Vec<String>) {
+/// The module whose entries' `config.allowed_write_paths` say where a session writes.
+pub const FILESYSTEM_MODULE: &str = "tool-filesystem";
+
+/// Rewrites the `config.allowed_write_paths` of one plan entry (`entry`: its JSON
+/// object) with `change` (see [`MountPlan::edit_write_paths`]). A missing or
+/// non-object `config` becomes `{}` first; an entry that is no object is left alone.
+fn edit_write_paths(entry: &mut Value, change: impl FnOnce(Vec<String>) -> Vec<String>) {
     let Some(obj) = entry.as_object_mut() else {
         return;
     };
@@ -460,5 +460,18 @@ impl MountPlan {
     /// `provider_preferences` (array or null).
     pub fn provider_preferences(&self) -> &Value {
         self.provider_preferences.as_ref().unwrap_or(&Value::Null)
+    }
+
+    /// Rewrites the `allowed_write_paths` of every `tool-filesystem` entry of
+    /// `tools[]` with `change`, which gets an entry's current list — `["."]` when the
+    /// key is absent, as the tool reads it — and returns the new one. Used where a
+    /// sub-session's writes move into a worktree (issue 25) and on a worker, which
+    /// moves them into its own and narrows them (issues 27, 34).
+    pub fn edit_write_paths(&mut self, mut change: impl FnMut(Vec<String>) -> Vec<String>) {
+        for spec in self.tools.iter_mut().flatten() {
+            if spec.module() == Some(FILESYSTEM_MODULE) {
+                spec.edit(|entry| edit_write_paths(entry, &mut change));
+            }
+        }
     }
 }

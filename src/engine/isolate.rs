@@ -15,7 +15,6 @@ use serde_json::Value;
 use super::live::LiveSession;
 use crate::config::MountPlan;
 use crate::config::isolation::{Isolation, IsolationSetting, MergePolicy};
-use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::State;
 use crate::isolation::{IsolationError, WorktreeRecord};
 use crate::paths::Paths;
@@ -114,29 +113,19 @@ pub(crate) async fn prepare(
 /// (they resolve against the new working directory), absolute ones inside the
 /// repository move into the worktree, and `extra` (the main `.git` entries) is added.
 fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
-    let Some(tools) = plan.tools.as_mut() else {
-        return;
-    };
-    for spec in tools.iter_mut() {
-        if spec.module() != Some("tool-filesystem") {
-            continue;
-        }
-        spec.edit(|entry| {
-            edit_write_paths(entry, |current| {
-                let mut paths: Vec<String> = current
-                    .into_iter()
-                    .map(
-                        |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
-                            Ok(rel) => record.path.join(rel).display().to_string(),
-                            Err(_) => p,
-                        },
-                    )
-                    .collect();
-                paths.extend(extra.iter().map(|p| p.display().to_string()));
-                paths
-            })
-        });
-    }
+    plan.edit_write_paths(|current| {
+        let mut paths: Vec<String> = current
+            .into_iter()
+            .map(
+                |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
+                    Ok(rel) => record.path.join(rel).display().to_string(),
+                    Err(_) => p,
+                },
+            )
+            .collect();
+        paths.extend(extra.iter().map(|p| p.display().to_string()));
+        paths
+    });
 }
 
 /// After a turn of `live`: commits what it changed in its worktree to its branch and

@@ -18,10 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::roots::{self, Dropped};
-use crate::config::mount_plan::edit_write_paths;
+use crate::config::MountPlan;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
@@ -49,21 +47,24 @@ pub struct Place<'a> {
 /// redelivered run (`resume`), else `Idle`. Also returns the write paths dropped.
 pub fn for_worker(
     metadata: &Metadata,
-    plan: &Value,
+    plan: &MountPlan,
     place: &Place<'_>,
     resume: bool,
 ) -> (Metadata, Vec<Dropped>) {
     let mut out = metadata.clone();
     let record = out.arbor.worktree.take();
     out.working_dir = Some(place.work_dir.display().to_string());
-    let mut config = out.config.take().unwrap_or_else(|| plan.clone());
+    let mut config = out
+        .config
+        .take()
+        .map_or_else(|| plan.clone(), MountPlan::from_value);
     if let Some(top) = place.work_top {
         remap_write_paths(&mut config, record.as_ref(), top);
     }
     distrust_endpoints(&mut config);
     let dropped = roots::narrow(&mut config, place.work_dir, place.bases);
     add_write_paths(&mut config, place.git_paths);
-    out.config = Some(config);
+    out.config = Some(config.to_value());
     out.status = if resume {
         SessionStatus::Interrupted
     } else {
@@ -72,71 +73,55 @@ pub fn for_worker(
     (out, dropped)
 }
 
-/// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` (a mount
-/// plan's JSON) from the root's worktree to the worker's: an absolute path inside the
+/// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` from the
+/// root's worktree to the worker's: an absolute path inside the
 /// root's worktree (`record.path`) moves to the same place under `work_top`; one inside
 /// the root's repository (`record.repo`, its `.git` entries) is dropped — the worker's
 /// repository has its own, added by [`add_write_paths`]. Relative paths and other
 /// absolute ones are kept here (`roots::narrow` then decides). With no `record` (the
 /// root ran it without a worktree) nothing moves. An entry without the key gets
 /// `["."]`, as `engine::isolate` confines a child's plan.
-pub fn remap_write_paths(plan: &mut Value, record: Option<&WorktreeRecord>, work_top: &Path) {
-    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
-            continue;
-        }
-        edit_write_paths(entry, |current| {
-            current
-                .into_iter()
-                .filter_map(|p| {
-                    let path = Path::new(&p);
-                    let Some(record) = record else {
-                        return Some(p);
+pub fn remap_write_paths(plan: &mut MountPlan, record: Option<&WorktreeRecord>, work_top: &Path) {
+    plan.edit_write_paths(|current| {
+        current
+            .into_iter()
+            .filter_map(|p| {
+                let path = Path::new(&p);
+                let Some(record) = record else {
+                    return Some(p);
+                };
+                if let Ok(rel) = path.strip_prefix(&record.path) {
+                    let moved = if rel.as_os_str().is_empty() {
+                        work_top.to_path_buf()
+                    } else {
+                        work_top.join(rel)
                     };
-                    if let Ok(rel) = path.strip_prefix(&record.path) {
-                        let moved = if rel.as_os_str().is_empty() {
-                            work_top.to_path_buf()
-                        } else {
-                            work_top.join(rel)
-                        };
-                        return Some(moved.display().to_string());
-                    }
-                    if path.starts_with(&record.repo) {
-                        return None;
-                    }
-                    Some(p)
-                })
-                .collect()
-        });
-    }
+                    return Some(moved.display().to_string());
+                }
+                if path.starts_with(&record.repo) {
+                    return None;
+                }
+                Some(p)
+            })
+            .collect()
+    });
 }
 
 /// Adds `extra` (the worker's own: its repository's entries git needs) to the
 /// `allowed_write_paths` of every `tool-filesystem` entry of `plan`, once each.
-pub fn add_write_paths(plan: &mut Value, extra: &[PathBuf]) {
+pub fn add_write_paths(plan: &mut MountPlan, extra: &[PathBuf]) {
     if extra.is_empty() {
         return;
     }
-    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
-            continue;
-        }
-        edit_write_paths(entry, |mut paths| {
-            for path in extra {
-                let path = path.display().to_string();
-                if !paths.contains(&path) {
-                    paths.push(path);
-                }
+    plan.edit_write_paths(|mut paths| {
+        for path in extra {
+            let path = path.display().to_string();
+            if !paths.contains(&path) {
+                paths.push(path);
             }
-            paths
-        });
-    }
+        }
+        paths
+    });
 }
 
 /// The directories git must write for a commit in the worktree at `top` (its own
@@ -160,8 +145,8 @@ pub fn git_write_paths(top: &Path) -> Vec<PathBuf> {
 /// elsewhere. Unmarked, `routing::setup` refuses an endpoint other than the one the
 /// worker's config or environment names whenever it would carry the worker's key or
 /// headers (issue 34); a keyless provider still goes where the job says.
-pub fn distrust_endpoints(plan: &mut Value) {
-    *plan = crate::config::endpoint::without_marks(plan);
+pub fn distrust_endpoints(plan: &mut MountPlan) {
+    crate::config::endpoint::remove_marks(plan);
 }
 
 /// The metadata sent back in `Done`: the worker's `after` (turns, usage, status,
@@ -265,7 +250,7 @@ impl Drop for StoreGuard {
 mod tests {
     use super::*;
     use crate::isolation::worktree::State;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn record() -> WorktreeRecord {
         WorktreeRecord {
@@ -283,7 +268,7 @@ mod tests {
 
     #[test]
     fn write_paths_move_into_the_workers_worktree_and_root_git_entries_are_replaced() {
-        let mut plan = json!({"tools": [
+        let mut typed = MountPlan::from_value(json!({"tools": [
             {"module": "tool-filesystem", "config": {"allowed_write_paths": [
                 "/root/state/worktrees/proj/abcd/sub",
                 "/root/proj/.git/worktrees/abcd",
@@ -293,9 +278,10 @@ mod tests {
             ]}},
             {"module": "tool-bash", "config": {}},
             {"module": "tool-filesystem"}
-        ]});
-        remap_write_paths(&mut plan, Some(&record()), Path::new("/w/job/work"));
-        add_write_paths(&mut plan, &[PathBuf::from("/w/repo/.git/worktrees/job")]);
+        ]}));
+        remap_write_paths(&mut typed, Some(&record()), Path::new("/w/job/work"));
+        add_write_paths(&mut typed, &[PathBuf::from("/w/repo/.git/worktrees/job")]);
+        let plan = typed.to_value();
         assert_eq!(
             plan["tools"][0]["config"]["allowed_write_paths"],
             json!([
@@ -333,7 +319,7 @@ mod tests {
             bases: std::slice::from_ref(&top),
             git_paths: &git,
         };
-        let (worker, dropped) = for_worker(&root, &Value::Null, &place, false);
+        let (worker, dropped) = for_worker(&root, &MountPlan::new(), &place, false);
         assert!(dropped.is_empty(), "{dropped:?}");
         assert_eq!(
             worker.working_dir.as_deref(),
@@ -345,7 +331,7 @@ mod tests {
             worker.config.as_ref().unwrap()["tools"][0]["config"]["allowed_write_paths"],
             json!([top.display().to_string(), "/w/repo/.git/worktrees/job"])
         );
-        let (resumed, _) = for_worker(&root, &Value::Null, &place, true);
+        let (resumed, _) = for_worker(&root, &MountPlan::new(), &place, true);
         assert_eq!(resumed.status, SessionStatus::Interrupted);
 
         let mut after = worker.clone();
@@ -374,7 +360,12 @@ mod tests {
             bases: &[],
             git_paths: &[],
         };
-        let (m, _) = for_worker(&Metadata::default(), &plan, &place, false);
+        let (m, _) = for_worker(
+            &Metadata::default(),
+            &MountPlan::from_value(plan.clone()),
+            &place,
+            false,
+        );
         assert_eq!(m.config, Some(plan));
     }
 
