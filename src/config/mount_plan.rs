@@ -12,9 +12,11 @@
 //! merging plans (`merge`), tightening limits (`limits`).
 
 mod keyed;
+mod provider;
 
 pub use keyed::KeyOrder;
 use keyed::{Fields, json, write_object};
+pub use provider::ProviderConfig;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};

@@ -175,11 +175,7 @@ pub fn parse_roles(v: &Value) -> Result<Vec<String>, PreferenceError> {
 }
 
 fn priority(entry: &ModuleEntry) -> f64 {
-    entry
-        .config
-        .get("priority")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0)
+    entry.provider_config().priority.unwrap_or(0.0)
 }
 
 /// The mount name `name` refers to among `mounted` (see the module docs), using the
