@@ -13,10 +13,12 @@
 
 mod keyed;
 mod provider;
+mod spawn;
 
 pub use keyed::KeyOrder;
 use keyed::{Fields, json, write_object};
 pub use provider::ProviderConfig;
+pub use spawn::{Listed, SpawnPolicy, ToolRef};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -37,7 +39,7 @@ pub struct MountPlan {
     /// agent configs (kept as JSON: `merge::filter_agents` decides between the forms).
     pub agents: Option<Value>,
     /// `spawn`: the tool policy for sub-sessions (`tools` / `exclude_tools`, SPEC §6).
-    pub spawn: Option<Value>,
+    pub spawn: Option<SpawnPolicy>,
     /// `instruction`: the system prompt.
     pub instruction: Option<String>,
     /// `model_role`: one role or a list, in preference order.
@@ -364,7 +366,7 @@ impl MountPlan {
                 ("tools", json(&self.tools)),
                 ("hooks", json(&self.hooks)),
                 ("agents", self.agents.clone()),
-                ("spawn", self.spawn.clone()),
+                ("spawn", json(&self.spawn)),
                 ("instruction", json(&self.instruction)),
                 ("model_role", json(&self.model_role)),
                 ("provider_preferences", self.provider_preferences.clone()),
@@ -445,9 +447,9 @@ impl MountPlan {
         self.agents.as_ref()
     }
 
-    /// `spawn` policy (object or null).
-    pub fn spawn(&self) -> &Value {
-        self.spawn.as_ref().unwrap_or(&Value::Null)
+    /// `spawn` policy, when the plan has one.
+    pub fn spawn(&self) -> Option<&SpawnPolicy> {
+        self.spawn.as_ref()
     }
 
     /// `model_role`: a string or list, as a list.

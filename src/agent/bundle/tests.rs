@@ -2,6 +2,8 @@
 
 use serde_json::json;
 
+use crate::config::mount_plan::SpawnPolicy;
+
 use super::*;
 
 #[test]
@@ -31,8 +33,8 @@ fn builtin_bundle_loads_with_its_agents() {
         ]
     );
     assert_eq!(
-        b.mount_plan.spawn(),
-        &json!({"exclude_tools": ["tool-bash", "tool-web"]})
+        b.mount_plan.spawn().map(SpawnPolicy::to_value),
+        Some(json!({"exclude_tools": ["tool-bash", "tool-web"]}))
     );
     let stems: Vec<_> = b.agent_files.iter().map(|f| f.stem.as_str()).collect();
     for want in [
@@ -70,8 +72,8 @@ fn yaml_bundle_with_every_key() {
     assert_eq!(b.mount_plan.extra.get("custom"), Some(&json!("kept")));
     assert!(b.mount_plan.extra.get("bundle").is_none());
     assert_eq!(
-        b.mount_plan.spawn(),
-        &json!({"exclude_tools": ["tool-task"]})
+        b.mount_plan.spawn().map(SpawnPolicy::to_value),
+        Some(json!({"exclude_tools": ["tool-task"]}))
     );
 }
 
