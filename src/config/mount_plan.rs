@@ -11,10 +11,12 @@
 //! files round-trip to the same JSON (tests/all/plan_roundtrip.rs). Does not own:
 //! merging plans (`merge`), tightening limits (`limits`).
 
+mod agents;
 mod keyed;
 mod provider;
 mod spawn;
 
+pub use agents::{AgentAccess, AgentName};
 pub use keyed::KeyOrder;
 use keyed::{Fields, json, write_object};
 pub use provider::ProviderConfig;
@@ -36,8 +38,8 @@ pub struct MountPlan {
     /// `hooks[]`: hook modules.
     pub hooks: Option<Vec<ModuleSpec>>,
     /// `agents`: `all` | `none` | `[names]` | `{include: […]}` | Amplifier's map of
-    /// agent configs (kept as JSON: `merge::filter_agents` decides between the forms).
-    pub agents: Option<Value>,
+    /// agent configs (see [`AgentAccess`]).
+    pub agents: Option<AgentAccess>,
     /// `spawn`: the tool policy for sub-sessions (`tools` / `exclude_tools`, SPEC §6).
     pub spawn: Option<SpawnPolicy>,
     /// `instruction`: the system prompt.
@@ -365,7 +367,7 @@ impl MountPlan {
                 ("providers", json(&self.providers)),
                 ("tools", json(&self.tools)),
                 ("hooks", json(&self.hooks)),
-                ("agents", self.agents.clone()),
+                ("agents", json(&self.agents)),
                 ("spawn", json(&self.spawn)),
                 ("instruction", json(&self.instruction)),
                 ("model_role", json(&self.model_role)),
@@ -442,8 +444,9 @@ impl MountPlan {
             .unwrap_or(Value::Null)
     }
 
-    /// `agents`: `all` | `none` | `[names]` | Amplifier roster `{include: […]}`.
-    pub fn agents(&self) -> Option<&Value> {
+    /// `agents`: `all` | `none` | `[names]` | Amplifier roster `{include: […]}` | a map
+    /// of agent configs.
+    pub fn agents(&self) -> Option<&AgentAccess> {
         self.agents.as_ref()
     }
 
