@@ -13,17 +13,23 @@
 
 mod agents;
 mod keyed;
+mod parsed;
+mod preferences;
 mod provider;
 mod spawn;
 
 pub use agents::{AgentAccess, AgentName};
 pub use keyed::KeyOrder;
 use keyed::{Fields, json, write_object};
+pub use parsed::{Parsed, PlanValue};
+pub use preferences::{PreferenceError, ProviderPreference, parse_preferences};
 pub use provider::ProviderConfig;
 pub use spawn::{Listed, SpawnPolicy, ToolRef};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use super::approvals::Rules;
 
 /// A session's configuration. Every field is `None` when its key is absent or holds a
 /// value of another type (that value is then in `extra`, untouched).
@@ -46,11 +52,12 @@ pub struct MountPlan {
     pub instruction: Option<String>,
     /// `model_role`: one role or a list, in preference order.
     pub model_role: Option<ModelRole>,
-    /// `provider_preferences`: `[{provider, model}]` (SPEC §9).
-    pub provider_preferences: Option<Value>,
+    /// `provider_preferences`: `[{provider, model}]` (SPEC §9), read and kept as
+    /// written.
+    pub provider_preferences: Option<Parsed<Vec<ProviderPreference>>>,
     /// `approvals`: a bundle's approval rules (`config::approvals::Rules`, applied
-    /// tighten-only by the gate).
-    pub approvals: Option<Value>,
+    /// tighten-only by the gate), read and kept as written.
+    pub approvals: Option<Parsed<Rules>>,
     /// Every other top-level key, as read (Amplifier keys arbor does not read).
     pub extra: Map<String, Value>,
     /// The top-level keys in the order read; writing follows it.
@@ -371,8 +378,8 @@ impl MountPlan {
                 ("spawn", json(&self.spawn)),
                 ("instruction", json(&self.instruction)),
                 ("model_role", json(&self.model_role)),
-                ("provider_preferences", self.provider_preferences.clone()),
-                ("approvals", self.approvals.clone()),
+                ("provider_preferences", json(&self.provider_preferences)),
+                ("approvals", json(&self.approvals)),
             ],
             &self.extra,
             &self.order,
@@ -464,9 +471,12 @@ impl MountPlan {
         }
     }
 
-    /// `provider_preferences` (array or null).
-    pub fn provider_preferences(&self) -> &Value {
-        self.provider_preferences.as_ref().unwrap_or(&Value::Null)
+    /// `provider_preferences` as read (none when absent; why not, when malformed).
+    pub fn provider_preferences(&self) -> Result<&[ProviderPreference], &PreferenceError> {
+        match &self.provider_preferences {
+            Some(prefs) => prefs.get().map(Vec::as_slice),
+            None => Ok(&[]),
+        }
     }
 
     /// Rewrites the `allowed_write_paths` of every `tool-filesystem` entry of

@@ -32,8 +32,7 @@ use super::live::LiveSession;
 use crate::agent::AgentSource;
 use crate::agent::approvals::overlay_rules;
 use crate::config::approvals::{
-    ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Rules, Verdict,
-    default_decision,
+    ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Verdict, default_decision,
 };
 use crate::session::message::ToolCall;
 use crate::session::protocol::{
@@ -441,8 +440,8 @@ impl Drop for Waiting<'_> {
 /// tighten-only).
 pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolicy {
     let mut policy = ApprovalPolicy::new(&env.config.approvals);
-    if let Some(value) = live.plan.approvals.as_ref() {
-        match Rules::from_value(value) {
+    if let Some(approvals) = live.plan.approvals.as_ref() {
+        match approvals.get() {
             Ok(rules) => {
                 policy = policy.with_layer(
                     RuleSource::Agent {
@@ -450,7 +449,7 @@ pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolic
                         tier: AgentSource::Bundle.as_str().to_string(),
                     },
                     Authority::TightenOnly,
-                    &rules,
+                    rules,
                 );
             }
             Err(issues) => tracing::warn!(

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::config::mount_plan::AgentAccess;
+use crate::config::mount_plan::{AgentAccess, Parsed, ProviderPreference};
 
 use super::*;
 
@@ -130,8 +130,12 @@ fn maps_deep_merge_and_other_values_are_replaced() {
     );
     assert_eq!(child.model_roles(), ["coding"]);
     assert_eq!(
+        child.provider_preferences.as_ref().map(Parsed::raw),
+        Some(&json!([{"provider": "anthropic", "model": "claude-*"}]))
+    );
+    assert_eq!(
         child.provider_preferences(),
-        &json!([{"provider": "anthropic", "model": "claude-*"}])
+        Ok(&[ProviderPreference::new("anthropic", "claude-*")][..])
     );
     assert_eq!(
         child.extra.get("custom").unwrap(),
@@ -239,9 +243,12 @@ fn an_agents_approvals_stay_out_of_the_plan() {
     let parent = plan(json!({"approvals": {"bash": "deny"}}));
     let overlay = json!({"approvals": {"bash": "allow", "grep": "deny"}});
     let child = merge_for_spawn(&parent, &overlay, &Value::Null);
-    assert_eq!(child.approvals.as_ref(), Some(&json!({"bash": "deny"})));
+    assert_eq!(
+        child.approvals.as_ref().map(Parsed::raw),
+        Some(&json!({"bash": "deny"}))
+    );
     let root = merge_for_spawn(&plan(json!({})), &overlay, &Value::Null);
-    assert_eq!(root.approvals.as_ref(), None);
+    assert_eq!(root.approvals.as_ref().map(Parsed::raw), None);
 }
 
 #[test]
