@@ -22,6 +22,7 @@ use super::roots::{self, Dropped};
 use crate::config::MountPlan;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
+use crate::session::message::Meta;
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
 
 /// Where a job runs on the worker and where it may write: its working directory, its
@@ -184,12 +185,7 @@ pub fn answered(before: usize, synced: &[Message]) -> Option<String> {
     }
     match synced.last() {
         Some(Message::Assistant(m))
-            if m.tool_calls.is_empty()
-                && m.metadata
-                    .as_ref()
-                    .and_then(|meta| meta.get("partial"))
-                    .and_then(|v| v.as_bool())
-                    != Some(true) =>
+            if m.tool_calls.is_empty() && !m.metadata.as_ref().is_some_and(Meta::is_partial) =>
         {
             Some(m.text())
         }

@@ -15,7 +15,7 @@ use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus}
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::session::Message;
-use crate::session::message::{ContentBlock, Text, ToolArgs};
+use crate::session::message::{ContentBlock, Meta, Text, ToolArgs};
 
 impl Thread {
     /// Appends the cells of one transcript message (buffered while loading).
@@ -71,7 +71,7 @@ impl Thread {
                 self.flush_text(&mut text);
                 // A reply cut short by a cancel says so (an error has its own card).
                 let meta = a.metadata.as_ref();
-                if meta.and_then(|m| m.get("partial")) == Some(Value::Bool(true))
+                if meta.is_some_and(Meta::is_partial)
                     && meta.and_then(|m| m.get_str("error")).is_none()
                 {
                     self.push(CellKind::Notice(PARTIAL_NOTE.into()));
