@@ -39,31 +39,9 @@ pub use crate::config::frontmatter;
 pub use bundle::Bundle;
 pub use registry::Registry;
 
-/// Where an agent definition came from, highest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentSource {
-    /// `AMPLIFIER_AGENT_<NAME>` names the file.
-    Env,
-    /// `$AMPLIFIER_HOME/agents`.
-    User,
-    /// `.amplifier/agents` in the current directory or nearest ancestor.
-    Project,
-    /// The active bundle (built-in by default).
-    Bundle,
-}
-
-impl AgentSource {
-    /// `env`, `user`, `project` or `bundle`, as `agent list` shows it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Env => "env",
-            Self::User => "user",
-            Self::Project => "project",
-            Self::Bundle => "bundle",
-        }
-    }
-}
+/// Where an agent definition came from (its shape is metadata's, where a session keeps
+/// its agent's tier as `agent_source`).
+pub use crate::session::metadata::AgentSource;
 
 #[cfg(test)]
 impl AgentDef {

@@ -224,20 +224,20 @@ pub async fn run(
             let all = store.list()?;
             let children = children_index(&all);
             let mut v = summary_json(&loaded.metadata, &children);
-            v["files_changed"] = serde_json::to_value(&loaded.metadata.files_changed)?;
+            v["files_changed"] = serde_json::to_value(&loaded.metadata.arbor.files_changed)?;
             v["bundle"] = json!(loaded.metadata.bundle);
             if let Some(worktree) = isolation::show_json(&loaded.metadata) {
                 v["worktree"] = worktree;
             }
             // Where a remote sub-session ran (issue 27): `{worker, host, pid}`.
-            if let Some(ran_on) = crate::remote::RanOn::of(&loaded.metadata) {
+            if let Some(ran_on) = loaded.metadata.arbor.ran_on.as_ref() {
                 v["ran_on"] = serde_json::to_value(ran_on)?;
             }
             if let Some(turn) = loaded.metadata.forked_from_turn() {
                 v["forked_from_turn"] = json!(turn);
             }
             // `{tokens, max_tokens}` of the latest request view, null before any call.
-            v["context"] = json!(loaded.metadata.context);
+            v["context"] = json!(loaded.metadata.arbor.context);
             if let Some(note) = rebuild_note(&ctx, &loaded.metadata) {
                 v["note"] = json!(note);
             }
@@ -612,14 +612,14 @@ pub fn summary_json(m: &Metadata, children: &BTreeMap<SessionId, Vec<SessionId>>
         "name": m.name,
         "parent_id": m.parent_id,
         "agent_name": m.agent_name,
-        "active_agent": m.active_agent.as_deref().or(m.agent_name.as_deref()),
+        "active_agent": m.arbor.active_agent.as_deref().or(m.agent_name.as_deref()),
         "status": m.status,
         "depth": m.depth,
         "turn_count": m.turn_count,
         "created": m.created,
         "last_updated": m.last_updated,
         "children": children.get(&m.session_id).cloned().unwrap_or_default(),
-        "work": crate::isolation::Standing::of(&m.extra).map(|s| s.to_string()),
+        "work": crate::isolation::Standing::of(m).map(|s| s.to_string()),
     })
 }
 
@@ -643,6 +643,7 @@ fn print_show(
     outln!("parent    {}", m.parent_id.as_deref().unwrap_or("-"))?;
     outln!("agent     {}", m.agent_name.as_deref().unwrap_or("-"))?;
     if let Some(active) = m
+        .arbor
         .active_agent
         .as_ref()
         .filter(|a| Some(*a) != m.agent_name.as_ref())
@@ -653,7 +654,7 @@ fn print_show(
     outln!("depth     {}", m.depth)?;
     outln!("turns     {}", m.turn_count)?;
     outln!("model     {}", m.model.as_deref().unwrap_or("-"))?;
-    if let Some(r) = crate::remote::RanOn::of(m) {
+    if let Some(r) = &m.arbor.ran_on {
         outln!("ran on    {} (worker {}, pid {})", r.host, r.worker, r.pid)?;
     }
     if let Some(line) = isolation::show_line(m) {
@@ -670,7 +671,7 @@ fn print_show(
         m.usage.input_tokens,
         m.usage.output_tokens
     )?;
-    if let Some(c) = &m.context {
+    if let Some(c) = &m.arbor.context {
         outln!("context   {} of {} tokens", c.tokens, c.max_tokens)?;
     }
     if let Some(children) = v["children"].as_array() {
@@ -678,7 +679,7 @@ fn print_show(
             outln!("child     {}", c.as_str().unwrap_or_default())?;
         }
     }
-    for f in &m.files_changed {
+    for f in &m.arbor.files_changed {
         // A model chose the name: no control character reaches the terminal.
         let path: String = f
             .path

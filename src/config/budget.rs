@@ -132,12 +132,12 @@ fn min_some<T: Copy>(a: Option<T>, b: Option<T>, min: impl Fn(T, T) -> T) -> Opt
 impl BudgetState {
     /// The record stored in `metadata`, if any (an unreadable one counts as none).
     pub fn of(metadata: &Metadata) -> Option<Self> {
-        metadata.budget
+        metadata.arbor.budget
     }
 
     /// Stores this record in `metadata`.
     pub fn store(&self, metadata: &mut Metadata) {
-        metadata.budget = Some(*self);
+        metadata.arbor.budget = Some(*self);
     }
 
     /// The spend of the current grant: the session's spend minus [`Self::since`].
@@ -271,10 +271,10 @@ mod tests {
         );
         assert!(m.extra.is_empty());
         let back: Metadata = serde_json::from_value(written).unwrap();
-        assert_eq!(back.budget, Some(state));
+        assert_eq!(back.arbor.budget, Some(state));
         // A value other tools wrote in another form reads as no budget.
         let odd: Metadata =
             serde_json::from_value(json!({"session_id": "s", "budget": "lots"})).unwrap();
-        assert_eq!(odd.budget, None);
+        assert_eq!(odd.arbor.budget, None);
     }
 }

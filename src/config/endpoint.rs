@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::mount_plan::ModuleEntry;
+use super::mount_plan::{ModuleEntry, MountPlan};
 
 /// The key of the mark inside a provider entry's `config`.
 pub const ENDPOINT_FROM: &str = "endpoint_from";
@@ -60,6 +60,18 @@ pub fn without_marks(value: &Value) -> Value {
         }
     }
     value
+}
+
+/// Strips every provider entry of `plan` of its mark (see [`without_marks`]): a job
+/// comes off the bus, and only the worker's own config may vouch for an endpoint.
+pub fn remove_marks(plan: &mut MountPlan) {
+    for spec in plan.providers.iter_mut().flatten() {
+        spec.edit(|entry| {
+            if let Some(Value::Object(config)) = entry.get_mut("config") {
+                config.shift_remove(ENDPOINT_FROM);
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -115,5 +127,27 @@ mod tests {
         );
         let bare = ModuleEntry::from_value(&clean["providers"][0]).unwrap();
         assert_eq!(EndpointFrom::of(&bare), None);
+    }
+
+    #[test]
+    fn a_plan_loses_its_marks_and_keeps_the_rest_as_read() {
+        let mut plan = MountPlan::from_value(json!({
+            "providers": [
+                {"module": "provider-openai", "config": {"endpoint_from": {"agent": "p", "source": "project", "trusted": true}, "base_url": "http://b"}},
+                "provider-anthropic"
+            ],
+            "tools": [{"module": "tool-bash", "config": {"endpoint_from": "kept: not a provider"}}]
+        }));
+        remove_marks(&mut plan);
+        assert_eq!(
+            plan.to_value(),
+            json!({
+                "providers": [
+                    {"module": "provider-openai", "config": {"base_url": "http://b"}},
+                    "provider-anthropic"
+                ],
+                "tools": [{"module": "tool-bash", "config": {"endpoint_from": "kept: not a provider"}}]
+            })
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! optional). Each key is chosen on its own: the call's, else the agent's, else the
 //! config's, else the default (`worktree`, `auto`).
 //!
-//! Owns: [`Isolation`], [`MergePolicy`], their spelling ([`IsolationSetting`]) and the
+//! Owns: [`Isolation`], the spelling of it and of [`MergePolicy`] ([`IsolationSetting`]) and the
 //! precedence of the three places ([`IsolationSetting::choose`]). Does not own:
 //! creating or merging worktrees (`isolation`, `engine::isolate`), deciding whether an
 //! agent can write (`engine::isolate`).
@@ -27,41 +27,9 @@ pub enum Isolation {
     None,
 }
 
-/// `isolation: {merge: auto | review | manual}`: what happens to a worktree child's
-/// branch when its `task` call returns (issue 35).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MergePolicy {
-    /// Merged three-way into the parent's working tree before the task result goes
-    /// to the parent (the default); a conflict leaves it unmerged and tells the parent.
-    #[default]
-    Auto,
-    /// A person decides; headless runs leave it unmerged for now.
-    Review,
-    /// Left unmerged: `arbor session merge` or `discard` it.
-    Manual,
-}
-
-impl MergePolicy {
-    /// The spelling in files and calls (`auto`, `review`, `manual`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MergePolicy::Auto => "auto",
-            MergePolicy::Review => "review",
-            MergePolicy::Manual => "manual",
-        }
-    }
-
-    /// Parses `"auto"`, `"review"` or `"manual"`; `None` for anything else.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "auto" => Some(MergePolicy::Auto),
-            "review" => Some(MergePolicy::Review),
-            "manual" => Some(MergePolicy::Manual),
-            _ => None,
-        }
-    }
-}
+/// `isolation: {merge: auto | review | manual}` (its shape is metadata's, where a
+/// worktree child keeps its policy as `merge_policy`).
+pub use crate::session::metadata::MergePolicy;
 
 /// An `isolation:` value that does not parse; the text says which key and value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

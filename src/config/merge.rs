@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::mount_plan::{MountPlan, module_name};
+use super::mount_plan::{Listed, MountPlan, SpawnPolicy, ToolRef, module_name};
 
 /// Top-level keys merged as module lists.
 pub const MODULE_LIST_KEYS: &[&str] = &["tools", "providers", "hooks"];
@@ -34,7 +34,10 @@ pub fn merge_for_spawn(
     calling_agent_spawn: &Value,
 ) -> MountPlan {
     let whole = parent.to_value();
-    let mut base = apply_spawn_tool_policy(&whole, parent.spawn());
+    let mut base = match parent.spawn() {
+        Some(policy) => apply_spawn_policy(&whole, policy),
+        None => whole.clone(),
+    };
     base = apply_spawn_tool_policy(&base, calling_agent_spawn);
     MountPlan::from_value(merge_overlay(&base, &whole, overlay))
 }
@@ -183,42 +186,51 @@ pub fn merge_module_lists(base: &Value, overlay: &Value) -> Value {
 /// plan without tools gets `tools: []`). Else, or when `spawn` is not a map, the plan is
 /// unchanged.
 pub fn apply_spawn_tool_policy(plan: &Value, spawn: &Value) -> Value {
+    match spawn {
+        Value::Object(_) => apply_spawn_policy(plan, &SpawnPolicy::from_value(spawn.clone())),
+        _ => plan.clone(),
+    }
+}
+
+/// [`apply_spawn_tool_policy`] with a policy already read.
+pub fn apply_spawn_policy(plan: &Value, spawn: &SpawnPolicy) -> Value {
     let mut out = plan.clone();
-    let Some(spawn) = spawn.as_object() else {
-        return out;
-    };
     let tools: Vec<Value> = plan
         .get("tools")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let new_tools = if let Some(listed) = spawn.get("tools") {
-        let Some(listed) = listed.as_array() else {
-            return out;
-        };
-        listed
+    let new_tools = match (&spawn.tools, &spawn.exclude_tools) {
+        (Some(Listed::List(listed)), _) => listed
             .iter()
             .filter_map(|item| match item {
-                Value::String(key) => Some(
+                ToolRef::Key(key) => Some(
                     tools
                         .iter()
                         .find(|t| module_key(t) == *key)
                         .cloned()
                         .unwrap_or_else(|| serde_json::json!({"module": key})),
                 ),
-                Value::Object(_) => Some(item.clone()),
-                _ => None,
+                ToolRef::Entry(entry) => Some(Value::Object(entry.clone())),
+                ToolRef::Other(_) => None,
             })
-            .collect()
-    } else if let Some(excluded) = spawn.get("exclude_tools").and_then(Value::as_array) {
-        let excluded: Vec<&str> = excluded.iter().filter_map(Value::as_str).collect();
-        let is_excluded = |t: &Value| {
-            let module = module_name(t).unwrap_or_default();
-            excluded.contains(&module) || excluded.contains(&module_key(t).as_str())
-        };
-        tools.into_iter().filter(|t| !is_excluded(t)).collect()
-    } else {
-        return out;
+            .collect(),
+        (Some(Listed::Other(_)), _) => return out,
+        (None, Some(Listed::List(excluded))) => {
+            let excluded: Vec<&str> = excluded
+                .iter()
+                .filter_map(|item| match item {
+                    ToolRef::Key(key) => Some(key.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let is_excluded = |t: &Value| {
+                let module = module_name(t).unwrap_or_default();
+                excluded.contains(&module) || excluded.contains(&module_key(t).as_str())
+            };
+            tools.into_iter().filter(|t| !is_excluded(t)).collect()
+        }
+        (None, _) => return out,
     };
     if let Value::Object(m) = &mut out {
         m.insert("tools".into(), Value::Array(new_tools));

@@ -11,13 +11,25 @@
 //! files round-trip to the same JSON (tests/all/plan_roundtrip.rs). Does not own:
 //! merging plans (`merge`), tightening limits (`limits`).
 
+mod agents;
 mod keyed;
+mod parsed;
+mod preferences;
+mod provider;
+mod spawn;
 
+pub use agents::{AgentAccess, AgentName};
 pub use keyed::KeyOrder;
 use keyed::{Fields, json, write_object};
+pub use parsed::{Parsed, PlanValue};
+pub use preferences::{PreferenceError, ProviderPreference, parse_preferences};
+pub use provider::ProviderConfig;
+pub use spawn::{Listed, SpawnPolicy, ToolRef};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use super::approvals::Rules;
 
 /// A session's configuration. Every field is `None` when its key is absent or holds a
 /// value of another type (that value is then in `extra`, untouched).
@@ -32,19 +44,20 @@ pub struct MountPlan {
     /// `hooks[]`: hook modules.
     pub hooks: Option<Vec<ModuleSpec>>,
     /// `agents`: `all` | `none` | `[names]` | `{include: […]}` | Amplifier's map of
-    /// agent configs (kept as JSON: `merge::filter_agents` decides between the forms).
-    pub agents: Option<Value>,
+    /// agent configs (see [`AgentAccess`]).
+    pub agents: Option<AgentAccess>,
     /// `spawn`: the tool policy for sub-sessions (`tools` / `exclude_tools`, SPEC §6).
-    pub spawn: Option<Value>,
+    pub spawn: Option<SpawnPolicy>,
     /// `instruction`: the system prompt.
     pub instruction: Option<String>,
     /// `model_role`: one role or a list, in preference order.
     pub model_role: Option<ModelRole>,
-    /// `provider_preferences`: `[{provider, model}]` (SPEC §9).
-    pub provider_preferences: Option<Value>,
+    /// `provider_preferences`: `[{provider, model}]` (SPEC §9), read and kept as
+    /// written.
+    pub provider_preferences: Option<Parsed<Vec<ProviderPreference>>>,
     /// `approvals`: a bundle's approval rules (`config::approvals::Rules`, applied
-    /// tighten-only by the gate).
-    pub approvals: Option<Value>,
+    /// tighten-only by the gate), read and kept as written.
+    pub approvals: Option<Parsed<Rules>>,
     /// Every other top-level key, as read (Amplifier keys arbor does not read).
     pub extra: Map<String, Value>,
     /// The top-level keys in the order read; writing follows it.
@@ -266,13 +279,13 @@ pub fn module_name(entry: &Value) -> Option<&str> {
     }
 }
 
-/// Rewrites the `config.allowed_write_paths` of one `tool-filesystem` plan entry
-/// (`entry`: its JSON object) with `change`, which gets the current list — `["."]`
-/// when the key is absent, as the tool reads it — and returns the new one. A missing
-/// or non-object `config` becomes `{}` first; an entry that is no object is left
-/// alone. Used where a sub-session's writes move into a worktree (issue 25) and on a
-/// worker, which moves them into its own (issue 27).
-pub fn edit_write_paths(entry: &mut Value, change: impl FnOnce(Vec<String>) -> Vec<String>) {
+/// The module whose entries' `config.allowed_write_paths` say where a session writes.
+pub const FILESYSTEM_MODULE: &str = "tool-filesystem";
+
+/// Rewrites the `config.allowed_write_paths` of one plan entry (`entry`: its JSON
+/// object) with `change` (see [`MountPlan::edit_write_paths`]). A missing or
+/// non-object `config` becomes `{}` first; an entry that is no object is left alone.
+fn edit_write_paths(entry: &mut Value, change: impl FnOnce(Vec<String>) -> Vec<String>) {
     let Some(obj) = entry.as_object_mut() else {
         return;
     };
@@ -361,12 +374,12 @@ impl MountPlan {
                 ("providers", json(&self.providers)),
                 ("tools", json(&self.tools)),
                 ("hooks", json(&self.hooks)),
-                ("agents", self.agents.clone()),
-                ("spawn", self.spawn.clone()),
+                ("agents", json(&self.agents)),
+                ("spawn", json(&self.spawn)),
                 ("instruction", json(&self.instruction)),
                 ("model_role", json(&self.model_role)),
-                ("provider_preferences", self.provider_preferences.clone()),
-                ("approvals", self.approvals.clone()),
+                ("provider_preferences", json(&self.provider_preferences)),
+                ("approvals", json(&self.approvals)),
             ],
             &self.extra,
             &self.order,
@@ -438,14 +451,15 @@ impl MountPlan {
             .unwrap_or(Value::Null)
     }
 
-    /// `agents`: `all` | `none` | `[names]` | Amplifier roster `{include: […]}`.
-    pub fn agents(&self) -> Option<&Value> {
+    /// `agents`: `all` | `none` | `[names]` | Amplifier roster `{include: […]}` | a map
+    /// of agent configs.
+    pub fn agents(&self) -> Option<&AgentAccess> {
         self.agents.as_ref()
     }
 
-    /// `spawn` policy (object or null).
-    pub fn spawn(&self) -> &Value {
-        self.spawn.as_ref().unwrap_or(&Value::Null)
+    /// `spawn` policy, when the plan has one.
+    pub fn spawn(&self) -> Option<&SpawnPolicy> {
+        self.spawn.as_ref()
     }
 
     /// `model_role`: a string or list, as a list.
@@ -457,8 +471,24 @@ impl MountPlan {
         }
     }
 
-    /// `provider_preferences` (array or null).
-    pub fn provider_preferences(&self) -> &Value {
-        self.provider_preferences.as_ref().unwrap_or(&Value::Null)
+    /// `provider_preferences` as read (none when absent; why not, when malformed).
+    pub fn provider_preferences(&self) -> Result<&[ProviderPreference], &PreferenceError> {
+        match &self.provider_preferences {
+            Some(prefs) => prefs.get().map(Vec::as_slice),
+            None => Ok(&[]),
+        }
+    }
+
+    /// Rewrites the `allowed_write_paths` of every `tool-filesystem` entry of
+    /// `tools[]` with `change`, which gets an entry's current list — `["."]` when the
+    /// key is absent, as the tool reads it — and returns the new one. Used where a
+    /// sub-session's writes move into a worktree (issue 25) and on a worker, which
+    /// moves them into its own and narrows them (issues 27, 34).
+    pub fn edit_write_paths(&mut self, mut change: impl FnMut(Vec<String>) -> Vec<String>) {
+        for spec in self.tools.iter_mut().flatten() {
+            if spec.module() == Some(FILESYSTEM_MODULE) {
+                spec.edit(|entry| edit_write_paths(entry, &mut change));
+            }
+        }
     }
 }

@@ -89,52 +89,68 @@ fn is_token(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-impl TryFrom<Value> for RemoteConfig {
-    type Error = String;
+/// A `remote:` section that does not parse: each text names the key
+/// (`remote.nats_url: …`) and quotes the bad value (as `describe` shows it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadRemoteSection {
+    /// The section is not a mapping.
+    #[error("remote: expected a mapping with nats_url, got {0}")]
+    NotAMapping(String),
+    /// A key arbor does not know.
+    #[error("remote: unknown key '{0}' (expected one of {keys})", keys = KEYS.join(", "))]
+    UnknownKey(String),
+    /// `nats_url` is a string with another scheme.
+    #[error("remote.nats_url: expected a URL starting with {schemes}, got {0}", schemes = SCHEMES.join(", "))]
+    Scheme(String),
+    /// `nats_url` is not a string.
+    #[error("remote.nats_url: expected a URL, got {0}")]
+    NotAUrl(String),
+    /// `nats_url` is missing.
+    #[error("remote.nats_url: missing (the NATS server's URL)")]
+    NoUrl,
+    /// `pool` cannot name a subject.
+    #[error("remote.pool: expected a name of letters, digits, '-' and '_', got {0}")]
+    Pool(String),
+    /// `agents` is a list with an item that is no name.
+    #[error(
+        "remote.agents: expected all, none or a list of agent names, got a list containing {0}"
+    )]
+    AgentName(String),
+    /// `agents` is neither `all`, `none` nor a list.
+    #[error("remote.agents: expected all, none or a list of agent names, got {0}")]
+    Agents(String),
+    /// `ack_wait` is not a whole number of seconds, at least 1.
+    #[error("remote.ack_wait: expected whole seconds (at least 1), got {0}")]
+    AckWait(String),
+}
 
-    /// Reads the section; errors name the key (`remote.nats_url: …`) and quote the
-    /// bad value.
-    fn try_from(value: Value) -> Result<Self, String> {
+impl TryFrom<Value> for RemoteConfig {
+    type Error = BadRemoteSection;
+
+    /// Reads the section.
+    ///
+    /// Errors: [`BadRemoteSection`] for the first bad key.
+    fn try_from(value: Value) -> Result<Self, BadRemoteSection> {
         let Value::Object(map) = value else {
-            return Err(format!(
-                "remote: expected a mapping with nats_url, got {}",
-                describe(&value)
-            ));
+            return Err(BadRemoteSection::NotAMapping(describe(&value)));
         };
         if let Some(unknown) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "remote: unknown key '{unknown}' (expected one of {})",
-                KEYS.join(", ")
-            ));
+            return Err(BadRemoteSection::UnknownKey(unknown.clone()));
         }
         let nats_url = match map.get("nats_url") {
             Some(Value::String(url)) if SCHEMES.iter().any(|s| url.trim().starts_with(s)) => {
                 url.trim().to_string()
             }
             Some(other @ Value::String(_)) => {
-                return Err(format!(
-                    "remote.nats_url: expected a URL starting with {}, got {}",
-                    SCHEMES.join(", "),
-                    describe(other)
-                ));
+                return Err(BadRemoteSection::Scheme(describe(other)));
             }
-            Some(other) => {
-                return Err(format!(
-                    "remote.nats_url: expected a URL, got {}",
-                    describe(other)
-                ));
-            }
-            None => return Err("remote.nats_url: missing (the NATS server's URL)".into()),
+            Some(other) => return Err(BadRemoteSection::NotAUrl(describe(other))),
+            None => return Err(BadRemoteSection::NoUrl),
         };
         let pool = match map.get("pool") {
             None | Some(Value::Null) => DEFAULT_POOL.to_string(),
             Some(Value::String(p)) if is_token(p) => p.clone(),
-            Some(other) => {
-                return Err(format!(
-                    "remote.pool: expected a name of letters, digits, '-' and '_', got {}",
-                    describe(other)
-                ));
-            }
+            Some(other) => return Err(BadRemoteSection::Pool(describe(other))),
         };
         let agents = match map.get("agents") {
             None | Some(Value::Null) => RemoteAgents::None,
@@ -152,29 +168,16 @@ impl TryFrom<Value> for RemoteConfig {
                     .iter()
                     .find(|i| !i.is_string())
                     .unwrap_or(&Value::Null);
-                return Err(format!(
-                    "remote.agents: expected all, none or a list of agent names, got a list containing {}",
-                    describe(bad)
-                ));
+                return Err(BadRemoteSection::AgentName(describe(bad)));
             }
-            Some(other) => {
-                return Err(format!(
-                    "remote.agents: expected all, none or a list of agent names, got {}",
-                    describe(other)
-                ));
-            }
+            Some(other) => return Err(BadRemoteSection::Agents(describe(other))),
         };
         let ack_wait = match map.get("ack_wait") {
             None | Some(Value::Null) => DEFAULT_ACK_WAIT,
             Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s >= 1) => {
                 Duration::from_secs(n.as_u64().unwrap_or(1))
             }
-            Some(other) => {
-                return Err(format!(
-                    "remote.ack_wait: expected whole seconds (at least 1), got {}",
-                    describe(other)
-                ));
-            }
+            Some(other) => return Err(BadRemoteSection::AckWait(describe(other))),
         };
         Ok(Self {
             nats_url,

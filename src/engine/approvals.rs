@@ -91,7 +91,7 @@ pub const AWAITING_APPROVAL: &str = "awaiting_approval";
 /// The tool call ids `metadata` lists under [`AWAITING_APPROVAL`] (empty when absent or
 /// not a list of strings).
 pub fn awaiting_approval(metadata: &Metadata) -> Vec<String> {
-    metadata.awaiting_approval.clone()
+    metadata.arbor.awaiting_approval.clone()
 }
 
 /// Adds (`waiting`) or removes tool call `id` in `metadata`'s [`AWAITING_APPROVAL`]
@@ -103,7 +103,7 @@ pub fn set_awaiting(metadata: &mut Metadata, id: &str, waiting: bool) -> usize {
         ids.push(id.to_string());
     }
     let waiting = ids.len();
-    metadata.awaiting_approval = ids;
+    metadata.arbor.awaiting_approval = ids;
     waiting
 }
 

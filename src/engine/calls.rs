@@ -37,7 +37,6 @@ use crate::session::protocol::{
 use crate::session::redact::scrub_secrets;
 use crate::tool::confine::truncate_chars;
 use crate::tool::mount::ToolSet;
-use crate::tool::todo;
 use crate::tool::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
@@ -130,13 +129,13 @@ pub(crate) async fn run_calls(
             }
             match &mut output.effect {
                 Some(ToolEffect::FileChange(change)) => {
-                    live.update_metadata(|m| record_file_change(&mut m.files_changed, change));
+                    live.update_metadata(|m| {
+                        record_file_change(&mut m.arbor.files_changed, change)
+                    });
                 }
                 Some(ToolEffect::Todo(list)) => {
-                    let list = serde_json::to_value(list).unwrap_or_default();
-                    live.update_metadata(|m| {
-                        m.extra.insert(todo::METADATA_KEY.into(), list);
-                    });
+                    let list = list.clone();
+                    live.update_metadata(|m| m.arbor.todos = Some(list));
                 }
                 Some(ToolEffect::Task(result)) => {
                     for text in [Some(&mut result.response), result.error.as_mut()]

@@ -32,8 +32,7 @@ use super::live::LiveSession;
 use crate::agent::AgentSource;
 use crate::agent::approvals::overlay_rules;
 use crate::config::approvals::{
-    ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Rules, Verdict,
-    default_decision,
+    ApprovalPolicy, Authority, DecidedBy, Decision, Grant, RuleSource, Verdict, default_decision,
 };
 use crate::config::modules::describe;
 use crate::session::message::ToolCall;
@@ -44,11 +43,6 @@ use crate::session::protocol::{
 use crate::session::{EngineEvent, SessionStatus};
 use crate::tool::confine::truncate_chars;
 use crate::tool::{Tool, ToolOutput};
-
-/// The metadata key (arbor's own) of the tier the session's agent file was found in
-/// (`user`, `project`, `bundle`, `env`), recorded when the session is created: its
-/// `approvals:` get that tier's authority. Absent: tighten-only.
-pub(crate) const AGENT_SOURCE: &str = "agent_source";
 
 /// A summary longer than this many bytes is cut (the command itself is sent whole).
 const SUMMARY_MAX: usize = 200;
@@ -415,12 +409,12 @@ impl Drop for Waiting<'_> {
 
 /// The approval policy of `live`'s calls: config `approvals:` (full authority), then
 /// the `approvals:` of the bundle's plan (tighten-only), then those of the session's
-/// agent overlay at its tier's authority (metadata [`AGENT_SOURCE`]; an unknown tier is
+/// agent overlay at its tier's authority (metadata `agent_source`; an unknown tier is
 /// tighten-only).
 pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolicy {
     let mut policy = ApprovalPolicy::new(&env.config.approvals);
-    if let Some(value) = live.plan.approvals.as_ref() {
-        match Rules::from_value(value) {
+    if let Some(approvals) = live.plan.approvals.as_ref() {
+        match approvals.get() {
             Ok(rules) => {
                 policy = policy.with_layer(
                     RuleSource::Agent {
@@ -428,7 +422,7 @@ pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolic
                         tier: AgentSource::Bundle.as_str().to_string(),
                     },
                     Authority::TightenOnly,
-                    &rules,
+                    rules,
                 );
             }
             Err(issues) => tracing::warn!(
@@ -442,21 +436,7 @@ pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolic
     if rules.is_empty() {
         return policy;
     }
-    let source = live
-        .metadata()
-        .extra
-        .get(AGENT_SOURCE)
-        .and_then(Value::as_str)
-        .and_then(|text| {
-            [
-                AgentSource::Env,
-                AgentSource::User,
-                AgentSource::Project,
-                AgentSource::Bundle,
-            ]
-            .into_iter()
-            .find(|s| s.as_str() == text)
-        });
+    let source = live.metadata().arbor.agent_source;
     let authority = source.map_or(Authority::TightenOnly, AgentSource::approval_authority);
     let tier = source.map_or("unknown", AgentSource::as_str);
     policy.with_layer(
@@ -473,9 +453,7 @@ pub(crate) fn session_policy(env: &TurnEnv, live: &LiveSession) -> ApprovalPolic
 /// prompt's line on where a command runs (issue 35: `./` alone did not say that `./`
 /// is a worktree, not the person's checkout).
 fn worktree_branch(live: &LiveSession) -> Option<String> {
-    crate::isolation::WorktreeRecord::of(&live.metadata().extra)
-        .filter(|r| r.state == crate::isolation::worktree::State::Active)
-        .map(|r| r.branch)
+    live.metadata().active_worktree().map(|r| r.branch.clone())
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 //! branch and says how to merge or discard it. A child that changed nothing says
 //! nothing.
 //!
-//! Owns: the policy stored with the child ([`POLICY`]), the files of a refused merge
-//! ([`CONFLICT`]), the lock, the task result's words. Does not own: the git steps (`isolation::merge`), cutting and committing
+//! Owns: the policy stored with the child (metadata `merge_policy`), the files of a
+//! refused merge (`merge_conflict`), the lock, the task result's words. Does not own: the git steps (`isolation::merge`), cutting and committing
 //! worktrees (`isolate`), the `session merge` command (`handle::undo`).
 
 use std::collections::BTreeMap;
@@ -29,30 +29,12 @@ use super::live::LiveSession;
 use super::review;
 use crate::config::isolation::MergePolicy;
 use crate::isolation::merge::{self, FileConflict};
-use crate::isolation::worktree::{KEY, State};
+use crate::isolation::worktree::State;
 use crate::isolation::{IsolationError, WorktreeRecord};
 use crate::session::SessionStatus;
 
-/// The metadata key (`extra`) of a worktree child's merge policy (`auto`, `review`,
-/// `manual`). A child stored before issue 35 has none and counts as `manual`.
-pub const POLICY: &str = "merge_policy";
-
-/// The metadata key (`extra`) of the files a refused automatic merge conflicted on
-/// (what `arbor run` lists at its end).
-pub use crate::isolation::standing::CONFLICT;
-
 /// At most this many characters of each side of a hunk go to the parent model.
 const SIDE_MAX: usize = 4000;
-
-/// The merge policy stored with a child (`manual` when none is).
-pub(crate) fn policy_of(live: &LiveSession) -> MergePolicy {
-    live.metadata()
-        .extra
-        .get(POLICY)
-        .and_then(|v| v.as_str())
-        .and_then(MergePolicy::from_name)
-        .unwrap_or(MergePolicy::Manual)
-}
 
 /// How a child's worktree ended when its task call returned.
 enum Home {
@@ -72,10 +54,10 @@ pub(crate) async fn bring_home(
     status: SessionStatus,
     token: &CancellationToken,
 ) -> Option<String> {
-    let record =
-        WorktreeRecord::of(&child.metadata().extra).filter(|r| r.state == State::Active)?;
+    let metadata = child.metadata();
+    let record = metadata.active_worktree()?.clone();
     let id = child.id.short();
-    let policy = policy_of(child);
+    let policy = metadata.merge_policy();
     if policy == MergePolicy::Manual {
         return Some(left(&record, &id, "merge: manual"));
     }
@@ -95,23 +77,14 @@ pub(crate) async fn bring_home(
     let done = blocking(move || merge_locked(&attempt, &target)).await;
     match done {
         Ok(Home::Merged(files)) => {
-            let value = WorktreeRecord {
-                state: State::Merged,
-                ..record
-            }
-            .to_value();
-            child.update_metadata(|m| {
-                m.extra.insert(KEY.into(), value);
-            });
+            let merged = record.with_state(State::Merged);
+            child.update_metadata(|m| m.arbor.worktree = Some(merged));
             child.sync();
             Some(merged_note(&files))
         }
         Ok(Home::Conflict(conflicts)) => {
-            let files: Vec<&str> = conflicts.iter().map(|c| c.file.as_str()).collect();
-            let value = serde_json::json!(files);
-            child.update_metadata(|m| {
-                m.extra.insert(CONFLICT.into(), value);
-            });
+            let files: Vec<String> = conflicts.iter().map(|c| c.file.clone()).collect();
+            child.update_metadata(|m| m.arbor.merge_conflict = Some(files));
             child.sync();
             Some(conflict_note(&record, &id, &conflicts))
         }

@@ -10,20 +10,15 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::live::LiveSession;
 use crate::config::MountPlan;
 use crate::config::isolation::{Isolation, IsolationSetting, MergePolicy};
-use crate::config::mount_plan::edit_write_paths;
 use crate::isolation::worktree::State;
-use crate::isolation::{IsolationError, WorktreeRecord, worktree};
+use crate::isolation::{IsolationError, WorktreeRecord};
 use crate::paths::Paths;
 use crate::session::SessionId;
-
-/// The metadata key marking that a parent's thread was told its children are not
-/// isolated (said once).
-const NOTED: &str = "isolation_noted";
 
 /// The tool modules that can change files.
 const WRITING: &[&str] = &["tool-filesystem", "tool-bash"];
@@ -97,9 +92,9 @@ pub(crate) async fn prepare(
         Err(IsolationError::NotARepo { dir }) => {
             // Checked and set under the metadata lock: parallel spawns say it once.
             let mut first = false;
-            if parent.metadata().extra.get(NOTED).is_none() {
+            if !parent.metadata().arbor.isolation_noted {
                 parent.update_metadata(|m| {
-                    first = m.extra.insert(NOTED.into(), json!(true)).is_none();
+                    first = !std::mem::replace(&mut m.arbor.isolation_noted, true);
                 });
             }
             let note = first.then(|| {
@@ -118,29 +113,19 @@ pub(crate) async fn prepare(
 /// (they resolve against the new working directory), absolute ones inside the
 /// repository move into the worktree, and `extra` (the main `.git` entries) is added.
 fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
-    let Some(tools) = plan.tools.as_mut() else {
-        return;
-    };
-    for spec in tools.iter_mut() {
-        if spec.module() != Some("tool-filesystem") {
-            continue;
-        }
-        spec.edit(|entry| {
-            edit_write_paths(entry, |current| {
-                let mut paths: Vec<String> = current
-                    .into_iter()
-                    .map(
-                        |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
-                            Ok(rel) => record.path.join(rel).display().to_string(),
-                            Err(_) => p,
-                        },
-                    )
-                    .collect();
-                paths.extend(extra.iter().map(|p| p.display().to_string()));
-                paths
-            })
-        });
-    }
+    plan.edit_write_paths(|current| {
+        let mut paths: Vec<String> = current
+            .into_iter()
+            .map(
+                |p| match std::path::Path::new(&p).strip_prefix(&record.repo) {
+                    Ok(rel) => record.path.join(rel).display().to_string(),
+                    Err(_) => p,
+                },
+            )
+            .collect();
+        paths.extend(extra.iter().map(|p| p.display().to_string()));
+        paths
+    });
 }
 
 /// After a turn of `live`: commits what it changed in its worktree to its branch and
@@ -148,8 +133,7 @@ fn confine(plan: &mut MountPlan, record: &WorktreeRecord, extra: &[PathBuf]) {
 /// `unmerged ✎3`). Failures are logged.
 pub(crate) async fn after_turn(live: &LiveSession) {
     let metadata = live.metadata();
-    let Some(record) = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active)
-    else {
+    let Some(record) = metadata.active_worktree().cloned() else {
         return;
     };
     let message = format!("{} turn {}", live.id, metadata.turn_count);
@@ -164,9 +148,7 @@ pub(crate) async fn after_turn(live: &LiveSession) {
     .await;
     match done {
         Ok(counted) => {
-            live.update_metadata(|m| {
-                m.extra.insert(worktree::KEY.into(), counted.to_value());
-            });
+            live.update_metadata(|m| m.arbor.worktree = Some(counted));
             live.sync();
         }
         Err(e) => tracing::warn!(session = %live.id, "worktree after the turn: {e}"),
@@ -176,9 +158,7 @@ pub(crate) async fn after_turn(live: &LiveSession) {
 /// When a sub-session's task call ends: a worktree left with no change against its
 /// base is removed with its branch (state `clean`). Failures are logged.
 pub(crate) async fn release_if_clean(live: &LiveSession) {
-    let Some(record) =
-        WorktreeRecord::of(&live.metadata().extra).filter(|r| r.state == State::Active)
-    else {
+    let Some(record) = live.metadata().active_worktree().cloned() else {
         return;
     };
     let result = blocking(move || -> Result<Option<WorktreeRecord>, IsolationError> {
@@ -193,9 +173,7 @@ pub(crate) async fn release_if_clean(live: &LiveSession) {
     })
     .await;
     match result {
-        Ok(Some(cleaned)) => live.update_metadata(|m| {
-            m.extra.insert(worktree::KEY.into(), cleaned.to_value());
-        }),
+        Ok(Some(cleaned)) => live.update_metadata(|m| m.arbor.worktree = Some(cleaned)),
         Ok(None) => {}
         Err(e) => tracing::warn!(session = %live.id, "removing a clean worktree: {e}"),
     }
@@ -206,7 +184,7 @@ pub(crate) async fn release_if_clean(live: &LiveSession) {
 /// cut again, at the same place, from its parent's directory as it is now. Failures
 /// are logged (the turn's tools then report the missing directory).
 pub(crate) async fn before_turn(live: &LiveSession) {
-    let Some(record) = WorktreeRecord::of(&live.metadata().extra) else {
+    let Some(record) = live.metadata().arbor.worktree else {
         return;
     };
     if record.state == State::Active && record.path.exists() {
@@ -235,9 +213,7 @@ pub(crate) async fn before_turn(live: &LiveSession) {
         Ok((fresh, note)) => {
             tracing::info!(session = %live.id, "{note}");
             if let Some(fresh) = fresh {
-                live.update_metadata(|m| {
-                    m.extra.insert(worktree::KEY.into(), fresh.to_value());
-                });
+                live.update_metadata(|m| m.arbor.worktree = Some(fresh));
             }
         }
         Err(e) => tracing::warn!(session = %live.id, "worktree before the turn: {e}"),
@@ -259,6 +235,7 @@ pub(crate) async fn blocking<T>(work: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_plans_with_writing_tools_may_write() {

@@ -40,7 +40,6 @@ use tokio_util::sync::CancellationToken;
 use super::inbox::{Inbox, Pending};
 use super::outcome::EngineError;
 use crate::config::MountPlan;
-use crate::isolation::worktree::KEY as WORKTREE_KEY;
 use crate::provider::Provider;
 use crate::session::message::now_rfc3339;
 use crate::session::protocol::{PromptMode, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason};
@@ -264,15 +263,7 @@ impl LiveSession {
         let Some(disk) = lock(&self.writer).retake_lock()? else {
             return Ok(());
         };
-        let mut metadata = lock(&self.metadata);
-        match disk.extra.get(WORKTREE_KEY) {
-            Some(record) => {
-                metadata.extra.insert(WORKTREE_KEY.into(), record.clone());
-            }
-            None => {
-                metadata.extra.remove(WORKTREE_KEY);
-            }
-        }
+        lock(&self.metadata).arbor.worktree = disk.arbor.worktree;
         Ok(())
     }
 

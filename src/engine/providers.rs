@@ -98,7 +98,7 @@ pub(crate) fn provider_for(
 
 /// The `ModelCache` key of a plan entry: its provider id and base URL.
 pub(crate) fn cache_key(entry: &ModuleEntry) -> String {
-    let base = entry.config.get("base_url").and_then(Value::as_str);
+    let base = entry.provider_config().base_url;
     format!("{} {}", provider_id(entry), base.unwrap_or_default())
 }
 
@@ -116,12 +116,8 @@ pub(crate) fn build(
         Some(factory) => factory(entry)?,
         None => setup::build_provider_in(entry, &env.config, env.env.as_ref(), &env.http)?,
     };
-    let wanted = entry
-        .config
-        .get("default_model")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|m| !m.is_empty());
+    let wanted = entry.provider_config().default_model;
+    let wanted = wanted.as_deref().map(str::trim).filter(|m| !m.is_empty());
     Ok(match wanted {
         Some(model) if model != provider.default_model() => Arc::new(PinnedModel {
             inner: provider,
@@ -400,11 +396,9 @@ pub(crate) fn follow_current_endpoints(
             continue;
         };
         let Some(stored) = entry
-            .config
-            .get("base_url")
-            .and_then(Value::as_str)
+            .provider_config()
+            .base_url
             .filter(|s| !s.trim().is_empty())
-            .map(str::to_string)
         else {
             continue;
         };

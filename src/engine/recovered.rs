@@ -61,7 +61,7 @@ pub(super) fn repair_before_turn(env: &TurnEnv, live: &LiveSession) {
     }
     if !awaiting.is_empty() {
         live.update_metadata(|m| {
-            m.awaiting_approval.clear();
+            m.arbor.awaiting_approval.clear();
         });
     }
 }

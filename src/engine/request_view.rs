@@ -208,7 +208,7 @@ pub(crate) fn retry_after_overflow(live: &LiveSession, error: &ProviderError) ->
 /// full the context is.
 fn publish_use(live: &LiveSession, tokens: u64, settings: &Settings) {
     let max_tokens = settings.max_tokens;
-    live.stage_metadata(|m| m.context = Some(ContextUse { tokens, max_tokens }));
+    live.stage_metadata(|m| m.arbor.context = Some(ContextUse { tokens, max_tokens }));
     live.emit(EngineEvent::ContextUsage(ContextUsageEvent {
         tokens,
         max_tokens,

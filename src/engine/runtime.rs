@@ -25,7 +25,6 @@ use serde_json::Value;
 
 use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::env::{Env, ProviderFactory, TurnEnv};
-use super::gate::AGENT_SOURCE;
 use super::limits::{self, TreeLimits};
 use super::live::{LiveSession, lock};
 use super::model_choice;
@@ -34,7 +33,7 @@ use super::panics;
 use super::providers;
 use super::remote::{self, RemoteRuns};
 use super::root_plan;
-use super::spawn::{self, Host, RESOLVED_MODEL, Sessions};
+use super::spawn::{self, Host, Sessions};
 use super::stored_plan;
 use super::turn;
 use crate::agent::Bundle;
@@ -344,13 +343,13 @@ impl Runtime {
         let choice = model_choice::choose(env, &plan, current.as_ref(), model).await?;
         let (plan, (provider, config)) = model_choice::apply(env, &plan, &choice)?;
         let label = providers::label(provider.as_ref(), None);
-        let record = model_choice::chosen(&choice).to_value();
+        let record = model_choice::chosen(&choice);
         live.set_provider(provider, config);
         let stored = stored_plan::stored_config(env, &plan);
         live.update_metadata(|m| {
             m.config = Some(stored);
             m.model = Some(label.clone());
-            m.extra.insert(RESOLVED_MODEL.into(), record);
+            m.arbor.resolved_model = Some(record);
         });
         live.sync();
         tracing::info!(session = session_id, model = %label, "model switched");
@@ -391,17 +390,11 @@ impl Runtime {
             agent_overlay: overlay,
             ..Default::default()
         };
-        if let Some(resolved) = &resolved {
-            metadata
-                .extra
-                .insert(RESOLVED_MODEL.into(), resolved.to_value());
-        }
+        metadata.arbor.resolved_model = resolved;
         // The tier of the agent file decides how much its `approvals:` may say.
-        if let Some(def) = agent.and_then(|name| root_plan::valid_agent(env, name).ok()) {
-            metadata
-                .extra
-                .insert(AGENT_SOURCE.into(), def.source.as_str().into());
-        }
+        metadata.arbor.agent_source = agent
+            .and_then(|name| root_plan::valid_agent(env, name).ok())
+            .map(|def| def.source);
         let live = self.register(metadata, plan, Vec::new())?;
         env.limits.root_created(&live.id);
         live.set_provider(provider, provider_config);

@@ -16,14 +16,12 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use super::live::lock;
-
-/// The config key under `providers[].config`.
-pub const MAX_CONCURRENT: &str = "max_concurrent";
+use crate::config::mount_plan::ProviderConfig;
 
 /// The limit a provider entry's `config` sets: a positive integer, else none (a bad
 /// value is logged and ignored, so a typo never stops the session).
 pub fn max_concurrent(config: &Value) -> Option<usize> {
-    let value = config.get(MAX_CONCURRENT).filter(|v| !v.is_null())?;
+    let value = ProviderConfig::of(config).max_concurrent?;
     match value.as_u64().filter(|n| *n > 0) {
         Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
         None => {
@@ -73,7 +71,7 @@ impl ProviderSlots {
         let Some(limit) = max_concurrent(config) else {
             return Slot::Free;
         };
-        let base = config.get("base_url").and_then(Value::as_str);
+        let base = ProviderConfig::of(config).base_url;
         let endpoint = format!("{provider_id} {}", base.unwrap_or_default());
         let semaphore = self.semaphore(&endpoint, limit);
         match semaphore.clone().try_acquire_owned() {

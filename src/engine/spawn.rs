@@ -31,7 +31,6 @@ use serde_json::Value;
 
 use super::context::with_context;
 use super::env::TurnEnv;
-use super::gate::AGENT_SOURCE;
 use super::limits::{LimitReached, RunPermit, agent_plan};
 use super::live::LiveSession;
 use super::outcome::{EngineError, TurnOutcome};
@@ -46,6 +45,7 @@ use crate::config::budget::{Budget, BudgetState, Spent};
 use crate::provider::Provider;
 use crate::routing::{ModelRequest, ProviderPreference, ResolvedModel, Routed, apply_resolved};
 use crate::session::message::now_rfc3339;
+use crate::session::metadata::ArborKeys;
 use crate::session::protocol::{
     SessionForkEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent, TaskAgentSpawnedEvent,
 };
@@ -229,31 +229,17 @@ async fn spawn_child(
         depth: parent.depth + 1,
         config: Some(stored_plan::stored_config(env, &plan)),
         agent_overlay: agent.overlay.clone(),
+        arbor: ArborKeys {
+            model_role: request.model_role.clone(),
+            provider_preferences: request.provider_preferences.clone(),
+            resolved_model: Some(resolved.clone()),
+            agent_source: Some(agent.source),
+            merge_policy: place.record.as_ref().map(|_| place.merge),
+            worktree: place.record.clone(),
+            ..Default::default()
+        },
         ..Default::default()
     };
-    if let Some(role) = &request.model_role {
-        metadata.extra.insert("model_role".into(), role.clone());
-    }
-    if let Some(prefs) = &request.provider_preferences {
-        metadata
-            .extra
-            .insert("provider_preferences".into(), prefs.clone());
-    }
-    metadata
-        .extra
-        .insert(RESOLVED_MODEL.into(), resolved.to_value());
-    metadata
-        .extra
-        .insert(AGENT_SOURCE.into(), agent.source.as_str().into());
-    if let Some(record) = &place.record {
-        metadata
-            .extra
-            .insert(crate::isolation::worktree::KEY.into(), record.to_value());
-        metadata.extra.insert(
-            super::homecoming::POLICY.into(),
-            place.merge.as_str().into(),
-        );
-    }
     let budget = budget.map(|budget| BudgetState {
         budget,
         since: Spent::default(),
@@ -299,9 +285,6 @@ fn refused(parent: &LiveSession, limit: LimitReached) -> SpawnError {
     tracing::warn!(session = %parent.id, "sub-session refused: {limit}");
     SpawnError::Refused(limit)
 }
-
-/// The metadata key of a session's [`ResolvedModel`].
-pub(crate) const RESOLVED_MODEL: &str = "resolved_model";
 
 /// A built provider with its plan entry's config (what `LiveSession` caches).
 type SessionProvider = (Arc<dyn Provider>, Value);
@@ -357,11 +340,7 @@ async fn route_resume(
     if child.is_running() {
         return Ok(None);
     }
-    let stored = child
-        .metadata()
-        .extra
-        .get(RESOLVED_MODEL)
-        .and_then(ResolvedModel::from_value);
+    let stored = child.metadata().arbor.resolved_model;
     let model_request = ModelRequest {
         call_preferences: request.provider_preferences.clone(),
         call_role: request.model_role.clone(),
@@ -395,25 +374,23 @@ async fn route_resume(
             "resume override not applied ({failed}); kept {}",
             kept.label()
         ));
-        let value = kept.to_value();
-        child.update_metadata(|m| {
-            m.extra.insert(RESOLVED_MODEL.into(), value);
-        });
+        let record = kept.clone();
+        child.update_metadata(|m| m.arbor.resolved_model = Some(record));
         return Ok(Some(kept));
     }
     let (plan, (provider, config)) = apply_routing(env, plan, &routed, current)?;
-    let value = routed.resolved.to_value();
+    let record = routed.resolved.clone();
     let label = providers::label(provider.as_ref(), None);
     child.set_provider(provider, config);
     let stored = stored_plan::stored_config(env, &plan);
     child.update_metadata(|m| {
         m.config = Some(stored);
-        m.extra.insert(RESOLVED_MODEL.into(), value);
+        m.arbor.resolved_model = Some(record);
         if let Some(role) = &request.model_role {
-            m.extra.insert("model_role".into(), role.clone());
+            m.arbor.model_role = Some(role.clone());
         }
         if let Some(prefs) = &request.provider_preferences {
-            m.extra.insert("provider_preferences".into(), prefs.clone());
+            m.arbor.provider_preferences = Some(prefs.clone());
         }
         m.model = Some(label);
     });

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use super::env::TurnEnv;
 use crate::agent::AgentDef;
 use crate::config::MountPlan;
+use crate::config::mount_plan::AgentAccess;
 use crate::tool::delegate::raw_description;
 use crate::tool::task::allowed_agents;
 
@@ -28,13 +29,11 @@ pub(crate) fn stored_config(env: &TurnEnv, plan: &MountPlan) -> Value {
     let Value::Object(map) = &mut stored else {
         return stored;
     };
-    if let Some(Value::Object(agents)) = map.get("agents")
-        && !agents.contains_key("include")
-    {
+    if plan.agents().is_some_and(AgentAccess::is_config_map) {
         return stored;
     }
-    if let Some(access) = map.get("agents").filter(|a| !is_all(a)).cloned() {
-        map.insert(ACCESS_KEY.into(), access);
+    if let Some(access) = plan.agents().filter(|a| !a.is_all()) {
+        map.insert(ACCESS_KEY.into(), access.to_value());
     }
     let registry = env.registry();
     let allowed = allowed_agents(registry.agents(), plan.agents());
@@ -51,10 +50,6 @@ pub(crate) fn stored_config(env: &TurnEnv, plan: &MountPlan) -> Value {
 /// the live registry" (Amplifier's spawner also adds live agents to it), so without
 /// this a stored `none` (`{}`) would read back as all. Amplifier ignores the key.
 pub(crate) const ACCESS_KEY: &str = "arbor_agents";
-
-fn is_all(agents: &Value) -> bool {
-    agents.is_null() || agents.as_str() == Some("all")
-}
 
 /// A stored plan made live again (a resume): arbor's access form, when stored, back
 /// in `agents`.

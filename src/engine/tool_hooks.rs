@@ -102,16 +102,23 @@ fn session_input(live: &LiveSession, gate: &Gate<'_>) -> Map<String, Value> {
     super::notify_hooks::common_input(live, &gate.transcript_path())
 }
 
+/// What the `UserPromptSubmit` hooks said about a turn's prompts.
+pub(crate) enum PromptVerdict {
+    /// The turn goes ahead with these texts added as context (often none).
+    Proceed(Vec<String>),
+    /// A hook blocked the turn, for this reason.
+    Blocked(String),
+}
+
 /// Runs the `UserPromptSubmit` hooks for `prompts` (the turn's new user texts, joined).
-/// `Err` is the reason a hook blocked the turn; `Ok` the context to add.
 pub(crate) async fn prompt_submit(
     live: &LiveSession,
     gate: &Gate<'_>,
     prompts: &[String],
-) -> Result<Vec<String>, String> {
+) -> PromptVerdict {
     let hooks = gate.hooks();
     if prompts.is_empty() || !hooks.has(HookEvent::UserPromptSubmit) {
-        return Ok(Vec::new());
+        return PromptVerdict::Proceed(Vec::new());
     }
     let mut input = session_input(live, gate);
     input.insert("prompt".into(), prompts.join("\n\n").into());
@@ -122,8 +129,8 @@ pub(crate) async fn prompt_submit(
         live.emit(EngineEvent::HookRan(record.clone()));
     }
     match verdict.blocked {
-        Some(reason) => Err(reason),
-        None => Ok(verdict.context),
+        Some(reason) => PromptVerdict::Blocked(reason),
+        None => PromptVerdict::Proceed(verdict.context),
     }
 }
 

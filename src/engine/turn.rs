@@ -248,7 +248,7 @@ async fn one_turn(
     grant_budget(live);
     // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
     live.update_metadata(|m| {
-        m.turn_started = Some(now_rfc3339());
+        m.arbor.turn_started = Some(now_rfc3339());
         m.status = SessionStatus::Running;
     });
     live.emit(EngineEvent::status(SessionStatus::Running));
@@ -262,7 +262,7 @@ async fn one_turn(
     let first = match &tree {
         Some(tree) => {
             let next = transfer::next_agent(tree, live);
-            live.update_metadata(|m| m.active_agent = Some(next.clone()));
+            live.update_metadata(|m| m.arbor.active_agent = Some(next.clone()));
             next
         }
         None => live.agent_name.clone(),
@@ -289,12 +289,12 @@ async fn one_turn(
     let what = format!("the turn of session '{}'", live.id);
     Box::pin(tool_hooks::session_start(live, &gate)).await;
     let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
-        Err(reason) => LoopEnd {
+        tool_hooks::PromptVerdict::Blocked(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
             error: Some(TurnError::HookBlocked { reason }),
         },
-        Ok(context) => {
+        tool_hooks::PromptVerdict::Proceed(context) => {
             for text in context {
                 live.append(Message::System(crate::session::message::UserMessage {
                     content: format!("[UserPromptSubmit hook] {text}").into(),
@@ -314,7 +314,7 @@ async fn one_turn(
     Box::pin(tool_hooks::stop(live, &gate, end.status.as_str())).await;
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
-        live.update_metadata(|m| m.active_agent = Some(next));
+        live.update_metadata(|m| m.arbor.active_agent = Some(next));
     }
     let outcome = finish(live, end, &usage);
     super::checkpoints::after_turn(env, live).await;
@@ -462,7 +462,7 @@ async fn drive(
                 to: target.clone(),
                 tool_call_id: tool_call_id.into(),
             }));
-            live.update_metadata(|m| m.active_agent = Some(target.clone()));
+            live.update_metadata(|m| m.arbor.active_agent = Some(target.clone()));
             active = match transfer::activate(ctx.env, live, ctx.tree, &target).await {
                 Ok(next) => next,
                 Err(e) => return agent_failed(&target, &e, last_text),

@@ -143,8 +143,55 @@ pub enum HookConfigError {
         origin: String,
         event: &'static str,
         index: usize,
-        problem: String,
+        problem: EntryProblem,
     },
+}
+
+/// What is wrong with one entry of an event's matcher list (the `problem` of
+/// [`HookConfigError::BadEntry`]).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EntryProblem {
+    /// The event's value is not a list.
+    #[error("must be a list of {{matcher, hooks}}")]
+    NotAList,
+    /// The entry is not a mapping.
+    #[error("must be a mapping {{matcher, hooks}}")]
+    NotAMapping,
+    /// `matcher` is a string that is no regex.
+    #[error("bad matcher `{pattern}`: {reason}")]
+    BadMatcher { pattern: String, reason: String },
+    /// `matcher` is not a string (the value as JSON).
+    #[error("`matcher` must be a string, got {0}")]
+    MatcherNotAString(String),
+    /// `hooks` is absent or not a list.
+    #[error("needs `hooks: [{{type: command, command: …}}]`")]
+    NoHooks,
+    /// A hook of another `type` than `command`.
+    #[error("hook type `{0}` is not supported (only `command`)")]
+    UnsupportedType(String),
+    /// A hook without a command.
+    #[error("a hook needs a non-empty `command`")]
+    NoCommand,
+    /// `timeout` is not a positive number (the value as JSON).
+    #[error("`timeout` must be a positive number of seconds, got {0}")]
+    BadTimeout(String),
+}
+
+/// A project settings file whose hooks cannot be used (each text names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file is larger than arbor reads.
+    #[error("{}: larger than {max} bytes", path.display())]
+    TooLarge { path: PathBuf, max: u64 },
+    /// It could not be read (not a regular file, unreadable, outside its project).
+    #[error(transparent)]
+    Read(#[from] crate::config::project_file::ProjectFileError),
+    /// It is not JSON (`.json`) or YAML.
+    #[error("{}: {problem}", path.display())]
+    Parse { path: PathBuf, problem: String },
+    /// Its `hooks` value is malformed.
+    #[error(transparent)]
+    Hooks(#[from] HookConfigError),
 }
 
 /// Every configured hook of a process, by event.
@@ -189,12 +236,12 @@ impl Hooks {
                         origin,
                         event: event.as_str(),
                         index: 0,
-                        problem: "must be a list of {matcher, hooks}".into(),
+                        problem: EntryProblem::NotAList,
                     });
                 }
             };
             for (index, item) in items.iter().enumerate() {
-                let bad = |problem: String| HookConfigError::BadEntry {
+                let bad = |problem: EntryProblem| HookConfigError::BadEntry {
                     origin: origin.clone(),
                     event: event.as_str(),
                     index,
@@ -236,22 +283,25 @@ pub fn claude_alias(tool: &str) -> Option<&'static str> {
     crate::config::modules::describe(tool).hook_name
 }
 
-fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, String> {
-    let obj = item
-        .as_object()
-        .ok_or("must be a mapping {matcher, hooks}")?;
+fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, EntryProblem> {
+    let obj = item.as_object().ok_or(EntryProblem::NotAMapping)?;
     let pattern = match obj.get("matcher") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() || s == "*" => None,
         Some(Value::String(s)) => {
-            Some(Regex::new(&format!("^(?:{s})$")).map_err(|e| format!("bad matcher `{s}`: {e}"))?)
+            Some(
+                Regex::new(&format!("^(?:{s})$")).map_err(|e| EntryProblem::BadMatcher {
+                    pattern: s.clone(),
+                    reason: e.to_string(),
+                })?,
+            )
         }
-        Some(other) => return Err(format!("`matcher` must be a string, got {other}")),
+        Some(other) => return Err(EntryProblem::MatcherNotAString(other.to_string())),
     };
     let list = obj
         .get("hooks")
         .and_then(Value::as_array)
-        .ok_or("needs `hooks: [{type: command, command: …}]`")?;
+        .ok_or(EntryProblem::NoHooks)?;
     let mut hooks = Vec::new();
     for hook in list {
         let kind = hook
@@ -259,26 +309,20 @@ fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, String> {
             .and_then(Value::as_str)
             .unwrap_or("command");
         if kind != "command" {
-            return Err(format!(
-                "hook type `{kind}` is not supported (only `command`)"
-            ));
+            return Err(EntryProblem::UnsupportedType(kind.to_string()));
         }
         let command = hook
             .get("command")
             .and_then(Value::as_str)
             .filter(|c| !c.trim().is_empty())
-            .ok_or("a hook needs a non-empty `command`")?;
+            .ok_or(EntryProblem::NoCommand)?;
         let timeout = match hook.get("timeout") {
             None | Some(Value::Null) => DEFAULT_TIMEOUT,
             Some(v) => match v.as_f64() {
                 Some(s) if s.is_finite() && s > 0.0 => {
                     Duration::from_secs_f64(s.min(MAX_TIMEOUT.as_secs_f64()))
                 }
-                _ => {
-                    return Err(format!(
-                        "`timeout` must be a positive number of seconds, got {v}"
-                    ));
-                }
+                _ => return Err(EntryProblem::BadTimeout(v.to_string())),
             },
         };
         hooks.push(HookCommand {
@@ -294,25 +338,31 @@ fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, String> {
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 
 /// The `hooks` value of a project settings file at `path` (YAML or JSON by
-/// extension; a missing file is `null`). Errors are one line naming the file.
-pub fn read_settings_hooks(path: &Path) -> Result<Value, String> {
+/// extension; a missing file is `null`).
+///
+/// Errors: [`SettingsError`], one line naming the file.
+pub fn read_settings_hooks(path: &Path) -> Result<Value, SettingsError> {
     // Non-blocking, regular files only, capped (`config::project_file`, issue 34).
     let within = crate::config::project_file::Confinement::unconfined();
     let text = match crate::config::project_file::read(path, &within, MAX_SETTINGS_BYTES) {
         Ok(read) if read.cut => {
-            return Err(format!(
-                "{}: larger than {MAX_SETTINGS_BYTES} bytes",
-                path.display()
-            ));
+            return Err(SettingsError::TooLarge {
+                path: path.to_path_buf(),
+                max: MAX_SETTINGS_BYTES,
+            });
         }
         Ok(read) => read.text(),
         Err(e) if e.is_not_found() => return Ok(Value::Null),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    let parse = |problem: String| SettingsError::Parse {
+        path: path.to_path_buf(),
+        problem,
     };
     let value: Value = if path.extension().is_some_and(|x| x == "json") {
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        serde_json::from_str(&text).map_err(|e| parse(e.to_string()))?
     } else {
-        crate::config::yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        crate::config::yaml::from_str(&text).map_err(|e| parse(e.to_string()))?
     };
     Ok(value.get("hooks").cloned().unwrap_or(Value::Null))
 }

@@ -74,16 +74,12 @@ impl HookRunner {
                 for file in super::config::PROJECT_SETTINGS {
                     let path = root.join(file);
                     let parsed = read_settings_hooks(&path).and_then(|v| {
-                        Hooks::parse(
-                            &v,
-                            &HookSource::Project(path.clone()),
-                            &path.to_string_lossy(),
-                        )
-                        .map_err(|e| e.to_string())
+                        let source = HookSource::Project(path.clone());
+                        Ok(Hooks::parse(&v, &source, &path.to_string_lossy())?)
                     });
                     match parsed {
                         Ok(more) => hooks.extend(more),
-                        Err(e) => problems.push(e),
+                        Err(e) => problems.push(e.to_string()),
                     }
                 }
             } else {

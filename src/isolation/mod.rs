@@ -8,9 +8,9 @@
 //!   (`<state>/arbor/worktrees/<repo slug>/<short id>`), on a branch `arbor/<short id>`
 //!   cut from a commit object of its parent's working tree as it is (uncommitted and
 //!   untracked files included); committing its changes when its turn ends; its diff
-//!   against that base; removing it. The record of it lives in the session's
-//!   metadata (`extra.worktree`, [`WorktreeRecord`]); [`leftover`] finds the ones a
-//!   crash left with no session.
+//!   against that base; removing it. The record of it is the session metadata's
+//!   `worktree` key ([`WorktreeRecord`], whose shape `session::metadata` owns);
+//!   [`leftover`] finds the ones a crash left with no session.
 //! - [`merge`]: the three-way merge of a sub-session's branch into its parent's
 //!   working tree (`git merge-tree`), all or nothing.
 //! - [`checkpoint`]: a tree object of the files a session can touch, under the
@@ -20,7 +20,8 @@
 //!
 //! Owns: the git plumbing and the records. Does not own: when a worktree is made or a
 //! checkpoint taken (`engine::spawn`, `engine::checkpoints`), the commands
-//! (`cli::session`), the session store (`session`). Uses only `paths` below it.
+//! (`cli::session`), the session store (`session`). Uses only `paths` and the
+//! metadata's record types (`session::metadata`) below it.
 
 pub mod checkpoint;
 pub mod git;

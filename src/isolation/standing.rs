@@ -2,17 +2,12 @@
 //! `discarded`, `unmerged ✎3` (files changed) or `conflict`, the one word every front
 //! end shows (`session show`, `session tree`, `session list`, the TUI's tree row).
 //!
-//! Owns: [`Standing`], read from a session's metadata extras (its
-//! [`WorktreeRecord`] and the files of a refused merge under [`CONFLICT`]). Does not
-//! own: how a worktree gets there (`engine::homecoming`, `engine::handle::undo`).
+//! Owns: [`Standing`], read from a session's metadata (its `worktree` record and
+//! the files of a refused merge, `merge_conflict`). Does not own: how a worktree gets
+//! there (`engine::homecoming`, `engine::handle::undo`).
 
-use serde_json::{Map, Value};
-
-use super::WorktreeRecord;
 use super::worktree::State;
-
-/// The metadata key (`extra`) of the files a refused automatic merge conflicted on.
-pub const CONFLICT: &str = "merge_conflict";
+use crate::session::Metadata;
 
 /// Where a worktree child's work stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,21 +24,16 @@ pub enum Standing {
 }
 
 impl Standing {
-    /// The standing of the session whose metadata extras are `extra`; `None` without
-    /// a worktree, or for one removed because it changed nothing.
-    pub fn of(extra: &Map<String, Value>) -> Option<Self> {
-        let record = WorktreeRecord::of(extra)?;
+    /// The standing of the session with `metadata`; `None` without a worktree, or
+    /// for one removed because it changed nothing.
+    pub fn of(metadata: &Metadata) -> Option<Self> {
+        let record = metadata.worktree()?;
         match record.state {
             State::Clean => None,
             State::Merged => Some(Self::Merged),
             State::Discarded => Some(Self::Discarded),
-            State::Active => Some(match extra.get(CONFLICT).and_then(Value::as_array) {
-                Some(files) => Self::Conflict(
-                    files
-                        .iter()
-                        .filter_map(|f| f.as_str().map(str::to_string))
-                        .collect(),
-                ),
+            State::Active => Some(match &metadata.arbor.merge_conflict {
+                Some(files) => Self::Conflict(files.clone()),
                 None => Self::Unmerged(record.changed),
             }),
         }
@@ -78,13 +68,13 @@ impl std::fmt::Display for Standing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
-    fn extra(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        }
+    /// Metadata with the keys of `value` (an object) beside a session id, read as
+    /// `metadata.json` is.
+    fn extra(mut value: Value) -> Metadata {
+        value["session_id"] = json!("s");
+        serde_json::from_value(value).unwrap()
     }
 
     fn worktree(state: &str) -> Value {

@@ -2,98 +2,20 @@
 //! parent's working tree as it is, committing its changes to its branch, its diff
 //! against its base, repairing or removing it.
 //!
-//! Owns: [`WorktreeRecord`] (stored in the session's metadata as `extra.worktree`)
-//! and the git steps on it. Does not own: deciding who gets one (`engine::spawn`),
-//! merging (`merge`).
+//! Owns: the git steps on a [`WorktreeRecord`] (the record itself is the session
+//! metadata's `worktree` key, `session::metadata`). Does not own: deciding who gets
+//! one (`engine::spawn`), merging (`merge`).
 
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::git::Git;
 use super::{IsolationError, Repo};
 
-/// The metadata key of a session's [`WorktreeRecord`].
-pub const KEY: &str = "worktree";
+pub use crate::session::metadata::{WorktreeRecord, WorktreeState as State};
 
-/// Where a sub-session's worktree stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    /// The worktree exists (or its branch does) and is not merged.
-    Active,
-    /// Its session ended with no change: worktree and branch removed.
-    Clean,
-    /// Merged into its parent's working tree; worktree and branch removed.
-    Merged,
-    /// Discarded; worktree and branch removed.
-    Discarded,
-}
-
-/// A sub-session's worktree, as stored in its metadata (`extra.worktree`):
-/// `{path, branch, base, repo, subdir, state}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorktreeRecord {
-    /// The worktree's top level (under arbor's state directory).
-    pub path: PathBuf,
-    /// `arbor/<short id>`.
-    pub branch: String,
-    /// The commit it was cut from: the parent's working tree at spawn.
-    pub base: String,
-    /// The top level of the work tree it was cut from (the parent's).
-    pub repo: PathBuf,
-    /// The parent's working directory relative to `repo` (`""` at the top): the
-    /// session works in `path/subdir`.
-    #[serde(default)]
-    pub subdir: String,
-    pub state: State,
-    /// The worktree's own git directory (`<main .git>/worktrees/<name>`) and the
-    /// main repository's `.git`, recorded at creation: arbor's git addresses the
-    /// worktree through them, never through the worktree's `.git` file or its
-    /// `commondir` (both writable by the session working there). Records written
-    /// before issue 34 have none and fall back to discovery.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_dir: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub common_dir: Option<PathBuf>,
-    /// How many files the session had changed against its base when its last turn
-    /// ended (issue 35: `unmerged ✎3`); `None` before the first count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changed: Option<usize>,
-}
-
+/// The git steps on a worktree record (the record's shape is metadata's:
+/// `session::metadata::WorktreeRecord`).
 impl WorktreeRecord {
-    /// The record in `extra` (a session's metadata extras), if any.
-    pub fn of(extra: &serde_json::Map<String, Value>) -> Option<Self> {
-        extra
-            .get(KEY)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
-
-    /// As a metadata value.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-
-    /// The session's working directory: `path/subdir`.
-    pub fn working_dir(&self) -> PathBuf {
-        if self.subdir.is_empty() {
-            self.path.clone()
-        } else {
-            self.path.join(&self.subdir)
-        }
-    }
-
-    /// The parent's working directory it was cut from: `repo/subdir`.
-    pub fn parent_dir(&self) -> PathBuf {
-        if self.subdir.is_empty() {
-            self.repo.clone()
-        } else {
-            self.repo.join(&self.subdir)
-        }
-    }
-
     fn git(&self) -> Git {
         match (&self.git_dir, &self.common_dir) {
             (Some(git_dir), Some(common)) => Git::linked(git_dir, common, &self.path),

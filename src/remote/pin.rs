@@ -58,6 +58,23 @@ pub enum Verdict {
     Forged { reason: String },
 }
 
+/// Why a sync request is not the pinned holder's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyncRefused {
+    /// No holder is pinned yet.
+    #[error("no holder of this run's lease yet")]
+    NoHolder,
+    /// It names another epoch than the pinned holder's.
+    #[error("epoch {epoch} is not the lease holder's ({held})")]
+    OtherEpoch { epoch: u64, held: u64 },
+    /// It carries no signature.
+    #[error("unsigned")]
+    Unsigned,
+    /// Its signature does not check against the pinned key.
+    #[error(transparent)]
+    Signature(#[from] seal::SealError),
+}
+
 /// The pinned holder of a run.
 #[derive(Debug, Clone)]
 struct Pinned {
@@ -213,26 +230,28 @@ impl Binding {
     /// Whether a sync request under `epoch` answered on `reply` with `signature` is the
     /// pinned holder's.
     ///
-    /// Errors: why not (no holder, another epoch, no or a bad signature).
+    /// Errors: [`SyncRefused`] says why not (no holder, another epoch, no or a bad
+    /// signature).
     pub fn admit_sync(
         &self,
         epoch: u64,
         reply: &str,
         signature: Option<&str>,
-    ) -> Result<(), String> {
-        let pinned = self
-            .pinned
-            .as_ref()
-            .ok_or("no holder of this run's lease yet")?;
+    ) -> Result<(), SyncRefused> {
+        let pinned = self.pinned.as_ref().ok_or(SyncRefused::NoHolder)?;
         if epoch != pinned.lease.epoch {
-            return Err(format!(
-                "epoch {epoch} is not the lease holder's ({})",
-                pinned.lease.epoch
-            ));
+            return Err(SyncRefused::OtherEpoch {
+                epoch,
+                held: pinned.lease.epoch,
+            });
         }
-        let signature = signature.ok_or("unsigned")?;
-        seal::verify_sync(&pinned.key, (&self.session, epoch), reply, signature)
-            .map_err(|e| e.to_string())
+        let signature = signature.ok_or(SyncRefused::Unsigned)?;
+        Ok(seal::verify_sync(
+            &pinned.key,
+            (&self.session, epoch),
+            reply,
+            signature,
+        )?)
     }
 }
 

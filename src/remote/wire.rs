@@ -113,35 +113,9 @@ pub fn sync_subject(session: &str) -> Result<String, BadToken> {
     Ok(format!("arbor.sync.{}", token(session)?))
 }
 
-/// Where a sub-session ran: metadata `ran_on` (arbor's own key), the lease holder and
-/// the presence entry. `worker` is unique to one `arbor worker` process (`w-` and 8
-/// hex digits); `host` the machine's host name; `pid` the worker's process id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RanOn {
-    pub worker: String,
-    pub host: String,
-    pub pid: u32,
-}
-
-/// The metadata key holding a remote sub-session's [`RanOn`].
-pub const RAN_ON_KEY: &str = "ran_on";
-
-impl RanOn {
-    /// The `ran_on` of `metadata` (its `extra`), when it has a well-formed one.
-    pub fn of(metadata: &Metadata) -> Option<RanOn> {
-        metadata
-            .extra
-            .get(RAN_ON_KEY)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
-
-    /// Records `self` as `metadata`'s `ran_on`.
-    pub fn store(&self, metadata: &mut Metadata) {
-        if let Ok(value) = serde_json::to_value(self) {
-            metadata.extra.insert(RAN_ON_KEY.into(), value);
-        }
-    }
-}
+/// Where a sub-session ran (metadata `ran_on`, whose shape `session::metadata` owns),
+/// also the lease holder and the presence entry.
+pub use crate::session::metadata::RanOn;
 
 /// This machine's host name, as [`RanOn::host`] spells it: the first non-empty of
 /// `/proc/sys/kernel/hostname`, `/etc/hostname` and `$HOSTNAME` (trimmed), else
@@ -433,14 +407,16 @@ mod tests {
     #[test]
     fn ran_on_is_stored_in_and_read_from_metadata() {
         let mut m = Metadata::default();
-        assert_eq!(RanOn::of(&m), None);
+        assert_eq!(m.arbor.ran_on, None);
         let r = RanOn {
             worker: "w-0000abcd".into(),
             host: "h".into(),
             pid: 7,
         };
-        r.store(&mut m);
-        assert_eq!(RanOn::of(&m), Some(r));
-        assert_eq!(m.extra["ran_on"]["pid"], 7);
+        m.arbor.ran_on = Some(r.clone());
+        let stored = serde_json::to_value(&m).unwrap();
+        assert_eq!(stored["ran_on"]["pid"], 7);
+        let back: Metadata = serde_json::from_value(stored).unwrap();
+        assert_eq!(back.arbor.ran_on, Some(r));
     }
 }

@@ -1,12 +1,14 @@
 //! `provider_preferences` entries, finding the mounted provider a name means, and
 //! applying a chosen provider/model to a mount plan.
 //!
-//! Owns: [`ProviderPreference`] (`{provider, model, config?}`, the shape of both a
-//! preference and a routing-matrix candidate), [`parse_preferences`], provider matching
-//! ([`find_provider`], [`find_plan_provider`], [`build_provider_lookup`]), and the plan
-//! rewrites ([`apply_single_override`], [`apply_provider_preferences`],
-//! [`apply_resolved`]) with the [`PROTECTED_CONFIG_KEYS`] a preference may never set.
-//! Does not own: glob resolution against model lists (`resolve`).
+//! Owns: provider matching ([`find_provider`], [`find_plan_provider`],
+//! [`build_provider_lookup`]), and the plan rewrites ([`apply_single_override`],
+//! [`apply_provider_preferences`], [`apply_resolved`]) with the
+//! [`PROTECTED_CONFIG_KEYS`] a preference may never set. Re-exports
+//! [`ProviderPreference`] (`{provider, model, config?}`, the shape of both a preference
+//! and a routing-matrix candidate) and [`parse_preferences`], whose home is the mount
+//! plan's (`config::mount_plan`). Does not own: glob resolution against model lists
+//! (`resolve`).
 //!
 //! Matching a name to a mounted provider (a mount name is arbor's provider id: the
 //! entry's `id`, else its module without `provider-`): the mount name itself; else a
@@ -16,7 +18,6 @@
 //! from Amplifier's `_build_provider_lookup`: when two instances share a short name the
 //! FIRST (the one mounted under that name) wins, not the last.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::ModuleEntry;
@@ -54,103 +55,10 @@ pub const PROTECTED_CONFIG_KEYS: [&str; 27] = [
     "endpoint",
 ];
 
-/// One provider preference or routing-matrix candidate: `provider` (a mount name, an
-/// `id`, a module or its short name), `model` (exact id or glob) and optional `config`
-/// (model parameters such as `reasoning_effort`; `{}` when absent). After resolution
-/// `provider` is the chosen mount name and `model` an exact id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProviderPreference {
-    pub provider: String,
-    pub model: String,
-    #[serde(default = "empty_object", skip_serializing_if = "is_empty_config")]
-    pub config: Value,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Map::new())
-}
-
-fn is_empty_config(v: &Value) -> bool {
-    v.is_null() || v.as_object().is_some_and(Map::is_empty)
-}
-
-/// A malformed preference list or entry; the text names the problem
-/// (`provider preference requires 'model' key`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PreferenceError(pub String);
-
-impl ProviderPreference {
-    /// A preference from its parts (`config` `{}`).
-    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            provider: provider.into(),
-            model: model.into(),
-            config: empty_object(),
-        }
-    }
-
-    /// Reads `{provider, model, config?}`. Errors: not a mapping; `provider` or `model`
-    /// missing or not a non-empty string ("requires 'provider' key"); `config` not a
-    /// mapping.
-    pub fn from_value(v: &Value) -> Result<Self, PreferenceError> {
-        let Some(map) = v.as_object() else {
-            return Err(PreferenceError(format!(
-                "provider preference must be a mapping like {{provider, model}}, got {v}"
-            )));
-        };
-        let text = |key: &str| {
-            map.get(key)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .ok_or_else(|| PreferenceError(format!("provider preference requires '{key}' key")))
-        };
-        let provider = text("provider")?;
-        let model = text("model")?;
-        let config = match map.get("config") {
-            None | Some(Value::Null) => empty_object(),
-            Some(c @ Value::Object(_)) => c.clone(),
-            Some(other) => {
-                return Err(PreferenceError(format!(
-                    "provider preference 'config' must be a mapping, got {other}"
-                )));
-            }
-        };
-        Ok(Self {
-            provider,
-            model,
-            config,
-        })
-    }
-
-    /// `{provider, model}` plus `config` only when it is non-empty.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-}
-
-/// A `provider_preferences` value: null → empty; a list of preferences (errors name the
-/// index: `provider_preferences[1]: provider preference requires 'model' key`); a
-/// single mapping is accepted as a one-item list.
-pub fn parse_preferences(v: &Value) -> Result<Vec<ProviderPreference>, PreferenceError> {
-    match v {
-        Value::Null => Ok(Vec::new()),
-        Value::Object(_) => Ok(vec![ProviderPreference::from_value(v)?]),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                ProviderPreference::from_value(item)
-                    .map_err(|e| PreferenceError(format!("provider_preferences[{i}]: {e}")))
-            })
-            .collect(),
-        other => Err(PreferenceError(format!(
-            "provider_preferences must be a list of {{provider, model}}, got {other}"
-        ))),
-    }
-}
+/// The shapes of a preference (and of a routing-matrix candidate) and reading them:
+/// the mount plan's (`config::mount_plan`), where a plan's `provider_preferences` are
+/// typed.
+pub use crate::config::mount_plan::{PreferenceError, ProviderPreference, parse_preferences};
 
 /// A `model_role` value as a list of roles: a string → `[it]`, a list of strings as is.
 /// Errors on any other shape.
@@ -175,11 +83,7 @@ pub fn parse_roles(v: &Value) -> Result<Vec<String>, PreferenceError> {
 }
 
 fn priority(entry: &ModuleEntry) -> f64 {
-    entry
-        .config
-        .get("priority")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0)
+    entry.provider_config().priority.unwrap_or(0.0)
 }
 
 /// The mount name `name` refers to among `mounted` (see the module docs), using the

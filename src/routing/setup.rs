@@ -52,7 +52,7 @@ use crate::config::modules::{
     OPENAI, PROVIDER_MODULES, ProviderModule, WireApi, detect_vars, provider_module,
     provider_module_names,
 };
-use crate::config::mount_plan::ModuleEntry;
+use crate::config::mount_plan::{ModuleEntry, ProviderConfig};
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::probe::probe_ollama;
@@ -142,13 +142,16 @@ fn without_key(entry: &ModuleEntry) -> ModuleEntry {
 }
 
 /// A usable string setting: present, non-empty and not `"[REDACTED]"`.
-fn setting(config: &Value, key: &str) -> Option<String> {
-    config
-        .get(key)
-        .and_then(Value::as_str)
+fn usable(setting: Option<&str>) -> Option<String> {
+    setting
         .map(str::trim)
         .filter(|v| !v.is_empty() && *v != REDACTED)
         .map(str::to_string)
+}
+
+/// `entry`'s usable `base_url`.
+fn base_url(entry: &ModuleEntry) -> Option<String> {
+    usable(entry.provider_config().base_url.as_deref())
 }
 
 /// The config file's entry for `entry`: same `id` if the entry has one and the file
@@ -160,12 +163,11 @@ fn file_entry<'a>(entry: &ModuleEntry, config: &'a ArborConfig) -> Option<&'a Mo
         .as_ref()
         .and_then(|id| config.providers.iter().find(|e| e.id.as_ref() == Some(id)));
     let same_module = || config.providers.iter().filter(|e| e.module == entry.module);
-    let base = setting(&entry.config, "base_url");
+    let base = base_url(entry);
     by_id
         .or_else(|| {
-            base.as_ref().and_then(|b| {
-                same_module().find(|e| setting(&e.config, "base_url").as_ref() == Some(b))
-            })
+            base.as_ref()
+                .and_then(|b| same_module().find(|e| base_url(e).as_ref() == Some(b)))
         })
         .or_else(|| same_module().next())
 }
@@ -181,7 +183,7 @@ pub fn current_base_url(
     config: &ArborConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    if let Some(url) = file_entry(entry, config).and_then(|f| setting(&f.config, "base_url")) {
+    if let Some(url) = file_entry(entry, config).and_then(base_url) {
         return Some(url);
     }
     let module = provider_module(&entry.module)?;
@@ -220,14 +222,20 @@ pub fn build_provider_in(
     pool: &HttpPool,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     let id = provider_id(entry);
-    let file = file_entry(entry, config);
-    let get = |key: &str| {
-        setting(&entry.config, key).or_else(|| file.and_then(|f| setting(&f.config, key)))
-    };
-    let headers = headers(&entry.config)
-        .or_else(|| file.and_then(|f| headers(&f.config)))
+    // The entry's own settings, else those of the config file's matching entry.
+    let own = entry.provider_config();
+    let file = file_entry(entry, config)
+        .map(ModuleEntry::provider_config)
         .unwrap_or_default();
-    let model = get("default_model").or_else(|| get("model"));
+    let get = |key: fn(&ProviderConfig) -> &Option<String>| {
+        usable(key(&own).as_deref()).or_else(|| usable(key(&file).as_deref()))
+    };
+    let headers = own
+        .headers
+        .clone()
+        .or(file.headers.clone())
+        .unwrap_or_default();
+    let model = get(|c| &c.default_model).or_else(|| get(|c| &c.model));
     let not_configured =
         |message: String| ProviderError::new(ProviderErrorKind::NotConfigured, &id, message);
     let Some(module) = provider_module(&entry.module) else {
@@ -266,10 +274,10 @@ pub fn build_provider_in(
             // A hosted API's row is its own official endpoint; a local server whose
             // address does not parse falls back to the OpenAI API's.
             let official_row = if module.local { &OPENAI } else { module };
-            let base_url = get("base_url").or_else(env_base);
+            let base_url = get(|c| &c.base_url).or_else(env_base);
             let base_url = base_url.unwrap_or_else(|| official_row.default_base_url.to_string());
             let official = base_url.trim_end_matches('/') == official_row.default_base_url;
-            let api_key = get("api_key").or_else(|| var(module.key_var));
+            let api_key = get(|c| &c.api_key).or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
                 return Err(missing_key(official_row));
@@ -291,12 +299,12 @@ pub fn build_provider_in(
             Ok(Arc::new(OpenAiProvider::with_pool(settings, pool)))
         }
         WireApi::AnthropicMessages => {
-            let base_url = get("base_url")
+            let base_url = get(|c| &c.base_url)
                 .or_else(env_base)
                 .unwrap_or_else(|| module.default_base_url.to_string());
             let official =
                 base_url.trim_end_matches('/').trim_end_matches("/v1") == module.default_base_url;
-            let api_key = get("api_key").or_else(|| var(module.key_var));
+            let api_key = get(|c| &c.api_key).or_else(|| var(module.key_var));
             guard_endpoint(entry, &id, (config, env), &api_key, &headers)?;
             if official && api_key.is_none() {
                 return Err(missing_key(module));
@@ -356,7 +364,7 @@ fn guard_endpoint(
     api_key: &Option<String>,
     headers: &[(String, String)],
 ) -> Result<(), ProviderError> {
-    let Some(own) = setting(&entry.config, "base_url") else {
+    let Some(own) = base_url(entry) else {
         return Ok(());
     };
     let configured = &configured_endpoint(entry, config, env);
@@ -369,7 +377,8 @@ fn guard_endpoint(
     }
     // A project or bundle agent file's endpoint gets nothing, not even with a key of
     // its own: the conversation (system prompt, files read) would go there too.
-    let held_key = api_key.is_some() && setting(&entry.config, "api_key").is_none();
+    let held_key =
+        api_key.is_some() && usable(entry.provider_config().api_key.as_deref()).is_none();
     let carries_credentials = held_key || !headers.is_empty();
     if !carries_credentials && from.is_none() {
         return Ok(());
@@ -385,16 +394,6 @@ fn guard_endpoint(
             "{who} points provider {id} at {own}, which is not the configured endpoint ({configured}); arbor does not send your key there, nor the conversation — set it as this provider's base_url in your config (or keep the agent in your own agents directory) to allow it"
         ),
     ))
-}
-
-/// Config `headers: {name: value}` as pairs (values that are not strings skipped).
-fn headers(config: &Value) -> Option<Vec<(String, String)>> {
-    let map = config.get("headers")?.as_object()?;
-    Some(
-        map.iter()
-            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-            .collect(),
-    )
 }
 
 /// The `config.yaml` the no-provider message suggests ([`no_provider_message`]): valid

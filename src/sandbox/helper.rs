@@ -12,6 +12,7 @@
 
 use std::ffi::OsString;
 
+use super::error::StepError;
 use super::{DETACH_ARG, EXIT_SANDBOX_FAILED, Policy};
 
 /// The helper's entry: `args` are the arguments after `__sandbox`. Returns the exit
@@ -40,7 +41,7 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
             return fail("no program to run");
         };
         if let Err(e) = new_session() {
-            return fail(&e);
+            return fail(&e.to_string());
         }
         // Without CAP_SYS_ADMIN the kernel refuses `TIOCSTI`/`TIOCLINUX` on a terminal
         // that is not the caller's controlling one, and it now has none; with it (root)
@@ -62,7 +63,7 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
         return fail("no program to run");
     };
     if let Err(e) = new_session() {
-        return fail(&e);
+        return fail(&e.to_string());
     }
     if let Err(e) = linux::apply(&policy) {
         return fail(&e.to_string());
@@ -73,14 +74,14 @@ pub fn helper_main(args: Vec<OsString>) -> i32 {
 /// Makes this process the leader of a new session and process group (group id = its
 /// pid) with no controlling terminal, so nothing it runs can reach arbor's terminal.
 #[cfg(unix)]
-fn new_session() -> Result<(), String> {
+fn new_session() -> Result<(), StepError> {
     nix::unistd::setsid().map(drop).map_err(|e| {
-        format!("cannot leave arbor's terminal (setsid: {e}; the caller must not make the helper a process-group leader)")
+        StepError(format!("cannot leave arbor's terminal (setsid: {e}; the caller must not make the helper a process-group leader)"))
     })
 }
 
 #[cfg(not(unix))]
-fn new_session() -> Result<(), String> {
+fn new_session() -> Result<(), StepError> {
     Err("the sandbox runs on Linux only".into())
 }
 

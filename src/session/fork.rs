@@ -14,20 +14,31 @@
 //!   `bundle`, `model` — plus what arbor needs to resume it without a rebuild (the
 //!   original's `agent_name`, `working_dir`, `config`, `agent_overlay`, resolved
 //!   model), `status: idle`, `depth: 0` (a fork is a root for depth and limits),
-//!   `last_updated` and a title `name`;
+//!   `last_updated` and a title `name`, written as a [`Metadata`] (so with the keys
+//!   arbor writes for every session, `usage` and `files_changed` included);
 //! - `events.jsonl`: the original's events up to the timestamp of turn N's last
 //!   timestamped message, each with `session_id` rewritten to the fork's and
 //!   `parent_session_id` set to the original (`slice_events_for_fork`).
+//!
+//! Lines are read with the transcript's own reader (`session::message`, plus the
+//! Anthropic `tool_use` blocks foundation counts as calls and that reader drops) and
+//! the event log's (`protocol::StoredEvent`), and copied as written. A transcript line
+//! the reader refuses is copied and never counts as a turn; message timestamps are
+//! `timestamp` (foundation also tries `ts`, which neither writer puts on a message).
 //!
 //! Owns: [`fork`] and [`count_turns`]. Does not own: resolving ids (`store`), the
 //! command (`cli::session`).
 
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::json;
 
 use super::ids::SessionId;
-use super::message::now_rfc3339;
+use super::message::{Message, now_rfc3339};
+use super::metadata::{ArborKeys, Metadata, SessionStatus};
+use super::protocol::StoredEvent;
 use super::store::{SessionStore, StoreError};
 
 /// foundation's `_DEFAULT_SYNTHETIC_TOOL_CONTENT` (a JSON string, compact as
@@ -36,18 +47,6 @@ const SYNTHETIC_TOOL: &str = "{\"error\": \"Tool execution interrupted by sessio
 
 /// foundation's `_DEFAULT_SYNTHETIC_ASSISTANT_CONTENT`.
 const SYNTHETIC_ASSISTANT: &str = "The previous tool calls were interrupted by a session fork. Results are not available in this forked session.";
-
-/// The metadata keys arbor copies from the original so the fork resumes as it would.
-const KEPT: &[&str] = &[
-    "agent_name",
-    "working_dir",
-    "config",
-    "agent_overlay",
-    "resolved_model",
-    "agent_source",
-    "model_role",
-    "provider_preferences",
-];
 
 /// Why a fork was refused; nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -90,13 +89,119 @@ pub struct Forked {
     pub events_count: usize,
 }
 
-/// The number of turns (user messages) of `messages`.
-pub fn count_turns(messages: &[Value]) -> u64 {
-    messages.iter().filter(|m| is_user(m)).count() as u64
+/// One transcript line as the fork copies it: the line as written and the message
+/// the transcript's reader (`session::message`) makes of it.
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// The line as written; the fork copies it unchanged.
+    text: String,
+    /// The message; `None` for a line the reader refuses (copied, never a turn).
+    message: Option<Message>,
+    /// The calls of its content blocks of type `tool_use` (Anthropic's form, which
+    /// foundation's fork counts and arbor's reader drops): `(id, name)`.
+    tool_uses: Vec<(String, Option<String>)>,
 }
 
-fn is_user(m: &Value) -> bool {
-    m.get("role").and_then(Value::as_str) == Some("user")
+impl Line {
+    /// Reads one line: `None` for a blank line or one that is not JSON (a torn or
+    /// bad line is skipped, as foundation's readers do).
+    pub fn read(text: &str) -> Option<Self> {
+        if text.trim().is_empty() || serde_json::from_str::<IgnoredAny>(text).is_err() {
+            return None;
+        }
+        let message = serde_json::from_str::<Message>(text).ok();
+        let tool_uses = match &message {
+            Some(Message::Assistant(_)) => serde_json::from_str::<ToolUses>(text)
+                .map(|t| t.content)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Some(Self {
+            text: text.to_string(),
+            message,
+            tool_uses,
+        })
+    }
+
+    /// A line arbor writes itself (foundation's synthetic messages).
+    fn synthetic(value: &serde_json::Value) -> Self {
+        Self {
+            text: value.to_string(),
+            message: serde_json::from_value(value.clone()).ok(),
+            tool_uses: Vec::new(),
+        }
+    }
+
+    fn is_user(&self) -> bool {
+        matches!(self.message, Some(Message::User(_)))
+    }
+
+    /// The tool calls of an assistant message as foundation finds them: `tool_calls[]`
+    /// (`id`; name from `function.name`, or arbor's `tool`, or `name`) and Anthropic's
+    /// `tool_use` content blocks.
+    fn calls(&self) -> Vec<(String, Option<String>)> {
+        let Some(Message::Assistant(m)) = &self.message else {
+            return Vec::new();
+        };
+        let named = |name: &str| Some(name.to_string()).filter(|n| !n.is_empty());
+        m.tool_calls
+            .iter()
+            .filter(|c| !c.id.is_empty())
+            .map(|c| (c.id.clone(), named(&c.tool)))
+            .chain(
+                self.tool_uses
+                    .iter()
+                    .map(|(id, name)| (id.clone(), name.as_deref().and_then(named))),
+            )
+            .collect()
+    }
+}
+
+/// The `tool_use` blocks of a line's `content`; anything else in it is skipped.
+#[derive(Deserialize)]
+struct ToolUses {
+    #[serde(default, deserialize_with = "tool_use_blocks")]
+    content: Vec<(String, Option<String>)>,
+}
+
+fn tool_use_blocks<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<(String, Option<String>)>, D::Error> {
+    #[derive(Deserialize)]
+    struct Block {
+        #[serde(rename = "type")]
+        kind: String,
+        id: String,
+        #[serde(default)]
+        name: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Item {
+        Block(Block),
+        Other(IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Content {
+        Blocks(Vec<Item>),
+        Other(IgnoredAny),
+    }
+    Ok(match Content::deserialize(d)? {
+        Content::Blocks(items) => items
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Block(b) if b.kind == "tool_use" => Some((b.id, b.name)),
+                _ => None,
+            })
+            .collect(),
+        Content::Other(_) => Vec::new(),
+    })
+}
+
+/// The number of turns (user messages) of `messages`.
+pub fn count_turns(messages: &[Line]) -> u64 {
+    messages.iter().filter(|m| m.is_user()).count() as u64
 }
 
 /// Forks session `id` of `store` at turn `turn` (`None`: the latest), as a new
@@ -112,7 +217,10 @@ pub fn fork(
 ) -> Result<Forked, ForkError> {
     let (metadata, _) = store.load_metadata(id)?;
     let dir = store.session_dir(id)?;
-    let messages = read_jsonl(&dir.join("transcript.jsonl"));
+    let messages: Vec<Line> = read_lines(&dir.join("transcript.jsonl"))
+        .iter()
+        .filter_map(|l| Line::read(l))
+        .collect();
     let max = count_turns(&messages);
     if max == 0 {
         return Err(ForkError::NoTurns);
@@ -139,42 +247,18 @@ pub fn fork(
     };
     std::fs::create_dir_all(&new_dir).map_err(io(&new_dir))?;
     let transcript = new_dir.join("transcript.jsonl");
-    std::fs::write(&transcript, jsonl(&sliced)).map_err(io(&transcript))?;
+    std::fs::write(&transcript, jsonl(sliced.iter().map(|l| l.text.as_str())))
+        .map_err(io(&transcript))?;
 
-    let original = serde_json::to_value(&metadata).unwrap_or(Value::Null);
-    let now = now_rfc3339();
-    let mut meta = Map::new();
-    meta.insert("session_id".into(), json!(new_id));
-    meta.insert("parent_id".into(), json!(metadata.session_id));
-    meta.insert("forked_from_turn".into(), json!(turn));
-    meta.insert("forked_at".into(), json!(now));
-    meta.insert("created".into(), json!(now));
-    meta.insert("turn_count".into(), json!(count_turns(&sliced)));
-    meta.insert("bundle".into(), json!(metadata.bundle));
-    meta.insert("model".into(), json!(metadata.model));
-    for key in KEPT {
-        if let Some(v) = original.get(*key).filter(|v| !v.is_null()) {
-            meta.insert((*key).into(), v.clone());
-        }
-    }
-    meta.insert("last_updated".into(), json!(now));
-    meta.insert("status".into(), json!("idle"));
-    meta.insert("depth".into(), json!(0));
-    let title = name.map(str::to_string).unwrap_or_else(|| {
-        let base = metadata
-            .name
-            .clone()
-            .unwrap_or_else(|| short(&metadata.session_id));
-        format!("{base} (fork @{turn})")
-    });
-    meta.insert("name".into(), json!(title));
+    let meta = fork_metadata(&metadata, &new_id, turn, count_turns(&sliced), name);
     let meta_path = new_dir.join("metadata.json");
-    let text = serde_json::to_string_pretty(&Value::Object(meta)).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&meta).unwrap_or_default();
     std::fs::write(&meta_path, text).map_err(io(&meta_path))?;
 
     let events = slice_events(&dir, &messages, turn, &new_id, &metadata.session_id);
     let events_path = new_dir.join("events.jsonl");
-    std::fs::write(&events_path, jsonl(&events)).map_err(io(&events_path))?;
+    std::fs::write(&events_path, jsonl(events.iter().map(String::as_str)))
+        .map_err(io(&events_path))?;
     std::fs::rename(&new_dir, &final_dir).map_err(io(&final_dir))?;
     Ok(Forked {
         session_id: new_id,
@@ -185,50 +269,99 @@ pub fn fork(
     })
 }
 
+/// The fork's `metadata.json`: foundation's keys (`session_id`, `parent_id` — the
+/// original —, `forked_from_turn`, `forked_at`, `created`, `turn_count` of the slice,
+/// `bundle`, `model`), what arbor needs to resume it as the original would (its
+/// `agent_name`, `working_dir`, `config`, `agent_overlay`, and of arbor's keys the
+/// resolved model, agent tier and the task call's model choice), `status: idle`,
+/// `depth: 0`, `last_updated` and a title `name` (`name`, else the original's title
+/// or short id with ` (fork @N)`).
+fn fork_metadata(
+    original: &Metadata,
+    id: &SessionId,
+    turn: u64,
+    turns: u64,
+    name: Option<&str>,
+) -> Metadata {
+    let now = now_rfc3339();
+    let title = name.map(str::to_string).unwrap_or_else(|| {
+        let base = original
+            .name
+            .clone()
+            .unwrap_or_else(|| short(&original.session_id));
+        format!("{base} (fork @{turn})")
+    });
+    let kept = &original.arbor;
+    Metadata {
+        session_id: id.clone(),
+        parent_id: Some(original.session_id.clone()),
+        agent_name: original.agent_name.clone(),
+        created: now.clone(),
+        last_updated: now.clone(),
+        turn_count: u32::try_from(turns).unwrap_or(u32::MAX),
+        working_dir: original.working_dir.clone(),
+        bundle: original.bundle.clone(),
+        model: original.model.clone(),
+        status: SessionStatus::Idle,
+        depth: 0,
+        config: original.config.clone(),
+        agent_overlay: original.agent_overlay.clone(),
+        name: Some(title),
+        forked_from_turn: Some(turn),
+        forked_at: Some(now),
+        arbor: ArborKeys {
+            resolved_model: kept.resolved_model.clone(),
+            agent_source: kept.agent_source,
+            model_role: kept.model_role.clone(),
+            provider_preferences: kept.provider_preferences.clone(),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 fn short(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// The lines of a JSONL file that parse (a torn or bad line is skipped, as
-/// foundation's readers do); empty when the file is missing.
-fn read_jsonl(path: &Path) -> Vec<Value> {
+/// The lines of a file (none when it is missing or unreadable).
+fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .map(str::to_string)
         .collect()
 }
 
-fn jsonl(values: &[Value]) -> String {
-    values.iter().map(|v| format!("{v}\n")).collect()
+fn jsonl<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    lines.map(|l| format!("{l}\n")).collect()
 }
 
 /// Index of the first message of turn `turn + 1`, or the end.
-fn end_of_turn(messages: &[Value], turn: u64) -> usize {
+fn end_of_turn(messages: &[Line], turn: u64) -> usize {
     messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| is_user(m))
+        .filter(|(_, m)| m.is_user())
         .nth(usize::try_from(turn).unwrap_or(usize::MAX))
         .map_or(messages.len(), |(i, _)| i)
 }
 
 /// foundation's `slice_to_turn(messages, turn)` with `handle_orphaned_tools="complete"`.
-pub fn slice_to_turn(messages: &[Value], turn: u64) -> Vec<Value> {
+pub fn slice_to_turn(messages: &[Line], turn: u64) -> Vec<Line> {
     let sliced = &messages[..end_of_turn(messages, turn)];
     let answered: Vec<&str> = sliced
         .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
-        .filter_map(|m| m.get("tool_call_id").and_then(Value::as_str))
+        .filter_map(|m| match &m.message {
+            Some(Message::Tool(t)) => Some(t.tool_call_id.as_str()),
+            _ => None,
+        })
         .collect();
     let mut out = Vec::with_capacity(sliced.len());
     for (i, msg) in sliced.iter().enumerate() {
         out.push(msg.clone());
-        if msg.get("role").and_then(Value::as_str) != Some("assistant") {
-            continue;
-        }
-        let orphans: Vec<(String, Option<String>)> = calls_of(msg)
+        let orphans: Vec<(String, Option<String>)> = msg
+            .calls()
             .into_iter()
             .filter(|(id, _)| !answered.contains(&id.as_str()))
             .collect();
@@ -240,96 +373,48 @@ pub fn slice_to_turn(messages: &[Value], turn: u64) -> Vec<Value> {
             if let Some(name) = name {
                 result["name"] = json!(name);
             }
-            out.push(result);
+            out.push(Line::synthetic(&result));
         }
-        if sliced.get(i + 1).is_some_and(is_user) {
-            out.push(json!({"role": "assistant", "content": SYNTHETIC_ASSISTANT}));
+        if sliced.get(i + 1).is_some_and(Line::is_user) {
+            out.push(Line::synthetic(
+                &json!({"role": "assistant", "content": SYNTHETIC_ASSISTANT}),
+            ));
         }
     }
     out
-}
-
-/// The tool calls of an assistant message as foundation finds them: `tool_calls[]`
-/// (`id`; name from `function.name` or `name`, or arbor's `tool`) and `tool_use`
-/// content blocks.
-fn calls_of(msg: &Value) -> Vec<(String, Option<String>)> {
-    let mut calls = Vec::new();
-    for tc in msg
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(id) = tc
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        else {
-            continue;
-        };
-        let name = tc
-            .pointer("/function/name")
-            .or_else(|| tc.get("name"))
-            .or_else(|| tc.get("tool"))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
-        calls.push((id.to_string(), name));
-    }
-    for block in msg
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if block.get("type").and_then(Value::as_str) == Some("tool_use")
-            && let Some(id) = block.get("id").and_then(Value::as_str)
-        {
-            let name = block
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            calls.push((id.to_string(), name));
-        }
-    }
-    calls
 }
 
 /// foundation's `slice_events_for_fork`: the events up to the last timestamp of
 /// turn `turn`, re-addressed to the fork. None when that turn has no timestamp.
 fn slice_events(
     dir: &Path,
-    messages: &[Value],
+    messages: &[Line],
     turn: u64,
     new_id: &str,
     parent: &str,
-) -> Vec<Value> {
+) -> Vec<String> {
     let start = end_of_turn(messages, turn - 1);
     let end = end_of_turn(messages, turn);
     let cutoff = messages[start..end].iter().rev().find_map(|m| {
-        m.get("timestamp")
-            .or_else(|| m.get("ts"))
-            .and_then(Value::as_str)
+        m.message
+            .as_ref()
+            .and_then(Message::timestamp)
             .and_then(super::store::timestamp_of)
     });
     let Some(cutoff) = cutoff else {
         return Vec::new();
     };
-    read_jsonl(&dir.join("events.jsonl"))
-        .into_iter()
+    read_lines(&dir.join("events.jsonl"))
+        .iter()
+        .filter_map(|l| StoredEvent::parse(l))
         .filter(|e| {
-            e.get("ts")
-                .or_else(|| e.get("timestamp"))
-                .and_then(Value::as_str)
+            e.time()
                 .and_then(super::store::timestamp_of)
                 .is_none_or(|ts| ts <= cutoff)
         })
         .map(|mut e| {
-            if e.get("session_id").is_some_and(|v| !v.is_null()) {
-                e["parent_session_id"] = json!(parent);
-            }
-            e["session_id"] = json!(new_id);
-            e
+            e.readdress(new_id, parent);
+            e.to_line()
         })
         .collect()
 }
@@ -337,22 +422,39 @@ fn slice_events(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn call(id: &str) -> Value {
         json!({"role": "assistant", "content": [{"type": "tool_call", "id": id, "name": "bash", "input": {}}],
                "tool_calls": [{"id": id, "tool": "bash", "arguments": {}}]})
     }
 
+    /// `values` as transcript lines, read as the fork reads them.
+    fn lines(values: &[Value]) -> Vec<Line> {
+        values
+            .iter()
+            .map(|v| Line::read(&v.to_string()).unwrap())
+            .collect()
+    }
+
+    /// The lines a slice writes, as JSON.
+    fn written(lines: &[Line]) -> Vec<Value> {
+        lines
+            .iter()
+            .map(|l| serde_json::from_str(&l.text).unwrap())
+            .collect()
+    }
+
     #[test]
     fn slices_at_a_turn_and_completes_unanswered_calls() {
-        let messages = vec![
+        let messages = lines(&[
             json!({"role": "user", "content": "one"}),
             call("c1"),
             json!({"role": "user", "content": "two"}),
             json!({"role": "assistant", "content": "done"}),
-        ];
+        ]);
         assert_eq!(count_turns(&messages), 2);
-        let one = slice_to_turn(&messages, 1);
+        let one = written(&slice_to_turn(&messages, 1));
         assert_eq!(one.len(), 3, "{one:?}");
         assert_eq!(one[2]["role"], "tool");
         assert_eq!(one[2]["tool_call_id"], "c1");
@@ -360,7 +462,7 @@ mod tests {
         assert_eq!(one[2]["content"], SYNTHETIC_TOOL);
         // As foundation: a user message after the call (inside the slice) gets a
         // synthetic assistant reply before it.
-        let two = slice_to_turn(&messages, 2);
+        let two = written(&slice_to_turn(&messages, 2));
         assert_eq!(two.len(), 6, "{two:?}");
         assert_eq!(two[3]["content"], SYNTHETIC_ASSISTANT);
         assert_eq!(two[4]["content"], "two");
@@ -371,5 +473,82 @@ mod tests {
         let v: Value = serde_json::from_str(SYNTHETIC_TOOL).unwrap();
         assert_eq!(v["forked"], true);
         assert_eq!(v["error"], "Tool execution interrupted by session fork");
+    }
+
+    #[test]
+    fn lines_are_copied_as_written_and_every_form_of_call_counts() {
+        let raw = [
+            // Key order, spacing and keys arbor does not read stay as written.
+            r#"{"content": "one",  "role": "user", "extra": {"k": [1, 2.50]}}"#,
+            // OpenAI's form: the name in `function`.
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"o1","type":"function","function":{"name":"grep","arguments":"{}"}}]}"#,
+            // Anthropic's form: a `tool_use` block, which arbor's reader drops.
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"a1","name":"glob","input":{}}]}"#,
+            // Not a message arbor reads: copied, never a turn.
+            r#"{"role":"developer","content":"note"}"#,
+            "{torn",
+            "",
+            r#"{"role":"tool","tool_call_id":"o1","content":"found"}"#,
+        ];
+        let messages: Vec<Line> = raw.iter().filter_map(|l| Line::read(l)).collect();
+        assert_eq!(messages.len(), 5, "the torn and the blank line are skipped");
+        assert_eq!(count_turns(&messages), 1);
+        let out = slice_to_turn(&messages, 1);
+        let texts: Vec<&str> = out.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts[..3], [raw[0], raw[1], raw[2]]);
+        // `o1` has its result; `a1` gets foundation's synthetic one, named.
+        let synthetic: Value = serde_json::from_str(texts[3]).unwrap();
+        assert_eq!(
+            synthetic,
+            json!({"role": "tool", "tool_call_id": "a1", "content": SYNTHETIC_TOOL, "name": "glob"})
+        );
+        assert_eq!(texts[4..], [raw[3], raw[6]]);
+    }
+
+    #[test]
+    fn events_up_to_the_turn_are_readdressed_to_the_fork() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = [
+            r#"{"ts":"2025-03-01T12:00:00Z","lvl":"INFO","event":"session:start","session_id":"orig","data":{}}"#,
+            // An event arbor does not know, with `timestamp` only: kept.
+            r#"{"timestamp":"2025-03-01T12:00:01Z","event":"amplifier:custom","session_id":"orig","data":{"x":1}}"#,
+            // No session: addressed, no parent named.
+            r#"{"ts":"2025-03-01T12:00:02Z","event":"note"}"#,
+            "{torn",
+            r#"{"ts":"2025-03-01T12:09:00Z","event":"prompt:submit","session_id":"orig","data":{"prompt":"later"}}"#,
+        ];
+        std::fs::write(dir.path().join("events.jsonl"), events.join("\n")).unwrap();
+        let messages = lines(&[
+            json!({"role": "user", "content": "one", "timestamp": "2025-03-01T12:00:00Z"}),
+            json!({"role": "assistant", "content": "done", "timestamp": "2025-03-01T12:05:00Z"}),
+            json!({"role": "user", "content": "two", "timestamp": "2025-03-01T12:09:00Z"}),
+        ]);
+        let out: Vec<Value> = slice_events(dir.path(), &messages, 1, "fork", "orig")
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out.iter().all(|e| e["session_id"] == "fork"));
+        assert_eq!(out[0]["parent_session_id"], "orig");
+        assert_eq!(out[1]["data"]["x"], 1);
+        assert_eq!(out[2].get("parent_session_id"), None);
+        // Key order as written, the new key last.
+        let keys: Vec<&str> = out[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ts",
+                "lvl",
+                "event",
+                "session_id",
+                "data",
+                "parent_session_id"
+            ]
+        );
     }
 }

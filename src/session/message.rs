@@ -185,6 +185,15 @@ impl Message {
         }
     }
 
+    /// When the message was written (`timestamp`), if it says.
+    pub fn timestamp(&self) -> Option<&str> {
+        match self {
+            Message::User(m) | Message::System(m) => m.timestamp.as_deref(),
+            Message::Assistant(m) => m.timestamp.as_deref(),
+            Message::Tool(m) => m.timestamp.as_deref(),
+        }
+    }
+
     /// All text of the message joined (assistant: text blocks only).
     pub fn text(&self) -> String {
         match self {

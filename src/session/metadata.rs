@@ -1,12 +1,24 @@
-//! `metadata.json`: one session's identity, status, usage, merged config and the files
-//! its tools changed.
+//! `metadata.json`: one session's identity, status, usage and merged config (SPEC §7,
+//! Amplifier's keys), arbor's own keys ([`ArborKeys`], flattened beside them) and any
+//! other key as read.
+//!
+//! Owns: [`Metadata`] and the shapes of its keys (`record`: arbor's keys and their
+//! accessors; `worktree`: the worktree record and merge policy; `resolved`: the
+//! resolved model). Does not own: reading and writing the file (`store`).
 
 use crate::session::ids::SessionId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Usage;
-use super::budget::BudgetState;
+
+mod record;
+mod resolved;
+mod worktree;
+
+pub use record::{AgentSource, ArborKeys, RanOn, TodoItem, TodoStatus};
+pub use resolved::{ResolvedModel, Via};
+pub use worktree::{MergePolicy, WorktreeRecord, WorktreeState};
 
 /// A session's lifecycle state, as `metadata.json` and `session:status` write it
 /// (SPEC §7: `running|queued|waiting|paused|idle|completed|failed|cancelled`, plus the
@@ -181,7 +193,8 @@ pub struct ContextUse {
     pub max_tokens: u64,
 }
 
-/// `metadata.json` (SPEC §7). Unknown keys written by other tools are kept in `extra`.
+/// `metadata.json` (SPEC §7): Amplifier's keys as fields, arbor's in [`ArborKeys`]
+/// (flattened: one flat object on disk), every other key in `extra`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Metadata {
     pub session_id: SessionId,
@@ -218,79 +231,27 @@ pub struct Metadata {
     pub usage: SessionUsage,
     #[serde(default)]
     pub name: Option<String>,
-    /// Files written or edited by this session's tools, one entry per path (see
-    /// [`FileChange`]); empty when none.
-    #[serde(default)]
-    pub files_changed: Vec<FileChange>,
-    /// The agent of the session's `sub_agents` tree that handles the next message
-    /// (SPEC §11 selection, updated at each transfer and at the end of every turn);
-    /// absent for a session whose agent has no sub-agents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_agent: Option<String>,
-    /// When the session's latest turn began (RFC 3339, arbor's own key; Amplifier
-    /// ignores it). Lets a reader time the last turn rather than the session's whole
-    /// life (`created` → `last_updated`, which spans days for a session resumed later);
-    /// absent for sessions other tools wrote.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_started: Option<String>,
-    /// The session's budget record (issue 14, arbor's key): the budget of each grant
-    /// and the spend when the current one started; absent without a budget. A value
-    /// that is not a budget record reads as absent.
+    /// `forked_from_turn`: the last turn of the original this fork holds (foundation's
+    /// `fork_session` key, which `session::fork` writes too); absent unless a fork.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient"
+        deserialize_with = "record::lenient"
     )]
-    pub budget: Option<BudgetState>,
-    /// The tool call ids that wait for a person's approval now (arbor's key, written
-    /// with the status `waiting`; absent when none). Items that are not strings are
-    /// skipped.
+    pub forked_from_turn: Option<u64>,
+    /// `forked_at`: when the fork was made (RFC 3339, foundation's key).
     #[serde(
         default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "string_list"
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "record::lenient"
     )]
-    pub awaiting_approval: Vec<String>,
-    /// How full the session's context was at its latest model call (arbor's own
-    /// key, issue 26; Amplifier ignores it); absent before the first call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<ContextUse>,
+    pub forked_at: Option<String>,
+    /// arbor's own keys (Amplifier ignores them), written after Amplifier's.
+    #[serde(flatten)]
+    pub arbor: ArborKeys,
+    /// Every other key, as read (keys of other tools and of newer versions).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-impl Metadata {
-    /// The turn this session was forked at (`forked_from_turn`, written by
-    /// `session::fork` and Amplifier's `fork_session`), if it is a fork. A fork keeps
-    /// its original as `parent_id` but is a root for depth, limits and resume.
-    pub fn forked_from_turn(&self) -> Option<u64> {
-        self.extra.get("forked_from_turn").and_then(Value::as_u64)
-    }
-}
-
-/// `T` when the value reads as one, else `None` (a key other tools may have written
-/// in another form never makes the whole file unreadable).
-fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    let value = Value::deserialize(d)?;
-    Ok(serde_json::from_value(value).ok())
-}
-
-/// The strings of a list (anything else reads as empty).
-fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    Ok(match Value::deserialize(d)? {
-        Value::Array(items) => items
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::String(s) => Some(s),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    })
 }
 
 #[cfg(test)]

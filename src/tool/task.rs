@@ -22,7 +22,7 @@ use crate::agent::{AgentDef, Registry};
 pub use crate::config::TaskConfig;
 use crate::config::budget::Budget;
 use crate::config::isolation::IsolationSetting;
-use crate::config::mount_plan::TASK_MODULE;
+use crate::config::mount_plan::{AgentAccess, TASK_MODULE};
 use crate::routing;
 use crate::session::SessionStatus;
 use crate::session::ids::SessionId;
@@ -144,19 +144,9 @@ pub trait TaskHost: Send + Sync {
 /// names, `ns:name` matching a bundle agent), sorted by name.
 pub fn allowed_agents<'r>(
     agents: &'r [AgentDef],
-    plan_agents: Option<&Value>,
+    plan_agents: Option<&AgentAccess>,
 ) -> Vec<&'r AgentDef> {
-    let names: Option<Vec<&str>> = match plan_agents {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s == "none" => Some(Vec::new()),
-        Some(Value::String(_)) => None,
-        Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
-        Some(Value::Object(map)) => match map.get("include") {
-            Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
-            _ => None,
-        },
-        Some(_) => None,
-    };
+    let names = plan_agents.and_then(AgentAccess::names);
     let mut agents: Vec<&AgentDef> = agents
         .iter()
         .filter(|a| a.is_valid())
@@ -200,14 +190,18 @@ pub fn describe(agents: &[&AgentDef]) -> String {
 pub struct TaskTool {
     host: Arc<dyn TaskHost>,
     /// The calling session's plan `agents` value.
-    plan_agents: Option<Value>,
+    plan_agents: Option<AgentAccess>,
     config: TaskConfig,
     permits: Arc<Semaphore>,
 }
 
 impl TaskTool {
     /// A task tool for a session whose plan has `agents` = `plan_agents`.
-    pub fn new(host: Arc<dyn TaskHost>, plan_agents: Option<Value>, config: TaskConfig) -> Self {
+    pub fn new(
+        host: Arc<dyn TaskHost>,
+        plan_agents: Option<AgentAccess>,
+        config: TaskConfig,
+    ) -> Self {
         Self {
             host,
             plan_agents,
@@ -511,22 +505,36 @@ mod tests {
         let all = agents();
         assert_eq!(names(&allowed_agents(&all, None)), ["explorer", "zen"]);
         assert_eq!(
-            names(&allowed_agents(&all, Some(&json!("all")))),
+            names(&allowed_agents(
+                &all,
+                Some(&AgentAccess::from_value(json!("all")))
+            )),
             ["explorer", "zen"]
         );
-        assert!(allowed_agents(&all, Some(&json!("none"))).is_empty());
+        assert!(allowed_agents(&all, Some(&AgentAccess::from_value(json!("none")))).is_empty());
         assert_eq!(
-            names(&allowed_agents(&all, Some(&json!(["zen", "broken"])))),
+            names(&allowed_agents(
+                &all,
+                Some(&AgentAccess::from_value(json!(["zen", "broken"])))
+            )),
             ["zen"]
         );
         assert_eq!(
             names(&allowed_agents(
                 &all,
-                Some(&json!({"include": ["foundation:explorer"]}))
+                Some(&AgentAccess::from_value(
+                    json!({"include": ["foundation:explorer"]})
+                ))
             )),
             ["explorer"]
         );
-        assert!(allowed_agents(&all, Some(&json!(["other:explorer"]))).is_empty());
+        assert!(
+            allowed_agents(
+                &all,
+                Some(&AgentAccess::from_value(json!(["other:explorer"])))
+            )
+            .is_empty()
+        );
     }
 
     #[test]

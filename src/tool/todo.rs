@@ -28,9 +28,6 @@ pub const MODULE: &str = "tool-todo";
 pub const TOOL_NAME: &str = "todo";
 /// The file in the session's directory holding its list.
 pub const STATE_FILE: &str = "todo.json";
-/// The session metadata key (`extra`) under which the engine keeps the list after
-/// each `todo` call, for the tree (`3/7`) of another process or a later one.
-pub const METADATA_KEY: &str = "todos";
 /// Items one list may hold at most.
 const MAX_ITEMS: usize = 200;
 
@@ -69,6 +66,39 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
 /// The `todo` tool.
 #[derive(Debug, Clone, Copy)]
 pub struct Todo;
+
+/// Why a `todo` call failed (the text is the tool result, Amplifier's wording where
+/// `tool-todo` has one).
+#[derive(Debug, thiserror::Error)]
+enum TodoError {
+    /// An `action` other than create, update, list.
+    #[error("Unknown action: {0}. Valid actions: create, update, list")]
+    UnknownAction(String),
+    /// No `action`.
+    #[error("todo needs an 'action': create, update or list")]
+    NoAction,
+    /// `todos` is not a list (the value as JSON).
+    #[error("'todos' must be a list, got {0}")]
+    NotAList(String),
+    /// More than [`MAX_ITEMS`] items.
+    #[error("at most {MAX_ITEMS} todos, got {0}")]
+    TooMany(usize),
+    /// Item `0` lacks a required key.
+    #[error("Todo {0} missing required fields (content, status, activeForm)")]
+    MissingFields(usize),
+    /// Item `index` has a key of the wrong shape.
+    #[error("Todo {index} has an invalid field: {source}")]
+    InvalidField {
+        index: usize,
+        source: serde_json::Error,
+    },
+    /// The list could not be written to the session directory.
+    #[error("cannot save the todo list: {0}")]
+    Save(#[from] std::io::Error),
+    /// The list could not be encoded.
+    #[error("cannot save the todo list: {0}")]
+    Encode(serde_json::Error),
+}
 
 impl Tool for Todo {
     fn module(&self) -> &str {
@@ -120,7 +150,7 @@ impl Tool for Todo {
                 Ok(Ok((out, Some(set)))) => {
                     ToolOutput::ok(out.to_string()).with_effect(ToolEffect::Todo(set))
                 }
-                Ok(Err(e)) => ToolOutput::error(e),
+                Ok(Err(e)) => ToolOutput::error(e.to_string()),
                 Err(e) => ToolOutput::error(format!("the todo tool failed: {e}")),
             }
         })
@@ -128,7 +158,7 @@ impl Tool for Todo {
 }
 
 /// The result of a call, and the list it set (`create` / `update`).
-fn run(input: &Value, dir: Option<&Path>) -> Result<(Value, Option<Vec<TodoItem>>), String> {
+fn run(input: &Value, dir: Option<&Path>) -> Result<(Value, Option<Vec<TodoItem>>), TodoError> {
     let action = input.get("action").and_then(Value::as_str);
     match action {
         Some("list") => {
@@ -155,35 +185,31 @@ fn run(input: &Value, dir: Option<&Path>) -> Result<(Value, Option<Vec<TodoItem>
             };
             Ok((out, Some(todos)))
         }
-        Some(other) => Err(format!(
-            "Unknown action: {other}. Valid actions: create, update, list"
-        )),
-        None => Err("todo needs an 'action': create, update or list".into()),
+        Some(other) => Err(TodoError::UnknownAction(other.to_string())),
+        None => Err(TodoError::NoAction),
     }
 }
 
-fn parse_items(value: Option<&Value>) -> Result<Vec<TodoItem>, String> {
+fn parse_items(value: Option<&Value>) -> Result<Vec<TodoItem>, TodoError> {
     let items = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
-        Some(other) => return Err(format!("'todos' must be a list, got {other}")),
+        Some(other) => return Err(TodoError::NotAList(other.to_string())),
     };
     if items.len() > MAX_ITEMS {
-        return Err(format!("at most {MAX_ITEMS} todos, got {}", items.len()));
+        return Err(TodoError::TooMany(items.len()));
     }
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| {
+        .map(|(index, item)| {
             for key in ["content", "status", "activeForm"] {
                 if item.get(key).is_none() {
-                    return Err(format!(
-                        "Todo {i} missing required fields (content, status, activeForm)"
-                    ));
+                    return Err(TodoError::MissingFields(index));
                 }
             }
             serde_json::from_value(item.clone())
-                .map_err(|e| format!("Todo {i} has an invalid field: {e}"))
+                .map_err(|source| TodoError::InvalidField { index, source })
         })
         .collect()
 }
@@ -196,14 +222,11 @@ pub fn load(dir: &Path) -> Vec<TodoItem> {
         .unwrap_or_default()
 }
 
-fn save(dir: &Path, todos: &[TodoItem]) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot save the todo list: {e}");
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    serde_json::to_writer(&mut tmp, todos)
-        .map_err(|e| format!("cannot save the todo list: {e}"))?;
-    tmp.persist(dir.join(STATE_FILE))
-        .map_err(|e| fail(e.error))?;
+fn save(dir: &Path, todos: &[TodoItem]) -> Result<(), TodoError> {
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(&mut tmp, todos).map_err(TodoError::Encode)?;
+    tmp.persist(dir.join(STATE_FILE)).map_err(|e| e.error)?;
     Ok(())
 }
 

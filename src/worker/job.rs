@@ -423,7 +423,7 @@ async fn execute(
         bases: &bases,
         git_paths: &git_paths,
     };
-    let (metadata, dropped) = scratch::for_worker(&root_meta, &job.plan.to_value(), &place, resume);
+    let (metadata, dropped) = scratch::for_worker(&root_meta, &job.plan, &place, resume);
     for note in &dropped {
         tracing::warn!(session, "worker: {note}");
     }

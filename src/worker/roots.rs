@@ -23,9 +23,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use crate::config::mount_plan::edit_write_paths;
+use crate::config::MountPlan;
 
 /// One `allowed_write_paths` entry a job asked for and the worker dropped: the entry
 /// as written and why (named in the worker's log).
@@ -49,48 +47,40 @@ impl std::fmt::Display for Dropped {
     }
 }
 
-/// Narrows the `allowed_write_paths` of every `tool-filesystem` entry of `plan` (a
-/// mount plan's JSON) to the worker's `bases` (canonical directories: the job's
+/// Narrows the `allowed_write_paths` of every `tool-filesystem` entry of `plan` to
+/// the worker's `bases` (canonical directories: the job's
 /// worktree — or its working directory when it has none — and its scratch directory),
 /// resolving relative entries against `work_dir`. An entry without the key is read as
 /// `["."]`, as the tool reads it. Returns what was dropped, in order (see the module
 /// doc for the rule); never fails: an entry that cannot be checked is dropped.
-pub fn narrow(plan: &mut Value, work_dir: &Path, bases: &[PathBuf]) -> Vec<Dropped> {
+pub fn narrow(plan: &mut MountPlan, work_dir: &Path, bases: &[PathBuf]) -> Vec<Dropped> {
     let mut dropped = Vec::new();
-    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
-        return dropped;
-    };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
-            continue;
+    plan.edit_write_paths(|current| {
+        let mut kept: Vec<(String, PathBuf)> = Vec::new();
+        for raw in current {
+            match resolve(&raw, work_dir, bases) {
+                Ok(path) => kept.push((raw, path)),
+                Err(reason) => dropped.push(Dropped { entry: raw, reason }),
+            }
         }
-        edit_write_paths(entry, |current| {
-            let mut kept: Vec<(String, PathBuf)> = Vec::new();
-            for raw in current {
-                match resolve(&raw, work_dir, bases) {
-                    Ok(path) => kept.push((raw, path)),
-                    Err(reason) => dropped.push(Dropped { entry: raw, reason }),
-                }
+        let mut out: Vec<String> = Vec::new();
+        for (i, (raw, path)) in kept.iter().enumerate() {
+            let nested = kept
+                .iter()
+                .enumerate()
+                .any(|(j, (_, other))| j != i && path != other && path.starts_with(other));
+            let shown = path.display().to_string();
+            if nested {
+                dropped.push(Dropped {
+                    entry: raw.clone(),
+                    reason: "lies inside another write root",
+                });
+            } else if !out.contains(&shown) {
+                out.push(shown);
             }
-            let mut out: Vec<String> = Vec::new();
-            for (i, (raw, path)) in kept.iter().enumerate() {
-                let nested = kept
-                    .iter()
-                    .enumerate()
-                    .any(|(j, (_, other))| j != i && path != other && path.starts_with(other));
-                let shown = path.display().to_string();
-                if nested {
-                    dropped.push(Dropped {
-                        entry: raw.clone(),
-                        reason: "lies inside another write root",
-                    });
-                } else if !out.contains(&shown) {
-                    out.push(shown);
-                }
-            }
-            out
-        });
-    }
+        }
+        out
+    });
     dropped
 }
 
@@ -119,8 +109,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn paths(plan: &Value, i: usize) -> Vec<String> {
-        plan["tools"][i]["config"]["allowed_write_paths"]
+    fn paths(plan: &MountPlan, i: usize) -> Vec<String> {
+        plan.to_value()["tools"][i]["config"]["allowed_write_paths"]
             .as_array()
             .unwrap()
             .iter()
@@ -139,14 +129,14 @@ mod tests {
             std::fs::create_dir_all(d).unwrap();
         }
         std::os::unix::fs::symlink(&outside, work.join("link")).unwrap();
-        let mut plan = json!({"tools": [
+        let mut plan = MountPlan::from_value(json!({"tools": [
             {"module": "tool-filesystem", "config": {"allowed_write_paths": [
                 "/", "~", "~/.config", "..", "link", "missing",
                 outside.display().to_string(), scratch.display().to_string(), "sub"
             ]}},
             {"module": "tool-bash", "config": {}},
             {"module": "tool-filesystem"}
-        ]});
+        ]}));
         let bases = vec![work.clone(), scratch.clone()];
         let dropped = narrow(&mut plan, &work, &bases);
         assert_eq!(
@@ -157,7 +147,11 @@ mod tests {
             ]
         );
         assert_eq!(paths(&plan, 2), [work.display().to_string()]);
-        assert_eq!(plan["tools"][1]["config"], json!({}), "bash left alone");
+        assert_eq!(
+            plan.to_value()["tools"][1]["config"],
+            json!({}),
+            "bash left alone"
+        );
         let reasons: Vec<(&str, &str)> = dropped
             .iter()
             .map(|d| (d.entry.as_str(), d.reason))
@@ -192,8 +186,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let work = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(work.join("a/b")).unwrap();
-        let mut plan = json!({"tools": [{"module": "tool-filesystem", "config": {
-            "allowed_write_paths": ["a/b", ".", "a", "."]}}]});
+        let mut plan =
+            MountPlan::from_value(json!({"tools": [{"module": "tool-filesystem", "config": {
+            "allowed_write_paths": ["a/b", ".", "a", "."]}}]}));
         let dropped = narrow(&mut plan, &work, std::slice::from_ref(&work));
         assert_eq!(paths(&plan, 0), [work.display().to_string()]);
         assert_eq!(

@@ -18,13 +18,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::roots::{self, Dropped};
-use crate::config::mount_plan::edit_write_paths;
-use crate::isolation::worktree::KEY as WORKTREE_KEY;
+use crate::config::MountPlan;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
+use crate::session::message::Meta;
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
 
 /// Where a job runs on the worker and where it may write: its working directory, its
@@ -50,22 +48,24 @@ pub struct Place<'a> {
 /// redelivered run (`resume`), else `Idle`. Also returns the write paths dropped.
 pub fn for_worker(
     metadata: &Metadata,
-    plan: &Value,
+    plan: &MountPlan,
     place: &Place<'_>,
     resume: bool,
 ) -> (Metadata, Vec<Dropped>) {
     let mut out = metadata.clone();
-    let record = WorktreeRecord::of(&out.extra);
-    out.extra.shift_remove(WORKTREE_KEY);
+    let record = out.arbor.worktree.take();
     out.working_dir = Some(place.work_dir.display().to_string());
-    let mut config = out.config.take().unwrap_or_else(|| plan.clone());
+    let mut config = out
+        .config
+        .take()
+        .map_or_else(|| plan.clone(), MountPlan::from_value);
     if let Some(top) = place.work_top {
         remap_write_paths(&mut config, record.as_ref(), top);
     }
     distrust_endpoints(&mut config);
     let dropped = roots::narrow(&mut config, place.work_dir, place.bases);
     add_write_paths(&mut config, place.git_paths);
-    out.config = Some(config);
+    out.config = Some(config.to_value());
     out.status = if resume {
         SessionStatus::Interrupted
     } else {
@@ -74,71 +74,55 @@ pub fn for_worker(
     (out, dropped)
 }
 
-/// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` (a mount
-/// plan's JSON) from the root's worktree to the worker's: an absolute path inside the
+/// Moves the `allowed_write_paths` of every `tool-filesystem` entry of `plan` from the
+/// root's worktree to the worker's: an absolute path inside the
 /// root's worktree (`record.path`) moves to the same place under `work_top`; one inside
 /// the root's repository (`record.repo`, its `.git` entries) is dropped — the worker's
 /// repository has its own, added by [`add_write_paths`]. Relative paths and other
 /// absolute ones are kept here (`roots::narrow` then decides). With no `record` (the
 /// root ran it without a worktree) nothing moves. An entry without the key gets
 /// `["."]`, as `engine::isolate` confines a child's plan.
-pub fn remap_write_paths(plan: &mut Value, record: Option<&WorktreeRecord>, work_top: &Path) {
-    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
-            continue;
-        }
-        edit_write_paths(entry, |current| {
-            current
-                .into_iter()
-                .filter_map(|p| {
-                    let path = Path::new(&p);
-                    let Some(record) = record else {
-                        return Some(p);
+pub fn remap_write_paths(plan: &mut MountPlan, record: Option<&WorktreeRecord>, work_top: &Path) {
+    plan.edit_write_paths(|current| {
+        current
+            .into_iter()
+            .filter_map(|p| {
+                let path = Path::new(&p);
+                let Some(record) = record else {
+                    return Some(p);
+                };
+                if let Ok(rel) = path.strip_prefix(&record.path) {
+                    let moved = if rel.as_os_str().is_empty() {
+                        work_top.to_path_buf()
+                    } else {
+                        work_top.join(rel)
                     };
-                    if let Ok(rel) = path.strip_prefix(&record.path) {
-                        let moved = if rel.as_os_str().is_empty() {
-                            work_top.to_path_buf()
-                        } else {
-                            work_top.join(rel)
-                        };
-                        return Some(moved.display().to_string());
-                    }
-                    if path.starts_with(&record.repo) {
-                        return None;
-                    }
-                    Some(p)
-                })
-                .collect()
-        });
-    }
+                    return Some(moved.display().to_string());
+                }
+                if path.starts_with(&record.repo) {
+                    return None;
+                }
+                Some(p)
+            })
+            .collect()
+    });
 }
 
 /// Adds `extra` (the worker's own: its repository's entries git needs) to the
 /// `allowed_write_paths` of every `tool-filesystem` entry of `plan`, once each.
-pub fn add_write_paths(plan: &mut Value, extra: &[PathBuf]) {
+pub fn add_write_paths(plan: &mut MountPlan, extra: &[PathBuf]) {
     if extra.is_empty() {
         return;
     }
-    let Some(tools) = plan.get_mut("tools").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for entry in tools.iter_mut() {
-        if entry.get("module").and_then(Value::as_str) != Some("tool-filesystem") {
-            continue;
-        }
-        edit_write_paths(entry, |mut paths| {
-            for path in extra {
-                let path = path.display().to_string();
-                if !paths.contains(&path) {
-                    paths.push(path);
-                }
+    plan.edit_write_paths(|mut paths| {
+        for path in extra {
+            let path = path.display().to_string();
+            if !paths.contains(&path) {
+                paths.push(path);
             }
-            paths
-        });
-    }
+        }
+        paths
+    });
 }
 
 /// The directories git must write for a commit in the worktree at `top` (its own
@@ -162,8 +146,8 @@ pub fn git_write_paths(top: &Path) -> Vec<PathBuf> {
 /// elsewhere. Unmarked, `routing::setup` refuses an endpoint other than the one the
 /// worker's config or environment names whenever it would carry the worker's key or
 /// headers (issue 34); a keyless provider still goes where the job says.
-pub fn distrust_endpoints(plan: &mut Value) {
-    *plan = crate::config::endpoint::without_marks(plan);
+pub fn distrust_endpoints(plan: &mut MountPlan) {
+    crate::config::endpoint::remove_marks(plan);
 }
 
 /// The metadata sent back in `Done`: the worker's `after` (turns, usage, status,
@@ -175,15 +159,8 @@ pub fn for_root(after: &Metadata, root: &Metadata, ran_on: &RanOn) -> Metadata {
     out.parent_id = root.parent_id.clone();
     out.working_dir = root.working_dir.clone();
     out.config = root.config.clone().or(out.config);
-    match root.extra.get(WORKTREE_KEY) {
-        Some(record) => {
-            out.extra.insert(WORKTREE_KEY.into(), record.clone());
-        }
-        None => {
-            out.extra.shift_remove(WORKTREE_KEY);
-        }
-    }
-    ran_on.store(&mut out);
+    out.arbor.worktree.clone_from(&root.arbor.worktree);
+    out.arbor.ran_on = Some(ran_on.clone());
     out
 }
 
@@ -208,12 +185,7 @@ pub fn answered(before: usize, synced: &[Message]) -> Option<String> {
     }
     match synced.last() {
         Some(Message::Assistant(m))
-            if m.tool_calls.is_empty()
-                && m.metadata
-                    .as_ref()
-                    .and_then(|meta| meta.get("partial"))
-                    .and_then(|v| v.as_bool())
-                    != Some(true) =>
+            if m.tool_calls.is_empty() && !m.metadata.as_ref().is_some_and(Meta::is_partial) =>
         {
             Some(m.text())
         }
@@ -274,7 +246,7 @@ impl Drop for StoreGuard {
 mod tests {
     use super::*;
     use crate::isolation::worktree::State;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn record() -> WorktreeRecord {
         WorktreeRecord {
@@ -292,7 +264,7 @@ mod tests {
 
     #[test]
     fn write_paths_move_into_the_workers_worktree_and_root_git_entries_are_replaced() {
-        let mut plan = json!({"tools": [
+        let mut typed = MountPlan::from_value(json!({"tools": [
             {"module": "tool-filesystem", "config": {"allowed_write_paths": [
                 "/root/state/worktrees/proj/abcd/sub",
                 "/root/proj/.git/worktrees/abcd",
@@ -302,9 +274,10 @@ mod tests {
             ]}},
             {"module": "tool-bash", "config": {}},
             {"module": "tool-filesystem"}
-        ]});
-        remap_write_paths(&mut plan, Some(&record()), Path::new("/w/job/work"));
-        add_write_paths(&mut plan, &[PathBuf::from("/w/repo/.git/worktrees/job")]);
+        ]}));
+        remap_write_paths(&mut typed, Some(&record()), Path::new("/w/job/work"));
+        add_write_paths(&mut typed, &[PathBuf::from("/w/repo/.git/worktrees/job")]);
+        let plan = typed.to_value();
         assert_eq!(
             plan["tools"][0]["config"]["allowed_write_paths"],
             json!([
@@ -331,7 +304,7 @@ mod tests {
                 "allowed_write_paths": ["/root/state/worktrees/proj/abcd"]}}]})),
             ..Default::default()
         };
-        root.extra.insert(WORKTREE_KEY.into(), record().to_value());
+        root.arbor.worktree = Some(record());
         let dir = tempfile::tempdir().unwrap();
         let top = std::fs::canonicalize(dir.path()).unwrap().join("work");
         std::fs::create_dir_all(top.join("sub")).unwrap();
@@ -342,19 +315,19 @@ mod tests {
             bases: std::slice::from_ref(&top),
             git_paths: &git,
         };
-        let (worker, dropped) = for_worker(&root, &Value::Null, &place, false);
+        let (worker, dropped) = for_worker(&root, &MountPlan::new(), &place, false);
         assert!(dropped.is_empty(), "{dropped:?}");
         assert_eq!(
             worker.working_dir.as_deref(),
             Some(top.join("sub").display().to_string().as_str())
         );
-        assert!(!worker.extra.contains_key(WORKTREE_KEY));
+        assert!(worker.arbor.worktree.is_none());
         assert_eq!(worker.status, SessionStatus::Idle);
         assert_eq!(
             worker.config.as_ref().unwrap()["tools"][0]["config"]["allowed_write_paths"],
             json!([top.display().to_string(), "/w/repo/.git/worktrees/job"])
         );
-        let (resumed, _) = for_worker(&root, &Value::Null, &place, true);
+        let (resumed, _) = for_worker(&root, &MountPlan::new(), &place, true);
         assert_eq!(resumed.status, SessionStatus::Interrupted);
 
         let mut after = worker.clone();
@@ -367,11 +340,11 @@ mod tests {
         };
         let back = for_root(&after, &root, &ran_on);
         assert_eq!(back.working_dir, root.working_dir);
-        assert_eq!(back.extra[WORKTREE_KEY], record().to_value());
+        assert_eq!(back.arbor.worktree, Some(record()));
         assert_eq!(back.config, root.config);
         assert_eq!(back.turn_count, 1);
         assert_eq!(back.status, SessionStatus::Completed);
-        assert_eq!(RanOn::of(&back), Some(ran_on));
+        assert_eq!(back.arbor.ran_on, Some(ran_on));
     }
 
     #[test]
@@ -383,7 +356,12 @@ mod tests {
             bases: &[],
             git_paths: &[],
         };
-        let (m, _) = for_worker(&Metadata::default(), &plan, &place, false);
+        let (m, _) = for_worker(
+            &Metadata::default(),
+            &MountPlan::from_value(plan.clone()),
+            &place,
+            false,
+        );
         assert_eq!(m.config, Some(plan));
     }
 

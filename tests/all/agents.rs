@@ -131,7 +131,7 @@ fn every_fixture_bundle_loads() {
             .starts_with("# Foundation Bundle")
     );
     assert_eq!(
-        foundation.mount_plan.agents().unwrap()["include"]
+        foundation.mount_plan.agents().unwrap().to_value()["include"]
             .as_array()
             .unwrap()
             .len(),
@@ -214,7 +214,7 @@ fn spawning_a_builtin_agent_from_the_builtin_root() {
     let reviewer = reg.get("reviewer").unwrap();
     let child = merge_for_spawn(&bundle.mount_plan, &reviewer.overlay, &Value::Null);
     assert_eq!(child.instruction(), reviewer.instruction);
-    assert_eq!(child.agents(), Some(&json!("none")));
+    assert_eq!(child.agents().map(|a| a.to_value()), Some(json!("none")));
     assert_eq!(child.model_roles(), ["critique"]);
     let tools: Vec<_> = child.tools().into_iter().map(|t| t.module).collect();
     assert_eq!(

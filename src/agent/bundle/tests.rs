@@ -2,6 +2,8 @@
 
 use serde_json::json;
 
+use crate::config::mount_plan::{AgentAccess, SpawnPolicy};
+
 use super::*;
 
 #[test]
@@ -16,7 +18,10 @@ fn builtin_bundle_loads_with_its_agents() {
         b.mount_plan.task_tool_config(),
         json!({"max_recursion_depth": 2, "max_parallel": 4})
     );
-    assert_eq!(b.mount_plan.agents(), Some(&json!("all")));
+    assert_eq!(
+        b.mount_plan.agents().map(AgentAccess::to_value),
+        Some(json!("all"))
+    );
     assert!(b.mount_plan.providers().is_empty());
     let tools: Vec<_> = b.mount_plan.tools().into_iter().map(|t| t.module).collect();
     assert_eq!(
@@ -31,8 +36,8 @@ fn builtin_bundle_loads_with_its_agents() {
         ]
     );
     assert_eq!(
-        b.mount_plan.spawn(),
-        &json!({"exclude_tools": ["tool-bash", "tool-web"]})
+        b.mount_plan.spawn().map(SpawnPolicy::to_value),
+        Some(json!({"exclude_tools": ["tool-bash", "tool-web"]}))
     );
     let stems: Vec<_> = b.agent_files.iter().map(|f| f.stem.as_str()).collect();
     for want in [
@@ -66,12 +71,15 @@ fn yaml_bundle_with_every_key() {
     assert_eq!(b.version.as_deref(), Some("1.2"));
     assert_eq!(b.description.as_deref(), Some("Demo"));
     assert_eq!(b.path.as_deref(), Some(p.as_path()));
-    assert_eq!(b.mount_plan.agents(), Some(&json!(["a", "b"])));
+    assert_eq!(
+        b.mount_plan.agents().map(AgentAccess::to_value),
+        Some(json!(["a", "b"]))
+    );
     assert_eq!(b.mount_plan.extra.get("custom"), Some(&json!("kept")));
     assert!(b.mount_plan.extra.get("bundle").is_none());
     assert_eq!(
-        b.mount_plan.spawn(),
-        &json!({"exclude_tools": ["tool-task"]})
+        b.mount_plan.spawn().map(SpawnPolicy::to_value),
+        Some(json!({"exclude_tools": ["tool-task"]}))
     );
 }
 
@@ -127,8 +135,8 @@ fn roster_agents_are_accepted() {
     );
     let b = Bundle::load(&p).unwrap();
     assert_eq!(
-        b.mount_plan.agents(),
-        Some(&json!({"include": ["x:one", "x:two"]}))
+        b.mount_plan.agents().map(AgentAccess::to_value),
+        Some(json!({"include": ["x:one", "x:two"]}))
     );
 }
 

@@ -7,9 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::homecoming::{CONFLICT, POLICY};
-use crate::isolation::WorktreeRecord;
-use crate::isolation::worktree::State;
 use crate::session::{Metadata, SessionStore};
 
 /// The lines listing the unmerged sub-sessions below `root` among `sessions`; empty
@@ -35,20 +32,11 @@ pub fn lines(sessions: &[Metadata], root: &str) -> Vec<String> {
         .iter()
         .filter(|m| m.session_id.as_str() != root && tree.contains(m.session_id.as_str()))
         .filter_map(|m| {
-            let record = WorktreeRecord::of(&m.extra).filter(|r| r.state == State::Active)?;
+            let record = m.active_worktree()?;
             let id = m.session_id.as_str();
-            let why = match m.extra.get(CONFLICT).and_then(|v| v.as_array()) {
-                Some(files) => {
-                    let files: Vec<&str> = files.iter().filter_map(|f| f.as_str()).collect();
-                    format!("conflict in {}", files.join(", "))
-                }
-                None => format!(
-                    "merge: {}",
-                    m.extra
-                        .get(POLICY)
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("manual")
-                ),
+            let why = match &m.arbor.merge_conflict {
+                Some(files) => format!("conflict in {}", files.join(", ")),
+                None => format!("merge: {}", m.merge_policy().as_str()),
             };
             Some(format!(
                 "  {} ({why}): merge: arbor session merge {id}   discard: arbor session discard {id}",
@@ -94,16 +82,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn meta(id: &str, parent: Option<&str>, extra: serde_json::Value) -> Metadata {
-        let mut m = Metadata {
-            session_id: id.into(),
-            parent_id: parent.map(Into::into),
-            ..Default::default()
-        };
-        if let serde_json::Value::Object(map) = extra {
-            m.extra = map;
-        }
-        m
+    /// Session `id` under `parent` with the metadata keys of `extra`, read as
+    /// `metadata.json` is.
+    fn meta(id: &str, parent: Option<&str>, mut extra: serde_json::Value) -> Metadata {
+        extra["session_id"] = json!(id);
+        extra["parent_id"] = json!(parent);
+        serde_json::from_value(extra).unwrap()
     }
 
     fn worktree(branch: &str, state: &str) -> serde_json::Value {

@@ -112,8 +112,7 @@ pub fn rewind(store: &SessionStore, id: &str, to_turn: u64, force: bool) -> Resu
 /// A worktree session's `session diff`: `git diff` of its branch (and uncommitted
 /// changes) against its base, a patch `git apply` accepts; `None` for other sessions.
 pub fn diff(metadata: &Metadata) -> Option<Result<String, IsolationError>> {
-    let record = WorktreeRecord::of(&metadata.extra)?;
-    (record.state == State::Active).then(|| record.diff())
+    metadata.active_worktree().map(WorktreeRecord::diff)
 }
 
 /// The `worktree` of `session show --json`: `{path, branch, state, unmerged, merge,
@@ -121,11 +120,11 @@ pub fn diff(metadata: &Metadata) -> Option<Result<String, IsolationError>> {
 /// standing's word — `merged`, `discarded`, `unmerged`, `conflict` —; `conflict`: the
 /// files of a refused merge); `None` without one.
 pub fn show_json(metadata: &Metadata) -> Option<Value> {
-    let record = WorktreeRecord::of(&metadata.extra)?;
+    let record = metadata.worktree()?;
     let unmerged = (record.state == State::Active)
         .then(|| record.changed_files().map(|f| f.len()).ok())
         .flatten();
-    let standing = Standing::of(&metadata.extra);
+    let standing = Standing::of(metadata);
     let conflict = match &standing {
         Some(Standing::Conflict(files)) => json!(files),
         _ => Value::Null,
@@ -144,8 +143,8 @@ pub fn show_json(metadata: &Metadata) -> Option<Value> {
 /// `arbor/1a2b3c4d conflict in app.py`, `merged`, `discarded`; `None` without a
 /// worktree that changed something. The count is taken now from git when it can be.
 pub fn show_line(metadata: &Metadata) -> Option<String> {
-    let record = WorktreeRecord::of(&metadata.extra)?;
-    let standing = match Standing::of(&metadata.extra)? {
+    let record = metadata.worktree()?;
+    let standing = match Standing::of(metadata)? {
         Standing::Unmerged(stored) => {
             Standing::Unmerged(record.changed_files().map(|f| f.len()).ok().or(stored))
         }
@@ -167,7 +166,7 @@ pub fn show_line(metadata: &Metadata) -> Option<String> {
 /// The `WORK` cell of `session list`: the standing of a worktree child
 /// (`unmerged ✎3`, `conflict`, `merged`, `discarded`), `-` otherwise.
 pub fn list_cell(metadata: &Metadata) -> String {
-    Standing::of(&metadata.extra).map_or_else(|| "-".to_string(), |s| s.to_string())
+    Standing::of(metadata).map_or_else(|| "-".to_string(), |s| s.to_string())
 }
 
 /// What `session tree` adds to a session's line: `  (fork @3)` for a fork,
@@ -179,8 +178,7 @@ pub fn tree_mark(metadata: &Metadata) -> String {
     if let Some(turn) = metadata.forked_from_turn() {
         mark.push_str(&format!("  (fork @{turn})"));
     }
-    let record = WorktreeRecord::of(&metadata.extra);
-    match (Standing::of(&metadata.extra), record) {
+    match (Standing::of(metadata), metadata.worktree()) {
         (Some(standing), Some(record)) if standing.is_pending() => {
             mark.push_str(&format!("  ⎇ {} {standing}", record.branch));
         }
@@ -194,12 +192,10 @@ pub fn tree_mark(metadata: &Metadata) -> String {
 mod tests {
     use super::*;
 
-    fn with(extra: Value) -> Metadata {
-        let mut m = Metadata::default();
-        if let Value::Object(map) = extra {
-            m.extra = map;
-        }
-        m
+    /// Metadata with the keys of `extra`, read as `metadata.json` is.
+    fn with(mut extra: Value) -> Metadata {
+        extra["session_id"] = json!("");
+        serde_json::from_value(extra).unwrap()
     }
 
     fn worktree(state: &str, changed: Option<usize>) -> Value {

@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::config::mount_plan::{AgentAccess, Parsed, ProviderPreference};
+
 use super::*;
 
 fn plan(v: Value) -> MountPlan {
@@ -128,8 +130,12 @@ fn maps_deep_merge_and_other_values_are_replaced() {
     );
     assert_eq!(child.model_roles(), ["coding"]);
     assert_eq!(
+        child.provider_preferences.as_ref().map(Parsed::raw),
+        Some(&json!([{"provider": "anthropic", "model": "claude-*"}]))
+    );
+    assert_eq!(
         child.provider_preferences(),
-        &json!([{"provider": "anthropic", "model": "claude-*"}])
+        Ok(&[ProviderPreference::new("anthropic", "claude-*")][..])
     );
     assert_eq!(
         child.extra.get("custom").unwrap(),
@@ -145,7 +151,10 @@ fn agents_none_gives_no_agents() {
             p["agents"] = parent_agents;
         }
         let child = merge_for_spawn(&plan(p), &json!({"agents": "none"}), &Value::Null);
-        assert_eq!(child.agents(), Some(&json!("none")));
+        assert_eq!(
+            child.agents().map(AgentAccess::to_value),
+            Some(json!("none"))
+        );
     }
 }
 
@@ -157,27 +166,39 @@ fn agents_list_filters_the_parents_agents() {
         &json!({"agents": ["reviewer"]}),
         &Value::Null,
     );
-    assert_eq!(child.agents(), Some(&json!(["reviewer"])));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!(["reviewer"]))
+    );
     let child = merge_for_spawn(
         &plan(json!({})),
         &json!({"agents": ["reviewer"]}),
         &Value::Null,
     );
-    assert_eq!(child.agents(), Some(&json!(["reviewer"])));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!(["reviewer"]))
+    );
     // Parent list: intersection, never widened.
     let child = merge_for_spawn(
         &plan(json!({"agents": ["explorer", "reviewer"]})),
         &json!({"agents": ["reviewer", "ghost"]}),
         &Value::Null,
     );
-    assert_eq!(child.agents(), Some(&json!(["reviewer"])));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!(["reviewer"]))
+    );
     // Parent none stays none.
     let child = merge_for_spawn(
         &plan(json!({"agents": "none"})),
         &json!({"agents": ["reviewer"]}),
         &Value::Null,
     );
-    assert_eq!(child.agents(), Some(&json!("none")));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!("none"))
+    );
     // Amplifier roster: filtered, `ns:name` matching the bare name.
     let child = merge_for_spawn(
         &plan(json!({"agents": {"include": ["foundation:explorer", "foundation:git-ops"]}})),
@@ -185,8 +206,8 @@ fn agents_list_filters_the_parents_agents() {
         &Value::Null,
     );
     assert_eq!(
-        child.agents(),
-        Some(&json!({"include": ["foundation:explorer"]}))
+        child.agents().map(AgentAccess::to_value),
+        Some(json!({"include": ["foundation:explorer"]}))
     );
 }
 
@@ -194,9 +215,15 @@ fn agents_list_filters_the_parents_agents() {
 fn agents_all_or_absent_inherits() {
     let parent = plan(json!({"agents": ["explorer"]}));
     let child = merge_for_spawn(&parent, &json!({"agents": "all"}), &Value::Null);
-    assert_eq!(child.agents(), Some(&json!(["explorer"])));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!(["explorer"]))
+    );
     let child = merge_for_spawn(&parent, &json!({}), &Value::Null);
-    assert_eq!(child.agents(), Some(&json!(["explorer"])));
+    assert_eq!(
+        child.agents().map(AgentAccess::to_value),
+        Some(json!(["explorer"]))
+    );
     let child = merge_for_spawn(&plan(json!({})), &json!({"agents": "all"}), &Value::Null);
     assert_eq!(child.agents(), None);
 }
@@ -216,9 +243,12 @@ fn an_agents_approvals_stay_out_of_the_plan() {
     let parent = plan(json!({"approvals": {"bash": "deny"}}));
     let overlay = json!({"approvals": {"bash": "allow", "grep": "deny"}});
     let child = merge_for_spawn(&parent, &overlay, &Value::Null);
-    assert_eq!(child.approvals.as_ref(), Some(&json!({"bash": "deny"})));
+    assert_eq!(
+        child.approvals.as_ref().map(Parsed::raw),
+        Some(&json!({"bash": "deny"}))
+    );
     let root = merge_for_spawn(&plan(json!({})), &overlay, &Value::Null);
-    assert_eq!(root.approvals.as_ref(), None);
+    assert_eq!(root.approvals.as_ref().map(Parsed::raw), None);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! rebuilding changes from tool calls (`tool::filesystem::changes`).
 
 use crate::engine::outcome::EngineError;
-use crate::isolation::{WorktreeRecord, patch, worktree::State};
+use crate::isolation::patch;
 use crate::session::SessionStore;
 use crate::tool::filesystem::changes::{FileDiff, SessionDiff, session_diffs};
 
@@ -33,7 +33,7 @@ fn worktree_changes(
     id: &str,
 ) -> Option<Result<Vec<SessionDiff>, EngineError>> {
     let (metadata, _) = store.load_metadata(id).ok()?;
-    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active)?;
+    let record = metadata.active_worktree()?;
     Some(record.diff().map_err(EngineError::from).map(|text| {
         let files = patch::split(&text)
             .into_iter()

@@ -224,10 +224,10 @@ impl MetadataKey {
         Self {
             status: m.status,
             last_updated: m.last_updated.clone(),
-            turn_started: m.turn_started.clone(),
+            turn_started: m.arbor.turn_started.clone(),
             name: m.name.clone(),
             tokens: m.usage.input_tokens + m.usage.output_tokens,
-            files: m.files_changed.len(),
+            files: m.arbor.files_changed.len(),
         }
     }
 }

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use crate::engine::live::LiveSession;
 use crate::isolation::checkpoint::Checkpoints;
-use crate::isolation::worktree::{KEY, State};
+use crate::isolation::worktree::State;
 use crate::isolation::{IsolationError, WorktreeRecord, merge as git_merge};
 use crate::session::fork::{ForkError, Forked};
 use crate::session::{Message, Metadata, SessionStore, SessionWriter, StoreError};
@@ -144,8 +144,10 @@ fn active(metadata: &Metadata, what: &'static str) -> Result<WorktreeRecord, Und
     if metadata.parent_id.is_none() || metadata.forked_from_turn().is_some() {
         return Err(UndoError::Root(id));
     }
-    let record =
-        WorktreeRecord::of(&metadata.extra).ok_or(UndoError::NoWorktree(id.clone(), what))?;
+    let record = metadata
+        .worktree()
+        .cloned()
+        .ok_or(UndoError::NoWorktree(id.clone(), what))?;
     if record.state != State::Active {
         return Err(UndoError::Gone {
             id,
@@ -201,23 +203,17 @@ impl<'a> Record<'a> {
         }
     }
 
-    /// Records `record` as `state` (metadata `extra.worktree`).
+    /// Records `record` as `state` (metadata `worktree`).
     fn set_state(&mut self, record: &WorktreeRecord, state: State) -> Result<(), UndoError> {
-        let value = WorktreeRecord {
-            state,
-            ..record.clone()
-        }
-        .to_value();
+        let record = record.with_state(state);
         match self {
             Self::Stored(writer) => {
                 let mut metadata = writer.metadata().clone();
-                metadata.extra.insert(KEY.into(), value);
+                metadata.arbor.worktree = Some(record);
                 writer.write_metadata(&metadata)?;
             }
             Self::Live(live) => {
-                live.update_metadata(|m| {
-                    m.extra.insert(KEY.into(), value);
-                });
+                live.update_metadata(|m| m.arbor.worktree = Some(record));
                 live.sync();
             }
         }

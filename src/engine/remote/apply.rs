@@ -98,7 +98,9 @@ impl<'a> Applier<'a> {
             session = %self.child.id, worker = %worker.worker, host = %worker.host,
             pid = worker.pid, attempt, "remote sub-session started"
         );
-        self.child.update_metadata(|m| worker.store(m));
+        let ran_on = worker.clone();
+        self.child
+            .update_metadata(|m| m.arbor.ran_on = Some(ran_on));
         self.holder = Some(worker);
         self.heard = false;
     }
@@ -344,12 +346,12 @@ pub(crate) fn merge_metadata(metadata: &mut Metadata, worker: &Metadata, status:
     if worker.model.is_some() {
         metadata.model = worker.model.clone();
     }
-    metadata.files_changed = worker.files_changed.clone();
-    metadata.active_agent = worker.active_agent.clone();
-    metadata.turn_started = worker.turn_started.clone();
-    metadata.budget = worker.budget;
-    metadata.context = worker.context;
-    metadata.awaiting_approval.clear();
+    metadata.arbor.files_changed = worker.arbor.files_changed.clone();
+    metadata.arbor.active_agent = worker.arbor.active_agent.clone();
+    metadata.arbor.turn_started = worker.arbor.turn_started.clone();
+    metadata.arbor.budget = worker.arbor.budget;
+    metadata.arbor.context = worker.arbor.context;
+    metadata.arbor.awaiting_approval.clear();
     if metadata.name.is_none() {
         metadata.name = worker.name.clone();
     }

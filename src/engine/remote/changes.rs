@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::MountPlan;
 use crate::isolation::git::Git;
-use crate::isolation::worktree::State;
-use crate::isolation::{Repo, WorktreeRecord};
+use crate::isolation::{IsolationError, Repo};
 use crate::session::Metadata;
 
 /// What a job says about the repository (`remote::wire::JobFiles`).
@@ -41,8 +40,7 @@ pub(crate) struct Files {
 /// record when it has an active one, else from the repository its working directory
 /// is in; `None` outside git (or in a repository with no commit yet).
 pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> {
-    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
-    if let Some(record) = record {
+    if let Some(record) = metadata.active_worktree() {
         let git = Git::at(&record.repo);
         let head = git.commit_of(&format!("{}^", record.base)).ok().flatten()?;
         let unseen = unseen_changes(&git, &record.base, &head);
@@ -90,6 +88,20 @@ fn basename(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Why a worker's patch did not apply.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApplyError {
+    /// The temp file for the patch could not be made or written.
+    #[error("{what}: {source}")]
+    Patch {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// git refused it (the patch does not apply) or found no repository.
+    #[error(transparent)]
+    Git(#[from] IsolationError),
+}
+
 /// What applying a worker's patch did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Applied {
@@ -107,8 +119,9 @@ pub(crate) enum Applied {
 /// commit "arbor: <id> remote run <run>") or, without one, the repository of its
 /// working directory (`git apply`, working tree only).
 ///
-/// Errors: the text of git's refusal (the patch does not apply, no repository).
-pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applied, String> {
+/// Errors: [`ApplyError`]: git's refusal (the patch does not apply, no repository) or
+/// the temp file's.
+pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applied, ApplyError> {
     if patch.trim().is_empty() {
         return Ok(Applied::Nothing);
     }
@@ -118,35 +131,39 @@ pub(crate) fn apply(metadata: &Metadata, patch: &str, run: u64) -> Result<Applie
     while !patch.ends_with("\n\n") {
         patch.push('\n');
     }
-    let mut file = tempfile::NamedTempFile::new().map_err(|e| format!("a temp file: {e}"))?;
-    std::io::Write::write_all(&mut file, patch.as_bytes())
-        .map_err(|e| format!("writing the patch: {e}"))?;
+    let mut file = tempfile::NamedTempFile::new().map_err(|source| ApplyError::Patch {
+        what: "a temp file",
+        source,
+    })?;
+    std::io::Write::write_all(&mut file, patch.as_bytes()).map_err(|source| ApplyError::Patch {
+        what: "writing the patch",
+        source,
+    })?;
     let shown = file.path().display().to_string();
-    let record = WorktreeRecord::of(&metadata.extra).filter(|r| r.state == State::Active);
-    if let Some(record) = record {
+    if let Some(record) = metadata.active_worktree() {
         let git = Git::at(&record.path);
         let first = ["apply", "--index", "--whitespace=nowarn", shown.as_str()];
         if git.run(&first).is_err() {
             let second = ["apply", "--3way", "--whitespace=nowarn", shown.as_str()];
-            git.run(&second).map_err(|e| e.to_string())?;
+            git.run(&second)?;
         }
         let message = format!("{} remote run {run}", metadata.session_id);
-        record.commit(&message).map_err(|e| e.to_string())?;
+        record.commit(&message)?;
         return Ok(Applied::Committed {
-            branch: record.branch,
+            branch: record.branch.clone(),
         });
     }
     let dir = PathBuf::from(metadata.working_dir.as_deref().unwrap_or("."));
-    let repo = Repo::discover(&dir).map_err(|e| e.to_string())?;
+    let repo = Repo::discover(&dir)?;
     repo.git()
-        .run(&["apply", "--whitespace=nowarn", shown.as_str()])
-        .map_err(|e| e.to_string())?;
+        .run(&["apply", "--whitespace=nowarn", shown.as_str()])?;
     Ok(Applied::InPlace { dir: repo.top })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isolation::WorktreeRecord;
     use serde_json::json;
 
     fn git(dir: &Path, args: &[&str]) -> String {
@@ -172,7 +189,7 @@ mod tests {
             working_dir: Some(record.working_dir().display().to_string()),
             ..Default::default()
         };
-        m.extra.insert("worktree".into(), record.to_value());
+        m.arbor.worktree = Some(record.clone());
         m
     }
 
@@ -229,7 +246,10 @@ mod tests {
         let log = git(&record.repo, &["log", "--format=%s", "-1", &record.branch]);
         assert!(log.contains("remote run 1"), "{log}");
         assert!(record.is_clean().is_ok_and(|clean| !clean));
-        assert_eq!(apply(&metadata_with(&record), "", 2), Ok(Applied::Nothing));
+        assert!(matches!(
+            apply(&metadata_with(&record), "", 2),
+            Ok(Applied::Nothing)
+        ));
         let bad = apply(&metadata_with(&record), "diff --git a/x b/x\nnonsense\n", 3);
         assert!(bad.is_err());
     }

@@ -45,10 +45,6 @@ use crate::remote::wire::{
 use crate::remote::{Payload, Remote, RemoteError};
 use crate::session::{Metadata, SessionStatus};
 
-/// The metadata key (arbor's own, in `extra`) counting a session's remote runs: the
-/// `run` of its next job is one more.
-const RUNS_KEY: &str = "remote_runs";
-
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
 /// final transcript and metadata) before it ends the run as cancelled on its own:
 /// under the 5 s a cancelled turn gives its tool calls (`calls::CANCEL_GRACE`), so a
@@ -168,8 +164,8 @@ impl Dispatched {
             .map_err(|e| RemoteError::nats(format!("cannot watch the lease of {session}"), e))?;
         let mut run = 0;
         child.update_metadata(|m| {
-            run = m.extra.get(RUNS_KEY).and_then(|v| v.as_u64()).unwrap_or(0) + 1;
-            m.extra.insert(RUNS_KEY.into(), run.into());
+            run = m.arbor.remote_runs.unwrap_or(0) + 1;
+            m.arbor.remote_runs = Some(run);
         });
         let metadata = child.metadata();
         let plan = MountPlan::from_value(crate::session::redact::redact(&child.plan.to_value()));
@@ -518,7 +514,7 @@ impl Link {
         let epoch = epoch_of(request.headers.as_ref());
         if let Err(reason) = binding.admit_sync(epoch, &reply, header(SIG_HEADER).as_deref()) {
             runs.refused
-                .record_forged(&self.session, "?", epoch, "sync", &reason);
+                .record_forged(&self.session, "?", epoch, "sync", &reason.to_string());
             let refused = SyncReply {
                 metadata: None,
                 transcript: None,

@@ -121,8 +121,11 @@ fn a_workers_events_land_in_the_roots_store() {
     let texts: Vec<String> = loaded.transcript.iter().map(Message::text).collect();
     assert_eq!(texts, ["build it", "done"]);
     assert_eq!(loaded.metadata.status, SessionStatus::Running);
-    assert_eq!(RanOn::of(&loaded.metadata), Some(worker(1)));
-    assert_eq!(loaded.metadata.extra["ran_on"]["pid"], 101);
+    assert_eq!(loaded.metadata.arbor.ran_on, Some(worker(1)));
+    assert_eq!(
+        serde_json::to_value(&loaded.metadata).unwrap()["ran_on"]["pid"],
+        101
+    );
     let names = drain(&mut f.events);
     assert_eq!(
         names,
@@ -152,7 +155,7 @@ fn a_lost_worker_leaves_its_text_partial_and_the_session_interrupted() {
     applier.started(worker(2), 2);
     let metadata = child.metadata();
     assert_eq!(metadata.status, SessionStatus::Interrupted);
-    assert_eq!(RanOn::of(&metadata), Some(worker(2)));
+    assert_eq!(metadata.arbor.ran_on, Some(worker(2)));
     let transcript = child.transcript_snapshot();
     let Some(Message::Assistant(partial)) = transcript.last() else {
         panic!("no partial message: {transcript:?}");
@@ -270,9 +273,13 @@ fn done_merges_the_workers_metadata_and_keeps_the_roots_identity() {
         ..Default::default()
     };
     theirs.usage.input_tokens = 42;
-    theirs
-        .extra
-        .insert("resolved_model".into(), json!("the worker's"));
+    theirs.arbor.resolved_model = Some(crate::session::metadata::ResolvedModel {
+        provider: "the worker's".into(),
+        model: String::new(),
+        via: crate::session::metadata::Via::Parent,
+        role: None,
+        reason: None,
+    });
     let outcome = applier.done(
         Finished {
             status: SessionStatus::Completed,
@@ -292,8 +299,8 @@ fn done_merges_the_workers_metadata_and_keeps_the_roots_identity() {
     assert_eq!(ours.model.as_deref(), Some("openai/gpt-x"));
     assert_eq!(ours.name.as_deref(), Some("Built it"));
     assert_ne!(ours.working_dir.as_deref(), Some("/worker/scratch/wt"));
-    assert!(!ours.extra.contains_key("resolved_model"));
-    assert_eq!(RanOn::of(&ours), Some(worker(3)));
+    assert!(ours.arbor.resolved_model.is_none());
+    assert_eq!(ours.arbor.ran_on, Some(worker(3)));
     // A name the root has already is kept.
     let mut named = Metadata {
         name: Some("Mine".into()),

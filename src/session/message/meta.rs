@@ -48,6 +48,11 @@ impl Meta {
         self.get_str("author")
     }
 
+    /// `partial: true`: a reply kept after its turn was cut short (arbor's key).
+    pub fn is_partial(&self) -> bool {
+        self.get("partial") == Some(Value::Bool(true))
+    }
+
     /// The compact JSON text.
     pub fn as_json(&self) -> &str {
         self.0.get()

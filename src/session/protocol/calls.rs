@@ -38,29 +38,9 @@ pub enum ToolEffect {
     Transfer(String),
 }
 
-/// One checklist item, as the model writes it (`todo`'s `todos[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TodoItem {
-    /// Imperative description (`Run tests`).
-    pub content: String,
-    /// Present continuous (`Running tests`), shown while it is in progress.
-    #[serde(rename = "activeForm")]
-    pub active_form: String,
-    /// `pending`, `in_progress` or `completed`.
-    pub status: TodoStatus,
-}
-
-/// A checklist item's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    /// Not started.
-    Pending,
-    /// Being worked on (one at a time).
-    InProgress,
-    /// Done.
-    Completed,
-}
+/// One checklist item, as the model writes it (`todo`'s `todos[]`), and its state:
+/// the shape metadata keeps as `todos`.
+pub use crate::session::metadata::{TodoItem, TodoStatus};
 
 /// How a delegated turn ended: the task tool's result, serialized as its output
 /// `{"response","session_id","agent","status","turn_count"}`, plus `error` when failed

@@ -68,7 +68,7 @@ pub use tools::{
     TaskAgentSpawnedEvent, TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
 pub use tools::{ToolResponse, ToolResponseError};
-pub use wire::LogLine;
+pub use wire::{LogLine, StoredEvent};
 
 /// One event of one session: the envelope every [`EngineEvent`] travels in on the bus.
 ///

@@ -1,14 +1,15 @@
 //! Payloads of the model-call events (`provider:*`, `content_block:delta`) and the
-//! records they carry that the layers above produce: [`ProviderErrorKind`] (made by the
-//! provider clients) and [`ResolvedModel`] (made by routing, stored in metadata).
+//! record they carry that a layer above produces: [`ProviderErrorKind`] (made by the
+//! provider clients). [`ResolvedModel`] (made by routing) is metadata's
+//! (`session::metadata`), re-exported here because events carry it.
 //!
-//! Those two live here, at the bottom, because events carry them; `provider` and
-//! `provider::routing` re-export them where they are made.
+//! These live at the bottom because events carry them; `provider` and `routing`
+//! re-export them where they are made.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::session::metadata::SessionUsage;
+pub use crate::session::metadata::{ResolvedModel, Via};
 
 /// What kind of failure a provider call had (drives retry and the TUI's hint).
 /// Serialized in snake case (`rate_limit`, …) as `provider:error` `data.kind`.
@@ -37,87 +38,6 @@ pub enum ProviderErrorKind {
     Cancelled,
     /// No provider is configured / usable.
     NotConfigured,
-}
-
-/// Where a sub-session's model came from (SPEC §9 precedence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Via {
-    /// The task call's `provider_preferences`.
-    #[serde(rename = "call preferences")]
-    CallPreferences,
-    /// The task call's `model_role`.
-    #[serde(rename = "call role")]
-    CallRole,
-    /// The agent's `provider_preferences`.
-    #[serde(rename = "agent preferences")]
-    AgentPreferences,
-    /// The agent's `model_role`.
-    #[serde(rename = "agent role")]
-    AgentRole,
-    /// Nothing applied: the parent's provider and model.
-    #[serde(rename = "parent")]
-    Parent,
-    /// The person chose it (`--model`, or switching the open session's model):
-    /// arbor's own, outside SPEC §9's precedence.
-    #[serde(rename = "user")]
-    User,
-}
-
-impl Via {
-    /// The label used in metadata and reasons (`call preferences`, …, `parent`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::CallPreferences => "call preferences",
-            Via::CallRole => "call role",
-            Via::AgentPreferences => "agent preferences",
-            Via::AgentRole => "agent role",
-            Via::Parent => "parent",
-            Via::User => "user",
-        }
-    }
-}
-
-/// The model a session resolved, as stored in its metadata under `resolved_model` and
-/// carried by `session:fork` / `task:agent_spawned` / `task:agent_resumed`:
-/// `{provider, model, via, role?, reason?}`. `provider` is the mount name (provider id)
-/// in the session's plan; `role` the model role that resolved (role tiers); `reason`
-/// explains fallbacks ("role reasoning: no candidate available (…); used role general").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResolvedModel {
-    /// Provider id (mount name).
-    pub provider: String,
-    /// Exact model id; empty when the provider's default is used.
-    pub model: String,
-    /// Which precedence tier chose it.
-    pub via: Via,
-    /// The model role that resolved (role tiers only; omitted otherwise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
-    /// Why a tier fell through (omitted when none did).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-impl ResolvedModel {
-    /// The record as JSON.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-
-    /// `provider/model` for display (`provider` alone when the model is unknown).
-    pub fn label(&self) -> String {
-        if self.model.is_empty() {
-            self.provider.clone()
-        } else {
-            format!("{}/{}", self.provider, self.model)
-        }
-    }
-
-    /// Reads a stored record (e.g. `metadata.extra["resolved_model"]`); `None` when
-    /// absent or malformed.
-    pub fn from_value(v: &Value) -> Option<Self> {
-        serde_json::from_value(v.clone()).ok()
-    }
 }
 
 /// `provider:endpoint_changed` (arbor's own): `{provider, from, to}`. Published by a

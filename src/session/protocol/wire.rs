@@ -12,9 +12,14 @@
 //! `data` is the payload struct's fields in declaration order. Readers accept lines
 //! written by older arbor (extra keys are ignored; `tool:pre` `arguments` is read as
 //! `tool_input`).
+//!
+//! A line copied rather than read — by a fork, whatever tool wrote it and whichever
+//! event it names — is a [`StoredEvent`]: its envelope read, the rest kept as written.
 
 use crate::session::ids::SessionId;
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::Event;
 use super::event::{Data, EngineEvent};
@@ -154,5 +159,70 @@ impl Event {
             timestamp: envelope.data.timestamp.unwrap_or(envelope.ts),
             msg,
         })
+    }
+}
+
+/// One `events.jsonl` line as a fork copies it (foundation's `slice_events_for_fork`):
+/// any event of any writer, arbor's or another tool's (whose event names arbor may not
+/// know), kept as written but for its address ([`StoredEvent::readdress`]).
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    /// The line's keys, in the order written.
+    keys: Map<String, Value>,
+    /// What a fork reads of them.
+    envelope: StoredEnvelope,
+}
+
+/// The envelope keys a fork reads: `ts` (arbor's and Amplifier's log line) or
+/// `timestamp`, and whether the line names a session.
+#[derive(Debug, Clone, Default, Deserialize)]
+struct StoredEnvelope {
+    #[serde(default, deserialize_with = "text")]
+    ts: Option<String>,
+    #[serde(default, deserialize_with = "text")]
+    timestamp: Option<String>,
+    #[serde(default)]
+    session_id: Option<IgnoredAny>,
+}
+
+/// A string, `None` for anything else.
+fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+impl StoredEvent {
+    /// Reads a line: `None` unless it is a JSON object (a torn or foreign line is
+    /// skipped, as foundation's reader does).
+    pub fn parse(line: &str) -> Option<Self> {
+        let keys: Map<String, Value> = serde_json::from_str(line).ok()?;
+        let envelope = serde_json::from_str(line).unwrap_or_default();
+        Some(Self { keys, envelope })
+    }
+
+    /// When it happened as written: `ts`, else `timestamp` (foundation's order).
+    pub fn time(&self) -> Option<&str> {
+        self.envelope
+            .ts
+            .as_deref()
+            .or(self.envelope.timestamp.as_deref())
+    }
+
+    /// Addresses the line to session `session`, forked from `parent`: `session_id`
+    /// becomes `session`, and a line that named a session gets `parent_session_id`.
+    pub fn readdress(&mut self, session: &str, parent: &str) {
+        if self.envelope.session_id.is_some() {
+            self.keys
+                .insert("parent_session_id".into(), Value::from(parent));
+        }
+        self.keys.insert("session_id".into(), Value::from(session));
+        self.envelope.session_id = Some(IgnoredAny);
+    }
+
+    /// The line to write (no newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(&self.keys).unwrap_or_default()
     }
 }

@@ -14,11 +14,8 @@
 //! - it was rebuilt: it then also has no `config` (a root resumes from its bundle, a
 //!   sub-session cannot resume: "Corrupted session metadata").
 
-use crate::session::SessionId;
 use std::io::BufReader;
 use std::path::Path;
-
-use serde_json::Value;
 
 use super::EVENTS_FILE;
 use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
@@ -26,6 +23,7 @@ use super::transcript::{TRANSCRIPT_FILE, read_transcript};
 use super::{StoreError, lock, metadata_file};
 use crate::session::message::Message;
 use crate::session::metadata::{Metadata, SessionStatus};
+use crate::session::protocol::{EngineEvent, Event};
 
 /// The metadata of the session `id` in `dir` and the warnings reading it gave:
 /// `metadata.json`, else `metadata.json.backup`, else `metadata.json.tmp` (each when it
@@ -78,9 +76,11 @@ fn derive_interrupted(dir: &Path, metadata: &mut Metadata) {
     }
 }
 
-/// The parseable lines of `events.jsonl` (missing file: none). Whatever stops the read
-/// (not a regular file, an over-long line, an I/O error) ends it with a warning.
-fn read_events(path: &Path, warnings: &mut Vec<String>) -> Vec<Value> {
+/// The events of `events.jsonl` arbor reads (`Event::from_log_line`; a line that is
+/// torn, not JSON or names an event arbor does not know is skipped; missing file:
+/// none). Whatever stops the read (not a regular file, an over-long line, an I/O
+/// error) ends it with a warning.
+fn read_events(path: &Path, warnings: &mut Vec<String>) -> Vec<Event> {
     let mut events = Vec::new();
     let file = match open_regular(path) {
         Ok(Some(file)) => file,
@@ -95,7 +95,10 @@ fn read_events(path: &Path, warnings: &mut Vec<String>) -> Vec<Value> {
     loop {
         match lines.next_into(&mut line) {
             Ok(true) => {
-                if let Ok(event) = serde_json::from_slice::<Value>(&line) {
+                if let Some(event) = std::str::from_utf8(&line)
+                    .ok()
+                    .and_then(|text| Event::from_log_line(text).ok())
+                {
                     events.push(event);
                 }
             }
@@ -108,68 +111,80 @@ fn read_events(path: &Path, warnings: &mut Vec<String>) -> Vec<Value> {
     }
 }
 
+/// What a session's first `session:start` / `session:fork` / `session:resume` says of
+/// it: `(agent, depth)`, and of a root's start `(working_dir, bundle, model)`.
+struct Start {
+    agent: String,
+    depth: u32,
+    place: Option<(Option<String>, Option<String>, Option<String>)>,
+}
+
 /// Metadata for `id` from what its transcript and `events.jsonl` lines tell:
 /// parent, agent, depth, bundle, model and working dir from `session:start` /
 /// `session:fork` / `session:resume` (else the transcript's authors and the id), turns
 /// from `prompt:submit` (else user messages), times from the first and last timestamp.
-fn rebuild(id: &str, transcript: &[Message], events: &[Value]) -> Metadata {
-    let data = |e: &Value, key: &str| e.get("data").and_then(|d| d.get(key)).cloned();
-    let text = |e: &Value, key: &str| data(e, key).and_then(|v| v.as_str().map(str::to_string));
-    let starts: Vec<&Value> = events
+fn rebuild(id: &str, transcript: &[Message], events: &[Event]) -> Metadata {
+    let starts: Vec<Start> = events
         .iter()
-        .filter(|e| {
-            matches!(
-                event_name(e),
-                "session:start" | "session:fork" | "session:resume"
-            )
+        .filter_map(|e| match &e.msg {
+            EngineEvent::SessionStart(s) => Some(Start {
+                agent: s.agent.clone(),
+                depth: s.depth,
+                place: Some((s.working_dir.clone(), s.bundle.clone(), s.model.clone())),
+            }),
+            EngineEvent::SessionFork(f) => Some(Start {
+                agent: f.agent.clone(),
+                depth: f.depth,
+                place: None,
+            }),
+            EngineEvent::SessionResume(r) => Some(Start {
+                agent: r.agent.clone(),
+                depth: r.depth,
+                place: None,
+            }),
+            _ => None,
         })
         .collect();
-    let first_of = |key: &str| starts.iter().find_map(|e| text(e, key));
-    let parent_id = events.iter().find_map(|e| text(e, "parent_id"));
-    let agent_name = first_of("agent")
+    let place = starts.iter().find_map(|s| s.place.clone());
+    let (working_dir, bundle, model) = place.unwrap_or_default();
+    let parent_id = events.iter().find_map(|e| e.parent_id.clone());
+    let agent_name = starts
+        .first()
+        .map(|s| s.agent.clone())
         .or_else(|| transcript.iter().find_map(author))
         .or_else(|| id.rsplit_once('_').map(|(_, agent)| agent.to_string()));
     let depth = starts
-        .iter()
-        .find_map(|e| data(e, "depth").and_then(|d| d.as_u64()))
-        .and_then(|d| u32::try_from(d).ok())
-        .unwrap_or(u32::from(parent_id.is_some()));
+        .first()
+        .map_or(u32::from(parent_id.is_some()), |s| s.depth);
     let prompts = events
         .iter()
-        .filter(|e| event_name(e) == "prompt:submit")
+        .filter(|e| matches!(e.msg, EngineEvent::PromptSubmit(_)))
         .count();
     let user_messages = transcript
         .iter()
         .filter(|m| matches!(m, Message::User(_)))
         .count();
-    let times: Vec<String> = events
+    let times: Vec<&str> = events
         .iter()
-        .filter_map(|e| e.get("ts").and_then(Value::as_str).map(str::to_string))
-        .chain(transcript.iter().filter_map(timestamp))
+        .map(|e| e.timestamp.as_str())
+        .chain(transcript.iter().filter_map(Message::timestamp))
         .collect();
-    let first = times.iter().min_by_key(|t| super::timestamp_of(t)).cloned();
-    let last = times.iter().max_by_key(|t| super::timestamp_of(t)).cloned();
+    let first = times.iter().min_by_key(|t| super::timestamp_of(t));
+    let last = times.iter().max_by_key(|t| super::timestamp_of(t));
     Metadata {
         session_id: id.into(),
-        parent_id: parent_id.map(SessionId::from),
+        parent_id,
         agent_name,
-        created: first.unwrap_or_default(),
-        last_updated: last.unwrap_or_default(),
+        created: first.map(|t| t.to_string()).unwrap_or_default(),
+        last_updated: last.map(|t| t.to_string()).unwrap_or_default(),
         turn_count: u32::try_from(prompts.max(user_messages)).unwrap_or(u32::MAX),
-        working_dir: first_of("working_dir"),
-        bundle: first_of("bundle"),
-        model: first_of("model"),
+        working_dir,
+        bundle,
+        model,
         status: SessionStatus::Interrupted,
         depth,
         ..Default::default()
     }
-}
-
-fn event_name(event: &Value) -> &str {
-    event
-        .get("event")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 fn author(message: &Message) -> Option<String> {
@@ -179,17 +194,9 @@ fn author(message: &Message) -> Option<String> {
     }
 }
 
-fn timestamp(message: &Message) -> Option<String> {
-    match message {
-        Message::User(m) | Message::System(m) => m.timestamp.clone(),
-        Message::Assistant(m) => m.timestamp.clone(),
-        Message::Tool(m) => m.timestamp.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -240,6 +247,41 @@ mod tests {
             ),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn a_root_is_rebuilt_from_its_start_and_events_arbor_does_not_know_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let events = [
+            log_line(
+                "session:start",
+                "2025-03-01T12:00:00Z",
+                json!({"agent": "zen", "depth": 0, "bundle": "bundle:foundation", "model": "openai/gpt-x", "working_dir": "/p"}),
+            ),
+            // Another tool's event: not read, its time not taken.
+            log_line("amplifier:custom", "2025-02-01T00:00:00Z", json!({"x": 1})),
+            log_line(
+                "prompt:submit",
+                "2025-03-01T12:00:01Z",
+                json!({"prompt": "go"}),
+            ),
+            log_line(
+                "prompt:submit",
+                "2025-03-01T12:03:00Z",
+                json!({"prompt": "again"}),
+            ),
+        ];
+        std::fs::write(dir.path().join(EVENTS_FILE), events.join("\n")).unwrap();
+        let (m, _) = read_or_rebuild(dir.path(), "5f0e1c2a-1111-4222-8333-444455556666").unwrap();
+        assert_eq!(m.parent_id, None);
+        assert_eq!(m.agent_name.as_deref(), Some("zen"));
+        assert_eq!((m.depth, m.turn_count), (0, 2));
+        assert_eq!(m.working_dir.as_deref(), Some("/p"));
+        assert_eq!(m.bundle.as_deref(), Some("bundle:foundation"));
+        assert_eq!(m.model.as_deref(), Some("openai/gpt-x"));
+        assert_eq!(m.created, "2025-03-01T12:00:00Z");
+        assert_eq!(m.last_updated, "2025-03-01T12:03:00Z");
+        assert_eq!(m.status, SessionStatus::Interrupted);
     }
 
     #[test]

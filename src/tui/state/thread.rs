@@ -143,7 +143,7 @@ impl Thread {
         }
         self.tail_cells = self.cells.len() - self.lead;
         // Who answers the next message (selection), over who answered last.
-        if let Some(active) = &loaded.metadata.active_agent {
+        if let Some(active) = &loaded.metadata.arbor.active_agent {
             self.active_agent = Some(active.clone());
         }
         let buffered = std::mem::take(&mut self.buffered);

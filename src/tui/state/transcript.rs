@@ -9,15 +9,13 @@
 //!
 //! Owns: that conversion. Does not own: bus events (`thread_events`).
 
-use serde_json::Value;
-
 use super::cells::{Arguments, CellKind, Handoff, TaskCard, ToolCard, ToolStatus};
 use super::thread::Thread;
 use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::config::modules::describe;
 use crate::session::Message;
 use crate::session::SessionStatus;
-use crate::session::message::{ContentBlock, Text, ToolArgs};
+use crate::session::message::{ContentBlock, Meta, Text, ToolArgs};
 use crate::session::protocol::{TaskInput, TaskResult, ToolEffect};
 
 impl Thread {
@@ -74,7 +72,7 @@ impl Thread {
                 self.flush_text(&mut text);
                 // A reply cut short by a cancel says so (an error has its own card).
                 let meta = a.metadata.as_ref();
-                if meta.and_then(|m| m.get("partial")) == Some(Value::Bool(true))
+                if meta.is_some_and(Meta::is_partial)
                     && meta.and_then(|m| m.get_str("error")).is_none()
                 {
                     self.push(CellKind::Notice(PARTIAL_NOTE.into()));
@@ -262,7 +260,7 @@ pub const PARTIAL_NOTE: &str = "⋯ partial reply: the turn was cancelled before
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn msg(v: Value) -> Message {
         serde_json::from_value(v).unwrap()

@@ -292,24 +292,20 @@ impl SessionTree {
             node.ended = parse_ts(&m.last_updated);
             node.tokens = m.usage.input_tokens + m.usage.output_tokens;
             node.cost = m.usage.cost;
-            node.files_changed.clone_from(&m.files_changed);
+            node.files_changed.clone_from(&m.arbor.files_changed);
             node.todo = stored_todo(m).or(node.todo);
             (node.branch, node.fork) = isolation::mark(m);
             node.standing = isolation::standing(m);
-            node.context = m.context.as_ref().map(ContextMeter::from_stored);
-            node.ran_on = RanOn::of(m);
+            node.context = m.arbor.context.as_ref().map(ContextMeter::from_stored);
+            node.ran_on = m.arbor.ran_on.clone();
             node.budget = BudgetState::of(m).map(|b| SessionBudgetEvent {
                 tokens: b.budget.tokens,
                 cost_usd: b.budget.cost_usd,
                 since_tokens: b.since.tokens,
                 since_cost_usd: b.since.cost_usd,
             });
-            match m
-                .extra
-                .get("resolved_model")
-                .and_then(ResolvedModel::from_value)
-            {
-                Some(resolved) => set_resolved(&mut node, &resolved),
+            match &m.arbor.resolved_model {
+                Some(resolved) => set_resolved(&mut node, resolved),
                 None => node.model = m.model.clone(),
             }
             node.collapsed = m.parent_id.is_none() && m.status != SessionStatus::Running;
@@ -344,14 +340,14 @@ impl SessionTree {
         }
         node.tokens = m.usage.input_tokens + m.usage.output_tokens;
         node.cost = m.usage.cost;
-        node.files_changed.clone_from(&m.files_changed);
+        node.files_changed.clone_from(&m.arbor.files_changed);
         node.todo = stored_todo(m).or(node.todo);
         (node.branch, node.fork) = isolation::mark(m);
         node.standing = isolation::standing(m);
-        if let Some(context) = &m.context {
+        if let Some(context) = &m.arbor.context {
             node.context = Some(ContextMeter::from_stored(context));
         }
-        node.ran_on = RanOn::of(m).or(node.ran_on.take());
+        node.ran_on = m.arbor.ran_on.clone().or(node.ran_on.take());
     }
 
     /// Ensures a node exists for `id`; returns whether it was new.
@@ -641,7 +637,7 @@ fn set_resolved(node: &mut Node, resolved: &ResolvedModel) {
 /// a session of at most one turn; unknown (no elapsed time shown) for a longer one that
 /// another tool wrote, whose `created` → `last_updated` spans its whole life.
 fn last_turn_start(m: &Metadata) -> Option<Timestamp> {
-    match &m.turn_started {
+    match &m.arbor.turn_started {
         Some(ts) => parse_ts(ts),
         None if m.turn_count <= 1 => parse_ts(&m.created),
         None => None,
@@ -665,12 +661,10 @@ fn set_status(node: &mut Node, status: SessionStatus, ts: Option<Timestamp>) {
     node.status = status;
 }
 
-/// `(completed, total)` of the todo list stored in `m` (`extra.todos`, which the
-/// engine keeps after each `todo` call).
+/// `(completed, total)` of the todo list stored in `m` (`todos`, which the engine
+/// keeps after each `todo` call).
 fn stored_todo(m: &Metadata) -> Option<(usize, usize)> {
-    let list: Vec<crate::tool::todo::TodoItem> =
-        serde_json::from_value(m.extra.get(crate::tool::todo::METADATA_KEY)?.clone()).ok()?;
-    Some(crate::tool::todo::progress(&list))
+    Some(crate::tool::todo::progress(m.arbor.todos.as_ref()?))
 }
 
 #[cfg(test)]

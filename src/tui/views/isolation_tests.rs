@@ -29,16 +29,13 @@ fn a_worktree_child_shows_its_branch_and_a_fork_its_turn() {
         Some(&root.session_id),
         "implementer",
     );
-    child.extra.insert(
-        "worktree".into(),
-        json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
-    );
+    child.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
     let mut fork = meta(
         "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
         Some(&root.session_id),
         "arbor",
     );
-    fork.extra.insert("forked_from_turn".into(), json!(3));
+    fork.forked_from_turn = Some(3);
     let mut tree = SessionTree::default();
     tree.load(&[root, child, fork]);
     for id in tree.roots().to_vec() {
@@ -67,15 +64,19 @@ fn a_worktree_child_shows_its_branch_and_a_fork_its_turn() {
 fn each_worktree_child_says_where_its_work_stands() {
     let root = meta("4f6d2c1a-9b7e-4c3d-8a2f-1e0d9c8b7a65", None, "arbor");
     let child = |n: u8, agent: &str, extra: serde_json::Value| {
-        let mut m = meta(
+        let m = meta(
             &format!("4f6d2c1a9b7e4c3d-{n}a2b3c4d5e6f7081_{agent}"),
             Some(&root.session_id),
             agent,
         );
+        // The keys of `extra` read into `m` as `metadata.json` is.
+        let mut v = serde_json::to_value(&m).unwrap();
         if let serde_json::Value::Object(map) = extra {
-            m.extra = map;
+            for (key, value) in map {
+                v[key] = value;
+            }
         }
-        m
+        serde_json::from_value(v).unwrap()
     };
     let wt = |branch: &str, state: &str| json!({"path": "/w", "branch": branch, "base": "0", "repo": "/r", "state": state, "changed": 3});
     let sessions = [

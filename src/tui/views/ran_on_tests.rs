@@ -30,9 +30,8 @@ fn meta(id: &str, parent: Option<&str>, agent: &str, ran_on: Option<(&str, &str)
         ..Default::default()
     };
     if let Some((worker, host)) = ran_on {
-        m.extra.insert(
-            "ran_on".into(),
-            json!({"worker": worker, "host": host, "pid": 4242}),
+        m.arbor.ran_on = Some(
+            serde_json::from_value(json!({"worker": worker, "host": host, "pid": 4242})).unwrap(),
         );
     }
     m

@@ -50,7 +50,10 @@ fn loaded(active: Option<&str>) -> Thread {
         metadata: Metadata {
             session_id: ID.into(),
             agent_name: Some("helpdesk".into()),
-            active_agent: active.map(str::to_string),
+            arbor: crate::session::metadata::ArborKeys {
+                active_agent: active.map(str::to_string),
+                ..Default::default()
+            },
             ..Default::default()
         },
         transcript: handed_over(),

@@ -32,7 +32,7 @@ fn chat_header(screen: &str) -> String {
 fn an_opened_fork_reads_like_a_root_and_names_where_it_was_cut() {
     let mut h = harness();
     let mut fork = meta(FORK, Some(ROOT), "zen-architect");
-    fork.extra.insert("forked_from_turn".into(), json!(3));
+    fork.forked_from_turn = Some(3);
     h.app.handle(AppEvent::SessionsListed(Ok(vec![
         meta(ROOT, None, "zen-architect"),
         fork,
@@ -87,10 +87,7 @@ fn a_sub_session_still_says_sub_session() {
 fn the_unmerged_mark_stays_at_the_default_tree_width() {
     let mut h = harness();
     let mut kid = meta(KID, Some(ROOT), "implementer");
-    kid.extra.insert(
-        "worktree".into(),
-        json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
-    );
+    kid.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
     h.app.handle(AppEvent::SessionsListed(Ok(vec![
         meta(ROOT, None, "zen-architect"),
         kid,

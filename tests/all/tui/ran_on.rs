@@ -38,9 +38,9 @@ fn a_child_started_on_a_worker_shows_its_host_in_the_tree_while_it_runs() {
     );
     assert_eq!(h.drain(), [EngineCommand::ListSessions]);
     let mut child = meta(CHILD, Some(ROOT), "explorer", SessionStatus::Running);
-    child.extra.insert(
-        "ran_on".into(),
-        json!({"worker": "w-1a2b3c4d", "host": "build-1", "pid": 4242}),
+    child.arbor.ran_on = Some(
+        serde_json::from_value(json!({"worker": "w-1a2b3c4d", "host": "build-1", "pid": 4242}))
+            .unwrap(),
     );
     h.app.handle(AppEvent::SessionsListed(Ok(vec![
         meta(ROOT, None, "zen-architect", SessionStatus::Running),

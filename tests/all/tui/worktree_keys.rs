@@ -33,10 +33,7 @@ fn meta(id: &str, parent: Option<&str>, agent: &str) -> Metadata {
 fn child_selected() -> Harness {
     let mut h = harness();
     let mut kid = meta(KID, Some(ROOT), "implementer");
-    kid.extra.insert(
-        "worktree".into(),
-        json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
-    );
+    kid.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
     h.app.handle(AppEvent::SessionsListed(Ok(vec![
         meta(ROOT, None, "zen-architect"),
         kid,
@@ -316,10 +313,7 @@ fn a_live_child_learns_its_branch_when_the_parents_turn_ends() {
         }));
     assert_eq!(h.drain(), vec![EngineCommand::ListSessions]);
     let mut child = meta(CHILD, Some(ROOT), "explorer");
-    child.extra.insert(
-        "worktree".into(),
-        json!({"path": "/w", "branch": "arbor/0a1b2c3d", "base": "0", "repo": "/r", "state": "active"}),
-    );
+    child.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/0a1b2c3d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
     h.app.handle(AppEvent::SessionsListed(Ok(vec![
         meta(ROOT, None, "zen-architect"),
         child,

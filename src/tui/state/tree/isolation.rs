@@ -7,23 +7,20 @@
 //! is gone. Does not own: the worktree itself (`isolation`), drawing
 //! (`views::tree`).
 
-use crate::isolation::worktree::State;
-use crate::isolation::{Standing, WorktreeRecord};
+use crate::isolation::Standing;
 use crate::session::Metadata;
 
 /// The isolation marks of `m`: `(branch of an active worktree, turn it was forked
 /// at)`.
 pub fn mark(m: &Metadata) -> (Option<String>, Option<u64>) {
-    let branch = WorktreeRecord::of(&m.extra)
-        .filter(|r| r.state == State::Active)
-        .map(|r| r.branch);
+    let branch = m.active_worktree().map(|r| r.branch.clone());
     (branch, m.forked_from_turn())
 }
 
 /// Where `m`'s worktree work stands (`merged`, `discarded`, `unmerged ✎3`,
 /// `conflict`; issue 35), `None` without a worktree that changed something.
 pub fn standing(m: &Metadata) -> Option<Standing> {
-    Standing::of(&m.extra)
+    Standing::of(m)
 }
 
 impl super::SessionTree {
@@ -38,8 +35,8 @@ impl super::SessionTree {
             if let Some(node) = self.nodes.get_mut(m.session_id.as_str()) {
                 (node.branch, node.fork) = mark(m);
                 node.standing = standing(m);
-                if let Some(r) = crate::remote::RanOn::of(m) {
-                    node.ran_on = Some(r);
+                if let Some(r) = &m.arbor.ran_on {
+                    node.ran_on = Some(r.clone());
                 }
             }
         }
@@ -63,14 +60,16 @@ mod tests {
 
     #[test]
     fn an_active_worktree_shows_its_branch_and_a_fork_its_turn() {
-        let mut m = Metadata::default();
-        m.extra.insert(
-            "worktree".into(),
-            json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"}),
-        );
-        m.extra.insert("forked_from_turn".into(), json!(3));
+        let mut m: Metadata = serde_json::from_value(json!({
+            "session_id": "s",
+            "worktree": {"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"},
+            "forked_from_turn": 3,
+        }))
+        .unwrap();
         assert_eq!(mark(&m), (Some("arbor/1a2b3c4d".into()), Some(3)));
-        m.extra["worktree"]["state"] = json!("merged");
+        if let Some(record) = m.arbor.worktree.as_mut() {
+            record.state = crate::session::metadata::WorktreeState::Merged;
+        }
         assert_eq!(mark(&m).0, None);
     }
 }

@@ -13,9 +13,11 @@ fn the_model_comes_from_metadata_then_live_events() {
         model: Some("openai/gpt-4o-mini".into()),
         ..Default::default()
     };
-    routed.extra.insert(
-        "resolved_model".into(),
-        json!({"provider": "anthropic", "model": "claude-x", "via": "call preferences"}),
+    routed.arbor.resolved_model = Some(
+        serde_json::from_value(
+            json!({"provider": "anthropic", "model": "claude-x", "via": "call preferences"}),
+        )
+        .unwrap(),
     );
     let plain = Metadata {
         session_id: "r".into(),
@@ -215,8 +217,11 @@ fn a_stored_session_is_timed_by_its_last_turn_not_its_whole_life() {
         created: "2025-11-20T10:00:00Z".into(),
         last_updated: "2026-11-25T10:00:30Z".into(),
         turn_count: turns,
-        turn_started: turn_started.map(str::to_string),
         status: SessionStatus::Completed,
+        arbor: crate::session::metadata::ArborKeys {
+            turn_started: turn_started.map(str::to_string),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let mut t = SessionTree::default();
@@ -249,9 +254,9 @@ fn a_todo_list_shows_its_progress_from_metadata_then_live_calls() {
         ..Default::default()
     };
     let item = |status: &str| json!({"content": "x", "activeForm": "xing", "status": status});
-    stored.extra.insert(
-        "todos".into(),
-        json!([item("completed"), item("pending"), item("pending")]),
+    stored.arbor.todos = Some(
+        serde_json::from_value(json!([item("completed"), item("pending"), item("pending")]))
+            .unwrap(),
     );
     t.load(&[stored]);
     assert_eq!(t.get("r").unwrap().todo, Some((1, 3)));
