@@ -1,19 +1,23 @@
 //! [`Engine`]: the one handle every front end drives the engine through (STYLE.md
 //! "One engine handle for every front end"; codex-rs's session handle: `Op`s in,
-//! events out). The TUI, `arbor run`, `arbor session resume` and `arbor session
-//! continue` send it [`EngineCommand`]s; each is answered with typed
-//! [`EngineReply`]s on the [`Replies`] sink it came with, and every session's progress
-//! is published as typed events on the bus ([`Engine::subscribe`]).
+//! events out). The TUI, `arbor run`, every `arbor session` subcommand, `arbor agent`,
+//! the ACP server and a worker's jobs send it [`EngineCommand`]s; each is answered
+//! with typed [`EngineReply`]s on the [`Replies`] sink it came with, and every
+//! session's progress is published as typed events on the bus ([`Engine::subscribe`]).
+//! What a front end only reads it asks as an `EngineQuery` ([`Engine::ask`], `query`).
+//! No front end but the TUI sees the [`Runtime`]: the others build their engine from
+//! its options ([`Engine::headless`]).
 //!
 //! Owns: executing each command against the [`Runtime`] (one task per command, so a
 //! slow one never holds up the next), opening a session tail-first with one parsed
 //! copy of its transcript per process ([`Engine::open`], `open`), following the stored
 //! session opened last for what another process appends (`follow`), the files it
 //! writes or lists for a front end (`files`), merging, discarding, rewinding and
-//! forking a session for every front end (`undo`, shared with `arbor session`), and that every command is answered: a
-//! panic in a store call comes back as [`EngineError::Panicked`] (a panic in a turn is
-//! already a failed turn or an error of `Runtime::run_turn`). A command's sink is
-//! dropped once the command is answered in full (after the last turn of a
+//! forking a session for every front end (`undo`), what a session changed (`diff`),
+//! reading stored sessions for a front end (`sessions`), and that every command is
+//! answered: a panic in a store call comes back as [`EngineError::Panicked`] (a panic
+//! in a turn is already a failed turn or an error of `Runtime::run_turn`). A command's
+//! sink is dropped once the command is answered in full (after the last turn of a
 //! `ContinueInterrupted`; for `LoadTranscript`, when the next session is opened).
 //!
 //! Does not own: the runtime itself (sessions, turns, spawning), the store's reading,
@@ -34,11 +38,14 @@ pub mod diff;
 pub mod files;
 pub mod follow;
 pub mod open;
+pub mod query;
 pub mod reply;
+pub mod sessions;
 pub mod stream;
 pub mod undo;
 
 use follow::TranscriptFollow;
+pub use query::{AgentPlan, QueryReply};
 pub use reply::{EarlierMessages, EngineReply, Replies};
 pub use stream::{CommandId, EngineClient, EngineOutput, EngineStream};
 
@@ -69,8 +76,10 @@ pub(crate) fn guarded<T>(
 }
 
 impl Engine {
-    /// The handle over `runtime` for an interactive front end (the TUI), following no
-    /// transcript yet.
+    /// The handle over `runtime` for an interactive front end, following no
+    /// transcript yet: the TUI (`tui::run` still takes the runtime it is built over)
+    /// and the tests that build a runtime with injected providers. Every other front
+    /// end gets its engine from [`Engine::headless`] and never sees the runtime.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
@@ -88,6 +97,15 @@ impl Engine {
             warn_unlisted: false,
             ..Self::new(runtime)
         }
+    }
+
+    /// This handle, with `model` (`--model`: `MODEL`, `PROVIDER/MODEL` or a glob) the
+    /// model of every new root session that brings none (`None`: the agent's
+    /// routing). Checked when a root is created: a bad choice fails its `Submit`,
+    /// naming the choice.
+    pub fn with_root_model(self, model: Option<String>) -> Self {
+        self.runtime.set_root_model(model);
+        self
     }
 
     /// Every event every session of this process publishes from now on, in order
@@ -141,30 +159,7 @@ impl Engine {
                 session_id,
                 agent,
                 prompt,
-            } => {
-                tokio::spawn(async move {
-                    let id = match session_id {
-                        Some(id) => id,
-                        None => match create_root(&runtime, agent).await {
-                            Ok(id) => {
-                                replies.send(EngineReply::SessionCreated {
-                                    session_id: id.clone(),
-                                });
-                                id
-                            }
-                            Err(error) => {
-                                replies.send(EngineReply::Failed {
-                                    session_id: None,
-                                    error,
-                                });
-                                return;
-                            }
-                        },
-                    };
-                    let result = runtime.run_turn(&id, prompt).await;
-                    replies.send(turn_reply(id, result));
-                });
-            }
+            } => submit(runtime, session_id, agent, prompt, replies),
             EngineCommand::Continue { session_id } => {
                 tokio::spawn(async move {
                     let result = runtime.continue_turn(&session_id).await;
@@ -172,25 +167,7 @@ impl Engine {
                 });
             }
             EngineCommand::ContinueInterrupted { session_id } => {
-                tokio::spawn(async move {
-                    match runtime.continue_interrupted(&session_id).await {
-                        Ok(turns) => {
-                            for result in turns {
-                                let id = match &result {
-                                    Ok(outcome) => outcome.session_id.clone(),
-                                    Err(_) => session_id.clone(),
-                                };
-                                replies.send(turn_reply(id, result));
-                            }
-                        }
-                        Err(error) => {
-                            replies.send(EngineReply::Failed {
-                                session_id: Some(session_id),
-                                error,
-                            });
-                        }
-                    }
-                });
+                continue_interrupted(runtime, session_id, replies);
             }
             EngineCommand::Steer { session_id, text } => {
                 tokio::spawn(async move {
@@ -224,28 +201,8 @@ impl Engine {
             EngineCommand::LoadDiff {
                 session_id,
                 subtree,
-            } => {
-                tokio::task::spawn_blocking(move || {
-                    let result = guarded("reading a session's changes", || {
-                        diff::session_changes(runtime.store(), &session_id, subtree)
-                    });
-                    replies.send(EngineReply::DiffLoaded {
-                        session_id,
-                        subtree,
-                        result,
-                    });
-                });
-            }
-            EngineCommand::ResolveProviderLabel => {
-                tokio::spawn(async move {
-                    match runtime.resolve_provider_label().await {
-                        Ok(label) => {
-                            replies.send(EngineReply::ProviderLabel(label));
-                        }
-                        Err(e) => tracing::debug!("no provider label: {e}"),
-                    }
-                });
-            }
+            } => load_diff(runtime, session_id, subtree, replies),
+            EngineCommand::ResolveProviderLabel => resolve_provider_label(runtime, replies),
             EngineCommand::ResolveApproval {
                 session_id,
                 tool_call_id,
@@ -259,25 +216,7 @@ impl Engine {
                 }
             }
             EngineCommand::SetModel { session_id, model } => {
-                let warn_unlisted = self.warn_unlisted;
-                tokio::spawn(async move {
-                    let result = match &session_id {
-                        Some(id) => runtime.set_model(id, &model).await,
-                        None => {
-                            runtime.set_root_model(Some(model));
-                            runtime.provider_label()
-                        }
-                    };
-                    let warning = match &result {
-                        Ok(label) if warn_unlisted => runtime.unlisted_model(label).await,
-                        Ok(_) | Err(_) => None,
-                    };
-                    replies.send(EngineReply::ModelSwitched {
-                        session_id,
-                        result,
-                        warning,
-                    });
-                });
+                set_model(runtime, session_id, model, self.warn_unlisted, replies);
             }
             EngineCommand::Compact { session_id, focus } => {
                 tokio::spawn(async move {
@@ -295,52 +234,12 @@ impl Engine {
                     replies.send(EngineReply::SessionRenamed { session_id, result });
                 });
             }
-            EngineCommand::ExportSession { session_id } => {
-                tokio::task::spawn_blocking(move || {
-                    let result = guarded("exporting a session", || {
-                        let text =
-                            crate::session::export::export_markdown(runtime.store(), &session_id)?;
-                        Ok(files::write_export(
-                            &runtime.paths().cwd,
-                            &session_id,
-                            &text,
-                        )?)
-                    });
-                    replies.send(EngineReply::Exported { session_id, result });
-                });
-            }
-            EngineCommand::ListProjectFiles { root } => {
-                tokio::task::spawn_blocking(move || {
-                    let files = panics::catch_blocking("listing project files", || {
-                        files::project_files(&root)
-                    })
-                    .unwrap_or_default();
-                    replies.send(EngineReply::ProjectFiles {
-                        root,
-                        files: Arc::new(files),
-                    });
-                });
-            }
+            EngineCommand::ExportSession { session_id } => export(runtime, session_id, replies),
+            EngineCommand::ListProjectFiles { root } => list_project_files(root, replies),
             EngineCommand::MergeSession {
                 session_id,
                 markers,
-            } => {
-                undo_task(
-                    runtime,
-                    replies,
-                    session_id,
-                    "merging a session",
-                    move |rt, id| {
-                        let live = rt.live(id);
-                        if markers {
-                            undo::merge_markers_in(rt.store(), id, live.as_deref())
-                        } else {
-                            undo::merge_in(rt.store(), id, live.as_deref())
-                        }
-                        .map(undo::UndoDone::Merged)
-                    },
-                );
-            }
+            } => merge(runtime, session_id, markers, replies),
             EngineCommand::DiscardSession { session_id } => {
                 undo_task(
                     runtime,
@@ -358,40 +257,22 @@ impl Engine {
                 to_turn,
                 force,
             } => {
-                undo_task(
-                    runtime,
-                    replies,
-                    session_id,
-                    "rewinding a session",
-                    move |rt, id| {
-                        undo::rewind_in(rt.store(), id, to_turn, force, rt.live(id).as_deref())
-                            .map(undo::UndoDone::Rewound)
-                    },
-                );
+                let work = move |rt: &Runtime, id: &str| {
+                    undo::rewind_in(rt.store(), id, to_turn, force, rt.live(id).as_deref())
+                        .map(undo::UndoDone::Rewound)
+                };
+                undo_task(runtime, replies, session_id, "rewinding a session", work);
             }
             EngineCommand::ForkSession {
                 session_id,
                 at_turn,
                 rewind,
-            } => {
-                undo_task(
-                    runtime,
-                    replies,
-                    session_id,
-                    "forking a session",
-                    move |rt, id| {
-                        undo::fork_in(
-                            rt.store(),
-                            id,
-                            at_turn,
-                            None,
-                            rewind,
-                            rt.live(id).as_deref(),
-                        )
-                        .map(|(forked, rewound)| undo::UndoDone::Forked { forked, rewound })
-                    },
-                );
-            }
+            } => fork(runtime, session_id, (at_turn, None), rewind, replies),
+            EngineCommand::ForkSessionAs {
+                session_id,
+                at_turn,
+                name,
+            } => fork(runtime, session_id, (at_turn, Some(name)), false, replies),
             EngineCommand::ListSessions => {
                 tokio::task::spawn_blocking(move || {
                     let result = guarded("listing sessions", || Ok(runtime.store().list()?));
@@ -400,6 +281,184 @@ impl Engine {
             }
         }
     }
+}
+
+/// `Submit`: creates a root first when `session_id` is `None` (`SessionCreated`), then
+/// runs the turn (`TurnFinished`, or `Failed`).
+fn submit(
+    runtime: Arc<Runtime>,
+    session_id: Option<SessionId>,
+    agent: Option<String>,
+    prompt: String,
+    replies: Replies,
+) {
+    tokio::spawn(async move {
+        let id = match session_id {
+            Some(id) => id,
+            None => match create_root(&runtime, agent).await {
+                Ok(id) => {
+                    replies.send(EngineReply::SessionCreated {
+                        session_id: id.clone(),
+                    });
+                    id
+                }
+                Err(error) => {
+                    replies.send(EngineReply::Failed {
+                        session_id: None,
+                        error,
+                    });
+                    return;
+                }
+            },
+        };
+        let result = runtime.run_turn(&id, prompt).await;
+        replies.send(turn_reply(id, result));
+    });
+}
+
+/// `ContinueInterrupted`: one reply per continued turn, or `Failed` when the tree
+/// cannot be read.
+fn continue_interrupted(runtime: Arc<Runtime>, session_id: SessionId, replies: Replies) {
+    tokio::spawn(async move {
+        match runtime.continue_interrupted(&session_id).await {
+            Ok(turns) => {
+                for result in turns {
+                    let id = match &result {
+                        Ok(outcome) => outcome.session_id.clone(),
+                        Err(_) => session_id.clone(),
+                    };
+                    replies.send(turn_reply(id, result));
+                }
+            }
+            Err(error) => {
+                replies.send(EngineReply::Failed {
+                    session_id: Some(session_id),
+                    error,
+                });
+            }
+        }
+    });
+}
+
+/// `LoadDiff`: `DiffLoaded` (`diff::session_changes`), read on a blocking thread.
+fn load_diff(runtime: Arc<Runtime>, session_id: SessionId, subtree: bool, replies: Replies) {
+    tokio::task::spawn_blocking(move || {
+        let result = guarded("reading a session's changes", || {
+            diff::session_changes(runtime.store(), &session_id, subtree)
+        });
+        replies.send(EngineReply::DiffLoaded {
+            session_id,
+            subtree,
+            result,
+        });
+    });
+}
+
+/// `ResolveProviderLabel`: `ProviderLabel`, or nothing (logged) when none resolves.
+fn resolve_provider_label(runtime: Arc<Runtime>, replies: Replies) {
+    tokio::spawn(async move {
+        match runtime.resolve_provider_label().await {
+            Ok(label) => {
+                replies.send(EngineReply::ProviderLabel(label));
+            }
+            Err(e) => tracing::debug!("no provider label: {e}"),
+        }
+    });
+}
+
+/// `SetModel`: `ModelSwitched`, with the provider's word on an unlisted model when
+/// `warn_unlisted`.
+fn set_model(
+    runtime: Arc<Runtime>,
+    session_id: Option<SessionId>,
+    model: String,
+    warn_unlisted: bool,
+    replies: Replies,
+) {
+    tokio::spawn(async move {
+        let result = match &session_id {
+            Some(id) => runtime.set_model(id, &model).await,
+            None => {
+                runtime.set_root_model(Some(model));
+                runtime.provider_label()
+            }
+        };
+        let warning = match &result {
+            Ok(label) if warn_unlisted => runtime.unlisted_model(label).await,
+            Ok(_) | Err(_) => None,
+        };
+        replies.send(EngineReply::ModelSwitched {
+            session_id,
+            result,
+            warning,
+        });
+    });
+}
+
+/// `ExportSession`: the Markdown export written to a new file in the working
+/// directory (`Exported`).
+fn export(runtime: Arc<Runtime>, session_id: SessionId, replies: Replies) {
+    tokio::task::spawn_blocking(move || {
+        let result = guarded("exporting a session", || {
+            let text = crate::session::export::export_markdown(runtime.store(), &session_id)?;
+            Ok(files::write_export(
+                &runtime.paths().cwd,
+                &session_id,
+                &text,
+            )?)
+        });
+        replies.send(EngineReply::Exported { session_id, result });
+    });
+}
+
+/// `ListProjectFiles`: `ProjectFiles` (empty when listing panicked).
+fn list_project_files(root: std::path::PathBuf, replies: Replies) {
+    tokio::task::spawn_blocking(move || {
+        let files = panics::catch_blocking("listing project files", || files::project_files(&root))
+            .unwrap_or_default();
+        replies.send(EngineReply::ProjectFiles {
+            root,
+            files: Arc::new(files),
+        });
+    });
+}
+
+/// `MergeSession` (with `markers`, conflicts written as markers): `Undone`.
+fn merge(runtime: Arc<Runtime>, session_id: SessionId, markers: bool, replies: Replies) {
+    let work = move |rt: &Runtime, id: &str| {
+        let live = rt.live(id);
+        if markers {
+            undo::merge_markers_in(rt.store(), id, live.as_deref())
+        } else {
+            undo::merge_in(rt.store(), id, live.as_deref())
+        }
+        .map(undo::UndoDone::Merged)
+    };
+    undo_task(runtime, replies, session_id, "merging a session", work);
+}
+
+/// `ForkSession` / `ForkSessionAs`: the fork at `at_turn` named `name` (`None`: a new
+/// UUID), after rewinding the original's files when `rewind`; `Undone`.
+fn fork(
+    runtime: Arc<Runtime>,
+    session_id: SessionId,
+    (at_turn, name): (Option<u64>, Option<String>),
+    rewind: bool,
+    replies: Replies,
+) {
+    let work = move |rt: &Runtime, id: &str| {
+        let live = rt.live(id);
+        undo::fork_in(
+            rt.store(),
+            id,
+            at_turn,
+            name.as_deref(),
+            rewind,
+            live.as_deref(),
+        )
+        .map(|(forked, rewound)| undo::UndoDone::Forked { forked, rewound })
+    };
+    undo_task(runtime, replies, session_id, "forking a session", work);
 }
 
 /// Runs `work` (a merge, discard, rewind or fork of `session_id`) on a blocking

@@ -61,8 +61,8 @@ pub mod turn;
 
 pub use approvals::ApprovalMode;
 pub use handle::{
-    CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply, EngineStream,
-    Replies,
+    AgentPlan, CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply,
+    EngineStream, QueryReply, Replies,
 };
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
