@@ -30,7 +30,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::outcome::{EngineError, TurnOutcome};
 use super::panics;
-use super::runtime::{RootOptions, Runtime};
+use super::runtime::{RootOptions, Runtime, RuntimeOptions};
 use crate::session::ids::SessionId;
 use crate::session::{EngineCommand, Event};
 
@@ -88,14 +88,15 @@ impl Engine {
         }
     }
 
-    /// The handle over `runtime` for a headless command (`arbor run`, `arbor session
-    /// resume/continue`): as [`Engine::new`], except that `SetModel`'s reply has no
-    /// `warning` (nobody reads it; looking it up would list the provider's models,
-    /// up to 5 s, before the turn starts).
-    pub fn headless(runtime: Arc<Runtime>) -> Self {
+    /// The handle over a new runtime built from `options`, for a front end with no
+    /// person watching a status bar (`arbor run`, `arbor session …`, `arbor agent`,
+    /// the ACP server, a worker's job): as [`Engine::new`], except that `SetModel`'s
+    /// reply has no `warning` (nobody reads it; looking it up would list the
+    /// provider's models, up to 5 s, before the turn starts).
+    pub fn headless(options: RuntimeOptions) -> Self {
         Self {
             warn_unlisted: false,
-            ..Self::new(runtime)
+            ..Self::new(Runtime::new(options))
         }
     }
 
