@@ -6,7 +6,7 @@
 //! the config's `mcp_servers:` (a config server of the same name is replaced) as
 //! `McpOrigin::Client`: `${VAR}` is never expanded in them, and a definition holding
 //! one is refused as a project's `.mcp.json`'s would be (issue 34); local servers as
-//! providers when none is configured, an interactive runtime (approvals are asked in
+//! providers when none is configured, interactive approvals (asked in
 //! the editor; the policy's `deny` still holds), `--model` as the model and `--agent`
 //! as the agent of new roots. Does not own: the protocol.
 
@@ -40,9 +40,8 @@ pub async fn run(
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(tx);
-        let runtime = ctx.runtime_with(rx, ApprovalMode::Interactive);
-        runtime.set_root_model(model.clone());
-        Ok(Engine::headless(runtime))
+        let options = ctx.engine_options(rx, ApprovalMode::Interactive);
+        Ok(Engine::headless(options).with_root_model(model.clone()))
     });
     crate::acp::serve(tokio::io::stdin(), tokio::io::stdout(), factory, agent).await?;
     Ok(0)

@@ -20,11 +20,14 @@ use clap::{Subcommand, ValueEnum};
 use color_eyre::Result;
 use serde_json::{Value, json};
 
+use super::call::unexpected;
 use super::context::{Context, ContextOptions};
 use super::out::{self, plural};
 use crate::agent::AgentDef;
 use crate::agent::registry::validate_file;
 use crate::agent::tree::outline_of_tree_with;
+use crate::engine::{EngineError, QueryReply};
+use crate::session::EngineQuery;
 use crate::session::redact::redact;
 use crate::{out, outln};
 
@@ -180,28 +183,9 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
     if let Some(tree) = outline_of_tree_with(ctx.registry.agents(), name) {
         out.insert("tree".into(), json!(tree));
     }
-    if merged {
-        let (runtime, _tx) = ctx.runtime(false);
-        match runtime.routed_child_mount_plan(name).await {
-            Ok((plan, resolved)) => {
-                out.insert("merged".into(), redact(&plan.to_value()));
-                out.insert("resolved_model".into(), resolved.to_value());
-                // What a root session started here adds to its system prompt.
-                let max = crate::config::context::ContextConfig::from_config(&ctx.config).0;
-                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-                let private = crate::config::private::private_paths(&ctx.paths, home.as_deref());
-                let found = crate::agent::instructions::load(
-                    &ctx.paths.cwd,
-                    max.instructions_max(),
-                    &private,
-                );
-                out.insert("project_instructions".into(), json!(found));
-            }
-            Err(e) => {
-                out::error(e);
-                return Ok(1);
-            }
-        }
+    if merged && let Err(e) = add_merged(ctx, name, &mut out).await {
+        out::error(e);
+        return Ok(1);
     }
     let value = Value::Object(out);
     match format {
@@ -209,6 +193,32 @@ async fn show(ctx: &Context, name: &str, merged: bool, format: ShowFormat) -> Re
         ShowFormat::Yaml => out!("{}", serde_saphyr::to_string(&value)?)?,
     }
     Ok(0)
+}
+
+/// `agent show --merged`'s keys: the plan and model a sub-session of `name` spawned
+/// from a new root here would get (the engine's `AgentPlan`), and the project
+/// instructions such a root adds to its system prompt.
+async fn add_merged(
+    ctx: &Context,
+    name: &str,
+    out: &mut serde_json::Map<String, Value>,
+) -> std::result::Result<(), EngineError> {
+    let (engine, _tx) = ctx.engine(false);
+    let query = EngineQuery::AgentPlan {
+        agent: name.to_string(),
+    };
+    let routed = match engine.ask(query).await {
+        QueryReply::AgentPlan(result) => result?,
+        other => return Err(unexpected(other)),
+    };
+    out.insert("merged".into(), redact(&routed.plan.to_value()));
+    out.insert("resolved_model".into(), routed.model.to_value());
+    let max = crate::config::context::ContextConfig::from_config(&ctx.config).0;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let private = crate::config::private::private_paths(&ctx.paths, home.as_deref());
+    let found = crate::agent::instructions::load(&ctx.paths.cwd, max.instructions_max(), &private);
+    out.insert("project_instructions".into(), json!(found));
+    Ok(())
 }
 
 fn validate(paths: Vec<PathBuf>, options: ContextOptions) -> Result<i32> {

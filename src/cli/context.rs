@@ -1,6 +1,7 @@
-//! The engine context every command builds: paths, config, bundle, registry, runtime,
-//! and — for commands that start sessions — local servers as providers when nothing
-//! is configured ([`Context::use_local_servers`]).
+//! The engine context every command builds: paths, config, bundle, registry, the
+//! headless engine over them ([`Context::engine`]; front ends never see the runtime
+//! behind it), and — for commands that start sessions — local servers as providers
+//! when nothing is configured ([`Context::use_local_servers`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,12 +12,12 @@ use crate::agent::Bundle;
 use crate::agent::Registry;
 use crate::agent::registry::RegistryHandle;
 use crate::config::ArborConfig;
-use crate::engine::{ApprovalMode, Runtime, RuntimeOptions};
+use crate::engine::{ApprovalMode, Engine, RuntimeOptions};
 use crate::paths::Paths;
 use crate::provider::probe::{discover_local, local_candidates};
 use crate::routing::local::{local_notice, local_providers};
 use crate::routing::setup::detect_providers;
-use crate::session::{EventBus, SessionStore};
+use crate::session::EventBus;
 
 /// Options shared by every subcommand.
 #[derive(Debug, Clone, Default)]
@@ -103,28 +104,33 @@ impl Context {
         notice
     }
 
-    /// This project's session store.
-    pub fn store(&self) -> SessionStore {
-        SessionStore::new(self.paths.sessions_dir())
-    }
-
-    /// A headless runtime over this context with a fixed registry (headless commands
+    /// A headless engine over this context with a fixed registry (headless commands
     /// do not watch files): tool calls that need approval are denied, or granted when
-    /// `yes` (`--yes`). The returned sender keeps the registry channel open.
-    pub fn runtime(&self, yes: bool) -> (Arc<Runtime>, tokio::sync::watch::Sender<Arc<Registry>>) {
-        let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+    /// `yes` (`--yes`). Says on stderr when worktrees are left over from a crash
+    /// (`worktrees::offer_cleanup`). The returned sender keeps the registry channel
+    /// open.
+    pub fn engine(&self, yes: bool) -> (Engine, tokio::sync::watch::Sender<Arc<Registry>>) {
         super::worktrees::offer_cleanup(&self.paths.worktrees_dir());
-        (self.runtime_with(rx, ApprovalMode::Headless { yes }), tx)
+        self.quiet_engine(yes)
     }
 
-    /// A runtime over this context following a live registry (the TUI's watcher),
-    /// with `approval_mode` answering tool calls that need approval.
-    pub fn runtime_with(
+    /// [`Context::engine`] without the note on left-over worktrees: for the `arbor
+    /// session` subcommands that read, undo or fork stored sessions (their output
+    /// never had it).
+    pub fn quiet_engine(&self, yes: bool) -> (Engine, tokio::sync::watch::Sender<Arc<Registry>>) {
+        let (tx, rx) = tokio::sync::watch::channel(self.registry.clone());
+        let options = self.engine_options(rx, ApprovalMode::Headless { yes });
+        (Engine::headless(options), tx)
+    }
+
+    /// What an engine over this context is built from: `registry` (the TUI's watcher's,
+    /// or a fixed one), with `approval_mode` answering tool calls that need approval.
+    pub fn engine_options(
         &self,
         registry: RegistryHandle,
         approval_mode: ApprovalMode,
-    ) -> Arc<Runtime> {
-        Runtime::new(RuntimeOptions {
+    ) -> RuntimeOptions {
+        RuntimeOptions {
             paths: self.paths.clone(),
             config: self.config.clone(),
             bundle: self.bundle.clone(),
@@ -132,6 +138,6 @@ impl Context {
             env: self.env.clone(),
             bus: EventBus::new(),
             approval_mode,
-        })
+        }
     }
 }

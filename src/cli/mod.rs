@@ -12,6 +12,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod call;
 pub mod context;
 pub mod doctor;
 mod doctor_checks;

@@ -46,6 +46,7 @@ use color_eyre::Result;
 use serde_json::{Value, json};
 
 use super::OutputFormat;
+use super::call::{no_answer, reply, unexpected};
 use super::context::{Context, ContextOptions};
 use super::out;
 use crate::engine::{
@@ -108,10 +109,9 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
     if let Some(notice) = ctx.use_local_servers() {
         out::error(notice);
     }
-    let (runtime, _registry_tx) = ctx.runtime(args.yes);
+    let (engine, _registry_tx) = ctx.engine(args.yes);
     // Checked when the root is created (a bad choice fails it, naming the choice).
-    runtime.set_root_model(root.model);
-    let engine = Engine::headless(runtime);
+    let engine = engine.with_root_model(root.model);
     // Connected before the root exists, so `session:start` is the first event.
     let (client, mut stream) = engine.connect();
     let command = client.submit(EngineCommand::Submit {
@@ -134,11 +134,11 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
                 ..
             }) => return report_error(args.output_format, None, agent.as_deref(), &error),
             Some(EngineOutput::Reply { reply, .. }) => {
-                let e = unexpected(Some(reply));
+                let e = unexpected(reply);
                 return report_error(args.output_format, None, agent.as_deref(), &e);
             }
             Some(EngineOutput::Answered { .. }) | None => {
-                let e = unexpected(None);
+                let e = no_answer();
                 return report_error(args.output_format, None, agent.as_deref(), &e);
             }
         }
@@ -152,7 +152,7 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
     let ended = driven.drive(early, stream).await;
     let code = finish(&engine, &session_id, args.output_format, ended, first_turn).await?;
     // What the run left on branches instead of in the checkout (issue 35 item 3).
-    unmerged::report(&ctx.store(), session_id.as_str());
+    unmerged::report(&engine, session_id.as_str()).await;
     Ok(code)
 }
 
@@ -163,26 +163,9 @@ pub async fn set_model(
     session_id: Option<SessionId>,
     model: String,
 ) -> std::result::Result<String, EngineError> {
-    let (client, mut stream) = engine.connect();
-    let command = client.submit(EngineCommand::SetModel { session_id, model });
-    loop {
-        match stream.next().await {
-            Some(EngineOutput::Reply {
-                command: of,
-                reply: EngineReply::ModelSwitched { result, .. },
-            }) if of == command => return result,
-            Some(EngineOutput::Reply { command: of, reply }) if of == command => {
-                return Err(unexpected(Some(reply)));
-            }
-            Some(EngineOutput::Answered { command: of }) if of == command => {
-                return Err(unexpected(None));
-            }
-            None => return Err(unexpected(None)),
-            // Events of other sessions, and nothing else is asked on this connection.
-            Some(
-                EngineOutput::Event(_) | EngineOutput::Reply { .. } | EngineOutput::Answered { .. },
-            ) => {}
-        }
+    match reply(engine, EngineCommand::SetModel { session_id, model }).await? {
+        EngineReply::ModelSwitched { result, .. } => result,
+        other => Err(unexpected(other)),
     }
 }
 
@@ -217,21 +200,7 @@ pub type TurnResult = std::result::Result<TurnOutcome, EngineError>;
 
 /// The outcome of a command that runs one turn: its first (only) turn's.
 pub fn first_turn(_session_id: &str, turns: Vec<TurnResult>) -> TurnResult {
-    turns
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| Err(unexpected(None)))
-}
-
-/// The error for a reply a headless command does not expect (or none at all).
-fn unexpected(reply: Option<EngineReply>) -> EngineError {
-    match reply {
-        None => EngineError::TaskFailed {
-            what: "the command",
-            message: "the engine ended it without an answer".into(),
-        },
-        Some(reply) => EngineError::Other(format!("unexpected engine reply: {reply:?}")),
-    }
+    turns.into_iter().next().unwrap_or_else(|| Err(no_answer()))
 }
 
 /// Ends a driven command: stops what the command started that outlives it (the MCP

@@ -9,7 +9,7 @@ use color_eyre::Result;
 use super::Cli;
 use super::context::{Context, ContextOptions};
 use crate::agent::watcher::spawn_watcher;
-use crate::engine::{ApprovalMode, EngineError};
+use crate::engine::{ApprovalMode, EngineError, Runtime};
 use crate::routing::local::no_provider_banner;
 use crate::routing::setup::detect_providers;
 use crate::tui::error::NoProvider;
@@ -34,7 +34,9 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
     let reloads = watcher
         .as_mut()
         .map(|w| std::mem::replace(&mut w.reloads, tokio::sync::mpsc::unbounded_channel().1));
-    let runtime = ctx.runtime_with(registry.clone(), ApprovalMode::Interactive);
+    // `tui::run` still takes the runtime (the one front end that does; see
+    // `tests/all/front_ends.rs`).
+    let runtime = Runtime::new(ctx.engine_options(registry.clone(), ApprovalMode::Interactive));
     // `--model`: every new root session of this TUI uses it unless switched.
     runtime.set_root_model(cli.model.clone());
     let tui_options = TuiOptions {

@@ -1,7 +1,7 @@
 //! `arbor worker`: takes remote sub-sessions' jobs from NATS JetStream and runs them
 //! (`crate::worker`, issue 27).
 //!
-//! Owns: the flags, the worker's [`Factory`] — a runtime per job over this machine's
+//! Owns: the flags, the worker's [`Factory`] — an engine per job over this machine's
 //! config (provider keys, MCP servers, sandbox) and bundle, with the job's `approvals:`
 //! replacing the config's, no `remote:` (a job's own sub-sessions run on this worker)
 //! and interactive approvals (answered by the root) — where
@@ -18,7 +18,7 @@ use color_eyre::eyre::{Context as _, Result, eyre};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, ContextOptions};
-use crate::engine::{ApprovalMode, Engine, Runtime, RuntimeOptions};
+use crate::engine::{ApprovalMode, Engine, RuntimeOptions};
 use crate::remote::RemoteAuth;
 use crate::remote::wire::DEFAULT_POOL;
 use crate::session::EventBus;
@@ -116,7 +116,7 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
     Ok(0)
 }
 
-/// A runtime per job over `ctx` (see the module doc).
+/// An engine per job over `ctx` (see the module doc).
 fn factory(ctx: Context) -> Factory {
     let (registry, handle) = tokio::sync::watch::channel(ctx.registry.clone());
     Arc::new(move |setup: JobSetup| {
@@ -127,7 +127,7 @@ fn factory(ctx: Context) -> Factory {
         // A job's own sub-sessions run here: dispatching them to the pool again could
         // wait on a slot this very job holds.
         config.remote = None;
-        let runtime = Runtime::new(RuntimeOptions {
+        Ok(Engine::headless(RuntimeOptions {
             paths: setup.paths,
             config,
             bundle: ctx.bundle.clone(),
@@ -135,8 +135,7 @@ fn factory(ctx: Context) -> Factory {
             env: ctx.env.clone(),
             bus: EventBus::new(),
             approval_mode: ApprovalMode::Interactive,
-        });
-        Ok(Engine::headless(runtime))
+        }))
     })
 }
 

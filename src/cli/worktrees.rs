@@ -2,7 +2,7 @@
 //! worktree is left behind by a crash): lists the worktrees no session claims
 //! (`isolation::leftover`) and, with `--yes`, removes them with their branches;
 //! [`offer_cleanup`] says on stderr when there are any (headless runs, from
-//! `Context::runtime`). Its own file so `context` needs nothing from `session`.
+//! `Context::engine`). Its own file so `context` needs nothing from `session`.
 //! Does not own: finding or removing them (`isolation::leftover`).
 
 use color_eyre::Result;

@@ -1,9 +1,11 @@
 //! The engine: sessions running turns, delegation, cancellation (SPEC §8–9).
 //!
-//! Owns: the [`Engine`] handle every front end (the TUI, `arbor run`, `arbor session
-//! resume/continue`) drives with `EngineCommand`s and typed replies (`handle`: also
-//! tail-first opening and following a stored transcript), and the `Runtime` behind it
-//! (which the task tool drives too) — session
+//! Owns: the [`Engine`] handle every front end (the TUI, `arbor run`, every `arbor
+//! session` subcommand, `arbor agent`, the ACP server, a worker's jobs) drives with
+//! `EngineCommand`s and `EngineQuery`s and typed replies (`handle`: also tail-first
+//! opening and following a stored transcript, and reading stored sessions for a front
+//! end), and the `Runtime` behind it (which the task tool drives too; of the front
+//! ends only the TUI's start still holds it, for `tui::run`) — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, steering a running turn and queueing turns after it, cancellation that
 //! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
@@ -61,8 +63,8 @@ pub mod turn;
 
 pub use approvals::ApprovalMode;
 pub use handle::{
-    CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply, EngineStream,
-    Replies,
+    AgentPlan, CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply,
+    EngineStream, QueryReply, Replies,
 };
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;

@@ -6,10 +6,11 @@
 //! and `root_plan`. Does not own: producing them (those files) or showing them (`cli`,
 //! `tui`).
 
+use std::path::{Path, PathBuf};
+
 use super::panics::Panic;
 use crate::provider::ProviderError;
-use crate::session::ids::SessionId;
-use crate::session::ids::ToolCallId;
+use crate::session::ids::{IdShape, SessionId, ToolCallId};
 use crate::session::{SessionStatus, StoreError};
 
 /// How a turn ended.
@@ -117,11 +118,38 @@ pub enum EngineError {
     /// A turn was asked of a session already running one.
     #[error("session '{session_id}' is already running a turn; wait for it or cancel it")]
     Busy { session_id: SessionId },
+    /// No session of project `project` (its sessions under `sessions`) has the id or
+    /// prefix `id` a person typed (`EngineQuery::ResolveSession`, issue 23 item 10):
+    /// the text is [`not_found_text`].
+    #[error("{}", not_found_text(id, project, sessions))]
+    SessionNotFound {
+        id: String,
+        project: PathBuf,
+        sessions: PathBuf,
+    },
     #[error("{0}")]
     Other(String),
     /// A bug: `what` panicked with `message` (also in the log).
     #[error("internal error: {what} panicked: {message}")]
     Panicked { what: String, message: Panic },
+}
+
+/// A missing session said in full: the SPEC §7 sentence for a sub-session id (the
+/// store's), else that no root or no session has that id or prefix; either way which
+/// project was searched (`project`, its sessions under `sessions`) and how to look in
+/// the others.
+pub fn not_found_text(id: &str, project: &Path, sessions: &Path) -> String {
+    let first = match IdShape::of(id) {
+        IdShape::Sub { .. } => StoreError::NotFound(id.to_string()).to_string(),
+        IdShape::Root { .. } => format!("Root session '{id}' not found."),
+        IdShape::Other => format!("No session id or short id starts with '{id}'."),
+    };
+    format!(
+        "{first} Looked among the sessions of project {} ({}); for every project's \
+         sessions: arbor session list --all-projects",
+        project.display(),
+        sessions.display()
+    )
 }
 
 /// Why an export file could not be written (nothing is left behind then).

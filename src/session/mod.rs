@@ -25,6 +25,6 @@ pub mod usage;
 pub use ids::{SessionId, ToolCallId};
 pub use message::Message;
 pub use metadata::{Metadata, SessionStatus};
-pub use protocol::{EngineCommand, EngineEvent, Event, EventBus};
+pub use protocol::{EngineCommand, EngineEvent, EngineQuery, Event, EventBus};
 pub use store::{LoadedSession, SessionStore, SessionWriter, StoreError};
 pub use usage::Usage;

@@ -5,8 +5,9 @@
 //!
 //! Owns: turning sessions that name their parent into a forest in which every session
 //! appears exactly once, the reason a session that names a parent is shown as a root
-//! ([`Detached`]), and walking a subtree. Does not own: reading the list (`store`),
-//! live state of a session (`tui::state::tree`), or drawing (`tui`, `cli`).
+//! ([`Detached`]), walking a subtree, and each parent's children
+//! ([`children_index`]). Does not own: reading the list (`store`), live state of a
+//! session (`tui::state::tree`), or drawing (`tui`, `cli`).
 //!
 //! Metadata can be wrong (a deleted parent, a hand-edited file, a copy between
 //! projects), and a front end must still show every session:
@@ -15,8 +16,9 @@
 //!   member in spawn order, which becomes a root; the others stay below it;
 //! - with duplicate ids a parent link goes to the first of them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use super::ids::SessionId;
 use super::metadata::Metadata;
 use super::store::{newest_first, timestamp_of};
 
@@ -270,6 +272,27 @@ pub fn subtree_ids(roots: &[SessionNode], id: &str) -> Vec<String> {
     find(roots, id)
         .map(|node| node.walk().iter().map(|n| n.id().to_string()).collect())
         .unwrap_or_default()
+}
+
+/// Each parent's children among `list`, oldest (`created`) first: what `arbor session
+/// list --json` / `show --json` print as `children`.
+pub fn children_index(list: &[Metadata]) -> BTreeMap<SessionId, Vec<SessionId>> {
+    let mut index: BTreeMap<SessionId, Vec<(String, SessionId)>> = BTreeMap::new();
+    for m in list {
+        if let Some(parent) = &m.parent_id {
+            index
+                .entry(parent.clone())
+                .or_default()
+                .push((m.created.clone(), m.session_id.clone()));
+        }
+    }
+    index
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort();
+            (k, v.into_iter().map(|(_, id)| id).collect())
+        })
+        .collect()
 }
 
 #[cfg(test)]

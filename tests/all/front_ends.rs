@@ -1,8 +1,10 @@
-//! Front ends drive the engine only through its handle (issue 24 item 1, STYLE.md
-//! "One engine handle for every front end"): the TUI never reads the session store
-//! nor parses a transcript (`engine::Engine` opens and follows sessions), and no
-//! front end runs, continues or cancels a turn on the runtime around the handle.
-//! Source scan of `src/tui`, `src/cli` and `src/acp` (comments left out).
+//! Front ends drive the engine only through its handle (issue 24 item 1, issue 36
+//! item 4, STYLE.md "One engine handle for every front end"): the TUI never reads the
+//! session store nor parses a transcript (`engine::Engine` opens and follows
+//! sessions), no front end runs, continues or cancels a turn on the runtime around the
+//! handle, and `arbor` (`src/cli`), the ACP server and the worker neither see the
+//! runtime nor open the store. Source scan of `src/tui`, `src/cli`, `src/acp` and
+//! `src/worker` (comments left out).
 
 use std::path::Path;
 
@@ -69,5 +71,68 @@ fn front_ends_run_no_turn_around_the_engine_handle() {
     let mut found = offenders("src/tui", &turns);
     found.extend(offenders("src/cli", &turns));
     found.extend(offenders("src/acp", &turns));
+    found.extend(offenders("src/worker", &turns));
     assert!(found.is_empty(), "{found:#?}");
+}
+
+/// Whether `code` names `ident` (a whole identifier, not a part of a longer one:
+/// `RuntimeOptions` does not name `Runtime`).
+fn names(code: &str, ident: &str) -> bool {
+    code.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|word| word == ident)
+}
+
+/// Issue 36 item 4: every `arbor …` subcommand, the ACP server and the worker get an
+/// `Engine` (`Engine::headless` over the context's options) and ask it by commands
+/// and queries; none names the `Runtime`, calls one (`runtime.`), opens the store
+/// (`SessionStore`, `.store()`) or lists every project's (`list_all_projects`).
+///
+/// Two exceptions, each as narrow as it can be: `src/cli/tui_cmd.rs` builds the
+/// runtime `tui::run` takes, for as long as `src/tui/mod.rs` names it (the TUI's own
+/// change to an `Engine` ends it); the worker writes the scratch copy of a job's
+/// session its engine resumes from (`worker::scratch`) and reads it back, so it may
+/// name `SessionStore`.
+#[test]
+fn front_ends_see_no_runtime_and_open_no_store() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tui = std::fs::read_to_string(root.join("src/tui/mod.rs")).unwrap();
+    let tui_takes_runtime = names(&tui, "Runtime");
+    let mut found = Vec::new();
+    for dir in ["src/cli", "src/acp", "src/worker"] {
+        let mut files = Vec::new();
+        code_of(&root.join(dir), &mut files);
+        assert!(!files.is_empty(), "no code under {dir}");
+        for (file, code) in &files {
+            let tui_door = tui_takes_runtime && file.ends_with("src/cli/tui_cmd.rs");
+            let mut say = |what: &str| found.push(format!("{file}: {what}"));
+            if !tui_door && names(code, "Runtime") {
+                say("Runtime");
+            }
+            if !tui_door && code.contains("runtime.") {
+                say("runtime.");
+            }
+            if dir != "src/worker" && names(code, "SessionStore") {
+                say("SessionStore");
+            }
+            for needle in [".store()", "list_all_projects"] {
+                if code.contains(needle) {
+                    say(needle);
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// [`names`] finds what the scan above looks for in the code issue 36 removed (a
+/// front end that built a runtime and opened the store), and not a longer name.
+#[test]
+fn names_sees_whole_identifiers_only() {
+    let before = "match runtime.rename(&id, &title) {}\n\
+                  pub fn store(&self) -> SessionStore { SessionStore::new(dir) }\n\
+                  fn runtime(&self) -> Arc<Runtime> {}";
+    assert!(names(before, "Runtime"));
+    assert!(names(before, "SessionStore"));
+    assert!(!names("RuntimeOptions { .. }", "Runtime"));
+    assert!(!names("SessionStoreGuard::new(dir)", "SessionStore"));
 }

@@ -514,6 +514,34 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
         .map(content_text)
         .collect();
     assert_eq!(texts, ["hello", "One.", "from the fork"]);
+
+    // `--name`: the fork's id and title (the engine's `ForkSessionAs`); a taken name
+    // forks nothing.
+    let named = env
+        .cmd()
+        .args(["session", "fork", &id, "--name", "named-fork"])
+        .output()
+        .unwrap();
+    assert!(
+        named.status.success(),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    let text = String::from_utf8_lossy(&named.stdout);
+    assert!(
+        text.starts_with(&format!("forked named-fork from {id} at turn 2 (")),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nresume with: arbor session resume "),
+        "{text}"
+    );
+    let again = env
+        .cmd()
+        .args(["session", "fork", &id, "--name", "named-fork"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
 }
 
 #[test]

@@ -37,6 +37,7 @@ mod engine_delegation;
 mod engine_handle;
 mod engine_handoff;
 mod engine_panics;
+mod engine_queries;
 mod engine_recover;
 mod engine_steer;
 mod engine_tools;

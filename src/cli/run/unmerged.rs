@@ -7,7 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::session::{Metadata, SessionStore};
+use crate::engine::{Engine, EngineReply};
+use crate::session::{EngineCommand, Metadata};
 
 /// The lines listing the unmerged sub-sessions below `root` among `sessions`; empty
 /// when every child's work came home (or none had a worktree).
@@ -58,13 +59,17 @@ pub fn lines(sessions: &[Metadata], root: &str) -> Vec<String> {
     left
 }
 
-/// Prints [`lines`] for the tree of `root` on stderr (nothing when there are none; a
-/// store that cannot be listed is logged).
-pub fn report(store: &SessionStore, root: &str) {
-    let sessions = match store.list() {
-        Ok(sessions) => sessions,
-        Err(e) => {
+/// Prints [`lines`] for the tree of `root` on stderr (nothing when there are none;
+/// sessions that cannot be listed are logged), listed by the engine (`ListSessions`).
+pub async fn report(engine: &Engine, root: &str) {
+    let sessions = match crate::cli::call::reply(engine, EngineCommand::ListSessions).await {
+        Ok(EngineReply::SessionsListed(Ok(sessions))) => sessions,
+        Ok(EngineReply::SessionsListed(Err(e))) | Err(e) => {
             tracing::warn!("listing sessions for the unmerged report: {e}");
+            return;
+        }
+        Ok(other) => {
+            tracing::warn!("listing sessions for the unmerged report: {other:?}");
             return;
         }
     };

@@ -4,26 +4,44 @@
 //!
 //! Prints `forked … at turn N` and how to resume it, or with `--json`
 //! `{session_id, parent_id, forked_from_turn}`. A turn out of range names the valid
-//! range (exit 1, nothing written). Does not own: the fork itself (`engine::handle::undo::fork`, over `session::fork`),
-//! shared with the TUI's "rewind here".
+//! range (exit 1, nothing written). Does not own: the fork itself (the engine's
+//! `ForkSession` / `ForkSessionAs`: `engine::handle::undo::fork`, over
+//! `session::fork`), shared with the TUI's "rewind here".
 
 use color_eyre::Result;
 
-use crate::engine::handle::undo;
+use super::fail;
+use super::isolation::undone;
+use crate::cli::call::unexpected;
+use crate::engine::Engine;
+use crate::engine::handle::undo::UndoDone;
 use crate::outln;
-use crate::session::SessionStore;
+use crate::session::EngineCommand;
 
-/// Runs the fork of `id` (resolved). Exit 0 forked, 1 refused.
-pub fn run(
-    store: &SessionStore,
+/// Runs the fork of `id`. Exit 0 forked, 1 refused.
+pub async fn run(
+    engine: &Engine,
     id: &str,
     at_turn: Option<u64>,
-    name: Option<&str>,
+    name: Option<String>,
     json: bool,
 ) -> Result<i32> {
-    let forked = match undo::fork(store, id, at_turn, name, false) {
-        Ok((f, _)) => f,
-        Err(e) => return super::fail(&e),
+    let command = |session_id| match name {
+        Some(name) => EngineCommand::ForkSessionAs {
+            session_id,
+            at_turn,
+            name,
+        },
+        None => EngineCommand::ForkSession {
+            session_id,
+            at_turn,
+            rewind: false,
+        },
+    };
+    let forked = match undone(engine, id, command).await {
+        Some(UndoDone::Forked { forked, .. }) => forked,
+        Some(other) => return fail(&unexpected(other)),
+        None => return Ok(1),
     };
     if json {
         outln!("{}", serde_json::to_string_pretty(&forked)?)?;

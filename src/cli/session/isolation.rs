@@ -1,5 +1,5 @@
-//! `arbor session merge|discard|rewind ID` and the worktree parts of `session diff`
-//! and `session show` (issue 25 items 2–4, 6).
+//! `arbor session merge|discard|rewind ID` and the worktree parts of `session show`,
+//! `list` and `tree` (issue 25 items 2–4, 6).
 //!
 //! - `merge ID`: the sub-session's branch merged three-way into its parent's working
 //!   tree; a conflict refuses the whole merge (exit 1, the files named, nothing
@@ -11,28 +11,31 @@
 //!   named, unless `--force`.
 //!
 //! Owns: the commands' wording and exit codes. Does not own: the checks and steps,
-//! shared with the TUI's keys (`engine::handle::undo`), or the git plumbing
-//! (`isolation`).
+//! shared with the TUI's keys (the engine's `MergeSession`, `DiscardSession`,
+//! `RewindSession`: `engine::handle::undo`), or the git plumbing (`isolation`).
 
 use color_eyre::Result;
 use serde_json::{Value, json};
 
-use crate::engine::handle::undo;
+use super::{fail, resolve};
+use crate::cli::call::{reply, unexpected};
+use crate::engine::handle::undo::UndoDone;
+use crate::engine::{Engine, EngineReply};
+use crate::isolation::Standing;
 use crate::isolation::worktree::State;
-use crate::isolation::{IsolationError, Standing, WorktreeRecord};
 use crate::outln;
-use crate::session::{Metadata, SessionStore};
+use crate::session::{EngineCommand, Metadata, SessionId};
 
-/// `session merge ID [--markers]` (`id` resolved). Exit 0 merged, 1 refused.
-pub fn merge(store: &SessionStore, id: &str, markers: bool) -> Result<i32> {
-    let done = if markers {
-        undo::merge_with_markers(store, id)
-    } else {
-        undo::merge(store, id)
+/// `session merge ID [--markers]`: `MergeSession`. Exit 0 merged, 1 refused.
+pub async fn merge(engine: &Engine, id: &str, markers: bool) -> Result<i32> {
+    let command = |session_id| EngineCommand::MergeSession {
+        session_id,
+        markers,
     };
-    let merged = match done {
-        Ok(m) => m,
-        Err(e) => return super::fail(&e),
+    let merged = match undone(engine, id, command).await {
+        Some(UndoDone::Merged(merged)) => merged,
+        Some(other) => return fail(&unexpected(other)),
+        None => return Ok(1),
     };
     let n = merged.files.len();
     outln!(
@@ -63,11 +66,13 @@ pub fn merge(store: &SessionStore, id: &str, markers: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// `session discard ID` (`id` resolved). Exit 0 removed, 1 refused.
-pub fn discard(store: &SessionStore, id: &str) -> Result<i32> {
-    let discarded = match undo::discard(store, id) {
-        Ok(d) => d,
-        Err(e) => return super::fail(&e),
+/// `session discard ID`: `DiscardSession`. Exit 0 removed, 1 refused.
+pub async fn discard(engine: &Engine, id: &str) -> Result<i32> {
+    let command = |session_id| EngineCommand::DiscardSession { session_id };
+    let discarded = match undone(engine, id, command).await {
+        Some(UndoDone::Discarded(discarded)) => discarded,
+        Some(other) => return fail(&unexpected(other)),
+        None => return Ok(1),
     };
     outln!(
         "discarded the worktree {} and the branch {}",
@@ -80,12 +85,18 @@ pub fn discard(store: &SessionStore, id: &str) -> Result<i32> {
     Ok(0)
 }
 
-/// `session rewind ID --to-turn N [--force]` (`id` resolved). Exit 0 restored (or
+/// `session rewind ID --to-turn N [--force]`: `RewindSession`. Exit 0 restored (or
 /// nothing to restore), 1 refused.
-pub fn rewind(store: &SessionStore, id: &str, to_turn: u64, force: bool) -> Result<i32> {
-    let done = match undo::rewind(store, id, to_turn, force) {
-        Ok(r) => r,
-        Err(e) => return super::fail(&e),
+pub async fn rewind(engine: &Engine, id: &str, to_turn: u64, force: bool) -> Result<i32> {
+    let command = |session_id| EngineCommand::RewindSession {
+        session_id,
+        to_turn,
+        force,
+    };
+    let (id, done) = match undone_of(engine, id, command).await {
+        Some((id, UndoDone::Rewound(done))) => (id, done),
+        Some((_, other)) => return fail(&unexpected(other)),
+        None => return Ok(1),
     };
     let files = &done.files;
     if files.is_empty() {
@@ -109,10 +120,35 @@ pub fn rewind(store: &SessionStore, id: &str, to_turn: u64, force: bool) -> Resu
     Ok(0)
 }
 
-/// A worktree session's `session diff`: `git diff` of its branch (and uncommitted
-/// changes) against its base, a patch `git apply` accepts; `None` for other sessions.
-pub fn diff(metadata: &Metadata) -> Option<Result<String, IsolationError>> {
-    metadata.active_worktree().map(WorktreeRecord::diff)
+/// Resolves `id`, sends `command` for it (a merge, discard, rewind or fork) and waits
+/// for its `Undone`: what it did, or — said on stderr — why not (`None`: exit 1).
+pub(super) async fn undone(
+    engine: &Engine,
+    id: &str,
+    command: impl FnOnce(SessionId) -> EngineCommand,
+) -> Option<UndoDone> {
+    undone_of(engine, id, command).await.map(|(_, done)| done)
+}
+
+/// [`undone`], with the session's full id.
+async fn undone_of(
+    engine: &Engine,
+    id: &str,
+    command: impl FnOnce(SessionId) -> EngineCommand,
+) -> Option<(SessionId, UndoDone)> {
+    let id = resolve(engine, id)
+        .await
+        .inspect_err(|e| crate::cli::out::error(e))
+        .ok()?;
+    let result = match reply(engine, command(id.clone())).await {
+        Ok(EngineReply::Undone { result, .. }) => result.map_err(|e| e.to_string()),
+        Ok(other) => Err(unexpected(other).to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    result
+        .inspect_err(|e| crate::cli::out::error(e))
+        .ok()
+        .map(|done| (id, done))
 }
 
 /// The `worktree` of `session show --json`: `{path, branch, state, unmerged, merge,

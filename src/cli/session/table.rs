@@ -1,13 +1,13 @@
 //! The `arbor session list` table (issue 23 item 10): full session and parent ids,
 //! times to the second in local time, and with `--all-projects` a PROJECT column (the
 //! session's working directory, else its project's directory name under
-//! `$AMPLIFIER_HOME/projects`). WORK says where a worktree child's work stands
-//! (`merged`, `discarded`, `unmerged ✎3`, `conflict`; issue 35). Unreadable directories come last, with the reason
-//! where the update time would be.
+//! `$AMPLIFIER_HOME/projects`: the engine's `engine::handle::sessions::project_of`).
+//! WORK says where a worktree child's work stands (`merged`, `discarded`, `unmerged
+//! ✎3`, `conflict`; issue 35). Unreadable directories come last, with the reason where
+//! the update time would be.
 //!
-//! Owns: the table's text. Does not own: which sessions are listed (`session`).
-
-use std::path::Path;
+//! Owns: the table's text. Does not own: which sessions are listed, or their projects
+//! (`engine::handle::sessions`).
 
 use crate::outln;
 use crate::session::Metadata;
@@ -23,19 +23,6 @@ pub fn to_the_second(rfc3339: &str) -> String {
             .to_string(),
         Err(_) => rfc3339.to_string(),
     }
-}
-
-/// The project column of a session stored under `sessions_dir`
-/// (`<projects>/<slug>/sessions`): its working directory, else the slug.
-pub fn project_of(sessions_dir: &Path, m: &Metadata) -> String {
-    if let Some(dir) = m.working_dir.as_deref().filter(|d| !d.is_empty()) {
-        return dir.to_string();
-    }
-    sessions_dir
-        .parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "-".to_string())
 }
 
 /// Prints the table: `projects` (one per session, in order) adds the PROJECT column.

@@ -1,7 +1,7 @@
 //! Merge, discard, rewind and fork of a stored session (issue 25 items 2, 4, 5): the
 //! one implementation behind `arbor session merge|discard|rewind|fork` and the TUI's
-//! keys (`EngineCommand::MergeSession`, `DiscardSession`, `RewindSession`,
-//! `ForkSession`).
+//! keys, reached only through the engine's commands (`EngineCommand::MergeSession`,
+//! `DiscardSession`, `RewindSession`, `ForkSession`, `ForkSessionAs`).
 //!
 //! - [`merge`]: the sub-session's branch merged three-way into its parent's working
 //!   tree; a conflict refuses the whole merge ([`UndoError::Isolation`] with
@@ -224,11 +224,16 @@ impl<'a> Record<'a> {
 /// Merges session `id`'s (a full id or resolved prefix) worktree branch into its
 /// parent's working directory (the parent's recorded `working_dir`, else the
 /// directory the worktree was cut from), then removes the worktree and branch.
+/// `live`: the session when it is live in this process.
 ///
 /// Errors: `Root`, `NoWorktree`, `Gone`; the store's (unknown, locked by another
 /// process); `Isolation(Conflict { files })` — nothing changed.
-pub fn merge(store: &SessionStore, id: &str) -> Result<Merged, UndoError> {
-    merge_in(store, id, None)
+pub(crate) fn merge(
+    store: &SessionStore,
+    id: &str,
+    live: Option<&LiveSession>,
+) -> Result<Merged, UndoError> {
+    merge_as(store, id, live, false)
 }
 
 /// [`merge`], but a conflict does not refuse: the conflicting hunks are written into
@@ -237,26 +242,12 @@ pub fn merge(store: &SessionStore, id: &str) -> Result<Merged, UndoError> {
 /// and branch are removed and the record says `merged` as for a clean merge.
 ///
 /// Errors: as [`merge`], less the conflict.
-pub fn merge_with_markers(store: &SessionStore, id: &str) -> Result<Merged, UndoError> {
-    merge_as(store, id, None, true)
-}
-
-/// [`merge_with_markers`], with `live` the session when it is live in this process.
-pub(crate) fn merge_markers_in(
+pub(crate) fn merge_with_markers(
     store: &SessionStore,
     id: &str,
     live: Option<&LiveSession>,
 ) -> Result<Merged, UndoError> {
     merge_as(store, id, live, true)
-}
-
-/// [`merge`], with `live` the session when it is live in this process.
-pub(crate) fn merge_in(
-    store: &SessionStore,
-    id: &str,
-    live: Option<&LiveSession>,
-) -> Result<Merged, UndoError> {
-    merge_as(store, id, live, false)
 }
 
 fn merge_as(
@@ -293,15 +284,11 @@ fn merge_as(
     })
 }
 
-/// Removes session `id`'s worktree and branch, changes and all.
+/// Removes session `id`'s worktree and branch, changes and all (`live`: the session
+/// when it is live in this process).
 ///
 /// Errors: `Root`, `NoWorktree`, `Gone`; the store's; git's.
-pub fn discard(store: &SessionStore, id: &str) -> Result<Discarded, UndoError> {
-    discard_in(store, id, None)
-}
-
-/// [`discard`], with `live` the session when it is live in this process.
-pub(crate) fn discard_in(
+pub(crate) fn discard(
     store: &SessionStore,
     id: &str,
     live: Option<&LiveSession>,
@@ -321,23 +308,13 @@ pub(crate) fn discard_in(
 /// them) to their state then, from its checkpoints (`isolation::checkpoint`).
 ///
 /// The session's lock is held while the files are restored: a session running a turn
-/// in another process is refused (`Busy`).
+/// in another process is refused (`Busy`). `live`: the session when it is live in
+/// this process (refused while it runs a turn; its lock is this process's already).
 ///
 /// Errors: `Busy`; `Isolation(TurnOutOfRange)` naming the valid range;
 /// `Isolation(ChangedSince { files })` when someone else changed them since and not
 /// `force` — nothing written; the store's.
-pub fn rewind(
-    store: &SessionStore,
-    id: &str,
-    to_turn: u64,
-    force: bool,
-) -> Result<Rewound, UndoError> {
-    rewind_in(store, id, to_turn, force, None)
-}
-
-/// [`rewind`], with `live` the session when it is live in this process (refused
-/// while it runs a turn; its lock is this process's already).
-pub(crate) fn rewind_in(
+pub(crate) fn rewind(
     store: &SessionStore,
     id: &str,
     to_turn: u64,
@@ -368,23 +345,13 @@ pub(crate) fn rewind_in(
 }
 
 /// Forks session `id` at turn `at_turn` (`None`: the latest) as a new session named
-/// `name` (`session::fork`). With `rewind`, first restores the files `id` changed
-/// after that turn ([`rewind`], not forced): the fork then starts from the files as
-/// they were — "rewind here". A refused rewind forks nothing.
+/// `name` (`session::fork`). With `rewind_files`, first restores the files `id`
+/// changed after that turn ([`rewind`], not forced): the fork then starts from the
+/// files as they were — "rewind here". A refused rewind forks nothing. `live`: the
+/// session when it is live in this process.
 ///
 /// Errors: [`rewind`]'s; `Fork` (no turns, turn out of range, a taken name).
-pub fn fork(
-    store: &SessionStore,
-    id: &str,
-    at_turn: Option<u64>,
-    name: Option<&str>,
-    rewind_files: bool,
-) -> Result<(Forked, Option<Rewound>), UndoError> {
-    fork_in(store, id, at_turn, name, rewind_files, None)
-}
-
-/// [`fork`], with `live` the session when it is live in this process.
-pub(crate) fn fork_in(
+pub(crate) fn fork(
     store: &SessionStore,
     id: &str,
     at_turn: Option<u64>,
@@ -393,7 +360,7 @@ pub(crate) fn fork_in(
     live: Option<&LiveSession>,
 ) -> Result<(Forked, Option<Rewound>), UndoError> {
     let rewound = match (rewind_files, at_turn) {
-        (true, Some(turn)) => Some(rewind_in(store, id, turn, false, live)?),
+        (true, Some(turn)) => Some(rewind(store, id, turn, false, live)?),
         _ => None,
     };
     let forked = crate::session::fork::fork(store, id, at_turn, name)?;

@@ -2,10 +2,10 @@
 //! `arbor run`, `arbor session resume` / `continue`, and the next ones (an ACP server,
 //! a remote worker) — sends commands to the one engine handle (`engine::Engine`) and
 //! gets typed replies (`engine::EngineReply`) for each, plus the bus's
-//! [`EngineEvent`](super::EngineEvent)s; none runs a turn or opens a session around
-//! it (`arbor session list/show/diff/export` still read the store for their
-//! listings). The TUI's `tui::executor` turns the replies into its `AppEvent`s;
-//! headless `arbor run` prints the events and the final outcome.
+//! [`EngineEvent`](super::EngineEvent)s; none runs a turn, opens a session or reads
+//! the store around it (what `arbor session list/show/diff/export` read they ask as
+//! [`EngineQuery`](super::EngineQuery)s). The TUI's `tui::executor` turns the replies
+//! into its `AppEvent`s; headless `arbor run` prints the events and the final outcome.
 
 use super::approvals::ApprovalDecision;
 use crate::session::ids::SessionId;
@@ -158,5 +158,13 @@ pub enum EngineCommand {
         session_id: SessionId,
         at_turn: Option<u64>,
         rewind: bool,
+    },
+    /// Fork `session_id` at turn `at_turn` as [`EngineCommand::ForkSession`] does
+    /// (no rewind), the new session's id and title `name` (`arbor session fork
+    /// --name`); a name already taken forks nothing. Answered with `Undone`.
+    ForkSessionAs {
+        session_id: SessionId,
+        at_turn: Option<u64>,
+        name: String,
     },
 }

@@ -2,11 +2,12 @@
 //! STYLE "One typed protocol").
 //!
 //! Owns: [`EngineEvent`] — one variant per event a session publishes, each with a
-//! payload struct (`lifecycle`, `model`, `tools`, `approvals`, `prompts`); the envelope every event travels in
-//! ([`Event`]: `session_id`, `parent_id`, `timestamp`); [`EngineCommand`], what a front
-//! end asks of the engine; the process-wide [`EventBus`]; and the JSON forms an event
-//! takes when it leaves the process (`wire`): the `events.jsonl` line and the
-//! `arbor run --output-format jsonl` object.
+//! payload struct (`lifecycle`, `model`, `tools`, `approvals`, `prompts`); the
+//! envelope every event travels in ([`Event`]: `session_id`, `parent_id`,
+//! `timestamp`); [`EngineCommand`], what a front end asks of the engine, and
+//! [`EngineQuery`], what it asks to read; the process-wide [`EventBus`]; and the JSON
+//! forms an event takes when it leaves the process (`wire`): the `events.jsonl` line
+//! and the `arbor run --output-format jsonl` object.
 //!
 //! Does not own: writing `events.jsonl` (`store`), deciding when an event happens
 //! (`engine`), or what a front end does with it (`tui`, `cli`).
@@ -33,6 +34,7 @@ mod hooks;
 mod lifecycle;
 mod model;
 mod prompts;
+mod query;
 mod tools;
 mod wire;
 
@@ -63,6 +65,7 @@ pub use model::{
 pub use prompts::{
     PromptMode, PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
 };
+pub use query::{EngineQuery, ExportFormat};
 pub use tools::{
     AgentTransferEvent, McpServerFailedEvent, TaskAgentCompletedEvent, TaskAgentResumedEvent,
     TaskAgentSpawnedEvent, TaskCallFields, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
