@@ -17,6 +17,7 @@
 //! first (`wip`). Does not own: the fetch loop and
 //! presence (`worker`), the wire types (`remote::wire`).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -313,117 +314,24 @@ async fn execute(
             token(&session).map_err(RemoteError::from)?
         ))
         .tempdir_in(&ctx.scratch)?;
-    let work = dir.path().join("work");
-    let tree = match &job.files {
-        Some(files) => {
-            let (repo, base, name) = (
-                ctx.repo.clone(),
-                files.base_commit.clone(),
-                files.repo_name.clone(),
-            );
-            let dest = work.clone();
-            let tree = blocking(move || JobTree::cut(&repo, &base, &dest, &name)).await??;
-            Some(tree)
-        }
-        None => {
-            std::fs::create_dir_all(&work)?;
-            None
-        }
+    let files = cut_files(ctx, job, dir.path()).await?;
+    let (root_meta, transcript, resume) = match start(ctx, job, attempt, out, &files).await? {
+        Start::Answered(done) => return Ok(Some(done)),
+        Start::Run {
+            metadata,
+            transcript,
+            resume,
+        } => (*metadata, transcript, resume),
     };
-    let work_dir = match (&tree, &job.files) {
-        (Some(tree), Some(files)) => tree.working_dir(&files.relative_dir)?,
-        _ => std::fs::canonicalize(&work)?,
-    };
-    let git_paths = match &tree {
-        Some(tree) => {
-            let top = tree.top.clone();
-            blocking(move || scratch::git_write_paths(&top)).await?
-        }
-        None => Vec::new(),
-    };
-    let before = job.transcript.clone().unpack(&ctx.payloads).await?;
-    let (root_meta, transcript, resume) = if attempt > 1 {
-        let (metadata, synced) = sync(ctx, &session, out).await?;
-        if let Some(response) = scratch::answered(before.len(), &synced) {
-            // The previous worker finished the run but its Done never reached the
-            // root: report the stored answer, run nothing. A writing run's changes
-            // are its work in progress (saved before its last tool result).
-            let changes = match (&tree, writes(job)) {
-                (Some(tree), true) => {
-                    let name = wip::wip_name(&session, job.run)?;
-                    let patch = wip::fetch(&ctx.payloads, &name).await?.unwrap_or_default();
-                    Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
-                }
-                _ => None,
-            };
-            return Ok(Some(WorkerMsg::Done {
-                run: job.run,
-                status: SessionStatus::Completed,
-                response,
-                turn_count: u64::from(metadata.turn_count),
-                error: None,
-                metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
-                changes,
-            }));
-        }
-        let resume = scratch::resumes(before.len(), &synced);
-        (metadata, synced, resume)
-    } else {
-        (job.metadata.clone(), before, false)
-    };
-    // A writing run keeps its work in progress; a resumed one starts from its
-    // predecessor's (the files its answered tool calls wrote).
-    let wip = match (&tree, writes(job)) {
-        (Some(tree), true) => {
-            let name = wip::wip_name(&session, job.run)?;
-            let applied = if resume {
-                restore(ctx, tree, &name).await?
-            } else {
-                String::new()
-            };
-            let place = (
-                tree.top.clone(),
-                tree.base.clone(),
-                dir.path().join("wip.index"),
-            );
-            let holder = wip::Holder {
-                leases: ctx.leases.clone(),
-                session: session.clone(),
-                epoch: out.epoch(),
-            };
-            Some(Wip::new(
-                (ctx.payloads.clone(), holder),
-                name,
-                place,
-                &applied,
-            ))
-        }
-        _ => None,
-    };
+    let wip = work_in_progress(ctx, job, (&files, dir.path()), resume, out).await?;
     let paths = Paths {
-        cwd: work_dir.clone(),
+        cwd: files.work_dir.clone(),
         ..ctx.base_paths.clone()
     };
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
-    // Where the job may write: beneath its worktree (or working directory) and its
-    // scratch directory, whatever its plan asks (`roots`).
     let scratch_dir = dir.path().join("scratch");
-    std::fs::create_dir_all(&scratch_dir)?;
-    let bases = [
-        std::fs::canonicalize(
-            tree.as_ref()
-                .map_or(work_dir.as_path(), |t| t.top.as_path()),
-        )?,
-        std::fs::canonicalize(&scratch_dir)?,
-    ];
-    let place = scratch::Place {
-        work_dir: &work_dir,
-        work_top: tree.as_ref().map(|t| t.top.as_path()),
-        bases: &bases,
-        git_paths: &git_paths,
-    };
-    let (metadata, dropped) = scratch::for_worker(&root_meta, &job.plan, &place, resume);
+    let (metadata, dropped) = worker_metadata(job, &root_meta, (&files, &scratch_dir), resume)?;
     for note in &dropped {
         tracing::warn!(session, "worker: {note}");
     }
@@ -443,21 +351,7 @@ async fn execute(
     })?;
     let engine =
         (ctx.factory)(JobSetup { paths, approvals }).map_err(|e| JobError::Setup(e.to_string()))?;
-    let command = if resume {
-        EngineCommand::ContinueInterrupted {
-            session_id: job.session_id.clone(),
-        }
-    } else if job.continues {
-        EngineCommand::Continue {
-            session_id: job.session_id.clone(),
-        }
-    } else {
-        EngineCommand::Submit {
-            session_id: Some(job.session_id.clone()),
-            agent: None,
-            prompt: job.instruction.clone(),
-        }
-    };
+    let command = command_for(job, resume);
     let ran = run_engine((job, control), &engine, (out, wip), command).await;
     let left = engine.shutdown(END_GRACE).await;
     if left > 0 {
@@ -470,8 +364,8 @@ async fn execute(
     let Some(outcome) = ran? else {
         return Ok(None);
     };
-    let changes = match (&tree, &job.files) {
-        (Some(tree), Some(files)) if files.writes => {
+    let changes = match (&files.tree, &job.files) {
+        (Some(tree), Some(job_files)) if job_files.writes => {
             let (top, base) = (tree.top.clone(), tree.base.clone());
             let patch = blocking(move || files::patch_at(&top, &base)).await??;
             Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
@@ -494,6 +388,188 @@ async fn execute(
         metadata: Box::new(metadata),
         changes,
     }))
+}
+
+/// A job's files on this worker: the worktree of the job's commit (`None` outside a
+/// repository), the directory the session works in, and the git paths it may write.
+struct JobFilesHere {
+    tree: Option<JobTree>,
+    work_dir: PathBuf,
+    git_paths: Vec<PathBuf>,
+}
+
+/// Cuts the job's worktree under `dir` (`work/`) from the worker's clone, or makes an
+/// empty working directory for a job outside a repository.
+async fn cut_files(ctx: &Ctx, job: &Job, dir: &Path) -> Result<JobFilesHere, JobError> {
+    let work = dir.join("work");
+    let tree = match &job.files {
+        Some(files) => {
+            let (repo, base, name) = (
+                ctx.repo.clone(),
+                files.base_commit.clone(),
+                files.repo_name.clone(),
+            );
+            let dest = work.clone();
+            Some(blocking(move || JobTree::cut(&repo, &base, &dest, &name)).await??)
+        }
+        None => {
+            std::fs::create_dir_all(&work)?;
+            None
+        }
+    };
+    let work_dir = match (&tree, &job.files) {
+        (Some(tree), Some(files)) => tree.working_dir(&files.relative_dir)?,
+        _ => std::fs::canonicalize(&work)?,
+    };
+    let git_paths = match &tree {
+        Some(tree) => {
+            let top = tree.top.clone();
+            blocking(move || scratch::git_write_paths(&top)).await?
+        }
+        None => Vec::new(),
+    };
+    Ok(JobFilesHere {
+        tree,
+        work_dir,
+        git_paths,
+    })
+}
+
+/// Where a job starts.
+enum Start {
+    /// A redelivered run the previous worker had finished: its answer, nothing to run.
+    Answered(WorkerMsg),
+    /// Run it from this metadata and transcript; `resume`: continue the interrupted
+    /// run with the engine's crash repair instead of submitting the instruction.
+    Run {
+        metadata: Box<Metadata>,
+        transcript: Vec<Message>,
+        resume: bool,
+    },
+}
+
+/// The session a job starts from: the job's own on a first attempt; on a redelivery,
+/// the root's as stored now (asked on `arbor.sync`) — or the stored answer, when the
+/// previous worker finished but its `Done` never reached the root (a writing run's
+/// changes are then its saved work in progress).
+async fn start(
+    ctx: &Ctx,
+    job: &Job,
+    attempt: u32,
+    out: &Out,
+    files: &JobFilesHere,
+) -> Result<Start, JobError> {
+    let before = job.transcript.clone().unpack(&ctx.payloads).await?;
+    if attempt <= 1 {
+        return Ok(Start::Run {
+            metadata: Box::new(job.metadata.clone()),
+            transcript: before,
+            resume: false,
+        });
+    }
+    let session = job.session_id.to_string();
+    let (metadata, synced) = sync(ctx, &session, out).await?;
+    let Some(response) = scratch::answered(before.len(), &synced) else {
+        let resume = scratch::resumes(before.len(), &synced);
+        return Ok(Start::Run {
+            metadata: Box::new(metadata),
+            transcript: synced,
+            resume,
+        });
+    };
+    let changes = match (&files.tree, writes(job)) {
+        (Some(tree), true) => {
+            let name = wip::wip_name(&session, job.run)?;
+            let patch = wip::fetch(&ctx.payloads, &name).await?.unwrap_or_default();
+            Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
+        }
+        _ => None,
+    };
+    Ok(Start::Answered(WorkerMsg::Done {
+        run: job.run,
+        status: SessionStatus::Completed,
+        response,
+        turn_count: u64::from(metadata.turn_count),
+        error: None,
+        metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
+        changes,
+    }))
+}
+
+/// A writing run's work in progress (saved before each tool result; `None` for a
+/// read-only run or one outside a repository); a resumed run first applies its
+/// predecessor's (the files its answered tool calls wrote). `dir` is the job's
+/// scratch directory.
+async fn work_in_progress(
+    ctx: &Ctx,
+    job: &Job,
+    (files, dir): (&JobFilesHere, &Path),
+    resume: bool,
+    out: &Out,
+) -> Result<Option<Wip>, JobError> {
+    let (Some(tree), true) = (&files.tree, writes(job)) else {
+        return Ok(None);
+    };
+    let session = job.session_id.to_string();
+    let name = wip::wip_name(&session, job.run)?;
+    let applied = if resume {
+        restore(ctx, tree, &name).await?
+    } else {
+        String::new()
+    };
+    let place = (tree.top.clone(), tree.base.clone(), dir.join("wip.index"));
+    let holder = wip::Holder {
+        leases: ctx.leases.clone(),
+        session,
+        epoch: out.epoch(),
+    };
+    Ok(Some(Wip::new(
+        (ctx.payloads.clone(), holder),
+        name,
+        place,
+        &applied,
+    )))
+}
+
+/// The session's metadata in the worker's scratch store (`scratch::for_worker`) and
+/// the notes of what it dropped: it may write beneath its worktree (or working
+/// directory) and `scratch_dir` (made here), whatever its plan asks.
+fn worker_metadata(
+    job: &Job,
+    root_meta: &Metadata,
+    (files, scratch_dir): (&JobFilesHere, &Path),
+    resume: bool,
+) -> Result<(Metadata, Vec<super::roots::Dropped>), JobError> {
+    std::fs::create_dir_all(scratch_dir)?;
+    let work_top = files.tree.as_ref().map(|t| t.top.as_path());
+    let bases = [
+        std::fs::canonicalize(work_top.unwrap_or(files.work_dir.as_path()))?,
+        std::fs::canonicalize(scratch_dir)?,
+    ];
+    let place = scratch::Place {
+        work_dir: &files.work_dir,
+        work_top,
+        bases: &bases,
+        git_paths: &files.git_paths,
+    };
+    Ok(scratch::for_worker(root_meta, &job.plan, &place, resume))
+}
+
+/// The engine command that runs the job: continue an interrupted run, continue the
+/// session (a person's continue), or submit the instruction.
+fn command_for(job: &Job, resume: bool) -> EngineCommand {
+    let session_id = job.session_id.clone();
+    if resume {
+        EngineCommand::ContinueInterrupted { session_id }
+    } else if job.continues {
+        EngineCommand::Continue { session_id }
+    } else {
+        EngineCommand::Submit {
+            session_id: Some(session_id),
+            agent: None,
+            prompt: job.instruction.clone(),
+        }
+    }
 }
 
 /// The object a run's `Changes` go to when too large to be inline.
