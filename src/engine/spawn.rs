@@ -213,19 +213,13 @@ async fn spawn_child(
     .await
     .map_err(SpawnError::Isolate)?;
     let plan = place.plan;
-    let parent_meta = parent.metadata();
-    let now = now_rfc3339();
     let mut metadata = Metadata {
         session_id: child_id.clone(),
         parent_id: Some(parent.id.clone()),
         agent_name: Some(agent.name.clone()),
-        created: now.clone(),
-        last_updated: now,
-        turn_count: 0,
         working_dir: Some(place.working_dir.display().to_string()),
-        bundle: parent_meta.bundle.clone(),
+        bundle: parent.metadata().bundle.clone(),
         model: Some(providers::label(provider.as_ref(), None)),
-        status: SessionStatus::Idle,
         depth: parent.depth + 1,
         config: Some(stored_plan::stored_config(env, &plan)),
         agent_overlay: agent.overlay.clone(),
@@ -238,7 +232,7 @@ async fn spawn_child(
             worktree: place.record.clone(),
             ..Default::default()
         },
-        ..Default::default()
+        ..new_metadata()
     };
     let budget = budget.map(|budget| BudgetState {
         budget,
@@ -249,29 +243,54 @@ async fn spawn_child(
     }
     let child = rt.register(metadata, plan, Vec::new())?;
     child.set_provider(provider, provider_config);
-    child.emit(EngineEvent::SessionFork(SessionForkEvent {
-        parent: parent.id.to_string(),
-        agent: agent.name.clone(),
-        depth: child.depth,
-        resolved_model: Some(resolved.clone()),
-    }));
-    if let Some(state) = &budget {
-        child.emit(turn::budget_event(state));
-    }
-    // The metadata was created idle: publish the status without writing it again.
-    child.emit(EngineEvent::status(SessionStatus::Idle));
-    parent.emit(EngineEvent::TaskAgentSpawned(TaskAgentSpawnedEvent {
-        agent: agent.name.clone(),
-        sub_session_id: child.id.clone(),
-        tool_call_id: ctx.tool_call_id.clone(),
-        depth: child.depth,
-        resolved_model: resolved,
-    }));
+    announce(&parent, &child, &ctx, resolved, budget.as_ref());
     let mut result = run_child(rt, &parent, child, &request, &ctx, permit).await?;
     if place.record.is_none() {
         result.isolation = place.note;
     }
     Ok(result)
+}
+
+/// A new session's metadata: created and updated now, idle, no turn yet.
+fn new_metadata() -> Metadata {
+    let now = now_rfc3339();
+    Metadata {
+        created: now.clone(),
+        last_updated: now,
+        turn_count: 0,
+        status: SessionStatus::Idle,
+        ..Default::default()
+    }
+}
+
+/// Publishes a new child's birth: `session:fork` (and its budget) on the child, its
+/// `idle` status (the metadata was created idle: not written again), and
+/// `task:agent_spawned` on the parent, for `ctx`'s call.
+fn announce(
+    parent: &LiveSession,
+    child: &LiveSession,
+    ctx: &ToolContext,
+    resolved: ResolvedModel,
+    budget: Option<&BudgetState>,
+) {
+    let agent = child.agent_name.clone();
+    child.emit(EngineEvent::SessionFork(SessionForkEvent {
+        parent: parent.id.to_string(),
+        agent: agent.clone(),
+        depth: child.depth,
+        resolved_model: Some(resolved.clone()),
+    }));
+    if let Some(state) = budget {
+        child.emit(turn::budget_event(state));
+    }
+    child.emit(EngineEvent::status(SessionStatus::Idle));
+    parent.emit(EngineEvent::TaskAgentSpawned(TaskAgentSpawnedEvent {
+        agent,
+        sub_session_id: child.id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        depth: child.depth,
+        resolved_model: resolved,
+    }));
 }
 
 /// A permit to run one more sub-session turn for `parent`
