@@ -217,32 +217,7 @@ async fn one_turn(
     token: &CancellationToken,
 ) -> TurnOutcome {
     recovered::repair_before_turn(env, live);
-    let prompts = match input {
-        Input::Prompt(prompt) => {
-            name_root(live, &prompt);
-            live.append(Message::user(prompt.clone()));
-            vec![prompt]
-        }
-        Input::Continue => {
-            let answered = !matches!(
-                live.transcript_snapshot().last(),
-                Some(Message::User(_) | Message::Tool(_))
-            );
-            let prompt = answered.then(|| CONTINUE_PROMPT.to_string());
-            if let Some(prompt) = &prompt {
-                live.append(Message::user(prompt.clone()));
-            }
-            prompt.into_iter().collect()
-        }
-        Input::Inbox(waiting) => {
-            if let Some(first) = waiting.first() {
-                name_root(live, &first.text);
-            }
-            let texts = waiting.iter().map(|p| p.text.clone()).collect();
-            waiting.into_iter().for_each(|p| live.deliver(p));
-            texts
-        }
-    };
+    let prompts = append_input(live, input);
     super::isolate::before_turn(live).await;
     super::checkpoints::before_turn(env, live).await;
     grant_budget(live);
@@ -267,14 +242,7 @@ async fn one_turn(
         }
         None => live.agent_name.clone(),
     };
-    let (prices, mut warnings) = PriceTable::from_config(&env.config);
-    let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
-    let (limits, limit_warnings) = ResponseLimits::from_config(&env.config);
-    warnings.extend(retry_warnings);
-    warnings.extend(limit_warnings);
-    for w in warnings {
-        tracing::warn!("config.yaml: {w}");
-    }
+    let (prices, retry, limits) = call_settings(env);
     let gate = Gate::new(env, live);
     let ctx = CallCtx {
         env,
@@ -320,6 +288,53 @@ async fn one_turn(
     super::checkpoints::after_turn(env, live).await;
     super::isolate::after_turn(live).await;
     outcome
+}
+
+/// Appends what starts a turn to the transcript and returns the prompts it submits:
+/// a prompt (which names a new root), `Continue.` when the model had already answered
+/// (none when a user message or tool result waits for its answer), or the messages
+/// waiting in the inbox, delivered in order.
+fn append_input(live: &LiveSession, input: Input) -> Vec<String> {
+    match input {
+        Input::Prompt(prompt) => {
+            name_root(live, &prompt);
+            live.append(Message::user(prompt.clone()));
+            vec![prompt]
+        }
+        Input::Continue => {
+            let answered = !matches!(
+                live.transcript_snapshot().last(),
+                Some(Message::User(_) | Message::Tool(_))
+            );
+            let prompt = answered.then(|| CONTINUE_PROMPT.to_string());
+            if let Some(prompt) = &prompt {
+                live.append(Message::user(prompt.clone()));
+            }
+            prompt.into_iter().collect()
+        }
+        Input::Inbox(waiting) => {
+            if let Some(first) = waiting.first() {
+                name_root(live, &first.text);
+            }
+            let texts = waiting.iter().map(|p| p.text.clone()).collect();
+            waiting.into_iter().for_each(|p| live.deliver(p));
+            texts
+        }
+    }
+}
+
+/// The config's prices, retry policy and response limits for a turn's model calls;
+/// what the config got wrong is logged.
+fn call_settings(env: &TurnEnv) -> (PriceTable, RetryPolicy, ResponseLimits) {
+    let (prices, mut warnings) = PriceTable::from_config(&env.config);
+    let (retry, retry_warnings) = RetryPolicy::from_config(&env.config);
+    let (limits, limit_warnings) = ResponseLimits::from_config(&env.config);
+    warnings.extend(retry_warnings);
+    warnings.extend(limit_warnings);
+    for w in warnings {
+        tracing::warn!("config.yaml: {w}");
+    }
+    (prices, retry, limits)
 }
 
 /// Before a turn: a session whose agent sets a `budget` and that has no budget record
