@@ -132,36 +132,7 @@ impl Dispatched {
         let session = child.id.to_string();
         let leases = remote.leases().await?;
         let payloads = remote.payloads().await?;
-        let out_subject = wire::out_subject(&session)?;
-        let stream = remote
-            .js()
-            .get_stream(OUT_STREAM)
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot open stream {OUT_STREAM}"), e))?;
-        let consumer = stream
-            .create_consumer(OrderedConfig {
-                filter_subject: out_subject.clone(),
-                deliver_policy: DeliverPolicy::New,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
-        let out = consumer
-            .messages()
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
-        let sync_subject = wire::sync_subject(&session)?;
-        let sync = remote
-            .client()
-            .subscribe(sync_subject.clone())
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot subscribe to {sync_subject}"), e))?;
-        // Every write of the lease from now on, renewals included: the binding sees
-        // its holder alive by them, and a takeover at the moment it happens.
-        let watch = leases
-            .watch(wire::token(&session)?)
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot watch the lease of {session}"), e))?;
+        let (out, sync, watch) = listen(&remote, &leases, &session).await?;
         let mut run = 0;
         child.update_metadata(|m| {
             run = m.arbor.remote_runs.unwrap_or(0) + 1;
@@ -624,6 +595,56 @@ impl Link {
 }
 
 /// A sync answer saying why the state could not be sent.
+/// What the root listens to for one run of `session`, made before its job is
+/// published: the ordered consumer of its out subject (new messages only), the
+/// subscription to its sync subject, and the watch of its lease (every write from
+/// now on, renewals included: the binding sees its holder alive by them, and a
+/// takeover at the moment it happens).
+///
+/// Errors: the stream, the consumer, the subscription or the watch cannot be made.
+async fn listen(
+    remote: &Remote,
+    leases: &async_nats::jetstream::kv::Store,
+    session: &str,
+) -> Result<
+    (
+        async_nats::jetstream::consumer::pull::Ordered,
+        async_nats::Subscriber,
+        async_nats::jetstream::kv::Watch,
+    ),
+    RemoteError,
+> {
+    let out_subject = wire::out_subject(session)?;
+    let stream = remote
+        .js()
+        .get_stream(OUT_STREAM)
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot open stream {OUT_STREAM}"), e))?;
+    let consumer = stream
+        .create_consumer(OrderedConfig {
+            filter_subject: out_subject.clone(),
+            deliver_policy: DeliverPolicy::New,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
+    let out = consumer
+        .messages()
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
+    let sync_subject = wire::sync_subject(session)?;
+    let sync = remote
+        .client()
+        .subscribe(sync_subject.clone())
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot subscribe to {sync_subject}"), e))?;
+    let watch = leases
+        .watch(wire::token(session)?)
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot watch the lease of {session}"), e))?;
+    Ok((out, sync, watch))
+}
+
 /// Says on the child (its thread, `arbor run`'s stderr) when no live worker serves
 /// `pool`: the job waits until one joins. Looked up for at most 2 s; a failed look-up
 /// says nothing (the job is published either way).
