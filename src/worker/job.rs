@@ -181,12 +181,26 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
     };
     beat.abort();
     stopping.abort();
+    settle(&ctx, &job, &msg, &out, reply).await;
+}
+
+/// Ends the job's message by how its answer went: stored at the root — acked (and a
+/// writing run's saved work in progress deleted); not sent — left for redelivery,
+/// handed back at once when the worker stops with the lease still its own.
+async fn settle(
+    ctx: &Ctx,
+    job: &Job,
+    msg: &jetstream::Message,
+    out: &Out,
+    reply: Result<Sent, RemoteError>,
+) {
+    let session = job.session_id.as_str();
     match reply {
         Ok(Sent::Stored) => {
             match msg.double_ack_with(AckKind::Ack).await {
                 Ok(()) => {
-                    if writes(&job)
-                        && let Ok(name) = wip::wip_name(&session, job.run)
+                    if writes(job)
+                        && let Ok(name) = wip::wip_name(session, job.run)
                     {
                         wip::delete(&ctx.payloads, &name).await;
                     }
@@ -199,7 +213,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
             if let Err(e) = &reply {
                 tracing::warn!(session, "worker: {e}; job left for redelivery");
             }
-            if ctx.stopping.is_cancelled() && !out_lost(&out) {
+            if ctx.stopping.is_cancelled() && !out_lost(out) {
                 // Stopping with the lease still ours: hand the job back at once.
                 let _ = msg.ack_with(AckKind::Nak(None)).await;
             }
