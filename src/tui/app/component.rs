@@ -15,8 +15,9 @@ use ratatui::Frame;
 use super::panes::Panes;
 use super::{Areas, Focus, Overlay};
 use crate::agent::Registry;
+use crate::session::Event;
 use crate::tui::action::{KeyOutcome, UiAction};
-use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context, KeyBinding, Keymap};
 use crate::tui::state::browser::ReloadMark;
 use crate::tui::state::inflight::InflightStreams;
@@ -206,9 +207,9 @@ pub(crate) trait Component: Any {
         false
     }
 
-    /// Every event the `App` applies, after the tree, the in-flight streams and the
-    /// waiting messages took it.
-    fn on_event(&mut self, _event: &AppEvent, _cx: &mut Ctx<'_>) {}
+    /// Every engine event the `App` applies, after the tree, the in-flight streams
+    /// and the waiting messages took it.
+    fn on_event(&mut self, _event: &Event, _cx: &mut Ctx<'_>) {}
 
     /// The update step before a frame with these panes (scroll clamping, pages).
     fn layout(&mut self, _panes: &Panes, _cx: &mut Ctx<'_>) {}

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use super::App;
 use crate::config::Notify;
 use crate::session::{EngineEvent, Metadata, SessionId, SessionStatus};
-use crate::tui::app_event::AppEvent;
+use crate::tui::app_event::{AppEvent, EngineReply};
 use crate::tui::clock::parse_ts;
 use crate::tui::notify::Notification;
 use crate::tui::state::seen::SeenStore;
@@ -112,7 +112,7 @@ impl App {
         match event {
             AppEvent::Tick => None,
             AppEvent::Engine(ev) if matches!(ev.msg, EngineEvent::ContentBlockDelta(_)) => None,
-            AppEvent::SessionsListed(_) => Some(true),
+            AppEvent::Reply(EngineReply::SessionsListed(_)) => Some(true),
             _ => Some(false),
         }
     }

@@ -18,8 +18,8 @@ use super::components;
 use super::components::approval::ApprovalPrompt;
 use super::panes::Panes;
 use super::{App, Focus, Overlay};
+use crate::session::Event;
 use crate::tui::action::KeyOutcome;
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 
 /// A position in the walk: the pinned approval prompt or a pushed component.
@@ -96,6 +96,13 @@ impl Stack {
         self.pushed
             .iter()
             .find_map(|c| (&**c as &dyn Any).downcast_ref::<T>())
+    }
+
+    /// The open component of type `T`, to change.
+    pub fn find_mut<T: Component>(&mut self) -> Option<&mut T> {
+        self.pushed
+            .iter_mut()
+            .find_map(|c| (&mut **c as &mut dyn Any).downcast_mut::<T>())
     }
 
     /// The slot of the open component of the same type as `like`.
@@ -301,7 +308,7 @@ impl App {
     }
 
     /// Every component sees `event`.
-    pub(super) fn stack_event(&mut self, event: &AppEvent) {
+    pub(super) fn stack_event(&mut self, event: &Event) {
         for slot in self.stack.order() {
             self.with_component(slot, |c, cx| c.on_event(event, cx));
         }

@@ -15,11 +15,11 @@
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 
+use crate::session::Event;
 use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::app::Focus;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use crate::tui::app::panes::Panes;
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::approvals::ApprovalQueue;
 use crate::tui::views::approval::ApprovalView;
@@ -131,10 +131,8 @@ impl Component for ApprovalPrompt {
         self.queue.paste(text)
     }
 
-    fn on_event(&mut self, event: &AppEvent, cx: &mut Ctx<'_>) {
-        if let AppEvent::Engine(ev) = event
-            && self.queue.apply(ev, cx.now)
-        {
+    fn on_event(&mut self, event: &Event, cx: &mut Ctx<'_>) {
+        if self.queue.apply(event, cx.now) {
             cx.tree.set_waiting(self.queue.waiting_sessions());
         }
     }

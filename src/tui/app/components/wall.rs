@@ -10,12 +10,12 @@
 use ratatui::Frame;
 use ratatui::layout::Position;
 
+use crate::session::Event;
 use crate::session::SessionId;
 use crate::tui::action::UiAction;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::wall::Wall;
 use crate::tui::views::wall::{WallView, grid, per_page};
@@ -99,10 +99,8 @@ impl Component for WallOverlay {
         true
     }
 
-    fn on_event(&mut self, event: &AppEvent, cx: &mut Ctx<'_>) {
-        if let AppEvent::Engine(ev) = event {
-            self.wall.apply(ev, cx.tree);
-        }
+    fn on_event(&mut self, event: &Event, cx: &mut Ctx<'_>) {
+        self.wall.apply(event, cx.tree);
     }
 
     fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>) {
