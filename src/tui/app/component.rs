@@ -15,7 +15,6 @@ use ratatui::Frame;
 use super::panes::Panes;
 use super::{Areas, Focus, Overlay};
 use crate::agent::Registry;
-use crate::session::Event;
 use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context, KeyBinding, Keymap};
@@ -206,10 +205,6 @@ pub(crate) trait Component: Any {
     fn reopen(&mut self, _cx: &mut Ctx<'_>) -> bool {
         false
     }
-
-    /// Every engine event the `App` applies, after the tree, the in-flight streams
-    /// and the waiting messages took it.
-    fn on_event(&mut self, _event: &Event, _cx: &mut Ctx<'_>) {}
 
     /// The update step before a frame with these panes (scroll clamping, pages).
     fn layout(&mut self, _panes: &Panes, _cx: &mut Ctx<'_>) {}

@@ -1,5 +1,6 @@
-//! Engine-side inputs → state: bus events, registry reloads, watcher events, the
-//! editor returning. (The engine's replies: `replies`.)
+//! Engine-side inputs → state: bus events (through the TUI's one dispatcher,
+//! `state::dispatch`), registry reloads, watcher events, the editor returning. (The
+//! engine's replies: `replies`.)
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,86 +8,42 @@ use std::sync::Arc;
 use super::{App, ThemeSource};
 use crate::agent::Registry;
 use crate::agent::reload::{RegistryDiff, ReloadEvent};
-use crate::session::{EngineEvent, Event};
+use crate::session::Event;
 use crate::tui::error::UiError;
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
+use crate::tui::state::dispatch::{Listeners, OpenThread, dispatch};
 use crate::tui::theme::Theme;
 use crate::tui::views::status::model_part;
 
 impl App {
-    pub(super) fn on_engine_event(&mut self, event: &Event) {
-        self.tree.apply(event);
+    /// One engine event: the TUI's dispatcher (`state::dispatch`, the one `match`
+    /// over events) hands it to the states that care — the tree, the in-flight
+    /// streams, the waiting messages, the open thread, the approval prompts and the
+    /// open wall; then the `App` does what it heard (a message given back, a model
+    /// learned, a listing for a remote child's place). Returns whether the event may
+    /// change who needs the person (a streamed delta cannot).
+    pub(super) fn on_engine_event(&mut self, event: &Event) -> bool {
+        let (approvals, wall) = self.stack.listeners();
+        let listeners = Listeners {
+            tree: &mut self.tree,
+            inflight: Some(&mut self.inflight),
+            pending: Some(&mut self.pending),
+            thread: self.thread.as_mut().map(|thread| OpenThread {
+                thread,
+                theme: &self.theme,
+            }),
+            approvals: Some((approvals, self.clock.now())),
+            wall,
+        };
+        let heard = dispatch(event, listeners);
         self.list_for_placement();
-        self.inflight.apply(event);
-        if let Some(unqueued) = self.pending.apply(event) {
+        if let Some(unqueued) = heard.unqueued {
             self.on_unqueued(unqueued);
         }
-        let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
-        if let EngineEvent::ProviderResponse(response) = &event.msg
-            && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))
-        {
-            self.learn_model(&response.provider, &response.model);
+        if let Some((provider, model)) = heard.model {
+            self.learn_model(&provider, &model);
         }
-        let Some(thread) = &mut self.thread else {
-            return;
-        };
-        // What the open thread takes from this event: a root's start (its agent), a
-        // status (the turn's end), and a child's new status (its task card).
-        let (start, status, child_status) = match &event.msg {
-            EngineEvent::SessionStart(start) => (Some(start), None, None),
-            EngineEvent::SessionStatus(s) => (None, Some(s.status), Some(s.status)),
-            EngineEvent::OrchestratorComplete(complete) => (None, None, Some(complete.status)),
-            // The thread itself (`Thread::apply_event`) and the tree take these.
-            EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => (None, None, None),
-        };
-        // A new root this TUI waits for is adopted on its `SessionCreated` reply
-        // (its `session:start` came first; the tree knows its agent by then).
-        if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
-            if let Some(start) = start.filter(|s| !s.agent.is_empty()) {
-                thread.agent = Some(start.agent.clone());
-            }
-            thread.apply_event(event, &self.theme);
-            if status.is_some_and(|s| !s.turn_in_progress()) {
-                thread.turn_in_flight = false;
-            }
-        } else if let Some(status) = child_status
-            && thread.has_child(&event.session_id)
-        {
-            thread.set_child_status(&event.session_id, status);
-        }
+        !heard.streamed
     }
 
     /// Updates the status-bar label from a `provider:response`'s provider id and model

@@ -34,8 +34,9 @@
 //! 1. `components/NAME.rs`: a type implementing `component::Component` — `layer`
 //!    (`Overlay` for a full overlay), `overlay` (its `Overlay` tag, if tests or the
 //!    layout need one), `context` (its keymap context), `handle_key`, `draw`, and as
-//!    needed `on_event` (engine events), `layout`, `wheel`, `paste`
-//!    — plus `fn open(cx: &mut Ctx) -> Option<Box<dyn Component>>`. It asks the `App`
+//!    needed `layout`, `wheel`, `paste` — plus `fn open(cx: &mut Ctx) ->
+//!    Option<Box<dyn Component>>`. An engine event or reply it needs reaches it as a
+//!    typed call from the `App`'s dispatchers (`state::dispatch`, `replies`). It asks the `App`
 //!    for anything else through `Ctx` (`send`, `note`, `emit`, `close`).
 //! 2. `components/mod.rs`: `mod NAME;` and its row in `opener` (the actions that open
 //!    it; slash commands reach it through the same actions).
@@ -280,21 +281,22 @@ impl App {
 
     /// Applies one event. Marks the app for redraw when anything visible changed.
     pub fn handle(&mut self, event: AppEvent) {
-        let sync = Self::needs_you_sync(&event);
-        self.apply_event(event);
-        if let Some(quiet) = sync {
+        if let Some(quiet) = self.apply_event(event) {
             self.sync_needs_you(quiet);
         }
         self.drop_stale_cancel_question();
     }
 
-    fn apply_event(&mut self, event: AppEvent) {
+    /// Applies `event`; how who needs the person follows it
+    /// ([`App::needs_you_sync`]).
+    fn apply_event(&mut self, event: AppEvent) -> Option<bool> {
+        let mut sync = Self::needs_you_sync(&event);
         match event {
             AppEvent::Input(ev) => self.on_input(ev),
             AppEvent::Engine(ev) => {
-                // The panes' state first; then every component sees the event.
-                self.on_engine_event(&ev);
-                self.stack_event(&ev);
+                if !self.on_engine_event(&ev) {
+                    sync = None;
+                }
             }
             AppEvent::Reply(reply) => self.on_reply(reply),
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
@@ -308,12 +310,13 @@ impl App {
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {
-                    return;
+                    return sync;
                 }
             }
             AppEvent::Shutdown => self.interrupt.quit = true,
         }
         self.dirty = true;
+        sync
     }
 
     /// Whether the user asked to quit (Ctrl+C twice) or a shutdown arrived.

@@ -47,7 +47,9 @@ impl App {
                 end,
                 result,
             } => self.on_earlier_part(session_id, end, result),
-            EngineReply::Followed(event) => self.on_engine_event(&event),
+            EngineReply::Followed(event) => {
+                self.on_engine_event(&event);
+            }
             EngineReply::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
             EngineReply::SessionsListed(result) => {
                 self.on_sessions_listed(result.map_err(Into::into))

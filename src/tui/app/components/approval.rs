@@ -15,7 +15,6 @@
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 
-use crate::session::Event;
 use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::app::Focus;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
@@ -129,12 +128,6 @@ impl Component for ApprovalPrompt {
 
     fn paste(&mut self, text: &str, _: &mut Ctx<'_>) -> bool {
         self.queue.paste(text)
-    }
-
-    fn on_event(&mut self, event: &Event, cx: &mut Ctx<'_>) {
-        if self.queue.apply(event, cx.now) {
-            cx.tree.set_waiting(self.queue.waiting_sessions());
-        }
     }
 
     fn layout(&mut self, panes: &Panes, cx: &mut Ctx<'_>) {

@@ -10,7 +10,6 @@
 use ratatui::Frame;
 use ratatui::layout::Position;
 
-use crate::session::Event;
 use crate::session::SessionId;
 use crate::tui::action::UiAction;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
@@ -40,6 +39,11 @@ impl WallOverlay {
         Some(Box::new(Self {
             wall: Wall::open(&root, cx.tree, cx.inflight),
         }))
+    }
+
+    /// Its tiles, as engine events change them (`state::dispatch`).
+    pub(in crate::tui::app) fn wall_mut(&mut self) -> &mut Wall {
+        &mut self.wall
     }
 }
 
@@ -97,10 +101,6 @@ impl Component for WallOverlay {
         }
         self.act(if up { Action::WallUp } else { Action::WallDown }, cx);
         true
-    }
-
-    fn on_event(&mut self, event: &Event, cx: &mut Ctx<'_>) {
-        self.wall.apply(event, cx.tree);
     }
 
     fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>) {
