@@ -86,6 +86,7 @@ mod transfer;
 mod tui;
 mod tui_handoff;
 mod tui_mentions;
+mod tui_stream;
 mod usage;
 mod web;
 mod web_hostile;

@@ -39,6 +39,7 @@ mod palette;
 mod ran_on;
 mod recover;
 mod steer;
+mod stream;
 mod tail_first;
 mod trust;
 mod wall;
