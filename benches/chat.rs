@@ -16,7 +16,7 @@ use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::Keymap;
 use arbor::tui::theme::Theme;
-use arbor::tui::{App, AppEvent, EngineCommand};
+use arbor::tui::{App, AppEvent, EngineCommand, EngineReply};
 use divan::Bencher;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -61,10 +61,11 @@ fn app() -> (App, UnboundedReceiver<EngineCommand>) {
 }
 
 fn deliver(app: &mut App, session: LoadedSession) {
-    app.handle(AppEvent::TranscriptLoaded {
+    app.handle(AppEvent::Reply(EngineReply::Opened {
         requested: ID.into(),
-        result: Ok(Box::new(session)),
-    });
+        session: Box::new(session),
+        earlier: None,
+    }));
 }
 
 fn terminal() -> Terminal<TestBackend> {

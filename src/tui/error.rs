@@ -3,7 +3,7 @@
 //!
 //! Owns: [`UiError`]. Does not own: the failures themselves (the engine's typed
 //! [`EngineError`], the editor's I/O error) — they are carried whole, shared behind an
-//! `Arc` because `AppEvent`s are cloned.
+//! `Arc` so the state keeping one (a diff overlay's failed load) stays cloneable.
 
 use std::sync::Arc;
 
@@ -23,6 +23,15 @@ pub enum UiError {
     /// `UndoError::files` names the files a refusal is about).
     #[error(transparent)]
     Undo(Arc<crate::engine::handle::undo::UndoError>),
+    /// `/compact` could not compact the session.
+    #[error(transparent)]
+    Compact(Arc<crate::engine::compact::CompactError>),
+}
+
+impl From<crate::engine::compact::CompactError> for UiError {
+    fn from(error: crate::engine::compact::CompactError) -> Self {
+        Self::Compact(Arc::new(error))
+    }
 }
 
 impl From<crate::engine::handle::undo::UndoError> for UiError {

@@ -24,8 +24,9 @@
 //!
 //! Architecture (STYLE.md): the [`App`] is the single writer of UI state; inputs are
 //! [`AppEvent`]s; requests to the engine leave as [`EngineCommand`]s that the run loop
-//! hands to the engine's handle (`engine::Engine`, through `executor`), whose typed
-//! replies come back as `AppEvent`s. Views (`views/`) are
+//! submits through the TUI's engine client (`executor`); the engine's one ordered
+//! stream brings back every event and the commands' typed replies, which the `App`
+//! takes whole (one dispatcher over events, one over replies). Views (`views/`) are
 //! pure. The keymap (`keymap`) and theme (`theme`) are data. Frames are drawn on
 //! demand, coalesced and capped at ~60 fps (`frame`). Terminal modes and the panic
 //! hook live in `terminal`.
@@ -68,7 +69,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 pub use app::{App, AppOptions, Focus, Overlay};
-pub use app_event::{AppEvent, EngineCommand, KeyOutcome, UiAction};
+pub use app_event::{AppEvent, EngineCommand, EngineReply, KeyOutcome, UiAction};
 pub use terminal::install_panic_hook;
 
 use crate::agent::registry::RegistryHandle;
@@ -140,11 +141,11 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
         options.no_color,
     )?;
     // The one handle the TUI drives the engine through: commands in (`executor`),
-    // typed replies and the bus's events out.
+    // their replies and every session's events out, in order, on one stream.
     let engine = crate::engine::Engine::new(runtime);
-    let bus = engine.subscribe();
+    let (executor, stream) = executor::RuntimeExecutor::connect(&engine);
     let (commands_tx, commands) = mpsc::unbounded_channel();
-    let (results_tx, results) = mpsc::unbounded_channel();
+    let (events_tx, events) = mpsc::unbounded_channel();
     let mut registry = options.registry;
     let registry_now = registry.borrow_and_update().clone();
     let mut app = App::new(
@@ -184,16 +185,15 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
             home.as_deref(),
         ));
     }
-    listen_for_signals(results_tx.clone());
+    listen_for_signals(events_tx.clone());
     let channels = runloop::Channels {
         commands,
-        results_tx,
-        results,
-        bus: Some(bus),
+        engine: Some(runloop::engine_outputs(stream)),
+        events_tx,
+        events,
         registry: Some(registry),
         reloads: options.reloads,
     };
-    let executor = executor::RuntimeExecutor::with_engine(engine);
     install_panic_hook();
     let mut tui = terminal::setup()?;
     let input = host::PausableInput::new();

@@ -1,6 +1,7 @@
 //! Test support shared by the TUI's unit tests, scenario tests and benches: a rendered
-//! buffer as plain text, and synthetic protocol events to feed the `App` and its state
-//! with no engine running. Not part of arbor's interface.
+//! buffer as plain text, synthetic protocol events to feed the `App` and its state
+//! with no engine running, and handing one to a state alone through the TUI's
+//! dispatcher. Not part of arbor's interface.
 
 use ratatui::buffer::Buffer;
 use unicode_width::UnicodeWidthStr;
@@ -11,6 +12,26 @@ use crate::session::protocol::{
     ProviderResponseEvent, SessionForkEvent, SessionStartEvent, ToolEffect, ToolPostEvent,
 };
 use crate::session::{EngineEvent, Event};
+use crate::tui::state::dispatch::{Listeners, OpenThread, dispatch};
+use crate::tui::state::thread::Thread;
+use crate::tui::state::tree::SessionTree;
+use crate::tui::theme::Theme;
+
+/// Hands `event` to `tree` alone, through the TUI's dispatcher (as the `App` does).
+pub fn to_tree(tree: &mut SessionTree, event: &Event) {
+    dispatch(event, Listeners::tree(tree));
+}
+
+/// Hands `event` to `thread` as the open thread, through the TUI's dispatcher (a
+/// scratch tree takes the tree's part).
+pub fn to_thread(thread: &mut Thread, event: &Event, theme: &Theme) {
+    let mut tree = SessionTree::default();
+    let listeners = Listeners {
+        thread: Some(OpenThread { thread, theme }),
+        ..Listeners::tree(&mut tree)
+    };
+    dispatch(event, listeners);
+}
 
 /// `msg` from session `id` (child of `parent`) at `timestamp` (RFC 3339).
 pub fn event(msg: EngineEvent, id: &str, parent: Option<&str>, timestamp: &str) -> Event {

@@ -14,7 +14,7 @@ use arbor::session::{Event, SessionStatus};
 use arbor::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
-use arbor::tui::{AppEvent, EngineCommand};
+use arbor::tui::{EngineCommand, EngineReply};
 use fixture::*;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -92,38 +92,31 @@ async fn a_panicking_provider_fails_the_turn_and_the_session_carries_on() {
 async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
     let fx = panicking_provider();
     let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
     let id = rt.create_root(None).unwrap();
     let loaded = rt.load_session(&id).unwrap();
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
 
-    // Through the TUI's own executor, as a submitted prompt runs.
-    let executor = RuntimeExecutor::new(rt.clone());
-    let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
-    executor.execute(
-        EngineCommand::Submit {
-            session_id: Some(id.clone()),
-            agent: None,
-            prompt: "hi".into(),
-        },
-        tx,
-    );
-    let finished = tokio::time::timeout(GUARD, results.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    let AppEvent::TurnFinished(outcome) = &finished else {
-        panic!("expected TurnFinished");
-    };
-    assert_eq!(
-        (
-            outcome.status,
-            outcome.error.as_ref().map(ToString::to_string).as_deref()
-        ),
-        (SessionStatus::Failed, Some(TURN_PANIC))
-    );
-    harness::feed(&mut app, &drain(&mut rx));
-    app.handle(finished);
+    // Through the TUI's own executor and stream, as a submitted prompt runs.
+    let (executor, mut stream) = RuntimeExecutor::new(rt.clone());
+    executor.submit(EngineCommand::Submit {
+        session_id: Some(id.clone()),
+        agent: None,
+        prompt: "hi".into(),
+    });
+    harness::pump(&mut app, &mut stream, |reply| {
+        let EngineReply::TurnFinished(outcome) = reply else {
+            return false;
+        };
+        assert_eq!(
+            (
+                outcome.status,
+                outcome.error.as_ref().map(ToString::to_string).as_deref()
+            ),
+            (SessionStatus::Failed, Some(TURN_PANIC))
+        );
+        true
+    })
+    .await;
     let screen = harness::screen(&mut app, 80, 24);
     assert_eq!(
         screen.matches("internal error: the turn panicked").count(),

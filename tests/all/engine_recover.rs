@@ -330,7 +330,7 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
     }
 
     // The TUI quitting (Ctrl+C twice): its run loop awaits the executor's shutdown.
-    let executor = RuntimeExecutor::new(rt.clone());
+    let (executor, _stream) = RuntimeExecutor::new(rt.clone());
     executor.shutdown().await;
     assert!(rt.live_session_ids().iter().all(|id| !rt.is_running(id)));
     let out = tokio::time::timeout(GUARD, turn)

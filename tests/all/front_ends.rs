@@ -136,3 +136,60 @@ fn names_sees_whole_identifiers_only() {
     assert!(!names("RuntimeOptions { .. }", "Runtime"));
     assert!(!names("SessionStoreGuard::new(dir)", "SessionStore"));
 }
+
+/// Issue 36: the TUI reads the engine's one ordered stream (`Engine::connect`); it
+/// never subscribes to the bus on its own nor drains it, and the engine's replies
+/// reach it whole (no mirror of them).
+#[test]
+fn the_tui_reads_one_stream_and_mirrors_no_reply() {
+    let found = offenders(
+        "src/tui",
+        &[
+            ".subscribe(",
+            "subscribe_with(",
+            ".bus()",
+            "Replies::new(",
+            "Replies::channel(",
+        ],
+    );
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// Issue 36: one exhaustive dispatcher over the engine's events in the TUI
+/// (`state/dispatch.rs`): no other file of `src/tui` names an event variant in a
+/// pattern (test code aside), so a new event is named by the compiler there alone.
+#[test]
+fn the_tui_matches_engine_events_in_one_place() {
+    let mut files = Vec::new();
+    code_of(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui"),
+        &mut files,
+    );
+    let pattern = regex::Regex::new(r"EngineEvent::\w+\s*(\(|\{)[^;]*?=>").unwrap();
+    let mut matching: Vec<String> = files
+        .iter()
+        .filter(|(file, _)| {
+            !(file.ends_with("tests.rs")
+                || file.ends_with("testing.rs")
+                || file.contains("/tests/"))
+        })
+        .filter_map(|(file, code)| {
+            // Unit tests at the end of a file construct events freely.
+            let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+            pattern.is_match(code).then(|| file.clone())
+        })
+        .collect();
+    matching.sort();
+    assert_eq!(matching.len(), 1, "{matching:#?}");
+    assert!(
+        matching[0].ends_with("src/tui/state/dispatch.rs"),
+        "{matching:#?}"
+    );
+    let dispatch = &files
+        .iter()
+        .find(|(file, _)| file.ends_with("src/tui/state/dispatch.rs"))
+        .unwrap()
+        .1;
+    assert_eq!(dispatch.matches("match &event.msg").count(), 1);
+    assert!(!dispatch.contains("_ =>"), "no wildcard arm");
+}

@@ -87,6 +87,7 @@ mod transfer;
 mod tui;
 mod tui_handoff;
 mod tui_mentions;
+mod tui_stream;
 mod usage;
 mod web;
 mod web_hostile;

@@ -17,7 +17,7 @@ use arbor::engine::testing::Step;
 use arbor::provider::http_error::{kind_for_status, retry_after};
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::{Event, SessionStatus};
-use arbor::tui::AppEvent;
+use arbor::tui::{AppEvent, EngineReply};
 use fixture::*;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -455,7 +455,7 @@ async fn the_tui_shows_the_retry_and_an_error_cell_for_a_failed_turn() {
             .into(),
         ),
     };
-    app.handle(AppEvent::TurnFinished(outcome));
+    app.handle(AppEvent::Reply(EngineReply::TurnFinished(outcome)));
     let wide = harness::screen(&mut app, 80, 24);
     assert!(
         wide.contains("Authentication failed") && wide.contains("check OPENAI_API_KEY"),

@@ -12,7 +12,7 @@ use arbor::tui::clock::Clock;
 use arbor::tui::keymap::{Keymap, KeymapError};
 use arbor::tui::testing::{buffer_text, fork, response, start, tokens};
 use arbor::tui::theme::Theme;
-use arbor::tui::{App, AppEvent, EngineCommand, Focus, Overlay};
+use arbor::tui::{App, AppEvent, EngineCommand, EngineReply, Focus, Overlay};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use jiff::Timestamp;
 use ratatui::Terminal;
@@ -39,6 +39,7 @@ mod palette;
 mod ran_on;
 mod recover;
 mod steer;
+mod stream;
 mod tail_first;
 mod trust;
 mod wall;
@@ -131,9 +132,9 @@ impl Harness {
     }
 
     fn load(&mut self, id: &str, parent: Option<&str>, agent: &str, transcript: Vec<Message>) {
-        self.app.handle(AppEvent::TranscriptLoaded {
+        self.app.handle(AppEvent::Reply(EngineReply::Opened {
             requested: id.into(),
-            result: Ok(Box::new(LoadedSession {
+            session: Box::new(LoadedSession {
                 metadata: Metadata {
                     session_id: id.into(),
                     parent_id: parent.map(Into::into),
@@ -142,8 +143,9 @@ impl Harness {
                 },
                 transcript,
                 warnings: vec![],
-            })),
-        });
+            }),
+            earlier: None,
+        }));
     }
 
     fn screen(&mut self, w: u16, h: u16) -> String {
@@ -426,9 +428,9 @@ fn browser_enter_starts_a_session_with_that_agent_and_e_edits() {
             prompt: "hello".into()
         }]
     );
-    h.app.handle(AppEvent::SessionCreated {
+    h.app.handle(AppEvent::Reply(EngineReply::SessionCreated {
         session_id: ROOT.into(),
-    });
+    }));
     assert_eq!(h.app.thread().unwrap().session_id.as_deref(), Some(ROOT));
     assert_eq!(h.app.tree().get(ROOT).unwrap().agent, "zen-architect");
     h.engine(
@@ -456,10 +458,10 @@ fn no_provider_banner_and_failed_submit_show_the_message() {
     h.type_text("hi");
     h.press(KeyCode::Enter);
     assert_eq!(h.drain().len(), 1);
-    h.app.handle(AppEvent::CommandFailed {
+    h.app.handle(AppEvent::Reply(EngineReply::Failed {
         session_id: None,
-        message: "no provider".into(),
-    });
+        error: arbor::engine::EngineError::NoProvider("no provider".into()),
+    }));
     assert!(h.screen(80, 24).contains("✗ no provider"));
 }
 
@@ -661,24 +663,37 @@ fn new_and_clear_differ_and_resume_rows_have_dates() {
     assert_eq!(h.app.composer_text(), "/new nobody");
 }
 
+/// A scripted engine stream for run-loop tests: its sender and what the loop reads.
+fn engine_stream() -> (EngineTx, arbor::tui::runloop::EngineOutputs) {
+    use futures::StreamExt;
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    (tx, rx.boxed())
+}
+
+/// The sender of a scripted engine stream.
+type EngineTx = futures::channel::mpsc::UnboundedSender<arbor::engine::EngineOutput>;
+
+/// `event` as the engine stream carries it.
+fn output(event: Event) -> arbor::engine::EngineOutput {
+    arbor::engine::EngineOutput::Event(Arc::new(event))
+}
+
 /// An executor for run-loop tests: records every command and answers a new-root
-/// `Submit` with `SessionCreated` for [`ROOT`].
-struct FakeExecutor(std::sync::Mutex<Vec<EngineCommand>>);
+/// `Submit` with `SessionCreated` for [`ROOT`] on the engine stream.
+struct FakeExecutor(std::sync::Mutex<Vec<EngineCommand>>, EngineTx);
 
 impl arbor::tui::runloop::Executor for FakeExecutor {
-    fn execute(
-        &self,
-        command: EngineCommand,
-        results: tokio::sync::mpsc::UnboundedSender<AppEvent>,
-    ) {
+    fn submit(&self, command: EngineCommand) {
         if let EngineCommand::Submit {
             session_id: None, ..
         } = &command
         {
-            results
-                .send(AppEvent::SessionCreated {
-                    session_id: ROOT.into(),
-                })
+            let reply = EngineReply::SessionCreated {
+                session_id: ROOT.into(),
+            };
+            let command = arbor::engine::CommandId(1);
+            self.1
+                .unbounded_send(arbor::engine::EngineOutput::Reply { command, reply })
                 .unwrap();
         }
         self.0.lock().unwrap().push(command);

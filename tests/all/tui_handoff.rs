@@ -11,8 +11,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use arbor::agent::Registry;
-use arbor::engine::Runtime;
 use arbor::engine::testing::Step;
+use arbor::engine::{EngineStream, Runtime};
 use arbor::session::message::{Message, Text};
 use arbor::session::{SessionStatus, SessionStore};
 use arbor::tui::app::AppOptions;
@@ -23,7 +23,7 @@ use arbor::tui::runloop::Executor;
 use arbor::tui::state::cells::CellKind;
 use arbor::tui::state::thread::Thread;
 use arbor::tui::theme::Theme;
-use arbor::tui::{App, AppEvent, EngineCommand};
+use arbor::tui::{App, AppEvent, EngineCommand, EngineReply};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use fixture::*;
 use serde_json::json;
@@ -87,12 +87,14 @@ fn rewrite(fx: &Fixture, id: &str, from: &str, to: &str) {
     std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
 }
 
-/// The TUI over `rt`: the app (opening `open`), its real executor, and the channels
-/// between them.
+/// The TUI over `rt`: the app (opening `open`), its real executor and stream, and
+/// the channels between them.
 struct Tui {
     app: App,
     commands: UnboundedReceiver<EngineCommand>,
     executor: RuntimeExecutor,
+    stream: EngineStream,
+    /// The TUI's own events (earlier parts laid out off this task).
     tx: UnboundedSender<AppEvent>,
     results: UnboundedReceiver<AppEvent>,
 }
@@ -114,33 +116,68 @@ impl Tui {
             },
             commands_tx,
         );
-        let executor = RuntimeExecutor::new(rt.clone());
+        let (executor, stream) = RuntimeExecutor::new(rt.clone());
         let (tx, results) = unbounded_channel();
         Tui {
             app,
             commands,
             executor,
+            stream,
             tx,
             results,
         }
     }
 
-    /// Runs the app's commands on the executor and hands it their results until
-    /// `done` holds for one of them (which is handed too).
+    /// As the run loop does: submits the app's commands, lays out what it asks for on
+    /// a blocking thread, and hands it what the engine's stream and its own channel
+    /// bring until `done` holds for one of them (which is handed too).
     async fn run_until(&mut self, done: impl Fn(&AppEvent) -> bool) {
         loop {
-            while let Ok(command) = self.commands.try_recv() {
-                self.executor.execute(command, self.tx.clone());
-            }
-            let event = tokio::time::timeout(GUARD, self.results.recv())
-                .await
-                .unwrap()
-                .unwrap();
+            self.submit();
+            let event = tokio::time::timeout(GUARD, self.next()).await.unwrap();
             let last = done(&event);
             self.app.handle(event);
             if last {
                 return;
             }
+        }
+    }
+
+    /// Submits the app's commands; starts laying out what it asks for.
+    fn submit(&mut self) {
+        while let Ok(command) = self.commands.try_recv() {
+            self.executor.submit(command);
+        }
+        for layout in self.app.take_layouts() {
+            let tx = self.tx.clone();
+            tokio::task::spawn_blocking(move || tx.send(AppEvent::laid_out(layout)).is_ok());
+        }
+    }
+
+    /// The next event of the TUI's own channel or the engine's stream.
+    async fn next(&mut self) -> AppEvent {
+        loop {
+            tokio::select! {
+                Some(event) = self.results.recv() => return event,
+                Some(output) = self.stream.next() => {
+                    if let Some(event) = AppEvent::from_engine(output) {
+                        return event;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the app everything queued now.
+    fn drain(&mut self) {
+        self.submit();
+        while let Some(event) = self
+            .results
+            .try_recv()
+            .ok()
+            .or_else(|| self.stream.try_next().and_then(AppEvent::from_engine))
+        {
+            self.app.handle(event);
         }
     }
 
@@ -215,7 +252,7 @@ async fn a_turn_after_opening_a_stored_session_parses_nothing_again_and_shares_i
     // Same length, other bytes: only a parse of the file would see "FIRST".
     rewrite(&fx, &id, "first question", "FIRST question");
     tui.type_line("go on");
-    tui.run_until(|e| matches!(e, AppEvent::TurnFinished(_)))
+    tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::TurnFinished(_))))
         .await;
     let sent = fx.provider.requests().last().unwrap().messages.clone();
     assert!(sent.iter().any(|m| m.text() == "first question"));
@@ -283,7 +320,7 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
     };
     let rt = fx.runtime();
     let mut tui = Tui::new(&rt, &id);
-    tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
+    tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Opened { .. })))
         .await;
     assert_eq!(said(tui.thread()), ["U:opening", "A:an answer"]);
 
@@ -300,24 +337,23 @@ async fn an_open_thread_shows_the_turns_another_process_adds() {
         "A:an answer",
     ];
     while said(tui.thread()) != expected {
-        tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
+        tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Followed(_))))
+            .await;
     }
     // The tree shows the shell's turn over (while it runs, Enter would steer it).
     while tui.app.tree().get(&id).unwrap().status.turn_in_progress() {
-        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+        tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::StoredSessionChanged(_))))
             .await;
     }
 
     // A turn of this process: its messages are the bus's, the file is no longer
     // followed (the follower would add each of them a second time).
     tui.type_line("and here");
-    tui.run_until(|e| matches!(e, AppEvent::TurnFinished(_)))
+    tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::TurnFinished(_))))
         .await;
     // Give a follower that failed to stop time to read the turn's lines.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    while let Ok(event) = tui.results.try_recv() {
-        tui.app.handle(event);
-    }
+    tui.drain();
     let shown = said(tui.thread());
     assert_eq!(
         shown.iter().filter(|s| *s == "U:and here").count(),
@@ -351,7 +387,7 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
     };
     let rt = fx.runtime();
     let mut tui = Tui::new(&rt, &id);
-    tui.run_until(|e| matches!(e, AppEvent::TranscriptLoaded { .. }))
+    tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Opened { .. })))
         .await;
     let status = |tui: &Tui| tui.app.tree().get(&id).unwrap().status;
     assert!(!status(&tui).turn_in_progress());
@@ -362,7 +398,7 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
         tokio::spawn(async move { shell.run_turn(&id, "slow".into()).await })
     };
     while !status(&tui).turn_in_progress() {
-        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+        tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::StoredSessionChanged(_))))
             .await;
     }
     assert_eq!(status(&tui), SessionStatus::Running);
@@ -380,10 +416,11 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
     let ended = metadata.last_updated.parse().ok();
     assert!(ended.is_some());
     while status(&tui) != stored || tui.app.tree().get(&id).unwrap().ended != ended {
-        tui.run_until(|e| matches!(e, AppEvent::StoredSessionChanged(_)))
+        tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::StoredSessionChanged(_))))
             .await;
     }
     while !said(tui.thread()).contains(&"A:slow answer".to_string()) {
-        tui.run_until(|e| matches!(e, AppEvent::Engine(_))).await;
+        tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Followed(_))))
+            .await;
     }
 }

@@ -9,7 +9,7 @@ use crate::support::harness;
 use arbor::engine::testing::Step;
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
-use arbor::tui::{AppEvent, EngineCommand};
+use arbor::tui::{AppEvent, EngineCommand, EngineReply};
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use fixture::*;
 use serde_json::json;
@@ -31,8 +31,7 @@ async fn a_completed_mention_carries_the_files_content_to_the_model() {
     app.set_project_root(project.clone());
     while commands.try_recv().is_ok() {}
 
-    let executor = RuntimeExecutor::new(rt.clone());
-    let (tx, mut results) = tokio::sync::mpsc::unbounded_channel();
+    let (executor, mut stream) = RuntimeExecutor::new(rt.clone());
     for c in "what is in @not".chars() {
         press(&mut app, KeyCode::Char(c));
     }
@@ -42,26 +41,21 @@ async fn a_completed_mention_carries_the_files_content_to_the_model() {
         matches!(list, EngineCommand::ListProjectFiles { .. }),
         "{list:?}"
     );
-    executor.execute(list, tx.clone());
-    let listed = tokio::time::timeout(GUARD, results.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    app.handle(listed);
+    executor.submit(list);
+    harness::pump(&mut app, &mut stream, |r| {
+        matches!(r, EngineReply::ProjectFiles { .. })
+    })
+    .await;
     press(&mut app, KeyCode::Tab);
     assert_eq!(app.composer_text(), "what is in @notes.txt ");
     press(&mut app, KeyCode::Enter);
 
     let submit = commands.try_recv().unwrap();
-    executor.execute(submit, tx);
-    let finished = tokio::time::timeout(GUARD, results.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        matches!(finished, AppEvent::TurnFinished(_)),
-        "{finished:?}"
-    );
+    executor.submit(submit);
+    harness::pump(&mut app, &mut stream, |r| {
+        matches!(r, EngineReply::TurnFinished(_))
+    })
+    .await;
 
     let requests = fx.provider.requests();
     let sent = arbor::engine::testing::last_user_text(requests.last().unwrap());

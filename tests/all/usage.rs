@@ -13,6 +13,7 @@ use arbor::config::ArborConfig;
 use arbor::engine::testing::{Step, after_tool_results};
 use arbor::session::SessionStatus;
 use arbor::tui::state::tree::{SessionTree, Spend};
+use arbor::tui::testing::to_tree;
 use fixture::*;
 use serde_json::{Value, json};
 
@@ -182,7 +183,7 @@ async fn tokens_and_cost_roll_up_the_tree() {
     // Live, from the bus.
     let mut tree = SessionTree::default();
     for e in &events {
-        tree.apply(e);
+        to_tree(&mut tree, e);
     }
     let total = tree.subtree_spend(&root);
     assert_eq!(total.tokens, 45);

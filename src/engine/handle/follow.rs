@@ -87,12 +87,7 @@ impl TranscriptFollow {
         let (wake, woken) = mpsc::channel();
         let notifier = wake.clone();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let ours = event.is_ok_and(|e| {
-                e.paths
-                    .iter()
-                    .any(|p| p.ends_with(TRANSCRIPT_FILE) || p.ends_with(METADATA_FILE))
-            });
-            if ours {
+            if event.is_ok_and(|e| wakes(&e)) {
                 let _ = notifier.send(Wake::Changed);
             }
         })
@@ -132,6 +127,18 @@ impl TranscriptFollow {
         );
         drop(previous);
     }
+}
+
+/// Whether `event` is a change of the followed session's transcript or metadata. An
+/// access (a file opened or closed) is not: the follower's own reads are accesses, and
+/// waking on them kept it reading both files in a loop (a core busy for as long as a
+/// stored session was open); a write comes as a modification too.
+fn wakes(event: &notify::Event) -> bool {
+    !matches!(event.kind, notify::EventKind::Access(_))
+        && event
+            .paths
+            .iter()
+            .any(|p| p.ends_with(TRANSCRIPT_FILE) || p.ends_with(METADATA_FILE))
 }
 
 /// The follower thread: waits for a change (or the poll), then sends what was
@@ -266,6 +273,27 @@ fn read_appended(path: &Path, offset: &mut u64) -> std::io::Result<Option<Vec<Me
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn its_own_reads_do_not_wake_the_follower() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, DataChange, ModifyKind};
+        use notify::{Event as Change, EventKind};
+        let dir = Path::new("/s/1beedfe8");
+        let at = |kind, file: &str| Change::new(kind).add_path(dir.join(file));
+        let opened = EventKind::Access(AccessKind::Open(AccessMode::Any));
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        let written = EventKind::Modify(ModifyKind::Data(DataChange::Any));
+        assert!(!wakes(&at(opened, TRANSCRIPT_FILE)));
+        assert!(!wakes(&at(opened, METADATA_FILE)));
+        assert!(!wakes(&at(closed, TRANSCRIPT_FILE)));
+        assert!(wakes(&at(written, TRANSCRIPT_FILE)));
+        assert!(wakes(&at(written, METADATA_FILE)));
+        assert!(wakes(&at(
+            EventKind::Create(CreateKind::File),
+            METADATA_FILE
+        )));
+        assert!(!wakes(&at(written, "events.jsonl")));
+    }
 
     #[test]
     fn only_complete_appended_lines_are_read() {

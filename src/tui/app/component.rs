@@ -16,7 +16,7 @@ use super::panes::Panes;
 use super::{Areas, Focus, Overlay};
 use crate::agent::Registry;
 use crate::tui::action::{KeyOutcome, UiAction};
-use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context, KeyBinding, Keymap};
 use crate::tui::state::browser::ReloadMark;
 use crate::tui::state::inflight::InflightStreams;
@@ -205,10 +205,6 @@ pub(crate) trait Component: Any {
     fn reopen(&mut self, _cx: &mut Ctx<'_>) -> bool {
         false
     }
-
-    /// Every event the `App` applies, after the tree, the in-flight streams and the
-    /// waiting messages took it.
-    fn on_event(&mut self, _event: &AppEvent, _cx: &mut Ctx<'_>) {}
 
     /// The update step before a frame with these panes (scroll clamping, pages).
     fn layout(&mut self, _panes: &Panes, _cx: &mut Ctx<'_>) {}

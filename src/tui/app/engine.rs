@@ -1,105 +1,49 @@
-//! Engine-side inputs → state: bus events, command results, registry reloads, the
-//! editor returning.
+//! Engine-side inputs → state: bus events (through the TUI's one dispatcher,
+//! `state::dispatch`), registry reloads, watcher events, the editor returning. (The
+//! engine's replies: `replies`.)
 
-use crate::session::ids::SessionId;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::{App, ThemeSource};
 use crate::agent::Registry;
 use crate::agent::reload::{RegistryDiff, ReloadEvent};
-use crate::engine::TurnOutcome;
-use crate::session::{EngineEvent, Event, LoadedSession, Message, Metadata, SessionStatus};
+use crate::session::Event;
 use crate::tui::error::UiError;
 use crate::tui::state::browser::{RELOAD_MARK_MS, ReloadMark, reload_summary};
-use crate::tui::state::cells::CellKind;
-use crate::tui::state::thread_earlier::EarlierCells;
-use crate::tui::state::tree::agent_from_id;
+use crate::tui::state::dispatch::{Listeners, OpenThread, dispatch};
 use crate::tui::theme::Theme;
 use crate::tui::views::status::model_part;
 
 impl App {
-    pub(super) fn on_engine_event(&mut self, event: &Event) {
-        self.tree.apply(event);
+    /// One engine event: the TUI's dispatcher (`state::dispatch`, the one `match`
+    /// over events) hands it to the states that care — the tree, the in-flight
+    /// streams, the waiting messages, the open thread, the approval prompts and the
+    /// open wall; then the `App` does what it heard (a message given back, a model
+    /// learned, a listing for a remote child's place). Returns whether the event may
+    /// change who needs the person (a streamed delta cannot).
+    pub(super) fn on_engine_event(&mut self, event: &Event) -> bool {
+        let (approvals, wall) = self.stack.listeners();
+        let listeners = Listeners {
+            tree: &mut self.tree,
+            inflight: Some(&mut self.inflight),
+            pending: Some(&mut self.pending),
+            thread: self.thread.as_mut().map(|thread| OpenThread {
+                thread,
+                theme: &self.theme,
+            }),
+            approvals: Some((approvals, self.clock.now())),
+            wall,
+        };
+        let heard = dispatch(event, listeners);
         self.list_for_placement();
-        self.inflight.apply(event);
-        if let Some(unqueued) = self.pending.apply(event) {
+        if let Some(unqueued) = heard.unqueued {
             self.on_unqueued(unqueued);
         }
-        let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
-        if let EngineEvent::ProviderResponse(response) = &event.msg
-            && (event.parent_id.is_none() || open == Some(event.session_id.as_str()))
-        {
-            self.learn_model(&response.provider, &response.model);
+        if let Some((provider, model)) = heard.model {
+            self.learn_model(&provider, &model);
         }
-        let Some(thread) = &mut self.thread else {
-            return;
-        };
-        // What the open thread takes from this event: a root's start (its agent), a
-        // status (the turn's end), and a child's new status (its task card).
-        let (start, status, child_status) = match &event.msg {
-            EngineEvent::SessionStart(start) => (Some(start), None, None),
-            EngineEvent::SessionStatus(s) => (None, Some(s.status), Some(s.status)),
-            EngineEvent::OrchestratorComplete(complete) => (None, None, Some(complete.status)),
-            // The thread itself (`Thread::apply_event`) and the tree take these.
-            EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => (None, None, None),
-        };
-        // A new root we are waiting for: adopt it on its start event.
-        if thread.awaiting_root
-            && thread.session_id.is_none()
-            && start.is_some()
-            && event.parent_id.is_none()
-        {
-            thread.session_id = Some(event.session_id.clone());
-            thread.awaiting_root = false;
-            self.tree.reveal(&event.session_id);
-        }
-        if thread.session_id.as_deref() == Some(event.session_id.as_str()) {
-            if let Some(start) = start.filter(|s| !s.agent.is_empty()) {
-                thread.agent = Some(start.agent.clone());
-            }
-            thread.apply_event(event, &self.theme);
-            if status.is_some_and(|s| !s.turn_in_progress()) {
-                thread.turn_in_flight = false;
-            }
-        } else if let Some(status) = child_status
-            && thread.has_child(&event.session_id)
-        {
-            thread.set_child_status(&event.session_id, status);
-        }
+        !heard.streamed
     }
 
     /// Updates the status-bar label from a `provider:response`'s provider id and model
@@ -123,192 +67,11 @@ impl App {
         }
     }
 
-    /// The engine's label of a new root session ([`AppEvent::ProviderLabelResolved`]):
-    /// taken only while the current label names no model and the new one does.
-    ///
-    /// [`AppEvent::ProviderLabelResolved`]: crate::tui::AppEvent::ProviderLabelResolved
-    pub(super) fn on_provider_label(&mut self, label: String) {
-        if let Ok(current) = &mut self.status.provider_label
-            && model_part(current).is_none()
-            && model_part(&label).is_some()
-        {
-            *current = label;
-        }
-    }
-
     /// Lists the sessions when the tree asks to learn a sub-session's `ran_on` (a
     /// remote sub-session started on a worker; issue 27).
-    fn list_for_placement(&mut self) {
+    pub(super) fn list_for_placement(&mut self) {
         if self.tree.take_listing_request() {
             self.send(crate::session::EngineCommand::ListSessions);
-        }
-    }
-
-    pub(super) fn on_sessions_listed(&mut self, result: Result<Vec<Metadata>, UiError>) {
-        match result {
-            Ok(list) => {
-                self.tree.refresh_marks(&list);
-                self.tree.load(&list);
-                self.list_for_placement();
-                self.apply_seen(&list);
-                if std::mem::take(&mut self.launch.continue_last) {
-                    match self.tree.latest_root().map(str::to_string) {
-                        Some(id) => self.open_thread(&id),
-                        None => self.set_note("no session to continue in this project", true),
-                    }
-                }
-            }
-            Err(e) => self.set_note(format!("cannot list sessions: {e}"), true),
-        }
-    }
-
-    pub(super) fn on_transcript(
-        &mut self,
-        requested: &str,
-        result: Result<Box<LoadedSession>, UiError>,
-        earlier: Option<u64>,
-    ) {
-        let Some(thread) = &mut self.thread else {
-            return;
-        };
-        if !thread.loading || thread.requested.as_deref() != Some(requested) {
-            return;
-        }
-        match result {
-            Ok(loaded) => {
-                let m = &loaded.metadata;
-                self.tree.ensure(
-                    &m.session_id,
-                    m.parent_id.as_deref(),
-                    m.agent_name.as_deref(),
-                );
-                self.tree.reveal(&m.session_id);
-                if std::mem::take(&mut self.launch.expand_on_load) {
-                    self.tree.expand(&m.session_id);
-                }
-                let id = m.session_id.clone();
-                let first = loaded
-                    .transcript
-                    .iter()
-                    .find(|m| matches!(m, Message::User(_)))
-                    .map(Message::text);
-                match earlier {
-                    Some(end) => thread.load_tail(*loaded, end),
-                    None => thread.load(*loaded),
-                }
-                // Sub-sessions are told apart by their tasks (the tree shows them).
-                if let Some(text) = first {
-                    self.tree.set_task(&id, &text);
-                }
-                for cell in &thread.cells {
-                    if let CellKind::Task(card) = &cell.kind
-                        && let Some(child) = &card.child
-                    {
-                        self.tree.set_task(child, &card.instruction);
-                    }
-                }
-                if let Some(f) = self.inflight.get(&id) {
-                    thread.seed_stream(&f.text, &f.thinking, &self.theme);
-                }
-            }
-            Err(message) => {
-                self.launch.expand_on_load = false;
-                thread.loading = false;
-                thread.session_id = None;
-                thread.push_error(&message.to_string());
-            }
-        }
-    }
-
-    /// The earlier part of the open thread's transcript (opened tail-first) arrived:
-    /// its cells go in front of the newest ones, or an error replaces the loading line.
-    /// Ignored when the thread is another one or was reopened meanwhile.
-    pub(super) fn on_earlier(
-        &mut self,
-        session_id: &str,
-        end: u64,
-        result: Result<Box<EarlierCells>, UiError>,
-    ) {
-        let Some(thread) = &mut self.thread else {
-            return;
-        };
-        if thread.session_id.as_deref() != Some(session_id) {
-            return;
-        }
-        match result {
-            Ok(cells) => thread.earlier_loaded(*cells),
-            Err(message) => thread.earlier_failed(end, &message.to_string()),
-        };
-    }
-
-    pub(super) fn on_session_created(&mut self, id: &str) {
-        self.tree.ensure(id, None, None);
-        if let Some(thread) = &mut self.thread
-            && ((thread.awaiting_root && thread.session_id.is_none())
-                || thread.session_id.as_deref() == Some(id))
-        {
-            thread.session_id = Some(id.into());
-            thread.awaiting_root = false;
-            match &thread.agent {
-                Some(agent) => {
-                    self.tree.ensure(id, None, Some(agent));
-                }
-                // Its `session:start` may have come first: the tree knows the agent.
-                None => {
-                    thread.agent = self
-                        .tree
-                        .get(id)
-                        .map(|n| n.agent.clone())
-                        .filter(|a| *a != agent_from_id(id));
-                }
-            }
-            self.tree.reveal(id);
-        }
-    }
-
-    pub(super) fn on_turn_finished(&mut self, outcome: TurnOutcome) {
-        self.tree
-            .set_status(&outcome.session_id, outcome.status, self.clock.now());
-        // Its sub-sessions' worktrees are recorded now: list again for their marks.
-        if self
-            .tree
-            .get(&outcome.session_id)
-            .is_some_and(|n| !n.children.is_empty())
-        {
-            self.send(crate::session::EngineCommand::ListSessions);
-        }
-        let Some(thread) = &mut self.thread else {
-            return;
-        };
-        if thread.session_id.as_deref() != Some(outcome.session_id.as_str()) {
-            return;
-        }
-        thread.turn_in_flight = false;
-        match outcome.status {
-            SessionStatus::Failed => {
-                let error = outcome.error.as_ref().map(ToString::to_string);
-                thread.push_error(error.as_deref().unwrap_or("the turn failed"));
-            }
-            SessionStatus::Cancelled => thread.push_notice("turn cancelled"),
-            _ => thread.finalize_stream(),
-        }
-    }
-
-    pub(super) fn on_command_failed(&mut self, session_id: Option<SessionId>, message: &str) {
-        let Some(thread) = &mut self.thread else {
-            self.set_note(message.to_string(), true);
-            return;
-        };
-        let ours = match &session_id {
-            Some(id) => thread.session_id.as_deref() == Some(id.as_str()),
-            None => thread.awaiting_root || thread.session_id.is_none(),
-        };
-        if ours {
-            thread.awaiting_root = false;
-            thread.turn_in_flight = false;
-            thread.push_error(message);
-        } else {
-            self.set_note(message.to_string(), true);
         }
     }
 
@@ -395,7 +158,7 @@ mod tests {
 
     use crate::agent::Registry;
     use crate::tui::app::{App, AppOptions};
-    use crate::tui::app_event::AppEvent;
+    use crate::tui::app_event::{AppEvent, EngineReply};
     use crate::tui::clock::Clock;
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;
@@ -419,9 +182,7 @@ mod tests {
     }
 
     fn resolved(app: &mut App, label: &str) {
-        app.handle(AppEvent::ProviderLabelResolved {
-            label: label.into(),
-        });
+        app.handle(AppEvent::Reply(EngineReply::ProviderLabel(label.into())));
     }
 
     #[test]

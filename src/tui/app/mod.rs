@@ -13,7 +13,8 @@
 //! Split by responsibility: `input` (keys, mouse, paste, pane actions), `component`
 //! (the trait), `stack` (the order and the walk), `components` (the components and what
 //! opens them), `panes` (where each part of a frame goes),
-//! `engine` (bus events and command results), `model` (switching a model), `copy`
+//! `engine` (bus events, registry and watcher events), `replies` (the engine's
+//! replies), `model` (switching a model), `copy`
 //! (OSC 52), `mouse`, `palette` (the composer's popup and slash commands), `history`
 //! (prompt history keys), `mentions` (`@file` completion and attachment), `steer`
 //! (steer, queue and the waiting messages), `cancel` (Esc's cancel and quitting),
@@ -33,8 +34,9 @@
 //! 1. `components/NAME.rs`: a type implementing `component::Component` — `layer`
 //!    (`Overlay` for a full overlay), `overlay` (its `Overlay` tag, if tests or the
 //!    layout need one), `context` (its keymap context), `handle_key`, `draw`, and as
-//!    needed `on_event` (engine events, command results), `layout`, `wheel`, `paste`
-//!    — plus `fn open(cx: &mut Ctx) -> Option<Box<dyn Component>>`. It asks the `App`
+//!    needed `layout`, `wheel`, `paste` — plus `fn open(cx: &mut Ctx) ->
+//!    Option<Box<dyn Component>>`. An engine event or reply it needs reaches it as a
+//!    typed call from the `App`'s dispatchers (`state::dispatch`, `replies`). It asks the `App`
 //!    for anything else through `Ctx` (`send`, `note`, `emit`, `close`).
 //! 2. `components/mod.rs`: `mod NAME;` and its row in `opener` (the actions that open
 //!    it; slash commands reach it through the same actions).
@@ -56,6 +58,7 @@ mod needs_you;
 mod palette;
 mod panes;
 mod prompt;
+mod replies;
 mod stack;
 mod steer;
 mod undo;
@@ -78,6 +81,7 @@ use super::state::inflight::InflightStreams;
 use super::state::note::Note;
 use super::state::pending::PendingPrompts;
 use super::state::thread::Thread;
+use super::state::thread_earlier::EarlierLayout;
 use super::state::tree::SessionTree;
 use super::state::trust::TrustPrompt;
 use super::theme::{Slot, Theme};
@@ -211,6 +215,9 @@ struct Outbox {
     terminal_writes: Vec<crate::tui::term_write::TerminalWrite>,
     /// Whether the mouse is captured (the terminal starts with it captured).
     mouse_capture: bool,
+    /// Earlier parts of transcripts to lay out off the UI thread (the run loop takes
+    /// them).
+    layouts: Vec<EarlierLayout>,
 }
 
 /// Start-up requests (`--continue`, `--resume`), each met once.
@@ -251,6 +258,7 @@ impl App {
                 notification: None,
                 terminal_writes: Vec::new(),
                 mouse_capture: true,
+                layouts: Vec::new(),
             },
             attention: needs_you::Attention::default(),
             launch: Launch {
@@ -273,76 +281,42 @@ impl App {
 
     /// Applies one event. Marks the app for redraw when anything visible changed.
     pub fn handle(&mut self, event: AppEvent) {
-        let sync = Self::needs_you_sync(&event);
-        self.apply_event(event);
-        if let Some(quiet) = sync {
+        if let Some(quiet) = self.apply_event(event) {
             self.sync_needs_you(quiet);
         }
         self.drop_stale_cancel_question();
     }
 
-    fn apply_event(&mut self, event: AppEvent) {
-        // The panes' state first; then every component sees the event.
-        if let AppEvent::Engine(ev) = &event {
-            self.on_engine_event(ev);
-        }
-        self.stack_event(&event);
+    /// Applies `event`; how who needs the person follows it
+    /// ([`App::needs_you_sync`]).
+    fn apply_event(&mut self, event: AppEvent) -> Option<bool> {
+        let mut sync = Self::needs_you_sync(&event);
         match event {
             AppEvent::Input(ev) => self.on_input(ev),
-            // Taken above (`on_engine_event`), and by their components (`stack_event`).
-            AppEvent::Engine(_) | AppEvent::McpServersListed(_) | AppEvent::DiffLoaded { .. } => {}
+            AppEvent::Engine(ev) => {
+                if !self.on_engine_event(&ev) {
+                    sync = None;
+                }
+            }
+            AppEvent::Reply(reply) => self.on_reply(reply),
             AppEvent::RegistryReloaded(reg) => self.on_registry(reg),
             AppEvent::Reload(ev) => self.on_reload_event(ev),
-            AppEvent::SessionsListed(result) => self.on_sessions_listed(result),
-            AppEvent::StoredSessionChanged(metadata) => self.tree.refresh_stored(&metadata),
-            AppEvent::TranscriptLoaded { requested, result } => {
-                self.on_transcript(&requested, result, None)
-            }
-            AppEvent::TranscriptTailLoaded {
-                requested,
-                session,
-                earlier,
-            } => self.on_transcript(&requested, Ok(session), Some(earlier)),
             AppEvent::EarlierLoaded {
                 session_id,
                 end,
                 result,
             } => self.on_earlier(&session_id, end, result),
-            AppEvent::SessionCreated { session_id } => self.on_session_created(&session_id),
-            AppEvent::TurnFinished(outcome) => self.on_turn_finished(outcome),
-            AppEvent::ProviderLabelResolved { label } => self.on_provider_label(label),
-            AppEvent::ModelSwitched {
-                session_id,
-                result,
-                warning,
-            } => self.on_model_switched(session_id, result, warning),
-            AppEvent::CommandFailed {
-                session_id,
-                message,
-            } => self.on_command_failed(session_id, &message),
-            AppEvent::NotSent {
-                session_id: _,
-                text,
-                message,
-            } => self.on_not_sent(text, &message),
             AppEvent::EditorFinished { path, result } => self.on_editor_finished(&path, result),
-            AppEvent::SessionRenamed { session_id, result } => self.on_renamed(&session_id, result),
-            AppEvent::Exported {
-                session_id: _,
-                result,
-            } => self.on_exported(result),
-            AppEvent::ProjectFiles { root, files } => self.on_project_files(root, files),
-            AppEvent::Compacted { note } => self.set_note(note, false),
-            AppEvent::Undone { session_id, result } => self.on_undone(&session_id, result),
             AppEvent::Tick => {
                 self.expire_notes();
                 if !self.animating() {
-                    return;
+                    return sync;
                 }
             }
             AppEvent::Shutdown => self.interrupt.quit = true,
         }
         self.dirty = true;
+        sync
     }
 
     /// Whether the user asked to quit (Ctrl+C twice) or a shutdown arrived.
@@ -516,9 +490,8 @@ impl App {
         self.status.reload_mark.as_ref()
     }
 
-    /// The status-bar label: `Ok("provider/model")` (updated from
-    /// [`AppEvent::ProviderLabelResolved`] and `provider:response`) or the no-provider
-    /// text.
+    /// The status-bar label: `Ok("provider/model")` (updated from the engine's
+    /// `ProviderLabel` reply and `provider:response`) or the no-provider text.
     pub fn provider_label(&self) -> &Result<String, NoProvider> {
         &self.status.provider_label
     }

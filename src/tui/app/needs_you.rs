@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use super::App;
 use crate::config::Notify;
-use crate::session::{EngineEvent, Metadata, SessionId, SessionStatus};
-use crate::tui::app_event::AppEvent;
+use crate::session::{Metadata, SessionId, SessionStatus};
+use crate::tui::app_event::{AppEvent, EngineReply};
 use crate::tui::clock::parse_ts;
 use crate::tui::notify::Notification;
 use crate::tui::state::seen::SeenStore;
@@ -106,13 +106,13 @@ impl App {
     }
 
     /// How [`App::sync_needs_you`] follows `event`: `None` when it cannot change who
-    /// needs the person (ticks, streamed deltas); `Some(quiet)` otherwise, `quiet` for
-    /// a listing of stored sessions (they did not just start needing anyone).
+    /// needs the person (ticks; a streamed delta, as the dispatcher says:
+    /// `App::on_engine_event`); `Some(quiet)` otherwise, `quiet` for a listing of
+    /// stored sessions (they did not just start needing anyone).
     pub(super) fn needs_you_sync(event: &AppEvent) -> Option<bool> {
         match event {
             AppEvent::Tick => None,
-            AppEvent::Engine(ev) if matches!(ev.msg, EngineEvent::ContentBlockDelta(_)) => None,
-            AppEvent::SessionsListed(_) => Some(true),
+            AppEvent::Reply(EngineReply::SessionsListed(_)) => Some(true),
             _ => Some(false),
         }
     }

@@ -15,12 +15,14 @@ use ratatui::Frame;
 
 use super::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use super::components;
+use super::components::WallOverlay;
 use super::components::approval::ApprovalPrompt;
 use super::panes::Panes;
 use super::{App, Focus, Overlay};
 use crate::tui::action::KeyOutcome;
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
+use crate::tui::state::approvals::ApprovalQueue;
+use crate::tui::state::wall::Wall;
 
 /// A position in the walk: the pinned approval prompt or a pushed component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +98,24 @@ impl Stack {
         self.pushed
             .iter()
             .find_map(|c| (&**c as &dyn Any).downcast_ref::<T>())
+    }
+
+    /// What engine events change here: the approval prompts' queue and the open
+    /// wall's tiles (`App::on_engine_event` hands them to the dispatcher).
+    pub fn listeners(&mut self) -> (&mut ApprovalQueue, Option<&mut Wall>) {
+        let wall = self
+            .pushed
+            .iter_mut()
+            .find_map(|c| (&mut **c as &mut dyn Any).downcast_mut::<WallOverlay>())
+            .map(WallOverlay::wall_mut);
+        (&mut self.approval.queue, wall)
+    }
+
+    /// The open component of type `T`, to change.
+    pub fn find_mut<T: Component>(&mut self) -> Option<&mut T> {
+        self.pushed
+            .iter_mut()
+            .find_map(|c| (&mut **c as &mut dyn Any).downcast_mut::<T>())
     }
 
     /// The slot of the open component of the same type as `like`.
@@ -298,13 +318,6 @@ impl App {
             .order()
             .into_iter()
             .any(|slot| self.with_component(slot, |c, cx| c.wheel(up, pos, cx)) == Some(true))
-    }
-
-    /// Every component sees `event`.
-    pub(super) fn stack_event(&mut self, event: &AppEvent) {
-        for slot in self.stack.order() {
-            self.with_component(slot, |c, cx| c.on_event(event, cx));
-        }
     }
 
     /// Every component's update step before a frame with `panes`.

@@ -10,6 +10,7 @@ use super::App;
 use crate::session::ids::SessionId;
 use crate::session::protocol::{PromptMode, UnqueueReason};
 use crate::tui::app_event::EngineCommand;
+use crate::tui::error::UiError;
 use crate::tui::keymap::Action;
 use crate::tui::state::pending::Unqueued;
 
@@ -153,14 +154,14 @@ impl App {
     }
 
     /// A steer, queue or unqueue command failed: its text goes back to the composer.
-    pub(super) fn on_not_sent(&mut self, text: Option<String>, message: &str) {
+    pub(super) fn on_not_sent(&mut self, text: Option<String>, error: &UiError) {
         self.prompt.edit_request = None;
         match text {
             Some(text) => {
                 self.give_back(&text);
-                self.set_note(format!("not sent: {message}"), true);
+                self.set_note(format!("not sent: {error}"), true);
             }
-            None => self.set_note(message.to_string(), true),
+            None => self.set_note(error.to_string(), true),
         }
     }
 

@@ -1,5 +1,5 @@
 //! What the `App` does with the answer to a merge, discard or "rewind here"
-//! (`AppEvent::Undone`, issue 25): a note saying what happened (a refusal names its
+//! (the engine's `Undone` reply, issue 25): a note saying what happened (a refusal names its
 //! files), the tree refreshed (a merged or discarded node loses its "unmerged" mark,
 //! a fork appears), and a fork's thread opened.
 //!

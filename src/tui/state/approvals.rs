@@ -2,11 +2,12 @@
 //! `approval:required` of any session of this process, oldest first; the front one is
 //! shown and takes the keyboard.
 //!
-//! Bus events read: `approval:required` (queued once per session and tool call),
-//! `approval:granted` / `approval:denied` (that prompt goes: the engine decided, e.g.
-//! the subtree was cancelled), and a turn's end (`orchestrator:complete`,
-//! `session:end`, `cancel:completed`: every prompt of that session goes, since no call
-//! of a finished turn still waits).
+//! Bus events it hears (from the TUI's dispatcher, `state::dispatch`):
+//! `approval:required` (queued once per session and tool call), `approval:granted` /
+//! `approval:denied` (that prompt goes: the engine decided, e.g. the subtree was
+//! cancelled), and a turn's end (`orchestrator:complete`, `session:end`,
+//! `cancel:completed`: every prompt of that session goes, since no call of a finished
+//! turn still waits).
 //!
 //! Keys (from the keymap's `approval.*` actions): allow once, allow always (the tool,
 //! or a simple `bash` command's prefix, in this tree), allow always and save the rule
@@ -35,7 +36,6 @@ use jiff::Timestamp;
 use crate::config::approvals::pattern::suggest_prefix;
 use crate::config::modules::describe;
 use crate::session::protocol::{AllowScope, ApprovalDecision, ApprovalRequiredEvent};
-use crate::session::{EngineEvent, Event};
 use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::key::KeyBinding;
 use crate::tui::keymap::Action;
@@ -135,59 +135,42 @@ pub struct ApprovalQueue {
 }
 
 impl ApprovalQueue {
-    /// Applies one bus event at `now`; returns whether the queue changed.
-    pub fn apply(&mut self, event: &Event, now: Timestamp) -> bool {
-        let session = event.session_id.as_str();
-        let before = self.pending.len();
-        let front = self.front_key();
-        match &event.msg {
-            EngineEvent::ApprovalRequired(request) => {
-                let known = self.position(session, &request.tool_call_id).is_some();
-                if !known {
-                    self.pending.push_back(PendingApproval {
-                        session_id: session.into(),
-                        request: request.clone(),
-                    });
-                }
-            }
-            EngineEvent::ApprovalGranted(g) => self.remove(session, &g.tool_call_id),
-            EngineEvent::ApprovalDenied(d) => self.remove(session, &d.tool_call_id),
-            EngineEvent::OrchestratorComplete(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::CancelCompleted(_) => self.pending.retain(|p| p.session_id != session),
-            // No approval asked, answered or made moot by the turn's end: the queue is unchanged.
-            EngineEvent::SessionStart(_)
-            | EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => {}
+    /// `approval:required` of `session` at `now`: queued once per session and tool
+    /// call. Returns whether the queue changed.
+    pub fn on_required(
+        &mut self,
+        session: &SessionId,
+        request: &ApprovalRequiredEvent,
+        now: Timestamp,
+    ) -> bool {
+        if self.position(session, &request.tool_call_id).is_some() {
+            return false;
         }
+        let front = self.front_key();
+        self.pending.push_back(PendingApproval {
+            session_id: session.clone(),
+            request: request.clone(),
+        });
+        self.front_moved(front, now);
+        true
+    }
+
+    /// `approval:granted` / `approval:denied` of `session`'s call `tool_call_id` at
+    /// `now`: the engine decided (e.g. the subtree was cancelled), so its prompt goes.
+    /// Returns whether the queue changed.
+    pub fn on_answered(&mut self, session: &str, tool_call_id: &str, now: Timestamp) -> bool {
+        let (before, front) = (self.pending.len(), self.front_key());
+        self.remove(session, tool_call_id);
+        self.front_moved(front, now);
+        self.pending.len() != before
+    }
+
+    /// `session`'s turn ended (`orchestrator:complete`, `session:end`,
+    /// `cancel:completed`) at `now`: every prompt of it goes, since no call of a
+    /// finished turn still waits. Returns whether the queue changed.
+    pub fn on_turn_ended(&mut self, session: &str, now: Timestamp) -> bool {
+        let (before, front) = (self.pending.len(), self.front_key());
+        self.pending.retain(|p| p.session_id != session);
         self.front_moved(front, now);
         self.pending.len() != before
     }

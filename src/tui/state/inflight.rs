@@ -2,8 +2,9 @@
 //! so opening a running session shows what streamed before it was opened (the
 //! transcript on disk holds only finished messages).
 //!
-//! Bus events read: `content_block:delta` (appends text or thinking);
-//! `message:appended` of an assistant message, `session:status` other than `running`,
+//! Bus events it hears (from the TUI's dispatcher, `state::dispatch`):
+//! `content_block:delta` (appends text or thinking); `message:appended` of an
+//! assistant message, `session:status` of a turn no longer in progress,
 //! `orchestrator:complete` and `session:end` (clear the session's entry).
 //!
 //! Owns: that bounded buffer. Does not own: the open thread's stream (`stream`) or
@@ -11,10 +12,8 @@
 
 use std::collections::HashMap;
 
-use crate::session::protocol::{
-    ContentBlockDeltaEvent, DeltaKind, MessageAppendedEvent, SessionStatusEvent,
-};
-use crate::session::{EngineEvent, Event, Message, SessionId};
+use crate::session::protocol::DeltaKind;
+use crate::session::{Message, SessionId, SessionStatus};
 
 /// Most bytes of streamed text (and, separately, thinking) kept per session; older
 /// whole lines are dropped first.
@@ -38,73 +37,39 @@ pub struct InflightStreams {
 }
 
 impl InflightStreams {
-    /// Applies one bus event of any session.
-    pub fn apply(&mut self, event: &Event) {
-        match &event.msg {
-            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent { delta, kind }) => {
-                if delta.is_empty()
-                    || (!self.sessions.contains_key(&event.session_id)
-                        && self.sessions.len() >= MAX_INFLIGHT_SESSIONS)
-                {
-                    return;
-                }
-                let entry = self.sessions.entry(event.session_id.clone()).or_default();
-                let buf = match kind {
-                    DeltaKind::Thinking => &mut entry.thinking,
-                    DeltaKind::Text => &mut entry.text,
-                };
-                buf.push_str(delta);
-                bound(buf);
-            }
-            EngineEvent::MessageAppended(MessageAppendedEvent {
-                message: Message::Assistant(_),
-            }) => {
-                self.sessions.remove(&event.session_id);
-            }
-            EngineEvent::SessionStatus(SessionStatusEvent { status })
-                if !status.turn_in_progress() =>
-            {
-                self.sessions.remove(&event.session_id);
-            }
-            EngineEvent::OrchestratorComplete(_) | EngineEvent::SessionEnd(_) => {
-                self.sessions.remove(&event.session_id);
-            }
-            // Neither a streamed piece nor the end of a turn's stream: nothing to keep or drop.
-            EngineEvent::SessionStart(_)
-            | EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => {}
+    /// `content_block:delta` of session `id`: the text or thinking it streamed.
+    pub fn on_delta(&mut self, id: &SessionId, kind: DeltaKind, delta: &str) {
+        if delta.is_empty()
+            || (!self.sessions.contains_key(id) && self.sessions.len() >= MAX_INFLIGHT_SESSIONS)
+        {
+            return;
         }
+        let entry = self.sessions.entry(id.clone()).or_default();
+        let buf = match kind {
+            DeltaKind::Thinking => &mut entry.thinking,
+            DeltaKind::Text => &mut entry.text,
+        };
+        buf.push_str(delta);
+        bound(buf);
+    }
+
+    /// `message:appended` of session `id`: an assistant message ends the reply.
+    pub fn on_appended(&mut self, id: &str, message: &Message) {
+        if let Message::Assistant(_) = message {
+            self.sessions.remove(id);
+        }
+    }
+
+    /// `session:status` of session `id`: a turn no longer in progress ends the reply.
+    pub fn on_status(&mut self, id: &str, status: SessionStatus) {
+        if !status.turn_in_progress() {
+            self.sessions.remove(id);
+        }
+    }
+
+    /// Session `id`'s turn ended (`orchestrator:complete`, `session:end`).
+    pub fn end(&mut self, id: &str) {
+        self.sessions.remove(id);
     }
 
     /// What session `id` has streamed since its last assistant message.
@@ -143,12 +108,24 @@ fn bound(buf: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::SessionStatus;
     use crate::session::protocol::OrchestratorCompleteEvent;
+    use crate::session::{EngineEvent, Event};
+    use crate::tui::state::dispatch::{Listeners, dispatch};
+    use crate::tui::state::tree::SessionTree;
     use serde_json::json;
 
     fn ev(id: &str, msg: EngineEvent) -> Event {
         Event::new(id, None, msg)
+    }
+
+    /// Hands `event` to `s` as the TUI's dispatcher does.
+    fn apply(s: &mut InflightStreams, event: &Event) {
+        let mut tree = SessionTree::default();
+        let listeners = Listeners {
+            inflight: Some(s),
+            ..Listeners::tree(&mut tree)
+        };
+        dispatch(event, listeners);
     }
 
     fn text(delta: &str) -> EngineEvent {
@@ -162,10 +139,13 @@ mod tests {
     #[test]
     fn keeps_text_until_the_assistant_message_or_the_end_of_the_turn() {
         let mut s = InflightStreams::default();
-        s.apply(&ev("a", text("Hello ")));
-        s.apply(&ev("a", EngineEvent::delta(DeltaKind::Thinking, "hmm")));
-        s.apply(&ev("a", text("world")));
-        s.apply(&ev("b", text("other")));
+        apply(&mut s, &ev("a", text("Hello ")));
+        apply(
+            &mut s,
+            &ev("a", EngineEvent::delta(DeltaKind::Thinking, "hmm")),
+        );
+        apply(&mut s, &ev("a", text("world")));
+        apply(&mut s, &ev("b", text("other")));
         assert_eq!(
             s.get("a"),
             Some(&Inflight {
@@ -174,25 +154,40 @@ mod tests {
             })
         );
         // A user or tool message does not end the reply; an assistant message does.
-        s.apply(&ev("a", appended(json!({"role": "user", "content": "x"}))));
+        apply(
+            &mut s,
+            &ev("a", appended(json!({"role": "user", "content": "x"}))),
+        );
         assert!(s.get("a").is_some());
-        s.apply(&ev(
-            "a",
-            appended(json!({"role": "assistant", "content": "Hello world"})),
-        ));
+        apply(
+            &mut s,
+            &ev(
+                "a",
+                appended(json!({"role": "assistant", "content": "Hello world"})),
+            ),
+        );
         assert!(s.get("a").is_none());
-        s.apply(&ev("b", EngineEvent::status(SessionStatus::Running)));
+        apply(
+            &mut s,
+            &ev("b", EngineEvent::status(SessionStatus::Running)),
+        );
         assert!(s.get("b").is_some());
-        s.apply(&ev("b", EngineEvent::status(SessionStatus::Cancelled)));
+        apply(
+            &mut s,
+            &ev("b", EngineEvent::status(SessionStatus::Cancelled)),
+        );
         assert!(s.is_empty());
-        s.apply(&ev("a", text("again")));
-        s.apply(&ev(
-            "a",
-            EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent {
-                status: SessionStatus::Completed,
-                ..Default::default()
-            }),
-        ));
+        apply(&mut s, &ev("a", text("again")));
+        apply(
+            &mut s,
+            &ev(
+                "a",
+                EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent {
+                    status: SessionStatus::Completed,
+                    ..Default::default()
+                }),
+            ),
+        );
         assert!(s.is_empty());
     }
 
@@ -201,14 +196,14 @@ mod tests {
         let mut s = InflightStreams::default();
         let line = format!("{}é\n", "x".repeat(99));
         for _ in 0..(MAX_INFLIGHT_BYTES / line.len() + 50) {
-            s.apply(&ev("a", text(&line)));
+            apply(&mut s, &ev("a", text(&line)));
         }
         let text_a = &s.get("a").unwrap().text;
         assert!(text_a.len() <= MAX_INFLIGHT_BYTES);
         assert!(text_a.len() > MAX_INFLIGHT_BYTES - 2 * line.len());
         assert!(text_a.starts_with('x'), "cut at a line start");
         for i in 0..MAX_INFLIGHT_SESSIONS + 10 {
-            s.apply(&ev(&format!("s{i}"), text("y")));
+            apply(&mut s, &ev(&format!("s{i}"), text("y")));
         }
         assert_eq!(s.len(), MAX_INFLIGHT_SESSIONS);
     }

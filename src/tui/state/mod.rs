@@ -4,8 +4,9 @@
 //! the composer's popup (`palette`, with the slash-command table in `palette_commands`) the prompt
 //! history (`history`) and `@file` mentions (`mentions`).
 //!
-//! Owns: data and the operations on it. Does not own: input dispatch (`app`) or
-//! drawing (`views`).
+//! Owns: data and the operations on it, and the one dispatcher that hands each engine
+//! event to the states that care (`dispatch`). Does not own: input dispatch (`app`)
+//! or drawing (`views`).
 //!
 //! The thread's files form layers, each using only those below it
 //! (`tests/all/inner_layers.rs` fails on a cycle): `thread_earlier` (opening tail-first),
@@ -19,6 +20,7 @@ pub mod cells;
 pub mod context;
 pub mod copy;
 pub mod diff;
+pub mod dispatch;
 pub mod error_card;
 pub mod find;
 pub mod history;

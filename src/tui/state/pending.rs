@@ -1,6 +1,6 @@
 //! Messages waiting in sessions' inboxes (SPEC §13 steer and queue), as the bus
-//! reports them: `prompt:queued` adds one, `prompt:sent` and `prompt:unqueued` take it
-//! out.
+//! reports them (through the TUI's dispatcher, `state::dispatch`): `prompt:queued`
+//! adds one, `prompt:sent` and `prompt:unqueued` take it out.
 //!
 //! Owns: the waiting messages of every session of this process, in the order the
 //! engine will send them (steers first, then queued ones by position). Does not own:
@@ -10,8 +10,9 @@
 use crate::session::ids::SessionId;
 use std::collections::HashMap;
 
-use crate::session::protocol::{PromptMode, UnqueueReason};
-use crate::session::{EngineEvent, Event};
+use crate::session::protocol::{
+    PromptMode, PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent, UnqueueReason,
+};
 
 /// One waiting message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,81 +46,40 @@ pub struct PendingPrompts {
 }
 
 impl PendingPrompts {
-    /// Applies one bus event; returns the message a `prompt:unqueued` took out.
-    pub fn apply(&mut self, event: &Event) -> Option<Unqueued> {
-        match &event.msg {
-            EngineEvent::PromptQueued(q) => {
-                let waiting = self
-                    .by_session
-                    .entry(event.session_id.to_string())
-                    .or_default();
-                let prompt = PendingPrompt {
-                    id: q.id,
-                    mode: q.mode,
-                    text: q.prompt.clone(),
-                };
-                match q.mode {
-                    PromptMode::Steer => waiting.steers.push(prompt),
-                    PromptMode::Queue => {
-                        let at = q.position.unwrap_or(usize::MAX).min(waiting.queued.len());
-                        waiting.queued.insert(at, prompt);
-                    }
-                }
-                None
+    /// `prompt:queued` of `session`: a steer goes after the steers, a queued message
+    /// at its position.
+    pub fn on_queued(&mut self, session: &str, q: &PromptQueuedEvent) {
+        let waiting = self.by_session.entry(session.to_string()).or_default();
+        let prompt = PendingPrompt {
+            id: q.id,
+            mode: q.mode,
+            text: q.prompt.clone(),
+        };
+        match q.mode {
+            PromptMode::Steer => waiting.steers.push(prompt),
+            PromptMode::Queue => {
+                let at = q.position.unwrap_or(usize::MAX).min(waiting.queued.len());
+                waiting.queued.insert(at, prompt);
             }
-            EngineEvent::PromptSent(sent) => {
-                self.take(&event.session_id, sent.id);
-                None
-            }
-            EngineEvent::PromptUnqueued(u) => {
-                let prompt = self
-                    .take(&event.session_id, u.id)
-                    .unwrap_or_else(|| PendingPrompt {
-                        id: u.id,
-                        mode: u.mode,
-                        text: u.prompt.clone(),
-                    });
-                Some(Unqueued {
-                    session_id: event.session_id.clone(),
-                    prompt,
-                    reason: u.reason,
-                })
-            }
-            // Not about the inbox of steered or queued prompts.
-            EngineEvent::SessionStart(_)
-            | EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::OrchestratorComplete(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => None,
+        }
+    }
+
+    /// `prompt:sent` of `session`: that message left the inbox.
+    pub fn on_sent(&mut self, session: &str, sent: &PromptSentEvent) {
+        self.take(session, sent.id);
+    }
+
+    /// `prompt:unqueued` of `session`: the message it took out, unsent.
+    pub fn on_unqueued(&mut self, session: &SessionId, u: &PromptUnqueuedEvent) -> Unqueued {
+        let prompt = self.take(session, u.id).unwrap_or_else(|| PendingPrompt {
+            id: u.id,
+            mode: u.mode,
+            text: u.prompt.clone(),
+        });
+        Unqueued {
+            session_id: session.clone(),
+            prompt,
+            reason: u.reason,
         }
     }
 
@@ -166,10 +126,22 @@ impl PendingPrompts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::protocol::{PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent};
+    use crate::session::{EngineEvent, Event};
+    use crate::tui::state::dispatch::{Listeners, dispatch};
+    use crate::tui::state::tree::SessionTree;
 
     fn ev(session: &str, msg: EngineEvent) -> Event {
         Event::new(session, None, msg)
+    }
+
+    /// Hands `event` to `p` as the TUI's dispatcher does; the message it took out.
+    fn apply(p: &mut PendingPrompts, event: &Event) -> Option<Unqueued> {
+        let mut tree = SessionTree::default();
+        let listeners = Listeners {
+            pending: Some(p),
+            ..Listeners::tree(&mut tree)
+        };
+        dispatch(event, listeners).unqueued
     }
 
     fn queued(id: u64, mode: PromptMode, text: &str, position: Option<usize>) -> EngineEvent {
@@ -188,31 +160,46 @@ mod tests {
     #[test]
     fn follows_queued_sent_and_unqueued_in_sending_order() {
         let mut p = PendingPrompts::default();
-        p.apply(&ev("s", queued(1, PromptMode::Queue, "q1", Some(0))));
-        p.apply(&ev("s", queued(2, PromptMode::Steer, "st", None)));
-        p.apply(&ev("s", queued(3, PromptMode::Queue, "q0", Some(0))));
-        p.apply(&ev("other", queued(1, PromptMode::Queue, "x", Some(0))));
+        apply(
+            &mut p,
+            &ev("s", queued(1, PromptMode::Queue, "q1", Some(0))),
+        );
+        apply(&mut p, &ev("s", queued(2, PromptMode::Steer, "st", None)));
+        apply(
+            &mut p,
+            &ev("s", queued(3, PromptMode::Queue, "q0", Some(0))),
+        );
+        apply(
+            &mut p,
+            &ev("other", queued(1, PromptMode::Queue, "x", Some(0))),
+        );
         assert_eq!(texts(&p, "s"), ["st", "q0", "q1"]);
         assert_eq!(p.queue_position("s", 1), Some(1));
         assert_eq!(p.count(), 4);
 
-        p.apply(&ev(
-            "s",
-            EngineEvent::PromptSent(PromptSentEvent {
-                id: 2,
-                mode: PromptMode::Steer,
-                prompt: "st".into(),
-            }),
-        ));
-        let taken = p.apply(&ev(
-            "s",
-            EngineEvent::PromptUnqueued(PromptUnqueuedEvent {
-                id: 3,
-                mode: PromptMode::Queue,
-                prompt: "q0".into(),
-                reason: UnqueueReason::Returned,
-            }),
-        ));
+        apply(
+            &mut p,
+            &ev(
+                "s",
+                EngineEvent::PromptSent(PromptSentEvent {
+                    id: 2,
+                    mode: PromptMode::Steer,
+                    prompt: "st".into(),
+                }),
+            ),
+        );
+        let taken = apply(
+            &mut p,
+            &ev(
+                "s",
+                EngineEvent::PromptUnqueued(PromptUnqueuedEvent {
+                    id: 3,
+                    mode: PromptMode::Queue,
+                    prompt: "q0".into(),
+                    reason: UnqueueReason::Returned,
+                }),
+            ),
+        );
         assert_eq!(
             taken.map(|t| (t.session_id, t.prompt.text, t.reason)),
             Some(("s".into(), "q0".into(), UnqueueReason::Returned))

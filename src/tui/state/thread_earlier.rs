@@ -14,10 +14,49 @@
 use super::cells::{Cell, CellKind};
 use super::layout::Scroll;
 use super::thread::Thread;
+use crate::engine::panics::{self, Panic};
+use crate::engine::{EarlierMessages, EngineError};
 use crate::session::store::EarlierRead;
-use crate::session::{LoadedSession, Message};
+use crate::session::{LoadedSession, Message, SessionId};
+use crate::tui::error::UiError;
 
 pub use super::thread::LOADING_EARLIER;
+
+/// The earlier part of the open thread's transcript, as the engine replied it
+/// (`EngineReply::Earlier`), waiting to be laid out off the UI thread: the `App`
+/// hands it to the run loop (`App::take_layouts`), whose blocking task builds its
+/// [`EarlierCells`] (`executor::spawn_layout`).
+#[derive(Debug)]
+pub struct EarlierLayout {
+    /// The session whose thread asked for it.
+    pub session_id: SessionId,
+    /// Where the earlier part ends (see [`EarlierCells`]'s `end`).
+    pub end: u64,
+    /// Its messages and the transcript's load warnings.
+    pub part: EarlierMessages,
+}
+
+impl EarlierLayout {
+    /// Its cells (blocking: run it on a blocking thread). The part's messages are
+    /// dropped once laid out (a live session's next append would otherwise copy its
+    /// message list); a panic is caught, logged and reported as the part's error.
+    pub fn lay_out(self) -> Result<Box<EarlierCells>, UiError> {
+        let (end, mut part) = (self.end, self.part);
+        let cells: Result<_, Panic> = panics::catch_blocking(LAYOUT, move || {
+            let warnings = std::mem::take(&mut part.warnings);
+            Box::new(EarlierCells::of(end, part.messages(), warnings))
+        });
+        cells.map_err(|message| {
+            UiError::from(EngineError::Panicked {
+                what: LAYOUT.to_string(),
+                message,
+            })
+        })
+    }
+}
+
+/// What [`EarlierLayout::lay_out`] does, as a panic there is named.
+const LAYOUT: &str = "laying out earlier messages";
 
 /// The cells of a transcript's earlier part, built where it was read (a blocking
 /// task), so the UI thread only splices them in.

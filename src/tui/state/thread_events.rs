@@ -1,17 +1,18 @@
-//! Applying bus events of the open session to its thread: streaming deltas, appended
-//! messages, tool-call progress, provider errors, cancellation.
+//! What bus events of the open session do to its thread, one typed handler each (the
+//! TUI's dispatcher, `state::dispatch`, calls them): streaming deltas, appended
+//! messages (`Thread::append_live`), tool-call progress, provider errors
+//! ([`Thread::push_failure`]), notices (`Thread::push_notice`), cancellation, the
+//! turn's end.
 //!
-//! Events read: `content_block:delta` (text or thinking into the stream),
-//! `message:appended` (the message's cells), `tool:pre` (the call's card, running; a
-//! task call's sub-session), `task:agent_spawned` / `task:agent_resumed` (the task
-//! card's sub-session), `tool:post` / `tool:error` (the card's result; a delegation's
-//! typed result and a checklist's notice from `tool:post`'s effect),
-//! `provider:error` (see `error_card`: a retry notice or an error card),
-//! `cancel:completed` and `orchestrator:complete` (the turn ended; a failed turn's
-//! `error` as an error cell), `provider:endpoint_changed` (a notice: a resume moved to
-//! the current endpoint), `provider:warning` (a notice: `⊘ 3 malformed stream events
-//! skipped (openai)`), `agent:transfer` (the header's active agent; the hand-off mark
-//! comes with the transfer's tool result).
+//! Events it hears: `session:start` (the header's agent), `session:status` (a turn no
+//! longer in flight), `content_block:delta` (text or thinking into the stream),
+//! `tool:pre` (the call's card, running; a task call's sub-session),
+//! `task:agent_spawned` / `task:agent_resumed` (the task card's sub-session),
+//! `tool:post` / `tool:error` (the card's result; a delegation's typed result and a
+//! checklist's notice from `tool:post`'s effect), `cancel:completed` and
+//! `orchestrator:complete` (the turn ended; a failed turn's `error` as an error
+//! cell), `agent:transfer` (the header's active agent; the hand-off mark comes with
+//! the transfer's tool result).
 //!
 //! Owns: that mapping, and placing a provider failure ([`Thread::push_failure`]: a
 //! retry notice replaced by the next retry or the final card). Does not own: tree
@@ -22,109 +23,102 @@ use super::error_card::ProviderFailure;
 use super::thread::Thread;
 use super::transcript::result_status;
 use crate::session::protocol::{
-    ContentBlockDeltaEvent, DeltaKind, TaskCallFields, TaskResult, ToolEffect,
+    AgentTransferEvent, DeltaKind, OrchestratorCompleteEvent, SessionStartEvent, TaskCallFields,
+    TaskResult, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
-use crate::session::{EngineEvent, Event, SessionStatus};
+use crate::session::{SessionId, SessionStatus};
 use crate::tui::theme::Theme;
 
 impl Thread {
-    /// Applies one bus event whose `session_id` is this thread's session.
-    pub fn apply_event(&mut self, event: &Event, theme: &Theme) {
-        match &event.msg {
-            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent { delta, kind }) => {
-                let Some(stream) = self.stream_mut() else {
-                    return;
-                };
-                match kind {
-                    DeltaKind::Text => {
-                        stream.push_text(delta, theme);
-                    }
-                    DeltaKind::Thinking => stream.push_thinking(delta),
-                }
+    /// `session:start` of this thread's session: the header names its agent.
+    pub fn on_start(&mut self, start: &SessionStartEvent) {
+        if !start.agent.is_empty() {
+            self.agent = Some(start.agent.clone());
+        }
+    }
+
+    /// `session:status` of this thread's session: a turn no longer in progress is
+    /// not in flight.
+    pub fn on_status(&mut self, status: SessionStatus) {
+        if !status.turn_in_progress() {
+            self.turn_in_flight = false;
+        }
+    }
+
+    /// `content_block:delta`: text or thinking into the stream.
+    pub fn on_delta(&mut self, kind: DeltaKind, delta: &str, theme: &Theme) {
+        let Some(stream) = self.stream_mut() else {
+            return;
+        };
+        match kind {
+            DeltaKind::Text => {
+                stream.push_text(delta, theme);
             }
-            EngineEvent::MessageAppended(appended) => self.append_live(&appended.message),
-            EngineEvent::ToolPre(pre) => {
-                self.card(
-                    &pre.tool_call_id,
-                    &pre.tool_name,
-                    &pre.tool_input.clone().into(),
-                );
-                if let Some(&i) = self.calls.get(pre.tool_call_id.as_str()) {
-                    self.set_running(i, sub_session(&pre.task));
-                }
-            }
-            EngineEvent::TaskAgentSpawned(spawned) => {
-                if let Some(&i) = self.calls.get(spawned.tool_call_id.as_str()) {
-                    self.set_running(i, Some(spawned.sub_session_id.to_string()));
-                }
-            }
-            EngineEvent::TaskAgentResumed(resumed) => {
-                if let Some(&i) = self.calls.get(resumed.tool_call_id.as_str()) {
-                    self.set_running(i, Some(resumed.sub_session_id.to_string()));
-                }
-            }
-            EngineEvent::ToolPost(post) => {
-                let result = match &post.effect {
-                    Some(ToolEffect::Task(result)) => Some(result),
-                    _ => None,
-                };
-                self.tool_result(&post.tool_call_id, &post.result, false, &post.task, result);
-                if let Some(ToolEffect::Todo(list)) = &post.effect {
-                    self.push_notice(&crate::tool::todo::summary(list));
-                }
-            }
-            EngineEvent::ToolError(error) => {
-                self.tool_result(&error.tool_call_id, &error.error, true, &error.task, None);
-            }
-            EngineEvent::ProviderError(error) => self.push_failure(ProviderFailure::from(error)),
-            EngineEvent::ProviderEndpointChanged(changed) => self.push_notice(&changed.note()),
-            EngineEvent::SessionRebuilt(rebuilt) => self.push_notice(&rebuilt.note()),
-            EngineEvent::ProviderWarning(warning) => {
-                self.push_notice(&format!("{} ({})", warning.message, warning.provider));
-            }
-            EngineEvent::McpServerFailed(failed) => self.push_notice(&failed.note()),
-            EngineEvent::SessionNotice(notice) => self.push_notice(&notice.message),
-            EngineEvent::HookRan(ran) => self.push_notice(&ran.note()),
-            EngineEvent::ContextCompaction(compaction) => self.push_compaction(compaction),
-            EngineEvent::CancelCompleted(_) => {
-                self.push_notice("turn cancelled");
-                self.turn_in_flight = false;
-            }
-            EngineEvent::AgentTransfer(transfer) => {
-                self.active_agent = Some(transfer.to.clone());
-            }
-            EngineEvent::OrchestratorComplete(done) => {
-                self.finalize_stream();
-                self.turn_in_flight = false;
-                // A failed turn's error (shown once: a provider failure card or the
-                // turn's outcome with the same text is not repeated).
-                if done.status == SessionStatus::Failed
-                    && let Some(error) = &done.error
-                {
-                    self.push_error(error);
-                }
-            }
-            // Not drawn in the thread: the tree row, status bar, approval prompt and
-            // pending list show them, or nothing does.
-            EngineEvent::SessionStart(_)
-            | EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::ContextUsage(_) => {}
+            DeltaKind::Thinking => stream.push_thinking(delta),
+        }
+    }
+
+    /// `tool:pre`: the call's card, running (a task call's card learns its
+    /// sub-session).
+    pub fn on_tool_pre(&mut self, pre: &ToolPreEvent) {
+        self.card(
+            &pre.tool_call_id,
+            &pre.tool_name,
+            &pre.tool_input.clone().into(),
+        );
+        if let Some(&i) = self.calls.get(pre.tool_call_id.as_str()) {
+            self.set_running(i, sub_session(&pre.task));
+        }
+    }
+
+    /// `task:agent_spawned` / `task:agent_resumed`: the task card of call
+    /// `tool_call_id` runs sub-session `sub_session_id`.
+    pub fn on_sub_session(&mut self, tool_call_id: &str, sub_session_id: &SessionId) {
+        if let Some(&i) = self.calls.get(tool_call_id) {
+            self.set_running(i, Some(sub_session_id.to_string()));
+        }
+    }
+
+    /// `tool:post`: the card's result (a delegation's typed result from the post's
+    /// effect), and a checklist the call set as a notice.
+    pub fn on_tool_post(&mut self, post: &ToolPostEvent) {
+        let result = match &post.effect {
+            Some(ToolEffect::Task(result)) => Some(result),
+            _ => None,
+        };
+        self.tool_result(&post.tool_call_id, &post.result, false, &post.task, result);
+        if let Some(ToolEffect::Todo(list)) = &post.effect {
+            self.push_notice(&crate::tool::todo::summary(list));
+        }
+    }
+
+    /// `tool:error`: the card's error result.
+    pub fn on_tool_error(&mut self, error: &ToolErrorEvent) {
+        self.tool_result(&error.tool_call_id, &error.error, true, &error.task, None);
+    }
+
+    /// `cancel:completed`: the turn ended cancelled.
+    pub fn on_cancelled(&mut self) {
+        self.push_notice("turn cancelled");
+        self.turn_in_flight = false;
+    }
+
+    /// `agent:transfer`: the header's active agent (the hand-off mark comes with the
+    /// transfer's tool result).
+    pub fn on_transfer(&mut self, transfer: &AgentTransferEvent) {
+        self.active_agent = Some(transfer.to.clone());
+    }
+
+    /// `orchestrator:complete`: the turn ended; a failed turn's error as an error cell
+    /// (shown once: a provider failure card or the turn's outcome with the same text
+    /// is not repeated).
+    pub fn on_complete(&mut self, done: &OrchestratorCompleteEvent) {
+        self.finalize_stream();
+        self.turn_in_flight = false;
+        if done.status == SessionStatus::Failed
+            && let Some(error) = &done.error
+        {
+            self.push_error(error);
         }
     }
 
@@ -207,7 +201,16 @@ mod tests {
     use crate::session::protocol::{
         ProviderErrorEvent, ProviderErrorKind, ProviderWarningEvent, ToolPostEvent, ToolPreEvent,
     };
+    use crate::session::{EngineEvent, Event};
+    use crate::tui::testing::to_thread;
     use serde_json::{Value, json};
+
+    /// Hands `event` to `t` as the TUI's dispatcher does for the open thread (`t`
+    /// becomes the thread of the event's session when it has none).
+    fn apply(t: &mut Thread, event: &Event, theme: &Theme) {
+        t.session_id.get_or_insert_with(|| event.session_id.clone());
+        to_thread(t, event, theme);
+    }
 
     fn ev(msg: EngineEvent) -> Event {
         Event::new("root", None, msg)
@@ -252,12 +255,12 @@ mod tests {
             {"type": "text", "text": "Delegating."},
             {"type": "tool_call", "id": "c1", "name": "task", "input": {"agent": "explorer", "instruction": "Look around"}}
         ]});
-        t.apply_event(&text("Deleg"), &theme);
+        apply(&mut t, &text("Deleg"), &theme);
         assert!(t.streaming().is_some());
-        t.apply_event(&appended(&assistant), &theme);
+        apply(&mut t, &appended(&assistant), &theme);
         assert!(t.streaming().is_none(), "final message replaces the stream");
         assert_eq!(t.cells.len(), 2);
-        t.apply_event(&task_pre("c1", "abc-def_explorer"), &theme);
+        apply(&mut t, &task_pre("c1", "abc-def_explorer"), &theme);
         assert!(t.has_child("abc-def_explorer"));
         // The card reads the typed result of the post's effect, not its text.
         let result = TaskResult {
@@ -270,7 +273,8 @@ mod tests {
             budget: None,
             isolation: None,
         };
-        t.apply_event(
+        apply(
+            &mut t,
             &ev(EngineEvent::ToolPost(ToolPostEvent {
                 tool_call_id: "c1".into(),
                 tool_name: "task".into(),
@@ -303,14 +307,14 @@ mod tests {
             {"type": "tool_call", "id": "call_1", "name": "task", "input": {"agent": "explorer", "instruction": "Look"}}
         ]});
         for (n, child) in ["r-1_explorer", "r-2_explorer"].iter().enumerate() {
-            t.apply_event(&appended(&call), &theme);
-            t.apply_event(&task_pre("call_1", child), &theme);
+            apply(&mut t, &appended(&call), &theme);
+            apply(&mut t, &task_pre("call_1", child), &theme);
             let cards = t
                 .cells
                 .iter()
                 .filter(|c| matches!(c.kind, CellKind::Task(_)));
             assert_eq!(cards.count(), n + 1, "tool:pre does not add a card");
-            t.apply_event(&post("call_1", "ok"), &theme);
+            apply(&mut t, &post("call_1", "ok"), &theme);
         }
         let children: Vec<_> = t
             .cells
@@ -333,7 +337,7 @@ mod tests {
     fn provider_error_keeps_partial_text_and_shows_the_error() {
         let theme = Theme::builtin_dark(true);
         let mut t = Thread::new_root(None);
-        t.apply_event(&text("partial"), &theme);
+        apply(&mut t, &text("partial"), &theme);
         let error = ProviderErrorEvent {
             provider: "openai".into(),
             module: "provider-openai".into(),
@@ -349,13 +353,13 @@ mod tests {
             wait_ms: None,
             retry_after_ms: None,
         };
-        t.apply_event(&ev(EngineEvent::ProviderError(error)), &theme);
+        apply(&mut t, &ev(EngineEvent::ProviderError(error)), &theme);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if &**s == "partial"));
         assert!(matches!(&t.cells[1].kind, CellKind::Failure(f) if f.error == "openai: 500 boom"));
         // The engine then saves the partial message: it replaces the provisional cell
         // in place, before the error.
         let partial = json!({"role": "assistant", "content": "partial text"});
-        t.apply_event(&appended(&partial), &theme);
+        apply(&mut t, &appended(&partial), &theme);
         t.push_error("openai: 500 boom");
         assert_eq!(t.cells.len(), 2);
         assert!(matches!(&t.cells[0].kind, CellKind::Assistant(s) if &**s == "partial text"));
@@ -370,7 +374,7 @@ mod tests {
             bundle: Some("bundle:foundation".into()),
             note: Some("bundle 'bundle:foundation' is not on this machine; rebuilt from arbor's active bundle 'arbor' (no stored config)".into()),
         };
-        t.apply_event(&ev(EngineEvent::SessionRebuilt(rebuilt)), &theme);
+        apply(&mut t, &ev(EngineEvent::SessionRebuilt(rebuilt)), &theme);
         assert!(
             matches!(&t.cells[0].kind, CellKind::Notice(n)
                 if n.starts_with("bundle 'bundle:foundation' is not on this machine")),
@@ -388,7 +392,11 @@ mod tests {
             from: "http://127.0.0.1:1/v1".into(),
             to: "http://127.0.0.1:2/v1".into(),
         };
-        t.apply_event(&ev(EngineEvent::ProviderEndpointChanged(changed)), &theme);
+        apply(
+            &mut t,
+            &ev(EngineEvent::ProviderEndpointChanged(changed)),
+            &theme,
+        );
         assert!(
             matches!(&t.cells[0].kind, CellKind::Notice(n)
                 if &**n == "endpoint changed: openai http://127.0.0.1:1/v1 → http://127.0.0.1:2/v1"),
@@ -401,7 +409,7 @@ mod tests {
     fn a_response_that_skipped_malformed_events_shows_a_warning_after_its_text() {
         let theme = Theme::builtin_dark(true);
         let mut t = Thread::new_root(None);
-        t.apply_event(&text("answer"), &theme);
+        apply(&mut t, &text("answer"), &theme);
         let warning = ProviderWarningEvent {
             provider: "openai".into(),
             model: "gpt-4o".into(),
@@ -409,8 +417,9 @@ mod tests {
             malformed_events: 2,
             first_malformed: "garbage".into(),
         };
-        t.apply_event(&ev(EngineEvent::ProviderWarning(warning)), &theme);
-        t.apply_event(
+        apply(&mut t, &ev(EngineEvent::ProviderWarning(warning)), &theme);
+        apply(
+            &mut t,
             &appended(&json!({"role": "assistant", "content": "answer"})),
             &theme,
         );
@@ -445,9 +454,9 @@ mod tests {
                 ..Default::default()
             }))
         };
-        t.apply_event(&post(None), &theme);
+        apply(&mut t, &post(None), &theme);
         assert!(t.cells.is_empty());
-        t.apply_event(&post(Some(ToolEffect::Todo(list))), &theme);
+        apply(&mut t, &post(Some(ToolEffect::Todo(list))), &theme);
         assert!(
             matches!(
                 &t.cells[..],
@@ -466,7 +475,7 @@ mod tests {
             server: "ghost".into(),
             error: "cannot start '/x'".into(),
         };
-        t.apply_event(&ev(EngineEvent::McpServerFailed(failed)), &theme);
+        apply(&mut t, &ev(EngineEvent::McpServerFailed(failed)), &theme);
         assert!(
             matches!(
                 &t.cells[..],
@@ -485,7 +494,7 @@ mod tests {
         let notice = crate::session::protocol::SessionNoticeEvent {
             message: "no live worker in pool gpu".into(),
         };
-        t.apply_event(&ev(EngineEvent::SessionNotice(notice)), &theme);
+        apply(&mut t, &ev(EngineEvent::SessionNotice(notice)), &theme);
         assert!(
             matches!(
                 &t.cells[..],
@@ -507,7 +516,11 @@ mod tests {
             summary: Some("The person wants the parser fixed.".into()),
             ..Default::default()
         };
-        t.apply_event(&ev(EngineEvent::ContextCompaction(compaction)), &theme);
+        apply(
+            &mut t,
+            &ev(EngineEvent::ContextCompaction(compaction)),
+            &theme,
+        );
         let [cell] = &mut t.cells[..] else {
             panic!("one cell expected");
         };

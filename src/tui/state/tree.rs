@@ -1,15 +1,18 @@
 //! The session tree: stored sessions of this project plus live ones from the bus,
 //! parent/child links from `parent_id`, status, timing, tokens, selection, collapse.
 //!
-//! Bus events read: `session:start` / `session:fork` / `session:resume` (node exists,
-//! with its agent; parent from the envelope's `parent_id` or the fork's `parent`; model
-//! from the start's `model` or the fork's `resolved_model`), `session:status` and
+//! Bus events it hears (from the TUI's dispatcher, `state::dispatch`; the handlers are
+//! in `live`): any event of an unknown session adds its node (parent from the
+//! envelope's `parent_id`); `session:start` / `session:fork` / `session:resume` (its
+//! agent; a fork's `parent` when the envelope named none; model from the start's
+//! `model` or the fork's `resolved_model`), `session:status` and
 //! `orchestrator:complete` (status), `session:renamed` (title), `provider:response`
 //! (model, input + output tokens, and the cost in USD when the model has a price),
 //! `tool:post` with its effect (a file changed — stored sessions bring their metadata's
 //! `files_changed` — or a checklist set, `3/7`), `session:budget` (the budget, stored
-//! sessions bring metadata `extra.budget`). Any other event of an unknown session adds
-//! a node too.
+//! sessions bring metadata `extra.budget`), `context:usage` / `context:compaction`
+//! (the context meter), `message:appended` (a sub-session's task, from its first
+//! user message).
 //!
 //! Owns: the live state of each session, its flattening into rows, selection and
 //! collapse, usage rolled up the subtree (`usage`: tokens always, cost where any
@@ -20,6 +23,7 @@
 
 mod files;
 mod isolation;
+mod live;
 mod needs_you;
 mod ran_on;
 mod rows;
@@ -34,13 +38,11 @@ use jiff::Timestamp;
 
 use crate::config::budget::BudgetState;
 use crate::remote::RanOn;
-use crate::session::metadata::{FileChange, record_file_change};
-use crate::session::protocol::{
-    OrchestratorCompleteEvent, ResolvedModel, SessionBudgetEvent, SessionStatusEvent, ToolEffect,
-};
+use crate::session::metadata::FileChange;
+use crate::session::protocol::{ResolvedModel, SessionBudgetEvent};
 use crate::session::title::title_from;
 use crate::session::tree::{Detached, forest};
-use crate::session::{EngineEvent, Event, Metadata, SessionId, SessionStatus};
+use crate::session::{Metadata, SessionId, SessionStatus};
 use crate::tui::clock::{millis_between, parse_ts};
 use crate::tui::state::context::ContextMeter;
 
@@ -407,153 +409,6 @@ impl SessionTree {
             .into_iter()
             .map(|i| self.joined[i].0.clone())
             .collect();
-    }
-
-    /// Applies one bus event.
-    pub fn apply(&mut self, event: &Event) {
-        let (agent, parent) = match &event.msg {
-            EngineEvent::SessionStart(start) => (Some(start.agent.as_str()), None),
-            EngineEvent::SessionFork(fork) => {
-                (Some(fork.agent.as_str()), Some(fork.parent.as_str()))
-            }
-            EngineEvent::SessionResume(resume) => (Some(resume.agent.as_str()), None),
-            // Neither names the session's agent nor its parent.
-            EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::OrchestratorComplete(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => (None, None),
-        };
-        let agent = agent.filter(|a| !a.is_empty());
-        let parent = event.parent_id.as_deref().or(parent);
-        let ts = parse_ts(&event.timestamp);
-        let new = self.ensure(&event.session_id, parent, agent);
-        let Some(node) = self.nodes.get_mut(event.session_id.as_str()) else {
-            return;
-        };
-        if new {
-            node.started = ts;
-            node.created = ts;
-        }
-        match &event.msg {
-            EngineEvent::SessionStatus(SessionStatusEvent { status })
-            | EngineEvent::OrchestratorComplete(OrchestratorCompleteEvent { status, .. }) => {
-                // A sub-session leaving the queue (or taken over after an interruption)
-                // may have started on a worker: list to learn its `ran_on`.
-                if node.parent.is_some()
-                    && *status == SessionStatus::Running
-                    && matches!(
-                        node.status,
-                        SessionStatus::Queued | SessionStatus::Interrupted
-                    )
-                {
-                    self.listing.wanted = true;
-                }
-                set_status(node, *status, ts);
-            }
-            EngineEvent::SessionRenamed(renamed) => node.title = Some(renamed.name.clone()),
-            EngineEvent::SessionBudget(budget) => node.budget = Some(*budget),
-            EngineEvent::ContextUsage(usage) => {
-                node.context = Some(ContextMeter::from_usage(usage))
-            }
-            EngineEvent::ContextCompaction(c) => {
-                node.context = Some(ContextMeter::compacted(node.context, c));
-            }
-            EngineEvent::SessionStart(start) => {
-                if let Some(model) = &start.model {
-                    node.model = Some(model.clone());
-                }
-            }
-            EngineEvent::SessionFork(fork) => {
-                if let Some(resolved) = &fork.resolved_model {
-                    set_resolved(node, resolved);
-                }
-            }
-            EngineEvent::MessageAppended(appended) => {
-                if node.parent.is_some()
-                    && node.fork.is_none()
-                    && node.task.is_none()
-                    && let crate::session::Message::User(_) = &appended.message
-                {
-                    node.task = title_from(&appended.message.text());
-                }
-            }
-            EngineEvent::ToolPost(post) => match &post.effect {
-                Some(ToolEffect::FileChange(change)) => {
-                    record_file_change(&mut node.files_changed, change);
-                }
-                Some(ToolEffect::Todo(list)) => {
-                    node.todo = Some(crate::tool::todo::progress(list));
-                }
-                Some(ToolEffect::Task(_) | ToolEffect::Transfer(_)) | None => {}
-            },
-            EngineEvent::ProviderResponse(response) => {
-                if !response.model.is_empty() {
-                    let provider = Some(response.provider.as_str());
-                    node.model = Some(model_label(provider, &response.model));
-                }
-                node.tokens += response.usage.input_tokens + response.usage.output_tokens;
-                if let Some(c) = response.usage.cost {
-                    node.cost = Some(node.cost.unwrap_or(0.0) + c);
-                }
-            }
-            // Nothing a tree row shows.
-            EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPre(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_) => {}
-        }
     }
 
     /// Sets sub-session `id`'s task from its `instruction` unless it has one (a

@@ -1,10 +1,11 @@
 //! The wall (issue 14, SPEC §13 "Wall"): one tile per session running under the open
 //! thread, with the live tail of its stream.
 //!
-//! Bus events read while the wall is open: any event of a session below the wall's
-//! session (all descendants, through the tree's parents) whose turn is in progress
-//! adds its tile, in the order they start; `content_block:delta` (text) appends to the
-//! session's tail, `tool:pre` adds a `⚙ tool` line. Finished tiles stay (the view dims
+//! Bus events it hears while the wall is open (from the TUI's dispatcher,
+//! `state::dispatch`): any event of a session below the wall's session (all
+//! descendants, through the tree's parents) whose turn is in progress adds its tile,
+//! in the order they start; `content_block:delta` (text) appends to the session's
+//! tail, `tool:pre` adds a `⚙ tool` line. Finished tiles stay (the view dims
 //! them) until the wall is closed. Tails are bounded ([`MAX_TAIL_BYTES`]; older whole
 //! lines go first) and kept for tiles only.
 //!
@@ -13,8 +14,6 @@
 
 use std::collections::HashMap;
 
-use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind, ToolPreEvent};
-use crate::session::{EngineEvent, Event};
 use crate::tui::state::inflight::InflightStreams;
 use crate::tui::state::tree::SessionTree;
 
@@ -57,70 +56,46 @@ impl Wall {
         wall
     }
 
-    /// Applies one bus event (after the tree applied it).
-    pub fn apply(&mut self, event: &Event, tree: &SessionTree) {
-        let id = event.session_id.as_str();
-        if !self.tails.contains_key(id) {
-            let running = tree.get(id).is_some_and(|n| n.status.turn_in_progress());
-            if !running || !self.is_below(id, tree) {
-                return;
-            }
-            self.tiles.push(id.to_string());
-            self.tails.insert(id.to_string(), String::new());
+    /// Any event of session `id`, after the tree took it: a session below the wall's
+    /// whose turn is in progress gets its tile. Returns whether `id` has a tile.
+    pub fn join(&mut self, id: &str, tree: &SessionTree) -> bool {
+        if self.tails.contains_key(id) {
+            return true;
         }
-        let Some(tail) = self.tails.get_mut(id) else {
-            return;
-        };
-        match &event.msg {
-            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
-                delta,
-                kind: DeltaKind::Text,
-            }) => tail.push_str(delta),
-            EngineEvent::ToolPre(ToolPreEvent { tool_name, .. }) => {
-                if !tail.is_empty() && !tail.ends_with('\n') {
-                    tail.push('\n');
-                }
-                tail.push_str(&format!("⚙ {tool_name}\n"));
-            }
-            // The wall's tail shows only streamed answer text and tool calls.
-            EngineEvent::SessionStart(_)
-            | EngineEvent::SessionFork(_)
-            | EngineEvent::SessionResume(_)
-            | EngineEvent::ProviderEndpointChanged(_)
-            | EngineEvent::SessionRebuilt(_)
-            | EngineEvent::SessionEnd(_)
-            | EngineEvent::PromptSubmit(_)
-            | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
-            | EngineEvent::ProviderError(_)
-            | EngineEvent::ProviderWarning(_)
-            | EngineEvent::ContentBlockDelta(_)
-            | EngineEvent::ToolPost(_)
-            | EngineEvent::ToolError(_)
-            | EngineEvent::TaskAgentSpawned(_)
-            | EngineEvent::TaskAgentResumed(_)
-            | EngineEvent::TaskAgentCompleted(_)
-            | EngineEvent::CancelRequested(_)
-            | EngineEvent::CancelCompleted(_)
-            | EngineEvent::OrchestratorComplete(_)
-            | EngineEvent::ApprovalRequired(_)
-            | EngineEvent::ApprovalGranted(_)
-            | EngineEvent::ApprovalDenied(_)
-            | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
-            | EngineEvent::MessageAppended(_)
-            | EngineEvent::PromptQueued(_)
-            | EngineEvent::PromptSent(_)
-            | EngineEvent::PromptUnqueued(_)
-            | EngineEvent::SessionBudget(_)
-            | EngineEvent::AgentTransfer(_)
-            | EngineEvent::McpServerFailed(_)
-            | EngineEvent::SessionNotice(_)
-            | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => return,
+        let running = tree.get(id).is_some_and(|n| n.status.turn_in_progress());
+        if !running || !self.is_below(id, tree) {
+            return false;
         }
-        bound(tail);
+        self.tiles.push(id.to_string());
+        self.tails.insert(id.to_string(), String::new());
+        true
+    }
+
+    /// `content_block:delta` text of session `id`: appended to its tail.
+    pub fn on_text(&mut self, id: &str, delta: &str, tree: &SessionTree) {
+        if let Some(tail) = self.tail_of(id, tree) {
+            tail.push_str(delta);
+            bound(tail);
+        }
+    }
+
+    /// `tool:pre` of session `id`: a `⚙ tool` line in its tail.
+    pub fn on_tool(&mut self, id: &str, tool_name: &str, tree: &SessionTree) {
+        if let Some(tail) = self.tail_of(id, tree) {
+            if !tail.is_empty() && !tail.ends_with('\n') {
+                tail.push('\n');
+            }
+            tail.push_str(&format!("⚙ {tool_name}\n"));
+            bound(tail);
+        }
+    }
+
+    /// Session `id`'s tail, once it has a tile ([`Wall::join`]).
+    fn tail_of(&mut self, id: &str, tree: &SessionTree) -> Option<&mut String> {
+        if !self.join(id, tree) {
+            return None;
+        }
+        self.tails.get_mut(id)
     }
 
     /// Whether `id` is a descendant of the wall's session.
@@ -185,8 +160,10 @@ fn bound(tail: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::SessionStatus;
-    use crate::tui::testing::{event, fork, start};
+    use crate::session::protocol::DeltaKind;
+    use crate::session::{EngineEvent, SessionStatus};
+    use crate::tui::state::dispatch::{Listeners, dispatch};
+    use crate::tui::testing::{event, fork, start, to_tree};
 
     const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
     const A: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
@@ -201,8 +178,11 @@ mod tests {
         parent: Option<&str>,
     ) {
         let e = event(msg, id, parent, "2025-03-01T12:00:00Z");
-        tree.apply(&e);
-        wall.apply(&e, tree);
+        let listeners = Listeners {
+            wall: Some(wall),
+            ..Listeners::tree(tree)
+        };
+        dispatch(&e, listeners);
     }
 
     fn delta(text: &str) -> EngineEvent {
@@ -212,8 +192,14 @@ mod tests {
     #[test]
     fn descendants_get_tiles_as_they_start_and_keep_them_when_done() {
         let mut tree = SessionTree::default();
-        tree.apply(&event(start("zen"), ROOT, None, "2025-03-01T12:00:00Z"));
-        tree.apply(&event(start("zen"), OTHER, None, "2025-03-01T12:00:00Z"));
+        to_tree(
+            &mut tree,
+            &event(start("zen"), ROOT, None, "2025-03-01T12:00:00Z"),
+        );
+        to_tree(
+            &mut tree,
+            &event(start("zen"), OTHER, None, "2025-03-01T12:00:00Z"),
+        );
         let mut wall = Wall::open(ROOT, &tree, &InflightStreams::default());
         assert!(wall.tiles.is_empty());
         apply(&mut tree, &mut wall, fork(ROOT, "explorer"), A, Some(ROOT));

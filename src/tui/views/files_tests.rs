@@ -5,7 +5,7 @@
 use super::tree::TreeView;
 use crate::session::{EngineEvent, SessionStatus};
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::{buffer_text, event, file_written, fork, start};
+use crate::tui::testing::{buffer_text, event, file_written, fork, start, to_tree};
 use crate::tui::theme::Theme;
 
 const T0: &str = "2025-03-01T12:00:00Z";
@@ -13,33 +13,44 @@ const T0: &str = "2025-03-01T12:00:00Z";
 fn tree() -> SessionTree {
     let mut tree = SessionTree::default();
     let ev = |msg, id: &str, parent: Option<&str>| event(msg, id, parent, T0);
-    tree.apply(&ev(start("arbor"), "root", None));
-    tree.apply(&ev(
-        fork("root", "implementer"),
-        "root-a_implementer",
-        Some("root"),
-    ));
-    tree.apply(&ev(
-        fork("root", "reviewer"),
-        "root-b_reviewer",
-        Some("root"),
-    ));
-    tree.apply(&ev(file_written("Cargo.toml", 3, 1), "root", None));
-    for path in ["src/lib.rs", "src/gate.rs", "README.md"] {
-        tree.apply(&ev(
-            file_written(path, 10, 2),
+    to_tree(&mut tree, &ev(start("arbor"), "root", None));
+    to_tree(
+        &mut tree,
+        &ev(
+            fork("root", "implementer"),
             "root-a_implementer",
             Some("root"),
-        ));
+        ),
+    );
+    to_tree(
+        &mut tree,
+        &ev(fork("root", "reviewer"), "root-b_reviewer", Some("root")),
+    );
+    to_tree(
+        &mut tree,
+        &ev(file_written("Cargo.toml", 3, 1), "root", None),
+    );
+    for path in ["src/lib.rs", "src/gate.rs", "README.md"] {
+        to_tree(
+            &mut tree,
+            &ev(
+                file_written(path, 10, 2),
+                "root-a_implementer",
+                Some("root"),
+            ),
+        );
     }
     for id in ["root", "root-a_implementer", "root-b_reviewer"] {
         let parent = (id != "root").then_some("root");
-        tree.apply(&event(
-            EngineEvent::status(SessionStatus::Completed),
-            id,
-            parent,
-            "2025-03-01T12:00:42Z",
-        ));
+        to_tree(
+            &mut tree,
+            &event(
+                EngineEvent::status(SessionStatus::Completed),
+                id,
+                parent,
+                "2025-03-01T12:00:42Z",
+            ),
+        );
     }
     tree
 }

@@ -26,7 +26,7 @@ use crate::tui::state::browser::{BrowserState, ReloadMark};
 use crate::tui::state::note::Note;
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::{buffer_text, event as ev, fork, start, tokens};
+use crate::tui::testing::{buffer_text, event as ev, fork, start, to_thread, to_tree, tokens};
 use crate::tui::theme::Theme;
 
 const NOW: &str = "2025-03-01T12:00:30Z";
@@ -62,96 +62,136 @@ pub(crate) const WRITER: &str = "5f0e1c2a11114222-aabbccddeeff0011_writer";
 
 fn sample_tree() -> SessionTree {
     let mut t = SessionTree::default();
-    t.apply(&ev(
-        start("zen-architect"),
-        ROOT,
-        None,
-        "2025-03-01T12:00:00Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        ROOT,
-        None,
-        "2025-03-01T12:00:00Z",
-    ));
-    t.apply(&ev(
-        fork(ROOT, "explorer"),
-        EXPLORER,
-        Some(ROOT),
-        "2025-03-01T12:00:02Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        EXPLORER,
-        Some(ROOT),
-        "2025-03-01T12:00:02Z",
-    ));
-    t.apply(&ev(
-        fork(EXPLORER, "reviewer"),
-        REVIEWER,
-        Some(EXPLORER),
-        "2025-03-01T12:00:04Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        REVIEWER,
-        Some(EXPLORER),
-        "2025-03-01T12:00:04Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Completed),
-        REVIEWER,
-        Some(EXPLORER),
-        "2025-03-01T12:00:16Z",
-    ));
-    t.apply(&ev(
-        tokens(1200, 300, None),
-        REVIEWER,
-        Some(EXPLORER),
-        "2025-03-01T12:00:16Z",
-    ));
-    t.apply(&ev(
-        fork(ROOT, "tester"),
-        TESTER,
-        Some(ROOT),
-        "2025-03-01T12:00:05Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        TESTER,
-        Some(ROOT),
-        "2025-03-01T12:00:05Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Failed),
-        TESTER,
-        Some(ROOT),
-        "2025-03-01T12:00:09Z",
-    ));
-    t.apply(&ev(
-        fork(ROOT, "writer"),
-        WRITER,
-        Some(ROOT),
-        "2025-03-01T12:00:06Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        WRITER,
-        Some(ROOT),
-        "2025-03-01T12:00:06Z",
-    ));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Cancelled),
-        WRITER,
-        Some(ROOT),
-        "2025-03-01T12:00:07Z",
-    ));
-    t.apply(&ev(
-        tokens(40000, 2345, None),
-        ROOT,
-        None,
-        "2025-03-01T12:00:20Z",
-    ));
+    to_tree(
+        &mut t,
+        &ev(start("zen-architect"), ROOT, None, "2025-03-01T12:00:00Z"),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            ROOT,
+            None,
+            "2025-03-01T12:00:00Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            fork(ROOT, "explorer"),
+            EXPLORER,
+            Some(ROOT),
+            "2025-03-01T12:00:02Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            EXPLORER,
+            Some(ROOT),
+            "2025-03-01T12:00:02Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            fork(EXPLORER, "reviewer"),
+            REVIEWER,
+            Some(EXPLORER),
+            "2025-03-01T12:00:04Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            REVIEWER,
+            Some(EXPLORER),
+            "2025-03-01T12:00:04Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Completed),
+            REVIEWER,
+            Some(EXPLORER),
+            "2025-03-01T12:00:16Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            tokens(1200, 300, None),
+            REVIEWER,
+            Some(EXPLORER),
+            "2025-03-01T12:00:16Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            fork(ROOT, "tester"),
+            TESTER,
+            Some(ROOT),
+            "2025-03-01T12:00:05Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            TESTER,
+            Some(ROOT),
+            "2025-03-01T12:00:05Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Failed),
+            TESTER,
+            Some(ROOT),
+            "2025-03-01T12:00:09Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            fork(ROOT, "writer"),
+            WRITER,
+            Some(ROOT),
+            "2025-03-01T12:00:06Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            WRITER,
+            Some(ROOT),
+            "2025-03-01T12:00:06Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Cancelled),
+            WRITER,
+            Some(ROOT),
+            "2025-03-01T12:00:07Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            tokens(40000, 2345, None),
+            ROOT,
+            None,
+            "2025-03-01T12:00:20Z",
+        ),
+    );
     t.load(&[Metadata {
         session_id: "9c8b7a6d-0000-4000-8000-000000000000".into(),
         agent_name: Some("helper".into()),
@@ -244,7 +284,8 @@ pub(crate) fn sample_thread() -> Thread {
         warnings: vec![],
     });
     let theme = theme();
-    t.apply_event(
+    to_thread(
+        &mut t,
         &ev(
             EngineEvent::delta(
                 DeltaKind::Text,
@@ -483,7 +524,8 @@ fn failed_thread() -> Thread {
         let error = serde_json::from_value(data).unwrap();
         ev(EngineEvent::ProviderError(error), ROOT, None, NOW)
     };
-    t.apply_event(
+    to_thread(
+        &mut t,
         &e(json!({
             "provider": "openrouter", "module": "provider-openai", "model": "meta-llama/llama-3.2-3b-instruct:free",
             "kind": "rate_limit", "status": 429,
@@ -494,10 +536,11 @@ fn failed_thread() -> Thread {
         &theme,
     );
     let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "The README describes arbor."}]});
-    t.apply_event(&ev(appended(reply), ROOT, None, NOW), &theme);
+    to_thread(&mut t, &ev(appended(reply), ROOT, None, NOW), &theme);
     let again = json!({"role": "user", "content": "And the SPEC?"});
-    t.apply_event(&ev(appended(again), ROOT, None, NOW), &theme);
-    t.apply_event(
+    to_thread(&mut t, &ev(appended(again), ROOT, None, NOW), &theme);
+    to_thread(
+        &mut t,
         &e(json!({
             "provider": "anthropic", "module": "provider-anthropic", "model": "claude-sonnet-4-5",
             "kind": "auth", "status": 401, "message": "invalid x-api-key",
@@ -570,8 +613,8 @@ fn status_bar_and_tree_show_usage_and_cost() {
     let cost = |id: &str, parent: Option<&str>, usd: f64| {
         ev(tokens(0, 0, Some(usd)), id, parent, "2025-03-01T12:00:21Z")
     };
-    tree.apply(&cost(ROOT, None, 0.25));
-    tree.apply(&cost(REVIEWER, Some(EXPLORER), 0.0042));
+    to_tree(&mut tree, &cost(ROOT, None, 0.25));
+    to_tree(&mut tree, &cost(REVIEWER, Some(EXPLORER), 0.0042));
     let view = TreeView {
         tree: &tree,
         theme: &theme,
@@ -597,11 +640,10 @@ fn tree_footer_names_the_selected_sessions_model_and_routing() {
         resolved_model: Some(resolved),
         ..Default::default()
     };
-    tree.apply(&Event::new(
-        EXPLORER,
-        Some(ROOT),
-        EngineEvent::SessionFork(fork),
-    ));
+    to_tree(
+        &mut tree,
+        &Event::new(EXPLORER, Some(ROOT), EngineEvent::SessionFork(fork)),
+    );
     let theme = theme();
     let view = TreeView {
         tree: &tree,

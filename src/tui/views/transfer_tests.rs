@@ -15,7 +15,7 @@ use crate::tui::state::browser::BrowserState;
 use crate::tui::state::cells::CellKind;
 use crate::tui::state::thread::Thread;
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::event;
+use crate::tui::testing::{event, to_thread};
 use crate::tui::theme::Theme;
 
 const ID: &str = "5f0e1c2a-1111-4222-8333-444455556666";
@@ -109,7 +109,7 @@ fn the_header_follows_selection_and_live_transfers() {
         to: "tech".into(),
         tool_call_id: "t2".into(),
     });
-    thread.apply_event(&event(transfer, ID, None, NOW), &theme);
+    to_thread(&mut thread, &event(transfer, ID, None, NOW), &theme);
     let head = screen(&mut thread, 80);
     assert!(
         head.lines().next().unwrap().contains("helpdesk › tech"),

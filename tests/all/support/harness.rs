@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use arbor::agent::Registry;
+use arbor::engine::EngineStream;
 use arbor::session::Event;
 use arbor::tui::app::AppOptions;
 use arbor::tui::clock::Clock;
 use arbor::tui::keymap::Keymap;
 use arbor::tui::theme::Theme;
-use arbor::tui::{App, AppEvent, EngineCommand};
+use arbor::tui::{App, AppEvent, EngineCommand, EngineReply};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -41,11 +42,37 @@ pub fn app_for(
         },
         tx,
     );
-    app.handle(AppEvent::TranscriptLoaded {
+    app.handle(AppEvent::Reply(EngineReply::Opened {
         requested: open.to_string(),
-        result: Ok(Box::new(loaded)),
-    });
+        session: Box::new(loaded),
+        earlier: None,
+    }));
     (app, rx)
+}
+
+/// Hands the app every item of the TUI's engine `stream` (events re-stamped at
+/// [`T0`]) until a reply for which `done` holds, which is handed too.
+pub async fn pump(app: &mut App, stream: &mut EngineStream, done: impl Fn(&EngineReply) -> bool) {
+    loop {
+        let output = tokio::time::timeout(super::fixture::GUARD, stream.next())
+            .await
+            .expect("the engine answers in time")
+            .expect("the engine stream is open");
+        let Some(event) = AppEvent::from_engine(output) else {
+            continue;
+        };
+        match event {
+            AppEvent::Engine(e) => feed(app, &[e]),
+            AppEvent::Reply(reply) => {
+                let last = done(&reply);
+                app.handle(AppEvent::Reply(reply));
+                if last {
+                    return;
+                }
+            }
+            other => app.handle(other),
+        }
+    }
 }
 
 /// Feeds bus events to the app, re-stamped at [`T0`].

@@ -33,10 +33,11 @@ fn an_opened_fork_reads_like_a_root_and_names_where_it_was_cut() {
     let mut h = harness();
     let mut fork = meta(FORK, Some(ROOT), "zen-architect");
     fork.forked_from_turn = Some(3);
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect"),
-        fork,
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect"),
+            fork,
+        ]))));
     h.press(KeyCode::Tab); // composer → tree
     h.press(KeyCode::Right); // expand the root
     h.press(KeyCode::Down);
@@ -65,10 +66,11 @@ fn an_opened_fork_reads_like_a_root_and_names_where_it_was_cut() {
 #[test]
 fn a_sub_session_still_says_sub_session() {
     let mut h = harness();
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect"),
-        meta(KID, Some(ROOT), "implementer"),
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect"),
+            meta(KID, Some(ROOT), "implementer"),
+        ]))));
     h.press(KeyCode::Tab);
     h.press(KeyCode::Right);
     h.press(KeyCode::Down);
@@ -88,10 +90,11 @@ fn the_unmerged_mark_stays_at_the_default_tree_width() {
     let mut h = harness();
     let mut kid = meta(KID, Some(ROOT), "implementer");
     kid.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect"),
-        kid,
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect"),
+            kid,
+        ]))));
     h.engine(
         appended(json!({"role": "user", "content": "Change VALUE in app.py to 'B'"})),
         KID,

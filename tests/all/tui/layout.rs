@@ -58,9 +58,10 @@ fn layout_work_is_independent_of_history_length() {
 
 #[tokio::test]
 async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
+    use futures::StreamExt;
     let (commands_tx, commands) = unbounded_channel();
-    let (results_tx, results) = unbounded_channel();
-    let (bus_tx, bus) = unbounded_channel();
+    let (events_tx, events) = unbounded_channel();
+    let (engine_tx, engine) = engine_stream();
     let mut app = App::new(
         AppOptions {
             theme: Theme::builtin_dark(false),
@@ -75,28 +76,38 @@ async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
         },
         commands_tx,
     );
-    // A bus event queued before the loop starts is applied too.
-    bus_tx
-        .send(Arc::new(Event::new(ROOT, None, start("zen-architect"))))
+    // An engine event queued before the loop starts is applied too.
+    engine_tx
+        .unbounded_send(output(Event::new(ROOT, None, start("zen-architect"))))
         .unwrap();
     let key = |code, mods| Ok(TermEvent::Key(KeyEvent::new(code, mods)));
+    // The quitting keys come once the engine's stream has been read (the loop
+    // prefers input).
     let input = futures::stream::iter(vec![
         key(KeyCode::Char('h'), KeyModifiers::NONE),
         key(KeyCode::Char('i'), KeyModifiers::NONE),
         key(KeyCode::Enter, KeyModifiers::NONE),
-        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
-        key(KeyCode::Char('c'), KeyModifiers::CONTROL),
-        key(KeyCode::Char('z'), KeyModifiers::NONE),
-    ]);
+    ])
+    .chain(
+        futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            key(KeyCode::Char('c'), KeyModifiers::CONTROL)
+        })
+        .chain(futures::stream::iter(vec![
+            key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            key(KeyCode::Char('z'), KeyModifiers::NONE),
+        ])),
+    )
+    .boxed();
     let channels = arbor::tui::runloop::Channels {
         commands,
-        results_tx,
-        results,
-        bus: Some(bus),
+        engine: Some(engine),
+        events_tx,
+        events,
         registry: None,
         reloads: None,
     };
-    let executor = FakeExecutor(Default::default());
+    let executor = FakeExecutor(Default::default(), engine_tx);
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     arbor::tui::runloop::run_app(
         &mut terminal,

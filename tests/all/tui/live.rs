@@ -194,9 +194,9 @@ fn a_new_root_header_shows_the_agent_from_session_start() {
         if start_first {
             start(&mut h);
         }
-        h.app.handle(AppEvent::SessionCreated {
+        h.app.handle(AppEvent::Reply(EngineReply::SessionCreated {
             session_id: ROOT.into(),
-        });
+        }));
         if !start_first {
             start(&mut h);
         }
@@ -233,10 +233,10 @@ fn continue_opens_the_latest_root_expanded() {
         last_updated: T0.into(),
         ..Default::default()
     };
-    app.handle(AppEvent::SessionsListed(Ok(vec![
+    app.handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
         meta(CHILD, Some(ROOT), "explorer"),
         meta(ROOT, None, "zen-architect"),
-    ])));
+    ]))));
     let cmds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     assert_eq!(
         cmds.last(),
@@ -244,14 +244,15 @@ fn continue_opens_the_latest_root_expanded() {
             session_id: ROOT.into()
         })
     );
-    app.handle(AppEvent::TranscriptLoaded {
+    app.handle(AppEvent::Reply(EngineReply::Opened {
         requested: ROOT.into(),
-        result: Ok(Box::new(LoadedSession {
+        session: Box::new(LoadedSession {
             metadata: meta(ROOT, None, "zen-architect"),
             transcript: root_transcript(),
             warnings: vec![],
-        })),
-    });
+        }),
+        earlier: None,
+    }));
     let ids: Vec<String> = app
         .tree()
         .rows()

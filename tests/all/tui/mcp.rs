@@ -12,7 +12,7 @@ fn f6_lists_the_servers_and_esc_closes() {
     h.press(KeyCode::F(6));
     assert_eq!(h.app.overlay(), Overlay::Mcp);
     assert_eq!(h.drain(), [EngineCommand::ListMcpServers]);
-    h.app.handle(AppEvent::McpServersListed(vec![
+    h.app.handle(AppEvent::Reply(EngineReply::McpServers(vec![
         McpServerStatus {
             name: "calc".into(),
             origin: "config.yaml".into(),
@@ -29,7 +29,7 @@ fn f6_lists_the_servers_and_esc_closes() {
                 reason: "cannot start '/nonexistent/ghost'".into(),
             },
         },
-    ]));
+    ])));
     let screen = h.screen(100, 30);
     assert!(screen.contains("MCP servers"), "{screen}");
     assert!(screen.contains("● calc  running  config.yaml"), "{screen}");

@@ -27,10 +27,10 @@ fn at_partial_lists_project_files_and_tab_completes() {
     );
     assert!(h.app.popup().is_none(), "no list yet");
     let files = arbor::tui::state::mentions::list_files(&root);
-    h.app.handle(AppEvent::ProjectFiles {
+    h.app.handle(AppEvent::Reply(EngineReply::ProjectFiles {
         root: root.clone(),
         files: Arc::new(files),
-    });
+    }));
     let popup = h.app.popup().unwrap();
     assert_eq!(popup.kind, PopupKind::Files);
     let values: Vec<_> = popup.items.iter().map(|i| i.value.as_str()).collect();
@@ -62,10 +62,10 @@ fn at_partial_lists_project_files_and_tab_completes() {
     h.type_text("see @notes.txt");
     h.drain();
     let files = arbor::tui::state::mentions::list_files(&root);
-    h.app.handle(AppEvent::ProjectFiles {
+    h.app.handle(AppEvent::Reply(EngineReply::ProjectFiles {
         root,
         files: Arc::new(files),
-    });
+    }));
     assert!(h.app.popup().is_some());
     h.press(KeyCode::Enter);
     assert!(matches!(

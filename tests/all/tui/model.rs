@@ -28,11 +28,11 @@ fn ctrl_o_switches_the_open_sessions_model_and_the_status_bar_says_so() {
         }]
     );
     assert_eq!(h.app.composer_text(), "", "the choice leaves the composer");
-    h.app.handle(AppEvent::ModelSwitched {
+    h.app.handle(AppEvent::Reply(EngineReply::ModelSwitched {
         session_id: Some(ROOT.into()),
         result: Ok("anthropic/claude-sonnet-4-5".into()),
         warning: None,
-    });
+    }));
     assert_eq!(
         h.app.provider_label(),
         &Ok("anthropic/claude-sonnet-4-5".to_string())
@@ -53,14 +53,13 @@ fn ctrl_o_switches_the_open_sessions_model_and_the_status_bar_says_so() {
     h.type_text("nope/x*");
     h.key(KeyCode::Char('o'), KeyModifiers::CONTROL);
     h.drain();
-    h.app.handle(AppEvent::ModelSwitched {
+    h.app.handle(AppEvent::Reply(EngineReply::ModelSwitched {
         session_id: Some(ROOT.into()),
         result: Err(arbor::engine::EngineError::Other(
             "model x*: no match among the 1 models openai lists".into(),
-        )
-        .into()),
+        )),
         warning: None,
-    });
+    }));
     let screen = h.screen(80, 24);
     assert!(screen.contains("model not switched: model x*"), "{screen}");
     assert_eq!(
@@ -81,11 +80,11 @@ fn before_the_root_session_exists_the_switch_is_for_new_sessions() {
             model: "gpt-4.1".into(),
         }]
     );
-    h.app.handle(AppEvent::ModelSwitched {
+    h.app.handle(AppEvent::Reply(EngineReply::ModelSwitched {
         session_id: None,
         result: Ok("openai/gpt-4.1".into()),
         warning: None,
-    });
+    }));
     assert_eq!(h.app.provider_label(), &Ok("openai/gpt-4.1".to_string()));
     assert!(
         h.screen(80, 24)
@@ -121,14 +120,14 @@ fn a_message_is_not_taken_as_a_model_and_an_unlisted_one_warns() {
             model: "gpt-4o-typo".into(),
         }]
     );
-    h.app.handle(AppEvent::ModelSwitched {
+    h.app.handle(AppEvent::Reply(EngineReply::ModelSwitched {
         session_id: Some(ROOT.into()),
         result: Ok("openai/gpt-4o-typo".into()),
         warning: Some(
             "gpt-4o-typo is not among the 3 models openai lists (used anyway: the server decides)"
                 .into(),
         ),
-    });
+    }));
     let note = h.app.note().unwrap();
     assert!(note.warning);
     assert!(

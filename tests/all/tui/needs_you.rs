@@ -17,11 +17,12 @@ const SIBLING: &str = "5f0e1c2a11114222-7777888899990000_tester";
 fn with_stored_failures() -> Harness {
     let mut h = harness_with(Ok("openai/gpt-4o".into()), Some(ROOT));
     h.drain();
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        stored(ROOT, None, "arbor", SessionStatus::Completed, 0),
-        stored(CHILD, Some(ROOT), "explorer", SessionStatus::Failed, 1),
-        stored(SIBLING, Some(ROOT), "tester", SessionStatus::Interrupted, 2),
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            stored(ROOT, None, "arbor", SessionStatus::Completed, 0),
+            stored(CHILD, Some(ROOT), "explorer", SessionStatus::Failed, 1),
+            stored(SIBLING, Some(ROOT), "tester", SessionStatus::Interrupted, 2),
+        ]))));
     h.load(ROOT, None, "arbor", root_transcript());
     h
 }
@@ -156,8 +157,8 @@ impl arbor::tui::runloop::Host<CrosstermBackend<Bytes>> for BytesHost {
 /// bytes the terminal received.
 async fn terminal_bytes(notify: Notify) -> Vec<u8> {
     let (commands_tx, commands) = unbounded_channel();
-    let (results_tx, results) = unbounded_channel();
-    let (bus_tx, bus) = unbounded_channel();
+    let (events_tx, events) = unbounded_channel();
+    let (engine_tx, engine) = engine_stream();
     let mut app = App::new(
         AppOptions {
             theme: Theme::builtin_dark(false),
@@ -182,12 +183,12 @@ async fn terminal_bytes(notify: Notify) -> Vec<u8> {
             EngineEvent::status(SessionStatus::Failed),
         ),
     ] {
-        bus_tx.send(Arc::new(event)).unwrap();
+        engine_tx.unbounded_send(output(event)).unwrap();
     }
     let key = |code, mods| -> std::io::Result<TermEvent> {
         Ok(TermEvent::Key(KeyEvent::new(code, mods)))
     };
-    // Input comes after the bus has been read (the loop prefers input).
+    // Input comes after the engine's stream has been read (the loop prefers input).
     let input = futures::stream::once(async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         key(KeyCode::Char('c'), KeyModifiers::CONTROL)
@@ -199,13 +200,13 @@ async fn terminal_bytes(notify: Notify) -> Vec<u8> {
     .boxed();
     let channels = arbor::tui::runloop::Channels {
         commands,
-        results_tx,
-        results,
-        bus: Some(bus),
+        engine: Some(engine),
+        events_tx,
+        events,
         registry: None,
         reloads: None,
     };
-    let executor = FakeExecutor(Default::default());
+    let executor = FakeExecutor(Default::default(), engine_tx);
     let bytes = Bytes::default();
     let mut terminal = Terminal::new(CrosstermBackend::new(bytes.clone())).unwrap();
     arbor::tui::runloop::run_app(
@@ -280,11 +281,11 @@ fn d_shows_the_selected_sessions_diff_s_adds_sub_sessions_esc_closes() {
             subtree: false
         }]
     );
-    h.app.handle(AppEvent::DiffLoaded {
+    h.app.handle(AppEvent::Reply(EngineReply::DiffLoaded {
         session_id: ROOT.into(),
         subtree: false,
         result: Ok(diffs()),
-    });
+    }));
     let screen = h.screen(80, 24);
     assert!(
         screen.contains("Diff · zen-architect #5f0e1c2a · 2 files +3 -1"),
@@ -323,11 +324,11 @@ fn the_diff_overlay_scrolls_and_d_in_the_chat_diffs_the_open_thread() {
         "--- /dev/null\n+++ b/long.txt\n@@ -0,0 +1,60 @@\n{}",
         (1..=60).map(|i| format!("+line {i}\n")).collect::<String>()
     );
-    h.app.handle(AppEvent::DiffLoaded {
+    h.app.handle(AppEvent::Reply(EngineReply::DiffLoaded {
         session_id: ROOT.into(),
         subtree: false,
         result: Ok(many),
-    });
+    }));
     h.screen(80, 24);
     h.press(KeyCode::End);
     let bottom = h.screen(80, 24);
@@ -355,7 +356,8 @@ fn a_seen_failure_stays_seen_after_a_restart() {
         h.app
             .set_seen_store(arbor::tui::state::seen::SeenStore::load(path.clone()));
         h.drain();
-        h.app.handle(AppEvent::SessionsListed(Ok(listed)));
+        h.app
+            .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(listed))));
         h
     };
     let mut h = start(listing());

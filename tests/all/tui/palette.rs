@@ -116,10 +116,10 @@ fn rename_export_clear_and_resume_act_on_the_open_session() {
             title: "Survey of the repo".into(),
         }]
     );
-    h.app.handle(AppEvent::SessionRenamed {
+    h.app.handle(AppEvent::Reply(EngineReply::SessionRenamed {
         session_id: ROOT.into(),
         result: Ok("Survey of the repo".into()),
-    });
+    }));
     assert_eq!(
         h.app.tree().get(ROOT).unwrap().title.as_deref(),
         Some("Survey of the repo")
@@ -133,10 +133,10 @@ fn rename_export_clear_and_resume_act_on_the_open_session() {
             session_id: ROOT.into()
         }]
     );
-    h.app.handle(AppEvent::Exported {
+    h.app.handle(AppEvent::Reply(EngineReply::Exported {
         session_id: ROOT.into(),
         result: Ok("/work/p/arbor-export-5f0e1c2a.md".into()),
-    });
+    }));
     assert!(
         h.screen(80, 24)
             .contains("exported to /work/p/arbor-export-5f0e1c2a.md")

@@ -42,10 +42,11 @@ fn a_child_started_on_a_worker_shows_its_host_in_the_tree_while_it_runs() {
         serde_json::from_value(json!({"worker": "w-1a2b3c4d", "host": "build-1", "pid": 4242}))
             .unwrap(),
     );
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect", SessionStatus::Running),
-        child,
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect", SessionStatus::Running),
+            child,
+        ]))));
     assert!(h.drain().is_empty(), "one listing, not a loop");
     let screen = h.screen(120, 12);
     let row = screen

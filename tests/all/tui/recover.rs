@@ -58,7 +58,9 @@ fn after_a_crash() -> Vec<Metadata> {
 /// The crashed tree listed, the tree focused with the root expanded.
 fn crashed_tree() -> Harness {
     let mut h = harness();
-    h.app.handle(AppEvent::SessionsListed(Ok(after_a_crash())));
+    h.app.handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(
+        after_a_crash(),
+    ))));
     h.press(KeyCode::Tab); // composer → tree
     assert_eq!(h.app.focus(), Focus::Tree);
     h.press(KeyCode::Right); // expand the root

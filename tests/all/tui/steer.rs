@@ -198,11 +198,13 @@ fn a_returned_message_goes_back_to_the_composer() {
     assert_eq!(h.app.composer_text(), "draft\nlater");
     assert_eq!(h.app.pending().count(), 0);
     // A failed steer command gives its text back too.
-    h.app.handle(AppEvent::NotSent {
+    h.app.handle(AppEvent::Reply(EngineReply::NotSent {
         session_id: ROOT.into(),
         text: Some("steered".into()),
-        message: "session is open in another process (pid 7)".into(),
-    });
+        error: arbor::engine::EngineError::Other(
+            "session is open in another process (pid 7)".into(),
+        ),
+    }));
     assert_eq!(h.app.composer_text(), "draft\nlater\nsteered");
     assert!(h.screen(80, 24).contains("not sent: session is open"));
 }

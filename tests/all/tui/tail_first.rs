@@ -24,7 +24,7 @@ fn messages(range: std::ops::Range<usize>) -> Vec<Message> {
 #[test]
 fn newest_first_then_the_loading_line_then_the_earlier_messages() {
     let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
-    h.app.handle(AppEvent::TranscriptTailLoaded {
+    h.app.handle(AppEvent::Reply(EngineReply::Opened {
         requested: ROOT.into(),
         session: Box::new(LoadedSession {
             metadata: Metadata {
@@ -35,8 +35,8 @@ fn newest_first_then_the_loading_line_then_the_earlier_messages() {
             transcript: messages(50..70),
             warnings: vec![],
         }),
-        earlier: 4096,
-    });
+        earlier: Some(4096),
+    }));
     let screen = h.screen(100, 30);
     assert!(screen.contains("answer 69"), "{screen}");
     assert!(
@@ -101,7 +101,7 @@ fn newest_first_then_the_loading_line_then_the_earlier_messages() {
 #[test]
 fn an_earlier_part_that_cannot_be_read_is_named() {
     let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
-    h.app.handle(AppEvent::TranscriptTailLoaded {
+    h.app.handle(AppEvent::Reply(EngineReply::Opened {
         requested: ROOT.into(),
         session: Box::new(LoadedSession {
             metadata: Metadata {
@@ -111,8 +111,8 @@ fn an_earlier_part_that_cannot_be_read_is_named() {
             transcript: messages(55..60),
             warnings: vec![],
         }),
-        earlier: 77,
-    });
+        earlier: Some(77),
+    }));
     h.app.handle(AppEvent::EarlierLoaded {
         session_id: ROOT.into(),
         end: 77,

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 
 use arbor::engine::handle::undo::{Discarded, Merged, Rewound, UndoDone};
 use arbor::session::fork::Forked;
-use arbor::tui::error::UiError;
 
 use super::*;
 
@@ -34,10 +33,11 @@ fn child_selected() -> Harness {
     let mut h = harness();
     let mut kid = meta(KID, Some(ROOT), "implementer");
     kid.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/1a2b3c4d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect"),
-        kid,
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect"),
+            kid,
+        ]))));
     h.press(KeyCode::Tab); // composer → tree
     assert_eq!(h.app.focus(), Focus::Tree);
     h.press(KeyCode::Right); // expand the root
@@ -80,7 +80,7 @@ fn m_then_y_merges_and_the_node_loses_its_unmerged_mark() {
         }]
     );
     assert!(!h.screen(100, 20).contains("into the parent's checkout?"));
-    h.app.handle(AppEvent::Undone {
+    h.app.handle(AppEvent::Reply(EngineReply::Undone {
         session_id: KID.into(),
         result: Ok(UndoDone::Merged(Merged {
             branch: "arbor/1a2b3c4d".into(),
@@ -90,7 +90,7 @@ fn m_then_y_merges_and_the_node_loses_its_unmerged_mark() {
             worktree: PathBuf::from("/w"),
             notes: vec![],
         })),
-    });
+    }));
     assert_eq!(branch(&h), None, "the node lost its unmerged mark");
     assert!(
         note(&h).contains("merged arbor/1a2b3c4d (1 file) into /r"),
@@ -134,14 +134,14 @@ fn n_cancels_a_merge_and_esc_a_discard() {
             session_id: KID.into()
         }]
     );
-    h.app.handle(AppEvent::Undone {
+    h.app.handle(AppEvent::Reply(EngineReply::Undone {
         session_id: KID.into(),
         result: Ok(UndoDone::Discarded(Discarded {
             branch: "arbor/1a2b3c4d".into(),
             worktree: PathBuf::from("/w"),
             notes: vec![],
         })),
-    });
+    }));
     assert_eq!(branch(&h), None);
     assert_eq!(note(&h), "discarded arbor/1a2b3c4d");
 }
@@ -152,14 +152,14 @@ fn a_refused_merge_names_the_conflicting_files_and_keeps_the_mark() {
     h.press(KeyCode::Char('m'));
     h.press(KeyCode::Char('y'));
     h.drain();
-    h.app.handle(AppEvent::Undone {
+    h.app.handle(AppEvent::Reply(EngineReply::Undone {
         session_id: KID.into(),
-        result: Err(UiError::from(arbor::engine::handle::undo::UndoError::from(
+        result: Err(arbor::engine::handle::undo::UndoError::from(
             arbor::isolation::IsolationError::Conflict {
                 files: vec!["app.py".into(), "lib.py".into()],
             },
-        ))),
-    });
+        )),
+    }));
     let screen = h.screen(120, 20);
     assert!(screen.contains("app.py, lib.py"), "{screen}");
     assert!(branch(&h).is_some(), "the worktree stays");
@@ -180,14 +180,14 @@ fn a_refused_merge_names_the_conflicting_files_and_keeps_the_mark() {
 #[test]
 fn a_refused_merge_offers_markers_and_n_leaves_the_branch() {
     let mut h = child_selected();
-    h.app.handle(AppEvent::Undone {
+    h.app.handle(AppEvent::Reply(EngineReply::Undone {
         session_id: KID.into(),
-        result: Err(UiError::from(arbor::engine::handle::undo::UndoError::from(
+        result: Err(arbor::engine::handle::undo::UndoError::from(
             arbor::isolation::IsolationError::Conflict {
                 files: vec!["app.py".into()],
             },
-        ))),
-    });
+        )),
+    }));
     assert!(
         h.screen(120, 20)
             .contains("the merge conflicts in 1 file (app.py); write conflict"),
@@ -241,7 +241,7 @@ fn u_on_a_turn_forks_there_with_a_rewind_and_opens_the_fork() {
         }]
     );
     let fork_id = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b";
-    h.app.handle(AppEvent::Undone {
+    h.app.handle(AppEvent::Reply(EngineReply::Undone {
         session_id: ROOT.into(),
         result: Ok(UndoDone::Forked {
             forked: Forked {
@@ -258,7 +258,7 @@ fn u_on_a_turn_forks_there_with_a_rewind_and_opens_the_fork() {
                 forced: vec![],
             }),
         }),
-    });
+    }));
     assert_eq!(
         h.drain(),
         vec![
@@ -302,22 +302,24 @@ fn a_live_child_learns_its_branch_when_the_parents_turn_ends() {
     let mut h = with_root_open();
     h.drain();
     assert_eq!(h.app.tree().get(CHILD).and_then(|n| n.branch.clone()), None);
-    h.app
-        .handle(AppEvent::TurnFinished(arbor::engine::TurnOutcome {
+    h.app.handle(AppEvent::Reply(EngineReply::TurnFinished(
+        arbor::engine::TurnOutcome {
             session_id: ROOT.into(),
             agent: "zen-architect".into(),
             status: SessionStatus::Completed,
             response: "All done.".into(),
             turn_count: 1,
             error: None,
-        }));
+        },
+    )));
     assert_eq!(h.drain(), vec![EngineCommand::ListSessions]);
     let mut child = meta(CHILD, Some(ROOT), "explorer");
     child.arbor.worktree = Some(serde_json::from_value(json!({"path": "/w", "branch": "arbor/0a1b2c3d", "base": "0", "repo": "/r", "state": "active"})).unwrap());
-    h.app.handle(AppEvent::SessionsListed(Ok(vec![
-        meta(ROOT, None, "zen-architect"),
-        child,
-    ])));
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect"),
+            child,
+        ]))));
     assert_eq!(
         h.app
             .tree()

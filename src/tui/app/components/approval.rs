@@ -19,7 +19,6 @@ use crate::tui::action::{KeyOutcome, UiAction};
 use crate::tui::app::Focus;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use crate::tui::app::panes::Panes;
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context, KeyBinding};
 use crate::tui::state::approvals::ApprovalQueue;
 use crate::tui::views::approval::ApprovalView;
@@ -129,14 +128,6 @@ impl Component for ApprovalPrompt {
 
     fn paste(&mut self, text: &str, _: &mut Ctx<'_>) -> bool {
         self.queue.paste(text)
-    }
-
-    fn on_event(&mut self, event: &AppEvent, cx: &mut Ctx<'_>) {
-        if let AppEvent::Engine(ev) = event
-            && self.queue.apply(ev, cx.now)
-        {
-            cx.tree.set_waiting(self.queue.waiting_sessions());
-        }
     }
 
     fn layout(&mut self, panes: &Panes, cx: &mut Ctx<'_>) {

@@ -1,6 +1,6 @@
 //! The diff overlay as a component: a session's changes (its own, or with
 //! `diff.subtree` its descendants' too), asked of the engine (`EngineCommand::LoadDiff`)
-//! when it opens and filled in by [`AppEvent::DiffLoaded`]; its keys scroll it.
+//! when it opens and filled in by the engine's `DiffLoaded` reply (the `App` hands it over); its keys scroll it.
 //!
 //! Owns: those transitions and the overlay's state. Does not own: the lines
 //! (`state::diff`), the replay (`tool::filesystem::changes`, run by the engine) or the
@@ -11,7 +11,7 @@ use ratatui::Frame;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
-use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::diff::DiffState;
 use crate::tui::views::diff::DiffView;
@@ -88,18 +88,6 @@ impl Component for DiffOverlay {
 
     fn wheel_actions(&self) -> Option<(Action, Action)> {
         Some((Action::DiffUp, Action::DiffDown))
-    }
-
-    fn on_event(&mut self, event: &AppEvent, _: &mut Ctx<'_>) {
-        if let AppEvent::DiffLoaded {
-            session_id,
-            subtree,
-            result,
-        } = event
-        {
-            let result = result.clone();
-            self.state.load(session_id, *subtree, result);
-        }
     }
 
     fn layout(&mut self, panes: &Panes, _: &mut Ctx<'_>) {

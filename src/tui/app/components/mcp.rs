@@ -1,5 +1,5 @@
 //! The MCP servers overlay as a component: asks the engine for the list when it
-//! opens (and on `mcp.refresh`), keeps the answer ([`AppEvent::McpServersListed`]),
+//! opens (and on `mcp.refresh`), keeps the answer (the engine's `McpServers` reply, handed over by the `App`),
 //! scrolls and draws it (`views::mcp`).
 //!
 //! Owns: the servers as last listed and the scroll. Does not own: the servers
@@ -11,7 +11,7 @@ use crate::tool::mcp::McpServerStatus;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
-use crate::tui::app_event::{AppEvent, EngineCommand};
+use crate::tui::app_event::EngineCommand;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::views::centered;
 use crate::tui::views::mcp::McpView;
@@ -29,6 +29,11 @@ impl McpOverlay {
     pub(super) fn open(cx: &mut Ctx<'_>) -> Option<Box<dyn Component>> {
         cx.send(EngineCommand::ListMcpServers);
         Some(Box::new(Self::default()))
+    }
+
+    /// The servers as the engine listed them.
+    pub(in crate::tui::app) fn listed(&mut self, servers: Vec<McpServerStatus>) {
+        self.servers = servers;
     }
 }
 
@@ -57,12 +62,6 @@ impl Component for McpOverlay {
 
     fn wheel_actions(&self) -> Option<(Action, Action)> {
         Some((Action::McpUp, Action::McpDown))
-    }
-
-    fn on_event(&mut self, event: &AppEvent, _: &mut Ctx<'_>) {
-        if let AppEvent::McpServersListed(servers) = event {
-            self.servers = servers.clone();
-        }
     }
 
     fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>) {

@@ -25,6 +25,8 @@ use crate::tui::keymap::Action;
 
 pub(super) use confirm::ConfirmPrompt;
 pub(super) use diff::DiffOverlay;
+pub(super) use mcp::McpOverlay;
+pub(super) use wall::WallOverlay;
 
 /// Builds a component for the person (`None`: it did not open; it said why in `cx`).
 pub(super) type Open = fn(&mut Ctx<'_>) -> Option<Box<dyn Component>>;

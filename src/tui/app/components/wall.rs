@@ -15,7 +15,6 @@ use crate::tui::action::UiAction;
 use crate::tui::app::component::{Component, Ctx, DrawCtx, Effect, Layer};
 use crate::tui::app::panes::Panes;
 use crate::tui::app::{Focus, Overlay};
-use crate::tui::app_event::AppEvent;
 use crate::tui::keymap::{Action, Context};
 use crate::tui::state::wall::Wall;
 use crate::tui::views::wall::{WallView, grid, per_page};
@@ -40,6 +39,11 @@ impl WallOverlay {
         Some(Box::new(Self {
             wall: Wall::open(&root, cx.tree, cx.inflight),
         }))
+    }
+
+    /// Its tiles, as engine events change them (`state::dispatch`).
+    pub(in crate::tui::app) fn wall_mut(&mut self) -> &mut Wall {
+        &mut self.wall
     }
 }
 
@@ -97,12 +101,6 @@ impl Component for WallOverlay {
         }
         self.act(if up { Action::WallUp } else { Action::WallDown }, cx);
         true
-    }
-
-    fn on_event(&mut self, event: &AppEvent, cx: &mut Ctx<'_>) {
-        if let AppEvent::Engine(ev) = event {
-            self.wall.apply(ev, cx.tree);
-        }
     }
 
     fn draw(&self, frame: &mut Frame<'_>, panes: &Panes, cx: &DrawCtx<'_>) {

@@ -5,8 +5,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use jiff::{SignedDuration, Timestamp};
 
 use super::*;
-use crate::session::SessionStatus;
 use crate::session::protocol::{DecisionKind, OrchestratorCompleteEvent};
+use crate::session::{EngineEvent, SessionStatus};
+use crate::tui::state::dispatch::{Listeners, dispatch};
+use crate::tui::state::tree::SessionTree;
 use crate::tui::testing::{approval_bash, approval_denied, approval_edit, approval_granted, event};
 
 const S1: &str = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
@@ -17,8 +19,15 @@ fn at(ms: i64) -> Timestamp {
     T0.parse::<Timestamp>().unwrap() + SignedDuration::from_millis(ms)
 }
 
+/// Hands `msg` of `session` to `q` at `ms` as the TUI's dispatcher does; whether the
+/// queue changed.
 fn feed(q: &mut ApprovalQueue, session: &str, msg: EngineEvent, ms: i64) -> bool {
-    q.apply(&event(msg, session, None, T0), at(ms))
+    let mut tree = SessionTree::default();
+    let listeners = Listeners {
+        approvals: Some((q, at(ms))),
+        ..Listeners::tree(&mut tree)
+    };
+    dispatch(&event(msg, session, None, T0), listeners).approvals_changed
 }
 
 fn key(q: &mut ApprovalQueue, code: KeyCode, action: Option<Action>, ms: i64) -> KeyOutcome {

@@ -26,7 +26,7 @@ impl SessionTree {
 mod tests {
     use crate::session::{Event, Metadata};
     use crate::tui::state::tree::SessionTree;
-    use crate::tui::testing::{event, file_written, fork, start};
+    use crate::tui::testing::{event, file_written, fork, start, to_tree};
 
     const TS: &str = "2025-01-01T00:00:00Z";
 
@@ -37,19 +37,20 @@ mod tests {
     #[test]
     fn files_roll_up_the_subtree_once_per_path() {
         let mut tree = SessionTree::default();
-        tree.apply(&event(start("arbor"), "root", None, TS));
-        tree.apply(&event(fork("root", "implementer"), "kid", Some("root"), TS));
-        tree.apply(&event(
-            fork("root", "implementer"),
-            "other",
-            Some("root"),
-            TS,
-        ));
-        tree.apply(&wrote("root", None, "a.rs"));
-        tree.apply(&wrote("kid", Some("root"), "a.rs"));
-        tree.apply(&wrote("kid", Some("root"), "b.rs"));
-        tree.apply(&wrote("kid", Some("root"), "b.rs"));
-        tree.apply(&wrote("other", Some("root"), "c.rs"));
+        to_tree(&mut tree, &event(start("arbor"), "root", None, TS));
+        to_tree(
+            &mut tree,
+            &event(fork("root", "implementer"), "kid", Some("root"), TS),
+        );
+        to_tree(
+            &mut tree,
+            &event(fork("root", "implementer"), "other", Some("root"), TS),
+        );
+        to_tree(&mut tree, &wrote("root", None, "a.rs"));
+        to_tree(&mut tree, &wrote("kid", Some("root"), "a.rs"));
+        to_tree(&mut tree, &wrote("kid", Some("root"), "b.rs"));
+        to_tree(&mut tree, &wrote("kid", Some("root"), "b.rs"));
+        to_tree(&mut tree, &wrote("other", Some("root"), "c.rs"));
         assert_eq!(tree.subtree_files("kid"), 2);
         assert_eq!(tree.subtree_files("other"), 1);
         assert_eq!(tree.subtree_files("root"), 3);

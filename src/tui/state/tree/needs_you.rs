@@ -89,24 +89,25 @@ mod tests {
 
     use crate::session::{EngineEvent, SessionStatus};
     use crate::tui::state::tree::SessionTree;
-    use crate::tui::testing::{event, fork, start};
+    use crate::tui::testing::{event, fork, start, to_tree};
 
     fn status(tree: &mut SessionTree, id: &str, parent: Option<&str>, s: SessionStatus) {
-        tree.apply(&event(
-            EngineEvent::status(s),
-            id,
-            parent,
-            "2025-03-01T12:00:05Z",
-        ));
+        to_tree(
+            tree,
+            &event(EngineEvent::status(s), id, parent, "2025-03-01T12:00:05Z"),
+        );
     }
 
     /// `root` with children a (failed), b (running), c (paused), d (completed).
     fn tree() -> SessionTree {
         let mut tree = SessionTree::default();
         let t0 = "2025-03-01T12:00:00Z";
-        tree.apply(&event(start("arbor"), "root", None, t0));
+        to_tree(&mut tree, &event(start("arbor"), "root", None, t0));
         for child in ["a", "b", "c", "d"] {
-            tree.apply(&event(fork("root", child), child, Some("root"), t0));
+            to_tree(
+                &mut tree,
+                &event(fork("root", child), child, Some("root"), t0),
+            );
         }
         status(&mut tree, "a", Some("root"), SessionStatus::Failed);
         status(&mut tree, "b", Some("root"), SessionStatus::Running);

@@ -81,7 +81,7 @@ impl SessionTree {
 mod tests {
     use super::*;
     use crate::session::{EngineEvent, SessionStatus};
-    use crate::tui::testing::{event as ev, fork};
+    use crate::tui::testing::{event as ev, fork, to_tree};
 
     fn ran_on(host: &str) -> RanOn {
         RanOn {
@@ -110,44 +110,62 @@ mod tests {
         let child = "5f0e1c2a11114222-0a1b2c3d4e5f6071_explorer";
         let at = "2025-03-01T12:00:00Z";
         let mut tree = SessionTree::default();
-        tree.apply(&ev(fork("root", "explorer"), child, Some("root"), at));
-        tree.apply(&ev(
-            EngineEvent::status(SessionStatus::Running),
-            child,
-            Some("root"),
-            at,
-        ));
+        to_tree(
+            &mut tree,
+            &ev(fork("root", "explorer"), child, Some("root"), at),
+        );
+        to_tree(
+            &mut tree,
+            &ev(
+                EngineEvent::status(SessionStatus::Running),
+                child,
+                Some("root"),
+                at,
+            ),
+        );
         assert!(
             !tree.take_listing_request(),
             "not queued before: nothing to learn"
         );
-        tree.apply(&ev(
-            EngineEvent::status(SessionStatus::Queued),
-            child,
-            Some("root"),
-            at,
-        ));
-        tree.apply(&ev(
-            EngineEvent::status(SessionStatus::Running),
-            child,
-            Some("root"),
-            at,
-        ));
+        to_tree(
+            &mut tree,
+            &ev(
+                EngineEvent::status(SessionStatus::Queued),
+                child,
+                Some("root"),
+                at,
+            ),
+        );
+        to_tree(
+            &mut tree,
+            &ev(
+                EngineEvent::status(SessionStatus::Running),
+                child,
+                Some("root"),
+                at,
+            ),
+        );
         assert!(tree.take_listing_request());
         assert!(!tree.take_listing_request(), "one in flight");
         // Another child leaves the queue while the listing is in flight: one more after.
-        tree.apply(&ev(
-            EngineEvent::status(SessionStatus::Queued),
-            child,
-            Some("root"),
-            at,
-        ));
-        tree.apply(&ev(
-            EngineEvent::status(SessionStatus::Running),
-            child,
-            Some("root"),
-            at,
-        ));
+        to_tree(
+            &mut tree,
+            &ev(
+                EngineEvent::status(SessionStatus::Queued),
+                child,
+                Some("root"),
+                at,
+            ),
+        );
+        to_tree(
+            &mut tree,
+            &ev(
+                EngineEvent::status(SessionStatus::Running),
+                child,
+                Some("root"),
+                at,
+            ),
+        );
         assert!(!tree.take_listing_request());
         tree.refresh_marks(&[]);
         assert!(tree.take_listing_request());

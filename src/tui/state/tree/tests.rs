@@ -1,7 +1,7 @@
 //! Unit tests for the session tree state.
 use super::*;
-use crate::session::SessionId;
-use crate::tui::testing::{event as ev, fork, response, start, tokens};
+use crate::session::{EngineEvent, SessionId};
+use crate::tui::testing::{event as ev, fork, response, start, to_tree, tokens};
 use serde_json::json;
 
 #[test]
@@ -33,12 +33,15 @@ fn the_model_comes_from_metadata_then_live_events() {
         Some("openai/gpt-4o-mini")
     );
     // What the API reports wins once a reply arrives; bare models get the provider.
-    t.apply(&ev(
-        response("openai", "gpt-4o-2024-08-06"),
-        "r",
-        None,
-        "2025-01-01T00:00:07Z",
-    ));
+    to_tree(
+        &mut t,
+        &ev(
+            response("openai", "gpt-4o-2024-08-06"),
+            "r",
+            None,
+            "2025-01-01T00:00:07Z",
+        ),
+    );
     assert_eq!(
         t.get("r").unwrap().model.as_deref(),
         Some("openai/gpt-4o-2024-08-06")
@@ -49,32 +52,50 @@ fn the_model_comes_from_metadata_then_live_events() {
 #[test]
 fn live_fork_appears_under_parent_with_rollup_and_timing() {
     let mut t = SessionTree::default();
-    t.apply(&ev(start("lead"), "r", None, "2025-01-01T00:00:00Z"));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Running),
-        "r",
-        None,
-        "2025-01-01T00:00:00Z",
-    ));
-    t.apply(&ev(
-        fork("r", ""),
-        "a-b_explorer",
-        Some("r"),
-        "2025-01-01T00:00:05Z",
-    ));
-    t.apply(&ev(
-        tokens(100, 20, None),
-        "a-b_explorer",
-        Some("r"),
-        "2025-01-01T00:00:06Z",
-    ));
-    t.apply(&ev(tokens(1, 2, None), "r", None, "2025-01-01T00:00:07Z"));
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Completed),
-        "a-b_explorer",
-        Some("r"),
-        "2025-01-01T00:00:09Z",
-    ));
+    to_tree(
+        &mut t,
+        &ev(start("lead"), "r", None, "2025-01-01T00:00:00Z"),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Running),
+            "r",
+            None,
+            "2025-01-01T00:00:00Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            fork("r", ""),
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:05Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            tokens(100, 20, None),
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:06Z",
+        ),
+    );
+    to_tree(
+        &mut t,
+        &ev(tokens(1, 2, None), "r", None, "2025-01-01T00:00:07Z"),
+    );
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Completed),
+            "a-b_explorer",
+            Some("r"),
+            "2025-01-01T00:00:09Z",
+        ),
+    );
     let rows = t.rows();
     assert_eq!(rows.len(), 2);
     assert_eq!(
@@ -98,10 +119,13 @@ fn a_collapsed_node_counts_its_running_descendants() {
         ("r-a_x", Some("r")),
         ("r-a-b_y", Some("r-a_x")),
     ] {
-        t.apply(&ev(start(""), id, parent, "2025-01-01T00:00:00Z"));
+        to_tree(&mut t, &ev(start(""), id, parent, "2025-01-01T00:00:00Z"));
     }
     for id in ["r-a_x", "r-a-b_y"] {
-        t.apply(&ev(running.clone(), id, None, "2025-01-01T00:00:01Z"));
+        to_tree(
+            &mut t,
+            &ev(running.clone(), id, None, "2025-01-01T00:00:01Z"),
+        );
     }
     t.selected = Some("r".into());
     t.set_collapsed(true);
@@ -268,11 +292,14 @@ fn a_todo_list_shows_its_progress_from_metadata_then_live_calls() {
         effect: Some(crate::session::protocol::ToolEffect::Todo(list)),
         ..Default::default()
     };
-    t.apply(&ev(
-        EngineEvent::ToolPost(post),
-        "r",
-        None,
-        "2025-01-01T00:00:01Z",
-    ));
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::ToolPost(post),
+            "r",
+            None,
+            "2025-01-01T00:00:01Z",
+        ),
+    );
     assert_eq!(t.get("r").unwrap().todo, Some((2, 2)));
 }

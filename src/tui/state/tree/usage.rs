@@ -89,7 +89,7 @@ impl SessionTree {
 mod tests {
     use super::*;
     use crate::session::Event;
-    use crate::tui::testing::{event, fork, start, tokens};
+    use crate::tui::testing::{event, fork, start, to_tree, tokens};
 
     fn response(id: &str, parent: Option<&str>, tokens_in: u64, cost: Option<f64>) -> Event {
         event(
@@ -107,15 +107,15 @@ mod tests {
     #[test]
     fn cost_rolls_up_where_known_and_roots_are_found() {
         let mut t = SessionTree::default();
-        t.apply(&event(start(""), "r", None, "2025-01-01T00:00:00Z"));
-        t.apply(&forked("r-a_x", "r"));
-        t.apply(&forked("r-a-b_y", "r-a_x"));
-        t.apply(&forked("r-c_z", "r"));
-        t.apply(&response("r", None, 100, None));
-        t.apply(&response("r-a_x", Some("r"), 50, Some(0.25)));
-        t.apply(&response("r-a_x", Some("r"), 50, Some(0.5)));
-        t.apply(&response("r-a-b_y", Some("r-a_x"), 10, Some(0.125)));
-        t.apply(&response("r-c_z", Some("r"), 7, None));
+        to_tree(&mut t, &event(start(""), "r", None, "2025-01-01T00:00:00Z"));
+        to_tree(&mut t, &forked("r-a_x", "r"));
+        to_tree(&mut t, &forked("r-a-b_y", "r-a_x"));
+        to_tree(&mut t, &forked("r-c_z", "r"));
+        to_tree(&mut t, &response("r", None, 100, None));
+        to_tree(&mut t, &response("r-a_x", Some("r"), 50, Some(0.25)));
+        to_tree(&mut t, &response("r-a_x", Some("r"), 50, Some(0.5)));
+        to_tree(&mut t, &response("r-a-b_y", Some("r-a_x"), 10, Some(0.125)));
+        to_tree(&mut t, &response("r-c_z", Some("r"), 7, None));
         let rows = t.rows();
         let row = |id: &str| rows.iter().find(|r| r.node.id == id).unwrap();
         assert_eq!((row("r").tokens, row("r").cost), (217, Some(0.875)));

@@ -10,8 +10,9 @@ use ratatui::widgets::Widget;
 use super::*;
 use crate::session::protocol::{ApprovalRequiredEvent, OrchestratorCompleteEvent};
 use crate::session::{EngineEvent, Event, SessionStatus};
+use crate::tui::state::dispatch::{Listeners, dispatch};
 use crate::tui::state::tree::SessionTree;
-use crate::tui::testing::{SAMPLE_DIFF, approval_bash, approval_edit, event, fork, start};
+use crate::tui::testing::{SAMPLE_DIFF, approval_bash, approval_edit, event, fork, start, to_tree};
 use crate::tui::views::status::StatusView;
 use crate::tui::views::tests::render;
 use crate::tui::views::tree::TreeView;
@@ -32,7 +33,12 @@ fn ev(msg: EngineEvent, id: &str, parent: Option<&str>) -> Event {
 fn queue(events: Vec<Event>) -> ApprovalQueue {
     let mut q = ApprovalQueue::default();
     for e in &events {
-        q.apply(e, t0());
+        let mut scratch = SessionTree::default();
+        let listeners = Listeners {
+            approvals: Some((&mut q, t0())),
+            ..Listeners::tree(&mut scratch)
+        };
+        dispatch(e, listeners);
     }
     q
 }
@@ -171,19 +177,25 @@ fn a_prompt_without_command_or_diff_shows_its_summary() {
 
 fn waiting_tree() -> SessionTree {
     let mut t = SessionTree::default();
-    t.apply(&ev(start("zen-architect"), ROOT, None));
-    t.apply(&ev(fork(ROOT, "explorer"), EXPLORER, Some(ROOT)));
-    t.apply(&ev(fork(ROOT, "tester"), TESTER, Some(ROOT)));
+    to_tree(&mut t, &ev(start("zen-architect"), ROOT, None));
+    to_tree(&mut t, &ev(fork(ROOT, "explorer"), EXPLORER, Some(ROOT)));
+    to_tree(&mut t, &ev(fork(ROOT, "tester"), TESTER, Some(ROOT)));
     for id in [ROOT, EXPLORER, TESTER] {
         let parent = (id != ROOT).then_some(ROOT);
-        t.apply(&ev(EngineEvent::status(SessionStatus::Running), id, parent));
+        to_tree(
+            &mut t,
+            &ev(EngineEvent::status(SessionStatus::Running), id, parent),
+        );
     }
     // The tester's status says waiting; the explorer has a prompt queued.
-    t.apply(&ev(
-        EngineEvent::status(SessionStatus::Waiting),
-        TESTER,
-        Some(ROOT),
-    ));
+    to_tree(
+        &mut t,
+        &ev(
+            EngineEvent::status(SessionStatus::Waiting),
+            TESTER,
+            Some(ROOT),
+        ),
+    );
     let q = queue(vec![bash("cargo test")]);
     t.set_waiting(q.waiting_sessions());
     t
@@ -221,7 +233,12 @@ fn the_tree_marks_waiting_sessions_and_a_collapsed_parent_counts_them() {
         status: SessionStatus::Completed,
         ..Default::default()
     });
-    q.apply(&ev(end, EXPLORER, Some(ROOT)), t0());
+    let mut scratch = SessionTree::default();
+    let listeners = Listeners {
+        approvals: Some((&mut q, t0())),
+        ..Listeners::tree(&mut scratch)
+    };
+    dispatch(&ev(end, EXPLORER, Some(ROOT)), listeners);
     tree.set_waiting(q.waiting_sessions());
     assert!(!tree.is_waiting(EXPLORER));
 }
