@@ -121,54 +121,8 @@ impl TreeView<'_> {
         };
         let meta = self.theme.style(Slot::TreeMeta);
         let running = self.theme.style(Slot::TreeRunning);
-        let mut parts: Vec<String> = Vec::new();
-        let word = status_word(node.status);
-        let budget = node.budget_label(false);
-        let (flagged, budget_shown) = (word.is_some(), budget.is_some());
-        parts.extend(word.map(str::to_string));
-        parts.extend(budget);
-        parts.extend(node.todo.map(|(done, total)| format!("☑ {done}/{total}")));
-        // A running turn shows how long it runs; a stopped session how old it is.
-        let time = match node.age_ms(self.now) {
-            Some(age) if !node.status.turn_in_progress() => Some(format_age(age)),
-            _ => node.elapsed_ms(self.now).map(format_elapsed),
-        };
-        parts.extend(time);
-        if row.tokens > 0 {
-            parts.push(format_tokens(row.tokens));
-        }
-        if let Some(cost) = row.cost {
-            parts.push(format_cost(cost));
-        }
-        // The session's own context use (not rolled up: each session has its own); the
-        // first to go when the pane is narrow.
-        if let Some(context) = &node.context {
-            parts.push(format!("ctx {}", super::context::used_of_limit(context)));
-        }
-        // The title goes first: the cost, tokens and time are dropped (in that order)
-        // when the pane is too narrow for them beside some of the label; a row that
-        // spells out its state or budget keeps those.
-        let keep = usize::from(flagged) + usize::from(budget_shown);
-        // Room for the indent, fold, glyph and some of the label.
-        // An unmerged worktree's mark must stay visible: the stats yield to its short
-        // form (`⎇ unmerged`) too.
-        // Where a remote sub-session runs must stay visible too: the stats yield to it.
         let place = node.place(self.tree.local_host());
-        let left = 6
-            + 2 * row.depth
-            + width(&self.label_text(node)).min(LABEL_ROOM)
-            + place.as_ref().map_or(0, |p| 1 + width(p))
-            + marks(node).map_or(0, |(_, short)| width(&short));
-        let fits = |parts: &[String]| {
-            parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
-        };
-        while parts.len() > keep && !fits(&parts) {
-            parts.pop();
-        }
-        if budget_shown && !fits(&parts) {
-            parts[keep - 1] = node.budget_label(true).unwrap_or_default();
-        }
-        let mut right = parts.join(" ");
+        let mut right = self.stats(row, w, place.as_deref());
         let waiting = self.theme.style(Slot::TreeWaiting);
         let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
         let hidden_waiting = (row.hidden_needs_you > 0)
@@ -191,25 +145,7 @@ impl TreeView<'_> {
             node.label().to_string(),
             self.theme.style(Slot::Base),
         ));
-        // A remote sub-session says where it runs (issue 27), before its task so the
-        // task yields first.
-        if let Some(place) = place {
-            left.spans.push(Span::styled(format!(" {place}"), meta));
-        }
-        // A sub-session without a title says what it was asked to do.
-        if let (None, Some(task)) = (&node.title, &node.task) {
-            left.spans.push(Span::styled(format!(" · {task}"), meta));
-        }
-        // A fork says where it was cut; an unmerged worktree names its branch.
-        if let Some(turn) = node.fork {
-            left.spans
-                .push(Span::styled(format!(" (fork @{turn})"), meta));
-        }
-        // A root that names a parent it is not shown under says why.
-        if let Some(d) = node.detached {
-            left.spans
-                .push(Span::styled(format!(" ({})", d.note()), meta));
-        }
+        left.spans.extend(after_label(node, place, meta));
         let (full_mark, short_mark) = marks(node).unzip();
         let marked = Marked {
             full: full_mark,
@@ -260,6 +196,83 @@ impl TreeView<'_> {
         line.spans.extend(right_spans);
         line
     }
+
+    /// The stats on the right of `row`'s line at width `w`: its state word, budget,
+    /// checklist, time, tokens, cost and context use, the last ones dropped (context,
+    /// cost, tokens, time) when the pane is too narrow for them beside some of the
+    /// label and its marks; a spelled-out state or budget stays (a budget in its
+    /// short form). `place`: where a remote sub-session runs.
+    fn stats(&self, row: &TreeRow<'_>, w: u16, place: Option<&str>) -> String {
+        let node = row.node;
+        let mut parts: Vec<String> = Vec::new();
+        let word = status_word(node.status);
+        let budget = node.budget_label(false);
+        let (flagged, budget_shown) = (word.is_some(), budget.is_some());
+        parts.extend(word.map(str::to_string));
+        parts.extend(budget);
+        parts.extend(node.todo.map(|(done, total)| format!("☑ {done}/{total}")));
+        // A running turn shows how long it runs; a stopped session how old it is.
+        let time = match node.age_ms(self.now) {
+            Some(age) if !node.status.turn_in_progress() => Some(format_age(age)),
+            _ => node.elapsed_ms(self.now).map(format_elapsed),
+        };
+        parts.extend(time);
+        if row.tokens > 0 {
+            parts.push(format_tokens(row.tokens));
+        }
+        if let Some(cost) = row.cost {
+            parts.push(format_cost(cost));
+        }
+        // The session's own context use (not rolled up: each session has its own); the
+        // first to go when the pane is narrow.
+        if let Some(context) = &node.context {
+            parts.push(format!("ctx {}", super::context::used_of_limit(context)));
+        }
+        // The title goes first: the cost, tokens and time are dropped (in that order)
+        // when the pane is too narrow for them beside some of the label; a row that
+        // spells out its state or budget keeps those.
+        let keep = usize::from(flagged) + usize::from(budget_shown);
+        // Room for the indent, fold, glyph and some of the label.
+        // An unmerged worktree's mark must stay visible: the stats yield to its short
+        // form (`⎇ unmerged`) too.
+        // Where a remote sub-session runs must stay visible too: the stats yield to it.
+        let left = 6
+            + 2 * row.depth
+            + width(&self.label_text(node)).min(LABEL_ROOM)
+            + place.map_or(0, |p| 1 + width(p))
+            + marks(node).map_or(0, |(_, short)| width(&short));
+        let fits = |parts: &[String]| {
+            parts.is_empty() || width(&parts.join(" ")) + 1 + left <= usize::from(w)
+        };
+        while parts.len() > keep && !fits(&parts) {
+            parts.pop();
+        }
+        if budget_shown && !fits(&parts) {
+            parts[keep - 1] = node.budget_label(true).unwrap_or_default();
+        }
+        parts.join(" ")
+    }
+}
+
+/// What follows a row's label: where a remote sub-session runs (`place`, issue 27;
+/// before its task, so the task yields first), the task of a sub-session without a
+/// title, where a fork was cut, and why a root that names a parent it is not shown
+/// under is detached.
+fn after_label(node: &Node, place: Option<String>, meta: Style) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    if let Some(place) = place {
+        spans.push(Span::styled(format!(" {place}"), meta));
+    }
+    if let (None, Some(task)) = (&node.title, &node.task) {
+        spans.push(Span::styled(format!(" · {task}"), meta));
+    }
+    if let Some(turn) = node.fork {
+        spans.push(Span::styled(format!(" (fork @{turn})"), meta));
+    }
+    if let Some(d) = node.detached {
+        spans.push(Span::styled(format!(" ({})", d.note()), meta));
+    }
+    spans
 }
 
 /// The short form of an unmerged worktree's mark, when the branch does not fit.
