@@ -1,6 +1,7 @@
 //! `arbor` with no subcommand: the TUI.
 //!
-//! Wires the context, the file watcher (hot reload) and the runtime into `tui::run`.
+//! Wires the context, the file watcher (hot reload) and an interactive engine into
+//! `tui::run`.
 //! A watcher that cannot start (e.g. inotify limits) is logged and the TUI runs
 //! without hot reload rather than not at all.
 
@@ -9,7 +10,7 @@ use color_eyre::Result;
 use super::Cli;
 use super::context::{Context, ContextOptions};
 use crate::agent::watcher::spawn_watcher;
-use crate::engine::{ApprovalMode, EngineError, Runtime};
+use crate::engine::{ApprovalMode, Engine, EngineError};
 use crate::routing::local::no_provider_banner;
 use crate::routing::setup::detect_providers;
 use crate::tui::error::NoProvider;
@@ -34,17 +35,16 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
     let reloads = watcher
         .as_mut()
         .map(|w| std::mem::replace(&mut w.reloads, tokio::sync::mpsc::unbounded_channel().1));
-    // `tui::run` still takes the runtime (the one front end that does; see
-    // `tests/all/front_ends.rs`).
-    let runtime = Runtime::new(ctx.engine_options(registry.clone(), ApprovalMode::Interactive));
     // `--model`: every new root session of this TUI uses it unless switched.
-    runtime.set_root_model(cli.model.clone());
+    let engine =
+        Engine::interactive(ctx.engine_options(registry.clone(), ApprovalMode::Interactive))
+            .with_root_model(cli.model.clone());
     let tui_options = TuiOptions {
         open_session: cli.resume.clone(),
         continue_last: cli.continue_,
         agent: cli.agent.clone(),
         theme: cli.theme.clone().or_else(|| ctx.config.theme.clone()),
-        provider_label: runtime.provider_label().map_err(|e| {
+        provider_label: engine.provider_label().map_err(|e| {
             NoProvider(match e {
                 // Nothing configured and nothing found: the short banner with a config to
                 // paste (the long text is `arbor doctor`'s and `arbor run`'s).
@@ -65,7 +65,7 @@ pub async fn run_tui(cli: &Cli, options: ContextOptions) -> Result<i32> {
         notify: ctx.config.notify,
         mouse: ctx.config.mouse_capture(),
     };
-    crate::tui::run(runtime, tui_options).await?;
+    crate::tui::run(engine, tui_options).await?;
     drop(watcher);
     Ok(0)
 }

@@ -76,10 +76,10 @@ pub(crate) fn guarded<T>(
 }
 
 impl Engine {
-    /// The handle over `runtime` for an interactive front end, following no
-    /// transcript yet: the TUI (`tui::run` still takes the runtime it is built over)
-    /// and the tests that build a runtime with injected providers. Every other front
-    /// end gets its engine from [`Engine::headless`] and never sees the runtime.
+    /// The handle over `runtime`, following no transcript yet: for the tests that
+    /// build a runtime with injected providers. Front ends get their engine from
+    /// [`Engine::interactive`] (the TUI) or [`Engine::headless`] and never see the
+    /// runtime.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
@@ -98,6 +98,21 @@ impl Engine {
             warn_unlisted: false,
             ..Self::new(Runtime::new(options))
         }
+    }
+
+    /// The handle over a new runtime built from `options`, for the TUI: as
+    /// [`Engine::new`] (a model switch's reply warns when the provider does not list
+    /// the model; a person reads it).
+    pub fn interactive(options: RuntimeOptions) -> Self {
+        Self::new(Runtime::new(options))
+    }
+
+    /// `provider/model` of what a new root session of this engine uses (the status
+    /// bar's label before the first turn).
+    ///
+    /// Errors: no usable provider (`NoProvider`, saying what was looked for).
+    pub fn provider_label(&self) -> Result<String, EngineError> {
+        self.runtime.provider_label()
     }
 
     /// This handle, with `model` (`--model`: `MODEL`, `PROVIDER/MODEL` or a glob) the

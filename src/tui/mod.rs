@@ -1,7 +1,7 @@
 //! The full-screen TUI (SPEC §13): session tree, chat pane, composer, status bar,
 //! agent browser and help overlays.
 //!
-//! Entry point: [`run`]`(runtime, options)`. `main`/`cli` builds [`TuiOptions`]:
+//! Entry point: [`run`]`(engine, options)` (an `Engine::interactive`). `main`/`cli` builds [`TuiOptions`]:
 //!
 //! ```ignore
 //! let options = arbor::tui::TuiOptions {
@@ -9,7 +9,7 @@
 //!     continue_last: cli.continue_,                // --continue
 //!     agent: cli.agent.clone(),                    // --agent NAME
 //!     theme: cli.theme.clone().or(config.theme.clone()),
-//!     provider_label: runtime.provider_label().map_err(|e| error::NoProvider(e.to_string())),
+//!     provider_label: engine.provider_label().map_err(|e| error::NoProvider(e.to_string())),
 //!     registry: watcher.registry.clone(),
 //!     reloads: Some(watcher.reloads),              // or None without a watcher
 //!     keymap: config.keymap.clone(),
@@ -19,7 +19,7 @@
 //!     mouse: config.mouse_capture(),               // config `mouse:` (default true)
 //!     notice: None,                                // e.g. the local server in use
 //! };
-//! arbor::tui::run(runtime, options).await?;
+//! arbor::tui::run(engine, options).await?;
 //! ```
 //!
 //! Architecture (STYLE.md): the [`App`] is the single writer of UI state; inputs are
@@ -63,8 +63,6 @@ pub mod theme;
 pub mod views;
 pub mod wrap;
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -74,7 +72,6 @@ pub use terminal::install_panic_hook;
 
 use crate::agent::registry::RegistryHandle;
 use crate::agent::reload::ReloadEvent;
-use crate::engine::Runtime;
 use crate::paths::Paths;
 use state::trust::TrustPrompt;
 
@@ -133,7 +130,7 @@ pub fn no_color_from_env() -> bool {
 ///
 /// Errors: a keymap conflict or unknown theme (before the terminal is touched), or a
 /// terminal I/O error.
-pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiError> {
+pub async fn run(engine: crate::engine::Engine, options: TuiOptions) -> Result<(), TuiError> {
     let keymap = keymap::Keymap::with_overrides(&options.keymap)?;
     let theme = theme::Theme::load(
         options.theme.as_deref(),
@@ -142,7 +139,6 @@ pub async fn run(runtime: Arc<Runtime>, options: TuiOptions) -> Result<(), TuiEr
     )?;
     // The one handle the TUI drives the engine through: commands in (`executor`),
     // their replies and every session's events out, in order, on one stream.
-    let engine = crate::engine::Engine::new(runtime);
     let (executor, stream) = executor::RuntimeExecutor::connect(&engine);
     let (commands_tx, commands) = mpsc::unbounded_channel();
     let (events_tx, events) = mpsc::unbounded_channel();
