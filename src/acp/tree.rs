@@ -113,20 +113,9 @@ impl Tree {
     /// to ask for a call that waits for approval. The one `match` over [`EngineEvent`]
     /// of `arbor acp` (a new event is named here by the compiler).
     pub fn route(&mut self, event: &Event) -> Routing {
-        if self.root.is_none() && event.parent_id.is_none() {
-            self.root = Some(event.session_id.clone());
-        }
         let mut routing = Routing::default();
-        // A sub-session of this tree seen for the first time: announced on its parent
-        // (its agent from its `session:fork`) before any of its own updates.
-        let new_child = match &event.parent_id {
-            _ if self.contains(&event.session_id) => None,
-            Some(parent) if self.contains(parent) => {
-                self.children
-                    .insert(event.session_id.clone(), parent.clone());
-                Some(parent.clone())
-            }
-            _ => return routing,
+        let Some(new_child) = self.admit(event) else {
+            return routing;
         };
         let out = &mut routing.updates;
         let to = self.acp_session(&event.session_id);
@@ -156,12 +145,7 @@ impl Tree {
             }
             EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
             EngineEvent::ApprovalRequired(required) => {
-                let input = self.inputs.get(&*required.tool_call_id).cloned();
-                routing.ask = Some(Ask {
-                    on: asked_on,
-                    required: required.clone(),
-                    input,
-                });
+                routing.ask = Some(self.ask(asked_on, required));
                 None
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
@@ -176,14 +160,7 @@ impl Tree {
             }
             EngineEvent::TaskAgentCompleted(done) => {
                 if let Some(to) = to.as_ref().filter(|_| self.subagents) {
-                    let reason = match done.status {
-                        SessionStatus::Cancelled => IdleStopReason::Cancelled,
-                        SessionStatus::Paused => IdleStopReason::MaxTurnRequests,
-                        _ => IdleStopReason::EndTurn,
-                    };
-                    let idle = StateUpdate::Idle(IdleStateUpdate::new().stop_reason(reason));
-                    let update = SubagentUpdate::new(done.sub_session_id.to_string()).state(idle);
-                    out.push((to.clone(), SessionUpdate::SubagentUpdate(update)));
+                    out.push((to.clone(), idle(done.status, &done.sub_session_id)));
                 }
                 None
             }
@@ -227,6 +204,35 @@ impl Tree {
             routing.updates.push((to, update));
         }
         routing
+    }
+
+    /// Whether `event` belongs to this tree (`None`: another tree's); `Some(Some(parent))`
+    /// when its session is a sub-session seen for the first time (now recorded under
+    /// `parent`; announced there, with its agent from its `session:fork`, before any of
+    /// its own updates). The first root event names the root.
+    fn admit(&mut self, event: &Event) -> Option<Option<SessionId>> {
+        if self.root.is_none() && event.parent_id.is_none() {
+            self.root = Some(event.session_id.clone());
+        }
+        match &event.parent_id {
+            _ if self.contains(&event.session_id) => Some(None),
+            Some(parent) if self.contains(parent) => {
+                self.children
+                    .insert(event.session_id.clone(), parent.clone());
+                Some(Some(parent.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The permission to ask on ACP session `on` for `required`, with the call's input
+    /// from its `tool:pre`.
+    fn ask(&self, on: String, required: &ApprovalRequiredEvent) -> Ask {
+        Ask {
+            on,
+            required: required.clone(),
+            input: self.inputs.get(&*required.tool_call_id).cloned(),
+        }
     }
 
     /// A task call of `parent` spawned or resumed `child`: announced (or its title
@@ -279,4 +285,16 @@ impl Tree {
         }
         out.push((on, SessionUpdate::SubagentUpdate(update)));
     }
+}
+
+/// The `subagent_update` saying sub-session `child` is idle after its turn ended with
+/// `status` (cancelled, paused at its budget, or its turn's end).
+fn idle(status: SessionStatus, child: &str) -> SessionUpdate {
+    let reason = match status {
+        SessionStatus::Cancelled => IdleStopReason::Cancelled,
+        SessionStatus::Paused => IdleStopReason::MaxTurnRequests,
+        _ => IdleStopReason::EndTurn,
+    };
+    let state = StateUpdate::Idle(IdleStateUpdate::new().stop_reason(reason));
+    SessionUpdate::SubagentUpdate(SubagentUpdate::new(child.to_string()).state(state))
 }
