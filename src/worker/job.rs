@@ -17,7 +17,6 @@
 //! first (`wip`). Does not own: the fetch loop and
 //! presence (`worker`), the wire types (`remote::wire`).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +41,9 @@ use crate::remote::wire::{
 use crate::session::{
     EngineCommand, EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore, StoreError,
 };
+use setup::{Start, command_for, cut_files, start, work_in_progress, worker_metadata};
+
+mod setup;
 
 /// How long a redelivered job waits for the root's answer on `arbor.sync.<session>`.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
@@ -402,188 +404,6 @@ async fn execute(
         metadata: Box::new(metadata),
         changes,
     }))
-}
-
-/// A job's files on this worker: the worktree of the job's commit (`None` outside a
-/// repository), the directory the session works in, and the git paths it may write.
-struct JobFilesHere {
-    tree: Option<JobTree>,
-    work_dir: PathBuf,
-    git_paths: Vec<PathBuf>,
-}
-
-/// Cuts the job's worktree under `dir` (`work/`) from the worker's clone, or makes an
-/// empty working directory for a job outside a repository.
-async fn cut_files(ctx: &Ctx, job: &Job, dir: &Path) -> Result<JobFilesHere, JobError> {
-    let work = dir.join("work");
-    let tree = match &job.files {
-        Some(files) => {
-            let (repo, base, name) = (
-                ctx.repo.clone(),
-                files.base_commit.clone(),
-                files.repo_name.clone(),
-            );
-            let dest = work.clone();
-            Some(blocking(move || JobTree::cut(&repo, &base, &dest, &name)).await??)
-        }
-        None => {
-            std::fs::create_dir_all(&work)?;
-            None
-        }
-    };
-    let work_dir = match (&tree, &job.files) {
-        (Some(tree), Some(files)) => tree.working_dir(&files.relative_dir)?,
-        _ => std::fs::canonicalize(&work)?,
-    };
-    let git_paths = match &tree {
-        Some(tree) => {
-            let top = tree.top.clone();
-            blocking(move || scratch::git_write_paths(&top)).await?
-        }
-        None => Vec::new(),
-    };
-    Ok(JobFilesHere {
-        tree,
-        work_dir,
-        git_paths,
-    })
-}
-
-/// Where a job starts.
-enum Start {
-    /// A redelivered run the previous worker had finished: its answer, nothing to run.
-    Answered(WorkerMsg),
-    /// Run it from this metadata and transcript; `resume`: continue the interrupted
-    /// run with the engine's crash repair instead of submitting the instruction.
-    Run {
-        metadata: Box<Metadata>,
-        transcript: Vec<Message>,
-        resume: bool,
-    },
-}
-
-/// The session a job starts from: the job's own on a first attempt; on a redelivery,
-/// the root's as stored now (asked on `arbor.sync`) — or the stored answer, when the
-/// previous worker finished but its `Done` never reached the root (a writing run's
-/// changes are then its saved work in progress).
-async fn start(
-    ctx: &Ctx,
-    job: &Job,
-    attempt: u32,
-    out: &Out,
-    files: &JobFilesHere,
-) -> Result<Start, JobError> {
-    let before = job.transcript.clone().unpack(&ctx.payloads).await?;
-    if attempt <= 1 {
-        return Ok(Start::Run {
-            metadata: Box::new(job.metadata.clone()),
-            transcript: before,
-            resume: false,
-        });
-    }
-    let session = job.session_id.to_string();
-    let (metadata, synced) = sync(ctx, &session, out).await?;
-    let Some(response) = scratch::answered(before.len(), &synced) else {
-        let resume = scratch::resumes(before.len(), &synced);
-        return Ok(Start::Run {
-            metadata: Box::new(metadata),
-            transcript: synced,
-            resume,
-        });
-    };
-    let changes = match (&files.tree, writes(job)) {
-        (Some(tree), true) => {
-            let name = wip::wip_name(&session, job.run)?;
-            let patch = wip::fetch(&ctx.payloads, &name).await?.unwrap_or_default();
-            Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
-        }
-        _ => None,
-    };
-    Ok(Start::Answered(WorkerMsg::Done {
-        run: job.run,
-        status: SessionStatus::Completed,
-        response,
-        turn_count: u64::from(metadata.turn_count),
-        error: None,
-        metadata: Box::new(scratch::for_root(&metadata, &metadata, &ctx.ran_on)),
-        changes,
-    }))
-}
-
-/// A writing run's work in progress (saved before each tool result; `None` for a
-/// read-only run or one outside a repository); a resumed run first applies its
-/// predecessor's (the files its answered tool calls wrote). `dir` is the job's
-/// scratch directory.
-async fn work_in_progress(
-    ctx: &Ctx,
-    job: &Job,
-    (files, dir): (&JobFilesHere, &Path),
-    resume: bool,
-    out: &Out,
-) -> Result<Option<Wip>, JobError> {
-    let (Some(tree), true) = (&files.tree, writes(job)) else {
-        return Ok(None);
-    };
-    let session = job.session_id.to_string();
-    let name = wip::wip_name(&session, job.run)?;
-    let applied = if resume {
-        restore(ctx, tree, &name).await?
-    } else {
-        String::new()
-    };
-    let place = (tree.top.clone(), tree.base.clone(), dir.join("wip.index"));
-    let holder = wip::Holder {
-        leases: ctx.leases.clone(),
-        session,
-        epoch: out.epoch(),
-    };
-    Ok(Some(Wip::new(
-        (ctx.payloads.clone(), holder),
-        name,
-        place,
-        &applied,
-    )))
-}
-
-/// The session's metadata in the worker's scratch store (`scratch::for_worker`) and
-/// the notes of what it dropped: it may write beneath its worktree (or working
-/// directory) and `scratch_dir` (made here), whatever its plan asks.
-fn worker_metadata(
-    job: &Job,
-    root_meta: &Metadata,
-    (files, scratch_dir): (&JobFilesHere, &Path),
-    resume: bool,
-) -> Result<(Metadata, Vec<super::roots::Dropped>), JobError> {
-    std::fs::create_dir_all(scratch_dir)?;
-    let work_top = files.tree.as_ref().map(|t| t.top.as_path());
-    let bases = [
-        std::fs::canonicalize(work_top.unwrap_or(files.work_dir.as_path()))?,
-        std::fs::canonicalize(scratch_dir)?,
-    ];
-    let place = scratch::Place {
-        work_dir: &files.work_dir,
-        work_top,
-        bases: &bases,
-        git_paths: &files.git_paths,
-    };
-    Ok(scratch::for_worker(root_meta, &job.plan, &place, resume))
-}
-
-/// The engine command that runs the job: continue an interrupted run, continue the
-/// session (a person's continue), or submit the instruction.
-fn command_for(job: &Job, resume: bool) -> EngineCommand {
-    let session_id = job.session_id.clone();
-    if resume {
-        EngineCommand::ContinueInterrupted { session_id }
-    } else if job.continues {
-        EngineCommand::Continue { session_id }
-    } else {
-        EngineCommand::Submit {
-            session_id: Some(session_id),
-            agent: None,
-            prompt: job.instruction.clone(),
-        }
-    }
 }
 
 /// The object a run's `Changes` go to when too large to be inline.
