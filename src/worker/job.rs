@@ -14,7 +14,7 @@
 //! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
 //! and acking the job only after that was stored. A writing run saves its work in
 //! progress before each tool result goes to the root, and a resumed one restores it
-//! first (`wip`). Does not own: the fetch loop and
+//! first (`wip`); getting the job ready is `setup`'s. Does not own: the fetch loop and
 //! presence (`worker`), the wire types (`remote::wire`).
 
 use std::sync::Arc;

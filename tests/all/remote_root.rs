@@ -254,6 +254,20 @@ fn child_dir(env: &TestEnv) -> PathBuf {
     dirs[0].clone()
 }
 
+/// A root whose config puts `explorer` on `pool` of `nats`, in a git project with one
+/// commit (`app.py`: `VALUE = 0`); returns it with that commit.
+fn repo_root(server: &ScriptedServer, nats: &NatsServer, pool: &str) -> (TestEnv, String) {
+    let env = TestEnv::new();
+    write_config(&env, &server.base_url, &nats.url, pool);
+    write_explorer(&env);
+    git(&env.project, &["init", "--quiet"]);
+    std::fs::write(env.project.join("app.py"), "VALUE = 0\n").unwrap();
+    git(&env.project, &["add", "app.py"]);
+    git(&env.project, &["commit", "--quiet", "-m", "init"]);
+    let head = git(&env.project, &["rev-parse", "HEAD"]);
+    (env, head)
+}
+
 fn log_text(env: &TestEnv) -> String {
     std::fs::read_to_string(env.home.join(".local/state/arbor/arbor.log")).unwrap_or_default()
 }
@@ -264,14 +278,7 @@ async fn a_remote_child_runs_on_a_worker_and_its_work_lands_at_the_root() {
         return;
     };
     let server = root_model();
-    let env = TestEnv::new();
-    write_config(&env, &server.base_url, &nats.url, "rt1");
-    write_explorer(&env);
-    git(&env.project, &["init", "--quiet"]);
-    std::fs::write(env.project.join("app.py"), "VALUE = 0\n").unwrap();
-    git(&env.project, &["add", "app.py"]);
-    git(&env.project, &["commit", "--quiet", "-m", "init"]);
-    let head = git(&env.project, &["rev-parse", "HEAD"]);
+    let (env, head) = repo_root(&server, &nats, "rt1");
 
     let run = spawn_run(&env, "Explore for me");
     let worker = HandWorker::connect(&nats.url, 1).await;

@@ -4,7 +4,7 @@
 //! `events.jsonl`) and on `arbor run`'s stderr, not only in `arbor.log`.
 
 use super::person::play_run;
-use super::{HandWorker, NatsServer, child_dir, git, root_model, write_config, write_explorer};
+use super::{HandWorker, NatsServer, child_dir, repo_root, root_model};
 use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,14 +13,7 @@ async fn a_remote_child_says_what_its_worker_cannot_see_and_that_no_worker_is_li
         return;
     };
     let server = root_model();
-    let env = TestEnv::new();
-    write_config(&env, &server.base_url, &nats.url, "rt9");
-    write_explorer(&env);
-    git(&env.project, &["init", "--quiet"]);
-    std::fs::write(env.project.join("app.py"), "VALUE = 0\n").unwrap();
-    git(&env.project, &["add", "app.py"]);
-    git(&env.project, &["commit", "--quiet", "-m", "init"]);
-    let head = git(&env.project, &["rev-parse", "HEAD"]);
+    let (env, head) = repo_root(&server, &nats, "rt9");
     // Not committed: the child's worktree has it, a worker's clone cannot.
     std::fs::write(env.project.join("app.py"), "VALUE = 1\n").unwrap();
 
