@@ -25,15 +25,10 @@ use super::context::Context;
 use crate::config::remote::frontmatter;
 use crate::outln;
 use crate::remote::wire::{JOBS_STREAM, consumer_name, now_ms};
-use crate::remote::{Remote, RemoteAuth};
+use crate::remote::{Remote, RemoteAuth, redact_url};
 
 /// How long connecting, and then each query, may take.
 const TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The environment variables naming a NATS `.creds` file and an extra CA certificate
-/// (PEM), as the root's dispatch reads them (`engine::remote`).
-const CREDS_VAR: &str = "NATS_CREDS";
-const CA_VAR: &str = "NATS_CA";
 
 /// Prints the section; returns the number of problems: a NATS server that cannot be
 /// reached within 3 s (the line names the URL), a server without JetStream. No live worker in the pool, no consumer yet and frontmatter `remote: true`
@@ -56,15 +51,10 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         }
         return Ok(0);
     };
-    outln!("remote    {}, pool {}", target.nats_url, target.pool)?;
-    let auth = RemoteAuth {
-        creds: (ctx.env)(CREDS_VAR)
-            .filter(|v| !v.trim().is_empty())
-            .map(Into::into),
-        ca: (ctx.env)(CA_VAR)
-            .filter(|v| !v.trim().is_empty())
-            .map(Into::into),
-    };
+    let shown = redact_url(&target.nats_url);
+    outln!("remote    {shown}, pool {}", target.pool)?;
+    // As the root's dispatch reads them (`engine::remote`).
+    let auth = RemoteAuth::from_env(&|name: &str| (ctx.env)(name));
     let remote = match tokio::time::timeout(
         TIMEOUT,
         Remote::connect(&target.nats_url, "arbor doctor", &auth),
@@ -78,8 +68,7 @@ pub async fn report(ctx: &Context) -> Result<usize> {
         }
         Err(_) => {
             outln!(
-                "  failed  cannot reach NATS at {}: no answer within {} s",
-                target.nats_url,
+                "  failed  cannot reach NATS at {shown}: no answer within {} s",
                 TIMEOUT.as_secs()
             )?;
             return Ok(1);

@@ -44,12 +44,23 @@ pub struct WorkerArgs {
     /// worker (the worker renews every third of it).
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub ack_wait: u64,
-    /// A NATS credentials file (`.creds`).
+    /// A NATS credentials file (`.creds`). Other forms come from the environment only,
+    /// as the `nats` CLI reads them: `NATS_TOKEN`, `NATS_USER` with `NATS_PASSWORD`, or
+    /// credentials in the URL (shown redacted).
     #[arg(long, value_name = "PATH", env = "NATS_CREDS")]
     pub creds: Option<PathBuf>,
+    /// A file holding an nkey seed (`SU…`).
+    #[arg(long, value_name = "PATH", env = "NATS_NKEY")]
+    pub nkey: Option<PathBuf>,
     /// An extra CA certificate (PEM) for a `tls://` server with a private CA.
     #[arg(long, value_name = "PATH", env = "NATS_CA")]
     pub ca: Option<PathBuf>,
+    /// A client certificate (PEM) for a server that verifies clients; needs `--key`.
+    #[arg(long, value_name = "PATH", env = "NATS_CERT")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "PATH", env = "NATS_KEY")]
+    pub key: Option<PathBuf>,
 }
 
 /// Runs `arbor worker` until Ctrl-C or SIGTERM. Returns the exit code (0).
@@ -93,7 +104,11 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
         nats_url: args.nats.clone(),
         auth: RemoteAuth {
             creds: args.creds.clone(),
+            nkey: args.nkey.clone(),
             ca: args.ca.clone(),
+            cert: args.cert.clone(),
+            key: args.key.clone(),
+            ..RemoteAuth::from_env(&|name: &str| std::env::var(name).ok())
         },
         pool: args.pool.clone(),
         slots,

@@ -83,20 +83,23 @@ pub const HOME_SECRETS: [&str; 50] = [
     ".psql_history",
 ];
 
-/// The environment variable naming the NATS credentials file arbor's remote runs
-/// use (`remote::nats`); the file it names is a key file too.
-pub const NATS_CREDS_VAR: &str = "NATS_CREDS";
+/// The environment variables naming NATS key files arbor's remote runs use
+/// (`remote::auth`): the `.creds` file, the nkey seed, the client certificate's key.
+/// The files they name are key files too.
+pub const NATS_KEY_FILE_VARS: [&str; 3] = ["NATS_CREDS", "NATS_NKEY", "NATS_KEY"];
 
 /// The key files alone — arbor's config file and config directory, Amplifier's
-/// [`AMPLIFIER_KEY_FILES`], the home directory's [`HOME_SECRETS`], the file this
-/// process's `NATS_CREDS` names ([`NATS_CREDS_VAR`], when set; relative to the working
-/// directory) — as
+/// [`AMPLIFIER_KEY_FILES`], the home directory's [`HOME_SECRETS`], the files this
+/// process's `NATS_CREDS`, `NATS_NKEY` and `NATS_KEY` name ([`NATS_KEY_FILE_VARS`],
+/// when set; relative to the working directory) — as
 /// absolute paths, as written (not canonicalized): what a sandboxed command must not
 /// read.
 pub fn key_files(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = vec![paths.config_file.clone()];
-    if let Some(creds) = std::env::var_os(NATS_CREDS_VAR).filter(|v| !v.is_empty()) {
-        out.push(paths.cwd.join(creds));
+    for var in NATS_KEY_FILE_VARS {
+        if let Some(file) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            out.push(paths.cwd.join(file));
+        }
     }
     if let Some(dir) = paths.themes_dir.parent() {
         out.push(dir.to_path_buf());

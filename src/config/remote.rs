@@ -16,7 +16,8 @@
 //! agent says `remote: true` (`arbor doctor` warns about that).
 //!
 //! Owns: the shape and spelling of that section ([`RemoteConfig`]), reading the
-//! frontmatter value ([`frontmatter`]) and the placement rule ([`placement`]). A bad
+//! frontmatter value ([`frontmatter`]), the placement rule ([`placement`]) and how a
+//! server URL is shown, without its password or token ([`redact_url`]). A bad
 //! key or value makes the whole config file unusable, the error naming the key
 //! (`remote.agents: …`), so a typo never silently runs a child locally or remotely.
 //! Does not own: talking to NATS (`remote`), dispatching a run (`engine::remote`).
@@ -141,8 +142,10 @@ impl TryFrom<Value> for RemoteConfig {
             Some(Value::String(url)) if SCHEMES.iter().any(|s| url.trim().starts_with(s)) => {
                 url.trim().to_string()
             }
-            Some(other @ Value::String(_)) => {
-                return Err(BadRemoteSection::Scheme(describe(other)));
+            Some(Value::String(url)) => {
+                // Shown without a password the URL may carry.
+                let shown = Value::String(redact_url(url));
+                return Err(BadRemoteSection::Scheme(describe(&shown)));
             }
             Some(other) => return Err(BadRemoteSection::NotAUrl(describe(other))),
             None => return Err(BadRemoteSection::NoUrl),
@@ -252,6 +255,41 @@ pub fn placement(cfg: &ArborConfig, agent_name: &str, overlay: &Value) -> Option
         pool: remote.pool.clone(),
         ack_wait: remote.ack_wait,
     })
+}
+
+/// `url` as arbor shows it: the user-info of each comma-separated server URL replaced,
+/// `nats://user:pass@h:4222` → `nats://user:***@h:4222`, `nats://token@h` →
+/// `nats://***@h`; a URL without one is unchanged.
+pub fn redact_url(url: &str) -> String {
+    url.split(',').map(redact_one).collect::<Vec<_>>().join(",")
+}
+
+fn redact_one(url: &str) -> String {
+    let (server, userinfo) = split_userinfo(url);
+    let Some(userinfo) = userinfo else {
+        return url.to_string();
+    };
+    let shown = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***@"),
+        None => "***@".to_string(),
+    };
+    let start = server.find("://").map_or(0, |i| i + 3);
+    format!("{}{shown}{}", &server[..start], &server[start..])
+}
+
+/// One server URL without its user-info (`nats://u:p@h:1` → `nats://h:1`), and that
+/// user-info as written (`u:p`), when it has one.
+pub fn split_userinfo(url: &str) -> (String, Option<String>) {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[start..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => (
+            format!("{}{}", &url[..start], &rest[at + 1..]),
+            Some(rest[..at].to_string()),
+        ),
+        None => (url.to_string(), None),
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The transport of remote sub-sessions (issue 27): NATS JetStream between a root
 //! arbor and `arbor worker` processes on other machines.
 //!
-//! Owns: what crosses the wire (`wire`: names, jobs, worker messages, control
+//! Owns: credentials and keeping them out of every text (`auth`), what crosses the wire (`wire`: names, jobs, worker messages, control
 //! messages), connecting and creating the streams, consumer and buckets arbor needs
 //! with its own settings (`nats`), the compare-and-set session lease and its epoch
 //! fence (`lease`), bodies too large for one message (`payload`), and binding a
@@ -13,6 +13,7 @@
 //!
 //! Layer: below `engine`; uses `session` and `config` only.
 
+pub mod auth;
 pub mod lease;
 pub mod nats;
 pub mod payload;
@@ -20,7 +21,8 @@ pub mod pin;
 pub mod seal;
 pub mod wire;
 
-pub use nats::{Remote, RemoteAuth};
+pub use auth::{RemoteAuth, Scrub, redact_url};
+pub use nats::Remote;
 pub use payload::Payload;
 pub use wire::{Control, Job, JobFiles, Lease, RanOn, WorkerInfo, WorkerMsg};
 

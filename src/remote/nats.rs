@@ -3,7 +3,7 @@
 //! configuration works.
 //!
 //! Owns: [`Remote`] (a connected client and its JetStream context, with the URL it
-//! names in errors), [`RemoteAuth`] (credentials file, extra root certificate),
+//! names in errors, redacted),
 //! [`Remote::connect`] (one attempt, bounded by a timeout), [`Remote::connect_retrying`]
 //! (backoff until it connects, saying so), [`Remote::ensure`] (the streams and buckets)
 //! and [`Remote::ensure_pool`] (a pool's durable pull consumer). Does not own: what the
@@ -18,12 +18,12 @@
 //! "Running on more machines"); [`Remote::ensure`] keeps the replicas an existing
 //! stream or bucket has.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 
 use super::RemoteError;
+use super::auth::{RemoteAuth, Scrub, install_crypto_provider, redact_url};
 use super::wire::{
     JOBS_STREAM, LEASES_BUCKET, OUT_STREAM, PAYLOADS_BUCKET, PRESENCE_TTL_SECS, WORKERS_BUCKET,
     WorkerInfo, consumer_name, job_subject,
@@ -33,15 +33,6 @@ use super::wire::{
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the out stream and payloads are kept: 7 days.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// How to authenticate: a `.creds` file (NATS decentralized auth; also read from the
-/// `NATS_CREDS` environment variable by front ends) and an extra CA certificate (PEM)
-/// for `tls://` servers with a private CA. Both optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RemoteAuth {
-    pub creds: Option<PathBuf>,
-    pub ca: Option<PathBuf>,
-}
 
 /// A connection to a NATS server with JetStream.
 #[derive(Clone)]
@@ -65,30 +56,19 @@ impl Remote {
     /// Errors: [`RemoteError::Connect`] naming `url` (unreachable, refused, bad
     /// credentials, unreadable credentials file).
     pub async fn connect(url: &str, name: &str, auth: &RemoteAuth) -> Result<Self, RemoteError> {
+        install_crypto_provider();
+        let scrub = Scrub::new(url, auth);
         let refused = |reason: String| RemoteError::Connect {
-            url: url.to_string(),
-            reason,
+            url: redact_url(url),
+            reason: scrub.text(&reason),
         };
-        let mut options = match &auth.creds {
-            Some(path) => async_nats::ConnectOptions::with_credentials_file(path)
-                .await
-                .map_err(|e| refused(format!("credentials {}: {e}", path.display())))?,
-            None => async_nats::ConnectOptions::new(),
-        };
-        if let Some(ca) = &auth.ca {
-            options = options.add_root_certificates(ca.clone());
-        }
+        // A cluster's servers, comma-separated: the client takes them as a list (one
+        // string with commas is one malformed URL to it).
+        let (options, servers) = auth.connect_plan(url).await.map_err(refused)?;
         let options = options
             .name(name)
             .connection_timeout(CONNECT_TIMEOUT)
             .max_reconnects(None);
-        // A cluster's servers, comma-separated: the client takes them as a list (one
-        // string with commas is one malformed URL to it).
-        let servers: Vec<&str> = url
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
         let client = tokio::time::timeout(CONNECT_TIMEOUT * 2, options.connect(servers))
             .await
             .map_err(|_| refused("timed out".into()))?
@@ -97,7 +77,7 @@ impl Remote {
         Ok(Self {
             client,
             js,
-            url: url.to_string(),
+            url: redact_url(url),
         })
     }
 
@@ -123,7 +103,8 @@ impl Remote {
         }
     }
 
-    /// The URL this connection was made to (named in errors).
+    /// The URL this connection was made to, as shown (its password or token replaced
+    /// by `***`: [`redact_url`]).
     pub fn url(&self) -> &str {
         &self.url
     }

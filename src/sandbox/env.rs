@@ -10,13 +10,15 @@
 
 /// Variable names (exact, compared in upper case) that reach a secret without
 /// holding it: the SSH agent's socket (the agent signs for whoever connects), the GnuPG
-/// agent, the NATS credentials file arbor's remote runs use.
-pub const SECRET_NAMES: [&str; 5] = [
+/// agent, the NATS key files arbor's remote runs use (`.creds`, nkey seed, the client
+/// certificate's key).
+pub const SECRET_NAMES: [&str; 6] = [
     "SSH_AUTH_SOCK",
     "GPG_AGENT_INFO",
     "NATS_CREDS",
     "NATS_NKEY",
     "NATS_JWT",
+    "NATS_KEY",
 ];
 
 /// Name endings (compared in upper case) of variables that hold a secret:
@@ -98,6 +100,9 @@ mod tests {
             "DB_PASSWORD",
             "GOOGLE_APPLICATION_CREDENTIALS",
             "NATS_CREDS",
+            "NATS_KEY",
+            "NATS_TOKEN",
+            "NATS_PASSWORD",
             "SSH_AUTH_SOCK",
             "VAULT_TOKEN",
             "TOKEN",

@@ -32,7 +32,7 @@ use crate::config::approvals::Rules;
 use crate::engine::Engine;
 use crate::paths::Paths;
 use crate::remote::wire::{PRESENCE_REFRESH_SECS, RanOn, WorkerInfo, now_ms};
-use crate::remote::{Remote, RemoteAuth, RemoteError};
+use crate::remote::{Remote, RemoteAuth, RemoteError, redact_url};
 
 pub mod files;
 mod job;
@@ -137,7 +137,8 @@ pub fn identity() -> RanOn {
     }
 }
 
-/// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`.
+/// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`
+/// (the URL redacted: `remote::redact_url`).
 pub fn start_line(ran_on: &RanOn, options: &WorkerOptions) -> String {
     format!(
         "worker {} on {} pid {}: pool {}, {} slot{}, nats {}",
@@ -147,7 +148,7 @@ pub fn start_line(ran_on: &RanOn, options: &WorkerOptions) -> String {
         options.pool,
         options.slots,
         if options.slots == 1 { "" } else { "s" },
-        options.nats_url
+        redact_url(&options.nats_url)
     )
 }
 
@@ -194,11 +195,15 @@ pub async fn serve(
             path: options.scratch.join(&ran_on.worker),
             source,
         })?;
-    let url = options.nats_url.clone();
+    // Shown redacted (`nats://user:***@…`); connected to as given.
+    let url = redact_url(&options.nats_url);
     let client_name = format!("arbor worker {}", ran_on.worker);
-    let connecting = Remote::connect_retrying(&url, &client_name, &options.auth, |e, delay| {
-        (voice.err)(&retry_line(&url, e, delay))
-    });
+    let connecting = Remote::connect_retrying(
+        &options.nats_url,
+        &client_name,
+        &options.auth,
+        |e, delay| (voice.err)(&retry_line(&url, e, delay)),
+    );
     let remote = tokio::select! {
         remote = connecting => remote,
         () = stop.cancelled() => return Ok(()),

@@ -70,6 +70,7 @@ mod provider_replay;
 mod reach;
 mod recover;
 mod remote;
+mod remote_auth;
 mod remote_root;
 mod remote_transport;
 mod response_limits;

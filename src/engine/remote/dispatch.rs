@@ -183,7 +183,7 @@ impl Dispatched {
         child.set_status(SessionStatus::Queued);
         warn_if_no_worker(&remote, child, &placement.pool).await;
         tracing::info!(
-            session, run, pool = %placement.pool, url = %placement.nats_url,
+            session, run, pool = %placement.pool, url = %remote.url(),
             "remote sub-session dispatched"
         );
         Ok(Self {
@@ -293,7 +293,7 @@ impl Link {
                         None => {
                             let error = format!(
                                 "remote sub-session: the out stream at {} ended",
-                                self.placement.nats_url
+                                crate::remote::redact_url(&self.placement.nats_url)
                             );
                             return applier.ended_without_answer(SessionStatus::Failed, Some(error));
                         }

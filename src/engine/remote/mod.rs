@@ -136,18 +136,11 @@ pub(crate) fn placement_of(env: &TurnEnv, child: &LiveSession) -> Option<RemoteP
     crate::config::remote::placement(&env.config, &child.agent_name, &child.agent_overlay)
 }
 
-/// The credentials of the root's NATS connection: `NATS_CREDS` (a `.creds` file) and
-/// `NATS_CA` (an extra CA certificate, PEM) from the environment, when set.
+/// The credentials of the root's NATS connection, from the environment variables the
+/// `nats` CLI uses (`remote::auth::AUTH_VARS`: `NATS_CREDS`, `NATS_NKEY`, `NATS_TOKEN`,
+/// `NATS_USER`/`NATS_PASSWORD`, `NATS_CERT`/`NATS_KEY`, `NATS_CA`).
 fn auth(env: &TurnEnv) -> RemoteAuth {
-    let path = |name: &str| {
-        (env.env)(name)
-            .filter(|v| !v.trim().is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    RemoteAuth {
-        creds: path("NATS_CREDS"),
-        ca: path("NATS_CA"),
-    }
+    RemoteAuth::from_env(&|name: &str| (env.env)(name))
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub struct NatsServer {
     store: tempfile::TempDir,
     /// The server's stdout+stderr, appended to across restarts (read by [`Self::log`]).
     log: PathBuf,
+    /// Lines appended to the server's config (`scripts/nats-server --extra`), if any.
+    extra: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -46,6 +48,12 @@ impl NatsServer {
     /// when the install failed outside CI; a panic when it failed under `CI=true`, or
     /// when the installed server does not come up.
     pub fn start() -> Option<Self> {
+        Self::start_with("")
+    }
+
+    /// As [`Self::start`], with `conf` appended to the server's config (a `tls {…}` or
+    /// `authorization {…}` block); the url's scheme is `nats://` either way.
+    pub fn start_with(conf: &str) -> Option<Self> {
         let bin = match decide(installed(), std::env::var_os("CI").as_deref()) {
             Ok(bin) => bin?,
             Err(message) => panic!("{message}"),
@@ -53,16 +61,22 @@ impl NatsServer {
         assert!(bin.exists(), "{} is missing after install", bin.display());
         let store = tempfile::tempdir().expect("temp store dir for NATS");
         let log = store.path().join("nats-server.log");
+        let extra = (!conf.is_empty()).then(|| {
+            let path = store.path().join("extra.conf");
+            std::fs::write(&path, conf).expect("write the extra NATS config");
+            path
+        });
         // A free port can be taken by someone else between the probe and the server's
         // bind: try a few.
         for _ in 0..5 {
             let port = free_port();
-            if let Some(child) = spawn_and_wait(port, store.path(), &log) {
+            if let Some(child) = spawn_and_wait(port, store.path(), &log, extra.as_deref()) {
                 return Some(Self {
                     url: format!("nats://127.0.0.1:{port}"),
                     port,
                     store,
                     log,
+                    extra,
                     child: Some(child),
                 });
             }
@@ -101,6 +115,18 @@ impl NatsServer {
         }
     }
 
+    /// Starts the server again on the same port with an EMPTY store (as a server
+    /// replaced, or restarted on a fresh volume): every stream, consumer, bucket and
+    /// message is gone.
+    pub fn restart_empty(&mut self) {
+        self.kill_9();
+        let js = self.store.path().join("js");
+        if js.exists() {
+            std::fs::remove_dir_all(&js).expect("remove the JetStream store");
+        }
+        self.restart();
+    }
+
     /// Starts the server again on the same port with the same store (killing the
     /// running one first, if any) and waits until it accepts connections; panics when
     /// it does not come up.
@@ -109,7 +135,12 @@ impl NatsServer {
         // The old listening socket may linger briefly; retry the bind for a while.
         let deadline = Instant::now() + READY_TIMEOUT;
         while Instant::now() < deadline {
-            if let Some(child) = spawn_and_wait(self.port, self.store.path(), &self.log) {
+            if let Some(child) = spawn_and_wait(
+                self.port,
+                self.store.path(),
+                &self.log,
+                self.extra.as_deref(),
+            ) {
                 self.child = Some(child);
                 return;
             }
@@ -248,7 +279,7 @@ impl Drop for NatsCluster {
 /// Spawns `scripts/nats-server --port P --store DIR` (output appended to `log`) and
 /// waits until it sends its `INFO` line with JetStream on; `None` (child reaped) when it
 /// exits first or does not become ready in time.
-fn spawn_and_wait(port: u16, store: &Path, log: &Path) -> Option<Child> {
+fn spawn_and_wait(port: u16, store: &Path, log: &Path, extra: Option<&Path>) -> Option<Child> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -258,6 +289,12 @@ fn spawn_and_wait(port: u16, store: &Path, log: &Path) -> Option<Child> {
     let mut child = Command::new(SCRIPT)
         .args(["--port", &port.to_string(), "--store"])
         .arg(store)
+        .args(
+            extra
+                .map(|e| [std::ffi::OsStr::new("--extra"), e.as_os_str()])
+                .into_iter()
+                .flatten(),
+        )
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
