@@ -22,7 +22,7 @@ pub mod seal;
 pub mod wire;
 
 pub use auth::{RemoteAuth, Scrub, redact_url};
-pub use nats::Remote;
+pub use nats::{Remote, StreamState};
 pub use payload::Payload;
 pub use wire::{Control, Job, JobFiles, Lease, RanOn, WorkerInfo, WorkerMsg};
 

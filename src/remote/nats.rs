@@ -34,6 +34,17 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the out stream and payloads are kept: 7 days.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// What [`Remote::jobs_stream`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamState {
+    /// The stream exists; `created` is its creation time as the server reports it.
+    Present { created: String },
+    /// The server answered that it has no such stream.
+    Missing,
+    /// No answer (the reason): the server is down or unreachable.
+    Unreachable(String),
+}
+
 /// A connection to a NATS server with JetStream.
 #[derive(Clone)]
 pub struct Remote {
@@ -194,6 +205,57 @@ impl Remote {
         match self.js.get_stream(name).await {
             Ok(stream) => stream.cached_info().config.num_replicas,
             Err(_) => 0,
+        }
+    }
+
+    /// What the server holds of [`JOBS_STREAM`] now, asked within 2 s: present (with
+    /// the time it was created, so a stream made again after the server lost its store
+    /// tells apart), missing, or no answer. Issue 38 item 3.
+    pub async fn jobs_stream(&self) -> StreamState {
+        let asked =
+            tokio::time::timeout(Duration::from_secs(2), self.js.get_stream(JOBS_STREAM)).await;
+        match asked {
+            Ok(Ok(stream)) => StreamState::Present {
+                created: format!("{:?}", stream.cached_info().created),
+            },
+            Ok(Err(e))
+                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(js)
+                    if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                StreamState::Missing
+            }
+            Ok(Err(e)) => StreamState::Unreachable(e.to_string()),
+            Err(_) => StreamState::Unreachable("no answer within 2 s".into()),
+        }
+    }
+
+    /// Whether `pool`'s consumer (or the job stream itself) is gone from the server —
+    /// as after a restart on an empty store; `false` when it is there or the server
+    /// does not answer (within 2 s).
+    pub async fn pool_consumer_missing(&self, pool: &str) -> bool {
+        let Ok(name) = consumer_name(pool) else {
+            return false;
+        };
+        match self.jobs_stream().await {
+            StreamState::Missing => true,
+            StreamState::Unreachable(_) => false,
+            StreamState::Present { .. } => {
+                let info = async {
+                    let stream = self.js.get_stream(JOBS_STREAM).await.ok()?;
+                    Some(stream.consumer_info(&name).await)
+                };
+                match tokio::time::timeout(Duration::from_secs(2), info).await {
+                    Ok(Some(Err(e))) => {
+                        matches!(
+                            e.kind(),
+                            jetstream::context::ConsumerInfoErrorKind::NotFound
+                                | jetstream::context::ConsumerInfoErrorKind::StreamNotFound
+                        ) || matches!(e.kind(), jetstream::context::ConsumerInfoErrorKind::JetStream(js)
+                        if js.error_code() == jetstream::ErrorCode::CONSUMER_NOT_FOUND)
+                    }
+                    _ => false,
+                }
+            }
         }
     }
 

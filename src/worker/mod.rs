@@ -137,6 +137,10 @@ pub fn identity() -> RanOn {
     }
 }
 
+/// How often, at most, an idle or failing worker checks that the server still has its
+/// pool's consumer (`Pool::repair`).
+const REPAIR_EVERY: Duration = Duration::from_secs(3);
+
 /// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`
 /// (the URL redacted: `remote::redact_url`).
 pub fn start_line(ran_on: &RanOn, options: &WorkerOptions) -> String {
@@ -248,6 +252,7 @@ pub async fn serve(
     let pool = Pool {
         ctx: &ctx,
         consumer: &consumer,
+        name: &options.pool,
         busy: &busy,
         voice: &voice,
         url: &url,
@@ -271,6 +276,8 @@ pub async fn serve(
 struct Pool<'a> {
     ctx: &'a Arc<Ctx>,
     consumer: &'a async_nats::jetstream::consumer::PullConsumer,
+    /// The pool's name (its consumer is made again under it).
+    name: &'a str,
     busy: &'a Arc<AtomicU32>,
     voice: &'a Voice,
     url: &'a str,
@@ -280,7 +287,9 @@ impl Pool<'_> {
     /// Takes jobs until `stop`: one per free slot of `slots`, fetched in batches of
     /// the free slots, each run in `jobs`. A fetch that fails is said once (until one
     /// works again) and retried after a second; a job beyond the free slots is handed
-    /// back (`Nak`) for redelivery.
+    /// back (`Nak`) for redelivery. After a failed or empty fetch the worker checks, at
+    /// most every [`REPAIR_EVERY`], that the server still has the pool's consumer, and
+    /// makes the streams, buckets and consumer again when it lost them ([`Self::repair`]).
     async fn take_jobs(
         &self,
         slots: u32,
@@ -289,6 +298,8 @@ impl Pool<'_> {
     ) {
         let free = Arc::new(Semaphore::new(slots as usize));
         let mut failing = false;
+        let mut consumer = self.consumer.clone();
+        let mut checked = tokio::time::Instant::now();
         loop {
             let first = tokio::select! {
                 permit = free.clone().acquire_owned() => match permit {
@@ -301,8 +312,7 @@ impl Pool<'_> {
             while let Ok(more) = free.clone().try_acquire_owned() {
                 permits.push(more);
             }
-            let fetched = self
-                .consumer
+            let fetched = consumer
                 .fetch()
                 .max_messages(permits.len())
                 .expires(Duration::from_secs(5))
@@ -319,6 +329,12 @@ impl Pool<'_> {
                     }
                     failing = true;
                     drop(permits);
+                    if checked.elapsed() >= REPAIR_EVERY {
+                        checked = tokio::time::Instant::now();
+                        if let Some(made) = self.repair().await {
+                            consumer = made;
+                        }
+                    }
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(1)) => continue,
                         () = stop.cancelled() => break,
@@ -327,8 +343,44 @@ impl Pool<'_> {
             };
             if self.run_batch(batch, permits, jobs, stop).await {
                 failing = false;
+            } else if checked.elapsed() >= REPAIR_EVERY {
+                checked = tokio::time::Instant::now();
+                if let Some(made) = self.repair().await {
+                    consumer = made;
+                }
             }
             while jobs.try_join_next().is_some() {}
+        }
+    }
+
+    /// When the server lost the pool's consumer (restarted on an empty store, or
+    /// replaced), makes arbor's streams, buckets and the consumer again and says so on
+    /// stderr; the new consumer, or `None` when nothing was lost or it cannot be made
+    /// yet (said too; tried again at the next check).
+    async fn repair(&self) -> Option<async_nats::jetstream::consumer::PullConsumer> {
+        let remote = &self.ctx.remote;
+        if !remote.pool_consumer_missing(self.name).await {
+            return None;
+        }
+        let made = async {
+            remote.ensure().await?;
+            remote.ensure_pool(self.name, self.ctx.ack_wait).await
+        };
+        match made.await {
+            Ok(consumer) => {
+                (self.voice.err)(&format!(
+                    "NATS at {} lost arbor's streams (a server restarted without its store?): recreated them and the consumer of pool {}",
+                    self.url, self.name
+                ));
+                Some(consumer)
+            }
+            Err(e) => {
+                (self.voice.err)(&format!(
+                    "NATS at {} lost arbor's streams and they cannot be made yet: {e}; retrying",
+                    self.url
+                ));
+                None
+            }
         }
     }
 

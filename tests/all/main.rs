@@ -71,6 +71,7 @@ mod reach;
 mod recover;
 mod remote;
 mod remote_auth;
+mod remote_faults;
 mod remote_root;
 mod remote_transport;
 mod response_limits;

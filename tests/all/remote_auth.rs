@@ -16,13 +16,14 @@
 mod forms;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::nats::NatsServer;
+use crate::support::worker_proc::WorkerProc;
 use crate::support::*;
 
 const PASSWORD: &str = "Sw0rdfish-9c1e-tls";
@@ -161,55 +162,6 @@ fn root_env(base_url: &str, url: &str) -> TestEnv {
     env
 }
 
-/// The real `arbor worker` on `url` with the client certificate, killed on drop.
-struct TlsWorker {
-    env: TestEnv,
-    child: Child,
-}
-
-impl TlsWorker {
-    fn start(url: &str, certs: &Path, base_url: &str) -> Self {
-        let env = TestEnv::new();
-        env.use_openai(base_url, "sk-worker-tls");
-        let mut cmd = env.std_cmd();
-        cmd.args(["worker", "--nats", url, "--slots", "1", "--ack-wait", "5"])
-            .args(["--ca", &certs.join("ca.pem").display().to_string()])
-            .args(["--cert", &certs.join("client.pem").display().to_string()])
-            .args(["--key", &certs.join("client.key").display().to_string()])
-            .stdout(std::fs::File::create(env.dir.path().join("worker.out")).unwrap())
-            .stderr(std::fs::File::create(env.dir.path().join("worker.err")).unwrap());
-        let child = cmd.spawn().unwrap();
-        let mut worker = Self { env, child };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !worker.output().contains("worker w-") {
-            if let Some(status) = worker.child.try_wait().unwrap() {
-                panic!("the worker exited ({status}):\n{}", worker.output());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the worker never started:\n{}",
-                worker.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        worker
-    }
-
-    fn output(&self) -> String {
-        let read = |name: &str| {
-            std::fs::read_to_string(self.env.dir.path().join(name)).unwrap_or_default()
-        };
-        format!("{}{}", read("worker.out"), read("worker.err"))
-    }
-}
-
-impl Drop for TlsWorker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Every file under `dir` (recursively) whose bytes contain `needle`.
 pub(crate) fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -257,7 +209,16 @@ fn a_remote_child_runs_over_tls_with_a_private_ca_and_no_password_is_written_any
     let url = format!("tls://arbor:{PASSWORD}@127.0.0.1:{}", nats.port);
     let shown = format!("tls://arbor:***@127.0.0.1:{}", nats.port);
     let worker_model = ScriptedServer::sequence(vec![Reply::Sse(sse_text(CHILD_ANSWER))]);
-    let worker = TlsWorker::start(&url, certs.path(), &worker_model.base_url);
+    let (ca, cert, key) = (
+        certs.path().join("ca.pem").display().to_string(),
+        certs.path().join("client.pem").display().to_string(),
+        certs.path().join("client.key").display().to_string(),
+    );
+    let worker = WorkerProc::start(
+        &url,
+        &worker_model.base_url,
+        &["--ca", &ca, "--cert", &cert, "--key", &key],
+    );
     assert!(worker.output().contains(&shown), "{}", worker.output());
 
     let model = root_model();

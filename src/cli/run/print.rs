@@ -20,7 +20,7 @@ use crate::session::protocol::{
     ApprovalDeniedEvent, ContentBlockDeltaEvent, DecisionKind, DeltaKind, HookOutcome,
 };
 use crate::session::redact::{ScrubStream, scrub_secrets};
-use crate::session::{EngineEvent, Event, Message};
+use crate::session::{EngineEvent, Event, Message, SessionStatus};
 use crate::{out, outln};
 
 /// Prints the events of one headless turn of `session_id` (and its sub-sessions, in
@@ -135,6 +135,13 @@ impl<'a> Printer<'a> {
             EngineEvent::McpServerFailed(failed) if notes => out::warning(failed.note()),
             EngineEvent::SessionNotice(notice) if notes => {
                 out::warning(format!("#{}: {}", event.session_id.short(), notice.message));
+            }
+            // A sub-session that failed says why (its parent hears it as its result).
+            EngineEvent::OrchestratorComplete(done)
+                if notes && !own && done.status == SessionStatus::Failed =>
+            {
+                let why = done.error.as_deref().unwrap_or("no reason given");
+                out::warning(format!("#{}: failed: {why}", event.session_id.short()));
             }
             EngineEvent::HookRan(ran) if notes && ran.outcome != HookOutcome::Passed => {
                 out::warning(ran.note());

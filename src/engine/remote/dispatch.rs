@@ -42,8 +42,12 @@ use crate::remote::wire::{
     self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, OUT_STREAM, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
 };
-use crate::remote::{Payload, Remote, RemoteError};
+use crate::remote::{Payload, Remote, RemoteError, StreamState};
 use crate::session::{Metadata, SessionStatus};
+
+mod watch;
+
+use watch::{CHECK_EVERY, Found, StoreWatch};
 
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
 /// final transcript and metadata) before it ends the run as cancelled on its own:
@@ -109,8 +113,13 @@ struct Link {
     session: String,
     run: u64,
     /// The job's sequence in `ARBOR_JOBS` (deleted when cancelled before a worker
-    /// started it).
-    job_seq: u64,
+    /// started it); a new one when it is published again.
+    job_seq: std::sync::atomic::AtomicU64,
+    /// The job as published (published again when the server lost its store before a
+    /// worker started it).
+    job: Job,
+    /// The job stream's state when the job was published.
+    published: StreamState,
     leases: async_nats::jetstream::kv::Store,
     ctl_subject: String,
 }
@@ -169,17 +178,9 @@ impl Dispatched {
             }),
             dispatched_at_ms: wire::now_ms(),
         };
-        let subject = wire::job_subject(&placement.pool)?;
-        let message = async_nats::jetstream::message::PublishMessage::build()
-            .payload(serde_json::to_vec(&job)?.into())
-            .message_id(format!("{session}-{run}"));
-        let ack = remote
-            .js()
-            .send_publish(subject.clone(), message)
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?
-            .await
-            .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
+        let job_seq =
+            publish_job(&remote, &placement.pool, &job, &format!("{session}-{run}")).await?;
+        let published = remote.jobs_stream().await;
         child.set_status(SessionStatus::Queued);
         warn_if_no_worker(&remote, child, &placement.pool).await;
         tracing::info!(
@@ -193,7 +194,9 @@ impl Dispatched {
                 placement: placement.clone(),
                 session,
                 run,
-                job_seq: ack.sequence,
+                job_seq: job_seq.into(),
+                job,
+                published,
                 leases,
             },
             out,
@@ -236,7 +239,14 @@ impl Link {
             &mut async_nats::jetstream::kv::Watch,
         ),
     ) -> TurnOutcome {
-        let mut binding = Binding::new(&self.session, self.job_seq);
+        let mut binding = Binding::new(
+            &self.session,
+            self.job_seq.load(std::sync::atomic::Ordering::SeqCst),
+        );
+        let mut store = StoreWatch::new(self.published.clone());
+        let mut checks =
+            tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
+        let mut republished = 0;
         let mut cancel_deadline: Option<tokio::time::Instant> = None;
         // Controls that came while no worker listened on the control subject (before
         // the holder's first event): sent once one does.
@@ -254,6 +264,36 @@ impl Link {
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let error = "the worker did not answer the cancel".to_string();
                     return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
+                }
+                _ = checks.tick() => {
+                    match store.check(self, applier.child()).await {
+                        Found::Fine => {}
+                        Found::GaveUp(reason) => {
+                            let error = format!(
+                                "remote sub-session: NATS at {} did not answer for {} s ({reason})",
+                                self.remote.url(),
+                                watch::UNREACHABLE_LIMIT.as_secs()
+                            );
+                            return applier.ended_without_answer(SessionStatus::Failed, Some(error));
+                        }
+                        Found::StoreLost if applier.holder().is_some() || cancel_deadline.is_some() => {
+                            let error = format!(
+                                "remote sub-session: the NATS server at {} lost its store (restarted empty or replaced): this run's job, lease and messages are gone; run it again",
+                                self.remote.url()
+                            );
+                            return applier.ended_without_answer(SessionStatus::Failed, Some(error));
+                        }
+                        Found::StoreLost => {
+                            republished += 1;
+                            match self.start_again(applier, republished, (&mut binding, &mut store), (&mut *out, &mut *sync, &mut *watch)).await {
+                                Ok(()) => {}
+                                Err(e) => {
+                                    let error = format!("remote sub-session: the NATS server at {} lost its store and the job cannot be published again: {e}", self.remote.url());
+                                    return applier.ended_without_answer(SessionStatus::Failed, Some(error));
+                                }
+                            }
+                        }
+                    }
                 }
                 Some(forward) = rx.recv() => {
                     let control = control_of(forward);
@@ -580,6 +620,41 @@ impl Link {
         }
     }
 
+    /// Publishes the job of a run no worker started again after the server lost its
+    /// store (the `attempt`-th time), listening anew first: a new binding for the new
+    /// job, new out consumer, sync subscription and lease watch. Said in the child's
+    /// thread.
+    ///
+    /// Errors: as [`Link::republish`] and [`listen`].
+    async fn start_again(
+        &self,
+        applier: &Applier<'_>,
+        attempt: u64,
+        (binding, store): (&mut Binding, &mut StoreWatch),
+        (out, sync, watch): (
+            &mut async_nats::jetstream::consumer::pull::Ordered,
+            &mut async_nats::Subscriber,
+            &mut async_nats::jetstream::kv::Watch,
+        ),
+    ) -> Result<(), RemoteError> {
+        self.remote.ensure().await?;
+        (*out, *sync, *watch) = listen(&self.remote, &self.leases, &self.session).await?;
+        let (seq, state) = self.republish(applier.child(), attempt).await?;
+        self.job_seq.store(seq, std::sync::atomic::Ordering::SeqCst);
+        *binding = Binding::new(&self.session, seq);
+        store.published(state);
+        applier.child().notice(format!(
+            "the NATS server at {} lost its store (restarted empty or replaced) before a worker took this sub-session: its job was published again",
+            self.remote.url()
+        ));
+        Ok(())
+    }
+
+    /// Publishes `job` with message id `id` on the run's pool; its sequence.
+    async fn publish_job(&self, job: &Job, id: &str) -> Result<u64, RemoteError> {
+        publish_job(&self.remote, &self.placement.pool, job, id).await
+    }
+
     /// Removes the job from the queue when no worker took it yet (a cancel while it
     /// waits). `false` when it is gone already (a worker has it: cancel that one).
     async fn withdraw_job(&self) -> bool {
@@ -590,8 +665,28 @@ impl Link {
                 return false;
             }
         };
-        stream.delete_message(self.job_seq).await.unwrap_or(false)
+        let seq = self.job_seq.load(std::sync::atomic::Ordering::SeqCst);
+        stream.delete_message(seq).await.unwrap_or(false)
     }
+}
+
+/// Publishes `job` on `pool`'s subject with message id `id`, awaiting the stream's
+/// acknowledgement; the job's sequence in `ARBOR_JOBS`.
+///
+/// Errors: the subject cannot be made, or the publish fails or is not acknowledged.
+async fn publish_job(remote: &Remote, pool: &str, job: &Job, id: &str) -> Result<u64, RemoteError> {
+    let subject = wire::job_subject(pool)?;
+    let message = async_nats::jetstream::message::PublishMessage::build()
+        .payload(serde_json::to_vec(job)?.into())
+        .message_id(id);
+    let ack = remote
+        .js()
+        .send_publish(subject.clone(), message)
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
+    Ok(ack.sequence)
 }
 
 /// A sync answer saying why the state could not be sent.

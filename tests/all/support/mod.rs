@@ -17,6 +17,7 @@ pub mod shared;
 #[cfg(unix)]
 #[path = "../../../benches/common/term.rs"]
 pub mod term;
+pub mod worker_proc;
 
 use std::io::Read;
 use std::net::TcpListener;
