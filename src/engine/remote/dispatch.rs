@@ -47,7 +47,7 @@ use crate::session::{Metadata, SessionStatus};
 
 mod watch;
 
-use watch::{CHECK_EVERY, Found, StoreWatch};
+use watch::{CHECK_EVERY, Found, StoreWatch, publish_job};
 
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
 /// final transcript and metadata) before it ends the run as cancelled on its own:
@@ -620,41 +620,6 @@ impl Link {
         }
     }
 
-    /// Publishes the job of a run no worker started again after the server lost its
-    /// store (the `attempt`-th time), listening anew first: a new binding for the new
-    /// job, new out consumer, sync subscription and lease watch. Said in the child's
-    /// thread.
-    ///
-    /// Errors: as [`Link::republish`] and [`listen`].
-    async fn start_again(
-        &self,
-        applier: &Applier<'_>,
-        attempt: u64,
-        (binding, store): (&mut Binding, &mut StoreWatch),
-        (out, sync, watch): (
-            &mut async_nats::jetstream::consumer::pull::Ordered,
-            &mut async_nats::Subscriber,
-            &mut async_nats::jetstream::kv::Watch,
-        ),
-    ) -> Result<(), RemoteError> {
-        self.remote.ensure().await?;
-        (*out, *sync, *watch) = listen(&self.remote, &self.leases, &self.session).await?;
-        let (seq, state) = self.republish(applier.child(), attempt).await?;
-        self.job_seq.store(seq, std::sync::atomic::Ordering::SeqCst);
-        *binding = Binding::new(&self.session, seq);
-        store.published(state);
-        applier.child().notice(format!(
-            "the NATS server at {} lost its store (restarted empty or replaced) before a worker took this sub-session: its job was published again",
-            self.remote.url()
-        ));
-        Ok(())
-    }
-
-    /// Publishes `job` with message id `id` on the run's pool; its sequence.
-    async fn publish_job(&self, job: &Job, id: &str) -> Result<u64, RemoteError> {
-        publish_job(&self.remote, &self.placement.pool, job, id).await
-    }
-
     /// Removes the job from the queue when no worker took it yet (a cancel while it
     /// waits). `false` when it is gone already (a worker has it: cancel that one).
     async fn withdraw_job(&self) -> bool {
@@ -668,25 +633,6 @@ impl Link {
         let seq = self.job_seq.load(std::sync::atomic::Ordering::SeqCst);
         stream.delete_message(seq).await.unwrap_or(false)
     }
-}
-
-/// Publishes `job` on `pool`'s subject with message id `id`, awaiting the stream's
-/// acknowledgement; the job's sequence in `ARBOR_JOBS`.
-///
-/// Errors: the subject cannot be made, or the publish fails or is not acknowledged.
-async fn publish_job(remote: &Remote, pool: &str, job: &Job, id: &str) -> Result<u64, RemoteError> {
-    let subject = wire::job_subject(pool)?;
-    let message = async_nats::jetstream::message::PublishMessage::build()
-        .payload(serde_json::to_vec(job)?.into())
-        .message_id(id);
-    let ack = remote
-        .js()
-        .send_publish(subject.clone(), message)
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
-    Ok(ack.sequence)
 }
 
 /// A sync answer saying why the state could not be sent.

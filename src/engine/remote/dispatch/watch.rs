@@ -3,7 +3,8 @@
 //! fresh volume) drops the job, the lease and what the worker sent, and without a check
 //! the root would wait for them forever.
 //!
-//! Owns: [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
+//! Owns: publishing a run's job ([`publish_job`]) and publishing it again
+//! (`Link::start_again`), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
 //! compares its creation time with the one it saw at publish: a stream gone or made
 //! again means the store was lost. A run no worker started yet is published again
 //! (its job kept at the root); a started one fails, saying why. A server that does not
@@ -15,9 +16,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Link;
+use super::{Applier, Binding, Link, listen};
 use crate::engine::live::LiveSession;
-use crate::remote::{Payload, RemoteError, StreamState};
+use crate::remote::wire::{self, Job};
+use crate::remote::{Payload, Remote, RemoteError, StreamState};
 
 /// How often the root checks that the server still holds the run.
 pub(super) const CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -97,6 +99,41 @@ impl StoreWatch {
 }
 
 impl Link {
+    /// Publishes the job of a run no worker started again after the server lost its
+    /// store (the `attempt`-th time), listening anew first: a new binding for the new
+    /// job, new out consumer, sync subscription and lease watch. Said in the child's
+    /// thread.
+    ///
+    /// Errors: as [`Link::republish`] and [`listen`].
+    pub(super) async fn start_again(
+        &self,
+        applier: &Applier<'_>,
+        attempt: u64,
+        (binding, store): (&mut Binding, &mut StoreWatch),
+        (out, sync, watch): (
+            &mut async_nats::jetstream::consumer::pull::Ordered,
+            &mut async_nats::Subscriber,
+            &mut async_nats::jetstream::kv::Watch,
+        ),
+    ) -> Result<(), RemoteError> {
+        self.remote.ensure().await?;
+        (*out, *sync, *watch) = listen(&self.remote, &self.leases, &self.session).await?;
+        let (seq, state) = self.republish(applier.child(), attempt).await?;
+        self.job_seq.store(seq, std::sync::atomic::Ordering::SeqCst);
+        *binding = Binding::new(&self.session, seq);
+        store.published(state);
+        applier.child().notice(format!(
+            "the NATS server at {} lost its store (restarted empty or replaced) before a worker took this sub-session: its job was published again",
+            self.remote.url()
+        ));
+        Ok(())
+    }
+
+    /// Publishes `job` with message id `id` on the run's pool; its sequence.
+    pub(super) async fn publish_job(&self, job: &Job, id: &str) -> Result<u64, RemoteError> {
+        publish_job(&self.remote, &self.placement.pool, job, id).await
+    }
+
     /// Publishes the run's job again after the server lost its store: the streams and
     /// buckets made again, the transcript packed again (an object payload was lost with
     /// the store; no worker started the run, so `child`'s transcript is still the one
@@ -129,4 +166,28 @@ impl Link {
             .await?;
         Ok((seq, self.remote.jobs_stream().await))
     }
+}
+
+/// Publishes `job` on `pool`'s subject with message id `id`, awaiting the stream's
+/// acknowledgement; the job's sequence in `ARBOR_JOBS`.
+///
+/// Errors: the subject cannot be made, or the publish fails or is not acknowledged.
+pub(super) async fn publish_job(
+    remote: &Remote,
+    pool: &str,
+    job: &Job,
+    id: &str,
+) -> Result<u64, RemoteError> {
+    let subject = wire::job_subject(pool)?;
+    let message = async_nats::jetstream::message::PublishMessage::build()
+        .payload(serde_json::to_vec(job)?.into())
+        .message_id(id);
+    let ack = remote
+        .js()
+        .send_publish(subject.clone(), message)
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
+    Ok(ack.sequence)
 }
