@@ -113,6 +113,22 @@ pub fn sync_subject(session: &str) -> Result<String, BadToken> {
     Ok(format!("arbor.sync.{}", token(session)?))
 }
 
+/// Where a worker asks, before it starts a job, whether the job's root still waits for
+/// it (request/reply, core NATS; the answer is an [`AliveReply`]): `arbor.alive.<session>`.
+/// No responder means the root that published it is gone (issue 38 item 4).
+///
+/// Errors: [`BadToken`] for an empty id.
+pub fn alive_subject(session: &str) -> Result<String, BadToken> {
+    Ok(format!("arbor.alive.{}", token(session)?))
+}
+
+/// The root's answer on [`alive_subject`]: the run of the session it follows now (a
+/// job of another run is stale: that run's root died and the session was continued).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AliveReply {
+    pub run: u64,
+}
+
 /// Where a sub-session ran (metadata `ran_on`, whose shape `session::metadata` owns),
 /// also the lease holder and the presence entry.
 pub use crate::session::metadata::RanOn;

@@ -31,6 +31,36 @@ pub enum FilesError {
     Git(#[from] IsolationError),
 }
 
+/// Why the clone at `repo` cannot serve a job based on `commit` of the root's
+/// repository `repo_name` ([`FilesError::NotARepo`], [`FilesError::MissingCommit`], a
+/// failing git, as text); `None` when it has the commit.
+pub fn cannot_serve(repo: &Path, commit: &str, repo_name: &str) -> Option<String> {
+    let top = match Repo::discover(repo) {
+        Ok(found) => found.top,
+        Err(IsolationError::NotARepo { .. }) => {
+            return Some(
+                FilesError::NotARepo {
+                    path: repo.to_path_buf(),
+                    repo_name: repo_name.to_string(),
+                }
+                .to_string(),
+            );
+        }
+        Err(e) => return Some(e.to_string()),
+    };
+    match Git::at(&top).commit_of(commit) {
+        Ok(Some(_)) if is_hex(commit) => None,
+        Ok(_) => Some(
+            FilesError::MissingCommit {
+                repo: top,
+                commit: commit.to_string(),
+            }
+            .to_string(),
+        ),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// A detached worktree of a job's base commit, removed on drop.
 #[derive(Debug)]
 pub struct JobTree {

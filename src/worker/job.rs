@@ -1,7 +1,8 @@
 //! One job, start to end: the lease, the heartbeat, the files, the session in a
 //! scratch store, the engine's turn, everything it publishes, and the acknowledgement.
 //!
-//! Owns: [`run`] — taking the session's lease with a fresh key pair for the run (a
+//! Owns: [`run`] — whether the job runs here at all (`admit`: a dead root's job is
+//! dropped, one this worker's clone cannot serve handed back), taking the session's lease with a fresh key pair for the run (a
 //! lost race drops the job: the winner runs and acks it), `Started`, the heartbeat
 //! (lease renewal plus a progress ack every ack wait / 3; a renewal that finds the
 //! lease taken cancels the turn and silences the job), cutting the worktree,
@@ -43,6 +44,7 @@ use crate::session::{
 };
 use setup::{Start, command_for, cut_files, start, work_in_progress, worker_metadata};
 
+mod admit;
 mod setup;
 
 /// How long a redelivered job waits for the root's answer on `arbor.sync.<session>`.
@@ -122,6 +124,9 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
             return;
         }
     };
+    if admit::admit(&ctx, &job, &msg, attempt).await == admit::Admit::Settled {
+        return;
+    }
     let session = job.session_id.to_string();
     // A key pair for this run: its public half goes into the lease, and the root
     // applies only what is signed with it (`remote::seal`, `remote::pin`).

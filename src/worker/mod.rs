@@ -125,6 +125,9 @@ pub(crate) struct Ctx {
     scratch: PathBuf,
     /// Cancelled when the worker stops: running jobs go quiet and are handed back.
     stopping: CancellationToken,
+    /// Where a job says what the person running the worker should know (a job
+    /// dropped or handed back).
+    voice: Voice,
 }
 
 /// This process's identity: `w-` and 8 random hex digits, the host name, the pid.
@@ -233,6 +236,7 @@ pub async fn serve(
         ack_wait: options.ack_wait,
         scratch: own.dir.clone(),
         stopping: stop.clone(),
+        voice: voice.clone(),
     });
     let busy = Arc::new(AtomicU32::new(0));
     let presence = tokio::spawn(presence(

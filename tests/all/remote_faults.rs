@@ -2,10 +2,15 @@
 //! the real binaries: a NATS server (`support::nats`), real `arbor worker`s
 //! (`support::worker_proc`) and headless roots (`arbor run`).
 //!
+//! `dead_root`: a root killed with its children queued — their instructions are in
+//! its store, `session continue --tree` runs each on its own, and no worker runs the
+//! dead root's jobs.
+//!
 //! `lost_store`: the server restarted on an empty store (replaced, or a fresh volume)
 //! — a running child fails with an error that says so and `arbor run` ends; a queued
 //! child's job is published again and runs; the same worker takes the next run's jobs.
 
+mod dead_root;
 mod lost_store;
 
 use std::process::{Child, Output, Stdio};

@@ -309,13 +309,6 @@ async fn a_remote_child_runs_on_a_worker_and_its_work_lands_at_the_root() {
         .event(
             &job,
             epoch,
-            EngineEvent::appended(Message::user("Look around")),
-        )
-        .await;
-    worker
-        .event(
-            &job,
-            epoch,
             EngineEvent::appended(assistant("found app.py")),
         )
         .await;
@@ -401,13 +394,6 @@ async fn a_worker_that_lost_its_lease_cannot_write_again() {
     let dir = env.sessions_dir().join(&session);
     let one = first.lease(&session).await.epoch();
     first.started(&job, one, 1).await;
-    first
-        .event(
-            &job,
-            one,
-            EngineEvent::appended(Message::user("Look around")),
-        )
-        .await;
     first
         .event(
             &job,

@@ -365,7 +365,8 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
         "worktree removed"
     );
 
-    // A commit the clone lacks: Failed naming it, and the job is acked.
+    // A commit the clone lacks: the job is handed back for another worker of the pool
+    // (said on stderr), not failed and not acked (issue 38 item 6).
     let mut missing = job_of(MISSING, plan, "write more");
     missing.files = Some(JobFiles {
         base_commit: "0123456789abcdef0123456789abcdef01234567".into(),
@@ -374,23 +375,25 @@ async fn a_writing_job_asks_the_root_for_approval_works_in_a_worktree_and_return
         writes: true,
     });
     publish(&remote, "files", &missing).await;
-    let failed = wait_for_session(&remote, MISSING, &worker, Duration::from_secs(60), |m| {
-        m.iter().any(|s| s.body["kind"] == "failed")
-    })
-    .await;
-    let error = failed.last().unwrap().body["error"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        error.contains("lacks commit 0123456789abcdef0123456789abcdef01234567; fetch it"),
-        "{error}"
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while jobs_left(&remote).await != 0 {
-        assert!(Instant::now() < deadline, "the jobs were never acked");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !worker
+        .stderr()
+        .contains("handed back the job of sub-session")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "never handed back:\n{}",
+            worker.stderr()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let said = worker.stderr();
+    assert!(
+        said.contains("lacks commit 0123456789abcdef0123456789abcdef01234567; fetch it"),
+        "{said}"
+    );
+    assert!(sent_of(&remote, MISSING).await.is_empty(), "it ran: {said}");
+    assert_eq!(jobs_left(&remote).await, 1, "the job left the queue");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,11 +43,11 @@ use crate::remote::wire::{
     WORKER_HEADER, WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
-use crate::session::{Metadata, SessionStatus};
+use crate::session::{Message, Metadata, SessionStatus};
 
 mod watch;
 
-use watch::{CHECK_EVERY, Found, StoreWatch, publish_job};
+use watch::{AliveGuard, CHECK_EVERY, Found, StoreWatch, answer_alive, publish_job};
 
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
 /// final transcript and metadata) before it ends the run as cancelled on its own:
@@ -120,6 +120,8 @@ struct Link {
     job: Job,
     /// The job stream's state when the job was published.
     published: StreamState,
+    /// Answers workers asking whether this root still waits for the job.
+    _alive: AliveGuard,
     leases: async_nats::jetstream::kv::Store,
     ctl_subject: String,
 }
@@ -147,6 +149,14 @@ impl Dispatched {
             run = m.arbor.remote_runs.unwrap_or(0) + 1;
             m.arbor.remote_runs = Some(run);
         });
+        // The run's instruction is in the root's store before its job is published: a
+        // root that dies while the job waits leaves a child that `session continue`
+        // runs on its instruction, not on an empty transcript. The worker continues
+        // from it (the unanswered user message is the model call it runs).
+        let instruction = input.instruction();
+        if let RunInput::Prompt(text) = input {
+            child.append(Message::user(text));
+        }
         let metadata = child.metadata();
         let plan = MountPlan::from_value(crate::session::redact::redact(&child.plan.to_value()));
         let files = {
@@ -162,8 +172,10 @@ impl Dispatched {
             metadata,
             plan,
             transcript: Payload::pack(&payloads, &name, transcript).await?,
-            instruction: input.instruction(),
-            continues: input.continues(),
+            // Said for the record (logs, a worker of an older version); the worker
+            // continues the session, whose last message it is.
+            instruction,
+            continues: true,
             approvals: serde_json::to_value(&env.config.approvals)?,
             files: files.map(|f| {
                 if let Some(note) = &f.unseen {
@@ -178,6 +190,7 @@ impl Dispatched {
             }),
             dispatched_at_ms: wire::now_ms(),
         };
+        let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
             publish_job(&remote, &placement.pool, &job, &format!("{session}-{run}")).await?;
         let published = remote.jobs_stream().await;
@@ -197,6 +210,7 @@ impl Dispatched {
                 job_seq: job_seq.into(),
                 job,
                 published,
+                _alive: alive,
                 leases,
             },
             out,

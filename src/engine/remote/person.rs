@@ -67,11 +67,6 @@ impl RunInput {
             RunInput::Continue => CONTINUE_PROMPT.to_string(),
         }
     }
-
-    /// The job's `continues`.
-    pub(crate) fn continues(&self) -> bool {
-        matches!(self, RunInput::Continue)
-    }
 }
 
 /// Runs `live`'s next turn on a worker of `placement`'s pool with `instruction`, as

@@ -16,7 +16,7 @@ use arbor::remote::lease;
 use arbor::remote::seal::{self, Signer};
 use arbor::remote::wire::{self, Lease, RanOn, SyncReply, WorkerMsg};
 use arbor::remote::{Payload, Remote, RemoteAuth};
-use arbor::session::{EngineEvent, Event, Message, SessionStatus};
+use arbor::session::{EngineEvent, Event, SessionStatus};
 use async_nats::HeaderMap;
 use async_nats::jetstream::AckKind;
 
@@ -90,13 +90,6 @@ async fn forged_events_and_answers_with_the_current_epoch_are_refused() {
     let session = job.session_id.to_string();
     let epoch = worker.lease(&session).await.epoch();
     worker.started(&job, epoch, 1).await;
-    worker
-        .event(
-            &job,
-            epoch,
-            EngineEvent::appended(Message::user("Look around")),
-        )
-        .await;
 
     // The peer reads the lease (anyone on the bus can) and writes under its epoch,
     // naming the holder.
@@ -261,13 +254,6 @@ async fn sync_answers_only_the_lease_holder() {
     let session = job.session_id.to_string();
     let epoch = worker.lease(&session).await.epoch();
     worker.started(&job, epoch, 1).await;
-    worker
-        .event(
-            &job,
-            epoch,
-            EngineEvent::appended(Message::user("Look around")),
-        )
-        .await;
     worker
         .event(
             &job,

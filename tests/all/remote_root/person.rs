@@ -55,13 +55,7 @@ async fn finish_run(
     answer: &str,
     epoch: u64,
 ) {
-    worker
-        .event(
-            job,
-            epoch,
-            EngineEvent::appended(Message::user(job.instruction.clone())),
-        )
-        .await;
+    // The root stored the instruction before publishing the job (`continues`).
     worker
         .event(job, epoch, EngineEvent::appended(assistant(answer)))
         .await;
@@ -107,7 +101,12 @@ async fn a_persons_turn_in_an_idle_remote_child_runs_on_a_worker() {
         panic!("no inline transcript");
     };
     let texts: Vec<String> = before.iter().map(Message::text).collect();
-    assert_eq!(texts, ["Look around", "found app.py"], "run 1's transcript");
+    // Run 1's transcript, and the new instruction stored before the job went out.
+    assert_eq!(
+        texts,
+        ["Look around", "found app.py", "Look again, closer"],
+        "run 1's transcript"
+    );
     play_run(&worker, &job, message, "looked closer").await;
     let result = finished(resume);
     let response = result["response"].as_str().unwrap_or_default();
@@ -161,7 +160,9 @@ async fn a_persons_turn_in_an_idle_remote_child_runs_on_a_worker() {
             "found app.py",
             "Look again, closer",
             "looked closer",
-            "Continue.",
+            // Run 3's instruction was stored before its job went out; run 4 continues
+            // from it (it never got an answer), so no "Continue." is sent.
+            "Break it",
             "continued there"
         ],
         "{transcript:?}"

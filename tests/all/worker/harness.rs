@@ -11,8 +11,8 @@ use arbor::config::MountPlan;
 use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
 use arbor::remote::wire::{
-    Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, OUT_STREAM, WORKER_HEADER, ctl_subject,
-    job_subject, out_subject,
+    AliveReply, Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, OUT_STREAM, WORKER_HEADER,
+    alive_subject, ctl_subject, job_subject, out_subject,
 };
 use arbor::session::{Metadata, SessionId};
 use async_nats::jetstream::consumer;
@@ -139,6 +139,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
 }
 
 pub(super) async fn publish(remote: &Remote, pool: &str, job: &Job) {
+    answer_alive(remote, job).await;
     remote
         .js()
         .publish(
@@ -149,6 +150,41 @@ pub(super) async fn publish(remote: &Remote, pool: &str, job: &Job) {
         .unwrap()
         .await
         .unwrap();
+}
+
+/// The runs the test root follows now, by session (the latest job published).
+static FOLLOWED: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Plays the root's part of `arbor.alive.<session>` for `job`, as a real root does
+/// while it follows a run: a worker asks before it runs a job, and drops one whose root
+/// is gone. Answers with the latest run published for the session.
+async fn answer_alive(remote: &Remote, job: &Job) {
+    let session = job.session_id.to_string();
+    {
+        let mut followed = FOLLOWED.lock().unwrap();
+        followed.retain(|(s, _)| *s != session);
+        followed.push((session.clone(), job.run));
+    }
+    let mut asked = remote
+        .client()
+        .subscribe(alive_subject(&session).unwrap())
+        .await
+        .unwrap();
+    let client = remote.client().clone();
+    tokio::spawn(async move {
+        while let Some(request) = asked.next().await {
+            let run = FOLLOWED
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(s, _)| *s == session)
+                .map_or(0, |(_, run)| *run);
+            if let Some(reply) = request.reply {
+                let body = serde_json::to_vec(&AliveReply { run }).unwrap();
+                let _ = client.publish(reply, body.into()).await;
+            }
+        }
+    });
 }
 
 /// One message the worker published: its epoch and worker headers and its body.

@@ -4,7 +4,8 @@
 //! the root would wait for them forever.
 //!
 //! Owns: publishing a run's job ([`publish_job`]) and publishing it again
-//! (`Link::start_again`), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
+//! (`Link::start_again`), answering workers that ask whether the root still waits
+//! for it ([`answer_alive`]), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
 //! compares its creation time with the one it saw at publish: a stream gone or made
 //! again means the store was lost. A run no worker started yet is published again
 //! (its job kept at the root); a started one fails, saying why. A server that does not
@@ -190,4 +191,42 @@ pub(super) async fn publish_job(
         .await
         .map_err(|e| RemoteError::nats(format!("cannot publish the job on {subject}"), e))?;
     Ok(ack.sequence)
+}
+
+/// Answers workers that ask whether this root still waits for `session`'s job
+/// ([`wire::alive_subject`]) with `run`, until the returned guard drops (the run
+/// ended). Subscribed before the job is published, so a worker never finds nobody
+/// listening for a live root.
+///
+/// Errors: the subject cannot be made or subscribed to.
+pub(super) async fn answer_alive(
+    remote: &Remote,
+    session: &str,
+    run: u64,
+) -> Result<AliveGuard, RemoteError> {
+    let subject = wire::alive_subject(session)?;
+    let mut asked = remote
+        .client()
+        .subscribe(subject.clone())
+        .await
+        .map_err(|e| RemoteError::nats(format!("cannot subscribe to {subject}"), e))?;
+    let client = remote.client().clone();
+    let body = serde_json::to_vec(&wire::AliveReply { run })?;
+    let task = tokio::spawn(async move {
+        while let Some(request) = futures::StreamExt::next(&mut asked).await {
+            if let Some(reply) = request.reply {
+                let _ = client.publish(reply, body.clone().into()).await;
+            }
+        }
+    });
+    Ok(AliveGuard(task))
+}
+
+/// Stops answering on the alive subject when dropped.
+pub(super) struct AliveGuard(tokio::task::JoinHandle<()>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
