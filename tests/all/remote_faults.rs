@@ -6,12 +6,16 @@
 //! its store, `session continue --tree` runs each on its own, and no worker runs the
 //! dead root's jobs.
 //!
+//! `stale_clone`: a worker whose clone lacks the commit hands its jobs back; the
+//! pool's up-to-date worker runs them.
+//!
 //! `lost_store`: the server restarted on an empty store (replaced, or a fresh volume)
 //! — a running child fails with an error that says so and `arbor run` ends; a queued
 //! child's job is published again and runs; the same worker takes the next run's jobs.
 
 mod dead_root;
 mod lost_store;
+mod stale_clone;
 
 use std::process::{Child, Output, Stdio};
 use std::sync::Arc;

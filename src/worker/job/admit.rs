@@ -5,8 +5,9 @@
 //! `arbor.alive.<session>`), or whose root follows another run of the session now, is
 //! dropped for good (it would run for nobody); a job this worker cannot serve (its
 //! clone lacks the base commit, or is no git clone) is handed back for another worker
-//! with a growing delay, said on stderr, until it was delivered [`HAND_BACK_LIMIT`]
-//! times — then it runs and fails with the reason, so the root hears it. Does not own:
+//! (redelivered after as many seconds as it was delivered times), said on stderr, until
+//! it was delivered [`HAND_BACK_LIMIT`] times — then it runs and fails with the reason,
+//! so the root hears it (after 28 s when no worker of the pool can serve it). Does not own:
 //! running the job (`job`), cutting its worktree (`files`).
 
 use std::time::Duration;
@@ -62,7 +63,7 @@ pub(super) async fn admit(ctx: &Ctx, job: &Job, msg: &jetstream::Message, attemp
     let Some(lacking) = lacking else {
         return Admit::Run;
     };
-    let delay = Duration::from_secs(1u64 << attempt.min(5));
+    let delay = Duration::from_secs(u64::from(attempt));
     (ctx.voice.err)(&format!(
         "handed back the job of sub-session #{short} for another worker of the pool: {lacking} (delivery {attempt} of {HAND_BACK_LIMIT} before it fails)"
     ));
