@@ -145,7 +145,10 @@ pub async fn current(leases: &kv::Store, session: &str) -> Result<Option<Lease>,
 }
 
 /// [`current`] with the key's revision (it grows at every write, a renewal included:
-/// the root sees a holder alive by it).
+/// the root sees a holder alive by it). Read from the bucket's stream leader (the
+/// JetStream message-get API, never a direct get): on a cluster a direct get may be
+/// answered by a replica that was frozen and still holds an old lease, and the root
+/// would refuse the current holder (issue 38 item 5).
 ///
 /// Errors: as [`current`].
 pub async fn current_entry(
@@ -153,17 +156,38 @@ pub async fn current_entry(
     session: &str,
 ) -> Result<Option<(Lease, u64)>, RemoteError> {
     let key = token(session)?;
-    let entry = leases
-        .entry(&key)
+    let subject = format!("{}{key}", leases.prefix);
+    let message = match leases
+        .stream
+        .get_last_raw_message_by_subject(&subject)
         .await
-        .map_err(|e| RemoteError::nats(format!("cannot read the lease of {session}"), e))?;
-    match entry.filter(|e| e.operation == kv::Operation::Put) {
-        Some(entry) => Ok(Some((
-            serde_json::from_slice(&entry.value)?,
-            entry.revision,
-        ))),
-        None => Ok(None),
+    {
+        Ok(message) => message,
+        Err(e)
+            if e.kind()
+                == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound =>
+        {
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(RemoteError::nats(
+                format!("cannot read the lease of {session}"),
+                e,
+            ));
+        }
+    };
+    // A deleted or purged key is a marker message with a `KV-Operation` header.
+    let removed = message
+        .headers
+        .get("KV-Operation")
+        .is_some_and(|op| matches!(op.as_str(), "DEL" | "PURGE"));
+    if removed {
+        return Ok(None);
     }
+    Ok(Some((
+        serde_json::from_slice(&message.payload)?,
+        message.sequence,
+    )))
 }
 
 /// The root's epoch fence for one session: the highest epoch it has seen current.

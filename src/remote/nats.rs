@@ -181,7 +181,7 @@ impl Remote {
 
     async fn stream(&self, mut config: stream::Config) -> Result<(), RemoteError> {
         let name = config.name.clone();
-        config.num_replicas = self.replicas_of(&name).await;
+        config.num_replicas = self.replicas_of(&name).await?;
         self.js
             .create_or_update_stream(config)
             .await
@@ -191,7 +191,7 @@ impl Remote {
 
     async fn bucket(&self, mut config: kv::Config) -> Result<kv::Store, RemoteError> {
         let name = config.bucket.clone();
-        config.num_replicas = self.replicas_of(&format!("KV_{name}")).await;
+        config.num_replicas = self.replicas_of(&format!("KV_{name}")).await?;
         self.js
             .create_or_update_key_value(config)
             .await
@@ -200,11 +200,15 @@ impl Remote {
 
     /// The replicas stream `name` has now, so an update keeps them (an operator raises
     /// them on a cluster, README "Running on more machines"); 0 (the server's default,
-    /// one) when it does not exist yet or cannot be read.
-    async fn replicas_of(&self, name: &str) -> usize {
+    /// one) when the server says it does not exist. An update never lowers them.
+    ///
+    /// Errors: [`RemoteError::Nats`] when the stream cannot be read (no answer, an
+    /// election under way): guessing would scale an operator's R3 stream down to R1.
+    async fn replicas_of(&self, name: &str) -> Result<usize, RemoteError> {
         match self.js.get_stream(name).await {
-            Ok(stream) => stream.cached_info().config.num_replicas,
-            Err(_) => 0,
+            Ok(stream) => Ok(stream.cached_info().config.num_replicas),
+            Err(e) if stream_not_found(&e) => Ok(0),
+            Err(e) => Err(RemoteError::nats(format!("cannot read stream {name}"), e)),
         }
     }
 
@@ -218,12 +222,7 @@ impl Remote {
             Ok(Ok(stream)) => StreamState::Present {
                 created: format!("{:?}", stream.cached_info().created),
             },
-            Ok(Err(e))
-                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(js)
-                    if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
-            {
-                StreamState::Missing
-            }
+            Ok(Err(e)) if stream_not_found(&e) => StreamState::Missing,
             Ok(Err(e)) => StreamState::Unreachable(e.to_string()),
             Err(_) => StreamState::Unreachable("no answer within 2 s".into()),
         }
@@ -335,12 +334,21 @@ impl Remote {
             .map_err(|e| RemoteError::nats(format!("cannot open bucket {bucket}"), e))
     }
 
-    /// The payload object store ([`PAYLOADS_BUCKET`]), created when missing.
+    /// The payload object store ([`PAYLOADS_BUCKET`]), created only when the server
+    /// says it does not exist (with arbor's settings, one replica); a store that cannot
+    /// be read is an error, never a reason to create one with other settings.
     ///
-    /// Errors: [`RemoteError::Nats`] when it can be neither opened nor created.
+    /// Errors: [`RemoteError::Nats`] when it can be neither read nor created.
     pub async fn payloads(&self) -> Result<object_store::ObjectStore, RemoteError> {
-        if let Ok(store) = self.js.get_object_store(PAYLOADS_BUCKET).await {
-            return Ok(store);
+        let stream = format!("OBJ_{PAYLOADS_BUCKET}");
+        if self.replicas_of(&stream).await? > 0 {
+            return self
+                .js
+                .get_object_store(PAYLOADS_BUCKET)
+                .await
+                .map_err(|e| {
+                    RemoteError::nats(format!("cannot open object store {PAYLOADS_BUCKET}"), e)
+                });
         }
         self.js
             .create_object_store(object_store::Config {
@@ -354,4 +362,10 @@ impl Remote {
                 RemoteError::nats(format!("cannot create object store {PAYLOADS_BUCKET}"), e)
             })
     }
+}
+
+/// Whether the server answered that the stream does not exist.
+fn stream_not_found(e: &jetstream::context::GetStreamError) -> bool {
+    matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(js)
+        if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
 }

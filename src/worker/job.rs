@@ -47,8 +47,12 @@ use setup::{Start, command_for, cut_files, start, work_in_progress, worker_metad
 mod admit;
 mod setup;
 
-/// How long a redelivered job waits for the root's answer on `arbor.sync.<session>`.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one request of a redelivered job on `arbor.sync.<session>` waits.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a redelivered job keeps asking the root (an unanswered request, or an
+/// answer saying the root could not read the server) before it fails: longer than a
+/// cluster's election, during which the root's reads fail (issue 38 item 5).
+const SYNC_FOR: Duration = Duration::from_secs(45);
 /// How long the job's turns get to end once it is over (cancelled when lost).
 const END_GRACE: Duration = Duration::from_secs(5);
 
@@ -456,8 +460,41 @@ async fn restore(ctx: &Ctx, tree: &JobTree, name: &str) -> Result<String, JobErr
 
 /// Asks the root for the session as its store holds it now (a redelivered job),
 /// signed as the lease holder (`seal::request_sync`: the root answers no one else).
+/// Asked again (a second apart) while the root does not answer or says it could not
+/// read the server, for up to [`SYNC_FOR`]; a refusal is final.
 async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<(Metadata, Vec<Message>), JobError> {
-    let subject = sync_subject(session).map_err(RemoteError::from)?;
+    let started = Instant::now();
+    loop {
+        let error = match sync_once(ctx, session, out).await {
+            Ok(answer) => return Ok(answer),
+            Err(SyncError::Final(e)) => return Err(e),
+            Err(SyncError::Again(e)) => e,
+        };
+        if started.elapsed() + Duration::from_secs(1) > SYNC_FOR {
+            return Err(error);
+        }
+        tracing::info!(session, "worker: {error}; asking the root again");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Why one sync request did not give the session.
+enum SyncError {
+    /// Worth asking again (no answer, the root could not read the server).
+    Again(JobError),
+    /// The root refused, or its answer cannot be read.
+    Final(JobError),
+}
+
+/// One request of [`sync`].
+async fn sync_once(
+    ctx: &Ctx,
+    session: &str,
+    out: &Out,
+) -> Result<(Metadata, Vec<Message>), SyncError> {
+    let subject = sync_subject(session)
+        .map_err(RemoteError::from)
+        .map_err(|e| SyncError::Final(e.into()))?;
     let answer = seal::request_sync(
         ctx.remote.client(),
         subject,
@@ -466,18 +503,31 @@ async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<(Metadata, Vec<Mess
         SYNC_TIMEOUT,
     )
     .await
-    .map_err(|e| JobError::Sync(format!("the root did not answer on arbor.sync: {e}")))?;
-    let reply: SyncReply = serde_json::from_slice(&answer.payload).map_err(RemoteError::from)?;
+    .map_err(|e| {
+        SyncError::Again(JobError::Sync(format!(
+            "the root did not answer on arbor.sync: {e}"
+        )))
+    })?;
+    let reply: SyncReply = serde_json::from_slice(&answer.payload)
+        .map_err(|e| SyncError::Final(RemoteError::from(e).into()))?;
     if let Some(error) = reply.error {
-        return Err(JobError::Sync(error));
+        return Err(if error.starts_with("refused") {
+            SyncError::Final(JobError::Sync(error))
+        } else {
+            SyncError::Again(JobError::Sync(error))
+        });
     }
     match (reply.metadata, reply.transcript) {
-        (Some(metadata), Some(transcript)) => {
-            Ok((*metadata, transcript.unpack(&ctx.payloads).await?))
-        }
-        _ => Err(JobError::Sync(
-            "the root's answer has no metadata or transcript".into(),
+        (Some(metadata), Some(transcript)) => Ok((
+            *metadata,
+            transcript
+                .unpack(&ctx.payloads)
+                .await
+                .map_err(|e| SyncError::Again(e.into()))?,
         )),
+        _ => Err(SyncError::Final(JobError::Sync(
+            "the root's answer has no metadata or transcript".into(),
+        ))),
     }
 }
 

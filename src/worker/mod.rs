@@ -97,6 +97,11 @@ pub struct WorkerOptions {
     pub scratch: PathBuf,
 }
 
+/// Locks `m`, taking the value of a poisoned lock.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Why the worker stopped with an error (a connection that never comes up is retried,
 /// not an error).
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +148,8 @@ pub fn identity() -> RanOn {
 /// How often, at most, an idle or failing worker checks that the server still has its
 /// pool's consumer (`Pool::repair`).
 const REPAIR_EVERY: Duration = Duration::from_secs(3);
+/// How long the pool's consumer must look missing before the worker makes it again.
+const MISSING_FOR: Duration = Duration::from_secs(10);
 
 /// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`
 /// (the URL redacted: `remote::redact_url`).
@@ -186,8 +193,11 @@ fn format_secs(d: Duration) -> String {
 /// each with an engine from `factory`. At `stop` it takes no more jobs, cancels the
 /// running ones (handed back to the queue), removes its presence entry and returns.
 ///
-/// Errors: [`WorkerError::Remote`] when the streams, buckets or consumer cannot be
-/// created (JetStream disabled, incompatible existing settings).
+/// Making the streams, buckets and consumer is retried like the connection (each
+/// failure said on `voice.err`: JetStream disabled, incompatible settings, an
+/// election under way), until it works or `stop`.
+///
+/// Errors: [`WorkerError::Dir`] when the worker's scratch directory cannot be claimed.
 pub async fn serve(
     options: WorkerOptions,
     factory: Factory,
@@ -215,11 +225,25 @@ pub async fn serve(
         remote = connecting => remote,
         () = stop.cancelled() => return Ok(()),
     };
-    remote.ensure().await?;
-    let consumer = remote.ensure_pool(&options.pool, options.ack_wait).await?;
-    let leases = remote.leases().await?;
-    let workers = remote.workers().await?;
-    let payloads = remote.payloads().await?;
+    // Retried like the connection: during a cluster's election the streams cannot be
+    // made for a few seconds (issue 38 item 5).
+    let mut delay = Duration::from_millis(500);
+    let (consumer, leases, workers, payloads) = loop {
+        match set_up(&remote, &options).await {
+            Ok(made) => break made,
+            Err(e) => {
+                (voice.err)(&format!(
+                    "cannot make arbor's streams on NATS at {url}; retrying in {} s: {e}",
+                    format_secs(delay)
+                ));
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = stop.cancelled() => return Ok(()),
+                }
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
     let shown = WorkerOptions {
         slots,
         ..options.clone()
@@ -257,6 +281,7 @@ pub async fn serve(
         ctx: &ctx,
         consumer: &consumer,
         name: &options.pool,
+        missing_since: std::sync::Mutex::new(None),
         busy: &busy,
         voice: &voice,
         url: &url,
@@ -274,6 +299,31 @@ pub async fn serve(
     Ok(())
 }
 
+/// arbor's streams and buckets, the pool's consumer, and the handles a worker keeps.
+///
+/// Errors: any of them cannot be made or opened.
+async fn set_up(
+    remote: &Remote,
+    options: &WorkerOptions,
+) -> Result<
+    (
+        async_nats::jetstream::consumer::PullConsumer,
+        kv::Store,
+        kv::Store,
+        ObjectStore,
+    ),
+    RemoteError,
+> {
+    remote.ensure().await?;
+    let consumer = remote.ensure_pool(&options.pool, options.ack_wait).await?;
+    Ok((
+        consumer,
+        remote.leases().await?,
+        remote.workers().await?,
+        remote.payloads().await?,
+    ))
+}
+
 /// What the fetch loop needs: the jobs' context, the pool's consumer, the count of
 /// running jobs (for the presence entry), where to say a failure, and the server's
 /// URL (for those words).
@@ -282,6 +332,8 @@ struct Pool<'a> {
     consumer: &'a async_nats::jetstream::consumer::PullConsumer,
     /// The pool's name (its consumer is made again under it).
     name: &'a str,
+    /// Since when the server has said the pool's consumer is missing.
+    missing_since: std::sync::Mutex<Option<tokio::time::Instant>>,
     busy: &'a Arc<AtomicU32>,
     voice: &'a Voice,
     url: &'a str,
@@ -364,8 +416,16 @@ impl Pool<'_> {
     async fn repair(&self) -> Option<async_nats::jetstream::consumer::PullConsumer> {
         let remote = &self.ctx.remote;
         if !remote.pool_consumer_missing(self.name).await {
+            *lock(&self.missing_since) = None;
             return None;
         }
+        // Only when it stays missing: during a cluster's election a node may answer for
+        // a few seconds that it has no such stream or consumer.
+        let since = *lock(&self.missing_since).get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() < MISSING_FOR {
+            return None;
+        }
+        *lock(&self.missing_since) = None;
         let made = async {
             remote.ensure().await?;
             remote.ensure_pool(self.name, self.ctx.ack_wait).await

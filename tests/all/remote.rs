@@ -257,6 +257,13 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     assert_eq!(result["status"], "success", "{context}");
     assert_eq!(result["response"], ROOT_ANSWER, "{context}");
     let root_id = result["session_id"].as_str().unwrap().to_string();
+    // The four taken-over children say so on the root's stderr (issue 38 item 9).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("took this sub-session over").count(),
+        4,
+        "{context}"
+    );
 
     // Each child's answer reaches the root once.
     let root_dir = root.sessions_dir().join(&root_id);

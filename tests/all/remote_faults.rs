@@ -2,6 +2,9 @@
 //! the real binaries: a NATS server (`support::nats`), real `arbor worker`s
 //! (`support::worker_proc`) and headless roots (`arbor run`).
 //!
+//! `cluster`: a 3-node cluster at three replicas whose lease stream leader is killed
+//! and another node frozen mid-run; every child completes, no current holder refused.
+//!
 //! `dead_root`: a root killed with its children queued — their instructions are in
 //! its store, `session continue --tree` runs each on its own, and no worker runs the
 //! dead root's jobs.
@@ -13,6 +16,7 @@
 //! — a running child fails with an error that says so and `arbor run` ends; a queued
 //! child's job is published again and runs; the same worker takes the next run's jobs.
 
+mod cluster;
 mod dead_root;
 mod lost_store;
 mod stale_clone;

@@ -47,6 +47,10 @@ use crate::session::{Message, Metadata, SessionStatus};
 
 mod watch;
 
+/// How long the root keeps trying to read a lease before it judges a message by its
+/// signature alone: longer than a JetStream leader election.
+const LEASE_READ_FOR: Duration = Duration::from_secs(20);
+
 use watch::{AliveGuard, CHECK_EVERY, Found, StoreWatch, answer_alive, publish_job};
 
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
@@ -390,7 +394,7 @@ impl Link {
             }
         };
         let kind = kind_of(&parsed);
-        match lease::current_entry(&self.leases, &self.session).await {
+        match self.read_lease().await {
             Ok(Some((lease, revision))) => {
                 let observed = binding.observe(&lease, revision, std::time::Instant::now());
                 if let Some(outcome) = self.observed(applier, observed) {
@@ -398,12 +402,12 @@ impl Link {
                 }
             }
             Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(session = %self.session, %worker, "cannot check the lease: {e}");
-                runs.refused
-                    .record(&self.session, &worker, epoch, binding.epoch(), kind);
-                return None;
-            }
+            // Not dropped: the pinned holder's key still decides below (a message
+            // lost here could be the run's `Done`).
+            Err(e) => tracing::warn!(
+                session = %self.session, %worker,
+                "cannot check the lease (the message is judged by its signature alone): {e}"
+            ),
         }
         let seq = header(SEQ_HEADER).and_then(|s| s.trim().parse::<u64>().ok());
         let signature = header(SIG_HEADER);
@@ -604,12 +608,37 @@ impl Link {
                     session = %self.session, from = %from.worker, to = %to.worker,
                     "remote sub-session: a new lease holder after the previous one's lease expired"
                 );
+                applier.child().notice(format!(
+                    "worker {} stopped renewing its lease; worker {} took this sub-session over                      from the root's store (a model call in flight runs again, an answered tool                      call does not)",
+                    from.worker, to.worker
+                ));
                 None
             }
             Observed::Usurped { reason, .. } => Some(applier.ended_without_answer(
                 SessionStatus::Failed,
                 Some(format!("remote sub-session: {reason}")),
             )),
+        }
+    }
+
+    /// The session's lease, read again with a growing pause (0.1 s doubling to 2 s)
+    /// while reading fails, for up to [`LEASE_READ_FOR`]: a stream leader's election
+    /// takes seconds, and a message must not be dropped for it (issue 38 item 5).
+    ///
+    /// Errors: the last read's, when every read within that time failed.
+    async fn read_lease(&self) -> Result<Option<(Lease, u64)>, RemoteError> {
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match lease::current_entry(&self.leases, &self.session).await {
+                Ok(found) => return Ok(found),
+                Err(e) if started.elapsed() + pause > LEASE_READ_FOR => return Err(e),
+                Err(e) => {
+                    tracing::debug!(session = %self.session, "reading the lease: {e}; again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
         }
     }
 

@@ -256,6 +256,22 @@ impl NatsCluster {
         Some(cluster)
     }
 
+    /// Kills node `n` (0–2) with SIGKILL and reaps it.
+    pub fn kill_node(&mut self, n: usize) {
+        let _ = self.children[n].kill();
+        let _ = self.children[n].wait();
+    }
+
+    /// Sends `signal` (`"STOP"` freezes a node, `"CONT"` wakes it) to node `n`.
+    pub fn signal_node(&self, n: usize, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.children[n].id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} node {n}");
+    }
+
     /// The three nodes' logs, concatenated.
     pub fn logs(&self) -> String {
         (0..3)
@@ -269,6 +285,13 @@ impl NatsCluster {
 
 impl Drop for NatsCluster {
     fn drop(&mut self) {
+        for n in 0..self.children.len() {
+            // A frozen node would not die of SIGKILL's reaping wait otherwise.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(self.children[n].id().to_string())
+                .status();
+        }
         for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();

@@ -15,7 +15,8 @@ pub struct WorkerProc {
 }
 
 impl WorkerProc {
-    /// Starts `arbor worker --nats URL --slots 1 --ack-wait 5` plus `args`, its provider
+    /// Starts `arbor worker --nats URL` with `args` (`--slots 1` and `--ack-wait 5`
+    /// unless `args` give them), its provider
     /// at `base_url`; waits (60 s) for its start line.
     pub fn start(url: &str, base_url: &str, args: &[&str]) -> Self {
         let mut worker = Self::spawn(url, base_url, args);
@@ -28,8 +29,13 @@ impl WorkerProc {
         let env = TestEnv::new();
         env.use_openai(base_url, "sk-worker-proc");
         let mut cmd = env.std_cmd();
-        cmd.args(["worker", "--nats", url, "--slots", "1", "--ack-wait", "5"])
-            .args(args)
+        cmd.args(["worker", "--nats", url]);
+        for (flag, default) in [("--slots", "1"), ("--ack-wait", "5")] {
+            if !args.contains(&flag) {
+                cmd.args([flag, default]);
+            }
+        }
+        cmd.args(args)
             .stdout(std::fs::File::create(env.dir.path().join("worker.out")).unwrap())
             .stderr(std::fs::File::create(env.dir.path().join("worker.err")).unwrap());
         let child = cmd.spawn().unwrap();

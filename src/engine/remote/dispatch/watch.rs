@@ -3,6 +3,9 @@
 //! fresh volume) drops the job, the lease and what the worker sent, and without a check
 //! the root would wait for them forever.
 //!
+//! A stream that looks lost for [`LOST_FOR`] counts as lost (an election can make
+//! a node say it has none for a few seconds).
+//!
 //! Owns: publishing a run's job ([`publish_job`]) and publishing it again
 //! (`Link::start_again`), answering workers that ask whether the root still waits
 //! for it ([`answer_alive`]), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
@@ -26,6 +29,9 @@ use crate::remote::{Payload, Remote, RemoteError, StreamState};
 pub(super) const CHECK_EVERY: Duration = Duration::from_secs(2);
 /// How long the server may stay unreachable before the run fails.
 pub(super) const UNREACHABLE_LIMIT: Duration = Duration::from_secs(120);
+/// How long the job stream must look lost before the root acts on it: during a
+/// cluster's election a node may answer for a few seconds that it has no such stream.
+pub(super) const LOST_FOR: Duration = Duration::from_secs(10);
 
 /// What a check found that the run must act on.
 #[derive(Debug, PartialEq, Eq)]
@@ -44,6 +50,8 @@ pub(super) struct StoreWatch {
     created: Option<String>,
     /// Since when the server has not answered.
     unreachable_since: Option<Instant>,
+    /// Since when the job stream has looked lost.
+    lost_since: Option<Instant>,
 }
 
 impl StoreWatch {
@@ -52,6 +60,7 @@ impl StoreWatch {
         let mut watch = Self {
             created: None,
             unreachable_since: None,
+            lost_since: None,
         };
         watch.published(state);
         watch
@@ -62,6 +71,7 @@ impl StoreWatch {
         if let StreamState::Present { created } = state {
             self.created = Some(created);
         }
+        self.lost_since = None;
     }
 
     /// Asks the server (through `link`) and says in the child's thread when it stops or
@@ -87,12 +97,21 @@ impl StoreWatch {
                 if self.unreachable_since.take().is_some() {
                     child.notice(format!("NATS at {url} answers again"));
                 }
-                match (state, &self.created) {
-                    (StreamState::Missing, _) => Found::StoreLost,
-                    (StreamState::Present { created }, Some(seen)) if created != *seen => {
-                        Found::StoreLost
-                    }
-                    _ => Found::Fine,
+                let lost = match (state, &self.created) {
+                    (StreamState::Missing, _) => true,
+                    (StreamState::Present { created }, Some(seen)) => created != *seen,
+                    _ => false,
+                };
+                if !lost {
+                    self.lost_since = None;
+                    return Found::Fine;
+                }
+                let since = *self.lost_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= LOST_FOR {
+                    self.lost_since = None;
+                    Found::StoreLost
+                } else {
+                    Found::Fine
                 }
             }
         }
