@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 use arbor::agent::Bundle;
 use arbor::agent::Registry;
 use arbor::config::ArborConfig;
-use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
+use arbor::engine::testing::Drive;
+use arbor::engine::{ApprovalMode, Engine, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStore};
 use rand::rngs::StdRng;
@@ -109,7 +110,7 @@ impl Sandbox {
         })
     }
 
-    /// A root session created as arbor creates one (`Runtime::create_root` with this
+    /// A root session created as arbor creates one (`Drive::create_root` with this
     /// sandbox's config and the built-in bundle), then filled with `n` messages.
     fn root_session(&self, n: usize) -> String {
         self.root_session_shaped(n, generate::LONG).0
@@ -134,7 +135,8 @@ impl Sandbox {
             approval_mode: ApprovalMode::Headless { yes: false },
         };
         let tokio = tokio::runtime::Runtime::new().unwrap();
-        let id = tokio.block_on(async { Runtime::new(options).create_root(None).unwrap() });
+        let id =
+            tokio.block_on(async { Engine::builder(options).build().create_root(None).unwrap() });
         generate::fill_session_shaped(&store, &id, n, shape);
         let bytes = std::fs::metadata(store.session_dir(&id).unwrap().join("transcript.jsonl"))
             .map(|m| m.len())

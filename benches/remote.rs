@@ -1,5 +1,5 @@
 //! Remote sub-sessions (issue 27) against local ones on the same machine, with the same
-//! loopback stub provider: one root `Runtime` in this process delegating through the
+//! loopback stub provider: one root `Engine` in this process delegating through the
 //! task tool, its children run either here (`local`) or by two real `arbor worker`
 //! processes (`remote`, default slots = cores) through a NATS server started from
 //! `scripts/nats-server` on loopback.
@@ -36,7 +36,8 @@ use arbor::config::limits::Limits;
 use arbor::config::remote::RemoteConfig;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
-use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
+use arbor::engine::testing::Drive;
+use arbor::engine::{ApprovalMode, Engine, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStatus};
 use futures::StreamExt;
@@ -254,7 +255,7 @@ fn env_of(root: &Path) -> Env {
 /// A root runtime in a temp project: the user agent `helper`, a task tool allowing
 /// `THROUGHPUT_TASKS` parallel calls, `provider-openai` at `base_url`, and with `nats`
 /// config `remote: {agents: all}` (every child runs on a worker).
-fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Arc<Runtime>) {
+fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     for sub in ["home", "amp/agents", "work"] {
@@ -311,11 +312,11 @@ fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Arc<Runtime>) {
         _dir: dir,
         _registry: tx,
     };
-    (held, Runtime::new(options))
+    (held, Engine::builder(options).build())
 }
 
 /// Runs one root turn on `runtime` and checks it completed.
-fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>) {
+fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Engine) {
     tokio.block_on(async {
         let id = runtime.create_root(None).unwrap();
         let out = runtime.run_turn(&id, "go".into()).await.unwrap();

@@ -30,8 +30,8 @@ use arbor::agent::Registry;
 use arbor::config::limits::Limits;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
-use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
-use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::testing::{Drive, ScriptedProvider, Step, after_tool_results};
+use arbor::engine::{ApprovalMode, Engine, RuntimeHooks, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::session::{EventBus, SessionStatus};
 use divan::Bencher;
@@ -155,7 +155,7 @@ fn task_calls(n: usize) -> Vec<(String, String, serde_json::Value)> {
 }
 
 /// Runs one root turn on `runtime` in `tokio` and checks it completed.
-fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>) {
+fn run_turn(tokio: &tokio::runtime::Runtime, runtime: &Engine) {
     tokio.block_on(async {
         let id = runtime.create_root(None).unwrap();
         let out = runtime.run_turn(&id, "go".into()).await.unwrap();
@@ -182,7 +182,7 @@ fn tokio_rt() -> tokio::runtime::Runtime {
 /// A runtime on the scripted provider (engine cost only: it answers at once) whose
 /// root delegates `tasks` calls; stamps go to `clock`. Keep the [`Held`] alive while
 /// the runtime runs.
-fn scripted_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
+fn scripted_runtime(tasks: usize, clock: Clock) -> (Held, Engine) {
     let calls = task_calls(tasks);
     let provider = ScriptedProvider::new(move |r| {
         let mut stamps = clock.lock().unwrap();
@@ -204,13 +204,16 @@ fn scripted_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
         provider_factory: Some(provider.factory()),
         extra_tools: Vec::new(),
     };
-    (setup.held, Runtime::with_hooks(setup.options, hooks))
+    (
+        setup.held,
+        Engine::builder(setup.options).hooks(hooks).build(),
+    )
 }
 
 /// A runtime on the real OpenAI client against a loopback stub server (HTTP + SSE
 /// included) whose root delegates `tasks` calls; stamps go to `clock` (taken when a
 /// request has arrived whole and when the reply is handed to the socket).
-fn stub_server_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
+fn stub_server_runtime(tasks: usize, clock: Clock) -> (Held, Engine) {
     let calls = task_calls(tasks);
     let server = server::Server::start(Arc::new(move |body| {
         let (system, last) = server::system_and_last_role(body);
@@ -228,7 +231,7 @@ fn stub_server_runtime(tasks: usize, clock: Clock) -> (Held, Arc<Runtime>) {
         server::Reply::whole(reply)
     }));
     let setup = setup(&server.base_url);
-    (setup.held, Runtime::new(setup.options))
+    (setup.held, Engine::builder(setup.options).build())
 }
 
 /// Engine cost only: the scripted provider answers at once.
@@ -249,7 +252,7 @@ fn stub_server(bencher: Bencher, tasks: usize) {
 
 /// Spawn overhead apart from the turn (see the module docs), printed as a table.
 fn spawn_overhead() {
-    type Build = fn(usize, Clock) -> (Held, Arc<Runtime>);
+    type Build = fn(usize, Clock) -> (Held, Engine);
     let providers: [(&str, Build); 2] = [
         ("scripted", scripted_runtime),
         ("stub_server", stub_server_runtime),

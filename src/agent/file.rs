@@ -114,51 +114,14 @@ fn empty_def(origin: &AgentOrigin<'_>) -> AgentDef {
 /// `meta`, plan keys found only under `meta` (`model_role`, `agents`, `tools`, …) lifted
 /// to the top level, and the trimmed body as `instruction` (omitted when empty).
 pub fn parse_agent(text: &str, origin: &AgentOrigin<'_>) -> AgentDef {
-    let fm = match frontmatter::split(text) {
-        Ok(fm) => fm,
-        // As foundation's `parse_frontmatter`: no frontmatter is `{}` and the whole
-        // text is the body (name from the file stem, empty description).
-        Err(FrontmatterError::Missing) => frontmatter::Frontmatter {
-            yaml: "".into(),
-            yaml_line: 1,
-            body: text.trim_start_matches('\u{feff}'),
-            body_line: 1,
-        },
-        Err(e @ FrontmatterError::Unclosed { .. }) => {
-            return invalid(origin, e.line(), 1, e.to_string());
-        }
+    let (fm, mut front) = match frontmatter_of(text, origin) {
+        Ok(parts) => parts,
+        Err(invalid) => return *invalid,
     };
     let instruction = fm.body.trim().to_string();
-    let front = match parse_yaml(&fm.yaml, fm.yaml_line) {
-        Ok(v) => v,
-        Err((line, column, message)) => {
-            let mut def = invalid(origin, line, column, message);
-            def.instruction = instruction;
-            return def;
-        }
-    };
-    let mut front = match front {
-        Value::Object(map) => map,
-        Value::Null => Map::new(),
-        other => {
-            let mut def = invalid(
-                origin,
-                fm.yaml_line,
-                1,
-                format!(
-                    "frontmatter must be a mapping, got {}",
-                    validate::kind(&other)
-                ),
-            );
-            def.instruction = instruction;
-            return def;
-        }
-    };
-
     let mut def = empty_def(origin);
-    let locate = |key: &str| validate::key_position(&fm.yaml, fm.yaml_line, key);
     let issue = |key: &str, message: String| {
-        let (line, column) = locate(key);
+        let (line, column) = validate::key_position(&fm.yaml, fm.yaml_line, key);
         AgentIssue {
             path: origin.display_path(),
             line,
@@ -168,6 +131,74 @@ pub fn parse_agent(text: &str, origin: &AgentOrigin<'_>) -> AgentDef {
     };
 
     normalize(&mut front);
+    read_meta(&mut def, &front, &issue);
+    for (key, message) in validate::check_keys(&front) {
+        def.errors.push(issue(&key, message));
+    }
+    def.warnings = validate::warnings(&front);
+
+    if !instruction.is_empty() {
+        front.insert("instruction".into(), Value::String(instruction.clone()));
+    }
+    def.instruction = match front.get("instruction") {
+        Some(Value::String(s)) => s.clone(),
+        _ => instruction,
+    };
+    if def.errors.is_empty() {
+        def.overlay = Value::Object(front);
+    }
+    def
+}
+
+/// Agent file `text` split into its frontmatter and body, the frontmatter read as a
+/// mapping (none: an empty one, the whole text the body, as foundation's
+/// `parse_frontmatter` reads it).
+///
+/// Errors: the invalid definition to return, saying where — an unclosed frontmatter,
+/// YAML that does not parse, or frontmatter that is not a mapping (the body kept as
+/// its instruction).
+fn frontmatter_of<'t>(
+    text: &'t str,
+    origin: &AgentOrigin<'_>,
+) -> Result<(frontmatter::Frontmatter<'t>, Map<String, Value>), Box<AgentDef>> {
+    let fm = match frontmatter::split(text) {
+        Ok(fm) => fm,
+        // No frontmatter is `{}` and the whole text is the body (name from the file
+        // stem, empty description).
+        Err(FrontmatterError::Missing) => frontmatter::Frontmatter {
+            yaml: "".into(),
+            yaml_line: 1,
+            body: text.trim_start_matches('\u{feff}'),
+            body_line: 1,
+        },
+        Err(e @ FrontmatterError::Unclosed { .. }) => {
+            return Err(Box::new(invalid(origin, e.line(), 1, e.to_string())));
+        }
+    };
+    let invalid_at = |line, column, message| {
+        let mut def = invalid(origin, line, column, message);
+        def.instruction = fm.body.trim().to_string();
+        Box::new(def)
+    };
+    match parse_yaml(&fm.yaml, fm.yaml_line) {
+        Ok(Value::Object(map)) => Ok((fm, map)),
+        Ok(Value::Null) => Ok((fm, Map::new())),
+        Ok(other) => {
+            let kind = validate::kind(&other);
+            let message = format!("frontmatter must be a mapping, got {kind}");
+            Err(invalid_at(fm.yaml_line, 1, message))
+        }
+        Err((line, column, message)) => Err(invalid_at(line, column, message)),
+    }
+}
+
+/// The agent's `name` (when a non-empty string; checked either way) and
+/// `description` from the normalized frontmatter's `meta`.
+fn read_meta(
+    def: &mut AgentDef,
+    front: &Map<String, Value>,
+    issue: &impl Fn(&str, String) -> AgentIssue,
+) {
     let meta = front.get("meta").and_then(Value::as_object);
     match meta.and_then(|m| m.get("name")) {
         Some(Value::String(n)) if !n.trim().is_empty() => def.name = n.trim().to_string(),
@@ -185,23 +216,6 @@ pub fn parse_agent(text: &str, origin: &AgentOrigin<'_>) -> AgentDef {
         Some(Value::String(d)) => d.trim().to_string(),
         _ => String::new(),
     };
-
-    for (key, message) in validate::check_keys(&front) {
-        def.errors.push(issue(&key, message));
-    }
-    def.warnings = validate::warnings(&front);
-
-    if !instruction.is_empty() {
-        front.insert("instruction".into(), Value::String(instruction.clone()));
-    }
-    def.instruction = match front.get("instruction") {
-        Some(Value::String(s)) => s.clone(),
-        _ => instruction,
-    };
-    if def.errors.is_empty() {
-        def.overlay = Value::Object(front);
-    }
-    def
 }
 
 /// Moves `name`/`description` under `meta` and lifts plan keys that only `meta` has.

@@ -56,89 +56,113 @@ pub fn load(cwd: &Path, max_bytes: usize, private: &[PathBuf]) -> Option<Project
         root: Some(std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone())),
         private: private.to_vec(),
     };
-    let dirs: Vec<&Path> = {
-        let mut d: Vec<&Path> = cwd
-            .ancestors()
-            .take_while(|a| a.starts_with(&root))
-            .collect();
-        d.reverse();
-        d
+    let mut dirs: Vec<&Path> = cwd
+        .ancestors()
+        .take_while(|a| a.starts_with(&root))
+        .collect();
+    dirs.reverse();
+    let mut gathered = Gathered {
+        left: max_bytes,
+        ..Gathered::default()
     };
-    let mut files = Vec::new();
-    let mut body = String::new();
-    let mut left = max_bytes;
-    let mut cut = false;
-    let mut skipped = Vec::new();
     let cap = u64::try_from(max_bytes).unwrap_or(u64::MAX);
     for dir in dirs {
         for name in FILES {
             let path = dir.join(name);
-            let (text, file_cut) = match project_file::read(&path, &within, cap) {
-                Ok(file) => (file.text(), file.cut),
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => {
-                    skipped.push(e.to_string());
-                    continue;
+            match project_file::read(&path, &within, cap) {
+                Ok(file) => {
+                    let shown = path
+                        .strip_prefix(&root)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string();
+                    gathered.add(path.clone(), &shown, &file.text(), file.cut);
                 }
-            };
-            if text.trim().is_empty() {
-                continue;
+                Err(e) if e.is_not_found() => {}
+                Err(e) => gathered.skipped.push(e.to_string()),
             }
-            let shown = path
-                .strip_prefix(&root)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            files.push(path);
-            if cut {
-                continue;
-            }
-            let text = text.trim();
-            let take = if text.len() > left {
-                cut = true;
-                let mut end = left;
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                &text[..end]
-            } else {
-                text
-            };
-            left -= take.len();
-            body.push_str(&format!("\n\n## {shown}\n\n{take}"));
-            cut |= file_cut;
         }
     }
-    if files.is_empty() {
-        return (!skipped.is_empty()).then(|| ProjectInstructions {
-            files,
-            text: String::new(),
-            cut: false,
-            skipped,
-        });
+    gathered.finish(max_bytes)
+}
+
+/// What [`load`] has read so far, outermost file first.
+#[derive(Default)]
+struct Gathered {
+    /// The files with text (also those past the cap).
+    files: Vec<PathBuf>,
+    /// Each file's text under its heading, as much as the cap left.
+    body: String,
+    /// Bytes of file text the cap still allows.
+    left: usize,
+    /// Whether the text was cut.
+    cut: bool,
+    /// Files not read, each with the reason.
+    skipped: Vec<String>,
+}
+
+impl Gathered {
+    /// Adds file `path` (headed `shown`) with `text`, as much as the cap leaves
+    /// (`file_cut`: reading it already stopped at the cap); a file of blanks is left
+    /// out.
+    fn add(&mut self, path: PathBuf, shown: &str, text: &str, file_cut: bool) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        self.files.push(path);
+        if self.cut {
+            return;
+        }
+        let take = if text.len() > self.left {
+            self.cut = true;
+            let mut end = self.left;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            &text[..end]
+        } else {
+            text
+        };
+        self.left -= take.len();
+        self.body.push_str(&format!("\n\n## {shown}\n\n{take}"));
+        self.cut |= file_cut;
     }
-    let mut text = String::from(
-        "# Project instructions\n\nThe project's AGENTS.md files, from its root down to the \
-         working directory (a later file is more specific).",
-    );
-    text.push_str(&body);
-    if cut {
-        text.push_str(&format!(
-            "\n\n[Project instructions cut at {max_bytes} bytes (config \
-             context.project_instructions_max_bytes); read the files for the rest: {}]",
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+
+    /// The instructions: the block under its heading, with a note naming the files
+    /// when cut at `max_bytes`; `None` when no file was read nor skipped.
+    fn finish(self, max_bytes: usize) -> Option<ProjectInstructions> {
+        if self.files.is_empty() {
+            return (!self.skipped.is_empty()).then(|| ProjectInstructions {
+                files: self.files,
+                text: String::new(),
+                cut: false,
+                skipped: self.skipped,
+            });
+        }
+        let mut text = String::from(
+            "# Project instructions\n\nThe project's AGENTS.md files, from its root down to the \
+             working directory (a later file is more specific).",
+        );
+        text.push_str(&self.body);
+        if self.cut {
+            text.push_str(&format!(
+                "\n\n[Project instructions cut at {max_bytes} bytes (config \
+                 context.project_instructions_max_bytes); read the files for the rest: {}]",
+                self.files
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Some(ProjectInstructions {
+            files: self.files,
+            text,
+            cut: self.cut,
+            skipped: self.skipped,
+        })
     }
-    Some(ProjectInstructions {
-        files,
-        text,
-        cut,
-        skipped,
-    })
 }
 
 #[cfg(test)]

@@ -212,6 +212,18 @@ impl<'a> Gate<'a> {
         if let Some(pass) = covered {
             return pass;
         }
+        self.answered(call, answer, token)
+    }
+
+    /// What the person's `answer` does to `call`: an allow runs it (an "always" adds
+    /// its grant to the tree), a deny refuses it with the person's reason; no answer
+    /// refuses it as cancelled (`token`) or withdrawn. Each is published.
+    fn answered(
+        &self,
+        call: &ToolCall,
+        answer: Option<ApprovalDecision>,
+        token: &CancellationToken,
+    ) -> Pass {
         match answer {
             Some(ApprovalDecision::Allow { scope }) => {
                 match Grant::from_scope(&call.tool, &scope) {

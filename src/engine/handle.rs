@@ -5,10 +5,12 @@
 //! with typed [`EngineReply`]s on the [`Replies`] sink it came with, and every
 //! session's progress is published as typed events on the bus ([`Engine::subscribe`]).
 //! What a front end only reads it asks as an `EngineQuery` ([`Engine::ask`], `query`).
-//! No front end but the TUI sees the [`Runtime`]: the others build their engine from
-//! its options ([`Engine::headless`]).
+//! Nothing outside the engine sees the `Runtime` behind it: front ends and tests build
+//! their engine from its options ([`Engine::builder`], [`Engine::headless`],
+//! [`Engine::interactive`]).
 //!
-//! Owns: executing each command against the [`Runtime`] (one task per command, so a
+//! Owns: building the handle ([`EngineBuilder`]), executing each command against the
+//! `Runtime` (one task per command, so a
 //! slow one never holds up the next), opening a session tail-first with one parsed
 //! copy of its transcript per process ([`Engine::open`], `open`), following the stored
 //! session opened last for what another process appends (`follow`), the files it
@@ -30,7 +32,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::outcome::EngineError;
 use super::panics;
-use super::runtime::{Runtime, RuntimeOptions};
+use super::runtime::{Runtime, RuntimeHooks, RuntimeOptions};
 use crate::session::Event;
 
 pub mod diff;
@@ -75,12 +77,67 @@ pub(crate) fn guarded<T>(
     })
 }
 
+/// How an [`Engine`] is built ([`Engine::builder`]): from its [`RuntimeOptions`],
+/// with [`RuntimeHooks`] (injected providers, extra tools) when a test or an embedder
+/// brings them, for a person watching (the default) or for nobody
+/// ([`EngineBuilder::headless`]).
+pub struct EngineBuilder {
+    options: RuntimeOptions,
+    hooks: RuntimeHooks,
+    warn_unlisted: bool,
+}
+
+impl EngineBuilder {
+    /// Providers from `hooks.provider_factory` instead of `routing::setup`, and
+    /// `hooks.extra_tools` mounted in every session.
+    pub fn hooks(mut self, hooks: RuntimeHooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// For a front end with no person watching a status bar (`arbor run`, `arbor
+    /// session …`, `arbor agent`, the ACP server, a worker's job): `SetModel`'s reply
+    /// has no `warning` (nobody reads it; looking it up would list the provider's
+    /// models, up to 5 s, before the turn starts).
+    pub fn headless(mut self) -> Self {
+        self.warn_unlisted = false;
+        self
+    }
+
+    /// The handle over a new runtime, following no transcript yet.
+    pub fn build(self) -> Engine {
+        let mut engine = Engine::over(Runtime::with_hooks(self.options, self.hooks));
+        engine.warn_unlisted = self.warn_unlisted;
+        engine
+    }
+}
+
 impl Engine {
-    /// The handle over `runtime`, following no transcript yet: for the tests that
-    /// build a runtime with injected providers. Front ends get their engine from
-    /// [`Engine::interactive`] (the TUI) or [`Engine::headless`] and never see the
-    /// runtime.
-    pub fn new(runtime: Arc<Runtime>) -> Self {
+    /// A builder of the handle over a new runtime built from `options`: for a person
+    /// (a model switch's reply warns when the provider does not list the model) unless
+    /// made [`EngineBuilder::headless`], with no hooks unless given.
+    pub fn builder(options: RuntimeOptions) -> EngineBuilder {
+        EngineBuilder {
+            options,
+            hooks: RuntimeHooks::default(),
+            warn_unlisted: true,
+        }
+    }
+
+    /// `Engine::builder(options).headless().build()`: the handle `arbor run`, `arbor
+    /// session …`, `arbor agent`, the ACP server and a worker's jobs drive.
+    pub fn headless(options: RuntimeOptions) -> Self {
+        Self::builder(options).headless().build()
+    }
+
+    /// `Engine::builder(options).build()`: the handle the TUI drives.
+    pub fn interactive(options: RuntimeOptions) -> Self {
+        Self::builder(options).build()
+    }
+
+    /// The handle over `runtime` (warning about unlisted models), following no
+    /// transcript yet: the engine's own tests build their runtime themselves.
+    pub(crate) fn over(runtime: Arc<Runtime>) -> Self {
         Self {
             runtime,
             follow: Arc::default(),
@@ -88,23 +145,9 @@ impl Engine {
         }
     }
 
-    /// The handle over a new runtime built from `options`, for a front end with no
-    /// person watching a status bar (`arbor run`, `arbor session …`, `arbor agent`,
-    /// the ACP server, a worker's job): as [`Engine::new`], except that `SetModel`'s
-    /// reply has no `warning` (nobody reads it; looking it up would list the
-    /// provider's models, up to 5 s, before the turn starts).
-    pub fn headless(options: RuntimeOptions) -> Self {
-        Self {
-            warn_unlisted: false,
-            ..Self::new(Runtime::new(options))
-        }
-    }
-
-    /// The handle over a new runtime built from `options`, for the TUI: as
-    /// [`Engine::new`] (a model switch's reply warns when the provider does not list
-    /// the model; a person reads it).
-    pub fn interactive(options: RuntimeOptions) -> Self {
-        Self::new(Runtime::new(options))
+    /// The runtime behind this handle, for the engine's own code (`testing`).
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
     }
 
     /// `provider/model` of what a new root session of this engine uses (the status

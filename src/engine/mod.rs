@@ -4,8 +4,10 @@
 //! session` subcommand, `arbor agent`, the ACP server, a worker's jobs) drives with
 //! `EngineCommand`s and `EngineQuery`s and typed replies (`handle`: also tail-first
 //! opening and following a stored transcript, and reading stored sessions for a front
-//! end), and the `Runtime` behind it (which the task tool drives too; of the front
-//! ends only the TUI's start still holds it, for `tui::run`) — session
+//! end; built with [`Engine::builder`] from public [`RuntimeOptions`]), and the
+//! `Runtime` behind it, private to the engine (the task tool reaches it through
+//! `spawn`'s `Sessions`; front ends and tests only through the handle, tests with
+//! `testing::Drive`) — session
 //! creation, fork/spawn of sub-sessions, resume from disk, the turn loop with concurrent
 //! tool calls, steering a running turn and queueing turns after it, cancellation that
 //! cascades to children, transcript repair, the approval gate of every tool call (`gate`), the registry of calls waiting for a person's
@@ -15,7 +17,7 @@
 //! rendering (`tui`), argument parsing (`cli`), wire protocols (`provider`).
 //!
 //! Files form layers, each using only those below it (`tests/all/inner_layers.rs` fails
-//! on a cycle): `handle` on top (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
+//! on a cycle): `testing` (the tests' `Drive`) over `handle` (the front ends' door), then `runtime`; `spawn` (reaches the live map through the
 //! `Sessions` trait `runtime` implements) and `model_choice` (a person's model choice
 //! and a root's routing, above `spawn`); `remote` (a remote child's run, below `spawn`
 //! and `runtime`, above `turn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
@@ -50,7 +52,7 @@ pub mod repair;
 mod request_view;
 pub mod review;
 mod root_plan;
-pub mod runtime;
+mod runtime;
 mod slots;
 mod spawn;
 mod stored_plan;
@@ -63,9 +65,10 @@ pub mod turn;
 
 pub use approvals::ApprovalMode;
 pub use handle::{
-    AgentPlan, CommandId, EarlierMessages, Engine, EngineClient, EngineOutput, EngineReply,
-    EngineStream, QueryReply, Replies,
+    AgentPlan, CommandId, EarlierMessages, Engine, EngineBuilder, EngineClient, EngineOutput,
+    EngineReply, EngineStream, QueryReply, Replies,
 };
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
-pub use runtime::{RootOptions, Runtime, RuntimeHooks, RuntimeOptions};
+pub(crate) use runtime::Runtime;
+pub use runtime::{LABEL_TIMEOUT, RootOptions, RuntimeHooks, RuntimeOptions};

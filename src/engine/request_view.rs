@@ -236,54 +236,34 @@ impl Run<'_> {
     /// what it replaces ([`Done::NotSmaller`]: then nothing is stored, only the
     /// summary call's usage is counted).
     async fn go(
-        self,
+        mut self,
         live: &LiveSession,
         request: &Request<'_>,
         step: Plan,
         token: &CancellationToken,
     ) -> Result<Done, CompactError> {
+        let started = Instant::now();
+        let focus = self.focus.take().filter(|f| !f.trim().is_empty());
+        if step != Plan::Keep {
+            Box::pin(super::tool_hooks::pre_compact(
+                live,
+                request.env,
+                self.trigger,
+                focus.as_deref(),
+            ))
+            .await;
+        }
+        let (record, usage) = self
+            .record_of(live, request, step, focus.as_deref(), token)
+            .await?;
         let Run {
             settings,
             transcript,
             old,
             before_tokens,
             trigger,
-            focus,
+            ..
         } = self;
-        let started = Instant::now();
-        let focus = focus.filter(|f| !f.trim().is_empty());
-        if step != Plan::Keep {
-            Box::pin(super::tool_hooks::pre_compact(
-                live,
-                request.env,
-                trigger,
-                focus.as_deref(),
-            ))
-            .await;
-        }
-        let (record, usage) = match step {
-            Plan::Keep => (old.clone(), None),
-            Plan::Stub(record, _) => (record, None),
-            Plan::Summarise { from, mut record } => {
-                let summariser = Summariser {
-                    provider: request.provider,
-                    config: request.provider_config,
-                    model: fast_model(live, request).await,
-                    max_tokens: settings.max_tokens,
-                    allowance: plan::summary_allowance(settings),
-                };
-                let summary = summariser
-                    .summarise(
-                        old.summary.as_deref(),
-                        &transcript[from..record.covers],
-                        focus.as_deref(),
-                        token,
-                    )
-                    .await?;
-                record.summary = Some(summary.text);
-                (record, Some(summary.usage))
-            }
-        };
         let fixed = estimate::fixed(request.system, request.tools);
         let after_view = view::build(transcript, &record);
         let after_tokens = fixed + estimate::messages(&after_view);
@@ -324,6 +304,40 @@ impl Run<'_> {
         lock(&live.context).record = record.clone();
         live.emit(EngineEvent::ContextCompaction(event.clone()));
         Ok(Done::Compacted(record, after_tokens, Box::new(event)))
+    }
+    /// The record `step` leads to, with the usage of the summary call when it wrote a
+    /// summary (on the session's fast model, told to keep `focus`).
+    async fn record_of(
+        &self,
+        live: &LiveSession,
+        request: &Request<'_>,
+        step: Plan,
+        focus: Option<&str>,
+        token: &CancellationToken,
+    ) -> Result<(Record, Option<Usage>), CompactError> {
+        Ok(match step {
+            Plan::Keep => (self.old.clone(), None),
+            Plan::Stub(record, _) => (record, None),
+            Plan::Summarise { from, mut record } => {
+                let summariser = Summariser {
+                    provider: request.provider,
+                    config: request.provider_config,
+                    model: fast_model(live, request).await,
+                    max_tokens: self.settings.max_tokens,
+                    allowance: plan::summary_allowance(self.settings),
+                };
+                let summary = summariser
+                    .summarise(
+                        self.old.summary.as_deref(),
+                        &self.transcript[from..record.covers],
+                        focus,
+                        token,
+                    )
+                    .await?;
+                record.summary = Some(summary.text);
+                (record, Some(summary.usage))
+            }
+        })
     }
 }
 

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::env::{Env, ProviderFactory, TurnEnv};
-use super::limits::{self, TreeLimits};
+use super::limits::TreeLimits;
 use super::live::{LiveSession, lock};
 use super::model_choice;
 use super::outcome::{EngineError, TurnOutcome};
@@ -37,7 +37,6 @@ use super::spawn::{self, Host, Sessions};
 use super::stored_plan;
 use super::turn;
 use crate::agent::Bundle;
-use crate::agent::Registry;
 use crate::agent::bundle::locate;
 use crate::agent::registry::RegistryHandle;
 use crate::config::{ArborConfig, MountPlan};
@@ -52,19 +51,19 @@ use crate::session::protocol::{
 use crate::session::title::title_from;
 use crate::session::tree::{build_tree, children_first_waves, find};
 use crate::session::{
-    EngineEvent, Event, EventBus, LoadedSession, Message, Metadata, SessionStatus, SessionStore,
-    StoreError, ids::SessionId,
+    EngineEvent, Event, EventBus, Message, Metadata, SessionStatus, SessionStore, StoreError,
+    ids::SessionId,
 };
 use crate::tool::Tool;
 use crate::tool::mcp::McpHub;
-pub use compact::Compacted;
 
 mod compact;
 mod handoff;
 mod prompts;
 mod resume;
 
-/// Everything a runtime is built from.
+/// Everything an engine's runtime is built from ([`Engine::builder`](super::Engine::builder),
+/// [`Engine::headless`](super::Engine::headless), [`Engine::interactive`](super::Engine::interactive)).
 pub struct RuntimeOptions {
     pub paths: Paths,
     pub config: ArborConfig,
@@ -79,7 +78,7 @@ pub struct RuntimeOptions {
     pub approval_mode: ApprovalMode,
 }
 
-/// Test and embedding hooks for [`Runtime::with_hooks`].
+/// Test and embedding hooks of an engine ([`EngineBuilder::hooks`](super::EngineBuilder::hooks)).
 #[derive(Clone, Default)]
 pub struct RuntimeHooks {
     /// Builds providers instead of `routing::setup::build_provider` (scripted fakes).
@@ -88,7 +87,8 @@ pub struct RuntimeHooks {
     pub extra_tools: Vec<Arc<dyn Tool>>,
 }
 
-/// How [`Runtime::create_root_with`] starts a root session.
+/// How a root session starts: its agent and model choice (`arbor run`; inside the
+/// engine, `Runtime::create_root_with`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RootOptions {
     /// The agent (the bundle's root agent when `None`); its `provider_preferences` /
@@ -96,12 +96,14 @@ pub struct RootOptions {
     pub agent: Option<String>,
     /// A model choice (`--model`; `MODEL` or `PROVIDER/MODEL`, see
     /// `engine::model_choice`) that wins over the agent's routing; `None`: the
-    /// runtime's [`Runtime::set_root_model`], else no choice.
+    /// engine's model of new roots ([`Engine::with_root_model`](super::Engine::with_root_model)),
+    /// else no choice.
     pub model: Option<String>,
 }
 
-/// Drives sessions. Shared as `Arc<Runtime>`.
-pub struct Runtime {
+/// Drives sessions. Shared as `Arc<Runtime>`. Private to the engine: every front end
+/// and every test drives it through the [`Engine`](super::Engine) handle.
+pub(crate) struct Runtime {
     /// Paths, config, bundle, registry, environment, model cache and hooks, as turns
     /// and spawns read them.
     turn_env: TurnEnv,
@@ -124,11 +126,6 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
-    /// A runtime over `options`; providers come from `routing::setup`.
-    pub fn new(options: RuntimeOptions) -> Arc<Self> {
-        Self::with_hooks(options, RuntimeHooks::default())
-    }
-
     /// A runtime with injected providers and/or extra tools (tests, embedders).
     ///
     /// The config's and the environment's provider keys join the process's secret
@@ -216,11 +213,6 @@ impl Runtime {
     /// The active bundle.
     pub fn bundle(&self) -> &Bundle {
         &self.turn_env.bundle
-    }
-
-    /// The current agent registry (a snapshot; the watcher may replace it any time).
-    pub fn registry(&self) -> Arc<Registry> {
-        self.turn_env.registry()
     }
 
     /// `provider/model` of what a new root session would use (just the provider id
@@ -533,12 +525,6 @@ impl Runtime {
         &self.turn_env.mcp
     }
 
-    /// The MCP servers every session of this process mounts (config `mcp_servers:`
-    /// and a trusted project's `.mcp.json`), whether started yet or not.
-    pub fn mcp_servers(&self) -> &[crate::config::mcp::McpServer] {
-        &self.turn_env.mcp_servers
-    }
-
     /// Every MCP server of this process with its state and tools (the MCP view).
     pub fn mcp_status(&self) -> Vec<crate::tool::mcp::McpServerStatus> {
         self.turn_env.mcp.status(&self.turn_env.mcp_servers)
@@ -638,17 +624,6 @@ impl Runtime {
         lock(&self.live).keys().cloned().collect()
     }
 
-    /// Reads a session fresh from disk (metadata, transcript, load warnings). A live
-    /// session's files are current: every message is flushed as it is appended.
-    pub fn load_session(&self, id: &str) -> Result<LoadedSession, EngineError> {
-        Ok(self.store.load(id)?)
-    }
-
-    /// The full id for an id or unambiguous prefix (`NotFound`, `Ambiguous`).
-    pub fn resolve_id(&self, prefix: &str) -> Result<SessionId, EngineError> {
-        Ok(self.store.resolve(prefix)?)
-    }
-
     /// The mount plan a new root session with `agent` would get, secrets redacted
     /// (for display).
     pub fn root_mount_plan(&self, agent: Option<&str>) -> Result<MountPlan, EngineError> {
@@ -660,31 +635,13 @@ impl Runtime {
 
     /// The mount plan a sub-session of `agent` spawned from a new root session would
     /// get (`limits::agent_plan(root, agent, …)`: endpoint marks included, task limits
-    /// tightened unless it is a user agent), secrets redacted — what `arbor agent show
-    /// NAME --merged` prints.
-    pub fn child_mount_plan(&self, agent: &str) -> Result<MountPlan, EngineError> {
-        let root = root_plan::build(&self.turn_env, None)?.0;
-        let def = root_plan::valid_agent(&self.turn_env, agent)?;
-        let child = limits::agent_plan(&root, &def, &Value::Null);
-        Ok(MountPlan::from_value(crate::session::redact::redact(
-            &child.to_value(),
-        )))
-    }
-
-    /// The model a sub-session of `agent` spawned from a new root session would get
-    /// (agent `provider_preferences` > agent `model_role` > the root's provider), with
-    /// the reason for any fallback — what `arbor agent show NAME --merged` shows as
-    /// `resolved_model`. Globs list models (cached per process), so call it inside a
-    /// tokio runtime.
+    /// tightened unless it is a user agent) with routing applied — the chosen provider
+    /// entry first, with `default_model` and the preference's config — plus the model
+    /// it resolved to (agent `provider_preferences` > agent `model_role` > the root's
+    /// provider, with the reason for any fallback); secrets redacted. What `arbor agent
+    /// show NAME --merged` prints. Globs list models (cached per process).
     ///
     /// Errors: `UnknownAgent` / `InvalidAgent`; `NoProvider` when no provider builds.
-    pub async fn resolve_child_model(&self, agent: &str) -> Result<ResolvedModel, EngineError> {
-        Ok(self.routed_child_mount_plan(agent).await?.1)
-    }
-
-    /// [`Runtime::child_mount_plan`] with routing applied — the chosen provider entry
-    /// first, with `default_model` and the preference's config — plus the resolution;
-    /// secrets redacted. Errors as [`Runtime::resolve_child_model`].
     pub async fn routed_child_mount_plan(
         &self,
         agent: &str,

@@ -169,11 +169,6 @@ async fn spawn_child(
     let parent = caller(rt.as_ref(), &ctx)?;
     // `parent` is the live session of `ctx.session_id` (see `caller`).
     let child_id = ctx.child_id(&agent.name);
-    let calling_spawn = parent
-        .agent_overlay
-        .get("spawn")
-        .cloned()
-        .unwrap_or(Value::Null);
     let env = rt.turn_env();
     // The limits first, before anything is resolved or written.
     let permit = start_run(env, &parent)?;
@@ -186,20 +181,8 @@ async fn spawn_child(
             reason: reason.to_string(),
         })?;
     let budget = Budget::tighten(agent_budget, request.budget);
-    let plan = agent_plan(&current_plan(&parent), &agent, &calling_spawn);
-    let model_request = ModelRequest {
-        call_preferences: request.provider_preferences.clone(),
-        call_role: request.model_role.clone(),
-        ..Default::default()
-    }
-    .with_agent(&agent.overlay);
-    // What the child inherits from its parent when no model setting applies: the
-    // provider its merged plan selects (the parent's, unless the agent reconfigures it).
-    let inherited = providers::select_provider(env, &plan)?;
-    let fallback = model_of(&inherited.0);
-    let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
-    let (plan, (provider, provider_config)) = apply_routing(env, plan, &routed, inherited)?;
-    let resolved = routed.resolved;
+    let (plan, (provider, provider_config), resolved) =
+        route_child(env, &parent, &agent, &request).await?;
     // Where it works: its own worktree when it can write (issue 25), before anything
     // of it is stored.
     let place = super::isolate::prepare(
@@ -249,6 +232,36 @@ async fn spawn_child(
         result.isolation = place.note;
     }
     Ok(result)
+}
+
+/// The plan a child of `agent` spawned by `parent` for `request` runs with (the
+/// parent's plan merged with the agent's, its `spawn` settings applied), routed: the
+/// provider and model its call, agent and parent pick, with how they were resolved.
+async fn route_child(
+    env: &TurnEnv,
+    parent: &LiveSession,
+    agent: &AgentDef,
+    request: &TaskRequest,
+) -> Result<(MountPlan, SessionProvider, ResolvedModel), SpawnError> {
+    let calling_spawn = parent
+        .agent_overlay
+        .get("spawn")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let plan = agent_plan(&current_plan(parent), agent, &calling_spawn);
+    let model_request = ModelRequest {
+        call_preferences: request.provider_preferences.clone(),
+        call_role: request.model_role.clone(),
+        ..Default::default()
+    }
+    .with_agent(&agent.overlay);
+    // What the child inherits from its parent when no model setting applies: the
+    // provider its merged plan selects (the parent's, unless the agent reconfigures it).
+    let inherited = providers::select_provider(env, &plan)?;
+    let fallback = model_of(&inherited.0);
+    let routed = providers::route(env, &plan, &model_request, pair(&fallback)).await;
+    let (plan, provider) = apply_routing(env, plan, &routed, inherited)?;
+    Ok((plan, provider, routed.resolved))
 }
 
 /// A new session's metadata: created and updated now, idle, no turn yet.

@@ -1,10 +1,13 @@
-//! A scripted provider for tests of the engine and its consumers (TUI scenarios,
-//! headless runs) — no network, deterministic.
+//! What the tests of the engine and its consumers (TUI scenarios, headless runs) use:
+//! a scripted provider — no network, deterministic — and [`Drive`], a test's hands on
+//! the [`Engine`](super::Engine) handle.
 //!
 //! Owns: [`ScriptedProvider`], which answers each [`ChatRequest`] with the [`Step`]s a
 //! script closure returns for it, records every request, and plugs into
-//! [`Runtime::with_hooks`](super::Runtime::with_hooks) via [`ScriptedProvider::factory`].
-//! Does not own: real wire clients (`provider`).
+//! [`Engine::builder`](super::Engine::builder) via [`ScriptedProvider::factory`] (as
+//! [`RuntimeHooks::provider_factory`](super::RuntimeHooks::provider_factory)); the
+//! [`Drive`] trait (`drive`). Does not own: real wire clients (`provider`). No front
+//! end uses this module.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -14,6 +17,9 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 
 use super::providers::ProviderFactory;
+pub use drive::Drive;
+
+mod drive;
 use crate::provider::{ChatRequest, Provider, ProviderError, ProviderResponse, StreamEvent};
 use crate::session::Usage;
 use crate::session::message::{ContentBlock, Message, ToolCall};

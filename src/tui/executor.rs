@@ -7,14 +7,13 @@
 //! sessions (`engine::handle`), reading the stream (`runloop`) or what the `App` makes
 //! of it (`app`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use super::app_event::EngineCommand;
 use super::runloop::Executor;
-use crate::engine::{Engine, EngineClient, EngineStream, Runtime};
+use crate::engine::{Engine, EngineClient, EngineStream};
 
 /// Submits the `App`'s commands to the engine through the TUI's client.
 pub struct RuntimeExecutor {
@@ -27,11 +26,6 @@ impl RuntimeExecutor {
     pub fn connect(engine: &Engine) -> (Self, EngineStream) {
         let (client, stream) = engine.connect();
         (Self { client }, stream)
-    }
-
-    /// [`RuntimeExecutor::connect`] to an [`Engine`] handle of its own over `runtime`.
-    pub fn new(runtime: Arc<Runtime>) -> (Self, EngineStream) {
-        Self::connect(&Engine::new(runtime))
     }
 }
 

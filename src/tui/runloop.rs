@@ -216,26 +216,7 @@ where
             executor.shutdown().await;
             return Ok(());
         }
-        for layout in app.take_layouts() {
-            spawn_layout(layout, channels.events_tx.clone());
-        }
-        if let Some(path) = app.take_editor_request() {
-            let result = host.open_editor(terminal, &path);
-            app.handle(AppEvent::EditorFinished {
-                path,
-                result: result.map_err(Into::into),
-            });
-        }
-        if let Some(notification) = app.take_notification()
-            && let Err(e) = host.notify(terminal, &notification)
-        {
-            tracing::warn!("cannot notify the terminal: {e}");
-        }
-        for write in app.take_terminal_writes() {
-            if let Err(e) = host.write_terminal(terminal, &write) {
-                tracing::warn!("cannot write to the terminal: {e}");
-            }
-        }
+        serve_requests(terminal, app, host, &channels.events_tx);
         if app.take_redraw() {
             if input_seen {
                 frames.request_now(Instant::now());
@@ -259,52 +240,108 @@ where
         // A due frame is drawn before waiting: a busy runtime never parks, so a timer
         // alone could starve drawing while events stream in.
         if frames.deadline().is_some_and(|d| d <= Instant::now()) {
-            terminal
-                .draw(|f| {
-                    app.layout(f.area());
-                    app.draw(f);
-                })
-                .map_err(|e| TuiError::Io(io::Error::other(e.to_string())))?;
+            draw(terminal, app)?;
             frames.drawn(Instant::now());
             input_seen = false;
         }
-        let tick_at = app.next_tick().map(|d| Instant::now() + d);
-        let woke = tokio::select! {
-            biased;
-            () = sleep_opt(frames.deadline()) => None,
-            Some(ev) = channels.events.recv() => Some(Ready::Own(ev)),
-            ev = input.next() => Some(Ready::Input(ev)),
-            output = next_output(&mut channels.engine) => match output {
-                Some(output) => Some(Ready::Engine(output)),
-                None => {
-                    channels.engine = None;
-                    None
-                }
-            },
-            changed = registry_changed(&mut channels.registry) => {
-                match (changed, &mut channels.registry) {
-                    (true, Some(rx)) => {
-                        let reg = rx.borrow_and_update().clone();
-                        app.handle(AppEvent::RegistryReloaded(reg));
-                    }
-                    _ => channels.registry = None,
-                }
-                None
-            }
-            Some(ev) = recv_opt(&mut channels.reloads) => {
-                app.handle(AppEvent::Reload(ev));
-                None
-            }
-            () = sleep_opt(tick_at) => {
-                app.handle(AppEvent::Tick);
-                None
-            }
-        };
+        let woke = wait(app, &mut input, &mut channels, frames.deadline()).await;
         if let Some(ready) = woke
             && let Some(end) = apply(app, ready, &mut input_seen)
         {
             executor.shutdown().await;
             return end;
+        }
+    }
+}
+
+/// Hands the `App`'s requests to the outside: earlier parts to lay out off the UI
+/// thread (their cells come back on `events`), `$EDITOR` to run, notifications and
+/// other writes to the terminal (their failures logged).
+fn serve_requests<B: Backend, H: Host<B>>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    host: &mut H,
+    events: &UnboundedSender<AppEvent>,
+) {
+    for layout in app.take_layouts() {
+        spawn_layout(layout, events.clone());
+    }
+    if let Some(path) = app.take_editor_request() {
+        let result = host.open_editor(terminal, &path);
+        app.handle(AppEvent::EditorFinished {
+            path,
+            result: result.map_err(Into::into),
+        });
+    }
+    if let Some(notification) = app.take_notification()
+        && let Err(e) = host.notify(terminal, &notification)
+    {
+        tracing::warn!("cannot notify the terminal: {e}");
+    }
+    for write in app.take_terminal_writes() {
+        if let Err(e) = host.write_terminal(terminal, &write) {
+            tracing::warn!("cannot write to the terminal: {e}");
+        }
+    }
+}
+
+/// Draws one frame of `app`.
+///
+/// Errors: the terminal's.
+fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), TuiError> {
+    terminal
+        .draw(|f| {
+            app.layout(f.area());
+            app.draw(f);
+        })
+        .map_err(|e| TuiError::Io(io::Error::other(e.to_string())))?;
+    Ok(())
+}
+
+/// Waits for the first of: the next frame's deadline (`frame_at`), the TUI's own
+/// events, input, the engine's stream, the registry, the watcher and the app's next
+/// tick — in that order when several are ready. What the loop applies comes back
+/// ([`Ready`]); the registry, the watcher and ticks are handed to `app` here, and a
+/// source that ended is dropped from `channels`.
+async fn wait<S>(
+    app: &mut App,
+    input: &mut S,
+    channels: &mut Channels,
+    frame_at: Option<Instant>,
+) -> Option<Ready>
+where
+    S: Stream<Item = io::Result<TermEvent>> + Unpin,
+{
+    let tick_at = app.next_tick().map(|d| Instant::now() + d);
+    tokio::select! {
+        biased;
+        () = sleep_opt(frame_at) => None,
+        Some(ev) = channels.events.recv() => Some(Ready::Own(ev)),
+        ev = input.next() => Some(Ready::Input(ev)),
+        output = next_output(&mut channels.engine) => match output {
+            Some(output) => Some(Ready::Engine(output)),
+            None => {
+                channels.engine = None;
+                None
+            }
+        },
+        changed = registry_changed(&mut channels.registry) => {
+            match (changed, &mut channels.registry) {
+                (true, Some(rx)) => {
+                    let reg = rx.borrow_and_update().clone();
+                    app.handle(AppEvent::RegistryReloaded(reg));
+                }
+                _ => channels.registry = None,
+            }
+            None
+        }
+        Some(ev) = recv_opt(&mut channels.reloads) => {
+            app.handle(AppEvent::Reload(ev));
+            None
+        }
+        () = sleep_opt(tick_at) => {
+            app.handle(AppEvent::Tick);
+            None
         }
     }
 }

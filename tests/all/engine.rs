@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbor::config::ArborConfig;
-use arbor::engine::testing::{Step, after_tool_results};
+use arbor::engine::testing::{Drive, Step, after_tool_results};
 use arbor::engine::{EngineError, TurnError};
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::message::Message;
@@ -29,8 +29,8 @@ async fn text_turn_persists_transcript_metadata_and_events() {
             Step::text(" world"),
         ]
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(
@@ -188,7 +188,7 @@ async fn tool_calls_run_concurrently_and_results_keep_call_order() {
         second_done: Arc::default(),
         finished: finished.clone(),
     };
-    let rt = fx.runtime_with(vec![Arc::new(tool)]);
+    let rt = fx.engine_with(vec![Arc::new(tool)]);
     let id = rt.create_root(None).unwrap();
     let out = tokio::time::timeout(GUARD, rt.run_turn(&id, "go".into()))
         .await
@@ -234,7 +234,7 @@ async fn max_iterations_stops_a_tool_loop() {
             )]
         },
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "loop".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
@@ -265,7 +265,7 @@ async fn provider_error_keeps_partial_text_and_the_session_resumes() {
             _ => vec![Step::text("recovered")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(
@@ -284,8 +284,8 @@ async fn provider_error_keeps_partial_text_and_the_session_resumes() {
     assert!(fx.logged_events(&id).iter().any(|e| e == "provider:error"));
     drop(rt);
 
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let out = rt.run_turn(&id, "again".into()).await.unwrap();
     assert_eq!(
         (out.status, out.response.as_str(), out.turn_count),
@@ -313,7 +313,7 @@ async fn retryable_errors_before_output_are_retried() {
             _ => vec![Step::text("ok")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(
@@ -333,7 +333,7 @@ async fn retryable_errors_before_output_are_retried() {
 #[tokio::test]
 async fn resume_repairs_an_orphaned_tool_call_without_rewriting_lines() {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("fine")]);
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "first".into()).await.unwrap();
     drop(rt);
@@ -343,7 +343,7 @@ async fn resume_repairs_an_orphaned_tool_call_without_rewriting_lines() {
     before.push_str(&format!("{orphan}\n"));
     std::fs::write(&path, &before).unwrap();
 
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let out = rt.run_turn(&id, "next".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
     let after = std::fs::read_to_string(&path).unwrap();
@@ -374,7 +374,7 @@ async fn resume_repairs_an_orphaned_tool_call_without_rewriting_lines() {
 #[tokio::test]
 async fn resume_errors_are_exact_and_touch_nothing() {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("x")]);
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let err = rt.run_turn("missing-id", "x".into()).await.unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -403,7 +403,7 @@ async fn resume_errors_are_exact_and_touch_nothing() {
     );
 
     let id = rt.create_root(None).unwrap();
-    let other = fx.runtime();
+    let other = fx.engine();
     let err = other.run_turn(&id, "x".into()).await.unwrap_err();
     assert!(
         err.to_string().contains("is open in another process"),
@@ -429,7 +429,7 @@ async fn read_file_through_a_turn_is_confined_to_the_working_dir() {
         fx.paths.cwd.join("link.txt"),
     )
     .unwrap();
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "read".into()).await.unwrap();
     let t = fx.transcript(&id);
@@ -449,7 +449,7 @@ async fn create_root_with_agent_unknown_agent_and_no_provider() {
     let fx = Fixture::new(plan(json!({})), &[("helper", HELPER)], |_| {
         vec![Step::text("hi")]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(Some("helper")).unwrap();
     rt.run_turn(&id, "x".into()).await.unwrap();
     assert_eq!(fx.provider.requests()[0].system, HELPER);
@@ -466,13 +466,13 @@ async fn create_root_with_agent_unknown_agent_and_no_provider() {
         ),
         other => panic!("{other:?}"),
     }
-    let child = rt.child_mount_plan("helper").unwrap();
+    let (child, _) = rt.routed_child_mount_plan("helper").await.unwrap();
     assert_eq!(child.instruction(), HELPER);
     assert_eq!(rt.root_mount_plan(None).unwrap().instruction(), ROOT);
 
     let mut bare = Fixture::new(plan(json!({})), &[], |_| vec![]);
     bare.config = ArborConfig::default();
-    match bare.runtime().create_root(None) {
+    match bare.engine().create_root(None) {
         Err(EngineError::NoProvider(text)) => assert!(!text.is_empty()),
         other => panic!("{other:?}"),
     }

@@ -9,8 +9,8 @@ use crate::support::fixture;
 use std::sync::Arc;
 
 use arbor::config::approvals::Rules;
-use arbor::engine::testing::{Step, after_tool_results};
-use arbor::engine::{ApprovalMode, EngineError, Runtime, RuntimeHooks, TurnOutcome};
+use arbor::engine::testing::{Drive, Step, after_tool_results};
+use arbor::engine::{ApprovalMode, Engine, EngineError, RuntimeHooks, TurnOutcome};
 use arbor::provider::ChatRequest;
 use arbor::session::message::Message;
 use arbor::session::protocol::{AllowScope, ApprovalDecision, DecisionKind};
@@ -69,15 +69,15 @@ async fn until(
 /// An interactive runtime running a turn of a new root session ("go") in the
 /// background, its bus subscribed before the turn starts.
 struct Started {
-    rt: Arc<Runtime>,
+    rt: Engine,
     rx: UnboundedReceiver<Arc<Event>>,
     id: String,
     turn: JoinHandle<Result<TurnOutcome, EngineError>>,
 }
 
 fn start_interactive(fx: &Fixture) -> Started {
-    let rt = fx.runtime_mode(ApprovalMode::Interactive);
-    let rx = rt.bus().subscribe();
+    let rt = fx.engine_mode(ApprovalMode::Interactive);
+    let rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let turn = tokio::spawn({
         let (rt, id) = (rt.clone(), id.clone());
@@ -165,7 +165,7 @@ async fn a_person_answers_each_call_and_nothing_runs_before_the_answer() {
         .collect();
     waiting.sort_unstable();
     assert_eq!(waiting, ["b1", "w1"]);
-    assert_eq!(rt.approvals().waiting_in(&id), 2);
+    assert_eq!(rt.waiting_approvals(&id), 2);
     let work = fx.paths.cwd.clone();
     assert!(!work.join("a.txt").exists() && !work.join("out.txt").exists());
 
@@ -382,7 +382,7 @@ async fn cancelling_while_a_call_waits_runs_nothing() {
     let out = turn.await.unwrap().unwrap();
     assert_eq!(out.status, SessionStatus::Cancelled);
     assert!(!fx.paths.cwd.join("never.txt").exists());
-    assert_eq!(rt.approvals().waiting_in(&id), 0);
+    assert_eq!(rt.waiting_approvals(&id), 0);
     let once = ApprovalDecision::Allow {
         scope: AllowScope::Once,
     };
@@ -425,7 +425,7 @@ fn write_and_bash(r: &ChatRequest) -> Vec<arbor::engine::testing::Step> {
 async fn headless_denies_asks_unless_yes_and_deny_holds_under_yes() {
     // Without --yes: asked, denied, told how to allow.
     let fx = Fixture::new(acting_plan(), &[], write_and_bash);
-    let rt = fx.runtime_mode(ApprovalMode::Headless { yes: false });
+    let rt = fx.engine_mode(ApprovalMode::Headless { yes: false });
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "go".into()).await.unwrap();
     assert!(!fx.paths.cwd.join("a.txt").exists());
@@ -467,7 +467,7 @@ async fn headless_denies_asks_unless_yes_and_deny_holds_under_yes() {
     // With `bash: deny` in the config, --yes runs the write but never the command.
     let mut fx = Fixture::new(acting_plan(), &[], write_and_bash);
     fx.config.approvals = Rules::from_value(&json!({"bash": "deny"})).unwrap();
-    let rt = fx.runtime_mode(ApprovalMode::Headless { yes: true });
+    let rt = fx.engine_mode(ApprovalMode::Headless { yes: true });
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "go".into()).await.unwrap();
     assert_eq!(
@@ -532,7 +532,7 @@ async fn a_project_agent_cannot_allow_itself_bash_but_a_user_agent_can() {
     std::fs::write(project_agents.join("hostile.md"), agent("hostile")).unwrap();
     std::fs::write(fx.dir.path().join("amp/agents/mine.md"), agent("mine")).unwrap();
     let (_tx, registry) = tokio::sync::watch::channel(fx.load_registry());
-    let rt = fx.runtime_in(
+    let rt = fx.engine_in(
         ApprovalMode::Headless { yes: false },
         registry,
         RuntimeHooks {

@@ -8,7 +8,7 @@ use crate::support::fixture;
 
 use std::sync::Arc;
 
-use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::engine::testing::{Drive, Step, after_tool_results, last_user_text};
 use arbor::session::protocol::SessionStatusEvent;
 use arbor::session::{EngineEvent, SessionStatus};
 use fixture::*;
@@ -69,7 +69,7 @@ async fn a_child_at_its_budget_pauses_and_a_resume_grants_one_more() {
         "{tokens: 10}",
         spending(json!({"agent": "spender", "instruction": "spend"})),
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "go".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
@@ -130,7 +130,7 @@ async fn a_call_budget_only_tightens_the_agents() {
             json!({"agent": "spender", "instruction": "spend", "budget": {"tokens": 20000, "cost_usd": 0.5}}),
         ),
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "go".into()).await.unwrap();
     let result = task_result_of(&fx, &root, "t1");
@@ -156,7 +156,7 @@ async fn a_bad_task_budget_is_an_error_result() {
         "{tokens: 10}",
         spending(json!({"agent": "spender", "instruction": "spend", "budget": {"tokens": "many"}})),
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "go".into()).await.unwrap();
     let result = tool_result(&fx.transcript(&root), "t1");
@@ -196,8 +196,8 @@ async fn max_concurrent_makes_requests_wait_in_turn_and_shows_queued() {
         vec![Step::text("half"), Step::Barrier(script_gate.clone())]
     });
     fx.config.providers[0].config["max_concurrent"] = json!(1);
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = tokio::spawn({
         let (rt, root) = (rt.clone(), root.clone());

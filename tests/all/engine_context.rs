@@ -1,13 +1,13 @@
 //! Issue 26 in-process (scripted provider, temp dirs): a sub-session's final answer
 //! reaches its parent capped (`context.child_answer_max_chars`) with a note saying
 //! where the whole answer is, the child's transcript keeping it whole; and
-//! `/compact [focus]` (`Runtime::compact`) summarising all but the newest turn, and
+//! `/compact [focus]` (the `Compact` command) summarising all but the newest turn, and
 //! keeping nothing when the summary came out larger than what it replaces.
 
 use crate::support::fixture::*;
 
-use arbor::engine::runtime::Compacted;
-use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::engine::compact::Compacted;
+use arbor::engine::testing::{Drive, Step, after_tool_results, last_user_text};
 use arbor::session::Message;
 use serde_json::json;
 
@@ -29,7 +29,7 @@ async fn a_long_child_answer_reaches_the_parent_cut_with_a_note() {
             (false, _) => vec![Step::text(answer.clone())],
         },
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "go".into()).await.unwrap();
     assert_eq!(out.response, "root done");
@@ -60,7 +60,7 @@ async fn compact_now_summarises_all_but_the_newest_turn_with_the_focus() {
         };
         vec![Step::text(format!("answer to {asked}{detail}"))]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     for prompt in ["one", "two", "three"] {
         rt.run_turn(&root, prompt.into()).await.unwrap();
@@ -119,7 +119,7 @@ async fn compact_now_whose_summary_is_larger_keeps_the_context_as_it_was() {
         }
         vec![Step::text(format!("answer to {}", last_user_text(r)))]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     for prompt in ["one", "two", "three"] {
         rt.run_turn(&root, prompt.into()).await.unwrap();

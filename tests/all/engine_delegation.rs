@@ -1,14 +1,15 @@
 //! Delegation through the task tool with a scripted provider and temp dirs: spawn,
 //! resume by `session_id`, depth limit, unknown agents, parallel task calls and
 //! `max_parallel`, `context_depth`, cancellation cascading to a running child, and
-//! `Runtime::cancel` stopping exactly the named session's subtree.
+//! `Cancel` stopping exactly the named session's subtree.
 //! Nothing touches the real home (see `engine/fixture.rs`).
 
 use crate::support::fixture;
 
 use std::sync::{Arc, Mutex};
 
-use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::engine::Engine;
+use arbor::engine::testing::{Drive, Step, after_tool_results, last_user_text};
 use arbor::session::message::Message;
 use arbor::session::{SessionId, SessionStatus};
 use fixture::*;
@@ -30,8 +31,8 @@ async fn cancel_cascades_to_a_running_child_and_both_resume() {
             (false, false) => vec![Step::text("working…"), Step::Hang],
         }
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = tokio::spawn({
         let (rt, root) = (rt.clone(), root.clone());
@@ -98,8 +99,8 @@ async fn task_spawns_a_persisted_sub_session() {
         &[("helper", HELPER), ("other", "You are other.")],
         delegating(args, vec![Step::text("hi from helper")]),
     );
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "delegate".into()).await.unwrap();
     assert_eq!(
@@ -210,7 +211,7 @@ async fn task_resume_sends_the_child_history_and_appends_to_it() {
             (false, _) => vec![Step::text("hi from helper")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "delegate".into()).await.unwrap();
     let first: Value = task_result(&fx.transcript(&root), "t1");
@@ -218,8 +219,8 @@ async fn task_resume_sends_the_child_history_and_appends_to_it() {
     *child_id.lock().unwrap() = child.clone();
     drop(rt);
 
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let out = rt.run_turn(&root, "continue".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
     let req = fx
@@ -275,7 +276,7 @@ async fn depth_limit_and_unknown_agent_come_back_as_tool_errors() {
             )],
         },
     );
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "go".into()).await.unwrap();
     let t = fx.transcript(&root);
@@ -326,8 +327,8 @@ async fn parallel_task_calls_run_at_once_and_max_parallel_serializes_them() {
                 (false, _) => helper.clone(),
             },
         );
-        let rt = fx.runtime();
-        let mut rx = rt.bus().subscribe();
+        let rt = fx.engine();
+        let mut rx = rt.subscribe();
         let root = rt.create_root(None).unwrap();
         let out = tokio::time::timeout(GUARD, rt.run_turn(&root, "go".into()))
             .await
@@ -380,7 +381,7 @@ async fn context_depth_recent_quotes_the_last_parent_turns() {
             (_, true) => vec![Step::text("done")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "My name is Zed".into()).await.unwrap();
     rt.run_turn(&root, "please delegate".into()).await.unwrap();
@@ -411,7 +412,7 @@ async fn registry_reload_reaches_the_task_description_and_new_spawns() {
         ),
     );
     let (tx, rx) = tokio::sync::watch::channel(fx.registry.clone());
-    let rt = fx.runtime_on(rx, Vec::new());
+    let rt = fx.engine_on(rx, Vec::new());
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "first".into()).await.unwrap();
     let t = fx.transcript(&root);
@@ -444,7 +445,7 @@ async fn registry_reload_reaches_the_task_description_and_new_spawns() {
 
 /// Runs a turn of `id` with `prompt` in its own task.
 fn spawn_turn(
-    rt: &Arc<arbor::engine::Runtime>,
+    rt: &Engine,
     id: &str,
     prompt: &str,
 ) -> tokio::task::JoinHandle<Result<arbor::engine::TurnOutcome, arbor::engine::EngineError>> {
@@ -484,7 +485,7 @@ async fn cancel_stops_exactly_the_subtree_of_the_session_it_names() {
             _ => vec![Step::text("leaf done")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "build the tree".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed, "{:?}", out.error);
@@ -495,7 +496,7 @@ async fn cancel_stops_exactly_the_subtree_of_the_session_it_names() {
 
     // Every session runs a turn of its own (resumed directly, as from the TUI), so no
     // turn's token is a child of another's: only the runtime's tree walk links them.
-    let mut rx = rt.bus().subscribe();
+    let mut rx = rt.subscribe();
     let ids: [&str; 4] = [&root, &alpha, &beta, &gamma];
     let [root_turn, alpha_turn, beta_turn, gamma_turn] = ids.map(|id| spawn_turn(&rt, id, "hang"));
     tokio::time::timeout(GUARD, async {

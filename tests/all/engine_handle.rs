@@ -6,7 +6,7 @@
 
 use crate::support::fixture;
 
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::engine::{Engine, EngineError, EngineReply, ModelChoiceError, Replies};
 use arbor::session::protocol::{ApprovalDecision, EngineEvent};
 use arbor::session::{EngineCommand, SessionStatus, StoreError};
@@ -33,7 +33,7 @@ async fn next(replies: &mut UnboundedReceiver<EngineReply>) -> Option<EngineRepl
 #[tokio::test]
 async fn a_submit_without_a_session_creates_one_runs_its_turn_then_closes() {
     let fx = scripted();
-    let engine = Engine::new(fx.runtime());
+    let engine = fx.engine();
     let mut events = engine.subscribe();
     let mut replies = send(
         &engine,
@@ -89,9 +89,8 @@ async fn a_submit_without_a_session_creates_one_runs_its_turn_then_closes() {
 #[tokio::test]
 async fn what_cannot_be_done_is_answered_with_a_typed_error() {
     let fx = scripted();
-    let rt = fx.runtime();
-    let id = rt.create_root(None).unwrap();
-    let engine = Engine::new(rt);
+    let engine = fx.engine();
+    let id = engine.create_root(None).unwrap();
 
     let mut replies = send(
         &engine,

@@ -5,7 +5,7 @@
 
 use crate::support::fixture;
 
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::session::message::{Message, Text};
 use arbor::session::store::ParsedTranscript;
 use arbor::session::{SessionStatus, SessionStore};
@@ -15,7 +15,7 @@ use serde_json::json;
 /// A stored root session with one answered turn (`"first question"` → `"an answer"`),
 /// in no process; its id.
 async fn stored_session(fx: &Fixture) -> String {
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "first question".into()).await.unwrap();
     id.into_string()
@@ -60,7 +60,7 @@ fn sent(fx: &Fixture, n: usize) -> Vec<String> {
 async fn a_turn_runs_over_the_parked_transcript_without_parsing_the_file_again() {
     let fx = scripted();
     let id = stored_session(&fx).await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     rt.park_transcript(&id, viewer_parse(&fx, &id));
     assert_eq!(rt.parked_transcript(), Some(id.clone()));
     // Same length, other bytes: only a parse of the file would see "FIRST".
@@ -75,7 +75,7 @@ async fn a_turn_runs_over_the_parked_transcript_without_parsing_the_file_again()
 async fn a_transcript_that_grew_since_parking_is_parsed_again() {
     let fx = scripted();
     let id = stored_session(&fx).await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     rt.park_transcript(&id, viewer_parse(&fx, &id));
     rewrite(&fx, &id, "first question", "first question, longer");
     rt.run_turn(&id, "second".into()).await.unwrap();
@@ -90,7 +90,7 @@ async fn parking_another_session_drops_the_first() {
     let fx = scripted();
     let a = stored_session(&fx).await;
     let b = stored_session(&fx).await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     rt.park_transcript(&a, viewer_parse(&fx, &a));
     rt.park_transcript(&b, viewer_parse(&fx, &b));
     assert_eq!(rt.parked_transcript(), Some(b.clone()));
@@ -107,7 +107,7 @@ async fn parking_another_session_drops_the_first() {
 #[tokio::test]
 async fn a_live_sessions_snapshot_shares_the_engines_texts() {
     let fx = scripted();
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     assert!(rt.transcript_snapshot("nope").is_none());
     rt.run_turn(&id, "first question".into()).await.unwrap();

@@ -9,7 +9,7 @@ use crate::support::harness;
 use std::sync::Arc;
 
 use arbor::engine::TurnError;
-use arbor::engine::testing::{Step, after_tool_results};
+use arbor::engine::testing::{Drive, Step, after_tool_results};
 use arbor::session::{Event, SessionStatus};
 use arbor::tool::{Tool, ToolContext, ToolOutput, ToolSpec};
 use arbor::tui::executor::RuntimeExecutor;
@@ -55,8 +55,8 @@ fn last_user_text(r: &arbor::provider::ChatRequest) -> String {
 #[tokio::test]
 async fn a_panicking_provider_fails_the_turn_and_the_session_carries_on() {
     let fx = panicking_provider();
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
@@ -91,13 +91,13 @@ async fn a_panicking_provider_fails_the_turn_and_the_session_carries_on() {
 #[tokio::test]
 async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
     let fx = panicking_provider();
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
-    let loaded = rt.load_session(&id).unwrap();
+    let loaded = rt.load_session(&id).await.unwrap();
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
 
     // Through the TUI's own executor and stream, as a submitted prompt runs.
-    let (executor, mut stream) = RuntimeExecutor::new(rt.clone());
+    let (executor, mut stream) = RuntimeExecutor::connect(&rt);
     executor.submit(EngineCommand::Submit {
         session_id: Some(id.clone()),
         agent: None,
@@ -161,8 +161,8 @@ async fn a_panicking_tool_call_fails_the_turn_with_its_result_recorded() {
             ]
         }
     });
-    let rt = fx.runtime_with(vec![Arc::new(Panicky)]);
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine_with(vec![Arc::new(Panicky)]);
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "go".into()).await.unwrap();
     let expected = "internal error: tool `panicky` (call c1) panicked: tool bug";
@@ -201,8 +201,8 @@ async fn a_panicking_sub_session_fails_alone() {
             vec![Step::Panic("provider bug".into())],
         ),
     );
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "delegate".into()).await.unwrap();
     assert_eq!(
@@ -226,7 +226,7 @@ async fn a_panicking_sub_session_fails_alone() {
         .cloned()
         .collect();
     assert_eq!(data(&ended[0])["error"], json!(TURN_PANIC));
-    let loaded = rt.load_session(&child).unwrap();
+    let loaded = rt.load_session(&child).await.unwrap();
     let (mut app, _commands) = harness::app_for(&child, "scripted/scripted-model", loaded);
     harness::feed(&mut app, &ended);
     let screen = harness::screen(&mut app, 80, 24);
@@ -236,7 +236,7 @@ async fn a_panicking_sub_session_fails_alone() {
 #[tokio::test]
 async fn a_panic_before_the_turn_loop_is_an_error_of_run_turn() {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("fine")]);
-    let id = fx.runtime().create_root(None).unwrap();
+    let id = fx.engine().create_root(None).unwrap();
     // A fresh runtime (a new process) resumes the session from disk and builds its
     // provider through a factory that panics.
     let (_tx, registry) = tokio::sync::watch::channel(fx.registry.clone());
@@ -244,7 +244,7 @@ async fn a_panic_before_the_turn_loop_is_an_error_of_run_turn() {
         provider_factory: Some(Arc::new(|_| panic!("factory bug"))),
         extra_tools: Vec::new(),
     };
-    let rt = fx.runtime_with_hooks(registry, hooks);
+    let rt = fx.engine_with_hooks(registry, hooks);
     let err = rt.run_turn(&id, "hi".into()).await.unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -10,7 +10,7 @@ use crate::support::fixture;
 
 use arbor::engine::handle::diff::SessionChanges;
 use arbor::engine::handle::undo::UndoDone;
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::engine::{Engine, EngineError, EngineReply, QueryReply, Replies};
 use arbor::session::protocol::ExportFormat;
 use arbor::session::{EngineCommand, EngineQuery, SessionId};
@@ -22,13 +22,13 @@ use tokio::sync::mpsc::unbounded_channel;
 /// the engine over it.
 async fn project() -> (Fixture, Engine, SessionId, &'static str) {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("an answer")]);
-    let rt = fx.runtime();
-    let root = rt.create_root(None).unwrap();
-    rt.run_turn(&root, "hi".into()).await.unwrap();
+    let engine = fx.engine();
+    let root = engine.create_root(None).unwrap();
+    engine.run_turn(&root, "hi".into()).await.unwrap();
     let broken = "11111111-1111-4111-8111-111111111111";
     std::fs::create_dir_all(fx.session_dir(broken)).unwrap();
     std::fs::write(fx.session_dir(broken).join("metadata.json"), "garbage").unwrap();
-    (fx, Engine::new(rt), root, broken)
+    (fx, engine, root, broken)
 }
 
 async fn resolve(engine: &Engine, id: &str) -> Result<SessionId, EngineError> {

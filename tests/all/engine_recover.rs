@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arbor::engine::repair::INTERRUPTED_RESULT;
-use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::engine::testing::{Drive, Step, after_tool_results, last_user_text};
 use arbor::engine::turn::CONTINUE_PROMPT;
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::message::Message;
@@ -64,7 +64,7 @@ async fn continue_reruns_an_unanswered_model_call_and_otherwise_sends_continue()
             _ => vec![Step::text("more")],
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let failed = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(failed.status, SessionStatus::Failed);
@@ -111,7 +111,7 @@ async fn an_interrupted_session_gets_interrupted_results_and_its_call_runs_again
             vec![Step::text("first answer")]
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "first".into()).await.unwrap();
     drop(rt);
@@ -129,8 +129,8 @@ async fn an_interrupted_session_gets_interrupted_results_and_its_call_runs_again
         SessionStatus::Interrupted
     );
 
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let out = rt.continue_turn(&id).await.unwrap();
     assert_eq!(
         (out.status, out.response.as_str()),
@@ -155,7 +155,7 @@ async fn an_interrupted_session_gets_interrupted_results_and_its_call_runs_again
 #[tokio::test]
 async fn continue_interrupted_runs_children_before_their_parent() {
     let fx = delegating_to_a_helper();
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "delegate".into()).await.unwrap();
     let child = task_result(&fx.transcript(&root), "t1")["session_id"]
@@ -167,8 +167,8 @@ async fn continue_interrupted_runs_children_before_their_parent() {
     set_stored_status(&fx, &child, "waiting");
     let before = fx.provider.requests().len();
 
-    let rt = fx.runtime();
-    let turns = rt.continue_interrupted(&root).await.unwrap();
+    let rt = fx.engine();
+    let turns = rt.continue_interrupted(&root).await;
     let ids: Vec<SessionId> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
     assert_eq!(ids, [child.as_str(), root.as_str()], "children first");
     // The child's model call came first; the root's continuation (its model had
@@ -189,7 +189,7 @@ async fn continue_interrupted_runs_children_before_their_parent() {
         assert_eq!(fx.metadata(id)["status"], "completed", "{id}");
     }
     // Nothing interrupted any more: nothing to do.
-    assert!(rt.continue_interrupted(&root).await.unwrap().is_empty());
+    assert!(rt.continue_interrupted(&root).await.is_empty());
 }
 
 /// Keeps the first `keep` lines of `id`'s transcript, as a process killed then leaves
@@ -224,7 +224,7 @@ async fn a_continued_childs_answer_becomes_its_parents_task_result() {
             vec![Step::text(format!("answer {asked}{suffix}"))]
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
     rt.run_turn(&root, "delegate".into()).await.unwrap();
     let t = fx.transcript(&root);
@@ -246,8 +246,8 @@ async fn a_continued_childs_answer_becomes_its_parents_task_result() {
     again.store(true, Ordering::SeqCst);
     let before = fx.provider.requests().len();
 
-    let rt = fx.runtime();
-    let turns = rt.continue_interrupted(&root).await.unwrap();
+    let rt = fx.engine();
+    let turns = rt.continue_interrupted(&root).await;
     let ids: Vec<SessionId> = turns.into_iter().map(|t| t.unwrap().session_id).collect();
     assert_eq!(ids, [two.as_str(), root.as_str()], "children first");
 
@@ -307,9 +307,9 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
             ]
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let root = rt.create_root(None).unwrap();
-    let mut rx = rt.bus().subscribe();
+    let mut rx = rt.subscribe();
     let turn = {
         let rt = rt.clone();
         let root = root.clone();
@@ -330,7 +330,7 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
     }
 
     // The TUI quitting (Ctrl+C twice): its run loop awaits the executor's shutdown.
-    let (executor, _stream) = RuntimeExecutor::new(rt.clone());
+    let (executor, _stream) = RuntimeExecutor::connect(&rt);
     executor.shutdown().await;
     assert!(rt.live_session_ids().iter().all(|id| !rt.is_running(id)));
     let out = tokio::time::timeout(GUARD, turn)
@@ -355,8 +355,8 @@ async fn shutdown_keeps_every_sub_sessions_partial_output() {
 #[tokio::test]
 async fn a_root_is_titled_by_its_first_prompt_and_can_be_renamed() {
     let fx = delegating_to_a_helper();
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let prompt = format!(
         "  Refactor the {} store\nthen run the tests",
@@ -382,14 +382,14 @@ async fn a_root_is_titled_by_its_first_prompt_and_can_be_renamed() {
 
     // Renamed while live, then while stored (a new process).
     assert_eq!(
-        rt.rename(&root, "Store refactor\nignored").unwrap(),
+        rt.rename(&root, "Store refactor\nignored").await.unwrap(),
         "Store refactor"
     );
     assert_eq!(fx.metadata(&root)["name"], "Store refactor");
     drop(rt);
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let updated = fx.metadata(&child)["last_updated"].clone();
-    assert_eq!(rt.rename(&child, "helper run").unwrap(), "helper run");
+    assert_eq!(rt.rename(&child, "helper run").await.unwrap(), "helper run");
     assert_eq!(fx.metadata(&child)["name"], "helper run");
     assert_eq!(fx.metadata(&child)["last_updated"], updated);
     assert!(
@@ -397,7 +397,7 @@ async fn a_root_is_titled_by_its_first_prompt_and_can_be_renamed() {
             .iter()
             .any(|e| e == "session:renamed")
     );
-    let err = rt.rename(&child, " \n ").unwrap_err();
+    let err = rt.rename(&child, " \n ").await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "a session title needs at least one visible character"

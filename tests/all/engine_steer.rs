@@ -10,8 +10,8 @@ use crate::support::fixture;
 
 use std::sync::Arc;
 
-use arbor::engine::testing::{Step, last_user_text};
-use arbor::engine::{EngineError, Runtime, TurnOutcome};
+use arbor::engine::testing::{Drive, Step, last_user_text};
+use arbor::engine::{Engine, EngineError, TurnOutcome};
 use arbor::provider::ChatRequest;
 use arbor::session::message::Message;
 use arbor::session::{Event, SessionStatus};
@@ -39,7 +39,7 @@ async fn wait_for(
 }
 
 /// Runs the turn `go` of `root` in the background.
-fn start(rt: &Arc<Runtime>, root: &str) -> JoinHandle<Result<TurnOutcome, EngineError>> {
+fn start(rt: &Engine, root: &str) -> JoinHandle<Result<TurnOutcome, EngineError>> {
     let (rt, root) = (rt.clone(), root.to_string());
     tokio::spawn(async move { rt.run_turn(&root, "go".into()).await })
 }
@@ -83,13 +83,13 @@ fn delegating_to(
 async fn start_delegation(
     fx: &Fixture,
 ) -> (
-    Arc<Runtime>,
+    Engine,
     String,
     String,
     JoinHandle<Result<TurnOutcome, EngineError>>,
 ) {
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = start(&rt, &root);
     let child = wait_for(&mut rx, |e| {
@@ -260,8 +260,8 @@ async fn a_child_running_under_a_delegation_can_be_steered() {
 async fn queued_messages_are_turns_of_their_own_afterwards_in_order() {
     let gate = Arc::new(Barrier::new(2));
     let fx = Fixture::new(plan(json!({})), &[], held_then_echo(gate.clone(), "first"));
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "provider:request").await;
@@ -314,8 +314,8 @@ async fn a_steer_the_turn_ended_before_starts_the_next_turn_at_once() {
         &[],
         held_then_echo(gate.clone(), "final answer"),
     );
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "provider:request").await;
@@ -339,8 +339,8 @@ async fn a_cancel_returns_what_waits_unsent() {
         "go" => vec![Step::text("partial"), Step::Hang],
         other => vec![Step::text(format!("re: {other}"))],
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let turn = start(&rt, &root);
     wait_for(&mut rx, |e| e.msg.name() == "content_block:delta").await;

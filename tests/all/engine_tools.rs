@@ -4,7 +4,7 @@
 
 use crate::support::fixture;
 
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::provider::ChatRequest;
 use arbor::session::message::Message;
 use fixture::*;
@@ -43,7 +43,7 @@ async fn writes_and_edits_are_recorded_in_files_changed() {
         )],
         _ => vec![Step::text("done")],
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "write".into()).await.unwrap();
     assert_eq!(
@@ -81,7 +81,7 @@ async fn a_key_printed_by_a_command_is_scrubbed_from_the_result() {
             vec![Step::text("done")]
         }
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "print it".into()).await.unwrap();
     let result = tool_result(&fx.transcript(&id), "b1");

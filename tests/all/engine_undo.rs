@@ -8,7 +8,7 @@ use crate::support::fixture;
 
 use arbor::config::isolation::{IsolationSetting, MergePolicy};
 use arbor::engine::handle::undo::{UndoDone, UndoError};
-use arbor::engine::testing::{Step, after_tool_results, last_user_text};
+use arbor::engine::testing::{Drive, Step, after_tool_results, last_user_text};
 use arbor::engine::{Engine, EngineReply, Replies};
 use arbor::session::EngineCommand;
 use arbor::session::SessionId;
@@ -50,13 +50,12 @@ fn two_writing_turns() -> Fixture {
 #[tokio::test]
 async fn rewind_here_forks_at_the_turn_and_restores_the_files_changed_after_it() {
     let fx = two_writing_turns();
-    let rt = fx.runtime();
-    let id = rt.create_root(None).unwrap();
-    rt.run_turn(&id, "first".into()).await.unwrap();
-    rt.run_turn(&id, "second".into()).await.unwrap();
+    let engine = fx.engine();
+    let id = engine.create_root(None).unwrap();
+    engine.run_turn(&id, "first".into()).await.unwrap();
+    engine.run_turn(&id, "second".into()).await.unwrap();
     let file = fx.paths.cwd.join("inside.txt");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
-    let engine = Engine::new(rt);
 
     // Out of range: refused with the valid range, nothing written.
     let refused = undo(
@@ -175,9 +174,9 @@ fn worktree_child() -> Fixture {
 #[tokio::test]
 async fn a_live_worktree_child_merges_through_the_engine() {
     let fx = worktree_child();
-    let rt = fx.runtime();
-    let root = rt.create_root(None).unwrap();
-    rt.run_turn(&root, "delegate".into()).await.unwrap();
+    let engine = fx.engine();
+    let root = engine.create_root(None).unwrap();
+    engine.run_turn(&root, "delegate".into()).await.unwrap();
     let file = fx.paths.cwd.join("inside.txt");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -190,7 +189,6 @@ async fn a_live_worktree_child_merges_through_the_engine() {
         .find(|n| n.ends_with("_writer"))
         .unwrap();
     assert_eq!(fx.metadata(&child)["worktree"]["state"], "active");
-    let engine = Engine::new(rt);
 
     let done = undo(
         &engine,

@@ -120,6 +120,79 @@ fn front_ends_see_no_runtime_and_open_no_store() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+/// Every `pub use …;` statement of `code` (one string each, however many lines it
+/// spans); `pub(crate) use` and `pub(super) use` are not public.
+fn public_uses(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find("pub use ") {
+        let tail = &rest[start..];
+        let end = tail.find(';').map_or(tail.len(), |e| e + 1);
+        out.push(&tail[..end]);
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// Issue 36 ("the handle is the only door"): the `Runtime` is private to the engine.
+/// No module exports it (`pub use … Runtime`, `runtime::*`, a `pub mod runtime`: the
+/// options it is built from stay public), it is declared
+/// `pub(crate)`, the `Engine` hands it to nobody (no `pub fn` of the handle names it),
+/// and no front end uses the tests' `engine::testing` (its `Drive` reads inside the
+/// engine).
+#[test]
+fn the_runtime_stays_inside_the_engine() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    code_of(&root.join("src"), &mut files);
+    let mut found = Vec::new();
+    for (file, code) in &files {
+        for statement in public_uses(code) {
+            if names(statement, "Runtime") || statement.contains("runtime::*") {
+                found.push(format!("{file}: {statement}"));
+            }
+        }
+        if code.contains("pub mod runtime") {
+            found.push(format!("{file}: pub mod runtime"));
+        }
+        if code.contains("pub struct Runtime ") {
+            found.push(format!("{file}: pub struct Runtime"));
+        }
+        if file.contains("/engine/handle") {
+            for line in code
+                .lines()
+                .filter(|l| l.trim_start().starts_with("pub fn"))
+            {
+                if names(line, "Runtime") {
+                    found.push(format!("{file}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    for dir in ["src/tui", "src/cli", "src/acp", "src/worker"] {
+        found.extend(offenders(dir, &["engine::testing", "testing::Drive"]));
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    let runtime = files
+        .iter()
+        .find(|(file, _)| file.ends_with("src/engine/runtime.rs"))
+        .unwrap();
+    assert!(runtime.1.contains("pub(crate) struct Runtime {"));
+}
+
+/// [`public_uses`] finds an export of the runtime as `src/engine/mod.rs` had it before
+/// issue 36 closed, over several lines, and not a crate-private one.
+#[test]
+fn public_uses_sees_every_public_export() {
+    let before = "pub use handle::{\n    Engine,\n};\n\
+                  pub use runtime::{RootOptions, Runtime, RuntimeHooks};\n\
+                  pub(crate) use runtime::Runtime;";
+    let uses = public_uses(before);
+    assert_eq!(uses.len(), 2, "{uses:?}");
+    assert!(names(uses[1], "Runtime"));
+    assert!(!names(uses[0], "Runtime"));
+}
+
 /// [`names`] finds what the scan above looks for in the code issue 36 removed (a
 /// front end that built a runtime and opened the store), and not a longer name.
 #[test]

@@ -9,6 +9,7 @@ use crate::support::fixture;
 use std::sync::Arc;
 
 use arbor::engine::RuntimeHooks;
+use arbor::engine::testing::Drive;
 use arbor::session::SessionStatus;
 use fixture::{Fixture, HELPER, plan};
 use serde_json::{Value, json};
@@ -57,7 +58,7 @@ async fn every_sub_session_shares_the_one_client_of_its_endpoint() {
     });
     let (_tx, registry) = tokio::sync::watch::channel(fx.registry.clone());
     // No provider factory: the real `provider-openai` client, as in use.
-    let rt = fx.runtime_with_hooks(registry, RuntimeHooks::default());
+    let rt = fx.engine_with_hooks(registry, RuntimeHooks::default());
     let root = rt.create_root(None).unwrap();
     let out = tokio::time::timeout(fixture::GUARD, rt.run_turn(&root, "go".into()))
         .await

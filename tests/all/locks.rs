@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use arbor::engine::testing::Drive;
 use serde_json::Value;
 use support::*;
 
@@ -90,14 +91,14 @@ fn rewind_is_refused_while_another_process_runs_a_turn_and_works_after() {
 /// turn fails clearly and writes nothing.
 #[tokio::test]
 async fn an_idle_session_of_a_runtime_can_be_opened_elsewhere() {
-    use arbor::engine::testing::Step;
+    use arbor::engine::testing::{Drive, Step};
     use arbor::session::{Message, SessionStore};
     use support::fixture::{Fixture, plan};
 
     let fx = Fixture::new(plan(serde_json::json!({})), &[], |_| {
         vec![Step::text("Hello")]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "hi".into()).await.unwrap();
 
@@ -241,12 +242,12 @@ async fn a_session_loaded_but_never_run_holds_no_lock_and_its_idle_writes_wait_t
         vec![Step::text("Hello")]
     });
     let id = {
-        let rt = fx.runtime();
+        let rt = fx.engine();
         let id = rt.create_root(None).unwrap();
         rt.run_turn(&id, "hi".into()).await.unwrap();
         id
     };
-    let other = fx.runtime();
+    let other = fx.engine();
     // Loads the stored session (whatever the model switch decides).
     let _ = other.set_model(&id, "scripted-model").await;
     let store = SessionStore::new(fx.paths.sessions_dir());
@@ -255,10 +256,10 @@ async fn a_session_loaded_but_never_run_holds_no_lock_and_its_idle_writes_wait_t
         let _shell = store
             .open(&id)
             .expect("a session loaded and never run is not locked");
-        other.rename(&id, "while the shell holds it").unwrap();
+        other.rename(&id, "while the shell holds it").await.unwrap();
         assert_ne!(metadata()["name"], "while the shell holds it");
     }
-    other.rename(&id, "after the shell").unwrap();
+    other.rename(&id, "after the shell").await.unwrap();
     assert_eq!(metadata()["name"], "after the shell");
     // Still free: the idle write took the lock for itself alone.
     drop(store.open(&id).expect("free after an idle write"));

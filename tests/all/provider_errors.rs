@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arbor::engine::RuntimeHooks;
+use arbor::engine::testing::Drive;
 use arbor::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use arbor::provider::http_error::{error_from_parts, retry_after_at};
 use arbor::provider::openai::{OpenAiConfig, OpenAiProvider};
@@ -464,8 +465,8 @@ async fn engine_turn_at(real: &RealTime, addr: std::net::SocketAddr) -> EngineRu
         provider_factory: Some(Arc::new(move |_| Ok(provider.clone()))),
         extra_tools: Vec::new(),
     };
-    let rt = fx.runtime_with_hooks(registry, hooks);
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine_with_hooks(registry, hooks);
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let start = tokio::time::Instant::now();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();

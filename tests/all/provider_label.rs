@@ -1,5 +1,5 @@
 //! The label of a new root session when a local OpenAI-compatible server decides the
-//! model (`OPENAI_BASE_URL` set, no model configured): `Runtime::resolve_provider_label`
+//! model (`OPENAI_BASE_URL` set, no model configured): `ResolveProviderLabel`
 //! lists the server's models once per process, the root session's requests then name
 //! that model without listing again, and sub-session routing falls back to it (or, while
 //! it is unknown, says the server resolves it). Loopback servers only (wiremock); nothing
@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use arbor::agent::{AgentDef, AgentSource, Registry};
 use arbor::config::ArborConfig;
 use arbor::engine::providers::Env;
-use arbor::engine::{ApprovalMode, Runtime, RuntimeOptions};
+use arbor::engine::testing::Drive;
+use arbor::engine::{ApprovalMode, Engine, RuntimeOptions};
 use arbor::session::{EventBus, SessionStatus};
 use fixture::*;
 use serde_json::{Value, json};
@@ -38,9 +39,9 @@ fn picky() -> AgentDef {
     }
 }
 
-/// A runtime with no config file providers and the environment of a local server at
+/// An engine with no config file providers and the environment of a local server at
 /// `base_url` (plus `extra` variables); providers are built for real.
-fn runtime(fx: &Fixture, base_url: &str, extra: &[(&str, &str)]) -> Arc<Runtime> {
+fn engine(fx: &Fixture, base_url: &str, extra: &[(&str, &str)]) -> Engine {
     let inner = env_of(fx.dir.path());
     let mut vars = vec![
         ("OPENAI_BASE_URL".to_string(), base_url.to_string()),
@@ -54,7 +55,7 @@ fn runtime(fx: &Fixture, base_url: &str, extra: &[(&str, &str)]) -> Arc<Runtime>
             .or_else(|| inner(k))
     });
     let (_tx, registry) = tokio::sync::watch::channel(Arc::new(Registry::from_defs(vec![picky()])));
-    Runtime::new(RuntimeOptions {
+    Engine::interactive(RuntimeOptions {
         paths: fx.paths.clone(),
         config: ArborConfig::default(),
         bundle: fx.bundle.clone(),
@@ -103,7 +104,7 @@ async fn requests_to(server: &MockServer, method: &str, route: &str) -> Vec<Valu
 async fn the_label_names_the_servers_model_and_the_server_is_listed_once() {
     let server = local_server(1).await;
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![]);
-    let rt = runtime(&fx, &format!("{}/v1", server.uri()), &[]);
+    let rt = engine(&fx, &format!("{}/v1", server.uri()), &[]);
     assert_eq!(rt.provider_label().unwrap(), "openai");
 
     // Before the model is known, a fallback to the parent says the server decides it.
@@ -155,7 +156,7 @@ async fn the_label_names_the_servers_model_and_the_server_is_listed_once() {
 async fn a_first_request_before_the_label_lists_once_and_teaches_the_label() {
     let server = local_server(1).await;
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![]);
-    let rt = runtime(&fx, &format!("{}/v1", server.uri()), &[]);
+    let rt = engine(&fx, &format!("{}/v1", server.uri()), &[]);
     let id = rt.create_root(None).unwrap();
     assert_eq!(fx.metadata(&id)["model"], "openai");
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
@@ -177,7 +178,7 @@ async fn a_first_request_before_the_label_lists_once_and_teaches_the_label() {
 async fn a_configured_model_is_never_listed() {
     let server = local_server(0).await;
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![]);
-    let rt = runtime(
+    let rt = engine(
         &fx,
         &format!("{}/v1", server.uri()),
         &[("OPENAI_MODEL", "chosen-3b")],
@@ -198,7 +199,7 @@ async fn a_server_that_is_down_keeps_the_bare_label() {
         .unwrap()
         .port();
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![]);
-    let rt = runtime(&fx, &format!("http://127.0.0.1:{port}/v1"), &[]);
+    let rt = engine(&fx, &format!("http://127.0.0.1:{port}/v1"), &[]);
     let started = Instant::now();
     assert_eq!(rt.resolve_provider_label().await.unwrap(), "openai");
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -210,9 +211,9 @@ async fn a_server_that_never_answers_is_given_up_after_the_label_timeout() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![]);
-    let rt = runtime(&fx, &format!("http://127.0.0.1:{port}/v1"), &[]);
+    let rt = engine(&fx, &format!("http://127.0.0.1:{port}/v1"), &[]);
     let started = tokio::time::Instant::now();
     assert_eq!(rt.resolve_provider_label().await.unwrap(), "openai");
-    assert_eq!(started.elapsed(), arbor::engine::runtime::LABEL_TIMEOUT);
+    assert_eq!(started.elapsed(), arbor::engine::LABEL_TIMEOUT);
     drop(listener);
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use arbor::engine::testing::Drive;
 use arbor::remote::lease;
 use arbor::remote::seal::{self, Signer};
 use arbor::remote::wire::{self, Changes, Job, RanOn, SyncReply, WorkerMsg};
@@ -570,7 +571,7 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
         return;
     };
     let fixture = remote_fixture(&nats.url, "rt4");
-    let runtime = fixture.runtime_mode(ApprovalMode::Interactive);
+    let runtime = fixture.engine_mode(ApprovalMode::Interactive);
     let root = runtime.create_root(None).unwrap();
     let turn = {
         let (runtime, root) = (runtime.clone(), root.clone());
@@ -623,7 +624,7 @@ async fn approvals_steers_queued_messages_and_an_ancestors_cancel_reach_the_work
         )
         .await;
     until("the approval registered at the root", || {
-        runtime.approvals().waiting_in(&child) == 1
+        runtime.waiting_approvals(&child) == 1
     })
     .await;
     runtime
@@ -717,7 +718,7 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
         return;
     };
     let fixture = remote_fixture(&nats.url, "rt6");
-    let runtime = fixture.runtime();
+    let runtime = fixture.engine();
     let root = runtime.create_root(None).unwrap();
     let turn = {
         let (runtime, root) = (runtime.clone(), root.clone());

@@ -14,7 +14,7 @@ use crate::support::fixture;
 
 use std::time::{Duration, Instant};
 
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::session::SessionStatus;
 use serde_json::{Value, json};
 use support::{Reply, ScriptedServer, TestEnv, jsonl_lines, read_jsonl, sse_text};
@@ -246,7 +246,7 @@ async fn every_request_carries_the_time_limit_the_provider_keeps() {
         (json!({"max_time": 2.5}), Duration::from_millis(2500)),
     ] {
         let fx = fixture_with(response, |_| vec![Step::text("ok")]);
-        let rt = fx.runtime();
+        let rt = fx.engine();
         let id = rt.create_root(None).unwrap();
         rt.run_turn(&id, "hi".into()).await.unwrap();
         assert_eq!(fx.provider.requests()[0].max_time, Some(want));
@@ -262,7 +262,7 @@ async fn text_thinking_and_tool_arguments_share_the_byte_limit() {
             Step::text(" world"),
         ]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     // 5 bytes of thinking leave 5: "héll" is 5 bytes, "héllo" 6.
@@ -279,7 +279,7 @@ async fn text_thinking_and_tool_arguments_share_the_byte_limit() {
             json!({"pattern": "x".repeat(100)}),
         )]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
@@ -293,7 +293,7 @@ async fn text_thinking_and_tool_arguments_share_the_byte_limit() {
     let fx = fixture_with(json!({"max_bytes": 11}), |_| {
         vec![Step::text("hello"), Step::text(" world")]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arbor::engine::Runtime;
-use arbor::engine::testing::Step;
+use arbor::engine::Engine;
+use arbor::engine::testing::{Drive, Step};
 use arbor::provider::http_error::{kind_for_status, retry_after};
 use arbor::provider::{ProviderError, ProviderErrorKind};
 use arbor::session::{Event, SessionStatus};
@@ -70,8 +70,8 @@ async fn a_429_then_200_retries_once_after_exactly_the_retry_after() {
         0 => vec![Step::Fail(error(ProviderErrorKind::RateLimit, 429, wait))],
         _ => vec![Step::text("ok")],
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(
@@ -111,7 +111,7 @@ async fn the_retry_does_not_happen_a_millisecond_early() {
         ))],
         _ => vec![Step::text("ok")],
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let turn = tokio::spawn({
         let rt = rt.clone();
@@ -151,8 +151,8 @@ async fn backoff_doubles_within_jitter_bounds_and_events_name_the_waits() {
         0..=2 => vec![Step::Fail(error(ProviderErrorKind::Server, 503, None))],
         _ => vec![Step::text("finally")],
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
@@ -186,8 +186,8 @@ async fn at_most_four_attempts_then_the_error_names_kind_and_attempts() {
             Some(Duration::from_millis(100)),
         ))]
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Failed);
@@ -215,8 +215,8 @@ async fn no_retry_once_output_reached_the_user() {
             Step::Fail(error(ProviderErrorKind::RateLimit, 429, None)),
         ]
     });
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
     assert_eq!(
@@ -247,8 +247,8 @@ async fn non_retryable_and_overlong_waits_fail_at_once() {
         ),
     ] {
         let (fx, _) = timed(move |_| vec![Step::Fail(error(kind, status, wait))]);
-        let rt = fx.runtime();
-        let mut rx = rt.bus().subscribe();
+        let rt = fx.engine();
+        let mut rx = rt.subscribe();
         let id = rt.create_root(None).unwrap();
         let start = Instant::now();
         let out = rt.run_turn(&id, "hi".into()).await.unwrap();
@@ -284,7 +284,7 @@ async fn the_configured_max_wait_is_the_limit() {
     fx.config
         .extra
         .insert("retry".into(), json!({"max_wait": 5}));
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     // 4 s is within the limit: waited exactly.
     let out = rt.run_turn(&id, "hi".into()).await.unwrap();
@@ -313,7 +313,7 @@ async fn cancelling_during_the_wait_ends_the_turn_without_another_attempt() {
             Some(Duration::from_secs(30)),
         ))]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     let turn = tokio::spawn({
         let rt = rt.clone();
@@ -383,7 +383,7 @@ async fn captured_429s_wait_their_retry_after_or_back_off() {
             0 => vec![Step::Fail(err.clone())],
             _ => vec![Step::text("ok")],
         });
-        let rt = fx.runtime();
+        let rt = fx.engine();
         let id = rt.create_root(None).unwrap();
         let out = rt.run_turn(&id, "hi".into()).await.unwrap();
         assert_eq!(out.status, SessionStatus::Completed, "{name}");
@@ -399,8 +399,8 @@ async fn captured_429s_wait_their_retry_after_or_back_off() {
 }
 
 /// Runs `prompt` on `id`, returning the events it published.
-async fn turn_events(rt: &Arc<Runtime>, id: &str, prompt: &str) -> Vec<Arc<Event>> {
-    let mut rx = rt.bus().subscribe();
+async fn turn_events(rt: &Engine, id: &str, prompt: &str) -> Vec<Arc<Event>> {
+    let mut rx = rt.subscribe();
     rt.run_turn(id, prompt.into()).await.unwrap();
     drain(&mut rx)
 }
@@ -426,10 +426,10 @@ async fn the_tui_shows_the_retry_and_an_error_cell_for_a_failed_turn() {
             )
         })],
     });
-    let rt = fx.runtime();
-    let mut start = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut start = rt.subscribe();
     let id = rt.create_root(None).unwrap();
-    let loaded = rt.load_session(&id).unwrap();
+    let loaded = rt.load_session(&id).await.unwrap();
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
     harness::feed(&mut app, &drain(&mut start));
     for prompt in ["Summarise the README.", "And the SPEC?"] {

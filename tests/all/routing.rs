@@ -2,7 +2,7 @@
 //! spawned model, a resume call overrides it), the role-list fallback with its reason
 //! in metadata, model lists cached per process, listing failures skipped with a
 //! reason, routing matrices (real Amplifier matrices load, bad ones fail clearly, the
-//! config picks a user matrix), `Runtime::resolve_child_model`, and one run over a real
+//! config picks a user matrix), the `AgentPlan` query, and one run over a real
 //! loopback OpenAI-compatible server. Providers are scripted (a `ScriptedProvider` per
 //! mount with a fixed model list); nothing touches the real home.
 
@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use arbor::config::{ArborConfig, ModuleEntry};
 use arbor::engine::providers::ProviderFactory;
-use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results, last_user_text};
-use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::testing::{Drive, ScriptedProvider, Step, after_tool_results, last_user_text};
+use arbor::engine::{ApprovalMode, Engine, RuntimeHooks, RuntimeOptions};
 use arbor::provider::{ChatRequest, Provider, ProviderError, ProviderErrorKind, StreamEvent};
 use arbor::routing::setup::provider_id;
 use arbor::routing::{self, Via};
@@ -166,8 +166,8 @@ impl Harness {
         })
     }
 
-    /// A fresh runtime (a new process as far as caches go) over the same disk.
-    fn runtime(&self) -> Arc<Runtime> {
+    /// A fresh engine (a new process as far as caches go) over the same disk.
+    fn engine(&self) -> Engine {
         let (_tx, registry) = tokio::sync::watch::channel(self.fx.load_registry());
         let options = RuntimeOptions {
             paths: self.fx.paths.clone(),
@@ -182,11 +182,11 @@ impl Harness {
             provider_factory: Some(self.factory()),
             extra_tools: Vec::new(),
         };
-        Runtime::with_hooks(options, hooks)
+        Engine::builder(options).hooks(hooks).build()
     }
 
     /// Runs one root turn whose task call is `args`; returns the task result.
-    async fn delegate(&self, rt: &Arc<Runtime>, root: &str, args: Value) -> Value {
+    async fn delegate(&self, rt: &Engine, root: &str, args: Value) -> Value {
         *self.task.lock().unwrap() = args;
         let out = rt.run_turn(root, "go".into()).await.unwrap();
         assert_eq!(out.status, SessionStatus::Completed, "{out:?}");
@@ -202,7 +202,7 @@ impl Harness {
     /// Spawns `agent` from a new root with the extra task arguments `call`; returns the
     /// child id and its `resolved_model`.
     async fn spawn(&self, agent: &str, call: Value) -> (String, Value) {
-        let rt = self.runtime();
+        let rt = self.engine();
         let root = rt.create_root(None).unwrap();
         let mut args = json!({"agent": agent, "instruction": "work"});
         args.as_object_mut()
@@ -363,7 +363,7 @@ async fn resume_keeps_the_model_resolved_at_spawn() {
     let h = Harness::new();
     h.agent("deep", "model_role: reasoning\n");
     let (child, resolved) = h.spawn("deep", json!({})).await;
-    let rt = h.runtime();
+    let rt = h.engine();
     let root = rt.create_root(None).unwrap();
     let result = h
         .delegate(
@@ -376,7 +376,7 @@ async fn resume_keeps_the_model_resolved_at_spawn() {
     assert_eq!(h.child_models("deep", "more"), ["claude-opus-4-1"]);
     assert_eq!(h.fx.metadata(&child)["resolved_model"], resolved);
     drop(rt);
-    let rt = h.runtime();
+    let rt = h.engine();
     rt.run_turn(&child, "direct".into()).await.unwrap();
     assert_eq!(
         h.child_models("deep", "direct"),
@@ -390,7 +390,7 @@ async fn resume_call_with_a_role_re_routes_and_updates_metadata() {
     let h = Harness::new();
     h.agent("deep", "model_role: reasoning\n");
     let (child, _) = h.spawn("deep", json!({})).await;
-    let rt = h.runtime();
+    let rt = h.engine();
     let root = rt.create_root(None).unwrap();
     let args = json!({"session_id": child, "instruction": "faster", "model_role": "fast"});
     h.delegate(&rt, &root, args).await;
@@ -417,7 +417,7 @@ async fn resume_call_with_a_role_re_routes_and_updates_metadata() {
     );
 
     drop(rt);
-    let rt = h.runtime();
+    let rt = h.engine();
     rt.run_turn(&child, "later".into()).await.unwrap();
     assert_eq!(
         h.child_models("deep", "later"),
@@ -430,7 +430,7 @@ async fn resume_call_with_a_role_re_routes_and_updates_metadata() {
 async fn model_lists_are_fetched_once_per_provider_per_process() {
     let h = Harness::new();
     h.agent("deep", "model_role: [reasoning, general]\n");
-    let rt = h.runtime();
+    let rt = h.engine();
     let root = rt.create_root(None).unwrap();
     for _ in 0..3 {
         h.delegate(&rt, &root, json!({"agent": "deep", "instruction": "work"}))
@@ -497,15 +497,11 @@ async fn config_routing_matrix_picks_a_user_matrix() {
     let (_, resolved) = h.spawn("quick", json!({})).await;
     assert_eq!(resolved["model"], "text-embedding-3-small");
     assert_eq!(
-        h.runtime()
-            .resolve_child_model("quick")
-            .await
-            .unwrap()
-            .model,
+        h.engine().resolve_child_model("quick").await.unwrap().model,
         "text-embedding-3-small"
     );
     assert!(matches!(
-        h.runtime().resolve_child_model("nobody").await,
+        h.engine().resolve_child_model("nobody").await,
         Err(arbor::engine::EngineError::UnknownAgent { .. })
     ));
 }
@@ -603,7 +599,7 @@ async fn a_real_loopback_server_serves_the_model_list_and_sees_the_routed_model(
         ..Default::default()
     }];
     let (_tx, registry) = tokio::sync::watch::channel(h.fx.load_registry());
-    let rt = Runtime::new(RuntimeOptions {
+    let rt = Engine::interactive(RuntimeOptions {
         paths: h.fx.paths.clone(),
         config,
         bundle: h.fx.bundle.clone(),

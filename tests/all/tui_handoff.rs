@@ -11,8 +11,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use arbor::agent::Registry;
-use arbor::engine::testing::Step;
-use arbor::engine::{EngineStream, Runtime};
+use arbor::engine::testing::{Drive, Step};
+use arbor::engine::{Engine, EngineStream};
 use arbor::session::message::{Message, Text};
 use arbor::session::{SessionStatus, SessionStore};
 use arbor::tui::app::AppOptions;
@@ -60,7 +60,7 @@ fn scripted() -> Fixture {
 /// A stored root session (one answered turn, then `HISTORY` more messages, the
 /// first of them `"first question"`), in no process; its id.
 async fn stored_session(fx: &Fixture) -> String {
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
     rt.run_turn(&id, "opening".into()).await.unwrap();
     let path = fx.session_dir(&id).join("transcript.jsonl");
@@ -100,7 +100,7 @@ struct Tui {
 }
 
 impl Tui {
-    fn new(rt: &Arc<Runtime>, open: &str) -> Self {
+    fn new(rt: &Engine, open: &str) -> Self {
         let (commands_tx, commands) = unbounded_channel();
         let app = App::new(
             AppOptions {
@@ -116,7 +116,7 @@ impl Tui {
             },
             commands_tx,
         );
-        let (executor, stream) = RuntimeExecutor::new(rt.clone());
+        let (executor, stream) = RuntimeExecutor::connect(rt);
         let (tx, results) = unbounded_channel();
         Tui {
             app,
@@ -222,7 +222,7 @@ fn user_cell<'a>(thread: &'a Thread, text: &str) -> &'a Text {
 }
 
 /// The engine's message with user text `text` in `id`'s live transcript.
-fn engine_user(rt: &Runtime, id: &str, text: &str) -> Text {
+fn engine_user(rt: &Engine, id: &str, text: &str) -> Text {
     rt.transcript_snapshot(id)
         .unwrap()
         .iter()
@@ -237,7 +237,7 @@ fn engine_user(rt: &Runtime, id: &str, text: &str) -> Text {
 async fn a_turn_after_opening_a_stored_session_parses_nothing_again_and_shares_its_texts() {
     let fx = scripted();
     let id = stored_session(&fx).await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::EarlierLoaded { .. }))
         .await;
@@ -270,7 +270,7 @@ async fn a_turn_after_opening_a_stored_session_parses_nothing_again_and_shares_i
 async fn a_session_live_here_is_laid_out_from_the_engines_transcript() {
     let fx = scripted();
     let id = stored_session(&fx).await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     rt.run_turn(&id, "go on".into()).await.unwrap();
     // Only the file says "FIRST": the live session's transcript does not.
     rewrite(&fx, &id, "first question", "FIRST question");
@@ -313,18 +313,18 @@ fn said(thread: &Thread) -> Vec<String> {
 async fn an_open_thread_shows_the_turns_another_process_adds() {
     let fx = scripted();
     let id = {
-        let rt = fx.runtime();
+        let rt = fx.engine();
         let id = rt.create_root(None).unwrap();
         rt.run_turn(&id, "opening".into()).await.unwrap();
         id
     };
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Opened { .. })))
         .await;
     assert_eq!(said(tui.thread()), ["U:opening", "A:an answer"]);
 
-    let shell = fx.runtime();
+    let shell = fx.engine();
     shell
         .run_turn(&id, "more from a shell".into())
         .await
@@ -380,19 +380,19 @@ async fn the_tree_shows_the_status_another_process_gives_the_open_session() {
         }
     });
     let id = {
-        let rt = fx.runtime();
+        let rt = fx.engine();
         let id = rt.create_root(None).unwrap();
         rt.run_turn(&id, "opening".into()).await.unwrap();
         id
     };
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let mut tui = Tui::new(&rt, &id);
     tui.run_until(|e| matches!(e, AppEvent::Reply(EngineReply::Opened { .. })))
         .await;
     let status = |tui: &Tui| tui.app.tree().get(&id).unwrap().status;
     assert!(!status(&tui).turn_in_progress());
 
-    let shell = fx.runtime();
+    let shell = fx.engine();
     let turn = {
         let (shell, id) = (shell.clone(), id.clone());
         tokio::spawn(async move { shell.run_turn(&id, "slow".into()).await })

@@ -6,7 +6,7 @@
 use crate::support::fixture;
 use crate::support::harness;
 
-use arbor::engine::testing::Step;
+use arbor::engine::testing::{Drive, Step};
 use arbor::tui::executor::RuntimeExecutor;
 use arbor::tui::runloop::Executor;
 use arbor::tui::{AppEvent, EngineCommand, EngineReply};
@@ -24,14 +24,14 @@ async fn a_completed_mention_carries_the_files_content_to_the_model() {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("read it")]);
     let project = fx.paths.cwd.clone();
     std::fs::write(project.join("notes.txt"), "NOTES-CONTENT-42\n").unwrap();
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let id = rt.create_root(None).unwrap();
-    let loaded = rt.load_session(&id).unwrap();
+    let loaded = rt.load_session(&id).await.unwrap();
     let (mut app, mut commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
     app.set_project_root(project.clone());
     while commands.try_recv().is_ok() {}
 
-    let (executor, mut stream) = RuntimeExecutor::new(rt.clone());
+    let (executor, mut stream) = RuntimeExecutor::connect(&rt);
     for c in "what is in @not".chars() {
         press(&mut app, KeyCode::Char(c));
     }

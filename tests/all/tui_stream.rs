@@ -33,7 +33,7 @@ async fn a_new_roots_turn_reaches_the_tui_in_order() {
             Step::text("in parts"),
         ]
     });
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let (commands_tx, mut commands) = unbounded_channel();
     let mut app = App::new(
         AppOptions {
@@ -49,7 +49,7 @@ async fn a_new_roots_turn_reaches_the_tui_in_order() {
         },
         commands_tx,
     );
-    let (executor, mut stream) = RuntimeExecutor::new(rt.clone());
+    let (executor, mut stream) = RuntimeExecutor::connect(&rt);
     for code in [KeyCode::Char('h'), KeyCode::Char('i'), KeyCode::Enter] {
         let key = KeyEvent::new(code, KeyModifiers::NONE);
         app.handle(AppEvent::Input(TermEvent::Key(key)));

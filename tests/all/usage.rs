@@ -10,7 +10,7 @@ use crate::support::harness;
 use std::sync::Arc;
 
 use arbor::config::ArborConfig;
-use arbor::engine::testing::{Step, after_tool_results};
+use arbor::engine::testing::{Drive, Step, after_tool_results};
 use arbor::session::SessionStatus;
 use arbor::tui::state::tree::{SessionTree, Spend};
 use arbor::tui::testing::to_tree;
@@ -52,8 +52,8 @@ async fn a_priced_model_writes_cost_per_call_turn_and_session() {
             "other/scripted-model": {"input": 99, "output": 99},
         }),
     );
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
     let out = rt.run_turn(&id, "go".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
@@ -94,7 +94,7 @@ async fn a_priced_model_writes_cost_per_call_turn_and_session() {
 
     // A second turn in a new process keeps adding to the stored cost.
     drop(rt);
-    let rt = fx.runtime();
+    let rt = fx.engine();
     rt.run_turn(&id, "again".into()).await.unwrap();
     let m = fx.metadata(&id);
     assert_eq!(m["usage"]["input_tokens"], 40);
@@ -118,8 +118,8 @@ async fn without_a_price_there_is_no_cost_field_and_no_failure() {
         if let Some(p) = &prices {
             priced(&mut fx.config, p.clone());
         }
-        let rt = fx.runtime();
-        let mut rx = rt.bus().subscribe();
+        let rt = fx.engine();
+        let mut rx = rt.subscribe();
         let id = rt.create_root(None).unwrap();
         let out = rt.run_turn(&id, "go".into()).await.unwrap();
         assert_eq!(out.status, SessionStatus::Completed, "{prices:?}");
@@ -160,8 +160,8 @@ async fn delegated_run() -> (Fixture, String, String, Vec<Arc<arbor::session::Ev
         &mut fx.config,
         json!({"scripted/*": {"input": 3, "output": 15}}),
     );
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let root = rt.create_root(None).unwrap();
     let out = rt.run_turn(&root, "go".into()).await.unwrap();
     assert_eq!(out.status, SessionStatus::Completed);
@@ -195,8 +195,8 @@ async fn tokens_and_cost_roll_up_the_tree() {
     assert_eq!(tree.root_of(&child), Some(root.as_str()));
 
     // From disk, as a fresh TUI lists stored sessions.
-    let rt = fx.runtime();
-    let stored = rt.store().list().unwrap();
+    let rt = fx.engine();
+    let stored = rt.list_sessions().await.unwrap();
     let mut tree = SessionTree::default();
     tree.load(&stored);
     let spend = tree.subtree_spend(&root);
@@ -207,11 +207,11 @@ async fn tokens_and_cost_roll_up_the_tree() {
 #[tokio::test]
 async fn the_status_bar_shows_the_open_session_and_its_tree_total() {
     let (fx, root, child, events) = delegated_run().await;
-    let rt = fx.runtime();
+    let rt = fx.engine();
     let (mut app, _commands) = harness::app_for(
         &child,
         "scripted/scripted-model",
-        rt.load_session(&child).unwrap(),
+        rt.load_session(&child).await.unwrap(),
     );
     harness::feed(&mut app, &events);
     let usage = app.status_usage().unwrap();
@@ -237,10 +237,10 @@ async fn the_status_bar_shows_the_open_session_and_its_tree_total() {
 #[tokio::test]
 async fn a_session_without_cost_shows_tokens_only() {
     let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("hi")]);
-    let rt = fx.runtime();
-    let mut rx = rt.bus().subscribe();
+    let rt = fx.engine();
+    let mut rx = rt.subscribe();
     let id = rt.create_root(None).unwrap();
-    let loaded = rt.load_session(&id).unwrap();
+    let loaded = rt.load_session(&id).await.unwrap();
     rt.run_turn(&id, "go".into()).await.unwrap();
     let (mut app, _commands) = harness::app_for(&id, "scripted/scripted-model", loaded);
     harness::feed(&mut app, &drain(&mut rx));

@@ -31,7 +31,7 @@ pub const TAIL_MESSAGES: usize = 256;
 /// A stored session is followed afterwards (its appended messages and metadata
 /// changes come as [`EngineReply::Followed`] / [`EngineReply::StoredSessionChanged`]
 /// on `replies`); opening a live one stops any following.
-pub fn open(
+pub(crate) fn open(
     runtime: &Arc<Runtime>,
     follow: &TranscriptFollow,
     requested: String,

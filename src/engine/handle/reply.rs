@@ -106,7 +106,7 @@ pub enum EngineReply {
     /// as `context:compaction`), or why it could not.
     Compacted {
         session_id: SessionId,
-        result: Result<crate::engine::runtime::Compacted, crate::engine::compact::CompactError>,
+        result: Result<crate::engine::compact::Compacted, crate::engine::compact::CompactError>,
     },
     /// `MergeSession`, `DiscardSession`, `RewindSession` or `ForkSession` of
     /// `session_id`: what it did, or why it did nothing (`UndoError::files` names the

@@ -46,7 +46,7 @@ pub struct ShownSession {
 
 /// The session of this project `id` names (see `SessionStore::resolve`); a miss is
 /// [`EngineError::SessionNotFound`] naming the project searched.
-pub fn resolve(runtime: &Runtime, id: &str) -> Result<SessionId, EngineError> {
+pub(crate) fn resolve(runtime: &Runtime, id: &str) -> Result<SessionId, EngineError> {
     let store = runtime.store();
     match store.resolve(id) {
         Ok(id) => Ok(id),
@@ -61,7 +61,7 @@ pub fn resolve(runtime: &Runtime, id: &str) -> Result<SessionId, EngineError> {
 
 /// This project's sessions, or with `all_projects` every project's (see
 /// [`SessionList`]).
-pub fn list(runtime: &Runtime, all_projects: bool) -> Result<SessionList, EngineError> {
+pub(crate) fn list(runtime: &Runtime, all_projects: bool) -> Result<SessionList, EngineError> {
     if !all_projects {
         let listing = runtime.store().listing()?;
         return Ok(SessionList {
@@ -98,7 +98,7 @@ pub fn project_of(sessions_dir: &Path, m: &Metadata) -> String {
 }
 
 /// Session `id` (a full id) in full, with its children and rebuild note.
-pub fn show(runtime: &Runtime, id: &str) -> Result<ShownSession, EngineError> {
+pub(crate) fn show(runtime: &Runtime, id: &str) -> Result<ShownSession, EngineError> {
     let session = runtime.store().load(id)?;
     let children = children_index(&runtime.store().list()?)
         .remove(id)
@@ -127,12 +127,16 @@ fn rebuild_note(runtime: &Runtime, m: &Metadata) -> Option<String> {
 }
 
 /// Session `id`'s metadata (a full id).
-pub fn metadata(runtime: &Runtime, id: &str) -> Result<Metadata, EngineError> {
+pub(crate) fn metadata(runtime: &Runtime, id: &str) -> Result<Metadata, EngineError> {
     Ok(runtime.store().load_metadata(id)?.0)
 }
 
 /// Session `id` (a full id) and its subtree as one document in `format`.
-pub fn export(runtime: &Runtime, id: &str, format: ExportFormat) -> Result<String, EngineError> {
+pub(crate) fn export(
+    runtime: &Runtime,
+    id: &str,
+    format: ExportFormat,
+) -> Result<String, EngineError> {
     let store = runtime.store();
     Ok(match format {
         ExportFormat::Markdown => crate::session::export::export_markdown(store, id),

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::session::SessionWriter;
+use crate::session::protocol::ProviderEndpointChangedEvent;
 
 impl Runtime {
     /// The live session `id`, resuming it from disk when not loaded: fresh load,
@@ -23,30 +24,7 @@ impl Runtime {
         if reused {
             tracing::debug!(session = id, "resumed over the transcript a viewer parsed");
         }
-        let mut rebuilt = None;
-        let config = match loaded.metadata.config.clone() {
-            Some(config) => stored_plan::restored(config),
-            // Amplifier never writes `config` for a root: rebuild it from its bundle.
-            // A fork Amplifier wrote (`forked_from_turn`, no `config`) is a root too.
-            None if loaded.metadata.parent_id.is_none()
-                || loaded.metadata.forked_from_turn().is_some() =>
-            {
-                let stored = loaded.metadata.bundle.clone();
-                let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
-                rebuilt = Some(SessionRebuiltEvent {
-                    bundle: stored,
-                    note,
-                });
-                plan.to_value()
-            }
-            None => {
-                return Err(StoreError::Corrupted {
-                    id: id.to_string(),
-                    detail: "metadata.json has no `config` (the merged mount plan), so the sub-session cannot be rebuilt".into(),
-                }
-                .into());
-            }
-        };
+        let (config, rebuilt) = self.plan_to_resume(id, &loaded.metadata)?;
         for warning in &loaded.warnings {
             tracing::warn!(session = id, "{warning}");
         }
@@ -73,25 +51,41 @@ impl Runtime {
         }
         let session = self.insert_live(&mut live, metadata, plan, writer, loaded.transcript);
         drop(live);
-        let meta = session.metadata();
-        session.emit(EngineEvent::SessionResume(SessionResumeEvent {
-            agent: session.agent_name.clone(),
-            depth: session.depth,
-            turn_count: meta.turn_count,
-            status: meta.status,
-        }));
-        if let Some(rebuilt) = rebuilt {
-            tracing::info!(session = id, "{}", rebuilt.note());
-            session.emit(EngineEvent::SessionRebuilt(rebuilt));
-        }
-        for changed in moved {
-            tracing::info!(session = id, "{}", changed.note());
-            session.emit(EngineEvent::ProviderEndpointChanged(changed));
-        }
+        announce_resume(&session, rebuilt, moved);
         // Loaded, not running: held only while a turn runs (issue 35 item 4), so a
         // session opened here and never run stays free for another process.
         session.release_if_idle();
         Ok(session)
+    }
+
+    /// The mount plan stored session `id` (its `metadata`) resumes with: its stored
+    /// `config`, or for a root Amplifier wrote (no `config`; a fork it wrote is a root
+    /// too) the plan rebuilt from its bundle, with the `session:rebuilt` saying so.
+    ///
+    /// Errors: a sub-session without `config` (`Corrupted`: it cannot be rebuilt); the
+    /// bundle's errors when rebuilding.
+    fn plan_to_resume(
+        &self,
+        id: &str,
+        metadata: &Metadata,
+    ) -> Result<(Value, Option<SessionRebuiltEvent>), EngineError> {
+        if let Some(config) = metadata.config.clone() {
+            return Ok((stored_plan::restored(config), None));
+        }
+        if metadata.parent_id.is_none() || metadata.forked_from_turn().is_some() {
+            let stored = metadata.bundle.clone();
+            let (plan, note) = root_plan::rebuild_root(&self.turn_env, stored.as_deref())?;
+            let rebuilt = SessionRebuiltEvent {
+                bundle: stored,
+                note,
+            };
+            return Ok((plan.to_value(), Some(rebuilt)));
+        }
+        Err(StoreError::Corrupted {
+            id: id.to_string(),
+            detail: "metadata.json has no `config` (the merged mount plan), so the sub-session cannot be rebuilt".into(),
+        }
+        .into())
     }
 
     /// Creates the session directory for `metadata` and makes it live.
@@ -133,5 +127,30 @@ impl Runtime {
         ));
         live.insert(session.id.clone(), session.clone());
         session
+    }
+}
+
+/// Publishes a resumed session's `session:resume`, then its `session:rebuilt` (when
+/// its plan was rebuilt) and a `provider:endpoint_changed` per endpoint that `moved`
+/// (each also logged).
+fn announce_resume(
+    session: &LiveSession,
+    rebuilt: Option<SessionRebuiltEvent>,
+    moved: Vec<ProviderEndpointChangedEvent>,
+) {
+    let meta = session.metadata();
+    session.emit(EngineEvent::SessionResume(SessionResumeEvent {
+        agent: session.agent_name.clone(),
+        depth: session.depth,
+        turn_count: meta.turn_count,
+        status: meta.status,
+    }));
+    if let Some(rebuilt) = rebuilt {
+        tracing::info!(session = session.id.as_str(), "{}", rebuilt.note());
+        session.emit(EngineEvent::SessionRebuilt(rebuilt));
+    }
+    for changed in moved {
+        tracing::info!(session = session.id.as_str(), "{}", changed.note());
+        session.emit(EngineEvent::ProviderEndpointChanged(changed));
     }
 }

@@ -3,6 +3,7 @@
 //! [`App::draw`] reads state only and renders pure views. Pane areas come from one
 //! function for both (the tree collapses on narrow terminals).
 
+use jiff::Timestamp;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
@@ -67,6 +68,16 @@ impl App {
     pub fn draw(&self, frame: &mut Frame<'_>) {
         let panes = self.panes(frame.area());
         let now = self.clock.now();
+        self.draw_tree(frame, &panes, now);
+        self.draw_chat(frame, &panes, now);
+        self.draw_status(frame, &panes);
+        // The overlays, prompts and bars, bottom up (the approval prompt above all).
+        self.draw_stack(frame, &panes);
+        self.draw_popup(frame, &panes);
+    }
+
+    /// The session tree, when it has a pane.
+    fn draw_tree(&self, frame: &mut Frame<'_>, panes: &Panes, now: Timestamp) {
         if let Some(tree_area) = panes.tree {
             let open = self.thread.as_ref().and_then(|t| t.session_id.as_deref());
             let view = TreeView {
@@ -78,6 +89,11 @@ impl App {
             };
             frame.render_widget(&view, tree_area);
         }
+    }
+
+    /// The banner, the chat, the open thread's waiting messages and the composer,
+    /// when the chat has a pane.
+    fn draw_chat(&self, frame: &mut Frame<'_>, panes: &Panes, now: Timestamp) {
         if let (Some(chat_area), Some(composer_area)) = (panes.chat, panes.composer) {
             if let Some(b) = self.banner() {
                 frame.render_widget(&b, panes.banner);
@@ -105,6 +121,10 @@ impl App {
             };
             frame.render_widget(&view, composer_area);
         }
+    }
+
+    /// The status bar.
+    fn draw_status(&self, frame: &mut Frame<'_>, panes: &Panes) {
         let context = self.key_context();
         let status = StatusView {
             provider: &self.status.provider_label,
@@ -130,9 +150,10 @@ impl App {
             theme: &self.theme,
         };
         frame.render_widget(&status, panes.status);
-        // The overlays, prompts and bars, bottom up (the approval prompt above all).
-        self.draw_stack(frame, &panes);
-        // The composer's popup: only while the composer types (no modal is open).
+    }
+
+    /// The composer's popup: only while the composer types (no modal is open).
+    fn draw_popup(&self, frame: &mut Frame<'_>, panes: &Panes) {
         if let (Some(popup), Some(chat_area), Some(composer_area)) = (
             self.prompt
                 .popup

@@ -90,19 +90,9 @@ impl App {
             Action::FocusPrev => self.cycle_focus(false),
             Action::CancelTurn => self.cancel_open_thread(),
             Action::NextNeedsYou => self.jump_to_needs_you(),
-            Action::NewSession => {
-                self.thread = Some(Thread::new_root(self.default_agent.clone()));
-                self.focus = Focus::Composer;
-            }
+            Action::NewSession => self.new_root_thread(),
             Action::SwitchModel => self.switch_model(),
-            Action::PageUp | Action::PageDown => {
-                let sign = if action == Action::PageUp { -1 } else { 1 };
-                if let Some(t) = &mut self.thread {
-                    let page =
-                        isize::try_from(t.viewport_height().saturating_sub(1).max(1)).unwrap_or(1);
-                    t.scroll_by(sign * page, &self.theme);
-                }
-            }
+            Action::PageUp | Action::PageDown => self.page(action == Action::PageUp),
             Action::TreeUp => self.tree.move_selection(-1),
             Action::TreeDown => self.tree.move_selection(1),
             Action::TreeTop | Action::TreeBottom => {
@@ -110,44 +100,16 @@ impl App {
             }
             Action::TreeCollapse => self.tree.set_collapsed(true),
             Action::TreeExpand => self.tree.set_collapsed(false),
-            Action::TreeOpen => {
-                if let Some(id) = self.tree.selected.clone() {
-                    self.open_thread(&id);
-                    self.focus = Focus::Chat;
-                }
-            }
-            Action::TreeCancel => {
-                if let Some(id) = self.tree.selected.clone() {
-                    self.apply(UiAction::Cancel(id.into()));
-                }
-            }
+            Action::TreeOpen => self.open_selected(),
+            Action::TreeCancel => self.cancel_selected(),
             Action::TreeContinue => self.continue_selected(),
             Action::TreeContinueInterrupted => self.continue_interrupted(),
-            Action::ChatUp | Action::ChatDown => {
-                let up = action == Action::ChatUp;
-                if let Some(t) = &mut self.thread
-                    && !t.select_step(up, &self.theme)
-                {
-                    t.scroll_by(if up { -1 } else { 1 }, &self.theme);
-                }
-            }
+            Action::ChatUp | Action::ChatDown => self.step_cell(action == Action::ChatUp),
             Action::ChatActivate | Action::ChatToggle => {
-                let toggle_only = action == Action::ChatToggle;
-                if let Some(a) = self.thread.as_mut().and_then(|t| t.activate(toggle_only)) {
-                    self.apply(a);
-                }
+                self.activate_cell(action == Action::ChatToggle);
             }
-            Action::ChatTop => {
-                if let Some(t) = &mut self.thread {
-                    t.scroll = crate::tui::state::layout::Scroll::Top { cell: 0, row: 0 };
-                }
-            }
-            Action::ChatBottom => {
-                if let Some(t) = &mut self.thread {
-                    t.scroll = crate::tui::state::layout::Scroll::Follow;
-                    t.selected = None;
-                }
-            }
+            Action::ChatTop => self.scroll_to_top(),
+            Action::ChatBottom => self.scroll_to_bottom(),
             Action::EditQueued => self.edit_queued(),
             Action::RemoveQueued => self.remove_queued(),
             Action::PrevMessage | Action::NextMessage => {
@@ -159,6 +121,28 @@ impl App {
             // (`on_key`); every other action belongs to an overlay, prompt or bar and
             // reaches its component through the stack.
             _ => {}
+        }
+    }
+
+    /// A new root thread with the default agent, the composer focused to write its
+    /// first prompt.
+    fn new_root_thread(&mut self) {
+        self.thread = Some(Thread::new_root(self.default_agent.clone()));
+        self.focus = Focus::Composer;
+    }
+
+    /// Opens the tree's selected session in the chat, focused.
+    fn open_selected(&mut self) {
+        if let Some(id) = self.tree.selected.clone() {
+            self.open_thread(&id);
+            self.focus = Focus::Chat;
+        }
+    }
+
+    /// Cancels the tree's selected session's turn (and its subtree's).
+    fn cancel_selected(&mut self) {
+        if let Some(id) = self.tree.selected.clone() {
+            self.apply(UiAction::Cancel(id.into()));
         }
     }
 

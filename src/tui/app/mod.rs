@@ -44,6 +44,7 @@
 //!    has its own section in the help).
 
 mod cancel;
+mod chat_pane;
 mod component;
 mod components;
 mod copy;

@@ -17,6 +17,7 @@ use crossterm::event::KeyEvent;
 
 use super::components::find::FindBar;
 use super::{App, Focus};
+use crate::session::SessionId;
 use crate::tui::app_event::EngineCommand;
 use crate::tui::error::UiError;
 use crate::tui::keymap::{Action, Context};
@@ -242,46 +243,7 @@ impl App {
                     self.prompt.composer.set_text(&format!("/model {arg}"));
                 }
             }
-            Slash::New | Slash::Clear => {
-                // `/new` keeps the open thread's agent (or takes AGENT); `/clear` goes
-                // back to the default agent and closes the find bar.
-                let agent = match command {
-                    Slash::New if !arg.trim().is_empty() => {
-                        let name = arg.trim();
-                        if self.registry.get(name).is_none() {
-                            self.set_note(
-                                format!("no agent {name}: /agents lists them (F2)"),
-                                true,
-                            );
-                            self.prompt.composer.set_text(&format!("/new {arg}"));
-                            return;
-                        }
-                        Some(name.to_string())
-                    }
-                    Slash::New => self
-                        .thread
-                        .as_ref()
-                        .and_then(|t| t.agent.clone())
-                        .filter(|a| self.registry.get(a).is_some())
-                        .or_else(|| self.default_agent.clone()),
-                    _ => {
-                        self.stack.close::<FindBar>();
-                        self.default_agent.clone()
-                    }
-                };
-                let who = agent.clone().unwrap_or_else(|| "the default agent".into());
-                self.thread = Some(Thread::new_root(agent));
-                self.stack.close_overlays();
-                self.focus = Focus::Composer;
-                let kept = open
-                    .map(|id| format!(" · #{} stays in the tree", short(&id)))
-                    .unwrap_or_default();
-                let note = match command {
-                    Slash::Clear => format!("fresh session{kept}"),
-                    _ => format!("new session with {who}: the next message starts it{kept}"),
-                };
-                self.set_note(note, false);
-            }
+            Slash::New | Slash::Clear => self.new_session(command == Slash::Clear, arg, open),
             Slash::Resume if arg.is_empty() => {
                 self.prompt.composer.set_text(RESUME_PREFIX);
                 self.refresh_popup();
@@ -319,6 +281,44 @@ impl App {
                 }
             },
         }
+    }
+
+    /// `/new [AGENT]` keeps the open thread's agent (or takes AGENT, when there is
+    /// one of that name); `/clear` (`clear`) goes back to the default agent and closes
+    /// the find bar. Either opens a fresh root thread, the `open` session staying in
+    /// the tree, and says so.
+    fn new_session(&mut self, clear: bool, arg: &str, open: Option<SessionId>) {
+        let agent = if clear {
+            self.stack.close::<FindBar>();
+            self.default_agent.clone()
+        } else if !arg.trim().is_empty() {
+            let name = arg.trim();
+            if self.registry.get(name).is_none() {
+                self.set_note(format!("no agent {name}: /agents lists them (F2)"), true);
+                self.prompt.composer.set_text(&format!("/new {arg}"));
+                return;
+            }
+            Some(name.to_string())
+        } else {
+            self.thread
+                .as_ref()
+                .and_then(|t| t.agent.clone())
+                .filter(|a| self.registry.get(a).is_some())
+                .or_else(|| self.default_agent.clone())
+        };
+        let who = agent.clone().unwrap_or_else(|| "the default agent".into());
+        self.thread = Some(Thread::new_root(agent));
+        self.stack.close_overlays();
+        self.focus = Focus::Composer;
+        let kept = open
+            .map(|id| format!(" · #{} stays in the tree", short(&id)))
+            .unwrap_or_default();
+        let note = if clear {
+            format!("fresh session{kept}")
+        } else {
+            format!("new session with {who}: the next message starts it{kept}")
+        };
+        self.set_note(note, false);
     }
 
     /// Opens stored session `id` (or unique prefix) in the chat.

@@ -256,26 +256,8 @@ impl ApprovalQueue {
         if self.pending.is_empty() {
             return KeyOutcome::Ignored;
         }
-        if let Some(reason) = &mut self.reason {
-            match key.code {
-                KeyCode::Enter => {
-                    let text = reason.trim().to_string();
-                    let reason = Some(text).filter(|t| !t.is_empty());
-                    return self.answer(ApprovalDecision::Deny { reason }, now);
-                }
-                KeyCode::Esc => self.reason = None,
-                KeyCode::Backspace => {
-                    reason.pop();
-                }
-                KeyCode::Char(c)
-                    if KeyBinding::from_event(key).is_some_and(|b| b.is_text())
-                        && reason.chars().count() < MAX_REASON_CHARS =>
-                {
-                    reason.push(c);
-                }
-                _ => {}
-            }
-            return KeyOutcome::Consumed;
+        if self.reason.is_some() {
+            return self.type_reason(key, now);
         }
         let answering = matches!(
             action,
@@ -301,27 +283,7 @@ impl ApprovalQueue {
                 Some((scope, _)) => self.answer(ApprovalDecision::Allow { scope }, now),
                 None => KeyOutcome::Emit(UiAction::Note(self.no_always())),
             },
-            Some(Action::ApprovalAlwaysSave) => {
-                match self.front().and_then(PendingApproval::always) {
-                    Some((scope, rule)) => {
-                        let answered = self.answer(ApprovalDecision::Allow { scope }, now);
-                        match answered {
-                            KeyOutcome::Emit(UiAction::ResolveApproval {
-                                session_id,
-                                tool_call_id,
-                                decision,
-                            }) => KeyOutcome::Emit(UiAction::ResolveAndSave {
-                                session_id,
-                                tool_call_id,
-                                decision,
-                                rule,
-                            }),
-                            other => other,
-                        }
-                    }
-                    None => KeyOutcome::Emit(UiAction::Note(self.no_always())),
-                }
-            }
+            Some(Action::ApprovalAlwaysSave) => self.always_and_save(now),
             Some(Action::ApprovalDeny) => {
                 self.reason = Some(String::new());
                 KeyOutcome::Consumed
@@ -343,6 +305,55 @@ impl ApprovalQueue {
                 KeyOutcome::Consumed
             }
             _ => KeyOutcome::Consumed,
+        }
+    }
+
+    /// A key while the deny reason is typed: Enter denies with it (none when blank),
+    /// Esc stops typing it, Backspace and text edit it (within
+    /// [`MAX_REASON_CHARS`]).
+    fn type_reason(&mut self, key: &KeyEvent, now: Timestamp) -> KeyOutcome {
+        let Some(reason) = &mut self.reason else {
+            return KeyOutcome::Consumed;
+        };
+        match key.code {
+            KeyCode::Enter => {
+                let text = reason.trim().to_string();
+                let reason = Some(text).filter(|t| !t.is_empty());
+                return self.answer(ApprovalDecision::Deny { reason }, now);
+            }
+            KeyCode::Esc => self.reason = None,
+            KeyCode::Backspace => {
+                reason.pop();
+            }
+            KeyCode::Char(c)
+                if KeyBinding::from_event(key).is_some_and(|b| b.is_text())
+                    && reason.chars().count() < MAX_REASON_CHARS =>
+            {
+                reason.push(c);
+            }
+            _ => {}
+        }
+        KeyOutcome::Consumed
+    }
+
+    /// Allows the front call always, as "always" does, and asks for its rule to be
+    /// saved as `allow` in the user's config (a note when the call has no always).
+    fn always_and_save(&mut self, now: Timestamp) -> KeyOutcome {
+        let Some((scope, rule)) = self.front().and_then(PendingApproval::always) else {
+            return KeyOutcome::Emit(UiAction::Note(self.no_always()));
+        };
+        match self.answer(ApprovalDecision::Allow { scope }, now) {
+            KeyOutcome::Emit(UiAction::ResolveApproval {
+                session_id,
+                tool_call_id,
+                decision,
+            }) => KeyOutcome::Emit(UiAction::ResolveAndSave {
+                session_id,
+                tool_call_id,
+                decision,
+                rule,
+            }),
+            other => other,
         }
     }
 

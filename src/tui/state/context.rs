@@ -6,7 +6,7 @@
 //! (`views::context`) or deciding anything about compaction (`engine::compact`).
 
 use crate::config::context::DEFAULT_COMPACT_THRESHOLD;
-use crate::engine::runtime::Compacted;
+use crate::engine::compact::Compacted;
 use crate::session::metadata::ContextUse;
 use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent};
 

@@ -107,68 +107,21 @@ pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
         };
     };
     for mention in crate::agent::mentions::parse_mentions(text) {
-        let rel = mention.trim_start_matches('@');
-        if rel.contains(':') || rel.starts_with('~') {
-            continue;
-        }
-        let Ok(path) = root.join(rel).canonicalize() else {
+        let Some(path) = mentioned_file(&root, &mention, &mut seen) else {
             continue;
         };
-        if !path.starts_with(&root) || !path.is_file() || !seen.insert(path.clone()) {
-            continue;
-        }
         if crate::config::private::is_private(&path, private) {
             notes.push(format!("{mention}: private, not attached"));
             continue;
         }
-        let header = format!("{mention} → {}", path.display());
-        // An image goes as an image part the model sees (issue 29).
-        if let Some(media_type) = crate::session::image::media_type_of(&path) {
-            match crate::session::image::encode_file(&path, media_type) {
-                Ok((marker, scaled)) => {
-                    if let Some(scaled) = scaled {
-                        notes.push(format!("{mention}: image scaled to {scaled}"));
-                    }
-                    files.push(mention.clone());
-                    blocks.push(format!(
-                        "<context_file paths=\"{header}\">\n{marker}\n</context_file>"
-                    ));
-                    continue;
-                }
-                // Not an image after all: attached as any other file below.
-                Err(e) => tracing::debug!("{mention}: not attached as an image: {e}"),
-            }
-        }
-        let body = match read_capped(&path) {
-            Err(e) => {
-                notes.push(format!("{mention}: not attached ({e})"));
-                continue;
-            }
-            Ok(Content::Binary) => {
-                notes.push(format!("{mention}: binary, not attached"));
-                format!("(binary file, {} — not attached)", path.display())
-            }
-            Ok(Content::Text { text, size }) => {
-                let room = MAX_TOTAL_BYTES.saturating_sub(total);
-                if room == 0 {
-                    notes.push(format!(
-                        "{mention}: not attached (over the attachment limit)"
-                    ));
-                    continue;
-                }
-                let (kept, cut) = cut_at(&text, room);
-                total += kept.len();
-                if cut || size > text.len() {
-                    notes.push(format!("{mention}: first {} bytes of {size}", kept.len()));
-                    format!(
-                        "{kept}\n[arbor: attached the first {} bytes of {size}]",
-                        kept.len()
-                    )
-                } else {
-                    kept.strip_suffix('\n').unwrap_or(kept).to_string()
-                }
-            }
+        let body = match image_body(&mention, &path, &mut notes) {
+            Some(marker) => marker,
+            None => match file_body(&mention, &path, &mut total, &mut notes) {
+                Some(body) => body,
+                None => continue,
+            },
         };
+        let header = format!("{mention} → {}", path.display());
         files.push(mention.clone());
         blocks.push(format!(
             "<context_file paths=\"{header}\">\n{body}\n</context_file>"
@@ -183,6 +136,77 @@ pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
         prompt,
         files,
         notes,
+    }
+}
+
+/// The file `mention` names under `root` (resolved), when it is a regular file there
+/// not attached yet (`seen`); `None` for a URL-like or `~` mention too.
+fn mentioned_file(root: &Path, mention: &str, seen: &mut HashSet<PathBuf>) -> Option<PathBuf> {
+    let rel = mention.trim_start_matches('@');
+    if rel.contains(':') || rel.starts_with('~') {
+        return None;
+    }
+    let path = root.join(rel).canonicalize().ok()?;
+    (path.starts_with(root) && path.is_file() && seen.insert(path.clone())).then_some(path)
+}
+
+/// An image's marker, which goes to the model as an image part (issue 29); `None`
+/// when `path` is not an image (or does not read as one: then it is attached as any
+/// other file). A scaled image gets a note.
+fn image_body(mention: &str, path: &Path, notes: &mut Vec<String>) -> Option<String> {
+    let media_type = crate::session::image::media_type_of(path)?;
+    match crate::session::image::encode_file(path, media_type) {
+        Ok((marker, scaled)) => {
+            if let Some(scaled) = scaled {
+                notes.push(format!("{mention}: image scaled to {scaled}"));
+            }
+            Some(marker)
+        }
+        Err(e) => {
+            tracing::debug!("{mention}: not attached as an image: {e}");
+            None
+        }
+    }
+}
+
+/// What a file's block holds: its text, cut to the room `total` leaves under
+/// [`MAX_TOTAL_BYTES`] (said in the block and a note), or a line saying a binary file
+/// was not attached; `None` (with a note) when it cannot be read or no room is left.
+fn file_body(
+    mention: &str,
+    path: &Path,
+    total: &mut usize,
+    notes: &mut Vec<String>,
+) -> Option<String> {
+    match read_capped(path) {
+        Err(e) => {
+            notes.push(format!("{mention}: not attached ({e})"));
+            None
+        }
+        Ok(Content::Binary) => {
+            notes.push(format!("{mention}: binary, not attached"));
+            Some(format!("(binary file, {} — not attached)", path.display()))
+        }
+        Ok(Content::Text { text, size }) => {
+            let room = MAX_TOTAL_BYTES.saturating_sub(*total);
+            if room == 0 {
+                notes.push(format!(
+                    "{mention}: not attached (over the attachment limit)"
+                ));
+                return None;
+            }
+            let (kept, cut) = cut_at(&text, room);
+            *total += kept.len();
+            if cut || size > text.len() {
+                notes.push(format!("{mention}: first {} bytes of {size}", kept.len()));
+                Some(format!(
+                    "{kept}\n[arbor: attached the first {} bytes of {size}]",
+                    kept.len()
+                ))
+            } else {
+                Some(kept.strip_suffix('\n').unwrap_or(kept).to_string())
+            }
+        }
     }
 }
 

@@ -15,7 +15,9 @@ use crate::agent::select::{TRANSFER_KEY, author_of};
 use crate::config::modules::describe;
 use crate::session::Message;
 use crate::session::SessionStatus;
-use crate::session::message::{ContentBlock, Meta, Text, ToolArgs};
+use crate::session::message::{
+    AssistantMessage, ContentBlock, Meta, Text, ToolArgs, ToolMessage, UserMessage,
+};
 use crate::session::protocol::{TaskInput, TaskResult, ToolEffect};
 
 impl Thread {
@@ -26,89 +28,100 @@ impl Thread {
             return;
         }
         match message {
-            Message::User(m) => {
-                // The message's text is shared with the cell unless attachments
-                // collapse.
-                let shown = match super::mentions::collapse_attachments(&m.content) {
-                    Some(collapsed) => Text::from(collapsed),
-                    None => m.content.clone(),
-                };
-                if let Some(i) = self.echo.take()
-                    && matches!(self.cells.get(i).map(|c| &c.kind), Some(CellKind::User(t)) if t.trim() == shown.trim())
-                {
-                    return;
-                }
-                self.push(CellKind::User(shown));
-            }
+            Message::User(m) => self.push_user(m),
             Message::System(m) => {
                 self.push(CellKind::Notice(m.content.clone()));
             }
-            Message::Assistant(a) => {
-                if let Some(author) = author_of(a.metadata.as_ref()) {
-                    self.active_agent = Some(author.to_string());
-                }
-                let after = self.take_stream_range();
-                let mut text = TextRun::default();
-                for block in &a.content {
-                    match block {
-                        ContentBlock::Text { text: t } => text.push(t),
-                        other => {
-                            self.flush_text(&mut text);
-                            match other {
-                                ContentBlock::Thinking { thinking, .. } => {
-                                    self.push(CellKind::Thinking(thinking.clone()));
-                                }
-                                ContentBlock::RedactedThinking { .. } => {
-                                    self.push(CellKind::Thinking("[redacted]".into()));
-                                }
-                                ContentBlock::ToolCall { id, name, input } => {
-                                    self.card(id, name, input)
-                                }
-                                _ => {}
-                            }
+            Message::Assistant(a) => self.push_assistant(a),
+            Message::Tool(t) => self.push_tool_result(t),
+        }
+    }
+
+    /// A user message's cell (attachments collapsed), unless it is the echo of what
+    /// the person just sent, already shown.
+    fn push_user(&mut self, m: &UserMessage) {
+        // The message's text is shared with the cell unless attachments
+        // collapse.
+        let shown = match super::mentions::collapse_attachments(&m.content) {
+            Some(collapsed) => Text::from(collapsed),
+            None => m.content.clone(),
+        };
+        if let Some(i) = self.echo.take()
+            && matches!(self.cells.get(i).map(|c| &c.kind), Some(CellKind::User(t)) if t.trim() == shown.trim())
+        {
+            return;
+        }
+        self.push(CellKind::User(shown));
+    }
+
+    /// An assistant message's cells, in order: text runs (Markdown), thinking, tool
+    /// and task cards (also from OpenAI-style `tool_calls`), a note when a cancel cut
+    /// it short; what streamed after it stays after it. Its author becomes the active
+    /// agent.
+    fn push_assistant(&mut self, a: &AssistantMessage) {
+        if let Some(author) = author_of(a.metadata.as_ref()) {
+            self.active_agent = Some(author.to_string());
+        }
+        let after = self.take_stream_range();
+        let mut text = TextRun::default();
+        for block in &a.content {
+            match block {
+                ContentBlock::Text { text: t } => text.push(t),
+                other => {
+                    self.flush_text(&mut text);
+                    match other {
+                        ContentBlock::Thinking { thinking, .. } => {
+                            self.push(CellKind::Thinking(thinking.clone()));
                         }
+                        ContentBlock::RedactedThinking { .. } => {
+                            self.push(CellKind::Thinking("[redacted]".into()));
+                        }
+                        ContentBlock::ToolCall { id, name, input } => self.card(id, name, input),
+                        _ => {}
                     }
                 }
-                self.flush_text(&mut text);
-                // A reply cut short by a cancel says so (an error has its own card).
-                let meta = a.metadata.as_ref();
-                if meta.is_some_and(Meta::is_partial)
-                    && meta.and_then(|m| m.get_str("error")).is_none()
-                {
-                    self.push(CellKind::Notice(PARTIAL_NOTE.into()));
-                }
-                for call in &a.tool_calls {
-                    self.card(&call.id, &call.tool, &call.arguments);
-                }
-                if !after.is_empty() {
-                    self.cells.extend(after);
-                    self.reindex();
-                }
             }
-            Message::Tool(t) => {
-                let status = result_status(&t.content, t.is_error);
-                let idx = match self.calls.get(t.tool_call_id.as_str()) {
-                    Some(i) => *i,
-                    None => {
-                        self.card(&t.tool_call_id, &t.name, &ToolArgs::default());
-                        self.cells.len() - 1
-                    }
-                };
-                let result = match crate::tool::stored_effect(&t.name, &t.content) {
-                    Some(ToolEffect::Task(result)) => Some(result),
-                    _ => None,
-                };
-                self.set_result(idx, status, t.content.clone(), None, result.as_ref());
-                let meta = t.metadata.as_ref();
-                if let Some(to) = meta.and_then(|m| m.get_str(TRANSFER_KEY)) {
-                    let from = author_of(meta).unwrap_or_else(|| "?".to_string());
-                    self.push(CellKind::Handoff(Box::new(Handoff {
-                        from,
-                        to: to.to_string(),
-                    })));
-                    self.active_agent = Some(to.to_string());
-                }
+        }
+        self.flush_text(&mut text);
+        // A reply cut short by a cancel says so (an error has its own card).
+        let meta = a.metadata.as_ref();
+        if meta.is_some_and(Meta::is_partial) && meta.and_then(|m| m.get_str("error")).is_none() {
+            self.push(CellKind::Notice(PARTIAL_NOTE.into()));
+        }
+        for call in &a.tool_calls {
+            self.card(&call.id, &call.tool, &call.arguments);
+        }
+        if !after.is_empty() {
+            self.cells.extend(after);
+            self.reindex();
+        }
+    }
+
+    /// A tool result on its call's card (a card made for it when none announced the
+    /// call); a `transfer_to_agent` result adds the handoff and changes the active
+    /// agent.
+    fn push_tool_result(&mut self, t: &ToolMessage) {
+        let status = result_status(&t.content, t.is_error);
+        let idx = match self.calls.get(t.tool_call_id.as_str()) {
+            Some(i) => *i,
+            None => {
+                self.card(&t.tool_call_id, &t.name, &ToolArgs::default());
+                self.cells.len() - 1
             }
+        };
+        let result = match crate::tool::stored_effect(&t.name, &t.content) {
+            Some(ToolEffect::Task(result)) => Some(result),
+            _ => None,
+        };
+        self.set_result(idx, status, t.content.clone(), None, result.as_ref());
+        let meta = t.metadata.as_ref();
+        if let Some(to) = meta.and_then(|m| m.get_str(TRANSFER_KEY)) {
+            let from = author_of(meta).unwrap_or_else(|| "?".to_string());
+            self.push(CellKind::Handoff(Box::new(Handoff {
+                from,
+                to: to.to_string(),
+            })));
+            self.active_agent = Some(to.to_string());
         }
     }
 

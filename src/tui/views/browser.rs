@@ -128,6 +128,72 @@ fn put_lines(lines: &[Line<'_>], area: Rect, buf: &mut Buffer) {
     }
 }
 
+impl BrowserView<'_> {
+    /// The row above the list: the filter while one is typed or set, else the last
+    /// reload's summary, else the keys.
+    fn top_line(&self) -> Line<'static> {
+        let filtered = self.state.filtering || !self.state.filter.is_empty();
+        match (self.mark, filtered) {
+            (Some(m), false) => Line::from(Span::styled(
+                reload_summary(&m.diff),
+                self.theme.style(Slot::ReloadMark),
+            )),
+            (_, true) => Line::from(vec![
+                Span::styled("filter: ", self.theme.style(Slot::BrowserLabel)),
+                Span::styled(self.state.filter.clone(), self.theme.style(Slot::Base)),
+                Span::styled(
+                    if self.state.filtering { "▍" } else { "" },
+                    self.theme.style(Slot::BrowserLabel),
+                ),
+            ]),
+            (None, false) => Line::from(Span::styled(
+                "/ filter · Enter new session · e edit · Esc close",
+                self.theme.style(Slot::TreeMeta),
+            )),
+        }
+    }
+
+    /// The `visible` agents in `area`, scrolled so the `selected` one shows,
+    /// highlighted; a note when none matches.
+    fn render_list(&self, visible: &[&AgentDef], selected: usize, area: Rect, buf: &mut Buffer) {
+        let diff = self.mark.map(|m| &m.diff);
+        let h = usize::from(area.height);
+        let offset = selected.saturating_sub(h.saturating_sub(1));
+        let sel_style = self.theme.style(Slot::BrowserSelected);
+        for (row, (i, a)) in visible.iter().enumerate().skip(offset).take(h).enumerate() {
+            let y = area.y + u16::try_from(row).unwrap_or(0);
+            let line = truncate(&self.list_line(a, diff), area.width);
+            buf.set_line(area.x, y, &line, area.width);
+            if i == selected {
+                buf.set_style(Rect::new(area.x, y, area.width, 1), sel_style);
+            }
+        }
+        if visible.is_empty() {
+            let l = Line::from(Span::styled(
+                "no agent matches",
+                self.theme.style(Slot::TreeMeta),
+            ));
+            buf.set_line(area.x, area.y, &l, area.width);
+        }
+    }
+
+    /// Agent `a`'s details in `area`, wrapped; under a rule when the details sit below
+    /// the list (not `wide`).
+    fn render_details(&self, a: &AgentDef, wide: bool, area: Rect, buf: &mut Buffer) {
+        let mut rows = Vec::new();
+        if !wide {
+            rows.push(Line::from(Span::styled(
+                "─".repeat(usize::from(area.width)),
+                self.theme.style(Slot::BorderUnfocused),
+            )));
+        }
+        for l in self.details(a) {
+            rows.extend(wrap(&l, area.width));
+        }
+        put_lines(&rows, area, buf);
+    }
+}
+
 impl Widget for &BrowserView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         Clear.render(area, buf);
@@ -145,29 +211,12 @@ impl Widget for &BrowserView<'_> {
         }
         let [top, body] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
-        let diff = self.mark.map(|m| &m.diff);
-        let top_line = match (
-            self.mark,
-            self.state.filtering || !self.state.filter.is_empty(),
-        ) {
-            (Some(m), false) => Line::from(Span::styled(
-                reload_summary(&m.diff),
-                self.theme.style(Slot::ReloadMark),
-            )),
-            (_, true) => Line::from(vec![
-                Span::styled("filter: ", self.theme.style(Slot::BrowserLabel)),
-                Span::styled(self.state.filter.clone(), self.theme.style(Slot::Base)),
-                Span::styled(
-                    if self.state.filtering { "▍" } else { "" },
-                    self.theme.style(Slot::BrowserLabel),
-                ),
-            ]),
-            (None, false) => Line::from(Span::styled(
-                "/ filter · Enter new session · e edit · Esc close",
-                self.theme.style(Slot::TreeMeta),
-            )),
-        };
-        buf.set_line(top.x, top.y, &truncate(&top_line, top.width), top.width);
+        buf.set_line(
+            top.x,
+            top.y,
+            &truncate(&self.top_line(), top.width),
+            top.width,
+        );
         let wide = body.width >= 70;
         let [list_area, detail_area] = if wide {
             Layout::horizontal([Constraint::Length(34), Constraint::Min(10)])
@@ -178,39 +227,12 @@ impl Widget for &BrowserView<'_> {
             Layout::vertical([Constraint::Length(list_h), Constraint::Min(0)]).areas(body)
         };
         let selected = self.state.selected_index(&visible);
-        let h = usize::from(list_area.height);
-        let offset = selected.saturating_sub(h.saturating_sub(1));
-        let sel_style = self.theme.style(Slot::BrowserSelected);
-        for (row, (i, a)) in visible.iter().enumerate().skip(offset).take(h).enumerate() {
-            let y = list_area.y + u16::try_from(row).unwrap_or(0);
-            let line = truncate(&self.list_line(a, diff), list_area.width);
-            buf.set_line(list_area.x, y, &line, list_area.width);
-            if i == selected {
-                buf.set_style(Rect::new(list_area.x, y, list_area.width, 1), sel_style);
-            }
-        }
-        if visible.is_empty() {
-            let l = Line::from(Span::styled(
-                "no agent matches",
-                self.theme.style(Slot::TreeMeta),
-            ));
-            buf.set_line(list_area.x, list_area.y, &l, list_area.width);
-        }
+        self.render_list(&visible, selected, list_area, buf);
         if detail_area.height == 0 {
             return;
         }
         if let Some(a) = visible.get(selected) {
-            let mut rows = Vec::new();
-            if !wide {
-                rows.push(Line::from(Span::styled(
-                    "─".repeat(usize::from(detail_area.width)),
-                    self.theme.style(Slot::BorderUnfocused),
-                )));
-            }
-            for l in self.details(a) {
-                rows.extend(wrap(&l, detail_area.width));
-            }
-            put_lines(&rows, detail_area, buf);
+            self.render_details(a, wide, detail_area, buf);
         }
     }
 }

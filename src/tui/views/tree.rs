@@ -102,7 +102,40 @@ impl TreeView<'_> {
         }
     }
 
+    /// `row` drawn at width `w`: its prefix and label on the left (with the worktree
+    /// or fork mark when it fits), its files and stats on the right.
     fn row_line(&self, row: &TreeRow<'_>, w: u16) -> Line<'static> {
+        let node = row.node;
+        let meta = self.theme.style(Slot::TreeMeta);
+        let place = node.place(self.tree.local_host());
+        let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
+        let mut left = self.row_prefix(row, hidden.is_some());
+        let prefix_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let label_w = width(node.label());
+        left.spans.push(Span::styled(
+            node.label().to_string(),
+            self.theme.style(Slot::Base),
+        ));
+        left.spans.extend(after_label(node, place.clone(), meta));
+        let (full_mark, short_mark) = marks(node).unzip();
+        let marked = Marked {
+            full: full_mark,
+            short: short_mark.unwrap_or_default(),
+            keep_full: prefix_w + label_w.min(LABEL_ROOM),
+            keep_short: prefix_w + label_w.min(MARK_LABEL_ROOM),
+            style: meta,
+        };
+        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum::<usize>()
+            + marked.full().map_or(0, |m| width(&m));
+        let right = self.right_text(row, w, place.as_deref(), left_w, hidden.as_deref());
+        self.fit_row(left, &marked, right, hidden, w)
+    }
+
+    /// The left of `row`'s line before its label: the open marker, the indent, the
+    /// fold glyph (coloured for what hides below: a session waiting for the person,
+    /// else a running one when `hidden_running`), the status glyph, and the count of
+    /// sessions waiting below (before the label: it must not be cut).
+    fn row_prefix(&self, row: &TreeRow<'_>, hidden_running: bool) -> Line<'static> {
         let node = row.node;
         let (glyph, slot) = if self.tree.is_waiting(&node.id) {
             status_glyph(SessionStatus::Waiting, self.now)
@@ -120,65 +153,68 @@ impl TreeView<'_> {
             " "
         };
         let meta = self.theme.style(Slot::TreeMeta);
-        let running = self.theme.style(Slot::TreeRunning);
-        let place = node.place(self.tree.local_host());
-        let mut right = self.stats(row, w, place.as_deref());
         let waiting = self.theme.style(Slot::TreeWaiting);
-        let hidden = (row.hidden_running > 0).then(|| format!("●{}", row.hidden_running));
         let hidden_waiting = (row.hidden_needs_you > 0)
             .then(|| Span::styled(format!("{WAITING_GLYPH}{} ", row.hidden_needs_you), waiting));
-        let fold_style = match (&hidden_waiting, &hidden) {
+        let fold_style = match (&hidden_waiting, hidden_running) {
             (Some(_), _) => waiting,
-            (None, Some(_)) => running,
-            (None, None) => meta,
+            (None, true) => self.theme.style(Slot::TreeRunning),
+            (None, false) => meta,
         };
         let mut left = Line::from(vec![
             Span::styled(format!("{open}{}", "  ".repeat(row.depth)), meta),
             Span::styled(fold, fold_style),
             Span::styled(format!("{glyph} "), self.theme.style(slot)),
         ]);
-        // A waiting count hidden below comes before the title: it must not be cut.
         left.spans.extend(hidden_waiting);
-        let prefix_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
-        let label_w = width(node.label());
-        left.spans.push(Span::styled(
-            node.label().to_string(),
-            self.theme.style(Slot::Base),
-        ));
-        left.spans.extend(after_label(node, place, meta));
-        let (full_mark, short_mark) = marks(node).unzip();
-        let marked = Marked {
-            full: full_mark,
-            short: short_mark.unwrap_or_default(),
-            keep_full: prefix_w + label_w.min(LABEL_ROOM),
-            keep_short: prefix_w + label_w.min(MARK_LABEL_ROOM),
-            style: meta,
-        };
-        // Files changed lead the right side, spelled out when the agent's name still
-        // fits beside them, else as `✎3`.
-        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum::<usize>()
-            + marked.full().map_or(0, |m| width(&m));
-        let others_w = width(right.trim_start()) + hidden.as_ref().map_or(0, |h| width(h) + 1);
+        left
+    }
+
+    /// The text on the right of `row`'s line at width `w`: files changed lead
+    /// (spelled out when they fit beside the left's `left_w` columns and the
+    /// `hidden` running count, else as `✎3`), then the stats.
+    fn right_text(
+        &self,
+        row: &TreeRow<'_>,
+        w: u16,
+        place: Option<&str>,
+        left_w: usize,
+        hidden: Option<&str>,
+    ) -> String {
+        let right = self.stats(row, w, place);
+        let others_w = width(right.trim_start()) + hidden.map_or(0, |h| width(h) + 1);
         let full = files_label(row.files, false);
         let files = if left_w + 1 + width(&full) + 1 + others_w <= usize::from(w) {
             full
         } else {
             files_label(row.files, true)
         };
-        if !files.is_empty() {
-            right = if right.trim().is_empty() {
-                files
-            } else {
-                format!("{files} {}", right.trim_start())
-            };
+        match (files.is_empty(), right.trim().is_empty()) {
+            (true, _) => right,
+            (false, true) => files,
+            (false, false) => format!("{files} {}", right.trim_start()),
         }
+    }
+
+    /// `left` and `right` (after the `hidden` running count) in width `w`, the right
+    /// flush with the edge; when the right does not fit, the left alone (the count
+    /// moved in front of the glyph).
+    fn fit_row(
+        &self,
+        mut left: Line<'static>,
+        marked: &Marked,
+        right: String,
+        hidden: Option<String>,
+        w: u16,
+    ) -> Line<'static> {
+        let running = self.theme.style(Slot::TreeRunning);
         let mut right_spans = Vec::new();
         if let Some(h) = &hidden {
             let sep = if right.is_empty() { "" } else { " " };
             right_spans.push(Span::styled(format!("{h}{sep}"), running));
         }
         if !right.is_empty() {
-            right_spans.push(Span::styled(right, meta));
+            right_spans.push(Span::styled(right, self.theme.style(Slot::TreeMeta)));
         }
         let right_w: usize = right_spans.iter().map(|s| width(&s.content)).sum();
         let avail = usize::from(w);

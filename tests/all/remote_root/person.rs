@@ -8,6 +8,7 @@
 use std::process::Output;
 use std::time::Duration;
 
+use arbor::engine::testing::Drive;
 use arbor::remote::Payload;
 use arbor::remote::wire::{self, Job, WorkerMsg};
 use arbor::session::{EngineEvent, Message, SessionStatus};
@@ -219,7 +220,7 @@ async fn a_steer_or_queued_message_to_an_idle_remote_child_starts_its_turn_on_a_
         return;
     };
     let fixture = remote_fixture(&nats.url, "rt9");
-    let runtime = fixture.runtime();
+    let runtime = fixture.engine();
     let root = runtime.create_root(None).unwrap();
     let turn = {
         let (runtime, root) = (runtime.clone(), root.clone());
@@ -279,6 +280,7 @@ async fn a_steer_or_queued_message_to_an_idle_remote_child_starts_its_turn_on_a_
     assert_eq!(outcome.response, "did that");
     let texts: Vec<String> = runtime
         .load_session(&child)
+        .await
         .unwrap()
         .transcript
         .iter()

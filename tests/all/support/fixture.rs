@@ -1,7 +1,7 @@
 //! Shared fixture of the engine integration tests (`engine`, `engine_delegation`
 //! and the other in-process ones): a temp project with `HOME`, `AMPLIFIER_HOME` and
 //! `ARBOR_CONFIG` inside it, user agent files, a test bundle, a config with a secret
-//! key, and a runtime wired to a scripted provider. Nothing touches the real home.
+//! key, and an engine wired to a scripted provider. Nothing touches the real home.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use arbor::agent::registry::RegistryHandle;
 use arbor::config::{ArborConfig, ModuleEntry, MountPlan};
 use arbor::engine::providers::Env;
 use arbor::engine::testing::{ScriptedProvider, Step, after_tool_results};
-use arbor::engine::{ApprovalMode, Runtime, RuntimeHooks, RuntimeOptions};
+use arbor::engine::{ApprovalMode, Engine, RuntimeHooks, RuntimeOptions};
 use arbor::paths::Paths;
 use arbor::provider::ChatRequest;
 use arbor::session::{Event, EventBus};
@@ -100,61 +100,53 @@ impl Fixture {
         }
     }
 
-    /// A fresh runtime over the same disk (a new process, as far as the store knows).
-    pub fn runtime(&self) -> Arc<Runtime> {
-        self.runtime_with(Vec::new())
+    /// A fresh engine over the same disk (a new process, as far as the store knows).
+    pub fn engine(&self) -> Engine {
+        self.engine_with(Vec::new())
     }
 
-    pub fn runtime_with(&self, extra_tools: Vec<Arc<dyn Tool>>) -> Arc<Runtime> {
+    pub fn engine_with(&self, extra_tools: Vec<Arc<dyn Tool>>) -> Engine {
         // A registry that never changes: the receiver keeps the last value.
         let (_tx, rx) = tokio::sync::watch::channel(self.registry.clone());
-        self.runtime_on(rx, extra_tools)
+        self.engine_on(rx, extra_tools)
     }
 
-    /// A runtime reading the registry from `registry` (a test may send new ones).
+    /// An engine reading the registry from `registry` (a test may send new ones).
     /// Tool calls that need approval are granted as with `--yes` (policy denials
-    /// hold); see [`Fixture::runtime_in`] for another mode.
-    pub fn runtime_on(
-        &self,
-        registry: RegistryHandle,
-        extra_tools: Vec<Arc<dyn Tool>>,
-    ) -> Arc<Runtime> {
+    /// hold); see [`Fixture::engine_in`] for another mode.
+    pub fn engine_on(&self, registry: RegistryHandle, extra_tools: Vec<Arc<dyn Tool>>) -> Engine {
         let hooks = RuntimeHooks {
             provider_factory: Some(self.provider.factory()),
             extra_tools,
         };
-        self.runtime_in(ApprovalMode::Headless { yes: true }, registry, hooks)
+        self.engine_in(ApprovalMode::Headless { yes: true }, registry, hooks)
     }
 
-    /// A runtime over this project with `hooks` instead of the scripted provider (no
+    /// An engine over this project with `hooks` instead of the scripted provider (no
     /// factory: the real provider clients of `config`). Approvals as in
-    /// [`Fixture::runtime_on`].
-    pub fn runtime_with_hooks(
-        &self,
-        registry: RegistryHandle,
-        hooks: RuntimeHooks,
-    ) -> Arc<Runtime> {
-        self.runtime_in(ApprovalMode::Headless { yes: true }, registry, hooks)
+    /// [`Fixture::engine_on`].
+    pub fn engine_with_hooks(&self, registry: RegistryHandle, hooks: RuntimeHooks) -> Engine {
+        self.engine_in(ApprovalMode::Headless { yes: true }, registry, hooks)
     }
 
-    /// A runtime over the fixture's registry and scripted provider answering
+    /// An engine over the fixture's registry and scripted provider answering
     /// approvals in `mode`.
-    pub fn runtime_mode(&self, mode: ApprovalMode) -> Arc<Runtime> {
+    pub fn engine_mode(&self, mode: ApprovalMode) -> Engine {
         let (_tx, rx) = tokio::sync::watch::channel(self.registry.clone());
         let hooks = RuntimeHooks {
             provider_factory: Some(self.provider.factory()),
             extra_tools: Vec::new(),
         };
-        self.runtime_in(mode, rx, hooks)
+        self.engine_in(mode, rx, hooks)
     }
 
-    /// A runtime answering approvals in `mode`, with `hooks`.
-    pub fn runtime_in(
+    /// An engine answering approvals in `mode`, with `hooks`.
+    pub fn engine_in(
         &self,
         mode: ApprovalMode,
         registry: RegistryHandle,
         hooks: RuntimeHooks,
-    ) -> Arc<Runtime> {
+    ) -> Engine {
         let options = RuntimeOptions {
             paths: self.paths.clone(),
             config: self.config.clone(),
@@ -164,7 +156,7 @@ impl Fixture {
             bus: EventBus::new(),
             approval_mode: mode,
         };
-        Runtime::with_hooks(options, hooks)
+        Engine::builder(options).hooks(hooks).build()
     }
 
     /// Writes a user agent file `name` with `instruction`.
