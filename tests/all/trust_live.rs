@@ -1,0 +1,152 @@
+//! Issue 39 item 1 through the real binary: trust is live. A project whose
+//! `.claude/settings.json` holds a `PreToolUse` hook that blocks `rm`: the TUI asks
+//! whether to trust it, naming the settings file and its hooks (not agents it does
+//! not have); right after `y` the next turn runs the hook, in the same TUI. `arbor
+//! trust` lists exactly the project's power files and what each gains, and `arbor
+//! doctor` lists every hook, active or skipped with why.
+
+use std::time::Duration;
+
+use crate::support;
+use serde_json::json;
+use support::*;
+
+/// The project hook: it records that it ran, and blocks every `rm` (exit 2).
+const SETTINGS: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "cat > hook-ran.json; if grep -q '\"rm ' hook-ran.json; then echo 'rm is not allowed in this project' >&2; exit 2; fi"}]}]}}"#;
+
+/// A project holding `.claude/settings.json` with [`SETTINGS`] and a `build/`
+/// directory, the model scripted to run `rm -rf build` and then answer; `bash` is
+/// allowed by the config, so only the hook stands between the model and the files.
+fn project_with_a_hook() -> (TestEnv, ScriptedServer) {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[(
+            "b1",
+            "bash",
+            json!({"command": "rm -rf build"}),
+        )])),
+        Reply::Sse(sse_text("the hook said no")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str("approvals: {bash: allow}\n");
+    std::fs::write(&env.config, config).unwrap();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::fs::write(env.project.join(".claude/settings.json"), SETTINGS).unwrap();
+    std::fs::create_dir_all(env.project.join("build")).unwrap();
+    std::fs::write(env.project.join("build/out.o"), "object").unwrap();
+    (env, server)
+}
+
+/// What the model was told of call `b1`.
+fn result_of_b1(server: &ScriptedServer) -> String {
+    server.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "b1")
+        .map(content_text)
+        .unwrap_or_default()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_project_hook_blocks_right_after_y_on_the_trust_prompt() {
+    let (env, server) = project_with_a_hook();
+    let tui = env.tui();
+    assert!(
+        tui.wait_text("Trust this project?", Duration::from_secs(20))
+            .is_some(),
+        "no trust prompt: {}",
+        tui.screen()
+    );
+    let screen = tui.screen();
+    assert!(screen.contains(".claude/settings.json"), "{screen}");
+    assert!(screen.contains("PreToolUse"), "{screen}");
+    assert!(!screen.contains(".amplifier/agents/"), "{screen}");
+    tui.send(b"y");
+    assert!(
+        tui.wait_for(Duration::from_secs(20), |s| !s
+            .contains("Trust this project?"))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"clean up\r");
+    assert!(
+        tui.wait_text("the hook said no", Duration::from_secs(60))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    let result = result_of_b1(&server);
+    assert!(
+        result.contains("blocked by a PreToolUse hook")
+            && result.contains("rm is not allowed in this project"),
+        "the hook did not run: {result}"
+    );
+    assert!(env.project.join("build/out.o").exists(), "rm ran");
+    assert!(env.project.join("hook-ran.json").exists());
+    drop(tui);
+}
+
+#[test]
+fn arbor_trust_lists_exactly_the_power_files_and_what_each_gains() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::fs::write(env.project.join(".claude/settings.json"), SETTINGS).unwrap();
+    std::fs::write(
+        env.project.join(".mcp.json"),
+        r#"{"mcpServers": {"calc": {"command": "calc-server"}}}"#,
+    )
+    .unwrap();
+    let out = env.cmd().arg("trust").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(".claude/settings.json") && text.contains("hooks: PreToolUse (1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(".mcp.json") && text.contains("calc"),
+        "{text}"
+    );
+    assert!(!text.contains(".amplifier/agents"), "{text}");
+}
+
+#[test]
+fn doctor_lists_every_hook_active_or_skipped_with_why() {
+    let env = TestEnv::new();
+    std::fs::write(
+        &env.config,
+        "hooks:\n  PostToolUse:\n    - matcher: write_file\n      hooks: [{type: command, command: \"cargo fmt\"}]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::fs::write(env.project.join(".claude/settings.json"), SETTINGS).unwrap();
+    let doctor = |env: &TestEnv| {
+        let out = env.cmd().arg("doctor").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = doctor(&env);
+    assert!(text.contains("hooks"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("active") && l.contains("PostToolUse") && l.contains("cargo fmt")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.contains("skipped")
+            && l.contains("PreToolUse")
+            && l.contains("not trusted")),
+        "{text}"
+    );
+    env.cmd().arg("trust").assert().success();
+    let text = doctor(&env);
+    assert!(
+        text.lines().any(|l| l.contains("active")
+            && l.contains("PreToolUse")
+            && l.contains(".claude/settings.json")),
+        "{text}"
+    );
+}
