@@ -150,3 +150,58 @@ fn doctor_lists_every_hook_active_or_skipped_with_why() {
         "{text}"
     );
 }
+
+/// `arbor trust` in another shell while the TUI runs (its prompt answered `n`): the
+/// `/hooks` view lists the project's hook as skipped, then — refreshed after the
+/// trust — as active, and the next turn runs it.
+#[cfg(unix)]
+#[test]
+fn arbor_trust_in_another_shell_turns_the_hooks_on_in_a_running_tui() {
+    let (env, server) = project_with_a_hook();
+    let tui = env.tui();
+    assert!(
+        tui.wait_text("Trust this project?", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"n");
+    tui.send(b"/hooks\r");
+    assert!(
+        tui.wait_text("not trusted", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    let screen = tui.screen();
+    assert!(
+        screen.contains("PreToolUse [Bash]") && screen.contains("skipped"),
+        "{screen}"
+    );
+    env.cmd().arg("trust").assert().success();
+    tui.send(b"r");
+    assert!(
+        tui.wait_for(Duration::from_secs(20), |s| s.contains("active")
+            && !s.contains("not trusted"))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"q");
+    assert!(
+        tui.wait_for(Duration::from_secs(20), |s| !s.contains("Hooks ━"))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"clean up\r");
+    assert!(
+        tui.wait_text("the hook said no", Duration::from_secs(60))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    let result = result_of_b1(&server);
+    assert!(result.contains("blocked by a PreToolUse hook"), "{result}");
+    assert!(env.project.join("build/out.o").exists(), "rm ran");
+}
