@@ -119,7 +119,14 @@ impl<'a> Gate<'a> {
                     call.tool
                 )))
             }
-            Decision::Ask => self.ask(tool, call, token).await,
+            Decision::Ask => {
+                // Nobody is asked about a call that would be refused anyway.
+                if let Some(reason) = tool.refuse_before_asking(&call.arguments).await {
+                    self.denied(call, DecisionKind::Policy, Some(reason.clone()));
+                    return Pass::Refused(ToolOutput::error(reason));
+                }
+                self.ask(tool, call, token).await
+            }
         }
     }
 
