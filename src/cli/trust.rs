@@ -66,7 +66,8 @@ pub fn run(args: TrustArgs) -> Result<i32> {
         let root = root.unwrap_or(start);
         if store.revoke(&root)? {
             outln!(
-                "revoked   {}: its agents add no tools until trusted again",
+                "revoked   {}: its hooks, MCP servers and agents' tools stop until trusted \
+                 again (a running arbor applies it at the next turn)",
                 root.display()
             )?;
         } else {

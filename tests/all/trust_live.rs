@@ -205,3 +205,63 @@ fn arbor_trust_in_another_shell_turns_the_hooks_on_in_a_running_tui() {
     assert!(result.contains("blocked by a PreToolUse hook"), "{result}");
     assert!(env.project.join("build/out.o").exists(), "rm ran");
 }
+
+/// Trust starts and stops a project's `.mcp.json` servers in a running process: an
+/// untrusted project's server is not listed and its tools reach no request; trusted
+/// (the store written as `arbor trust` would), the next turn starts it and the model
+/// sees its tools; revoked, the next turn has none and the server is stopped.
+#[tokio::test]
+async fn trusting_and_untrusting_starts_and_stops_the_projects_mcp_servers() {
+    use crate::support::fixture::{Fixture, plan, tool_names};
+    use arbor::config::trust::TrustStore;
+    use arbor::engine::testing::Step;
+    use arbor::tool::mcp::ServerState;
+
+    let fx = Fixture::new(plan(json!({})), &[], |_| vec![Step::text("ok")]);
+    let work = fx.paths.cwd.clone();
+    let scratch = fx.dir.path().join("mcp-scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(
+        work.join(".mcp.json"),
+        json!({"mcpServers": {"calc": {"command": support::mcp::mcp_test_server(), "env": {"MCP_TEST_DIR": scratch}}}}).to_string(),
+    )
+    .unwrap();
+    let rt = fx.runtime();
+    let calc_tools = |n: usize| {
+        let requests = fx.provider.requests();
+        tool_names(&requests[n])
+            .into_iter()
+            .filter(|t| t.starts_with("mcp__calc__"))
+            .count()
+    };
+    assert!(rt.mcp_servers().is_empty(), "an untrusted project's server");
+    let id = rt.create_root(None).unwrap();
+    rt.run_turn(&id, "one".into()).await.unwrap();
+    assert_eq!(calc_tools(0), 0);
+
+    TrustStore::load(&fx.paths.trust_file())
+        .unwrap()
+        .trust(&work)
+        .unwrap();
+    rt.run_turn(&id, "two".into()).await.unwrap();
+    assert!(
+        calc_tools(1) > 0,
+        "trusted, the next turn has the server's tools"
+    );
+    let running = |rt: &arbor::engine::Runtime| {
+        rt.mcp()
+            .servers()
+            .iter()
+            .any(|s| s.spec.name == "calc" && matches!(s.state(), ServerState::Running { .. }))
+    };
+    assert!(running(&rt));
+
+    TrustStore::load(&fx.paths.trust_file())
+        .unwrap()
+        .revoke(&work)
+        .unwrap();
+    rt.run_turn(&id, "three".into()).await.unwrap();
+    assert_eq!(calc_tools(2), 0, "revoked, the next turn has none");
+    assert!(!running(&rt), "the server was not stopped");
+    assert!(rt.mcp_servers().is_empty());
+}
