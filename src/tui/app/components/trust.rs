@@ -32,7 +32,10 @@ impl TrustLayer {
         let shown = self.prompt.project.display().to_string();
         if !trust {
             cx.note(
-                format!("{shown} not trusted: its agents add no tools (`arbor trust` trusts it)"),
+                format!(
+                    "{shown} not trusted: its hooks do not run and its agents add no tools \
+                     (`arbor trust` trusts it; /hooks lists them)"
+                ),
                 false,
             );
             return;
