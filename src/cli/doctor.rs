@@ -246,7 +246,7 @@ fn project_trust(ctx: &Context, root: &std::path::Path) -> Result<usize> {
         }
         Ok(_) => {
             outln!(
-                "project   {} (not trusted: its hooks do not run, its agents add no tools or providers and its MCP servers do not start; run `arbor trust`)",
+                "project   {} (not trusted: its agents add no tools or providers, its hooks do not run and its MCP servers do not start; run `arbor trust`)",
                 root.display()
             )?;
             Ok(0)
