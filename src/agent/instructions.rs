@@ -1,7 +1,10 @@
-//! Project instructions (issue 26 item 6): the `AGENTS.md` files Codex, opencode and
-//! Amplifier users keep in their projects, added to a root session's system prompt.
+//! Project instructions (issue 26 item 6, issue 39 item 2): the `AGENTS.md` files Codex,
+//! opencode and Amplifier users keep in their projects and Claude Code's `CLAUDE.md`,
+//! added to every session's system prompt (a sub-session's from its own working
+//! directory).
 //!
-//! Owns: finding them — `AGENTS.md` and `.amplifier/AGENTS.md` in every directory from
+//! Owns: finding them — [`FILES`] (`AGENTS.md`, `.amplifier/AGENTS.md`, `CLAUDE.md`,
+//! `.claude/CLAUDE.md`, in that order) in every directory from
 //! the project root (the nearest ancestor of the working directory holding `.git`,
 //! else the working directory itself) down to the working directory, outermost first
 //! — and joining them under a size cap, with a note when cut. They are instructions
@@ -19,7 +22,12 @@ use serde::Serialize;
 use crate::config::project_file::{self, Confinement};
 
 /// The file names read in each directory, in this order.
-pub const FILES: [&str; 2] = ["AGENTS.md", ".amplifier/AGENTS.md"];
+pub const FILES: [&str; 4] = [
+    "AGENTS.md",
+    ".amplifier/AGENTS.md",
+    "CLAUDE.md",
+    ".claude/CLAUDE.md",
+];
 
 /// The instructions found for one working directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -141,8 +149,8 @@ impl Gathered {
             });
         }
         let mut text = String::from(
-            "# Project instructions\n\nThe project's AGENTS.md files, from its root down to the \
-             working directory (a later file is more specific).",
+            "# Project instructions\n\nThe project's AGENTS.md and CLAUDE.md files, from its root \
+             down to the working directory (a later file is more specific).",
         );
         text.push_str(&self.body);
         if self.cut {

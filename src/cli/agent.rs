@@ -8,7 +8,7 @@
 //! `agent list --json`: an array of `{name, source, path, description, valid, errors,
 //! warnings, shadows: [{source, path}]}`. `agent show NAME --format json`: the agent's
 //! overlay with `name`, `source`, `path`, `instruction` and every frontmatter key;
-//! `--merged` adds `project_instructions` (`{files, text, cut}` of the `AGENTS.md` files
+//! `--merged` adds `project_instructions` (`{files, text, cut}` of the `AGENTS.md` and `CLAUDE.md` files
 //! a root session started here adds to its system prompt, `null` when none) and
 //! `merged` (the child mount plan a spawn from the root would get,
 //! secrets redacted) and `resolved_model` (`{provider, model, via, role?, reason?}`:

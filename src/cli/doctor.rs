@@ -4,8 +4,9 @@
 //! trusted, each provider (module, endpoint, whether a key is present and where it
 //! comes from, whether it answers), a local Ollama probe, the routing matrix in use
 //! (and why a configured one is not), price-table warnings, agent-file problems, and
-//! (`doctor_checks`) the bundle, the keymap and the themes, and the MCP servers with
-//! their tools (`doctor_mcp`), the sandbox (`doctor_sandbox`), and the NATS server,
+//! (`doctor_checks`) the bundle, the keymap and the themes, every hook, active or
+//! skipped with why (`doctor_hooks`), and the MCP servers with their tools
+//! (`doctor_mcp`), the sandbox (`doctor_sandbox`), and the NATS server,
 //! job consumer and workers of remote sub-sessions (`doctor_nats`).
 //! Exit code 1 when something needs fixing (no usable provider, an unreachable
 //! provider, an invalid config — a bad `approvals:` entry included — or agent file,
@@ -76,6 +77,7 @@ pub async fn run(options: ContextOptions) -> Result<i32> {
     problems += agents(&ctx)?;
     problems += super::doctor_checks::bundle(&ctx)?;
     problems += super::doctor_checks::keymap_and_themes(&ctx)?;
+    problems += super::doctor_hooks::report(&ctx)?;
     problems += super::doctor_mcp::report(&ctx).await?;
     problems += super::doctor_sandbox::report(&ctx).await?;
     problems += super::doctor_nats::report(&ctx).await?;
@@ -206,12 +208,25 @@ fn approvals_and_trust(ctx: &Context) -> Result<usize> {
     }
     let Some(root) = trust::project_root(&ctx.paths.cwd) else {
         outln!(
-            "project   nothing to trust here (no {} or {})",
+            "project   nothing to trust here (no {}, {}, {} or hooks in {})",
             trust::AGENTS_DIR,
-            trust::MCP_FILE
+            trust::BUNDLES_DIR,
+            trust::MCP_FILE,
+            trust::SETTINGS_FILES.join(" / ")
         )?;
         return Ok(0);
     };
+    let problems = project_trust(ctx, &root)?;
+    for power in trust::powers::describe(&root) {
+        outln!("  grants  {}: {}", power.path, power.gains)?;
+    }
+    Ok(problems)
+}
+
+/// The project's line: trusted, not trusted (why), or an unreadable store (a
+/// problem). Returns the number of problems.
+fn project_trust(ctx: &Context, root: &std::path::Path) -> Result<usize> {
+    let root = root.to_path_buf();
     match TrustStore::load(&ctx.paths.trust_file()) {
         Err(e) => {
             outln!("project   {}: {e}", root.display())?;
@@ -231,7 +246,7 @@ fn approvals_and_trust(ctx: &Context) -> Result<usize> {
         }
         Ok(_) => {
             outln!(
-                "project   {} (not trusted: its agents add no tools or providers; run `arbor trust`)",
+                "project   {} (not trusted: its agents add no tools or providers, its hooks do not run and its MCP servers do not start; run `arbor trust`)",
                 root.display()
             )?;
             Ok(0)

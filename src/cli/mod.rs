@@ -17,6 +17,7 @@ pub mod context;
 pub mod doctor;
 mod doctor_checks;
 mod doctor_config;
+mod doctor_hooks;
 pub mod doctor_mcp;
 mod doctor_nats;
 pub mod doctor_sandbox;

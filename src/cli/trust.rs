@@ -2,7 +2,8 @@
 //!
 //! Owns: the subcommand's arguments and output. The project is PATH (default: the
 //! current directory) or its nearest ancestor with `.amplifier/agents/`,
-//! `.amplifier/bundles/` or `.mcp.json`; trusting records a hash of the files that
+//! `.amplifier/bundles/`, `.mcp.json` or hooks in a settings file; it lists each power
+//! file and what it gains (`config::trust::powers`); trusting records a hash of the files that
 //! grant power (`config::trust::power_files`), and a changed file asks again;
 //! a directory with neither has nothing to trust. Reads no config file, so a broken
 //! config never stands in the way. Does not own: the store or what trust unlocks
@@ -13,7 +14,6 @@ use std::path::{Path, PathBuf};
 use color_eyre::Result;
 use color_eyre::eyre::eyre;
 
-use crate::agent::registry::agent_files_in;
 use crate::config::trust::{self, TrustStore};
 use crate::outln;
 use crate::paths::Paths;
@@ -66,7 +66,8 @@ pub fn run(args: TrustArgs) -> Result<i32> {
         let root = root.unwrap_or(start);
         if store.revoke(&root)? {
             outln!(
-                "revoked   {}: its agents add no tools until trusted again",
+                "revoked   {}: its hooks, MCP servers and agents' tools stop until trusted \
+                 again (a running arbor applies it at the next turn)",
                 root.display()
             )?;
         } else {
@@ -76,10 +77,12 @@ pub fn run(args: TrustArgs) -> Result<i32> {
     }
     let Some(root) = root else {
         outln!(
-            "nothing to trust: {} and its parents have no {} or {}",
+            "nothing to trust: {} and its parents have no {}, {}, {} or hooks in {}",
             start.display(),
             trust::AGENTS_DIR,
-            trust::MCP_FILE
+            trust::BUNDLES_DIR,
+            trust::MCP_FILE,
+            trust::SETTINGS_FILES.join(" / ")
         )?;
         return Ok(0);
     };
@@ -87,8 +90,9 @@ pub fn run(args: TrustArgs) -> Result<i32> {
     let (root, added) = store.trust(&root)?;
     if added {
         outln!(
-            "trusted   {}: its agents may add tools and its MCP servers may start; \
-             agent files still cannot loosen approvals",
+            "trusted   {}: its hooks run, its agents may add tools and its MCP servers \
+             may start (a running arbor applies it at the next turn); agent files still \
+             cannot loosen approvals",
             root.display()
         )?;
     } else {
@@ -97,20 +101,15 @@ pub fn run(args: TrustArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// What trusting `root` lets in: its agent files and its `.mcp.json`.
+/// What trusting `root` lets in: each power file and what it gains
+/// (`config::trust::powers`).
 fn describe(root: &Path) -> Result<()> {
-    let agents: Vec<String> = agent_files_in(&root.join(trust::AGENTS_DIR))
-        .iter()
-        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    if !agents.is_empty() {
-        outln!("agents    {}", agents.join(", "))?;
+    let powers = trust::powers::describe(root);
+    if powers.is_empty() {
+        outln!("grants    nothing yet (no hooks, .mcp.json, agent that adds tools, or bundle)")?;
     }
-    if root.join(trust::MCP_FILE).is_file() {
-        outln!("mcp       {}", root.join(trust::MCP_FILE).display())?;
-    }
-    if root.join(trust::BUNDLES_DIR).is_dir() {
-        outln!("bundles   {}", root.join(trust::BUNDLES_DIR).display())?;
+    for power in powers {
+        outln!("grants    {}: {}", power.path, power.gains)?;
     }
     Ok(())
 }

@@ -562,6 +562,16 @@ pub struct ProcessServers {
 /// untrusted project's `.mcp.json` is not even parsed, so none of its servers can
 /// start (SPEC §12).
 pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig) -> ProcessServers {
+    process_servers_with(paths, config, None)
+}
+
+/// [`process_servers`] with the project's trust state when the caller read it
+/// already (`None`: read it here).
+pub fn process_servers_with(
+    paths: &crate::paths::Paths,
+    config: &super::ArborConfig,
+    state: Option<&super::trust::TrustState>,
+) -> ProcessServers {
     let (mut servers, mut problems) = config_servers(&config.extra);
     let client = Value::Object(config.client_mcp_servers.clone());
     let (client, client_problems) = parse_servers(&client, &McpOrigin::Client);
@@ -572,7 +582,11 @@ pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig)
     if let Some(root) = super::trust::project_root(&paths.cwd)
         && root.join(super::trust::MCP_FILE).is_file()
     {
-        if super::trust::is_trusted(paths, &root) {
+        let trusted = match state {
+            Some(state) => state.is_trusted(),
+            None => super::trust::is_trusted(paths, &root),
+        };
+        if trusted {
             let (project, project_problems) = project_servers(&root);
             problems.extend(project_problems);
             for server in project {

@@ -35,6 +35,9 @@ use sha2::{Digest, Sha256};
 use super::{agent_files, project_file};
 use crate::paths::Paths;
 
+pub mod powers;
+pub use powers::PowerFile;
+
 /// The project agents directory, relative to a project root.
 pub const AGENTS_DIR: &str = ".amplifier/agents";
 /// The MCP server file, relative to a project root.

@@ -6,8 +6,8 @@
 //! pool, the injected provider factory and extra tools, the task tool's host, the
 //! delegation limits every spawn checks (`limits::TreeLimits`), the per-endpoint
 //! request slots (`slots::ProviderSlots`), the approval mode and
-//! the registry of calls waiting for approval, the process's MCP servers, the
-//! sandbox settings `bash` runs with — and
+//! the registry of calls waiting for approval, the process's MCP servers and hooks
+//! (`project_powers`), the sandbox settings `bash` runs with — and
 //! mounting a session's tools for its next turn ([`TurnEnv::mount_tools`], which starts
 //! the MCP servers the session mounts); the [`Env`] and
 //! [`ProviderFactory`] types. `runtime` builds one `TurnEnv` and shares it; `turn`,
@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use super::approvals::{ApprovalMode, PendingApprovals, TreeGrants};
 use super::limits::TreeLimits;
 use super::live::LiveSession;
+use super::project_powers::{Powers, ProjectPowers};
 use super::slots::ProviderSlots;
 use crate::agent::Bundle;
 use crate::agent::Registry;
@@ -79,20 +80,31 @@ pub(crate) struct TurnEnv {
     pub slots: ProviderSlots,
     /// The MCP servers of this process (started on first use, shared by every tree).
     pub mcp: Arc<McpHub>,
-    /// The MCP servers every session mounts: config `mcp_servers:` and a trusted
-    /// project's `.mcp.json` (`config::mcp::process_servers`).
-    pub mcp_servers: Vec<McpServer>,
     /// `(session, server)` pairs whose failure was already published.
     pub mcp_reported: Mutex<HashSet<(String, String)>>,
     /// The kernel sandbox `bash` runs in (config `sandbox:`, the deny list); `mcp`
     /// starts its stdio servers in the same one.
     pub sandbox: Sandbox,
     /// The person's hook commands (config `hooks:`, a trusted project's settings),
-    /// run around tool calls (`calls`).
-    pub hook_runner: crate::hooks::HookRunner,
+    /// run around tool calls (`calls`), and the MCP servers every session mounts
+    /// (config `mcp_servers:` and a trusted project's `.mcp.json`): read again at the
+    /// start of every turn (`project_powers`), so a change of trust applies at once.
+    pub powers: ProjectPowers,
 }
 
 impl TurnEnv {
+    /// Reads the project's hooks and MCP servers again and puts them in force for
+    /// every session (`project_powers`); returns them.
+    pub fn refresh_powers(&self) -> Arc<Powers> {
+        self.powers
+            .refresh(&self.paths, &self.config, &self.sandbox, &self.mcp)
+    }
+
+    /// The project's hooks and MCP servers in force (as last read).
+    pub fn powers(&self) -> Arc<Powers> {
+        self.powers.current()
+    }
+
     /// The current agent registry (a snapshot; the watcher may replace it any time).
     pub fn registry(&self) -> Arc<Registry> {
         self.registry.borrow().clone()
@@ -147,10 +159,10 @@ impl TurnEnv {
     }
 
     /// The MCP servers `live` mounts under `plan`: the process's
-    /// ([`Self::mcp_servers`]) and the plan's `tool-mcp` entries (`config.servers`),
+    /// (`powers`, as last read) and the plan's `tool-mcp` entries (`config.servers`),
     /// first name wins.
     pub fn mcp_servers_of(&self, live: &LiveSession, plan: &MountPlan) -> Vec<McpServer> {
-        let mut servers = self.mcp_servers.clone();
+        let mut servers = self.powers.current().mcp_servers.clone();
         for entry in plan.tools() {
             if entry.module != MCP_MODULE {
                 continue;

@@ -60,21 +60,26 @@ pub(crate) struct Gate<'a> {
     env: &'a TurnEnv,
     live: &'a LiveSession,
     policy: ApprovalPolicy,
+    /// The hooks (and MCP servers) in force for this turn, read when it started.
+    powers: Arc<super::project_powers::Powers>,
 }
 
 impl<'a> Gate<'a> {
-    /// The gate for `live`'s calls with the policy of its config, bundle and agent.
+    /// The gate for `live`'s calls with the policy of its config, bundle and agent,
+    /// and the hooks of the project as it stands now (read again for every turn, so
+    /// a change of trust applies to the next one: `project_powers`).
     pub fn new(env: &'a TurnEnv, live: &'a LiveSession) -> Self {
         Self {
             env,
             live,
             policy: session_policy(env, live),
+            powers: env.refresh_powers(),
         }
     }
 
     /// The person's hook commands (`hooks`), which `calls` runs around each call.
     pub fn hooks(&self) -> &crate::hooks::HookRunner {
-        &self.env.hook_runner
+        &self.powers.hooks
     }
 
     /// The calling session's transcript file, for a hook's `transcript_path`.
@@ -114,7 +119,14 @@ impl<'a> Gate<'a> {
                     call.tool
                 )))
             }
-            Decision::Ask => self.ask(tool, call, token).await,
+            Decision::Ask => {
+                // Nobody is asked about a call that would be refused anyway.
+                if let Some(reason) = tool.refuse_before_asking(&call.arguments).await {
+                    self.denied(call, DecisionKind::Policy, Some(reason.clone()));
+                    return Pass::Refused(ToolOutput::error(reason));
+                }
+                self.ask(tool, call, token).await
+            }
         }
     }
 

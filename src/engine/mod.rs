@@ -23,7 +23,8 @@
 //! and `runtime`, above `turn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
 //! fits each request to the context limit with `compact`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
-//! `env` (the shared `TurnEnv`), `approvals`, `limits`, `slots` (per-endpoint
+//! `env` (the shared `TurnEnv`), `project_powers` (the project's hooks and MCP servers,
+//! read again every turn), `approvals`, `limits`, `slots` (per-endpoint
 //! `max_concurrent`), `outcome`, `live`, then `inbox` (steers and queued messages of a
 //! live session).
 
@@ -44,6 +45,7 @@ mod model_choice;
 mod notify_hooks;
 mod outcome;
 pub mod panics;
+mod project_powers;
 mod prompt;
 pub mod providers;
 mod recovered;

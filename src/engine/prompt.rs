@@ -1,7 +1,8 @@
 //! The system prompt of a turn: the plan's instruction with its `@mentions`
 //! expanded (`agent::mentions`), under the read rules of SPEC §12 "Trust".
 //!
-//! Owns: [`system_prompt`] — the project's `AGENTS.md` added to a root's prompt, which roots mentions resolve against, whether the
+//! Owns: [`system_prompt`] — the project's `AGENTS.md` / `CLAUDE.md` added to every
+//! session's prompt, which roots mentions resolve against, whether the
 //! instruction is a project agent file's (confined to its project), the private
 //! paths. Does not own: parsing or reading mentions (`agent::mentions`), the private
 //! path list (`config::private`) or the turn loop (`turn`).
@@ -25,26 +26,25 @@ use crate::config::trust;
 /// as a project agent of the registry) mentions only files of its project. Mentions
 /// that do not resolve stay as text (logged); refused ones are logged as warnings.
 ///
-/// A root session's prompt ends with the project's `AGENTS.md` instructions
-/// (`agent::instructions`, read afresh each call, capped by config
-/// `context.project_instructions_max_bytes`, confined to the project and never a
-/// private path — a skipped file is logged as a warning); a sub-session's does not.
+/// Every session's prompt ends with the project instructions of its own working
+/// directory — `AGENTS.md`, `CLAUDE.md` and the like (`agent::instructions`, read
+/// afresh each call, capped by config `context.project_instructions_max_bytes`,
+/// confined to the project and never a private path — a skipped file is logged as a
+/// warning): a root's and a sub-session's alike (Claude Code's subagents load
+/// `CLAUDE.md` too).
 pub(crate) fn system_prompt(env: &TurnEnv, live: &LiveSession, plan: &MountPlan) -> String {
     let mut system = expanded(env, live, plan);
-    if live.parent_id.is_none() {
-        let (bundle, _) = ContextConfig::of_plan(plan);
-        let max = bundle.overridden_by(ContextConfig::from_config(&env.config).0);
-        let home = (env.env)("HOME").map(PathBuf::from);
-        let private = private_paths(&env.paths, home.as_deref());
-        if let Some(found) = instructions::load(&live.working_dir, max.instructions_max(), &private)
-        {
-            for why in &found.skipped {
-                tracing::warn!(session = %live.id, "project instructions: {why}");
-            }
-            if !found.text.is_empty() {
-                system.push_str("\n\n");
-                system.push_str(&found.text);
-            }
+    let (bundle, _) = ContextConfig::of_plan(plan);
+    let max = bundle.overridden_by(ContextConfig::from_config(&env.config).0);
+    let home = (env.env)("HOME").map(PathBuf::from);
+    let private = private_paths(&env.paths, home.as_deref());
+    if let Some(found) = instructions::load(&live.working_dir, max.instructions_max(), &private) {
+        for why in &found.skipped {
+            tracing::warn!(session = %live.id, "project instructions: {why}");
+        }
+        if !found.text.is_empty() {
+            system.push_str("\n\n");
+            system.push_str(&found.text);
         }
     }
     system

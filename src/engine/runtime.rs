@@ -142,16 +142,8 @@ impl Runtime {
             options.config.limits,
             SessionStore::new(options.paths.sessions_dir()),
         );
-        let mcp_servers = crate::config::mcp::process_servers(&options.paths, &options.config);
-        for problem in &mcp_servers.problems {
-            tracing::warn!("{problem}");
-        }
         let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox.clone(), &options.paths);
-        let (hook_runner, hook_problems) =
-            crate::hooks::HookRunner::for_process(&options.paths, &options.config, sandbox.clone());
-        for problem in &hook_problems {
-            tracing::warn!("hooks: {problem}");
-        }
+        let powers = super::project_powers::Powers::read(&options.paths, &options.config, &sandbox);
         let mcp = Arc::new(
             McpHub::new(options.env.clone()).sandboxed(sandbox.clone(), options.paths.cwd.clone()),
         );
@@ -175,10 +167,9 @@ impl Runtime {
                     grants: TreeGrants::default(),
                     slots: Default::default(),
                     mcp,
-                    mcp_servers: mcp_servers.servers,
                     mcp_reported: Default::default(),
                     sandbox,
-                    hook_runner,
+                    powers: super::project_powers::ProjectPowers::new(powers),
                 },
                 bus: options.bus,
                 store,
@@ -525,9 +516,17 @@ impl Runtime {
         &self.turn_env.mcp
     }
 
-    /// Every MCP server of this process with its state and tools (the MCP view).
+    /// Every MCP server of this process with its state and tools (the MCP view), as
+    /// the project stands now.
     pub fn mcp_status(&self) -> Vec<crate::tool::mcp::McpServerStatus> {
-        self.turn_env.mcp.status(&self.turn_env.mcp_servers)
+        let powers = self.turn_env.refresh_powers();
+        self.turn_env.mcp.status(&powers.mcp_servers)
+    }
+
+    /// Every hook of this process — the user's and the project's — active or
+    /// skipped with why, as the project stands now (the TUI's `/hooks`).
+    pub fn hooks_listing(&self) -> Vec<crate::hooks::ListedHook> {
+        self.turn_env.refresh_powers().hooks.listing().to_vec()
     }
 
     /// Titles `session_id` (SPEC §7 metadata `name`): `title` as `session::title`

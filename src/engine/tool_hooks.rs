@@ -166,7 +166,8 @@ pub(crate) async fn pre_compact(
     trigger: &str,
     focus: Option<&str>,
 ) {
-    let hooks = &env.hook_runner;
+    let powers = env.powers();
+    let hooks = &powers.hooks;
     if !hooks.has(HookEvent::PreCompact) {
         return;
     }

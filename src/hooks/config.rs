@@ -119,6 +119,8 @@ pub struct HookCommand {
 /// One `{matcher, hooks}` entry of an event.
 #[derive(Debug, Clone)]
 struct Matcher {
+    /// The matcher as written (`*` when absent or empty).
+    raw: String,
     /// `None`: every tool (and the events without tools).
     pattern: Option<Regex>,
     hooks: Vec<HookCommand>,
@@ -258,6 +260,15 @@ impl Hooks {
         self.entries.extend(other.entries);
     }
 
+    /// Every hook in config order with its event and its matcher as written (`*`:
+    /// every tool), for listings (`arbor doctor`, the TUI's `/hooks`).
+    pub fn listed(&self) -> Vec<(HookEvent, String, HookCommand)> {
+        self.entries
+            .iter()
+            .flat_map(|(event, m)| m.hooks.iter().map(|h| (*event, m.raw.clone(), h.clone())))
+            .collect()
+    }
+
     /// The hooks of `event` whose matcher matches `tool` (a tool event) — by arbor's
     /// name or Claude Code's name of the same tool ([`claude_alias`]) — in config order.
     /// For events without a tool (`tool` is `None`) every entry of the event.
@@ -285,6 +296,10 @@ pub fn claude_alias(tool: &str) -> Option<&'static str> {
 
 fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, EntryProblem> {
     let obj = item.as_object().ok_or(EntryProblem::NotAMapping)?;
+    let raw = match obj.get("matcher") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => "*".to_string(),
+    };
     let pattern = match obj.get("matcher") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() || s == "*" => None,
@@ -331,7 +346,11 @@ fn parse_matcher(item: &Value, source: &HookSource) -> Result<Matcher, EntryProb
             source: source.clone(),
         });
     }
-    Ok(Matcher { pattern, hooks })
+    Ok(Matcher {
+        raw,
+        pattern,
+        hooks,
+    })
 }
 
 /// Bytes of a project settings file read at most.

@@ -1,9 +1,9 @@
 //! Hooks (issue 29): shell commands the person configures to run at points of a
 //! session, with Claude Code's contract so existing hook scripts work.
 //!
-//! Owns: the configured hooks of a process ([`HookRunner::for_process`]: the user's
-//! `config.yaml` `hooks:`, then a trusted project's settings files — an untrusted
-//! project's hooks never run), and running the ones an event matches
+//! Owns: the configured hooks of a process ([`HookRunner::for_process`], `listing`:
+//! the user's `config.yaml` `hooks:`, then a trusted project's settings files — an
+//! untrusted project's hooks never run, and are listed as skipped with why), and running the ones an event matches
 //! ([`HookRunner::run`]): each gets the event as JSON on stdin (`session_id`,
 //! `transcript_path`, `cwd`, `hook_event_name`, `tool_name`, `tool_input`,
 //! `tool_response`, …); exit 0 passes, exit 2 blocks with stderr as the reason, other
@@ -23,7 +23,9 @@
 //! Layer: above `config`, `sandbox` and `session`; `engine` uses it.
 
 pub mod config;
+pub mod listing;
 mod run;
 
 pub use config::{HookCommand, HookConfigError, HookEvent, HookSource, Hooks};
+pub use listing::{ListedHook, ProcessHooks};
 pub use run::{HookRunner, HookVerdict, transcript_path};

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::config::{HookCommand, HookEvent, HookSource, Hooks, read_settings_hooks};
+use super::config::{HookCommand, HookEvent, HookSource, Hooks};
+use super::listing::ListedHook;
 use crate::config::ArborConfig;
 use crate::paths::Paths;
 use crate::sandbox::{Decision, Sandbox};
@@ -39,57 +40,58 @@ pub struct HookVerdict {
 pub struct HookRunner {
     hooks: Hooks,
     sandbox: Sandbox,
+    /// Every hook, active or skipped ([`HookRunner::listing`]).
+    listing: Vec<ListedHook>,
+    /// Sections that cannot be used.
+    problems: Vec<String>,
 }
 
 impl HookRunner {
     /// A runner over `hooks`; project hooks run in `sandbox`.
     pub fn new(hooks: Hooks, sandbox: Sandbox) -> Self {
-        Self { hooks, sandbox }
+        Self {
+            hooks,
+            sandbox,
+            listing: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 
-    /// The hooks of this process: `config`'s `hooks:` (the user's own, unconfined),
-    /// then those of the project of `paths.cwd` ([`crate::config::trust::project_root`])
-    /// from its `.amplifier/settings.yaml` / `.claude/settings.json` when it is trusted
-    /// (sandboxed). The strings are problems: a bad section (it adds no hooks), or an
-    /// untrusted project whose hooks were skipped.
+    /// The hooks of this process ([`super::listing::load`]): `config`'s `hooks:` (the
+    /// user's own, unconfined), then those of the project of `paths.cwd` from its
+    /// `.amplifier/settings.yaml` / `.claude/settings.json` when it is trusted
+    /// (sandboxed) — `state` is its trust state when the caller read it already. The
+    /// strings are problems: a bad section (it adds no hooks), or an untrusted
+    /// project whose hooks were skipped.
     pub fn for_process(
         paths: &Paths,
         config: &ArborConfig,
         sandbox: Sandbox,
+        state: Option<&crate::config::trust::TrustState>,
     ) -> (Self, Vec<String>) {
-        let mut problems = Vec::new();
-        let mut hooks = match config.extra.get("hooks") {
-            Some(value) => {
-                Hooks::parse(value, &HookSource::User, "config.yaml").unwrap_or_else(|e| {
-                    problems.push(e.to_string());
-                    Hooks::default()
-                })
-            }
-            None => Hooks::default(),
-        };
-        if let Some(root) = crate::config::trust::project_root(&paths.cwd)
-            && crate::config::trust::has_project_hooks(&root)
-        {
-            if crate::config::trust::is_trusted(paths, &root) {
-                for file in super::config::PROJECT_SETTINGS {
-                    let path = root.join(file);
-                    let parsed = read_settings_hooks(&path).and_then(|v| {
-                        let source = HookSource::Project(path.clone());
-                        Ok(Hooks::parse(&v, &source, &path.to_string_lossy())?)
-                    });
-                    match parsed {
-                        Ok(more) => hooks.extend(more),
-                        Err(e) => problems.push(e.to_string()),
-                    }
-                }
-            } else {
-                problems.push(format!(
-                    "{}: the project's hooks do not run until it is trusted (`arbor trust`)",
-                    root.display()
-                ));
-            }
+        let loaded = super::listing::load(paths, config, state);
+        let mut problems = loaded.problems.clone();
+        if let Some(skipped) = loaded.listing.iter().find_map(|h| h.skipped.as_ref()) {
+            problems.push(format!("the project's hooks do not run: {skipped}"));
         }
-        (Self::new(hooks, sandbox), problems)
+        let runner = Self {
+            hooks: loaded.active,
+            sandbox,
+            listing: loaded.listing,
+            problems: loaded.problems,
+        };
+        (runner, problems)
+    }
+
+    /// Every hook of this process, active or skipped with why (`arbor doctor`, the
+    /// TUI's `/hooks`).
+    pub fn listing(&self) -> &[ListedHook] {
+        &self.listing
+    }
+
+    /// The hook sections that cannot be used, one line each.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
     }
 
     /// Whether any hook is configured for `event`.

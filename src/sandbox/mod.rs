@@ -42,7 +42,8 @@
 //! runs it unconfined — or refuses it when `sandbox.required` is true.
 //!
 //! Owns: the policy, the deny list, the helper's argv, deciding and describing
-//! (`sandboxed: writes ./, no network`), building sandboxed and detached commands
+//! (`sandboxed: writes ./, no network`), explaining what it blocked in a failed
+//! command's output ([`explain`]), building sandboxed and detached commands
 //! ([`command`], [`Sandbox::tokio_command`], [`Sandbox::unconfined_command`]) and the
 //! environment they inherit. Does not own: the `sandbox:` config section
 //! (`config::sandbox`), running the command (`tool::bash`, `tool::mcp`), or the doctor
@@ -51,6 +52,7 @@
 
 mod env;
 mod error;
+pub mod explain;
 pub mod git_guard;
 mod helper;
 mod probe;
@@ -67,6 +69,7 @@ pub use env::{
     SECRET_NAMES, SECRET_SUFFIXES, is_provider_key_var, is_secret_var, secret_vars, strip_secrets,
 };
 pub use error::{SandboxError, StepError};
+pub use explain::explain;
 pub use helper::helper_main;
 pub use probe::{Probe, probe};
 

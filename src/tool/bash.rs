@@ -12,8 +12,10 @@
 //! scrubs every tool's output).
 //!
 //! Result (Amplifier's keys): `{"stdout", "stderr", "returncode"}`, plus
-//! `"truncated": true` when a stream was cut, and `"error"` when the command did not
-//! finish (timeout, cancel); `returncode` is `-N` for a command ended by signal `N`
+//! `"truncated": true` when a stream was cut, `"error"` when the command did not
+//! finish (timeout, cancel), and `"sandbox"` when its output shows the sandbox blocked
+//! something (the network, a write outside the allowed paths, a hidden key file:
+//! what, and how the person allows it; `sandbox::explain`); `returncode` is `-N` for a command ended by signal `N`
 //! and `null` when it did not finish. The call is an error result unless the command
 //! exited with 0.
 //!
@@ -214,9 +216,31 @@ async fn run_sandboxed(
     cmd.env("TMPDIR", tmp.path());
     sandbox.strip_env(&mut cmd);
     let out = run_command(cmd, &ctx.working_dir, timeout, &ctx.cancel).await;
+    let out = with_sandbox_note(out, &policy, &ctx.working_dir);
     // Removing the temp dir reads and deletes what the command left: off the workers.
     let _ = tokio::task::spawn_blocking(move || drop(tmp)).await;
     out
+}
+
+/// `out` with a `"sandbox"` key when its stdout or stderr shows the sandbox blocked
+/// something ([`crate::sandbox::explain`]: what, and how the person allows it).
+fn with_sandbox_note(out: ToolOutput, policy: &crate::sandbox::Policy, dir: &Path) -> ToolOutput {
+    let Ok(Value::Object(mut body)) = serde_json::from_str::<Value>(&out.content) else {
+        return out;
+    };
+    let printed = ["stdout", "stderr"]
+        .iter()
+        .filter_map(|k| body.get(*k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(note) = crate::sandbox::explain(policy, dir, &printed) else {
+        return out;
+    };
+    body.insert("sandbox".into(), Value::String(note));
+    ToolOutput {
+        content: Value::Object(body).to_string(),
+        ..out
+    }
 }
 
 /// A positive number of seconds (a number or a numeric string), capped at

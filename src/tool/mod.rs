@@ -191,6 +191,14 @@ pub trait Tool: Send + Sync {
         let _ = working_dir;
         None
     }
+    /// Why a call with `input` would be refused whatever the person answered (its
+    /// error text, naming the setting that allows it), checked before anyone is asked
+    /// (`web_fetch` of a private or loopback address: issue 39 item 4). `None` (the
+    /// default): ask as usual.
+    fn refuse_before_asking(&self, input: &Value) -> BoxFuture<'static, Option<String>> {
+        let _ = input;
+        Box::pin(std::future::ready(None))
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@
 //! loopback, link-local or otherwise non-public address is refused unless config
 //! `web: {allow_private_addresses: true}` ([`WebConfig`]), and the connection goes to
 //! the address that was checked (no second DNS answer, and no proxy from
-//! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`). Does not own: whether a call
+//! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`). The same check runs before a call is asked
+//! about ([`Tool::refuse_before_asking`]), so nobody is asked to approve a fetch that
+//! would be refused. Does not own: whether a call
 //! may run (approvals: `web_fetch` and `web_search` ask by default, `config::modules`).
 
 pub mod convert;
@@ -158,6 +160,11 @@ impl Tool for WebFetch {
         }
     }
 
+    fn refuse_before_asking(&self, input: &Value) -> BoxFuture<'static, Option<String>> {
+        let (input, config) = (input.clone(), self.config.clone());
+        Box::pin(async move { refusal(&input, &config).await })
+    }
+
     fn call(&self, input: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let config = self.config.clone();
         Box::pin(async move {
@@ -207,12 +214,36 @@ async fn fetch(input: &Value, config: &WebConfig) -> Result<Value, FetchError> {
     Err(FetchError::TooManyRedirects)
 }
 
-/// GETs `url` after checking every address its host resolves to, connecting to the
-/// first checked address; redirects are returned, not followed.
-pub(super) async fn get_checked(
+/// How long [`WebFetch`]'s check before asking waits for a host name to resolve; a
+/// slower one is asked about and checked again when the call runs.
+const PRECHECK_RESOLVE: Duration = Duration::from_secs(3);
+
+/// Why a `web_fetch` of `input` would be refused whatever the person answered — not an
+/// http(s) URL, or a host that resolves to a private, loopback or link-local address
+/// while config `web: {allow_private_addresses}` is off — checked before anyone is
+/// asked (issue 39 item 4). `None` when it may run, or when the host does not resolve
+/// within [`PRECHECK_RESOLVE`] (the call reports that itself).
+async fn refusal(input: &Value, config: &WebConfig) -> Option<String> {
+    let url = input.get("url").and_then(Value::as_str)?;
+    let url = match reqwest::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => return Some(FetchError::BadUrl(url.to_string(), e.to_string()).to_string()),
+    };
+    match tokio::time::timeout(PRECHECK_RESOLVE, checked_addresses(&url, config)).await {
+        Ok(Err(
+            e @ (FetchError::Scheme(_) | FetchError::Private { .. } | FetchError::BadUrl(..)),
+        )) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+/// The host of `url` (as written, and bare of IPv6 brackets) and every address it
+/// resolves to, each checked: only http(s), and no private or local address unless
+/// `config` allows them.
+async fn checked_addresses(
     url: &reqwest::Url,
     config: &WebConfig,
-) -> Result<reqwest::Response, FetchError> {
+) -> Result<(String, Vec<SocketAddr>), FetchError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(FetchError::Scheme(url.scheme().to_string()));
     }
@@ -229,9 +260,9 @@ pub(super) async fn get_checked(
         .await
         .map_err(|e| FetchError::Resolve(host.clone(), e.to_string()))?
         .collect();
-    let first = *addrs
-        .first()
-        .ok_or_else(|| FetchError::Resolve(host.clone(), "no addresses".into()))?;
+    if addrs.is_empty() {
+        return Err(FetchError::Resolve(host, "no addresses".into()));
+    }
     if !config.allow_private_addresses
         && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
     {
@@ -240,6 +271,19 @@ pub(super) async fn get_checked(
             addr: bad.ip(),
         });
     }
+    Ok((bare, addrs))
+}
+
+/// GETs `url` after checking every address its host resolves to, connecting to the
+/// first checked address; redirects are returned, not followed.
+pub(super) async fn get_checked(
+    url: &reqwest::Url,
+    config: &WebConfig,
+) -> Result<reqwest::Response, FetchError> {
+    let (bare, addrs) = checked_addresses(url, config).await?;
+    let first = *addrs
+        .first()
+        .ok_or_else(|| FetchError::Resolve(bare.clone(), "no addresses".into()))?;
     // No proxy: `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` would send the request to
     // another address than the one checked (issue 34).
     let client = reqwest::Client::builder()

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 pub use super::key::{KeyBinding, KeyParseError};
 
 /// Where a binding applies. `Global` bindings work in the three panes; `Browser`,
-/// `Help`, `Mcp` (the MCP servers view), `Approval` (the modal approval prompt, above
+/// `Help`, `Mcp` (the MCP servers view), `Hooks` (the hooks view), `Approval` (the modal approval prompt, above
 /// everything) and `Trust` (the start-up trust prompt) are overlay modes that only see
 /// their own bindings plus `global.quit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,6 +28,8 @@ pub enum Context {
     Browser,
     Help,
     Mcp,
+    /// The hooks view (`/hooks`, F7).
+    Hooks,
     Approval,
     Trust,
     /// A y/n confirmation (merge, discard, rewind here): modal above the overlays.
@@ -43,7 +45,7 @@ pub enum Context {
 
 impl Context {
     /// Every context, in the help overlay's order (each gets a section there).
-    pub const ALL: [Context; 14] = [
+    pub const ALL: [Context; 15] = [
         Context::Global,
         Context::Tree,
         Context::Chat,
@@ -54,6 +56,7 @@ impl Context {
         Context::Diff,
         Context::Browser,
         Context::Mcp,
+        Context::Hooks,
         Context::Approval,
         Context::Trust,
         Context::Confirm,
@@ -70,6 +73,7 @@ impl Context {
             Context::Browser => "Agent browser",
             Context::Help => "Help",
             Context::Mcp => "MCP servers",
+            Context::Hooks => "Hooks",
             Context::Approval => "Approval prompt",
             Context::Trust => "Trust prompt",
             Context::Confirm => "Confirmation (merge, discard, rewind here)",
@@ -86,6 +90,7 @@ impl Context {
             Context::Browser
                 | Context::Help
                 | Context::Mcp
+                | Context::Hooks
                 | Context::Approval
                 | Context::Trust
                 | Context::Confirm
@@ -185,6 +190,11 @@ actions! {
     McpDown = "mcp.down", Mcp, ["down", "j"], false, "Scroll down";
     McpRefresh = "mcp.refresh", Mcp, ["r"], true, "Refresh";
     McpClose = "mcp.close", Mcp, ["esc", "q", "f6"], true, "Close";
+    Hooks = "global.hooks", Global, ["f7"], false, "Hooks: active and skipped";
+    HooksUp = "hooks.up", Hooks, ["up", "k"], false, "Scroll up";
+    HooksDown = "hooks.down", Hooks, ["down", "j"], false, "Scroll down";
+    HooksRefresh = "hooks.refresh", Hooks, ["r"], true, "Refresh";
+    HooksClose = "hooks.close", Hooks, ["esc", "q", "f7"], true, "Close";
     ApprovalAllow = "approval.allow", Approval, ["y"], true, "Allow once";
     ApprovalAlways = "approval.always", Approval, ["a"], true, "Always allow (tool or command prefix, tree)";
     ApprovalAlwaysSave = "approval.always_save", Approval, ["A"], true, "Always allow and save the rule to config.yaml";

@@ -173,7 +173,12 @@ fn arbor_trust_records_lists_and_revokes() {
     let out = env.cmd().arg("trust").current_dir(&sub).output().unwrap();
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("agents    helper.md"), "{text}");
+    assert!(
+        text.contains(
+            "grants    .amplifier/agents/helper.md: agent helper: adds tools tool-search"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("trusted   {}:", env.project.display())),
         "{text}"
@@ -239,7 +244,7 @@ fn a_project_with_neither_dir_has_nothing_to_trust() {
         .arg(&other)
         .assert()
         .success()
-        .stdout(predicate::str::contains("mcp       "))
+        .stdout(predicate::str::contains("grants    .mcp.json: MCP servers"))
         .stdout(predicate::str::contains("trusted   "));
     env.cmd()
         .args(["trust", "/nonexistent/arbor-trust-test"])

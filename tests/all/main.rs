@@ -86,6 +86,7 @@ mod terminal;
 mod todo;
 mod tools_cli;
 mod transfer;
+mod trust_live;
 mod tui;
 mod tui_handoff;
 mod tui_mentions;

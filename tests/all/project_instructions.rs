@@ -80,3 +80,68 @@ fn agents_md_from_root_to_cwd_reach_the_root_prompt_and_edits_apply() {
     );
     assert_eq!(pi["cut"], false);
 }
+
+/// Issue 39 item 2: `CLAUDE.md` and `.claude/CLAUDE.md` are read like `AGENTS.md` (in
+/// each directory after it, under the same cap, shown by `agent show --merged`), and a
+/// sub-session gets the project instructions of its own working directory too.
+#[test]
+fn claude_md_is_read_like_agents_md_and_sub_sessions_get_it() {
+    use futures::FutureExt;
+    let server = ScriptedServer::start(Arc::new(|body: Value| {
+        async move {
+            if last_role(&body) == "tool" {
+                return Reply::Sse(sse_text("parent done"));
+            }
+            if last_user_text(&body).contains("Look around") {
+                return Reply::Sse(sse_text("child done"));
+            }
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                serde_json::json!({"agent": "explorer", "instruction": "Look around"}),
+            )]))
+        }
+        .boxed()
+    }));
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-x");
+    std::fs::create_dir_all(env.project.join(".git")).unwrap();
+    std::fs::create_dir_all(env.project.join(".claude")).unwrap();
+    std::fs::write(env.project.join("AGENTS.md"), "Agents rule one.").unwrap();
+    std::fs::write(env.project.join("CLAUDE.md"), "Claude rule two.").unwrap();
+    std::fs::write(env.project.join(".claude/CLAUDE.md"), "Claude rule three.").unwrap();
+    let out = env
+        .cmd()
+        .args(["run", "--yes", "--output-format", "json", "delegate it"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["status"], "success", "{v}");
+    let requests = server.requests();
+    let root = system_of(&requests[0]);
+    let (one, two, three) = (
+        root.find("Agents rule one.").expect(&root),
+        root.find("Claude rule two.").expect(&root),
+        root.find("Claude rule three.").expect(&root),
+    );
+    assert!(one < two && two < three, "AGENTS.md first: {root}");
+    let child = requests
+        .iter()
+        .find(|r| last_user_text(r).contains("Look around"))
+        .map(system_of)
+        .expect("the child made a request");
+    assert!(
+        child.contains("Claude rule two.") && child.contains("Agents rule one."),
+        "the sub-session got no project instructions: {child}"
+    );
+
+    let out = env
+        .cmd()
+        .args(["agent", "show", "explorer", "--merged", "--format", "json"])
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files = shown["project_instructions"]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3, "{shown}");
+}

@@ -199,3 +199,37 @@ fn provider_keys_in_the_environment_are_not_inherited() {
         );
     }
 }
+
+/// Issue 39 item 3: a command the sandbox stopped comes back with a note naming the
+/// sandbox, what it blocked and how to allow it — no network (a refused socket, a
+/// name that cannot resolve), a write outside the allowed paths, a hidden key file —
+/// so the model does not chase a DNS problem. A command that failed on its own gets
+/// no note.
+#[test]
+fn a_command_the_sandbox_stopped_says_so_and_how_to_allow_it() {
+    let note = |result: &Value| result["sandbox"].as_str().unwrap_or_default().to_string();
+    let (_listener, connect) = listener();
+    let (result, _env) = run_bash(&connect, "");
+    let said = note(&result);
+    assert!(
+        said.contains("sandbox") && said.contains("network") && said.contains("network: allow"),
+        "{result}"
+    );
+    let (result, _env) = run_bash("bash -c 'echo > /dev/tcp/example.com/80'", "");
+    let said = note(&result);
+    assert!(
+        said.contains("network") && said.contains("not a DNS problem"),
+        "{result}"
+    );
+    let (result, _env) = run_bash("touch ../outside", "");
+    let said = note(&result);
+    assert!(
+        said.contains("outside") && said.contains("allowed_write_paths"),
+        "{result}"
+    );
+    let (result, _env) = run_bash("cat \"$HOME/.ssh/id_rsa\"", "");
+    let said = note(&result);
+    assert!(said.contains("hidden") && said.contains(".ssh"), "{result}");
+    let (result, _env) = run_bash("ls no-such-file", "");
+    assert!(result.get("sandbox").is_none(), "{result}");
+}

@@ -235,3 +235,80 @@ fn web_search_queries_the_configured_endpoint_and_returns_a_short_list() {
         "one GET with the query encoded"
     );
 }
+
+/// One turn calling `tool` with `input` under `config_yaml` (after the provider's);
+/// the result the model got and the session's `approval:required` events.
+fn one_call(tool: &str, input: Value, config_yaml: &str, yes: bool) -> (String, Vec<Value>) {
+    let env = TestEnv::new();
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[("c1", tool, input)])),
+        Reply::Sse(sse_text("done")),
+    ]);
+    env.use_openai(&server.base_url, "sk-test");
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config.push_str(config_yaml);
+    std::fs::write(&env.config, config).unwrap();
+    let mut args = vec!["run", "--output-format", "json"];
+    if yes {
+        args.push("--yes");
+    }
+    args.push("go");
+    let out = env.cmd().args(&args).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let id = v["session_id"].as_str().unwrap();
+    let events = read_jsonl(&env.sessions_dir().join(id).join("events.jsonl"));
+    let asked = events
+        .into_iter()
+        .filter(|e| e["event"] == "approval:required")
+        .collect();
+    let result = server.requests()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+        .map(content_text)
+        .unwrap();
+    (result, asked)
+}
+
+/// Issue 39 item 4: the approval prompt shows the URL of a `web_fetch` and the query
+/// of a `web_search`; a private or loopback address is refused before anyone is
+/// asked, naming the setting that allows it.
+#[test]
+fn web_approvals_show_url_and_query_and_a_private_address_is_refused_before_asking() {
+    let url = page_server();
+    // No --yes: before the fix the call was asked (and denied headless).
+    let (result, asked) = one_call("web_fetch", json!({"url": url}), "", false);
+    assert!(asked.is_empty(), "asked about a loopback fetch: {asked:?}");
+    assert!(
+        result.contains("private or local address") && result.contains("allow_private_addresses"),
+        "{result}"
+    );
+
+    let (_, asked) = one_call(
+        "web_fetch",
+        json!({"url": url}),
+        "web: {allow_private_addresses: true}\n",
+        true,
+    );
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0]["data"]["summary"],
+        format!("web_fetch {url}"),
+        "{asked:?}"
+    );
+
+    let (search_url, _) = search_server();
+    let (_, asked) = one_call(
+        "web_search",
+        json!({"query": "arbor hooks"}),
+        &format!("web: {{search_url: \"{search_url}\", allow_private_addresses: true}}\n"),
+        true,
+    );
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0]["data"]["summary"], "web_search \"arbor hooks\"",
+        "{asked:?}"
+    );
+}

@@ -59,6 +59,11 @@ pub enum Summary {
     Delegation,
     /// `MCP <server> · <tool> <arguments as JSON>`.
     Mcp,
+    /// `TOOL VALUE`: the tool's name and the input's string field (`web_fetch
+    /// https://…`).
+    Input(&'static str),
+    /// `TOOL "VALUE"`: the same, quoted (`web_search "rust async"`).
+    Quoted(&'static str),
 }
 
 /// The descriptor of every MCP tool (`mcp__<server>__<tool>`): arbor cannot tell
@@ -125,6 +130,14 @@ impl BuiltinTool {
                     _ => name.to_string(),
                 }
             }
+            Summary::Input(field) => match str_of(field) {
+                Some(value) => format!("{name} {}", value.trim()),
+                None => name.to_string(),
+            },
+            Summary::Quoted(field) => match str_of(field) {
+                Some(value) => format!("{name} \"{}\"", value.trim()),
+                None => name.to_string(),
+            },
             Summary::Mcp => match mcp_server_of(name) {
                 Some((server, tool)) => {
                     let args = match input {

@@ -61,6 +61,9 @@ impl Engine {
                 set_model(rt, (session_id, model), self.warn_unlisted, replies);
             }
             EngineCommand::Compact { session_id, focus } => compact(rt, session_id, focus, replies),
+            EngineCommand::ListHooks => {
+                replies.send(EngineReply::Hooks(rt.hooks_listing()));
+            }
             EngineCommand::ListMcpServers => {
                 replies.send(EngineReply::McpServers(rt.mcp_status()));
             }

@@ -102,6 +102,8 @@ pub enum EngineReply {
     },
     /// `ListMcpServers`: each MCP server of this process with its state and tools.
     McpServers(Vec<McpServerStatus>),
+    /// `ListHooks`: every hook of this process, active or skipped with why.
+    Hooks(Vec<crate::hooks::ListedHook>),
     /// `Compact`: what compacting the session did (the compaction itself is published
     /// as `context:compaction`), or why it could not.
     Compacted {

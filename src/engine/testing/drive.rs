@@ -114,6 +114,10 @@ pub trait Drive {
     /// error.
     fn list_sessions(&self) -> impl Future<Output = Result<Vec<Metadata>, EngineError>> + Send;
 
+    /// `ListMcpServers`: every MCP server of the engine with its state, as the
+    /// project stands now (a trusted project's `.mcp.json` included).
+    fn mcp_status(&self) -> impl Future<Output = Vec<crate::tool::mcp::McpServerStatus>> + Send;
+
     /// The stored session `session_id` as the `ShowSession` query reads it.
     fn load_session(
         &self,
@@ -348,6 +352,16 @@ impl Drive for Engine {
             match answers.await.pop() {
                 Some(EngineReply::SessionsListed(listed)) => listed,
                 other => panic!("ListSessions answered {other:?}"),
+            }
+        }
+    }
+
+    fn mcp_status(&self) -> impl Future<Output = Vec<crate::tool::mcp::McpServerStatus>> + Send {
+        let answers = answers(self.clone(), EngineCommand::ListMcpServers);
+        async move {
+            match answers.await.pop() {
+                Some(EngineReply::McpServers(servers)) => servers,
+                other => panic!("ListMcpServers answered {other:?}"),
             }
         }
     }

@@ -102,6 +102,9 @@ pub enum EngineCommand {
     /// List the MCP servers of this process (configured, or started by an agent's
     /// `tool-mcp`), each with its state and tools; answered with the list.
     ListMcpServers,
+    /// List every hook of this process (the user's and the project's), active or
+    /// skipped with why, as the project stands now; answered with the list.
+    ListHooks,
     /// Rename session `session_id` (a full id) to `title` (`/rename`), the path
     /// `arbor session rename` takes (`Runtime::rename`: metadata `name`, logged as
     /// `session:renamed`); answered with the title stored or the error.

@@ -26,7 +26,7 @@ pub use error::McpError;
 pub use server::{EnvLookup, McpSandboxing, Server, ServerState};
 
 use super::Tool;
-use crate::config::mcp::McpServer;
+use crate::config::mcp::{McpOrigin, McpServer};
 
 /// The tools a set of servers offers, and the servers that failed.
 #[derive(Default)]
@@ -186,6 +186,41 @@ impl McpHub {
             }
         }
         out
+    }
+
+    /// Stops and forgets every server a project's `.mcp.json` configured that `keep`
+    /// (the servers the process mounts now) no longer lists the same way — the
+    /// project was untrusted, or its file changed (issue 39) — so none of its tools
+    /// reaches a later turn and a server of that name starts afresh when listed
+    /// again. Returns their names; they stop in the background (must be called
+    /// inside a tokio runtime for that; elsewhere they stop when dropped).
+    pub fn retire_project_servers(&self, keep: &[McpServer]) -> Vec<String> {
+        let retired: Vec<Arc<Server>> = {
+            let mut servers = self
+                .servers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let gone: Vec<String> = servers
+                .values()
+                .filter(|s| matches!(s.spec.origin, McpOrigin::Project(_)))
+                .filter(|s| !keep.iter().any(|k| k == &s.spec))
+                .map(|s| s.spec.name.clone())
+                .collect();
+            gone.iter()
+                .filter_map(|name| servers.remove(name))
+                .collect()
+        };
+        let names = retired.iter().map(|s| s.spec.name.clone()).collect();
+        if !retired.is_empty()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                for server in retired {
+                    server.stop().await;
+                }
+            });
+        }
+        names
     }
 
     /// Stops every running server (child processes are killed).

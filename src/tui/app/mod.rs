@@ -119,6 +119,8 @@ pub enum Overlay {
     Wall,
     /// The MCP servers of this process, their state and tools.
     Mcp,
+    /// Every hook of this process, active or skipped with why (`/hooks`).
+    Hooks,
 }
 
 /// Where the theme came from, so a theme-file change can reload it.

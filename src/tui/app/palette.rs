@@ -235,6 +235,7 @@ impl App {
             Slash::Agents => self.act(Action::Agents),
             Slash::Help => self.act(Action::Help),
             Slash::Mcp => self.act(Action::Mcp),
+            Slash::Hooks => self.act(Action::Hooks),
             Slash::Wall => self.act(Action::ChatWall),
             Slash::Diff => self.act(Action::ChatDiff),
             Slash::Model => {

@@ -10,7 +10,7 @@
 use crate::session::ids::SessionId;
 
 use super::App;
-use super::components::{DiffOverlay, McpOverlay};
+use super::components::{DiffOverlay, HooksOverlay, McpOverlay};
 use crate::engine::{EarlierMessages, EngineError, EngineReply, TurnOutcome};
 use crate::session::{LoadedSession, Message, Metadata, SessionStatus};
 use crate::tui::error::UiError;
@@ -78,6 +78,11 @@ impl App {
                 result,
             } => self.on_exported(result.map_err(Into::into)),
             EngineReply::ProjectFiles { root, files } => self.on_project_files(root, files),
+            EngineReply::Hooks(hooks) => {
+                if let Some(view) = self.stack.find_mut::<HooksOverlay>() {
+                    view.listed(hooks);
+                }
+            }
             EngineReply::McpServers(servers) => {
                 if let Some(mcp) = self.stack.find_mut::<McpOverlay>() {
                     mcp.listed(servers);

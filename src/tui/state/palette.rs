@@ -51,8 +51,8 @@ pub struct Popup {
     pub selected: usize,
 }
 
-/// Rows the popup shows at most before it scrolls.
-pub const MAX_VISIBLE: usize = 12;
+/// Rows the popup shows at most before it scrolls: every slash command fits.
+pub const MAX_VISIBLE: usize = 13;
 
 impl Popup {
     /// A popup of `items` with the first selected.

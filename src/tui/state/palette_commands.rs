@@ -23,6 +23,7 @@ pub enum Slash {
     Rename,
     Export,
     Mcp,
+    Hooks,
     Wall,
     Diff,
     Compact,
@@ -100,6 +101,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         args: "",
         needs_arg: false,
         help: "MCP servers: status and tools",
+    },
+    SlashSpec {
+        command: Slash::Hooks,
+        name: "hooks",
+        args: "",
+        needs_arg: false,
+        help: "Hooks: every active one with its source, every skipped one with why",
     },
     SlashSpec {
         command: Slash::Wall,

@@ -14,6 +14,7 @@ pub mod context;
 pub mod diff;
 pub mod find;
 pub mod help;
+pub mod hooks;
 pub mod mcp;
 pub mod palette;
 pub mod pending;

@@ -1,5 +1,6 @@
 //! The trust prompt (SPEC §12 "Trust"): a modal box asking whether to trust the current
-//! project, saying what trusting changes and what it never does, with the answer keys
+//! project, listing its power files and what each gains, saying what trusting changes
+//! and what it never does, with the answer keys
 //! from the keymap.
 //!
 //! Owns: how the prompt looks. Does not own: the question or its keys
@@ -38,17 +39,20 @@ impl TrustView<'_> {
             width,
         );
         rows.extend(wrap(
-            &RLine::new(Line::from(Span::styled(
-                format!("has {}.", self.prompt.what()),
-                text,
-            ))),
+            &RLine::new(Line::from(Span::styled("has:", text))),
             width,
         ));
+        for line in self.prompt.what() {
+            rows.extend(wrap(
+                &RLine::new(Line::from(Span::styled(format!("  {line}"), text))),
+                width,
+            ));
+        }
         rows.push(Line::default());
         for sentence in [
-            "Until you trust it, its agents load but add no tools of their own, and its \
-             MCP servers do not start.",
-            "Trusting lets them; it never lets an agent file loosen your approvals.",
+            "Until you trust it, its hooks do not run, its agents load but add no tools \
+             of their own, and its MCP servers do not start.",
+            "Trusting lets them at once; it never lets an agent file loosen your approvals.",
         ] {
             rows.extend(wrap(
                 &RLine::new(Line::from(Span::styled(sentence, meta))),
@@ -118,8 +122,16 @@ mod tests {
     fn the_prompt_names_the_project_what_it_has_and_the_keys() {
         let prompt = TrustPrompt {
             project: PathBuf::from("/home/ada/src/cloned-repo"),
-            agents: true,
-            mcp: true,
+            powers: vec![
+                crate::config::trust::PowerFile {
+                    path: ".claude/settings.json".into(),
+                    gains: "hooks: PreToolUse (1) (run in the sandbox, as bash does)".into(),
+                },
+                crate::config::trust::PowerFile {
+                    path: ".mcp.json".into(),
+                    gains: "MCP servers started for every session: calc".into(),
+                },
+            ],
             store: PathBuf::from("/home/ada/.local/state/arbor/trusted-projects.json"),
             shown: "~/src/cloned-repo".into(),
         };

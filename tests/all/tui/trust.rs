@@ -53,10 +53,12 @@ fn y_trusts_the_project_and_the_composer_keeps_its_text() {
     let (mut h, paths) = asked(tmp.path(), &project);
     let screen = h.screen(80, 24);
     assert!(screen.contains("Trust this project?"), "{screen}");
+    // Its one power file (the agents directory is empty), never what it lacks.
     assert!(
-        screen.contains("has .amplifier/agents/ and .mcp.json"),
+        screen.contains(".mcp.json — MCP servers (none listed)"),
         "{screen}"
     );
+    assert!(!screen.contains(".amplifier/agents/"), "{screen}");
     assert!(screen.contains("y trust · n/Esc not now"), "{screen}");
     let hint = Keymap::defaults().hints(Context::Trust);
     assert_eq!(hint.first().map(|(k, _)| k.as_str()), Some("y"), "{hint:?}");

@@ -16,6 +16,7 @@ mod confirm;
 mod diff;
 pub(super) mod find;
 mod help;
+mod hooks;
 mod mcp;
 pub(super) mod trust;
 mod wall;
@@ -25,6 +26,7 @@ use crate::tui::keymap::Action;
 
 pub(super) use confirm::ConfirmPrompt;
 pub(super) use diff::DiffOverlay;
+pub(super) use hooks::HooksOverlay;
 pub(super) use mcp::McpOverlay;
 pub(super) use wall::WallOverlay;
 
@@ -37,6 +39,7 @@ pub(super) fn opener(action: Action) -> Option<Open> {
         Action::Help | Action::TreeHelp | Action::ChatHelp => help::HelpOverlay::open,
         Action::Agents | Action::TreeAgents | Action::ChatAgents => browser::BrowserOverlay::open,
         Action::Mcp => mcp::McpOverlay::open,
+        Action::Hooks => hooks::HooksOverlay::open,
         Action::TreeDiff => diff::DiffOverlay::open_selected,
         Action::ChatDiff => diff::DiffOverlay::open_thread,
         Action::TreeWall | Action::ChatWall => wall::WallOverlay::open,

@@ -1,7 +1,8 @@
 //! The start-up trust prompt as a component (SPEC §12 "Trust"): modal above the
 //! overlays, below an approval prompt; `trust.yes` records the project in the trust
 //! store (the file watcher then reloads the agents, so the project's agents get their
-//! tools), `trust.no` dismisses it; either way it closes with a note.
+//! tools, and the engine reads the project's hooks and MCP servers again at the next
+//! turn: `engine::project_powers`), `trust.no` dismisses it; either way it closes with a note.
 //!
 //! Owns: the answer. Does not own: what the prompt asks (`state::trust`), the trust
 //! store (`config::trust`) or the look (`views::trust`).
@@ -31,7 +32,10 @@ impl TrustLayer {
         let shown = self.prompt.project.display().to_string();
         if !trust {
             cx.note(
-                format!("{shown} not trusted: its agents add no tools (`arbor trust` trusts it)"),
+                format!(
+                    "{shown} not trusted: its hooks do not run and its agents add no tools \
+                     (`arbor trust` trusts it; /hooks lists them)"
+                ),
                 false,
             );
             return;
@@ -40,7 +44,10 @@ impl TrustLayer {
             TrustStore::load(&self.prompt.store).and_then(|mut s| s.trust(&self.prompt.project));
         match stored {
             Ok(_) => cx.note(
-                format!("trusted {shown}: its agents may add tools; approvals still apply"),
+                format!(
+                    "trusted {shown}: its hooks, MCP servers and agents' tools apply from the \
+                     next turn; approvals still apply"
+                ),
                 false,
             ),
             Err(e) => cx.note(format!("not trusted: {e}"), true),
