@@ -15,7 +15,8 @@
 //!   setup up to the model request);
 //! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
 //!   from the task calls handed out to the root's request with all their results
-//!   (median of the turns), and remote / local;
+//!   (median of the turns), and remote / local; remote twice: with the workers'
+//!   default slots, and with as many slots as children (local runs them all at once);
 //! - long answers, remote only (issue 38 item 8): `LONG_TASKS` sub-sessions in one
 //!   message, each answering `LONG_WORDS` words streamed one word per SSE chunk with
 //!   random gaps (uniform 0–`LONG_GAP_MS` ms), run by two workers of `LONG_SLOTS` slots
@@ -184,33 +185,35 @@ fn main() {
         );
 
         // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
-        mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
-        let mut rates = Vec::new();
-        for _ in 0..THROUGHPUT_TURNS {
-            std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
-            *clock.lock().unwrap() = Stamps::default();
-            run_turn(&tokio, &runtime);
-            let stamps = clock.lock().unwrap();
-            assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
-            let took = stamps
-                .results_in
-                .unwrap()
-                .duration_since(stamps.calls_out.unwrap());
-            rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
-        }
-        let (median, _) = stats::percentiles(&mut rates);
-        throughput.push((place, median));
-    }
-    println!(
-        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) |\n|---|---|---|"
-    );
-    for (place, rate) in &throughput {
-        println!("| {place} | {THROUGHPUT_TURNS} | {rate:.1} |");
-    }
-    if let [(_, local), (_, remote)] = throughput[..] {
-        println!("| remote / local | | {:.2} |", remote / local);
+        let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
+        throughput.push((place, rate));
     }
     drop(workers);
+    // The same with as many remote slots as children (local runs them all at once), on
+    // a fresh server: the root's ended runs leave their ordered consumers until they
+    // expire, and a server refuses a stream's 1001st consumer.
+    let nats = Nats::start();
+    tokio.block_on(observe(&nats.url, wire.clone()));
+    let slots = THROUGHPUT_TASKS / WORKERS;
+    let workers: Vec<Worker> = (0..WORKERS)
+        .map(|_| Worker::start(&nats.url, &stub.base_url, Some(slots)))
+        .collect();
+    let (_held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
+    mode.lock().unwrap().tasks = 1;
+    run_turn(&tokio, &runtime); // warm-up
+    let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
+    throughput.push((format!("remote ({WORKERS} workers × {slots} slots)"), rate));
+    drop(workers);
+    println!(
+        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local |\n|---|---|---|---|"
+    );
+    let local = throughput[0].1;
+    for (place, rate) in &throughput {
+        println!(
+            "| {place} | {THROUGHPUT_TURNS} | {rate:.1} | {:.2} |",
+            rate / local
+        );
+    }
 
     long_answers(
         &tokio,
@@ -218,6 +221,31 @@ fn main() {
         (&clock, &mode, &wire),
         &mut rng,
     );
+}
+
+/// Jobs per second of [`THROUGHPUT_TURNS`] turns of [`THROUGHPUT_TASKS`] trivial
+/// sub-sessions in one message on `runtime` (the median of the turns).
+fn jobs_per_sec(
+    tokio: &tokio::runtime::Runtime,
+    runtime: &Arc<Runtime>,
+    (clock, mode): (&Clock, &Arc<Mutex<Mode>>),
+    rng: &mut StdRng,
+) -> f64 {
+    mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
+    let mut rates = Vec::new();
+    for _ in 0..THROUGHPUT_TURNS {
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+        *clock.lock().unwrap() = Stamps::default();
+        run_turn(tokio, runtime);
+        let stamps = clock.lock().unwrap();
+        assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
+        let took = stamps
+            .results_in
+            .unwrap()
+            .duration_since(stamps.calls_out.unwrap());
+        rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
+    }
+    stats::percentiles(&mut rates).0
 }
 
 /// The long-answers measurement (see the module doc), on two workers of
