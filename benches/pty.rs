@@ -262,6 +262,7 @@ fn typing_while_streaming(report: &mut Report) {
         server::Reply {
             chunks: server::text_pieces(deltas),
             interval: DELTA_EVERY,
+            ..Default::default()
         }
     }));
     let sandbox = Sandbox::new(&server.base_url);

@@ -15,7 +15,15 @@
 //!   setup up to the model request);
 //! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
 //!   from the task calls handed out to the root's request with all their results
-//!   (median of the turns).
+//!   (median of the turns), and remote / local; remote twice: with the workers'
+//!   default slots, and with as many slots as children (local runs them all at once);
+//! - long answers, remote only (issue 38 item 8): `LONG_TASKS` sub-sessions in one
+//!   message, each answering `LONG_WORDS` words streamed one word per SSE chunk with
+//!   random gaps (uniform 0–`LONG_GAP_MS` ms), run by two workers of `LONG_SLOTS` slots
+//!   (all at once): the lag from the stub writing a child's last chunk to the root's
+//!   bus carrying that child's answer (`message:appended`), p50/p95/max over every
+//!   child of `LONG_TURNS` turns, and the messages each child's worker published on
+//!   `arbor.out.<child>` (median, max).
 //!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
 //! on first use). Prints the figures as Markdown tables.
@@ -26,6 +34,7 @@ mod server;
 #[path = "common/stats.rs"]
 mod stats;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -39,7 +48,7 @@ use arbor::engine::providers::Env;
 use arbor::engine::testing::Drive;
 use arbor::engine::{ApprovalMode, Engine, RuntimeOptions};
 use arbor::paths::Paths;
-use arbor::session::{EventBus, SessionStatus};
+use arbor::session::{EngineEvent, EventBus, Message, SessionStatus};
 use futures::StreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -49,10 +58,19 @@ const ROOT: &str = "You are root.";
 /// Turns of the latency measurement (one task call each).
 const LATENCY_TURNS: usize = 40;
 /// Sub-sessions per turn of the throughput measurement, and turns.
-const THROUGHPUT_TASKS: usize = 40;
+const THROUGHPUT_TASKS: usize = 48;
 const THROUGHPUT_TURNS: usize = 10;
 /// `arbor worker` processes of the remote runs.
 const WORKERS: usize = 2;
+/// Sub-sessions per turn of the long-answers measurement, and turns.
+const LONG_TASKS: usize = 16;
+const LONG_TURNS: usize = 2;
+/// Words of each long answer, one per SSE chunk.
+const LONG_WORDS: usize = 3000;
+/// The gap before each word is uniform in 0..LONG_GAP_MS ms (about 330 words/s).
+const LONG_GAP_MS: u64 = 6;
+/// Slots of each worker of the long-answers measurement (every child streams at once).
+const LONG_SLOTS: usize = 8;
 /// The e2e helper's port range is 14600–14699; the bench takes the top.
 const PORTS: std::ops::Range<u16> = 14680..14700;
 
@@ -65,24 +83,46 @@ struct Stamps {
     child_requests: Vec<Instant>,
     /// The root's request carrying the task results.
     results_in: Option<Instant>,
+    /// Long answers: the stub wrote child `i`'s last chunk.
+    streamed: HashMap<usize, Instant>,
+    /// Long answers: the root's bus carried child `i`'s answer.
+    answered: HashMap<usize, Instant>,
+}
+
+/// What the stub answers now: the root's task calls (`tasks` of them), and whether a
+/// child answers at length.
+#[derive(Clone, Copy)]
+struct Mode {
+    tasks: usize,
+    long: bool,
 }
 
 type Clock = Arc<Mutex<Stamps>>;
 
-/// What the core-NATS observer saw: job publishes and `Started` messages, by session.
+/// What the core-NATS observer saw: job publishes and `Started` messages, by session,
+/// and how many messages each session's worker published.
 #[derive(Default)]
 struct Wire {
     jobs: Vec<(String, Instant)>,
     started: Vec<(String, Instant)>,
+    published: HashMap<String, usize>,
 }
 
 fn main() {
     let nats = Nats::start();
     let clock = Clock::default();
-    let tasks = Arc::new(Mutex::new(1usize));
-    let stub = stub(clock.clone(), tasks.clone());
+    let mode = Arc::new(Mutex::new(Mode {
+        tasks: 1,
+        long: false,
+    }));
+    let seed: u64 = rand::random();
+    eprintln!(
+        "remote bench: gaps between turns uniform 0-20 ms, between long-answer words 0-{LONG_GAP_MS} ms, seed {seed}"
+    );
+    let mut rng = StdRng::seed_from_u64(seed);
+    let stub = stub(clock.clone(), mode.clone(), StdRng::seed_from_u64(seed ^ 1));
     let workers: Vec<Worker> = (0..WORKERS)
-        .map(|_| Worker::start(&nats.url, &stub.base_url))
+        .map(|_| Worker::start(&nats.url, &stub.base_url, None))
         .collect();
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -91,23 +131,21 @@ fn main() {
     let wire = Arc::new(Mutex::new(Wire::default()));
     tokio.block_on(observe(&nats.url, wire.clone()));
 
-    let seed: u64 = rand::random();
-    eprintln!("remote bench: gaps between turns uniform 0-20 ms, seed {seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker Started (dispatch) | Started → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
     let mut throughput = Vec::new();
     for remote in [false, true] {
-        let (_held, runtime) = root_runtime(&stub.base_url, remote.then_some(&nats.url[..]));
+        let (_held, runtime) =
+            root_runtime(&stub.base_url, remote.then_some(&nats.url[..]), &clock);
         let place = if remote {
             format!("remote ({WORKERS} workers × {cores} slots)")
         } else {
             "local".to_string()
         };
         // Latency: one task call per turn.
-        *tasks.lock().unwrap() = 1;
+        mode.lock().unwrap().tasks = 1;
         run_turn(&tokio, &runtime); // warm-up: caches, first files, the consumer
         let mut spawn = Vec::new();
         let [mut root_side, mut dispatch, mut worker_side] = [(); 3].map(|_| Vec::new());
@@ -148,29 +186,111 @@ fn main() {
         );
 
         // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
-        *tasks.lock().unwrap() = THROUGHPUT_TASKS;
-        let mut rates = Vec::new();
-        for _ in 0..THROUGHPUT_TURNS {
-            std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
-            *clock.lock().unwrap() = Stamps::default();
-            run_turn(&tokio, &runtime);
-            let stamps = clock.lock().unwrap();
-            assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
-            let took = stamps
-                .results_in
-                .unwrap()
-                .duration_since(stamps.calls_out.unwrap());
-            rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
-        }
-        let (median, _) = stats::percentiles(&mut rates);
-        throughput.push((place, median));
+        let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
+        throughput.push((place, rate));
     }
+    drop(workers);
+    // The same with as many remote slots as children (local runs them all at once), on
+    // a fresh server: the root's ended runs leave their ordered consumers until they
+    // expire, and a server refuses a stream's 1001st consumer.
+    let nats = Nats::start();
+    tokio.block_on(observe(&nats.url, wire.clone()));
+    let slots = THROUGHPUT_TASKS / WORKERS;
+    let workers: Vec<Worker> = (0..WORKERS)
+        .map(|_| Worker::start(&nats.url, &stub.base_url, Some(slots)))
+        .collect();
+    let (_held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
+    mode.lock().unwrap().tasks = 1;
+    run_turn(&tokio, &runtime); // warm-up
+    let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
+    throughput.push((format!("remote ({WORKERS} workers × {slots} slots)"), rate));
+    drop(workers);
     println!(
-        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) |\n|---|---|---|"
+        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local |\n|---|---|---|---|"
     );
-    for (place, rate) in throughput {
-        println!("| {place} | {THROUGHPUT_TURNS} | {rate:.1} |");
+    let local = throughput[0].1;
+    for (place, rate) in &throughput {
+        println!(
+            "| {place} | {THROUGHPUT_TURNS} | {rate:.1} | {:.2} |",
+            rate / local
+        );
     }
+
+    long_answers(
+        &tokio,
+        (&nats.url, &stub.base_url),
+        (&clock, &mode, &wire),
+        &mut rng,
+    );
+}
+
+/// Jobs per second of [`THROUGHPUT_TURNS`] turns of [`THROUGHPUT_TASKS`] trivial
+/// sub-sessions in one message on `runtime` (the median of the turns).
+fn jobs_per_sec(
+    tokio: &tokio::runtime::Runtime,
+    runtime: &Engine,
+    (clock, mode): (&Clock, &Arc<Mutex<Mode>>),
+    rng: &mut StdRng,
+) -> f64 {
+    mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
+    let mut rates = Vec::new();
+    for _ in 0..THROUGHPUT_TURNS {
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+        *clock.lock().unwrap() = Stamps::default();
+        run_turn(tokio, runtime);
+        let stamps = clock.lock().unwrap();
+        assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
+        let took = stamps
+            .results_in
+            .unwrap()
+            .duration_since(stamps.calls_out.unwrap());
+        rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
+    }
+    stats::percentiles(&mut rates).0
+}
+
+/// The long-answers measurement (see the module doc), on two workers of
+/// [`LONG_SLOTS`] slots started for it.
+fn long_answers(
+    tokio: &tokio::runtime::Runtime,
+    (nats, base_url): (&str, &str),
+    (clock, mode, wire): (&Clock, &Arc<Mutex<Mode>>, &Arc<Mutex<Wire>>),
+    rng: &mut StdRng,
+) {
+    let workers: Vec<Worker> = (0..WORKERS)
+        .map(|_| Worker::start(nats, base_url, Some(LONG_SLOTS)))
+        .collect();
+    let (_held, runtime) = root_runtime(base_url, Some(nats), clock);
+    *mode.lock().unwrap() = Mode {
+        tasks: LONG_TASKS,
+        long: true,
+    };
+    let (mut lags, mut published) = (Vec::new(), Vec::new());
+    for _ in 0..LONG_TURNS {
+        std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+        *clock.lock().unwrap() = Stamps::default();
+        *wire.lock().unwrap() = Wire::default();
+        run_turn(tokio, &runtime);
+        let stamps = clock.lock().unwrap();
+        for i in 0..LONG_TASKS {
+            let (streamed, answered) = (stamps.streamed[&i], stamps.answered[&i]);
+            lags.push(ms(answered.saturating_duration_since(streamed)));
+        }
+        let wire = wire.lock().unwrap();
+        let mut counts: Vec<f64> = wire.published.values().map(|n| *n as f64).collect();
+        assert_eq!(counts.len(), LONG_TASKS, "one out subject per child");
+        published.append(&mut counts);
+    }
+    let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    let (lag_max, published_max) = (max(&lags), max(&published));
+    let (p50, p95) = stats::percentiles(&mut lags);
+    let (published_median, _) = stats::percentiles(&mut published);
+    println!(
+        "\n| long answers: {LONG_TASKS} remote sub-sessions × {LONG_WORDS} words ({WORKERS} workers × {LONG_SLOTS} slots) | turns | model finished → answer at the root p50 / p95 / max | messages per answer on arbor.out (median / max) |\n|---|---|---|---|"
+    );
+    println!(
+        "| remote | {LONG_TURNS} | {p50:.1} / {p95:.1} / {lag_max:.1} ms | {published_median:.0} / {published_max:.0} |"
+    );
     drop(workers);
 }
 
@@ -178,21 +298,48 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The stub provider: the root (system prompt [`ROOT`]) gets `tasks` task calls, then
-/// answers once the results are in; a child answers at once. Stamps go to `clock`.
-fn stub(clock: Clock, tasks: Arc<Mutex<usize>>) -> server::Server {
+/// Words of the long answers.
+const VOCABULARY: [&str; 12] = [
+    "tree", "session", "worker", "stream", "delta", "root", "answer", "lease", "epoch", "branch",
+    "model", "turn",
+];
+
+/// The index `i` of a child's instruction `part <i>` in its chat request `body`.
+fn part_of(body: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(body);
+    let at = text
+        .rfind("part ")
+        .expect("a child's instruction names its part")
+        + 5;
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// The stub provider: the root (system prompt [`ROOT`]) gets `mode.tasks` task calls,
+/// then answers once the results are in; a child answers at once, or in long mode
+/// streams `answer <i>:` and [`LONG_WORDS`] words with random gaps (from `rng`).
+/// Stamps go to `clock`.
+fn stub(clock: Clock, mode: Arc<Mutex<Mode>>, rng: StdRng) -> server::Server {
+    let rng = Arc::new(Mutex::new(rng));
     server::Server::start(Arc::new(move |body| {
         let (system, last) = server::system_and_last_role(body);
+        let mode = *mode.lock().unwrap();
         let mut stamps = clock.lock().unwrap();
         let reply = if !system.starts_with(ROOT) {
             stamps.child_requests.push(Instant::now());
+            if mode.long {
+                return long_answer(part_of(body), &clock, &mut rng.lock().unwrap());
+            }
             server::text_body("child answer")
         } else if last == "tool" {
             stamps.results_in = Some(Instant::now());
             server::text_body("root done")
         } else {
-            let n = *tasks.lock().unwrap();
-            let calls: Vec<(String, String, Value)> = (0..n)
+            let calls: Vec<(String, String, Value)> = (0..mode.tasks)
                 .map(|i| {
                     let args = json!({"agent": "helper", "instruction": format!("part {i}")});
                     (format!("t{i}"), "task".to_string(), args)
@@ -204,6 +351,34 @@ fn stub(clock: Clock, tasks: Arc<Mutex<usize>>) -> server::Server {
         };
         server::Reply::whole(reply)
     }))
+}
+
+/// Child `i`'s long answer: one word per chunk after a random gap; its last chunk
+/// written is stamped in `clock`.
+fn long_answer(i: usize, clock: &Clock, rng: &mut StdRng) -> server::Reply {
+    let words = (0..LONG_WORDS).map(|k| match k {
+        0 => format!("answer {i}:"),
+        _ => format!(" {}", VOCABULARY[k % VOCABULARY.len()]),
+    });
+    let chunks = server::text_pieces(words);
+    let gaps = (0..chunks.len())
+        .map(|_| Duration::from_micros(rng.random_range(0..LONG_GAP_MS * 1000)))
+        .collect();
+    let clock = clock.clone();
+    server::Reply {
+        chunks,
+        gaps,
+        finished: Some(Box::new(move || {
+            clock.lock().unwrap().streamed.insert(i, Instant::now());
+        })),
+        ..Default::default()
+    }
+}
+
+/// The index of a long answer (`answer <i>: …`).
+fn answer_of(text: &str) -> Option<usize> {
+    let rest = text.strip_prefix("answer ")?;
+    rest.split(':').next()?.parse().ok()
 }
 
 /// Subscribes (core NATS) to job publishes and workers' messages, stamping each
@@ -225,9 +400,11 @@ async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
         while let Some(msg) = out.next().await {
             let at = Instant::now();
             let body: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
+            let session = msg.subject.as_str().trim_start_matches("arbor.out.");
+            let mut wire = wire.lock().unwrap();
+            *wire.published.entry(session.to_string()).or_default() += 1;
             if body["kind"] == "started" {
-                let session = msg.subject.as_str().trim_start_matches("arbor.out.");
-                wire.lock().unwrap().started.push((session.to_string(), at));
+                wire.started.push((session.to_string(), at));
             }
         }
     });
@@ -254,8 +431,9 @@ fn env_of(root: &Path) -> Env {
 
 /// A root runtime in a temp project: the user agent `helper`, a task tool allowing
 /// `THROUGHPUT_TASKS` parallel calls, `provider-openai` at `base_url`, and with `nats`
-/// config `remote: {agents: all}` (every child runs on a worker).
-fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Engine) {
+/// config `remote: {agents: all}` (every child runs on a worker). A long answer on its
+/// bus (`message:appended`) is stamped in `clock`.
+fn root_runtime(base_url: &str, nats: Option<&str>, clock: &Clock) -> (Held, Engine) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     for sub in ["home", "amp/agents", "work"] {
@@ -299,13 +477,24 @@ fn root_runtime(base_url: &str, nats: Option<&str>) -> (Held, Engine) {
         ..Default::default()
     };
     let (tx, rx) = tokio::sync::watch::channel(registry);
+    let bus = EventBus::new();
+    let clock = clock.clone();
+    bus.subscribe_with(move |event| {
+        if let EngineEvent::MessageAppended(appended) = &event.msg
+            && let Message::Assistant(answer) = &appended.message
+            && let Some(i) = answer_of(&answer.text())
+        {
+            clock.lock().unwrap().answered.insert(i, Instant::now());
+        }
+        true
+    });
     let options = RuntimeOptions {
         paths,
         config,
         bundle,
         registry: rx,
         env,
-        bus: EventBus::new(),
+        bus,
         approval_mode: ApprovalMode::Headless { yes: false },
     };
     let held = Held {
@@ -370,14 +559,14 @@ impl Drop for Nats {
 }
 
 /// An `arbor worker` (the bench profile's binary) in its own temp home, its provider
-/// at the stub; killed on drop.
+/// at the stub, with `slots` (default: one per core); killed on drop.
 struct Worker {
     child: Child,
     _dir: tempfile::TempDir,
 }
 
 impl Worker {
-    fn start(nats: &str, base_url: &str) -> Self {
+    fn start(nats: &str, base_url: &str, slots: Option<usize>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         for sub in ["home", "amp", "work"] {
@@ -393,6 +582,7 @@ impl Worker {
         let out = root.join("worker.out");
         let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
             .args(["worker", "--nats", nats])
+            .args(slots.map(|n| format!("--slots={n}")))
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", root.join("home"))

@@ -167,6 +167,7 @@ fn process_cpu() -> (f64, usize) {
             return server::Reply {
                 chunks: server::text_pieces(deltas),
                 interval: Duration::from_millis(1000 / DELTAS_PER_SEC as u64),
+                ..Default::default()
             };
         }
         if last == "tool" {

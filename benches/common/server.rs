@@ -13,10 +13,15 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// A streamed reply: `chunks` written one per `interval` (zero: all at once).
+/// A streamed reply: `chunks` written one per `interval` (zero: all at once), or, when
+/// `gaps` is not empty, chunk `i` after waiting `gaps[i]`; `finished` is called once
+/// the last chunk is written.
+#[derive(Default)]
 pub struct Reply {
     pub chunks: Vec<String>,
     pub interval: Duration,
+    pub gaps: Vec<Duration>,
+    pub finished: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Reply {
@@ -24,7 +29,7 @@ impl Reply {
     pub fn whole(body: String) -> Self {
         Self {
             chunks: vec![body],
-            interval: Duration::ZERO,
+            ..Default::default()
         }
     }
 }
@@ -109,21 +114,26 @@ async fn serve(mut socket: TcpStream, responder: Responder) -> std::io::Result<(
         socket.write_all(body.as_bytes()).await?;
         return socket.shutdown().await;
     }
-    let reply = responder(&buf[head_end..]);
+    let mut reply = responder(&buf[head_end..]);
     socket
         .write_all(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
         )
         .await?;
     let mut ticker = tokio::time::interval(reply.interval.max(Duration::from_micros(1)));
-    for piece in &reply.chunks {
-        if !reply.interval.is_zero() {
+    for (i, piece) in reply.chunks.iter().enumerate() {
+        if let Some(gap) = reply.gaps.get(i) {
+            tokio::time::sleep(*gap).await;
+        } else if !reply.interval.is_zero() {
             ticker.tick().await;
         }
         let framed = format!("{:x}\r\n{piece}\r\n", piece.len());
         socket.write_all(framed.as_bytes()).await?;
     }
     socket.write_all(b"0\r\n\r\n").await?;
+    if let Some(finished) = reply.finished.take() {
+        finished();
+    }
     socket.shutdown().await
 }
 

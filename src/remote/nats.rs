@@ -11,7 +11,10 @@
 //!
 //! Settings: [`JOBS_STREAM`] work queue (a job lives until a worker acks it), file
 //! storage, a 2-minute duplicate window (a job republished with the same message id is
-//! dropped); [`OUT_STREAM`] limits retention, file storage, 7 days; the leases bucket
+//! dropped); [`OUT_STREAM`] limits retention, file storage, a day and at most 1 GiB
+//! (the oldest messages dropped first; issue 38 item 8: it used to keep everything for
+//! 7 days), a 2-minute duplicate window (a worker's publish retried after a lost
+//! acknowledgement is dropped); the leases bucket
 //! keeps one revision per key; the workers bucket forgets an entry after
 //! [`PRESENCE_TTL_SECS`]; payloads live 7 days. One replica each when created: on a
 //! 3-node cluster raise them by editing the streams with the `nats` CLI (README
@@ -31,8 +34,15 @@ use super::wire::{
 
 /// How long a connection attempt may take before it counts as failed.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long the out stream and payloads are kept: 7 days.
+/// How long payloads are kept: 7 days.
 const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long the out stream keeps a worker's message: a day (a root reads a run's
+/// messages while it runs; a crashed root's continue reads its own store).
+pub const OUT_KEEP: Duration = Duration::from_secs(24 * 3600);
+/// The most the out stream holds, in bytes (1 GiB); the oldest messages go first.
+pub const OUT_MAX_BYTES: i64 = 1 << 30;
+/// The out stream's duplicate window: a message id seen within it is stored once.
+pub const OUT_DUPLICATES: Duration = Duration::from_secs(120);
 
 /// What [`Remote::jobs_stream`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +167,10 @@ impl Remote {
             subjects: vec!["arbor.out.>".into()],
             retention: stream::RetentionPolicy::Limits,
             storage: stream::StorageType::File,
-            max_age: KEEP,
+            max_age: OUT_KEEP,
+            max_bytes: OUT_MAX_BYTES,
+            discard: stream::DiscardPolicy::Old,
+            duplicate_window: OUT_DUPLICATES,
             ..Default::default()
         };
         self.stream(out).await?;

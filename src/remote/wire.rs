@@ -26,8 +26,8 @@ pub const JOB_VERSION: u32 = 1;
 /// The work-queue stream of jobs (retention `WorkQueue`, file storage, subjects
 /// `arbor.jobs.>`): a job is removed once a worker acks it.
 pub const JOBS_STREAM: &str = "ARBOR_JOBS";
-/// The stream of worker → root messages (retention `Limits`, file storage, 7 days,
-/// subjects `arbor.out.>`).
+/// The stream of worker → root messages (retention `Limits`, file storage, a day and
+/// at most 1 GiB with the oldest dropped first, subjects `arbor.out.>`).
 pub const OUT_STREAM: &str = "ARBOR_OUT";
 /// The key-value bucket of session leases (key: [`token`] of the session id).
 pub const LEASES_BUCKET: &str = "arbor_leases";

@@ -239,7 +239,7 @@ fn writes(job: &Job) -> bool {
 
 /// Whether the job's lease was lost (not merely the worker stopping).
 fn out_lost(out: &Out) -> bool {
-    out.lost.load(std::sync::atomic::Ordering::SeqCst)
+    out.is_lost()
 }
 
 /// `Started`, then the run; what to send at its end.
@@ -559,9 +559,7 @@ async fn run_engine(
                 Some(EngineOutput::Event(event)) => {
                     if event.session_id == id {
                         running = running || turn_runs(&event);
-                        if !forward(out, &event, wip.as_mut()).await {
-                            out.lose();
-                        }
+                        forward(out, &event, wip.as_mut()).await;
                     }
                 }
                 Some(EngineOutput::Reply { command, reply }) if command == turn => match reply {
@@ -612,23 +610,15 @@ fn turn_runs(event: &Event) -> bool {
     )
 }
 
-/// Sends one event; `false` when the root cannot be reached (the job must go quiet).
-/// A tool's result is preceded by saving the work in progress of a writing run (the
-/// root never holds a tool result whose file effects a takeover could not restore).
-async fn forward(out: &Out, event: &Event, wip: Option<&mut Wip>) -> bool {
+/// Hands one event to the job's publisher (which makes the job quiet when the root
+/// cannot be reached). A tool's result is preceded by saving the work in progress of
+/// a writing run (the root never holds a tool result whose file effects a takeover
+/// could not restore).
+async fn forward(out: &Out, event: &Event, wip: Option<&mut Wip>) {
     if let Some(wip) = wip.filter(|_| wip::is_tool_result(event) && !out.stale.is_cancelled()) {
         wip.save().await;
     }
-    let msg = WorkerMsg::Event {
-        event: Box::new(event.clone()),
-    };
-    match out.send(&msg).await {
-        Ok(_) => true,
-        Err(e) => {
-            tracing::warn!("worker: {e}; stopping the job");
-            false
-        }
-    }
+    out.event(event);
 }
 
 /// The engine command a root's control message asks for.

@@ -1,48 +1,46 @@
 //! What a job sends to its root: [`WorkerMsg`]s on `arbor.out.<session>` (JetStream),
 //! each with the lease's epoch, the worker's id, its sequence number and its signature
-//! with the run's key (`remote::seal`) as headers, published in order (one at a time)
-//! and each awaited until the stream acknowledged it.
+//! with the run's key (`remote::seal`) as headers, stored in the order they were sent.
 //!
-//! Owns: [`Out`] — the headers, a message id per message (`<session token>-r<run>-
-//! e<epoch>-<n>`, so a publish retried after a lost acknowledgement is dropped by the stream's
-//! duplicate window instead of stored twice), retrying a failed publish, and going
-//! quiet for good once the lease is lost (`stale`). Does not own: what is sent (`job`),
-//! the root's fence (`engine::remote`).
+//! Owns: [`Out`] — the job's end of its publisher (`pipe`, a task per job): events
+//! are handed over and the job goes on ([`Out::event`]; streamed deltas are joined,
+//! `batch`, and published without waiting for each acknowledgement), while
+//! [`Out::send`] waits until its message and everything before it are stored
+//! (`Started`, and `Done`/`Failed` before the job is acked). Each message has an id
+//! (`<session token>-r<run>-e<epoch>-<n>`, so a publish retried after a lost
+//! acknowledgement is dropped by the stream's duplicate window instead of stored
+//! twice); a failed publish is retried, and the job goes quiet for good once the lease
+//! is lost (`stale`) or the root cannot be reached. Does not own: what is sent
+//! (`job`), the root's fence (`engine::remote`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use async_nats::jetstream::{self, message::PublishMessage};
+use async_nats::jetstream;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::remote::RemoteError;
-use crate::remote::seal::{self, Signer};
+use crate::remote::seal::Signer;
 use crate::remote::wire::{WorkerMsg, out_subject, token};
+use crate::session::Event;
+use pipe::{Channel, Item, Pipe, Quiet};
 
-/// How many times one message is published before the job gives up on its root.
-const ATTEMPTS: u32 = 5;
-/// The first wait between attempts (doubling).
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+mod batch;
+mod pipe;
 
 /// The worker → root channel of one session under one lease epoch.
 pub struct Out {
-    js: jetstream::Context,
-    subject: String,
-    id_prefix: String,
-    session: String,
     epoch: u64,
-    worker: String,
     /// The run's key (its public half is in the lease).
     signer: Arc<Signer>,
-    /// The next sequence number; held while a message is published, so messages are
-    /// stored in the order of their numbers.
-    sent: tokio::sync::Mutex<u64>,
+    /// To the publisher task, which ends when this is dropped.
+    items: mpsc::UnboundedSender<Item>,
     /// Cancelled once the lease is lost (or the worker stops): nothing more is sent.
     pub stale: CancellationToken,
     /// Set by [`Out::lose`]: the lease is gone (or the root unreachable), as opposed
     /// to the worker stopping.
-    pub lost: AtomicBool,
+    lost: Arc<AtomicBool>,
 }
 
 /// Whether a message went out.
@@ -56,7 +54,7 @@ pub enum Sent {
 
 impl Out {
     /// The channel of run `run` of `session` under `epoch`, sent by `worker` and
-    /// signed by `signer`.
+    /// signed by `signer`; starts its publisher on the current runtime.
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
@@ -65,17 +63,27 @@ impl Out {
         (epoch, signer): (u64, Arc<Signer>),
         worker: &str,
     ) -> Result<Self, RemoteError> {
-        Ok(Self {
+        let channel = Channel {
             js,
             subject: out_subject(session)?,
             id_prefix: format!("{}-r{run}-e{epoch}", token(session)?),
             session: session.to_string(),
             epoch,
             worker: worker.to_string(),
-            signer,
-            sent: tokio::sync::Mutex::new(0),
+            signer: signer.clone(),
+        };
+        let quiet = Quiet {
             stale: CancellationToken::new(),
-            lost: AtomicBool::new(false),
+            lost: Arc::new(AtomicBool::new(false)),
+        };
+        let (items, rx) = mpsc::unbounded_channel();
+        tokio::spawn(Pipe::new(channel, quiet.clone()).run(rx));
+        Ok(Self {
+            epoch,
+            signer,
+            items,
+            stale: quiet.stale,
+            lost: quiet.lost,
         })
     }
 
@@ -84,6 +92,12 @@ impl Out {
     pub fn lose(&self) {
         self.lost.store(true, Ordering::SeqCst);
         self.stale.cancel();
+    }
+
+    /// Whether the lease was lost (or the root unreachable), not merely the worker
+    /// stopping.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
     }
 
     /// The epoch every message carries.
@@ -96,9 +110,20 @@ impl Out {
         &self.signer
     }
 
-    /// Publishes `msg` and waits for the stream's acknowledgement, retrying a failed
-    /// attempt (5 in all, 0.2 s doubling between them; the same message id each time).
-    /// [`Sent::Quiet`] without publishing once `stale` is cancelled.
+    /// Hands `event` to the publisher and returns at once: it is published after
+    /// everything handed over before it (a delta possibly joined with the next ones,
+    /// at most 50 ms later). Nothing once `stale` is cancelled; a publish that never
+    /// works makes the job quiet (`stale`, [`Out::is_lost`]).
+    pub fn event(&self, event: &Event) {
+        if !self.stale.is_cancelled() {
+            let _ = self.items.send(Item::Event(Box::new(event.clone())));
+        }
+    }
+
+    /// Publishes `msg` after everything handed over before it and waits until all of
+    /// it is stored; a failed attempt is retried (5 in all, 0.2 s doubling between
+    /// them; the same message id each time). [`Sent::Quiet`] without publishing once
+    /// `stale` is cancelled.
     ///
     /// Errors: [`RemoteError::Json`] when `msg` does not serialize; [`RemoteError::Nats`]
     /// when every attempt failed (the root is unreachable: the job stops unacked, and
@@ -107,50 +132,15 @@ impl Out {
         if self.stale.is_cancelled() {
             return Ok(Sent::Quiet);
         }
-        let body = serde_json::to_vec(msg)?;
-        let mut sent = self.sent.lock().await;
-        let n = *sent;
-        *sent += 1;
-        let id = format!("{}-{n}", self.id_prefix);
-        let headers = seal::headers(
-            &self.signer,
-            (&self.session, self.epoch, n),
-            &self.worker,
-            &body,
-        );
-        let mut backoff = FIRST_BACKOFF;
-        let mut last = String::new();
-        for attempt in 1..=ATTEMPTS {
-            if self.stale.is_cancelled() {
-                return Ok(Sent::Quiet);
-            }
-            let publish = PublishMessage::build()
-                .payload(body.clone().into())
-                .headers(headers.clone())
-                .message_id(&id);
-            let stored = match self.js.send_publish(self.subject.clone(), publish).await {
-                Ok(ack) => ack.await.map(drop).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            match stored {
-                Ok(()) => return Ok(Sent::Stored),
-                Err(e) => {
-                    tracing::warn!(
-                        subject = %self.subject,
-                        attempt,
-                        "worker: publishing to the root failed: {e}"
-                    );
-                    last = e;
-                }
-            }
-            if attempt < ATTEMPTS {
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-            }
+        let (answer, answered) = oneshot::channel();
+        if self
+            .items
+            .send(Item::Sync(Box::new(msg.clone()), answer))
+            .is_err()
+        {
+            return Ok(Sent::Quiet);
         }
-        Err(RemoteError::nats(
-            format!("cannot publish on {}", self.subject),
-            last,
-        ))
+        // No answer: the publisher stopped for the lease.
+        answered.await.unwrap_or(Ok(Sent::Quiet))
     }
 }

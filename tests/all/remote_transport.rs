@@ -1,10 +1,12 @@
 //! The transport of remote sub-sessions (issue 27) against a real NATS server
 //! (`support::nats`: `scripts/nats-server` on loopback): arbor's streams and buckets on a server with
-//! default settings, the compare-and-set lease and its epoch fence, large payloads
-//! through the object store.
+//! default settings, the out stream's age and size limits (issue 38 item 8), the
+//! compare-and-set lease and its epoch fence, large payloads through the object store.
 
 use std::net::TcpListener;
 use std::time::Duration;
+
+use async_nats::jetstream::stream;
 
 use arbor::remote::lease::{self, Fence, Verdict};
 use arbor::remote::wire::{JOBS_STREAM, OUT_STREAM};
@@ -79,6 +81,36 @@ async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holde
             current: 2
         }
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_out_stream_keeps_a_day_and_a_gib_at_most_even_when_an_older_arbor_made_it() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    // As an arbor before issue 38 made it: 7 days, no size cap.
+    remote
+        .js()
+        .create_stream(stream::Config {
+            name: OUT_STREAM.into(),
+            subjects: vec!["arbor.out.>".into()],
+            storage: stream::StorageType::File,
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let mut out = remote.js().get_stream(OUT_STREAM).await.unwrap();
+    let config = out.info().await.unwrap().config.clone();
+    assert_eq!(config.max_age, Duration::from_secs(24 * 3600));
+    assert_eq!(config.max_bytes, 1 << 30);
+    assert_eq!(config.discard, stream::DiscardPolicy::Old);
+    assert_eq!(config.duplicate_window, Duration::from_secs(120));
+    assert_eq!(config.retention, stream::RetentionPolicy::Limits);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

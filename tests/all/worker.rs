@@ -22,6 +22,7 @@ use crate::support::*;
 
 mod controls;
 mod harness;
+mod stream;
 mod wip;
 mod wire;
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use arbor::config::MountPlan;
 use arbor::remote::Remote;
 use arbor::remote::payload::Payload;
+use arbor::remote::seal::SEQ_HEADER;
 use arbor::remote::wire::{
     AliveReply, Control, EPOCH_HEADER, JOB_VERSION, JOBS_STREAM, Job, OUT_STREAM, WORKER_HEADER,
     alive_subject, ctl_subject, job_subject, out_subject,
@@ -187,11 +188,13 @@ async fn answer_alive(remote: &Remote, job: &Job) {
     });
 }
 
-/// One message the worker published: its epoch and worker headers and its body.
+/// One message the worker published: its epoch, worker and sequence headers and its
+/// body.
 #[derive(Debug, Clone)]
 pub(super) struct Sent {
     pub(super) epoch: u64,
     pub(super) worker: String,
+    pub(super) seq: Option<u64>,
     pub(super) body: Value,
 }
 
@@ -230,6 +233,7 @@ pub(super) async fn sent_of(remote: &Remote, session: &str) -> Vec<Sent> {
                 .get(WORKER_HEADER)
                 .map(|v| v.as_str().to_string())
                 .unwrap_or_default(),
+            seq: headers.get(SEQ_HEADER).map(|v| v.as_str().parse().unwrap()),
             body: serde_json::from_slice(&m.payload).unwrap(),
         });
     }

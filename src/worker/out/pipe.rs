@@ -1,0 +1,356 @@
+//! The publisher of one job's stream to its root (issue 38 item 8): a task that takes
+//! what the job sends in order, joins streamed deltas (`batch`), publishes without
+//! waiting for each acknowledgement, and reads the acknowledgements in order behind
+//! the publishes.
+//!
+//! Owns: [`Pipe`] — numbering, signing and naming each published message (`Arbor-Seq`
+//! from 0, the run's signature, the message id `<session token>-r<run>-e<epoch>-<n>`),
+//! the window of messages published and not yet acknowledged (at most [`WINDOW`]),
+//! the flush of a held delta when it is due, waiting for everything before a
+//! [`Item::Sync`] message to be stored, and recovering from a failed publish: the
+//! acknowledgements still out are read, then every message from the failed one on
+//! that the stream did not confirm is published again in order with its own id (the
+//! stream's duplicate window drops a copy it already stored), 5 attempts each with
+//! 0.2 s doubling between them. Messages of one connection reach the stream in the
+//! order they were published, so the root's fence (a sequence number above the last
+//! applied) sees them in order; the one case recovery cannot put back in order — a
+//! message stored only by its retry after a later one was stored — gives the job up
+//! like a publish that never works (the lease is dropped, the job is redelivered).
+//! Once the lease is lost (`stale`) nothing more is published and nothing is waited
+//! for. Does not own: what is sent (`job`), the coalescing rule (`batch`).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{
+    self, context::PublishError, message::PublishMessage, publish::PublishAck,
+};
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesOrdered;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::Sent;
+use super::batch::Batch;
+use crate::remote::RemoteError;
+use crate::remote::seal::{self, Signer};
+use crate::remote::wire::WorkerMsg;
+use crate::session::Event;
+
+/// How many times one message is published before the job gives up on its root.
+const ATTEMPTS: u32 = 5;
+/// The first wait between attempts (doubling).
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// How many messages may be published and not yet acknowledged; the next publish
+/// waits for the oldest acknowledgement.
+pub(crate) const WINDOW: usize = 256;
+
+/// What the job hands the publisher, in order.
+pub(crate) enum Item {
+    /// One event of the session: a delta may be joined with the next ones.
+    Event(Box<Event>),
+    /// A message whose storing the job waits for (`Started`, `Done`, `Failed`):
+    /// published after everything before it, answered once all of it is stored.
+    Sync(Box<WorkerMsg>, oneshot::Sender<Result<Sent, RemoteError>>),
+}
+
+/// The lease side the publisher shares with the job: `stale` cancelled once nothing
+/// more may be sent, `lost` set when that is because the lease (or the root) is lost.
+#[derive(Clone)]
+pub(crate) struct Quiet {
+    pub stale: CancellationToken,
+    pub lost: Arc<AtomicBool>,
+}
+
+impl Quiet {
+    /// The lease is lost (or the root unreachable): nothing more is sent.
+    pub fn lose(&self) {
+        self.lost.store(true, Ordering::SeqCst);
+        self.stale.cancel();
+    }
+}
+
+/// Who publishes and how each message is named and signed.
+pub(crate) struct Channel {
+    pub js: jetstream::Context,
+    pub subject: String,
+    pub id_prefix: String,
+    pub session: String,
+    pub epoch: u64,
+    pub worker: String,
+    pub signer: Arc<Signer>,
+}
+
+/// One published message, kept until the stream acknowledged it.
+struct Record {
+    id: String,
+    body: Bytes,
+    headers: HeaderMap,
+}
+
+type Ack = BoxFuture<'static, Result<PublishAck, PublishError>>;
+
+/// The publisher of one job (see the module doc).
+pub(crate) struct Pipe {
+    channel: Channel,
+    quiet: Quiet,
+    /// The next sequence number.
+    next: u64,
+    batch: Batch,
+    /// Published, not yet acknowledged, oldest first; `acks` holds their
+    /// acknowledgements in the same order.
+    flight: VecDeque<Record>,
+    acks: FuturesOrdered<Ack>,
+    /// Why the job gave up on its root, once it did.
+    failed: Option<String>,
+}
+
+impl Pipe {
+    /// A publisher on `channel`, quiet by `quiet`.
+    pub fn new(channel: Channel, quiet: Quiet) -> Self {
+        Self {
+            channel,
+            quiet,
+            next: 0,
+            batch: Batch::default(),
+            flight: VecDeque::new(),
+            acks: FuturesOrdered::new(),
+            failed: None,
+        }
+    }
+
+    /// Publishes what comes from `items` until the job drops its end or the lease is
+    /// lost; a [`Item::Sync`] still waiting then hears nothing (its sender is dropped).
+    pub async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
+        loop {
+            let due = self.batch.due();
+            tokio::select! {
+                biased;
+                () = self.quiet.stale.cancelled() => break,
+                () = until(due), if due.is_some() => {
+                    if let Some(event) = self.batch.take(Instant::now()) {
+                        self.publish_event(event).await;
+                    }
+                }
+                Some(ack) = self.acks.next(), if !self.acks.is_empty() => self.acked(ack).await,
+                item = items.recv() => match item {
+                    Some(Item::Event(event)) => {
+                        for event in self.batch.push(*event, Instant::now()) {
+                            self.publish_event(event).await;
+                        }
+                    }
+                    Some(Item::Sync(msg, answer)) => {
+                        let sent = self.sync(&msg).await;
+                        let _ = answer.send(sent);
+                    }
+                    None => break,
+                },
+            }
+        }
+    }
+
+    /// Publishes everything held and `msg`, and waits until all of it is stored:
+    /// [`Sent::Stored`], [`Sent::Quiet`] when the lease was lost first.
+    ///
+    /// Errors: [`RemoteError::Json`] when `msg` does not serialize;
+    /// [`RemoteError::Nats`] when a message could not be stored.
+    async fn sync(&mut self, msg: &WorkerMsg) -> Result<Sent, RemoteError> {
+        if let Some(event) = self.batch.take(Instant::now()) {
+            self.publish_event(event).await;
+        }
+        let body = serde_json::to_vec(msg)?;
+        let queued = self.publish(body).await;
+        while !self.acks.is_empty() {
+            tokio::select! {
+                biased;
+                () = self.quiet.stale.cancelled() => break,
+                Some(ack) = self.acks.next() => self.acked(ack).await,
+            }
+        }
+        if let Some(error) = &self.failed {
+            return Err(RemoteError::nats(
+                format!("cannot publish on {}", self.channel.subject),
+                error.clone(),
+            ));
+        }
+        Ok(if queued && self.flight.is_empty() {
+            Sent::Stored
+        } else {
+            Sent::Quiet
+        })
+    }
+
+    async fn publish_event(&mut self, event: Event) {
+        let msg = WorkerMsg::Event {
+            event: Box::new(event),
+        };
+        match serde_json::to_vec(&msg) {
+            Ok(body) => {
+                self.publish(body).await;
+            }
+            Err(e) => self.give_up(format!("an event does not serialize: {e}")),
+        }
+    }
+
+    /// Publishes `body` as the next message without waiting for its acknowledgement
+    /// (the oldest one first when [`WINDOW`] are out); `false` when nothing may be
+    /// published any more.
+    async fn publish(&mut self, body: Vec<u8>) -> bool {
+        while self.flight.len() >= WINDOW && self.open() {
+            if let Some(ack) = self.acks.next().await {
+                self.acked(ack).await;
+            }
+        }
+        if !self.open() {
+            return false;
+        }
+        let n = self.next;
+        self.next += 1;
+        let c = &self.channel;
+        let headers = seal::headers(&c.signer, (&c.session, c.epoch, n), &c.worker, &body);
+        let record = Record {
+            id: format!("{}-{n}", c.id_prefix),
+            body: body.into(),
+            headers,
+        };
+        let ack = self.channel.send(&record).await;
+        self.flight.push_back(record);
+        self.acks.push_back(ack);
+        true
+    }
+
+    /// Whether messages may still be published.
+    fn open(&self) -> bool {
+        self.failed.is_none() && !self.quiet.stale.is_cancelled()
+    }
+
+    /// The oldest message's acknowledgement: stored, or the recovery.
+    async fn acked(&mut self, ack: Result<PublishAck, PublishError>) {
+        match ack {
+            Ok(_) => {
+                self.flight.pop_front();
+            }
+            Err(e) => self.recover(e.to_string()).await,
+        }
+    }
+
+    /// The oldest message failed with `error` (see the module doc): waits for the
+    /// acknowledgements still out, then publishes again, in order and one at a time,
+    /// every message the stream did not confirm.
+    async fn recover(&mut self, error: String) {
+        tracing::warn!(
+            subject = %self.channel.subject,
+            attempt = 1,
+            "worker: publishing to the root failed: {error}"
+        );
+        let mut stored = vec![false];
+        loop {
+            tokio::select! {
+                biased;
+                () = self.quiet.stale.cancelled() => return,
+                ack = self.acks.next() => match ack {
+                    Some(ack) => stored.push(ack.is_ok()),
+                    None => break,
+                },
+            }
+        }
+        let records: Vec<Record> = self.flight.drain(..).collect();
+        for (i, record) in records.iter().enumerate() {
+            if stored.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            match retry((&self.channel, &self.quiet), record, &error).await {
+                Retried::Stored(ack) => {
+                    let later = stored.get(i + 1..).is_some_and(|s| s.contains(&true));
+                    if !ack.duplicate && later {
+                        self.give_up(format!(
+                            "message {} was stored after a later one (the connection dropped between them)",
+                            record.id
+                        ));
+                        return;
+                    }
+                }
+                Retried::Quiet => return,
+                Retried::Failed(last) => {
+                    self.give_up(last);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The root cannot be reached (or the order cannot be kept): nothing more is
+    /// sent, and the job goes quiet (its turn is cancelled, the job left for
+    /// redelivery).
+    fn give_up(&mut self, why: String) {
+        tracing::warn!(subject = %self.channel.subject, "worker: {why}; stopping the job");
+        self.failed = Some(why);
+        self.flight.clear();
+        self.acks = FuturesOrdered::new();
+        self.quiet.lose();
+    }
+}
+
+impl Channel {
+    /// Hands `record` to the connection; its acknowledgement to wait for (an error at
+    /// once when it could not be handed over).
+    async fn send(&self, record: &Record) -> Ack {
+        let publish = PublishMessage::build()
+            .payload(record.body.clone())
+            .headers(record.headers.clone())
+            .message_id(&record.id);
+        match self.js.send_publish(self.subject.clone(), publish).await {
+            Ok(ack) => Box::pin(ack.into_future()),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+/// Publishes `record` again on `channel` and waits for its acknowledgement, attempts
+/// 2 to [`ATTEMPTS`] (attempt 1 failed with `first`), waiting 0.2 s doubling before
+/// each; [`Retried::Quiet`] once `quiet` says the lease is lost.
+async fn retry((channel, quiet): (&Channel, &Quiet), record: &Record, first: &str) -> Retried {
+    let mut backoff = FIRST_BACKOFF;
+    let mut last = first.to_string();
+    for attempt in 2..=ATTEMPTS {
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = quiet.stale.cancelled() => return Retried::Quiet,
+        }
+        backoff *= 2;
+        match channel.send(record).await.await {
+            Ok(ack) => return Retried::Stored(ack),
+            Err(e) => {
+                tracing::warn!(
+                    subject = %channel.subject,
+                    attempt,
+                    "worker: publishing to the root failed: {e}"
+                );
+                last = e.to_string();
+            }
+        }
+    }
+    Retried::Failed(last)
+}
+
+/// How a message published again ended.
+enum Retried {
+    Stored(PublishAck),
+    /// The lease was lost meanwhile.
+    Quiet,
+    /// Every attempt failed: the last error.
+    Failed(String),
+}
+
+/// Sleeps until `due` (never when `None`).
+async fn until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
+        None => std::future::pending().await,
+    }
+}

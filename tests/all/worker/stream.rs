@@ -1,0 +1,99 @@
+//! A long streamed answer through the real `arbor worker` and a real NATS server
+//! (issue 38 item 8, "Throughput"): the worker joins the model's deltas before
+//! publishing, so a 3,000-word answer crosses `ARBOR_OUT` in a few dozen messages
+//! instead of one per delta, while what the root applies — the deltas' text, the
+//! transcript's answer, `Done` — is the model's text exactly, and the messages keep
+//! their order and their sequence numbers (0, 1, 2, … with none missing or repeated).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::harness::*;
+use crate::support::*;
+
+const LONG: &str = "0123456789abcdef-0badc0de0badc0de_helper";
+const WORDS: usize = 3000;
+
+/// `WORDS` words, some of them not ASCII.
+fn long_answer() -> String {
+    const VOCABULARY: [&str; 9] = [
+        "the", "worker", "streams", "déjà", "vu", "of", "a", "naïve", "tree",
+    ];
+    (0..WORDS)
+        .map(|i| format!("{}{}", VOCABULARY[i % VOCABULARY.len()], i % 7))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_crosses_in_few_messages_and_arrives_whole_and_in_order() {
+    let answer = long_answer();
+    // One delta per word (`sse_text`), written over about 1.5 s.
+    let server = ScriptedServer::sequence(vec![Reply::Paced {
+        body: sse_text(&answer),
+        pieces: 100,
+        every: Duration::from_millis(15),
+    }]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
+    let worker = Worker::start(&env, &nats, "long");
+    publish(
+        &remote,
+        "long",
+        &job_of(LONG, plan(&server.base_url), "write at length"),
+    )
+    .await;
+    let messages = wait_until_ended(&remote, LONG, &worker, 60).await;
+
+    let done = &messages.last().unwrap().body;
+    assert_eq!(done["kind"], "done", "{done}");
+    assert_eq!(done["response"], answer.as_str());
+    let deltas: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m.body["event"]["event"] == "content_block:delta")
+        .map(|m| &m.body["event"]["data"])
+        .collect();
+    let streamed: String = deltas
+        .iter()
+        .map(|d| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, answer, "the deltas' text is the answer, whole");
+    assert!(deltas.iter().all(|d| d["kind"] == "text"));
+    let appended: Vec<String> = messages
+        .iter()
+        .filter(|m| m.body["event"]["event"] == "message:appended")
+        .map(|m| &m.body["event"]["data"]["message"])
+        .filter(|m| m["role"] == "assistant")
+        .map(content_text)
+        .collect();
+    assert_eq!(appended, vec![answer.clone()], "the transcript's answer");
+
+    // Far fewer messages than the 3,000 deltas the model streamed.
+    assert!(
+        messages.len() < 100,
+        "{} messages on arbor.out for one answer ({} deltas)",
+        messages.len(),
+        deltas.len()
+    );
+    // Stored in the order they were numbered, none missing or repeated.
+    let seqs: Vec<u64> = messages.iter().map(|m| m.seq.unwrap()).collect();
+    let expected: Vec<u64> = (0..messages.len() as u64).collect();
+    assert_eq!(seqs, expected);
+    // The deltas came before the answer was appended: the order is the turn's.
+    let last_delta = messages
+        .iter()
+        .rposition(|m| m.body["event"]["event"] == "content_block:delta")
+        .unwrap();
+    let answer_at = messages
+        .iter()
+        .position(|m| {
+            m.body["event"]["event"] == "message:appended"
+                && m.body["event"]["data"]["message"]["role"] == "assistant"
+        })
+        .unwrap();
+    assert!(last_delta < answer_at, "{:?}", kinds(&messages));
+}
