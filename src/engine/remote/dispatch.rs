@@ -51,7 +51,7 @@ mod watch;
 /// signature alone: longer than a JetStream leader election.
 const LEASE_READ_FOR: Duration = Duration::from_secs(20);
 
-use watch::{AliveGuard, CHECK_EVERY, Found, StoreWatch, answer_alive, publish_job};
+use watch::{AliveGuard, CHECK_EVERY, StoreWatch, answer_alive, publish_job};
 
 /// How long after a `Control::Cancel` the root waits for the worker's `Done` (its
 /// final transcript and metadata) before it ends the run as cancelled on its own:
@@ -284,33 +284,11 @@ impl Link {
                     return applier.ended_without_answer(SessionStatus::Cancelled, Some(error));
                 }
                 _ = checks.tick() => {
-                    match store.check(self, applier.child()).await {
-                        Found::Fine => {}
-                        Found::GaveUp(reason) => {
-                            let error = format!(
-                                "remote sub-session: NATS at {} did not answer for {} s ({reason})",
-                                self.remote.url(),
-                                watch::UNREACHABLE_LIMIT.as_secs()
-                            );
-                            return applier.ended_without_answer(SessionStatus::Failed, Some(error));
-                        }
-                        Found::StoreLost if applier.holder().is_some() || cancel_deadline.is_some() => {
-                            let error = format!(
-                                "remote sub-session: the NATS server at {} lost its store (restarted empty or replaced): this run's job, lease and messages are gone; run it again",
-                                self.remote.url()
-                            );
-                            return applier.ended_without_answer(SessionStatus::Failed, Some(error));
-                        }
-                        Found::StoreLost => {
-                            republished += 1;
-                            match self.start_again(applier, republished, (&mut binding, &mut store), (&mut *out, &mut *sync, &mut *watch)).await {
-                                Ok(()) => {}
-                                Err(e) => {
-                                    let error = format!("remote sub-session: the NATS server at {} lost its store and the job cannot be published again: {e}", self.remote.url());
-                                    return applier.ended_without_answer(SessionStatus::Failed, Some(error));
-                                }
-                            }
-                        }
+                    let cancelling = cancel_deadline.is_some();
+                    let state = (&mut binding, &mut store, &mut republished);
+                    let streams = (&mut *out, &mut *sync, &mut *watch);
+                    if let Some(outcome) = self.checked(applier, cancelling, state, streams).await {
+                        return outcome;
                     }
                 }
                 Some(forward) = rx.recv() => {

@@ -10,8 +10,9 @@
 //! [`Item::Sync`] message to be stored, and recovering from a failed publish: the
 //! acknowledgements still out are read, then every message from the failed one on
 //! that the stream did not confirm is published again in order with its own id (the
-//! stream's duplicate window drops a copy it already stored), 5 attempts each with
-//! 0.2 s doubling between them. Messages of one connection reach the stream in the
+//! stream's duplicate window drops a copy it already stored), [`ATTEMPTS`] attempts
+//! each with 0.2 s doubling to 2 s between them (about 17 s: longer than a stream
+//! leader's election, so a failover costs no ack wait; issue 38 item 5). Messages of one connection reach the stream in the
 //! order they were published, so the root's fence (a sequence number above the last
 //! applied) sees them in order; the one case recovery cannot put back in order — a
 //! message stored only by its retry after a later one was stored — gives the job up
@@ -43,7 +44,9 @@ use crate::remote::wire::WorkerMsg;
 use crate::session::Event;
 
 /// How many times one message is published before the job gives up on its root.
-const ATTEMPTS: u32 = 5;
+const ATTEMPTS: u32 = 12;
+/// The longest wait between attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// The first wait between attempts (doubling).
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// How many messages may be published and not yet acknowledged; the next publish
@@ -312,8 +315,8 @@ impl Channel {
 }
 
 /// Publishes `record` again on `channel` and waits for its acknowledgement, attempts
-/// 2 to [`ATTEMPTS`] (attempt 1 failed with `first`), waiting 0.2 s doubling before
-/// each; [`Retried::Quiet`] once `quiet` says the lease is lost.
+/// 2 to [`ATTEMPTS`] (attempt 1 failed with `first`), waiting 0.2 s doubling (to
+/// [`MAX_BACKOFF`]) before each; [`Retried::Quiet`] once `quiet` says the lease is lost.
 async fn retry((channel, quiet): (&Channel, &Quiet), record: &Record, first: &str) -> Retried {
     let mut backoff = FIRST_BACKOFF;
     let mut last = first.to_string();
@@ -322,7 +325,7 @@ async fn retry((channel, quiet): (&Channel, &Quiet), record: &Record, first: &st
             () = tokio::time::sleep(backoff) => {}
             () = quiet.stale.cancelled() => return Retried::Quiet,
         }
-        backoff *= 2;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
         match channel.send(record).await.await {
             Ok(ack) => return Retried::Stored(ack),
             Err(e) => {

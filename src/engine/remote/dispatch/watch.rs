@@ -22,8 +22,10 @@ use tokio::time::Instant;
 
 use super::{Applier, Binding, Link, listen};
 use crate::engine::live::LiveSession;
+use crate::engine::outcome::TurnOutcome;
 use crate::remote::wire::{self, Job};
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
+use crate::session::SessionStatus;
 
 /// How often the root checks that the server still holds the run.
 pub(super) const CHECK_EVERY: Duration = Duration::from_secs(2);
@@ -119,6 +121,49 @@ impl StoreWatch {
 }
 
 impl Link {
+    /// Checks the server ([`StoreWatch::check`]) and acts on what it found: the run's
+    /// outcome when it fails (the server gave up answering, or lost its store while a
+    /// worker ran or a cancel was under way), else `None` — the job published again
+    /// when the store was lost before a worker took it.
+    pub(super) async fn checked(
+        &self,
+        applier: &mut Applier<'_>,
+        cancelling: bool,
+        (binding, store, republished): (&mut Binding, &mut StoreWatch, &mut u64),
+        streams: (
+            &mut async_nats::jetstream::consumer::pull::Ordered,
+            &mut async_nats::Subscriber,
+            &mut async_nats::jetstream::kv::Watch,
+        ),
+    ) -> Option<TurnOutcome> {
+        let url = self.remote.url();
+        let error = match store.check(self, applier.child()).await {
+            Found::Fine => return None,
+            Found::GaveUp(reason) => format!(
+                "remote sub-session: NATS at {url} did not answer for {} s ({reason})",
+                UNREACHABLE_LIMIT.as_secs()
+            ),
+            Found::StoreLost if applier.holder().is_some() || cancelling => format!(
+                "remote sub-session: the NATS server at {url} lost its store (restarted empty \
+                 or replaced): this run's job, lease and messages are gone; run it again"
+            ),
+            Found::StoreLost => {
+                *republished += 1;
+                match self
+                    .start_again(applier, *republished, (binding, store), streams)
+                    .await
+                {
+                    Ok(()) => return None,
+                    Err(e) => format!(
+                        "remote sub-session: the NATS server at {url} lost its store and the \
+                         job cannot be published again: {e}"
+                    ),
+                }
+            }
+        };
+        Some(applier.ended_without_answer(SessionStatus::Failed, Some(error)))
+    }
+
     /// Publishes the job of a run no worker started again after the server lost its
     /// store (the `attempt`-th time), listening anew first: a new binding for the new
     /// job, new out consumer, sync subscription and lease watch. Said in the child's
