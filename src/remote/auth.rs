@@ -108,14 +108,14 @@ impl RemoteAuth {
     pub(super) async fn connect_plan(
         &self,
         url: &str,
-    ) -> Result<(async_nats::ConnectOptions, Vec<String>), String> {
+    ) -> Result<(async_nats::ConnectOptions, Vec<String>), AuthError> {
         let mut servers = Vec::new();
         let mut in_url: Option<String> = None;
         for one in url.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (server, userinfo) = split_userinfo(one);
             if let Some(info) = userinfo {
                 if in_url.as_ref().is_some_and(|seen| *seen != info) {
-                    return Err("the servers of the URL carry different credentials".into());
+                    return Err(AuthError::MixedUrlCredentials);
                 }
                 in_url = Some(info);
             }
@@ -132,10 +132,7 @@ impl RemoteAuth {
                     None => auth.token = Some(percent_decode(&info)),
                 }
             } else {
-                return Err(format!(
-                    "credentials both in the URL and in {}: set one",
-                    auth.form_names().join(", ")
-                ));
+                return Err(AuthError::UrlAndEnvironment(auth.form_names().join(", ")));
             }
         }
         Ok((auth.options().await?, servers))
@@ -156,18 +153,19 @@ impl RemoteAuth {
 
     /// async-nats connect options carrying these credentials and certificates; errors
     /// as [`RemoteAuth::connect_plan`].
-    async fn options(&self) -> Result<async_nats::ConnectOptions, String> {
+    async fn options(&self) -> Result<async_nats::ConnectOptions, AuthError> {
         let forms = self.form_names();
         if forms.len() > 1 {
-            return Err(format!(
-                "more than one NATS credential given ({}): set one",
-                forms.join(", ")
-            ));
+            return Err(AuthError::SeveralForms(forms.join(", ")));
         }
         let mut options = if let Some(path) = &self.creds {
             async_nats::ConnectOptions::with_credentials_file(path)
                 .await
-                .map_err(|e| format!("credentials {}: {e}", path.display()))?
+                .map_err(|e| AuthError::File {
+                    what: "credentials",
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?
         } else if let Some(path) = &self.nkey {
             async_nats::ConnectOptions::with_nkey(read_seed(path)?)
         } else if let Some(token) = &self.token {
@@ -178,8 +176,12 @@ impl RemoteAuth {
                     user.clone(),
                     password.clone(),
                 ),
-                (Some(_), None) => return Err("NATS_USER is set without NATS_PASSWORD".into()),
-                (None, Some(_)) => return Err("NATS_PASSWORD is set without NATS_USER".into()),
+                (Some(_), None) => {
+                    return Err(AuthError::Half("NATS_USER is set without NATS_PASSWORD"));
+                }
+                (None, Some(_)) => {
+                    return Err(AuthError::Half("NATS_PASSWORD is set without NATS_USER"));
+                }
                 (None, None) => async_nats::ConnectOptions::new(),
             }
         };
@@ -191,16 +193,14 @@ impl RemoteAuth {
                 options = options.add_client_certificate(cert.clone(), key.clone());
             }
             (Some(_), None) => {
-                return Err(
-                    "a client certificate (NATS_CERT, --cert) needs its key (NATS_KEY, --key)"
-                        .into(),
-                );
+                return Err(AuthError::Half(
+                    "a client certificate (NATS_CERT, --cert) needs its key (NATS_KEY, --key)",
+                ));
             }
             (None, Some(_)) => {
-                return Err(
-                    "a client key (NATS_KEY, --key) needs its certificate (NATS_CERT, --cert)"
-                        .into(),
-                );
+                return Err(AuthError::Half(
+                    "a client key (NATS_KEY, --key) needs its certificate (NATS_CERT, --cert)",
+                ));
             }
             (None, None) => {}
         }
@@ -210,19 +210,43 @@ impl RemoteAuth {
 
 /// The nkey seed in the file at `path`: its first line starting with `SU` (a user
 /// seed), as `nsc` writes it.
-fn read_seed(path: &std::path::Path) -> Result<String, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("nkey seed {}: {e}", path.display()))?;
+fn read_seed(path: &std::path::Path) -> Result<String, AuthError> {
+    let failed = |reason: String| AuthError::File {
+        what: "nkey seed",
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
     text.lines()
         .map(str::trim)
         .find(|l| l.starts_with("SU"))
         .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "nkey seed {}: no user seed (a line starting with SU)",
-                path.display()
-            )
-        })
+        .ok_or_else(|| failed("no user seed (a line starting with SU)".into()))
+}
+
+/// Credentials arbor cannot use, said before connecting (`RemoteError::Connect`'s
+/// reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// More than one credential form is set (the variables that set them).
+    #[error("more than one NATS credential given ({0}): set one")]
+    SeveralForms(String),
+    /// The URL carries credentials and so does the environment (its variables).
+    #[error("credentials both in the URL and in {0}: set one")]
+    UrlAndEnvironment(String),
+    /// The comma-separated servers of one URL carry different credentials.
+    #[error("the servers of the URL carry different credentials")]
+    MixedUrlCredentials,
+    /// One half of a pair is set without the other (which, as a sentence).
+    #[error("{0}")]
+    Half(&'static str),
+    /// A `.creds` or nkey seed file cannot be used.
+    #[error("{what} {}: {reason}", path.display())]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
 }
 
 /// The secrets of one connection (a URL's password or token, [`RemoteAuth`]'s token
@@ -346,25 +370,45 @@ mod tests {
             password: Some("p".into()),
             ..Default::default()
         };
-        let e = two.options().await.err().unwrap_or_default();
+        let e = two
+            .options()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("NATS_TOKEN, NATS_USER/NATS_PASSWORD"), "{e}");
         let half = RemoteAuth {
             user: Some("u".into()),
             ..Default::default()
         };
-        let e = half.options().await.err().unwrap_or_default();
+        let e = half
+            .options()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert_eq!(e, "NATS_USER is set without NATS_PASSWORD");
         let cert = RemoteAuth {
             cert: Some("c.pem".into()),
             ..Default::default()
         };
-        let e = cert.options().await.err().unwrap_or_default();
+        let e = cert
+            .options()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("needs its key"), "{e}");
         let seed = RemoteAuth {
             nkey: Some("/nonexistent/seed.nk".into()),
             ..Default::default()
         };
-        let e = seed.options().await.err().unwrap_or_default();
+        let e = seed
+            .options()
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.starts_with("nkey seed /nonexistent/seed.nk:"), "{e}");
     }
 

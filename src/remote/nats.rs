@@ -85,7 +85,10 @@ impl Remote {
         };
         // A cluster's servers, comma-separated: the client takes them as a list (one
         // string with commas is one malformed URL to it).
-        let (options, servers) = auth.connect_plan(url).await.map_err(refused)?;
+        let (options, servers) = auth
+            .connect_plan(url)
+            .await
+            .map_err(|e| refused(e.to_string()))?;
         let options = options
             .name(name)
             .connection_timeout(CONNECT_TIMEOUT)

@@ -126,9 +126,10 @@ pub struct ToolContext {
     /// state there (`todo`); `None` when there is none (tool unit tests).
     pub session_dir: Option<PathBuf>,
     /// For delegation calls: the input as [`Tool::prepare`] parsed it (`Err`: the
-    /// text of the error the call returns), so the call does not parse it again;
-    /// `None` for other tools and when nothing was prepared (tool unit tests).
-    pub task: Option<Result<task::TaskRequest, String>>,
+    /// error the call returns; shared, so the context stays `Clone`), so the call does
+    /// not parse it again; `None` for other tools and when nothing was prepared (tool
+    /// unit tests).
+    pub task: Option<Result<task::TaskRequest, std::sync::Arc<ToolError>>>,
 }
 
 impl ToolContext {

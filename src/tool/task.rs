@@ -291,7 +291,7 @@ pub fn parse_request(input: &Value) -> Result<TaskRequest, ToolError> {
         agent,
         instruction,
         session_id,
-    } = TaskInput::parse(input).map_err(ToolError::Input)?;
+    } = TaskInput::parse(input).map_err(|e| ToolError::Input(e.to_string()))?;
     let instruction =
         instruction.ok_or_else(|| ToolError::Input("task needs 'instruction'".into()))?;
     let context_depth = match input.get("context_depth") {
@@ -409,7 +409,7 @@ impl Tool for TaskTool {
     }
 
     fn prepare(&self, input: &Value, ctx: &mut ToolContext) {
-        let parsed = parse_request(input).map_err(|e| e.to_string());
+        let parsed = parse_request(input).map_err(Arc::new);
         if let Ok(request) = &parsed {
             if let Some(id) = &request.session_id {
                 ctx.sub_session_id = Some(id.clone());
@@ -424,19 +424,15 @@ impl Tool for TaskTool {
         // Parsed once, by `prepare`, when the turn loop ran it.
         let parsed = match ctx.task.take() {
             Some(parsed) => parsed,
-            None => parse_request(&input).map_err(|e| e.to_string()),
+            None => parse_request(&input).map_err(Arc::new),
         };
-        let routed = parsed.and_then(|r| {
-            self.route(&r, &ctx)
-                .map(|a| (r, a))
-                .map_err(|e| e.to_string())
-        });
+        let routed = parsed.and_then(|r| self.route(&r, &ctx).map(|a| (r, a)).map_err(Arc::new));
         let host = self.host.clone();
         let permits = self.permits.clone();
         Box::pin(async move {
             let (request, agent) = match routed {
                 Ok(ok) => ok,
-                Err(e) => return ToolOutput::error(e),
+                Err(e) => return ToolOutput::error(e.to_string()),
             };
             let _permit = tokio::select! {
                 permit = permits.acquire_owned() => match permit {

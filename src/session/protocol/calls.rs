@@ -86,7 +86,9 @@ pub struct TaskInput {
 impl TaskInput {
     /// The fields of `input`, or the first (`instruction`, `agent`, `session_id`)
     /// that is not a string (`'agent' must be a string, got 3`).
-    pub fn parse(input: &Value) -> Result<Self, String> {
+    ///
+    /// Errors: [`BadTaskField`] naming the field and what it got.
+    pub fn parse(input: &Value) -> Result<Self, BadTaskField> {
         let instruction = text(input, "instruction")?;
         Ok(Self {
             agent: text(input, "agent")?,
@@ -108,13 +110,27 @@ impl TaskInput {
     }
 }
 
+/// A field of a `task` call's input that is not a string: `'agent' must be a
+/// string, got 3`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{key}' must be a string, got {got}")]
+pub struct BadTaskField {
+    /// The field (`instruction`, `agent`, `session_id`).
+    pub key: String,
+    /// Its value as JSON.
+    pub got: String,
+}
+
 /// String field `key` of `input`, trimmed; `None` when absent, null or blank.
-fn text(input: &Value, key: &str) -> Result<Option<String>, String> {
+fn text(input: &Value, key: &str) -> Result<Option<String>, BadTaskField> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-        Some(other) => Err(format!("'{key}' must be a string, got {other}")),
+        Some(other) => Err(BadTaskField {
+            key: key.to_string(),
+            got: other.to_string(),
+        }),
     }
 }
 
@@ -132,7 +148,7 @@ mod tests {
         assert_eq!(parsed.session_id, None);
         let bad = json!({"agent": 3, "instruction": "x"});
         assert_eq!(
-            TaskInput::parse(&bad).unwrap_err(),
+            TaskInput::parse(&bad).unwrap_err().to_string(),
             "'agent' must be a string, got 3"
         );
         assert_eq!(TaskInput::of(&bad).agent, None);
