@@ -166,7 +166,21 @@ fn arbor_trust_in_another_shell_turns_the_hooks_on_in_a_running_tui() {
         tui.screen()
     );
     tui.send(b"n");
-    tui.send(b"/hooks\r");
+    // Each key once the screen shows the one before took effect (a loaded machine
+    // must not lose the `/` to the closing prompt).
+    assert!(
+        tui.wait_for(Duration::from_secs(20), |s| !s.contains("Trust this project?"))
+            .is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"/hooks");
+    assert!(
+        tui.wait_text("/hooks", Duration::from_secs(20)).is_some(),
+        "{}",
+        tui.screen()
+    );
+    tui.send(b"\r");
     assert!(
         tui.wait_text("not trusted", Duration::from_secs(20))
             .is_some(),
