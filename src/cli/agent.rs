@@ -42,15 +42,20 @@ pub enum AgentCommand {
     },
     /// Show one agent's definition.
     Show {
+        /// The agent's name (as `agent list` shows it).
         name: String,
         /// Add the child mount plan a spawn from the root session would get.
         #[arg(long)]
         merged: bool,
+        /// `yaml` (the definition as its file would hold it) or `json`.
         #[arg(long, value_enum, default_value_t = ShowFormat::Yaml)]
         format: ShowFormat,
     },
     /// Validate agent files (default: every agent the registry sees).
-    Validate { paths: Vec<PathBuf> },
+    Validate {
+        /// Agent files to check (Markdown with YAML frontmatter).
+        paths: Vec<PathBuf>,
+    },
 }
 
 /// `agent show --format`.

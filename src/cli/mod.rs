@@ -132,6 +132,7 @@ pub enum Command {
         /// Only this provider (id or module).
         #[arg(long)]
         provider: Option<String>,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -145,8 +146,8 @@ pub enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout for an editor (Zed, JetBrains,
     /// Neovim): each ACP session is an arbor session, its sub-sessions ACP subagents.
     Acp(BundleArg),
-    /// Run remote sub-sessions' turns taken from a NATS JetStream work queue (issue
-    /// 27): this machine's provider keys, MCP servers, sandbox and repository clone.
+    /// Run remote sub-sessions' turns taken from a NATS JetStream work queue, with this
+    /// machine's provider keys, MCP servers, sandbox and repository clone.
     Worker {
         #[command(flatten)]
         args: worker::WorkerArgs,

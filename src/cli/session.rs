@@ -56,12 +56,15 @@ pub enum SessionCommand {
         /// Sessions of every project under $AMPLIFIER_HOME/projects.
         #[arg(long)]
         all_projects: bool,
+        /// Print the sessions' metadata as JSON, one array.
         #[arg(long)]
         json: bool,
     },
     /// Show one session.
     Show {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
+        /// Print the metadata (and transcript) as JSON.
         #[arg(long)]
         json: bool,
         /// Include the transcript.
@@ -70,15 +73,22 @@ pub enum SessionCommand {
     },
     /// Print the session tree (all roots of this project, or the subtree of ID), each
     /// session with its tokens and cost, its subtree's, and its budget.
-    Tree { id: Option<String> },
+    Tree {
+        /// The session whose subtree to print (default: every root of this project).
+        id: Option<String>,
+    },
     /// Continue any session (sub-sessions included) with a new instruction, headless.
     Resume {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
+        /// The message to send it.
         instruction: String,
         /// Model for the session's next turns: `MODEL` on its provider, or
         /// `PROVIDER/MODEL`; a glob (`claude-sonnet-*`) picks the newest listed match.
         #[arg(long, value_name = "NAME")]
         model: Option<String>,
+        /// `text` (the answer on stdout), `json` (one result object), or `jsonl`
+        /// (every event as a line).
         #[arg(long, value_enum, default_value_t)]
         output_format: OutputFormat,
         /// Allow the tool calls that would ask for approval (writes, bash). Calls the
@@ -92,10 +102,13 @@ pub enum SessionCommand {
     /// a continued sub-session's answer becomes its parent's task result. Exits 0 when
     /// every continued session completed.
     Continue {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
         /// Continue every interrupted session of the tree under ID, children first.
         #[arg(long)]
         tree: bool,
+        /// `text` (the answer on stdout), `json` (one result object), or `jsonl`
+        /// (every event as a line).
         #[arg(long, value_enum, default_value_t)]
         output_format: OutputFormat,
         /// Allow the tool calls that would ask for approval (writes, bash). Calls the
@@ -105,6 +118,7 @@ pub enum SessionCommand {
     },
     /// Give a session a title (shown in the tree and `session list`).
     Rename {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
         /// The title: its first line, at most 60 characters.
         title: String,
@@ -112,6 +126,7 @@ pub enum SessionCommand {
     /// Print what a session's write_file / edit_file calls changed, as a unified diff
     /// rebuilt from its transcript.
     Diff {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
         /// Include every sub-session's changes (each after a `# session ID (agent)` line).
         #[arg(long)]
@@ -121,6 +136,7 @@ pub enum SessionCommand {
     /// a conflict refuses the whole merge and names the files), then remove its
     /// worktree and branch.
     Merge {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
         /// On a conflict, write git-style conflict markers into the files instead of
         /// refusing (resolve them by hand).
@@ -128,12 +144,17 @@ pub enum SessionCommand {
         markers: bool,
     },
     /// Remove a sub-session's worktree and branch, dropping its changes.
-    Discard { id: String },
+    Discard {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
+        id: String,
+    },
     /// Restore the files the session changed after turn N (write_file and bash
     /// changes) from its checkpoints; files changed since by someone else are refused
     /// unless --force.
     Rewind {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
+        /// The last turn whose files stay (1-based).
         #[arg(long, value_name = "N")]
         to_turn: u64,
         /// Restore files changed since by someone else too.
@@ -143,6 +164,7 @@ pub enum SessionCommand {
     /// Fork a session at a turn (Amplifier's layout: a new session beside it with
     /// `parent_id` and `forked_from_turn`), resumable at once.
     Fork {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
         /// The turn to fork at (1-based; default: the latest).
         #[arg(long, value_name = "N")]
@@ -157,12 +179,15 @@ pub enum SessionCommand {
     /// List the sub-session worktrees a crash left with no session; --yes removes them
     /// (worktree, branch).
     Cleanup {
+        /// Remove them (without it, only list them).
         #[arg(long)]
         yes: bool,
     },
     /// Export a session and its whole subtree as one file on stdout.
     Export {
+        /// The session: its full id or a unique prefix of it (the tree shows `#1a2b3c4d`).
         id: String,
+        /// `md` (a readable transcript) or `json` (the sessions' files as one object).
         #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
         format: ExportFormat,
     },

@@ -65,9 +65,22 @@ pub struct WorkerArgs {
 
 /// Runs `arbor worker` until Ctrl-C or SIGTERM. Returns the exit code (0).
 ///
-/// Errors: the config or bundle cannot be loaded; `--slots 0`, `--ack-wait 0`, a
+/// Errors: a `--nats` URL of another scheme than `nats://`, `tls://`, `ws://`,
+/// `wss://`; the config or bundle cannot be loaded; `--slots 0`, `--ack-wait 0`, a
 /// `--repo` that does not exist; the streams, buckets or consumer cannot be created.
 pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
+    if let Some(bad) = args.nats.split(',').map(str::trim).find(|u| {
+        !u.is_empty()
+            && !crate::config::remote::SCHEMES
+                .iter()
+                .any(|s| u.starts_with(s))
+    }) {
+        return Err(eyre!(
+            "--nats: expected a URL starting with {}, got {}",
+            crate::config::remote::SCHEMES.join(", "),
+            crate::remote::redact_url(bad)
+        ));
+    }
     if args.slots == Some(0) {
         return Err(eyre!("--slots must be at least 1"));
     }

@@ -80,8 +80,8 @@ pub struct RemotePlacement {
 /// The keys `remote:` accepts.
 const KEYS: &[&str] = &["nats_url", "pool", "agents", "ack_wait"];
 
-/// The URL schemes `remote.nats_url` accepts.
-const SCHEMES: &[&str] = &["nats://", "tls://", "ws://", "wss://"];
+/// The URL schemes `remote.nats_url` (and `arbor worker --nats`) accepts.
+pub const SCHEMES: &[&str] = &["nats://", "tls://", "ws://", "wss://"];
 
 /// Whether `s` is a valid NATS subject token / KV key part (`[A-Za-z0-9_-]+`).
 fn is_token(s: &str) -> bool {

@@ -569,3 +569,65 @@ fn an_unopenable_log_file_means_no_log_not_a_panic() {
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Every help text of every subcommand, walked through clap's own tree: none names an
+/// internal issue number (`issue 27`), and every argument has a help line (issue 39).
+#[test]
+fn help_texts_name_no_issue_and_every_argument_is_explained() {
+    use clap::CommandFactory;
+    fn walk(cmd: &mut clap::Command, path: &str, found: &mut Vec<String>) {
+        let help = cmd.render_long_help().to_string();
+        let issue = regex_lite_issue(&help);
+        if let Some(line) = issue {
+            found.push(format!("{path}: {line}"));
+        }
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id != "help"
+                && id != "version"
+                && arg.get_help().is_none()
+                && arg.get_long_help().is_none()
+            {
+                found.push(format!("{path}: argument {id} has no help"));
+            }
+        }
+        let names: Vec<String> = cmd
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        for name in names {
+            if let Some(sub) = cmd.find_subcommand_mut(&name) {
+                walk(sub, &format!("{path} {name}"), found);
+            }
+        }
+    }
+    /// The first line with `issue` followed by a number.
+    fn regex_lite_issue(text: &str) -> Option<String> {
+        text.lines()
+            .find(|l| {
+                l.match_indices("issue ").any(|(i, m)| {
+                    l[i + m.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_digit())
+                })
+            })
+            .map(str::to_string)
+    }
+    let mut cmd = arbor::cli::Cli::command();
+    let mut found = Vec::new();
+    walk(&mut cmd, "arbor", &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_worker_with_a_url_of_another_scheme_exits_at_once_naming_it() {
+    let env = TestEnv::new();
+    env.cmd()
+        .args(["worker", "--nats", "http://user:pw@x:4222"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "--nats: expected a URL starting with nats://, tls://, ws://, wss://, got http://user:***@x:4222",
+        ));
+}
