@@ -117,6 +117,10 @@ pub enum TuiError {
     Theme(#[from] theme::ThemeError),
     #[error("terminal: {0}")]
     Io(#[from] std::io::Error),
+    /// `--resume ID` names no session of this project (the engine's sentence, as
+    /// `arbor session show` says it).
+    #[error(transparent)]
+    Resume(crate::engine::EngineError),
 }
 
 /// Whether `NO_COLOR` is set to a non-empty value (no-color.org).
@@ -137,6 +141,21 @@ pub async fn run(engine: crate::engine::Engine, options: TuiOptions) -> Result<(
         &options.paths.themes_dir,
         options.no_color,
     )?;
+    // `--resume ID`: the id or prefix a person typed becomes a session id, or the TUI
+    // does not start and says why, as the CLI does.
+    let open_session = match options.open_session {
+        Some(typed) => {
+            let query = crate::session::EngineQuery::ResolveSession { id: typed };
+            match engine.ask(query).await {
+                crate::engine::QueryReply::ResolveSession(Ok(id)) => Some(id.to_string()),
+                crate::engine::QueryReply::ResolveSession(Err(e)) => {
+                    return Err(TuiError::Resume(e));
+                }
+                _ => None,
+            }
+        }
+        None => None,
+    };
     // The one handle the TUI drives the engine through: commands in (`executor`),
     // their replies and every session's events out, in order, on one stream.
     let (executor, stream) = executor::RuntimeExecutor::connect(&engine);
@@ -157,7 +176,7 @@ pub async fn run(engine: crate::engine::Engine, options: TuiOptions) -> Result<(
             provider_label: options.provider_label,
             registry: registry_now,
             agent: options.agent,
-            open_session: options.open_session,
+            open_session,
             continue_last: options.continue_last,
         },
         commands_tx,

@@ -631,3 +631,16 @@ fn a_worker_with_a_url_of_another_scheme_exits_at_once_naming_it() {
             "--nats: expected a URL starting with nats://, tls://, ws://, wss://, got http://user:***@x:4222",
         ));
 }
+
+#[test]
+fn the_tuis_resume_of_an_unknown_id_says_which_project_it_searched_before_taking_the_terminal() {
+    let env = TestEnv::new();
+    env.cmd()
+        .args(["--resume", "bogus"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "No session id or short id starts with 'bogus'. Looked among the sessions of project",
+        ))
+        .stderr(predicate::str::contains("Sub-session").not());
+}
