@@ -264,6 +264,14 @@ impl Agent {
             mcp_servers: mcp_servers(&request.mcp_servers),
         };
         let session = self.open_session(acp_id.clone(), setup)?;
+        // An unknown id is said as the CLI says it: which project was searched.
+        let query = crate::session::EngineQuery::ResolveSession { id: acp_id.clone() };
+        if let crate::engine::QueryReply::ResolveSession(Err(e)) =
+            session.client.engine().ask(query).await
+        {
+            self.sessions().remove(&acp_id);
+            return Err(RpcError::new(code::INVALID_PARAMS, e.to_string()));
+        }
         let mut rx = session.ask(EngineCommand::LoadTranscript {
             session_id: acp_id.clone().into(),
         });

@@ -131,6 +131,18 @@ pub(crate) fn responder() -> Responder {
 /// Runs the SDK client against `arbor acp` in `env`'s project with `args` (prompts,
 /// maybe `--no-subagents` first); returns its summary object.
 pub(crate) fn drive(env: &TestEnv, args: &[&str]) -> Value {
+    let out = drive_output(env, args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The client's run as [`drive`] starts it, whatever its exit.
+fn drive_output(env: &TestEnv, args: &[&str]) -> std::process::Output {
     let dir = client_dir();
     let arbor = env.std_cmd();
     let mut node = Command::new("node");
@@ -145,16 +157,8 @@ pub(crate) fn drive(env: &TestEnv, args: &[&str]) -> Value {
         .arg(&env.project)
         .args(args)
         .current_dir(&env.project);
-    let out = node
-        .output()
-        .expect("node must be installed to run the ACP client (Node.js 20+)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    node.output()
+        .expect("node must be installed to run the ACP client (Node.js 20+)")
 }
 
 fn updates<'a>(log: &'a [Value], session: &str, kind: &str) -> Vec<&'a Value> {
@@ -531,4 +535,21 @@ fn every_request_read_is_answered_before_exit_and_bad_input_gets_errors() {
     assert_eq!(by_id(json!(3))["error"]["code"], -32602);
     assert_eq!(by_id(json!(4))["error"]["code"], -32602);
     assert_eq!(answers.len(), 5, "{answers:#?}");
+}
+
+#[test]
+fn loading_an_unknown_session_says_which_project_was_searched() {
+    let server = ScriptedServer::start(responder());
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let out = drive_output(&env, &["--load=bogus", "Plan the work"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "No session id or short id starts with 'bogus'. Looked among the sessions of project"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Sub-session"), "{stderr}");
 }
