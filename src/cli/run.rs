@@ -104,6 +104,8 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
         root.agent = root.agent.or(command.agent);
         root.model = root.model.or(command.model);
         prompt = expanded;
+    } else if let Some(refused) = slash_refused(&prompt) {
+        return report_error(args.output_format, None, agent.as_deref(), &refused);
     }
     warn_skipped_instructions(&ctx);
     if let Some(notice) = ctx.use_local_servers() {
@@ -166,6 +168,24 @@ pub async fn set_model(
     match reply(engine, EngineCommand::SetModel { session_id, model }).await? {
         EngineReply::ModelSwitched { result, .. } => result,
         other => Err(unexpected(other)),
+    }
+}
+
+/// Why a prompt that is a `/name` with no command file of that name is not sent, as
+/// the TUI refuses it (`tui::state::palette_commands::parse`): unknown, or one of the
+/// TUI's own commands, which do nothing headless. `None` for any other prompt.
+fn slash_refused(prompt: &str) -> Option<String> {
+    use crate::tui::state::palette_commands::{Parsed, parse};
+    match parse(prompt.trim()) {
+        Parsed::Text => None,
+        Parsed::Unknown(name) => Some(format!(
+            "unknown command /{name}: no command file of that name (arbor run expands the \
+             project's and your command files; not sent)"
+        )),
+        Parsed::Command(spec, _) => Some(format!(
+            "/{} is a command of the TUI: it does nothing in arbor run (not sent)",
+            spec.name
+        )),
     }
 }
 

@@ -644,3 +644,30 @@ fn the_tuis_resume_of_an_unknown_id_says_which_project_it_searched_before_taking
         ))
         .stderr(predicate::str::contains("Sub-session").not());
 }
+
+#[test]
+fn arbor_run_refuses_a_slash_command_it_cannot_run_and_sends_nothing() {
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("sent"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, "sk-test");
+    env.cmd()
+        .args(["run", "/nosuchcmd do it"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("unknown command /nosuchcmd"));
+    env.cmd()
+        .args(["run", "/compact"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("/compact is a command of the TUI"));
+    assert!(
+        server.requests().is_empty(),
+        "a refused prompt reached the model"
+    );
+    // A path is a message, not a command.
+    env.cmd()
+        .args(["run", "/usr/bin/env is what?"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("sent"));
+}
