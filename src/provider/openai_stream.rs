@@ -175,8 +175,10 @@ impl ChatAssembler {
         if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
             return Err(self.stream_error(Some(chunk), &err.to_string()));
         }
+        // A placeholder (llama.cpp's server says `-` when started without an alias)
+        // names no model: the configured one stays.
         if let Some(model) = chunk.get("model").and_then(Value::as_str)
-            && !model.is_empty()
+            && !matches!(model.trim(), "" | "-")
         {
             self.model = Some(model.to_string());
         }
@@ -332,6 +334,21 @@ mod tests {
         }
         let r = a.finish();
         (out, r)
+    }
+
+    #[test]
+    fn a_placeholder_model_name_is_no_model_name() {
+        let body = |model: &str| {
+            format!(
+                "data: {{\"model\":\"{model}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"hi\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+            )
+        };
+        assert_eq!(run(&body("-")).1.unwrap().model, None);
+        assert_eq!(run(&body(" ")).1.unwrap().model, None);
+        assert_eq!(
+            run(&body("qwen2.5-coder")).1.unwrap().model.as_deref(),
+            Some("qwen2.5-coder")
+        );
     }
 
     #[test]
