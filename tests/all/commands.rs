@@ -1,7 +1,8 @@
 //! Custom slash commands from files (issue 29) through the real binary: a project's
 //! `.claude/commands/review.md` makes `arbor run "/review …"` send its prompt with
 //! `$ARGUMENTS` and `$1` filled in; the user's `<config dir>/arbor/commands/` adds
-//! more; an edited file counts at the next use; an unknown `/name` goes as typed.
+//! more; an edited file counts at the next use; an unknown `/name` is refused before
+//! anything is sent, as in the TUI (issue 39).
 
 use crate::support;
 
@@ -48,8 +49,14 @@ fn a_command_file_becomes_a_slash_command_with_its_arguments() {
     // Edited: the next use reads the new text.
     std::fs::write(project.join("review.md"), "Look hard at $ARGUMENTS.\n").unwrap();
     assert_eq!(sent_prompt(&env, "/review x.rs"), "Look hard at x.rs.");
-    // No file of that name: the message goes as typed.
-    assert_eq!(sent_prompt(&env, "/nothing here"), "/nothing here");
+    // No file of that name: refused, nothing sent (issue 39; it used to go as typed).
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("ok"))]);
+    env.use_openai(&server.base_url, "sk-test");
+    let out = env.cmd().args(["run", "/nothing here"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("unknown command /nothing"), "{stderr}");
+    assert!(server.requests().is_empty());
 }
 
 /// The TUI's palette lists a command file with its hint, description and source, and
