@@ -100,6 +100,8 @@ impl App {
             ReloadEvent::BundleInvalid { message } => {
                 self.set_note(format!("bundle not reloaded: {message}"), true);
             }
+            // The rule "always and save" wrote applies already: no restart to ask for.
+            ReloadEvent::ConfigChanged if std::mem::take(&mut self.own_config_write) => {}
             ReloadEvent::ConfigChanged => {
                 self.set_note(
                     "config changed; restart arbor to apply keymap and providers",

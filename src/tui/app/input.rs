@@ -295,6 +295,7 @@ impl App {
                     .set_waiting(self.stack.approval.queue.waiting_sessions());
                 let note = self.save_rule(&rule);
                 let failed = note.starts_with("not saved");
+                self.own_config_write = !failed;
                 self.set_note(format!("{}; {note}", answer_note(&decision)), failed);
                 self.send(EngineCommand::ResolveApproval {
                     session_id,

@@ -193,6 +193,9 @@ pub struct App {
     /// The user's config file, where "always and save" writes its rule (`None`: not
     /// saveable, e.g. in tests).
     config_file: Option<PathBuf>,
+    /// "Always and save" just wrote the config file: the watcher's next
+    /// `ConfigChanged` is that write, not the person's edit (no "restart" note).
+    own_config_write: bool,
     dirty: bool,
     areas: Areas,
 }
@@ -269,6 +272,7 @@ impl App {
                 expand_on_load: options.open_session.is_some() || options.continue_last,
             },
             config_file: None,
+            own_config_write: false,
             dirty: true,
             areas: Areas::default(),
         };

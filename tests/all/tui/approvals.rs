@@ -100,6 +100,21 @@ fn shift_a_allows_always_and_saves_the_rule_to_the_config() {
         "# mine\napprovals:\n  \"bash(cargo test*)\": allow\n  bash: ask\n"
     );
     assert!(h.screen(80, 24).contains("saved"), "{}", h.screen(80, 24));
+    // The watcher then sees the file change: that was this save, so no note asks for
+    // a restart (issue 39); a later change of the person's own still does.
+    let changed = || arbor::tui::AppEvent::Reload(arbor::agent::reload::ReloadEvent::ConfigChanged);
+    h.app.handle(changed());
+    assert!(
+        !h.screen(80, 24).contains("restart"),
+        "{}",
+        h.screen(80, 24)
+    );
+    h.app.handle(changed());
+    assert!(
+        h.screen(80, 24).contains("restart arbor"),
+        "{}",
+        h.screen(80, 24)
+    );
 
     // A wrapper is never saved (nor granted): the prompt stays.
     let mut h = with_child_asking("env cargo test");
