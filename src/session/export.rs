@@ -106,7 +106,11 @@ fn render_session(out: &mut String, depth: usize, loaded: &LoadedSession) {
 
 fn render_message(out: &mut String, message: &Message) {
     match message {
-        Message::User(u) => out.push_str(&format!("\n### User\n\n{}\n", u.content)),
+        // An attached image as `📎 image (type, size)`, not its base64.
+        Message::User(u) => out.push_str(&format!(
+            "\n### User\n\n{}\n",
+            super::image::shown(&u.content)
+        )),
         Message::System(s) => out.push_str(&format!("\n### System\n\n{}\n", s.content)),
         Message::Assistant(a) => {
             match a.author() {
@@ -155,6 +159,16 @@ fn fenced(out: &mut String, lang: &str, body: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attached_image_is_named_not_dumped() {
+        let data = "A".repeat(4096);
+        let text = format!("look: {}", super::super::image::marker("image/png", &data));
+        let mut out = String::new();
+        render_message(&mut out, &Message::user(text));
+        assert!(out.contains("look: 📎 image (image/png, 3 KB)"), "{out}");
+        assert!(!out.contains("AAAA"), "{out}");
+    }
 
     #[test]
     fn fence_outgrows_backticks_in_content() {

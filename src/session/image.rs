@@ -86,6 +86,21 @@ pub fn lacks_vision(model: &str) -> bool {
         || m.starts_with("codestral")
 }
 
+/// `text` with each image marker shown as `📎 image (image/png, 12 KB)` instead of its
+/// base64 (an export, a printout).
+pub fn shown(text: &str) -> String {
+    parts(text)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(t) => t.to_string(),
+            Part::Image { media_type, data } => {
+                let kb = (data.len() * 3 / 4).div_ceil(1024);
+                format!("📎 image ({media_type}, {kb} KB)")
+            }
+        })
+        .collect()
+}
+
 /// `text` with each image marker replaced by a note that `model` takes no images
 /// (`[an image/png image was attached but not sent: gpt-3.5-turbo does not accept
 /// images]`), for models that [`lacks_vision`].
