@@ -26,24 +26,37 @@ pub struct BrowserState {
 
 impl BrowserState {
     /// Agents matching the filter (case-insensitive substring of name, namespace,
-    /// description or path).
+    /// description or path), best first: a name starting with it (`tester` for
+    /// `test`), then a name containing it, then the rest; registry order within each.
     pub fn visible<'r>(&self, registry: &'r Registry) -> Vec<&'r AgentDef> {
         let needle = self.filter.to_lowercase();
-        registry
+        let rank = |a: &AgentDef| -> Option<u8> {
+            let name = a.name.to_lowercase();
+            if needle.is_empty() || name.starts_with(&needle) {
+                Some(0)
+            } else if name.contains(&needle) {
+                Some(1)
+            } else if a.description.to_lowercase().contains(&needle)
+                || a.namespace
+                    .as_deref()
+                    .unwrap_or("")
+                    .to_lowercase()
+                    .contains(&needle)
+                || a.display_path().to_lowercase().contains(&needle)
+            {
+                Some(2)
+            } else {
+                None
+            }
+        };
+        let mut ranked: Vec<(u8, &AgentDef)> = registry
             .agents()
             .iter()
-            .filter(|a| {
-                needle.is_empty()
-                    || a.name.to_lowercase().contains(&needle)
-                    || a.description.to_lowercase().contains(&needle)
-                    || a.namespace
-                        .as_deref()
-                        .unwrap_or("")
-                        .to_lowercase()
-                        .contains(&needle)
-                    || a.display_path().to_lowercase().contains(&needle)
-            })
-            .collect()
+            .filter_map(|a| rank(a).map(|r| (r, a)))
+            .collect();
+        // Stable: registry order within a rank.
+        ranked.sort_by_key(|(r, _)| *r);
+        ranked.into_iter().map(|(_, a)| a).collect()
     }
 
     /// Index of the selected agent in `visible` (first when unset or filtered out).
@@ -148,4 +161,45 @@ pub fn tools(agent: &AgentDef) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{AgentDef, AgentSource};
+
+    fn def(name: &str, description: &str) -> AgentDef {
+        AgentDef {
+            name: name.into(),
+            namespace: None,
+            source: AgentSource::User,
+            path: None,
+            description: description.into(),
+            instruction: String::new(),
+            overlay: serde_json::json!({}),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            shadows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_name_starting_with_the_filter_comes_first() {
+        let registry = Registry::from_defs(vec![
+            def("bug-hunter", "Writes a failing test first."),
+            def("unit-tester", "Adds tests."),
+            def("tester", "Runs the tests."),
+            def("zen", "Simplifies."),
+        ]);
+        let state = BrowserState {
+            filter: "test".into(),
+            ..Default::default()
+        };
+        let names: Vec<&str> = state
+            .visible(&registry)
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, ["tester", "unit-tester", "bug-hunter"]);
+    }
 }
