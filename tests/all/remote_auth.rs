@@ -17,18 +17,15 @@ mod forms;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
+use crate::remote_faults::{root_env, root_model};
 use crate::support::nats::NatsServer;
 use crate::support::worker_proc::WorkerProc;
 use crate::support::*;
 
 const PASSWORD: &str = "Sw0rdfish-9c1e-tls";
 const WRONG: &str = "Wr0ngPass-77a1";
-const AGENT: &str = "tls-helper";
 const CHILD_ANSWER: &str = "CHILD-OVER-TLS-OK";
 
 /// A private CA, a server certificate for 127.0.0.1 and a client certificate, made
@@ -125,43 +122,6 @@ fn tls_env(cmd: &mut Command, dir: &Path) {
         .env("NATS_KEY", dir.join("client.key"));
 }
 
-/// The root's model: a `task` call to [`AGENT`], then "parent saw: <tool result>".
-fn root_model() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            let messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let result = messages.last().map(content_text).unwrap_or_default();
-            Reply::Sse(sse_text(&format!("parent saw: {result}")))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": AGENT, "instruction": "Answer over TLS"}),
-            )]))
-        };
-        Box::pin(async move { reply })
-    }))
-}
-
-/// The root's environment: provider at `base_url`, `remote:` at `url` for [`AGENT`].
-fn root_env(base_url: &str, url: &str) -> TestEnv {
-    let env = TestEnv::new();
-    env.use_openai(base_url, "sk-root-tls");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(&format!(
-        "remote:\n  nats_url: \"{url}\"\n  agents: [{AGENT}]\n  ack_wait: 5\n"
-    ));
-    std::fs::write(&env.config, config).unwrap();
-    let agents = env.amplifier_home.join("agents");
-    std::fs::create_dir_all(&agents).unwrap();
-    std::fs::write(
-        agents.join(format!("{AGENT}.md")),
-        format!("---\nmeta:\n  name: {AGENT}\n  description: Answers.\n---\nYou are {AGENT}.\n"),
-    )
-    .unwrap();
-    env
-}
-
 /// Every file under `dir` (recursively) whose bytes contain `needle`.
 pub(crate) fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -222,7 +182,7 @@ fn a_remote_child_runs_over_tls_with_a_private_ca_and_no_password_is_written_any
     assert!(worker.output().contains(&shown), "{}", worker.output());
 
     let model = root_model();
-    let root = root_env(&model.base_url, &url);
+    let root = root_env(&model.base_url, &url, "default");
     let out = run_root(&root, certs.path());
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -256,7 +216,7 @@ fn a_remote_child_runs_over_tls_with_a_private_ca_and_no_password_is_written_any
     // A wrong password: the child fails, and says where, redacted.
     let wrong_url = format!("tls://arbor:{WRONG}@127.0.0.1:{}", nats.port);
     let wrong_model = root_model();
-    let wrong = root_env(&wrong_model.base_url, &wrong_url);
+    let wrong = root_env(&wrong_model.base_url, &wrong_url, "default");
     let failed = run_root(&wrong, certs.path());
     let failed_text = format!(
         "{}{}",

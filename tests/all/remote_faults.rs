@@ -51,6 +51,31 @@ pub(crate) fn root_model() -> ScriptedServer {
     }))
 }
 
+/// A root model: `n` `task` calls to [`AGENT`] in one message (`Part 1` … `Part n`),
+/// then `summary` once their results are in.
+pub(crate) fn parts_model(n: usize, summary: &'static str) -> ScriptedServer {
+    ScriptedServer::start(Arc::new(move |body: Value| {
+        let reply = if last_role(&body) == "tool" {
+            Reply::Sse(sse_text(summary))
+        } else {
+            let args: Vec<(String, Value)> = (1..=n)
+                .map(|i| {
+                    (
+                        format!("t{i}"),
+                        json!({"agent": AGENT, "instruction": format!("Part {i}")}),
+                    )
+                })
+                .collect();
+            let calls: Vec<(&str, &str, Value)> = args
+                .iter()
+                .map(|(id, a)| (id.as_str(), "task", a.clone()))
+                .collect();
+            Reply::Sse(sse_tool_calls(&calls))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
 /// A worker's model that answers `answer`, each answer waiting until `gate` is open.
 pub(crate) fn gated_model(answer: &'static str, gate: Arc<AtomicBool>) -> ScriptedServer {
     ScriptedServer::start(Arc::new(move |_body: Value| {

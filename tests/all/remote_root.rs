@@ -36,7 +36,8 @@ use support::*;
 
 const EXPLORER: &str = "You are explorer.";
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// `git -C dir ARGS` with a test identity; its trimmed stdout (panics on failure).
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)

@@ -13,7 +13,7 @@ use arbor::remote::wire::{
     JOBS_STREAM, LEASES_BUCKET, OUT_STREAM, PAYLOADS_BUCKET, WORKERS_BUCKET,
 };
 use arbor::remote::{Remote, RemoteAuth};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::*;
 use crate::support::nats::NatsCluster;
@@ -77,30 +77,6 @@ async fn lease_leader(url: &str) -> usize {
     leader.trim_start_matches('n').parse().unwrap()
 }
 
-/// The root's model: four `task` calls in one message, then a summary.
-fn four_parts() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("parts done"))
-        } else {
-            let args: Vec<(String, Value)> = (1..=CHILDREN)
-                .map(|i| {
-                    (
-                        format!("t{i}"),
-                        json!({"agent": AGENT, "instruction": format!("Part {i}")}),
-                    )
-                })
-                .collect();
-            let calls: Vec<(&str, &str, Value)> = args
-                .iter()
-                .map(|(id, a)| (id.as_str(), "task", a.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
-        };
-        Box::pin(async move { reply })
-    }))
-}
-
 // Run alone: `.ci/run` runs it after the suite (`cargo test --test all -- --ignored
 // remote_faults::cluster`). Inside the full suite on 2 cores a child failed in 2 of 4
 // runs — not diagnosed yet (the reason is in the failure message); alone it passed
@@ -124,7 +100,7 @@ async fn a_killed_stream_leader_and_a_frozen_node_refuse_no_current_holder() {
             )
         })
         .collect();
-    let model = four_parts();
+    let model = parts_model(CHILDREN, "parts done");
     let root = root_env(&model.base_url, &url, "ha");
     let config = std::fs::read_to_string(&root.config).unwrap();
     std::fs::write(

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::*;
 use crate::support::nats::NatsServer;
@@ -28,31 +28,6 @@ agents: all
 You are the root of the dead-root test.
 ";
 
-/// The root's model: five `task` calls (`Part 1` … `Part 5`) in one message, then
-/// "all parts: …" with the results.
-fn five_parts() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("all parts answered"))
-        } else {
-            let calls: Vec<(String, Value)> = (1..=CHILDREN)
-                .map(|i| {
-                    (
-                        format!("t{i}"),
-                        json!({"agent": AGENT, "instruction": format!("Part {i}")}),
-                    )
-                })
-                .collect();
-            let calls: Vec<(&str, &str, Value)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
-        };
-        Box::pin(async move { reply })
-    }))
-}
-
 /// A worker model answering `ANSWER <last user message>`.
 fn echo_model() -> ScriptedServer {
     ScriptedServer::start(Arc::new(|body: Value| {
@@ -73,7 +48,7 @@ fn a_root_killed_with_queued_children_leaves_their_instructions_and_no_job_runs_
     let Some(nats) = NatsServer::start() else {
         return;
     };
-    let model = five_parts();
+    let model = parts_model(CHILDREN, "all parts answered");
     let root = root_env(&model.base_url, &nats.url, "late");
     let bundle = root.dir.path().join("bundle.md");
     std::fs::write(&bundle, BUNDLE).unwrap();

@@ -2,10 +2,7 @@
 //! back for another worker of the pool, saying so, instead of failing it; the pool's
 //! up-to-date worker runs them all.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::*;
 use crate::support::nats::NatsServer;
@@ -13,52 +10,16 @@ use crate::support::worker_proc::WorkerProc;
 
 const CHILDREN: usize = 4;
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The root's model: four `task` calls in one message, then a summary.
-fn four_parts() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            Reply::Sse(sse_text("parts done"))
-        } else {
-            let args: Vec<(String, Value)> = (1..=CHILDREN)
-                .map(|i| {
-                    (
-                        format!("t{i}"),
-                        json!({"agent": AGENT, "instruction": format!("Part {i}")}),
-                    )
-                })
-                .collect();
-            let calls: Vec<(&str, &str, Value)> = args
-                .iter()
-                .map(|(id, a)| (id.as_str(), "task", a.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
-        };
-        Box::pin(async move { reply })
-    }))
-}
-
 #[test]
 fn a_worker_with_a_stale_clone_hands_its_jobs_to_one_that_has_the_commit() {
     let Some(nats) = NatsServer::start() else {
         return;
     };
-    let model = four_parts();
+    let model = parts_model(CHILDREN, "parts done");
     let root = root_env(&model.base_url, &nats.url, "mixed");
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        crate::remote_root::git(dir, args);
+    };
     git(&root.project, &["init", "-q", "-b", "main"]);
     std::fs::write(root.project.join("app.py"), "VALUE = 1\n").unwrap();
     git(&root.project, &["add", "."]);
