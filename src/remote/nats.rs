@@ -251,27 +251,26 @@ impl Remote {
         let Ok(name) = consumer_name(pool) else {
             return false;
         };
-        match self.jobs_stream().await {
-            StreamState::Missing => true,
-            StreamState::Unreachable(_) => false,
-            StreamState::Present { .. } => {
-                let info = async {
-                    let stream = self.js.get_stream(JOBS_STREAM).await.ok()?;
-                    Some(stream.consumer_info(&name).await)
-                };
-                match tokio::time::timeout(Duration::from_secs(2), info).await {
-                    Ok(Some(Err(e))) => {
-                        matches!(
-                            e.kind(),
-                            jetstream::context::ConsumerInfoErrorKind::NotFound
-                                | jetstream::context::ConsumerInfoErrorKind::StreamNotFound
-                        ) || matches!(e.kind(), jetstream::context::ConsumerInfoErrorKind::JetStream(js)
+        let asked = async {
+            let stream = match self.js.get_stream(JOBS_STREAM).await {
+                Ok(stream) => stream,
+                Err(e) => return stream_not_found(&e),
+            };
+            match stream.consumer_info(&name).await {
+                Ok(_) => false,
+                Err(e) => {
+                    matches!(
+                        e.kind(),
+                        jetstream::context::ConsumerInfoErrorKind::NotFound
+                            | jetstream::context::ConsumerInfoErrorKind::StreamNotFound
+                    ) || matches!(e.kind(), jetstream::context::ConsumerInfoErrorKind::JetStream(js)
                         if js.error_code() == jetstream::ErrorCode::CONSUMER_NOT_FOUND)
-                    }
-                    _ => false,
                 }
             }
-        }
+        };
+        tokio::time::timeout(Duration::from_secs(2), asked)
+            .await
+            .unwrap_or(false)
     }
 
     /// Creates, or updates, the durable pull consumer of `pool` on [`JOBS_STREAM`]:

@@ -97,11 +97,6 @@ pub struct WorkerOptions {
     pub scratch: PathBuf,
 }
 
-/// Locks `m`, taking the value of a poisoned lock.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Why the worker stopped with an error (a connection that never comes up is retried,
 /// not an error).
 #[derive(Debug, thiserror::Error)]
@@ -281,7 +276,6 @@ pub async fn serve(
         ctx: &ctx,
         consumer: &consumer,
         name: &options.pool,
-        missing_since: std::sync::Mutex::new(None),
         busy: &busy,
         voice: &voice,
         url: &url,
@@ -332,11 +326,16 @@ struct Pool<'a> {
     consumer: &'a async_nats::jetstream::consumer::PullConsumer,
     /// The pool's name (its consumer is made again under it).
     name: &'a str,
-    /// Since when the server has said the pool's consumer is missing.
-    missing_since: std::sync::Mutex<Option<tokio::time::Instant>>,
     busy: &'a Arc<AtomicU32>,
     voice: &'a Voice,
     url: &'a str,
+}
+
+/// The fetch loop's checks of the pool's consumer: when it was last checked, and
+/// since when it has looked missing.
+struct Upkeep {
+    checked: tokio::time::Instant,
+    missing_since: Option<tokio::time::Instant>,
 }
 
 impl Pool<'_> {
@@ -355,7 +354,10 @@ impl Pool<'_> {
         let free = Arc::new(Semaphore::new(slots as usize));
         let mut failing = false;
         let mut consumer = self.consumer.clone();
-        let mut checked = tokio::time::Instant::now();
+        let mut upkeep = Upkeep {
+            checked: tokio::time::Instant::now(),
+            missing_since: None,
+        };
         loop {
             let first = tokio::select! {
                 permit = free.clone().acquire_owned() => match permit {
@@ -385,12 +387,7 @@ impl Pool<'_> {
                     }
                     failing = true;
                     drop(permits);
-                    if checked.elapsed() >= REPAIR_EVERY {
-                        checked = tokio::time::Instant::now();
-                        if let Some(made) = self.repair().await {
-                            consumer = made;
-                        }
-                    }
+                    self.upkeep(&mut upkeep, &mut consumer).await;
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(1)) => continue,
                         () = stop.cancelled() => break,
@@ -399,33 +396,49 @@ impl Pool<'_> {
             };
             if self.run_batch(batch, permits, jobs, stop).await {
                 failing = false;
-            } else if checked.elapsed() >= REPAIR_EVERY {
-                checked = tokio::time::Instant::now();
-                if let Some(made) = self.repair().await {
-                    consumer = made;
-                }
+            } else {
+                self.upkeep(&mut upkeep, &mut consumer).await;
             }
             while jobs.try_join_next().is_some() {}
         }
     }
 
-    /// When the server lost the pool's consumer (restarted on an empty store, or
-    /// replaced), makes arbor's streams, buckets and the consumer again and says so on
-    /// stderr; the new consumer, or `None` when nothing was lost or it cannot be made
-    /// yet (said too; tried again at the next check).
-    async fn repair(&self) -> Option<async_nats::jetstream::consumer::PullConsumer> {
-        let remote = &self.ctx.remote;
-        if !remote.pool_consumer_missing(self.name).await {
-            *lock(&self.missing_since) = None;
-            return None;
+    /// After a failed or empty fetch: at most every [`REPAIR_EVERY`], checks that the
+    /// server still has the pool's consumer and, when it has looked missing for
+    /// [`MISSING_FOR`], replaces `consumer` with one made again ([`Self::repair`]).
+    async fn upkeep(
+        &self,
+        upkeep: &mut Upkeep,
+        consumer: &mut async_nats::jetstream::consumer::PullConsumer,
+    ) {
+        if upkeep.checked.elapsed() < REPAIR_EVERY {
+            return;
+        }
+        upkeep.checked = tokio::time::Instant::now();
+        if !self.ctx.remote.pool_consumer_missing(self.name).await {
+            upkeep.missing_since = None;
+            return;
         }
         // Only when it stays missing: during a cluster's election a node may answer for
         // a few seconds that it has no such stream or consumer.
-        let since = *lock(&self.missing_since).get_or_insert_with(tokio::time::Instant::now);
+        let since = *upkeep
+            .missing_since
+            .get_or_insert_with(tokio::time::Instant::now);
         if since.elapsed() < MISSING_FOR {
-            return None;
+            return;
         }
-        *lock(&self.missing_since) = None;
+        upkeep.missing_since = None;
+        if let Some(made) = self.repair().await {
+            *consumer = made;
+        }
+    }
+
+    /// Makes arbor's streams, buckets and the pool's consumer again after the server
+    /// lost them (restarted on an empty store, or replaced) and says so on stderr; the
+    /// new consumer, or `None` when it cannot be made yet (said too; tried again at the
+    /// next check).
+    async fn repair(&self) -> Option<async_nats::jetstream::consumer::PullConsumer> {
+        let remote = &self.ctx.remote;
         let made = async {
             remote.ensure().await?;
             remote.ensure_pool(self.name, self.ctx.ack_wait).await
