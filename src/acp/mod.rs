@@ -1,6 +1,6 @@
 //! `arbor acp`: arbor as an Agent Client Protocol agent (issue 28) — JSON-RPC 2.0 on
 //! stdin/stdout, protocol version 1, wire types from the official schema crate
-//! (`agent-client-protocol-schema`, with its unstable `subagents` types).
+//! (`agent-client-protocol-schema` 1.20, where subagents are stable).
 //!
 //! Owns: the ACP front end — the transport (`transport`), the methods and the ACP
 //! sessions (`agent`: `initialize`, `session/new`, `session/load` replayed as

@@ -1,6 +1,6 @@
 //! One ACP session's arbor tree: which ACP session each arbor event belongs to, and
-//! the sub-sessions announced as ACP subagent sessions (`subagent_update`, unstable
-//! "subagents" RFD; field names as in `@agentclientprotocol/sdk` 2.4's schema).
+//! the sub-sessions announced as ACP subagent sessions (`subagent_update`, stable
+//! since schema 1.20; field names as in `@agentclientprotocol/sdk` 2.4).
 //!
 //! Owns: routing — with the client's `subagents` capability each sub-session's
 //! updates carry its own session id (its arbor id) and it is announced on its
