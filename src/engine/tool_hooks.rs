@@ -9,10 +9,11 @@
 //! `PreToolUse` block refuses the call (it never asks for approval) with the hook's
 //! reason as its result; a `PostToolUse` block, and every hook's `additionalContext`,
 //! is appended to the result the model reads. A `UserPromptSubmit` block ends the turn
-//! failed with the hook's reason before any model call; its `additionalContext` (or
+//! failed with the hook's reason before any model call, and the prompt is not stored;
+//! its `additionalContext` (or
 //! plain stdout) reaches the model as a system note after the prompt. `Stop` (a root)
-//! or `SubagentStop` (a sub-session) runs when a turn ended; it is reported, and a
-//! block does not continue the turn. Does not own: running hooks (`hooks`),
+//! or `SubagentStop` (a sub-session) runs when a turn ended; a block of a completed
+//! turn continues it with the reason (the turn loop decides). Does not own: running hooks (`hooks`),
 //! the call itself (`calls`), or `Notification` hooks (`notify_hooks`).
 
 use serde_json::{Map, Value, json};
@@ -135,8 +136,15 @@ pub(crate) async fn prompt_submit(
 }
 
 /// Runs the `Stop` hooks (a root) or `SubagentStop` hooks (a sub-session) after a turn
-/// ended with `status`.
-pub(crate) async fn stop(live: &LiveSession, gate: &Gate<'_>, status: &str) {
+/// ended with `status`; `active` is sent as `stop_hook_active` (the turn was already
+/// continued by a Stop hook). `Some(reason)` when a hook blocked the stop (exit 2 or
+/// `decision: "block"`).
+pub(crate) async fn stop(
+    live: &LiveSession,
+    gate: &Gate<'_>,
+    status: &str,
+    active: bool,
+) -> Option<String> {
     let event = if live.parent_id.is_some() {
         HookEvent::SubagentStop
     } else {
@@ -144,16 +152,17 @@ pub(crate) async fn stop(live: &LiveSession, gate: &Gate<'_>, status: &str) {
     };
     let hooks = gate.hooks();
     if !hooks.has(event) {
-        return;
+        return None;
     }
     let mut input = session_input(live, gate);
-    input.insert("stop_hook_active".into(), false.into());
+    input.insert("stop_hook_active".into(), active.into());
     input.insert("status".into(), status.into());
     input.insert("agent".into(), live.agent_name.clone().into());
     let verdict = hooks.run(event, None, input, &live.working_dir).await;
     for record in &verdict.runs {
         live.emit(EngineEvent::HookRan(record.clone()));
     }
+    verdict.blocked
 }
 
 /// Runs the `PreCompact` hooks before the context of `live` is compacted, with

@@ -217,7 +217,7 @@ async fn one_turn(
     token: &CancellationToken,
 ) -> TurnOutcome {
     recovered::repair_before_turn(env, live);
-    let prompts = append_input(live, input);
+    let prompts = prompts_of(live, &input);
     super::isolate::before_turn(live).await;
     super::checkpoints::before_turn(env, live).await;
     grant_budget(live);
@@ -254,32 +254,47 @@ async fn one_turn(
         slots: &env.slots,
     };
     let mut usage = TurnUsage::default();
-    let what = format!("the turn of session '{}'", live.id);
     Box::pin(tool_hooks::session_start(live, &gate)).await;
-    let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
+    let mut end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
+        // A blocked prompt is never stored (Claude Code erases it from the context).
         tool_hooks::PromptVerdict::Blocked(reason) => LoopEnd {
             status: SessionStatus::Failed,
             response: String::new(),
             error: Some(TurnError::HookBlocked { reason }),
         },
         tool_hooks::PromptVerdict::Proceed(context) => {
+            append_input(live, input);
             for text in context {
-                live.append(Message::System(crate::session::message::UserMessage {
-                    content: format!("[UserPromptSubmit hook] {text}").into(),
-                    timestamp: Some(now_rfc3339()),
-                    metadata: None,
-                }));
+                live.append(system_note(format!("[UserPromptSubmit hook] {text}")));
             }
-            panics::catch(&what, drive(live, &ctx, first, token, &mut usage))
-                .await
-                .unwrap_or_else(|panic| LoopEnd {
-                    status: SessionStatus::Failed,
-                    response: String::new(),
-                    error: Some(TurnError::Panicked(panic)),
-                })
+            drive_caught(live, &ctx, first, token, &mut usage).await
         }
     };
-    Box::pin(tool_hooks::stop(live, &gate, end.status.as_str())).await;
+    // A `Stop` / `SubagentStop` hook that blocks a completed turn continues it with
+    // its reason (Claude Code's contract; `stop_hook_active` is set from the second
+    // run on), at most `STOP_CONTINUES` times.
+    let mut continued = 0;
+    loop {
+        let active = continued > 0;
+        let verdict = Box::pin(tool_hooks::stop(live, &gate, end.status.as_str(), active)).await;
+        let Some(reason) = verdict else { break };
+        if end.status != SessionStatus::Completed || token.is_cancelled() {
+            break;
+        }
+        if continued == STOP_CONTINUES {
+            live.notice(format!(
+                "a Stop hook blocked the end of the turn {STOP_CONTINUES} times; the turn ends: {reason}"
+            ));
+            break;
+        }
+        continued += 1;
+        live.append(system_note(format!("[Stop hook] {reason}")));
+        let agent = match &tree {
+            Some(tree) => transfer::next_agent(tree, live),
+            None => live.agent_name.clone(),
+        };
+        end = drive_caught(live, &ctx, agent, token, &mut usage).await;
+    }
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.arbor.active_agent = Some(next));
@@ -290,37 +305,76 @@ async fn one_turn(
     outcome
 }
 
-/// Appends what starts a turn to the transcript and returns the prompts it submits:
-/// a prompt (which names a new root), `Continue.` when the model had already answered
-/// (none when a user message or tool result waits for its answer), or the messages
-/// waiting in the inbox, delivered in order.
-fn append_input(live: &LiveSession, input: Input) -> Vec<String> {
+/// How many times a blocking `Stop` hook may continue one turn.
+const STOP_CONTINUES: usize = 8;
+
+/// The prompts `input` submits: a prompt, `Continue.` when the model had already
+/// answered (none when a user message or tool result waits for its answer), or the
+/// messages waiting in the inbox, in order. Nothing is stored yet.
+fn prompts_of(live: &LiveSession, input: &Input) -> Vec<String> {
+    match input {
+        Input::Prompt(prompt) => vec![prompt.clone()],
+        Input::Continue => continue_prompt(live).into_iter().collect(),
+        Input::Inbox(waiting) => waiting.iter().map(|p| p.text.clone()).collect(),
+    }
+}
+
+/// `Continue.` unless a user message or tool result already waits for its answer.
+fn continue_prompt(live: &LiveSession) -> Option<String> {
+    let answered = !matches!(
+        live.transcript_snapshot().last(),
+        Some(Message::User(_) | Message::Tool(_))
+    );
+    answered.then(|| CONTINUE_PROMPT.to_string())
+}
+
+/// Appends what starts a turn (the prompts of [`prompts_of`]) to the transcript; a
+/// first prompt names a new root.
+fn append_input(live: &LiveSession, input: Input) {
     match input {
         Input::Prompt(prompt) => {
             name_root(live, &prompt);
-            live.append(Message::user(prompt.clone()));
-            vec![prompt]
+            live.append(Message::user(prompt));
         }
         Input::Continue => {
-            let answered = !matches!(
-                live.transcript_snapshot().last(),
-                Some(Message::User(_) | Message::Tool(_))
-            );
-            let prompt = answered.then(|| CONTINUE_PROMPT.to_string());
-            if let Some(prompt) = &prompt {
-                live.append(Message::user(prompt.clone()));
+            if let Some(prompt) = continue_prompt(live) {
+                live.append(Message::user(prompt));
             }
-            prompt.into_iter().collect()
         }
         Input::Inbox(waiting) => {
             if let Some(first) = waiting.first() {
                 name_root(live, &first.text);
             }
-            let texts = waiting.iter().map(|p| p.text.clone()).collect();
             waiting.into_iter().for_each(|p| live.deliver(p));
-            texts
         }
     }
+}
+
+/// A system note for the model (a hook's words), stamped now.
+fn system_note(text: String) -> Message {
+    Message::System(crate::session::message::UserMessage {
+        content: text.into(),
+        timestamp: Some(now_rfc3339()),
+        metadata: None,
+    })
+}
+
+/// [`drive`], with a panic anywhere in it ending the turn failed.
+async fn drive_caught(
+    live: &LiveSession,
+    ctx: &CallCtx<'_>,
+    first: String,
+    token: &CancellationToken,
+    usage: &mut TurnUsage,
+) -> LoopEnd {
+    let what = format!("the turn of session '{}'", live.id);
+    panics::catch(&what, drive(live, ctx, first, token, usage))
+        .await
+        .unwrap_or_else(|panic| LoopEnd {
+            status: SessionStatus::Failed,
+            response: String::new(),
+            error: Some(TurnError::Panicked(panic)),
+        })
 }
 
 /// The config's prices, retry policy and response limits for a turn's model calls;

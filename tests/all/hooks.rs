@@ -241,6 +241,52 @@ fn user_prompt_submit_adds_context_or_blocks_and_stop_runs_after_the_turn() {
         "{stderr}"
     );
     assert_eq!(server.requests().len(), 1);
+    // ... and is not stored: the failed run's transcript has no user message.
+    let stored: Vec<String> = std::fs::read_dir(env.sessions_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("transcript.jsonl"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    assert_eq!(stored.len(), 2, "two sessions: {stored:?}");
+    assert!(
+        stored.iter().all(|t| !t.contains("forbidden")),
+        "a blocked prompt was stored: {stored:?}"
+    );
+}
+
+#[test]
+fn a_stop_hook_that_blocks_continues_the_turn_with_its_reason() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_text("done, I think")),
+        Reply::Sse(sse_text("tests run too")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("once");
+    let inputs = dir.path().join("inputs.jsonl");
+    // Blocks the first stop only; every input is kept.
+    let hooks = format!(
+        "hooks:\n  Stop:\n    - hooks: [{{command: \"cat >> {inputs}; echo >> {inputs}; test -f {marker} || {{ touch {marker}; echo 'run the tests too' >&2; exit 2; }}\"}}]\n",
+        inputs = inputs.display(),
+        marker = marker.display()
+    );
+    let env = env_with(&server, &hooks);
+    let (id, out) = run(&env, false);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["response"], "tests run too", "{result}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1]
+            .to_string()
+            .contains("[Stop hook] run the tests too"),
+        "{}",
+        requests[1]
+    );
+    let runs: Vec<Value> = read_jsonl(&inputs);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["stop_hook_active"], false);
+    assert_eq!(runs[1]["stop_hook_active"], true);
+    assert_eq!(runs[1]["session_id"], id.as_str());
 }
 
 #[test]
