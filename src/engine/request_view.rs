@@ -82,7 +82,7 @@ pub(crate) async fn messages(
 ) -> Result<Arc<Vec<Message>>, CompactError> {
     let settings = settings(live, env, request.provider.as_ref());
     let state = state(live);
-    let transcript = live.transcript_snapshot();
+    let mut transcript = live.transcript_snapshot();
     let fixed = estimate::fixed(request.system, request.tools);
     let accounting = CacheAccounting::for_module(request.provider.module());
     let tokens = plan::measure(&transcript, &state.record, fixed, accounting);
@@ -111,7 +111,13 @@ pub(crate) async fn messages(
                 focus: manual,
             };
             match run.go(live, request, step, token).await? {
-                Done::Compacted(record, after, _) => (record, after),
+                Done::Compacted(record, after, _) => {
+                    // A `SessionStart` hook's note (source `compact`) rides along.
+                    if Box::pin(super::tool_hooks::session_start_compact(live, env)).await {
+                        transcript = live.transcript_snapshot();
+                    }
+                    (record, after)
+                }
                 // A `/compact` that saved nothing keeps the view as it was.
                 Done::NotSmaller { .. } => (state.record, tokens),
             }
@@ -160,6 +166,7 @@ pub(crate) async fn compact_now(
     };
     let done = match run.go(live, request, step, token).await? {
         Done::Compacted(_, after, event) => {
+            Box::pin(super::tool_hooks::session_start_compact(live, env)).await;
             publish_use(live, after, &settings);
             Compacted::Now(event)
         }

@@ -1,7 +1,7 @@
 //! The person's hooks around one tool call (`PreToolUse` / `PostToolUse`) and one
 //! turn (`UserPromptSubmit`, `Stop` / `SubagentStop`), and before a compaction
-//! (`PreCompact`), and at a session's start (`SessionStart` / `SubagentStart`) (issue
-//! 29).
+//! (`PreCompact`), and at a session's start (`SessionStart` / `SubagentStart`; a
+//! root's `SessionStart` also after each compaction, source `compact`) (issue 29).
 //!
 //! Owns: the JSON a tool hook gets (`session_id`, `transcript_path`, `cwd`,
 //! `tool_name`, `tool_input`, `tool_use_id`, and `tool_response` after the call),
@@ -180,19 +180,8 @@ pub(crate) async fn pre_compact(
     if !hooks.has(HookEvent::PreCompact) {
         return;
     }
-    let mut input = Map::new();
-    input.insert("session_id".into(), live.id.to_string().into());
-    input.insert(
-        "transcript_path".into(),
-        crate::hooks::transcript_path(&env.paths, &live.id)
-            .to_string_lossy()
-            .into_owned()
-            .into(),
-    );
-    input.insert(
-        "cwd".into(),
-        live.working_dir.to_string_lossy().into_owned().into(),
-    );
+    let transcript = crate::hooks::transcript_path(&env.paths, &live.id);
+    let mut input = super::notify_hooks::common_input(live, &transcript);
     input.insert("trigger".into(), trigger.into());
     input.insert("custom_instructions".into(), focus.unwrap_or("").into());
     let verdict = hooks
@@ -200,6 +189,54 @@ pub(crate) async fn pre_compact(
         .await;
     for record in &verdict.runs {
         live.emit(EngineEvent::HookRan(record.clone()));
+    }
+}
+
+/// After a compaction of a root session: its `SessionStart` hooks with `source`
+/// `compact` (Claude Code's contract); each hook's `additionalContext` or plain
+/// stdout becomes a system note after the compacted part, so the compacted request
+/// carries it. Returns whether a note was appended. Sub-sessions have no
+/// `SessionStart` and run nothing.
+pub(crate) async fn session_start_compact(live: &LiveSession, env: &super::env::TurnEnv) -> bool {
+    if live.parent_id.is_some() {
+        return false;
+    }
+    let powers = env.powers();
+    let hooks = &powers.hooks;
+    if !hooks.has(HookEvent::SessionStart) {
+        return false;
+    }
+    let transcript = crate::hooks::transcript_path(&env.paths, &live.id);
+    let mut input = super::notify_hooks::common_input(live, &transcript);
+    input.insert("source".into(), "compact".into());
+    input.insert("agent_type".into(), live.agent_name.clone().into());
+    let verdict = hooks
+        .run(
+            HookEvent::SessionStart,
+            Some("compact"),
+            input,
+            &live.working_dir,
+        )
+        .await;
+    let noted = !verdict.context.is_empty();
+    publish_start(live, HookEvent::SessionStart, verdict);
+    noted
+}
+
+/// Publishes a start hook's runs (no tool) and appends its context as system notes.
+fn publish_start(live: &LiveSession, event: HookEvent, verdict: crate::hooks::HookVerdict) {
+    for mut record in verdict.runs {
+        record.tool_name = None;
+        live.emit(EngineEvent::HookRan(record));
+    }
+    for text in verdict.context {
+        live.append(crate::session::message::Message::System(
+            crate::session::message::UserMessage {
+                content: format!("[{} hook] {text}", event.as_str()).into(),
+                timestamp: Some(crate::session::message::now_rfc3339()),
+                metadata: None,
+            },
+        ));
     }
 }
 
@@ -245,17 +282,5 @@ pub(crate) async fn session_start(live: &LiveSession, gate: &Gate<'_>) {
     let verdict = hooks
         .run(event, Some(matched), input, &live.working_dir)
         .await;
-    for mut record in verdict.runs {
-        record.tool_name = None;
-        live.emit(EngineEvent::HookRan(record));
-    }
-    for text in verdict.context {
-        live.append(crate::session::message::Message::System(
-            crate::session::message::UserMessage {
-                content: format!("[{} hook] {text}", event.as_str()).into(),
-                timestamp: Some(crate::session::message::now_rfc3339()),
-                metadata: None,
-            },
-        ));
-    }
+    publish_start(live, event, verdict);
 }

@@ -323,7 +323,7 @@ fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
     let env = env_with(
         &server,
         &format!(
-            "hooks:\n  PreCompact:\n    - hooks: [{{command: \"cat > {}\"}}]\n",
+            "hooks:\n  PreCompact:\n    - hooks: [{{command: \"cat > {}\"}}]\n  SessionStart:\n    - matcher: compact\n      hooks: [{{command: \"echo 'The freeze is still on.'\"}}]\n",
             seen.display()
         ),
     );
@@ -384,4 +384,31 @@ fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
         .position(|e| e["event"] == "context:compaction")
         .unwrap();
     assert!(ran < compacted, "the hook runs before the compaction");
+    // SessionStart with source `compact` runs after it; its note is in the very
+    // request that follows the summary call (and in no request before).
+    let requests = server.requests();
+    let summary = requests
+        .iter()
+        .position(|r| {
+            r["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("You compact"))
+        })
+        .expect("a summary call");
+    let note = "[SessionStart hook] The freeze is still on.";
+    assert!(
+        requests[summary + 1].to_string().contains(note),
+        "{}",
+        requests[summary + 1]
+    );
+    assert!(
+        requests[..summary]
+            .iter()
+            .all(|r| !r.to_string().contains(note))
+    );
+    let start = events
+        .iter()
+        .rposition(|e| e["event"] == "hook:ran" && e["data"]["hook_event_name"] == "SessionStart")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    assert!(start > compacted);
 }
