@@ -328,6 +328,7 @@ impl Agent {
             agent: root.is_none().then(|| self.root_agent.clone()).flatten(),
             session_id: root,
             prompt: text,
+            cleared: false,
         });
         let mut finished = None;
         while let Some(reply) = rx.recv().await {

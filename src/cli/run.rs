@@ -120,6 +120,7 @@ pub async fn run(args: RunArgs, mut root: RootOptions, options: ContextOptions) 
         session_id: None,
         agent: root.agent,
         prompt,
+        cleared: false,
     });
     // The first reply names the new root (its turn already runs) or says why none
     // was created; the events before it (its `session:start`) are printed after it.

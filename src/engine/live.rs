@@ -84,6 +84,9 @@ pub(crate) struct LiveSession {
     /// Set by the first turn of this session in this process, which runs its
     /// `SessionStart` / `SubagentStart` hooks (`tool_hooks::session_start`).
     pub(crate) start_hooks_ran: AtomicBool,
+    /// The root was started after the person cleared the thread (`/clear`): its
+    /// `SessionStart` source is `clear`.
+    pub(crate) cleared: AtomicBool,
 }
 
 impl LiveSession {
@@ -122,6 +125,7 @@ impl LiveSession {
             persist_error: Mutex::new(None),
             context: Mutex::new(super::compact::ContextState::default()),
             start_hooks_ran: AtomicBool::new(false),
+            cleared: AtomicBool::new(false),
         }
     }
 

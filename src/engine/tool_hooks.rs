@@ -241,7 +241,8 @@ fn publish_start(live: &LiveSession, event: HookEvent, verdict: crate::hooks::Ho
 }
 
 /// Before the first model call of `live`'s first turn in this process: a root runs
-/// its `SessionStart` hooks with `source` `startup` (no turn yet) or `resume` (the
+/// its `SessionStart` hooks with `source` `startup` (no turn yet; `clear` when the
+/// person started it with `/clear`) or `resume` (the
 /// matcher is read against `source`, Claude Code's rule); a freshly spawned
 /// sub-session (no turn yet) runs its `SubagentStart` hooks with `agent_id` (its
 /// session id), `agent_type` (its agent's name) and `parent_session_id` (the matcher
@@ -260,6 +261,9 @@ pub(crate) async fn session_start(live: &LiveSession, gate: &Gate<'_>) {
     let (event, matched) = match &live.parent_id {
         Some(_) if !fresh => return,
         Some(_) => (HookEvent::SubagentStart, live.agent_name.as_str()),
+        None if fresh && live.cleared.load(std::sync::atomic::Ordering::SeqCst) => {
+            (HookEvent::SessionStart, "clear")
+        }
         None if fresh => (HookEvent::SessionStart, "startup"),
         None => (HookEvent::SessionStart, "resume"),
     };

@@ -41,6 +41,7 @@ async fn a_submit_without_a_session_creates_one_runs_its_turn_then_closes() {
             session_id: None,
             agent: None,
             prompt: "hi".into(),
+            cleared: false,
         },
     );
     let Some(EngineReply::SessionCreated { session_id }) = next(&mut replies).await else {

@@ -102,6 +102,7 @@ async fn the_tui_shows_a_panicked_turn_as_an_error_cell() {
         session_id: Some(id.clone()),
         agent: None,
         prompt: "hi".into(),
+        cleared: false,
     });
     harness::pump(&mut app, &mut stream, |reply| {
         let EngineReply::TurnFinished(outcome) = reply else {

@@ -232,3 +232,48 @@ fn notification_hooks_run_while_an_editor_is_asked() {
         "the approved calls ran"
     );
 }
+
+/// `/clear` in the TUI, then a message: the new root's `SessionStart` hooks get
+/// `source: "clear"` (the first root's got `startup`), and the matcher reads it.
+#[cfg(unix)]
+#[test]
+fn session_start_after_clear_in_the_tui_has_source_clear() {
+    use std::time::Duration;
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_text("first answer")),
+        Reply::Sse(sse_text("second answer")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("start.jsonl");
+    let hooks = format!(
+        "hooks:\n  SessionStart:\n    - hooks: [{{command: \"cat >> {0}; echo >> {0}\"}}]\n    - matcher: clear\n      hooks: [{{command: \"echo 'A clean slate.'\"}}]\n",
+        seen.display()
+    );
+    let env = env_with(&server, &hooks);
+    let tui = env.tui();
+    let wait = |text: &str| {
+        assert!(
+            tui.wait_text(text, Duration::from_secs(30)).is_some(),
+            "{text}: {}",
+            tui.screen()
+        );
+    };
+    tui.send(b"hello\r");
+    wait("first answer");
+    tui.send(b"/clear\r");
+    wait("fresh session");
+    tui.send(b"again\r");
+    wait("second answer");
+    let sources: Vec<Value> = lines(&seen).iter().map(|l| l["source"].clone()).collect();
+    assert_eq!(sources, ["startup", "clear"]);
+    let requests = server.requests();
+    assert!(!requests[0].to_string().contains("A clean slate."));
+    assert!(
+        requests[1]
+            .to_string()
+            .contains("[SessionStart hook] A clean slate."),
+        "{}",
+        requests[1]
+    );
+    drop(tui);
+}

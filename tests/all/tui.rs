@@ -280,7 +280,8 @@ fn enter_on_a_task_card_opens_the_child_and_typing_resumes_it() {
         [EngineCommand::Submit {
             session_id: Some(CHILD.into()),
             agent: None,
-            prompt: "and tests?".into()
+            prompt: "and tests?".into(),
+            cleared: false,
         }]
     );
     assert!(h.app.composer_text().is_empty());
@@ -425,7 +426,8 @@ fn browser_enter_starts_a_session_with_that_agent_and_e_edits() {
         [EngineCommand::Submit {
             session_id: None,
             agent: Some("zen-architect".into()),
-            prompt: "hello".into()
+            prompt: "hello".into(),
+            cleared: false,
         }]
     );
     h.app.handle(AppEvent::Reply(EngineReply::SessionCreated {

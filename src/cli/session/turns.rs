@@ -45,6 +45,7 @@ pub async fn resume(engine: &Engine, ctx: &Context, id: &str, resume: Resume) ->
         session_id: Some(id.clone()),
         agent: None,
         prompt: resume.instruction,
+        cleared: false,
     };
     drive_command(engine, &id, submit, resume.format, first_turn).await
 }

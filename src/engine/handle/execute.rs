@@ -26,7 +26,8 @@ impl Engine {
                 session_id,
                 agent,
                 prompt,
-            } => submit(rt, session_id, agent, prompt, replies),
+                cleared,
+            } => submit(rt, session_id, (agent, cleared), prompt, replies),
             EngineCommand::Continue { session_id } => continue_turn(rt, session_id, replies),
             EngineCommand::ContinueInterrupted { session_id } => {
                 continue_interrupted(rt, session_id, replies);
@@ -188,7 +189,7 @@ fn rewind(
 fn submit(
     runtime: Arc<Runtime>,
     session_id: Option<SessionId>,
-    agent: Option<String>,
+    (agent, cleared): (Option<String>, bool),
     prompt: String,
     replies: Replies,
 ) {
@@ -197,6 +198,10 @@ fn submit(
             Some(id) => id,
             None => match create_root(&runtime, agent).await {
                 Ok(id) => {
+                    if let Some(live) = runtime.live(&id) {
+                        live.cleared
+                            .store(cleared, std::sync::atomic::Ordering::SeqCst);
+                    }
                     replies.send(EngineReply::SessionCreated {
                         session_id: id.clone(),
                     });

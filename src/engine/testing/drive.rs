@@ -183,6 +183,7 @@ impl Drive for Engine {
             session_id: Some(session_id.into()),
             agent: None,
             prompt,
+            cleared: false,
         };
         let answers = answers(self.clone(), command);
         async move { turn_result(answers.await) }

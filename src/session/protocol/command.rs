@@ -24,6 +24,9 @@ pub enum EngineCommand {
         session_id: Option<SessionId>,
         agent: Option<String>,
         prompt: String,
+        /// The person cleared the thread before this message (`/clear`): a new
+        /// root's `SessionStart` hooks get `source` `clear` instead of `startup`.
+        cleared: bool,
     },
     /// Continue the stopped session `session_id` (interrupted, failed, cancelled,
     /// paused; SPEC §13 `r`): orphaned tool calls get their synthetic results, then

@@ -349,6 +349,7 @@ impl App {
                 session_id: Some(id.clone()),
                 agent: None,
                 prompt: prompt.clone(),
+                cleared: false,
             },
             None => {
                 thread.awaiting_root = true;
@@ -356,6 +357,7 @@ impl App {
                     session_id: None,
                     agent: thread.agent.clone(),
                     prompt: prompt.clone(),
+                    cleared: thread.cleared,
                 }
             }
         };

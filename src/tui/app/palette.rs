@@ -308,7 +308,9 @@ impl App {
                 .or_else(|| self.default_agent.clone())
         };
         let who = agent.clone().unwrap_or_else(|| "the default agent".into());
-        self.thread = Some(Thread::new_root(agent));
+        let mut thread = Thread::new_root(agent);
+        thread.cleared = clear;
+        self.thread = Some(thread);
         self.stack.close_overlays();
         self.focus = Focus::Composer;
         let kept = open

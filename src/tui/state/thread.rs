@@ -35,6 +35,8 @@ const UNCONFIRMED_WINDOW: usize = 16;
 pub struct Thread {
     /// The session; `None` for a new root session not created yet.
     pub session_id: Option<SessionId>,
+    /// A new root thread opened by `/clear` (its `SessionStart` source is `clear`).
+    pub cleared: bool,
     /// The id or prefix being loaded (`loading` is true until the store answers).
     pub requested: Option<String>,
     /// Agent shown in the header (for a new root: the agent it will start with).

@@ -188,6 +188,7 @@ pub(super) fn command_for(job: &Job, resume: bool) -> EngineCommand {
             session_id: Some(session_id),
             agent: None,
             prompt: job.instruction.clone(),
+            cleared: false,
         }
     }
 }

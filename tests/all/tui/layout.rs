@@ -133,7 +133,8 @@ async fn the_run_loop_executes_commands_draws_and_quits_on_double_ctrl_c() {
             EngineCommand::Submit {
                 session_id: None,
                 agent: None,
-                prompt: "hi".into()
+                prompt: "hi".into(),
+                cleared: false,
             }
         ]
     );

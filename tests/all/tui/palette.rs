@@ -99,6 +99,7 @@ fn unknown_commands_are_not_sent_and_paths_are_plain_messages() {
             session_id: None,
             agent: None,
             prompt: "/usr/bin is where it lives".into(),
+            cleared: false,
         }]
     );
 }
