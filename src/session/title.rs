@@ -33,15 +33,19 @@ pub fn title_from(text: &str) -> Option<String> {
     Some(cut)
 }
 
-/// `text` after its leading `<context_file …>…</context_file>` blocks (all of `text`
-/// when nothing follows them).
+/// `text` after its leading `<context_file …>…</context_file>` and
+/// `<context_image …>…</context_image>` blocks (all of `text` when nothing follows).
 fn without_attachments(text: &str) -> &str {
-    const END: &str = "</context_file>";
     let mut rest = text;
-    while rest.trim_start().starts_with("<context_file")
-        && let Some(end) = rest.find(END)
+    while let Some(end) = ["context_file", "context_image"]
+        .into_iter()
+        .filter(|tag| rest.trim_start().starts_with(&format!("<{tag}")))
+        .find_map(|tag| {
+            let close = format!("</{tag}>");
+            rest.find(&close).map(|at| at + close.len())
+        })
     {
-        rest = &rest[end + END.len()..];
+        rest = &rest[end..];
     }
     if rest.trim().is_empty() { text } else { rest }
 }
@@ -54,6 +58,8 @@ mod tests {
     fn attached_files_are_not_the_title() {
         let text = "<context_file paths=\"@a.md → /p/a.md\">\nalpha\n</context_file>\n\n<context_file paths=\"@b → /p/b\">\nb\n</context_file>\n\nwhat is in @a.md";
         assert_eq!(title_from(text).as_deref(), Some("what is in @a.md"));
+        let image = "<context_image paths=\"@s.png → /p/s.png\"><arbor-image media_type=\"image/png\">QUJD</arbor-image></context_image>\n\nwhat is this";
+        assert_eq!(title_from(image).as_deref(), Some("what is this"));
         assert_eq!(
             title_from("<context_file x>\nonly\n</context_file>").as_deref(),
             Some("<context_file x>")

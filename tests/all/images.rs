@@ -61,4 +61,10 @@ fn an_at_mentioned_png_reaches_the_model_as_an_image_part() {
         .collect();
     assert!(text.contains("what is in @shot.png"), "{text}");
     assert!(!text.contains("arbor-image"), "{text}");
+    // The image is labelled with its file, and no empty `<context_file>` goes along.
+    assert!(!text.contains("context_file"), "{text}");
+    assert!(
+        text.contains("<context_image paths=\"@shot.png → "),
+        "{text}"
+    );
 }

@@ -2,7 +2,8 @@
 //! completion, the completion rows for an `@partial`, and attaching mentioned files to
 //! a sent message as Amplifier attaches @mentions (`agent::mentions`, foundation's
 //! loader): each file's content once, as a `<context_file paths="@m → /abs/path">`
-//! block before the text; the `@path` stays visible in the text.
+//! block before the text (an image: its marker inside a `<context_image paths=…>`
+//! label, never an empty `<context_file>`); the `@path` stays visible in the text.
 //!
 //! Only regular files inside the project (the working directory, symlinks resolved)
 //! that are not private (`config::private`: `/proc`, key and config files, `~/.ssh`,
@@ -90,6 +91,11 @@ pub struct Attached {
     pub notes: Vec<String>,
 }
 
+/// The tag of an attached text file's block.
+const FILE_TAG: &str = "context_file";
+/// The tag of an attached image's block: the label around its marker.
+const IMAGE_TAG: &str = "context_image";
+
 /// Attaches the files `text` mentions (see the module doc) relative to `root`;
 /// never one of `private` or under it (`config::private`, checked on the resolved
 /// path), which is named in a note instead.
@@ -114,18 +120,17 @@ pub fn attach(text: &str, root: &Path, private: &[PathBuf]) -> Attached {
             notes.push(format!("{mention}: private, not attached"));
             continue;
         }
-        let body = match image_body(&mention, &path, &mut notes) {
-            Some(marker) => marker,
+        let header = format!("{mention} → {}", path.display());
+        // An image is its own labelled part, never an (empty) `<context_file>`.
+        let block = match image_body(&mention, &path, &mut notes) {
+            Some(marker) => format!("<{IMAGE_TAG} paths=\"{header}\">{marker}</{IMAGE_TAG}>"),
             None => match file_body(&mention, &path, &mut total, &mut notes) {
-                Some(body) => body,
+                Some(body) => format!("<{FILE_TAG} paths=\"{header}\">\n{body}\n</{FILE_TAG}>"),
                 None => continue,
             },
         };
-        let header = format!("{mention} → {}", path.display());
         files.push(mention.clone());
-        blocks.push(format!(
-            "<context_file paths=\"{header}\">\n{body}\n</context_file>"
-        ));
+        blocks.push(block);
     }
     let prompt = if blocks.is_empty() {
         text.to_string()
@@ -255,22 +260,28 @@ fn cut_at(s: &str, max: usize) -> (&str, bool) {
 /// `📎 attached notes.txt, src/lib.rs`, then the person's text. `None` for text
 /// without attachments (shown as is).
 pub fn collapse_attachments(text: &str) -> Option<String> {
-    const START: &str = "<context_file paths=\"";
-    const END: &str = "</context_file>";
     let mut rest = text;
     let mut names: Vec<String> = Vec::new();
-    while let Some(after) = rest.trim_start().strip_prefix(START) {
+    loop {
+        let trimmed = rest.trim_start();
+        let Some((after, tag)) = [FILE_TAG, IMAGE_TAG].into_iter().find_map(|tag| {
+            let after = trimmed.strip_prefix(&format!("<{tag} paths=\""))?;
+            Some((after, tag))
+        }) else {
+            break;
+        };
         let Some((paths, _)) = after.split_once('"') else {
             break;
         };
-        let Some(end) = after.find(END) else {
+        let end_tag = format!("</{tag}>");
+        let Some(end) = after.find(&end_tag) else {
             break;
         };
         for p in paths.split(", ") {
             let shown = p.split(" → ").next().unwrap_or(p).trim();
             names.push(shown.trim_start_matches('@').to_string());
         }
-        rest = &after[end + END.len()..];
+        rest = &after[end + end_tag.len()..];
     }
     if names.is_empty() {
         return None;
