@@ -169,7 +169,8 @@ pub enum SessionCommand {
         /// The turn to fork at (1-based; default: the latest).
         #[arg(long, value_name = "N")]
         at_turn: Option<u64>,
-        /// The new session's id and title (default: a new UUID).
+        /// The new session's title (default: the original's, marked `(fork @N)`);
+        /// its id is always a new UUID.
         #[arg(long)]
         name: Option<String>,
         /// Print `{session_id, parent_id, forked_from_turn}`.

@@ -22,16 +22,18 @@ pub(crate) fn private_dir(env: &TurnEnv, session: &str) -> PathBuf {
 }
 
 /// Records the state before the current turn of `live` (its number: the user
-/// messages in its transcript, the one just appended included) when it may write.
-pub(crate) async fn before_turn(env: &TurnEnv, live: &LiveSession) {
+/// messages in its transcript plus the `coming` ones this turn stores after its
+/// prompt hooks) when it may write.
+pub(crate) async fn before_turn(env: &TurnEnv, live: &LiveSession, coming: usize) {
     if !may_write(&live.plan) {
         return;
     }
-    let turn = live
+    let stored = live
         .transcript_snapshot()
         .iter()
         .filter(|m| matches!(m, Message::User(_)))
-        .count() as u64;
+        .count();
+    let turn = (stored + coming) as u64;
     let (dir, id, private) = (
         live.working_dir.clone(),
         live.id.to_string(),

@@ -219,7 +219,8 @@ async fn one_turn(
     recovered::repair_before_turn(env, live);
     let prompts = prompts_of(live, &input);
     super::isolate::before_turn(live).await;
-    super::checkpoints::before_turn(env, live).await;
+    // The turn's user messages are stored after the prompt hooks: count them in.
+    super::checkpoints::before_turn(env, live, prompts.len()).await;
     grant_budget(live);
     // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
     live.update_metadata(|m| {
@@ -448,7 +449,9 @@ fn name_root(live: &LiveSession, prompt: &str) {
     else {
         return;
     };
-    live.update_metadata(|m| m.name = Some(name.clone()));
+    // Written with the next metadata write (the turn's first response, or its end):
+    // the turn's start stays one write (SPEC §16 spawn cost).
+    live.stage_metadata(|m| m.name = Some(name.clone()));
     live.emit(EngineEvent::SessionRenamed(SessionRenamedEvent { name }));
 }
 

@@ -60,9 +60,6 @@ pub enum ForkError {
     /// foundation's wording: `Turn 7 out of range. Valid range: 1-3`.
     #[error("Turn {turn} out of range. Valid range: 1-{max}")]
     OutOfRange { turn: u64, max: u64 },
-    /// `--name` names a session that exists.
-    #[error("a session named '{0}' already exists")]
-    Exists(String),
     /// Writing the fork's files failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -205,15 +202,16 @@ pub fn count_turns(messages: &[Line]) -> u64 {
 }
 
 /// Forks session `id` of `store` at turn `turn` (`None`: the latest), as a new
-/// session beside it named `name` (its id; a new UUID when `None`).
+/// session beside it with a new UUID, titled `title` (`None`: the original's title
+/// with ` (fork @N)`).
 ///
 /// Errors: the original's store errors (not found, invalid id); `NoTurns`;
-/// `OutOfRange` naming the valid range; `Exists` for a taken `name`; `Io`.
+/// `OutOfRange` naming the valid range; `Io`.
 pub fn fork(
     store: &SessionStore,
     id: &str,
     turn: Option<u64>,
-    name: Option<&str>,
+    title: Option<&str>,
 ) -> Result<Forked, ForkError> {
     let (metadata, _) = store.load_metadata(id)?;
     let dir = store.session_dir(id)?;
@@ -230,13 +228,7 @@ pub fn fork(
         return Err(ForkError::OutOfRange { turn, max });
     }
     let sliced = slice_to_turn(&messages, turn);
-    let new_id = match name {
-        Some(n) => SessionId::parse(n).map_err(StoreError::from)?,
-        None => SessionId::new_root(),
-    };
-    if store.exists(&new_id) {
-        return Err(ForkError::Exists(new_id.to_string()));
-    }
+    let new_id = SessionId::new_root();
     let final_dir = store.session_dir(&new_id)?;
     // Filled under the store's staging name and renamed into place, so a crash
     // leaves a whole fork or none (as `SessionStore::create`).
@@ -250,7 +242,7 @@ pub fn fork(
     std::fs::write(&transcript, jsonl(sliced.iter().map(|l| l.text.as_str())))
         .map_err(io(&transcript))?;
 
-    let meta = fork_metadata(&metadata, &new_id, turn, count_turns(&sliced), name);
+    let meta = fork_metadata(&metadata, &new_id, turn, count_turns(&sliced), title);
     let meta_path = new_dir.join("metadata.json");
     let text = serde_json::to_string_pretty(&meta).unwrap_or_default();
     std::fs::write(&meta_path, text).map_err(io(&meta_path))?;
@@ -269,27 +261,41 @@ pub fn fork(
     })
 }
 
+/// `title` without a trailing ` (fork @N)` (a fork of a fork is marked once).
+fn without_fork_mark(title: &str) -> &str {
+    match title.rsplit_once(" (fork @") {
+        Some((base, rest))
+            if rest
+                .strip_suffix(')')
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            base
+        }
+        _ => title,
+    }
+}
+
 /// The fork's `metadata.json`: foundation's keys (`session_id`, `parent_id` — the
 /// original —, `forked_from_turn`, `forked_at`, `created`, `turn_count` of the slice,
 /// `bundle`, `model`), what arbor needs to resume it as the original would (its
 /// `agent_name`, `working_dir`, `config`, `agent_overlay`, and of arbor's keys the
 /// resolved model, agent tier and the task call's model choice), `status: idle`,
-/// `depth: 0`, `last_updated` and a title `name` (`name`, else the original's title
-/// or short id with ` (fork @N)`).
+/// `depth: 0`, `last_updated` and a title `name` (`title`, else the original's title
+/// or short id with one ` (fork @N)`).
 fn fork_metadata(
     original: &Metadata,
     id: &SessionId,
     turn: u64,
     turns: u64,
-    name: Option<&str>,
+    title: Option<&str>,
 ) -> Metadata {
     let now = now_rfc3339();
-    let title = name.map(str::to_string).unwrap_or_else(|| {
+    let title = title.map(str::to_string).unwrap_or_else(|| {
         let base = original
             .name
             .clone()
             .unwrap_or_else(|| short(&original.session_id));
-        format!("{base} (fork @{turn})")
+        format!("{} (fork @{turn})", without_fork_mark(&base))
     });
     let kept = &original.arbor;
     Metadata {

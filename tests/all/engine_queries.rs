@@ -3,7 +3,7 @@
 //! resolved (a miss said in full, with the project searched), the listing with its
 //! unreadable directories and, across projects, each session's project, one session
 //! with its children, what it changed, its export as text — and `ForkSessionAs`
-//! forks under a name. No store is opened by the test's "front end". Scripted
+//! forks with a title (never an id). No store is opened by the test's "front end". Scripted
 //! provider, temp dirs (see `support/fixture.rs`).
 
 use crate::support::fixture;
@@ -166,14 +166,14 @@ async fn a_session_is_shown_changed_and_exported_as_text() {
 }
 
 #[tokio::test]
-async fn fork_session_as_forks_under_the_name_given() {
+async fn fork_session_as_titles_the_fork_with_a_new_id() {
     let (_fx, engine, root, _) = project().await;
     let (tx, mut rx) = unbounded_channel();
     engine.execute(
         EngineCommand::ForkSessionAs {
             session_id: root.clone(),
             at_turn: None,
-            name: "my-fork".into(),
+            title: "my fork".into(),
         },
         Replies::channel(tx),
     );
@@ -185,11 +185,16 @@ async fn fork_session_as_forks_under_the_name_given() {
     else {
         panic!("not forked: {reply:?}");
     };
-    assert_eq!(forked.session_id.as_str(), "my-fork");
+    assert_ne!(forked.session_id.as_str(), "my fork");
     assert_eq!(forked.parent_id, root);
     assert_eq!(rewound, None);
-    assert_eq!(
-        resolve(&engine, "my-fork").await.unwrap().as_str(),
-        "my-fork"
-    );
+    let QueryReply::ShowSession(Ok(shown)) = engine
+        .ask(EngineQuery::ShowSession {
+            session_id: forked.session_id.clone(),
+        })
+        .await
+    else {
+        panic!("show failed");
+    };
+    assert_eq!(shown.session.metadata.name.as_deref(), Some("my fork"));
 }

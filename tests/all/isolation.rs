@@ -515,11 +515,11 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
         .collect();
     assert_eq!(texts, ["hello", "One.", "from the fork"]);
 
-    // `--name`: the fork's id and title (the engine's `ForkSessionAs`); a taken name
-    // forks nothing.
+    // `--name` sets the fork's title, never its id; the printed resume command
+    // works as printed. A fork of a fork is marked `(fork @N)` once.
     let named = env
         .cmd()
-        .args(["session", "fork", &id, "--name", "named-fork"])
+        .args(["session", "fork", &id, "--name", "named fork"])
         .output()
         .unwrap();
     assert!(
@@ -527,21 +527,51 @@ fn a_fork_at_a_turn_has_amplifiers_metadata_and_resumes_at_once() {
         "{}",
         String::from_utf8_lossy(&named.stderr)
     );
-    let text = String::from_utf8_lossy(&named.stdout);
-    assert!(
-        text.starts_with(&format!("forked named-fork from {id} at turn 2 (")),
-        "{text}"
-    );
-    assert!(
-        text.contains("\nresume with: arbor session resume "),
-        "{text}"
-    );
-    let again = env
+    let text = String::from_utf8_lossy(&named.stdout).to_string();
+    let new_id = text
+        .strip_prefix("forked ")
+        .and_then(|t| t.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert!(uuid::Uuid::parse_str(&new_id).is_ok(), "{text}");
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sessions_dir().join(&new_id).join("metadata.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["name"], "named fork");
+    let resume = text
+        .lines()
+        .find_map(|l| l.strip_prefix("resume with: arbor "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let args: Vec<&str> = resume
+        .split_whitespace()
+        .map(|a| a.trim_matches('"'))
+        .collect();
+    assert_eq!(args[..2], ["session", "resume"], "{resume}");
+    let resumed = env
         .cmd()
-        .args(["session", "fork", &id, "--name", "named-fork"])
+        .args(["session", "resume", args[2], "from the named fork"])
         .output()
         .unwrap();
-    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        resumed.status.success(),
+        "{resume}: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let twice = env
+        .cmd()
+        .args(["session", "fork", &new_id, "--json"])
+        .output()
+        .unwrap();
+    let twice: Value = serde_json::from_slice(&twice.stdout).unwrap();
+    let fork_of_fork = twice["session_id"].as_str().unwrap();
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sessions_dir().join(fork_of_fork).join("metadata.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let title = meta["name"].as_str().unwrap();
+    assert_eq!(title.matches("(fork @").count(), 1, "{title}");
 }
 
 #[test]

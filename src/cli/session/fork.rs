@@ -27,10 +27,10 @@ pub async fn run(
     json: bool,
 ) -> Result<i32> {
     let command = |session_id| match name {
-        Some(name) => EngineCommand::ForkSessionAs {
+        Some(title) => EngineCommand::ForkSessionAs {
             session_id,
             at_turn,
-            name,
+            title,
         },
         None => EngineCommand::ForkSession {
             session_id,

@@ -91,8 +91,8 @@ impl Engine {
             EngineCommand::ForkSessionAs {
                 session_id,
                 at_turn,
-                name,
-            } => fork(rt, session_id, (at_turn, Some(name)), false, replies),
+                title,
+            } => fork(rt, session_id, (at_turn, Some(title)), false, replies),
             EngineCommand::ListSessions => list_sessions(rt, replies),
         }
     }
@@ -341,12 +341,12 @@ fn merge(runtime: Arc<Runtime>, session_id: SessionId, markers: bool, replies: R
     undo_task(runtime, replies, session_id, "merging a session", work);
 }
 
-/// `ForkSession` / `ForkSessionAs`: the fork at `at_turn` named `name` (`None`: a new
-/// UUID), after rewinding the original's files when `rewind`; `Undone`.
+/// `ForkSession` / `ForkSessionAs`: the fork at `at_turn` titled `title` (`None`:
+/// the original's title marked as a fork), after rewinding the original's files when `rewind`; `Undone`.
 fn fork(
     runtime: Arc<Runtime>,
     session_id: SessionId,
-    (at_turn, name): (Option<u64>, Option<String>),
+    (at_turn, title): (Option<u64>, Option<String>),
     rewind: bool,
     replies: Replies,
 ) {
@@ -356,7 +356,7 @@ fn fork(
             rt.store(),
             id,
             at_turn,
-            name.as_deref(),
+            title.as_deref(),
             rewind,
             live.as_deref(),
         )

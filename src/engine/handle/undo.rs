@@ -40,7 +40,7 @@ pub enum UndoError {
     /// A git step failed or refused (conflict, changed since, turn out of range).
     #[error(transparent)]
     Isolation(#[from] IsolationError),
-    /// The fork could not be written (turn out of range, a taken name, …).
+    /// The fork could not be written (no turns, turn out of range, …).
     #[error(transparent)]
     Fork(#[from] ForkError),
     /// Merge or discard of a root (or a fork, which is a root).
@@ -344,18 +344,18 @@ pub(crate) fn rewind(
     })
 }
 
-/// Forks session `id` at turn `at_turn` (`None`: the latest) as a new session named
-/// `name` (`session::fork`). With `rewind_files`, first restores the files `id`
+/// Forks session `id` at turn `at_turn` (`None`: the latest) as a new session titled
+/// `title` (`session::fork`). With `rewind_files`, first restores the files `id`
 /// changed after that turn ([`rewind`], not forced): the fork then starts from the
 /// files as they were — "rewind here". A refused rewind forks nothing. `live`: the
 /// session when it is live in this process.
 ///
-/// Errors: [`rewind`]'s; `Fork` (no turns, turn out of range, a taken name).
+/// Errors: [`rewind`]'s; `Fork` (no turns, turn out of range).
 pub(crate) fn fork(
     store: &SessionStore,
     id: &str,
     at_turn: Option<u64>,
-    name: Option<&str>,
+    title: Option<&str>,
     rewind_files: bool,
     live: Option<&LiveSession>,
 ) -> Result<(Forked, Option<Rewound>), UndoError> {
@@ -363,7 +363,7 @@ pub(crate) fn fork(
         (true, Some(turn)) => Some(rewind(store, id, turn, false, live)?),
         _ => None,
     };
-    let forked = crate::session::fork::fork(store, id, at_turn, name)?;
+    let forked = crate::session::fork::fork(store, id, at_turn, title)?;
     Ok((forked, rewound))
 }
 

@@ -166,11 +166,11 @@ pub enum EngineCommand {
         rewind: bool,
     },
     /// Fork `session_id` at turn `at_turn` as [`EngineCommand::ForkSession`] does
-    /// (no rewind), the new session's id and title `name` (`arbor session fork
-    /// --name`); a name already taken forks nothing. Answered with `Undone`.
+    /// (no rewind), the new session (a new UUID) titled `title` (`arbor session fork
+    /// --name`). Answered with `Undone`.
     ForkSessionAs {
         session_id: SessionId,
         at_turn: Option<u64>,
-        name: String,
+        title: String,
     },
 }
