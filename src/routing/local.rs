@@ -24,7 +24,7 @@ use crate::provider::probe::{LocalKind, LocalServer};
 /// llama.cpp's `llama-server`), every line at most 38 columns so a 40-column terminal
 /// shows it unwrapped.
 pub const SUGGESTED_CONFIG: &str =
-    "providers:\n- module: provider-openai\n  config:\n    base_url: http://localhost:8080/v1\n";
+    "providers:\n- module: provider-openai\n  config:\n    base_url: http://127.0.0.1:8080/v1\n";
 
 /// One provider entry per found server, in the order found (the first is used).
 pub fn local_providers(servers: &[LocalServer]) -> Vec<ModuleEntry> {

@@ -55,7 +55,6 @@ use crate::config::modules::{
 use crate::config::mount_plan::{ModuleEntry, ProviderConfig};
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
-use crate::provider::probe::probe_ollama;
 use crate::provider::{HttpPool, Provider, ProviderError, ProviderErrorKind};
 
 /// The value stored sessions hold in place of a key.
@@ -417,10 +416,49 @@ fn indented(text: &str) -> String {
     text.lines().map(|l| format!("  {l}\n")).collect()
 }
 
+/// One line per local server arbor probes (`provider::probe::local_candidates`:
+/// Ollama, LM Studio, llama.cpp, or `ARBOR_LOCAL_SERVERS`), all probed at once (at
+/// most [`crate::provider::probe::PROBE_BUDGET`] in all): `  - local llama.cpp at
+/// 127.0.0.1:8080: nothing is listening`. An `OLLAMA_HOST` that is no address is
+/// said instead of its probe.
+fn local_server_lines(env: &dyn Fn(&str) -> Option<String>) -> String {
+    use crate::provider::probe::{NotAnAddress, OllamaProbe, local_candidates, probe_at};
+    let mut lines = String::new();
+    if env("ARBOR_LOCAL_SERVERS").is_none()
+        && let Err(NotAnAddress(host)) = crate::provider::probe::ollama_addr(env)
+    {
+        lines.push_str(&format!(
+            "  - local Ollama: not probed (OLLAMA_HOST={host} is not an IP address)\n"
+        ));
+    }
+    let candidates = local_candidates(env);
+    let probes: Vec<Option<OllamaProbe>> = std::thread::scope(|scope| {
+        let running: Vec<_> = candidates
+            .iter()
+            .map(|&(_, addr)| scope.spawn(move || probe_at(addr)))
+            .collect();
+        running.into_iter().map(|h| h.join().ok()).collect()
+    });
+    for ((kind, addr), probe) in candidates.iter().zip(probes) {
+        let state = match probe {
+            Some(OllamaProbe::Found { models, .. }) if models.is_empty() => {
+                "a server answers, but lists no models".to_string()
+            }
+            Some(OllamaProbe::Found { models, .. }) => {
+                format!("answers with models: {}", models.join(", "))
+            }
+            Some(OllamaProbe::NotRunning { .. }) => "nothing is listening".to_string(),
+            Some(OllamaProbe::NotProbed { .. }) | None => "not probed".to_string(),
+        };
+        lines.push_str(&format!("  - local {} at {addr}: {state}\n", kind.title()));
+    }
+    lines
+}
+
 /// The message shown (TUI and CLI) when no provider is usable: what was looked for —
 /// the config file at `config_path` and its `providers`, `OPENAI_API_KEY`,
-/// `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, and a local Ollama (a loopback probe of at
-/// most 300 ms at `OLLAMA_HOST`, default `127.0.0.1:11434`) — and how to configure a
+/// `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, and every local server (loopback probes,
+/// at most 300 ms in all: [`local_server_lines`]) — and how to configure a
 /// provider (environment variables, and [`PROVIDERS_EXAMPLE`] indented). Never shows
 /// key values.
 pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<String>) -> String {
@@ -456,15 +494,14 @@ pub fn no_provider_message(config_path: &Path, env: &dyn Fn(&str) -> Option<Stri
             format!("  - {var}: {state}\n")
         })
         .collect();
-    let ollama = probe_ollama(env);
+    let servers = local_server_lines(env);
     format!(
         // Lines continue without `\` so their indentation stays.
         "No model provider is configured.
 
 arbor looked for:
   - config file {file}
-{vars}  - local Ollama: {ollama}
-
+{vars}{servers}
 To use a provider, set one of these environment variables:
   export ANTHROPIC_API_KEY=sk-ant-...
   export OPENAI_API_KEY=sk-...

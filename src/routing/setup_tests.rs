@@ -212,3 +212,28 @@ fn no_provider_texts_name_every_detect_variable() {
         }
     }
 }
+
+/// The no-provider text names every local server it probed, each with its address,
+/// and both texts write addresses one way (`127.0.0.1`, never `localhost`).
+#[test]
+fn no_provider_text_names_every_local_server_probed() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (a, b, c) = (closed(), closed(), closed());
+    let list = format!("ollama=127.0.0.1:{a},lmstudio=localhost:{b},llamacpp=127.0.0.1:{c}");
+    let env = move |k: &str| (k == "ARBOR_LOCAL_SERVERS").then(|| list.clone());
+    let message = super::setup::no_provider_message(&dir.path().join("config.yaml"), &env);
+    for line in [
+        format!("  - local Ollama at 127.0.0.1:{a}: nothing is listening"),
+        format!("  - local LM Studio at 127.0.0.1:{b}: nothing is listening"),
+        format!("  - local llama.cpp at 127.0.0.1:{c}: nothing is listening"),
+    ] {
+        assert!(message.contains(&line), "{line} missing from:\n{message}");
+    }
+    let banner = super::local::no_provider_banner(&dir.path().join("config.yaml"));
+    assert!(!message.contains("localhost"), "{message}");
+    assert!(!banner.contains("localhost"), "{banner}");
+}
