@@ -231,7 +231,7 @@ fn no_provider_message_says_what_was_looked_for_and_how_to_fix_it() {
         "OPENAI_API_KEY: not set",
         "OPENAI_BASE_URL: not set",
         "ANTHROPIC_API_KEY: not set",
-        &format!("local Ollama: nothing is listening at {closed}"),
+        &format!("local Ollama at {closed}: nothing is listening"),
         "export ANTHROPIC_API_KEY=",
         "providers:",
         "- module: provider-anthropic",
