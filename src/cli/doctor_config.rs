@@ -1,5 +1,6 @@
 //! `arbor doctor`'s report of a config file that cannot be used (issue 23 item 10):
-//! every bad top-level key, not only the first one loading stops at, and every bad
+//! every bad top-level key, not only the first one loading stops at (and within a
+//! key's map or list every bad entry), and every bad
 //! `keymap:` entry, not only the first one the keymap stops at — each once, the file's
 //! path said once by the caller.
 //!
@@ -43,15 +44,61 @@ pub fn config_errors(path: &Path) -> Vec<String> {
             let (bad, _) = keymap_errors(overrides);
             errors.extend(bad.into_iter().map(|e| format!("keymap: {e}")));
         }
-        let one = Value::Object(Map::from_iter([(key.clone(), value)]));
-        if let Err(e) = serde_json::from_value::<ArborConfig>(one) {
-            errors.push(format!("{key}: {e}"));
+        if key != "keymap" || !matches!(value, Value::Object(_)) {
+            errors.extend(key_errors(&key, value));
         }
     }
     if errors.is_empty() {
         errors.push(whole);
     }
     errors
+}
+
+/// Whether `{key: value}` alone loads as a config; its error when not.
+fn check(key: &str, value: Value) -> Result<(), String> {
+    let one = Value::Object(Map::from_iter([(key.to_string(), value)]));
+    serde_json::from_value::<ArborConfig>(one)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// The problems of top-level `key`: `key: why` when its value is wrong as a whole;
+/// for a map or list, each entry is checked on its own too and each bad one said
+/// (`limits.max_depth: …`, `providers[1]: …`), so one wrong entry does not hide the
+/// next. An entry that fails alone only for a missing sibling field is not blamed.
+fn key_errors(key: &str, value: Value) -> Vec<String> {
+    let Err(whole) = check(key, value.clone()) else {
+        return Vec::new();
+    };
+    let entries: Vec<(String, Value)> = match value {
+        Value::Object(map) => map
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    format!("{key}.{k}"),
+                    Value::Object(Map::from_iter([(k, v)])),
+                )
+            })
+            .collect(),
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{key}[{i}]"), Value::Array(vec![v])))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let each: Vec<String> = entries
+        .into_iter()
+        .filter_map(|(label, v)| match check(key, v) {
+            Err(e) if !e.contains("missing field") => Some(format!("{label}: {e}")),
+            _ => None,
+        })
+        .collect();
+    if each.len() > 1 {
+        each
+    } else {
+        vec![format!("{key}: {whole}")]
+    }
 }
 
 /// Every problem of a `keymap:` section, once each and without the `keymap: ` the
@@ -114,6 +161,21 @@ mod tests {
             errors[1].starts_with("approvals: ") && errors[1].contains("maybe"),
             "{errors:?}"
         );
+        // Two wrong entries of one key are both said.
+        std::fs::write(
+            &path,
+            "limits: {max_depth: -1, max_sessions_per_tree: x}\nproviders:\n  - module: [5]\n  - {module: a, id: [1]}\n",
+        )
+        .unwrap();
+        let errors = config_errors(&path);
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].starts_with("limits.max_depth: "), "{errors:?}");
+        assert!(
+            errors[1].starts_with("limits.max_sessions_per_tree: "),
+            "{errors:?}"
+        );
+        assert!(errors[2].starts_with("providers[0]: "), "{errors:?}");
+        assert!(errors[3].starts_with("providers[1]: "), "{errors:?}");
         std::fs::write(&path, "notify: [unclosed\n").unwrap();
         assert_eq!(config_errors(&path).len(), 1);
         std::fs::write(&path, "notify: off\n").unwrap();
