@@ -429,20 +429,40 @@ impl Thread {
     }
 
     /// Selects the previous (`up`) or next interactive cell and scrolls it into view.
-    /// Returns false when there is none in that direction.
+    /// A selection out of view (the person scrolled away) or none starts from the
+    /// view: `up` takes the last interactive cell at or above its bottom, `down` the
+    /// first at or below its top (nothing selected while following the end: `down`
+    /// scrolls). Returns false when there is none in that direction.
     pub fn select_step(&mut self, up: bool, theme: &Theme) -> bool {
         let n = self.cells.len();
-        let start = match (self.selected, up) {
-            (Some(s), _) => s,
-            (None, true) => n,
-            (None, false) => return false,
+        let view = {
+            let (width, height) = self.size;
+            let mut ctx = LayoutCtx {
+                width,
+                height,
+                theme,
+                stats: &mut self.stats,
+            };
+            let rows = layout::window(&mut self.cells, &mut self.scroll, &mut ctx);
+            rows.first().zip(rows.last()).map(|(a, b)| (a.0, b.0))
         };
-        let found = if up {
-            (0..start.min(n))
-                .rev()
-                .find(|i| self.cells[*i].is_interactive())
-        } else {
-            (start + 1..n).find(|i| self.cells[*i].is_interactive())
+        let interactive = |i: &usize| self.cells[*i].is_interactive();
+        let scrolled = matches!(self.scroll, Scroll::Top { .. });
+        let found = match (self.selected, view) {
+            (Some(s), Some((top, bottom))) if (top..=bottom).contains(&s) => {
+                if up {
+                    (0..s.min(n)).rev().find(interactive)
+                } else {
+                    (s + 1..n).find(interactive)
+                }
+            }
+            (Some(s), None) if up => (0..s.min(n)).rev().find(interactive),
+            (Some(s), None) => (s + 1..n).find(interactive),
+            (_, Some((_, bottom))) if up => (0..=bottom.min(n - 1)).rev().find(interactive),
+            (None, None) if up => (0..n).rev().find(interactive),
+            (Some(_), Some((top, _))) => (top..n).find(interactive),
+            (None, Some((top, _))) if scrolled => (top..n).find(interactive),
+            (None, _) => return false,
         };
         let Some(i) = found else {
             return false;

@@ -171,3 +171,63 @@ fn tiny_and_odd_terminal_sizes_render_without_panicking() {
     h.press(KeyCode::BackTab);
     h.screen(30, 6);
 }
+
+/// `k`/`j` in the chat after scrolling away select from where the view is (issue 39
+/// item 7): the selection lands inside the window, and the view does not jump back
+/// to the end.
+#[test]
+fn j_and_k_select_from_where_the_view_is() {
+    let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
+    let mut transcript = Vec::new();
+    for i in 0..40 {
+        transcript.push(Message::user(format!("question {i}")));
+        transcript.push(msg(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("c{i}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\": \"echo {i}\"}}")}}]})));
+        transcript.push(msg(
+            json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("out {i}")}),
+        ));
+    }
+    h.load(ROOT, None, "zen-architect", transcript);
+    while h.app.focus() != Focus::Chat {
+        h.press(KeyCode::Tab);
+    }
+    h.screen(80, 24);
+    for _ in 0..6 {
+        h.press(KeyCode::PageUp);
+        h.screen(80, 24);
+    }
+    let before = h.screen(80, 24);
+    let shown = |screen: &str| -> Vec<usize> {
+        (0..40)
+            .filter(|i| screen.contains(&format!("echo {i}")))
+            .collect()
+    };
+    let visible = shown(&before);
+    assert!(
+        !visible.is_empty() && *visible.last().unwrap() < 30,
+        "{before}"
+    );
+    h.press(KeyCode::Char('k'));
+    let after = h.screen(80, 24);
+    let thread = h.app.thread().unwrap();
+    let selected = thread.selected.expect("k selects a cell");
+    assert!(
+        selected < 3 * 30,
+        "k jumped to the end: cell {selected}\n{after}"
+    );
+    assert!(
+        shown(&after).iter().any(|i| visible.contains(i)),
+        "the view moved away:\n{before}\n---\n{after}"
+    );
+    // `j` from a selection scrolled out of view starts at the view's top.
+    for _ in 0..6 {
+        h.press(KeyCode::PageDown);
+        h.screen(80, 24);
+    }
+    let view = shown(&h.screen(80, 24));
+    h.press(KeyCode::Char('j'));
+    let next = h.app.thread().unwrap().selected.unwrap();
+    assert!(next > selected, "{next} after {selected}");
+    let now = shown(&h.screen(80, 24));
+    assert!(now.iter().any(|i| view.contains(i)), "{view:?} → {now:?}");
+}
