@@ -249,7 +249,8 @@ impl App {
     }
 
     /// The status bar's hints for `context`, led by how to continue a stopped
-    /// session: the selected node's (tree), or the open thread's when interrupted.
+    /// session: the selected node's (tree), or the open thread's when interrupted;
+    /// in the chat, then the keys that apply where the cursor is ([`Self::chat_hints`]).
     fn hints(&self, context: Context) -> Vec<(String, &'static str)> {
         let mut hints = self.keymap.hints(context);
         let key = self.keymap.label(Action::TreeContinue);
@@ -277,8 +278,16 @@ impl App {
             }
             _ => None,
         };
-        if let Some(lead) = lead.filter(|(k, _)| !k.is_empty()) {
+        let lead = lead.filter(|(k, _)| !k.is_empty());
+        let led = lead.is_some();
+        if let Some(lead) = lead {
             hints.insert(0, lead);
+        }
+        if context == Context::Chat {
+            let at = usize::from(led);
+            for (i, hint) in self.chat_hints().into_iter().enumerate() {
+                hints.insert(at + i, hint);
+            }
         }
         // A docked approval prompt: Esc brings it back instead of cancelling.
         if self.stack.approval.queue.docked() && matches!(context, Context::Tree | Context::Chat) {
@@ -286,6 +295,46 @@ impl App {
             hints.retain(|(k, _)| *k != cancel);
             hints.insert(0, ("Esc".to_string(), "Back to the approval prompt"));
         }
+        hints
+    }
+
+    /// The chat's keys that apply where the cursor is: `y` copy (a cell is
+    /// selected), `u` rewind here (a stored session's turn is selected and nothing
+    /// runs), `d` diff (the open session changed files).
+    fn chat_hints(&self) -> Vec<(String, &'static str)> {
+        let Some(thread) = &self.thread else {
+            return Vec::new();
+        };
+        let node = thread
+            .session_id
+            .as_deref()
+            .and_then(|id| self.tree.get(id));
+        let running = thread.turn_in_flight || node.is_some_and(|n| n.status.turn_in_progress());
+        let selected = thread.selected.filter(|&i| i < thread.cells.len());
+        let in_turn = selected.is_some_and(|at| {
+            thread.cells[..=at]
+                .iter()
+                .any(|c| matches!(c.kind, crate::tui::state::cells::CellKind::User(_)))
+        });
+        let mut hints = Vec::new();
+        let mut add = |action: Action, what: &'static str, applies: bool| {
+            let key = self.keymap.label(action);
+            if applies && !key.is_empty() {
+                let first = key.split('/').next().unwrap_or(&key).to_string();
+                hints.push((first, what));
+            }
+        };
+        add(Action::Copy, "Copy this", selected.is_some());
+        add(
+            Action::ChatRewind,
+            "Rewind here",
+            in_turn && !running && thread.session_id.is_some(),
+        );
+        add(
+            Action::ChatDiff,
+            "Diff",
+            node.is_some_and(|n| !n.files_changed.is_empty()),
+        );
         hints
     }
 

@@ -69,3 +69,39 @@ fn help_covers_every_context_wraps_and_pages() {
     h.press(KeyCode::PageUp);
     assert_eq!(h.screen(80, 24), top);
 }
+
+/// The chat's hint bar shows `y`, `u` and `d` where they apply (issue 39 item 7):
+/// none with nothing selected in a thread that changed nothing; `y` and `u` once a
+/// cell of a turn is selected; `d` once the session changed a file.
+#[test]
+fn the_chat_hint_bar_shows_y_u_and_d_where_they_apply() {
+    let mut h = with_root_open();
+    while h.app.focus() != Focus::Chat {
+        h.press(KeyCode::Tab);
+    }
+    let status = |h: &mut Harness| {
+        let screen = h.screen(160, 30);
+        screen.lines().last().unwrap_or_default().to_string()
+    };
+    let bare = status(&mut h);
+    for hint in ["y Copy this", "u Rewind here", "d Diff"] {
+        assert!(
+            !bare.contains(hint),
+            "{hint} shown with nothing selected: {bare}"
+        );
+    }
+    h.press(KeyCode::Char('k'));
+    assert!(h.app.thread().unwrap().selected.is_some());
+    let selected = status(&mut h);
+    assert!(selected.contains("y Copy this"), "{selected}");
+    assert!(selected.contains("u Rewind here"), "{selected}");
+    assert!(!selected.contains("d Diff"), "{selected}");
+    h.engine(
+        arbor::tui::testing::file_written("src/lib.rs", 3, 1),
+        ROOT,
+        None,
+        30,
+    );
+    let changed = status(&mut h);
+    assert!(changed.contains("d Diff"), "{changed}");
+}
