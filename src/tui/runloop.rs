@@ -208,9 +208,22 @@ where
     // Events applied since the last chance to draw (bounded by `QUEUE_LIMIT`); starts
     // at the limit so the first frame is drawn before anything queued is applied.
     let mut applied = QUEUE_LIMIT;
+    // The app's next tick, kept across waits: a stream of engine events never pushes
+    // it later, and a due tick is handed over before anything queued (notes expire,
+    // spinners turn while children stream).
+    let mut tick_at: Option<Instant> = None;
     loop {
         while let Ok(command) = channels.commands.try_recv() {
             executor.submit(command);
+        }
+        let now = Instant::now();
+        tick_at = match (tick_at, app.next_tick().map(|d| now + d)) {
+            (Some(kept), Some(wanted)) => Some(kept.min(wanted)),
+            (_, wanted) => wanted,
+        };
+        if tick_at.is_some_and(|t| t <= now) {
+            tick_at = None;
+            app.handle(AppEvent::Tick);
         }
         if app.should_quit() {
             executor.shutdown().await;
@@ -244,7 +257,7 @@ where
             frames.drawn(Instant::now());
             input_seen = false;
         }
-        let woke = wait(app, &mut input, &mut channels, frames.deadline()).await;
+        let woke = wait(app, &mut input, &mut channels, (frames.deadline(), tick_at)).await;
         if let Some(ready) = woke
             && let Some(end) = apply(app, ready, &mut input_seen)
         {
@@ -300,19 +313,19 @@ fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), Tui
 
 /// Waits for the first of: the next frame's deadline (`frame_at`), the TUI's own
 /// events, input, the engine's stream, the registry, the watcher and the app's next
-/// tick — in that order when several are ready. What the loop applies comes back
-/// ([`Ready`]); the registry, the watcher and ticks are handed to `app` here, and a
+/// tick (`tick_at`, kept by the loop, which hands a due tick over at its top) — in
+/// that order when several are ready. What the loop applies comes back
+/// ([`Ready`]); the registry and the watcher are handed to `app` here, and a
 /// source that ended is dropped from `channels`.
 async fn wait<S>(
     app: &mut App,
     input: &mut S,
     channels: &mut Channels,
-    frame_at: Option<Instant>,
+    (frame_at, tick_at): (Option<Instant>, Option<Instant>),
 ) -> Option<Ready>
 where
     S: Stream<Item = io::Result<TermEvent>> + Unpin,
 {
-    let tick_at = app.next_tick().map(|d| Instant::now() + d);
     tokio::select! {
         biased;
         () = sleep_opt(frame_at) => None,
@@ -339,10 +352,8 @@ where
             app.handle(AppEvent::Reload(ev));
             None
         }
-        () = sleep_opt(tick_at) => {
-            app.handle(AppEvent::Tick);
-            None
-        }
+        // The loop hands a due tick over at its top.
+        () = sleep_opt(tick_at) => None,
     }
 }
 

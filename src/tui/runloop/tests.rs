@@ -437,3 +437,68 @@ async fn replies_and_events_are_applied_in_stream_order() {
     let (answer, notice) = (last.find("partial answer"), last.find("turn cancelled"));
     assert!(answer.is_some() && answer < notice, "{last}");
 }
+
+/// Issue 39 item 7: while a child streams (an engine event every 20 ms, faster than
+/// the 100 ms animation tick), a status note still leaves the screen when it
+/// expires: the loop keeps its tick deadline across waits and hands a due tick over
+/// before anything queued.
+#[tokio::test(start_paused = true)]
+async fn a_note_expires_while_children_stream() {
+    use crate::session::protocol::DeltaKind;
+    use crate::session::{EngineEvent, Event, SessionStatus};
+    const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
+    const CHILD: &str = "5f0e1c2a-1111-4222-8333-444455556666_explorer-1";
+    let t0 = Instant::now();
+    let (sources, commands_tx) = Sources::new();
+    let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
+    let clock = app.clock().clone();
+    tokio::spawn(async move {
+        let mut last = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let now = Instant::now();
+            clock.advance(now - last);
+            last = now;
+        }
+    });
+    let engine_tx = sources.engine_tx.clone();
+    tokio::spawn(async move {
+        let event = |msg| EngineOutput::Event(Arc::new(Event::new(CHILD, Some(ROOT), msg)));
+        engine_tx
+            .unbounded_send(event(crate::tui::testing::start("explorer")))
+            .unwrap();
+        engine_tx
+            .unbounded_send(event(EngineEvent::status(SessionStatus::Running)))
+            .unwrap();
+        while Instant::now() < t0 + Duration::from_secs(9) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let delta = event(EngineEvent::delta(DeltaKind::Text, "more "));
+            if engine_tx.unbounded_send(delta).is_err() {
+                return;
+            }
+        }
+    });
+    let note_tx = sources.events_tx.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(t0 + Duration::from_millis(100)).await;
+        let changed = AppEvent::Reload(crate::agent::reload::ReloadEvent::ConfigChanged);
+        note_tx.send(changed).unwrap();
+    });
+    let (keys_tx, input) = futures::channel::mpsc::unbounded::<io::Result<TermEvent>>();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(t0 + Duration::from_secs(10)).await;
+        drop(keys_tx);
+    });
+    let frames = &run_recorded(&mut app, input, sources).await;
+    let shown = |text: &String| text.contains("config changed");
+    let first = frames.iter().position(|(_, t)| shown(t)).expect("shown");
+    let gone = frames[first..]
+        .iter()
+        .find(|(_, t)| !shown(t))
+        .expect("a frame without the note");
+    let after = gone.0 - t0;
+    assert!(
+        after >= Duration::from_millis(4_100) && after <= Duration::from_millis(4_400),
+        "redrawn without the note {after:?} in"
+    );
+}
