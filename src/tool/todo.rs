@@ -40,23 +40,6 @@ pub fn progress(items: &[TodoItem]) -> (usize, usize) {
     (done, items.len())
 }
 
-/// One line for a thread: `todo 1/3 · Fixing bug` (the item in progress, else the
-/// next pending one; `todo 3/3 · all done`).
-pub fn summary(items: &[TodoItem]) -> String {
-    let (done, total) = progress(items);
-    let now = items
-        .iter()
-        .find(|t| t.status == TodoStatus::InProgress)
-        .map(|t| t.active_form.as_str())
-        .or_else(|| {
-            items
-                .iter()
-                .find(|t| t.status == TodoStatus::Pending)
-                .map(|t| t.content.as_str())
-        })
-        .unwrap_or("all done");
-    format!("todo {done}/{total} · {now}")
-}
 
 /// The module's tools.
 pub fn tools() -> Vec<Arc<dyn Tool>> {

@@ -41,6 +41,7 @@ mod recover;
 mod steer;
 mod stream;
 mod tail_first;
+mod todo;
 mod trust;
 mod wall;
 mod worktree_keys;

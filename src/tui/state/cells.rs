@@ -168,6 +168,8 @@ pub enum CellKind {
     Compaction(Box<CompactionCard>),
     /// The assistant reply being streamed (committed lines + unfinished tail).
     Streaming(Box<StreamState>),
+    /// The checklist a `todo` call set, one row per item (Claude Code's todo view).
+    Checklist(Box<[crate::session::metadata::TodoItem]>),
 }
 
 /// Rows of a cell laid out to `width` columns.
@@ -303,8 +305,44 @@ impl Cell {
             ),
             CellKind::Compaction(card) => compaction_rows(card, self.expanded, theme),
             CellKind::Streaming(_) => Vec::new(),
+            CellKind::Checklist(items) => checklist_rows(items, theme),
         }
     }
+}
+
+/// A checklist: a head line `☰ todo 1/3`, then each item on its own row — `☐` to do,
+/// `◐` in progress (its present-continuous form, bold), `☑` done (crossed out).
+fn checklist_rows(items: &[crate::session::metadata::TodoItem], theme: &Theme) -> Vec<Row> {
+    use crate::session::metadata::TodoStatus;
+    use ratatui::style::Modifier;
+    let base = theme.style(Slot::ChatNotice);
+    let (done, total) = crate::tool::todo::progress(items);
+    let mut rows = prefixed_text("☰ ", &format!("todo {done}/{total}"), base);
+    for item in items {
+        let (mark, text, style) = match item.status {
+            TodoStatus::Pending => ("☐ ", item.content.as_str(), base),
+            TodoStatus::InProgress => (
+                "◐ ",
+                item.active_form.as_str(),
+                theme
+                    .style(Slot::ChatAssistant)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            TodoStatus::Completed => (
+                "☑ ",
+                item.content.as_str(),
+                base.add_modifier(Modifier::CROSSED_OUT | Modifier::DIM),
+            ),
+        };
+        rows.push(Row::Wrap(RLine::indented(
+            Line::from(vec![
+                Span::styled(format!("  {mark}"), base),
+                Span::styled(text.to_string(), style),
+            ]),
+            4,
+        )));
+    }
+    rows
 }
 
 /// A compaction cell: its note (with a hint when there is a summary to read), and

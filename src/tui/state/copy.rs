@@ -24,6 +24,18 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
         | CellKind::Error(t)
         | CellKind::Notice(t) => t.to_string(),
         CellKind::Streaming(s) => s.text(),
+        CellKind::Checklist(items) => items
+            .iter()
+            .map(|i| {
+                let mark = match i.status {
+                    crate::session::metadata::TodoStatus::Pending => "[ ]",
+                    crate::session::metadata::TodoStatus::InProgress => "[~]",
+                    crate::session::metadata::TodoStatus::Completed => "[x]",
+                };
+                format!("{mark} {}", i.content)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
         CellKind::Tool(card) => card
             .result
             .as_deref()
@@ -70,6 +82,18 @@ pub fn code_block_near(cells: &[Cell], from: usize) -> Option<String> {
         let text = match &cell.kind {
             CellKind::Assistant(t) | CellKind::User(t) => t.to_string(),
             CellKind::Streaming(s) => s.text(),
+            CellKind::Checklist(items) => items
+                .iter()
+                .map(|i| {
+                    let mark = match i.status {
+                        crate::session::metadata::TodoStatus::Pending => "[ ]",
+                        crate::session::metadata::TodoStatus::InProgress => "[~]",
+                        crate::session::metadata::TodoStatus::Completed => "[x]",
+                    };
+                    format!("{mark} {}", i.content)
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
             _ => return None,
         };
         code_blocks(&text).pop()

@@ -88,7 +88,7 @@ impl Thread {
         };
         self.tool_result(&post.tool_call_id, &post.result, false, &post.task, result);
         if let Some(ToolEffect::Todo(list)) = &post.effect {
-            self.push_notice(&crate::tool::todo::summary(list));
+            self.push(CellKind::Checklist(list.clone().into_boxed_slice()));
         }
     }
 
@@ -437,7 +437,7 @@ mod tests {
     /// A checklist a call set (its `tool:post` effect) is a notice; the call's input
     /// and result text are not read, and a post without the effect adds none.
     #[test]
-    fn a_checklist_set_by_a_call_is_a_notice() {
+    fn a_checklist_set_by_a_call_is_a_checklist_cell() {
         let theme = Theme::builtin_dark(true);
         let mut t = Thread::new_root(None);
         let list = serde_json::from_value(json!([
@@ -460,7 +460,7 @@ mod tests {
         assert!(
             matches!(
                 &t.cells[..],
-                [c] if matches!(&c.kind, CellKind::Notice(n) if &**n == "todo 1/2 · Fixing")
+                [c] if matches!(&c.kind, CellKind::Checklist(items) if items.len() == 2)
             ),
             "{:?}",
             t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
