@@ -226,7 +226,7 @@ pub struct ProviderModels {
     /// The model the plan entry names (`default_model`), when it names one.
     pub configured: Option<String>,
     /// Its model list, sorted, or why there is none (it cannot be built, its list
-    /// failed or took longer than 15 s) as one line.
+    /// failed or took longer than 5 s) as one line.
     pub models: Result<Vec<String>, String>,
 }
 
@@ -244,9 +244,9 @@ pub(crate) async fn plan_models(env: &TurnEnv, plan: &MountPlan) -> Vec<Provider
             Ok(provider) => env
                 .models
                 .get_or_list(&providers::cache_key(&entry), || async move {
-                    match tokio::time::timeout(LIST_TIMEOUT, provider.list_models()).await {
+                    match tokio::time::timeout(CHECK_TIMEOUT, provider.list_models()).await {
                         Ok(listed) => listed.map_err(|e| e.to_string()),
-                        Err(_) => Err(format!("no answer within {}s", LIST_TIMEOUT.as_secs())),
+                        Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
                     }
                 })
                 .await
