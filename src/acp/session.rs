@@ -196,8 +196,8 @@ fn chosen(option: &str) -> Value {
 }
 
 /// Sends `update` as a `session/update` of ACP session `session_id`.
-pub(super) fn notify(conn: &Connection, session_id: impl Into<String>, update: SessionUpdate) {
-    let session_id: String = session_id.into();
+pub(super) fn notify(conn: &Connection, session_id: impl ToString, update: SessionUpdate) {
+    let session_id = session_id.to_string();
     conn.notify(
         "session/update",
         &SessionNotification::new(session_id, update),

@@ -1,6 +1,7 @@
 //! `session/prompt` of `arbor acp` (ACP v1): one engine turn of the session's root,
 //! ending with its `stopReason`, or one of the slash commands of `commands` — a
-//! built-in answered with one `agent_message_chunk` and `end_turn`, a custom one sent
+//! built-in answered with one `agent_message_chunk` and `end_turn` (`/model NAME`
+//! then a `config_option_update` with every option as it is now), a custom one sent
 //! as the prompt it expands to.
 //!
 //! Owns: running a prompt. Does not own: the prompt's content (`prompt`), the
@@ -8,7 +9,9 @@
 
 use std::path::PathBuf;
 
-use agent_client_protocol_schema::v1::{PromptRequest, PromptResponse, StopReason};
+use agent_client_protocol_schema::v1::{
+    ConfigOptionUpdate, PromptRequest, PromptResponse, SessionUpdate, StopReason,
+};
 
 use super::agent::{Agent, internal, invalid, metadata};
 use super::commands::{self, Parsed};
@@ -33,8 +36,16 @@ impl Agent {
             Parsed::Text => text,
             Parsed::Custom(expanded) => expanded,
             command => {
+                let switched = matches!(&command, Parsed::Model(m) if !m.is_empty());
                 let said = self.command(&session, command).await?;
-                notify(&self.conn, acp_id, updates::chunk(DeltaKind::Text, &said));
+                notify(&self.conn, &acp_id, updates::chunk(DeltaKind::Text, &said));
+                if switched {
+                    // The client's model picker follows the switch.
+                    let options = self.config_options(&session).await?;
+                    let update =
+                        SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options));
+                    notify(&self.conn, &acp_id, update);
+                }
                 return Ok(PromptResponse::new(StopReason::EndTurn));
             }
         };

@@ -249,6 +249,8 @@ fn the_model_option_changes_the_model_the_next_request_names() {
             "--set=model=openai/scripted-model",
             "--set=model=nope/",
             "Hello",
+            "/model openai/configured-model",
+            "Again",
         ],
     );
     let model = option(&summary["opened"], "model");
@@ -277,8 +279,22 @@ fn the_model_option_changes_the_model_the_next_request_names() {
     );
     // The next model request names the chosen model.
     let requests = server.requests();
-    assert_eq!(requests.last().unwrap()["model"], "scripted-model");
-    assert!(requests.iter().all(|r| r["model"] != "configured-model"));
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests[0]["model"], "scripted-model");
+    // `/model` switches too, and the client's options follow.
+    assert_eq!(requests[1]["model"], "configured-model");
+    let id = summary["sessionId"].as_str().unwrap();
+    let log = log_of(&summary);
+    let followed = updates(&log, id, "config_option_update");
+    assert_eq!(followed.len(), 1, "{log:#?}");
+    assert_eq!(
+        option(followed[0], "model")["currentValue"],
+        "openai/configured-model"
+    );
+    assert!(
+        text_of(&updates(&log, id, "agent_message_chunk"))
+            .contains("model: openai/configured-model")
+    );
 }
 
 #[test]
