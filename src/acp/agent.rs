@@ -279,8 +279,9 @@ impl Agent {
 
     /// Opens stored session `acp_id` (any arbor or Amplifier session of the `cwd`'s
     /// project, an id or what `arbor session` accepts for one) and registers it:
-    /// the session and its metadata. An unknown id is said as the CLI says it (which
-    /// project was searched).
+    /// the session and its metadata. A session that recorded its context use says it
+    /// first (`usage_update` with its stored tokens, limit and cost). An unknown id
+    /// is said as the CLI says it (which project was searched).
     async fn open_stored(
         &self,
         acp_id: &str,
@@ -302,6 +303,11 @@ impl Agent {
             tree.root = Some(id);
             let limit = metadata.arbor.context.as_ref().map(|c| c.max_tokens);
             tree.seed_usage(metadata.usage.cost, limit);
+        }
+        // The editor's context meter starts where the stored session left it.
+        if let Some(context) = &metadata.arbor.context {
+            let usage = updates::usage(context.tokens, context.max_tokens, metadata.usage.cost);
+            notify(&self.conn, acp_id, usage);
         }
         if let Some(old) = self.sessions().insert(acp_id.to_string(), session.clone()) {
             tokio::spawn(async move { old.client.engine().shutdown(Duration::from_secs(2)).await });

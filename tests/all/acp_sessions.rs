@@ -219,6 +219,11 @@ fn resume_opens_without_replay_and_close_ends_the_session() {
         "{log:#?}"
     );
     assert!(option(&summary["opened"], "model")["currentValue"].is_string());
+    // The context meter starts where the stored session left it.
+    let usage = updates(&log[..resumed], &id, "usage_update");
+    assert_eq!(usage.len(), 1, "{log:#?}");
+    assert!(usage[0]["used"].as_u64().unwrap() > 0, "{:#}", usage[0]);
+    assert!(usage[0]["size"].as_u64().unwrap() > 0, "{:#}", usage[0]);
     // The resumed session runs the next prompt with its context.
     assert_eq!(summary["turns"][0]["stopReason"], "end_turn");
     let context = all_text(server.requests().last().unwrap());
