@@ -264,8 +264,13 @@ impl Agent {
             .await;
         let id = match created {
             Some(EngineReply::SessionCreated { session_id }) => session_id,
-            Some(EngineReply::Failed { error, .. }) => return Err(internal(error)),
-            other => return Err(internal(format!("unexpected engine reply: {other:?}"))),
+            other => {
+                discard(&session).await;
+                return Err(match other {
+                    Some(EngineReply::Failed { error, .. }) => internal(error),
+                    other => internal(format!("unexpected engine reply: {other:?}")),
+                });
+            }
         };
         {
             let mut tree = session.tree();
@@ -292,12 +297,18 @@ impl Agent {
         let query = EngineQuery::ResolveSession {
             id: acp_id.to_string(),
         };
-        let id = match engine.ask(query).await {
-            QueryReply::ResolveSession(Ok(id)) => id,
-            QueryReply::ResolveSession(Err(e)) => return Err(invalid(e)),
-            other => return Err(internal(format!("unexpected engine reply: {other:?}"))),
+        let resolved = match engine.ask(query).await {
+            QueryReply::ResolveSession(Ok(id)) => metadata(&session, &id).await.map(|m| (id, m)),
+            QueryReply::ResolveSession(Err(e)) => Err(invalid(e)),
+            other => Err(internal(format!("unexpected engine reply: {other:?}"))),
         };
-        let metadata = metadata(&session, &id).await?;
+        let (id, metadata) = match resolved {
+            Ok(found) => found,
+            Err(e) => {
+                discard(&session).await;
+                return Err(e);
+            }
+        };
         {
             let mut tree = session.tree();
             tree.root = Some(id);
@@ -339,6 +350,7 @@ impl Agent {
             }) => (loaded, earlier),
             Some(EngineReply::OpenFailed { error, .. }) => {
                 self.sessions().remove(&acp_id);
+                discard(&session).await;
                 return Err(invalid(error));
             }
             other => return Err(internal(format!("unexpected engine reply: {other:?}"))),
@@ -394,11 +406,7 @@ impl Agent {
                 .client
                 .submit(EngineCommand::Cancel { session_id: root });
         }
-        session
-            .client
-            .engine()
-            .shutdown(Duration::from_secs(2))
-            .await;
+        discard(&session).await;
         Ok(CloseSessionResponse::new())
     }
 
@@ -517,6 +525,16 @@ impl Agent {
         };
         Ok((current, models))
     }
+}
+
+/// Shuts `session`'s engine down (its turns cancelled, its MCP servers stopped): it
+/// was closed, or failed to open.
+async fn discard(session: &Session) {
+    session
+        .client
+        .engine()
+        .shutdown(Duration::from_secs(2))
+        .await;
 }
 
 /// Session `id`'s stored metadata. Errors: `-32603` with the store's error.
