@@ -518,6 +518,11 @@ impl Agent {
             QueryReply::ListModels(result) => result.map_err(internal)?,
             other => return Err(internal(format!("unexpected engine reply: {other:?}"))),
         };
+        session.tree().providers(
+            models
+                .iter()
+                .map(|p| (p.provider.clone(), p.module.clone())),
+        );
         let current = Current {
             model: metadata.model.clone(),
             agent: metadata.agent_name.clone().unwrap_or_default(),

@@ -184,6 +184,7 @@ mod tests {
     fn listed(provider: &str, configured: Option<&str>, models: &[&str]) -> ProviderModels {
         ProviderModels {
             provider: provider.into(),
+            module: format!("provider-{provider}"),
             configured: configured.map(String::from),
             models: Ok(models.iter().map(|m| m.to_string()).collect()),
         }

@@ -11,7 +11,8 @@
 //! ([`Tree::route`]: its updates and the permission a waiting call asks for, the one
 //! `match` over `EngineEvent` of `arbor acp`): a call waiting for approval is
 //! `pending`, `in_progress` once granted; after each model call of a shown session a
-//! `usage_update` (its context use of the limit its last `context:usage` gave, and the
+//! `usage_update` (its context use — cache tokens counted as its provider's API
+//! counts them — of the limit its last `context:usage` gave, and the
 //! ACP session's cumulative cost, a hidden child's calls counted on the root); a
 //! title (`session:renamed`) as `session_info_update`. Does not own: the update
 //! payloads (`updates`) or sending (`agent`).
@@ -26,7 +27,7 @@ use agent_client_protocol_schema::v1::{
 
 use super::updates;
 use crate::config::approvals::{Decision, default_decision};
-use crate::config::modules::describe;
+use crate::config::modules::{CacheAccounting, describe};
 use crate::session::ids::SessionId;
 use crate::session::protocol::{ApprovalRequiredEvent, TaskInput, ToolEffect};
 use crate::session::{EngineEvent, Event, SessionStatus};
@@ -76,6 +77,8 @@ pub struct Tree {
     limits: HashMap<SessionId, u64>,
     /// Each ACP session's cumulative cost in USD, over its priced model calls.
     costs: HashMap<String, f64>,
+    /// How each provider of the session (by id) counts cache tokens.
+    accounting: HashMap<String, CacheAccounting>,
 }
 
 impl Tree {
@@ -91,6 +94,15 @@ impl Tree {
             inputs: HashMap::new(),
             limits: HashMap::new(),
             costs: HashMap::new(),
+            accounting: HashMap::new(),
+        }
+    }
+
+    /// Learns the session's providers: `(id, module)` pairs.
+    pub fn providers(&mut self, providers: impl IntoIterator<Item = (String, String)>) {
+        for (id, module) in providers {
+            self.accounting
+                .insert(id, CacheAccounting::for_module(&module));
         }
     }
 
@@ -188,10 +200,15 @@ impl Tree {
                 if let Some(cost) = u.cost {
                     *self.costs.entry(asked_on).or_default() += cost;
                 }
-                let used = u.input_tokens
-                    + u.cache_read_tokens
-                    + u.cache_creation_tokens
-                    + u.output_tokens;
+                // A provider not learnt yet: its id is usually its module's short name.
+                let accounting = self
+                    .accounting
+                    .get(&response.provider)
+                    .copied()
+                    .unwrap_or_else(|| {
+                        CacheAccounting::for_module(&format!("provider-{}", response.provider))
+                    });
+                let used = updates::context_used(u, accounting);
                 let limit = self.limits.get(&event.session_id).copied();
                 match (&to, limit) {
                     (Some(to), Some(size)) => {

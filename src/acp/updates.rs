@@ -17,9 +17,10 @@ use agent_client_protocol_schema::v1::{
 use serde_json::Value;
 
 use crate::config::approvals::{Decision, default_decision};
-use crate::config::modules::{ToolKind as Kind, describe};
+use crate::config::modules::{CacheAccounting, ToolKind as Kind, describe};
 use crate::session::Message;
 use crate::session::message::ContentBlock as Block;
+use crate::session::metadata::SessionUsage;
 use crate::session::protocol::{
     DeltaKind, TodoItem, TodoStatus, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
@@ -147,6 +148,17 @@ pub fn tool_pre(pre: &ToolPreEvent, cwd: &Path) -> SessionUpdate {
 pub fn status(id: &str, status: ToolCallStatus) -> SessionUpdate {
     let fields = ToolCallUpdateFields::new().status(status);
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
+}
+
+/// The tokens a model call's context held: its input (with the cache tokens where
+/// the API counts them apart from it, `accounting`) plus its output — the rule of
+/// `engine::compact::estimate::measured`.
+pub fn context_used(usage: &SessionUsage, accounting: CacheAccounting) -> u64 {
+    let cache = match accounting {
+        CacheAccounting::IncludedInInput => 0,
+        CacheAccounting::SeparateFromInput => usage.cache_read_tokens + usage.cache_creation_tokens,
+    };
+    usage.input_tokens + cache + usage.output_tokens
 }
 
 /// `usage_update` (ACP v1 schema 1.20): `used` tokens in the context after a model
@@ -335,5 +347,21 @@ mod tests {
         assert_eq!(wire["entries"][1]["content"], "write");
         assert_eq!(wire["entries"][1]["status"], "in_progress");
         assert_eq!(wire["entries"][1]["priority"], "medium");
+    }
+
+    #[test]
+    fn cache_tokens_count_once() {
+        let usage = SessionUsage {
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_read_tokens: 80,
+            cache_creation_tokens: 5,
+            cost: None,
+        };
+        assert_eq!(context_used(&usage, CacheAccounting::IncludedInInput), 110);
+        assert_eq!(
+            context_used(&usage, CacheAccounting::SeparateFromInput),
+            195
+        );
     }
 }

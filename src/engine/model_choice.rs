@@ -223,6 +223,8 @@ pub(crate) async fn unlisted(env: &TurnEnv, plan: &MountPlan, label: &str) -> Op
 pub struct ProviderModels {
     /// The provider id (mount name): the `PROVIDER` of a `PROVIDER/MODEL` choice.
     pub provider: String,
+    /// Its module (`provider-openai`, …): how its usage counts cache tokens.
+    pub module: String,
     /// The model the plan entry names (`default_model`), when it names one.
     pub configured: Option<String>,
     /// Its model list, sorted, or why there is none (it cannot be built, its list
@@ -258,6 +260,7 @@ pub(crate) async fn plan_models(env: &TurnEnv, plan: &MountPlan) -> Vec<Provider
         };
         out.push(ProviderModels {
             provider: provider_id(&entry),
+            module: entry.module.clone(),
             configured,
             models,
         });
