@@ -440,3 +440,48 @@ fn the_tui_resumes_a_session_an_editor_started() {
         tui.screen()
     );
 }
+
+#[test]
+fn bad_session_requests_get_json_rpc_errors() {
+    let env = TestEnv::new();
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{"cwd":"relative/dir"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/list","params":{"cursor":"not-ours"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":"nope"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"session/resume","params":{"cwd":"/tmp"}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"session/set_config_option","params":{"sessionId":"nope","configId":"model","value":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"session/set_config_option","params":{"sessionId":"nope"}}"#,
+    ]
+    .join("\n");
+    let out = env
+        .cmd()
+        .arg("acp")
+        .write_stdin(input + "\n")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let error = |id: u64| {
+        let answer = answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:#?}"));
+        assert_eq!(answer["error"]["code"], -32602, "{answer:#}");
+        answer["error"]["message"].as_str().unwrap().to_string()
+    };
+    assert_eq!(error(2), "cwd must be absolute: relative/dir");
+    assert_eq!(error(3), "not a session/list cursor: not-ours");
+    assert_eq!(error(4), "no open session nope");
+    assert!(error(5).contains("sessionId"));
+    assert_eq!(error(6), "no open session nope");
+    assert!(error(7).contains("missing field"));
+    assert_eq!(answers.len(), 7, "{answers:#?}");
+}
