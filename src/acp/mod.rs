@@ -2,12 +2,18 @@
 //! stdin/stdout, protocol version 1, wire types from the official schema crate
 //! (`agent-client-protocol-schema` 1.20, where subagents are stable).
 //!
-//! Owns: the ACP front end — the transport (`transport`), the methods and the ACP
-//! sessions (`agent`: `initialize`, `session/new`, `session/load` replayed as
-//! updates, `session/prompt` ending with a `stopReason`, `session/cancel`), prompts
-//! as arbor prompts (`prompt`; the file behind a resource link is checked, then
-//! read, by `attach`), events as `session/update`s (`updates`), the tree as subagent
-//! sessions (`tree`), approvals as `session/request_permission` (`permission`).
+//! Owns: the ACP front end, the stable v1 surface — the transport (`transport`), the
+//! methods (`agent`: `initialize`, `session/new` creating a stored arbor root whose
+//! id is the ACP id, `session/load` replayed as updates, `session/resume`,
+//! `session/close`, `session/set_config_option`, `session/cancel`; `turns`:
+//! `session/prompt` ending with a `stopReason`), one ACP session's engine connection
+//! and forwarding (`session`), `session/list` (`listing`), the config options
+//! (`options`: model, agent, approvals), slash commands and
+//! `available_commands_update` (`commands`), prompts as arbor prompts (`prompt`; the
+//! file behind a resource link is checked, then read, by `attach`), events as
+//! `session/update`s (`updates`: also `usage_update` and `session_info_update`), the
+//! tree as subagent sessions (`tree`), approvals as `session/request_permission`
+//! (`permission`).
 //!
 //! Does not own: building a runtime for a session (the caller's [`Factory`]: `cli`
 //! mounts the client's MCP servers, never with `${VAR}` expanded), or any turn
@@ -27,10 +33,15 @@ use crate::engine::Engine;
 
 mod agent;
 pub mod attach;
+pub mod commands;
+pub mod listing;
+pub mod options;
 pub mod permission;
 mod prompt;
+mod session;
 pub mod transport;
 pub mod tree;
+mod turns;
 pub mod updates;
 
 pub use transport::RpcError;
@@ -96,8 +107,9 @@ pub async fn serve(
                 let agent = agent.clone();
                 let conn = conn.clone();
                 answering.spawn(async move {
-                    let result = agent.request(&method, params).await;
+                    let (result, then) = agent.request(&method, params).await;
                     conn.respond(id, result);
+                    agent.answered(then);
                 });
             }
             transport::Incoming::Notification { method, params } => {

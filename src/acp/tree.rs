@@ -9,19 +9,25 @@
 //! allowed; without it a sub-session's own traffic is left out (its `task` call on
 //! the parent shows its final answer); and what each event makes for the client
 //! ([`Tree::route`]: its updates and the permission a waiting call asks for, the one
-//! `match` over `EngineEvent` of `arbor acp`). Does not own: the update payloads
-//! (`updates`) or sending (`agent`).
+//! `match` over `EngineEvent` of `arbor acp`): a call waiting for approval is
+//! `pending`, `in_progress` once granted; after each model call of a shown session a
+//! `usage_update` (its context use — cache tokens counted as its provider's API
+//! counts them — of the limit its last `context:usage` gave, and the
+//! ACP session's cumulative cost, a hidden child's calls counted on the root); a
+//! title (`session:renamed`) as `session_info_update`. Does not own: the update
+//! payloads (`updates`) or sending (`agent`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agent_client_protocol_schema::v1::{
     IdleStateUpdate, IdleStopReason, RunningStateUpdate, SessionCancelCapabilities, SessionUpdate,
-    StateUpdate, SubagentSessionCapabilities, SubagentUpdate,
+    StateUpdate, SubagentSessionCapabilities, SubagentUpdate, ToolCallStatus,
 };
 
 use super::updates;
-use crate::config::modules::describe;
+use crate::config::approvals::{Decision, default_decision};
+use crate::config::modules::{CacheAccounting, describe};
 use crate::session::ids::SessionId;
 use crate::session::protocol::{ApprovalRequiredEvent, TaskInput, ToolEffect};
 use crate::session::{EngineEvent, Event, SessionStatus};
@@ -67,6 +73,12 @@ pub struct Tree {
     tasks: HashMap<String, TaskInput>,
     /// Tool inputs by call id (for a permission request's diff and locations).
     inputs: HashMap<String, Value>,
+    /// Each arbor session's context limit in tokens, from its last `context:usage`.
+    limits: HashMap<SessionId, u64>,
+    /// Each ACP session's cumulative cost in USD, over its priced model calls.
+    costs: HashMap<String, f64>,
+    /// How each provider of the session (by id) counts cache tokens.
+    accounting: HashMap<String, CacheAccounting>,
 }
 
 impl Tree {
@@ -80,6 +92,28 @@ impl Tree {
             children: HashMap::new(),
             tasks: HashMap::new(),
             inputs: HashMap::new(),
+            limits: HashMap::new(),
+            costs: HashMap::new(),
+            accounting: HashMap::new(),
+        }
+    }
+
+    /// Learns the session's providers: `(id, module)` pairs.
+    pub fn providers(&mut self, providers: impl IntoIterator<Item = (String, String)>) {
+        for (id, module) in providers {
+            self.accounting
+                .insert(id, CacheAccounting::for_module(&module));
+        }
+    }
+
+    /// Starts the root's cumulative cost at `cost` (USD; a stored session's metadata
+    /// `usage.cost`) and its context limit at `limit` (its last recorded one).
+    pub fn seed_usage(&mut self, cost: Option<f64>, limit: Option<u64>) {
+        if let Some(cost) = cost {
+            self.costs.insert(self.acp_id.clone(), cost);
+        }
+        if let (Some(root), Some(limit)) = (self.root.clone(), limit) {
+            self.limits.insert(root, limit);
         }
     }
 
@@ -146,7 +180,45 @@ impl Tree {
             EngineEvent::ToolError(error) => Some(updates::tool_error(error)),
             EngineEvent::ApprovalRequired(required) => {
                 routing.ask = Some(self.ask(asked_on, required));
+                // A tool that runs unasked by default showed `in_progress` at
+                // `tool:pre`; the others are `pending` already.
+                let shown_running = default_decision(&required.tool_name) == Decision::Allow;
+                let id = &required.tool_call_id;
+                shown_running.then(|| updates::status(id, ToolCallStatus::Pending))
+            }
+            EngineEvent::ApprovalGranted(granted) => Some(updates::status(
+                &granted.tool_call_id,
+                ToolCallStatus::InProgress,
+            )),
+            EngineEvent::ContextUsage(usage) => {
+                self.limits
+                    .insert(event.session_id.clone(), usage.max_tokens);
                 None
+            }
+            EngineEvent::ProviderResponse(response) => {
+                let u = &response.usage;
+                if let Some(cost) = u.cost {
+                    *self.costs.entry(asked_on).or_default() += cost;
+                }
+                // A provider not learnt yet: its id is usually its module's short name.
+                let accounting = self
+                    .accounting
+                    .get(&response.provider)
+                    .copied()
+                    .unwrap_or_else(|| {
+                        CacheAccounting::for_module(&format!("provider-{}", response.provider))
+                    });
+                let used = updates::context_used(u, accounting);
+                let limit = self.limits.get(&event.session_id).copied();
+                match (&to, limit) {
+                    (Some(to), Some(size)) => {
+                        Some(updates::usage(used, size, self.costs.get(to).copied()))
+                    }
+                    _ => None,
+                }
+            }
+            EngineEvent::SessionRenamed(renamed) => {
+                Some(updates::session_info(&renamed.name, &event.timestamp))
             }
             EngineEvent::TaskAgentSpawned(spawned) => {
                 let (child, call) = (&spawned.sub_session_id, &spawned.tool_call_id);
@@ -173,16 +245,13 @@ impl Tree {
             | EngineEvent::SessionEnd(_)
             | EngineEvent::PromptSubmit(_)
             | EngineEvent::ProviderRequest(_)
-            | EngineEvent::ProviderResponse(_)
             | EngineEvent::ProviderError(_)
             | EngineEvent::ProviderWarning(_)
             | EngineEvent::CancelRequested(_)
             | EngineEvent::CancelCompleted(_)
             | EngineEvent::OrchestratorComplete(_)
-            | EngineEvent::ApprovalGranted(_)
             | EngineEvent::ApprovalDenied(_)
             | EngineEvent::SessionStatus(_)
-            | EngineEvent::SessionRenamed(_)
             | EngineEvent::SessionNotice(_)
             | EngineEvent::MessageAppended(_)
             | EngineEvent::PromptQueued(_)
@@ -192,8 +261,7 @@ impl Tree {
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
             | EngineEvent::HookRan(_)
-            | EngineEvent::ContextCompaction(_)
-            | EngineEvent::ContextUsage(_) => None,
+            | EngineEvent::ContextCompaction(_) => None,
         };
         if let Some(parent) = new_child {
             let mut announced = Vec::new();

@@ -1,7 +1,8 @@
 //! What one arbor event or stored message looks like as ACP `session/update`s: text and
 //! thinking chunks, `tool_call` / `tool_call_update` (kind, title, status, locations,
 //! diff content for edits; kind and title from the tool table), `plan` from a
-//! checklist a call set (its `tool:post` effect).
+//! checklist a call set (its `tool:post` effect), and the session-level updates:
+//! `usage_update` (context use and cost), `session_info_update` (title).
 //!
 //! Owns: these pure mappings. Does not own: which ACP session an update goes to, or
 //! announcing sub-sessions (`tree`), nor sending (`agent`).
@@ -9,15 +10,17 @@
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use serde_json::Value;
 
-use crate::config::modules::{ToolKind as Kind, describe};
+use crate::config::approvals::{Decision, default_decision};
+use crate::config::modules::{CacheAccounting, ToolKind as Kind, describe};
 use crate::session::Message;
 use crate::session::message::ContentBlock as Block;
+use crate::session::metadata::SessionUsage;
 use crate::session::protocol::{
     DeltaKind, TodoItem, TodoStatus, ToolEffect, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
@@ -122,16 +125,57 @@ pub fn tool_call(
         .raw_input(input.clone())
 }
 
-/// `tool_call` for `tool:pre` (the call runs now, or waits for approval).
+/// `tool_call` for `tool:pre`: `in_progress` for a tool that runs without asking by
+/// default, else `pending` (ACP v1: not started, "awaiting approval") until its
+/// `approval:granted` ([`status`] `in_progress`) or its end.
 pub fn tool_pre(pre: &ToolPreEvent, cwd: &Path) -> SessionUpdate {
+    let status = match default_decision(&pre.tool_name) {
+        Decision::Allow => ToolCallStatus::InProgress,
+        Decision::Ask | Decision::Deny => ToolCallStatus::Pending,
+    };
     let call = tool_call(
         &pre.tool_call_id,
         &pre.tool_name,
         &pre.tool_input,
-        ToolCallStatus::InProgress,
+        status,
         cwd,
     );
     SessionUpdate::ToolCall(call)
+}
+
+/// `tool_call_update` moving call `id` to `status` alone (`pending` while it waits
+/// for approval, `in_progress` once allowed).
+pub fn status(id: &str, status: ToolCallStatus) -> SessionUpdate {
+    let fields = ToolCallUpdateFields::new().status(status);
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.to_string(), fields))
+}
+
+/// The tokens a model call's context held: its input (with the cache tokens where
+/// the API counts them apart from it, `accounting`) plus its output — the rule of
+/// `engine::compact::estimate::measured`.
+pub fn context_used(usage: &SessionUsage, accounting: CacheAccounting) -> u64 {
+    let cache = match accounting {
+        CacheAccounting::IncludedInInput => 0,
+        CacheAccounting::SeparateFromInput => usage.cache_read_tokens + usage.cache_creation_tokens,
+    };
+    usage.input_tokens + cache + usage.output_tokens
+}
+
+/// `usage_update` (ACP v1 schema 1.20): `used` tokens in the context after a model
+/// call, of `size` (the session's context limit, tokens), and `cost`, the session's
+/// cumulative cost in USD when the config's price table knows its models.
+pub fn usage(used: u64, size: u64, cost: Option<f64>) -> SessionUpdate {
+    let update = UsageUpdate::new(used, size).cost(cost.map(|c| Cost::new(c, "USD")));
+    SessionUpdate::UsageUpdate(update)
+}
+
+/// `session_info_update` (ACP v1 schema 1.20) with the session's new `title` and the
+/// time of the change (RFC 3339) as `updatedAt`.
+pub fn session_info(title: &str, updated_at: &str) -> SessionUpdate {
+    let info = SessionInfoUpdate::new()
+        .title(title.to_string())
+        .updated_at(updated_at.to_string());
+    SessionUpdate::SessionInfoUpdate(info)
 }
 
 /// `tool_call_update` ending call `id` in `status` with `result` as its text content.
@@ -303,5 +347,21 @@ mod tests {
         assert_eq!(wire["entries"][1]["content"], "write");
         assert_eq!(wire["entries"][1]["status"], "in_progress");
         assert_eq!(wire["entries"][1]["priority"], "medium");
+    }
+
+    #[test]
+    fn cache_tokens_count_once() {
+        let usage = SessionUsage {
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_read_tokens: 80,
+            cache_creation_tokens: 5,
+            cost: None,
+        };
+        assert_eq!(context_used(&usage, CacheAccounting::IncludedInInput), 110);
+        assert_eq!(
+            context_used(&usage, CacheAccounting::SeparateFromInput),
+            195
+        );
     }
 }

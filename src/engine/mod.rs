@@ -70,6 +70,7 @@ pub use handle::{
     AgentPlan, CommandId, EarlierMessages, Engine, EngineBuilder, EngineClient, EngineOutput,
     EngineReply, EngineStream, QueryReply, Replies,
 };
+pub use model_choice::ProviderModels;
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;
 pub(crate) use runtime::Runtime;

@@ -216,3 +216,54 @@ pub(crate) async fn unlisted(env: &TurnEnv, plan: &MountPlan, label: &str) -> Op
         listed.len()
     ))
 }
+
+/// One provider of a session's plan and the models it lists
+/// ([`EngineQuery::ListModels`](crate::session::EngineQuery::ListModels)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderModels {
+    /// The provider id (mount name): the `PROVIDER` of a `PROVIDER/MODEL` choice.
+    pub provider: String,
+    /// Its module (`provider-openai`, …): how its usage counts cache tokens.
+    pub module: String,
+    /// The model the plan entry names (`default_model`), when it names one.
+    pub configured: Option<String>,
+    /// Its model list, sorted, or why there is none (it cannot be built, its list
+    /// failed or took longer than 5 s) as one line.
+    pub models: Result<Vec<String>, String>,
+}
+
+/// The models each provider of `plan` lists, in plan order, through the runtime's
+/// per-process cache (the lists a glob choice and `arbor models` read).
+pub(crate) async fn plan_models(env: &TurnEnv, plan: &MountPlan) -> Vec<ProviderModels> {
+    let mut out = Vec::new();
+    for entry in plan.providers() {
+        let config = entry.provider_config();
+        let configured = config
+            .default_model
+            .or(config.model)
+            .filter(|m| !m.is_empty());
+        let models = match providers::build(env, &entry) {
+            Ok(provider) => env
+                .models
+                .get_or_list(&providers::cache_key(&entry), || async move {
+                    match tokio::time::timeout(CHECK_TIMEOUT, provider.list_models()).await {
+                        Ok(listed) => listed.map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
+                    }
+                })
+                .await
+                .map(|mut listed| {
+                    listed.sort();
+                    listed
+                }),
+            Err(e) => Err(e.to_string()),
+        };
+        out.push(ProviderModels {
+            provider: provider_id(&entry),
+            module: entry.module.clone(),
+            configured,
+            models,
+        });
+    }
+    out
+}

@@ -339,6 +339,29 @@ impl Runtime {
         Ok(label)
     }
 
+    /// The models each provider of session `session_id`'s plan lists (live: its plan
+    /// now; stored: the plan in its metadata; a stored root without one: the plan new
+    /// roots get), through the per-process model cache. Resumes nothing.
+    ///
+    /// Errors: the session cannot be read (`Store`); no plan can be built for it.
+    pub async fn session_models(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<model_choice::ProviderModels>, EngineError> {
+        let stored = match self.live(session_id) {
+            Some(live) => live
+                .metadata()
+                .config
+                .or_else(|| Some(live.plan.to_value())),
+            None => self.store().load_metadata(session_id)?.0.config,
+        };
+        let plan = match stored {
+            Some(config) => MountPlan::from_value(config),
+            None => root_plan::build(&self.turn_env, None)?.0,
+        };
+        Ok(model_choice::plan_models(&self.turn_env, &plan).await)
+    }
+
     /// A warning when `label` (`PROVIDER/MODEL`, as [`Runtime::set_model`] returns it)
     /// names a model its provider's list lacks; `None` when listed or no list is
     /// available (see `model_choice::unlisted`). What the TUI says after a switch.

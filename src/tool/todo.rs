@@ -40,7 +40,6 @@ pub fn progress(items: &[TodoItem]) -> (usize, usize) {
     (done, items.len())
 }
 
-
 /// The module's tools.
 pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(Todo)]

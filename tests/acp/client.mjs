@@ -3,13 +3,20 @@
 // tests/all/acp.rs.
 //
 // usage: node client.mjs ARBOR_BINARY CWD [--no-subagents] [--load=SESSION_ID]
+//        [--resume=SESSION_ID] [--set=CONFIG_ID=VALUE]... [--list] [--close]
 //        [--cancel=TEXT] [--mcp-stdio=NAME=COMMAND] PROMPT...
 //
 // Starts `ARBOR_BINARY acp` (its environment is this process's), initializes
 // (advertising `subagents` unless --no-subagents), opens a new session in CWD (or
-// loads SESSION_ID with session/load, its replay logged like any update), sends each
-// PROMPT in turn and answers every permission request with allow-once. Prints one
-// JSON object: {initialize, sessionId, turns: [{stopReason}], log: [...]}, where
+// loads SESSION_ID with session/load, its replay logged like any update, or resumes
+// it with session/resume), sets each --set config option in turn
+// (session/set_config_option), sends each PROMPT in turn and answers every
+// permission request with allow-once. With --list, then lists CWD's sessions with
+// session/list, following nextCursor to the last page. With --close, then closes
+// the session (session/close) and sends one more prompt, whose error is kept.
+// Prints one JSON object: {initialize, sessionId, opened (the new/load/resume
+// answer), set: [answer or {error}], turns: [{stopReason}], pages: [session/list
+// answers], afterClose: {error}, log: [...]}, where
 // `log` holds every session/update (`{kind: "update", sessionId, update}`) and
 // permission request (`{kind: "permission", request}`) in arrival order, with
 // `{kind: "turn_end", stopReason}` after each prompt's answer. With --cancel=TEXT,
@@ -25,6 +32,13 @@ const flags = rest.filter((a) => a.startsWith("--"));
 const prompts = rest.filter((a) => !a.startsWith("--"));
 const subagents = !flags.includes("--no-subagents");
 const load = flags.find((a) => a.startsWith("--load="))?.slice("--load=".length);
+const resume = flags.find((a) => a.startsWith("--resume="))?.slice("--resume=".length);
+const sets = flags
+  .filter((a) => a.startsWith("--set="))
+  .map((a) => a.slice("--set=".length))
+  .map((spec) => [spec.slice(0, spec.indexOf("=")), spec.slice(spec.indexOf("=") + 1)]);
+const list = flags.includes("--list");
+const close = flags.includes("--close");
 const cancelTitle = flags.find((a) => a.startsWith("--cancel="))?.slice("--cancel=".length);
 const mcpServers = flags
   .filter((a) => a.startsWith("--mcp-stdio="))
@@ -71,12 +85,25 @@ const result = await app.connectWith(stream, async (ctx) => {
     clientCapabilities: subagents ? { subagents: {} } : {},
     clientInfo: { name: "arbor-acp-test", version: "1" },
   });
-  let sessionId = load;
+  let sessionId = load ?? resume;
+  let opened;
   if (load) {
-    await ctx.request(methods.agent.session.load, { sessionId: load, cwd, mcpServers });
+    opened = await ctx.request(methods.agent.session.load, { sessionId: load, cwd, mcpServers });
     log.push({ kind: "loaded" });
+  } else if (resume) {
+    opened = await ctx.request(methods.agent.session.resume, { sessionId: resume, cwd, mcpServers });
+    log.push({ kind: "resumed" });
   } else {
-    ({ sessionId } = await ctx.request(methods.agent.session.new, { cwd, mcpServers }));
+    opened = await ctx.request(methods.agent.session.new, { cwd, mcpServers });
+    ({ sessionId } = opened);
+  }
+  const set = [];
+  for (const [configId, value] of sets) {
+    try {
+      set.push(await ctx.request(methods.agent.session.setConfigOption, { sessionId, configId, value }));
+    } catch (error) {
+      set.push({ error: error.message ?? String(error) });
+    }
   }
   const turns = [];
   for (const text of prompts) {
@@ -87,7 +114,27 @@ const result = await app.connectWith(stream, async (ctx) => {
     log.push({ kind: "turn_end", stopReason: answer.stopReason });
     turns.push({ stopReason: answer.stopReason });
   }
-  return { initialize, sessionId, turns, log };
+  const pages = [];
+  if (list) {
+    let cursor;
+    do {
+      const page = await ctx.request(methods.agent.session.list, cursor ? { cwd, cursor } : { cwd });
+      pages.push(page);
+      cursor = page.nextCursor;
+    } while (cursor && pages.length < 20);
+  }
+  let afterClose;
+  if (close) {
+    await ctx.request(methods.agent.session.close, { sessionId });
+    log.push({ kind: "closed" });
+    try {
+      await ctx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "after close" }] });
+      afterClose = { error: null };
+    } catch (error) {
+      afterClose = { error: error.message ?? String(error) };
+    }
+  }
+  return { initialize, sessionId, opened, set, turns, pages, afterClose, log };
 });
 
 agent.stdin.end();

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const KEY: &str = "sk-test-acp";
+pub(crate) const KEY: &str = "sk-test-acp";
 
 /// The SDK installed once per test process (npm ci when the pinned lock changed).
 fn client_dir() -> PathBuf {
@@ -142,7 +142,7 @@ pub(crate) fn drive(env: &TestEnv, args: &[&str]) -> Value {
 }
 
 /// The client's run as [`drive`] starts it, whatever its exit.
-fn drive_output(env: &TestEnv, args: &[&str]) -> std::process::Output {
+pub(crate) fn drive_output(env: &TestEnv, args: &[&str]) -> std::process::Output {
     let dir = client_dir();
     let arbor = env.std_cmd();
     let mut node = Command::new("node");
@@ -161,7 +161,7 @@ fn drive_output(env: &TestEnv, args: &[&str]) -> std::process::Output {
         .expect("node must be installed to run the ACP client (Node.js 20+)")
 }
 
-fn updates<'a>(log: &'a [Value], session: &str, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(log: &'a [Value], session: &str, kind: &str) -> Vec<&'a Value> {
     log.iter()
         .filter(|e| e["kind"] == "update" && e["sessionId"] == session)
         .map(|e| &e["update"])
@@ -169,7 +169,7 @@ fn updates<'a>(log: &'a [Value], session: &str, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn text_of(chunks: &[&Value]) -> String {
+pub(crate) fn text_of(chunks: &[&Value]) -> String {
     chunks
         .iter()
         .filter_map(|u| u["content"]["text"].as_str())
@@ -491,7 +491,7 @@ fn the_editors_mcp_servers_are_mounted_like_config_ones() {
     );
     let done = updates(log, root, "tool_call_update")
         .into_iter()
-        .find(|u| u["toolCallId"] == "m1")
+        .rfind(|u| u["toolCallId"] == "m1")
         .unwrap_or_else(|| panic!("{log:#?}"));
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][0]["content"]["text"], "5");

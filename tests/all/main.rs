@@ -13,6 +13,7 @@ mod support;
 
 mod acp;
 mod acp_containment;
+mod acp_sessions;
 mod agent_reload;
 mod agents;
 mod approvals;

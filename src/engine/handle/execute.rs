@@ -28,6 +28,7 @@ impl Engine {
                 prompt,
                 cleared,
             } => submit(rt, session_id, (agent, cleared), prompt, replies),
+            EngineCommand::CreateSession { agent } => create_session(rt, agent, replies),
             EngineCommand::Continue { session_id } => continue_turn(rt, session_id, replies),
             EngineCommand::ContinueInterrupted { session_id } => {
                 continue_interrupted(rt, session_id, replies);
@@ -218,6 +219,19 @@ fn submit(
         };
         let result = runtime.run_turn(&id, prompt).await;
         replies.send(turn_reply(id, result));
+    });
+}
+
+/// `CreateSession`: the new root (`SessionCreated`), or why none (`Failed`).
+fn create_session(runtime: Arc<Runtime>, agent: Option<String>, replies: Replies) {
+    tokio::spawn(async move {
+        match create_root(&runtime, agent).await {
+            Ok(session_id) => replies.send(EngineReply::SessionCreated { session_id }),
+            Err(error) => replies.send(EngineReply::Failed {
+                session_id: None,
+                error,
+            }),
+        }
     });
 }
 

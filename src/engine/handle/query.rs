@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use super::super::model_choice::ProviderModels;
 use super::super::outcome::EngineError;
 use super::super::runtime::Runtime;
 use super::sessions::{self, SessionList, ShownSession};
@@ -36,6 +37,9 @@ pub enum QueryReply {
     /// The agent's routed plan (secrets redacted) and model, or why there is none
     /// (`UnknownAgent`, `InvalidAgent`, `NoProvider`).
     AgentPlan(Result<Box<AgentPlan>, EngineError>),
+    /// Each provider of the session's plan with its models, or why the session
+    /// cannot be read.
+    ListModels(Result<Vec<ProviderModels>, EngineError>),
 }
 
 /// What `EngineQuery::AgentPlan` answers: what a sub-session of the agent spawned
@@ -99,6 +103,9 @@ impl Engine {
                     .await
                     .map(|(plan, model)| Box::new(AgentPlan { plan, model })),
             ),
+            EngineQuery::ListModels { session_id } => {
+                QueryReply::ListModels(runtime.session_models(&session_id).await)
+            }
         }
     }
 }

@@ -22,7 +22,8 @@ use crate::tool::mcp::McpServerStatus;
 /// renders them (`to_string`) where it shows them.
 #[derive(Debug)]
 pub enum EngineReply {
-    /// `Submit` without a session id created this root session; its turn now runs.
+    /// `Submit` without a session id created this root session (its turn now runs),
+    /// or `CreateSession` did.
     SessionCreated { session_id: SessionId },
     /// A turn started by `Submit`, `Continue`, `ContinueInterrupted`, `Steer` or
     /// `Queue` ended (completed, failed, cancelled or paused).

@@ -28,6 +28,11 @@ pub enum EngineCommand {
         /// root's `SessionStart` hooks get `source` `clear` instead of `startup`.
         cleared: bool,
     },
+    /// Create (and store) a new root session with `agent` (else the bundle's root
+    /// agent) and the engine's model of new roots, running nothing: `arbor acp`'s
+    /// `session/new`, whose id must name a stored session at once. Answered with
+    /// `SessionCreated`, or `Failed` (no provider, an unknown agent, the store).
+    CreateSession { agent: Option<String> },
     /// Continue the stopped session `session_id` (interrupted, failed, cancelled,
     /// paused; SPEC §13 `r`): orphaned tool calls get their synthetic results, then
     /// the model call that never got an answer runs again, or `Continue.` is sent as a

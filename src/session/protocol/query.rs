@@ -45,6 +45,9 @@ pub enum EngineQuery {
         session_id: SessionId,
         format: ExportFormat,
     },
+    /// The models each provider of session `session_id`'s plan lists (`arbor acp`'s
+    /// model option; `engine::model_choice::plan_models`), cached per process.
+    ListModels { session_id: SessionId },
     /// The mount plan agent `agent` would run with as a sub-session here, routed
     /// (`Runtime::routed_child_mount_plan`), with the model its routing picked.
     AgentPlan { agent: String },
