@@ -261,6 +261,7 @@ impl Tree {
             | EngineEvent::AgentTransfer(_)
             | EngineEvent::McpServerFailed(_)
             | EngineEvent::HookRan(_)
+            | EngineEvent::ContextCompacting(_)
             | EngineEvent::ContextCompaction(_) => None,
         };
         if let Some(parent) = new_child {

@@ -28,7 +28,9 @@ use crate::config::modules::CacheAccounting;
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, ToolSpec};
 use crate::routing::ModelRequest;
 use crate::session::metadata::ContextUse;
-use crate::session::protocol::{ContextCompactionEvent, ContextUsageEvent, EngineEvent};
+use crate::session::protocol::{
+    ContextCompactingEvent, ContextCompactionEvent, ContextUsageEvent, EngineEvent,
+};
 use crate::session::{Message, Usage};
 
 /// One request's parts that compaction reads.
@@ -326,6 +328,10 @@ impl Run<'_> {
             Plan::Keep => (self.old.clone(), None),
             Plan::Stub(record, _) => (record, None),
             Plan::Summarise { from, mut record } => {
+                live.emit(EngineEvent::ContextCompacting(ContextCompactingEvent {
+                    trigger: self.trigger.to_string(),
+                    messages: record.covers.saturating_sub(from) as u64,
+                }));
                 let summariser = Summariser {
                     provider: request.provider,
                     config: request.provider_config,

@@ -344,6 +344,7 @@ fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
     let out: Value = serde_json::from_slice(&first.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&first.stderr)));
     let id = out["session_id"].as_str().unwrap().to_string();
+    let mut stderr = String::new();
     for i in 2..=4 {
         let next = env
             .cmd()
@@ -362,7 +363,16 @@ fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
             "{}",
             String::from_utf8_lossy(&next.stderr)
         );
+        stderr.push_str(&String::from_utf8_lossy(&next.stderr));
     }
+    // The summary call is announced before it runs, the compaction after it.
+    let compacting = stderr
+        .find("compacting the context: summarising ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let compacted = stderr
+        .find("context compacted: ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(compacting < compacted, "{stderr}");
     let names: Vec<Value> = events(&env, &id)
         .into_iter()
         .map(|e| e["event"].clone())

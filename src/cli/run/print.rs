@@ -132,6 +132,9 @@ impl<'a> Printer<'a> {
             EngineEvent::ContextCompaction(compaction) if own_notes => {
                 out::error(compaction.note());
             }
+            EngineEvent::ContextCompacting(compacting) if own_notes => {
+                out::error(compacting.note());
+            }
             EngineEvent::McpServerFailed(failed) if notes => out::warning(failed.note()),
             EngineEvent::SessionNotice(notice) if notes => {
                 out::warning(format!("#{}: {}", event.session_id.short(), notice.message));
@@ -166,6 +169,7 @@ impl<'a> Printer<'a> {
             EngineEvent::ProviderEndpointChanged(_)
             | EngineEvent::SessionRebuilt(_)
             | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextCompacting(_)
             | EngineEvent::McpServerFailed(_)
             | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)

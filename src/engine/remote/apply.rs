@@ -208,6 +208,7 @@ impl<'a> Applier<'a> {
             | EngineEvent::SessionNotice(_)
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
+            | EngineEvent::ContextCompacting(_)
             | EngineEvent::ContextUsage(_)) => self.child.emit(other),
         }
     }

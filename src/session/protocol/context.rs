@@ -1,5 +1,5 @@
-//! Payloads of the context events (issue 26): `context:compaction` and
-//! `context:usage`.
+//! Payloads of the context events (issue 26): `context:compaction`,
+//! `context:compacting` and `context:usage`.
 //!
 //! Owns: their typed fields and JSON keys. Does not own: deciding when a session
 //! compacts or how (`engine::compact`), nor how front ends show it (`tui`, `cli`).
@@ -69,6 +69,27 @@ pub struct ContextCompactionEvent {
     /// arbor's own: how long the compaction took, in milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
+}
+
+/// `context:compacting` (arbor's own, live only): a compaction has started writing
+/// its summary — a model call that can take tens of seconds on a local model — so
+/// front ends say so until `context:compaction` arrives (issue 39 item 6).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContextCompactingEvent {
+    /// `auto`, `manual` (`/compact`) or `overflow`.
+    pub trigger: String,
+    /// Transcript messages the summary will stand in for.
+    pub messages: u64,
+}
+
+impl ContextCompactingEvent {
+    /// One line for people: `compacting the context: summarising 42 messages…`.
+    pub fn note(&self) -> String {
+        format!(
+            "compacting the context: summarising {} messages…",
+            self.messages
+        )
+    }
 }
 
 impl ContextCompactionEvent {

@@ -11,7 +11,7 @@ use crate::session::message::Message;
 use crate::session::metadata::SessionStatus;
 
 use super::approvals::{ApprovalDeniedEvent, ApprovalGrantedEvent, ApprovalRequiredEvent};
-use super::context::{ContextCompactionEvent, ContextUsageEvent};
+use super::context::{ContextCompactingEvent, ContextCompactionEvent, ContextUsageEvent};
 use super::hooks::HookRanEvent;
 use super::lifecycle::SessionRebuiltEvent;
 use super::lifecycle::{
@@ -163,6 +163,8 @@ engine_events! {
     /// The session's request view was compacted to fit its context limit (Amplifier
     /// `context:compaction`, `context-simple`'s keys plus arbor's own; issue 26).
     "context:compaction" => ContextCompaction(ContextCompactionEvent),
+    /// arbor's own: a compaction started its summary call. Live only.
+    "context:compacting" => ContextCompacting(ContextCompactingEvent),
     /// arbor's own: how full the session's context is before a model call. Live only.
     "context:usage" => ContextUsage(ContextUsageEvent),
 }

@@ -48,7 +48,7 @@ pub use approvals::{
 pub use bus::EventBus;
 pub use calls::{TaskInput, TaskResult, TodoItem, TodoStatus, ToolEffect};
 pub use command::EngineCommand;
-pub use context::{ContextCompactionEvent, ContextUsageEvent};
+pub use context::{ContextCompactingEvent, ContextCompactionEvent, ContextUsageEvent};
 pub use event::EngineEvent;
 pub use hooks::{HookOutcome, HookRanEvent};
 pub use lifecycle::SessionRebuiltEvent;
@@ -104,13 +104,15 @@ impl Event {
 
     /// Whether this event goes to `events.jsonl`: everything but the live-only
     /// `content_block:delta`, `message:appended` (the message itself is in
-    /// `transcript.jsonl`) and `context:usage` (sent before every model call; the
-    /// latest value is in `metadata.json` `context`).
+    /// `transcript.jsonl`), `context:compacting` (progress; the compaction itself is
+    /// logged) and `context:usage` (sent before every model call; the latest value is
+    /// in `metadata.json` `context`).
     pub fn is_logged(&self) -> bool {
         // Every variant listed, so a new event is a decision here too.
         match self.msg {
             EngineEvent::ContentBlockDelta(_)
             | EngineEvent::MessageAppended(_)
+            | EngineEvent::ContextCompacting(_)
             | EngineEvent::ContextUsage(_) => false,
             EngineEvent::SessionStart(_)
             | EngineEvent::SessionFork(_)

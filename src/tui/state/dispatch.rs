@@ -130,6 +130,7 @@ pub fn dispatch(event: &Event, to: Listeners<'_>) -> Heard {
         EngineEvent::SessionBudget(budget) => d.tree.on_budget(id, *budget),
         EngineEvent::AgentTransfer(transfer) => d.transfer(transfer),
         EngineEvent::ContextCompaction(compaction) => d.compaction(compaction),
+        EngineEvent::ContextCompacting(compacting) => d.compacting(compacting),
         EngineEvent::ContextUsage(usage) => d.tree.on_context_usage(id, usage),
     }
     d.finish()

@@ -37,6 +37,8 @@ pub struct Thread {
     pub session_id: Option<SessionId>,
     /// A new root thread opened by `/clear` (its `SessionStart` source is `clear`).
     pub cleared: bool,
+    /// The cell saying a compaction's summary is being written, until it is done.
+    pub compacting: Option<usize>,
     /// The id or prefix being loaded (`loading` is true until the store answers).
     pub requested: Option<String>,
     /// Agent shown in the header (for a new root: the agent it will start with).
@@ -256,14 +258,35 @@ impl Thread {
     }
 
     /// Adds a compaction cell (`context:compaction`): its note, the summary on expand.
+    /// It takes the place of the "compacting…" note of [`Self::push_compacting`].
     pub fn push_compaction(&mut self, event: &crate::session::protocol::ContextCompactionEvent) {
         self.finalize_stream();
-        self.push(CellKind::Compaction(Box::new(
-            super::cells::CompactionCard {
-                note: event.note(),
-                summary: event.summary.clone(),
-            },
-        )));
+        let card = CellKind::Compaction(Box::new(super::cells::CompactionCard {
+            note: event.note(),
+            summary: event.summary.clone(),
+        }));
+        match self.compacting.take().filter(|&i| {
+            matches!(
+                self.cells.get(i).map(|c| &c.kind),
+                Some(CellKind::Notice(_))
+            )
+        }) {
+            Some(i) => {
+                self.cells[i].kind = card;
+                self.cells[i].invalidate();
+            }
+            None => {
+                self.push(card);
+            }
+        }
+    }
+
+    /// `context:compacting`: a note that the summary is being written (a model call
+    /// that can take long), replaced by the compaction cell when it is done.
+    pub fn push_compacting(&mut self, event: &crate::session::protocol::ContextCompactingEvent) {
+        self.finalize_stream();
+        let i = self.push(CellKind::Notice(event.note().into()));
+        self.compacting = Some(i);
     }
 
     /// Shows the user's message at once; the matching `message:appended` confirms it.

@@ -175,6 +175,7 @@ impl Thread {
         self.tail_cells = 0;
         self.selected = self.selected.map(map);
         self.echo = self.echo.map(map);
+        self.compacting = self.compacting.map(map);
         self.provisional = self.provisional.map(|(a, b)| (map(a), map(a) + (b - a)));
         if let Scroll::Top { cell, row } = self.scroll {
             self.scroll = if loading_line_on_top {

@@ -516,6 +516,24 @@ mod tests {
             summary: Some("The person wants the parser fixed.".into()),
             ..Default::default()
         };
+        // While the summary is written the thread says so; the compaction cell then
+        // takes that note's place.
+        apply(
+            &mut t,
+            &ev(EngineEvent::ContextCompacting(
+                crate::session::protocol::ContextCompactingEvent {
+                    trigger: "auto".into(),
+                    messages: 10,
+                },
+            )),
+            &theme,
+        );
+        assert!(
+            matches!(&t.cells[..], [c] if matches!(&c.kind, CellKind::Notice(n)
+                if &**n == "compacting the context: summarising 10 messages…")),
+            "{:?}",
+            t.cells.iter().map(|c| &c.kind).collect::<Vec<_>>()
+        );
         apply(
             &mut t,
             &ev(EngineEvent::ContextCompaction(compaction)),

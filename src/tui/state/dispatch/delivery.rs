@@ -11,10 +11,10 @@ use jiff::Timestamp;
 use super::{Heard, Listeners, OpenThread};
 use crate::session::message::Message;
 use crate::session::protocol::{
-    AgentTransferEvent, ApprovalRequiredEvent, ContentBlockDeltaEvent, ContextCompactionEvent,
-    DeltaKind, OrchestratorCompleteEvent, PromptQueuedEvent, PromptSentEvent, PromptUnqueuedEvent,
-    ProviderErrorEvent, ProviderResponseEvent, SessionStartEvent, ToolErrorEvent, ToolPostEvent,
-    ToolPreEvent,
+    AgentTransferEvent, ApprovalRequiredEvent, ContentBlockDeltaEvent, ContextCompactingEvent,
+    ContextCompactionEvent, DeltaKind, OrchestratorCompleteEvent, PromptQueuedEvent,
+    PromptSentEvent, PromptUnqueuedEvent, ProviderErrorEvent, ProviderResponseEvent,
+    SessionStartEvent, ToolErrorEvent, ToolPostEvent, ToolPreEvent,
 };
 use crate::session::{SessionId, SessionStatus};
 use crate::tui::state::approvals::ApprovalQueue;
@@ -262,6 +262,13 @@ impl<'e, 'a> Delivery<'e, 'a> {
             .pending
             .as_deref_mut()
             .map(|p| p.on_unqueued(id, unqueued));
+    }
+
+    /// `context:compacting`: the open thread says a summary is being written.
+    pub fn compacting(&mut self, compacting: &ContextCompactingEvent) {
+        if let Some(t) = self.own() {
+            t.push_compacting(compacting);
+        }
     }
 
     /// `context:compaction`: the tree's context figures, the open thread's note.
