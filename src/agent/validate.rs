@@ -56,6 +56,7 @@ const KNOWN_KEYS: &[&str] = &[
     "budget",
     "isolation",
     "remote",
+    "acp",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -148,6 +149,12 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             }
             "remote" => {
                 if let Err(e) = crate::config::remote::parse(Some(v)) {
+                    out.push((key.clone(), e.to_string()));
+                }
+                None
+            }
+            "acp" => {
+                if let Err(e) = crate::config::acp_agent::AcpAgentSpec::parse(Some(v)) {
                     out.push((key.clone(), e.to_string()));
                 }
                 None
