@@ -243,6 +243,7 @@ async fn one_turn(
         None => live.agent_name.clone(),
     };
     let (prices, retry, limits) = call_settings(env);
+    let hosted = super::hosted::spec_of(live);
     let gate = Gate::new(env, live);
     let ctx = CallCtx {
         env,
@@ -270,7 +271,26 @@ async fn one_turn(
                     metadata: None,
                 }));
             }
-            panics::catch(&what, drive(live, &ctx, first, token, &mut usage))
+            let run = async {
+                match &hosted {
+                    // An external ACP agent answers instead of the model loop.
+                    Some(spec) => {
+                        let tools = env.mount_tools(live, &live.plan).await;
+                        let on = super::hosted::drive(
+                            &env.hosted,
+                            live,
+                            &gate,
+                            &tools,
+                            spec,
+                            &prompts,
+                            token,
+                        );
+                        hosted_end(on.await, &live.agent_name, &mut usage)
+                    }
+                    None => drive(live, &ctx, first, token, &mut usage).await,
+                }
+            };
+            panics::catch(&what, run)
                 .await
                 .unwrap_or_else(|panic| LoopEnd {
                     status: SessionStatus::Failed,
@@ -670,6 +690,20 @@ fn compact_failed(error: &CompactError, last_text: String) -> LoopEnd {
             reason: error.to_string(),
         })
         .filter(|_| !matches!(error, CompactError::Cancelled)),
+    }
+}
+
+/// The end of a hosted node's turn (`hosted`), its usage added to the turn's; a
+/// failure is the agent `name` that could not answer, with its own message.
+fn hosted_end(end: super::hosted::HostedEnd, name: &str, usage: &mut TurnUsage) -> LoopEnd {
+    usage.add(&end.usage, end.cost);
+    LoopEnd {
+        status: end.status,
+        response: end.response,
+        error: end.error.map(|reason| TurnError::AgentUnavailable {
+            name: name.to_string(),
+            reason,
+        }),
     }
 }
 
