@@ -48,6 +48,7 @@ mod homecoming;
 mod hooks;
 mod hooks_events;
 mod hooks_output;
+mod hosted;
 mod http_pool;
 mod images;
 mod inner_layers;

@@ -1,0 +1,393 @@
+//! External ACP agents hosted as nodes of arbor's tree (issue 37 item 3), through
+//! the real `arbor run`: a root's `task` to an agent file with `acp:` starts that
+//! agent with arbor as its ACP client.
+//!
+//! The real agent is Zed's `codex-acp` (`@zed-industries/codex-acp`, pinned by
+//! `tests/hosted/package-lock.json`, installed with `npm ci` under `target/tmp`, never
+//! in the repository), given a temp `CODEX_HOME` whose model provider is the loopback
+//! server speaking OpenAI's Responses API (a captured stream from
+//! `../shared/fixtures/sse`, its text replaced). Its answer must reach the root's next
+//! model request as the task result, and the store (`arbor session show`).
+//!
+//! A small scripted agent (`tests/hosted/fake_agent.mjs`) covers the client side's
+//! edges: a permission request through the approval gate, fs calls confined to the
+//! node, a terminal run as `bash`, a crash and a refused `initialize` failing the node
+//! with the agent's own message.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// `@zed-industries/codex-acp` installed once per test process (npm ci when the
+/// pinned lock changed); the path of its launcher.
+fn codex_acp() -> PathBuf {
+    static READY: Mutex<bool> = Mutex::new(false);
+    let mut ready = READY.lock().unwrap_or_else(|p| p.into_inner());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hosted");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hosted-agents");
+    let bin = dir.join("node_modules/.bin/codex-acp");
+    if *ready {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
+    let installed = std::fs::read(dir.join("package-lock.json")).ok();
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(src.join(file), dir.join(file)).unwrap();
+    }
+    if installed.as_deref() != Some(&lock[..]) || !bin.exists() {
+        let out = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .output()
+            .expect("npm must be installed to run codex-acp (Node.js 20+)");
+        assert!(
+            out.status.success(),
+            "npm ci failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    *ready = true;
+    bin
+}
+
+fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hosted/fake_agent.mjs")
+}
+
+/// A root model that delegates `instruction` to agent `agent` (call `t1`) and then
+/// answers "Root done."; anything in the Responses API shape (codex) gets `codex`.
+fn root_model(
+    agent: &'static str,
+    instruction: &'static str,
+    codex: Option<String>,
+) -> ScriptedServer {
+    ScriptedServer::start(Arc::new(move |body: Value| {
+        let reply = if body.get("input").is_some() {
+            Reply::Sse(codex.clone().unwrap_or_default())
+        } else if last_role(&body) == "tool" {
+            Reply::Sse(sse_text("Root done."))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                json!({"agent": agent, "instruction": instruction}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+/// The task result the root's model got for call `t1` (parsed), from the request
+/// that carried it.
+fn task_result_sent(server: &ScriptedServer) -> Value {
+    let request = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.get("messages").is_some())
+        .find(|r| r.to_string().contains("\"tool_call_id\":\"t1\""))
+        .unwrap_or_else(|| {
+            panic!(
+                "no root request holds the task result: {:?}",
+                server.requests()
+            )
+        });
+    let text = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "t1")
+        .map(content_text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|_| json!({"response": text}))
+}
+
+/// Writes agent `name` with `acp:` running `command` with `args` and `env`, and
+/// `extra` frontmatter lines.
+fn write_acp_agent(
+    env: &TestEnv,
+    name: &str,
+    command: &Path,
+    args: &[&str],
+    vars: &[(&str, String)],
+    extra: &str,
+) {
+    let dir = env.amplifier_home.join("agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    let mut text = format!(
+        "---\nmeta:\n  name: {name}\n  description: A hosted ACP agent\nacp:\n  command: {:?}\n  args: [{}]\n",
+        command.display().to_string(),
+        args.join(", ")
+    );
+    if !vars.is_empty() {
+        text.push_str("  env:\n");
+        for (k, v) in vars {
+            text.push_str(&format!("    {k}: {v:?}\n"));
+        }
+    }
+    text.push_str(extra);
+    text.push_str("---\nYou are hosted.\n");
+    std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+}
+
+fn write_fake(env: &TestEnv, mode: &str) {
+    write_fake_with(env, mode, "");
+}
+
+/// [`write_fake`] with `extra` frontmatter lines (`tools:` …).
+fn write_fake_with(env: &TestEnv, mode: &str, extra: &str) {
+    let script = fake_agent().display().to_string();
+    write_acp_agent(env, "fake", Path::new("node"), &[&script, mode], &[], extra);
+}
+
+fn run(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let mut cmd = env.cmd();
+    cmd.arg("run").args(args);
+    cmd.timeout(std::time::Duration::from_secs(120));
+    cmd.output().unwrap()
+}
+
+/// The captured Responses API stream with its text replaced by `text`.
+fn responses_stream(text: &str) -> Option<String> {
+    let path = shared::fixtures("sse/openai-responses-text.sse")?;
+    let captured = std::fs::read_to_string(path).unwrap();
+    Some(captured.replace("\"pong\"", &format!("{text:?}")))
+}
+
+/// The done test: codex-acp, hosted as the child of a root's `task`, answers from
+/// the loopback Responses server; the answer is the task result the root's next
+/// request carries, and `session show` of the child shows its transcript.
+#[test]
+fn codex_acp_answers_a_task_and_its_answer_reaches_the_parent_and_the_store() {
+    let Some(stream) = responses_stream("Codex says: the hosted answer is 42.") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let server = root_model("codex", "What is the answer?", Some(stream));
+    env.use_openai(&server.base_url, "sk-root");
+    let codex_home = env.dir.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model_provider = \"loopback\"\nmodel = \"gpt-5.5\"\n\n[model_providers.loopback]\nname = \"loopback\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"LOOPBACK_KEY\"\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    write_acp_agent(
+        &env,
+        "codex",
+        &codex_acp(),
+        &[],
+        &[
+            ("CODEX_HOME", codex_home.display().to_string()),
+            ("LOOPBACK_KEY", "sk-dummy".into()),
+        ],
+        "",
+    );
+    let out = run(&env, &["--yes", "Ask codex"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Codex itself called the loopback model with the task's instruction.
+    let codex_requests: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.get("input").is_some())
+        .collect();
+    assert!(
+        codex_requests
+            .iter()
+            .any(|r| r.to_string().contains("What is the answer?")),
+        "codex never asked the loopback model: {:?}",
+        server.requests()
+    );
+    let result = task_result_sent(&server);
+    assert_eq!(result["status"], "completed", "{result}");
+    assert!(
+        result["response"]
+            .as_str()
+            .unwrap()
+            .contains("the hosted answer is 42"),
+        "{result}"
+    );
+    let child = result["session_id"].as_str().unwrap().to_string();
+    let shown = env
+        .cmd()
+        .args(["session", "show", "--transcript", &child])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("What is the answer?"), "{shown}");
+    assert!(shown.contains("the hosted answer is 42"), "{shown}");
+    assert!(stdout.contains("Root done."), "{stdout}");
+}
+
+/// The scripted agent's stream lands in the child's transcript in arbor's layout:
+/// thinking and text blocks, its tool call with its result, its plan as `todo`; its
+/// cost in the child's usage.
+#[test]
+fn a_hosted_agents_updates_are_stored_as_arbors_own_turns() {
+    let env = TestEnv::new();
+    let server = root_model("fake", "Say something", None);
+    env.use_openai(&server.base_url, "sk-root");
+    write_fake(&env, "answer");
+    let out = run(&env, &["Delegate"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = task_result_sent(&server);
+    assert_eq!(
+        result["response"], "fake answer to: Say something",
+        "{result}"
+    );
+    let child = result["session_id"].as_str().unwrap().to_string();
+    let transcript = read_jsonl(&env.sessions_dir().join(&child).join("transcript.jsonl"));
+    let text = serde_json::to_string(&transcript).unwrap();
+    assert!(text.contains("\"thinking\":\"thinking it over\""), "{text}");
+    assert!(text.contains("looked: nothing odd"), "{text}");
+    assert!(text.contains("\"tool\":\"todo\""), "{text}");
+    let tool = transcript
+        .iter()
+        .find(|m| m["role"] == "tool" && m["content"] == "looked: nothing odd");
+    assert_eq!(tool.unwrap()["name"], "read");
+    let metadata = env.metadata(&child);
+    assert_eq!(metadata["usage"]["cost"], 0.25, "{metadata}");
+    assert_eq!(metadata["todos"][1]["status"], "in_progress", "{metadata}");
+}
+
+/// A permission request goes through the approval gate: a deny rule refuses it even
+/// with `--yes`; `--yes` allows it without one; headless without `--yes` refuses.
+#[test]
+fn a_hosted_agents_permission_request_is_decided_by_the_approval_gate() {
+    for (rule, yes, chosen) in [
+        (true, true, "no-once"),
+        (false, true, "yes-once"),
+        (false, false, "no-once"),
+    ] {
+        let env = TestEnv::new();
+        let server = root_model("fake", "Clean the build", None);
+        env.use_openai(&server.base_url, "sk-root");
+        if rule {
+            let mut config = std::fs::read_to_string(&env.config).unwrap();
+            config.push_str("approvals:\n  \"bash(rm *)\": deny\n");
+            std::fs::write(&env.config, config).unwrap();
+        }
+        write_fake(&env, "permission");
+        let args: &[&str] = if yes {
+            &["--yes", "Delegate"]
+        } else {
+            &["Delegate"]
+        };
+        let out = run(&env, args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result = task_result_sent(&server);
+        let response = result["response"].as_str().unwrap();
+        assert!(
+            response.contains(&format!("\"optionId\":\"{chosen}\"")),
+            "rule {rule}, --yes {yes}: {response}"
+        );
+    }
+}
+
+/// fs calls are served within the node: a write and a read in its working directory
+/// work (the write as arbor's `write_file`, recorded in `files_changed`); a read and
+/// a write outside it are refused.
+#[test]
+fn a_hosted_agents_fs_calls_are_confined_to_its_node() {
+    let env = TestEnv::new();
+    let server = root_model("fake", "Take notes", None);
+    env.use_openai(&server.base_url, "sk-root");
+    std::fs::write(env.project.parent().unwrap().join("secret.txt"), "secret").unwrap();
+    write_fake(&env, "fs");
+    let out = run(&env, &["--yes", "Delegate"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = task_result_sent(&server);
+    let response = result["response"].as_str().unwrap();
+    assert!(response.contains("write inside: {}"), "{response}");
+    assert!(
+        response.contains("read inside: {\"content\":\"written by the hosted agent\\n\"}"),
+        "{response}"
+    );
+    assert!(response.contains("read outside: error:"), "{response}");
+    assert!(!response.contains("secret\""), "{response}");
+    assert!(response.contains("write outside: error:"), "{response}");
+    assert!(!env.project.parent().unwrap().join("escaped.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("hosted-note.txt")).unwrap(),
+        "written by the hosted agent\n"
+    );
+}
+
+/// A terminal runs its command as arbor's `bash` call, so only where the node may
+/// run commands: refused for an agent without `tool-bash` (the bundle keeps it from
+/// sub-sessions), run with its exit and output for one that adds it.
+#[test]
+fn a_hosted_agents_terminal_runs_as_arbors_bash() {
+    for (tools, expected) in [
+        ("", "bash is not mounted for this agent"),
+        (
+            "tools:\n  - module: tool-bash\n",
+            "terminal exit: {\"exitCode\":0",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let server = root_model("fake", "Run it", None);
+        env.use_openai(&server.base_url, "sk-root");
+        write_fake_with(&env, "terminal", tools);
+        let out = run(&env, &["--yes", "Delegate"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let response = task_result_sent(&server)["response"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(response.contains(expected), "{tools}: {response}");
+        if !tools.is_empty() {
+            assert!(response.contains("from-terminal"), "{response}");
+        }
+    }
+}
+
+/// An agent that crashes, or refuses `initialize`, fails its node with its own
+/// message (stderr tail), and the root goes on.
+#[test]
+fn a_crash_or_a_refused_initialize_fails_the_node_with_the_agents_message() {
+    for (mode, needle) in [
+        ("crash", "fatal: the fake model exploded"),
+        ("refuse", "unsupported client: fake agent refuses arbor"),
+    ] {
+        let env = TestEnv::new();
+        let server = root_model("fake", "Try", None);
+        env.use_openai(&server.base_url, "sk-root");
+        write_fake(&env, mode);
+        let out = run(&env, &["Delegate"]);
+        let result = task_result_sent(&server);
+        assert_eq!(result["status"], "failed", "{mode}: {result}");
+        let error = result["error"].as_str().unwrap_or_default();
+        assert!(error.contains(needle), "{mode}: {result}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Root done."));
+    }
+}

@@ -1,0 +1,113 @@
+// A small scripted ACP v1 agent for tests/all/hosted.rs (issue 37 item 3): what arbor
+// does with an agent's permission requests, fs and terminal calls, a crash and a
+// refused `initialize`. The real agent of the "done" test is codex-acp; this one only
+// covers the client side's edges. Usage: node fake_agent.mjs <mode>
+//   answer      streams a thought, a plan, a tool call and its result, then the answer
+//   permission  asks to run `rm -rf build` (kind execute), answers with the option chosen
+//   fs          writes and reads a file in its cwd, then reads and writes outside it
+//   terminal    runs `echo from-terminal` in a terminal and answers with its output
+//   crash       writes to stderr and exits 3 when prompted
+//   refuse      answers `initialize` with an error
+import { createInterface } from "node:readline";
+import path from "node:path";
+
+const mode = process.argv[2] ?? "answer";
+let cwd = process.cwd();
+let nextId = 1000;
+const waiting = new Map();
+
+const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
+const request = (method, params) =>
+  new Promise((resolve) => {
+    const id = nextId++;
+    waiting.set(id, resolve);
+    send({ id, method, params });
+  });
+const update = (sessionId, u) => send({ method: "session/update", params: { sessionId, update: u } });
+const say = (sessionId, text) =>
+  update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+const outcome = (r) => (r.error ? `error: ${r.error.message}` : JSON.stringify(r.result));
+
+async function prompt(id, params) {
+  const sid = params.sessionId;
+  const text = params.prompt.map((b) => b.text ?? "").join("");
+  if (mode === "crash") {
+    process.stderr.write("fatal: the fake model exploded\n");
+    process.exit(3);
+  }
+  if (mode === "answer") {
+    update(sid, { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "thinking it over" } });
+    update(sid, {
+      sessionUpdate: "plan",
+      entries: [{ content: "Read the task", priority: "high", status: "completed" }, { content: "Answer", priority: "high", status: "in_progress" }],
+    });
+    update(sid, { sessionUpdate: "tool_call", toolCallId: "t1", title: "Look around", kind: "read", status: "in_progress", rawInput: { path: "." } });
+    update(sid, {
+      sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed",
+      content: [{ type: "content", content: { type: "text", text: "looked: nothing odd" } }],
+    });
+    update(sid, { sessionUpdate: "usage_update", used: 100, size: 1000, cost: { amount: 0.25, currency: "USD" } });
+    say(sid, `fake answer to: ${text}`);
+  }
+  if (mode === "permission") {
+    const r = await request("session/request_permission", {
+      sessionId: sid,
+      toolCall: { toolCallId: "p1", title: "rm -rf build", kind: "execute", rawInput: { command: ["bash", "-lc", "rm -rf build"] } },
+      options: [
+        { optionId: "yes-once", name: "Allow", kind: "allow_once" },
+        { optionId: "no-once", name: "Reject", kind: "reject_once" },
+      ],
+    });
+    say(sid, `permission outcome: ${outcome(r)}`);
+  }
+  if (mode === "fs") {
+    const inside = path.join(cwd, "hosted-note.txt");
+    const outsideDir = path.dirname(cwd);
+    const w1 = await request("fs/write_text_file", { sessionId: sid, path: inside, content: "written by the hosted agent\n" });
+    const r1 = await request("fs/read_text_file", { sessionId: sid, path: inside });
+    const r2 = await request("fs/read_text_file", { sessionId: sid, path: path.join(outsideDir, "secret.txt") });
+    const w2 = await request("fs/write_text_file", { sessionId: sid, path: path.join(outsideDir, "escaped.txt"), content: "x" });
+    say(sid, [`write inside: ${outcome(w1)}`, `read inside: ${outcome(r1)}`, `read outside: ${outcome(r2)}`, `write outside: ${outcome(w2)}`].join("\n"));
+  }
+  if (mode === "terminal") {
+    const c = await request("terminal/create", { sessionId: sid, command: "echo", args: ["from-terminal"] });
+    const terminalId = c.result.terminalId;
+    const w = await request("terminal/wait_for_exit", { sessionId: sid, terminalId });
+    const o = await request("terminal/output", { sessionId: sid, terminalId });
+    await request("terminal/release", { sessionId: sid, terminalId });
+    say(sid, `terminal exit: ${outcome(w)} output: ${outcome(o)}`);
+  }
+  send({ id, result: { stopReason: "end_turn" } });
+}
+
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = JSON.parse(line);
+  if (m.method === undefined) {
+    const resolve = waiting.get(m.id);
+    waiting.delete(m.id);
+    resolve?.(m);
+    return;
+  }
+  if (m.method === "initialize") {
+    if (mode === "refuse") {
+      process.stderr.write("fake agent: this client is not supported\n");
+      send({ id: m.id, error: { code: -32000, message: "unsupported client: fake agent refuses arbor" } });
+      return;
+    }
+    const fs = m.params.clientCapabilities?.fs ?? {};
+    if (!fs.readTextFile || !fs.writeTextFile || !m.params.clientCapabilities?.terminal) {
+      send({ id: m.id, error: { code: -32000, message: "the client must offer fs and terminal" } });
+      return;
+    }
+    send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: {}, authMethods: [], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
+  } else if (m.method === "session/new") {
+    cwd = m.params.cwd;
+    send({ id: m.id, result: { sessionId: "fake-session-1" } });
+  } else if (m.method === "session/prompt") {
+    prompt(m.id, m.params);
+  } else if (m.method === "session/cancel") {
+    // nothing runs long here
+  } else if (m.id !== undefined) {
+    send({ id: m.id, error: { code: -32601, message: `no ${m.method}` } });
+  }
+});
