@@ -276,15 +276,8 @@ async fn one_turn(
                     // An external ACP agent answers instead of the model loop.
                     Some(spec) => {
                         let tools = env.mount_tools(live, &live.plan).await;
-                        let on = super::hosted::drive(
-                            &env.hosted,
-                            live,
-                            &gate,
-                            &tools,
-                            spec,
-                            &prompts,
-                            token,
-                        );
+                        let on =
+                            super::hosted::drive(env, live, &gate, &tools, spec, &prompts, token);
                         hosted_end(on.await, &live.agent_name, &mut usage)
                     }
                     None => drive(live, &ctx, first, token, &mut usage).await,

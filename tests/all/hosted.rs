@@ -106,8 +106,9 @@ fn task_result_sent(server: &ScriptedServer) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| json!({"response": text}))
 }
 
-/// Writes agent `name` with `acp:` running `command` with `args` and `env`, and
-/// `extra` frontmatter lines.
+/// Writes user agent `name` (`$AMPLIFIER_HOME/agents`: an untrusted project's own
+/// agent files may not add tools such as `tool-bash`) with `acp:` running `command`
+/// with `args` and `env`, and `extra` frontmatter lines.
 fn write_acp_agent(
     env: &TestEnv,
     name: &str,
@@ -234,7 +235,8 @@ fn codex_acp_answers_a_task_and_its_answer_reaches_the_parent_and_the_store() {
 
 /// The scripted agent's stream lands in the child's transcript in arbor's layout:
 /// thinking and text blocks, its tool call with its result, its plan as `todo`; its
-/// cost in the child's usage.
+/// cost (`usage_update`) and tokens (the prompt's `usage`) in the child's usage, the
+/// agent's name as its model.
 #[test]
 fn a_hosted_agents_updates_are_stored_as_arbors_own_turns() {
     let env = TestEnv::new();
@@ -264,6 +266,9 @@ fn a_hosted_agents_updates_are_stored_as_arbors_own_turns() {
     assert_eq!(tool.unwrap()["name"], "read");
     let metadata = env.metadata(&child);
     assert_eq!(metadata["usage"]["cost"], 0.25, "{metadata}");
+    assert_eq!(metadata["usage"]["input_tokens"], 11, "{metadata}");
+    assert_eq!(metadata["usage"]["output_tokens"], 5, "{metadata}");
+    assert_eq!(metadata["model"], "acp/fake-agent 1.0.0", "{metadata}");
     assert_eq!(metadata["todos"][1]["status"], "in_progress", "{metadata}");
 }
 

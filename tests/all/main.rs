@@ -36,6 +36,7 @@ mod engine_context;
 mod engine_delegation;
 mod engine_handle;
 mod engine_handoff;
+mod engine_hosted;
 mod engine_panics;
 mod engine_queries;
 mod engine_recover;

@@ -6,14 +6,20 @@
 //   permission  asks to run `rm -rf build` (kind execute), answers with the option chosen
 //   fs          writes and reads a file in its cwd, then reads and writes outside it
 //   terminal    runs `echo from-terminal` in a terminal and answers with its output
+//   slow        answers "work" only once a file `release` exists in its cwd, others at
+//               once; each answer names how many sessions it opened (one per node)
+//   hold        streams "holding" and waits for session/cancel, then answers cancelled
 //   crash       writes to stderr and exits 3 when prompted
 //   refuse      answers `initialize` with an error
 import { createInterface } from "node:readline";
 import path from "node:path";
+import fs from "node:fs";
 
 const mode = process.argv[2] ?? "answer";
 let cwd = process.cwd();
 let nextId = 1000;
+let sessions = 0;
+let onCancel = null;
 const waiting = new Map();
 
 const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
@@ -35,6 +41,22 @@ async function prompt(id, params) {
     process.stderr.write("fatal: the fake model exploded\n");
     process.exit(3);
   }
+  if (mode === "slow") {
+    say(sid, `working on: ${text}. `);
+    if (text === "work") {
+      while (!fs.existsSync(path.join(cwd, "release"))) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    say(sid, `done: ${text} (sessions opened: ${sessions})`);
+  }
+  if (mode === "hold") {
+    say(sid, "holding. ");
+    await new Promise((resolve) => (onCancel = resolve));
+    say(sid, "stopped by cancel");
+    send({ id, result: { stopReason: "cancelled" } });
+    return;
+  }
   if (mode === "answer") {
     update(sid, { sessionUpdate: "agent_thought_chunk", content: { type: "text", text: "thinking it over" } });
     update(sid, {
@@ -48,6 +70,8 @@ async function prompt(id, params) {
     });
     update(sid, { sessionUpdate: "usage_update", used: 100, size: 1000, cost: { amount: 0.25, currency: "USD" } });
     say(sid, `fake answer to: ${text}`);
+    send({ id, result: { stopReason: "end_turn", usage: { inputTokens: 11, outputTokens: 5, totalTokens: 16 } } });
+    return;
   }
   if (mode === "permission") {
     const r = await request("session/request_permission", {
@@ -102,11 +126,12 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: {}, authMethods: [], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
   } else if (m.method === "session/new") {
     cwd = m.params.cwd;
-    send({ id: m.id, result: { sessionId: "fake-session-1" } });
+    sessions += 1;
+    send({ id: m.id, result: { sessionId: `fake-session-${sessions}` } });
   } else if (m.method === "session/prompt") {
     prompt(m.id, m.params);
   } else if (m.method === "session/cancel") {
-    // nothing runs long here
+    onCancel?.();
   } else if (m.id !== undefined) {
     send({ id: m.id, error: { code: -32601, message: `no ${m.method}` } });
   }

@@ -25,9 +25,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::Recorder;
 use super::serve::{Served, Server};
-use crate::acp_client::{AcpClientError, AgentProcess, Hosted, HostedAgents, Incoming};
+use crate::acp_client::{AcpClientError, AgentProcess, Hosted, Incoming};
 use crate::config::acp_agent::AcpAgentSpec;
 use crate::config::budget::BudgetState;
+use crate::engine::env::TurnEnv;
 use crate::engine::gate::Gate;
 use crate::engine::live::LiveSession;
 use crate::session::message::Message;
@@ -69,7 +70,7 @@ impl HostedEnd {
 /// `session/prompt`, the agent's requests served with `tools` through `gate`, under
 /// `token`. Never fails: a failure is the end's `error`.
 pub(crate) async fn drive(
-    agents: &HostedAgents,
+    env: &TurnEnv,
     live: &LiveSession,
     gate: &Gate<'_>,
     tools: &ToolSet,
@@ -78,9 +79,10 @@ pub(crate) async fn drive(
     token: &CancellationToken,
 ) -> HostedEnd {
     let text = prompt_text(live, prompts);
+    let agents = &env.hosted;
     let mut hosted = match agents.take(&live.id) {
         Some(hosted) => hosted,
-        None => match start(live, spec, token).await {
+        None => match start(env, live, spec, token).await {
             Ok(hosted) => hosted,
             Err(end) => return end,
         },
@@ -138,12 +140,12 @@ pub(crate) async fn drive(
 /// Starts `spec`'s agent for `live` and opens its ACP session; the failed end (with
 /// the agent's message and stderr tail) when it cannot.
 async fn start(
+    turn_env: &TurnEnv,
     live: &LiveSession,
     spec: &AcpAgentSpec,
     token: &CancellationToken,
 ) -> Result<Hosted, HostedEnd> {
-    let mut env: HashMap<String, String> = std::env::vars().collect();
-    env.extend(spec.env.clone());
+    let env = agent_env(turn_env, spec);
     let mut process = AgentProcess::start(spec, &live.working_dir, &env)
         .map_err(|e| HostedEnd::failed(e.to_string()))?;
     let opened = tokio::select! {
@@ -158,12 +160,17 @@ async fn start(
     };
     match opened {
         Ok(opened) => {
+            let agent = opened.agent.as_deref().unwrap_or(&spec.command);
             tracing::info!(
                 session = %live.id,
-                agent = opened.agent.as_deref().unwrap_or(&spec.command),
+                agent,
                 auth = ?opened.authenticated,
                 "hosted ACP agent started"
             );
+            // `session show` and the tree name the agent that answers, not the
+            // provider the node inherited.
+            let label = format!("acp/{agent}");
+            live.update_metadata(|m| m.model = Some(label));
             Ok(Hosted {
                 process,
                 session_id: opened.session_id,
@@ -177,6 +184,29 @@ async fn start(
         }
     }
 }
+
+/// The environment the agent starts with: arbor's own, the runtime's home
+/// directories over it (a test's temp home, never the real one), `acp.env` last.
+fn agent_env(turn_env: &TurnEnv, spec: &AcpAgentSpec) -> HashMap<String, String> {
+    let mut env: HashMap<String, String> = std::env::vars().collect();
+    for key in HOME_VARS {
+        if let Some(value) = (turn_env.env)(key) {
+            env.insert(key.to_string(), value);
+        }
+    }
+    env.extend(spec.env.clone());
+    env
+}
+
+/// The variables naming home and config directories, taken from the runtime's
+/// environment lookup.
+const HOME_VARS: [&str; 5] = [
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+];
 
 /// How the prompt's loop ended.
 enum Ended {
