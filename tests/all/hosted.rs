@@ -343,6 +343,40 @@ fn a_hosted_agents_fs_calls_are_confined_to_its_node() {
     );
 }
 
+/// A writing node in a git repository works in its own worktree (the agent's
+/// `session/new` cwd), and its work comes home before the root reads its answer.
+#[test]
+fn a_hosted_agent_writes_in_its_worktree_and_its_work_comes_home() {
+    let env = TestEnv::new();
+    crate::isolation::git_project(&env);
+    let server = root_model("fake", "Take notes", None);
+    env.use_openai(&server.base_url, "sk-root");
+    write_fake(&env, "fs");
+    let out = run(&env, &["--yes", "Delegate"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = task_result_sent(&server);
+    let response = result["response"].as_str().unwrap();
+    let cwd = response.lines().next().unwrap().trim_start_matches("cwd: ");
+    assert_ne!(Path::new(cwd), env.project, "{response}");
+    assert!(response.contains("write inside: {}"), "{response}");
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("hosted-note.txt")).unwrap(),
+        "written by the hosted agent\n",
+        "{result}"
+    );
+    assert!(
+        result["isolation"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("merged"),
+        "{result}"
+    );
+}
+
 /// A terminal runs its command as arbor's `bash` call, so only where the node may
 /// run commands: refused for an agent without `tool-bash` (the bundle keeps it from
 /// sub-sessions), run with its exit and output for one that adds it.

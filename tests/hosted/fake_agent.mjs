@@ -91,7 +91,7 @@ async function prompt(id, params) {
     const r1 = await request("fs/read_text_file", { sessionId: sid, path: inside });
     const r2 = await request("fs/read_text_file", { sessionId: sid, path: path.join(outsideDir, "secret.txt") });
     const w2 = await request("fs/write_text_file", { sessionId: sid, path: path.join(outsideDir, "escaped.txt"), content: "x" });
-    say(sid, [`write inside: ${outcome(w1)}`, `read inside: ${outcome(r1)}`, `read outside: ${outcome(r2)}`, `write outside: ${outcome(w2)}`].join("\n"));
+    say(sid, [`cwd: ${cwd}`, `write inside: ${outcome(w1)}`, `read inside: ${outcome(r1)}`, `read outside: ${outcome(r2)}`, `write outside: ${outcome(w2)}`].join("\n"));
   }
   if (mode === "terminal") {
     const c = await request("terminal/create", { sessionId: sid, command: "echo", args: ["from-terminal"] });
