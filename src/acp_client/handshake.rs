@@ -5,7 +5,9 @@
 //! read and write, terminals), checking the protocol version the agent answers,
 //! choosing the auth method ([`choose_auth`]: `acp.auth`, else the first `env_var`
 //! method whose variables are all set in the node's environment, else none), and
-//! `session/new` with the node's working directory and no MCP servers. Does not own:
+//! `session/load` of the node's earlier ACP session when the agent can load one
+//! (`loadSession`; a node resumed by a new arbor process), else `session/new`, with
+//! the node's working directory and no MCP servers. Does not own:
 //! the transport (`rpc`), the process (`process`), the prompt turn (`engine::hosted`).
 
 use std::collections::HashMap;
@@ -14,7 +16,7 @@ use std::path::Path;
 use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
     AuthenticateRequest, ClientCapabilities, FileSystemCapabilities, Implementation,
-    InitializeRequest, NewSessionRequest,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -32,6 +34,9 @@ pub struct Opened {
     pub agent: Option<String>,
     /// The auth method `authenticate` was called with, if any.
     pub authenticated: Option<String>,
+    /// The session was loaded (`session/load`), not created: the agent replayed its
+    /// history as `session/update`s, already queued, which the caller drops.
+    pub loaded: bool,
 }
 
 /// `initialize`'s answer, read leniently (only what arbor uses).
@@ -43,6 +48,8 @@ struct InitializeAnswer {
     auth_methods: Vec<Value>,
     #[serde(default)]
     agent_info: Option<Implementation>,
+    #[serde(default)]
+    agent_capabilities: Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,7 +69,9 @@ pub fn client_capabilities() -> ClientCapabilities {
 }
 
 /// Runs the handshake over `conn` for `spec` in `cwd`; `env` is the node's
-/// environment (with `acp.env`), which an `env_var` auth method is checked against.
+/// environment (with `acp.env`), which an `env_var` auth method is checked against;
+/// `earlier` the ACP session id the node had (loaded when the agent can; a refused
+/// load falls back to a new session).
 ///
 /// Errors: the agent failed a request (`Rpc`, its own message), exited (`Closed`),
 /// answered another protocol version or unreadable results (`Protocol`), or names
@@ -72,6 +81,7 @@ pub async fn open(
     spec: &AcpAgentSpec,
     cwd: &Path,
     env: &HashMap<String, String>,
+    earlier: Option<&str>,
 ) -> Result<Opened, AcpClientError> {
     let init = InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(client_capabilities())
@@ -91,14 +101,34 @@ pub async fn open(
         conn.request::<Value>("authenticate", &AuthenticateRequest::new(id.clone()))
             .await?;
     }
+    let agent = answer
+        .agent_info
+        .map(|i| format!("{} {}", i.name, i.version));
+    let can_load = answer.agent_capabilities.get("loadSession") == Some(&Value::Bool(true));
+    if let Some(id) = earlier.filter(|_| can_load) {
+        let load = LoadSessionRequest::new(id.to_string(), cwd.to_path_buf());
+        match conn.request::<Value>("session/load", &load).await {
+            Ok(_) => {
+                return Ok(Opened {
+                    session_id: id.to_string(),
+                    agent,
+                    authenticated: method,
+                    loaded: true,
+                });
+            }
+            Err(AcpClientError::Rpc(e)) => {
+                tracing::info!("the ACP agent did not load session {id} ({e}); opening a new one");
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let new = NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(Vec::new());
     let session: NewSessionAnswer = conn.request("session/new", &new).await?;
     Ok(Opened {
         session_id: session.session_id,
-        agent: answer
-            .agent_info
-            .map(|i| format!("{} {}", i.name, i.version)),
+        agent,
         authenticated: method,
+        loaded: false,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Validation rules for agent frontmatter (SPEC §3), shared with bundles.
 //!
 //! Owns: the type checks on plan keys (`agents`, `model_role`, module lists, transfer
-//! flags, `approvals` through `config::approvals`, `budget` through `config::budget`), agent-name rules, "unavailable
+//! flags, `approvals` through `config::approvals`, `budget` through `config::budget`,
+//! `acp` through `config::acp_agent`), agent-name rules, "unavailable
 //! module" and "unknown key" warnings, and finding a top-level key's line in the YAML
 //! for error positions. Does not own: YAML parsing
 //! or the frontmatter split (`agent::file`, `agent::frontmatter`).

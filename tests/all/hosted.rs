@@ -377,6 +377,42 @@ fn a_hosted_agent_writes_in_its_worktree_and_its_work_comes_home() {
     );
 }
 
+/// A hosted root resumed by a later `arbor` process loads its earlier ACP session
+/// (`session/load`, the agent offering `loadSession`) instead of starting a new one,
+/// and the history the agent replays is not stored again.
+#[test]
+fn a_hosted_node_resumed_by_a_new_process_loads_its_acp_session() {
+    let env = TestEnv::new();
+    let server = root_model("fake", "unused", None);
+    env.use_openai(&server.base_url, "sk-root");
+    write_fake(&env, "resumable");
+    let out = run(
+        &env,
+        &["--agent", "fake", "--output-format", "json", "first"],
+    );
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        first["response"], "answer in fake-session-1 (sessions opened: 1)",
+        "{first}"
+    );
+    let id = first["session_id"].as_str().unwrap().to_string();
+    let out = env
+        .cmd()
+        .args(["session", "resume", &id, "second"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("answer in fake-session-1 (sessions opened: 0)"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let transcript =
+        std::fs::read_to_string(env.sessions_dir().join(&id).join("transcript.jsonl")).unwrap();
+    assert!(!transcript.contains("replayed history"), "{transcript}");
+    assert_eq!(env.metadata(&id)["acp_session_id"], "fake-session-1");
+}
+
 /// A terminal runs its command as arbor's `bash` call, so only where the node may
 /// run commands: refused for an agent without `tool-bash` (the bundle keeps it from
 /// sub-sessions), run with its exit and output for one that adds it.

@@ -9,6 +9,8 @@
 //   slow        answers "work" only once a file `release` exists in its cwd, others at
 //               once; each answer names how many sessions it opened (one per node)
 //   hold        streams "holding" and waits for session/cancel, then answers cancelled
+//   resumable   answers naming its ACP session and how many it opened; `session/load`
+//               replays "replayed history" before answering
 //   crash       writes to stderr and exits 3 when prompted
 //   refuse      answers `initialize` with an error
 import { createInterface } from "node:readline";
@@ -49,6 +51,9 @@ async function prompt(id, params) {
       }
     }
     say(sid, `done: ${text} (sessions opened: ${sessions})`);
+  }
+  if (mode === "resumable") {
+    say(sid, `answer in ${sid} (sessions opened: ${sessions})`);
   }
   if (mode === "hold") {
     say(sid, "holding. ");
@@ -123,11 +128,15 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       send({ id: m.id, error: { code: -32000, message: "the client must offer fs and terminal" } });
       return;
     }
-    send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: {}, authMethods: [], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
+    send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: { loadSession: true }, authMethods: [], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
   } else if (m.method === "session/new") {
     cwd = m.params.cwd;
     sessions += 1;
     send({ id: m.id, result: { sessionId: `fake-session-${sessions}` } });
+  } else if (m.method === "session/load") {
+    cwd = m.params.cwd;
+    say(m.params.sessionId, "replayed history");
+    send({ id: m.id, result: {} });
   } else if (m.method === "session/prompt") {
     prompt(m.id, m.params);
   } else if (m.method === "session/cancel") {

@@ -3,7 +3,9 @@
 //! until the prompt's answer.
 //!
 //! Owns: [`drive`] — starting the agent (`acp_client`: the process in the node's
-//! working directory, the handshake) and failing the turn with the agent's own
+//! working directory, the handshake, loading the node's earlier ACP session — its id
+//! kept in metadata `acp_session_id` — when a new process resumes it, its replayed
+//! history dropped) and failing the turn with the agent's own
 //! message and stderr tail when it cannot start, refuses `initialize` or crashes;
 //! the loop over its messages (`session/update` to `record`, requests to `serve`,
 //! answered as they finish), cancellation (`session/cancel`, then the agent's
@@ -25,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::record::Recorder;
 use super::serve::{Served, Server};
-use crate::acp_client::{AcpClientError, AgentProcess, Hosted, Incoming};
+use crate::acp_client::rpc::code;
+use crate::acp_client::{AcpClientError, AgentProcess, Hosted, Incoming, RpcError};
 use crate::config::acp_agent::AcpAgentSpec;
 use crate::config::budget::BudgetState;
 use crate::engine::env::TurnEnv;
@@ -148,8 +151,21 @@ async fn start(
     let env = agent_env(turn_env, spec);
     let mut process = AgentProcess::start(spec, &live.working_dir, &env)
         .map_err(|e| HostedEnd::failed(e.to_string()))?;
+    let earlier = live
+        .metadata()
+        .extra
+        .get(SESSION_KEY)
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let handshake = crate::acp_client::open(
+        &process.conn,
+        spec,
+        &live.working_dir,
+        &env,
+        earlier.as_deref(),
+    );
     let opened = tokio::select! {
-        opened = crate::acp_client::open(&process.conn, spec, &live.working_dir, &env) => opened,
+        opened = handshake => opened,
         () = token.cancelled() => {
             process.kill().await;
             let mut end = HostedEnd::failed(String::new());
@@ -170,7 +186,22 @@ async fn start(
             // `session show` and the tree name the agent that answers, not the
             // provider the node inherited.
             let label = format!("acp/{agent}");
-            live.update_metadata(|m| m.model = Some(label));
+            let id = opened.session_id.clone();
+            live.update_metadata(|m| {
+                m.model = Some(label);
+                m.extra.insert(SESSION_KEY.into(), Value::String(id));
+            });
+            if opened.loaded {
+                // The history it replayed is already in the node's transcript.
+                while let Ok(message) = process.incoming.try_recv() {
+                    if let Incoming::Request { id, method, .. } = message {
+                        let refused = format!("arbor does not serve {method} while loading");
+                        process
+                            .conn
+                            .respond(id, Err(RpcError::new(code::INTERNAL, refused)));
+                    }
+                }
+            }
             Ok(Hosted {
                 process,
                 session_id: opened.session_id,
@@ -184,6 +215,10 @@ async fn start(
         }
     }
 }
+
+/// The node's metadata key (among the keys arbor keeps as read) holding its agent's
+/// ACP `sessionId`, loaded again when a later process resumes the node.
+const SESSION_KEY: &str = "acp_session_id";
 
 /// The environment the agent starts with: arbor's own, the runtime's home
 /// directories over it (a test's temp home, never the real one), `acp.env` last.

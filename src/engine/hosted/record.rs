@@ -164,7 +164,7 @@ impl<'a> Recorder<'a> {
             "locations": call.locations.iter().map(|l| l.path.display().to_string()).collect::<Vec<_>>(),
             "raw_input": call.raw_input,
         });
-        let recorded = self.open_call(id.clone(), name, input);
+        self.open_call(id.clone(), name, input);
         // An agent may announce a call already finished.
         if matches!(
             call.status,
@@ -174,7 +174,6 @@ impl<'a> Recorder<'a> {
             let text = result_text(&call.content, call.raw_output.as_ref());
             self.close_call(&id, text, failed);
         }
-        drop(recorded);
     }
 
     /// Appends the assistant message so far with a `tool_call` block for the new call
