@@ -413,6 +413,25 @@ fn a_hosted_node_resumed_by_a_new_process_loads_its_acp_session() {
     assert_eq!(env.metadata(&id)["acp_session_id"], "fake-session-1");
 }
 
+/// The agent's reported cost counts against the node's budget: once spent, the
+/// agent is cancelled and the node ends `paused`, as arbor's own sessions do.
+#[test]
+fn a_hosted_agents_cost_spends_its_budget_and_pauses_the_node() {
+    let env = TestEnv::new();
+    let server = root_model("fake", "Say something", None);
+    env.use_openai(&server.base_url, "sk-root");
+    write_fake_with(&env, "answer", "budget:\n  cost_usd: 0.1\n");
+    let out = run(&env, &["Delegate"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result = task_result_sent(&server).to_string();
+    assert!(result.contains("status: paused"), "{result}");
+    assert!(result.contains("spent: $0.2500/$0.1"), "{result}");
+}
+
 /// A terminal runs its command as arbor's `bash` call, so only where the node may
 /// run commands: refused for an agent without `tool-bash` (the bundle keeps it from
 /// sub-sessions), run with its exit and output for one that adds it.
