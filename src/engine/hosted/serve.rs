@@ -3,10 +3,10 @@
 //!
 //! Owns: [`Server`] — `session/request_permission` decided by the node's approval
 //! gate (`gate::Gate::check`: policy, deny rules, the person's ⚑ answer in the TUI,
-//! `--yes` headless) on the arbor tool the request's kind stands for (`execute` →
-//! `bash` with its command, `edit`/`delete`/`move` → `write_file`, `read`/`search` →
-//! `read_file`, `fetch` → `web_fetch`, else `acp_action`), answered with the agent's
-//! allow option or its reject option; `fs/read_text_file` gated as `read_file` and
+//! `--yes` headless) on the arbor tool the tool table gives the request's ACP kind
+//! (`execute` → `bash` with its command, `edit`/`delete`/`move` → `write_file`,
+//! `read` → `read_file`, `search` → `glob`, `fetch` → `web_fetch`, else
+//! `acp_action`), answered with the agent's allow option or its reject option; `fs/read_text_file` gated as `read_file` and
 //! confined to the node's working directory (`tool::confine`); `fs/write_text_file`
 //! run as arbor's own `write_file` call (`calls::run_calls`: hooks, approval,
 //! `allowed_write_paths`, checkpoint, `files_changed`); `terminal/create` run as
@@ -351,43 +351,53 @@ impl<'a> Server<'a> {
     }
 }
 
-/// The arbor tool and arguments a permission request of `kind` is decided as.
+/// The arbor tool and arguments a permission request of `kind` is decided as: the
+/// first tool of the tool table (`config::modules`) whose ACP kind is the request's
+/// (delete and move as edits), its input filled from the request as its summary
+/// reads it — the command (`bash(rm *)` rules apply), the file, the URL; an action
+/// of no such kind is `acp_action` (asked by default).
 fn gate_call(
     kind: ToolKind,
     raw: Option<&Value>,
     location: Option<&Path>,
     title: &str,
 ) -> (String, Value) {
-    let path = location
-        .map(|p| p.display().to_string())
-        .or_else(|| {
-            raw.and_then(|r| r.get("path"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    match kind {
-        ToolKind::Execute => (
-            "bash".into(),
-            json!({"command": command_of(raw).unwrap_or_else(|| title.to_string())}),
-        ),
-        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => (
-            "write_file".into(),
-            json!({"file_path": path, "content": ""}),
-        ),
-        ToolKind::Read | ToolKind::Search => ("read_file".into(), json!({"file_path": path})),
-        ToolKind::Fetch => {
-            let url = raw
-                .and_then(|r| r.get("url"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            ("web_fetch".into(), json!({"url": url}))
-        }
-        _ => (
+    use crate::config::modules::{Summary, ToolKind as Kind, builtin_tools};
+    let kind = match kind {
+        ToolKind::Read => Kind::Read,
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => Kind::Edit,
+        ToolKind::Search => Kind::Search,
+        ToolKind::Execute => Kind::Execute,
+        ToolKind::Fetch => Kind::Fetch,
+        _ => Kind::Other,
+    };
+    let field = |key: &str| raw.and_then(|r| r.get(key)).and_then(Value::as_str);
+    let Some(tool) = builtin_tools().find(|t| t.kind == kind && kind != Kind::Other) else {
+        return (
             "acp_action".into(),
             json!({"title": title, "raw_input": raw}),
-        ),
+        );
+    };
+    let mut input = serde_json::Map::new();
+    if let Some(command) = tool.command_field {
+        let line = command_of(raw).unwrap_or_else(|| title.to_string());
+        input.insert(command.into(), Value::String(line));
     }
+    match tool.summary {
+        Summary::File(_) => {
+            let path = location
+                .map(|p| p.display().to_string())
+                .or_else(|| field("path").map(str::to_string))
+                .unwrap_or_default();
+            input.insert("file_path".into(), Value::String(path));
+        }
+        Summary::Input(key) | Summary::Quoted(key) => {
+            let value = field(key).or_else(|| field("url")).unwrap_or(title);
+            input.insert(key.into(), Value::String(value.to_string()));
+        }
+        _ => {}
+    }
+    (tool.name.to_string(), Value::Object(input))
 }
 
 /// The command line of an `execute` request's raw input: `command` as text, or as an
@@ -499,5 +509,40 @@ impl Tool for AskTool {
         Box::pin(std::future::ready(ToolOutput::error(
             "the hosted agent runs this action itself",
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_permission_request_is_decided_as_the_tool_of_its_kind() {
+        let argv = json!({"command": ["bash", "-lc", "rm -rf build"]});
+        assert_eq!(
+            gate_call(ToolKind::Execute, Some(&argv), None, "Run"),
+            ("bash".into(), json!({"command": "rm -rf build"}))
+        );
+        assert_eq!(
+            gate_call(
+                ToolKind::Delete,
+                None,
+                Some(Path::new("/w/a.txt")),
+                "Delete"
+            ),
+            ("write_file".into(), json!({"file_path": "/w/a.txt"}))
+        );
+        let url = json!({"url": "https://example.com"});
+        assert_eq!(
+            gate_call(ToolKind::Fetch, Some(&url), None, "Fetch").0,
+            "web_fetch"
+        );
+        assert_eq!(gate_call(ToolKind::Think, None, None, "t").0, "acp_action");
+    }
+
+    #[test]
+    fn a_terminal_command_line_quotes_its_arguments() {
+        assert_eq!(quote("plain-arg"), "plain-arg");
+        assert_eq!(quote("it's here"), r"'it'\''s here'");
     }
 }
