@@ -1,74 +1,38 @@
 //! External ACP agents hosted as nodes of arbor's tree (issue 37 item 3), through
 //! the real `arbor run`: a root's `task` to an agent file with `acp:` starts that
-//! agent with arbor as its ACP client.
-//!
-//! The real agent is Zed's `codex-acp` (`@zed-industries/codex-acp`, pinned by
-//! `tests/hosted/package-lock.json`, installed with `npm ci` under `target/tmp`, never
-//! in the repository), given a temp `CODEX_HOME` whose model provider is the loopback
-//! server speaking OpenAI's Responses API (a captured stream from
-//! `../shared/fixtures/sse`, its text replaced). Its answer must reach the root's next
-//! model request as the task result, and the store (`arbor session show`).
-//!
-//! A small scripted agent (`tests/hosted/fake_agent.mjs`) covers the client side's
-//! edges: a permission request through the approval gate, fs calls confined to the
-//! node, a terminal run as `bash`, a crash and a refused `initialize` failing the node
-//! with the agent's own message.
+//! agent with arbor as its ACP client. The real agent (codex-acp) is in
+//! `hosted_codex.rs`; here a small scripted agent (`tests/hosted/fake_agent.mjs`)
+//! covers the client side's edges: its updates stored in arbor's layout, a
+//! permission request through the approval gate, fs calls confined to the node, a
+//! writing node in its worktree, a terminal run as `bash`, cost against the budget,
+//! `session/load` on resume, a crash and a refused `initialize` failing the node with
+//! the agent's own message. The helpers are shared with `hosted_codex.rs`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// `@zed-industries/codex-acp` installed once per test process (npm ci when the
-/// pinned lock changed); the path of its launcher.
-fn codex_acp() -> PathBuf {
-    static READY: Mutex<bool> = Mutex::new(false);
-    let mut ready = READY.lock().unwrap_or_else(|p| p.into_inner());
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hosted");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hosted-agents");
-    let bin = dir.join("node_modules/.bin/codex-acp");
-    if *ready {
-        return bin;
-    }
-    std::fs::create_dir_all(&dir).unwrap();
-    let lock = std::fs::read(src.join("package-lock.json")).unwrap();
-    let installed = std::fs::read(dir.join("package-lock.json")).ok();
-    for file in ["package.json", "package-lock.json"] {
-        std::fs::copy(src.join(file), dir.join(file)).unwrap();
-    }
-    if installed.as_deref() != Some(&lock[..]) || !bin.exists() {
-        let out = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm must be installed to run codex-acp (Node.js 20+)");
-        assert!(
-            out.status.success(),
-            "npm ci failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    *ready = true;
-    bin
-}
-
 fn fake_agent() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hosted/fake_agent.mjs")
 }
 
+/// What the loopback server answers a Responses API request (codex's) with.
+pub(crate) type CodexReply = Arc<dyn Fn(&Value) -> String + Send + Sync>;
+
 /// A root model that delegates `instruction` to agent `agent` (call `t1`) and then
-/// answers "Root done."; anything in the Responses API shape (codex) gets `codex`.
-fn root_model(
+/// answers "Root done."; a request in the Responses API shape (codex's) gets what
+/// `codex` makes of it.
+pub(crate) fn root_model(
     agent: &'static str,
     instruction: &'static str,
-    codex: Option<String>,
+    codex: Option<CodexReply>,
 ) -> ScriptedServer {
     ScriptedServer::start(Arc::new(move |body: Value| {
         let reply = if body.get("input").is_some() {
-            Reply::Sse(codex.clone().unwrap_or_default())
+            Reply::Sse(codex.as_ref().map(|c| c(&body)).unwrap_or_default())
         } else if last_role(&body) == "tool" {
             Reply::Sse(sse_text("Root done."))
         } else {
@@ -84,7 +48,7 @@ fn root_model(
 
 /// The task result the root's model got for call `t1` (parsed), from the request
 /// that carried it.
-fn task_result_sent(server: &ScriptedServer) -> Value {
+pub(crate) fn task_result_sent(server: &ScriptedServer) -> Value {
     let request = server
         .requests()
         .into_iter()
@@ -109,7 +73,7 @@ fn task_result_sent(server: &ScriptedServer) -> Value {
 /// Writes user agent `name` (`$AMPLIFIER_HOME/agents`: an untrusted project's own
 /// agent files may not add tools such as `tool-bash`) with `acp:` running `command`
 /// with `args` and `env`, and `extra` frontmatter lines.
-fn write_acp_agent(
+pub(crate) fn write_acp_agent(
     env: &TestEnv,
     name: &str,
     command: &Path,
@@ -136,101 +100,21 @@ fn write_acp_agent(
     std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
 }
 
-fn write_fake(env: &TestEnv, mode: &str) {
+pub(crate) fn write_fake(env: &TestEnv, mode: &str) {
     write_fake_with(env, mode, "");
 }
 
 /// [`write_fake`] with `extra` frontmatter lines (`tools:` …).
-fn write_fake_with(env: &TestEnv, mode: &str, extra: &str) {
+pub(crate) fn write_fake_with(env: &TestEnv, mode: &str, extra: &str) {
     let script = fake_agent().display().to_string();
     write_acp_agent(env, "fake", Path::new("node"), &[&script, mode], &[], extra);
 }
 
-fn run(env: &TestEnv, args: &[&str]) -> std::process::Output {
+pub(crate) fn run(env: &TestEnv, args: &[&str]) -> std::process::Output {
     let mut cmd = env.cmd();
     cmd.arg("run").args(args);
     cmd.timeout(std::time::Duration::from_secs(120));
     cmd.output().unwrap()
-}
-
-/// The captured Responses API stream with its text replaced by `text`.
-fn responses_stream(text: &str) -> Option<String> {
-    let path = shared::fixtures("sse/openai-responses-text.sse")?;
-    let captured = std::fs::read_to_string(path).unwrap();
-    Some(captured.replace("\"pong\"", &format!("{text:?}")))
-}
-
-/// The done test: codex-acp, hosted as the child of a root's `task`, answers from
-/// the loopback Responses server; the answer is the task result the root's next
-/// request carries, and `session show` of the child shows its transcript.
-#[test]
-fn codex_acp_answers_a_task_and_its_answer_reaches_the_parent_and_the_store() {
-    let Some(stream) = responses_stream("Codex says: the hosted answer is 42.") else {
-        return;
-    };
-    let env = TestEnv::new();
-    let server = root_model("codex", "What is the answer?", Some(stream));
-    env.use_openai(&server.base_url, "sk-root");
-    let codex_home = env.dir.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model_provider = \"loopback\"\nmodel = \"gpt-5.5\"\n\n[model_providers.loopback]\nname = \"loopback\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"LOOPBACK_KEY\"\n",
-            server.base_url
-        ),
-    )
-    .unwrap();
-    write_acp_agent(
-        &env,
-        "codex",
-        &codex_acp(),
-        &[],
-        &[
-            ("CODEX_HOME", codex_home.display().to_string()),
-            ("LOOPBACK_KEY", "sk-dummy".into()),
-        ],
-        "",
-    );
-    let out = run(&env, &["--yes", "Ask codex"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // Codex itself called the loopback model with the task's instruction.
-    let codex_requests: Vec<Value> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.get("input").is_some())
-        .collect();
-    assert!(
-        codex_requests
-            .iter()
-            .any(|r| r.to_string().contains("What is the answer?")),
-        "codex never asked the loopback model: {:?}",
-        server.requests()
-    );
-    let result = task_result_sent(&server);
-    assert_eq!(result["status"], "completed", "{result}");
-    assert!(
-        result["response"]
-            .as_str()
-            .unwrap()
-            .contains("the hosted answer is 42"),
-        "{result}"
-    );
-    let child = result["session_id"].as_str().unwrap().to_string();
-    let shown = env
-        .cmd()
-        .args(["session", "show", "--transcript", &child])
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.contains("What is the answer?"), "{shown}");
-    assert!(shown.contains("the hosted answer is 42"), "{shown}");
-    assert!(stdout.contains("Root done."), "{stdout}");
 }
 
 /// The scripted agent's stream lands in the child's transcript in arbor's layout:

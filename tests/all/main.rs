@@ -50,6 +50,7 @@ mod hooks;
 mod hooks_events;
 mod hooks_output;
 mod hosted;
+mod hosted_codex;
 mod http_pool;
 mod images;
 mod inner_layers;
