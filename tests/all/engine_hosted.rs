@@ -2,7 +2,9 @@
 //! handle, with the scripted agent `tests/hosted/fake_agent.mjs` as the child of a
 //! scripted root: a steer sent while the agent works becomes its next prompt, in the
 //! same ACP session of the same process; a cancel reaches the agent as
-//! `session/cancel` and the node ends cancelled with what it streamed. Nothing
+//! `session/cancel` and the node ends cancelled with what it streamed; its
+//! permission request waits for the person (the TUI's ⚑ prompt answers through the
+//! same `approval:required` and `resolve_approval`) and gets their answer. Nothing
 //! touches the real home (the agent gets the fixture's `HOME`).
 
 use crate::support::fixture;
@@ -11,7 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arbor::engine::testing::{Drive, Step};
-use arbor::engine::{Engine, EngineError, TurnOutcome};
+use arbor::engine::{ApprovalMode, Engine, EngineError, RuntimeHooks, TurnOutcome};
+use arbor::session::protocol::{AllowScope, ApprovalDecision};
 use arbor::session::{EngineEvent, Event, SessionStatus};
 use fixture::*;
 use serde_json::{Value, json};
@@ -19,8 +22,13 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
 /// A fixture whose root delegates `work` to `helper`, an ACP agent running the
-/// scripted agent in `mode`; the engine over it.
+/// scripted agent in `mode`; the engine over it (approvals as with `--yes`).
 fn hosted_helper(mode: &str) -> (Fixture, Engine) {
+    hosted_helper_in(mode, ApprovalMode::Headless { yes: true })
+}
+
+/// [`hosted_helper`] answering approvals in `approvals`.
+fn hosted_helper_in(mode: &str, approvals: ApprovalMode) -> (Fixture, Engine) {
     let fx = Fixture::new(plan(json!({})), &[], |r| {
         if r.messages
             .iter()
@@ -45,7 +53,11 @@ fn hosted_helper(mode: &str) -> (Fixture, Engine) {
     )
     .unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(fx.load_registry());
-    let rt = fx.engine_on(rx, Vec::new());
+    let hooks = RuntimeHooks {
+        provider_factory: Some(fx.provider.factory()),
+        extra_tools: Vec::new(),
+    };
+    let rt = fx.engine_in(approvals, rx, hooks);
     (fx, rt)
 }
 
@@ -151,5 +163,45 @@ async fn a_cancel_reaches_the_agent_as_session_cancel() {
     assert_eq!(
         lines(&fx, &child).last().unwrap(),
         "assistant: holding. stopped by cancel"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_permission_request_waits_for_the_persons_answer() {
+    let (fx, rt) = hosted_helper_in("permission", ApprovalMode::Interactive);
+    let mut rx = rt.subscribe();
+    let root = rt.create_root(None).unwrap().into_string();
+    let turn = {
+        let (rt, root) = (rt.clone(), root.clone());
+        tokio::spawn(async move { rt.run_turn(&root, "go".into()).await })
+    };
+    let asked = wait_for(
+        &mut rx,
+        |e| matches!(&e.msg, EngineEvent::ApprovalRequired(a) if a.tool_name == "bash"),
+    )
+    .await;
+    let child = asked.session_id.to_string();
+    let EngineEvent::ApprovalRequired(required) = &asked.msg else {
+        unreachable!()
+    };
+    assert_eq!(required.command.as_deref(), Some("rm -rf build"));
+    assert_eq!(fx.metadata(&child)["status"], "waiting");
+    let once = ApprovalDecision::Allow {
+        scope: AllowScope::Once,
+    };
+    rt.resolve_approval(&child, "p1", once).unwrap();
+    let outcome = tokio::time::timeout(GUARD, turn)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.status, SessionStatus::Completed);
+    assert!(
+        lines(&fx, &child)
+            .last()
+            .unwrap()
+            .contains("\"optionId\":\"yes-once\""),
+        "{:?}",
+        lines(&fx, &child)
     );
 }
