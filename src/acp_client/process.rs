@@ -2,7 +2,11 @@
 //! stdio, killed when dropped, its stderr kept as a tail for error messages.
 //!
 //! Owns: spawning ([`AgentProcess::start`]: the command, its args, the node's
-//! environment plus `acp.env`, the working directory), the stderr tail (the last
+//! environment plus `acp.env`, the working directory, a process group of its own),
+//! ending it with everything it started (the whole group is killed when the value is
+//! dropped or [`AgentProcess::kill`]ed: launchers such as codex-acp's `npx` shim run
+//! the agent as a grandchild, and codex-acp does not exit when its stdin closes),
+//! the stderr tail (the last
 //! [`STDERR_TAIL`] bytes, each line also logged), and the text a failure of the agent
 //! shows ([`AgentProcess::failure`]: exit status and stderr tail). Does not own: the
 //! JSON-RPC messages (`rpc`), the ACP handshake (`handshake`).
@@ -33,6 +37,8 @@ pub struct AgentProcess {
     /// The agent's requests and notifications, in order; ends when it exits.
     pub incoming: UnboundedReceiver<Incoming>,
     child: Child,
+    /// The agent's process group (its pid at start), killed when the node ends.
+    group: Option<i32>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -59,6 +65,10 @@ impl AgentProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Its own group, so ending the node ends the processes it started too, and a
+        // Ctrl-C at the terminal reaches arbor (which cancels it), not the agent.
+        #[cfg(unix)]
+        command.process_group(0);
         let mut child = command.spawn().map_err(|source| AcpClientError::Start {
             command: spec.command.clone(),
             reason: source.to_string(),
@@ -91,11 +101,13 @@ impl AgentProcess {
             }
         });
         let (conn, incoming) = Connection::start(stdout, stdin);
+        let group = child.id().and_then(|p| i32::try_from(p).ok());
         Ok(Self {
             command: spec.command.clone(),
             conn,
             incoming,
             child,
+            group,
             stderr: tail,
         })
     }
@@ -137,9 +149,27 @@ impl AgentProcess {
         text
     }
 
-    /// Ends the process now (the node ended).
+    /// Ends the process and everything it started now (the node ended).
     pub async fn kill(&mut self) {
+        self.kill_group();
         let _ = self.child.kill().await;
+    }
+
+    /// SIGKILL to the agent's process group (its id is the agent's pid).
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let Some(group) = self.group {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(group),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        self.kill_group();
     }
 }
 

@@ -187,6 +187,32 @@ fn codex_acp_answers_a_task_and_its_answer_reaches_the_parent_and_the_store() {
     assert!(shown.contains("the hosted answer is 42"), "{shown}");
     assert!(shown.contains("model     acp/codex-acp"), "{shown}");
     assert!(stdout.contains("Root done."), "{stdout}");
+    // The node's processes (the npm launcher and the native agent it starts) end
+    // with arbor: codex-acp itself does not exit when its stdin closes.
+    let home = env.dir.path().join("codex-home").display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !processes_with_env(&home).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        processes_with_env(&home),
+        Vec::<u32>::new(),
+        "codex outlived arbor"
+    );
+}
+
+/// The processes whose environment mentions `needle` (this test's `CODEX_HOME`).
+fn processes_with_env(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(needle))
+        })
+        .collect()
 }
 
 /// Codex asks before running `rm -rf build` outside its sandbox: arbor's approval
