@@ -44,6 +44,9 @@ pub enum AcpClientError {
         /// What did not fit.
         reason: String,
     },
+    /// The agent did not answer in time (the text says what and how long).
+    #[error("the ACP agent did not answer {0}")]
+    NoAnswer(String),
     /// No usable auth method (the text says which and what the agent offers).
     #[error("{0}")]
     Auth(String),

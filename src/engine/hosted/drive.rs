@@ -5,10 +5,11 @@
 //! Owns: [`drive`] — starting the agent (`acp_client`: the process in the node's
 //! working directory, the handshake, loading the node's earlier ACP session — its id
 //! kept in metadata `acp_session_id` — when a new process resumes it, its replayed
-//! history dropped) and failing the turn with the agent's own
-//! message and stderr tail when it cannot start, refuses `initialize` or crashes;
-//! the loop over its messages (`session/update` to `record`, requests to `serve`,
-//! answered as they finish), cancellation (`session/cancel`, then the agent's
+//! history dropped) and failing the turn with the agent's own message and stderr
+//! tail when it cannot start, refuses `initialize`, does not get through the
+//! handshake within [`HANDSHAKE_WAIT`] or crashes; the loop over its messages
+//! (`session/update` to `record`, requests to `serve`, answered as they finish),
+//! cancellation (`session/cancel`, then the agent's
 //! `cancelled` answer, at most [`CANCEL_WAIT`]), a spent budget (cancel, the turn
 //! `paused`), and keeping the process for the node's next turn. Does not own: the
 //! turn's frame — status, closing events, checkpoints, the steers and queued
@@ -41,6 +42,10 @@ use crate::tool::mount::ToolSet;
 /// How long after `session/cancel` the agent has to answer its prompt `cancelled`
 /// before its process is killed and the turn ends cancelled anyway.
 pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the agent has to get through `initialize`, `authenticate` and
+/// `session/new` before the node fails (an agent waiting for a login nobody gives).
+pub const HANDSHAKE_WAIT: Duration = Duration::from_secs(60);
 
 /// How a hosted turn ended: what `turn` makes the turn's end of.
 pub(crate) struct HostedEnd {
@@ -165,7 +170,12 @@ async fn start(
         earlier.as_deref(),
     );
     let opened = tokio::select! {
-        opened = handshake => opened,
+        opened = tokio::time::timeout(HANDSHAKE_WAIT, handshake) => {
+            opened.unwrap_or_else(|_| Err(AcpClientError::NoAnswer(format!(
+                "initialize, authenticate and session/new within {} s",
+                HANDSHAKE_WAIT.as_secs()
+            ))))
+        }
         () = token.cancelled() => {
             process.kill().await;
             let mut end = HostedEnd::failed(String::new());
