@@ -316,6 +316,55 @@ fn a_hosted_agents_cost_spends_its_budget_and_pauses_the_node() {
     assert!(result.contains("spent: $0.2500/$0.1"), "{result}");
 }
 
+/// `authenticate` uses the method the agent file names (`acp.auth`), else the first
+/// `env_var` method whose variables are all set, else none; a method the agent does
+/// not offer fails the node naming the ones it does.
+#[test]
+fn a_hosted_agent_authenticates_with_the_method_its_agent_file_or_environment_gives() {
+    for (extra, expected) in [
+        ("", "authenticated with: none"),
+        (
+            "  env:\n    FAKE_AGENT_KEY: k-123\n",
+            "authenticated with: fake-key",
+        ),
+        ("  auth: fake-login\n", "authenticated with: fake-login"),
+        (
+            "  auth: sso\n",
+            "acp.auth 'sso' is not one of the agent's auth methods (fake-login, fake-key)",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let server = root_model("fake", "Who are you?", None);
+        env.use_openai(&server.base_url, "sk-root");
+        let script = fake_agent().display().to_string();
+        // `extra` continues the `acp:` mapping.
+        write_acp_agent(
+            &env,
+            "fake",
+            Path::new("node"),
+            &[&script, "whoami"],
+            &[],
+            "",
+        );
+        let file = env.amplifier_home.join("agents/fake.md");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let text = text.replacen(
+            "---\nYou are hosted.",
+            &format!("{extra}---\nYou are hosted."),
+            1,
+        );
+        std::fs::write(&file, text).unwrap();
+        let out = run(&env, &["Delegate"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result = task_result_sent(&server).to_string();
+        assert!(result.contains(expected), "{extra}: {result}");
+    }
+}
+
 /// A terminal runs its command as arbor's `bash` call, so only where the node may
 /// run commands: refused for an agent without `tool-bash` (the bundle keeps it from
 /// sub-sessions), run with its exit and output for one that adds it.

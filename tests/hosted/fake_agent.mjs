@@ -11,6 +11,7 @@
 //   hold        streams "holding" and waits for session/cancel, then answers cancelled
 //   resumable   answers naming its ACP session and how many it opened; `session/load`
 //               replays "replayed history" before answering
+//   whoami      answers with the auth method arbor authenticated with ("none")
 //   crash       writes to stderr and exits 3 when prompted
 //   refuse      answers `initialize` with an error
 import { createInterface } from "node:readline";
@@ -22,6 +23,7 @@ let cwd = process.cwd();
 let nextId = 1000;
 let sessions = 0;
 let onCancel = null;
+let authenticated = "none";
 const waiting = new Map();
 
 const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
@@ -54,6 +56,9 @@ async function prompt(id, params) {
   }
   if (mode === "resumable") {
     say(sid, `answer in ${sid} (sessions opened: ${sessions})`);
+  }
+  if (mode === "whoami") {
+    say(sid, `authenticated with: ${authenticated}`);
   }
   if (mode === "hold") {
     say(sid, "holding. ");
@@ -128,11 +133,17 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       send({ id: m.id, error: { code: -32000, message: "the client must offer fs and terminal" } });
       return;
     }
-    send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: { loadSession: true }, authMethods: [], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
+    send({ id: m.id, result: { protocolVersion: 1, agentCapabilities: { loadSession: true }, authMethods: [
+      { id: "fake-login", name: "Log in" },
+      { id: "fake-key", name: "Key", type: "env_var", vars: [{ name: "FAKE_AGENT_KEY" }] },
+    ], agentInfo: { name: "fake-agent", version: "1.0.0" } } });
   } else if (m.method === "session/new") {
     cwd = m.params.cwd;
     sessions += 1;
     send({ id: m.id, result: { sessionId: `fake-session-${sessions}` } });
+  } else if (m.method === "authenticate") {
+    authenticated = m.params.methodId;
+    send({ id: m.id, result: {} });
   } else if (m.method === "session/load") {
     cwd = m.params.cwd;
     say(m.params.sessionId, "replayed history");
