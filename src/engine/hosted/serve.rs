@@ -6,13 +6,15 @@
 //! `--yes` headless) on the arbor tool the tool table gives the request's ACP kind
 //! (`execute` → `bash` with its command, `edit`/`delete`/`move` → `write_file`,
 //! `read` → `read_file`, `search` → `glob`, `fetch` → `web_fetch`, else
-//! `acp_action`), answered with the agent's allow option or its reject option; `fs/read_text_file` gated as `read_file` and
-//! confined to the node's working directory (`tool::confine`); `fs/write_text_file`
-//! run as arbor's own `write_file` call (`calls::run_calls`: hooks, approval,
-//! `allowed_write_paths`, checkpoint, `files_changed`); `terminal/create` run as
-//! arbor's own `bash` call (approved and sandboxed the same way) with
-//! `terminal/output`, `wait_for_exit`, `kill` and `release` over it. Does not own:
-//! reading the wire or the turn (`drive`), the updates (`record`).
+//! `acp_action`), answered with the agent's allow option or its reject option;
+//! `fs/read_text_file` gated as `read_file` and confined to the node's working
+//! directory (`tool::confine`); `fs/write_text_file` run as arbor's own `write_file`
+//! call (`calls::run_calls`: hooks, approval, `allowed_write_paths`, checkpoint,
+//! `files_changed`); `terminal/create` run as arbor's own `bash` call (approved and
+//! sandboxed the same way) with `terminal/output` (the output once the command ended
+//! — `bash` does not stream —, its end kept within `outputByteLimit`),
+//! `wait_for_exit`, `kill` and `release` over it. Does not own: reading the wire or
+//! the turn (`drive`), the updates (`record`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -50,8 +52,11 @@ pub(crate) enum Served {
 struct Terminal {
     /// Cancels its command (`terminal/kill`, `release`).
     stop: CancellationToken,
-    /// Its output and exit code once it ended.
-    ended: Option<(String, i64)>,
+    /// Its output (cut to `limit`), whether it was cut, and its exit code, once it
+    /// ended.
+    ended: Option<(String, bool, i64)>,
+    /// `outputByteLimit`: the bytes of output kept (the end of it).
+    limit: Option<u64>,
     /// `wait_for_exit` requests waiting for it.
     waiters: Vec<Value>,
 }
@@ -140,7 +145,8 @@ impl<'a> Server<'a> {
             return Vec::new();
         };
         let (text, code) = terminal_output(&output);
-        t.ended = Some((text, code));
+        let (text, cut) = keep_tail(text, t.limit);
+        t.ended = Some((text, cut, code));
         std::mem::take(&mut t.waiters)
             .into_iter()
             .map(|id| (id, json!({"exitCode": code, "signal": null})))
@@ -279,6 +285,7 @@ impl<'a> Server<'a> {
             Terminal {
                 stop: stop.clone(),
                 ended: None,
+                limit: request.output_byte_limit,
                 waiters: Vec::new(),
             },
         );
@@ -320,14 +327,14 @@ impl<'a> Server<'a> {
         };
         Some(match method {
             "terminal/output" => Ok(match &t.ended {
-                Some((text, code)) => json!({
-                    "output": text, "truncated": false,
+                Some((text, cut, code)) => json!({
+                    "output": text, "truncated": cut,
                     "exitStatus": {"exitCode": code, "signal": null},
                 }),
                 None => json!({"output": "", "truncated": false}),
             }),
             "terminal/wait_for_exit" => match &t.ended {
-                Some((_, code)) => Ok(json!({"exitCode": code, "signal": null})),
+                Some((_, _, code)) => Ok(json!({"exitCode": code, "signal": null})),
                 None => {
                     t.waiters.push(id);
                     return None;
@@ -456,6 +463,20 @@ fn terminal_output(output: &ToolOutput) -> (String, i64) {
     }
 }
 
+/// The last `limit` bytes of `text` (from a character boundary), and whether it was
+/// cut (ACP `outputByteLimit`: the output's beginning goes first).
+fn keep_tail(text: String, limit: Option<u64>) -> (String, bool) {
+    let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if text.len() <= limit {
+        return (text, false);
+    }
+    let mut start = text.len() - limit;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    (text[start..].to_string(), true)
+}
+
 fn quote(word: &str) -> String {
     if !word.is_empty()
         && word
@@ -538,6 +559,13 @@ mod tests {
             "web_fetch"
         );
         assert_eq!(gate_call(ToolKind::Think, None, None, "t").0, "acp_action");
+    }
+
+    #[test]
+    fn a_terminals_output_keeps_its_end_within_the_limit() {
+        assert_eq!(keep_tail("abcdef".into(), Some(3)), ("def".into(), true));
+        assert_eq!(keep_tail("ab".into(), Some(3)), ("ab".into(), false));
+        assert_eq!(keep_tail("aé".into(), Some(1)), (String::new(), true));
     }
 
     #[test]
