@@ -120,7 +120,8 @@ pub(crate) fn run(env: &TestEnv, args: &[&str]) -> std::process::Output {
 /// The scripted agent's stream lands in the child's transcript in arbor's layout:
 /// thinking and text blocks, its tool call with its result, its plan as `todo`; its
 /// cost (`usage_update`) and tokens (the prompt's `usage`) in the child's usage, the
-/// agent's name as its model.
+/// agent's name as its model, the file its edit's diff names among the node's
+/// changed files.
 #[test]
 fn a_hosted_agents_updates_are_stored_as_arbors_own_turns() {
     let env = TestEnv::new();
@@ -153,6 +154,10 @@ fn a_hosted_agents_updates_are_stored_as_arbors_own_turns() {
     assert_eq!(metadata["usage"]["input_tokens"], 11, "{metadata}");
     assert_eq!(metadata["usage"]["output_tokens"], 5, "{metadata}");
     assert_eq!(metadata["model"], "acp/fake-agent 1.0.0", "{metadata}");
+    // The file its edit's diff names is among the node's changed files.
+    let changed = &metadata["files_changed"][0];
+    assert_eq!(changed["path"], "notes.md", "{metadata}");
+    assert_eq!(changed["lines_added"], 1, "{metadata}");
     assert_eq!(metadata["todos"][1]["status"], "in_progress", "{metadata}");
 }
 

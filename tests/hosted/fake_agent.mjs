@@ -78,6 +78,10 @@ async function prompt(id, params) {
       sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed",
       content: [{ type: "content", content: { type: "text", text: "looked: nothing odd" } }],
     });
+    update(sid, {
+      sessionUpdate: "tool_call", toolCallId: "t2", title: "Edit notes.md", kind: "edit", status: "completed",
+      content: [{ type: "diff", path: path.join(cwd, "notes.md"), oldText: "a\n", newText: "a\nb\n" }],
+    });
     update(sid, { sessionUpdate: "usage_update", used: 100, size: 1000, cost: { amount: 0.25, currency: "USD" } });
     say(sid, `fake answer to: ${text}`);
     send({ id, result: { stopReason: "end_turn", usage: { inputTokens: 11, outputTokens: 5, totalTokens: 16 } } });

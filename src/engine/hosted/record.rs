@@ -8,7 +8,8 @@
 //! block (name: the ACP `name`, else its `kind`; input: title, kind, locations, raw
 //! input) and publishing `tool:pre`; its `tool_call_update` with status `completed` /
 //! `failed` appending the tool result (text content, diffs, raw output) and publishing
-//! `tool:post` / `tool:error`; a `plan` recorded as a `todo` call whose effect sets the
+//! `tool:post` / `tool:error` (its diffs recorded in the node's `files_changed`, the
+//! first as the call's effect); a `plan` recorded as a `todo` call whose effect sets the
 //! node's todos; `usage_update`'s cumulative cost added to the node's usage as it
 //! grows, and the prompt's token usage when the agent reports it. Calls still open when
 //! the turn ends get a result saying so. Does not own: reading the wire (`drive`),
@@ -24,13 +25,14 @@ use serde_json::{Value, json};
 
 use crate::engine::live::LiveSession;
 use crate::session::message::{AssistantMessage, ContentBlock, Message, ToolCall, now_rfc3339};
+use crate::session::metadata::{FileChange, record_file_change};
 use crate::session::protocol::{
     ContentBlockDeltaEvent, DeltaKind, TodoItem, TodoStatus, ToolEffect, ToolErrorEvent,
     ToolPostEvent, ToolPreEvent, ToolResponse,
 };
 use crate::session::{EngineEvent, Usage};
 use crate::tool::confine::truncate_chars;
-use crate::tool::filesystem::diff::unified_diff;
+use crate::tool::filesystem::diff::{hunks, line_counts, unified_diff};
 
 /// Bytes of a result text published in `tool:post` (the transcript keeps all).
 const EVENT_RESULT_MAX: usize = 16 * 1024;
@@ -172,7 +174,8 @@ impl<'a> Recorder<'a> {
         ) {
             let failed = call.status == ToolCallStatus::Failed;
             let text = result_text(&call.content, call.raw_output.as_ref());
-            self.close_call(&id, text, failed);
+            let change = self.file_changes(&call.content);
+            self.close_call(&id, text, failed, change);
         }
     }
 
@@ -222,16 +225,49 @@ impl<'a> Recorder<'a> {
         if let Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) = fields.status {
             let content = fields.content.unwrap_or_default();
             let text = result_text(&content, fields.raw_output.as_ref());
-            self.close_call(&id, text, status == ToolCallStatus::Failed);
+            let change = self.file_changes(&content);
+            self.close_call(&id, text, status == ToolCallStatus::Failed, change);
         }
     }
 
     /// Appends the result of open call `id` and publishes `tool:post` / `tool:error`.
-    fn close_call(&mut self, id: &str, text: String, failed: bool) {
+    fn close_call(&mut self, id: &str, text: String, failed: bool, effect: Option<ToolEffect>) {
         let Some(call) = self.open.remove(id) else {
             return;
         };
-        self.close_with(&call, text, failed, None);
+        self.close_with(&call, text, failed, effect);
+    }
+
+    /// Records the files a finished call's diffs changed in the node's
+    /// `files_changed` (as arbor's own writes are); the first is the call's effect.
+    fn file_changes(&self, content: &[ToolCallContent]) -> Option<ToolEffect> {
+        let mut first = None;
+        for item in content {
+            let ToolCallContent::Diff(d) = item else {
+                continue;
+            };
+            let old = d.old_text.as_deref().unwrap_or("");
+            let (lines_added, lines_removed) = line_counts(old, &d.new_text);
+            let path = d
+                .path
+                .strip_prefix(&self.live.working_dir)
+                .unwrap_or(&d.path)
+                .display()
+                .to_string();
+            let change = FileChange {
+                path,
+                tool: "acp".into(),
+                lines_added,
+                lines_removed,
+                created: d.old_text.is_none(),
+                changes: 1,
+                hunks: d.old_text.as_ref().map(|old| hunks(old, &d.new_text)),
+            };
+            self.live
+                .update_metadata(|m| record_file_change(&mut m.arbor.files_changed, &change));
+            first.get_or_insert(ToolEffect::FileChange(change));
+        }
+        first
     }
 
     fn close_with(&self, call: &ToolCall, text: String, failed: bool, effect: Option<ToolEffect>) {
