@@ -24,6 +24,9 @@
 //! - `provider`: wire clients only — the `Provider` trait, SSE, the Anthropic and
 //!   OpenAI-compatible clients, retries, HTTP errors.
 //! - `agent`: agent files, bundles, the registry, validation, hot reload.
+//! - `acp_client`: arbor as the ACP client of an external agent hosted as a node
+//!   (issue 37 item 3): its process, JSON-RPC over its stdio, the handshake; uses
+//!   `config` only (the node side is `engine::hosted`).
 //! - `remote`: the NATS JetStream transport of remote sub-sessions (issue 27): the
 //!   wire messages, connecting and creating streams and buckets, the compare-and-set
 //!   lease, large payloads; uses `config` and `session` only.
@@ -46,6 +49,7 @@
 //! engine).
 
 pub mod acp;
+pub mod acp_client;
 pub mod agent;
 pub mod cli;
 pub mod config;

@@ -1,7 +1,8 @@
 //! Validation rules for agent frontmatter (SPEC §3), shared with bundles.
 //!
 //! Owns: the type checks on plan keys (`agents`, `model_role`, module lists, transfer
-//! flags, `approvals` through `config::approvals`, `budget` through `config::budget`), agent-name rules, "unavailable
+//! flags, `approvals` through `config::approvals`, `budget` through `config::budget`,
+//! `acp` through `config::acp_agent`), agent-name rules, "unavailable
 //! module" and "unknown key" warnings, and finding a top-level key's line in the YAML
 //! for error positions. Does not own: YAML parsing
 //! or the frontmatter split (`agent::file`, `agent::frontmatter`).
@@ -56,6 +57,7 @@ const KNOWN_KEYS: &[&str] = &[
     "budget",
     "isolation",
     "remote",
+    "acp",
 ];
 
 /// A short description of a JSON value's type for messages: `a list`, `42`, `null`, ….
@@ -148,6 +150,12 @@ pub fn check_keys(front: &Map<String, Value>) -> Vec<(String, String)> {
             }
             "remote" => {
                 if let Err(e) = crate::config::remote::parse(Some(v)) {
+                    out.push((key.clone(), e.to_string()));
+                }
+                None
+            }
+            "acp" => {
+                if let Err(e) = crate::config::acp_agent::AcpAgentSpec::parse(Some(v)) {
                     out.push((key.clone(), e.to_string()));
                 }
                 None

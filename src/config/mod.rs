@@ -21,6 +21,7 @@
 //! agents directory with its power test (`agent_files`), shared by trust and the
 //! registry.
 
+pub mod acp_agent;
 pub mod agent_files;
 pub mod approvals;
 pub mod arbor_config;

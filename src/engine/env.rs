@@ -90,6 +90,9 @@ pub(crate) struct TurnEnv {
     /// (config `mcp_servers:` and a trusted project's `.mcp.json`): read again at the
     /// start of every turn (`project_powers`), so a change of trust applies at once.
     pub powers: ProjectPowers,
+    /// The external ACP agents of hosted nodes between their turns, one process per
+    /// node (issue 37 item 3), ended with the runtime.
+    pub hosted: crate::acp_client::HostedAgents,
 }
 
 impl TurnEnv {

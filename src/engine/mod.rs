@@ -22,6 +22,8 @@
 //! and a root's routing, above `spawn`); `remote` (a remote child's run, below `spawn`
 //! and `runtime`, above `turn`); `turn` (with `calls`, `stream`, `repair`, `prompt`, and `request_view`, which
 //! fits each request to the context limit with `compact`);
+//! `hosted` (the turns of a node whose agent is an external ACP agent, issue 37
+//! item 3, below `turn`, above `calls` and `gate`);
 //! `gate` (the approval gate every tool call passes); `root_plan`, `providers`; then
 //! `env` (the shared `TurnEnv`), `project_powers` (the project's hooks and MCP servers,
 //! read again every turn), `approvals`, `limits`, `slots` (per-endpoint
@@ -37,6 +39,7 @@ mod env;
 mod gate;
 pub mod handle;
 pub mod homecoming;
+mod hosted;
 mod inbox;
 mod isolate;
 mod limits;

@@ -168,6 +168,7 @@ impl Runtime {
                     slots: Default::default(),
                     mcp,
                     mcp_reported: Default::default(),
+                    hosted: Default::default(),
                     sandbox,
                     powers: super::project_powers::ProjectPowers::new(powers),
                 },

@@ -244,6 +244,7 @@ async fn one_turn(
         None => live.agent_name.clone(),
     };
     let (prices, retry, limits) = call_settings(env);
+    let hosted = super::hosted::spec_of(live);
     let gate = Gate::new(env, live);
     let ctx = CallCtx {
         env,
@@ -268,7 +269,26 @@ async fn one_turn(
             for text in context {
                 live.append(system_note(format!("[UserPromptSubmit hook] {text}")));
             }
-            drive_caught(live, &ctx, first, token, &mut usage).await
+            match &hosted {
+                // An external ACP agent answers instead of the model loop.
+                Some(spec) => {
+                    let run = async {
+                        let tools = env.mount_tools(live, &live.plan).await;
+                        let on =
+                            super::hosted::drive(env, live, &gate, &tools, spec, &prompts, token);
+                        hosted_end(on.await, &live.agent_name, &mut usage)
+                    };
+                    let what = format!("the turn of session '{}'", live.id);
+                    panics::catch(&what, run)
+                        .await
+                        .unwrap_or_else(|panic| LoopEnd {
+                            status: SessionStatus::Failed,
+                            response: String::new(),
+                            error: Some(TurnError::Panicked(panic)),
+                        })
+                }
+                None => drive_caught(live, &ctx, first, token, &mut usage).await,
+            }
         }
     };
     // A `Stop` / `SubagentStop` hook that blocks a completed turn continues it with
@@ -280,6 +300,12 @@ async fn one_turn(
         let verdict = Box::pin(tool_hooks::stop(live, &gate, end.status.as_str(), active)).await;
         let Some(reason) = verdict else { break };
         if end.status != SessionStatus::Completed || token.is_cancelled() {
+            break;
+        }
+        if hosted.is_some() {
+            live.notice(format!(
+                "a Stop hook blocked the end of the turn, but a hosted agent's turn is not continued: {reason}"
+            ));
             break;
         }
         if continued == STOP_CONTINUES {
@@ -727,6 +753,20 @@ fn compact_failed(error: &CompactError, last_text: String) -> LoopEnd {
             reason: error.to_string(),
         })
         .filter(|_| !matches!(error, CompactError::Cancelled)),
+    }
+}
+
+/// The end of a hosted node's turn (`hosted`), its usage added to the turn's; a
+/// failure is the agent `name` that could not answer, with its own message.
+fn hosted_end(end: super::hosted::HostedEnd, name: &str, usage: &mut TurnUsage) -> LoopEnd {
+    usage.add(&end.usage, end.cost);
+    LoopEnd {
+        status: end.status,
+        response: end.response,
+        error: end.error.map(|reason| TurnError::AgentUnavailable {
+            name: name.to_string(),
+            reason,
+        }),
     }
 }
 
