@@ -73,9 +73,8 @@ use crate::routing::prices::PriceTable;
 use crate::session::message::{Message, ToolCall, now_rfc3339};
 use crate::session::protocol::{
     AgentTransferEvent, CancelCompletedEvent, OrchestratorCompleteEvent, PromptSubmitEvent,
-    ProviderRequestEvent, SessionBudgetEvent, SessionEndEvent, SessionRenamedEvent, ToolEffect,
+    ProviderRequestEvent, SessionBudgetEvent, SessionEndEvent, ToolEffect,
 };
-use crate::session::title::title_from;
 use crate::session::{EngineEvent, SessionStatus, Usage};
 
 /// How the loop ended.
@@ -332,60 +331,6 @@ async fn one_turn(
     outcome
 }
 
-/// How many times a blocking `Stop` hook may continue one turn.
-const STOP_CONTINUES: usize = 8;
-
-/// The prompts `input` submits: a prompt, `Continue.` when the model had already
-/// answered (none when a user message or tool result waits for its answer), or the
-/// messages waiting in the inbox, in order. Nothing is stored yet.
-fn prompts_of(live: &LiveSession, input: &Input) -> Vec<String> {
-    match input {
-        Input::Prompt(prompt) => vec![prompt.clone()],
-        Input::Continue => continue_prompt(live).into_iter().collect(),
-        Input::Inbox(waiting) => waiting.iter().map(|p| p.text.clone()).collect(),
-    }
-}
-
-/// `Continue.` unless a user message or tool result already waits for its answer.
-fn continue_prompt(live: &LiveSession) -> Option<String> {
-    let answered = !matches!(
-        live.transcript_snapshot().last(),
-        Some(Message::User(_) | Message::Tool(_))
-    );
-    answered.then(|| CONTINUE_PROMPT.to_string())
-}
-
-/// Appends what starts a turn (the prompts of [`prompts_of`]) to the transcript; a
-/// first prompt names a new root.
-fn append_input(live: &LiveSession, input: Input) {
-    match input {
-        Input::Prompt(prompt) => {
-            name_root(live, &prompt);
-            live.append(Message::user(prompt));
-        }
-        Input::Continue => {
-            if let Some(prompt) = continue_prompt(live) {
-                live.append(Message::user(prompt));
-            }
-        }
-        Input::Inbox(waiting) => {
-            if let Some(first) = waiting.first() {
-                name_root(live, &first.text);
-            }
-            waiting.into_iter().for_each(|p| live.deliver(p));
-        }
-    }
-}
-
-/// A system note for the model (a hook's words), stamped now.
-fn system_note(text: String) -> Message {
-    Message::System(crate::session::message::UserMessage {
-        content: text.into(),
-        timestamp: Some(now_rfc3339()),
-        metadata: None,
-    })
-}
-
 /// [`drive`], with a panic anywhere in it ending the turn failed.
 async fn drive_caught(
     live: &LiveSession,
@@ -453,32 +398,6 @@ pub(crate) fn budget_event(state: &BudgetState) -> EngineEvent {
         since_tokens: state.since.tokens,
         since_cost_usd: state.since.cost_usd,
     })
-}
-
-/// Gives a root without a name the title of its first prompt (`session::title`),
-/// stored as metadata `name` and published as `session:renamed`. A root another tool
-/// started (Amplifier writes no `name`) is titled by the first user message already in
-/// its transcript, not by the prompt arbor sends it now.
-fn name_root(live: &LiveSession, prompt: &str) {
-    if live.parent_id.is_some() || live.metadata().name.is_some() {
-        return;
-    }
-    let earlier = live
-        .transcript_snapshot()
-        .iter()
-        .find(|m| matches!(m, Message::User(_)))
-        .map(Message::text);
-    let Some(name) = earlier
-        .as_deref()
-        .and_then(title_from)
-        .or_else(|| title_from(prompt))
-    else {
-        return;
-    };
-    // Written with the next metadata write (the turn's first response, or its end):
-    // the turn's start stays one write (SPEC §16 spawn cost).
-    live.stage_metadata(|m| m.name = Some(name.clone()));
-    live.emit(EngineEvent::SessionRenamed(SessionRenamedEvent { name }));
 }
 
 fn busy(live: &LiveSession) -> EngineError {
@@ -825,10 +744,12 @@ fn finish(live: &LiveSession, end: LoopEnd, usage: &TurnUsage) -> TurnOutcome {
     }
 }
 
+mod input;
 mod response;
 #[cfg(test)]
 mod tests;
 
+use input::{STOP_CONTINUES, append_input, prompts_of, system_note};
 pub(crate) use response::keep_partial;
 pub use response::usage_record;
 use response::{normalize, record_response, round_cost};
