@@ -286,6 +286,10 @@ fn samples() -> Vec<Event> {
             summary_tokens: 900,
             duration_ms: 12,
         })),
+        root(E::ContextCompacting(ContextCompactingEvent {
+            trigger: "auto".into(),
+            messages: 10,
+        })),
         root(E::ContextUsage(ContextUsageEvent {
             tokens: 3400,
             max_tokens: 4000,
@@ -319,7 +323,12 @@ fn events_jsonl_line_of_every_logged_event() {
         .collect();
     assert_eq!(
         unlogged,
-        ["content_block:delta", "message:appended", "context:usage"]
+        [
+            "content_block:delta",
+            "message:appended",
+            "context:compacting",
+            "context:usage"
+        ]
     );
     let lines: Vec<String> = samples
         .iter()
