@@ -246,7 +246,17 @@ impl App {
         }
         self.stack.close_overlays();
         self.focus = Focus::Composer;
-        self.prompt.composer.paste(text);
+        // A pasted (dragged) file of the project attaches as `@path` does.
+        let mentions = self
+            .prompt
+            .files
+            .root
+            .as_deref()
+            .and_then(|root| crate::tui::state::mentions::pasted_paths(text, root));
+        match mentions {
+            Some(mentions) => self.prompt.composer.paste(&mentions),
+            None => self.prompt.composer.paste(text),
+        }
         self.refresh_popup();
     }
 

@@ -255,6 +255,76 @@ fn cut_at(s: &str, max: usize) -> (&str, bool) {
     (&s[..end], true)
 }
 
+/// A paste that is only paths of files inside the project (as a terminal pastes a
+/// dragged file: absolute or relative, `'quoted'`, `"quoted"`, `\ `-escaped or
+/// `file://`), as the `@` mentions that attach them (`@src/lib.rs @shot.png`, a
+/// trailing space). `None` when any part is not such a file (the paste stays text),
+/// or a path has whitespace (a mention cannot hold it).
+pub fn pasted_paths(text: &str, root: &Path) -> Option<String> {
+    let root = root.canonicalize().ok()?;
+    let mut mentions = Vec::new();
+    for token in shell_words(text.trim())? {
+        let token = token.strip_prefix("file://").unwrap_or(&token).to_string();
+        if token.chars().any(char::is_whitespace) {
+            return None;
+        }
+        let path = Path::new(&token);
+        let full = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            root.join(path)
+        };
+        let full = full.canonicalize().ok()?;
+        if !full.is_file() {
+            return None;
+        }
+        let rel = full.strip_prefix(&root).ok()?;
+        mentions.push(format!("@{}", rel.to_str()?));
+    }
+    (!mentions.is_empty()).then(|| format!("{} ", mentions.join(" ")))
+}
+
+/// `text` split as a shell splits words (quotes and `\` escapes); `None` for an
+/// unclosed quote or an empty text.
+fn shell_words(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        q if q == c => break,
+                        '\\' if c == '"' => word.push(chars.next()?),
+                        other => word.push(other),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.push(chars.next()?);
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    (!words.is_empty()).then_some(words)
+}
+
 /// A user message as the chat shows it: leading `<context_file paths="@a → /abs/a">…
 /// </context_file>` blocks (attached `@file` mentions) collapse to one line,
 /// `📎 attached notes.txt, src/lib.rs`, then the person's text. `None` for text
@@ -296,6 +366,31 @@ pub fn collapse_attachments(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_paste_of_project_files_becomes_mentions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "x").unwrap();
+        std::fs::write(root.join("my shot.png"), "x").unwrap();
+        std::fs::write(root.join("notes.txt"), "x").unwrap();
+        let abs = root.canonicalize().unwrap().join("src/lib.rs");
+        let abs = abs.display();
+        assert_eq!(
+            pasted_paths(&format!("'{abs}' notes.txt\n"), root).as_deref(),
+            Some("@src/lib.rs @notes.txt ")
+        );
+        assert_eq!(
+            pasted_paths(&format!("file://{abs}"), root).as_deref(),
+            Some("@src/lib.rs ")
+        );
+        // Not every word a file, a file outside, a name with a space: text.
+        assert_eq!(pasted_paths("look at src/lib.rs", root), None);
+        assert_eq!(pasted_paths("/etc/hostname", root), None);
+        assert_eq!(pasted_paths("my\\ shot.png", root), None);
+        assert_eq!(pasted_paths("'unclosed", root), None);
+    }
 
     #[test]
     fn lists_respect_gitignore_and_complete_by_prefix_then_name() {

@@ -73,3 +73,34 @@ fn at_partial_lists_project_files_and_tab_completes() {
         [EngineCommand::Submit { .. }]
     ));
 }
+
+/// A pasted path of a project file (a file dragged into the terminal, quoted) is
+/// attached as `@path` is (issue 39 item 5); a paste that is not only files stays
+/// text.
+#[test]
+fn a_pasted_file_path_attaches_like_a_mention() {
+    let dir = project();
+    let root = dir.path().to_path_buf();
+    let mut h = harness();
+    h.app.set_project_root(root.clone());
+    h.type_text("what is in ");
+    let dragged = format!(
+        "'{}'",
+        root.canonicalize().unwrap().join("notes.txt").display()
+    );
+    h.app.handle(AppEvent::Input(TermEvent::Paste(dragged)));
+    assert_eq!(h.app.composer_text(), "what is in @notes.txt ");
+    h.press(KeyCode::Enter);
+    let sent = h.drain();
+    let Some(EngineCommand::Submit { prompt, .. }) = sent.last() else {
+        panic!("{sent:?}");
+    };
+    assert!(prompt.contains("the notes body"), "{prompt}");
+
+    let mut h = harness();
+    h.app.set_project_root(root);
+    h.app.handle(AppEvent::Input(TermEvent::Paste(
+        "notes.txt is where it lives".into(),
+    )));
+    assert_eq!(h.app.composer_text(), "notes.txt is where it lives");
+}
