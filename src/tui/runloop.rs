@@ -222,8 +222,9 @@ where
             (_, wanted) => wanted,
         };
         if tick_at.is_some_and(|t| t <= now) {
-            tick_at = None;
             app.handle(AppEvent::Tick);
+            // The next one, as the app now wants it (a spinner: 100 ms on).
+            tick_at = app.next_tick().map(|d| now + d);
         }
         if app.should_quit() {
             executor.shutdown().await;

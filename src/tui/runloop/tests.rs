@@ -502,3 +502,48 @@ async fn a_note_expires_while_children_stream() {
         "redrawn without the note {after:?} in"
     );
 }
+
+/// A running child with nothing streaming keeps the spinner turning: each tick
+/// schedules the next (a tick handed over must not leave the loop with none, which
+/// froze the TUI while a local model thought).
+#[tokio::test(start_paused = true)]
+async fn ticks_go_on_while_a_session_runs_silently() {
+    use crate::session::{EngineEvent, Event, SessionStatus};
+    const ROOT: &str = "5f0e1c2a-1111-4222-8333-444455556666";
+    let t0 = Instant::now();
+    let (sources, commands_tx) = Sources::new();
+    let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
+    let clock = app.clock().clone();
+    tokio::spawn(async move {
+        let mut last = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let now = Instant::now();
+            clock.advance(now - last);
+            last = now;
+        }
+    });
+    let event = |msg| EngineOutput::Event(Arc::new(Event::new(ROOT, None, msg)));
+    sources
+        .engine_tx
+        .unbounded_send(event(crate::tui::testing::start("zen-architect")))
+        .unwrap();
+    sources
+        .engine_tx
+        .unbounded_send(event(EngineEvent::status(SessionStatus::Running)))
+        .unwrap();
+    let (keys_tx, input) = futures::channel::mpsc::unbounded::<io::Result<TermEvent>>();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(t0 + Duration::from_secs(3)).await;
+        drop(keys_tx);
+    });
+    let frames = &run_recorded(&mut app, input, sources).await;
+    let late = frames
+        .iter()
+        .filter(|(at, _)| *at - t0 > Duration::from_secs(1))
+        .count();
+    assert!(
+        late >= 10,
+        "only {late} frames in the last 2 s of a running session"
+    );
+}
