@@ -342,7 +342,14 @@ impl Agent {
         let mut rx = session.ask(EngineCommand::LoadTranscript {
             session_id: root.clone(),
         });
-        let (loaded, earlier) = match rx.recv().await {
+        // The stored compactions come first; an editor replays the transcript only.
+        let first = loop {
+            match rx.recv().await {
+                Some(EngineReply::Compactions { .. }) => continue,
+                other => break other,
+            }
+        };
+        let (loaded, earlier) = match first {
             Some(EngineReply::Opened {
                 session: loaded,
                 earlier,

@@ -176,7 +176,8 @@ impl Engine {
 
     /// Opens `requested` (a session id or unambiguous prefix) tail-first on a blocking
     /// thread and follows it when it is stored (see `open::open`): what
-    /// `EngineCommand::LoadTranscript` does. Replies `Opened` then maybe `Earlier`,
+    /// `EngineCommand::LoadTranscript` does. Replies `Compactions` (when it has any),
+    /// `Opened`, then maybe `Earlier`,
     /// or `OpenFailed`; later `Followed` / `StoredSessionChanged` / `SessionsListed`
     /// for what another process writes, until another session is opened.
     pub fn open(&self, requested: impl Into<String>, replies: Replies) {

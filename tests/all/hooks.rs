@@ -421,4 +421,34 @@ fn a_pre_compact_hook_runs_before_the_context_is_compacted() {
         .rposition(|e| e["event"] == "hook:ran" && e["data"]["hook_event_name"] == "SessionStart")
         .unwrap_or_else(|| panic!("{names:?}"));
     assert!(start > compacted);
+    // Reopened in the TUI, the thread shows the stored compaction (issue 39 item 6).
+    #[cfg(unix)]
+    {
+        let term_env = support::term::Env {
+            home: &env.home,
+            amplifier_home: &env.amplifier_home,
+            config: &env.config,
+            cwd: &env.project,
+        };
+        let tui =
+            support::term::Pty::spawn(env!("CARGO_BIN_EXE_arbor"), &["--resume", &id], &term_env);
+        assert!(
+            tui.wait_text("lorem", std::time::Duration::from_secs(30))
+                .is_some(),
+            "{}",
+            tui.screen()
+        );
+        // Page up (ESC [ 5 ~) through the thread until the compaction cell shows.
+        let mut seen = false;
+        for _ in 0..40 {
+            if tui.screen().contains("context compacted") {
+                seen = true;
+                break;
+            }
+            tui.send(b"\x1b[5~");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(seen, "no compaction cell: {}", tui.screen());
+        drop(tui);
+    }
 }

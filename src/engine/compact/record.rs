@@ -3,7 +3,8 @@
 //! restarted session sends the same compacted view.
 //!
 //! Owns: turning a record and its numbers into the event, the event back into a
-//! record, and finding a session's latest one in its `events.jsonl`. Does not own:
+//! record, and finding a session's latest one (or all of them, for a reopened
+//! thread) in its `events.jsonl`. Does not own:
 //! writing the file (`live` emits, `store` writes).
 
 use std::io::{Read, Seek, SeekFrom};
@@ -115,6 +116,33 @@ pub fn latest(dir: &Path) -> Option<Record> {
         end = start;
     }
     None
+}
+
+/// Every compaction recorded in session directory `dir`'s `events.jsonl`, oldest
+/// first, each with its event's timestamp (RFC 3339) — what a reopened thread shows
+/// as its compaction cells. Empty when there are none or the file cannot be read;
+/// lines that do not parse are skipped. Reads the whole log (a cheap substring test
+/// per line before any JSON is parsed).
+pub fn all(dir: &Path) -> Vec<(String, ContextCompactionEvent)> {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(dir.join(EVENTS_FILE)) else {
+        return Vec::new();
+    };
+    std::io::BufReader::new(file)
+        .split(b'\n')
+        .map_while(Result::ok)
+        .filter_map(|line| {
+            let line = std::str::from_utf8(&line).ok()?;
+            if !line.contains("\"context:compaction\"") {
+                return None;
+            }
+            let event = Event::from_log_line(line).ok()?;
+            match event.msg {
+                EngineEvent::ContextCompaction(e) => Some((event.timestamp, e)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Bytes read per step of [`latest`].

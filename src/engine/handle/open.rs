@@ -51,6 +51,17 @@ pub(crate) fn open(
             )),
         }
     });
+    if let Ok(Opened::Stored(id, _) | Opened::Live(id, ..)) = &opened
+        && let Ok(dir) = store.session_dir(id)
+    {
+        let compactions = crate::engine::compact::record::all(&dir);
+        if !compactions.is_empty() {
+            replies.send(EngineReply::Compactions {
+                requested: requested.clone(),
+                compactions,
+            });
+        }
+    }
     match opened {
         Ok(Opened::Stored(id, load)) => {
             // What another process appends from here on is shown as it comes.

@@ -50,6 +50,14 @@ pub enum EngineReply {
         session: Box<LoadedSession>,
         earlier: Option<u64>,
     },
+    /// `LoadTranscript` of `requested`: the compactions its `events.jsonl` records
+    /// (each with its RFC 3339 timestamp, oldest first), sent before
+    /// [`EngineReply::Opened`] when there are any, so the thread shows a compaction
+    /// cell where each happened.
+    Compactions {
+        requested: String,
+        compactions: Vec<(String, crate::session::protocol::ContextCompactionEvent)>,
+    },
     /// `LoadTranscript` of `requested` failed (resolving the id, reading the store).
     OpenFailed {
         requested: String,
@@ -133,7 +141,7 @@ pub struct EarlierMessages {
 
 impl EarlierMessages {
     /// The first `len` messages of `shared` (clamped to its length).
-    pub(super) fn new(shared: Arc<Vec<Message>>, len: usize, warnings: Vec<String>) -> Self {
+    pub fn new(shared: Arc<Vec<Message>>, len: usize, warnings: Vec<String>) -> Self {
         let len = len.min(shared.len());
         Self {
             shared,

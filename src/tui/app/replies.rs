@@ -39,6 +39,19 @@ impl App {
                 session,
                 earlier,
             } => self.on_transcript(&requested, Ok(session), earlier),
+            EngineReply::Compactions {
+                requested,
+                compactions,
+            } => {
+                if let Some(t) = self
+                    .thread
+                    .as_mut()
+                    .filter(|t| t.loading && t.requested.as_deref() == Some(requested.as_str()))
+                {
+                    t.stored_compactions =
+                        crate::tui::state::thread_compactions::stored(&compactions);
+                }
+            }
             EngineReply::OpenFailed { requested, error } => {
                 self.on_transcript(&requested, Err(error.into()), None);
             }
@@ -112,10 +125,16 @@ impl App {
             Ok(part) => {
                 let open = self.thread.as_ref().and_then(|t| t.session_id.as_ref());
                 if open == Some(&session_id) {
+                    let compactions = self
+                        .thread
+                        .as_ref()
+                        .map(|t| t.stored_compactions.clone())
+                        .unwrap_or_default();
                     self.outbox.layouts.push(EarlierLayout {
                         session_id,
                         end,
                         part,
+                        compactions,
                     });
                 }
             }

@@ -35,6 +35,7 @@ pub mod rows;
 pub mod seen;
 pub mod stream;
 pub mod thread;
+pub mod thread_compactions;
 pub mod thread_earlier;
 mod thread_events;
 mod transcript;

@@ -39,6 +39,11 @@ pub struct Thread {
     pub cleared: bool,
     /// The cell saying a compaction's summary is being written, until it is done.
     pub compacting: Option<usize>,
+    /// The compactions stored for the session being opened (`thread_compactions`).
+    pub stored_compactions: super::thread_compactions::StoredCompactions,
+    /// Those still to be placed among the messages being pushed.
+    pub(super) pending_compactions:
+        std::collections::VecDeque<(jiff::Timestamp, super::cells::CompactionCard)>,
     /// The id or prefix being loaded (`loading` is true until the store answers).
     pub requested: Option<String>,
     /// Agent shown in the header (for a new root: the agent it will start with).
@@ -142,9 +147,18 @@ impl Thread {
             self.push(CellKind::Notice(LOADING_EARLIER.into()));
         }
         self.lead = self.cells.len();
+        let from = self
+            .earlier
+            .and(loaded.transcript.first())
+            .and_then(|m| m.timestamp())
+            .and_then(|t| t.parse().ok());
+        let stored = std::mem::take(&mut self.stored_compactions);
+        self.place_compactions(&stored, from);
         for m in &loaded.transcript {
             self.push_message(m);
         }
+        self.flush_compactions();
+        self.stored_compactions = stored;
         self.tail_cells = self.cells.len() - self.lead;
         // Who answers the next message (selection), over who answered last.
         if let Some(active) = &loaded.metadata.arbor.active_agent {

@@ -34,6 +34,8 @@ pub struct EarlierLayout {
     pub end: u64,
     /// Its messages and the transcript's load warnings.
     pub part: EarlierMessages,
+    /// The session's stored compactions, placed among its messages.
+    pub compactions: super::thread_compactions::StoredCompactions,
 }
 
 impl EarlierLayout {
@@ -41,10 +43,16 @@ impl EarlierLayout {
     /// dropped once laid out (a live session's next append would otherwise copy its
     /// message list); a panic is caught, logged and reported as the part's error.
     pub fn lay_out(self) -> Result<Box<EarlierCells>, UiError> {
-        let (end, mut part) = (self.end, self.part);
+        let (end, mut part, compactions) = (self.end, self.part, self.compactions);
         let cells: Result<_, Panic> = panics::catch_blocking(LAYOUT, move || {
             let warnings = std::mem::take(&mut part.warnings);
-            Box::new(EarlierCells::of(end, part.messages(), warnings))
+            let mut cells = EarlierCells::of(end, &[], warnings);
+            cells.head.place_compactions(&compactions, None);
+            for message in part.messages() {
+                cells.head.push_message(message);
+            }
+            cells.head.cells.shrink_to_fit();
+            Box::new(cells)
         });
         cells.map_err(|message| {
             UiError::from(EngineError::Panicked {
@@ -140,6 +148,7 @@ impl Thread {
         for m in std::mem::take(&mut self.tail) {
             head.push_message(&m);
         }
+        head.flush_compactions();
         let lead = self.lead;
         let kept = lead.saturating_sub(1);
         let tail_end = (lead + self.tail_cells).min(self.cells.len());

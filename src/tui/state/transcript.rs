@@ -27,6 +27,7 @@ impl Thread {
             self.buffered.push(message.clone());
             return;
         }
+        self.compactions_before(message);
         match message {
             Message::User(m) => self.push_user(m),
             Message::System(m) => {
