@@ -534,9 +534,12 @@ fn the_tree_tells_siblings_apart_grows_and_moves_with_g() {
     let mid = h.screen(120, 20);
     let tree_w = mid.lines().next().unwrap().chars().position(|c| c == '╮');
     assert_eq!(tree_w, Some(29), "{mid}");
+    assert!(mid.contains("· List") && mid.contains("· Count"), "{mid}");
     h.press(KeyCode::Tab); // composer → tree (shown at 60 columns when focused)
     let narrow = h.screen(60, 20);
-    assert!(narrow.contains("✓ explorer ·…"), "{narrow}");
+    // Cut rows shorten the agent's name first: the siblings stay apart.
+    assert!(narrow.contains("✓ expl… · Li…"), "{narrow}");
+    assert!(narrow.contains("✓ expl… · Co…"), "{narrow}");
     assert!(narrow.contains("· zen-architect┃"), "{narrow}");
     assert!(
         !narrow.contains("ago"),

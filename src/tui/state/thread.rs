@@ -39,8 +39,9 @@ pub struct Thread {
     pub cleared: bool,
     /// The cell saying a compaction's summary is being written, until it is done.
     pub compacting: Option<usize>,
-    /// The compactions stored for the session being opened (`thread_compactions`).
-    pub stored_compactions: super::thread_compactions::StoredCompactions,
+    /// The compactions stored for the session being opened, with when each happened
+    /// (placed by `thread_compactions`).
+    pub stored_compactions: Vec<(jiff::Timestamp, super::cells::CompactionCard)>,
     /// Those still to be placed among the messages being pushed.
     pub(super) pending_compactions:
         std::collections::VecDeque<(jiff::Timestamp, super::cells::CompactionCard)>,

@@ -112,6 +112,19 @@ impl TreeView<'_> {
         let mut left = self.row_prefix(row, hidden.is_some());
         let prefix_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
         let label_w = width(node.label());
+        // A sub-session told by its task: when the row is cut, its agent's name
+        // shortens first so siblings of one agent stay apart (`impl… · Add the
+        // parser`, not `implementer ·…` twice).
+        let compact = (node.title.is_none() && node.task.is_some()).then(|| {
+            let mut compact = left.clone();
+            compact.spans.push(Span::styled(
+                short_name(&node.agent),
+                self.theme.style(Slot::Base),
+            ));
+            compact.spans.extend(after_label(node, place.clone(), meta));
+            let task_w = node.task.as_deref().map_or(0, |t| width(t) + 3);
+            (compact, task_w)
+        });
         left.spans.push(Span::styled(
             node.label().to_string(),
             self.theme.style(Slot::Base),
@@ -128,7 +141,7 @@ impl TreeView<'_> {
         let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum::<usize>()
             + marked.full().map_or(0, |m| width(&m));
         let right = self.right_text(row, w, place.as_deref(), left_w, hidden.as_deref());
-        self.fit_row(left, &marked, right, hidden, w)
+        self.fit_row((left, compact), &marked, right, hidden, w)
     }
 
     /// The left of `row`'s line before its label: the open marker, the indent, the
@@ -201,7 +214,7 @@ impl TreeView<'_> {
     /// moved in front of the glyph).
     fn fit_row(
         &self,
-        mut left: Line<'static>,
+        (mut left, compact): (Line<'static>, Option<(Line<'static>, usize)>),
         marked: &Marked,
         right: String,
         hidden: Option<String>,
@@ -218,6 +231,19 @@ impl TreeView<'_> {
         }
         let right_w: usize = right_spans.iter().map(|s| width(&s.content)).sum();
         let avail = usize::from(w);
+        let left_w: usize = left.spans.iter().map(|s| width(&s.content)).sum();
+        let room = if right_spans.is_empty() || avail < right_w + 8 {
+            avail
+        } else {
+            avail - right_w - 1
+        };
+        // Only when the cut would leave fewer than 8 columns of the task.
+        if let Some((compact, task_w)) = compact
+            && left_w.saturating_sub(room) + 8 > task_w
+            && left_w > room
+        {
+            left = compact;
+        }
         if right_spans.is_empty() || avail < right_w + 8 {
             if let Some(h) = hidden {
                 left.spans.insert(2, Span::styled(format!("{h} "), running));
@@ -309,6 +335,16 @@ fn after_label(node: &Node, place: Option<String>, meta: Style) -> Vec<Span<'sta
         spans.push(Span::styled(format!(" ({})", d.note()), meta));
     }
     spans
+}
+
+/// An agent's name in a cut row: its first four characters and `…` when longer
+/// than five.
+fn short_name(agent: &str) -> String {
+    if agent.chars().count() <= 5 {
+        agent.to_string()
+    } else {
+        format!("{}…", agent.chars().take(4).collect::<String>())
+    }
 }
 
 /// The short form of an unmerged worktree's mark, when the branch does not fit.

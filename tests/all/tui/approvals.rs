@@ -251,15 +251,11 @@ fn the_asking_node_shows_the_waiting_glyph_until_answered() {
     let node_row = |h: &mut Harness| {
         h.screen(100, 24)
             .lines()
-            .find(|l| l.contains("explorer") && l.starts_with('│'))
+            .find(|l| l.contains("expl") && l.starts_with('│'))
             .map(str::to_string)
             .unwrap()
     };
-    assert!(
-        node_row(&mut h).contains("⚑ explorer"),
-        "{}",
-        node_row(&mut h)
-    );
+    assert!(node_row(&mut h).contains("⚑ expl"), "{}", node_row(&mut h));
     h.press(KeyCode::Char('y'));
     h.engine(
         EngineEvent::status(SessionStatus::Running),

@@ -108,7 +108,7 @@ fn the_unmerged_mark_stays_at_the_default_tree_width() {
     let screen = h.screen(100, 12);
     let row = screen
         .lines()
-        .find(|l| l.contains("implem"))
+        .find(|l| l.contains("impl"))
         .unwrap_or_default()
         .chars()
         .take(30)
