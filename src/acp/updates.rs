@@ -178,8 +178,11 @@ pub fn session_info(title: &str, updated_at: &str) -> SessionUpdate {
     SessionUpdate::SessionInfoUpdate(info)
 }
 
-/// `tool_call_update` ending call `id` in `status` with `result` as its text content.
+/// `tool_call_update` ending call `id` in `status` with `result` as its text content
+/// (an image it holds, an MCP tool's, as `📎 image (…)`, not its base64).
 pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate {
+    let shown = crate::session::image::shown(result);
+    let result = shown.as_str();
     let fields = ToolCallUpdateFields::new()
         .status(status)
         .content(vec![ToolCallContent::from(text(result))])

@@ -144,7 +144,7 @@ fn render_message(out: &mut String, message: &Message) {
                 "\n### Tool result `{}` (`{}`){error}\n\n",
                 t.name, t.tool_call_id
             ));
-            fenced(out, "", &t.content);
+            fenced(out, "", &super::image::shown(&t.content));
         }
     }
 }

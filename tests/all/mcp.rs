@@ -128,7 +128,16 @@ async fn stdio_tools_results_and_errors() {
     let bad_args = call(&tools, "mcp__calc__add", json!({"a": "x"}), dir.path()).await;
     assert!(bad_args.is_error, "{bad_args:?}");
     let picture = call(&tools, "mcp__calc__picture", json!({}), dir.path()).await;
-    assert_eq!(picture.content, "[image, image/png, 18 B]");
+    // A real PNG: an image for the model (shown as 📎 image, never its base64).
+    assert!(
+        arbor::session::image::has_images(&picture.content),
+        "{}",
+        picture.content
+    );
+    assert_eq!(
+        arbor::session::image::shown(&picture.content),
+        "📎 image (image/png, 1 KB)"
+    );
     assert!(matches!(
         hub.servers()[0].state(),
         ServerState::Running { ref tools } if tools.len() == 10

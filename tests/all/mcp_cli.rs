@@ -608,3 +608,51 @@ fn with_sandbox_required_a_server_that_cannot_be_sandboxed_is_not_started() {
     let result = tool_result(&request.unwrap(), "a");
     assert!(!result.contains('5'), "{result}");
 }
+
+/// An MCP tool's image result reaches the model as an image (issue 39 item 5): with
+/// Chat Completions, the tool message says where it went and a user message right
+/// after the results carries it as an `image_url` part.
+#[test]
+fn an_mcp_image_result_reaches_the_model_as_an_image() {
+    let server = ScriptedServer::sequence(vec![
+        Reply::Sse(sse_tool_calls(&[("p1", "mcp__calc__picture", json!({}))])),
+        Reply::Sse(sse_text("a blue pixel")),
+    ]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, KEY);
+    let mut config = std::fs::read_to_string(&env.config).unwrap();
+    config += &format!("mcp_servers:\n  calc:\n{}", calc_yaml(&env));
+    std::fs::write(&env.config, config).unwrap();
+    let out = run(&env, true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let result = tool_result(&requests[1], "p1");
+    assert!(
+        result.contains("[image/png image: in the next message]"),
+        "{result}"
+    );
+    assert!(!result.contains("arbor-image"), "{result}");
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let at = messages
+        .iter()
+        .position(|m| m["role"] == "tool" && m["tool_call_id"] == "p1")
+        .unwrap();
+    let carrier = &messages[at + 1];
+    assert_eq!(carrier["role"], "user", "{carrier}");
+    let url = carrier["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .map(|p| p["image_url"]["url"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("{carrier}"));
+    assert_eq!(
+        url,
+        format!("data:image/png;base64,{}", mcp_support::mcp_calc::PICTURE)
+    );
+}

@@ -129,6 +129,15 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+    /// A result holding images (an MCP tool's image content): its text and
+    /// `image` blocks in order (Anthropic Messages API `tool_result` content array).
+    #[serde(rename = "tool_result")]
+    ToolResultParts {
+        tool_use_id: &'a str,
+        content: ContentParts<'a>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
 }
 
 /// A `tool_use` input: the arguments object as is, `{}` for none, anything else
@@ -242,6 +251,17 @@ impl Serialize for Results<'_> {
         let mut seq = s.serialize_seq(None)?;
         for message in self.results {
             if let Message::Tool(m) = message {
+                if crate::session::image::has_images(&m.content) {
+                    seq.serialize_element(&Block::ToolResultParts {
+                        tool_use_id: &m.tool_call_id,
+                        content: ContentParts {
+                            text: m.content.as_str(),
+                            form: ImageForm::Base64Source,
+                        },
+                        is_error: m.is_error,
+                    })?;
+                    continue;
+                }
                 seq.serialize_element(&Block::ToolResult {
                     tool_use_id: &m.tool_call_id,
                     content: &m.content,
@@ -329,6 +349,33 @@ mod tests {
                 {"type": "text", "text": "see "},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
             ])
+        );
+    }
+
+    /// A tool result holding an image (an MCP tool's) is a `tool_result` whose
+    /// content is its text and image blocks.
+    #[test]
+    fn a_tool_result_with_an_image_has_an_image_block() {
+        let mut request = edge_request();
+        let content = format!(
+            "chart {}",
+            crate::session::image::marker("image/png", "QUJD")
+        );
+        request.messages = Arc::new(vec![
+            serde_json::from_value(serde_json::json!({"role": "assistant", "content": null,
+                "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "mcp__x__chart", "arguments": "{}"}}]}))
+            .unwrap(),
+            serde_json::from_value(serde_json::json!({"role": "tool", "tool_call_id": "t1",
+                "name": "mcp__x__chart", "content": content}))
+            .unwrap(),
+        ]);
+        let value = request_value(&request, "m2").unwrap();
+        assert_eq!(
+            value["messages"][1]["content"][0],
+            serde_json::json!({"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "text", "text": "chart "},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+            ]})
         );
     }
 

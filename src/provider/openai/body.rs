@@ -144,6 +144,26 @@ struct UserParts<'a> {
     content: ContentParts<'a>,
 }
 
+/// The text of the user message that carries the images of a run of tool results.
+const TOOL_IMAGES: &str = "The tool results above returned these images:";
+
+/// A tool result's text with each image marker replaced by a note, and the markers
+/// taken out (they go in the user message after the run of results).
+fn tool_images(content: &str) -> (String, String) {
+    use crate::session::image::{Part, marker, parts};
+    let (mut text, mut markers) = (String::new(), String::new());
+    for part in parts(content) {
+        match part {
+            Part::Text(t) => text.push_str(t),
+            Part::Image { media_type, data } => {
+                text.push_str(&format!("[{media_type} image: in the next message]"));
+                markers.push_str(&marker(media_type, data));
+            }
+        }
+    }
+    (text, markers)
+}
+
 /// The system prompt, then the transcript in Chat Completions form.
 struct Messages<'a>(&'a ChatRequest, &'a str);
 
@@ -157,7 +177,10 @@ impl Serialize for Messages<'_> {
                 content: &request.system,
             })?;
         }
-        for message in request.messages.iter() {
+        // Images tool results returned: Chat Completions takes none in a `tool`
+        // message, so they follow the run of results as one user message.
+        let mut images = String::new();
+        for (i, message) in request.messages.iter().enumerate() {
             match message {
                 Message::User(m)
                     if crate::session::image::has_images(&m.content)
@@ -184,6 +207,15 @@ impl Serialize for Messages<'_> {
                     role: "system",
                     content: &m.content,
                 })?,
+                Message::Tool(m) if crate::session::image::has_images(&m.content) => {
+                    let (text, markers) = tool_images(&m.content);
+                    images.push_str(&markers);
+                    seq.serialize_element(&ToolResult {
+                        role: "tool",
+                        tool_call_id: &m.tool_call_id,
+                        content: &text,
+                    })?;
+                }
                 Message::Tool(m) => seq.serialize_element(&ToolResult {
                     role: "tool",
                     tool_call_id: &m.tool_call_id,
@@ -193,6 +225,24 @@ impl Serialize for Messages<'_> {
                     if let Some(assistant) = assistant(m) {
                         seq.serialize_element(&assistant)?;
                     }
+                }
+            }
+            let run_ends = !matches!(request.messages.get(i + 1), Some(Message::Tool(_)));
+            if run_ends && !images.is_empty() {
+                let text = format!("{TOOL_IMAGES}{}", std::mem::take(&mut images));
+                if crate::session::image::lacks_vision(self.1) {
+                    seq.serialize_element(&Plain {
+                        role: "user",
+                        content: &crate::session::image::without_images(&text, self.1),
+                    })?;
+                } else {
+                    seq.serialize_element(&UserParts {
+                        role: "user",
+                        content: ContentParts {
+                            text: &text,
+                            form: ImageForm::DataUrl,
+                        },
+                    })?;
                 }
             }
         }

@@ -109,9 +109,13 @@ impl Tool for McpTool {
     }
 }
 
-/// The text the model gets for `result`.
+/// The text the model gets for `result`: text blocks (cut to `bash`'s limits), a
+/// placeholder for other content, and each PNG/JPEG/GIF/WebP image block as an
+/// image (`session::image` marker, scaled down past its caps) that the provider
+/// sends as an image part (MCP `CallToolResult` content, spec 2025-06-18).
 pub fn output_of(result: &CallToolResult) -> ToolOutput {
     let mut parts = Vec::new();
+    let mut images = String::new();
     let mut has_text = false;
     for block in &result.content {
         let block = serde_json::to_value(block).unwrap_or(Value::Null);
@@ -120,6 +124,8 @@ pub fn output_of(result: &CallToolResult) -> ToolOutput {
         {
             has_text = true;
             parts.push(text.to_string());
+        } else if let Some(marker) = image_marker(&block) {
+            images.push_str(&marker);
         } else {
             parts.push(placeholder(&block));
         }
@@ -127,12 +133,34 @@ pub fn output_of(result: &CallToolResult) -> ToolOutput {
     if !has_text && let Some(structured) = &result.structured_content {
         parts.insert(0, structured.to_string());
     }
-    let content = cap(parts.join("\n"));
+    let content = cap(parts.join("\n")) + &images;
     if result.is_error == Some(true) {
         ToolOutput::error(content)
     } else {
         ToolOutput::ok(content)
     }
+}
+
+/// An MCP `image` block as an image marker, when it is PNG, JPEG, GIF or WebP and
+/// its base64 `data` decodes to an image; `None` otherwise (it gets a placeholder).
+fn image_marker(block: &Value) -> Option<String> {
+    use base64::Engine as _;
+    if block["type"] != "image" {
+        return None;
+    }
+    let media_type = block["mimeType"].as_str()?;
+    if !matches!(
+        media_type,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    ) {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(block["data"].as_str()?)
+        .ok()?;
+    crate::session::image::encode_bytes(&bytes, media_type)
+        .ok()
+        .map(|(marker, _)| marker)
 }
 
 /// `text` cut to `bash`'s per-stream limits (head and tail kept, the cut stated).
@@ -210,6 +238,36 @@ mod tests {
             Some(("github", "search_issues"))
         );
         assert_eq!(server_of("bash"), None);
+    }
+
+    /// An image block that is a real PNG reaches the model as an image (a marker the
+    /// providers turn into an image part); the text stays before it.
+    #[test]
+    fn an_image_result_is_an_image_for_the_model() {
+        use base64::Engine as _;
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::RgbImage::from_pixel(2, 2, image::Rgb([0, 0, 255]))
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(png.get_ref());
+        let out = output_of(&result(json!({"content": [
+            {"type": "text", "text": "the chart"},
+            {"type": "image", "data": data, "mimeType": "image/png"}
+        ]})));
+        let parts = crate::session::image::parts(&out.content);
+        assert!(
+            matches!(
+                parts[..],
+                [
+                    crate::session::image::Part::Text("the chart"),
+                    crate::session::image::Part::Image {
+                        media_type: "image/png",
+                        ..
+                    }
+                ]
+            ),
+            "{parts:?}"
+        );
     }
 
     #[test]

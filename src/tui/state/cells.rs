@@ -441,18 +441,28 @@ fn tool_rows(card: &ToolCard, expanded: bool, theme: &Theme) -> Vec<Row> {
         if let Some(r) = &card.result {
             block_rows(
                 &format!("result ({}):", card.status.label()),
-                r,
+                &shown_result(r),
                 result,
                 &mut rows,
             );
         }
     } else if let Some(r) = &card.result {
         rows.push(Row::Clip(Line::from(Span::styled(
-            format!("  └ {}", first_line(r)),
+            format!("  └ {}", first_line(&shown_result(r))),
             result,
         ))));
     }
     rows
+}
+
+/// A tool result as shown: an image it holds (an MCP tool's) as `📎 image (image/png,
+/// 12 KB)`, never its base64.
+fn shown_result(text: &str) -> std::borrow::Cow<'_, str> {
+    if crate::session::image::has_images(text) {
+        std::borrow::Cow::Owned(crate::session::image::shown(text))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 fn task_rows(card: &TaskCard, expanded: bool, theme: &Theme) -> Vec<Row> {

@@ -21,6 +21,9 @@ use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig
 use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
 use tokio_util::sync::CancellationToken;
 
+/// The `picture` tool's image: a 1×1 PNG, base64.
+pub const PICTURE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct AddArgs {
     /// The left number.
@@ -129,10 +132,7 @@ impl Calc {
 
     #[tool(description = "Returns a small PNG image")]
     fn picture(&self) -> CallToolResult {
-        CallToolResult::success(vec![ContentBlock::image(
-            "iVBORw0KGgoAAAANSUhEUgAA",
-            "image/png",
-        )])
+        CallToolResult::success(vec![ContentBlock::image(PICTURE, "image/png")])
     }
 
     #[tool(description = "Returns a text of the given number of bytes")]
