@@ -222,6 +222,7 @@ impl App {
                         self.tree.set_task(child, &card.instruction);
                     }
                 }
+                self.tree.set_thread_order(&id, &thread.task_children());
                 if let Some(f) = self.inflight.get(&id) {
                     thread.seed_stream(&f.text, &f.thinking, &self.theme);
                 }

@@ -304,6 +304,17 @@ impl Thread {
         self.compacting = Some(i);
     }
 
+    /// The sub-sessions of the thread's `task` cards, in the thread's order.
+    pub fn task_children(&self) -> Vec<String> {
+        self.cells
+            .iter()
+            .filter_map(|c| match &c.kind {
+                CellKind::Task(card) => card.child.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Shows the user's message at once; the matching `message:appended` confirms it.
     pub fn push_user_echo(&mut self, text: &str) {
         let shown = super::mentions::collapse_attachments(text);

@@ -168,6 +168,12 @@ impl Node {
     }
 }
 
+/// `children` sorted by their place in `order` (stable: those without one keep their
+/// order, after the others).
+fn in_thread_order(children: &mut [String], order: &HashMap<String, usize>) {
+    children.sort_by_key(|c| order.get(c).copied().unwrap_or(usize::MAX));
+}
+
 /// The agent part of a sub-session id (`…_explorer` → `explorer`); `session` for roots.
 pub fn agent_from_id(id: &str) -> String {
     match id.rsplit_once('_') {
@@ -212,6 +218,10 @@ pub struct SessionTree {
     local_host: Option<String>,
     /// Listings asked for to learn sub-sessions' `ran_on` (see `ran_on`).
     listing: ran_on::Listing,
+    /// Each sub-session's place among its siblings as its parent's thread lists its
+    /// `task` calls ([`SessionTree::set_thread_order`]); siblings not listed follow,
+    /// in spawn order.
+    thread_order: HashMap<String, usize>,
 }
 
 impl SessionTree {
@@ -387,10 +397,11 @@ impl SessionTree {
             (id.as_str(), parent)
         }));
         for (i, (id, _)) in self.joined.iter().enumerate() {
-            let children = f.children[i]
+            let mut children: Vec<String> = f.children[i]
                 .iter()
                 .map(|&c| self.joined[c].0.clone())
                 .collect();
+            in_thread_order(&mut children, &self.thread_order);
             if let Some(node) = self.nodes.get_mut(id) {
                 node.children = children;
                 node.detached = f.detached[i];
@@ -409,6 +420,18 @@ impl SessionTree {
             .into_iter()
             .map(|i| self.joined[i].0.clone())
             .collect();
+    }
+
+    /// Lists `parent`'s sub-sessions in the order its thread shows their `task`
+    /// calls (`children`, the cards' sub-sessions in order), not the order they were
+    /// spawned or created in (parallel calls spawn in any order).
+    pub fn set_thread_order(&mut self, parent: &str, children: &[String]) {
+        for (i, child) in children.iter().enumerate() {
+            self.thread_order.insert(child.clone(), i);
+        }
+        if let Some(node) = self.nodes.get_mut(parent) {
+            in_thread_order(&mut node.children, &self.thread_order);
+        }
     }
 
     /// Sets sub-session `id`'s task from its `instruction` unless it has one (a

@@ -231,3 +231,58 @@ fn j_and_k_select_from_where_the_view_is() {
     let now = shown(&h.screen(80, 24));
     assert!(now.iter().any(|i| view.contains(i)), "{view:?} → {now:?}");
 }
+
+/// The tree lists a parent's children in the order its thread shows their `task`
+/// calls (issue 39 item 7), not the order they were created in (parallel calls spawn
+/// in any order).
+#[test]
+fn the_tree_lists_children_in_the_threads_order() {
+    const FIRST: &str = "5f0e1c2a11114222-1111111111111111_explorer";
+    const SECOND: &str = "5f0e1c2a11114222-2222222222222222_implementer";
+    let mut h = harness_with(Ok("p/m".into()), Some(ROOT));
+    let meta = |id: &str, parent: Option<&str>, agent: &str, secs: i64| Metadata {
+        session_id: id.into(),
+        parent_id: parent.map(Into::into),
+        agent_name: Some(agent.into()),
+        status: SessionStatus::Completed,
+        created: (T0.parse::<Timestamp>().unwrap() + jiff::SignedDuration::from_secs(secs))
+            .to_string(),
+        last_updated: T0.into(),
+        ..Default::default()
+    };
+    // The second call's child was created first.
+    h.app
+        .handle(AppEvent::Reply(EngineReply::SessionsListed(Ok(vec![
+            meta(ROOT, None, "zen-architect", 0),
+            meta(SECOND, Some(ROOT), "implementer", 1),
+            meta(FIRST, Some(ROOT), "explorer", 2),
+        ]))));
+    let children = |h: &Harness| h.app.tree().get(ROOT).unwrap().children.clone();
+    assert_eq!(children(&h), [SECOND, FIRST], "created order before");
+    let call = |id: &str, agent: &str, what: &str| {
+        json!({"id": id, "type": "function", "function": {"name": "task",
+            "arguments": json!({"agent": agent, "instruction": what}).to_string()}})
+    };
+    let result = |id: &str, child: &str, agent: &str| {
+        msg(
+            json!({"role": "tool", "tool_call_id": id, "name": "task", "content": json!({
+            "response": "done", "session_id": child, "agent": agent, "status": "completed", "turn_count": 1
+        }).to_string()}),
+        )
+    };
+    h.load(
+        ROOT,
+        None,
+        "zen-architect",
+        vec![
+            Message::user("survey then fix"),
+            msg(json!({"role": "assistant", "content": null, "tool_calls": [
+                call("t1", "explorer", "Survey the parser"),
+                call("t2", "implementer", "Fix the parser"),
+            ]})),
+            result("t1", FIRST, "explorer"),
+            result("t2", SECOND, "implementer"),
+        ],
+    );
+    assert_eq!(children(&h), [FIRST, SECOND], "the thread's order");
+}

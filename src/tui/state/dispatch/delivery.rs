@@ -172,8 +172,13 @@ impl<'e, 'a> Delivery<'e, 'a> {
     /// `task:agent_spawned` / `task:agent_resumed`: the open thread's task card of
     /// call `tool_call_id` shows `child`.
     pub fn sub_session(&mut self, tool_call_id: &str, child: &SessionId) {
-        if let Some(t) = self.own() {
+        let order = self.own().map(|t| {
             t.on_sub_session(tool_call_id, child);
+            t.task_children()
+        });
+        // The tree lists the children as the thread shows their calls.
+        if let Some(order) = order {
+            self.tree.set_thread_order(self.id, &order);
         }
     }
 
