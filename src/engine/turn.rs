@@ -221,18 +221,7 @@ async fn one_turn(
     // The turn's user messages are stored after the prompt hooks: count them in.
     super::checkpoints::before_turn(env, live, prompts.len()).await;
     grant_budget(live);
-    // One metadata write for both (each write creates a file: SPEC §16 spawn cost).
-    live.update_metadata(|m| {
-        m.arbor.turn_started = Some(now_rfc3339());
-        m.status = SessionStatus::Running;
-    });
-    live.emit(EngineEvent::status(SessionStatus::Running));
-    for prompt in &prompts {
-        live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent {
-            prompt: prompt.clone(),
-        }));
-    }
-
+    start_turn(live, &prompts);
     let tree = transfer::session_tree(env, live);
     let first = match &tree {
         Some(tree) => {
@@ -256,7 +245,7 @@ async fn one_turn(
     };
     let mut usage = TurnUsage::default();
     Box::pin(tool_hooks::session_start(live, &gate)).await;
-    let mut end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
+    let end = match Box::pin(tool_hooks::prompt_submit(live, &gate, &prompts)).await {
         // A blocked prompt is never stored (Claude Code erases it from the context).
         tool_hooks::PromptVerdict::Blocked(reason) => LoopEnd {
             status: SessionStatus::Failed,
@@ -277,50 +266,13 @@ async fn one_turn(
                             super::hosted::drive(env, live, &gate, &tools, spec, &prompts, token);
                         hosted_end(on.await, &live.agent_name, &mut usage)
                     };
-                    let what = format!("the turn of session '{}'", live.id);
-                    panics::catch(&what, run)
-                        .await
-                        .unwrap_or_else(|panic| LoopEnd {
-                            status: SessionStatus::Failed,
-                            response: String::new(),
-                            error: Some(TurnError::Panicked(panic)),
-                        })
+                    caught(live, run).await
                 }
                 None => drive_caught(live, &ctx, first, token, &mut usage).await,
             }
         }
     };
-    // A `Stop` / `SubagentStop` hook that blocks a completed turn continues it with
-    // its reason (Claude Code's contract; `stop_hook_active` is set from the second
-    // run on), at most `STOP_CONTINUES` times.
-    let mut continued = 0;
-    loop {
-        let active = continued > 0;
-        let verdict = Box::pin(tool_hooks::stop(live, &gate, end.status.as_str(), active)).await;
-        let Some(reason) = verdict else { break };
-        if end.status != SessionStatus::Completed || token.is_cancelled() {
-            break;
-        }
-        if hosted.is_some() {
-            live.notice(format!(
-                "a Stop hook blocked the end of the turn, but a hosted agent's turn is not continued: {reason}"
-            ));
-            break;
-        }
-        if continued == STOP_CONTINUES {
-            live.notice(format!(
-                "a Stop hook blocked the end of the turn {STOP_CONTINUES} times; the turn ends: {reason}"
-            ));
-            break;
-        }
-        continued += 1;
-        live.append(system_note(format!("[Stop hook] {reason}")));
-        let agent = match &tree {
-            Some(tree) => transfer::next_agent(tree, live),
-            None => live.agent_name.clone(),
-        };
-        end = drive_caught(live, &ctx, agent, token, &mut usage).await;
-    }
+    let end = stop_hooks(live, &ctx, (end, hosted.is_some()), token, &mut usage).await;
     if let Some(tree) = &tree {
         let next = transfer::next_agent(tree, live);
         live.update_metadata(|m| m.arbor.active_agent = Some(next));
@@ -331,6 +283,71 @@ async fn one_turn(
     outcome
 }
 
+/// The turn has started: its start time and `running` in one metadata write (each
+/// write creates a file: SPEC §16 spawn cost), then `session:status` and a
+/// `prompt:submit` per prompt.
+fn start_turn(live: &LiveSession, prompts: &[String]) {
+    live.update_metadata(|m| {
+        m.arbor.turn_started = Some(now_rfc3339());
+        m.status = SessionStatus::Running;
+    });
+    live.emit(EngineEvent::status(SessionStatus::Running));
+    for prompt in prompts {
+        live.emit(EngineEvent::PromptSubmit(PromptSubmitEvent {
+            prompt: prompt.clone(),
+        }));
+    }
+}
+
+/// Runs the `Stop` / `SubagentStop` hooks after the turn ended with `end`; one that
+/// blocks a completed turn continues it with its reason (Claude Code's contract;
+/// `stop_hook_active` is set from the second run on), at most [`STOP_CONTINUES`]
+/// times — never a `hosted` agent's turn. Returns how the turn finally ended.
+async fn stop_hooks(
+    live: &LiveSession,
+    ctx: &CallCtx<'_>,
+    (mut end, hosted): (LoopEnd, bool),
+    token: &CancellationToken,
+    usage: &mut TurnUsage,
+) -> LoopEnd {
+    let mut continued = 0;
+    loop {
+        let active = continued > 0;
+        let verdict = Box::pin(tool_hooks::stop(
+            live,
+            ctx.gate,
+            end.status.as_str(),
+            active,
+        ));
+        let Some(reason) = verdict.await else {
+            return end;
+        };
+        if end.status != SessionStatus::Completed || token.is_cancelled() {
+            return end;
+        }
+        let why = if hosted {
+            "but a hosted agent's turn is not continued".to_string()
+        } else if continued == STOP_CONTINUES {
+            format!("{STOP_CONTINUES} times; the turn ends")
+        } else {
+            String::new()
+        };
+        if !why.is_empty() {
+            live.notice(format!(
+                "a Stop hook blocked the end of the turn {why}: {reason}"
+            ));
+            return end;
+        }
+        continued += 1;
+        live.append(system_note(format!("[Stop hook] {reason}")));
+        let agent = match ctx.tree {
+            Some(tree) => transfer::next_agent(tree, live),
+            None => live.agent_name.clone(),
+        };
+        end = drive_caught(live, ctx, agent, token, usage).await;
+    }
+}
+
 /// [`drive`], with a panic anywhere in it ending the turn failed.
 async fn drive_caught(
     live: &LiveSession,
@@ -339,8 +356,13 @@ async fn drive_caught(
     token: &CancellationToken,
     usage: &mut TurnUsage,
 ) -> LoopEnd {
+    caught(live, drive(live, ctx, first, token, usage)).await
+}
+
+/// `run` (a turn's answering loop), a panic anywhere in it ending the turn failed.
+async fn caught(live: &LiveSession, run: impl std::future::Future<Output = LoopEnd>) -> LoopEnd {
     let what = format!("the turn of session '{}'", live.id);
-    panics::catch(&what, drive(live, ctx, first, token, usage))
+    panics::catch(&what, run)
         .await
         .unwrap_or_else(|panic| LoopEnd {
             status: SessionStatus::Failed,

@@ -231,9 +231,12 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
     workers[b - 1].thaw();
     let b_id = workers[b - 1].id();
     let refusal = format!("refused a late write from worker {b_id}");
+    // Either fence holds: the root refuses the thawed worker's late write, or the
+    // worker learns first that its lease is gone and stops its turn unwritten (seen
+    // in 1 of 20 runs on a loaded machine); either way nothing of it lands (below).
     wait_for(
         60,
-        "the root never refused a late write of the frozen worker",
+        "the frozen worker's late work was neither refused by the root nor stopped by the worker",
         || {
             format!(
                 "{:?}\n{}",
@@ -241,7 +244,11 @@ fn six_remote_children_survive_a_killed_and_a_frozen_worker_exactly_once() {
                 progress(&workers)
             )
         },
-        || (!log_lines(&root, &refusal).is_empty()).then_some(()),
+        || {
+            let refused = !log_lines(&root, &refusal).is_empty();
+            let stopped = workers[b - 1].output().contains("lease lost");
+            (refused || stopped).then_some(())
+        },
     );
     script.held.lock().unwrap().clear();
 

@@ -42,16 +42,7 @@ impl App {
             EngineReply::Compactions {
                 requested,
                 compactions,
-            } => {
-                if let Some(t) = self
-                    .thread
-                    .as_mut()
-                    .filter(|t| t.loading && t.requested.as_deref() == Some(requested.as_str()))
-                {
-                    t.stored_compactions =
-                        crate::tui::state::thread_compactions::stored(&compactions);
-                }
-            }
+            } => self.on_compactions(&requested, &compactions),
             EngineReply::OpenFailed { requested, error } => {
                 self.on_transcript(&requested, Err(error.into()), None);
             }
@@ -174,6 +165,22 @@ impl App {
                 }
             }
             Err(e) => self.set_note(format!("cannot list sessions: {e}"), true),
+        }
+    }
+
+    /// The stored compactions of the session being opened, kept on its loading
+    /// thread to be placed among its messages (`state::thread_compactions`).
+    fn on_compactions(
+        &mut self,
+        requested: &str,
+        compactions: &[(String, crate::session::protocol::ContextCompactionEvent)],
+    ) {
+        if let Some(t) = self
+            .thread
+            .as_mut()
+            .filter(|t| t.loading && t.requested.as_deref() == Some(requested))
+        {
+            t.stored_compactions = crate::tui::state::thread_compactions::stored(compactions);
         }
     }
 
