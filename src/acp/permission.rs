@@ -79,7 +79,8 @@ pub fn request(
         "Allow once",
         PermissionOptionKind::AllowOnce,
     )];
-    if always(required).is_some() {
+    // A run once more with network (escalation) is yes once or no.
+    if required.escalation.is_none() && always(required).is_some() {
         options.push(PermissionOption::new(
             ALLOW_ALWAYS,
             "Always allow",
@@ -134,6 +135,21 @@ mod tests {
             command: Some(command.into()),
             ..Default::default()
         }
+    }
+
+    /// A run once more with network (escalation) offers the editor yes once or no.
+    #[test]
+    fn an_escalation_is_allow_once_or_reject() {
+        let mut required = bash("curl -s http://example.test");
+        required.escalation = Some("the sandbox blocked the network for this command".into());
+        let wire = serde_json::to_value(request("s", &required, None, Path::new("/p"))).unwrap();
+        let ids: Vec<&str> = wire["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["optionId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [ALLOW_ONCE, REJECT]);
     }
 
     #[test]

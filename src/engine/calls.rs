@@ -101,10 +101,20 @@ pub(crate) async fn run_calls(
                             };
                             match slot {
                                 Some(_slot) => {
+                                    let first = ctx.clone();
                                     let handle =
                                         tokio::spawn(tool.call(Value::clone(&call.arguments), ctx));
                                     match finish(handle, token).await {
-                                        Ok(mut output) => {
+                                        Ok(output) => {
+                                            let mut output =
+                                                Box::pin(super::escalate::network_again(
+                                                    gate,
+                                                    &tool,
+                                                    call,
+                                                    (output, first),
+                                                    token,
+                                                ))
+                                                .await;
                                             Box::pin(tool_hooks::post(
                                                 live,
                                                 gate,
@@ -198,6 +208,7 @@ fn prepare(
         sub_session_id: None,
         session_dir: Some(gate.session_dir()),
         task: None,
+        network_once: false,
     };
     let tool = tools.get(&call.tool);
     if let Some(tool) = &tool {

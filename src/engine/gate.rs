@@ -130,6 +130,30 @@ impl<'a> Gate<'a> {
         }
     }
 
+    /// Whether a person answers this session's approvals (not a headless run).
+    pub fn interactive(&self) -> bool {
+        matches!(self.env.approval_mode, ApprovalMode::Interactive)
+    }
+
+    /// Asks the person whether `call` (a `bash` command the sandbox cut off from the
+    /// network) may run once more with network (`escalate`): its own prompt, yes
+    /// (once) or no. Headless, nobody is asked and it stays refused.
+    pub async fn escalate(
+        &self,
+        tool: &Arc<dyn Tool>,
+        call: &ToolCall,
+        token: &CancellationToken,
+    ) -> Pass {
+        if !self.interactive() {
+            return Pass::Refused(ToolOutput::error("no network"));
+        }
+        let mut required = self.required_event(tool, call).await;
+        required.summary = format!("run again with network: {}", required.summary);
+        required.sandbox = Some("this run only: network allowed, the rest sandboxed".into());
+        required.escalation = Some("the sandbox blocked the network for this command".into());
+        self.wait(tool, call, required, token).await
+    }
+
     /// An allowed call that would ask by default says what allowed it
     /// (`approval:granted`): a rule (`policy`) or an "always" answer (`remembered`).
     fn note_allowed(&self, call: &ToolCall, verdict: &Verdict) {
@@ -347,6 +371,7 @@ impl<'a> Gate<'a> {
             command,
             diff,
             sandbox,
+            escalation: None,
         }
     }
 

@@ -36,6 +36,7 @@ mod checkpoints;
 pub mod compact;
 pub mod context;
 mod env;
+mod escalate;
 mod gate;
 pub mod handle;
 pub mod homecoming;

@@ -82,6 +82,7 @@ pub(crate) async fn ask(
         command: None,
         diff: Some(diff),
         sandbox: None,
+        escalation: None,
     }));
     let answer = tokio::select! {
         biased;

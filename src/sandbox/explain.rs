@@ -108,6 +108,13 @@ pub fn explain(policy: &Policy, dir: &Path, output: &str) -> Option<String> {
     (!notes.is_empty()).then(|| notes.join(" "))
 }
 
+/// Whether `output` shows the network refused while `policy` denies it (what
+/// [`explain`]'s network note says): the command may run once more with network if
+/// the person allows it (`engine::escalate`).
+pub fn network_blocked(policy: &Policy, output: &str) -> bool {
+    !policy.network && network_failed(&output.to_lowercase())
+}
+
 fn network_failed(lower: &str) -> bool {
     NETWORK_SIGNS.iter().any(|s| lower.contains(s))
         || (lower.contains("operation not permitted")

@@ -69,7 +69,7 @@ pub use env::{
     SECRET_NAMES, SECRET_SUFFIXES, is_provider_key_var, is_secret_var, secret_vars, strip_secrets,
 };
 pub use error::{SandboxError, StepError};
-pub use explain::explain;
+pub use explain::{explain, network_blocked};
 pub use helper::helper_main;
 pub use probe::{Probe, probe};
 

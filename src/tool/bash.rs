@@ -209,6 +209,10 @@ async fn run_sandboxed(
             ));
         }
     };
+    if ctx.network_once {
+        // Allowed once by the person (`engine::escalate`).
+        policy.network = true;
+    }
     policy.writable.push(tmp.path().to_path_buf());
     let Some(mut cmd) = sandbox.tokio_command(&policy, "sh", ["-c", command]) else {
         return ToolOutput::error("the sandbox helper is missing; the command did not run");
@@ -221,6 +225,10 @@ async fn run_sandboxed(
     let _ = tokio::task::spawn_blocking(move || drop(tmp)).await;
     out
 }
+
+/// The key of a `bash` result whose command the sandbox cut off from the network
+/// (`true`): the engine may ask the person to run it once more with network.
+pub const NETWORK_BLOCKED: &str = "network_blocked";
 
 /// `out` with a `"sandbox"` key when its stdout or stderr shows the sandbox blocked
 /// something ([`crate::sandbox::explain`]: what, and how the person allows it).
@@ -237,6 +245,9 @@ fn with_sandbox_note(out: ToolOutput, policy: &crate::sandbox::Policy, dir: &Pat
         return out;
     };
     body.insert("sandbox".into(), Value::String(note));
+    if crate::sandbox::network_blocked(policy, &printed) {
+        body.insert(NETWORK_BLOCKED.into(), Value::Bool(true));
+    }
     ToolOutput {
         content: Value::Object(body).to_string(),
         ..out

@@ -130,6 +130,10 @@ pub struct ToolContext {
     /// not parse it again; `None` for other tools and when nothing was prepared (tool
     /// unit tests).
     pub task: Option<Result<task::TaskRequest, std::sync::Arc<ToolError>>>,
+    /// `bash` only: this run may use the network although the sandbox denies it — the
+    /// person allowed it once for a command the sandbox had cut off (Codex's
+    /// escalation: `engine::escalate`). False everywhere else.
+    pub network_once: bool,
 }
 
 impl ToolContext {
@@ -157,6 +161,7 @@ impl ToolContext {
             sub_session_id: None,
             session_dir: None,
             task: None,
+            network_once: false,
         }
     }
 }

@@ -92,6 +92,7 @@ pub fn approval_bash(call: &str, agent: &str, command: &str) -> EngineEvent {
         command: Some(command.into()),
         diff: None,
         sandbox: None,
+        escalation: None,
     })
 }
 
@@ -106,6 +107,7 @@ pub fn approval_edit(call: &str, agent: &str, path: &str, diff: &str) -> EngineE
         command: None,
         diff: Some(diff.into()),
         sandbox: None,
+        escalation: None,
     })
 }
 

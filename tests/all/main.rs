@@ -44,6 +44,7 @@ mod engine_recover;
 mod engine_steer;
 mod engine_tools;
 mod engine_undo;
+mod escalation;
 mod front_ends;
 mod git_containment;
 mod homecoming;

@@ -46,6 +46,7 @@ fn ctx(dir: &Path, cancel: CancellationToken) -> ToolContext {
         sub_session_id: None,
         session_dir: None,
         task: None,
+        network_once: false,
     }
 }
 

@@ -40,6 +40,11 @@ pub struct ApprovalRequiredEvent {
     /// (`sandboxed: writes ./, no network`, `NOT sandboxed (sandbox.mode is off)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// arbor's own: set when this asks to run a command once more with network, the
+    /// sandbox having cut it off (Codex's escalation) — why, in one line. Front ends
+    /// then offer only yes (once) or no: an "always" does not apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
 }
 
 /// `approval:granted`: `{tool_call_id, tool_name, agent, decision, rule?, reason?}`.

@@ -197,6 +197,7 @@ fn samples() -> Vec<Event> {
             command: Some("cargo test --lib".into()),
             diff: None,
             sandbox: None,
+            escalation: None,
         })),
         child(E::ApprovalGranted(ApprovalGrantedEvent {
             tool_call_id: "call_4".into(),
@@ -398,6 +399,7 @@ fn an_edit_approval_carries_its_diff_and_omits_the_command() {
         command: None,
         diff: Some("--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-old\n+new\n".into()),
         sandbox: None,
+        escalation: None,
     });
     let data = serde_json::to_value(super::event::Data(&event)).unwrap();
     assert_eq!(

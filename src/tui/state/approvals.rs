@@ -70,6 +70,12 @@ impl PendingApproval {
         self.request.tool_name == crate::engine::review::TOOL
     }
 
+    /// Whether this asks to run a command once more with network (Codex's
+    /// escalation): only yes (once) or no apply.
+    pub fn is_escalation(&self) -> bool {
+        self.request.escalation.is_some()
+    }
+
     /// The files a diff of this request changes (`+++ b/<path>`, or `--- a/<path>`
     /// for a deleted file), in the diff's order.
     pub fn changed_files(&self) -> Vec<String> {
@@ -102,7 +108,7 @@ impl PendingApproval {
     /// substitutions, comments, wrappers such as `sh -c`, `env`, `python3` …, or
     /// empty): such a command can only be allowed once (issue 22).
     pub fn always(&self) -> Option<(AllowScope, String)> {
-        if self.is_merge() {
+        if self.is_merge() || self.is_escalation() {
             return None;
         }
         let tool = &self.request.tool_name;

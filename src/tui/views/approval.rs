@@ -207,6 +207,25 @@ impl ApprovalView<'_> {
             let keys = answer_keys(self.keymap, self.theme, &answers);
             return wrap(&RLine::new(keys), width);
         }
+        if let Some(why) = &front.request.escalation {
+            let answers = [
+                (
+                    Action::ApprovalAllow,
+                    " run it again with network, once".to_string(),
+                ),
+                (Action::ApprovalDenyNow, " no: keep the result".to_string()),
+                (Action::ApprovalThread, " read its thread first".to_string()),
+            ];
+            let mut rows = wrap(
+                &RLine::new(Line::from(Span::styled(format!("{why}."), text))),
+                width,
+            );
+            rows.extend(wrap(
+                &RLine::new(answer_keys(self.keymap, self.theme, &answers)),
+                width,
+            ));
+            return rows;
+        }
         let always = front.always();
         let mut answers = vec![(Action::ApprovalAllow, " allow once".to_string())];
         match &always {

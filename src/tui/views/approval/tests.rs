@@ -162,6 +162,7 @@ fn a_prompt_without_command_or_diff_shows_its_summary() {
         command: None,
         diff: None,
         sandbox: None,
+        escalation: None,
     });
     let q = queue(vec![ev(request, ROOT, None)]);
     let screen = render(&view(&q, &km, &theme), 60, 12);
@@ -284,6 +285,7 @@ fn a_bash_prompt_says_whether_it_runs_sandboxed() {
             command: Some("cargo test".into()),
             diff: None,
             sandbox: Some(note.into()),
+            escalation: None,
         });
         let q = queue(vec![ev(request, ROOT, None)]);
         let screen = render(&view(&q, &km, &theme), 60, 12);
@@ -306,6 +308,7 @@ fn a_merge_review_shows_its_files_then_d_shows_the_diff() {
         command: None,
         diff: Some(diff.into()),
         sandbox: None,
+        escalation: None,
     });
     let mut q = queue(vec![ev(review, EXPLORER, Some(ROOT))]);
     assert_eq!(
