@@ -18,37 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::AcpError;
 
-/// JSON-RPC error codes used here (JSON-RPC 2.0 §5.1).
-pub mod code {
-    /// The request's params do not fit the method (`-32602`).
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// No such method (`-32601`).
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// The agent failed while answering (`-32603`).
-    pub const INTERNAL: i64 = -32603;
-    /// The line is not JSON (`-32700`).
-    pub const PARSE: i64 = -32700;
-}
-
-/// A JSON-RPC error object `{code, message}` sent back for a failed request.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message} (JSON-RPC error {code})")]
-pub struct RpcError {
-    /// The JSON-RPC error code (see [`code`]).
-    pub code: i64,
-    /// For people.
-    pub message: String,
-}
-
-impl RpcError {
-    /// An error with `code` and `message`.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-}
+/// The JSON-RPC error object and codes, shared with arbor's ACP client side
+/// (`acp_client::rpc`, JSON-RPC 2.0 §5.1).
+pub use crate::acp_client::rpc::{RpcError, code};
 
 /// One message read from the client.
 #[derive(Debug)]

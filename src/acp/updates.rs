@@ -181,8 +181,13 @@ pub fn session_info(title: &str, updated_at: &str) -> SessionUpdate {
 /// `tool_call_update` ending call `id` in `status` with `result` as its text content
 /// (an image it holds, an MCP tool's, as `📎 image (…)`, not its base64).
 pub fn tool_end(id: &str, status: ToolCallStatus, result: &str) -> SessionUpdate {
-    let shown = crate::session::image::shown(result);
-    let result = shown.as_str();
+    let shown;
+    let result = if crate::session::image::has_images(result) {
+        shown = crate::session::image::shown(result);
+        shown.as_str()
+    } else {
+        result
+    };
     let fields = ToolCallUpdateFields::new()
         .status(status)
         .content(vec![ToolCallContent::from(text(result))])

@@ -19,8 +19,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::AcpClientError;
 
-/// JSON-RPC error codes arbor answers the agent with (JSON-RPC 2.0 §5.1).
+/// JSON-RPC error codes (JSON-RPC 2.0 §5.1), arbor's answers on both sides of ACP:
+/// to a hosted agent (`acp_client`) and to an editor (`acp::transport`).
 pub mod code {
+    /// The line is not JSON (`-32700`).
+    pub const PARSE: i64 = -32700;
     /// No such method (`-32601`).
     pub const METHOD_NOT_FOUND: i64 = -32601;
     /// The request's params do not fit the method (`-32602`).
@@ -29,14 +32,14 @@ pub mod code {
     pub const INTERNAL: i64 = -32603;
 }
 
-/// A JSON-RPC error object `{code, message}`: one the agent answered, or one arbor
-/// answers the agent with.
+/// A JSON-RPC error object `{code, message}`: one the other side answered, or one
+/// arbor answers with.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message} (JSON-RPC error {code})")]
 pub struct RpcError {
     /// The JSON-RPC error code (see [`code`]).
     pub code: i64,
-    /// For people: the agent's own text.
+    /// For people: the other side's own text, or arbor's.
     pub message: String,
 }
 

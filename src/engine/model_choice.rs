@@ -67,14 +67,7 @@ pub(crate) async fn choose(
         choice: text.to_string(),
         reason: e.to_string(),
     })?;
-    let listed = env
-        .models
-        .get_or_list(&providers::cache_key(&entry), || async move {
-            match tokio::time::timeout(LIST_TIMEOUT, provider.list_models()).await {
-                Ok(listed) => listed.map_err(|e| e.to_string()),
-                Err(_) => Err(format!("no answer within {}s", LIST_TIMEOUT.as_secs())),
-            }
-        })
+    let listed = cached_models(env, &entry, provider, LIST_TIMEOUT)
         .await
         .map_err(|reason| ModelChoiceError::CannotList {
             choice: text.to_string(),
@@ -198,14 +191,7 @@ pub(crate) async fn unlisted(env: &TurnEnv, plan: &MountPlan, label: &str) -> Op
         .into_iter()
         .find(|e| provider_id(e) == mount)?;
     let provider = providers::build(env, &entry).ok()?;
-    let listed = env
-        .models
-        .get_or_list(&providers::cache_key(&entry), || async move {
-            match tokio::time::timeout(CHECK_TIMEOUT, provider.list_models()).await {
-                Ok(listed) => listed.map_err(|e| e.to_string()),
-                Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
-            }
-        })
+    let listed = cached_models(env, &entry, provider, CHECK_TIMEOUT)
         .await
         .ok()?;
     if listed.is_empty() || listed.iter().any(|m| m == model) {
@@ -232,6 +218,24 @@ pub struct ProviderModels {
     pub models: Result<Vec<String>, String>,
 }
 
+/// `provider`'s model list (for plan `entry`) through the runtime's per-process cache;
+/// a list that takes longer than `timeout` is the error `no answer within Ns`.
+async fn cached_models(
+    env: &TurnEnv,
+    entry: &crate::config::ModuleEntry,
+    provider: Arc<dyn Provider>,
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
+    env.models
+        .get_or_list(&providers::cache_key(entry), || async move {
+            match tokio::time::timeout(timeout, provider.list_models()).await {
+                Ok(listed) => listed.map_err(|e| e.to_string()),
+                Err(_) => Err(format!("no answer within {}s", timeout.as_secs())),
+            }
+        })
+        .await
+}
+
 /// The models each provider of `plan` lists, in plan order, through the runtime's
 /// per-process cache (the lists a glob choice and `arbor models` read).
 pub(crate) async fn plan_models(env: &TurnEnv, plan: &MountPlan) -> Vec<ProviderModels> {
@@ -243,14 +247,7 @@ pub(crate) async fn plan_models(env: &TurnEnv, plan: &MountPlan) -> Vec<Provider
             .or(config.model)
             .filter(|m| !m.is_empty());
         let models = match providers::build(env, &entry) {
-            Ok(provider) => env
-                .models
-                .get_or_list(&providers::cache_key(&entry), || async move {
-                    match tokio::time::timeout(CHECK_TIMEOUT, provider.list_models()).await {
-                        Ok(listed) => listed.map_err(|e| e.to_string()),
-                        Err(_) => Err(format!("no answer within {}s", CHECK_TIMEOUT.as_secs())),
-                    }
-                })
+            Ok(provider) => cached_models(env, &entry, provider, CHECK_TIMEOUT)
                 .await
                 .map(|mut listed| {
                     listed.sort();

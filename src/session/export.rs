@@ -144,7 +144,11 @@ fn render_message(out: &mut String, message: &Message) {
                 "\n### Tool result `{}` (`{}`){error}\n\n",
                 t.name, t.tool_call_id
             ));
-            fenced(out, "", &super::image::shown(&t.content));
+            if super::image::has_images(&t.content) {
+                fenced(out, "", &super::image::shown(&t.content));
+            } else {
+                fenced(out, "", &t.content);
+            }
         }
     }
 }

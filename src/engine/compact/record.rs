@@ -128,21 +128,21 @@ pub fn all(dir: &Path) -> Vec<(String, ContextCompactionEvent)> {
     let Ok(file) = std::fs::File::open(dir.join(EVENTS_FILE)) else {
         return Vec::new();
     };
-    std::io::BufReader::new(file)
-        .split(b'\n')
-        .map_while(Result::ok)
-        .filter_map(|line| {
-            let line = std::str::from_utf8(&line).ok()?;
-            if !line.contains("\"context:compaction\"") {
-                return None;
-            }
-            let event = Event::from_log_line(line).ok()?;
-            match event.msg {
-                EngineEvent::ContextCompaction(e) => Some((event.timestamp, e)),
-                _ => None,
-            }
-        })
-        .collect()
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file);
+    let mut line = Vec::new();
+    let mut found = Vec::new();
+    // One buffer for every line: most lines are other events, skipped unparsed.
+    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        if let Ok(text) = std::str::from_utf8(&line)
+            && text.contains("\"context:compaction\"")
+            && let Ok(event) = Event::from_log_line(text)
+            && let EngineEvent::ContextCompaction(e) = event.msg
+        {
+            found.push((event.timestamp, e));
+        }
+        line.clear();
+    }
+    found
 }
 
 /// Bytes read per step of [`latest`].

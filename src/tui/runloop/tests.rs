@@ -25,6 +25,20 @@ fn engine() -> (EngineTx, EngineOutputs) {
 
 type EngineTx = futures::channel::mpsc::UnboundedSender<EngineOutput>;
 
+/// Makes `app`'s clock follow tokio's paused test clock (5 ms steps).
+fn follow_paused_clock(app: &App) {
+    let clock = app.clock().clone();
+    tokio::spawn(async move {
+        let mut last = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let now = Instant::now();
+            clock.advance(now - last);
+            last = now;
+        }
+    });
+}
+
 /// `reply` to command 1, as the engine stream carries it.
 fn reply(reply: EngineReply) -> EngineOutput {
     EngineOutput::Reply {
@@ -309,17 +323,7 @@ async fn a_note_leaves_the_screen_when_it_expires_with_no_input() {
     let t0 = Instant::now();
     let (sources, commands_tx) = Sources::new();
     let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
-    // The app's clock follows the paused test clock.
-    let clock = app.clock().clone();
-    tokio::spawn(async move {
-        let mut last = Instant::now();
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            let now = Instant::now();
-            clock.advance(now - last);
-            last = now;
-        }
-    });
+    follow_paused_clock(&app);
     let note_tx = sources.events_tx.clone();
     tokio::spawn(async move {
         tokio::time::sleep_until(t0 + Duration::from_millis(100)).await;
@@ -451,16 +455,7 @@ async fn a_note_expires_while_children_stream() {
     let t0 = Instant::now();
     let (sources, commands_tx) = Sources::new();
     let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
-    let clock = app.clock().clone();
-    tokio::spawn(async move {
-        let mut last = Instant::now();
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            let now = Instant::now();
-            clock.advance(now - last);
-            last = now;
-        }
-    });
+    follow_paused_clock(&app);
     let engine_tx = sources.engine_tx.clone();
     tokio::spawn(async move {
         let event = |msg| EngineOutput::Event(Arc::new(Event::new(CHILD, Some(ROOT), msg)));
@@ -513,16 +508,7 @@ async fn ticks_go_on_while_a_session_runs_silently() {
     let t0 = Instant::now();
     let (sources, commands_tx) = Sources::new();
     let mut app = test_app(commands_tx, "anthropic/claude-sonnet-4-5");
-    let clock = app.clock().clone();
-    tokio::spawn(async move {
-        let mut last = Instant::now();
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            let now = Instant::now();
-            clock.advance(now - last);
-            last = now;
-        }
-    });
+    follow_paused_clock(&app);
     let event = |msg| EngineOutput::Event(Arc::new(Event::new(ROOT, None, msg)));
     sources
         .engine_tx

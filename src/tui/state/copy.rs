@@ -24,18 +24,7 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
         | CellKind::Error(t)
         | CellKind::Notice(t) => t.to_string(),
         CellKind::Streaming(s) => s.text(),
-        CellKind::Checklist(items) => items
-            .iter()
-            .map(|i| {
-                let mark = match i.status {
-                    crate::session::metadata::TodoStatus::Pending => "[ ]",
-                    crate::session::metadata::TodoStatus::InProgress => "[~]",
-                    crate::session::metadata::TodoStatus::Completed => "[x]",
-                };
-                format!("{mark} {}", i.content)
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        CellKind::Checklist(items) => checklist_text(items),
         CellKind::Tool(card) => card
             .result
             .as_deref()
@@ -52,6 +41,23 @@ pub fn copy_text(cell: &Cell) -> Option<String> {
         CellKind::Handoff { .. } | CellKind::Failure(_) => return None,
     };
     Some(text)
+}
+
+/// A checklist as Markdown task items: `[x] Read`, `[~] Fix`, `[ ] Test`.
+fn checklist_text(items: &[crate::session::metadata::TodoItem]) -> String {
+    use crate::session::metadata::TodoStatus;
+    items
+        .iter()
+        .map(|i| {
+            let mark = match i.status {
+                TodoStatus::Pending => "[ ]",
+                TodoStatus::InProgress => "[~]",
+                TodoStatus::Completed => "[x]",
+            };
+            format!("{mark} {}", i.content)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The code blocks (fenced or indented) of a Markdown text, each as its content
@@ -82,18 +88,6 @@ pub fn code_block_near(cells: &[Cell], from: usize) -> Option<String> {
         let text = match &cell.kind {
             CellKind::Assistant(t) | CellKind::User(t) => t.to_string(),
             CellKind::Streaming(s) => s.text(),
-            CellKind::Checklist(items) => items
-                .iter()
-                .map(|i| {
-                    let mark = match i.status {
-                        crate::session::metadata::TodoStatus::Pending => "[ ]",
-                        crate::session::metadata::TodoStatus::InProgress => "[~]",
-                        crate::session::metadata::TodoStatus::Completed => "[x]",
-                    };
-                    format!("{mark} {}", i.content)
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
             _ => return None,
         };
         code_blocks(&text).pop()
