@@ -155,7 +155,7 @@ fn factory(ctx: Context) -> Factory {
         // A job's own sub-sessions run here: dispatching them to the pool again could
         // wait on a slot this very job holds.
         config.remote = None;
-        Ok(Engine::headless(RuntimeOptions {
+        Ok(Engine::builder(RuntimeOptions {
             paths: setup.paths,
             config,
             bundle: ctx.bundle.clone(),
@@ -163,7 +163,10 @@ fn factory(ctx: Context) -> Factory {
             env: ctx.env.clone(),
             bus: EventBus::new(),
             approval_mode: ApprovalMode::Interactive,
-        }))
+        })
+        .tree_room(setup.tree_room)
+        .headless()
+        .build())
     })
 }
 

@@ -85,6 +85,7 @@ pub struct EngineBuilder {
     options: RuntimeOptions,
     hooks: RuntimeHooks,
     warn_unlisted: bool,
+    tree_room: Option<Arc<dyn super::TreeRoom>>,
 }
 
 impl EngineBuilder {
@@ -104,9 +105,17 @@ impl EngineBuilder {
         self
     }
 
+    /// Sub-sessions counted against the tree limits by `room` instead of this
+    /// process's config (a worker's job asks its root; issue 38 item 7).
+    pub fn tree_room(mut self, room: Option<Arc<dyn super::TreeRoom>>) -> Self {
+        self.tree_room = room;
+        self
+    }
+
     /// The handle over a new runtime, following no transcript yet.
     pub fn build(self) -> Engine {
-        let mut engine = Engine::over(Runtime::with_hooks(self.options, self.hooks));
+        let runtime = Runtime::with_room(self.options, self.hooks, self.tree_room);
+        let mut engine = Engine::over(runtime);
         engine.warn_unlisted = self.warn_unlisted;
         engine
     }
@@ -121,6 +130,7 @@ impl Engine {
             options,
             hooks: RuntimeHooks::default(),
             warn_unlisted: true,
+            tree_room: None,
         }
     }
 

@@ -6,7 +6,9 @@
 //! included, read once per tree per process) against `limits.max_sessions_per_tree`,
 //! and the sub-sessions running at once against `limits.max_concurrent_sub_sessions`.
 //! A spawn beyond either is refused with a [`LimitReached`] whose text (the task call's
-//! error result, so the calling model and the thread see it) names the limit.
+//! error result, so the calling model and the thread see it) names the limit. A
+//! worker's job counts its sessions in the root's tree instead ([`TreeRoom`], issue 38
+//! item 7): the root's limits hold for a remote child's own sub-sessions.
 //!
 //! Does not own: the merge rules (`config::merge`), parsing the limits
 //! (`config::limits`), the depth limit (the task tool checks it and `tool::mount`
@@ -16,6 +18,7 @@ use std::collections::HashMap;
 
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -59,6 +62,23 @@ pub enum LimitReached {
          no sub-session was started. Try again when some have finished."
     )]
     ConcurrentSubSessions { limit: usize },
+    /// The root of a remote sub-session's tree refused it (`text`: the root's own
+    /// refusal, e.g. its `SessionsPerTree`) or could not be asked.
+    #[error("{0}")]
+    AtRoot(String),
+}
+
+/// Where a tree's sessions are counted when not in this process: a worker's job asks
+/// the root that dispatched it (issue 38 item 7) before each sub-session it creates.
+pub trait TreeRoom: Send + Sync {
+    /// Counts `child` (of agent `agent`) into the tree of `parent` at the root, or
+    /// [`LimitReached::AtRoot`] with the root's refusal (or why it could not be asked).
+    fn reserve(
+        &self,
+        parent: &str,
+        child: &str,
+        agent: &str,
+    ) -> BoxFuture<'static, Result<(), LimitReached>>;
 }
 
 /// The sessions of each tree this process knows.
@@ -77,6 +97,8 @@ pub(crate) struct TreeLimits {
     store: SessionStore,
     trees: Mutex<Trees>,
     running: Arc<Semaphore>,
+    /// Counts the sessions at the root instead (a worker's job).
+    room: Option<Arc<dyn TreeRoom>>,
 }
 
 /// Held while a sub-session's turn runs: one of `max_concurrent_sub_sessions`.
@@ -90,6 +112,28 @@ impl TreeLimits {
             store,
             trees: Mutex::default(),
             running: Arc::new(Semaphore::new(limits.concurrent_sub_sessions())),
+            room: None,
+        }
+    }
+
+    /// The same, with every session counted by `room` ([`TreeLimits::reserve_child`])
+    /// instead of against this process's `limits.max_sessions_per_tree`.
+    pub fn with_room(mut self, room: Option<Arc<dyn TreeRoom>>) -> Self {
+        self.room = room;
+        self
+    }
+
+    /// Counts `child` of agent `agent` into `parent`'s tree: at the root when this
+    /// process runs a worker's job ([`TreeRoom`]), else [`TreeLimits::reserve`].
+    pub async fn reserve_child(
+        &self,
+        parent: &str,
+        child: &str,
+        agent: &str,
+    ) -> Result<(), LimitReached> {
+        match &self.room {
+            Some(room) => room.reserve(parent, child, agent).await,
+            None => self.reserve(parent, child),
         }
     }
 

@@ -74,6 +74,7 @@ pub use handle::{
     AgentPlan, CommandId, EarlierMessages, Engine, EngineBuilder, EngineClient, EngineOutput,
     EngineReply, EngineStream, QueryReply, Replies,
 };
+pub use limits::{LimitReached, TreeRoom};
 pub use model_choice::ProviderModels;
 pub use outcome::{EngineError, ExportError, ModelChoiceError, TurnError, TurnOutcome};
 pub use providers::ProviderFactory;

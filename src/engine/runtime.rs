@@ -126,11 +126,18 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
-    /// A runtime with injected providers and/or extra tools (tests, embedders).
+    /// A runtime with injected providers and/or extra tools (tests, embedders), its
+    /// sub-sessions counted by `room` when given instead of against this process's
+    /// `limits.max_sessions_per_tree` (a worker's job: its root counts them, issue 38
+    /// item 7).
     ///
     /// The config's and the environment's provider keys join the process's secret
     /// register (`session::redact::register_secrets`) so no error text shows them.
-    pub fn with_hooks(options: RuntimeOptions, hooks: RuntimeHooks) -> Arc<Self> {
+    pub fn with_room(
+        options: RuntimeOptions,
+        hooks: RuntimeHooks,
+        room: Option<Arc<dyn super::TreeRoom>>,
+    ) -> Arc<Self> {
         crate::session::redact::register_secrets(providers::secrets(
             &MountPlan::default(),
             &options.config,
@@ -141,7 +148,8 @@ impl Runtime {
         let limits = TreeLimits::new(
             options.config.limits,
             SessionStore::new(options.paths.sessions_dir()),
-        );
+        )
+        .with_room(room);
         let sandbox = crate::sandbox::Sandbox::new(options.config.sandbox.clone(), &options.paths);
         let powers = super::project_powers::Powers::read(&options.paths, &options.config, &sandbox);
         let mcp = Arc::new(
@@ -177,7 +185,7 @@ impl Runtime {
                 live: Mutex::new(HashMap::new()),
                 parked: Mutex::new(None),
                 root_model: Mutex::new(None),
-                remote: RemoteRuns::default(),
+                remote: RemoteRuns::new(me.clone()),
             }
         })
     }
@@ -594,6 +602,11 @@ impl Runtime {
         let Some(root) = targets.iter().find(|s| s.id == session_id) else {
             return;
         };
+        // A remote child's own sub-session (issue 38 item 7) runs on its worker.
+        if !root.is_running() && self.remote.forward(session_id, remote::Forward::Cancel) {
+            root.emit(EngineEvent::CancelRequested(CancelRequestedEvent {}));
+            return;
+        }
         if targets.iter().any(|s| s.is_running()) {
             root.emit(EngineEvent::CancelRequested(CancelRequestedEvent {}));
         }
@@ -704,6 +717,12 @@ impl Sessions for Runtime {
         transcript: Vec<Message>,
     ) -> Result<Arc<LiveSession>, EngineError> {
         Runtime::register(self, metadata, plan, transcript)
+    }
+}
+
+impl remote::Adopt for Runtime {
+    fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
+        Runtime::register(self, metadata, plan, Vec::new())
     }
 }
 

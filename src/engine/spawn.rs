@@ -173,7 +173,8 @@ async fn spawn_child(
     // The limits first, before anything is resolved or written.
     let permit = start_run(env, &parent)?;
     env.limits
-        .reserve(&parent.id, &child_id)
+        .reserve_child(&parent.id, &child_id, &agent.name)
+        .await
         .map_err(|e| refused(&parent, e))?;
     let agent_budget =
         Budget::of_overlay(&agent.overlay).map_err(|reason| SpawnError::BadBudget {

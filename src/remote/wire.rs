@@ -182,6 +182,11 @@ pub struct Job {
     pub files: Option<JobFiles>,
     /// When the root published the job: Unix time in milliseconds (dispatch latency).
     pub dispatched_at_ms: u64,
+    /// The root counts the job's own sub-sessions in its tree (issue 38 item 7): the
+    /// worker asks it with [`WorkerMsg::Reserve`] before creating one and waits for
+    /// [`Control::Reserved`]. Absent in older jobs (`false`: the worker's limits).
+    #[serde(default)]
+    pub limits_at_root: bool,
 }
 
 /// The repository side of a [`Job`] (issue 25's worktrees, across machines).
@@ -240,6 +245,20 @@ pub enum WorkerMsg {
     /// The worker could not run the job at all (a missing commit, no provider, a job of
     /// another version): it would fail the same way again, so the job is acked.
     Failed { run: u64, error: String },
+    /// The job's session (or one of its own sub-sessions, `parent`) is about to create
+    /// sub-session `child` of agent `agent`: the root counts it in its tree and answers
+    /// [`Control::Reserved`] (issue 38 item 7). Only for jobs with `limits_at_root`.
+    Reserve {
+        parent: SessionId,
+        child: SessionId,
+        agent: String,
+    },
+    /// One of the job's own sub-sessions (a grandchild of the root's session, or
+    /// deeper) as the worker's store holds it: sent when it is created (before its
+    /// first event), when a turn of it ends and before `Done`. The root keeps it in
+    /// its store, with its own working directory and `ran_on`; its events come as
+    /// [`WorkerMsg::Event`]s carrying its id.
+    SubSession { metadata: Box<Metadata> },
 }
 
 /// What the root tells the worker running a session, on [`ctl_subject`].
@@ -261,6 +280,20 @@ pub enum Control {
     /// the worker's own, from the `prompt:queued` event it streamed. Wire form
     /// `{"kind":"unqueue","id":3}`.
     Unqueue { id: u64 },
+    /// The root's answer to [`WorkerMsg::Reserve`] of `child`: counted (`refused`
+    /// absent) or refused, with the text the task call's error result gives.
+    Reserved {
+        child: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
+    /// `control` for one of the job's own sub-sessions, `session_id` (a person at the
+    /// root answering its approval, steering it, cancelling it). Wire form
+    /// `{"kind":"of","session_id":"…","control":{"kind":"cancel"}}`.
+    Of {
+        session_id: String,
+        control: Box<Control>,
+    },
 }
 
 /// [`ApprovalDecision`] on the wire: `{"allow":"once"}`, `{"allow":"always_tool"}`,

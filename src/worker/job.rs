@@ -46,6 +46,9 @@ use setup::{Start, command_for, cut_files, start, work_in_progress, worker_metad
 
 mod admit;
 mod setup;
+mod tree;
+
+use tree::{RootRoom, Subtree};
 
 /// How long one request of a redelivered job on `arbor.sync.<session>` waits.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
@@ -374,10 +377,26 @@ async fn execute(
                 .join("; "),
         )
     })?;
-    let engine =
-        (ctx.factory)(JobSetup { paths, approvals }).map_err(|e| JobError::Setup(e.to_string()))?;
+    let room = job.limits_at_root.then(|| RootRoom::new(out.clone()));
+    let tree_room = room
+        .clone()
+        .map(|room| Arc::new(room) as Arc<dyn crate::engine::TreeRoom>);
+    let engine = (ctx.factory)(JobSetup {
+        paths,
+        approvals,
+        tree_room,
+    })
+    .map_err(|e| JobError::Setup(e.to_string()))?;
     let command = command_for(job, resume);
-    let ran = run_engine((job, control), &engine, (out, wip), command).await;
+    let mut subtree = Subtree::new(job.session_id.clone(), sessions_dir.clone());
+    let ran = run_engine(
+        (job, control),
+        &engine,
+        (out, wip),
+        (&mut subtree, room.as_deref()),
+        command,
+    )
+    .await;
     let left = engine.shutdown(END_GRACE).await;
     if left > 0 {
         tracing::warn!(
@@ -389,6 +408,12 @@ async fn execute(
     let Some(outcome) = ran? else {
         return Ok(None);
     };
+    // The job's own sub-sessions as they ended, stored at the root before the answer.
+    for msg in subtree.finals() {
+        if out.send(&msg).await? == Sent::Quiet {
+            return Ok(None);
+        }
+    }
     let changes = match (&files.tree, &job.files) {
         (Some(tree), Some(job_files)) if job_files.writes => {
             let (top, base) = (tree.top.clone(), tree.base.clone());
@@ -540,6 +565,7 @@ async fn run_engine(
     (job, mut control): (&Job, async_nats::Subscriber),
     engine: &Engine,
     (out, mut wip): (&Out, Option<Wip>),
+    (subtree, room): (&mut Subtree, Option<&RootRoom>),
     command: EngineCommand,
 ) -> Result<Option<TurnOutcome>, JobError> {
     let id = job.session_id.clone();
@@ -557,9 +583,17 @@ async fn run_engine(
             output = stream.next() => match output {
                 // In order: every event of the turn is forwarded before its reply.
                 Some(EngineOutput::Event(event)) => {
+                    // The job's session and its own sub-sessions (issue 38 item 7).
+                    let Some(first) = subtree.before(&event) else { continue };
+                    for msg in first {
+                        let _ = out.send(&msg).await;
+                    }
                     if event.session_id == id {
                         running = running || turn_runs(&event);
-                        forward(out, &event, wip.as_mut()).await;
+                    }
+                    forward(out, &event, wip.as_mut()).await;
+                    if let Some(msg) = subtree.after(&event) {
+                        let _ = out.send(&msg).await;
                     }
                 }
                 Some(EngineOutput::Reply { command, reply }) if command == turn => match reply {
@@ -586,8 +620,18 @@ async fn run_engine(
             },
             Some(message) = control.next(), if running => {
                 match serde_json::from_slice::<Control>(&message.payload) {
+                    Ok(Control::Reserved { child, refused }) => {
+                        if let Some(room) = room {
+                            room.answer(&child, refused);
+                        }
+                    }
+                    Ok(Control::Of { session_id, .. }) if !subtree.has(&session_id) => {
+                        tracing::warn!(session = %id, "worker: a control for {session_id}, not a session of this job");
+                    }
                     Ok(control) => {
-                        client.submit(command_of(&id, control));
+                        if let Some(command) = command_of(&id, control) {
+                            client.submit(command);
+                        }
                     }
                     Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
                 }
@@ -621,10 +665,11 @@ async fn forward(out: &Out, event: &Event, wip: Option<&mut Wip>) {
     out.event(event);
 }
 
-/// The engine command a root's control message asks for.
-fn command_of(id: &crate::session::SessionId, control: Control) -> EngineCommand {
+/// The engine command a root's control message asks for (`Reserved` is none: it
+/// answers a spawn waiting in [`RootRoom`]).
+fn command_of(id: &crate::session::SessionId, control: Control) -> Option<EngineCommand> {
     let session_id = id.clone();
-    match control {
+    Some(match control {
         Control::Approval {
             tool_call_id,
             decision,
@@ -641,7 +686,12 @@ fn command_of(id: &crate::session::SessionId, control: Control) -> EngineCommand
         },
         Control::Cancel => EngineCommand::Cancel { session_id },
         Control::Unqueue { id } => EngineCommand::Unqueue { session_id, id },
-    }
+        Control::Of {
+            session_id,
+            control,
+        } => return command_of(&session_id.into(), *control),
+        Control::Reserved { .. } => return None,
+    })
 }
 
 /// Runs `work` (git, store files) on a blocking thread.
@@ -662,8 +712,9 @@ mod tests {
     #[test]
     fn control_messages_become_the_matching_engine_commands() {
         let id = crate::session::SessionId::from("a-b_c");
+        let command = |id: &crate::session::SessionId, control| command_of(id, control).unwrap();
         assert_eq!(
-            command_of(
+            command(
                 &id,
                 Control::Approval {
                     tool_call_id: "call-1".into(),
@@ -679,14 +730,14 @@ mod tests {
             }
         );
         assert_eq!(
-            command_of(&id, Control::Steer { text: "go".into() }),
+            command(&id, Control::Steer { text: "go".into() }),
             EngineCommand::Steer {
                 session_id: id.clone(),
                 text: "go".into()
             }
         );
         assert_eq!(
-            command_of(
+            command(
                 &id,
                 Control::Queue {
                     text: "next".into()
@@ -699,10 +750,33 @@ mod tests {
             }
         );
         assert_eq!(
-            command_of(&id, Control::Cancel),
+            command(&id, Control::Cancel),
             EngineCommand::Cancel {
                 session_id: id.clone()
             }
+        );
+        // One of the job's own sub-sessions; a root's answer to a spawn is no command.
+        assert_eq!(
+            command(
+                &id,
+                Control::Of {
+                    session_id: "g-1".into(),
+                    control: Box::new(Control::Cancel)
+                }
+            ),
+            EngineCommand::Cancel {
+                session_id: "g-1".into()
+            }
+        );
+        assert_eq!(
+            command_of(
+                &id,
+                Control::Reserved {
+                    child: "g-2".into(),
+                    refused: None
+                }
+            ),
+            None
         );
     }
 

@@ -48,12 +48,15 @@ pub use job::JobError;
 /// working directory (its worktree; the session's scratch store is
 /// `paths.sessions_dir()`), and the job's `approvals:` rules, which replace the
 /// worker config's (the policy stays at the root).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JobSetup {
     /// The worker's paths with `cwd` = the job's working directory.
     pub paths: Paths,
     /// The root's `approvals:` rules, replacing the worker config's.
     pub approvals: Rules,
+    /// Where the job's own sub-sessions are counted: the root's tree, when the job
+    /// says the root answers (`Job::limits_at_root`); `None`: the worker's limits.
+    pub tree_room: Option<Arc<dyn crate::engine::TreeRoom>>,
 }
 
 /// Builds the engine of one job: a runtime over the worker's config with

@@ -79,6 +79,7 @@ mod remote_auth;
 mod remote_faults;
 mod remote_root;
 mod remote_transport;
+mod remote_tree;
 mod response_limits;
 mod resume_endpoint;
 mod retry;

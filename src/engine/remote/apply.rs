@@ -9,15 +9,23 @@
 //! An `approval:required` is registered in the runtime's `PendingApprovals` so the
 //! person's answer (`EngineCommand::ResolveApproval`) travels back as a
 //! `Control::Approval`; a headless root answers at once as its gate would. The text a
-//! lost worker streamed stays as a partial assistant message. Does not own: NATS,
-//! the fence (the caller applies only admitted messages), the files (`changes`).
+//! lost worker streamed stays as a partial assistant message. The run's own
+//! sub-sessions (a remote child delegating on its worker, issue 38 item 7) are counted
+//! against the root's tree limits when the worker asks (`Reserve` → `Reserved`), made
+//! live in the root's store when it sends their metadata (`SubSession`), and their
+//! events applied to them as the child's are; their controls go out marked with their
+//! id (`Forward::Of`). Does not own: NATS, the fence (the caller applies only admitted
+//! messages), the files (`changes`).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-use super::Forward;
+use super::{Forward, Registered, RemoteRuns};
+use crate::config::MountPlan;
 use crate::engine::approvals::{ApprovalMode, PendingApprovals};
+use crate::engine::limits::TreeLimits;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{TurnError, TurnOutcome};
 use crate::engine::turn::keep_partial;
@@ -26,7 +34,7 @@ use crate::session::protocol::{
     AllowScope, ApprovalDecision, ApprovalRequiredEvent, DeltaKind, OrchestratorCompleteEvent,
     SessionEndEvent,
 };
-use crate::session::{EngineEvent, Event, Message, Metadata, SessionStatus};
+use crate::session::{EngineEvent, Event, Message, Metadata, SessionId, SessionStatus};
 
 /// The reason a headless root gives a worker's approval request it cannot ask about
 /// (as the local gate's).
@@ -38,11 +46,18 @@ pub(crate) struct Applier<'a> {
     approvals: &'a PendingApprovals,
     mode: ApprovalMode,
     forward: UnboundedSender<Forward>,
+    /// The root's tree limits and runs, which count and keep the run's own
+    /// sub-sessions (`None`: their reservations are refused).
+    tree: Option<(&'a TreeLimits, &'a RemoteRuns)>,
+    /// The run's own sub-sessions reserved here (issue 38 item 7).
+    reserved: HashSet<String>,
+    /// Those made live here, each registered in the runs for its controls.
+    own: HashMap<SessionId, Own<'a>>,
     /// The answer text streamed since the last model request or assistant message: kept
     /// as a partial message when the worker is lost.
     streamed: String,
-    /// Calls of the current holder waiting for the person at the root.
-    waiting: Vec<String>,
+    /// Calls of the current holder waiting for the person at the root: (session, call).
+    waiting: Vec<(SessionId, String)>,
     /// The holder applied last.
     holder: Option<RanOn>,
     /// Whether an event of that holder was applied since its `Started`.
@@ -63,11 +78,21 @@ impl<'a> Applier<'a> {
             approvals,
             mode,
             forward,
+            tree: None,
+            reserved: HashSet::new(),
+            own: HashMap::new(),
             streamed: String::new(),
             waiting: Vec::new(),
             holder: None,
             heard: false,
         }
+    }
+
+    /// The same, keeping the run's own sub-sessions: counted by `limits`, made live
+    /// and reachable for controls through `runs`.
+    pub fn in_tree(mut self, limits: &'a TreeLimits, runs: &'a RemoteRuns) -> Self {
+        self.tree = Some((limits, runs));
+        self
     }
 
     /// The sub-session this applier writes to.
@@ -130,60 +155,81 @@ impl<'a> Applier<'a> {
         if self.child.metadata().status != SessionStatus::Interrupted {
             self.child.set_status(SessionStatus::Interrupted);
         }
+        self.interrupt_own();
     }
 
-    /// One event the worker's engine published. Events of other sessions (a remote
-    /// child's own children, which live in the worker's scratch store) and the
+    /// The run's own sub-sessions still running or waiting are marked `interrupted`
+    /// (their worker is gone or the run ended without them).
+    fn interrupt_own(&self) {
+        for own in self.own.values() {
+            let status = own.live.metadata().status;
+            if matches!(status, SessionStatus::Running | SessionStatus::Waiting) {
+                own.live.set_status(SessionStatus::Interrupted);
+            }
+            own.live.sync();
+        }
+    }
+
+    /// One event the worker's engine published, applied to its session: the child, or
+    /// one of the run's own sub-sessions made live here (others are skipped). The
     /// worker's loading of its scratch copy (`session:start`, `session:resume`,
-    /// `session:rebuilt`, `provider:endpoint_changed`) are not applied.
+    /// `session:rebuilt`, `provider:endpoint_changed`) is not applied.
     pub fn event(&mut self, event: Event) {
         self.heard = true;
-        if event.session_id != self.child.id {
+        let target = if event.session_id == self.child.id {
+            self.child.clone()
+        } else if let Some(own) = self.own.get(&event.session_id) {
+            own.live.clone()
+        } else {
             tracing::debug!(
                 session = %self.child.id, other = %event.session_id,
                 event = event.msg.name(), "remote event of another session skipped"
             );
             return;
-        }
+        };
+        // The text a lost worker streamed is kept for the child only.
+        let top = Arc::ptr_eq(&target, &self.child);
         match event.msg {
             EngineEvent::MessageAppended(appended) => {
-                if matches!(appended.message, Message::Assistant(_)) {
+                if top && matches!(appended.message, Message::Assistant(_)) {
                     self.streamed.clear();
                 }
-                self.child.append(appended.message);
+                target.append(appended.message);
             }
-            EngineEvent::SessionStatus(status) => self.child.set_status(status.status),
+            EngineEvent::SessionStatus(status) => target.set_status(status.status),
             EngineEvent::SessionRenamed(renamed) => {
                 let name = renamed.name.clone();
-                self.child.update_metadata(|m| m.name = Some(name));
-                self.child.emit(EngineEvent::SessionRenamed(renamed));
+                target.update_metadata(|m| m.name = Some(name));
+                target.emit(EngineEvent::SessionRenamed(renamed));
             }
             EngineEvent::ContentBlockDelta(delta) => {
-                if delta.kind == DeltaKind::Text {
+                if top && delta.kind == DeltaKind::Text {
                     self.streamed.push_str(&delta.delta);
                 }
-                self.child.emit(EngineEvent::ContentBlockDelta(delta));
+                target.emit(EngineEvent::ContentBlockDelta(delta));
             }
             EngineEvent::ProviderRequest(request) => {
-                self.streamed.clear();
-                self.child.emit(EngineEvent::ProviderRequest(request));
+                if top {
+                    self.streamed.clear();
+                }
+                target.emit(EngineEvent::ProviderRequest(request));
             }
-            EngineEvent::ApprovalRequired(required) => self.approval_required(required),
+            EngineEvent::ApprovalRequired(required) => self.approval_required(&target, required),
             EngineEvent::ApprovalGranted(granted) => {
-                self.withdraw(granted.tool_call_id.as_str());
-                self.child.emit(EngineEvent::ApprovalGranted(granted));
+                self.withdraw(&target.id, granted.tool_call_id.as_str());
+                target.emit(EngineEvent::ApprovalGranted(granted));
             }
             EngineEvent::ApprovalDenied(denied) => {
-                self.withdraw(denied.tool_call_id.as_str());
-                self.child.emit(EngineEvent::ApprovalDenied(denied));
+                self.withdraw(&target.id, denied.tool_call_id.as_str());
+                target.emit(EngineEvent::ApprovalDenied(denied));
             }
             // The worker loading its scratch copy.
             EngineEvent::SessionStart(_)
             | EngineEvent::SessionResume(_)
             | EngineEvent::SessionRebuilt(_)
             | EngineEvent::ProviderEndpointChanged(_) => {}
-            // What the child's turn did: published on the root's bus and logged, as a
-            // local turn's.
+            // What the session's turn did: published on the root's bus and logged, as
+            // a local turn's.
             other @ (EngineEvent::SessionFork(_)
             | EngineEvent::SessionEnd(_)
             | EngineEvent::PromptSubmit(_)
@@ -209,20 +255,136 @@ impl<'a> Applier<'a> {
             | EngineEvent::HookRan(_)
             | EngineEvent::ContextCompaction(_)
             | EngineEvent::ContextCompacting(_)
-            | EngineEvent::ContextUsage(_)) => self.child.emit(other),
+            | EngineEvent::ContextUsage(_)) => target.emit(other),
         }
     }
 
-    /// Shows the request on the child (the TUI asks the person as for a local call)
+    /// The worker's `Reserve`: `child` of agent `agent`, under `parent` (the child or
+    /// one of the run's own sub-sessions), counted against the root's tree limits;
+    /// the answer (`Forward::Reserved`) goes back to the worker.
+    pub fn reserve(&mut self, parent: &str, child: &str, agent: &str) {
+        let known = parent == self.child.id.as_str() || self.own.contains_key(parent);
+        let refused = match self.tree {
+            _ if !known => Some(format!(
+                "no sub-session was started: '{parent}' is not a session of this remote run"
+            )),
+            None => Some(
+                "no sub-session was started: this root does not keep a remote \
+                          sub-session's own sub-sessions"
+                    .to_string(),
+            ),
+            Some((limits, _)) => match limits.reserve(parent, child) {
+                Ok(()) => {
+                    self.reserved.insert(child.to_string());
+                    None
+                }
+                Err(limit) => Some(limit.to_string()),
+            },
+        };
+        match &refused {
+            Some(why) => tracing::warn!(
+                session = %self.child.id, child, agent, "a remote sub-session's spawn refused: {why}"
+            ),
+            None => tracing::info!(
+                session = %self.child.id, child, agent, parent, "a remote sub-session's sub-session counted"
+            ),
+        }
+        let _ = self.forward.send(Forward::Reserved {
+            child: child.to_string(),
+            refused,
+        });
+    }
+
+    /// The worker's `SubSession`: one of the run's own sub-sessions as its store holds
+    /// it. The first time (it must have been reserved, under the child or another of
+    /// them) it is made live here — with the child's working directory, no worktree of
+    /// the worker's and `ran_on` the holder — and registered for controls; later ones
+    /// merge its turns, usage and status in (as `Done` does for the child).
+    pub fn sub_session(&mut self, worker: Metadata) {
+        let id = worker.session_id.clone();
+        if let Some(own) = self.own.get(&id) {
+            own.live
+                .update_metadata(|m| merge_metadata(m, &worker, worker.status));
+            own.live.sync();
+            return;
+        }
+        let parent_known = worker
+            .parent_id
+            .as_ref()
+            .is_some_and(|p| *p == self.child.id || self.own.contains_key(p.as_str()));
+        let Some((_, runs)) = self
+            .tree
+            .filter(|_| self.reserved.contains(id.as_str()) && parent_known)
+        else {
+            tracing::warn!(
+                session = %self.child.id, other = %id,
+                "a remote sub-session's sub-session that was not counted here: not kept"
+            );
+            return;
+        };
+        let metadata = own_for_root(worker, &self.child.metadata(), self.holder.as_ref());
+        let plan = MountPlan::from_value(metadata.config.clone().unwrap_or_default());
+        let live = match runs.adopt(metadata, plan) {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(session = %self.child.id, other = %id, "cannot keep a remote sub-session's sub-session: {e}");
+                return;
+            }
+        };
+        // Its controls (a steer, a cancel, an approval answer) go out as the child's,
+        // marked with its id.
+        let (tx, mut rx) = unbounded_channel::<Forward>();
+        let (forward, session_id) = (self.forward.clone(), id.to_string());
+        tokio::spawn(async move {
+            while let Some(inner) = rx.recv().await {
+                let of = Forward::Of {
+                    session_id: session_id.clone(),
+                    forward: Box::new(inner),
+                };
+                if forward.send(of).is_err() {
+                    break;
+                }
+            }
+        });
+        let registered = runs.register(&id, tx);
+        self.own.insert(
+            id,
+            Own {
+                live,
+                _registered: registered,
+            },
+        );
+    }
+
+    /// Shows the request on `target` (the TUI asks the person as for a local call)
     /// and arranges the answer's way back: interactive — registered in the runtime's
     /// pending approvals, the answer forwarded when it comes; headless — answered
     /// now (`--yes` allows once, otherwise denied, as the local gate does).
-    fn approval_required(&mut self, mut required: ApprovalRequiredEvent) {
+    fn approval_required(
+        &mut self,
+        target: &Arc<LiveSession>,
+        mut required: ApprovalRequiredEvent,
+    ) {
         let call = required.tool_call_id.as_str().to_string();
         if let (Some(note), Some(holder)) = (required.sandbox.take(), &self.holder) {
             required.sandbox = Some(on_worker(&note, holder));
         }
-        self.child.emit(EngineEvent::ApprovalRequired(required));
+        target.emit(EngineEvent::ApprovalRequired(required));
+        // An answer for one of the run's own sub-sessions is marked with its id.
+        let of = (!Arc::ptr_eq(target, &self.child)).then(|| target.id.to_string());
+        let answer_of = move |decision: ApprovalDecision, call: String| {
+            let answer = Forward::Approval {
+                tool_call_id: call,
+                decision,
+            };
+            match of.clone() {
+                Some(session_id) => Forward::Of {
+                    session_id,
+                    forward: Box::new(answer),
+                },
+                None => answer,
+            }
+        };
         let decision = match self.mode {
             ApprovalMode::Headless { yes: true } => ApprovalDecision::Allow {
                 scope: AllowScope::Once,
@@ -231,34 +393,29 @@ impl<'a> Applier<'a> {
                 reason: Some(HEADLESS_DENIAL.into()),
             },
             ApprovalMode::Interactive => {
-                let answer = self.approvals.register(&self.child.id, &call);
-                self.waiting.push(call.clone());
+                let answer = self.approvals.register(&target.id, &call);
+                self.waiting.push((target.id.clone(), call.clone()));
                 let forward = self.forward.clone();
                 tokio::spawn(async move {
                     if let Ok(decision) = answer.await {
-                        let _ = forward.send(Forward::Approval {
-                            tool_call_id: call,
-                            decision,
-                        });
+                        let _ = forward.send(answer_of(decision, call));
                     }
                 });
                 return;
             }
         };
-        let _ = self.forward.send(Forward::Approval {
-            tool_call_id: call,
-            decision,
-        });
+        let _ = self.forward.send(answer_of(decision, call));
     }
 
-    fn withdraw(&mut self, call: &str) {
-        self.waiting.retain(|c| c != call);
-        self.approvals.withdraw(&self.child.id, call);
+    fn withdraw(&mut self, session: &str, call: &str) {
+        self.waiting
+            .retain(|(s, c)| !(s.as_str() == session && c == call));
+        self.approvals.withdraw(session, call);
     }
 
     fn withdraw_all(&mut self) {
-        for call in std::mem::take(&mut self.waiting) {
-            self.approvals.withdraw(&self.child.id, &call);
+        for (session, call) in std::mem::take(&mut self.waiting) {
+            self.approvals.withdraw(&session, &call);
         }
     }
 
@@ -273,6 +430,7 @@ impl<'a> Applier<'a> {
         if self.child.metadata().status != status {
             self.child.set_status(status);
         }
+        self.interrupt_own();
         self.child.sync();
         TurnOutcome {
             session_id: self.child.id.clone(),
@@ -305,6 +463,7 @@ impl<'a> Applier<'a> {
             tracing::warn!(session = %self.child.id, "remote sub-session: {error}");
         }
         self.child.set_status(status);
+        self.interrupt_own();
         let turn_count = self.child.metadata().turn_count;
         self.child.emit(EngineEvent::OrchestratorComplete(
             OrchestratorCompleteEvent {
@@ -326,6 +485,26 @@ impl<'a> Applier<'a> {
             error: error.map(TurnError::Remote),
         }
     }
+}
+
+/// One of the run's own sub-sessions, live here, and its entry in the runs (removed
+/// with it, when the run ends).
+struct Own<'a> {
+    live: Arc<LiveSession>,
+    _registered: Registered<'a>,
+}
+
+/// A remote child's own sub-session's metadata `worker` as the root keeps it: the
+/// child's (`child`) working directory (the worker's paths are of its machine), no
+/// worktree or merge policy of the worker's (its work came home into the child's
+/// worktree there, and reaches the root with the child's patch), `ran_on` the
+/// worker that runs it.
+fn own_for_root(mut worker: Metadata, child: &Metadata, holder: Option<&RanOn>) -> Metadata {
+    worker.working_dir.clone_from(&child.working_dir);
+    worker.arbor.worktree = None;
+    worker.arbor.merge_policy = None;
+    worker.arbor.ran_on = holder.cloned();
+    worker
 }
 
 /// A worker's `Done`, without its metadata and changes.

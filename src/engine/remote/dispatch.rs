@@ -86,7 +86,8 @@ pub(crate) async fn run(
     // on is forwarded, never left in the root's inbox.
     let (tx, rx) = unbounded_channel();
     let _registered = runs.register(&child.id, tx.clone());
-    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx);
+    let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx)
+        .in_tree(&env.limits, runs);
     isolate::before_turn(&child).await;
     let token = guard.token.clone();
     let outcome = match Dispatched::publish(env, runs, &child, input, &placement).await {
@@ -193,6 +194,7 @@ impl Dispatched {
                 }
             }),
             dispatched_at_ms: wire::now_ms(),
+            limits_at_root: true,
         };
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
@@ -411,6 +413,18 @@ impl Link {
             }
             WorkerMsg::Event { event } => {
                 applier.event(*event);
+                None
+            }
+            WorkerMsg::Reserve {
+                parent,
+                child,
+                agent,
+            } => {
+                applier.reserve(&parent, &child, &agent);
+                None
+            }
+            WorkerMsg::SubSession { metadata } => {
+                applier.sub_session(*metadata);
                 None
             }
             WorkerMsg::Done { run, .. } | WorkerMsg::Failed { run, .. } if run != self.run => {
@@ -743,6 +757,15 @@ fn control_of(forward: Forward) -> Control {
         Forward::Steer(text) => Control::Steer { text },
         Forward::Queue(text) => Control::Queue { text },
         Forward::Unqueue(id) => Control::Unqueue { id },
+        Forward::Cancel => Control::Cancel,
+        Forward::Reserved { child, refused } => Control::Reserved { child, refused },
+        Forward::Of {
+            session_id,
+            forward,
+        } => Control::Of {
+            session_id,
+            control: Box::new(control_of(*forward)),
+        },
     }
 }
 
@@ -753,6 +776,8 @@ fn kind_of(message: &WorkerMsg) -> &'static str {
         WorkerMsg::Event { .. } => "event",
         WorkerMsg::Done { .. } => "done",
         WorkerMsg::Failed { .. } => "failed",
+        WorkerMsg::Reserve { .. } => "reserve",
+        WorkerMsg::SubSession { .. } => "sub_session",
     }
 }
 

@@ -21,14 +21,17 @@
 //! (`worker`).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::env::TurnEnv;
 use super::live::{LiveSession, lock};
+use super::outcome::EngineError;
+use crate::config::MountPlan;
 use crate::config::remote::RemotePlacement;
 use crate::remote::{Remote, RemoteAuth, RemoteError};
+use crate::session::Metadata;
 use crate::session::protocol::ApprovalDecision;
 
 mod apply;
@@ -55,12 +58,35 @@ pub(crate) enum Forward {
     /// `EngineCommand::Unqueue` of the worker's waiting message `id` (the id of the
     /// `prompt:queued` event the worker streamed).
     Unqueue(u64),
+    /// `EngineCommand::Cancel` of one of the run's own sub-sessions (the run itself is
+    /// cancelled through its token).
+    Cancel,
+    /// The root's answer to the worker's `Reserve` of `child` (issue 38 item 7):
+    /// counted, or `refused` with the limit's text.
+    Reserved {
+        child: String,
+        refused: Option<String>,
+    },
+    /// `forward` for `session_id`, one of the run's own sub-sessions.
+    Of {
+        session_id: String,
+        forward: Box<Forward>,
+    },
+}
+
+/// How the root makes a remote child's own sub-sessions live in its store (the
+/// runtime implements it; issue 38 item 7).
+pub(crate) trait Adopt: Send + Sync {
+    /// Creates the session directory for `metadata` and makes it live (errors as
+    /// `Runtime::register`).
+    fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError>;
 }
 
 /// The remote runs of one runtime: who runs remotely now, the late writes refused,
-/// and one NATS connection per server URL.
-#[derive(Default)]
+/// one NATS connection per server URL, and how a remote child's own sub-sessions are
+/// made live here.
 pub(crate) struct RemoteRuns {
+    adopt: Weak<dyn Adopt>,
     /// Session id → the channel its run forwards controls from.
     runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
     refused: fence::Refused,
@@ -69,6 +95,28 @@ pub(crate) struct RemoteRuns {
 }
 
 impl RemoteRuns {
+    /// No run yet; a remote child's sub-sessions are made live by `adopt` (the
+    /// runtime, held weakly).
+    pub fn new(adopt: Weak<dyn Adopt>) -> Self {
+        Self {
+            adopt,
+            runs: Mutex::default(),
+            refused: fence::Refused::default(),
+            connections: Mutex::default(),
+        }
+    }
+
+    /// Makes a remote child's sub-session live here (see [`Adopt`]).
+    fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
+        match self.adopt.upgrade() {
+            Some(adopt) => adopt.adopt(metadata, plan),
+            None => Err(EngineError::TaskFailed {
+                what: "a remote sub-session's own sub-session",
+                message: "the runtime is shutting down".into(),
+            }),
+        }
+    }
+
     /// Hands `forward` to the remote run of `session_id`. `false` when the session
     /// does not run remotely now (the caller handles it locally).
     pub fn forward(&self, session_id: &str, forward: Forward) -> bool {

@@ -330,7 +330,7 @@ fn a_run_that_ends_without_an_answer_closes_the_turn_with_its_error() {
 
 #[test]
 fn controls_reach_only_sessions_running_remotely() {
-    let runs = RemoteRuns::default();
+    let runs = RemoteRuns::new(std::sync::Weak::<NoAdopt>::new());
     assert!(!runs.forward("s1", Forward::Steer("hi".into())));
     let (tx, mut rx) = unbounded_channel();
     {
@@ -384,4 +384,179 @@ async fn a_workers_approval_says_which_worker_runs_the_command() {
         shown.as_deref(),
         Some("sandboxed: writes ./, no network; on worker w-88509e8c (build-2)")
     );
+}
+
+/// Adopts nothing (the registry test makes no sub-session live).
+struct NoAdopt;
+
+impl super::Adopt for NoAdopt {
+    fn adopt(
+        &self,
+        _metadata: crate::session::Metadata,
+        _plan: crate::config::MountPlan,
+    ) -> Result<Arc<LiveSession>, crate::engine::outcome::EngineError> {
+        unreachable!("not called")
+    }
+}
+
+/// Makes a remote child's sub-sessions live in the fixture's store, as the runtime does.
+struct StoreAdopt {
+    store: SessionStore,
+    root: SessionId,
+    dir: std::path::PathBuf,
+}
+
+impl super::Adopt for StoreAdopt {
+    fn adopt(
+        &self,
+        metadata: Metadata,
+        plan: MountPlan,
+    ) -> Result<Arc<LiveSession>, crate::engine::outcome::EngineError> {
+        let writer = self.store.create(&metadata).unwrap();
+        Ok(Arc::new(LiveSession::new(
+            metadata,
+            self.root.clone(),
+            plan,
+            writer,
+            Vec::new(),
+            crate::session::EventBus::new(),
+            self.dir.clone(),
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_remote_childs_own_sub_sessions_are_counted_kept_and_controlled_through_the_run() {
+    let f = fixture();
+    let adopt: Arc<dyn super::Adopt> = Arc::new(StoreAdopt {
+        store: f.store.clone(),
+        root: f.child.parent_id.clone().unwrap(),
+        dir: f._dir.path().to_path_buf(),
+    });
+    let runs = RemoteRuns::new(Arc::downgrade(&adopt));
+    let limits = crate::engine::limits::TreeLimits::new(
+        crate::config::Limits {
+            max_sessions_per_tree: 3,
+            ..Default::default()
+        },
+        f.store.clone(),
+    );
+    limits.root_created(f.child.parent_id.as_deref().unwrap());
+    limits
+        .reserve(f.child.parent_id.as_deref().unwrap(), &f.child.id)
+        .unwrap();
+    let approvals = PendingApprovals::default();
+    let (tx, mut rx) = unbounded_channel();
+    let mut applier = Applier::new(f.child.clone(), &approvals, ApprovalMode::Interactive, tx)
+        .in_tree(&limits, &runs);
+    applier.started(worker(1), 1);
+    f.child
+        .update_metadata(|m| m.working_dir = Some("/root/checkout".into()));
+
+    // Counted against the root's limit: one fits (root + child + one), not two.
+    let scout = SessionId::child(&f.child.id, "scout");
+    applier.reserve(&f.child.id, &scout, "scout");
+    assert_eq!(
+        rx.try_recv().ok(),
+        Some(Forward::Reserved {
+            child: scout.to_string(),
+            refused: None
+        })
+    );
+    let second = SessionId::child(&f.child.id, "scout");
+    applier.reserve(&f.child.id, &second, "scout");
+    let Ok(Forward::Reserved {
+        refused: Some(why), ..
+    }) = rx.try_recv()
+    else {
+        panic!("the second spawn was not refused");
+    };
+    assert!(why.contains("max_sessions_per_tree is 3"), "{why}");
+    applier.reserve("a-stranger", &SessionId::child(&f.child.id, "x"), "x");
+    let Ok(Forward::Reserved {
+        refused: Some(why), ..
+    }) = rx.try_recv()
+    else {
+        panic!("a spawn under a session of another run was not refused");
+    };
+    assert!(why.contains("not a session of this remote run"), "{why}");
+
+    // Kept when the worker sends it: the child's working directory, the holder.
+    let worker_metadata = |id: &SessionId| Metadata {
+        session_id: id.clone(),
+        parent_id: Some(f.child.id.clone()),
+        agent_name: Some("scout".into()),
+        depth: 2,
+        working_dir: Some("/worker/job-1/work".into()),
+        config: Some(json!({})),
+        ..Default::default()
+    };
+    applier.sub_session(worker_metadata(&second));
+    assert!(
+        !runs.is_remote(&second),
+        "a spawn the root refused is not kept"
+    );
+    applier.sub_session(worker_metadata(&scout));
+    assert!(runs.is_remote(&scout));
+    let (stored, _) = f.store.load_metadata(&scout).unwrap();
+    assert_eq!(stored.working_dir.as_deref(), Some("/root/checkout"));
+    assert_eq!(stored.arbor.ran_on, Some(worker(1)));
+
+    // Its events are its own; its approval and steer go out marked with its id.
+    applier.event(Event::new(
+        &scout,
+        Some(&f.child.id),
+        EngineEvent::MessageAppended(crate::session::protocol::MessageAppendedEvent {
+            message: assistant("scout found it"),
+        }),
+    ));
+    let transcript = f.store.load(&scout).unwrap().transcript;
+    assert!(matches!(transcript.last(), Some(m) if m.text() == "scout found it"));
+    assert!(f.child.transcript_snapshot().is_empty());
+    applier.event(Event::new(
+        &scout,
+        Some(&f.child.id),
+        EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+            tool_call_id: "c1".into(),
+            ..Default::default()
+        }),
+    ));
+    assert_eq!(approvals.waiting_in(&scout), 1);
+    approvals
+        .resolve(
+            &scout,
+            "c1",
+            ApprovalDecision::Allow {
+                scope: AllowScope::Once,
+            },
+        )
+        .unwrap();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap();
+    assert_eq!(
+        answer,
+        Some(Forward::Of {
+            session_id: scout.to_string(),
+            forward: Box::new(Forward::Approval {
+                tool_call_id: "c1".into(),
+                decision: ApprovalDecision::Allow {
+                    scope: AllowScope::Once
+                },
+            }),
+        })
+    );
+    assert!(runs.forward(&scout, Forward::Steer("look left".into())));
+    let steer = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap();
+    assert_eq!(
+        steer,
+        Some(Forward::Of {
+            session_id: scout.to_string(),
+            forward: Box::new(Forward::Steer("look left".into())),
+        })
+    );
+    drop(applier);
+    assert!(!runs.is_remote(&scout), "its entry ends with the run");
 }

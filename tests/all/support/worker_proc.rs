@@ -24,10 +24,30 @@ impl WorkerProc {
         worker
     }
 
+    /// [`WorkerProc::start`] with `prepare` run on its environment first (its own
+    /// agent files, config).
+    pub fn start_with(
+        url: &str,
+        base_url: &str,
+        args: &[&str],
+        prepare: impl FnOnce(&TestEnv),
+    ) -> Self {
+        let env = TestEnv::new();
+        env.use_openai(base_url, "sk-worker-proc");
+        prepare(&env);
+        let mut worker = Self::spawn_in(env, url, args);
+        worker.wait_for("worker w-", 60);
+        worker
+    }
+
     /// Starts it without waiting for its start line.
     pub fn spawn(url: &str, base_url: &str, args: &[&str]) -> Self {
         let env = TestEnv::new();
         env.use_openai(base_url, "sk-worker-proc");
+        Self::spawn_in(env, url, args)
+    }
+
+    fn spawn_in(env: TestEnv, url: &str, args: &[&str]) -> Self {
         let mut cmd = env.std_cmd();
         cmd.args(["worker", "--nats", url]);
         for (flag, default) in [("--slots", "1"), ("--ack-wait", "5")] {

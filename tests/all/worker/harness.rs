@@ -136,6 +136,9 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         approvals: Value::Null,
         files: None,
         dispatched_at_ms: 0,
+        // The root played here does not answer `Reserve`: a job's own sub-sessions
+        // count against the worker's limits.
+        limits_at_root: false,
     }
 }
 

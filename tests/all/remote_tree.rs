@@ -1,0 +1,192 @@
+//! A remote child's own sub-sessions (issue 38 item 7), through the real binaries: a
+//! NATS server, a real `arbor worker` whose model makes the child delegate three
+//! parts to `scout` (an agent only the worker has), and a headless root (`arbor run`)
+//! whose config allows three sessions per tree.
+//!
+//! Checked: the root's limit holds on the worker (root + child + one scout; the two
+//! other spawns are refused with the root's own text, which the child's model reads);
+//! the scout that ran is in the root's store under the child — metadata (`parent_id`,
+//! `ran_on`, its usage), transcript and events — so `arbor session show` finds it and
+//! `arbor session tree` counts it in the root's subtree.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::remote_faults::{finish, spawn_run};
+use crate::support::nats::NatsServer;
+use crate::support::worker_proc::WorkerProc;
+use crate::support::*;
+
+/// The root's remote agent: it may delegate (depth 2), to any agent.
+const HELPER: &str = "tree-helper";
+/// The worker's own agent the helper delegates to.
+const SCOUT: &str = "scout";
+/// What a scout answers.
+const FOUND: &str = "scout found it";
+/// The text of a spawn the root's limit refused (its `SessionsPerTree`).
+const REFUSED: &str = "max_sessions_per_tree is 3";
+
+/// The root: one `task` call to the helper, then "parent saw: <its answer>".
+fn root_model() -> ScriptedServer {
+    ScriptedServer::start(Arc::new(|body: Value| {
+        let reply = if last_role(&body) == "tool" {
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let result = messages.last().map(content_text).unwrap_or_default();
+            Reply::Sse(sse_text(&format!("parent saw: {result}")))
+        } else {
+            Reply::Sse(sse_tool_calls(&[(
+                "t1",
+                "task",
+                json!({"agent": HELPER, "instruction": "Find it"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+/// The worker's model: a scout answers [`FOUND`]; the helper delegates three parts to
+/// scouts, then answers "child saw: " and every result it got.
+fn worker_model() -> ScriptedServer {
+    ScriptedServer::start(Arc::new(|body: Value| {
+        let system = content_text(&body["messages"][0]);
+        let reply = if system.contains("You are scout.") {
+            Reply::Sse(sse_text(FOUND))
+        } else if last_role(&body) == "tool" {
+            let results: Vec<String> = body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["role"] == "tool")
+                .map(content_text)
+                .collect();
+            Reply::Sse(sse_text(&format!("child saw: {}", results.join(" | "))))
+        } else {
+            let calls: Vec<(String, Value)> = (1..=3)
+                .map(|i| {
+                    (
+                        format!("s{i}"),
+                        json!({"agent": SCOUT, "instruction": format!("Look in place {i}")}),
+                    )
+                })
+                .collect();
+            let calls: Vec<(&str, &str, Value)> = calls
+                .iter()
+                .map(|(id, args)| (id.as_str(), "task", args.clone()))
+                .collect();
+            Reply::Sse(sse_tool_calls(&calls))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+fn write_agent(dir: &std::path::Path, name: &str, frontmatter: &str) {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join(format!("{name}.md")),
+        format!(
+            "---\nmeta:\n  name: {name}\n  description: {name}.\n{frontmatter}---\nYou are {name}.\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn metadata(dir: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("metadata.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_remote_childs_own_sub_sessions_are_counted_and_kept_at_the_root() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let model = root_model();
+    let root = TestEnv::new();
+    root.use_openai(&model.base_url, "sk-root-tree");
+    let mut config = std::fs::read_to_string(&root.config).unwrap();
+    config.push_str(&format!(
+        "remote:\n  nats_url: \"{}\"\n  pool: tree\n  agents: [{HELPER}]\n  ack_wait: 5\nlimits:\n  max_sessions_per_tree: 3\n",
+        nats.url
+    ));
+    std::fs::write(&root.config, config).unwrap();
+    write_agent(
+        &root.amplifier_home,
+        HELPER,
+        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2, max_parallel: 3}\nagents: all\n",
+    );
+    let worker_llm = worker_model();
+    let worker = WorkerProc::start_with(
+        &nats.url,
+        &worker_llm.base_url,
+        &["--pool", "tree"],
+        |env| {
+            write_agent(&env.amplifier_home, SCOUT, "");
+        },
+    );
+
+    let run = spawn_run(&root, "Delegate it");
+    let out = finish(run, 120, || worker.output());
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{stderr}\nworker:\n{}",
+        worker.output()
+    );
+    assert!(out.status.success(), "{context}");
+    // The child's model read one scout's answer and two refusals with the root's limit.
+    assert!(stdout.starts_with("parent saw: "), "{context}");
+    assert!(stdout.contains("child saw: "), "{context}");
+    assert_eq!(stdout.matches(FOUND).count(), 1, "{context}");
+    assert_eq!(stdout.matches(REFUSED).count(), 2, "{context}");
+    let scouts_asked = worker_llm
+        .requests()
+        .iter()
+        .filter(|b| content_text(&b["messages"][0]).contains("You are scout."))
+        .count();
+    assert_eq!(scouts_asked, 1, "{context}");
+
+    // The scout is in the root's store, under the child.
+    let helpers = root.session_dirs(HELPER);
+    let scouts: Vec<_> = root
+        .session_dirs(SCOUT)
+        .into_iter()
+        .filter(|d| !helpers.contains(d))
+        .collect();
+    assert_eq!(helpers.len(), 1, "{context}");
+    assert_eq!(scouts.len(), 1, "{scouts:?}\n{context}");
+    let (child, scout) = (metadata(&helpers[0]), metadata(&scouts[0]));
+    assert_eq!(scout["parent_id"], child["session_id"], "{scout}");
+    assert_eq!(scout["status"], "completed", "{scout}");
+    assert_eq!(scout["depth"], 2, "{scout}");
+    assert!(scout["ran_on"]["worker"].as_str().is_some(), "{scout}");
+    assert_eq!(scout["working_dir"], child["working_dir"], "{scout}");
+    let tokens = |m: &Value| {
+        m["usage"]["input_tokens"].as_u64().unwrap_or(0)
+            + m["usage"]["output_tokens"].as_u64().unwrap_or(0)
+    };
+    assert!(tokens(&scout) > 0, "the scout's usage is kept: {scout}");
+    let transcript = std::fs::read_to_string(scouts[0].join("transcript.jsonl")).unwrap();
+    assert!(transcript.contains(FOUND), "{transcript}");
+    let events = std::fs::read_to_string(scouts[0].join("events.jsonl")).unwrap();
+    assert!(events.contains("\"session:fork\""), "{events}");
+    assert!(events.contains("\"provider:response\""), "{events}");
+
+    // `session show` finds it; `session tree` counts it in the root's subtree.
+    let id = scout["session_id"].as_str().unwrap();
+    let show = root
+        .std_cmd()
+        .args(["session", "show", id, "--transcript"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&show.stdout).to_string();
+    assert!(
+        show.status.success(),
+        "{shown}{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+    assert!(shown.contains(FOUND), "{shown}");
+    let tree = root.std_cmd().args(["session", "tree"]).output().unwrap();
+    let tree = String::from_utf8_lossy(&tree.stdout).to_string();
+    assert!(tree.contains(SCOUT), "{tree}");
+}
