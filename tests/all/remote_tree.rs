@@ -8,6 +8,10 @@
 //! the scout that ran is in the root's store under the child — metadata (`parent_id`,
 //! `ran_on`, its usage), transcript and events — so `arbor session show` finds it and
 //! `arbor session tree` counts it in the root's subtree.
+//!
+//! And with a person at the root (an interactive engine in this process, the same real
+//! worker): a scout's `bash` call waits for the root's person in the scout's own
+//! session, and the answer reaches the scout's turn on the worker.
 
 use std::sync::Arc;
 
@@ -189,4 +193,123 @@ fn a_remote_childs_own_sub_sessions_are_counted_and_kept_at_the_root() {
     let tree = root.std_cmd().args(["session", "tree"]).output().unwrap();
     let tree = String::from_utf8_lossy(&tree.stdout).to_string();
     assert!(tree.contains(SCOUT), "{tree}");
+}
+
+/// The worker's model for [`a_person_at_the_root_answers_a_remote_grandchilds_approval`]:
+/// the helper delegates to a scout, the scout runs `echo scout-was-here` (a `bash`
+/// call the job's approvals ask a person about), then each answers what it saw.
+fn asking_model() -> ScriptedServer {
+    ScriptedServer::start(Arc::new(|body: Value| {
+        let system = content_text(&body["messages"][0]);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().map(content_text).unwrap_or_default();
+        let reply = match (
+            system.contains("You are scout."),
+            last_role(&body) == "tool",
+        ) {
+            (true, false) => Reply::Sse(sse_tool_calls(&[(
+                "b1",
+                "bash",
+                json!({"command": "echo scout-was-here"}),
+            )])),
+            (true, true) => Reply::Sse(sse_text(&format!("scout ran: {last}"))),
+            (false, false) => Reply::Sse(sse_tool_calls(&[(
+                "s1",
+                "task",
+                json!({"agent": SCOUT, "instruction": "Run it"}),
+            )])),
+            (false, true) => Reply::Sse(sse_text(&format!("helper saw: {last}"))),
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_at_the_root_answers_a_remote_grandchilds_approval() {
+    use crate::support::fixture::{Fixture, HELPER, delegating, plan};
+    use arbor::config::remote::{RemoteAgents, RemoteConfig};
+    use arbor::engine::ApprovalMode;
+    use arbor::engine::testing::{Drive, Step};
+    use arbor::session::protocol::{AllowScope, ApprovalDecision};
+
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let mut fixture = Fixture::new(
+        plan(json!({"tools": [
+            {"module": "tool-bash"},
+            {"module": "tool-task", "config": {"max_recursion_depth": 2}}
+        ]})),
+        &[("helper", HELPER)],
+        delegating(
+            json!({"agent": "helper", "instruction": "do it"}),
+            vec![Step::text("RAN LOCALLY")],
+        ),
+    );
+    fixture.config.remote = Some(RemoteConfig {
+        nats_url: nats.url.clone(),
+        pool: "tree-ask".into(),
+        agents: RemoteAgents::All,
+        ack_wait: std::time::Duration::from_secs(5),
+    });
+    let llm = asking_model();
+    let _worker =
+        WorkerProc::start_with(&nats.url, &llm.base_url, &["--pool", "tree-ask"], |env| {
+            write_agent(&env.amplifier_home, SCOUT, "");
+        });
+    let engine = fixture.engine_mode(ApprovalMode::Interactive);
+    let root = engine.create_root(None).unwrap();
+    let turn = {
+        let (engine, root) = (engine.clone(), root.clone());
+        tokio::spawn(async move { engine.run_turn(&root, "go".into()).await })
+    };
+    // The scout's `bash` waits for the person at the root, in the scout's own session.
+    let sessions = fixture.paths.sessions_dir();
+    let scout_id = || {
+        std::fs::read_dir(&sessions)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .find(|name| name.ends_with("_scout"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let scout = loop {
+        if let Some(id) = scout_id().filter(|id| engine.waiting_approvals(id) == 1) {
+            break id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval of the scout at the root: {:?}",
+            llm.requests().len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    engine
+        .resolve_approval(
+            &scout,
+            "b1",
+            ApprovalDecision::Allow {
+                scope: AllowScope::Once,
+            },
+        )
+        .unwrap();
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), turn)
+        .await
+        .expect("the root's turn did not end")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.response, "root done");
+    // The command ran on the worker once the root said yes, and the answers came home.
+    let transcript =
+        std::fs::read_to_string(sessions.join(&scout).join("transcript.jsonl")).unwrap();
+    assert!(
+        transcript.contains(r#"\"stdout\":\"scout-was-here\\n\""#),
+        "{transcript}"
+    );
+    assert!(transcript.contains("scout ran: "), "{transcript}");
+    let helper_asked = llm.requests().iter().any(|b| {
+        content_text(b["messages"].as_array().unwrap().last().unwrap()).contains("scout ran: ")
+    });
+    assert!(helper_asked, "the helper read the scout's answer");
 }
