@@ -557,6 +557,25 @@ async fn a_remote_childs_own_sub_sessions_are_counted_kept_and_controlled_throug
             forward: Box::new(Forward::Steer("look left".into())),
         })
     );
+    // A run that ends while it waits for a person leaves it interrupted, asking nobody.
+    applier.event(Event::new(
+        &scout,
+        Some(&f.child.id),
+        EngineEvent::status(SessionStatus::Waiting),
+    ));
+    applier.event(Event::new(
+        &scout,
+        Some(&f.child.id),
+        EngineEvent::ApprovalRequired(ApprovalRequiredEvent {
+            tool_call_id: "c2".into(),
+            ..Default::default()
+        }),
+    ));
+    assert_eq!(approvals.waiting_in(&scout), 1);
+    applier.ended_without_answer(SessionStatus::Cancelled, None);
+    assert_eq!(approvals.waiting_in(&scout), 0);
+    let (stored, _) = f.store.load_metadata(&scout).unwrap();
+    assert_eq!(stored.status, SessionStatus::Interrupted);
     drop(applier);
     assert!(!runs.is_remote(&scout), "its entry ends with the run");
 }
