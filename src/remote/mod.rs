@@ -52,11 +52,45 @@ pub enum RemoteError {
 }
 
 impl RemoteError {
-    /// A [`RemoteError::Nats`] for a failed `what`, with the client's error text.
+    /// A [`RemoteError::Nats`] for a failed `what`, with the client's error text (said
+    /// once: async-nats writes some of its errors as `X: X`).
     pub fn nats(what: impl Into<String>, e: impl std::fmt::Display) -> Self {
         RemoteError::Nats {
             what: what.into(),
-            reason: e.to_string(),
+            reason: said_once(e.to_string()),
         }
+    }
+}
+
+/// `text` with a repeat of itself after `": "` dropped (`"a (b): a (b)"` → `"a (b)"`).
+fn said_once(text: String) -> String {
+    let half = text.len().saturating_sub(2) / 2;
+    let repeated = text.len() == 2 * half + 2
+        && text.is_char_boundary(half)
+        && text.is_char_boundary(half + 2)
+        && &text[half..half + 2] == ": "
+        && text[..half] == text[half + 2..];
+    if repeated {
+        text[..half].to_string()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::said_once;
+
+    #[test]
+    fn an_error_text_said_twice_is_said_once() {
+        let twice = "jetstream error: insufficient storage (code 500): jetstream error: insufficient storage (code 500)";
+        assert_eq!(
+            said_once(twice.into()),
+            "jetstream error: insufficient storage (code 500)"
+        );
+        for kept in ["a: b", "timed out", "", "x: x: y", "é: é!"] {
+            assert_eq!(said_once(kept.into()), kept);
+        }
+        assert_eq!(said_once("é: é".into()), "é");
     }
 }

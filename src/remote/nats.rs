@@ -39,8 +39,12 @@ const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long the out stream keeps a worker's message: a day (a root reads a run's
 /// messages while it runs; a crashed root's continue reads its own store).
 pub const OUT_KEEP: Duration = Duration::from_secs(24 * 3600);
-/// The most the out stream holds, in bytes (1 GiB); the oldest messages go first.
+/// The most the out stream holds, in bytes (1 GiB); the oldest messages go first. A
+/// server with less room for it (JetStream reserves a file stream's cap against its
+/// `max_file_store`) gets half as much, again and again down to [`OUT_MIN_BYTES`].
 pub const OUT_MAX_BYTES: i64 = 1 << 30;
+/// The smallest cap the out stream is made with on a server short of room (64 MiB).
+pub const OUT_MIN_BYTES: i64 = 64 << 20;
 /// The out stream's duplicate window: a message id seen within it is stored once.
 pub const OUT_DUPLICATES: Duration = Duration::from_secs(120);
 
@@ -176,7 +180,7 @@ impl Remote {
             duplicate_window: OUT_DUPLICATES,
             ..Default::default()
         };
-        self.stream(out).await?;
+        self.out_stream(out).await?;
         self.bucket(kv::Config {
             bucket: LEASES_BUCKET.into(),
             history: 1,
@@ -203,6 +207,62 @@ impl Remote {
             .await
             .map(drop)
             .map_err(|e| RemoteError::nats(format!("cannot create stream {name}"), e))
+    }
+
+    /// [`OUT_STREAM`] with `config`, its cap halved while the server says it has no
+    /// room for it, then once more (the cap that fits took all the room left, and the
+    /// buckets need some; each step logged); an operator's smaller cap on the
+    /// existing stream is kept.
+    async fn out_stream(&self, mut config: stream::Config) -> Result<(), RemoteError> {
+        let (replicas, cap) = match self.js.get_stream(OUT_STREAM).await {
+            Ok(stream) => {
+                let current = &stream.cached_info().config;
+                (current.num_replicas, current.max_bytes)
+            }
+            Err(e) if stream_not_found(&e) => (0, -1),
+            Err(e) => {
+                return Err(RemoteError::nats(
+                    format!("cannot read stream {OUT_STREAM}"),
+                    e,
+                ));
+            }
+        };
+        config.num_replicas = replicas;
+        if cap > 0 && cap < config.max_bytes {
+            config.max_bytes = cap;
+        }
+        let mut shrunk = false;
+        loop {
+            match self.js.create_or_update_stream(config.clone()).await {
+                // The largest cap that fits took whatever room was left: half of it
+                // leaves the buckets theirs.
+                Ok(_) if shrunk && config.max_bytes / 2 >= OUT_MIN_BYTES => {
+                    config.max_bytes /= 2;
+                    shrunk = false;
+                    tracing::warn!(
+                        "{OUT_STREAM} keeps at most {} MiB on this NATS server",
+                        config.max_bytes >> 20
+                    );
+                }
+                Ok(_) => return Ok(()),
+                Err(e) if short_of_room(&e) && config.max_bytes / 2 >= OUT_MIN_BYTES => {
+                    config.max_bytes /= 2;
+                    shrunk = true;
+                    tracing::warn!(
+                        "the NATS server has no room for a {} MiB {OUT_STREAM} stream; trying \
+                         {} MiB (raise its jetstream max_file_store for more)",
+                        (config.max_bytes * 2) >> 20,
+                        config.max_bytes >> 20
+                    );
+                }
+                Err(e) => {
+                    return Err(RemoteError::nats(
+                        format!("cannot create stream {OUT_STREAM}"),
+                        e,
+                    ));
+                }
+            }
+        }
     }
 
     async fn bucket(&self, mut config: kv::Config) -> Result<kv::Store, RemoteError> {
@@ -383,4 +443,11 @@ impl Remote {
 fn stream_not_found(e: &jetstream::context::GetStreamError) -> bool {
     matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(js)
         if js.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND)
+}
+
+/// Whether the server refused a stream for lack of room for its cap (JetStream error
+/// 10047, "insufficient storage resources available").
+fn short_of_room(e: &jetstream::context::CreateStreamError) -> bool {
+    matches!(e.kind(), jetstream::context::CreateStreamErrorKind::JetStream(js)
+        if js.error_code() == jetstream::ErrorCode::STORAGE_RESOURCES_EXCEEDED)
 }

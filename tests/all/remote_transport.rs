@@ -113,6 +113,41 @@ async fn the_out_stream_keeps_a_day_and_a_gib_at_most_even_when_an_older_arbor_m
     assert_eq!(config.retention, stream::RetentionPolicy::Limits);
 }
 
+/// A server with less room than the out stream's 1 GiB cap (JetStream reserves a file
+/// stream's cap against `max_file_store`): the stream gets the largest halving that
+/// fits, halved once more so the buckets still fit; an operator's smaller cap is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_out_stream_fits_a_server_short_of_room_and_leaves_the_buckets_theirs() {
+    let Some(server) = NatsServer::start_with_jetstream("  max_file_store: 300MB\n") else {
+        return;
+    };
+    let remote = Remote::connect(&server.url, "test", &RemoteAuth::default())
+        .await
+        .unwrap();
+    remote.ensure().await.unwrap();
+    let cap = |remote: Remote| async move {
+        let mut out = remote.js().get_stream(OUT_STREAM).await.unwrap();
+        out.info().await.unwrap().config.max_bytes
+    };
+    // 1 GiB and 512 MiB do not fit in 300 MB, 256 MiB does: half of it is kept.
+    assert_eq!(cap(remote.clone()).await, 128 << 20);
+    remote.leases().await.unwrap();
+    remote.payloads().await.unwrap();
+    // An operator's smaller cap stays.
+    let mut config = remote
+        .js()
+        .get_stream(OUT_STREAM)
+        .await
+        .unwrap()
+        .cached_info()
+        .config
+        .clone();
+    config.max_bytes = 96 << 20;
+    remote.js().update_stream(config).await.unwrap();
+    remote.ensure().await.unwrap();
+    assert_eq!(cap(remote.clone()).await, 96 << 20);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_payloads_go_through_the_object_store_and_small_ones_inline() {
     let Some(server) = NatsServer::start() else {

@@ -15,6 +15,7 @@
 //! ```
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -38,8 +39,8 @@ pub struct NatsServer {
     store: tempfile::TempDir,
     /// The server's stdout+stderr, appended to across restarts (read by [`Self::log`]).
     log: PathBuf,
-    /// Lines appended to the server's config (`scripts/nats-server --extra`), if any.
-    extra: Option<PathBuf>,
+    /// The script's arguments naming extra config (`--extra FILE`, `--js-extra FILE`).
+    extra: Vec<OsString>,
     child: Option<Child>,
 }
 
@@ -54,6 +55,16 @@ impl NatsServer {
     /// As [`Self::start`], with `conf` appended to the server's config (a `tls {…}` or
     /// `authorization {…}` block); the url's scheme is `nats://` either way.
     pub fn start_with(conf: &str) -> Option<Self> {
+        Self::start_configured(conf, "")
+    }
+
+    /// As [`Self::start`], with `js` inside the server's `jetstream {…}` block
+    /// (`max_file_store: 256MB`).
+    pub fn start_with_jetstream(js: &str) -> Option<Self> {
+        Self::start_configured("", js)
+    }
+
+    fn start_configured(conf: &str, js: &str) -> Option<Self> {
         let bin = match decide(installed(), std::env::var_os("CI").as_deref()) {
             Ok(bin) => bin?,
             Err(message) => panic!("{message}"),
@@ -61,16 +72,23 @@ impl NatsServer {
         assert!(bin.exists(), "{} is missing after install", bin.display());
         let store = tempfile::tempdir().expect("temp store dir for NATS");
         let log = store.path().join("nats-server.log");
-        let extra = (!conf.is_empty()).then(|| {
-            let path = store.path().join("extra.conf");
-            std::fs::write(&path, conf).expect("write the extra NATS config");
-            path
-        });
+        let mut extra = Vec::new();
+        for (flag, text, name) in [
+            ("--extra", conf, "extra.conf"),
+            ("--js-extra", js, "js-extra.conf"),
+        ] {
+            if !text.is_empty() {
+                let path = store.path().join(name);
+                std::fs::write(&path, text).expect("write the extra NATS config");
+                extra.push(OsString::from(flag));
+                extra.push(path.into_os_string());
+            }
+        }
         // A free port can be taken by someone else between the probe and the server's
         // bind: try a few.
         for _ in 0..5 {
             let port = free_port();
-            if let Some(child) = spawn_and_wait(port, store.path(), &log, extra.as_deref()) {
+            if let Some(child) = spawn_and_wait(port, store.path(), &log, &extra) {
                 return Some(Self {
                     url: format!("nats://127.0.0.1:{port}"),
                     port,
@@ -135,12 +153,9 @@ impl NatsServer {
         // The old listening socket may linger briefly; retry the bind for a while.
         let deadline = Instant::now() + READY_TIMEOUT;
         while Instant::now() < deadline {
-            if let Some(child) = spawn_and_wait(
-                self.port,
-                self.store.path(),
-                &self.log,
-                self.extra.as_deref(),
-            ) {
+            if let Some(child) =
+                spawn_and_wait(self.port, self.store.path(), &self.log, &self.extra)
+            {
                 self.child = Some(child);
                 return;
             }
@@ -302,7 +317,7 @@ impl Drop for NatsCluster {
 /// Spawns `scripts/nats-server --port P --store DIR` (output appended to `log`) and
 /// waits until it sends its `INFO` line with JetStream on; `None` (child reaped) when it
 /// exits first or does not become ready in time.
-fn spawn_and_wait(port: u16, store: &Path, log: &Path, extra: Option<&Path>) -> Option<Child> {
+fn spawn_and_wait(port: u16, store: &Path, log: &Path, extra: &[OsString]) -> Option<Child> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -312,12 +327,7 @@ fn spawn_and_wait(port: u16, store: &Path, log: &Path, extra: Option<&Path>) -> 
     let mut child = Command::new(SCRIPT)
         .args(["--port", &port.to_string(), "--store"])
         .arg(store)
-        .args(
-            extra
-                .map(|e| [std::ffi::OsStr::new("--extra"), e.as_os_str()])
-                .into_iter()
-                .flatten(),
-        )
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
