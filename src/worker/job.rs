@@ -9,9 +9,10 @@
 //! materialising the session (a redelivered job asks the root for the session as
 //! stored now, `arbor.sync.<session>`, signed with the run's key, and continues it
 //! with the engine's crash repair), running it through [`Engine`]
-//! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session its
-//! connection's one ordered stream carries as `WorkerMsg::Event` (all of them before
-//! the turn's reply), answering `Control` messages (approvals, steer, queue,
+//! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session — and
+//! of its own sub-sessions, counted and kept at the root (`tree`) — its connection's
+//! one ordered stream carries as `WorkerMsg::Event` (all of them before the turn's
+//! reply), answering `Control` messages (approvals, steer, queue,
 //! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
 //! and acking the job only after that was stored. A writing run saves its work in
 //! progress before each tool result goes to the root, and a resumed one restores it
@@ -686,10 +687,14 @@ fn command_of(id: &crate::session::SessionId, control: Control) -> Option<Engine
         },
         Control::Cancel => EngineCommand::Cancel { session_id },
         Control::Unqueue { id } => EngineCommand::Unqueue { session_id, id },
+        // One level only: the root never nests them.
         Control::Of {
             session_id,
             control,
-        } => return command_of(&session_id.into(), *control),
+        } => match *control {
+            Control::Of { .. } => return None,
+            control => return command_of(&session_id.into(), control),
+        },
         Control::Reserved { .. } => return None,
     })
 }
@@ -767,6 +772,20 @@ mod tests {
             EngineCommand::Cancel {
                 session_id: "g-1".into()
             }
+        );
+        let nested = Control::Of {
+            session_id: "g-1".into(),
+            control: Box::new(Control::Cancel),
+        };
+        assert_eq!(
+            command_of(
+                &id,
+                Control::Of {
+                    session_id: "g-2".into(),
+                    control: Box::new(nested)
+                }
+            ),
+            None
         );
         assert_eq!(
             command_of(

@@ -9,7 +9,9 @@
 //! (`changes`) —, counting the late writes the epoch fence refuses (`fence`), and
 //! [`RemoteRuns`]: the runtime's registry of runs in flight, through which steers,
 //! queued messages, their withdrawals and approval answers reach the worker (`Control` on
-//! `arbor.ctl.<session>`), plus the process's NATS connections. Cancelling is the
+//! `arbor.ctl.<session>`), plus the process's NATS connections, and [`Adopt`]: how a
+//! remote child's own sub-sessions (issue 38 item 7) are made live in the root's store
+//! (the runtime implements it). Cancelling is the
 //! child's own token (a child token of the calling turn's, so cancelling any ancestor
 //! reaches it): the run sends `Control::Cancel` when it fires.
 //!
