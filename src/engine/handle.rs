@@ -85,6 +85,8 @@ pub struct EngineBuilder {
     options: RuntimeOptions,
     hooks: RuntimeHooks,
     warn_unlisted: bool,
+    /// The HTTP clients to share with other runtimes of the process (`None`: its own).
+    http: Option<Arc<crate::provider::HttpPool>>,
 }
 
 impl EngineBuilder {
@@ -92,6 +94,15 @@ impl EngineBuilder {
     /// `hooks.extra_tools` mounted in every session.
     pub fn hooks(mut self, hooks: RuntimeHooks) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// Providers' HTTP clients from `pool`, shared with every other runtime built
+    /// with it (a worker's engine per job: the system certificates read and the
+    /// provider's connections made once per process, not once per job), instead of a
+    /// pool of the runtime's own.
+    pub fn http_pool(mut self, pool: Arc<crate::provider::HttpPool>) -> Self {
+        self.http = Some(pool);
         self
     }
 
@@ -106,7 +117,8 @@ impl EngineBuilder {
 
     /// The handle over a new runtime, following no transcript yet.
     pub fn build(self) -> Engine {
-        let mut engine = Engine::over(Runtime::with_hooks(self.options, self.hooks));
+        let http = self.http.unwrap_or_default();
+        let mut engine = Engine::over(Runtime::with_pool(self.options, self.hooks, http));
         engine.warn_unlisted = self.warn_unlisted;
         engine
     }
@@ -121,6 +133,7 @@ impl Engine {
             options,
             hooks: RuntimeHooks::default(),
             warn_unlisted: true,
+            http: None,
         }
     }
 

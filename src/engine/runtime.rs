@@ -126,11 +126,23 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
-    /// A runtime with injected providers and/or extra tools (tests, embedders).
+    /// [`Runtime::with_pool`] with an HTTP pool of its own (the engine's tests).
+    #[cfg(test)]
+    pub fn with_hooks(options: RuntimeOptions, hooks: RuntimeHooks) -> Arc<Self> {
+        Self::with_pool(options, hooks, Arc::default())
+    }
+
+    /// A runtime with injected providers and/or extra tools (tests, embedders), its
+    /// providers taking their HTTP clients from `http` (its own, or shared with
+    /// other runtimes of the process).
     ///
     /// The config's and the environment's provider keys join the process's secret
     /// register (`session::redact::register_secrets`) so no error text shows them.
-    pub fn with_hooks(options: RuntimeOptions, hooks: RuntimeHooks) -> Arc<Self> {
+    pub(crate) fn with_pool(
+        options: RuntimeOptions,
+        hooks: RuntimeHooks,
+        http: Arc<HttpPool>,
+    ) -> Arc<Self> {
         crate::session::redact::register_secrets(providers::secrets(
             &MountPlan::default(),
             &options.config,
@@ -157,7 +169,7 @@ impl Runtime {
                     registry: options.registry,
                     env: options.env,
                     models: Arc::new(ModelCache::new()),
-                    http: HttpPool::new(),
+                    http,
                     provider_factory: hooks.provider_factory,
                     extra_tools: hooks.extra_tools,
                     task_host: Arc::new(Host::new(sessions)),
