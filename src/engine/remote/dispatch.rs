@@ -167,10 +167,7 @@ impl Dispatched {
         }
         let metadata = child.metadata();
         let plan = MountPlan::from_value(crate::session::redact::redact(&child.plan.to_value()));
-        let files = {
-            let (metadata, plan) = (metadata.clone(), child.plan.clone());
-            isolate::blocking(move || changes::job_files(&metadata, &plan)).await
-        };
+        let files = runs.repos.job_files(&metadata, &child.plan).await;
         let transcript = child.transcript_snapshot().to_vec();
         let name = format!("{}-{run}-transcript", wire::token(&session)?);
         let job = Job {

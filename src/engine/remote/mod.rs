@@ -66,6 +66,8 @@ pub(crate) struct RemoteRuns {
     /// Session id → the channel its run forwards controls from.
     runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
     refused: fence::Refused,
+    /// The repository look-ups children dispatched at once share.
+    repos: changes::Lookups,
     /// URL → a connected client with arbor's streams and buckets ensured, and what
     /// its runs share (`hub`).
     connections: Mutex<HashMap<String, Arc<hub::Hub>>>,
