@@ -191,8 +191,7 @@ fn main() {
     }
     drop(workers);
     // The same with as many remote slots as children (local runs them all at once), on
-    // a fresh server: the root's ended runs leave their ordered consumers until they
-    // expire, and a server refuses a stream's 1001st consumer.
+    // a fresh server and a fresh root (its own connection).
     let nats = Nats::start();
     tokio.block_on(observe(&nats.url, wire.clone()));
     let slots = THROUGHPUT_TASKS / WORKERS;

@@ -4,7 +4,8 @@
 //! Owns: the flags, the worker's [`Factory`] — an engine per job over this machine's
 //! config (provider keys, MCP servers, sandbox) and bundle, with the job's `approvals:`
 //! replacing the config's, no `remote:` (a job's own sub-sessions run on this worker)
-//! and interactive approvals (answered by the root) — where
+//! and interactive approvals (answered by the root), all jobs' engines sharing one
+//! pool of HTTP clients — where
 //! its jobs' directories go (`worker/` in arbor's state directory), and stopping on
 //! Ctrl-C / SIGTERM. Does not own: the
 //! worker loop, leases or the wire (`worker`, `remote`).
@@ -147,6 +148,9 @@ pub async fn run(args: WorkerArgs, options: ContextOptions) -> Result<i32> {
 /// An engine per job over `ctx` (see the module doc).
 fn factory(ctx: Context) -> Factory {
     let (registry, handle) = tokio::sync::watch::channel(ctx.registry.clone());
+    // One pool for every job's engine: the system certificates are read, and the
+    // provider's connections made, once per worker instead of once per job.
+    let http = Arc::new(crate::provider::HttpPool::new());
     Arc::new(move |setup: JobSetup| {
         // The sender lives as long as the factory, so every job's registry stays open.
         let _ = &registry;
@@ -155,7 +159,7 @@ fn factory(ctx: Context) -> Factory {
         // A job's own sub-sessions run here: dispatching them to the pool again could
         // wait on a slot this very job holds.
         config.remote = None;
-        Ok(Engine::builder(RuntimeOptions {
+        let options = RuntimeOptions {
             paths: setup.paths,
             config,
             bundle: ctx.bundle.clone(),
@@ -163,10 +167,12 @@ fn factory(ctx: Context) -> Factory {
             env: ctx.env.clone(),
             bus: EventBus::new(),
             approval_mode: ApprovalMode::Interactive,
-        })
-        .tree_room(setup.tree_room)
-        .headless()
-        .build())
+        };
+        Ok(Engine::builder(options)
+            .headless()
+            .http_pool(http.clone())
+            .tree_room(setup.tree_room)
+            .build())
     })
 }
 

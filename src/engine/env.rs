@@ -59,8 +59,9 @@ pub(crate) struct TurnEnv {
     /// Provider model lists (routing, and the model of a provider that leaves it to
     /// the server), fetched once per provider per process.
     pub models: Arc<ModelCache>,
-    /// The HTTP clients of every session's provider: one per endpoint per process.
-    pub http: HttpPool,
+    /// The HTTP clients of every session's provider: one per endpoint per process
+    /// (shared with other runtimes when the engine was built with a pool).
+    pub http: Arc<HttpPool>,
     /// Builds providers instead of `routing::setup::build_provider` (scripted fakes).
     pub provider_factory: Option<ProviderFactory>,
     /// Tools mounted in every session in addition to the plan's modules.

@@ -86,6 +86,8 @@ pub struct EngineBuilder {
     hooks: RuntimeHooks,
     warn_unlisted: bool,
     tree_room: Option<Arc<dyn super::TreeRoom>>,
+    /// The HTTP clients to share with other runtimes of the process (`None`: its own).
+    http: Option<Arc<crate::provider::HttpPool>>,
 }
 
 impl EngineBuilder {
@@ -93,6 +95,15 @@ impl EngineBuilder {
     /// `hooks.extra_tools` mounted in every session.
     pub fn hooks(mut self, hooks: RuntimeHooks) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// Providers' HTTP clients from `pool`, shared with every other runtime built
+    /// with it (a worker's engine per job: the system certificates read and the
+    /// provider's connections made once per process, not once per job), instead of a
+    /// pool of the runtime's own.
+    pub fn http_pool(mut self, pool: Arc<crate::provider::HttpPool>) -> Self {
+        self.http = Some(pool);
         self
     }
 
@@ -114,7 +125,8 @@ impl EngineBuilder {
 
     /// The handle over a new runtime, following no transcript yet.
     pub fn build(self) -> Engine {
-        let runtime = Runtime::with_room(self.options, self.hooks, self.tree_room);
+        let http = self.http.unwrap_or_default();
+        let runtime = Runtime::with_parts(self.options, self.hooks, http, self.tree_room);
         let mut engine = Engine::over(runtime);
         engine.warn_unlisted = self.warn_unlisted;
         engine
@@ -131,6 +143,7 @@ impl Engine {
             hooks: RuntimeHooks::default(),
             warn_unlisted: true,
             tree_room: None,
+            http: None,
         }
     }
 

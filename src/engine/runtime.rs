@@ -126,16 +126,25 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
 pub const LABEL_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Runtime {
+    /// [`Runtime::with_parts`] with an HTTP pool of its own and the process's tree
+    /// limits (the engine's tests).
+    #[cfg(test)]
+    pub fn with_hooks(options: RuntimeOptions, hooks: RuntimeHooks) -> Arc<Self> {
+        Self::with_parts(options, hooks, Arc::default(), None)
+    }
+
     /// A runtime with injected providers and/or extra tools (tests, embedders), its
-    /// sub-sessions counted by `room` when given instead of against this process's
-    /// `limits.max_sessions_per_tree` (a worker's job: its root counts them, issue 38
-    /// item 7).
+    /// providers taking their HTTP clients from `http` (its own, or shared with
+    /// other runtimes of the process), its sub-sessions counted by `room` when given
+    /// instead of against this process's `limits.max_sessions_per_tree` (a worker's
+    /// job: its root counts them, issue 38 item 7).
     ///
     /// The config's and the environment's provider keys join the process's secret
     /// register (`session::redact::register_secrets`) so no error text shows them.
-    pub fn with_room(
+    pub(crate) fn with_parts(
         options: RuntimeOptions,
         hooks: RuntimeHooks,
+        http: Arc<HttpPool>,
         room: Option<Arc<dyn super::TreeRoom>>,
     ) -> Arc<Self> {
         crate::session::redact::register_secrets(providers::secrets(
@@ -165,7 +174,7 @@ impl Runtime {
                     registry: options.registry,
                     env: options.env,
                     models: Arc::new(ModelCache::new()),
-                    http: HttpPool::new(),
+                    http,
                     provider_factory: hooks.provider_factory,
                     extra_tools: hooks.extra_tools,
                     task_host: Arc::new(Host::new(sessions)),

@@ -52,6 +52,25 @@ pub enum RemoteError {
 }
 
 impl RemoteError {
+    /// The same error again, for a second caller of one shared attempt: a
+    /// `Connect` or `Nats` error as it is, any other as a `Nats` error with its text.
+    pub fn again(&self) -> Self {
+        match self {
+            RemoteError::Connect { url, reason } => RemoteError::Connect {
+                url: url.clone(),
+                reason: reason.clone(),
+            },
+            RemoteError::Nats { what, reason } => RemoteError::Nats {
+                what: what.clone(),
+                reason: reason.clone(),
+            },
+            other => RemoteError::Nats {
+                what: "cannot connect".into(),
+                reason: other.to_string(),
+            },
+        }
+    }
+
     /// A [`RemoteError::Nats`] for a failed `what`, with the client's error text (said
     /// once: async-nats writes some of its errors as `X: X`).
     pub fn nats(what: impl Into<String>, e: impl std::fmt::Display) -> Self {

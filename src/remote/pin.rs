@@ -119,6 +119,17 @@ impl Binding {
         }
     }
 
+    /// Whether a message under `epoch` can be judged at `now` without reading the
+    /// lease first: `epoch` is the pinned holder's and its last renewal seen is within
+    /// its expiry, so no new holder could be taken now (a newer epoch read now would be
+    /// [`Observed::Usurped`], which ends the run as the watch will, and the message is
+    /// the pinned holder's either way). `false` before any holder is pinned.
+    pub fn current(&self, epoch: u64, now: Instant) -> bool {
+        self.pinned.as_ref().is_some_and(|p| {
+            p.lease.epoch == epoch && now.saturating_duration_since(p.alive_at) < p.expiry()
+        })
+    }
+
     /// The pinned holder, if any.
     pub fn holder(&self) -> Option<&RanOn> {
         self.pinned.as_ref().map(|p| &p.lease.ran_on)
@@ -381,6 +392,23 @@ mod tests {
             binding.admit(2, (Some(0), Some(&new)), b"m"),
             Verdict::Apply
         );
+    }
+
+    #[test]
+    fn a_message_is_judged_without_a_read_only_while_its_holder_is_alive() {
+        let a = Signer::generate().unwrap();
+        let t0 = Instant::now();
+        let mut binding = Binding::new("s", 7);
+        assert!(!binding.current(1, t0), "nothing pinned yet");
+        binding.observe(&lease(1, "w-a", &a, 7), 1, t0);
+        assert!(binding.current(1, t0 + Duration::from_millis(1900)));
+        assert!(!binding.current(2, t0), "another epoch");
+        assert!(!binding.current(0, t0), "no epoch");
+        // Silent for its whole expiry (2 s): a new holder may have been taken.
+        assert!(!binding.current(1, t0 + Duration::from_millis(2000)));
+        // A renewal seen makes it current again.
+        binding.observe(&lease(1, "w-a", &a, 7), 2, t0 + Duration::from_millis(2500));
+        assert!(binding.current(1, t0 + Duration::from_millis(4000)));
     }
 
     #[test]

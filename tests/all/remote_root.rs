@@ -776,5 +776,6 @@ async fn a_cancel_before_any_worker_started_takes_the_job_out_of_the_queue() {
 }
 
 mod forged;
+mod hub;
 mod notices;
 mod person;

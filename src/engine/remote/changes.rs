@@ -3,7 +3,9 @@
 //! child's root-side worktree ([`apply`]: `git apply --index` then a commit on the
 //! child's branch), so `arbor session merge` / `discard` work unchanged.
 //!
-//! Owns: those two steps, through the `git` CLI (`isolation::git`). Does not own:
+//! Owns: those two steps, through the `git` CLI (`isolation::git`), and
+//! [`Lookups`]: children dispatched at once from one working directory share one
+//! look-up of its repository (one `git` run, not one per child). Does not own:
 //! making or removing worktrees (`isolation::worktree`, `engine::isolate`), the
 //! worker's side (`worker`).
 //!
@@ -13,9 +15,13 @@
 //! the worker (a warning says so); its patch is made against that `HEAD`, and applies
 //! to the worktree as long as it touches other lines (`--3way` is tried second).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::config::MountPlan;
+use crate::engine::live::lock;
 use crate::isolation::git::Git;
 use crate::isolation::{IsolationError, Repo};
 use crate::session::Metadata;
@@ -53,6 +59,34 @@ pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> 
         });
     }
     let dir = PathBuf::from(metadata.working_dir.as_deref()?);
+    dir_facts(dir).map(|facts| facts.files(plan))
+}
+
+/// What a job says about the repository a working directory is in (no worktree of
+/// the child's own): the same for every child working there at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DirFacts {
+    base_commit: String,
+    repo_name: String,
+    relative_dir: String,
+}
+
+impl DirFacts {
+    /// The job's files of a child with `plan` working there.
+    fn files(self, plan: &MountPlan) -> Files {
+        Files {
+            base_commit: self.base_commit,
+            repo_name: self.repo_name,
+            relative_dir: self.relative_dir,
+            writes: super::super::isolate::may_write(plan),
+            unseen: None,
+        }
+    }
+}
+
+/// The repository `dir` is in, its `HEAD` and `dir` relative to its top; `None`
+/// outside git (or in a repository with no commit yet). Runs `git`.
+fn dir_facts(dir: PathBuf) -> Option<DirFacts> {
     let repo = Repo::discover(&dir).ok()?;
     let head = repo.git().commit_of("HEAD").ok().flatten()?;
     let canonical = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -60,13 +94,54 @@ pub(crate) fn job_files(metadata: &Metadata, plan: &MountPlan) -> Option<Files> 
         .strip_prefix(&repo.top)
         .map(|p| p.to_string_lossy().to_string())
         .unwrap_or_default();
-    Some(Files {
+    Some(DirFacts {
         base_commit: head,
         repo_name: basename(&repo.top),
         relative_dir,
-        writes: super::super::isolate::may_write(plan),
-        unseen: None,
     })
+}
+
+/// The last look-up of one working directory: when it started, and what it found.
+type LastLookup = Arc<tokio::sync::Mutex<Option<(Instant, Option<DirFacts>)>>>;
+
+/// Repository look-ups of the runtime's remote children (issue 38 item 8): a child
+/// working in a directory (no worktree of its own) takes the answer of a look-up of
+/// that directory that started after the child asked — so as fresh as one of its
+/// own — and the children dispatched at once share one instead of running `git` each.
+#[derive(Default)]
+pub(crate) struct Lookups {
+    by_dir: Mutex<HashMap<PathBuf, LastLookup>>,
+    /// Look-ups run so far (a test hook).
+    #[cfg(test)]
+    looked: std::sync::atomic::AtomicUsize,
+}
+
+impl Lookups {
+    /// [`job_files`] of a child with `metadata` and `plan`, shared as the type's doc
+    /// says (a child with an active worktree looks its own up).
+    pub(crate) async fn job_files(&self, metadata: &Metadata, plan: &MountPlan) -> Option<Files> {
+        use super::super::isolate::blocking;
+        if metadata.active_worktree().is_some() {
+            return blocking(|| job_files(metadata, plan)).await;
+        }
+        let dir = PathBuf::from(metadata.working_dir.as_deref()?);
+        let asked = Instant::now();
+        let slot = lock(&self.by_dir).entry(dir.clone()).or_default().clone();
+        let mut last = slot.lock().await;
+        let facts = match &*last {
+            Some((started, facts)) if *started >= asked => facts.clone(),
+            _ => {
+                let started = Instant::now();
+                #[cfg(test)]
+                self.looked
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let facts = blocking(|| dir_facts(dir)).await;
+                *last = Some((started, facts.clone()));
+                facts
+            }
+        };
+        facts.map(|facts| facts.files(plan))
+    }
 }
 
 /// The note when the worktree's base (the parent's working tree at spawn, committed)
@@ -210,6 +285,59 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(job_files(&m, &plan), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn children_in_one_directory_share_a_look_up_started_after_they_asked() {
+        let (_tmp, record) = repo_with_worktree();
+        let sub = record.repo.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        let head = git(&record.repo, &["rev-parse", "HEAD"]);
+        let m = Metadata {
+            working_dir: Some(sub.display().to_string()),
+            ..Default::default()
+        };
+        let plan = MountPlan::from_value(json!({}));
+        let lookups = Arc::new(Lookups::default());
+        // Eight children ask while a look-up of their directory is under way (its
+        // slot held here): one look-up that starts after all of them asked serves all.
+        let slot = lock(&lookups.by_dir)
+            .entry(sub.clone())
+            .or_default()
+            .clone();
+        let held = slot.lock().await;
+        let asking: Vec<_> = (0..8)
+            .map(|_| {
+                let (lookups, m, plan) = (lookups.clone(), m.clone(), plan.clone());
+                tokio::spawn(async move { lookups.job_files(&m, &plan).await })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        drop(held);
+        for asked in asking {
+            let files = asked.await.unwrap().expect("a repository");
+            assert_eq!(files.base_commit, head);
+            assert_eq!(files.repo_name, "proj");
+            assert_eq!(files.relative_dir, "sub");
+            assert!(!files.writes);
+        }
+        assert_eq!(lookups.looked.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // A child asking after a commit sees it: an earlier look-up never serves.
+        std::fs::write(record.repo.join("b.txt"), "two\n").unwrap();
+        git(&record.repo, &["add", "b.txt"]);
+        git(&record.repo, &["commit", "--quiet", "-m", "second"]);
+        let second = git(&record.repo, &["rev-parse", "HEAD"]);
+        assert_ne!(second, head);
+        let files = lookups.job_files(&m, &plan).await.unwrap();
+        assert_eq!(files.base_commit, second);
+        assert_eq!(lookups.looked.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Outside git: no files.
+        let outside = tempfile::tempdir().unwrap();
+        let m = Metadata {
+            working_dir: Some(outside.path().display().to_string()),
+            ..Default::default()
+        };
+        assert_eq!(lookups.job_files(&m, &plan).await, None);
     }
 
     #[test]

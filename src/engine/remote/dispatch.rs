@@ -4,12 +4,14 @@
 //!
 //! Owns: [`run`] — the child's running guard (its token a child of the calling
 //! turn's), the connection (an unreachable server fails the child's turn with an error
-//! naming the URL; never a local run), the ordered consumer of the out subject and the
+//! naming the URL; never a local run), the run's registration with the connection's
+//! hub (its out messages and lease writes routed to it) and the
 //! `arbor.sync.<session>` subscription (both made before the job is published), the
 //! job itself (redacted plan, transcript payload, the root's `approvals:` rules, the
 //! repository facts), the binding of the run to its lease holder
-//! (`remote::pin::Binding`, fed by a watch of the session's lease key and a read
-//! before each message: only the pinned holder's signed messages are applied, a
+//! (`remote::pin::Binding`, fed by the hub's watch of the leases and a read before a
+//! message unless the watch showed its epoch held by a holder alive now: only the
+//! pinned holder's signed messages are applied, a
 //! refused one is logged and counted, and a lease taken while its holder is alive
 //! fails the run; issue 34 item 7), controls out on `arbor.ctl.<session>`, answering a
 //! redelivered job's sync request when the holder signed it, and turning `Done` into
@@ -20,13 +22,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use futures::StreamExt;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
 use super::apply::{Applier, Finished};
 use super::changes;
+use super::hub::{Hub, Inbox};
 use super::person::RunInput;
 use super::{Forward, RemoteRuns, auth};
 use crate::config::MountPlan;
@@ -39,7 +41,7 @@ use crate::remote::lease;
 use crate::remote::pin::{Binding, Observed, Verdict};
 use crate::remote::seal::{SEQ_HEADER, SIG_HEADER};
 use crate::remote::wire::{
-    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, OUT_STREAM, SyncReply,
+    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, SyncReply,
     WORKER_HEADER, WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
@@ -101,19 +103,20 @@ pub(crate) async fn run(
     Ok(outcome)
 }
 
-/// A published job and what the root consumes for it: the out stream, the sync
-/// subscription and the watch of the session's lease (owned by the loop), and the
+/// A published job and what the root consumes for it: its inbox at the hub (out
+/// messages, lease writes) and the sync subscription (owned by the loop), and the
 /// rest (shared by the handlers).
 struct Dispatched {
     link: Link,
-    out: async_nats::jetstream::consumer::pull::Ordered,
+    inbox: Inbox,
     sync: async_nats::Subscriber,
-    watch: async_nats::jetstream::kv::Watch,
 }
 
 /// What the handlers of a run's messages need.
 struct Link {
     remote: Remote,
+    /// What the runs on this connection share.
+    hub: Arc<Hub>,
     placement: RemotePlacement,
     session: String,
     run: u64,
@@ -144,11 +147,12 @@ impl Dispatched {
         input: RunInput,
         placement: &RemotePlacement,
     ) -> Result<Self, RemoteError> {
-        let remote = runs.connection(&placement.nats_url, &auth(env)).await?;
+        let hub = runs.connection(&placement.nats_url, &auth(env)).await?;
+        let remote = hub.remote().clone();
         let session = child.id.to_string();
-        let leases = remote.leases().await?;
-        let payloads = remote.payloads().await?;
-        let (out, sync, watch) = listen(&remote, &leases, &session).await?;
+        let leases = hub.leases().clone();
+        let payloads = hub.payloads().await?;
+        let (inbox, sync) = listen(&hub, &session).await?;
         let mut run = 0;
         child.update_metadata(|m| {
             run = m.arbor.remote_runs.unwrap_or(0) + 1;
@@ -164,10 +168,7 @@ impl Dispatched {
         }
         let metadata = child.metadata();
         let plan = MountPlan::from_value(crate::session::redact::redact(&child.plan.to_value()));
-        let files = {
-            let (metadata, plan) = (metadata.clone(), child.plan.clone());
-            isolate::blocking(move || changes::job_files(&metadata, &plan)).await
-        };
+        let files = runs.repos.job_files(&metadata, &child.plan).await;
         let transcript = child.transcript_snapshot().to_vec();
         let name = format!("{}-{run}-transcript", wire::token(&session)?);
         let job = Job {
@@ -199,9 +200,9 @@ impl Dispatched {
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
             publish_job(&remote, &placement.pool, &job, &format!("{session}-{run}")).await?;
-        let published = remote.jobs_stream().await;
+        let published = hub.jobs_stream_since(tokio::time::Instant::now()).await;
         child.set_status(SessionStatus::Queued);
-        warn_if_no_worker(&remote, child, &placement.pool).await;
+        warn_if_no_worker(&hub, child, &placement.pool).await;
         tracing::info!(
             session, run, pool = %placement.pool, url = %remote.url(),
             "remote sub-session dispatched"
@@ -210,6 +211,7 @@ impl Dispatched {
             link: Link {
                 ctl_subject: wire::ctl_subject(&session)?,
                 remote,
+                hub,
                 placement: placement.clone(),
                 session,
                 run,
@@ -219,9 +221,8 @@ impl Dispatched {
                 _alive: alive,
                 leases,
             },
-            out,
+            inbox,
             sync,
-            watch,
         })
     }
 
@@ -236,12 +237,11 @@ impl Dispatched {
     ) -> TurnOutcome {
         let Dispatched {
             link,
-            mut out,
+            mut inbox,
             mut sync,
-            mut watch,
         } = self;
-        let streams = (&mut out, &mut sync, &mut watch);
-        link.follow(runs, applier, &mut rx, token, streams).await
+        link.follow(runs, applier, &mut rx, token, (&mut inbox, &mut sync))
+            .await
     }
 }
 
@@ -253,11 +253,7 @@ impl Link {
         applier: &mut Applier<'_>,
         rx: &mut UnboundedReceiver<Forward>,
         token: &CancellationToken,
-        (out, sync, watch): (
-            &mut async_nats::jetstream::consumer::pull::Ordered,
-            &mut async_nats::Subscriber,
-            &mut async_nats::jetstream::kv::Watch,
-        ),
+        (inbox, sync): (&mut Inbox, &mut async_nats::Subscriber),
     ) -> TurnOutcome {
         let mut binding = Binding::new(
             &self.session,
@@ -288,8 +284,7 @@ impl Link {
                 _ = checks.tick() => {
                     let cancelling = cancel_deadline.is_some();
                     let state = (&mut binding, &mut store, &mut republished);
-                    let streams = (&mut *out, &mut *sync, &mut *watch);
-                    if let Some(outcome) = self.checked(applier, cancelling, state, streams).await {
+                    if let Some(outcome) = self.checked(applier, cancelling, state).await {
                         return outcome;
                     }
                 }
@@ -306,28 +301,15 @@ impl Link {
                         return outcome;
                     }
                 }
-                Some(entry) = watch.next() => {
-                    let Ok(entry) = entry else { continue };
-                    if entry.operation != async_nats::jetstream::kv::Operation::Put {
-                        continue;
-                    }
-                    let Ok(lease) = serde_json::from_slice::<Lease>(&entry.value) else {
-                        continue;
-                    };
-                    let observed = binding.observe(&lease, entry.revision, std::time::Instant::now());
+                Some((lease, revision)) = inbox.leases.recv() => {
+                    let observed = binding.observe(&lease, revision, std::time::Instant::now());
                     if let Some(outcome) = self.observed(applier, observed) {
                         return outcome;
                     }
                 }
-                message = out.next() => {
+                message = inbox.out.recv() => {
                     let message = match message {
-                        Some(Ok(message)) => message,
-                        Some(Err(e)) => {
-                            // The ordered consumer recreates itself; do not spin meanwhile.
-                            tracing::warn!(session = %self.session, "reading the out stream: {e}");
-                            tokio::time::sleep(Duration::from_millis(200)).await;
-                            continue;
-                        }
+                        Some(message) => message,
                         None => {
                             let error = format!(
                                 "remote sub-session: the out stream at {} ended",
@@ -354,8 +336,9 @@ impl Link {
         }
     }
 
-    /// Checks `message` against the binding (the lease read first) and applies it;
-    /// the outcome when it ends the run.
+    /// Checks `message` against the binding (the lease read first, unless the watch
+    /// showed the message's epoch held by a holder alive now: `Binding::current`) and
+    /// applies it; the outcome when it ends the run.
     async fn admit(
         &self,
         runs: &RemoteRuns,
@@ -374,7 +357,12 @@ impl Link {
             }
         };
         let kind = kind_of(&parsed);
-        match self.read_lease().await {
+        let read = if binding.current(epoch, std::time::Instant::now()) {
+            Ok(None)
+        } else {
+            self.read_lease().await
+        };
+        match read {
             Ok(Some((lease, revision))) => {
                 let observed = binding.observe(&lease, revision, std::time::Instant::now());
                 if let Some(outcome) = self.observed(applier, observed) {
@@ -476,7 +464,7 @@ impl Link {
                 None => error,
             });
         };
-        let changes = match self.remote.payloads().await {
+        let changes = match self.hub.payloads().await {
             Ok(store) => changes.unpack(&store).await,
             Err(e) => Err(e),
         };
@@ -561,7 +549,7 @@ impl Link {
             wire::now_ms()
         );
         let transcript = child.transcript_snapshot().to_vec();
-        let answer = match self.remote.payloads().await {
+        let answer = match self.hub.payloads().await {
             Ok(store) => match Payload::pack(&store, &name, transcript).await {
                 Ok(transcript) => SyncReply {
                     metadata: Some(Box::new(child.metadata())),
@@ -670,65 +658,32 @@ impl Link {
     }
 }
 
-/// A sync answer saying why the state could not be sent.
 /// What the root listens to for one run of `session`, made before its job is
-/// published: the ordered consumer of its out subject (new messages only), the
-/// subscription to its sync subject, and the watch of its lease (every write from
-/// now on, renewals included: the binding sees its holder alive by them, and a
-/// takeover at the moment it happens).
+/// published: its inbox at `hub` (its out messages, new ones only, and every write of
+/// its lease from now on, renewals included: the binding sees its holder alive by
+/// them, and a takeover at the moment it happens), and the subscription to its sync
+/// subject.
 ///
-/// Errors: the stream, the consumer, the subscription or the watch cannot be made.
-async fn listen(
-    remote: &Remote,
-    leases: &async_nats::jetstream::kv::Store,
-    session: &str,
-) -> Result<
-    (
-        async_nats::jetstream::consumer::pull::Ordered,
-        async_nats::Subscriber,
-        async_nats::jetstream::kv::Watch,
-    ),
-    RemoteError,
-> {
-    let out_subject = wire::out_subject(session)?;
-    let stream = remote
-        .js()
-        .get_stream(OUT_STREAM)
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot open stream {OUT_STREAM}"), e))?;
-    let consumer = stream
-        .create_consumer(OrderedConfig {
-            filter_subject: out_subject.clone(),
-            deliver_policy: DeliverPolicy::New,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
-    let out = consumer
-        .messages()
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot consume {out_subject}"), e))?;
+/// Errors: `session` is no valid token, the hub's consumer cannot be made again, or
+/// the subscription cannot be made.
+async fn listen(hub: &Hub, session: &str) -> Result<(Inbox, async_nats::Subscriber), RemoteError> {
+    let inbox = hub.register(session).await?;
     let sync_subject = wire::sync_subject(session)?;
-    let sync = remote
+    let sync = hub
+        .remote()
         .client()
         .subscribe(sync_subject.clone())
         .await
         .map_err(|e| RemoteError::nats(format!("cannot subscribe to {sync_subject}"), e))?;
-    let watch = leases
-        .watch(wire::token(session)?)
-        .await
-        .map_err(|e| RemoteError::nats(format!("cannot watch the lease of {session}"), e))?;
-    Ok((out, sync, watch))
+    Ok((inbox, sync))
 }
 
 /// Says on the child (its thread, `arbor run`'s stderr) when no live worker serves
-/// `pool`: the job waits until one joins. Looked up for at most 2 s; a failed look-up
-/// says nothing (the job is published either way).
-async fn warn_if_no_worker(remote: &Remote, child: &LiveSession, pool: &str) {
-    let lookup = tokio::time::timeout(Duration::from_secs(2), remote.live_workers()).await;
-    if let Ok(Ok(workers)) = lookup
-        && !workers.iter().any(|w| w.pool == pool)
-    {
+/// `pool`: the job waits until one joins. Looked up for at most 2 s (shared by the
+/// runs on the connection, `Hub::pool_served`); a failed look-up says nothing (the
+/// job is published either way).
+async fn warn_if_no_worker(hub: &Hub, child: &LiveSession, pool: &str) {
+    if hub.pool_served(pool).await == Some(false) {
         child.notice(format!(
             "no live worker in pool {pool}: this sub-session waits until one joins \
              (`arbor worker --pool {pool}`)"
@@ -736,6 +691,7 @@ async fn warn_if_no_worker(remote: &Remote, child: &LiveSession, pool: &str) {
     }
 }
 
+/// A sync answer saying why the state could not be sent.
 fn sync_error(e: RemoteError) -> SyncReply {
     SyncReply {
         metadata: None,

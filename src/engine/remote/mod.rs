@@ -9,9 +9,10 @@
 //! (`changes`) —, counting the late writes the epoch fence refuses (`fence`), and
 //! [`RemoteRuns`]: the runtime's registry of runs in flight, through which steers,
 //! queued messages, their withdrawals and approval answers reach the worker (`Control` on
-//! `arbor.ctl.<session>`), plus the process's NATS connections, and [`Adopt`]: how a
-//! remote child's own sub-sessions (issue 38 item 7) are made live in the root's store
-//! (the runtime implements it). Cancelling is the
+//! `arbor.ctl.<session>`), plus the process's NATS connections and what all runs on
+//! one share (`hub`: one out consumer and one lease watch per connection), and
+//! [`Adopt`]: how a remote child's own sub-sessions (issue 38 item 7) are made live in
+//! the root's store (the runtime implements it). Cancelling is the
 //! child's own token (a child token of the calling turn's, so cancelling any ancestor
 //! reaches it): the run sends `Control::Cancel` when it fires.
 //!
@@ -40,6 +41,7 @@ mod apply;
 mod changes;
 mod dispatch;
 mod fence;
+mod hub;
 mod person;
 
 pub(crate) use dispatch::run;
@@ -92,8 +94,15 @@ pub(crate) struct RemoteRuns {
     /// Session id → the channel its run forwards controls from.
     runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
     refused: fence::Refused,
-    /// URL → a connected client with arbor's streams and buckets ensured.
-    connections: Mutex<HashMap<String, Remote>>,
+    /// The repository look-ups children dispatched at once share.
+    repos: changes::Lookups,
+    /// URL → a connected client with arbor's streams and buckets ensured, and what
+    /// its runs share (`hub`).
+    connections: Mutex<HashMap<String, Arc<hub::Hub>>>,
+    /// URL → the connection being made now, awaited by every run that needs it
+    /// meanwhile (one connection and one hub per URL, however many children start at
+    /// once).
+    connecting: Mutex<HashMap<String, Connecting>>,
 }
 
 impl RemoteRuns {
@@ -104,7 +113,9 @@ impl RemoteRuns {
             adopt,
             runs: Mutex::default(),
             refused: fence::Refused::default(),
+            repos: changes::Lookups::default(),
             connections: Mutex::default(),
+            connecting: Mutex::default(),
         }
     }
 
@@ -148,25 +159,55 @@ impl RemoteRuns {
         }
     }
 
-    /// The connection to `url` (made once per process, with `Remote::ensure` run on
-    /// it); a failed attempt is not kept, so the next run tries again.
+    /// The connection to `url` and its [`hub::Hub`] (made once per process, with
+    /// `Remote::ensure` run on it); a failed attempt is not kept, so the next run
+    /// tries again.
     ///
     /// Errors: `RemoteError::Connect` naming `url`; `RemoteError::Nats` when the
-    /// streams or buckets cannot be made.
-    async fn connection(&self, url: &str, auth: &RemoteAuth) -> Result<Remote, RemoteError> {
-        if let Some(remote) = lock(&self.connections).get(url) {
-            return Ok(remote.clone());
+    /// streams or buckets, the out consumer or the lease watch cannot be made.
+    async fn connection(&self, url: &str, auth: &RemoteAuth) -> Result<Arc<hub::Hub>, RemoteError> {
+        use futures::FutureExt;
+        if let Some(hub) = lock(&self.connections).get(url) {
+            return Ok(hub.clone());
         }
-        // Not under the lock: children dispatched at once while the server is down
-        // each fail after one connect timeout, not one after another.
-        let remote = Remote::connect(url, "arbor root", auth).await?;
-        remote.ensure().await?;
-        Ok(lock(&self.connections)
+        // One attempt shared by all who ask meanwhile, awaited outside the lock:
+        // children dispatched at once while the server is down all fail after one
+        // connect timeout, not one after another.
+        let attempt = lock(&self.connecting)
             .entry(url.to_string())
-            .or_insert(remote)
-            .clone())
+            .or_insert_with(|| {
+                let (url, auth) = (url.to_string(), auth.clone());
+                async move {
+                    let remote = Remote::connect(&url, "arbor root", &auth).await?;
+                    remote.ensure().await?;
+                    Ok(Arc::new(hub::Hub::new(remote).await?))
+                }
+                .map(|made: Result<_, RemoteError>| made.map_err(Arc::new))
+                .boxed()
+                .shared()
+            })
+            .clone();
+        let made = attempt.clone().await.map(|hub| {
+            lock(&self.connections)
+                .entry(url.to_string())
+                .or_insert(hub)
+                .clone()
+        });
+        // Only now: a run asking from here on finds the connection (or, after a
+        // failure, tries again).
+        let mut connecting = lock(&self.connecting);
+        if connecting.get(url).is_some_and(|a| a.ptr_eq(&attempt)) {
+            connecting.remove(url);
+        }
+        drop(connecting);
+        made.map_err(|e| e.again())
     }
 }
+
+/// One attempt at a connection and its hub, shared by the runs awaiting it.
+type Connecting = futures::future::Shared<
+    futures::future::BoxFuture<'static, Result<Arc<hub::Hub>, Arc<RemoteError>>>,
+>;
 
 /// A run's entry in [`RemoteRuns`]; removed on drop.
 struct Registered<'a> {

@@ -127,7 +127,7 @@ fn runtime(
         provider_factory: Some(Arc::new(move |_entry| Ok(provider.clone()))),
         extra_tools,
     };
-    Runtime::with_room(options, hooks, None)
+    Runtime::with_hooks(options, hooks)
 }
 
 #[tokio::test]

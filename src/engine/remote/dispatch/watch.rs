@@ -8,7 +8,8 @@
 //!
 //! Owns: publishing a run's job ([`publish_job`]) and publishing it again
 //! (`Link::start_again`), answering workers that ask whether the root still waits
-//! for it ([`answer_alive`]), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream and
+//! for it ([`answer_alive`]), and [`StoreWatch`] — every [`CHECK_EVERY`] the root asks for the job stream (one
+//! query for all runs on the connection: `Hub::jobs_stream_since`) and
 //! compares its creation time with the one it saw at publish: a stream gone or made
 //! again means the store was lost. A run no worker started yet is published again
 //! (its job kept at the root); a started one fails, saying why. A server that does not
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Applier, Binding, Link, listen};
+use super::{Applier, Binding, Link};
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::TurnOutcome;
 use crate::remote::wire::{self, Job};
@@ -76,11 +77,15 @@ impl StoreWatch {
         self.lost_since = None;
     }
 
-    /// Asks the server (through `link`) and says in the child's thread when it stops or
-    /// starts answering.
+    /// Asks the server (through `link`'s hub: an answer to a query started at most
+    /// half a [`CHECK_EVERY`] ago serves) and says in the child's thread when it stops
+    /// or starts answering.
     pub(super) async fn check(&mut self, link: &Link, child: &LiveSession) -> Found {
         let url = link.remote.url();
-        match link.remote.jobs_stream().await {
+        let since = Instant::now()
+            .checked_sub(CHECK_EVERY / 2)
+            .unwrap_or_else(Instant::now);
+        match link.hub.jobs_stream_since(since).await {
             StreamState::Unreachable(reason) => {
                 let since = *self.unreachable_since.get_or_insert_with(|| {
                     child.notice(format!(
@@ -130,11 +135,6 @@ impl Link {
         applier: &mut Applier<'_>,
         cancelling: bool,
         (binding, store, republished): (&mut Binding, &mut StoreWatch, &mut u64),
-        streams: (
-            &mut async_nats::jetstream::consumer::pull::Ordered,
-            &mut async_nats::Subscriber,
-            &mut async_nats::jetstream::kv::Watch,
-        ),
     ) -> Option<TurnOutcome> {
         let url = self.remote.url();
         let error = match store.check(self, applier.child()).await {
@@ -150,7 +150,7 @@ impl Link {
             Found::StoreLost => {
                 *republished += 1;
                 match self
-                    .start_again(applier, *republished, (binding, store), streams)
+                    .start_again(applier, *republished, (binding, store))
                     .await
                 {
                     Ok(()) => return None,
@@ -165,24 +165,24 @@ impl Link {
     }
 
     /// Publishes the job of a run no worker started again after the server lost its
-    /// store (the `attempt`-th time), listening anew first: a new binding for the new
-    /// job, new out consumer, sync subscription and lease watch. Said in the child's
+    /// store (the `attempt`-th time), listening anew first (the hub's out consumer and
+    /// lease watch made again, unless another run on the connection did so since the
+    /// loss: `Hub::relisten`): a new binding for the new job. Said in the child's
     /// thread.
     ///
-    /// Errors: as [`Link::republish`] and [`listen`].
+    /// Errors: as [`Link::republish`] and `Hub::relisten`.
     pub(super) async fn start_again(
         &self,
         applier: &Applier<'_>,
         attempt: u64,
         (binding, store): (&mut Binding, &mut StoreWatch),
-        (out, sync, watch): (
-            &mut async_nats::jetstream::consumer::pull::Ordered,
-            &mut async_nats::Subscriber,
-            &mut async_nats::jetstream::kv::Watch,
-        ),
     ) -> Result<(), RemoteError> {
         self.remote.ensure().await?;
-        (*out, *sync, *watch) = listen(&self.remote, &self.leases, &self.session).await?;
+        // Seen lost for at least LOST_FOR: listeners made since were made on the new store.
+        let lost = Instant::now()
+            .checked_sub(LOST_FOR)
+            .unwrap_or_else(Instant::now);
+        self.hub.relisten(lost).await?;
         let (seq, state) = self.republish(applier.child(), attempt).await?;
         self.job_seq.store(seq, std::sync::atomic::Ordering::SeqCst);
         *binding = Binding::new(&self.session, seq);
@@ -214,7 +214,7 @@ impl Link {
         self.remote.ensure().await?;
         let mut job = self.job.clone();
         if matches!(job.transcript, Payload::Object { .. }) {
-            let payloads = self.remote.payloads().await?;
+            let payloads = self.hub.payloads().await?;
             let name = format!(
                 "{}-{}-transcript-again{attempt}",
                 crate::remote::wire::token(&self.session)?,
