@@ -29,6 +29,7 @@ mod metadata_file;
 mod rebuild;
 pub mod tail;
 pub mod transcript;
+pub mod volatile;
 mod writer;
 
 use crate::session::ids::SessionId;

@@ -215,16 +215,20 @@ pub fn materialise(
 #[derive(Debug)]
 pub struct StoreGuard {
     project_dir: PathBuf,
+    /// The store is a copy the root holds durably: never fsynced.
+    _volatile: crate::session::store::volatile::Volatile,
 }
 
 impl StoreGuard {
-    /// Guards the project directory holding `sessions_dir`.
+    /// Guards the project directory holding `sessions_dir`, whose sessions are
+    /// not fsynced meanwhile (`session::store::volatile`).
     pub fn new(sessions_dir: &Path) -> Self {
         Self {
             project_dir: sessions_dir
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| sessions_dir.to_path_buf()),
+            _volatile: crate::session::store::volatile::mark(sessions_dir),
         }
     }
 }

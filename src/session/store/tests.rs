@@ -187,6 +187,33 @@ fn writes_are_readable_at_once_and_fsynced_only_by_sync() {
 }
 
 #[test]
+fn a_store_marked_volatile_is_never_fsynced_and_one_unmarked_is_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let store = SessionStore::new(&sessions);
+    let write = |writer: &mut SessionWriter| {
+        writer.append_message(&Message::user("m")).unwrap();
+        let m = writer.metadata().clone();
+        writer.write_metadata(&m).unwrap();
+        writer.sync().unwrap();
+        writer.fsyncs()
+    };
+    let guard = super::volatile::mark(&sessions);
+    let mut scratch = store.create(&meta("a", "2025-01-01T00:00:00Z")).unwrap();
+    assert_eq!(write(&mut scratch), 0);
+    // Written all the same.
+    assert_eq!(store.load("a").unwrap().transcript.len(), 1);
+    // Another store of the process is synced as always.
+    let other = tempfile::tempdir().unwrap();
+    let mut durable = SessionStore::new(other.path())
+        .create(&meta("b", "2025-01-01T00:00:00Z"))
+        .unwrap();
+    assert!(write(&mut durable) > 0);
+    drop(guard);
+    assert!(write(&mut scratch) > 0, "synced once no longer marked");
+}
+
+#[test]
 fn an_active_session_without_its_writer_reads_as_interrupted() {
     use crate::session::metadata::SessionStatus;
     let dir = tempfile::tempdir().unwrap();

@@ -245,8 +245,14 @@ impl SessionWriter {
     /// Makes everything written since the last sync durable (end of a turn): fsyncs
     /// `transcript.jsonl` and `events.jsonl` when appended to, and `metadata.json`, its
     /// backup and the directory when metadata was written. Nothing written: no fsync.
+    /// A session under a directory marked volatile (`volatile::mark`: a worker's
+    /// scratch copy) is never fsynced.
     /// Errors: the first file that cannot be synced (the rest stay marked unsynced).
     pub fn sync(&mut self) -> Result<(), StoreError> {
+        if super::volatile::covers(&self.dir) {
+            self.unsynced = Unsynced::default();
+            return Ok(());
+        }
         let err = |id: &str, e| io_err(format!("syncing session '{id}'"), e);
         if self.unsynced.transcript {
             self.transcript.sync_data().map_err(|e| err(&self.id, e))?;
