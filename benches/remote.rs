@@ -15,7 +15,9 @@
 //!   setup up to the model request);
 //! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
 //!   from the task calls handed out to the root's request with all their results
-//!   (median of the turns), and remote / local; remote twice: with the workers'
+//!   (median of the turns), and remote / local, with the CPU time (user + system,
+//!   `/proc/<pid>/stat`) per job of this process (the root and the stub model), the
+//!   workers and the NATS server over those turns; remote twice: with the workers'
 //!   default slots, and with as many slots as children (local runs them all at once);
 //! - long answers, remote only (issue 38 item 8): `LONG_TASKS` sub-sessions in one
 //!   message, each answering `LONG_WORDS` words streamed one word per SSE chunk with
@@ -136,6 +138,7 @@ fn main() {
         "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker Started (dispatch) | Started → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
     let mut throughput = Vec::new();
+    let pids = pids_of(&nats, &workers);
     for remote in [false, true] {
         let (_held, runtime) =
             root_runtime(&stub.base_url, remote.then_some(&nats.url[..]), &clock);
@@ -186,8 +189,8 @@ fn main() {
         );
 
         // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
-        let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
-        throughput.push((place, rate));
+        let (rate, cpu) = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng, &pids);
+        throughput.push((place, rate, cpu));
     }
     drop(workers);
     // The same with as many remote slots as children (local runs them all at once), on
@@ -201,17 +204,28 @@ fn main() {
     let (_held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
     mode.lock().unwrap().tasks = 1;
     run_turn(&tokio, &runtime); // warm-up
-    let rate = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng);
-    throughput.push((format!("remote ({WORKERS} workers × {slots} slots)"), rate));
+    let pids = pids_of(&nats, &workers);
+    let (rate, cpu) = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng, &pids);
+    throughput.push((
+        format!("remote ({WORKERS} workers × {slots} slots)"),
+        rate,
+        cpu,
+    ));
     drop(workers);
     println!(
-        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local |\n|---|---|---|---|"
+        "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local | CPU per job: this process (root, stub model) | workers | NATS server | total |\n|---|---|---|---|---|---|---|---|"
     );
     let local = throughput[0].1;
-    for (place, rate) in &throughput {
+    for (place, rate, cpu) in &throughput {
+        let (root, workers, nats) = (
+            cpu[0],
+            cpu[1..cpu.len() - 1].iter().sum::<f64>(),
+            cpu[cpu.len() - 1],
+        );
         println!(
-            "| {place} | {THROUGHPUT_TURNS} | {rate:.1} | {:.2} |",
-            rate / local
+            "| {place} | {THROUGHPUT_TURNS} | {rate:.1} | {:.2} | {root:.1} ms | {workers:.1} ms | {nats:.1} ms | {:.1} ms |",
+            rate / local,
+            root + workers + nats
         );
     }
 
@@ -225,14 +239,18 @@ fn main() {
 
 /// Jobs per second of [`THROUGHPUT_TURNS`] turns of [`THROUGHPUT_TASKS`] trivial
 /// sub-sessions in one message on `runtime` (the median of the turns).
+/// Also the CPU time (user + system) each of `pids` spent per job over those turns,
+/// in ms.
 fn jobs_per_sec(
     tokio: &tokio::runtime::Runtime,
     runtime: &Engine,
     (clock, mode): (&Clock, &Arc<Mutex<Mode>>),
     rng: &mut StdRng,
-) -> f64 {
+    pids: &[u32],
+) -> (f64, Vec<f64>) {
     mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
     let mut rates = Vec::new();
+    let before: Vec<Duration> = pids.iter().map(|p| cpu_of(*p)).collect();
     for _ in 0..THROUGHPUT_TURNS {
         std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
         *clock.lock().unwrap() = Stamps::default();
@@ -245,7 +263,37 @@ fn jobs_per_sec(
             .duration_since(stamps.calls_out.unwrap());
         rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
     }
-    stats::percentiles(&mut rates).0
+    let jobs = (THROUGHPUT_TASKS * THROUGHPUT_TURNS) as f64;
+    let per_job = pids
+        .iter()
+        .zip(before)
+        .map(|(p, before)| ms(cpu_of(*p).saturating_sub(before)) / jobs)
+        .collect();
+    (stats::percentiles(&mut rates).0, per_job)
+}
+
+/// The CPU time (user + system) process `pid` used so far: `/proc/<pid>/stat` fields
+/// 14 and 15, in clock ticks of `getconf CLK_TCK` (100 per second on Linux).
+fn cpu_of(pid: u32) -> Duration {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let ticks = *TICKS.get_or_init(|| {
+        let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    });
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command name in parentheses: field 3 onwards.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let used: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    Duration::from_secs_f64(used / ticks)
+}
+
+/// The processes whose CPU a throughput run counts: this one, each worker, the NATS
+/// server (the script `exec`s it: same pid).
+fn pids_of(nats: &Nats, workers: &[Worker]) -> Vec<u32> {
+    std::iter::once(std::process::id())
+        .chain(workers.iter().map(|w| w.child.id()))
+        .chain([nats.child.id()])
+        .collect()
 }
 
 /// The long-answers measurement (see the module doc), on two workers of
