@@ -43,9 +43,11 @@ use crate::remote::wire::{
 use crate::session::{
     EngineCommand, EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore, StoreError,
 };
-use setup::{Start, command_for, cut_files, start, work_in_progress, worker_metadata};
+use controls::command_of;
+use setup::{Start, command_for, cut_files, engine_for, start, work_in_progress, worker_metadata};
 
 mod admit;
+mod controls;
 mod setup;
 mod tree;
 
@@ -369,25 +371,7 @@ async fn execute(
         blocking(move || scratch::materialise(&SessionStore::new(dir), &metadata, &transcript))
             .await??;
     }
-    let approvals = Rules::from_value(&job.approvals).map_err(|issues| {
-        JobError::Approvals(
-            issues
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
-    let room = job.limits_at_root.then(|| RootRoom::new(out.clone()));
-    let tree_room = room
-        .clone()
-        .map(|room| Arc::new(room) as Arc<dyn crate::engine::TreeRoom>);
-    let engine = (ctx.factory)(JobSetup {
-        paths,
-        approvals,
-        tree_room,
-    })
-    .map_err(|e| JobError::Setup(e.to_string()))?;
+    let (engine, room) = engine_for(ctx, job, paths, out)?;
     let command = command_for(job, resume);
     let mut subtree = Subtree::new(job.session_id.clone(), sessions_dir.clone());
     let ran = run_engine(
@@ -666,39 +650,6 @@ async fn forward(out: &Out, event: &Event, wip: Option<&mut Wip>) {
     out.event(event);
 }
 
-/// The engine command a root's control message asks for (`Reserved` is none: it
-/// answers a spawn waiting in [`RootRoom`]).
-fn command_of(id: &crate::session::SessionId, control: Control) -> Option<EngineCommand> {
-    let session_id = id.clone();
-    Some(match control {
-        Control::Approval {
-            tool_call_id,
-            decision,
-        } => EngineCommand::ResolveApproval {
-            session_id,
-            tool_call_id: tool_call_id.into(),
-            decision: decision.into(),
-        },
-        Control::Steer { text } => EngineCommand::Steer { session_id, text },
-        Control::Queue { text } => EngineCommand::Queue {
-            session_id,
-            text,
-            position: None,
-        },
-        Control::Cancel => EngineCommand::Cancel { session_id },
-        Control::Unqueue { id } => EngineCommand::Unqueue { session_id, id },
-        // One level only: the root never nests them.
-        Control::Of {
-            session_id,
-            control,
-        } => match *control {
-            Control::Of { .. } => return None,
-            control => return command_of(&session_id.into(), control),
-        },
-        Control::Reserved { .. } => return None,
-    })
-}
-
 /// Runs `work` (git, store files) on a blocking thread.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
@@ -711,93 +662,6 @@ async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::wire::{WireDecision, WireScope};
-    use crate::session::protocol::{AllowScope, ApprovalDecision};
-
-    #[test]
-    fn control_messages_become_the_matching_engine_commands() {
-        let id = crate::session::SessionId::from("a-b_c");
-        let command = |id: &crate::session::SessionId, control| command_of(id, control).unwrap();
-        assert_eq!(
-            command(
-                &id,
-                Control::Approval {
-                    tool_call_id: "call-1".into(),
-                    decision: WireDecision::Allow(WireScope::Once),
-                }
-            ),
-            EngineCommand::ResolveApproval {
-                session_id: id.clone(),
-                tool_call_id: "call-1".into(),
-                decision: ApprovalDecision::Allow {
-                    scope: AllowScope::Once
-                },
-            }
-        );
-        assert_eq!(
-            command(&id, Control::Steer { text: "go".into() }),
-            EngineCommand::Steer {
-                session_id: id.clone(),
-                text: "go".into()
-            }
-        );
-        assert_eq!(
-            command(
-                &id,
-                Control::Queue {
-                    text: "next".into()
-                }
-            ),
-            EngineCommand::Queue {
-                session_id: id.clone(),
-                text: "next".into(),
-                position: None
-            }
-        );
-        assert_eq!(
-            command(&id, Control::Cancel),
-            EngineCommand::Cancel {
-                session_id: id.clone()
-            }
-        );
-        // One of the job's own sub-sessions; a root's answer to a spawn is no command.
-        assert_eq!(
-            command(
-                &id,
-                Control::Of {
-                    session_id: "g-1".into(),
-                    control: Box::new(Control::Cancel)
-                }
-            ),
-            EngineCommand::Cancel {
-                session_id: "g-1".into()
-            }
-        );
-        let nested = Control::Of {
-            session_id: "g-1".into(),
-            control: Box::new(Control::Cancel),
-        };
-        assert_eq!(
-            command_of(
-                &id,
-                Control::Of {
-                    session_id: "g-2".into(),
-                    control: Box::new(nested)
-                }
-            ),
-            None
-        );
-        assert_eq!(
-            command_of(
-                &id,
-                Control::Reserved {
-                    child: "g-2".into(),
-                    refused: None
-                }
-            ),
-            None
-        );
-    }
 
     #[test]
     fn job_errors_say_what_to_do() {

@@ -392,7 +392,12 @@ impl Link {
                 return None;
             }
         }
-        match parsed {
+        self.apply(applier, parsed).await
+    }
+
+    /// Applies `message`, admitted; the outcome when it ends the run.
+    async fn apply(&self, applier: &mut Applier<'_>, message: WorkerMsg) -> Option<TurnOutcome> {
+        match message {
             WorkerMsg::Started {
                 ran_on, attempt, ..
             } => {

@@ -192,3 +192,37 @@ pub(super) fn command_for(job: &Job, resume: bool) -> EngineCommand {
         }
     }
 }
+
+/// The engine of `job` (the worker's config with the root's `approvals:` rules, its
+/// paths `paths`) and, when the root counts the job's own sub-sessions
+/// (`Job::limits_at_root`), the room asking it through `out`.
+///
+/// Errors: `Approvals` when the job's rules do not parse; `Setup` when the factory
+/// cannot build the engine.
+pub(super) fn engine_for(
+    ctx: &Ctx,
+    job: &Job,
+    paths: Paths,
+    out: &Arc<Out>,
+) -> Result<(Engine, Option<Arc<RootRoom>>), JobError> {
+    let approvals = Rules::from_value(&job.approvals).map_err(|issues| {
+        JobError::Approvals(
+            issues
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    let room = job.limits_at_root.then(|| RootRoom::new(out.clone()));
+    let tree_room = room
+        .clone()
+        .map(|room| Arc::new(room) as Arc<dyn crate::engine::TreeRoom>);
+    let engine = (ctx.factory)(JobSetup {
+        paths,
+        approvals,
+        tree_room,
+    })
+    .map_err(|e| JobError::Setup(e.to_string()))?;
+    Ok((engine, room))
+}
