@@ -382,31 +382,14 @@ async fn execute(
         command,
     )
     .await;
-    let left = engine.shutdown(END_GRACE).await;
-    if left > 0 {
-        tracing::warn!(
-            session,
-            "worker: {left} turn(s) still running after the job"
-        );
-    }
-    drop(engine);
+    shut_down(engine, &session).await;
     let Some(outcome) = ran? else {
         return Ok(None);
     };
-    // The job's own sub-sessions as they ended, stored at the root before the answer.
-    for msg in subtree.finals() {
-        if out.send(&msg).await? == Sent::Quiet {
-            return Ok(None);
-        }
+    if subtree.send_finals(out).await? == Sent::Quiet {
+        return Ok(None);
     }
-    let changes = match (&files.tree, &job.files) {
-        (Some(tree), Some(job_files)) if job_files.writes => {
-            let (top, base) = (tree.top.clone(), tree.base.clone());
-            let patch = blocking(move || files::patch_at(&top, &base)).await??;
-            Some(pack_changes(ctx, (&session, job.run), &tree.base, patch).await?)
-        }
-        _ => None,
-    };
+    let changes = changes_of(ctx, job, &files).await?;
     let after = {
         let (dir, id) = (sessions_dir.clone(), session.clone());
         blocking(move || SessionStore::new(dir).load_metadata(&id))
@@ -423,6 +406,38 @@ async fn execute(
         metadata: Box::new(metadata),
         changes,
     }))
+}
+
+/// Ends the job's engine: its turns get [`END_GRACE`], then are cancelled (said in
+/// the log when any still ran).
+async fn shut_down(engine: Engine, session: &str) {
+    let left = engine.shutdown(END_GRACE).await;
+    if left > 0 {
+        tracing::warn!(
+            session,
+            "worker: {left} turn(s) still running after the job"
+        );
+    }
+}
+
+/// A writing job's work as `Changes` (its worktree's patch against the job's commit,
+/// packed inline or as an object), `None` for a job that does not write.
+async fn changes_of(
+    ctx: &Ctx,
+    job: &Job,
+    files: &setup::JobFilesHere,
+) -> Result<Option<Payload<Changes>>, JobError> {
+    match (&files.tree, &job.files) {
+        (Some(tree), Some(job_files)) if job_files.writes => {
+            let (top, base) = (tree.top.clone(), tree.base.clone());
+            let patch = blocking(move || files::patch_at(&top, &base)).await??;
+            let session = job.session_id.to_string();
+            Ok(Some(
+                pack_changes(ctx, (&session, job.run), &tree.base, patch).await?,
+            ))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The object a run's `Changes` go to when too large to be inline.
@@ -604,22 +619,7 @@ async fn run_engine(
                 }
             },
             Some(message) = control.next(), if running => {
-                match serde_json::from_slice::<Control>(&message.payload) {
-                    Ok(Control::Reserved { child, refused }) => {
-                        if let Some(room) = room {
-                            room.answer(&child, refused);
-                        }
-                    }
-                    Ok(Control::Of { session_id, .. }) if !subtree.has(&session_id) => {
-                        tracing::warn!(session = %id, "worker: a control for {session_id}, not a session of this job");
-                    }
-                    Ok(control) => {
-                        if let Some(command) = command_of(&id, control) {
-                            client.submit(command);
-                        }
-                    }
-                    Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
-                }
+                take_control(&client, (&id, &*subtree, room), &message.payload);
             }
         }
     };
@@ -627,6 +627,32 @@ async fn run_engine(
         return Ok(None);
     }
     Ok(Some(ended?))
+}
+
+/// One control message of the root for the job `id` (see `controls`): a spawn's
+/// answer goes to `room`, a control for one of the job's own sub-sessions only when
+/// `subtree` has it, anything else to the engine through `client`.
+fn take_control(
+    client: &crate::engine::EngineClient,
+    (id, subtree, room): (&crate::session::SessionId, &Subtree, Option<&RootRoom>),
+    payload: &[u8],
+) {
+    match serde_json::from_slice::<Control>(payload) {
+        Ok(Control::Reserved { child, refused }) => {
+            if let Some(room) = room {
+                room.answer(&child, refused);
+            }
+        }
+        Ok(Control::Of { session_id, .. }) if !subtree.has(&session_id) => {
+            tracing::warn!(session = %id, "worker: a control for {session_id}, not a session of this job");
+        }
+        Ok(control) => {
+            if let Some(command) = command_of(id, control) {
+                client.submit(command);
+            }
+        }
+        Err(e) => tracing::warn!(session = %id, "worker: a control message that is not one: {e}"),
+    }
 }
 
 /// Whether `event` says its session's turn runs (status running or waiting): from

@@ -187,9 +187,15 @@ impl<'a> Applier<'a> {
             );
             return;
         };
+        self.apply_to(&target, event.msg);
+    }
+
+    /// `msg` of `target` (the child or one of the run's own sub-sessions) applied as a
+    /// local turn writes it.
+    fn apply_to(&mut self, target: &Arc<LiveSession>, msg: EngineEvent) {
         // The text a lost worker streamed is kept for the child only.
-        let top = Arc::ptr_eq(&target, &self.child);
-        match event.msg {
+        let top = Arc::ptr_eq(target, &self.child);
+        match msg {
             EngineEvent::MessageAppended(appended) => {
                 if top && matches!(appended.message, Message::Assistant(_)) {
                     self.streamed.clear();
@@ -214,7 +220,7 @@ impl<'a> Applier<'a> {
                 }
                 target.emit(EngineEvent::ProviderRequest(request));
             }
-            EngineEvent::ApprovalRequired(required) => self.approval_required(&target, required),
+            EngineEvent::ApprovalRequired(required) => self.approval_required(target, required),
             EngineEvent::ApprovalGranted(granted) => {
                 self.withdraw(&target.id, granted.tool_call_id.as_str());
                 target.emit(EngineEvent::ApprovalGranted(granted));

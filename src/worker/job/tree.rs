@@ -7,7 +7,7 @@
 //! [`RESERVE_WAIT`]) for its `Control::Reserved`; and [`Subtree`] — which sessions of
 //! the job's engine are the job's (its session and, through each `session:fork`, their
 //! descendants), the `WorkerMsg::SubSession` that goes before a new one's first event
-//! and after each of its turns, and the final ones before `Done`. Does not own: the
+//! and after each of its turns, and the final ones before `Done` (`send_finals`). Does not own: the
 //! publisher (`out`), the event loop that uses them (`job::run_engine`), the root side
 //! (`engine::remote::apply`).
 
@@ -157,13 +157,20 @@ impl Subtree {
         self.metadata_of(&event.session_id)
     }
 
-    /// Every sub-session's metadata as stored now (sent before `Done`).
-    pub fn finals(&self) -> Vec<WorkerMsg> {
+    /// Sends every sub-session's metadata as stored now, each once stored at the root
+    /// (before `Done`). [`Sent::Quiet`] as soon as one was not sent (the job went
+    /// quiet).
+    ///
+    /// Errors: as `Out::send`.
+    pub async fn send_finals(&self, out: &Out) -> Result<Sent, crate::remote::RemoteError> {
         let mut ids: Vec<&SessionId> = self.members.iter().filter(|m| **m != self.top).collect();
         ids.sort();
-        ids.into_iter()
-            .filter_map(|id| self.metadata_of(id))
-            .collect()
+        for msg in ids.into_iter().filter_map(|id| self.metadata_of(id)) {
+            if out.send(&msg).await? == Sent::Quiet {
+                return Ok(Sent::Quiet);
+            }
+        }
+        Ok(Sent::Stored)
     }
 
     fn metadata_of(&self, id: &SessionId) -> Option<WorkerMsg> {
