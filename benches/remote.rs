@@ -28,7 +28,10 @@
 //!   `arbor.out.<child>` (median, max).
 //!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
-//! on first use). Prints the figures as Markdown tables.
+//! on first use). Prints the figures as Markdown tables. With `REMOTE_BENCH_SPLIT=1`
+//! this process (the root and the stub model) keeps core 0 and the NATS server and
+//! workers get core 1 (`taskset`), as if the workers ran on other machines: local and
+//! remote then both measure what one core of a root does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/server.rs"]
@@ -110,7 +113,32 @@ struct Wire {
     published: HashMap<String, usize>,
 }
 
+/// `REMOTE_BENCH_SPLIT=1`: this process (root, stub model) runs on core 0 only and
+/// the NATS server and workers on core 1 only — as if the workers were on other
+/// machines: what one core of a root achieves, local and remote alike.
+fn split() -> bool {
+    std::env::var_os("REMOTE_BENCH_SPLIT").is_some_and(|v| v == "1")
+}
+
+/// `program` as a command, started on core 1 under [`split`] (`taskset -c 1`).
+fn on_the_other_core(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    if split() {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "1"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
 fn main() {
+    if split() {
+        // Before any thread starts: every thread of this process inherits it.
+        let mut core0 = nix::sched::CpuSet::new();
+        core0.set(0).unwrap();
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &core0).unwrap();
+        eprintln!("remote bench: this process on core 0, NATS and workers on core 1");
+    }
     let nats = Nats::start();
     let clock = Clock::default();
     let mode = Arc::new(Mutex::new(Mode {
@@ -576,7 +604,7 @@ impl Nats {
             .clone()
             .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
             .expect("a free port");
-        let mut child = Command::new(script)
+        let mut child = on_the_other_core(script)
             .args(["--port", &port.to_string(), "--store"])
             .arg(dir.path().join("store"))
             .stdin(Stdio::null())
@@ -627,7 +655,7 @@ impl Worker {
         )
         .unwrap();
         let out = root.join("worker.out");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        let mut child = on_the_other_core(env!("CARGO_BIN_EXE_arbor"))
             .args(["worker", "--nats", nats])
             .args(slots.map(|n| format!("--slots={n}")))
             .env_clear()
