@@ -55,11 +55,7 @@ fn responder() -> Responder {
                     )
                 })
                 .collect();
-            let calls: Vec<(&str, &str, Value)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
+            Reply::Sse(sse_task_calls(&calls))
         }
         .boxed()
     })

@@ -41,11 +41,7 @@ fn runaway_server() -> ScriptedServer {
         })
         .collect();
     ScriptedServer::start(Arc::new(move |_| {
-        let calls: Vec<(&str, &str, Value)> = calls
-            .iter()
-            .map(|(id, args)| (id.as_str(), "task", args.clone()))
-            .collect();
-        let reply = Reply::Sse(sse_tool_calls(&calls));
+        let reply = Reply::Sse(sse_task_calls(&calls));
         async move { reply }.boxed()
     }))
 }

@@ -241,11 +241,7 @@ fn three_children_responder(killed: Arc<AtomicBool>) -> Responder {
                     )
                 })
                 .collect();
-            let calls: Vec<(&str, &str, Value)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
+            Reply::Sse(sse_task_calls(&calls))
         }
         .boxed()
     })

@@ -66,11 +66,7 @@ pub(crate) fn parts_model(n: usize, summary: &'static str) -> ScriptedServer {
                     )
                 })
                 .collect();
-            let calls: Vec<(&str, &str, Value)> = args
-                .iter()
-                .map(|(id, a)| (id.as_str(), "task", a.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
+            Reply::Sse(sse_task_calls(&args))
         };
         Box::pin(async move { reply })
     }))

@@ -74,11 +74,7 @@ fn worker_model() -> ScriptedServer {
                     )
                 })
                 .collect();
-            let calls: Vec<(&str, &str, Value)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.clone()))
-                .collect();
-            Reply::Sse(sse_tool_calls(&calls))
+            Reply::Sse(sse_task_calls(&calls))
         };
         Box::pin(async move { reply })
     }))

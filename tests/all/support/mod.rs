@@ -287,6 +287,15 @@ pub fn sse_text(text: &str) -> String {
     out
 }
 
+/// An OpenAI stream of parallel `task` calls, one per `(call id, arguments)`.
+pub fn sse_task_calls(calls: &[(String, Value)]) -> String {
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "task", args.clone()))
+        .collect();
+    sse_tool_calls(&calls)
+}
+
 /// An OpenAI stream calling tools: `(id, name, arguments)`; arguments split in two deltas.
 pub fn sse_tool_calls(calls: &[(&str, &str, Value)]) -> String {
     let mut out = chunk(json!({"role": "assistant", "content": null}), None);
