@@ -157,6 +157,14 @@ impl HandWorker {
             .await
             .unwrap();
         let mut messages = consumer.messages().await.unwrap();
+        self.next_job(&mut messages).await
+    }
+
+    /// The next job of `messages` (waits up to 60 s), remembered as the one taken last.
+    async fn next_job(
+        &self,
+        messages: &mut jetstream::consumer::pull::Stream,
+    ) -> (Job, jetstream::Message) {
         let message = tokio::time::timeout(Duration::from_secs(60), messages.next())
             .await
             .expect("no job within 60 s")

@@ -55,14 +55,7 @@ async fn take_jobs(
     let mut messages = consumer.messages().await.unwrap();
     let mut taken = Vec::new();
     while taken.len() < n {
-        let message = tokio::time::timeout(Duration::from_secs(60), messages.next())
-            .await
-            .expect("no job within 60 s")
-            .unwrap()
-            .unwrap();
-        let job: Job = serde_json::from_slice(&message.payload).unwrap();
-        let seq = message.info().unwrap().stream_sequence;
-        worker.job_seq.store(seq, Ordering::SeqCst);
+        let (job, message) = worker.next_job(&mut messages).await;
         let epoch = worker.lease(&job.session_id).await.epoch();
         taken.push((job, message, epoch));
     }
