@@ -20,7 +20,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::{Forward, Registered, RemoteRuns};
 use crate::config::MountPlan;
@@ -337,22 +337,9 @@ impl<'a> Applier<'a> {
                 return;
             }
         };
-        // Its controls (a steer, a cancel, an approval answer) go out as the child's,
-        // marked with its id.
-        let (tx, mut rx) = unbounded_channel::<Forward>();
-        let (forward, session_id) = (self.forward.clone(), id.to_string());
-        tokio::spawn(async move {
-            while let Some(inner) = rx.recv().await {
-                let of = Forward::Of {
-                    session_id: session_id.clone(),
-                    forward: Box::new(inner),
-                };
-                if forward.send(of).is_err() {
-                    break;
-                }
-            }
-        });
-        let registered = runs.register(&id, tx);
+        // Its controls (a steer, a cancel, an approval answer) go out with the
+        // child's, marked with its id.
+        let registered = runs.register_own(&id, self.forward.clone());
         self.own.insert(
             id,
             Own {

@@ -91,8 +91,8 @@ pub(crate) trait Adopt: Send + Sync {
 /// made live here.
 pub(crate) struct RemoteRuns {
     adopt: Weak<dyn Adopt>,
-    /// Session id → the channel its run forwards controls from.
-    runs: Mutex<HashMap<String, UnboundedSender<Forward>>>,
+    /// Session id → where its controls go (its run's channel).
+    runs: Mutex<HashMap<String, Route>>,
     refused: fence::Refused,
     /// The repository look-ups children dispatched at once share.
     repos: changes::Lookups,
@@ -133,10 +133,20 @@ impl RemoteRuns {
     /// Hands `forward` to the remote run of `session_id`. `false` when the session
     /// does not run remotely now (the caller handles it locally).
     pub fn forward(&self, session_id: &str, forward: Forward) -> bool {
-        match lock(&self.runs).get(session_id) {
-            Some(tx) => tx.send(forward).is_ok(),
-            None => false,
-        }
+        let Some(route) = lock(&self.runs).get(session_id).cloned() else {
+            return false;
+        };
+        // One of a run's own sub-sessions: it goes out with the run's controls,
+        // marked with its id.
+        let forward = if route.own {
+            Forward::Of {
+                session_id: session_id.to_string(),
+                forward: Box::new(forward),
+            }
+        } else {
+            forward
+        };
+        route.tx.send(forward).is_ok()
     }
 
     /// Whether `session_id` runs on a worker now.
@@ -152,7 +162,18 @@ impl RemoteRuns {
     /// Records that `session_id` runs remotely with controls going to `tx`, until the
     /// returned guard drops.
     fn register(&self, session_id: &str, tx: UnboundedSender<Forward>) -> Registered<'_> {
-        lock(&self.runs).insert(session_id.to_string(), tx);
+        self.route(session_id, Route { tx, own: false })
+    }
+
+    /// Records that `session_id`, one of a remote run's own sub-sessions (issue 38
+    /// item 7), runs on that run's worker: its controls go to the run's `tx` as
+    /// [`Forward::Of`], until the returned guard drops.
+    fn register_own(&self, session_id: &str, tx: UnboundedSender<Forward>) -> Registered<'_> {
+        self.route(session_id, Route { tx, own: true })
+    }
+
+    fn route(&self, session_id: &str, route: Route) -> Registered<'_> {
+        lock(&self.runs).insert(session_id.to_string(), route);
         Registered {
             runs: self,
             session_id: session_id.to_string(),
@@ -208,6 +229,14 @@ impl RemoteRuns {
 type Connecting = futures::future::Shared<
     futures::future::BoxFuture<'static, Result<Arc<hub::Hub>, Arc<RemoteError>>>,
 >;
+
+/// Where the controls of a session running remotely go: its run's channel, marked
+/// with the session's id when it is one of the run's own sub-sessions (`own`).
+#[derive(Clone)]
+struct Route {
+    tx: UnboundedSender<Forward>,
+    own: bool,
+}
 
 /// A run's entry in [`RemoteRuns`]; removed on drop.
 struct Registered<'a> {
