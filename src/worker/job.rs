@@ -378,7 +378,7 @@ async fn execute(
         (job, control),
         &engine,
         (out, wip),
-        (&mut subtree, room.as_deref()),
+        (&mut subtree, room.as_ref()),
         command,
     )
     .await;

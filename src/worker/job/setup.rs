@@ -204,7 +204,7 @@ pub(super) fn engine_for(
     job: &Job,
     paths: Paths,
     out: &Arc<Out>,
-) -> Result<(Engine, Option<Arc<RootRoom>>), JobError> {
+) -> Result<(Engine, Option<RootRoom>), JobError> {
     let approvals = Rules::from_value(&job.approvals).map_err(|issues| {
         JobError::Approvals(
             issues

@@ -28,9 +28,11 @@ use crate::session::{EngineEvent, Event, SessionId, SessionStore};
 pub(super) const RESERVE_WAIT: Duration = Duration::from_secs(60);
 
 /// The root's answers still awaited, by child id.
-type Waiting = Mutex<HashMap<String, oneshot::Sender<Option<String>>>>;
+type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Option<String>>>>>;
 
-/// The job's [`TreeRoom`]: asks the root that dispatched it.
+/// The job's [`TreeRoom`]: asks the root that dispatched it (a clone shares its
+/// waiting spawns).
+#[derive(Clone)]
 pub(crate) struct RootRoom {
     out: Arc<Out>,
     waiting: Waiting,
@@ -38,11 +40,11 @@ pub(crate) struct RootRoom {
 
 impl RootRoom {
     /// A room asking through the job's publisher `out`.
-    pub fn new(out: Arc<Out>) -> Arc<Self> {
-        Arc::new(Self {
+    pub fn new(out: Arc<Out>) -> Self {
+        Self {
             out,
-            waiting: Mutex::default(),
-        })
+            waiting: Waiting::default(),
+        }
     }
 
     /// The root's `Control::Reserved` for `child`: wakes the spawn waiting for it
@@ -61,7 +63,7 @@ impl RootRoom {
     }
 }
 
-impl TreeRoom for Arc<RootRoom> {
+impl TreeRoom for RootRoom {
     fn reserve(
         &self,
         parent: &str,
