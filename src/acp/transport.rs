@@ -173,16 +173,7 @@ impl Connection {
             },
             (Some(id), None) => {
                 let answer = match message.get("error") {
-                    Some(error) => Err(RpcError::new(
-                        error
-                            .get("code")
-                            .and_then(Value::as_i64)
-                            .unwrap_or(code::INTERNAL),
-                        error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("error"),
-                    )),
+                    Some(error) => Err(RpcError::from_wire(error)),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
                 let waiting = id.as_i64().and_then(|id| self.pending_map().remove(&id));

@@ -51,6 +51,21 @@ impl RpcError {
             message: message.into(),
         }
     }
+
+    /// The `error` object of a JSON-RPC 2.0 response (`{"code": …, "message": …}`);
+    /// a missing code is `INTERNAL`, a missing message says so.
+    pub fn from_wire(error: &Value) -> Self {
+        Self::new(
+            error
+                .get("code")
+                .and_then(Value::as_i64)
+                .unwrap_or(code::INTERNAL),
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error without a message"),
+        )
+    }
 }
 
 /// A message the agent sent arbor (never a response: those go to their request).
@@ -193,16 +208,7 @@ fn route(line: &str, pending: &Pending) -> Option<Incoming> {
         (Some(Value::String(method)), None) => Some(Incoming::Notification { method, params }),
         (_, Some(id)) => {
             let result = match message.remove("error") {
-                Some(error) => Err(RpcError::new(
-                    error
-                        .get("code")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(code::INTERNAL),
-                    error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("error without a message"),
-                )),
+                Some(error) => Err(RpcError::from_wire(&error)),
                 None => Ok(message.remove("result").unwrap_or(Value::Null)),
             };
             let waiting = id
