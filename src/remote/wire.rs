@@ -187,6 +187,11 @@ pub struct Job {
     /// [`Control::Reserved`]. Absent in older jobs (`false`: the worker's limits).
     #[serde(default)]
     pub limits_at_root: bool,
+    /// The root takes [`WorkerMsg::Events`]: the worker packs the events of a few
+    /// milliseconds into one message (issue 38 item 8). Absent in older jobs
+    /// (`false`: one [`WorkerMsg::Event`] each).
+    #[serde(default)]
+    pub packed_events: bool,
 }
 
 /// The repository side of a [`Job`] (issue 25's worktrees, across machines).
@@ -231,6 +236,10 @@ pub enum WorkerMsg {
     /// `message:appended`, which carries each transcript message, and the live-only
     /// `content_block:delta`).
     Event { event: Box<Event> },
+    /// Events the session published one after another, in order: what
+    /// [`WorkerMsg::Event`] carries, packed into one message (one signature, one
+    /// stored message) for jobs with [`Job::packed_events`].
+    Events { events: Vec<Event> },
     /// The run ended: the answer, the status it ended in, the worker's metadata after
     /// it (the root keeps its own ids and paths), and a writing session's changes.
     Done {

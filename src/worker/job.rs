@@ -166,7 +166,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
         ctx.remote.js().clone(),
         (&session, job.run),
         (held.epoch(), signer.clone()),
-        &ctx.ran_on.worker,
+        (&ctx.ran_on.worker, job.packed_events),
     ) {
         Ok(out) => Arc::new(out),
         Err(e) => {

@@ -4,7 +4,8 @@
 //!
 //! Owns: [`Out`] — the job's end of its publisher (`pipe`, a task per job): events
 //! are handed over and the job goes on ([`Out::event`]; streamed deltas are joined,
-//! `batch`, and published without waiting for each acknowledgement), while
+//! `batch`, events close together packed into one message, `pipe`, and published
+//! without waiting for each acknowledgement), while
 //! [`Out::send`] waits until its message and everything before it are stored
 //! (`Started`, and `Done`/`Failed` before the job is acked). Each message has an id
 //! (`<session token>-r<run>-e<epoch>-<n>`, so a publish retried after a lost
@@ -54,14 +55,16 @@ pub enum Sent {
 
 impl Out {
     /// The channel of run `run` of `session` under `epoch`, sent by `worker` and
-    /// signed by `signer`; starts its publisher on the current runtime.
+    /// signed by `signer`; starts its publisher on the current runtime. `packed`: the
+    /// root takes [`WorkerMsg::Events`] (`Job::packed_events`), so events a few
+    /// milliseconds apart go out as one message.
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
         js: jetstream::Context,
         (session, run): (&str, u64),
         (epoch, signer): (u64, Arc<Signer>),
-        worker: &str,
+        (worker, packed): (&str, bool),
     ) -> Result<Self, RemoteError> {
         let channel = Channel {
             js,
@@ -71,6 +74,7 @@ impl Out {
             epoch,
             worker: worker.to_string(),
             signer: signer.clone(),
+            packed,
         };
         let quiet = Quiet {
             stale: CancellationToken::new(),
@@ -112,7 +116,8 @@ impl Out {
 
     /// Hands `event` to the publisher and returns at once: it is published after
     /// everything handed over before it (a delta possibly joined with the next ones,
-    /// at most 50 ms later). Nothing once `stale` is cancelled; a publish that never
+    /// at most 50 ms later; packed with the events that follow it within 10 ms when
+    /// the channel is `packed`). Nothing once `stale` is cancelled; a publish that never
     /// works makes the job quiet (`stale`, [`Out::is_lost`]).
     pub fn event(&self, event: &Event) {
         if !self.stale.is_cancelled() {

@@ -196,6 +196,7 @@ impl Dispatched {
             }),
             dispatched_at_ms: wire::now_ms(),
             limits_at_root: true,
+            packed_events: true,
         };
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
@@ -397,6 +398,9 @@ impl Link {
 
     /// Applies `message`, admitted; the outcome when it ends the run.
     async fn apply(&self, applier: &mut Applier<'_>, message: WorkerMsg) -> Option<TurnOutcome> {
+        // One metadata write for the whole message (a pack's status changes).
+        let child = applier.child().clone();
+        let _hold = child.hold_metadata();
         match message {
             WorkerMsg::Started {
                 ran_on, attempt, ..
@@ -406,6 +410,12 @@ impl Link {
             }
             WorkerMsg::Event { event } => {
                 applier.event(*event);
+                None
+            }
+            WorkerMsg::Events { events } => {
+                for event in events {
+                    applier.event(event);
+                }
                 None
             }
             WorkerMsg::Reserve {
@@ -735,6 +745,7 @@ fn kind_of(message: &WorkerMsg) -> &'static str {
     match message {
         WorkerMsg::Started { .. } => "started",
         WorkerMsg::Event { .. } => "event",
+        WorkerMsg::Events { .. } => "events",
         WorkerMsg::Done { .. } => "done",
         WorkerMsg::Failed { .. } => "failed",
         WorkerMsg::Reserve { .. } => "reserve",

@@ -3,7 +3,11 @@
 //! waiting for each acknowledgement, and reads the acknowledgements in order behind
 //! the publishes.
 //!
-//! Owns: [`Pipe`] — numbering, signing and naming each published message (`Arbor-Seq`
+//! Owns: [`Pipe`] — packing the events handed over within [`PACK_AFTER`] of each
+//! other into one [`WorkerMsg::Events`] (up to [`PACK_BYTES`]; only when the root takes
+//! them, `Job::packed_events`: a trivial sub-session's dozen events then cross NATS as
+//! one or two messages, each signed, stored, delivered and checked once), numbering,
+//! signing and naming each published message (`Arbor-Seq`
 //! from 0, the run's signature, the message id `<session token>-r<run>-e<epoch>-<n>`),
 //! the window of messages published and not yet acknowledged (at most [`WINDOW`]),
 //! the flush of a held delta when it is due, waiting for everything before a
@@ -52,6 +56,12 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// How many messages may be published and not yet acknowledged; the next publish
 /// waits for the oldest acknowledgement.
 pub(crate) const WINDOW: usize = 256;
+/// How long an event waits for the ones that follow it before its pack goes out: the
+/// root sees every event at most this much later than unpacked.
+pub(crate) const PACK_AFTER: Duration = Duration::from_millis(10);
+/// The size (bytes of JSON) past which a pack goes out before the next event joins it;
+/// a pack is larger only when one event alone is.
+pub(crate) const PACK_BYTES: usize = 64 * 1024;
 
 /// What the job hands the publisher, in order.
 pub(crate) enum Item {
@@ -87,6 +97,51 @@ pub(crate) struct Channel {
     pub epoch: u64,
     pub worker: String,
     pub signer: Arc<Signer>,
+    /// The root takes [`WorkerMsg::Events`].
+    pub packed: bool,
+}
+
+/// Events waiting to go out as one [`WorkerMsg::Events`]: their JSON, comma-separated,
+/// and when the pack is due.
+#[derive(Default)]
+struct Pack {
+    json: Vec<u8>,
+    count: usize,
+    due: Option<Instant>,
+}
+
+impl Pack {
+    /// Adds `event` (serialized) at `now`; the pack is due [`PACK_AFTER`] after its
+    /// first event.
+    fn add(&mut self, event: &[u8], now: Instant) {
+        if self.count > 0 {
+            self.json.push(b',');
+        }
+        self.json.extend_from_slice(event);
+        self.count += 1;
+        self.due.get_or_insert(now + PACK_AFTER);
+    }
+
+    /// Whether an event of `more` bytes (and its comma) would take the pack past
+    /// [`PACK_BYTES`].
+    fn full_with(&self, more: usize) -> bool {
+        self.count > 0 && self.json.len() + 1 + more > PACK_BYTES
+    }
+
+    /// The pack as a [`WorkerMsg::Events`] body (the wire's `kind` tag spelled as
+    /// serde spells it); `None` when empty.
+    fn take(&mut self) -> Option<Vec<u8>> {
+        if self.count == 0 {
+            return None;
+        }
+        let events = std::mem::take(&mut self.json);
+        *self = Self::default();
+        let mut body = Vec::with_capacity(events.len() + 32);
+        body.extend_from_slice(br#"{"kind":"events","events":["#);
+        body.extend_from_slice(&events);
+        body.extend_from_slice(b"]}");
+        Some(body)
+    }
 }
 
 /// One published message, kept until the stream acknowledged it.
@@ -105,6 +160,7 @@ pub(crate) struct Pipe {
     /// The next sequence number.
     next: u64,
     batch: Batch,
+    pack: Pack,
     /// Published, not yet acknowledged, oldest first; `acks` holds their
     /// acknowledgements in the same order.
     flight: VecDeque<Record>,
@@ -121,6 +177,7 @@ impl Pipe {
             quiet,
             next: 0,
             batch: Batch::default(),
+            pack: Pack::default(),
             flight: VecDeque::new(),
             acks: FuturesOrdered::new(),
             failed: None,
@@ -131,15 +188,16 @@ impl Pipe {
     /// lost; a [`Item::Sync`] still waiting then hears nothing (its sender is dropped).
     pub async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
         loop {
-            let due = self.batch.due();
+            let (due, packed) = (self.batch.due(), self.pack.due);
             tokio::select! {
                 biased;
-                () = self.quiet.stale.cancelled() => break,
+                () = self.quiet.stale.cancelled() => return,
                 () = until(due), if due.is_some() => {
                     if let Some(event) = self.batch.take(Instant::now()) {
                         self.publish_event(event).await;
                     }
                 }
+                () = until(packed), if packed.is_some() => self.publish_pack().await,
                 Some(ack) = self.acks.next(), if !self.acks.is_empty() => self.acked(ack).await,
                 item = items.recv() => match item {
                     Some(Item::Event(event)) => {
@@ -155,6 +213,11 @@ impl Pipe {
                 },
             }
         }
+        // The job dropped its end: what is held still goes out.
+        if let Some(event) = self.batch.take(Instant::now()) {
+            self.publish_event(event).await;
+        }
+        self.publish_pack().await;
     }
 
     /// Publishes everything held and `msg`, and waits until all of it is stored:
@@ -166,6 +229,7 @@ impl Pipe {
         if let Some(event) = self.batch.take(Instant::now()) {
             self.publish_event(event).await;
         }
+        self.publish_pack().await;
         let body = serde_json::to_vec(msg)?;
         let queued = self.publish(body).await;
         while !self.acks.is_empty() {
@@ -188,15 +252,36 @@ impl Pipe {
         })
     }
 
+    /// Publishes `event`: packed with its neighbours when the channel is `packed`
+    /// (the pack going out first when `event` would overfill it), else at once.
     async fn publish_event(&mut self, event: Event) {
-        let msg = WorkerMsg::Event {
-            event: Box::new(event),
-        };
-        match serde_json::to_vec(&msg) {
-            Ok(body) => {
-                self.publish(body).await;
+        if !self.channel.packed {
+            let msg = WorkerMsg::Event {
+                event: Box::new(event),
+            };
+            match serde_json::to_vec(&msg) {
+                Ok(body) => {
+                    self.publish(body).await;
+                }
+                Err(e) => self.give_up(format!("an event does not serialize: {e}")),
+            }
+            return;
+        }
+        match serde_json::to_vec(&event) {
+            Ok(json) => {
+                if self.pack.full_with(json.len()) {
+                    self.publish_pack().await;
+                }
+                self.pack.add(&json, Instant::now());
             }
             Err(e) => self.give_up(format!("an event does not serialize: {e}")),
+        }
+    }
+
+    /// Publishes the pack, if anything is in it.
+    async fn publish_pack(&mut self) {
+        if let Some(body) = self.pack.take() {
+            self.publish(body).await;
         }
     }
 
@@ -355,5 +440,50 @@ async fn until(due: Option<Instant>) {
     match due {
         Some(due) => tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::protocol::{ContentBlockDeltaEvent, DeltaKind};
+    use crate::session::{EngineEvent, Event};
+
+    fn delta(text: &str) -> Event {
+        Event::new(
+            "s",
+            Some("parent"),
+            EngineEvent::ContentBlockDelta(ContentBlockDeltaEvent {
+                delta: text.into(),
+                kind: DeltaKind::Text,
+            }),
+        )
+    }
+
+    #[test]
+    fn a_pack_is_the_root_s_events_message_with_its_events_in_order() {
+        let t0 = Instant::now();
+        let mut pack = Pack::default();
+        assert!(pack.take().is_none(), "nothing to send");
+        let events: Vec<Event> = ["a", "b\"c", "ü"].into_iter().map(delta).collect();
+        for (i, event) in events.iter().enumerate() {
+            let at = t0 + Duration::from_millis(i as u64);
+            pack.add(&serde_json::to_vec(event).unwrap(), at);
+        }
+        assert_eq!(pack.due, Some(t0 + PACK_AFTER), "due after the first one");
+        let body = pack.take().unwrap();
+        let msg: WorkerMsg = serde_json::from_slice(&body).unwrap();
+        assert_eq!(msg, WorkerMsg::Events { events });
+        assert!(pack.take().is_none() && pack.due.is_none(), "emptied");
+    }
+
+    #[test]
+    fn a_pack_is_full_before_it_passes_its_size_unless_one_event_is_larger() {
+        let mut pack = Pack::default();
+        let big = vec![b'x'; PACK_BYTES + 1];
+        assert!(!pack.full_with(big.len()), "an empty pack takes any event");
+        pack.add(b"{}", Instant::now());
+        assert!(!pack.full_with(PACK_BYTES - 3));
+        assert!(pack.full_with(PACK_BYTES - 2), "one byte more than fits");
     }
 }

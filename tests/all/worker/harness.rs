@@ -139,6 +139,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         // The root played here does not answer `Reserve`: a job's own sub-sessions
         // count against the worker's limits.
         limits_at_root: false,
+        packed_events: false,
     }
 }
 
