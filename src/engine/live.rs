@@ -79,6 +79,9 @@ pub(crate) struct LiveSession {
     provider: Mutex<Option<(Arc<dyn Provider>, Value)>>,
     /// The first persistence failure of the running turn.
     persist_error: Mutex<Option<String>>,
+    /// Metadata writes held back ([`LiveSession::hold_metadata`]): how many holds are
+    /// alive, and whether a write waits for the last of them.
+    held: Mutex<(u32, bool)>,
     /// The session's compaction record and latest context use (`compact`).
     pub(crate) context: Mutex<super::compact::ContextState>,
     /// Set by the first turn of this session in this process, which runs its
@@ -87,6 +90,24 @@ pub(crate) struct LiveSession {
     /// The root was started after the person cleared the thread (`/clear`): its
     /// `SessionStart` source is `clear`.
     pub(crate) cleared: AtomicBool,
+}
+
+/// Holds a session's metadata writes while alive ([`LiveSession::hold_metadata`]).
+pub(crate) struct MetadataHold<'a> {
+    live: &'a LiveSession,
+}
+
+impl Drop for MetadataHold<'_> {
+    fn drop(&mut self) {
+        let last = {
+            let mut held = lock(&self.live.held);
+            held.0 -= 1;
+            held.0 == 0
+        };
+        if last {
+            self.live.write_held();
+        }
+    }
 }
 
 impl LiveSession {
@@ -123,6 +144,7 @@ impl LiveSession {
             inbox: Mutex::new(Inbox::default()),
             provider: Mutex::new(None),
             persist_error: Mutex::new(None),
+            held: Mutex::new((0, false)),
             context: Mutex::new(super::compact::ContextState::default()),
             start_hooks_ran: AtomicBool::new(false),
             cleared: AtomicBool::new(false),
@@ -188,13 +210,43 @@ impl LiveSession {
     }
 
     /// Applies `change` to the metadata, stamps `last_updated` and writes it.
+    /// While a [`LiveSession::hold_metadata`] is alive, the write waits for it.
     pub fn update_metadata(&self, change: impl FnOnce(&mut Metadata)) {
-        let snapshot = {
+        {
             let mut metadata = lock(&self.metadata);
             change(&mut metadata);
             metadata.last_updated = now_rfc3339();
-            metadata.clone()
-        };
+        }
+        {
+            let mut held = lock(&self.held);
+            if held.0 > 0 {
+                held.1 = true;
+                return;
+            }
+        }
+        self.write_metadata();
+    }
+
+    /// Holds this session's metadata writes until the returned guard drops, then makes
+    /// one write of what changed meanwhile (a worker's message of packed events that
+    /// moves the status twice costs one file write, not two). A
+    /// [`LiveSession::sync`] meanwhile writes first. Events go out at once as always.
+    pub fn hold_metadata(&self) -> MetadataHold<'_> {
+        lock(&self.held).0 += 1;
+        MetadataHold { live: self }
+    }
+
+    /// Writes the metadata held back, if any.
+    fn write_held(&self) {
+        let waiting = std::mem::take(&mut lock(&self.held).1);
+        if waiting {
+            self.write_metadata();
+        }
+    }
+
+    /// Writes the metadata as it is in memory.
+    fn write_metadata(&self) {
+        let snapshot = lock(&self.metadata).clone();
         if let Err(e) = lock(&self.writer).write_metadata(&snapshot) {
             tracing::error!(session = %self.id, "cannot write metadata: {e}");
             lock(&self.persist_error).get_or_insert_with(|| format!("cannot save metadata: {e}"));
@@ -209,6 +261,7 @@ impl LiveSession {
 
     /// Makes the session's files durable (end of a turn; see `SessionWriter::sync`).
     pub fn sync(&self) {
+        self.write_held();
         if let Err(e) = lock(&self.writer).sync() {
             tracing::error!(session = %self.id, "cannot sync session files: {e}");
             lock(&self.persist_error)
@@ -415,5 +468,66 @@ impl Drop for TurnGuard {
         }
         self.session.release_lock();
         self.session.running.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SessionStore;
+
+    /// `metadata.json` is read from disk (status, and inode: every write outside a
+    /// volatile store makes a new file).
+    #[cfg(unix)]
+    #[test]
+    fn held_metadata_writes_become_one_write_when_the_hold_ends_or_at_a_sync() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let metadata = Metadata {
+            session_id: "child".into(),
+            created: "2025-01-01T00:00:00Z".into(),
+            ..Default::default()
+        };
+        let writer = store.create(&metadata).unwrap();
+        let live = LiveSession::new(
+            metadata,
+            "child".into(),
+            MountPlan::default(),
+            writer,
+            Vec::new(),
+            EventBus::new(),
+            dir.path().to_path_buf(),
+        );
+        let file = dir.path().join("child").join("metadata.json");
+        let on_disk = || {
+            let text = std::fs::read(&file).unwrap();
+            let m: Metadata = serde_json::from_slice(&text).unwrap();
+            (m.status, std::fs::metadata(&file).unwrap().ino())
+        };
+        let (_, before) = on_disk();
+        {
+            let _hold = live.hold_metadata();
+            live.set_status(SessionStatus::Running);
+            live.set_status(SessionStatus::Completed);
+            assert_eq!(
+                live.metadata().status,
+                SessionStatus::Completed,
+                "in memory"
+            );
+            assert_eq!(on_disk().1, before, "nothing written while held");
+        }
+        let (status, after) = on_disk();
+        assert_eq!(
+            status,
+            SessionStatus::Completed,
+            "one write when the hold ends"
+        );
+        assert_ne!(after, before);
+        // A sync under a hold writes first, so what it makes durable is current.
+        let _hold = live.hold_metadata();
+        live.set_status(SessionStatus::Failed);
+        live.sync();
+        assert_eq!(on_disk().0, SessionStatus::Failed);
     }
 }
