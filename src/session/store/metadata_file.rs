@@ -93,6 +93,30 @@ pub(crate) fn write(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
     result
 }
 
+/// Writes `metadata` over `dir/metadata.json` in place: no temp file, no backup, no
+/// rename — for a volatile store (`volatile`: a worker's scratch copy, thrown away
+/// after its job and never read after a crash), where every new file costs an inode
+/// created and one deleted (on an ext4 without journal, each creation scans past the
+/// inodes deleted in the last 30 s: the allocation, not the write, was most of a
+/// trivial remote job's time). A crash mid-write leaves the file torn; the copy is
+/// not used again.
+pub(crate) fn write_in_place(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
+    let mut text = serde_json::to_vec_pretty(metadata)
+        .map_err(|e| io_err("serializing metadata".to_string(), std::io::Error::other(e)))?;
+    text.push(b'\n');
+    let main = dir.join(METADATA_FILE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&main)
+        .and_then(|mut f| {
+            f.write_all(&text)?;
+            f.set_len(text.len() as u64)
+        })
+        .map_err(|e| io_err(format!("writing {}", main.display()), e))
+}
+
 /// Makes the [`write`]s in `dir` durable: fsyncs `metadata.json`,
 /// `metadata.json.backup` (those present) and the directory (best effort, see
 /// [`sync_dir`]). Returns how many fsyncs it made. Errors: a file that cannot be

@@ -213,6 +213,38 @@ fn a_store_marked_volatile_is_never_fsynced_and_one_unmarked_is_again() {
     assert!(write(&mut scratch) > 0, "synced once no longer marked");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_volatile_store_writes_metadata_in_place_and_a_durable_one_through_a_new_file() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let store = SessionStore::new(&sessions);
+    let inode = |id: &str| {
+        std::fs::metadata(sessions.join(id).join("metadata.json"))
+            .unwrap()
+            .ino()
+    };
+    let rewrite = |writer: &mut SessionWriter, turns: u32| {
+        let mut m = writer.metadata().clone();
+        m.turn_count = turns;
+        writer.write_metadata(&m).unwrap();
+    };
+    let guard = super::volatile::mark(&sessions);
+    let mut scratch = store.create(&meta("a", "2025-01-01T00:00:00Z")).unwrap();
+    let first = inode("a");
+    // A longer text, then a shorter one: the file holds exactly the last.
+    rewrite(&mut scratch, 123_456_789);
+    rewrite(&mut scratch, 7);
+    assert_eq!(inode("a"), first, "the same file: no inode made");
+    assert!(!sessions.join("a").join("metadata.json.backup").exists());
+    assert_eq!(store.load_metadata("a").unwrap().0.turn_count, 7);
+    drop(guard);
+    rewrite(&mut scratch, 8);
+    assert_ne!(inode("a"), first, "unmarked: a new file renamed over it");
+    assert_eq!(store.load_metadata("a").unwrap().0.turn_count, 8);
+}
+
 #[test]
 fn an_active_session_without_its_writer_reads_as_interrupted() {
     use crate::session::metadata::SessionStatus;

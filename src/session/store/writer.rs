@@ -192,7 +192,9 @@ impl SessionWriter {
     }
 
     /// Writes metadata atomically (temp + rename, previous kept as
-    /// `metadata.json.backup`; fsynced by the next [`SessionWriter::sync`]), with
+    /// `metadata.json.backup`; fsynced by the next [`SessionWriter::sync`]) — in
+    /// place when the session is under a directory marked volatile (`volatile`: a
+    /// worker's scratch copy; `metadata_file::write_in_place`) — with
     /// secrets in `config` and `agent_overlay` redacted. `metadata.session_id` must be
     /// this writer's id, else `StoreError::InvalidId` ([`IdError::OtherSession`]).
     pub fn write_metadata(&mut self, metadata: &Metadata) -> Result<(), StoreError> {
@@ -205,7 +207,11 @@ impl SessionWriter {
         let redacted = redact_metadata(metadata, &self.secrets)?;
         self.while_idle(|w| {
             w.unsynced.metadata = true;
-            metadata_file::write(&w.dir, &redacted)
+            if super::volatile::covers(&w.dir) {
+                metadata_file::write_in_place(&w.dir, &redacted)
+            } else {
+                metadata_file::write(&w.dir, &redacted)
+            }
         })?;
         self.metadata = redacted;
         Ok(())
