@@ -27,6 +27,9 @@
 //!   child of `LONG_TURNS` turns, and the messages each child's worker published on
 //!   `arbor.out.<child>` (median, max).
 //!
+//! Each throughput measurement starts after a pause ([`SETTLE`]) so that the files of
+//! the turns before it cost it nothing.
+//!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
 //! on first use). Prints the figures as Markdown tables. With `REMOTE_BENCH_SPLIT=1`
 //! this process (the root and the stub model) keeps core 0 and the NATS server and
@@ -65,6 +68,12 @@ const LATENCY_TURNS: usize = 40;
 /// Sub-sessions per turn of the throughput measurement, and turns.
 const THROUGHPUT_TASKS: usize = 48;
 const THROUGHPUT_TURNS: usize = 10;
+/// The pause before each throughput measurement. On an ext4 without a journal (this
+/// machine's root file system) a new file's inode is searched past every inode deleted
+/// in the last 30 s, so the files the turns before made and removed would make the next
+/// measurement pay for them: each one starts from a file system at rest and pays for
+/// its own files only.
+const SETTLE: Duration = Duration::from_secs(35);
 /// `arbor worker` processes of the remote runs.
 const WORKERS: usize = 2;
 /// Sub-sessions per turn of the long-answers measurement, and turns.
@@ -277,6 +286,7 @@ fn jobs_per_sec(
     pids: &[u32],
 ) -> (f64, Vec<f64>) {
     mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
+    std::thread::sleep(SETTLE);
     let mut rates = Vec::new();
     let before: Vec<Duration> = pids.iter().map(|p| cpu_of(*p)).collect();
     for _ in 0..THROUGHPUT_TURNS {
