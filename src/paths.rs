@@ -22,6 +22,10 @@ pub struct Paths {
     pub log_file: PathBuf,
     /// The working directory sessions are recorded against (canonicalized when possible).
     pub cwd: PathBuf,
+    /// Where the session store's `projects/` is when not in `amplifier_home`: a
+    /// worker's scratch stores, kept in memory-backed storage (`worker::leftover::
+    /// claim_memory`). `None` everywhere else.
+    pub store_home: Option<PathBuf>,
 }
 
 impl Paths {
@@ -84,6 +88,7 @@ impl Paths {
             themes_dir: config_dir.join("themes"),
             log_file: state_dir.join("arbor.log"),
             cwd,
+            store_home: None,
         }
     }
 
@@ -149,17 +154,19 @@ impl Paths {
         self.sessions_dir_for(&self.cwd)
     }
 
-    /// `$AMPLIFIER_HOME/projects/<slug>/sessions` for `dir`.
+    /// `$AMPLIFIER_HOME/projects/<slug>/sessions` for `dir` (under `store_home`
+    /// instead when set).
     pub fn sessions_dir_for(&self, dir: &Path) -> PathBuf {
-        self.amplifier_home
-            .join("projects")
-            .join(project_slug(dir))
-            .join("sessions")
+        self.projects_dir().join(project_slug(dir)).join("sessions")
     }
 
-    /// `$AMPLIFIER_HOME/projects`, the parent of every project's sessions.
+    /// `$AMPLIFIER_HOME/projects` (or `<store_home>/projects`), the parent of every
+    /// project's sessions.
     pub fn projects_dir(&self) -> PathBuf {
-        self.amplifier_home.join("projects")
+        self.store_home
+            .as_deref()
+            .unwrap_or(&self.amplifier_home)
+            .join("projects")
     }
 }
 

@@ -5,8 +5,14 @@
 //! with a `pid` file; its jobs' worktrees are inside it), and [`sweep`]: for every
 //! directory whose process is gone, the scratch stores of its jobs (the project
 //! directories of the Amplifier home named after paths inside it) and the directory
-//! itself are removed, then the clone's worktree list is pruned. Does not own: a
-//! job's own cleanup when it ends normally (`files`, `scratch`).
+//! itself are removed, then the clone's worktree list is pruned. Also the worker's
+//! directory in memory-backed storage ([`memory_root`], claimed like the other),
+//! where its jobs' scratch stores are kept when there is one: a scratch store is made
+//! and removed per job, and on a disk file system every file it makes and removes costs
+//! an inode allocation (on an ext4 without journal, a search past every inode deleted
+//! in the last 30 s: most of a trivial remote job's time); [`sweep_memory`] removes
+//! what dead workers left there. Does not own: a job's own cleanup when it ends
+//! normally (`files`, `scratch`).
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +75,73 @@ pub fn sweep(root: &Path, paths: &Paths, repo: &Path) -> usize {
         tracing::info!("worker: removed what {removed} stopped worker(s) left");
     }
     removed
+}
+
+/// Removes the directories under `root` (the memory-backed workers' directory,
+/// [`memory_root`]) whose worker is gone, with the scratch stores inside. Returns how
+/// many; failures are logged and skipped.
+pub fn sweep_memory(root: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !dir.is_dir() || alive(&dir) {
+            continue;
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => removed += 1,
+            Err(e) => tracing::warn!("worker: removing {}: {e}", dir.display()),
+        }
+    }
+    removed
+}
+
+/// Where workers keep their jobs' scratch stores in memory-backed storage:
+/// `$XDG_RUNTIME_DIR/arbor/workers` when the runtime directory is set (absolute, a
+/// directory), else `/dev/shm/arbor-<uid>/workers`. The `arbor` directory is made
+/// private (0700); `None` — the stores stay in the Amplifier home — when neither
+/// exists, it cannot be made, or it is not this user's alone (another user made it
+/// first, or opened it to others).
+pub fn memory_root() -> Option<PathBuf> {
+    let run_dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && dir.is_dir());
+    memory_root_in(run_dir, Path::new("/dev/shm"))
+}
+
+#[cfg(unix)]
+fn memory_root_in(run_dir: Option<PathBuf>, shm: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = nix::unistd::geteuid();
+    let base = match run_dir {
+        Some(dir) => dir.join("arbor"),
+        None if shm.is_dir() => shm.join(format!("arbor-{uid}")),
+        None => return None,
+    };
+    if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&base)
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        tracing::debug!("worker: cannot make {}: {e}", base.display());
+        return None;
+    }
+    let meta = std::fs::symlink_metadata(&base).ok()?;
+    if !meta.is_dir() || meta.uid() != uid.as_raw() || meta.mode() & 0o077 != 0 {
+        tracing::warn!(
+            "worker: {} is not this user's alone; scratch stores stay in the Amplifier home",
+            base.display()
+        );
+        return None;
+    }
+    let root = base.join("workers");
+    std::fs::create_dir_all(&root).ok()?;
+    Some(root)
+}
+
+#[cfg(not(unix))]
+fn memory_root_in(_runtime: Option<PathBuf>, _shm: &Path) -> Option<PathBuf> {
+    None
 }
 
 /// Whether the worker that owns `dir` still runs: its `pid` file names a live process.
@@ -148,5 +221,45 @@ mod tests {
         let own = mine.dir.clone();
         drop(mine);
         assert!(!own.exists(), "a worker's directory goes when it stops");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_memory_root_is_private_to_this_user_and_dead_workers_stores_go() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let root = memory_root_in(Some(run_dir.clone()), Path::new("/nonexistent")).unwrap();
+        assert_eq!(root, run_dir.join("arbor").join("workers"));
+        let mode = std::fs::metadata(run_dir.join("arbor"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // Without a run_dir directory: /dev/shm's own (here a stand-in).
+        let shm = tmp.path().join("shm");
+        std::fs::create_dir_all(&shm).unwrap();
+        let uid = nix::unistd::geteuid();
+        assert_eq!(
+            memory_root_in(None, &shm),
+            Some(shm.join(format!("arbor-{uid}")).join("workers"))
+        );
+        assert_eq!(memory_root_in(None, &tmp.path().join("none")), None);
+        // Opened to others (or made by someone else first): not used.
+        let open = tmp.path().join("open");
+        std::fs::create_dir_all(open.join("arbor")).unwrap();
+        std::fs::set_permissions(open.join("arbor"), std::fs::Permissions::from_mode(0o777))
+            .unwrap();
+        assert_eq!(memory_root_in(Some(open), Path::new("/nonexistent")), None);
+
+        let mine = claim(&root, "w-00000001").unwrap();
+        std::fs::create_dir_all(mine.dir.join("projects/-job/sessions")).unwrap();
+        let dead = root.join("w-00000002");
+        std::fs::create_dir_all(dead.join("projects/-job/sessions/s")).unwrap();
+        std::fs::write(dead.join(PID_FILE), "2147483000").unwrap();
+        assert_eq!(sweep_memory(&root), 1);
+        assert!(!dead.exists());
+        assert!(mine.dir.join("projects").exists(), "a live worker's stay");
     }
 }

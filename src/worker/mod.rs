@@ -210,6 +210,14 @@ pub async fn serve(
             path: options.scratch.join(&ran_on.worker),
             source,
         })?;
+    // The jobs' scratch stores in memory-backed storage when there is some (see
+    // `leftover`), else in the Amplifier home.
+    let memory = leftover::memory_root().and_then(|root| {
+        leftover::sweep_memory(&root);
+        leftover::claim(&root, &ran_on.worker)
+            .inspect_err(|e| tracing::debug!("worker: {}: {e}", root.display()))
+            .ok()
+    });
     // Shown redacted (`nats://user:***@…`); connected to as given.
     let url = redact_url(&options.nats_url);
     let client_name = format!("arbor worker {}", ran_on.worker);
@@ -253,7 +261,10 @@ pub async fn serve(
         payloads,
         ran_on: ran_on.clone(),
         factory,
-        base_paths: options.paths.clone(),
+        base_paths: Paths {
+            store_home: memory.as_ref().map(|m| m.dir.clone()),
+            ..options.paths.clone()
+        },
         repo: options.repo.clone(),
         ack_wait: options.ack_wait,
         scratch: own.dir.clone(),
@@ -293,6 +304,7 @@ pub async fn serve(
     }
     drop(ctx);
     drop(own);
+    drop(memory);
     Ok(())
 }
 

@@ -149,6 +149,7 @@ mod tests {
             themes_dir: root.join("home/.config/arbor/themes"),
             log_file: root.join("log"),
             cwd: root.join("project"),
+            store_home: None,
         }
     }
 

@@ -114,7 +114,8 @@ impl<'a> Applier<'a> {
 
     /// `Started` of `worker`: a holder before it lost its lease (the session is marked
     /// interrupted first, see [`Applier::lease_lost`]); metadata `ran_on` (`{worker,
-    /// host, pid}`) is recorded.
+    /// host, pid}`) is recorded (written with the next metadata write: the status of
+    /// the worker's first events).
     pub fn started(&mut self, worker: RanOn, attempt: u32) {
         if self.holder.is_some() {
             self.lease_lost();
@@ -123,9 +124,10 @@ impl<'a> Applier<'a> {
             session = %self.child.id, worker = %worker.worker, host = %worker.host,
             pid = worker.pid, attempt, "remote sub-session started"
         );
+        // Written with the status the worker's first events bring, milliseconds later
+        // (one file write fewer per child).
         let ran_on = worker.clone();
-        self.child
-            .update_metadata(|m| m.arbor.ran_on = Some(ran_on));
+        self.child.stage_metadata(|m| m.arbor.ran_on = Some(ran_on));
         self.holder = Some(worker);
         self.heard = false;
     }

@@ -153,10 +153,13 @@ impl Dispatched {
         let leases = hub.leases().clone();
         let payloads = hub.payloads().await?;
         let (inbox, sync) = listen(&hub, &session).await?;
+        // The run's number and the status `queued` in one write, before the job is
+        // published (`session:status` is said once it is).
         let mut run = 0;
         child.update_metadata(|m| {
             run = m.arbor.remote_runs.unwrap_or(0) + 1;
             m.arbor.remote_runs = Some(run);
+            m.status = SessionStatus::Queued;
         });
         // The run's instruction is in the root's store before its job is published: a
         // root that dies while the job waits leaves a child that `session continue`
@@ -202,7 +205,7 @@ impl Dispatched {
         let job_seq =
             publish_job(&remote, &placement.pool, &job, &format!("{session}-{run}")).await?;
         let published = hub.jobs_stream_since(tokio::time::Instant::now()).await;
-        child.set_status(SessionStatus::Queued);
+        child.emit(crate::session::EngineEvent::status(SessionStatus::Queued));
         warn_if_no_worker(&hub, child, &placement.pool).await;
         tracing::info!(
             session, run, pool = %placement.pool, url = %remote.url(),

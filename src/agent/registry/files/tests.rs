@@ -15,6 +15,7 @@ fn paths(root: &Path) -> Paths {
         themes_dir: root.join("home/.config/arbor/themes"),
         log_file: root.join("log"),
         cwd: root.join("project"),
+        store_home: None,
     }
 }
 
