@@ -126,6 +126,10 @@ async fn a_job_runs_on_the_worker_and_its_answer_events_and_ack_come_back() {
     assert_eq!(info["slots"], 1);
     // The scratch store is gone: nothing of the session stays on the worker.
     assert!(files_containing(&env.amplifier_home, SESSION).is_empty());
+    assert!(files_containing(&run_dir(&env), SESSION).is_empty());
+    // The worker's own memory-backed directory lives as long as the worker.
+    let memory = run_dir(&env).join("arbor/workers").join(&worker_id);
+    assert!(memory.join("pid").is_file(), "{}", memory.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,6 +197,15 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
         .as_str()
         .unwrap()
         .to_string();
+    // While it runs, the job's scratch copy of the session is in the worker's
+    // directory of the runtime directory (memory-backed), not in the Amplifier home.
+    let memory = run_dir(&env).join("arbor/workers").join(&worker_id);
+    assert!(
+        !files_containing(&memory.join("projects"), SESSION).is_empty(),
+        "no scratch store in {}",
+        memory.display()
+    );
+    assert!(files_containing(&env.amplifier_home.join("projects"), SESSION).is_empty());
 
     // Another worker takes the session: epoch 2.
     let leases = remote.js().get_key_value(LEASES_BUCKET).await.unwrap();

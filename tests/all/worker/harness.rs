@@ -52,6 +52,12 @@ pub(super) struct Worker {
     stderr: PathBuf,
 }
 
+/// The workers' runtime directory (`XDG_RUNTIME_DIR`) of `env`: memory-backed
+/// storage for their jobs' scratch stores.
+pub(super) fn run_dir(env: &TestEnv) -> std::path::PathBuf {
+    env.dir.path().join("run")
+}
+
 impl Worker {
     pub(super) fn start(env: &TestEnv, nats: &NatsServer, pool: &str) -> Self {
         Self::start_with(env, nats, pool, &[])
@@ -66,8 +72,11 @@ impl Worker {
     /// Starts the worker without waiting for it to connect.
     pub(super) fn spawn(env: &TestEnv, url: &str, pool: &str, extra: &[&str]) -> Self {
         let stderr = env.dir.path().join(format!("worker-{pool}.stderr"));
+        std::fs::create_dir_all(run_dir(env)).unwrap();
         let child = env
             .std_cmd()
+            // The jobs' scratch stores go to `<run dir>/arbor/workers/<worker id>`.
+            .env("XDG_RUNTIME_DIR", run_dir(env))
             .args(["worker", "--nats", url, "--pool", pool])
             .args(["--slots", "1", "--ack-wait", "3"])
             .args(extra)

@@ -97,3 +97,48 @@ async fn a_long_answer_crosses_in_few_messages_and_arrives_whole_and_in_order() 
         .unwrap();
     assert!(last_delta < answer_at, "{:?}", kinds(&messages));
 }
+
+const SHORT: &str = "0123456789abcdef-5ca1ab1e5ca1ab1e_helper";
+
+/// A job whose root takes packed events (`packed_events`, issue 38 item 8): the events
+/// of a short turn cross as one or two `events` messages between `started` and `done`,
+/// whole and in order, instead of a message each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_turns_events_cross_packed_in_one_or_two_messages() {
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("short and done"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let Some((nats, remote)) = server_and_root().await else {
+        return;
+    };
+    let worker = Worker::start(&env, &nats, "packed");
+    let mut job = job_of(SHORT, plan(&server.base_url), "answer briefly");
+    job.packed_events = true;
+    publish(&remote, "packed", &job).await;
+    let messages = wait_until_ended(&remote, SHORT, &worker, 60).await;
+
+    let kinds = kinds(&messages);
+    assert_eq!(kinds.first().map(String::as_str), Some("started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("done"), "{kinds:?}");
+    let packs: Vec<&Vec<Value>> = messages
+        .iter()
+        .filter_map(|m| m.body["events"].as_array())
+        .collect();
+    assert!(
+        (1..=2).contains(&packs.len()) && kinds.len() == packs.len() + 2,
+        "{kinds:?}"
+    );
+    let events: Vec<&Value> = packs.into_iter().flatten().collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"message:appended"), "{names:?}");
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["event"] == "content_block:delta")
+        .map(|e| e["data"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "short and done");
+    assert!(events.iter().all(|e| e["session_id"] == SHORT));
+}
