@@ -72,12 +72,17 @@ pub fn has_project_hooks(dir: &Path) -> bool {
     // Read non-blocking and capped (`project_file`): a FIFO here must not hang every
     // arbor started below this directory.
     SETTINGS_FILES.iter().any(|file| {
-        project_file::read(
-            &dir.join(file),
-            &project_file::Confinement::unconfined(),
-            MAX_POWER_BYTES,
-        )
-        .is_ok_and(|read| read.text().contains("hooks"))
+        let path = dir.join(file);
+        // A stat first: most directories have neither file, and the read resolves
+        // every component of the path (a `readlink` each) before it finds that out —
+        // for each ancestor of every directory a project root is looked up for.
+        path.exists()
+            && project_file::read(
+                &path,
+                &project_file::Confinement::unconfined(),
+                MAX_POWER_BYTES,
+            )
+            .is_ok_and(|read| read.text().contains("hooks"))
     })
 }
 
