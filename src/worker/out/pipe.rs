@@ -191,7 +191,7 @@ impl Pipe {
             let (due, packed) = (self.batch.due(), self.pack.due);
             tokio::select! {
                 biased;
-                () = self.quiet.stale.cancelled() => return,
+                () = self.quiet.stale.cancelled() => break,
                 () = until(due), if due.is_some() => {
                     if let Some(event) = self.batch.take(Instant::now()) {
                         self.publish_event(event).await;
@@ -213,11 +213,8 @@ impl Pipe {
                 },
             }
         }
-        // The job dropped its end: what is held still goes out.
-        if let Some(event) = self.batch.take(Instant::now()) {
-            self.publish_event(event).await;
-        }
-        self.publish_pack().await;
+        // The job dropped its end after its last `Sync` (`Done`, `Failed`), which took
+        // everything held before it: what came after is not the run's to send.
     }
 
     /// Publishes everything held and `msg`, and waits until all of it is stored:
