@@ -53,21 +53,7 @@ pub fn claim(root: &Path, worker: &str) -> std::io::Result<Claimed> {
 /// clone whose worktree list is pruned afterwards. Returns how many workers' leftovers
 /// were removed; failures are logged and skipped.
 pub fn sweep(root: &Path, paths: &Paths, repo: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        if !dir.is_dir() || alive(&dir) {
-            continue;
-        }
-        remove_stores(paths, &dir);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => removed += 1,
-            Err(e) => tracing::warn!("worker: removing {}: {e}", dir.display()),
-        }
-    }
+    let removed = remove_dead(root, |dir| remove_stores(paths, dir));
     if removed > 0 {
         if let Err(e) = Git::at(repo).run(&["worktree", "prune"]) {
             tracing::debug!("worker: git worktree prune: {e}");
@@ -81,6 +67,12 @@ pub fn sweep(root: &Path, paths: &Paths, repo: &Path) -> usize {
 /// [`memory_root`]) whose worker is gone, with the scratch stores inside. Returns how
 /// many; failures are logged and skipped.
 pub fn sweep_memory(root: &Path) -> usize {
+    remove_dead(root, |_| {})
+}
+
+/// Removes each directory under `root` whose worker is gone (not [`alive`]), after
+/// `first(dir)`. Returns how many went; failures are logged and skipped.
+fn remove_dead(root: &Path, mut first: impl FnMut(&Path)) -> usize {
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
     };
@@ -90,6 +82,7 @@ pub fn sweep_memory(root: &Path) -> usize {
         if !dir.is_dir() || alive(&dir) {
             continue;
         }
+        first(&dir);
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => removed += 1,
             Err(e) => tracing::warn!("worker: removing {}: {e}", dir.display()),
