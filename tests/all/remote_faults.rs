@@ -36,17 +36,7 @@ pub(crate) const AGENT: &str = "fault-helper";
 /// A root model: a `task` call to [`AGENT`], then "parent saw: <tool result>".
 pub(crate) fn root_model() -> ScriptedServer {
     ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            let messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let result = messages.last().map(content_text).unwrap_or_default();
-            Reply::Sse(sse_text(&format!("parent saw: {result}")))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": AGENT, "instruction": "Answer the question"}),
-            )]))
-        };
+        let reply = delegating_reply(&body, AGENT, "Answer the question");
         Box::pin(async move { reply })
     }))
 }

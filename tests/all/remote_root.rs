@@ -82,16 +82,8 @@ fn root_model() -> ScriptedServer {
         let system = content_text(&body["messages"][0]);
         let reply = if system.contains(EXPLORER) {
             Reply::Sse(sse_text("RAN LOCALLY"))
-        } else if last_role(&body) == "tool" {
-            let messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let result = messages.last().map(content_text).unwrap_or_default();
-            Reply::Sse(sse_text(&format!("parent saw: {result}")))
         } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": "explorer", "instruction": "Look around"}),
-            )]))
+            delegating_reply(&body, "explorer", "Look around")
         };
         Box::pin(async move { reply })
     }))

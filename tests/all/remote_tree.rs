@@ -34,17 +34,7 @@ const REFUSED: &str = "max_sessions_per_tree is 3";
 /// The root: one `task` call to the helper, then "parent saw: <its answer>".
 fn root_model() -> ScriptedServer {
     ScriptedServer::start(Arc::new(|body: Value| {
-        let reply = if last_role(&body) == "tool" {
-            let messages = body["messages"].as_array().cloned().unwrap_or_default();
-            let result = messages.last().map(content_text).unwrap_or_default();
-            Reply::Sse(sse_text(&format!("parent saw: {result}")))
-        } else {
-            Reply::Sse(sse_tool_calls(&[(
-                "t1",
-                "task",
-                json!({"agent": HELPER, "instruction": "Find it"}),
-            )]))
-        };
+        let reply = delegating_reply(&body, HELPER, "Find it");
         Box::pin(async move { reply })
     }))
 }

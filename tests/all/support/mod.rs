@@ -340,6 +340,23 @@ pub fn last_role(body: &Value) -> String {
         .to_string()
 }
 
+/// The reply of a root model that delegates once (an OpenAI chat request `body`): a
+/// `task` call to `agent` with `instruction`, then, once the last message is the tool
+/// result, "parent saw: <that result>".
+pub fn delegating_reply(body: &Value, agent: &str, instruction: &str) -> Reply {
+    if last_role(body) == "tool" {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let result = messages.last().map(content_text).unwrap_or_default();
+        Reply::Sse(sse_text(&format!("parent saw: {result}")))
+    } else {
+        Reply::Sse(sse_tool_calls(&[(
+            "t1",
+            "task",
+            json!({"agent": agent, "instruction": instruction}),
+        )]))
+    }
+}
+
 /// A message's content as text (string or content parts).
 pub fn content_text(m: &Value) -> String {
     match &m["content"] {
