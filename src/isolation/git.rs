@@ -46,6 +46,12 @@ pub struct Entry {
     pub oid: String,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// `git` processes [`Git::output`] started on this thread (a test hook).
+    pub(crate) static SPAWNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Git {
     /// `git -C dir …`.
     pub fn at(dir: &Path) -> Self {
@@ -152,6 +158,8 @@ impl Git {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         });
+        #[cfg(test)]
+        SPAWNS.with(|n| n.set(n.get() + 1));
         self.command(args)
             .output()
             .map_err(|source| IsolationError::Spawn { source })

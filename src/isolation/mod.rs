@@ -99,8 +99,15 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// Finds the repository of `dir`.
+    /// Finds the repository of `dir`. Runs `git rev-parse`, unless no directory from
+    /// `dir` up could be a repository's ([`may_be_in_repo`]): then
+    /// [`IsolationError::NotARepo`] without spawning git.
     pub fn discover(dir: &Path) -> Result<Self, IsolationError> {
+        if !may_be_in_repo(dir) {
+            return Err(IsolationError::NotARepo {
+                dir: dir.to_path_buf(),
+            });
+        }
         let git = git::Git::at(dir);
         let out = git.output(&[
             "rev-parse",
@@ -132,6 +139,24 @@ impl Repo {
     pub fn git(&self) -> git::Git {
         git::Git::at(&self.top)
     }
+}
+
+/// Whether git's discovery could find a work tree from `dir`: `false` only when `dir`
+/// resolves and neither it nor any ancestor holds a `.git` entry (file, directory or
+/// link) or looks like a git directory itself (`HEAD` and `objects/`, which git's
+/// `is_git_directory` requires among others). The caller's `GIT_DIR` and
+/// `GIT_WORK_TREE` do not count: arbor's git runs without them ([`hermetic`]). A
+/// handful of `stat`s instead of a `git` process, which costs a fork and an exec —
+/// outside any repository, every remote child's job asked git (issue 38 item 8).
+fn may_be_in_repo(dir: &Path) -> bool {
+    // git -C changes into `dir` and walks up its physical path.
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return true;
+    };
+    dir.ancestors().any(|at| {
+        at.join(".git").symlink_metadata().is_ok()
+            || (at.join("HEAD").is_file() && at.join("objects").is_dir())
+    })
 }
 
 #[cfg(test)]

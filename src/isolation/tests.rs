@@ -413,3 +413,57 @@ fn a_grandchilds_diff_survives_its_parents_worktree_going() {
     assert!(child.diff().unwrap().contains("+VALUE = 'grandchild'"));
     assert_eq!(child.changed_files().unwrap(), vec!["app.py".to_string()]);
 }
+
+/// Outside any repository discovery answers without a `git` process; a repository,
+/// a subdirectory, a worktree (a `.git` file) and a bare repository (no work tree:
+/// git itself says so) are all still asked.
+#[test]
+fn discovery_outside_any_repository_spawns_no_git_and_still_asks_it_near_one() {
+    let spawns = || git::SPAWNS.with(std::cell::Cell::get);
+    let plain = tempfile::tempdir().unwrap();
+    let deep = plain.path().join("a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    let before = spawns();
+    let outside = Repo::discover(&deep);
+    assert!(
+        matches!(outside, Err(IsolationError::NotARepo { .. })),
+        "{outside:?}"
+    );
+    assert_eq!(spawns(), before, "no git outside a repository");
+
+    let main = repo();
+    let top = std::fs::canonicalize(main.path()).unwrap();
+    std::fs::create_dir_all(main.path().join("src/deep")).unwrap();
+    let before = spawns();
+    assert_eq!(
+        Repo::discover(&main.path().join("src/deep")).unwrap().top,
+        top
+    );
+    assert!(spawns() > before);
+
+    let linked = plain.path().join("linked");
+    git::Git::at(main.path())
+        .run(&[
+            "worktree",
+            "add",
+            "--quiet",
+            "--detach",
+            &linked.to_string_lossy(),
+        ])
+        .unwrap();
+    assert_eq!(
+        Repo::discover(&linked).unwrap().top,
+        std::fs::canonicalize(&linked).unwrap()
+    );
+
+    let bare = plain.path().join("bare.git");
+    git::Git::at(plain.path())
+        .run(&["init", "--quiet", "--bare", &bare.to_string_lossy()])
+        .unwrap();
+    let before = spawns();
+    assert!(matches!(
+        Repo::discover(&bare),
+        Err(IsolationError::NotARepo { .. })
+    ));
+    assert!(spawns() > before, "a bare repository is git's to judge");
+}
