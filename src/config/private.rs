@@ -124,8 +124,12 @@ pub fn key_files(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
 pub fn private_paths(paths: &Paths, home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
     out.extend(key_files(paths, home));
+    // A stat first: most of these do not exist, and `canonicalize` resolves every
+    // component of the path (a `readlink` each) before it finds that out — once per
+    // engine built, so once per job on a worker.
     let canonical: Vec<PathBuf> = out
         .iter()
+        .filter(|p| p.symlink_metadata().is_ok())
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
     out.extend(canonical);

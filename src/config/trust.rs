@@ -52,10 +52,13 @@ const MAX_STORE_BYTES: u64 = 1 << 20;
 /// Whether `dir` is a project that needs trust: it has `.amplifier/agents/` or
 /// `.amplifier/bundles/` (directories) or `.mcp.json` (a file).
 pub fn needs_trust(dir: &Path) -> bool {
-    dir.join(AGENTS_DIR).is_dir()
-        || dir.join(BUNDLES_DIR).is_dir()
+    // One stat for the three power paths under `.amplifier/` when it is missing (most
+    // ancestors of most directories): this runs for every ancestor of every directory
+    // a project root is looked up for.
+    let amplifier = dir.join(".amplifier").is_dir();
+    (amplifier && (dir.join(AGENTS_DIR).is_dir() || dir.join(BUNDLES_DIR).is_dir()))
         || dir.join(MCP_FILE).is_file()
-        || has_project_hooks(dir)
+        || has_project_hooks_beside(dir, amplifier)
 }
 
 /// The project settings files that may configure hooks (issue 29), relative to a
@@ -66,12 +69,21 @@ pub const SETTINGS_FILES: &[&str] = &[".amplifier/settings.yaml", ".claude/setti
 /// home directory, where `~/.claude/settings.json` and `~/.amplifier/settings.yaml`
 /// are Claude Code's and Amplifier's own user settings, not a project's.
 pub fn has_project_hooks(dir: &Path) -> bool {
+    has_project_hooks_beside(dir, true)
+}
+
+/// [`has_project_hooks`], skipping `.amplifier/settings.yaml` when the caller found
+/// no `.amplifier/` directory (`amplifier: false`).
+fn has_project_hooks_beside(dir: &Path, amplifier: bool) -> bool {
     if std::env::var_os("HOME").is_some_and(|home| Path::new(&home) == dir) {
         return false;
     }
     // Read non-blocking and capped (`project_file`): a FIFO here must not hang every
     // arbor started below this directory.
-    SETTINGS_FILES.iter().any(|file| {
+    let mut files = SETTINGS_FILES
+        .iter()
+        .filter(|file| amplifier || !file.starts_with(".amplifier/"));
+    files.any(|file| {
         let path = dir.join(file);
         // A stat first: most directories have neither file, and the read resolves
         // every component of the path (a `readlink` each) before it finds that out —
@@ -559,6 +571,22 @@ mod tests {
         let odd = project(tmp.path(), "none");
         std::fs::create_dir_all(odd.join(MCP_FILE)).unwrap();
         assert!(!needs_trust(&odd));
+        // Each power path by itself, under `.amplifier/` or not.
+        for (path, dir, text) in [
+            (BUNDLES_DIR, true, ""),
+            (".amplifier/settings.yaml", false, "hooks: {}\n"),
+            (".claude/settings.json", false, "{\"hooks\": {}}"),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let one = project(tmp.path(), "none");
+            let at = one.join(path);
+            std::fs::create_dir_all(if dir { &at } else { at.parent().unwrap() }).unwrap();
+            if !dir {
+                std::fs::write(&at, text).unwrap();
+            }
+            assert!(needs_trust(&one), "{path}");
+            assert_eq!(project_root(&one.join("x")), Some(one.clone()), "{path}");
+        }
     }
 
     #[test]
