@@ -148,6 +148,8 @@ pub fn identity() -> RanOn {
 const REPAIR_EVERY: Duration = Duration::from_secs(3);
 /// How long the pool's consumer must look missing before the worker makes it again.
 const MISSING_FOR: Duration = Duration::from_secs(10);
+/// How long a stopping worker waits for the server to remove its presence entry.
+const PRESENCE_REMOVAL: Duration = Duration::from_secs(1);
 
 /// The start line: `worker <id> on <host> pid <pid>: pool <p>, <n> slots, nats <url>`
 /// (the URL redacted: `remote::redact_url`).
@@ -299,8 +301,15 @@ pub async fn serve(
     // back); wait for them to end.
     while jobs.join_next().await.is_some() {}
     presence.abort();
-    if let Err(e) = workers.delete(&ran_on.worker).await {
-        tracing::debug!("worker: removing presence: {e}");
+    // Best effort, and brief: with the server gone the entry expires by itself
+    // (`PRESENCE_TTL_SECS`), and a stopping worker does not wait out a request timeout.
+    let state = ctx.remote.client().connection_state();
+    if state == async_nats::connection::State::Connected {
+        match tokio::time::timeout(PRESENCE_REMOVAL, workers.delete(&ran_on.worker)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!("worker: removing presence: {e}"),
+            Err(_) => tracing::debug!("worker: removing presence: no answer from NATS"),
+        }
     }
     drop(ctx);
     drop(own);
@@ -402,7 +411,12 @@ impl Pool<'_> {
                     }
                     failing = true;
                     drop(permits);
-                    self.upkeep(&mut upkeep, &mut consumer).await;
+                    // The upkeep asks the server, which may be gone: a stop does not
+                    // wait for its answer.
+                    tokio::select! {
+                        () = self.upkeep(&mut upkeep, &mut consumer) => {}
+                        () = stop.cancelled() => break,
+                    }
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_secs(1)) => continue,
                         () = stop.cancelled() => break,
@@ -412,7 +426,10 @@ impl Pool<'_> {
             if self.run_batch(batch, permits, jobs, stop).await {
                 failing = false;
             } else {
-                self.upkeep(&mut upkeep, &mut consumer).await;
+                tokio::select! {
+                    () = self.upkeep(&mut upkeep, &mut consumer) => {}
+                    () = stop.cancelled() => break,
+                }
             }
             while jobs.try_join_next().is_some() {}
         }

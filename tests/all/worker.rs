@@ -618,3 +618,38 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
     assert_eq!(server.requests().len(), 3, "the grandchild ran here");
     assert_eq!(jobs_left(&remote).await, 0, "nothing was dispatched again");
 }
+
+/// A worker whose NATS server went away stops promptly on SIGTERM: it no longer waits
+/// out requests the server cannot answer (its consumer check, the removal of its
+/// presence entry) — 5–7 s before. Stopped 1 s and 4 s after the server died: in its
+/// fetch, and in the consumer check a failed fetch leads to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_server_is_gone_stops_within_three_seconds_of_sigterm() {
+    for after in [1, 4] {
+        let env = TestEnv::new();
+        let Some(mut nats) = NatsServer::start() else {
+            return;
+        };
+        let mut worker = Worker::start(&env, &nats, "gone");
+        nats.kill_9();
+        tokio::time::sleep(Duration::from_secs(after)).await;
+        let asked = Instant::now();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = loop {
+            if let Some(status) = worker.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                asked.elapsed() < Duration::from_secs(3),
+                "still running 3 s after SIGTERM ({after} s after the server died): {}",
+                worker.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(status.success(), "{status:?}\n{}", worker.stderr());
+    }
+}
