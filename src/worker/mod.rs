@@ -394,12 +394,16 @@ impl Pool<'_> {
             while let Ok(more) = free.clone().try_acquire_owned() {
                 permits.push(more);
             }
-            let fetched = consumer
+            let fetching = consumer
                 .fetch()
                 .max_messages(permits.len())
                 .expires(Duration::from_secs(5))
-                .messages()
-                .await;
+                .messages();
+            // Asking for jobs waits on a reconnecting client: a stop does not.
+            let fetched = tokio::select! {
+                fetched = fetching => fetched,
+                () = stop.cancelled() => break,
+            };
             let batch = match fetched {
                 Ok(batch) => batch,
                 Err(e) => {

@@ -620,8 +620,8 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
 }
 
 /// A worker whose NATS server went away stops promptly on SIGTERM: it no longer waits
-/// out requests the server cannot answer (its consumer check, the removal of its
-/// presence entry) — 5–7 s before. Stopped 1 s and 4 s after the server died: in its
+/// out requests the server cannot answer (its fetch, its consumer check, the removal
+/// of its presence entry) — 5–7 s before. Stopped 1 s and 4 s after the server died: in its
 /// fetch, and in the consumer check a failed fetch leads to.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_server_is_gone_stops_within_three_seconds_of_sigterm() {
