@@ -23,8 +23,8 @@ pub struct Paths {
     /// The working directory sessions are recorded against (canonicalized when possible).
     pub cwd: PathBuf,
     /// Where the session store's `projects/` is when not in `amplifier_home`: a
-    /// worker's scratch stores, kept in memory-backed storage (`worker::leftover::
-    /// claim_memory`). `None` everywhere else.
+    /// worker's scratch stores, kept in memory-backed storage (its directory under
+    /// `worker::leftover::memory_root`). `None` everywhere else.
     pub store_home: Option<PathBuf>,
 }
 
