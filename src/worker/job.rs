@@ -338,13 +338,8 @@ async fn execute(
         return Err(JobError::Version { got: job.version });
     }
     let session = job.session_id.to_string();
-    std::fs::create_dir_all(&ctx.scratch)?;
-    let dir = tempfile::Builder::new()
-        .prefix(&format!(
-            "job-{}-",
-            token(&session).map_err(RemoteError::from)?
-        ))
-        .tempdir_in(&ctx.scratch)?;
+    // Emptied and kept for the next job when this one ends (`job_dirs`).
+    let dir = ctx.job_dirs.take()?;
     let files = cut_files(ctx, job, dir.path()).await?;
     let (root_meta, transcript, resume) = match start(ctx, job, attempt, out, &files).await? {
         Start::Answered(done) => return Ok(Some(done)),

@@ -36,6 +36,7 @@ use crate::remote::{Remote, RemoteAuth, RemoteError, redact_url};
 
 pub mod files;
 mod job;
+mod job_dirs;
 pub mod leftover;
 mod out;
 pub mod roots;
@@ -95,8 +96,8 @@ pub struct WorkerOptions {
     /// The worker's own paths (config, Amplifier home, state).
     pub paths: Paths,
     /// The workers' directory (`worker/` in arbor's state directory): this worker's
-    /// own directory is made inside it (its jobs' worktrees, removed per job and at
-    /// exit), and what stopped workers left there is removed at start (`leftover`).
+    /// own directory is made inside it (its jobs' directories, emptied per job and
+    /// kept for the next (`job_dirs`), all removed at exit), and what stopped workers left there is removed at start (`leftover`).
     pub scratch: PathBuf,
 }
 
@@ -125,7 +126,8 @@ pub(crate) struct Ctx {
     base_paths: Paths,
     repo: PathBuf,
     ack_wait: Duration,
-    scratch: PathBuf,
+    /// The directories jobs run in, under the worker's own directory.
+    job_dirs: job_dirs::JobDirs,
     /// Cancelled when the worker stops: running jobs go quiet and are handed back.
     stopping: CancellationToken,
     /// Where a job says what the person running the worker should know (a job
@@ -269,7 +271,7 @@ pub async fn serve(
         },
         repo: options.repo.clone(),
         ack_wait: options.ack_wait,
-        scratch: own.dir.clone(),
+        job_dirs: job_dirs::JobDirs::new(own.dir.clone()),
         stopping: stop.clone(),
         voice: voice.clone(),
     });
