@@ -17,7 +17,10 @@ const COMMAND_SHOWN: usize = 60;
 
 /// Prints the section; returns the number of problems (unusable hook sections).
 pub(super) fn report(ctx: &Context) -> Result<usize> {
-    let loaded = crate::hooks::listing::load(&ctx.paths, &ctx.config, None);
+    let loaded = crate::hooks::listing::load(
+        &ctx.config,
+        crate::config::trust::Project::of(&ctx.paths).as_ref(),
+    );
     let active = loaded
         .listing
         .iter()

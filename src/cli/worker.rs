@@ -170,6 +170,7 @@ fn factory(ctx: Context) -> Factory {
         };
         Ok(Engine::builder(options)
             .headless()
+            .starts_now()
             .http_pool(http.clone())
             .tree_room(setup.tree_room)
             .build())

@@ -562,15 +562,14 @@ pub struct ProcessServers {
 /// untrusted project's `.mcp.json` is not even parsed, so none of its servers can
 /// start (SPEC §12).
 pub fn process_servers(paths: &crate::paths::Paths, config: &super::ArborConfig) -> ProcessServers {
-    process_servers_with(paths, config, None)
+    process_servers_with(config, super::trust::Project::of(paths).as_ref())
 }
 
-/// [`process_servers`] with the project's trust state when the caller read it
-/// already (`None`: read it here).
+/// [`process_servers`] of `project`, the project of the working directory with its
+/// trust state as the caller looked it up (`None`: there is none).
 pub fn process_servers_with(
-    paths: &crate::paths::Paths,
     config: &super::ArborConfig,
-    state: Option<&super::trust::TrustState>,
+    project: Option<&super::trust::Project>,
 ) -> ProcessServers {
     let (mut servers, mut problems) = config_servers(&config.extra);
     let client = Value::Object(config.client_mcp_servers.clone());
@@ -579,15 +578,11 @@ pub fn process_servers_with(
     servers.retain(|s| !config.client_mcp_servers.contains_key(&s.name));
     servers.extend(client);
     let mut untrusted = None;
-    if let Some(root) = super::trust::project_root(&paths.cwd)
+    if let Some(super::trust::Project { root, state }) = project
         && root.join(super::trust::MCP_FILE).is_file()
     {
-        let trusted = match state {
-            Some(state) => state.is_trusted(),
-            None => super::trust::is_trusted(paths, &root),
-        };
-        if trusted {
-            let (project, project_problems) = project_servers(&root);
+        if state.is_trusted() {
+            let (project, project_problems) = project_servers(root);
             problems.extend(project_problems);
             for server in project {
                 if !servers.iter().any(|s| s.name == server.name) {
@@ -595,7 +590,7 @@ pub fn process_servers_with(
                 }
             }
         } else {
-            untrusted = Some(root);
+            untrusted = Some(root.clone());
         }
     }
     ProcessServers {

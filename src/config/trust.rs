@@ -107,6 +107,28 @@ pub fn project_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The project of a working directory ([`project_root`]) with its trust state
+/// ([`trust_state`]), looked up once for every reader of the project's powers (its
+/// hooks and its `.mcp.json` servers, `Powers::read`): each lookup walks from the
+/// working directory to the file system's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    /// The project's root directory.
+    pub root: PathBuf,
+    /// Where it stands with the trust store.
+    pub state: TrustState,
+}
+
+impl Project {
+    /// The project `paths.cwd` belongs to and its trust state; `None` outside any
+    /// project (nothing to trust).
+    pub fn of(paths: &Paths) -> Option<Self> {
+        let root = project_root(&paths.cwd)?;
+        let state = trust_state(paths, &root);
+        Some(Self { root, state })
+    }
+}
+
 /// Where a project stands with the trust store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrustState {

@@ -86,6 +86,8 @@ pub struct EngineBuilder {
     hooks: RuntimeHooks,
     warn_unlisted: bool,
     tree_room: Option<Arc<dyn super::TreeRoom>>,
+    /// The first turn starts as soon as the engine is built ([`EngineBuilder::starts_now`]).
+    starts_now: bool,
     /// The HTTP clients to share with other runtimes of the process (`None`: its own).
     http: Option<Arc<crate::provider::HttpPool>>,
 }
@@ -123,10 +125,24 @@ impl EngineBuilder {
         self
     }
 
+    /// For an engine whose first turn starts as soon as it is built (a worker's job):
+    /// the project's hooks and MCP servers read at the build serve that turn instead of
+    /// being read again at its start (each read walks from the working directory to
+    /// the file system's root). Not for an engine that waits for a person first (the
+    /// TUI, the ACP server): a project trusted meanwhile would count only from its
+    /// second turn.
+    pub fn starts_now(mut self) -> Self {
+        self.starts_now = true;
+        self
+    }
+
     /// The handle over a new runtime, following no transcript yet.
     pub fn build(self) -> Engine {
         let http = self.http.unwrap_or_default();
         let runtime = Runtime::with_parts(self.options, self.hooks, http, self.tree_room);
+        if self.starts_now {
+            runtime.powers_read_just_now();
+        }
         let mut engine = Engine::over(runtime);
         engine.warn_unlisted = self.warn_unlisted;
         engine
@@ -143,6 +159,7 @@ impl Engine {
             hooks: RuntimeHooks::default(),
             warn_unlisted: true,
             tree_room: None,
+            starts_now: false,
             http: None,
         }
     }

@@ -214,6 +214,12 @@ impl Runtime {
         &self.turn_env.http
     }
 
+    /// The project's powers read at the build serve the first turn
+    /// (`EngineBuilder::starts_now`).
+    pub(crate) fn powers_read_just_now(&self) {
+        self.turn_env.powers.read_just_now();
+    }
+
     /// The paths the runtime was built with.
     pub fn paths(&self) -> &Paths {
         &self.turn_env.paths

@@ -13,8 +13,7 @@ use serde::Serialize;
 
 use super::config::{HookSource, Hooks, PROJECT_SETTINGS, read_settings_hooks};
 use crate::config::ArborConfig;
-use crate::config::trust::{self, TrustState};
-use crate::paths::Paths;
+use crate::config::trust::{self, Project, TrustState};
 
 /// One configured hook as listings show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,11 +41,11 @@ pub struct ProcessHooks {
     pub problems: Vec<String>,
 }
 
-/// The hooks of `config` (the user's, unconfined) and of the project of `paths.cwd`
-/// ([`trust::project_root`]) from its settings files: active when `state` — the
-/// project's trust state, read by the caller once — is trusted, else listed as
-/// skipped with the reason. `state` is `None` when there is no project.
-pub fn load(paths: &Paths, config: &ArborConfig, state: Option<&TrustState>) -> ProcessHooks {
+/// The hooks of `config` (the user's, unconfined) and of the project of the working
+/// directory (`project`: its root and trust state as the caller looked them up,
+/// [`trust::Project::of`]; `None` when there is none) from its settings files: active
+/// when it is trusted, else listed as skipped with the reason.
+pub fn load(config: &ArborConfig, project: Option<&Project>) -> ProcessHooks {
     let mut out = ProcessHooks::default();
     if let Some(value) = config.extra.get("hooks") {
         match Hooks::parse(value, &HookSource::User, "config.yaml") {
@@ -57,21 +56,13 @@ pub fn load(paths: &Paths, config: &ArborConfig, state: Option<&TrustState>) -> 
             Err(e) => out.problems.push(e.to_string()),
         }
     }
-    let Some(root) = trust::project_root(&paths.cwd) else {
+    let Some(Project { root, state }) = project else {
         return out;
     };
-    if !trust::has_project_hooks(&root) {
+    if !trust::has_project_hooks(root) {
         return out;
     }
-    let owned;
-    let state = match state {
-        Some(s) => s,
-        None => {
-            owned = trust::trust_state(paths, &root);
-            &owned
-        }
-    };
-    let skipped = skip_reason(state, &root);
+    let skipped = skip_reason(state, root);
     for file in PROJECT_SETTINGS {
         let path = root.join(file);
         let source = HookSource::Project(path.clone());
@@ -123,6 +114,7 @@ fn push_rows(rows: &mut Vec<ListedHook>, hooks: &Hooks, source: &str, skipped: O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paths::Paths;
 
     #[test]
     fn an_untrusted_projects_hooks_are_listed_as_skipped_and_do_not_run() {
@@ -141,7 +133,11 @@ mod tests {
         };
         let paths = Paths::from_env_map(&lookup, project.clone());
         let config = ArborConfig::default();
-        let untrusted = load(&paths, &config, Some(&TrustState::Untrusted));
+        // Looked up as a caller does: the project of the working directory, never trusted.
+        let found = Project::of(&paths).unwrap();
+        assert_eq!(found.root, project);
+        assert_eq!(found.state, TrustState::Untrusted);
+        let untrusted = load(&config, Some(&found));
         assert!(untrusted.active.is_empty());
         assert_eq!(untrusted.listing.len(), 1);
         let row = &untrusted.listing[0];
@@ -150,8 +146,16 @@ mod tests {
             ("PreToolUse", "Bash")
         );
         assert!(row.skipped.as_deref().unwrap().contains("not trusted"));
-        let trusted = load(&paths, &config, Some(&TrustState::Trusted));
+        let trusted = load(
+            &config,
+            Some(&Project {
+                state: TrustState::Trusted,
+                ..found
+            }),
+        );
         assert!(!trusted.active.is_empty());
         assert_eq!(trusted.listing[0].skipped, None);
+        // No project: the user's hooks only.
+        assert!(load(&config, None).listing.is_empty());
     }
 }

@@ -58,18 +58,17 @@ impl HookRunner {
     }
 
     /// The hooks of this process ([`super::listing::load`]): `config`'s `hooks:` (the
-    /// user's own, unconfined), then those of the project of `paths.cwd` from its
-    /// `.amplifier/settings.yaml` / `.claude/settings.json` when it is trusted
-    /// (sandboxed) — `state` is its trust state when the caller read it already. The
-    /// strings are problems: a bad section (it adds no hooks), or an untrusted
-    /// project whose hooks were skipped.
+    /// user's own, unconfined), then those of `project` (the working directory's,
+    /// with its trust state, as the caller looked it up; `None`: there is none) from
+    /// its `.amplifier/settings.yaml` / `.claude/settings.json` when it is trusted
+    /// (sandboxed). The strings are problems: a bad section (it adds no hooks), or an
+    /// untrusted project whose hooks were skipped.
     pub fn for_process(
-        paths: &Paths,
         config: &ArborConfig,
         sandbox: Sandbox,
-        state: Option<&crate::config::trust::TrustState>,
+        project: Option<&crate::config::trust::Project>,
     ) -> (Self, Vec<String>) {
-        let loaded = super::listing::load(paths, config, state);
+        let loaded = super::listing::load(config, project);
         let mut problems = loaded.problems.clone();
         if let Some(skipped) = loaded.listing.iter().find_map(|h| h.skipped.as_ref()) {
             problems.push(format!("the project's hooks do not run: {skipped}"));
