@@ -26,7 +26,7 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 
 use super::files::{self, FilesError, JobTree};
-use super::out::{Out, Sent};
+use super::out::{Out, Packing, Sent};
 use super::scratch::{self, StoreGuard};
 use super::wip::{self, Wip};
 use super::{Ctx, JobSetup};
@@ -166,7 +166,13 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
         ctx.remote.js().clone(),
         (&session, job.run),
         (held.epoch(), signer.clone()),
-        (&ctx.ran_on.worker, job.packed_events),
+        (
+            &ctx.ran_on.worker,
+            Packing {
+                events: job.packed_events,
+                end: job.packed_end,
+            },
+        ),
     ) {
         Ok(out) => Arc::new(out),
         Err(e) => {

@@ -44,6 +44,15 @@ pub struct Out {
     lost: Arc<AtomicBool>,
 }
 
+/// What the root takes packed (the job's `packed_events`, `packed_end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Packing {
+    /// [`WorkerMsg::Events`]: events a few milliseconds apart go out as one message.
+    pub events: bool,
+    /// [`WorkerMsg::EventsThen`]: the last pack and the run's end go out as one.
+    pub end: bool,
+}
+
 /// Whether a message went out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sent {
@@ -55,16 +64,15 @@ pub enum Sent {
 
 impl Out {
     /// The channel of run `run` of `session` under `epoch`, sent by `worker` and
-    /// signed by `signer`; starts its publisher on the current runtime. `packed`: the
-    /// root takes [`WorkerMsg::Events`] (`Job::packed_events`), so events a few
-    /// milliseconds apart go out as one message.
+    /// signed by `signer`; starts its publisher on the current runtime. `packing`:
+    /// what the root takes packed (`Job::packed_events`, `Job::packed_end`).
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
         js: jetstream::Context,
         (session, run): (&str, u64),
         (epoch, signer): (u64, Arc<Signer>),
-        (worker, packed): (&str, bool),
+        (worker, packing): (&str, Packing),
     ) -> Result<Self, RemoteError> {
         let channel = Channel {
             js,
@@ -74,7 +82,7 @@ impl Out {
             epoch,
             worker: worker.to_string(),
             signer: signer.clone(),
-            packed,
+            packing,
         };
         let quiet = Quiet {
             stale: CancellationToken::new(),

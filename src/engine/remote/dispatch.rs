@@ -200,6 +200,7 @@ impl Dispatched {
             dispatched_at_ms: wire::now_ms(),
             limits_at_root: true,
             packed_events: true,
+            packed_end: true,
         };
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
@@ -404,6 +405,25 @@ impl Link {
         // One metadata write for the whole message (a pack's status changes).
         let child = applier.child().clone();
         let _hold = child.hold_metadata();
+        let message = match message {
+            WorkerMsg::EventsThen { events, then } => {
+                for event in events {
+                    applier.event(event);
+                }
+                match *then {
+                    end @ (WorkerMsg::Done { .. } | WorkerMsg::Failed { .. }) => end,
+                    other => {
+                        tracing::warn!(
+                            session = %self.session,
+                            "a pack closed by a {} message, not the run's end: ignored",
+                            kind_of(&other)
+                        );
+                        return None;
+                    }
+                }
+            }
+            other => other,
+        };
         match message {
             WorkerMsg::Started {
                 ran_on, attempt, ..
@@ -421,6 +441,8 @@ impl Link {
                 }
                 None
             }
+            // Unpacked above.
+            WorkerMsg::EventsThen { .. } => None,
             WorkerMsg::Reserve {
                 parent,
                 child,
@@ -749,6 +771,7 @@ fn kind_of(message: &WorkerMsg) -> &'static str {
         WorkerMsg::Started { .. } => "started",
         WorkerMsg::Event { .. } => "event",
         WorkerMsg::Events { .. } => "events",
+        WorkerMsg::EventsThen { .. } => "events_then",
         WorkerMsg::Done { .. } => "done",
         WorkerMsg::Failed { .. } => "failed",
         WorkerMsg::Reserve { .. } => "reserve",

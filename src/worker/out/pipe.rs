@@ -6,7 +6,9 @@
 //! Owns: [`Pipe`] — packing the events handed over within [`PACK_AFTER`] of each
 //! other into one [`WorkerMsg::Events`] (up to [`PACK_BYTES`]; only when the root takes
 //! them, `Job::packed_events`: a trivial sub-session's dozen events then cross NATS as
-//! one or two messages, each signed, stored, delivered and checked once), numbering,
+//! one or two messages, each signed, stored, delivered and checked once; the last
+//! pack and the run's end go out as one [`WorkerMsg::EventsThen`] when the root takes
+//! it, `Job::packed_end`), numbering,
 //! signing and naming each published message (`Arbor-Seq`
 //! from 0, the run's signature, the message id `<session token>-r<run>-e<epoch>-<n>`),
 //! the window of messages published and not yet acknowledged (at most [`WINDOW`]),
@@ -97,8 +99,8 @@ pub(crate) struct Channel {
     pub epoch: u64,
     pub worker: String,
     pub signer: Arc<Signer>,
-    /// The root takes [`WorkerMsg::Events`].
-    pub packed: bool,
+    /// What the root takes packed.
+    pub packing: super::Packing,
 }
 
 /// Events waiting to go out as one [`WorkerMsg::Events`]: their JSON, comma-separated,
@@ -131,15 +133,30 @@ impl Pack {
     /// The pack as a [`WorkerMsg::Events`] body (the wire's `kind` tag spelled as
     /// serde spells it); `None` when empty.
     fn take(&mut self) -> Option<Vec<u8>> {
+        self.take_as(br#"{"kind":"events","events":["#, b"]}")
+    }
+
+    /// The pack closed by `then` (a serialized `Done` or `Failed`) as a
+    /// [`WorkerMsg::EventsThen`] body; `None` when empty.
+    fn take_then(&mut self, then: &[u8]) -> Option<Vec<u8>> {
+        let mut tail = Vec::with_capacity(then.len() + 10);
+        tail.extend_from_slice(br#"],"then":"#);
+        tail.extend_from_slice(then);
+        tail.push(b'}');
+        self.take_as(br#"{"kind":"events_then","events":["#, &tail)
+    }
+
+    /// The pack's events between `head` and `tail`; `None` when empty.
+    fn take_as(&mut self, head: &[u8], tail: &[u8]) -> Option<Vec<u8>> {
         if self.count == 0 {
             return None;
         }
         let events = std::mem::take(&mut self.json);
         *self = Self::default();
-        let mut body = Vec::with_capacity(events.len() + 32);
-        body.extend_from_slice(br#"{"kind":"events","events":["#);
+        let mut body = Vec::with_capacity(head.len() + events.len() + tail.len());
+        body.extend_from_slice(head);
         body.extend_from_slice(&events);
-        body.extend_from_slice(b"]}");
+        body.extend_from_slice(tail);
         Some(body)
     }
 }
@@ -226,8 +243,15 @@ impl Pipe {
         if let Some(event) = self.batch.take(Instant::now()) {
             self.publish_event(event).await;
         }
-        self.publish_pack().await;
         let body = serde_json::to_vec(msg)?;
+        let ends = matches!(msg, WorkerMsg::Done { .. } | WorkerMsg::Failed { .. });
+        let body = if ends && self.channel.packing.end {
+            // The run's end closes the last pack: one message for both.
+            self.pack.take_then(&body).unwrap_or(body)
+        } else {
+            self.publish_pack().await;
+            body
+        };
         let queued = self.publish(body).await;
         while !self.acks.is_empty() {
             tokio::select! {
@@ -252,7 +276,7 @@ impl Pipe {
     /// Publishes `event`: packed with its neighbours when the channel is `packed`
     /// (the pack going out first when `event` would overfill it), else at once.
     async fn publish_event(&mut self, event: Event) {
-        if !self.channel.packed {
+        if !self.channel.packing.events {
             let msg = WorkerMsg::Event {
                 event: Box::new(event),
             };
@@ -471,6 +495,31 @@ mod tests {
         let body = pack.take().unwrap();
         let msg: WorkerMsg = serde_json::from_slice(&body).unwrap();
         assert_eq!(msg, WorkerMsg::Events { events });
+        assert!(pack.take().is_none() && pack.due.is_none(), "emptied");
+    }
+
+    #[test]
+    fn a_pack_closed_by_the_runs_end_is_the_root_s_events_then_message() {
+        let mut pack = Pack::default();
+        let done = WorkerMsg::Failed {
+            run: 2,
+            error: "no \"provider\"".into(),
+        };
+        let then = serde_json::to_vec(&done).unwrap();
+        assert!(pack.take_then(&then).is_none(), "nothing to close");
+        let events: Vec<Event> = ["a", "b"].into_iter().map(delta).collect();
+        for event in &events {
+            pack.add(&serde_json::to_vec(event).unwrap(), Instant::now());
+        }
+        let body = pack.take_then(&then).unwrap();
+        let msg: WorkerMsg = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            msg,
+            WorkerMsg::EventsThen {
+                events,
+                then: Box::new(done)
+            }
+        );
         assert!(pack.take().is_none() && pack.due.is_none(), "emptied");
     }
 

@@ -149,6 +149,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         // count against the worker's limits.
         limits_at_root: false,
         packed_events: false,
+        packed_end: false,
     }
 }
 
@@ -297,8 +298,13 @@ pub(super) async fn wait_until_ended(
     secs: u64,
 ) -> Vec<Sent> {
     wait_for_session(remote, session, worker, Duration::from_secs(secs), |m| {
-        m.iter()
-            .any(|s| s.body["kind"] == "done" || s.body["kind"] == "failed")
+        m.iter().any(|s| {
+            let end = match s.body["kind"].as_str() {
+                Some("events_then") => &s.body["then"]["kind"],
+                _ => &s.body["kind"],
+            };
+            end == "done" || end == "failed"
+        })
     })
     .await
 }
