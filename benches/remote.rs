@@ -9,10 +9,11 @@
 //! - spawn latency, both, one task call per turn: task calls handed out by the stub →
 //!   the child's first model request at the stub (the same measure as
 //!   `benches/spawn.rs`), p50/p95; for remote children split at the job's publish and
-//!   the worker's `Started`, both seen by a core-NATS subscriber in this process
-//!   (`arbor.jobs.>`, `arbor.out.>`): root side, dispatch latency (publish → worker
-//!   `Started`: the worker's fetch, lease and first message), worker side (its job
-//!   setup up to the model request);
+//!   the worker's lease, both seen by a core-NATS subscriber in this process
+//!   (`arbor.jobs.>`, `$KV.arbor_leases.>`): root side, dispatch latency (publish →
+//!   the worker took the session's lease: its fetch, the root's alive answer, the
+//!   lease), worker side (its job setup up to the model request; its `Started` rides
+//!   in the first pack, after the request);
 //! - throughput, both: `THROUGHPUT_TASKS` trivial sub-sessions in one message, jobs/s
 //!   from the task calls handed out to the root's request with all their results
 //!   (median of the turns), and remote / local, with the CPU time (user + system,
@@ -113,12 +114,12 @@ struct Mode {
 
 type Clock = Arc<Mutex<Stamps>>;
 
-/// What the core-NATS observer saw: job publishes and `Started` messages, by session,
-/// and how many messages each session's worker published.
+/// What the core-NATS observer saw: job publishes and lease writes, by session, and
+/// how many messages each session's worker published.
 #[derive(Default)]
 struct Wire {
     jobs: Vec<(String, Instant)>,
-    started: Vec<(String, Instant)>,
+    leased: Vec<(String, Instant)>,
     published: HashMap<String, usize>,
 }
 
@@ -172,7 +173,7 @@ fn main() {
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker Started (dispatch) | Started → child's first model request (worker) |\n|---|---|---|---|---|---|"
+        "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker took its lease (dispatch) | lease → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
     let mut throughput = Vec::new();
     let pids = pids_of(&nats, &workers);
@@ -200,14 +201,14 @@ fn main() {
             if remote {
                 let wire = wire.lock().unwrap();
                 let (session, published) = wire.jobs.last().expect("a job published");
-                let (_, started) = wire
-                    .started
+                let (_, leased) = wire
+                    .leased
                     .iter()
                     .find(|(s, _)| s == session)
-                    .expect("the job's Started");
+                    .expect("the job's lease");
                 root_side.push(ms(published.duration_since(out)));
-                dispatch.push(ms(started.duration_since(*published)));
-                worker_side.push(ms(first.duration_since(*started)));
+                dispatch.push(ms(leased.duration_since(*published)));
+                worker_side.push(ms(first.duration_since(*leased)));
             }
         }
         let cell = |samples: &mut Vec<f64>| {
@@ -472,7 +473,16 @@ async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
     let client = async_nats::connect(url).await.unwrap();
     let mut jobs = client.subscribe("arbor.jobs.>").await.unwrap();
     let mut out = client.subscribe("arbor.out.>").await.unwrap();
+    let mut leases = client.subscribe("$KV.arbor_leases.>").await.unwrap();
     let w = wire.clone();
+    let l = wire.clone();
+    tokio::spawn(async move {
+        while let Some(msg) = leases.next().await {
+            let at = Instant::now();
+            let session = msg.subject.as_str().trim_start_matches("$KV.arbor_leases.");
+            l.lock().unwrap().leased.push((session.to_string(), at));
+        }
+    });
     tokio::spawn(async move {
         while let Some(msg) = jobs.next().await {
             let at = Instant::now();
@@ -483,14 +493,9 @@ async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
     });
     tokio::spawn(async move {
         while let Some(msg) = out.next().await {
-            let at = Instant::now();
-            let body: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
             let session = msg.subject.as_str().trim_start_matches("arbor.out.");
             let mut wire = wire.lock().unwrap();
             *wire.published.entry(session.to_string()).or_default() += 1;
-            if body["kind"] == "started" {
-                wire.started.push((session.to_string(), at));
-            }
         }
     });
     // The subscriptions are registered once the server has answered a round trip.

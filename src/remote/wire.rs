@@ -192,11 +192,11 @@ pub struct Job {
     /// (`false`: one [`WorkerMsg::Event`] each).
     #[serde(default)]
     pub packed_events: bool,
-    /// The root takes [`WorkerMsg::EventsThen`]: the run's last events and its end
-    /// (`Done`, `Failed`) cross as one message. Absent in older jobs (`false`: the
-    /// end is a message of its own).
+    /// The root takes [`WorkerMsg::Many`]: a first delivery's `Started`, the events
+    /// and the run's end (`Done`, `Failed`) ride in the packs (a short run is one
+    /// message). Absent in older jobs (`false`: each is a message of its own).
     #[serde(default)]
-    pub packed_end: bool,
+    pub packed_many: bool,
 }
 
 /// The repository side of a [`Job`] (issue 25's worktrees, across machines).
@@ -245,14 +245,12 @@ pub enum WorkerMsg {
     /// [`WorkerMsg::Event`] carries, packed into one message (one signature, one
     /// stored message) for jobs with [`Job::packed_events`].
     Events { events: Vec<Event> },
-    /// The run's last events, then its end `then` ([`WorkerMsg::Done`] or
-    /// [`WorkerMsg::Failed`]): one message (one signature, one stored message, one
-    /// metadata write at the root) for jobs with [`Job::packed_end`]. Wire form
-    /// `{"kind":"events_then","events":[…],"then":{"kind":"done",…}}`.
-    EventsThen {
-        events: Vec<Event>,
-        then: Box<WorkerMsg>,
-    },
+    /// Messages of the run sent one after another, in order, as one message (one
+    /// signature, one stored message, one metadata write at the root), for jobs with
+    /// [`Job::packed_many`]: a first delivery's `Started`, an [`WorkerMsg::Events`]
+    /// pack, the run's end; never a `Many` inside. Wire form
+    /// `{"kind":"many","msgs":[{"kind":"started",…},{"kind":"events",…},{"kind":"done",…}]}`.
+    Many { msgs: Vec<WorkerMsg> },
     /// The run ended: the answer, the status it ended in, the worker's metadata after
     /// it (the root keeps its own ids and paths), and a writing session's changes.
     Done {

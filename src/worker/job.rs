@@ -170,7 +170,7 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
             &ctx.ran_on.worker,
             Packing {
                 events: job.packed_events,
-                end: job.packed_end,
+                many: job.packed_many,
             },
         ),
     ) {
@@ -270,12 +270,18 @@ async fn drive(ctx: &Arc<Ctx>, job: &Job, attempt: u32, out: &Arc<Out>) -> Ended
         epoch: out.epoch(),
         attempt,
     };
-    match out.send(&started).await {
-        Ok(Sent::Stored) => {}
-        Ok(Sent::Quiet) => return Ended::Quiet,
-        Err(e) => {
-            tracing::warn!(session = %job.session_id, "worker: {e}");
-            return Ended::Quiet;
+    // A first delivery's `Started` rides in the first pack when the root takes that;
+    // a redelivery's is stored before its sync request, which the root answers only
+    // to the holder whose `Started` came first.
+    let led = attempt <= 1 && out.lead(&started);
+    if !led {
+        match out.send(&started).await {
+            Ok(Sent::Stored) => {}
+            Ok(Sent::Quiet) => return Ended::Quiet,
+            Err(e) => {
+                tracing::warn!(session = %job.session_id, "worker: {e}");
+                return Ended::Quiet;
+            }
         }
     }
     let ran = match control {

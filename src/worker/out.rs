@@ -35,6 +35,8 @@ pub struct Out {
     epoch: u64,
     /// The run's key (its public half is in the lease).
     signer: Arc<Signer>,
+    /// `Started` may open the first pack ([`Out::lead`]).
+    leads: bool,
     /// To the publisher task, which ends when this is dropped.
     items: mpsc::UnboundedSender<Item>,
     /// Cancelled once the lease is lost (or the worker stops): nothing more is sent.
@@ -44,13 +46,14 @@ pub struct Out {
     lost: Arc<AtomicBool>,
 }
 
-/// What the root takes packed (the job's `packed_events`, `packed_end`).
+/// What the root takes packed (the job's `packed_events`, `packed_many`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Packing {
     /// [`WorkerMsg::Events`]: events a few milliseconds apart go out as one message.
     pub events: bool,
-    /// [`WorkerMsg::EventsThen`]: the last pack and the run's end go out as one.
-    pub end: bool,
+    /// [`WorkerMsg::Many`]: a first delivery's `Started` opens the first pack and
+    /// the run's end closes the last ([`Out::lead`]).
+    pub many: bool,
 }
 
 /// Whether a message went out.
@@ -65,7 +68,7 @@ pub enum Sent {
 impl Out {
     /// The channel of run `run` of `session` under `epoch`, sent by `worker` and
     /// signed by `signer`; starts its publisher on the current runtime. `packing`:
-    /// what the root takes packed (`Job::packed_events`, `Job::packed_end`).
+    /// what the root takes packed (`Job::packed_events`, `Job::packed_many`).
     ///
     /// Errors: [`RemoteError::Token`] for an empty session id.
     pub fn new(
@@ -93,6 +96,7 @@ impl Out {
         Ok(Self {
             epoch,
             signer,
+            leads: packing.events && packing.many,
             items,
             stale: quiet.stale,
             lost: quiet.lost,
@@ -131,6 +135,21 @@ impl Out {
         if !self.stale.is_cancelled() {
             let _ = self.items.send(Item::Event(Box::new(event.clone())));
         }
+    }
+
+    /// Hands a first delivery's `started` to the publisher without waiting when the
+    /// root takes packs of many (`Job::packed_many`): it goes out with the events of the
+    /// next [`PACK_AFTER`](pipe::PACK_AFTER) (a short run's whole stream, end
+    /// included, as one message). `false` when the root does not take that: the caller
+    /// sends it with [`Out::send`].
+    pub fn lead(&self, started: &WorkerMsg) -> bool {
+        if !self.leads {
+            return false;
+        }
+        if !self.stale.is_cancelled() {
+            let _ = self.items.send(Item::Lead(Box::new(started.clone())));
+        }
+        true
     }
 
     /// Publishes `msg` after everything handed over before it and waits until all of

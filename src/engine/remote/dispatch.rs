@@ -200,7 +200,7 @@ impl Dispatched {
             dispatched_at_ms: wire::now_ms(),
             limits_at_root: true,
             packed_events: true,
-            packed_end: true,
+            packed_many: true,
         };
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
@@ -400,30 +400,30 @@ impl Link {
         self.apply(applier, parsed).await
     }
 
-    /// Applies `message`, admitted; the outcome when it ends the run.
+    /// Applies `message`, admitted (each of a [`WorkerMsg::Many`] in order); the
+    /// outcome when it ends the run.
     async fn apply(&self, applier: &mut Applier<'_>, message: WorkerMsg) -> Option<TurnOutcome> {
         // One metadata write for the whole message (a pack's status changes).
         let child = applier.child().clone();
         let _hold = child.hold_metadata();
-        let message = match message {
-            WorkerMsg::EventsThen { events, then } => {
-                for event in events {
-                    applier.event(event);
-                }
-                match *then {
-                    end @ (WorkerMsg::Done { .. } | WorkerMsg::Failed { .. }) => end,
-                    other => {
-                        tracing::warn!(
-                            session = %self.session,
-                            "a pack closed by a {} message, not the run's end: ignored",
-                            kind_of(&other)
-                        );
-                        return None;
-                    }
-                }
-            }
-            other => other,
+        let msgs = match message {
+            WorkerMsg::Many { msgs } => msgs,
+            one => vec![one],
         };
+        for msg in msgs {
+            if let Some(outcome) = self.apply_one(applier, msg).await {
+                return Some(outcome);
+            }
+        }
+        None
+    }
+
+    /// Applies one message of the run (see [`Self::apply`]).
+    async fn apply_one(
+        &self,
+        applier: &mut Applier<'_>,
+        message: WorkerMsg,
+    ) -> Option<TurnOutcome> {
         match message {
             WorkerMsg::Started {
                 ran_on, attempt, ..
@@ -441,8 +441,10 @@ impl Link {
                 }
                 None
             }
-            // Unpacked above.
-            WorkerMsg::EventsThen { .. } => None,
+            WorkerMsg::Many { .. } => {
+                tracing::warn!(session = %self.session, "a pack inside a pack: ignored");
+                None
+            }
             WorkerMsg::Reserve {
                 parent,
                 child,
@@ -771,7 +773,7 @@ fn kind_of(message: &WorkerMsg) -> &'static str {
         WorkerMsg::Started { .. } => "started",
         WorkerMsg::Event { .. } => "event",
         WorkerMsg::Events { .. } => "events",
-        WorkerMsg::EventsThen { .. } => "events_then",
+        WorkerMsg::Many { .. } => "many",
         WorkerMsg::Done { .. } => "done",
         WorkerMsg::Failed { .. } => "failed",
         WorkerMsg::Reserve { .. } => "reserve",

@@ -6,9 +6,10 @@
 //! Owns: [`Pipe`] — packing the events handed over within [`PACK_AFTER`] of each
 //! other into one [`WorkerMsg::Events`] (up to [`PACK_BYTES`]; only when the root takes
 //! them, `Job::packed_events`: a trivial sub-session's dozen events then cross NATS as
-//! one or two messages, each signed, stored, delivered and checked once; the last
-//! pack and the run's end go out as one [`WorkerMsg::EventsThen`] when the root takes
-//! it, `Job::packed_end`), numbering,
+//! one or two messages, each signed, stored, delivered and checked once; when the root
+//! takes [`WorkerMsg::Many`], `Job::packed_many`, a first delivery's `Started` opens
+//! the first pack and the run's end closes the last, so a short run is one message),
+//! numbering,
 //! signing and naming each published message (`Arbor-Seq`
 //! from 0, the run's signature, the message id `<session token>-r<run>-e<epoch>-<n>`),
 //! the window of messages published and not yet acknowledged (at most [`WINDOW`]),
@@ -72,6 +73,9 @@ pub(crate) enum Item {
     /// A message whose storing the job waits for (`Started`, `Done`, `Failed`):
     /// published after everything before it, answered once all of it is stored.
     Sync(Box<WorkerMsg>, oneshot::Sender<Result<Sent, RemoteError>>),
+    /// A first delivery's `Started` when the root takes [`WorkerMsg::Many`]: it opens
+    /// the next pack, and the job does not wait for it.
+    Lead(Box<WorkerMsg>),
 }
 
 /// The lease side the publisher shares with the job: `stale` cancelled once nothing
@@ -103,18 +107,20 @@ pub(crate) struct Channel {
     pub packing: super::Packing,
 }
 
-/// Events waiting to go out as one [`WorkerMsg::Events`]: their JSON, comma-separated,
-/// and when the pack is due.
+/// What waits to go out as one message: a first delivery's `Started` (`lead`) and
+/// events (their JSON, comma-separated, for one [`WorkerMsg::Events`]), and when the
+/// pack is due.
 #[derive(Default)]
 struct Pack {
+    lead: Option<Vec<u8>>,
     json: Vec<u8>,
     count: usize,
     due: Option<Instant>,
 }
 
 impl Pack {
-    /// Adds `event` (serialized) at `now`; the pack is due [`PACK_AFTER`] after its
-    /// first event.
+    /// Adds `event` (serialized) at `now`; the pack is due [`PACK_AFTER`] after what
+    /// came first into it.
     fn add(&mut self, event: &[u8], now: Instant) {
         if self.count > 0 {
             self.json.push(b',');
@@ -124,41 +130,68 @@ impl Pack {
         self.due.get_or_insert(now + PACK_AFTER);
     }
 
+    /// Puts `msg` (a serialized `Started`) before the events, at `now`: it goes out
+    /// with what follows it within [`PACK_AFTER`], or alone then.
+    fn lead(&mut self, msg: Vec<u8>, now: Instant) {
+        self.lead = Some(msg);
+        self.due.get_or_insert(now + PACK_AFTER);
+    }
+
     /// Whether an event of `more` bytes (and its comma) would take the pack past
     /// [`PACK_BYTES`].
     fn full_with(&self, more: usize) -> bool {
         self.count > 0 && self.json.len() + 1 + more > PACK_BYTES
     }
 
-    /// The pack as a [`WorkerMsg::Events`] body (the wire's `kind` tag spelled as
-    /// serde spells it); `None` when empty.
+    /// The pack as one message body: the lead or the [`WorkerMsg::Events`] alone, or
+    /// both as a [`WorkerMsg::Many`] (the wire's `kind` tags spelled as serde spells
+    /// them); `None` when empty.
     fn take(&mut self) -> Option<Vec<u8>> {
-        self.take_as(br#"{"kind":"events","events":["#, b"]}")
+        let parts = self.parts();
+        many(parts)
     }
 
-    /// The pack closed by `then` (a serialized `Done` or `Failed`) as a
-    /// [`WorkerMsg::EventsThen`] body; `None` when empty.
-    fn take_then(&mut self, then: &[u8]) -> Option<Vec<u8>> {
-        let mut tail = Vec::with_capacity(then.len() + 10);
-        tail.extend_from_slice(br#"],"then":"#);
-        tail.extend_from_slice(then);
-        tail.push(b'}');
-        self.take_as(br#"{"kind":"events_then","events":["#, &tail)
+    /// The pack closed by `end` (a serialized `Done` or `Failed`) as one message
+    /// body: `end` alone when the pack is empty, else a [`WorkerMsg::Many`].
+    fn take_with(&mut self, end: Vec<u8>) -> Vec<u8> {
+        let mut parts = self.parts();
+        parts.push(end);
+        many(parts).unwrap_or_default()
     }
 
-    /// The pack's events between `head` and `tail`; `None` when empty.
-    fn take_as(&mut self, head: &[u8], tail: &[u8]) -> Option<Vec<u8>> {
-        if self.count == 0 {
-            return None;
+    /// The lead and the events message, emptying the pack.
+    fn parts(&mut self) -> Vec<Vec<u8>> {
+        let taken = std::mem::take(self);
+        let mut parts: Vec<Vec<u8>> = taken.lead.into_iter().collect();
+        if taken.count > 0 {
+            let head = br#"{"kind":"events","events":["#;
+            let mut events = Vec::with_capacity(head.len() + taken.json.len() + 2);
+            events.extend_from_slice(head);
+            events.extend_from_slice(&taken.json);
+            events.extend_from_slice(b"]}");
+            parts.push(events);
         }
-        let events = std::mem::take(&mut self.json);
-        *self = Self::default();
-        let mut body = Vec::with_capacity(head.len() + events.len() + tail.len());
-        body.extend_from_slice(head);
-        body.extend_from_slice(&events);
-        body.extend_from_slice(tail);
-        Some(body)
+        parts
     }
+}
+
+/// `parts` (serialized messages) as one body: the only one as itself, more as a
+/// [`WorkerMsg::Many`]; `None` for none.
+fn many(mut parts: Vec<Vec<u8>>) -> Option<Vec<u8>> {
+    if parts.len() <= 1 {
+        return parts.pop();
+    }
+    let len: usize = parts.iter().map(|p| p.len() + 1).sum();
+    let mut body = Vec::with_capacity(len + 24);
+    body.extend_from_slice(br#"{"kind":"many","msgs":["#);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(part);
+    }
+    body.extend_from_slice(b"]}");
+    Some(body)
 }
 
 /// One published message, kept until the stream acknowledged it.
@@ -226,6 +259,7 @@ impl Pipe {
                         let sent = self.sync(&msg).await;
                         let _ = answer.send(sent);
                     }
+                    Some(Item::Lead(msg)) => self.lead(&msg).await,
                     None => break,
                 },
             }
@@ -245,9 +279,9 @@ impl Pipe {
         }
         let body = serde_json::to_vec(msg)?;
         let ends = matches!(msg, WorkerMsg::Done { .. } | WorkerMsg::Failed { .. });
-        let body = if ends && self.channel.packing.end {
-            // The run's end closes the last pack: one message for both.
-            self.pack.take_then(&body).unwrap_or(body)
+        let body = if ends && self.channel.packing.many {
+            // The run's end closes the last pack: one message for all of it.
+            self.pack.take_with(body)
         } else {
             self.publish_pack().await;
             body
@@ -296,6 +330,18 @@ impl Pipe {
                 self.pack.add(&json, Instant::now());
             }
             Err(e) => self.give_up(format!("an event does not serialize: {e}")),
+        }
+    }
+
+    /// Opens the next pack with `msg` (what is held goes out first).
+    async fn lead(&mut self, msg: &WorkerMsg) {
+        if let Some(event) = self.batch.take(Instant::now()) {
+            self.publish_event(event).await;
+        }
+        self.publish_pack().await;
+        match serde_json::to_vec(msg) {
+            Ok(body) => self.pack.lead(body, Instant::now()),
+            Err(e) => self.give_up(format!("a message does not serialize: {e}")),
         }
     }
 
@@ -499,28 +545,68 @@ mod tests {
     }
 
     #[test]
-    fn a_pack_closed_by_the_runs_end_is_the_root_s_events_then_message() {
-        let mut pack = Pack::default();
-        let done = WorkerMsg::Failed {
+    fn a_lead_and_the_runs_end_join_a_pack_as_the_root_s_many_message() {
+        let t0 = Instant::now();
+        let started = WorkerMsg::Started {
+            ran_on: crate::remote::wire::RanOn {
+                worker: "w-1".into(),
+                host: "h".into(),
+                pid: 7,
+            },
+            epoch: 3,
+            attempt: 1,
+        };
+        let end = WorkerMsg::Failed {
             run: 2,
             error: "no \"provider\"".into(),
         };
-        let then = serde_json::to_vec(&done).unwrap();
-        assert!(pack.take_then(&then).is_none(), "nothing to close");
+        let json = |m: &WorkerMsg| serde_json::to_vec(m).unwrap();
+        let parse = |b: Vec<u8>| serde_json::from_slice::<WorkerMsg>(&b).unwrap();
         let events: Vec<Event> = ["a", "b"].into_iter().map(delta).collect();
+        let mut pack = Pack::default();
+        // Nothing held: the end alone, as itself.
+        assert_eq!(parse(pack.take_with(json(&end))), end);
+        // A lead alone goes out as itself, when due.
+        pack.lead(json(&started), t0);
+        assert_eq!(pack.due, Some(t0 + PACK_AFTER));
+        assert_eq!(parse(pack.take().unwrap()), started);
+        assert!(pack.take().is_none() && pack.due.is_none(), "emptied");
+        // The lead, the events and the end: one message, in that order.
+        pack.lead(json(&started), t0);
         for event in &events {
-            pack.add(&serde_json::to_vec(event).unwrap(), Instant::now());
+            pack.add(&json_event(event), t0 + Duration::from_millis(3));
         }
-        let body = pack.take_then(&then).unwrap();
-        let msg: WorkerMsg = serde_json::from_slice(&body).unwrap();
+        assert_eq!(pack.due, Some(t0 + PACK_AFTER), "due after the lead");
         assert_eq!(
-            msg,
-            WorkerMsg::EventsThen {
-                events,
-                then: Box::new(done)
+            parse(pack.take_with(json(&end))),
+            WorkerMsg::Many {
+                msgs: vec![
+                    started.clone(),
+                    WorkerMsg::Events {
+                        events: events.clone()
+                    },
+                    end
+                ]
             }
         );
-        assert!(pack.take().is_none() && pack.due.is_none(), "emptied");
+        // The lead and events without an end (due, or before a `Reserve`).
+        pack.lead(json(&started), t0);
+        pack.add(&json_event(&events[0]), t0);
+        assert_eq!(
+            parse(pack.take().unwrap()),
+            WorkerMsg::Many {
+                msgs: vec![
+                    started,
+                    WorkerMsg::Events {
+                        events: vec![events[0].clone()]
+                    }
+                ]
+            }
+        );
+    }
+
+    fn json_event(event: &Event) -> Vec<u8> {
+        serde_json::to_vec(event).unwrap()
     }
 
     #[test]

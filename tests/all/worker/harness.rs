@@ -149,7 +149,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         // count against the worker's limits.
         limits_at_root: false,
         packed_events: false,
-        packed_end: false,
+        packed_many: false,
     }
 }
 
@@ -300,7 +300,12 @@ pub(super) async fn wait_until_ended(
     wait_for_session(remote, session, worker, Duration::from_secs(secs), |m| {
         m.iter().any(|s| {
             let end = match s.body["kind"].as_str() {
-                Some("events_then") => &s.body["then"]["kind"],
+                Some("many") => {
+                    &s.body["msgs"][s.body["msgs"]
+                        .as_array()
+                        .map_or(0, Vec::len)
+                        .saturating_sub(1)]["kind"]
+                }
                 _ => &s.body["kind"],
             };
             end == "done" || end == "failed"

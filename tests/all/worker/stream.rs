@@ -143,39 +143,47 @@ async fn a_short_turns_events_cross_packed_in_one_or_two_messages() {
     assert!(events.iter().all(|e| e["session_id"] == SHORT));
 }
 
-const ENDED: &str = "0123456789abcdef-e11dedbe5ca1ab1e_helper";
+const ONE: &str = "0123456789abcdef-e11dedbe5ca1ab1e_helper";
 
-/// A job whose root also takes the run's end packed (`packed_end`): the last pack and
-/// `done` cross as one `events_then` message, so a short turn is two messages in all.
+/// A job whose root takes packs of many (`packed_many`): `started`, the events and
+/// `done` of a short turn ride in one or two `many` messages, in that order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_short_turns_last_events_and_its_end_cross_as_one_message() {
+async fn a_short_turn_crosses_as_one_or_two_messages_started_to_done() {
     let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("short and done"))]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, WORKER_KEY);
     let Some((nats, remote)) = server_and_root().await else {
         return;
     };
-    let worker = Worker::start(&env, &nats, "ended");
-    let mut job = job_of(ENDED, plan(&server.base_url), "answer briefly");
+    let worker = Worker::start(&env, &nats, "many");
+    let mut job = job_of(ONE, plan(&server.base_url), "answer briefly");
     job.packed_events = true;
-    job.packed_end = true;
-    publish(&remote, "ended", &job).await;
-    let messages = wait_until_ended(&remote, ENDED, &worker, 60).await;
+    job.packed_many = true;
+    publish(&remote, "many", &job).await;
+    let messages = wait_until_ended(&remote, ONE, &worker, 60).await;
 
-    let kinds = kinds(&messages);
-    assert_eq!(kinds.first().map(String::as_str), Some("started"));
-    assert_eq!(
-        kinds.last().map(String::as_str),
-        Some("events_then"),
+    let published = kinds(&messages);
+    assert!((1..=2).contains(&published.len()), "{published:?}");
+    assert_eq!(published.last().map(String::as_str), Some("many"));
+    // Each message's parts, in order: what the root applies one by one.
+    let parts: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| match m.body["msgs"].as_array() {
+            Some(msgs) => msgs.iter().collect::<Vec<_>>(),
+            None => vec![&m.body],
+        })
+        .collect();
+    let kinds: Vec<&str> = parts.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"done"), "{kinds:?}");
+    assert!(
+        kinds[1..kinds.len() - 1].iter().all(|k| *k == "events"),
         "{kinds:?}"
     );
-    assert!(!kinds.iter().any(|k| k == "done"), "{kinds:?}");
-    let last = &messages.last().unwrap().body;
-    assert_eq!(last["then"]["kind"], "done");
-    assert_eq!(last["then"]["response"], "short and done");
-    let events: Vec<&Value> = messages
+    assert_eq!(parts.last().unwrap()["response"], "short and done");
+    let events: Vec<&Value> = parts
         .iter()
-        .filter_map(|m| m.body["events"].as_array())
+        .filter_map(|p| p["events"].as_array())
         .flatten()
         .collect();
     let streamed: String = events
@@ -184,9 +192,5 @@ async fn a_short_turns_last_events_and_its_end_cross_as_one_message() {
         .map(|e| e["data"]["delta"].as_str().unwrap())
         .collect();
     assert_eq!(streamed, "short and done");
-    // The answer's message is in the same message as the end, or before it.
-    assert!(
-        events.iter().any(|e| e["event"] == "message:appended"),
-        "{kinds:?}"
-    );
+    assert!(events.iter().any(|e| e["event"] == "message:appended"));
 }
