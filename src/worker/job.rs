@@ -148,20 +148,23 @@ pub(super) async fn run(ctx: Arc<Ctx>, msg: jetstream::Message) {
         }
     };
     let terms = (signer.public_key(), ctx.ack_wait);
-    let held = match lease::acquire(&ctx.leases, &session, &ctx.ran_on, seq, terms).await {
-        Ok(held) => held,
-        Err(RemoteError::LeaseLost { .. }) => {
-            tracing::info!(
-                session,
-                "worker: another worker took the lease; job left to it"
-            );
-            return;
-        }
-        Err(e) => {
-            tracing::warn!(session, "worker: {e}; job left for redelivery");
-            return;
-        }
-    };
+    // The first delivery of a session's first run: nobody can have leased it yet.
+    let unleased = attempt <= 1 && job.run == 1;
+    let held =
+        match lease::acquire(&ctx.leases, &session, &ctx.ran_on, (seq, unleased), terms).await {
+            Ok(held) => held,
+            Err(RemoteError::LeaseLost { .. }) => {
+                tracing::info!(
+                    session,
+                    "worker: another worker took the lease; job left to it"
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(session, "worker: {e}; job left for redelivery");
+                return;
+            }
+        };
     let out = match Out::new(
         ctx.remote.js().clone(),
         (&session, job.run),

@@ -173,7 +173,7 @@ impl HandWorker {
         let leases = self.remote.leases().await.unwrap();
         let job_seq = self.job_seq.load(Ordering::SeqCst);
         let terms = (self.signer.public_key(), HAND_ACK_WAIT);
-        lease::acquire(&leases, session, &self.ran_on, job_seq, terms)
+        lease::acquire(&leases, session, &self.ran_on, (job_seq, false), terms)
             .await
             .unwrap()
     }

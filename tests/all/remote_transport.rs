@@ -45,12 +45,21 @@ async fn a_default_server_gets_arbors_streams_and_the_lease_fences_a_stale_holde
     let session = "0123456789abcdef-fedcba9876543210_foundation:explorer";
     assert_eq!(lease::current(&leases, session).await.unwrap(), None);
     let terms = ("", Duration::from_secs(3));
-    let mut first = lease::acquire(&leases, session, &worker(1), 1, terms)
+    // A first run's first delivery creates epoch 1 without reading the bucket.
+    let mut first = lease::acquire(&leases, session, &worker(1), (1, true), terms)
         .await
         .unwrap();
     assert_eq!(first.epoch(), 1);
     first.renew(&leases).await.expect("the holder renews");
-    let second = lease::acquire(&leases, session, &worker(2), 1, terms)
+    // Said unleased while a lease is there: lost like a race, never overwritten.
+    let raced = lease::acquire(&leases, session, &worker(3), (1, true), terms)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(raced, RemoteError::LeaseLost { held: 1, .. }),
+        "{raced}"
+    );
+    let second = lease::acquire(&leases, session, &worker(2), (1, false), terms)
         .await
         .unwrap();
     assert_eq!(second.epoch(), 2, "a takeover bumps the epoch");

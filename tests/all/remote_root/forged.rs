@@ -193,7 +193,7 @@ async fn a_peer_that_bumps_the_epoch_does_not_take_the_run_over() {
         &leases,
         &session,
         &ran_on,
-        current_job_seq(&leases, &session).await,
+        (current_job_seq(&leases, &session).await, false),
         (key.public_key(), Duration::from_secs(30)),
     )
     .await
