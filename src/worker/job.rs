@@ -3,7 +3,8 @@
 //!
 //! Owns: [`run`] — whether the job runs here at all (`admit`: a dead root's job is
 //! dropped, one this worker's clone cannot serve handed back), taking the session's lease with a fresh key pair for the run (a
-//! lost race drops the job: the winner runs and acks it), `Started`, the heartbeat
+//! lost race drops the job: the winner runs and acks it), `Started` (a first
+//! delivery's rides in the first pack when the root takes that), the heartbeat
 //! (lease renewal plus a progress ack every ack wait / 3; a renewal that finds the
 //! lease taken cancels the turn and silences the job), cutting the worktree,
 //! materialising the session (a redelivered job asks the root for the session as
