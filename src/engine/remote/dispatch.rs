@@ -15,9 +15,9 @@
 //! refused one is logged and counted, and a lease taken while its holder is alive
 //! fails the run; issue 34 item 7), controls out on `arbor.ctl.<session>`, answering a
 //! redelivered job's sync request when the holder signed it, and turning `Done` into
-//! the run's outcome (the worker's patch
-//! applied in the child's worktree). Does not own: what each message does to the
-//! session (`apply`), the git steps (`changes`), NATS plumbing (`crate::remote`).
+//! the run's outcome (`messages`: the worker's patch applied in the child's worktree).
+//! Does not own: what each message does to the session (`apply`), the git steps
+//! (`changes`), NATS plumbing (`crate::remote`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +26,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use super::apply::{Applier, Finished};
-use super::changes;
+use super::apply::Applier;
 use super::hub::{Hub, Inbox};
 use super::person::RunInput;
 use super::{Forward, RemoteRuns, auth};
@@ -41,12 +40,13 @@ use crate::remote::lease;
 use crate::remote::pin::{Binding, Observed, Verdict};
 use crate::remote::seal::{SEQ_HEADER, SIG_HEADER};
 use crate::remote::wire::{
-    self, Changes, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, SyncReply,
-    WORKER_HEADER, WireDecision, WorkerMsg,
+    self, Control, EPOCH_HEADER, JOB_VERSION, Job, JobFiles, Lease, SyncReply, WORKER_HEADER,
+    WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
-use crate::session::{Message, Metadata, SessionStatus};
+use crate::session::{Message, SessionStatus};
 
+mod messages;
 mod watch;
 
 /// How long the root keeps trying to read a lease before it judges a message by its
@@ -398,142 +398,6 @@ impl Link {
             }
         }
         self.apply(applier, parsed).await
-    }
-
-    /// Applies `message`, admitted (each of a [`WorkerMsg::Many`] in order); the
-    /// outcome when it ends the run.
-    async fn apply(&self, applier: &mut Applier<'_>, message: WorkerMsg) -> Option<TurnOutcome> {
-        // One metadata write for the whole message (a pack's status changes).
-        let child = applier.child().clone();
-        let _hold = child.hold_metadata();
-        let msgs = match message {
-            WorkerMsg::Many { msgs } => msgs,
-            one => vec![one],
-        };
-        for msg in msgs {
-            if let Some(outcome) = self.apply_one(applier, msg).await {
-                return Some(outcome);
-            }
-        }
-        None
-    }
-
-    /// Applies one message of the run (see [`Self::apply`]).
-    async fn apply_one(
-        &self,
-        applier: &mut Applier<'_>,
-        message: WorkerMsg,
-    ) -> Option<TurnOutcome> {
-        match message {
-            WorkerMsg::Started {
-                ran_on, attempt, ..
-            } => {
-                applier.started(ran_on, attempt);
-                None
-            }
-            WorkerMsg::Event { event } => {
-                applier.event(*event);
-                None
-            }
-            WorkerMsg::Events { events } => {
-                for event in events {
-                    applier.event(event);
-                }
-                None
-            }
-            WorkerMsg::Many { .. } => {
-                tracing::warn!(session = %self.session, "a pack inside a pack: ignored");
-                None
-            }
-            WorkerMsg::Reserve {
-                parent,
-                child,
-                agent,
-            } => {
-                applier.reserve(&parent, &child, &agent);
-                None
-            }
-            WorkerMsg::SubSession { metadata } => {
-                applier.sub_session(*metadata);
-                None
-            }
-            WorkerMsg::Done { run, .. } | WorkerMsg::Failed { run, .. } if run != self.run => {
-                tracing::warn!(session = %self.session, run, "an answer of another run ignored");
-                None
-            }
-            WorkerMsg::Failed { error, .. } => Some(applier.ended_without_answer(
-                SessionStatus::Failed,
-                Some(format!(
-                    "remote sub-session: the worker could not run it: {error}"
-                )),
-            )),
-            WorkerMsg::Done {
-                status,
-                response,
-                error,
-                metadata,
-                changes,
-                ..
-            } => {
-                let mut finished = Finished {
-                    status,
-                    response,
-                    error,
-                };
-                if let Some(changes) = changes {
-                    self.apply_changes(applier, changes, &mut finished).await;
-                }
-                Some(applier.done(finished, &metadata))
-            }
-        }
-    }
-
-    /// Applies the worker's patch where the child works; a patch that cannot be
-    /// fetched or applied fails the run (the patch is saved in the session's
-    /// directory, `remote-run-<n>.patch`, and the error names it).
-    async fn apply_changes(
-        &self,
-        applier: &Applier<'_>,
-        changes: Payload<Changes>,
-        finished: &mut Finished,
-    ) {
-        let child = applier.child();
-        let fail = |finished: &mut Finished, error: String| {
-            tracing::warn!(session = %self.session, "{error}");
-            finished.status = SessionStatus::Failed;
-            finished.error = Some(match finished.error.take() {
-                Some(before) => format!("{before}; {error}"),
-                None => error,
-            });
-        };
-        let changes = match self.hub.payloads().await {
-            Ok(store) => changes.unpack(&store).await,
-            Err(e) => Err(e),
-        };
-        let changes = match changes {
-            Ok(changes) => changes,
-            Err(e) => return fail(finished, format!("the worker's changes are lost: {e}")),
-        };
-        let metadata: Metadata = child.metadata();
-        let run = self.run;
-        let patch = changes.patch.clone();
-        let applied = isolate::blocking(move || changes::apply(&metadata, &patch, run)).await;
-        match applied {
-            Ok(applied) => {
-                tracing::info!(session = %self.session, ?applied, "worker's changes applied")
-            }
-            Err(e) => {
-                let saved = child.dir().join(format!("remote-run-{run}.patch"));
-                let kept = match std::fs::write(&saved, &changes.patch) {
-                    Ok(()) => format!("; the patch is saved at {}", saved.display()),
-                    Err(_) => String::new(),
-                };
-                fail(
-                    finished,
-                    format!("the worker's changes do not apply: {e}{kept}"),
-                );
-            }
-        }
     }
 
     /// A redelivered job's worker asks for the session as stored now. Only the
