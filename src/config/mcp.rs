@@ -582,9 +582,9 @@ pub fn process_servers_with(
         && root.join(super::trust::MCP_FILE).is_file()
     {
         if state.is_trusted() {
-            let (project, project_problems) = project_servers(root);
+            let (granted, project_problems) = project_servers(root);
             problems.extend(project_problems);
-            for server in project {
+            for server in granted {
                 if !servers.iter().any(|s| s.name == server.name) {
                     servers.push(server);
                 }

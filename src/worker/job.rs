@@ -1,24 +1,24 @@
-//! One job, start to end: the lease, the heartbeat, the files, the session in a
-//! scratch store, the engine's turn, everything it publishes, and the acknowledgement.
+//! One job, start to end: the lease, the heartbeat, the files, the session in a scratch
+//! store, the engine's turn, everything it publishes, and the acknowledgement.
 //!
 //! Owns: [`run`] — whether the job runs here at all (`admit`: a dead root's job is
-//! dropped, one this worker's clone cannot serve handed back), taking the session's lease with a fresh key pair for the run (a
-//! lost race drops the job: the winner runs and acks it), `Started` (a first
-//! delivery's rides in the first pack when the root takes that), the heartbeat
-//! (lease renewal plus a progress ack every ack wait / 3; a renewal that finds the
-//! lease taken cancels the turn and silences the job), cutting the worktree,
-//! materialising the session (a redelivered job asks the root for the session as
-//! stored now, `arbor.sync.<session>`, signed with the run's key, and continues it
-//! with the engine's crash repair), running it through [`Engine`]
-//! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session — and
-//! of its own sub-sessions, counted and kept at the root (`tree`) — its connection's
-//! one ordered stream carries as `WorkerMsg::Event` (all of them before the turn's
-//! reply), answering `Control` messages (approvals, steer, queue,
-//! cancel), `Done` with the answer and the patch, or `Failed` when the job cannot run,
-//! and acking the job only after that was stored. A writing run saves its work in
-//! progress before each tool result goes to the root, and a resumed one restores it
-//! first (`wip`); getting the job ready is `setup`'s. Does not own: the fetch loop and
-//! presence (`worker`), the wire types (`remote::wire`).
+//! dropped, one this worker's clone cannot serve handed back), taking the session's
+//! lease with a fresh key pair for the run (a lost race drops the job: the winner runs
+//! and acks it), `Started` (a first delivery's rides in the first pack when the root
+//! takes that), the heartbeat (lease renewal plus a progress ack every ack wait / 3; a
+//! renewal that finds the lease taken cancels the turn and silences the job), cutting
+//! the worktree, materialising the session (a redelivered job asks the root for the
+//! session as stored now, `arbor.sync.<session>`, signed with the run's key, and
+//! continues it with the engine's crash repair), running it through [`Engine`]
+//! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session — and of
+//! its own sub-sessions, counted and kept at the root (`tree`) — its connection's one
+//! ordered stream carries as `WorkerMsg::Event` (all of them before the turn's reply),
+//! answering `Control` messages (approvals, steer, queue, cancel), `Done` with the
+//! answer and the patch, or `Failed` when the job cannot run, and acking the job only
+//! after that was stored. A writing run saves its work in progress before each tool
+//! result goes to the root, and a resumed one restores it first (`wip`); getting the
+//! job ready is `setup`'s. Does not own: the fetch loop and presence (`worker`), the
+//! wire types (`remote::wire`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -97,7 +97,8 @@ pub struct WorkerOptions {
     pub paths: Paths,
     /// The workers' directory (`worker/` in arbor's state directory): this worker's
     /// own directory is made inside it (its jobs' directories, emptied per job and
-    /// kept for the next (`job_dirs`), all removed at exit), and what stopped workers left there is removed at start (`leftover`).
+    /// kept for the next (`job_dirs`), all removed at exit), and what stopped workers
+    /// left there is removed at start (`leftover`).
     pub scratch: PathBuf,
 }
 

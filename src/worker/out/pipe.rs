@@ -1,31 +1,30 @@
 //! The publisher of one job's stream to its root (issue 38 item 8): a task that takes
 //! what the job sends in order, joins streamed deltas (`batch`), publishes without
-//! waiting for each acknowledgement, and reads the acknowledgements in order behind
-//! the publishes.
+//! waiting for each acknowledgement, and reads the acknowledgements in order behind the
+//! publishes.
 //!
-//! Owns: [`Pipe`] — packing the events handed over within [`PACK_AFTER`] of each
-//! other into one [`WorkerMsg::Events`] (up to [`PACK_BYTES`]; only when the root takes
-//! them, `Job::packed_events`: a trivial sub-session's dozen events then cross NATS as
-//! one or two messages, each signed, stored, delivered and checked once; when the root
-//! takes [`WorkerMsg::Many`], `Job::packed_many`, a first delivery's `Started` opens
-//! the first pack and the run's end closes the last, so a short run is one message),
-//! numbering,
-//! signing and naming each published message (`Arbor-Seq`
-//! from 0, the run's signature, the message id `<session token>-r<run>-e<epoch>-<n>`),
-//! the window of messages published and not yet acknowledged (at most [`WINDOW`]),
-//! the flush of a held delta when it is due, waiting for everything before a
-//! [`Item::Sync`] message to be stored, and recovering from a failed publish: the
-//! acknowledgements still out are read, then every message from the failed one on
-//! that the stream did not confirm is published again in order with its own id (the
-//! stream's duplicate window drops a copy it already stored), [`ATTEMPTS`] attempts
-//! each with 0.2 s doubling to 2 s between them (about 17 s: longer than a stream
-//! leader's election, so a failover costs no ack wait; issue 38 item 5). Messages of one connection reach the stream in the
-//! order they were published, so the root's fence (a sequence number above the last
-//! applied) sees them in order; the one case recovery cannot put back in order — a
-//! message stored only by its retry after a later one was stored — gives the job up
-//! like a publish that never works (the lease is dropped, the job is redelivered).
-//! Once the lease is lost (`stale`) nothing more is published and nothing is waited
-//! for. Does not own: what is sent (`job`), the coalescing rule (`batch`).
+//! Owns: [`Pipe`] — packing the events handed over within [`PACK_AFTER`] of each other
+//! into one [`WorkerMsg::Events`] (up to [`PACK_BYTES`]; only when the root takes them,
+//! `Job::packed_events`: a trivial sub-session's dozen events then cross NATS as one or
+//! two messages, each signed, stored, delivered and checked once; when the root takes
+//! [`WorkerMsg::Many`], `Job::packed_many`, a first delivery's `Started` opens the
+//! first pack and the run's end closes the last, so a short run is one message),
+//! numbering, signing and naming each published message (`Arbor-Seq` from 0, the run's
+//! signature, the message id `<session token>-r<run>-e<epoch>-<n>`), the window of
+//! messages published and not yet acknowledged (at most [`WINDOW`]), the flush of a
+//! held delta when it is due, waiting for everything before a [`Item::Sync`] message to
+//! be stored, and recovering from a failed publish: the acknowledgements still out are
+//! read, then every message from the failed one on that the stream did not confirm is
+//! published again in order with its own id (the stream's duplicate window drops a copy
+//! it already stored), [`ATTEMPTS`] attempts each with 0.2 s doubling to 2 s between
+//! them (about 17 s: longer than a stream leader's election, so a failover costs no ack
+//! wait; issue 38 item 5). Messages of one connection reach the stream in the order
+//! they were published, so the root's fence (a sequence number above the last applied)
+//! sees them in order; the one case recovery cannot put back in order — a message
+//! stored only by its retry after a later one was stored — gives the job up like a
+//! publish that never works (the lease is dropped, the job is redelivered). Once the
+//! lease is lost (`stale`) nothing more is published and nothing is waited for. Does
+//! not own: what is sent (`job`), the coalescing rule (`batch`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

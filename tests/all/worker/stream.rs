@@ -105,17 +105,9 @@ const SHORT: &str = "0123456789abcdef-5ca1ab1e5ca1ab1e_helper";
 /// whole and in order, instead of a message each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_turns_events_cross_packed_in_one_or_two_messages() {
-    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("short and done"))]);
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, WORKER_KEY);
-    let Some((nats, remote)) = server_and_root().await else {
+    let Some(messages) = short_run(SHORT, "packed", false).await else {
         return;
     };
-    let worker = Worker::start(&env, &nats, "packed");
-    let mut job = job_of(SHORT, plan(&server.base_url), "answer briefly");
-    job.packed_events = true;
-    publish(&remote, "packed", &job).await;
-    let messages = wait_until_ended(&remote, SHORT, &worker, 60).await;
 
     let kinds = kinds(&messages);
     assert_eq!(kinds.first().map(String::as_str), Some("started"));
@@ -134,13 +126,33 @@ async fn a_short_turns_events_cross_packed_in_one_or_two_messages() {
         .map(|e| e["event"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"message:appended"), "{names:?}");
-    let streamed: String = events
+    assert_eq!(streamed(&events), "short and done");
+    assert!(events.iter().all(|e| e["session_id"] == SHORT));
+}
+
+/// What the real worker published for a short turn ("short and done") of `session`
+/// on a pool of its own, the job packing events (and, with `many`, `Started` and the
+/// end too); `None` where the harness has no NATS server.
+async fn short_run(session: &str, pool: &str, many: bool) -> Option<Vec<Sent>> {
+    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("short and done"))]);
+    let env = TestEnv::new();
+    env.use_openai(&server.base_url, WORKER_KEY);
+    let (nats, remote) = server_and_root().await?;
+    let worker = Worker::start(&env, &nats, pool);
+    let mut job = job_of(session, plan(&server.base_url), "answer briefly");
+    job.packed_events = true;
+    job.packed_many = many;
+    publish(&remote, pool, &job).await;
+    Some(wait_until_ended(&remote, session, &worker, 60).await)
+}
+
+/// The text of the streamed deltas among `events`, in order.
+fn streamed(events: &[&Value]) -> String {
+    events
         .iter()
         .filter(|e| e["event"] == "content_block:delta")
         .map(|e| e["data"]["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(streamed, "short and done");
-    assert!(events.iter().all(|e| e["session_id"] == SHORT));
+        .collect()
 }
 
 const ONE: &str = "0123456789abcdef-e11dedbe5ca1ab1e_helper";
@@ -149,18 +161,9 @@ const ONE: &str = "0123456789abcdef-e11dedbe5ca1ab1e_helper";
 /// `done` of a short turn ride in one or two `many` messages, in that order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_turn_crosses_as_one_or_two_messages_started_to_done() {
-    let server = ScriptedServer::sequence(vec![Reply::Sse(sse_text("short and done"))]);
-    let env = TestEnv::new();
-    env.use_openai(&server.base_url, WORKER_KEY);
-    let Some((nats, remote)) = server_and_root().await else {
+    let Some(messages) = short_run(ONE, "many", true).await else {
         return;
     };
-    let worker = Worker::start(&env, &nats, "many");
-    let mut job = job_of(ONE, plan(&server.base_url), "answer briefly");
-    job.packed_events = true;
-    job.packed_many = true;
-    publish(&remote, "many", &job).await;
-    let messages = wait_until_ended(&remote, ONE, &worker, 60).await;
 
     let published = kinds(&messages);
     assert!((1..=2).contains(&published.len()), "{published:?}");
@@ -186,11 +189,6 @@ async fn a_short_turn_crosses_as_one_or_two_messages_started_to_done() {
         .filter_map(|p| p["events"].as_array())
         .flatten()
         .collect();
-    let streamed: String = events
-        .iter()
-        .filter(|e| e["event"] == "content_block:delta")
-        .map(|e| e["data"]["delta"].as_str().unwrap())
-        .collect();
-    assert_eq!(streamed, "short and done");
+    assert_eq!(streamed(&events), "short and done");
     assert!(events.iter().any(|e| e["event"] == "message:appended"));
 }
