@@ -29,7 +29,9 @@
 //!   `arbor.out.<child>` (median, max).
 //!
 //! Each throughput measurement starts after a pause ([`SETTLE`]) so that the files of
-//! the turns before it cost it nothing.
+//! the turns before it cost it nothing, and runs without the core-NATS subscriber of
+//! the other two (a deployment has none; it would cost every job a parse here and the
+//! server three more deliveries).
 //!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
 //! on first use). Prints the figures as Markdown tables. With `REMOTE_BENCH_SPLIT=1`
@@ -169,7 +171,6 @@ fn main() {
         .build()
         .unwrap();
     let wire = Arc::new(Mutex::new(Wire::default()));
-    tokio.block_on(observe(&nats.url, wire.clone()));
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -185,7 +186,8 @@ fn main() {
         } else {
             "local".to_string()
         };
-        // Latency: one task call per turn.
+        // Latency: one task call per turn, the wire observed.
+        let observer = tokio.block_on(observe(&nats.url, wire.clone()));
         mode.lock().unwrap().tasks = 1;
         run_turn(&tokio, &runtime); // warm-up: caches, first files, the consumer
         let mut spawn = Vec::new();
@@ -218,6 +220,7 @@ fn main() {
             let (p50, p95) = stats::percentiles(samples);
             format!("{p50:.2} / {p95:.2} ms")
         };
+        drop(observer);
         println!(
             "| {place} | {LATENCY_TURNS} | {} | {} | {} | {} |",
             cell(&mut spawn),
@@ -234,7 +237,6 @@ fn main() {
     // The same with as many remote slots as children (local runs them all at once), on
     // a fresh server and a fresh root (its own connection).
     let nats = Nats::start();
-    tokio.block_on(observe(&nats.url, wire.clone()));
     let slots = THROUGHPUT_TASKS / WORKERS;
     let workers: Vec<Worker> = (0..WORKERS)
         .map(|_| Worker::start(&nats.url, &stub.base_url, Some(slots)))
@@ -267,6 +269,7 @@ fn main() {
         );
     }
 
+    let _observer = tokio.block_on(observe(&nats.url, wire.clone()));
     long_answers(
         &tokio,
         (&nats.url, &stub.base_url),
@@ -467,23 +470,37 @@ fn answer_of(text: &str) -> Option<usize> {
     rest.split(':').next()?.parse().ok()
 }
 
-/// Subscribes (core NATS) to job publishes and workers' messages, stamping each
-/// arrival; the subscriber runs on `tokio` until the process ends.
-async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
+/// The bench's own core-NATS subscriber (see [`observe`]): its subscriptions end when
+/// it is dropped, so that throughput measurements pay nothing for it (a deployment has
+/// no such subscriber: it would cost the NATS server a delivery and this process a
+/// parse of every job, lease and worker message).
+struct Observer(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Subscribes (core NATS) to job publishes, lease writes and workers' messages,
+/// stamping each arrival, until the [`Observer`] is dropped.
+async fn observe(url: &str, wire: Arc<Mutex<Wire>>) -> Observer {
     let client = async_nats::connect(url).await.unwrap();
     let mut jobs = client.subscribe("arbor.jobs.>").await.unwrap();
     let mut out = client.subscribe("arbor.out.>").await.unwrap();
     let mut leases = client.subscribe("$KV.arbor_leases.>").await.unwrap();
     let w = wire.clone();
     let l = wire.clone();
-    tokio::spawn(async move {
+    let leased = tokio::spawn(async move {
         while let Some(msg) = leases.next().await {
             let at = Instant::now();
             let session = msg.subject.as_str().trim_start_matches("$KV.arbor_leases.");
             l.lock().unwrap().leased.push((session.to_string(), at));
         }
     });
-    tokio::spawn(async move {
+    let published = tokio::spawn(async move {
         while let Some(msg) = jobs.next().await {
             let at = Instant::now();
             let job: Value = serde_json::from_slice(&msg.payload).unwrap_or(Value::Null);
@@ -491,7 +508,7 @@ async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
             w.lock().unwrap().jobs.push((session, at));
         }
     });
-    tokio::spawn(async move {
+    let outs = tokio::spawn(async move {
         while let Some(msg) = out.next().await {
             let session = msg.subject.as_str().trim_start_matches("arbor.out.");
             let mut wire = wire.lock().unwrap();
@@ -500,7 +517,9 @@ async fn observe(url: &str, wire: Arc<Mutex<Wire>>) {
     });
     // The subscriptions are registered once the server has answered a round trip.
     client.flush().await.unwrap();
-    std::mem::forget(client);
+    // The connection lives as long as the subscriptions (each holds a handle of it).
+    drop(client);
+    Observer(vec![leased, published, outs])
 }
 
 /// What must outlive a runtime built by [`root_runtime`].
