@@ -241,15 +241,33 @@ pub fn parse(value: Option<&Value>) -> Result<Option<bool>, BadRemote> {
 /// absent; `agent validate` reports it); otherwise `remote.agents` (`all`, or the
 /// agent named in the list).
 pub fn placement(cfg: &ArborConfig, agent_name: &str, overlay: &Value) -> Option<RemotePlacement> {
+    placed(cfg, overlay, |remote| match &remote.agents {
+        RemoteAgents::All => true,
+        RemoteAgents::None => false,
+        RemoteAgents::Named(names) => names.iter().any(|n| n == agent_name),
+    })
+}
+
+/// Where a sub-session that ran inside a remote sub-session's job (its worker's
+/// engine created it, issue 38 item 7) runs a person's next turn: on a worker of the
+/// `remote:` section's pool, where its parent runs, unless its agent's frontmatter
+/// says `remote: false`; `None` without a `remote:` section.
+pub fn placement_in_remote_tree(cfg: &ArborConfig, overlay: &Value) -> Option<RemotePlacement> {
+    placed(cfg, overlay, |_| true)
+}
+
+/// The `remote:` section's placement when the agent's frontmatter (`overlay`) says
+/// `remote: true`, or says nothing and `otherwise` chooses it.
+fn placed(
+    cfg: &ArborConfig,
+    overlay: &Value,
+    otherwise: impl FnOnce(&RemoteConfig) -> bool,
+) -> Option<RemotePlacement> {
     let remote = cfg.remote.as_ref()?;
     let chosen = frontmatter(overlay)
         .ok()
         .flatten()
-        .unwrap_or_else(|| match &remote.agents {
-            RemoteAgents::All => true,
-            RemoteAgents::None => false,
-            RemoteAgents::Named(names) => names.iter().any(|n| n == agent_name),
-        });
+        .unwrap_or_else(|| otherwise(remote));
     chosen.then(|| RemotePlacement {
         nats_url: remote.nats_url.clone(),
         pool: remote.pool.clone(),
@@ -401,6 +419,20 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "remote: expected true or false, got 'yes'"
+        );
+    }
+
+    #[test]
+    fn a_session_of_a_remote_job_stays_remote_unless_its_frontmatter_says_no() {
+        let none = ArborConfig::default();
+        assert_eq!(placement_in_remote_tree(&none, &json!({})), None);
+        let named = load("remote: {nats_url: nats://h:1, pool: p1, agents: [explorer]}\n").unwrap();
+        // Not named in `agents`: it ran where its parent ran.
+        let placed = placement_in_remote_tree(&named, &json!({})).unwrap();
+        assert_eq!(placed.pool, "p1");
+        assert_eq!(
+            placement_in_remote_tree(&named, &json!({"remote": false})),
+            None
         );
     }
 

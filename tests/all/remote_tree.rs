@@ -13,11 +13,12 @@
 //! worker): a scout's `bash` call waits for the root's person in the scout's own
 //! session, and the answer reaches the scout's turn on the worker.
 
+use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::remote_faults::{finish, spawn_run};
+use crate::remote_faults::{finish, spawn_run, wait_until};
 use crate::support::nats::NatsServer;
 use crate::support::worker_proc::WorkerProc;
 use crate::support::*;
@@ -298,4 +299,155 @@ async fn a_person_at_the_root_answers_a_remote_grandchilds_approval() {
         content_text(b["messages"].as_array().unwrap().last().unwrap()).contains("scout ran: ")
     });
     assert!(helper_asked, "the helper read the scout's answer");
+}
+
+/// The worker's model for [`continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker`]:
+/// the helper delegates one part to a scout and answers "child saw: " and its result;
+/// a scout's first request never ends (its root and worker die meanwhile), later ones
+/// answer [`FOUND`].
+fn stalling_model(scouts: Arc<std::sync::atomic::AtomicUsize>) -> ScriptedServer {
+    use std::sync::atomic::Ordering;
+    ScriptedServer::start(Arc::new(move |body: Value| {
+        let system = content_text(&body["messages"][0]);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().map(content_text).unwrap_or_default();
+        let first_scout =
+            system.contains("You are scout.") && scouts.fetch_add(1, Ordering::SeqCst) == 0;
+        let reply = match (
+            system.contains("You are scout."),
+            last_role(&body) == "tool",
+        ) {
+            (true, _) => Reply::Sse(sse_text(FOUND)),
+            (false, false) => Reply::Sse(sse_tool_calls(&[(
+                "s1",
+                "task",
+                json!({"agent": SCOUT, "instruction": "Look in place 1"}),
+            )])),
+            (false, true) => Reply::Sse(sse_text(&format!("child saw: {last}"))),
+        };
+        Box::pin(async move {
+            if first_scout {
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            }
+            reply
+        })
+    }))
+}
+
+/// A root and its worker killed while a remote child's scout waits for its model, then
+/// `arbor session continue --tree` with another worker: the scout continues on a worker
+/// (where it ran, as its own remote run — not in the root's process, which lacks the
+/// worker's agent), the child's call to it is answered at the root with the scout's
+/// answer (the worker's scratch store has no scout), and the answers reach the root.
+#[test]
+fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let model = root_model();
+    let root = TestEnv::new();
+    root.use_openai(&model.base_url, "sk-root-tree");
+    let mut config = std::fs::read_to_string(&root.config).unwrap();
+    config.push_str(&format!(
+        "remote:\n  nats_url: \"{}\"\n  pool: tree-dead\n  agents: [{HELPER}]\n  ack_wait: 5\n",
+        nats.url
+    ));
+    std::fs::write(&root.config, config).unwrap();
+    write_agent(
+        &root.amplifier_home,
+        HELPER,
+        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2}\nagents: all\n",
+    );
+    let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let worker_llm = stalling_model(scouts.clone());
+    let start_worker = || {
+        WorkerProc::start_with(
+            &nats.url,
+            &worker_llm.base_url,
+            &["--pool", "tree-dead"],
+            |env| write_agent(&env.amplifier_home, SCOUT, ""),
+        )
+    };
+    let first = start_worker();
+    let mut run = spawn_run(&root, "Delegate it");
+    let ending = |suffix: String| {
+        let root = &root;
+        move || {
+            root.session_dirs(&suffix)
+                .into_iter()
+                .find(|d| d.to_string_lossy().ends_with(&suffix))
+        }
+    };
+    let (scout_dir, helper_dir) = (ending(format!("_{SCOUT}")), ending(format!("_{HELPER}")));
+    wait_until(
+        60,
+        "the scout never reached its model",
+        || first.output(),
+        || {
+            scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
+                && scout_dir().is_some_and(|d| metadata(&d)["status"] == "running")
+        },
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
+    drop(first);
+
+    let second = start_worker();
+    let root_id = root
+        .session_dirs("")
+        .into_iter()
+        .map(|d| metadata(&d))
+        .find(|m| m["parent_id"].is_null())
+        .and_then(|m| m["session_id"].as_str().map(str::to_string))
+        .expect("the root session");
+    let out = root
+        .std_cmd()
+        .args(["session", "continue", &root_id, "--tree", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(out, 120, || second.output());
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        second.output()
+    );
+    assert!(out.status.success(), "{context}");
+    // The root read the child's answer, which quotes the scout's.
+    assert!(stdout.starts_with("parent saw: "), "{context}");
+    assert!(stdout.contains("child saw: "), "{context}");
+    assert!(
+        stdout.contains(&format!(r#"\"response\":\"{FOUND}\""#)),
+        "{context}"
+    );
+    // The scout ran again on the worker, never on the root's model.
+    assert_eq!(
+        scouts.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "{context}"
+    );
+    let root_asked_a_scout = model
+        .requests()
+        .iter()
+        .any(|b| content_text(&b["messages"][0]).contains("You are scout."));
+    assert!(!root_asked_a_scout, "{context}");
+    let scout = metadata(&scout_dir().unwrap());
+    assert_eq!(scout["status"], "completed", "{scout}");
+    assert_eq!(
+        scout["remote_runs"], 1,
+        "continued as its own remote run: {scout}"
+    );
+    assert!(scout["ran_on"]["worker"].as_str().is_some(), "{scout}");
+    // The child's call to the scout was answered at the root with the scout's answer.
+    let helper = helper_dir().unwrap();
+    let transcript = read_jsonl(&helper.join("transcript.jsonl"));
+    let result = transcript
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(content_text)
+        .unwrap_or_default();
+    assert!(result.contains(FOUND), "{transcript:?}");
+    assert_eq!(metadata(&helper)["remote_runs"], 2, "{context}");
 }

@@ -3,7 +3,8 @@
 //! of a cancellation, applying every message the run's binding admits.
 //!
 //! Owns: [`run`] — the child's running guard (its token a child of the calling
-//! turn's), the connection (an unreachable server fails the child's turn with an error
+//! turn's), answering its calls left without a result before the job goes out
+//! (`recovered`, from the root's store: the worker's has no sub-sessions), the connection (an unreachable server fails the child's turn with an error
 //! naming the URL; never a local run), the run's registration with the connection's
 //! hub (its out messages and lease writes routed to it) and the
 //! `arbor.sync.<session>` subscription (both made before the job is published), the
@@ -33,9 +34,9 @@ use super::{Forward, RemoteRuns, auth};
 use crate::config::MountPlan;
 use crate::config::remote::RemotePlacement;
 use crate::engine::env::TurnEnv;
-use crate::engine::isolate;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
+use crate::engine::{isolate, recovered};
 use crate::remote::lease;
 use crate::remote::pin::{Binding, Observed, Verdict};
 use crate::remote::seal::{SEQ_HEADER, SIG_HEADER};
@@ -91,6 +92,13 @@ pub(crate) async fn run(
     let mut applier = Applier::new(child.clone(), &env.approvals, env.approval_mode, tx)
         .in_tree(&env.limits, runs);
     isolate::before_turn(&child).await;
+    // Tool calls left without a result (a continue after the root died) are answered
+    // here, where the store holds the sub-sessions they started: a delegation whose
+    // sub-session has since completed gets its answer (`recovered`), which the
+    // worker's scratch store could not give.
+    if !child.transcript_snapshot().is_empty() {
+        recovered::repair_before_turn(env, &child);
+    }
     let token = guard.token.clone();
     let outcome = match Dispatched::publish(env, runs, &child, input, &placement).await {
         Ok(dispatched) => dispatched.follow(runs, &mut applier, rx, &token).await,

@@ -5,7 +5,9 @@
 //! root's store the same way.
 //!
 //! Owns: which sessions a person's turn sends to a worker ([`placement_for_person`]:
-//! sub-sessions only, by `config::remote::placement`), the instruction of such a turn
+//! sub-sessions only, by `config::remote::placement`, and the sessions a remote
+//! sub-session's job created, by `config::remote::placement_in_remote_tree`), the
+//! instruction of such a turn
 //! ([`instruction_of`]) and running it without a calling turn ([`person_turn`]).
 //! Does not own: the runtime's turn entries that call it (`runtime`, `runtime::prompts`),
 //! the dispatch itself (`dispatch`).
@@ -20,13 +22,35 @@ use crate::engine::env::TurnEnv;
 use crate::engine::live::LiveSession;
 use crate::engine::outcome::{EngineError, TurnOutcome};
 use crate::engine::turn::{self, CONTINUE_PROMPT};
+use crate::session::SessionStore;
 
 /// Where a person's turn of `live` runs: `Some` for a sub-session (it has a parent)
-/// that the config's `remote:` section and its agent's frontmatter put on a worker;
-/// `None` for a root session (it always runs here) and for a local sub-session.
+/// that the config's `remote:` section and its agent's frontmatter put on a worker,
+/// or that ran inside a remote sub-session's job (a grandchild continued by `session
+/// continue --tree` runs on a worker, where it ran, not here); `None` for a root
+/// session (it always runs here) and for a local sub-session.
 pub(crate) fn placement_for_person(env: &TurnEnv, live: &LiveSession) -> Option<RemotePlacement> {
-    live.parent_id.as_ref()?;
-    placement_of(env, live)
+    let parent = live.parent_id.as_ref()?;
+    placement_of(env, live).or_else(|| {
+        ran_in_a_remote_job(env, live, parent)
+            .then(|| {
+                crate::config::remote::placement_in_remote_tree(&env.config, &live.agent_overlay)
+            })
+            .flatten()
+    })
+}
+
+/// Whether `live` ran inside a remote session's job (issue 38 item 7): it ran on a
+/// worker, and so did its parent `parent` (the remote sub-session whose worker's
+/// engine created it, or another session of that job). A remote sub-session itself
+/// has a parent that ran here, so its own agent's placement decides.
+fn ran_in_a_remote_job(env: &TurnEnv, live: &LiveSession, parent: &str) -> bool {
+    if live.metadata().arbor.ran_on.is_none() {
+        return false;
+    }
+    SessionStore::new(env.paths.sessions_dir())
+        .load_metadata(parent)
+        .is_ok_and(|(metadata, _)| metadata.arbor.ran_on.is_some())
 }
 
 /// What the job that runs `input` on a worker starts from: a prompt verbatim;
