@@ -735,12 +735,6 @@ impl Sessions for Runtime {
     }
 }
 
-impl remote::Adopt for Runtime {
-    fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
-        Runtime::register(self, metadata, plan, Vec::new())
-    }
-}
-
 /// The root of `metadata`'s tree: the parent chain followed through the live sessions
 /// (whose root is known) and, for parents not loaded, their stored metadata; the last
 /// session reached when a parent is missing or the chain is implausibly long (a cycle).

@@ -197,6 +197,23 @@ pub struct Job {
     /// message). Absent in older jobs (`false`: each is a message of its own).
     #[serde(default)]
     pub packed_many: bool,
+    /// The session's own sub-sessions as the root stores them (issue 38 item 7), for
+    /// a run of a session that has delegated before: the worker puts them in its
+    /// scratch store, so that a `task` call resuming one by id (or a continue of the
+    /// session) finds it there; what a resumed one does goes back as for a new one
+    /// ([`WorkerMsg::SubSession`] first). Absent for a first run and in older jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtree: Option<Payload<Vec<CarriedSession>>>,
+}
+
+/// One stored sub-session a [`Job`] carries to the worker ([`Job::subtree`]): its
+/// metadata (its `config` as stored: redacted) and transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarriedSession {
+    /// Its `metadata.json` as the root stores it.
+    pub metadata: Metadata,
+    /// Its transcript as the root stores it.
+    pub transcript: Vec<Message>,
 }
 
 /// The repository side of a [`Job`] (issue 25's worktrees, across machines).

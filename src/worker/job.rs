@@ -7,9 +7,10 @@
 //! and acks it), `Started` (a first delivery's rides in the first pack when the root
 //! takes that), the heartbeat (lease renewal plus a progress ack every ack wait / 3; a
 //! renewal that finds the lease taken cancels the turn and silences the job), cutting
-//! the worktree, materialising the session (a redelivered job asks the root for the
-//! session as stored now, `arbor.sync.<session>`, signed with the run's key, and
-//! continues it with the engine's crash repair), running it through [`Engine`]
+//! the worktree, materialising the session and the stored sub-sessions the job carries
+//! (a redelivered job asks the root for the session as stored now,
+//! `arbor.sync.<session>`, signed with the run's key, and continues it with the
+//! engine's crash repair), running it through [`Engine`]
 //! (`Submit`, or `ContinueInterrupted`), forwarding every event of the session — and of
 //! its own sub-sessions, counted and kept at the root (`tree`) — its connection's one
 //! ordered stream carries as `WorkerMsg::Event` (all of them before the turn's reply),
@@ -373,18 +374,35 @@ async fn execute(
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
     let scratch_dir = dir.path().join("scratch");
-    let (metadata, dropped) = worker_metadata(job, &root_meta, (&files, &scratch_dir), resume)?;
-    for note in &dropped {
+    let carried = match &job.subtree {
+        Some(subtree) => subtree.clone().unpack(&ctx.payloads).await?,
+        None => Vec::new(),
+    };
+    let sessions = worker_metadata(job, &root_meta, (&files, &scratch_dir), resume, carried)?;
+    for note in &sessions.dropped {
         tracing::warn!(session, "worker: {note}");
     }
+    let carried_ids = sessions
+        .carried
+        .iter()
+        .map(|c| c.metadata.session_id.clone())
+        .collect();
     {
-        let (dir, metadata) = (sessions_dir.clone(), metadata.clone());
-        blocking(move || scratch::materialise(&SessionStore::new(dir), &metadata, &transcript))
-            .await??;
+        let (dir, metadata) = (sessions_dir.clone(), sessions.metadata);
+        let carried = sessions.carried;
+        blocking(move || {
+            let store = SessionStore::new(dir);
+            scratch::materialise(&store, &metadata, &transcript)?;
+            carried
+                .iter()
+                .try_for_each(|c| scratch::materialise(&store, &c.metadata, &c.transcript))
+        })
+        .await??;
     }
     let (engine, room) = engine_for(ctx, job, paths, out)?;
     let command = command_for(job, resume);
     let mut subtree = Subtree::new(job.session_id.clone(), sessions_dir.clone());
+    subtree.carry(carried_ids);
     let ran = run_engine(
         (job, control),
         &engine,

@@ -451,3 +451,131 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     assert!(result.contains(FOUND), "{transcript:?}");
     assert_eq!(metadata(&helper)["remote_runs"], 2, "{context}");
 }
+
+/// What a scout answers when asked a second time.
+const AGAIN: &str = "scout found it again";
+
+/// The worker's model for [`a_later_remote_run_resumes_its_scout_by_id`]: the helper
+/// delegates to a scout; asked to "ask the scout again", it resumes that scout by the
+/// `session_id` its first result named; a scout answers [`FOUND`], then [`AGAIN`].
+fn resuming_model() -> ScriptedServer {
+    ScriptedServer::start(Arc::new(|body: Value| {
+        let system = content_text(&body["messages"][0]);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().map(content_text).unwrap_or_default();
+        let reply = if system.contains("You are scout.") {
+            let asked = messages.iter().filter(|m| m["role"] == "user").count();
+            Reply::Sse(sse_text(if asked > 1 { AGAIN } else { FOUND }))
+        } else if last_role(&body) == "tool" {
+            Reply::Sse(sse_text(&format!("child saw: {last}")))
+        } else if last.contains("again") {
+            let scout = messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .find_map(|m| {
+                    let result: Value = serde_json::from_str(&content_text(m)).ok()?;
+                    result["session_id"].as_str().map(str::to_string)
+                })
+                .unwrap_or_default();
+            Reply::Sse(sse_task_calls(&[(
+                "s2".to_string(),
+                json!({"session_id": scout, "instruction": "Look again"}),
+            )]))
+        } else {
+            Reply::Sse(sse_task_calls(&[(
+                "s1".to_string(),
+                json!({"agent": SCOUT, "instruction": "Look"}),
+            )]))
+        };
+        Box::pin(async move { reply })
+    }))
+}
+
+/// A later run of a remote child resumes, by id, the scout its first run made: the
+/// job carries the child's stored sub-sessions to the worker, whose engine resumes the
+/// scout there, and the scout's second turn lands in its session at the root (no new
+/// session, both answers in its transcript).
+#[test]
+fn a_later_remote_run_resumes_its_scout_by_id() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let model = root_model();
+    let root = TestEnv::new();
+    root.use_openai(&model.base_url, "sk-root-tree");
+    let mut config = std::fs::read_to_string(&root.config).unwrap();
+    config.push_str(&format!(
+        "remote:\n  nats_url: \"{}\"\n  pool: tree-again\n  agents: [{HELPER}]\n  ack_wait: 5\n",
+        nats.url
+    ));
+    std::fs::write(&root.config, config).unwrap();
+    write_agent(
+        &root.amplifier_home,
+        HELPER,
+        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2}\nagents: all\n",
+    );
+    let worker_llm = resuming_model();
+    let worker = WorkerProc::start_with(
+        &nats.url,
+        &worker_llm.base_url,
+        &["--pool", "tree-again"],
+        |env| write_agent(&env.amplifier_home, SCOUT, ""),
+    );
+    let first = finish(spawn_run(&root, "Delegate it"), 120, || worker.output());
+    assert!(
+        first.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&first.stderr),
+        worker.output()
+    );
+    let ending = |suffix: &str| -> Vec<std::path::PathBuf> {
+        root.session_dirs(suffix)
+            .into_iter()
+            .filter(|d| d.to_string_lossy().ends_with(suffix))
+            .collect()
+    };
+    let helper = ending(&format!("_{HELPER}")).pop().expect("the helper");
+    let helper_id = metadata(&helper)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let again = root
+        .std_cmd()
+        .args([
+            "session",
+            "resume",
+            &helper_id,
+            "Ask the scout again",
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(again, 120, || worker.output());
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        worker.output()
+    );
+    assert!(out.status.success(), "{context}");
+    assert!(stdout.contains(AGAIN), "{context}");
+    let scouts = ending(&format!("_{SCOUT}"));
+    assert_eq!(
+        scouts.len(),
+        1,
+        "resumed, not made again: {scouts:?}\n{context}"
+    );
+    let scout = metadata(&scouts[0]);
+    assert_eq!(scout["turn_count"], 2, "{scout}");
+    assert_eq!(scout["status"], "completed", "{scout}");
+    let texts: Vec<String> = read_jsonl(&scouts[0].join("transcript.jsonl"))
+        .iter()
+        .map(content_text)
+        .collect();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(texts[1], FOUND, "{texts:?}");
+    assert_eq!(texts[3], AGAIN, "{texts:?}");
+}

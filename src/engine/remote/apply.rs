@@ -51,6 +51,9 @@ pub(crate) struct Applier<'a> {
     tree: Option<(&'a TreeLimits, &'a RemoteRuns)>,
     /// The run's own sub-sessions reserved here (issue 38 item 7).
     reserved: HashSet<String>,
+    /// The stored sub-sessions the run's job carries (`Job::subtree`): resumed here
+    /// when the worker's engine resumes one.
+    carried: HashSet<SessionId>,
     /// Those made live here, each registered in the runs for its controls.
     own: HashMap<SessionId, Own<'a>>,
     /// The answer text streamed since the last model request or assistant message: kept
@@ -80,6 +83,7 @@ impl<'a> Applier<'a> {
             forward,
             tree: None,
             reserved: HashSet::new(),
+            carried: HashSet::new(),
             own: HashMap::new(),
             streamed: String::new(),
             waiting: Vec::new(),
@@ -93,6 +97,11 @@ impl<'a> Applier<'a> {
     pub fn in_tree(mut self, limits: &'a TreeLimits, runs: &'a RemoteRuns) -> Self {
         self.tree = Some((limits, runs));
         self
+    }
+
+    /// The stored sub-sessions the run's job carries (see `Job::subtree`).
+    pub fn carry(&mut self, carried: Vec<SessionId>) {
+        self.carried.extend(carried);
     }
 
     /// The sub-session this applier writes to.
@@ -304,16 +313,22 @@ impl<'a> Applier<'a> {
     }
 
     /// The worker's `SubSession`: one of the run's own sub-sessions as its store holds
-    /// it. The first time (it must have been reserved, under the child or another of
-    /// them) it is made live here — with the child's working directory, no worktree of
-    /// the worker's and `ran_on` the holder — and registered for controls; later ones
-    /// merge its turns, usage and status in (as `Done` does for the child).
+    /// it. The first time it is made live here and registered for controls: a new one
+    /// (it must have been reserved, under the child or another of them) with the
+    /// child's working directory, no worktree of the worker's and `ran_on` the holder;
+    /// one the job carried (resumed on the worker) loaded from the store, with what its
+    /// turn changed merged in. Later ones merge its turns, usage and status in (as
+    /// `Done` does for the child).
     pub fn sub_session(&mut self, worker: Metadata) {
         let id = worker.session_id.clone();
         if let Some(own) = self.own.get(&id) {
             own.live
                 .update_metadata(|m| merge_metadata(m, &worker, worker.status));
             own.live.sync();
+            return;
+        }
+        if self.carried.contains(&id) {
+            self.resumed_own(worker);
             return;
         }
         let parent_known = worker
@@ -341,6 +356,35 @@ impl<'a> Applier<'a> {
         };
         // Its controls (a steer, a cancel, an approval answer) go out with the
         // child's, marked with its id.
+        let registered = runs.register_own(&id, self.forward.clone());
+        self.own.insert(
+            id,
+            Own {
+                live,
+                _registered: registered,
+            },
+        );
+    }
+
+    /// A carried sub-session the worker resumed: loaded here, `ran_on` the holder, its
+    /// turn's changes merged in, and registered for controls.
+    fn resumed_own(&mut self, worker: Metadata) {
+        let id = worker.session_id.clone();
+        let Some((_, runs)) = self.tree else {
+            return;
+        };
+        let live = match runs.resume_stored(id.as_str()) {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(session = %self.child.id, other = %id, "cannot resume a remote sub-session's sub-session here: {e}");
+                return;
+            }
+        };
+        let holder = self.holder.clone();
+        live.update_metadata(|m| {
+            merge_metadata(m, &worker, worker.status);
+            m.arbor.ran_on = holder;
+        });
         let registered = runs.register_own(&id, self.forward.clone());
         self.own.insert(
             id,

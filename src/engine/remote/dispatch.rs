@@ -45,8 +45,9 @@ use crate::remote::wire::{
     WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
-use crate::session::{Message, SessionStatus};
+use crate::session::{Message, SessionId, SessionStatus, SessionStore};
 
+mod carried;
 mod messages;
 mod watch;
 
@@ -118,6 +119,8 @@ struct Dispatched {
     link: Link,
     inbox: Inbox,
     sync: async_nats::Subscriber,
+    /// The stored sub-sessions the job carries (`Job::subtree`).
+    carried: Vec<SessionId>,
 }
 
 /// What the handlers of a run's messages need.
@@ -174,6 +177,16 @@ impl Dispatched {
         // runs on its instruction, not on an empty transcript. The worker continues
         // from it (the unanswered user message is the model call it runs).
         let instruction = input.instruction();
+        // A session with a transcript may have delegated: its stored sub-sessions go
+        // with the job (a new task call's child has none to read for).
+        let carried = if child.transcript_snapshot().is_empty() {
+            Vec::new()
+        } else {
+            let (store, id) = (SessionStore::new(env.paths.sessions_dir()), session.clone());
+            tokio::task::spawn_blocking(move || carried::subtree_of(&store, &id))
+                .await
+                .unwrap_or_default()
+        };
         if let RunInput::Prompt(text) = input {
             child.append(Message::user(text));
         }
@@ -182,6 +195,16 @@ impl Dispatched {
         let files = runs.repos.job_files(&metadata, &child.plan).await;
         let transcript = child.transcript_snapshot().to_vec();
         let name = format!("{}-{run}-transcript", wire::token(&session)?);
+        let carried_ids: Vec<SessionId> = carried
+            .iter()
+            .map(|c| c.metadata.session_id.clone())
+            .collect();
+        let subtree = if carried.is_empty() {
+            None
+        } else {
+            let name = format!("{}-{run}-subtree", wire::token(&session)?);
+            Some(Payload::pack(&payloads, &name, carried).await?)
+        };
         let job = Job {
             version: JOB_VERSION,
             session_id: child.id.clone(),
@@ -209,6 +232,7 @@ impl Dispatched {
             limits_at_root: true,
             packed_events: true,
             packed_many: true,
+            subtree,
         };
         let alive = answer_alive(&remote, &session, run).await?;
         let job_seq =
@@ -236,6 +260,7 @@ impl Dispatched {
             },
             inbox,
             sync,
+            carried: carried_ids,
         })
     }
 
@@ -252,7 +277,9 @@ impl Dispatched {
             link,
             mut inbox,
             mut sync,
+            carried,
         } = self;
+        applier.carry(carried);
         link.follow(runs, applier, &mut rx, token, (&mut inbox, &mut sync))
             .await
     }

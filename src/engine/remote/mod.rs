@@ -84,6 +84,8 @@ pub(crate) trait Adopt: Send + Sync {
     /// Creates the session directory for `metadata` and makes it live (errors as
     /// `Runtime::register`).
     fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError>;
+    /// Makes the stored session `id` live (errors as `Runtime::live_or_resume`).
+    fn resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError>;
 }
 
 /// The remote runs of one runtime: who runs remotely now, the late writes refused,
@@ -123,6 +125,17 @@ impl RemoteRuns {
     fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
         match self.adopt.upgrade() {
             Some(adopt) => adopt.adopt(metadata, plan),
+            None => Err(EngineError::TaskFailed {
+                what: "a remote sub-session's own sub-session",
+                message: "the runtime is shutting down".into(),
+            }),
+        }
+    }
+
+    /// Makes a stored sub-session of a remote child live here (see [`Adopt::resume`]).
+    fn resume_stored(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
+        match self.adopt.upgrade() {
+            Some(adopt) => adopt.resume(id),
             None => Err(EngineError::TaskFailed {
                 what: "a remote sub-session's own sub-session",
                 message: "the runtime is shutting down".into(),

@@ -397,6 +397,10 @@ impl super::Adopt for NoAdopt {
     ) -> Result<Arc<LiveSession>, crate::engine::outcome::EngineError> {
         unreachable!("not called")
     }
+
+    fn resume(&self, _id: &str) -> Result<Arc<LiveSession>, crate::engine::outcome::EngineError> {
+        unreachable!("not called")
+    }
 }
 
 /// Makes a remote child's sub-sessions live in the fixture's store, as the runtime does.
@@ -423,6 +427,89 @@ impl super::Adopt for StoreAdopt {
             self.dir.clone(),
         )))
     }
+
+    fn resume(&self, id: &str) -> Result<Arc<LiveSession>, crate::engine::outcome::EngineError> {
+        let loaded = self.store.load(id)?;
+        let plan = MountPlan::from_value(loaded.metadata.config.clone().unwrap_or_default());
+        Ok(Arc::new(LiveSession::new(
+            loaded.metadata,
+            self.root.clone(),
+            plan,
+            self.store.open(id)?,
+            loaded.transcript,
+            crate::session::EventBus::new(),
+            self.dir.clone(),
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_carried_sub_session_the_worker_resumed_is_loaded_merged_and_kept() {
+    let f = fixture();
+    let adopt: Arc<dyn super::Adopt> = Arc::new(StoreAdopt {
+        store: f.store.clone(),
+        root: f.child.parent_id.clone().unwrap(),
+        dir: f._dir.path().to_path_buf(),
+    });
+    let runs = RemoteRuns::new(Arc::downgrade(&adopt));
+    let limits =
+        crate::engine::limits::TreeLimits::new(crate::config::Limits::default(), f.store.clone());
+    // A scout of the child's earlier run, stored at the root.
+    let scout = SessionId::child(&f.child.id, "scout");
+    let at_root = Metadata {
+        session_id: scout.clone(),
+        parent_id: Some(f.child.id.clone()),
+        agent_name: Some("scout".into()),
+        depth: 2,
+        turn_count: 1,
+        status: SessionStatus::Completed,
+        working_dir: Some("/root/checkout".into()),
+        config: Some(json!({})),
+        ..Default::default()
+    };
+    let mut writer = f.store.create(&at_root).unwrap();
+    writer.append_message(&Message::user("Look")).unwrap();
+    writer.append_message(&assistant("found it")).unwrap();
+    drop(writer);
+    let (tx, _rx) = unbounded_channel();
+    let approvals = PendingApprovals::default();
+    let mut applier = Applier::new(f.child.clone(), &approvals, ApprovalMode::Interactive, tx)
+        .in_tree(&limits, &runs);
+    applier.started(worker(1), 1);
+    let on_worker = Metadata {
+        turn_count: 2,
+        status: SessionStatus::Running,
+        working_dir: Some("/worker/job-1/work".into()),
+        ..at_root.clone()
+    };
+    // Neither reserved nor carried: not kept.
+    applier.sub_session(on_worker.clone());
+    assert!(!runs.is_remote(&scout));
+    // Carried by the job: loaded, the worker's turn merged in, kept for controls.
+    applier.carry(vec![scout.clone()]);
+    applier.sub_session(on_worker);
+    assert!(runs.is_remote(&scout));
+    let (stored, _) = f.store.load_metadata(&scout).unwrap();
+    assert_eq!(stored.turn_count, 2);
+    assert_eq!(stored.status, SessionStatus::Running);
+    assert_eq!(stored.working_dir.as_deref(), Some("/root/checkout"));
+    assert_eq!(stored.arbor.ran_on, Some(worker(1)));
+    applier.event(Event::new(
+        &scout,
+        Some(&f.child.id),
+        EngineEvent::MessageAppended(crate::session::protocol::MessageAppendedEvent {
+            message: assistant("found it again"),
+        }),
+    ));
+    let texts: Vec<String> = f
+        .store
+        .load(&scout)
+        .unwrap()
+        .transcript
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts, ["Look", "found it", "found it again"]);
 }
 
 #[tokio::test]

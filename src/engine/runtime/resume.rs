@@ -1,11 +1,22 @@
 //! Making a session live: resuming a stored one from disk (its plan restored, or a
 //! root Amplifier wrote rebuilt from its bundle; endpoints moved; the lock taken) and
-//! registering a new one. Does not own: the live map's other uses (`runtime`), what a
+//! registering a new one — also as the root makes a remote child's own sub-sessions
+//! live (`remote::Adopt`). Does not own: the live map's other uses (`runtime`), what a
 //! turn does with the session (`turn`).
 
 use super::*;
 use crate::session::SessionWriter;
 use crate::session::protocol::ProviderEndpointChangedEvent;
+
+impl remote::Adopt for Runtime {
+    fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
+        Runtime::register(self, metadata, plan, Vec::new())
+    }
+
+    fn resume(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
+        Runtime::live_or_resume(self, id)
+    }
+}
 
 impl Runtime {
     /// The live session `id`, resuming it from disk when not loaded: fresh load,

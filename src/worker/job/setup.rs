@@ -1,7 +1,8 @@
 //! Getting a job ready to run on this worker: its files (the worktree of the job's
 //! commit cut from the worker's clone), where it starts (first run, a redelivery
 //! resumed from the root's store, or one already answered), its work in progress, the
-//! session's metadata in the scratch store, and the engine command that runs it.
+//! session's metadata in the scratch store (and that of the stored sub-sessions the
+//! job carries, `Job::subtree`), and the engine command that runs it.
 //!
 //! Owns: those steps. Does not own: the run itself, the lease and the answer
 //! (`job`), the scratch store's shapes (`scratch`), the wip store (`wip`).
@@ -9,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::remote::wire::CarriedSession;
 
 /// A job's files on this worker: the worktree of the job's commit (`None` outside a
 /// repository), the directory the session works in, and the git paths it may write.
@@ -154,12 +156,16 @@ pub(super) async fn work_in_progress(
 /// The session's metadata in the worker's scratch store (`scratch::for_worker`) and
 /// the notes of what it dropped: it may write beneath its worktree (or working
 /// directory) and `scratch_dir` (made here), whatever its plan asks.
+///
+/// The stored sub-sessions the job carries (`carried`, `Job::subtree`) get the same
+/// working directory and write paths, and keep the status the root stored.
 pub(super) fn worker_metadata(
     job: &Job,
     root_meta: &Metadata,
     (files, scratch_dir): (&JobFilesHere, &Path),
     resume: bool,
-) -> Result<(Metadata, Vec<crate::worker::roots::Dropped>), JobError> {
+    carried: Vec<CarriedSession>,
+) -> Result<WorkerSessions, JobError> {
     std::fs::create_dir_all(scratch_dir)?;
     let work_top = files.tree.as_ref().map(|t| t.top.as_path());
     let bases = [
@@ -172,7 +178,33 @@ pub(super) fn worker_metadata(
         bases: &bases,
         git_paths: &files.git_paths,
     };
-    Ok(scratch::for_worker(root_meta, &job.plan, &place, resume))
+    let (metadata, dropped) = scratch::for_worker(root_meta, &job.plan, &place, resume);
+    let carried = carried
+        .into_iter()
+        .map(|c| {
+            let (mut metadata, _) = scratch::for_worker(&c.metadata, &job.plan, &place, false);
+            metadata.status = c.metadata.status;
+            CarriedSession {
+                metadata,
+                transcript: c.transcript,
+            }
+        })
+        .collect();
+    Ok(WorkerSessions {
+        metadata,
+        carried,
+        dropped,
+    })
+}
+
+/// The metadata the worker runs a job with ([`worker_metadata`]).
+pub(super) struct WorkerSessions {
+    /// The job's session's.
+    pub(super) metadata: Metadata,
+    /// The stored sub-sessions the job carries, ready for the scratch store.
+    pub(super) carried: Vec<CarriedSession>,
+    /// The write paths the session's plan asked for and does not get.
+    pub(super) dropped: Vec<crate::worker::roots::Dropped>,
 }
 
 /// The engine command that runs the job: continue an interrupted run, continue the

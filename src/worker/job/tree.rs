@@ -5,11 +5,12 @@
 //! Owns: [`RootRoom`] — the job's [`TreeRoom`]: before each sub-session the job's
 //! engine creates, `WorkerMsg::Reserve` goes to the root and the spawn waits (at most
 //! [`RESERVE_WAIT`]) for its `Control::Reserved`; and [`Subtree`] — which sessions of
-//! the job's engine are the job's (its session and, through each `session:fork`, their
-//! descendants), the `WorkerMsg::SubSession` that goes before a new one's first event
-//! and after each of its turns, and the final ones before `Done` (`send_finals`). Does not own: the
-//! publisher (`out`), the event loop that uses them (`job::run_engine`), the root side
-//! (`engine::remote::apply`).
+//! the job's engine are the job's (its session, the stored sub-sessions the job carried
+//! from the root, `Job::subtree`, and, through each `session:fork`, their
+//! descendants), the `WorkerMsg::SubSession` that goes before a new or resumed one's
+//! first event and after each of its turns, and the final ones before `Done`
+//! (`send_finals`). Does not own: the publisher (`out`), the event loop that uses them
+//! (`job::run_engine`), the root side (`engine::remote::apply`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -113,6 +114,9 @@ impl TreeRoom for RootRoom {
 pub(crate) struct Subtree {
     top: SessionId,
     members: HashSet<SessionId>,
+    /// Members the job carried from the root's store (`Job::subtree`) whose metadata
+    /// has not gone out yet: it goes before the first event of one (resumed here).
+    unannounced: HashSet<SessionId>,
     /// The job's scratch store (the sub-sessions' metadata is read from it).
     store: PathBuf,
 }
@@ -122,9 +126,17 @@ impl Subtree {
     pub fn new(top: SessionId, store: PathBuf) -> Self {
         Self {
             members: HashSet::from([top.clone()]),
+            unannounced: HashSet::new(),
             top,
             store,
         }
+    }
+
+    /// Makes the stored sub-sessions the job carried (`carried`) members: the first
+    /// event of one (the job's engine resumed it) goes after its metadata.
+    pub fn carry(&mut self, carried: Vec<SessionId>) {
+        self.members.extend(carried.iter().cloned());
+        self.unannounced.extend(carried);
     }
 
     /// Whether `event` is of a session of the job; a `session:fork` whose parent is
@@ -132,6 +144,9 @@ impl Subtree {
     /// sub-session's metadata) — `None` when the event is not the job's.
     pub fn before(&mut self, event: &Event) -> Option<Vec<WorkerMsg>> {
         if self.members.contains(&event.session_id) {
+            if self.unannounced.remove(&event.session_id) {
+                return Some(self.metadata_of(&event.session_id).into_iter().collect());
+            }
             return Some(Vec::new());
         }
         let EngineEvent::SessionFork(fork) = &event.msg else {
@@ -159,13 +174,17 @@ impl Subtree {
         self.metadata_of(&event.session_id)
     }
 
-    /// Sends every sub-session's metadata as stored now, each once stored at the root
-    /// (before `Done`). [`Sent::Quiet`] as soon as one was not sent (the job went
-    /// quiet).
+    /// Sends every sub-session's metadata as stored now (a carried one only when it
+    /// ran here), each once stored at the root (before `Done`). [`Sent::Quiet`] as
+    /// soon as one was not sent (the job went quiet).
     ///
     /// Errors: as `Out::send`.
     pub async fn send_finals(&self, out: &Out) -> Result<Sent, crate::remote::RemoteError> {
-        let mut ids: Vec<&SessionId> = self.members.iter().filter(|m| **m != self.top).collect();
+        let mut ids: Vec<&SessionId> = self
+            .members
+            .iter()
+            .filter(|m| **m != self.top && !self.unannounced.contains(*m))
+            .collect();
         ids.sort();
         for msg in ids.into_iter().filter_map(|id| self.metadata_of(id)) {
             if out.send(&msg).await? == Sent::Quiet {
@@ -204,6 +223,38 @@ mod tests {
                 resolved_model: None,
             }),
         )
+    }
+
+    #[test]
+    fn a_carried_session_goes_after_its_metadata_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let top = SessionId::child(&SessionId::new_root(), "helper");
+        let scout = SessionId::child(&top, "scout");
+        let metadata = crate::session::Metadata {
+            session_id: scout.clone(),
+            parent_id: Some(top.clone()),
+            ..Default::default()
+        };
+        drop(store.create(&metadata).unwrap());
+        let mut tree = Subtree::new(top, dir.path().to_path_buf());
+        let running = Event::new(
+            &scout,
+            None,
+            EngineEvent::status(crate::session::SessionStatus::Running),
+        );
+        assert!(
+            tree.before(&running).is_none(),
+            "not the job's before it is carried"
+        );
+        tree.carry(vec![scout.clone()]);
+        assert!(tree.has(&scout));
+        let first = tree.before(&running).unwrap();
+        assert!(
+            matches!(&first[..], [WorkerMsg::SubSession { metadata }] if metadata.session_id == scout),
+            "{first:?}"
+        );
+        assert_eq!(tree.before(&running).map(|m| m.len()), Some(0));
     }
 
     #[test]

@@ -150,6 +150,7 @@ pub(super) fn job_of(session: &str, plan: Value, instruction: &str) -> Job {
         limits_at_root: false,
         packed_events: false,
         packed_many: false,
+        subtree: None,
     }
 }
 

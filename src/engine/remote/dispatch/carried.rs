@@ -1,0 +1,94 @@
+//! The stored sub-sessions a remote run's job carries to its worker (issue 38 item 7,
+//! `Job::subtree`): every session below the child in the root's store, each with its
+//! metadata and transcript, so that the worker's engine finds one a `task` call
+//! resumes by id.
+//!
+//! Owns: finding and reading them ([`subtree_of`]; an unreadable one is left out and
+//! logged: the run goes on, and resuming that one fails on the worker as "not found").
+//! Does not own: packing them into the job (`dispatch`), what the worker does with them
+//! (`worker::job::setup`), applying what comes back (`apply`).
+
+use crate::remote::wire::CarriedSession;
+use crate::session::SessionStore;
+use crate::session::tree::{SessionNode, build_tree, find};
+
+/// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
+/// before their children; empty when it has none or the store cannot be listed.
+pub(super) fn subtree_of(store: &SessionStore, child: &str) -> Vec<CarriedSession> {
+    let list = match store.list() {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::warn!(
+                session = child,
+                "cannot list the store for the job's sub-sessions: {e}"
+            );
+            return Vec::new();
+        }
+    };
+    let roots = build_tree(list);
+    let Some(node) = find(&roots, child) else {
+        return Vec::new();
+    };
+    let mut below: Vec<&SessionNode> = node.children.iter().rev().collect();
+    let mut carried = Vec::new();
+    while let Some(node) = below.pop() {
+        let id = node.metadata.session_id.as_str();
+        match store.load(id) {
+            Ok(loaded) => carried.push(CarriedSession {
+                metadata: loaded.metadata,
+                transcript: loaded.transcript,
+            }),
+            Err(e) => tracing::warn!(
+                session = child,
+                other = id,
+                "a sub-session left out of the job (the worker cannot resume it): {e}"
+            ),
+        }
+        below.extend(node.children.iter().rev());
+    }
+    carried
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Message, Metadata};
+
+    fn stored(store: &SessionStore, id: &str, parent: Option<&str>) {
+        let metadata = Metadata {
+            session_id: id.into(),
+            parent_id: parent.map(Into::into),
+            config: Some(serde_json::json!({})),
+            ..Default::default()
+        };
+        let mut writer = store.create(&metadata).unwrap();
+        writer
+            .append_message(&Message::user(format!("I am {id}")))
+            .unwrap();
+    }
+
+    #[test]
+    fn the_subtree_below_the_child_comes_whole_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let root = "0123456789abcdef";
+        let child = "0123456789abcdef-1111111111111111_helper";
+        let grandchild = "1111111111111111-2222222222222222_scout";
+        let great = "2222222222222222-3333333333333333_scout";
+        let other = "0123456789abcdef-4444444444444444_helper";
+        stored(&store, root, None);
+        stored(&store, child, Some(root));
+        stored(&store, grandchild, Some(child));
+        stored(&store, great, Some(grandchild));
+        stored(&store, other, Some(root));
+        let carried = subtree_of(&store, child);
+        let ids: Vec<&str> = carried
+            .iter()
+            .map(|c| c.metadata.session_id.as_str())
+            .collect();
+        assert_eq!(ids, [grandchild, great]);
+        assert_eq!(carried[1].transcript[0].text(), format!("I am {great}"));
+        assert!(subtree_of(&store, other).is_empty());
+        assert!(subtree_of(&store, "ffffffffffffffff").is_empty());
+    }
+}
