@@ -114,8 +114,12 @@ pub fn dispatch(event: &Event, to: Listeners<'_>) -> Heard {
         EngineEvent::ToolPre(pre) => d.tool_pre(pre),
         EngineEvent::ToolPost(post) => d.tool_post(post),
         EngineEvent::ToolError(error) => d.tool_error(error),
-        EngineEvent::TaskAgentSpawned(s) => d.sub_session(&s.tool_call_id, &s.sub_session_id),
-        EngineEvent::TaskAgentResumed(r) => d.sub_session(&r.tool_call_id, &r.sub_session_id),
+        EngineEvent::TaskAgentSpawned(s) => {
+            d.sub_session(&s.tool_call_id, &s.sub_session_id, &s.agent)
+        }
+        EngineEvent::TaskAgentResumed(r) => {
+            d.sub_session(&r.tool_call_id, &r.sub_session_id, &r.agent)
+        }
         EngineEvent::CancelCompleted(_) => d.cancelled(),
         EngineEvent::OrchestratorComplete(done) => d.complete(done, at),
         EngineEvent::ApprovalRequired(request) => d.approval_required(request),

@@ -72,9 +72,16 @@ impl Thread {
     }
 
     /// `task:agent_spawned` / `task:agent_resumed`: the task card of call
-    /// `tool_call_id` runs sub-session `sub_session_id`.
-    pub fn on_sub_session(&mut self, tool_call_id: &str, sub_session_id: &SessionId) {
+    /// `tool_call_id` runs sub-session `sub_session_id` of `agent` (a resuming call
+    /// names only the session: its card learns the agent here, not at the result).
+    pub fn on_sub_session(&mut self, tool_call_id: &str, sub_session_id: &SessionId, agent: &str) {
         if let Some(&i) = self.calls.get(tool_call_id) {
+            if let Some(CellKind::Task(card)) = self.cells.get_mut(i).map(|c| &mut c.kind)
+                && card.agent == "?"
+                && !agent.is_empty()
+            {
+                card.agent = agent.to_string();
+            }
             self.set_running(i, Some(sub_session_id.to_string()));
         }
     }
@@ -244,6 +251,37 @@ mod tests {
             result: result.into(),
             ..Default::default()
         }))
+    }
+
+    #[test]
+    fn a_resuming_task_card_names_its_agent_once_the_session_is_resumed() {
+        let theme = Theme::builtin_dark(true);
+        let mut t = Thread::new_root(None);
+        t.session_id = Some("root".into());
+        let resume = json!({"role": "assistant", "content": [
+            {"type": "tool_call", "id": "c2", "name": "task", "input": {"session_id": "abc-def_scout", "instruction": "Look again"}}
+        ]});
+        apply(&mut t, &appended(&resume), &theme);
+        let agent = |t: &Thread| match &t.cells[0].kind {
+            CellKind::Task(card) => card.agent.clone(),
+            other => panic!("not a task card: {other:?}"),
+        };
+        assert_eq!(agent(&t), "?");
+        apply(
+            &mut t,
+            &ev(EngineEvent::TaskAgentResumed(
+                crate::session::protocol::TaskAgentResumedEvent {
+                    agent: "scout".into(),
+                    sub_session_id: "abc-def_scout".into(),
+                    tool_call_id: "c2".into(),
+                    depth: 2,
+                    resolved_model: None,
+                },
+            )),
+            &theme,
+        );
+        assert_eq!(agent(&t), "scout");
+        assert!(t.has_child("abc-def_scout"));
     }
 
     #[test]

@@ -170,10 +170,10 @@ impl<'e, 'a> Delivery<'e, 'a> {
     }
 
     /// `task:agent_spawned` / `task:agent_resumed`: the open thread's task card of
-    /// call `tool_call_id` shows `child`.
-    pub fn sub_session(&mut self, tool_call_id: &str, child: &SessionId) {
+    /// call `tool_call_id` shows `child` (of `agent`).
+    pub fn sub_session(&mut self, tool_call_id: &str, child: &SessionId, agent: &str) {
         let order = self.own().map(|t| {
-            t.on_sub_session(tool_call_id, child);
+            t.on_sub_session(tool_call_id, child, agent);
             t.task_children()
         });
         // The tree lists the children as the thread shows their calls.
