@@ -4,8 +4,10 @@
 //!
 //! Owns: [`run`] — the child's running guard (its token a child of the calling
 //! turn's), answering its calls left without a result before the job goes out
-//! (`recovered`, from the root's store: the worker's has no sub-sessions), the connection (an unreachable server fails the child's turn with an error
-//! naming the URL; never a local run), the run's registration with the connection's
+//! (`recovered`, from the root's store: the worker's has no sub-sessions), the
+//! stored sub-sessions the job carries (`carried`), the connection (an unreachable
+//! server fails the child's turn with an error naming the URL; never a local run),
+//! the run's registration with the connection's
 //! hub (its out messages and lease writes routed to it) and the
 //! `arbor.sync.<session>` subscription (both made before the job is published), the
 //! job itself (redacted plan, transcript payload, the root's `approvals:` rules, the
