@@ -46,7 +46,10 @@ use crate::session::{
     EngineCommand, EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore, StoreError,
 };
 use controls::command_of;
-use setup::{Start, command_for, cut_files, engine_for, start, work_in_progress, worker_metadata};
+use setup::{
+    Start, command_for, cut_files, engine_for, into_scratch, start, work_in_progress,
+    worker_metadata,
+};
 
 mod admit;
 mod controls;
@@ -382,27 +385,11 @@ async fn execute(
     for note in &sessions.dropped {
         tracing::warn!(session, "worker: {note}");
     }
-    let carried_ids = sessions
-        .carried
-        .iter()
-        .map(|c| c.metadata.session_id.clone())
-        .collect();
-    {
-        let (dir, metadata) = (sessions_dir.clone(), sessions.metadata);
-        let carried = sessions.carried;
-        blocking(move || {
-            let store = SessionStore::new(dir);
-            scratch::materialise(&store, &metadata, &transcript)?;
-            carried
-                .iter()
-                .try_for_each(|c| scratch::materialise(&store, &c.metadata, &c.transcript))
-        })
-        .await??;
-    }
+    let carried = into_scratch(&sessions_dir, sessions, transcript).await?;
     let (engine, room) = engine_for(ctx, job, paths, out)?;
     let command = command_for(job, resume);
     let mut subtree = Subtree::new(job.session_id.clone(), sessions_dir.clone());
-    subtree.carry(carried_ids);
+    subtree.carry(carried);
     let ran = run_engine(
         (job, control),
         &engine,

@@ -47,7 +47,7 @@ use crate::remote::wire::{
     WireDecision, WorkerMsg,
 };
 use crate::remote::{Payload, Remote, RemoteError, StreamState};
-use crate::session::{Message, SessionId, SessionStatus, SessionStore};
+use crate::session::{Message, SessionId, SessionStatus};
 
 mod carried;
 mod messages;
@@ -181,14 +181,7 @@ impl Dispatched {
         let instruction = input.instruction();
         // A session with a transcript may have delegated: its stored sub-sessions go
         // with the job (a new task call's child has none to read for).
-        let carried = if child.transcript_snapshot().is_empty() {
-            Vec::new()
-        } else {
-            let (store, id) = (SessionStore::new(env.paths.sessions_dir()), session.clone());
-            tokio::task::spawn_blocking(move || carried::subtree_of(&store, &id))
-                .await
-                .unwrap_or_default()
-        };
+        let delegated = !child.transcript_snapshot().is_empty();
         if let RunInput::Prompt(text) = input {
             child.append(Message::user(text));
         }
@@ -197,16 +190,8 @@ impl Dispatched {
         let files = runs.repos.job_files(&metadata, &child.plan).await;
         let transcript = child.transcript_snapshot().to_vec();
         let name = format!("{}-{run}-transcript", wire::token(&session)?);
-        let carried_ids: Vec<SessionId> = carried
-            .iter()
-            .map(|c| c.metadata.session_id.clone())
-            .collect();
-        let subtree = if carried.is_empty() {
-            None
-        } else {
-            let name = format!("{}-{run}-subtree", wire::token(&session)?);
-            Some(Payload::pack(&payloads, &name, carried).await?)
-        };
+        let (subtree, carried) =
+            carried::for_job(env, &payloads, (&session, run), delegated).await?;
         let job = Job {
             version: JOB_VERSION,
             session_id: child.id.clone(),
@@ -262,7 +247,7 @@ impl Dispatched {
             },
             inbox,
             sync,
-            carried: carried_ids,
+            carried,
         })
     }
 

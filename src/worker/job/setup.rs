@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::remote::wire::CarriedSession;
+use crate::session::SessionId;
 
 /// A job's files on this worker: the worktree of the job's commit (`None` outside a
 /// repository), the directory the session works in, and the git paths it may write.
@@ -195,6 +196,36 @@ pub(super) fn worker_metadata(
         carried,
         dropped,
     })
+}
+
+/// Puts the job's session (`metadata`, `transcript`) and the stored sub-sessions it
+/// carries into the scratch store `sessions_dir`; the carried ones' ids.
+///
+/// Errors: a session cannot be written (`Store`), the blocking task failed (`Io`).
+pub(super) async fn into_scratch(
+    sessions_dir: &Path,
+    sessions: WorkerSessions,
+    transcript: Vec<Message>,
+) -> Result<Vec<SessionId>, JobError> {
+    let ids = sessions
+        .carried
+        .iter()
+        .map(|c| c.metadata.session_id.clone())
+        .collect();
+    let (dir, metadata, carried) = (
+        sessions_dir.to_path_buf(),
+        sessions.metadata,
+        sessions.carried,
+    );
+    blocking(move || {
+        let store = SessionStore::new(dir);
+        scratch::materialise(&store, &metadata, &transcript)?;
+        carried
+            .iter()
+            .try_for_each(|c| scratch::materialise(&store, &c.metadata, &c.transcript))
+    })
+    .await??;
+    Ok(ids)
 }
 
 /// The metadata the worker runs a job with ([`worker_metadata`]).

@@ -4,13 +4,50 @@
 //! resumes by id.
 //!
 //! Owns: finding and reading them ([`subtree_of`]; an unreadable one is left out and
-//! logged: the run goes on, and resuming that one fails on the worker as "not found").
-//! Does not own: packing them into the job (`dispatch`), what the worker does with them
-//! (`worker::job::setup`), applying what comes back (`apply`).
+//! logged: the run goes on, and resuming that one fails on the worker as "not found")
+//! and packing them for the job ([`for_job`]). Does not own: the rest of the job
+//! (`dispatch`), what the worker does with them (`worker::job::setup`), applying what
+//! comes back (`apply`).
 
-use crate::remote::wire::CarriedSession;
-use crate::session::SessionStore;
+use async_nats::jetstream::object_store::ObjectStore;
+
+use crate::engine::env::TurnEnv;
+use crate::remote::wire::{self, CarriedSession};
+use crate::remote::{Payload, RemoteError};
 use crate::session::tree::{SessionNode, build_tree, find};
+use crate::session::{SessionId, SessionStore};
+
+/// The job's `subtree` for run `run` of `session` — `None` when `delegated` is false
+/// (a session without a transcript has no sub-sessions) or it has none; packed into
+/// `payloads` when large — and the ids of the sessions it carries.
+///
+/// Errors: the object store refuses the payload, or the session id is no subject token.
+pub(super) async fn for_job(
+    env: &TurnEnv,
+    payloads: &ObjectStore,
+    (session, run): (&str, u64),
+    delegated: bool,
+) -> Result<(Option<Payload<Vec<CarriedSession>>>, Vec<SessionId>), RemoteError> {
+    if !delegated {
+        return Ok((None, Vec::new()));
+    }
+    let (store, id) = (
+        SessionStore::new(env.paths.sessions_dir()),
+        session.to_string(),
+    );
+    let carried = tokio::task::spawn_blocking(move || subtree_of(&store, &id))
+        .await
+        .unwrap_or_default();
+    if carried.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let ids = carried
+        .iter()
+        .map(|c| c.metadata.session_id.clone())
+        .collect();
+    let name = format!("{}-{run}-subtree", wire::token(session)?);
+    Ok((Some(Payload::pack(payloads, &name, carried).await?), ids))
+}
 
 /// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
 /// before their children; empty when it has none or the store cannot be listed.
