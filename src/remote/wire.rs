@@ -384,8 +384,17 @@ impl From<WireDecision> for ApprovalDecision {
 /// `error` is set instead when the root does not run that session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyncReply {
+    /// The session's metadata as the root stores it now.
     pub metadata: Option<Box<Metadata>>,
+    /// Its transcript as the root stores it now.
     pub transcript: Option<Payload<Vec<Message>>>,
+    /// Its own sub-sessions as the root stores them now ([`Job::subtree`]'s shape):
+    /// those the job carried, with what the lost worker's run did to them, and those
+    /// that run created. The redelivered run starts from these, not from the job's
+    /// copies. Absent from older roots, and when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtree: Option<Payload<Vec<CarriedSession>>>,
+    /// Why the root sends no session (set instead of the others).
     pub error: Option<String>,
 }
 

@@ -40,7 +40,8 @@ use crate::remote::lease::{self, Held};
 use crate::remote::payload::Payload;
 use crate::remote::seal::{self, Signer};
 use crate::remote::wire::{
-    Changes, Control, JOB_VERSION, Job, SyncReply, WorkerMsg, ctl_subject, sync_subject, token,
+    CarriedSession, Changes, Control, JOB_VERSION, Job, SyncReply, WorkerMsg, ctl_subject,
+    sync_subject, token,
 };
 use crate::session::{
     EngineCommand, EngineEvent, Event, Message, Metadata, SessionStatus, SessionStore, StoreError,
@@ -361,14 +362,16 @@ async fn execute(
     // Emptied and kept for the next job when this one ends (`job_dirs`).
     let dir = ctx.job_dirs.take()?;
     let files = cut_files(ctx, job, dir.path()).await?;
-    let (root_meta, transcript, resume) = match start(ctx, job, attempt, out, &files).await? {
-        Start::Answered(done) => return Ok(Some(done)),
-        Start::Run {
-            metadata,
-            transcript,
-            resume,
-        } => (*metadata, transcript, resume),
-    };
+    let (root_meta, transcript, resume, synced) =
+        match start(ctx, job, attempt, out, &files).await? {
+            Start::Answered(done) => return Ok(Some(done)),
+            Start::Run {
+                metadata,
+                transcript,
+                resume,
+                carried,
+            } => (*metadata, transcript, resume, carried),
+        };
     let wip = work_in_progress(ctx, job, (&files, dir.path()), resume, out).await?;
     let paths = Paths {
         cwd: files.work_dir.clone(),
@@ -377,9 +380,10 @@ async fn execute(
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
     let scratch_dir = dir.path().join("scratch");
-    let carried = match &job.subtree {
-        Some(subtree) => subtree.clone().unpack(&ctx.payloads).await?,
-        None => Vec::new(),
+    let carried = match (synced, &job.subtree) {
+        (Some(now), _) => now,
+        (None, Some(subtree)) => subtree.clone().unpack(&ctx.payloads).await?,
+        (None, None) => Vec::new(),
     };
     let sessions = worker_metadata(job, &root_meta, (&files, &scratch_dir), resume, carried)?;
     for note in &sessions.dropped {
@@ -503,7 +507,7 @@ async fn restore(ctx: &Ctx, tree: &JobTree, name: &str) -> Result<String, JobErr
 /// signed as the lease holder (`seal::request_sync`: the root answers no one else).
 /// Asked again (a second apart) while the root does not answer or says it could not
 /// read the server, for up to [`SYNC_FOR`]; a refusal is final.
-async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<(Metadata, Vec<Message>), JobError> {
+async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, JobError> {
     let started = Instant::now();
     loop {
         let error = match sync_once(ctx, session, out).await {
@@ -519,6 +523,15 @@ async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<(Metadata, Vec<Mess
     }
 }
 
+/// The session as the root stores it now (a redelivered job's sync answer).
+struct Synced {
+    metadata: Metadata,
+    transcript: Vec<Message>,
+    /// Its own sub-sessions (`SyncReply::subtree`; `None` from an older root, or when
+    /// it has none: the job's copies serve).
+    carried: Option<Vec<CarriedSession>>,
+}
+
 /// Why one sync request did not give the session.
 enum SyncError {
     /// Worth asking again (no answer, the root could not read the server).
@@ -528,11 +541,7 @@ enum SyncError {
 }
 
 /// One request of [`sync`].
-async fn sync_once(
-    ctx: &Ctx,
-    session: &str,
-    out: &Out,
-) -> Result<(Metadata, Vec<Message>), SyncError> {
+async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, SyncError> {
     let subject = sync_subject(session)
         .map_err(RemoteError::from)
         .map_err(|e| SyncError::Final(e.into()))?;
@@ -558,14 +567,17 @@ async fn sync_once(
             SyncError::Again(JobError::Sync(error))
         });
     }
+    let unpacked = |e: RemoteError| SyncError::Again(e.into());
+    let carried = match reply.subtree {
+        Some(subtree) => Some(subtree.unpack(&ctx.payloads).await.map_err(unpacked)?),
+        None => None,
+    };
     match (reply.metadata, reply.transcript) {
-        (Some(metadata), Some(transcript)) => Ok((
-            *metadata,
-            transcript
-                .unpack(&ctx.payloads)
-                .await
-                .map_err(|e| SyncError::Again(e.into()))?,
-        )),
+        (Some(metadata), Some(transcript)) => Ok(Synced {
+            metadata: *metadata,
+            transcript: transcript.unpack(&ctx.payloads).await.map_err(unpacked)?,
+            carried,
+        }),
         _ => Err(SyncError::Final(JobError::Sync(
             "the root's answer has no metadata or transcript".into(),
         ))),

@@ -301,6 +301,33 @@ async fn a_person_at_the_root_answers_a_remote_grandchilds_approval() {
     assert!(helper_asked, "the helper read the scout's answer");
 }
 
+/// A root (`arbor run`, its model at `base_url`) whose [`HELPER`] (which may delegate,
+/// depth 2) runs on a worker of `pool` at `url` (ack wait 5 s).
+fn tree_root(base_url: &str, url: &str, pool: &str) -> TestEnv {
+    let root = TestEnv::new();
+    root.use_openai(base_url, "sk-root-tree");
+    let mut config = std::fs::read_to_string(&root.config).unwrap();
+    config.push_str(&format!(
+        "remote:\n  nats_url: \"{url}\"\n  pool: {pool}\n  agents: [{HELPER}]\n  ack_wait: 5\n"
+    ));
+    std::fs::write(&root.config, config).unwrap();
+    write_agent(
+        &root.amplifier_home,
+        HELPER,
+        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2}\nagents: all\n",
+    );
+    root
+}
+
+/// The session directories of `root` whose name ends with `_<agent>`.
+fn dirs_of(root: &TestEnv, agent: &str) -> Vec<std::path::PathBuf> {
+    let suffix = format!("_{agent}");
+    root.session_dirs(&suffix)
+        .into_iter()
+        .filter(|d| d.to_string_lossy().ends_with(&suffix))
+        .collect()
+}
+
 /// The worker's model for [`continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker`]:
 /// the helper delegates one part to a scout and answers "child saw: " and its result;
 /// a scout's first request never ends (its root and worker die meanwhile), later ones
@@ -345,19 +372,7 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
         return;
     };
     let model = root_model();
-    let root = TestEnv::new();
-    root.use_openai(&model.base_url, "sk-root-tree");
-    let mut config = std::fs::read_to_string(&root.config).unwrap();
-    config.push_str(&format!(
-        "remote:\n  nats_url: \"{}\"\n  pool: tree-dead\n  agents: [{HELPER}]\n  ack_wait: 5\n",
-        nats.url
-    ));
-    std::fs::write(&root.config, config).unwrap();
-    write_agent(
-        &root.amplifier_home,
-        HELPER,
-        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2}\nagents: all\n",
-    );
+    let root = tree_root(&model.base_url, &nats.url, "tree-dead");
     let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let worker_llm = stalling_model(scouts.clone());
     let start_worker = || {
@@ -370,15 +385,8 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     };
     let first = start_worker();
     let mut run = spawn_run(&root, "Delegate it");
-    let ending = |suffix: String| {
-        let root = &root;
-        move || {
-            root.session_dirs(&suffix)
-                .into_iter()
-                .find(|d| d.to_string_lossy().ends_with(&suffix))
-        }
-    };
-    let (scout_dir, helper_dir) = (ending(format!("_{SCOUT}")), ending(format!("_{HELPER}")));
+    let scout_dir = || dirs_of(&root, SCOUT).pop();
+    let helper_dir = || dirs_of(&root, HELPER).pop();
     wait_until(
         60,
         "the scout never reached its model",
@@ -460,34 +468,74 @@ const AGAIN: &str = "scout found it again";
 /// `session_id` its first result named; a scout answers [`FOUND`], then [`AGAIN`].
 fn resuming_model() -> ScriptedServer {
     ScriptedServer::start(Arc::new(|body: Value| {
-        let system = content_text(&body["messages"][0]);
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        let last = messages.last().map(content_text).unwrap_or_default();
-        let reply = if system.contains("You are scout.") {
-            let asked = messages.iter().filter(|m| m["role"] == "user").count();
-            Reply::Sse(sse_text(if asked > 1 { AGAIN } else { FOUND }))
-        } else if last_role(&body) == "tool" {
-            Reply::Sse(sse_text(&format!("child saw: {last}")))
-        } else if last.contains("again") {
-            let scout = messages
-                .iter()
-                .filter(|m| m["role"] == "tool")
-                .find_map(|m| {
-                    let result: Value = serde_json::from_str(&content_text(m)).ok()?;
-                    result["session_id"].as_str().map(str::to_string)
-                })
-                .unwrap_or_default();
-            Reply::Sse(sse_task_calls(&[(
-                "s2".to_string(),
-                json!({"session_id": scout, "instruction": "Look again"}),
-            )]))
-        } else {
-            Reply::Sse(sse_task_calls(&[(
-                "s1".to_string(),
-                json!({"agent": SCOUT, "instruction": "Look"}),
-            )]))
-        };
+        let reply = resuming_reply(&body);
         Box::pin(async move { reply })
+    }))
+}
+
+/// [`resuming_model`]'s answer to `body`.
+fn resuming_reply(body: &Value) -> Reply {
+    let system = content_text(&body["messages"][0]);
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().map(content_text).unwrap_or_default();
+    if system.contains("You are scout.") {
+        let asked = messages.iter().filter(|m| m["role"] == "user").count();
+        Reply::Sse(sse_text(if asked > 1 { AGAIN } else { FOUND }))
+    } else if last_role(body) == "tool" {
+        Reply::Sse(sse_text(&format!("child saw: {last}")))
+    } else if last.contains("again") {
+        let scout = messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .find_map(|m| {
+                let result: Value = serde_json::from_str(&content_text(m)).ok()?;
+                result["session_id"].as_str().map(str::to_string)
+            })
+            .unwrap_or_default();
+        Reply::Sse(sse_task_calls(&[(
+            "s2".to_string(),
+            json!({"session_id": scout, "instruction": "Look again"}),
+        )]))
+    } else {
+        Reply::Sse(sse_task_calls(&[(
+            "s1".to_string(),
+            json!({"agent": SCOUT, "instruction": "Look"}),
+        )]))
+    }
+}
+
+/// [`resuming_model`]'s helper — which also resumes the scout again when its call to
+/// it got no result (its worker was lost) — with scouts that answer [`FOUND`] first,
+/// never answer the second request (its worker is killed meanwhile), then answer
+/// [`AGAIN`].
+fn resuming_model_that_stalls(scouts: Arc<std::sync::atomic::AtomicUsize>) -> ScriptedServer {
+    ScriptedServer::start(Arc::new(move |body: Value| {
+        let system = content_text(&body["messages"][0]);
+        let nth = system
+            .contains("You are scout.")
+            .then(|| scouts.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(content_text)
+            .unwrap_or_default();
+        let reply = match nth {
+            Some(0) => Reply::Sse(sse_text(FOUND)),
+            Some(_) => Reply::Sse(sse_text(AGAIN)),
+            None if last.contains("no result was recorded") => {
+                let mut asked = body.clone();
+                let messages = asked["messages"].as_array_mut().unwrap();
+                messages.push(json!({"role": "user", "content": "again"}));
+                resuming_reply(&asked)
+            }
+            None => resuming_reply(&body),
+        };
+        Box::pin(async move {
+            if nth == Some(1) {
+                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+            }
+            reply
+        })
     }))
 }
 
@@ -501,19 +549,7 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
         return;
     };
     let model = root_model();
-    let root = TestEnv::new();
-    root.use_openai(&model.base_url, "sk-root-tree");
-    let mut config = std::fs::read_to_string(&root.config).unwrap();
-    config.push_str(&format!(
-        "remote:\n  nats_url: \"{}\"\n  pool: tree-again\n  agents: [{HELPER}]\n  ack_wait: 5\n",
-        nats.url
-    ));
-    std::fs::write(&root.config, config).unwrap();
-    write_agent(
-        &root.amplifier_home,
-        HELPER,
-        "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2}\nagents: all\n",
-    );
+    let root = tree_root(&model.base_url, &nats.url, "tree-again");
     let worker_llm = resuming_model();
     let worker = WorkerProc::start_with(
         &nats.url,
@@ -528,13 +564,7 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
         String::from_utf8_lossy(&first.stderr),
         worker.output()
     );
-    let ending = |suffix: &str| -> Vec<std::path::PathBuf> {
-        root.session_dirs(suffix)
-            .into_iter()
-            .filter(|d| d.to_string_lossy().ends_with(suffix))
-            .collect()
-    };
-    let helper = ending(&format!("_{HELPER}")).pop().expect("the helper");
+    let helper = dirs_of(&root, HELPER).pop().expect("the helper");
     let helper_id = metadata(&helper)["session_id"]
         .as_str()
         .unwrap()
@@ -562,7 +592,7 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
     );
     assert!(out.status.success(), "{context}");
     assert!(stdout.contains(AGAIN), "{context}");
-    let scouts = ending(&format!("_{SCOUT}"));
+    let scouts = dirs_of(&root, SCOUT);
     assert_eq!(
         scouts.len(),
         1,
@@ -578,4 +608,86 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
     assert_eq!(texts.len(), 4, "{texts:?}");
     assert_eq!(texts[1], FOUND, "{texts:?}");
     assert_eq!(texts[3], AGAIN, "{texts:?}");
+}
+
+/// A worker killed while a later run of a remote child waits for the scout it resumed,
+/// then the job redelivered to another worker: that worker starts from the root's
+/// scout as it is now (its resumed turn unanswered), not the job's older copy (which
+/// had completed with the first answer), so the child's call to it is answered
+/// "interrupted, continue it" instead of with the first run's answer.
+#[test]
+fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
+    let Some(nats) = NatsServer::start() else {
+        return;
+    };
+    let model = root_model();
+    let root = tree_root(&model.base_url, &nats.url, "tree-lost");
+    let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let worker_llm = resuming_model_that_stalls(scouts.clone());
+    let start_worker = || {
+        WorkerProc::start_with(
+            &nats.url,
+            &worker_llm.base_url,
+            &["--pool", "tree-lost"],
+            |env| write_agent(&env.amplifier_home, SCOUT, ""),
+        )
+    };
+    let first = start_worker();
+    let run = finish(spawn_run(&root, "Delegate it"), 120, || first.output());
+    assert!(run.status.success(), "{}", first.output());
+    let helper = dirs_of(&root, HELPER).pop().expect("the helper");
+    let helper_id = metadata(&helper)["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let scout_dir = dirs_of(&root, SCOUT).pop().expect("the scout");
+
+    let again = root
+        .std_cmd()
+        .args([
+            "session",
+            "resume",
+            &helper_id,
+            "Ask the scout again",
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let transcript = || read_jsonl(&scout_dir.join("transcript.jsonl"));
+    wait_until(
+        60,
+        "the resumed scout's turn never reached the root",
+        || first.output(),
+        || scouts.load(std::sync::atomic::Ordering::SeqCst) == 2 && transcript().len() == 3,
+    );
+    drop(first);
+    let second = start_worker();
+    let out = finish(again, 120, || second.output());
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        second.output()
+    );
+    assert!(out.status.success(), "{context}");
+    assert!(stdout.contains(AGAIN), "{context}");
+    // The new worker's scout read the lost worker's "Look again" too: it resumed the
+    // scout as the root stores it now, not as the job carried it.
+    let asked = worker_llm
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|b| content_text(&b["messages"][0]).contains("You are scout."))
+        .expect("the scout asked");
+    let users: Vec<String> = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(content_text)
+        .collect();
+    assert_eq!(users.len(), 3, "{users:?}\n{context}");
+    assert_eq!(transcript().len(), 5, "{:?}", transcript());
 }

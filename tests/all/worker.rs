@@ -169,6 +169,7 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
     let reply = SyncReply {
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(vec![Message::user("count forever")])),
+        subtree: None,
         error: None,
     };
     let answered = Arc::new(AtomicUsize::new(0));

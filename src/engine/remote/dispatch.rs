@@ -455,6 +455,7 @@ impl Link {
             let refused = SyncReply {
                 metadata: None,
                 transcript: None,
+                subtree: None,
                 error: Some(format!("refused: {reason}")),
             };
             if let Ok(body) = serde_json::to_vec(&refused) {
@@ -479,10 +480,14 @@ impl Link {
         let transcript = child.transcript_snapshot().to_vec();
         let answer = match self.hub.payloads().await {
             Ok(store) => match Payload::pack(&store, &name, transcript).await {
-                Ok(transcript) => SyncReply {
-                    metadata: Some(Box::new(child.metadata())),
-                    transcript: Some(transcript),
-                    error: None,
+                Ok(transcript) => match carried::now(&store, child, &name).await {
+                    Ok(subtree) => SyncReply {
+                        metadata: Some(Box::new(child.metadata())),
+                        transcript: Some(transcript),
+                        subtree,
+                        error: None,
+                    },
+                    Err(e) => sync_error(e),
                 },
                 Err(e) => sync_error(e),
             },
@@ -624,6 +629,7 @@ fn sync_error(e: RemoteError) -> SyncReply {
     SyncReply {
         metadata: None,
         transcript: None,
+        subtree: None,
         error: Some(e.to_string()),
     }
 }

@@ -63,11 +63,14 @@ pub(super) enum Start {
     /// A redelivered run the previous worker had finished: its answer, nothing to run.
     Answered(WorkerMsg),
     /// Run it from this metadata and transcript; `resume`: continue the interrupted
-    /// run with the engine's crash repair instead of submitting the instruction.
+    /// run with the engine's crash repair instead of submitting the instruction;
+    /// `carried`: the session's sub-sessions as the root stores them now (a
+    /// redelivery), `None` for the job's own copies (`Job::subtree`).
     Run {
         metadata: Box<Metadata>,
         transcript: Vec<Message>,
         resume: bool,
+        carried: Option<Vec<CarriedSession>>,
     },
 }
 
@@ -88,16 +91,22 @@ pub(super) async fn start(
             metadata: Box::new(job.metadata.clone()),
             transcript: before,
             resume: false,
+            carried: None,
         });
     }
     let session = job.session_id.to_string();
-    let (metadata, synced) = sync(ctx, &session, out).await?;
+    let Synced {
+        metadata,
+        transcript: synced,
+        carried,
+    } = sync(ctx, &session, out).await?;
     let Some(response) = scratch::answered(before.len(), &synced) else {
         let resume = scratch::resumes(before.len(), &synced);
         return Ok(Start::Run {
             metadata: Box::new(metadata),
             transcript: synced,
             resume,
+            carried,
         });
     };
     let changes = match (&files.tree, writes(job)) {

@@ -112,6 +112,7 @@ async fn take_over(answer: Option<&str>) -> Option<Takeover> {
     let reply = SyncReply {
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(transcript)),
+        subtree: None,
         error: None,
     };
     tokio::spawn(async move {
@@ -231,6 +232,7 @@ async fn a_work_in_progress_that_does_not_apply_fails_the_redelivered_job() {
     let reply = SyncReply {
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(vec![Message::user("write")])),
+        subtree: None,
         error: None,
     };
     tokio::spawn(async move {

@@ -12,6 +12,7 @@
 use async_nats::jetstream::object_store::ObjectStore;
 
 use crate::engine::env::TurnEnv;
+use crate::engine::live::LiveSession;
 use crate::remote::wire::{self, CarriedSession};
 use crate::remote::{Payload, RemoteError};
 use crate::session::tree::{SessionNode, build_tree, find};
@@ -47,6 +48,31 @@ pub(super) async fn for_job(
         .collect();
     let name = format!("{}-{run}-subtree", wire::token(session)?);
     Ok((Some(Payload::pack(payloads, &name, carried).await?), ids))
+}
+
+/// The sub-sessions of `child` as the root's store holds them now, for the answer to
+/// a redelivered job's sync request (`SyncReply::subtree`), packed into `payloads`
+/// under `<name>-subtree` when large; `None` when it has none.
+///
+/// Errors: the object store refuses the payload.
+pub(super) async fn now(
+    payloads: &ObjectStore,
+    child: &LiveSession,
+    name: &str,
+) -> Result<Option<Payload<Vec<CarriedSession>>>, RemoteError> {
+    let Some(sessions) = child.dir().parent().map(SessionStore::new) else {
+        return Ok(None);
+    };
+    let id = child.id.to_string();
+    let carried = tokio::task::spawn_blocking(move || subtree_of(&sessions, &id))
+        .await
+        .unwrap_or_default();
+    if carried.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        Payload::pack(payloads, &format!("{name}-subtree"), carried).await?,
+    ))
 }
 
 /// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
