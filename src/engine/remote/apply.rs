@@ -354,8 +354,13 @@ impl<'a> Applier<'a> {
                 return;
             }
         };
-        // Its controls (a steer, a cancel, an approval answer) go out with the
-        // child's, marked with its id.
+        self.keep_own(runs, id, live);
+    }
+
+    /// Keeps `live` as one of the run's own sub-sessions: its events applied here, its
+    /// controls (a steer, a cancel, an approval answer) out with the child's, marked
+    /// with its id.
+    fn keep_own(&mut self, runs: &'a RemoteRuns, id: SessionId, live: Arc<LiveSession>) {
         let registered = runs.register_own(&id, self.forward.clone());
         self.own.insert(
             id,
@@ -385,14 +390,7 @@ impl<'a> Applier<'a> {
             merge_metadata(m, &worker, worker.status);
             m.arbor.ran_on = holder;
         });
-        let registered = runs.register_own(&id, self.forward.clone());
-        self.own.insert(
-            id,
-            Own {
-                live,
-                _registered: registered,
-            },
-        );
+        self.keep_own(runs, id, live);
     }
 
     /// Shows the request on `target` (the TUI asks the person as for a local call)

@@ -123,24 +123,20 @@ impl RemoteRuns {
 
     /// Makes a remote child's sub-session live here (see [`Adopt`]).
     fn adopt(&self, metadata: Metadata, plan: MountPlan) -> Result<Arc<LiveSession>, EngineError> {
-        match self.adopt.upgrade() {
-            Some(adopt) => adopt.adopt(metadata, plan),
-            None => Err(EngineError::TaskFailed {
-                what: "a remote sub-session's own sub-session",
-                message: "the runtime is shutting down".into(),
-            }),
-        }
+        self.adopter()?.adopt(metadata, plan)
     }
 
     /// Makes a stored sub-session of a remote child live here (see [`Adopt::resume`]).
     fn resume_stored(&self, id: &str) -> Result<Arc<LiveSession>, EngineError> {
-        match self.adopt.upgrade() {
-            Some(adopt) => adopt.resume(id),
-            None => Err(EngineError::TaskFailed {
-                what: "a remote sub-session's own sub-session",
-                message: "the runtime is shutting down".into(),
-            }),
-        }
+        self.adopter()?.resume(id)
+    }
+
+    /// The runtime that makes sessions live (`TaskFailed` once it is shutting down).
+    fn adopter(&self) -> Result<Arc<dyn Adopt>, EngineError> {
+        self.adopt.upgrade().ok_or_else(|| EngineError::TaskFailed {
+            what: "a remote sub-session's own sub-session",
+            message: "the runtime is shutting down".into(),
+        })
     }
 
     /// Hands `forward` to the remote run of `session_id`. `false` when the session

@@ -15,7 +15,7 @@ use crate::engine::env::TurnEnv;
 use crate::engine::live::LiveSession;
 use crate::remote::wire::{self, CarriedSession};
 use crate::remote::{Payload, RemoteError};
-use crate::session::tree::{SessionNode, build_tree, find};
+use crate::session::tree::{build_tree, subtree_ids};
 use crate::session::{SessionId, SessionStore};
 
 /// The job's `subtree` for run `run` of `session` — `None` when `delegated` is false
@@ -88,28 +88,24 @@ pub(super) fn subtree_of(store: &SessionStore, child: &str) -> Vec<CarriedSessio
             return Vec::new();
         }
     };
-    let roots = build_tree(list);
-    let Some(node) = find(&roots, child) else {
-        return Vec::new();
-    };
-    let mut below: Vec<&SessionNode> = node.children.iter().rev().collect();
-    let mut carried = Vec::new();
-    while let Some(node) = below.pop() {
-        let id = node.metadata.session_id.as_str();
-        match store.load(id) {
-            Ok(loaded) => carried.push(CarriedSession {
+    // The child itself comes first: it is the job's own session.
+    let below = subtree_ids(&build_tree(list), child).into_iter().skip(1);
+    below
+        .filter_map(|id| match store.load(&id) {
+            Ok(loaded) => Some(CarriedSession {
                 metadata: loaded.metadata,
                 transcript: loaded.transcript,
             }),
-            Err(e) => tracing::warn!(
-                session = child,
-                other = id,
-                "a sub-session left out of the job (the worker cannot resume it): {e}"
-            ),
-        }
-        below.extend(node.children.iter().rev());
-    }
-    carried
+            Err(e) => {
+                tracing::warn!(
+                    session = child,
+                    other = id,
+                    "a sub-session left out of the job (the worker cannot resume it): {e}"
+                );
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
