@@ -107,14 +107,7 @@ fn a_remote_childs_own_sub_sessions_are_counted_and_kept_at_the_root() {
         "tools:\n  - module: tool-task\n    config: {max_recursion_depth: 2, max_parallel: 3}\nagents: all\n",
     );
     let worker_llm = worker_model();
-    let worker = WorkerProc::start_with(
-        &nats.url,
-        &worker_llm.base_url,
-        &["--pool", "tree"],
-        |env| {
-            write_agent(&env.amplifier_home, SCOUT, "");
-        },
-    );
+    let worker = scout_worker(&nats.url, &worker_llm.base_url, "tree");
 
     let run = spawn_run(&root, "Delegate it");
     let out = finish(run, 120, || worker.output());
@@ -240,10 +233,7 @@ async fn a_person_at_the_root_answers_a_remote_grandchilds_approval() {
         ack_wait: std::time::Duration::from_secs(5),
     });
     let llm = asking_model();
-    let _worker =
-        WorkerProc::start_with(&nats.url, &llm.base_url, &["--pool", "tree-ask"], |env| {
-            write_agent(&env.amplifier_home, SCOUT, "");
-        });
+    let _worker = scout_worker(&nats.url, &llm.base_url, "tree-ask");
     let engine = fixture.engine_mode(ApprovalMode::Interactive);
     let root = engine.create_root(None).unwrap();
     let turn = {
@@ -319,6 +309,14 @@ fn tree_root(base_url: &str, url: &str, pool: &str) -> TestEnv {
     root
 }
 
+/// An `arbor worker` of `pool` at `url` whose model is at `base_url` and which has
+/// the [`SCOUT`] agent.
+fn scout_worker(url: &str, base_url: &str, pool: &str) -> WorkerProc {
+    WorkerProc::start_with(url, base_url, &["--pool", pool], |env| {
+        write_agent(&env.amplifier_home, SCOUT, "");
+    })
+}
+
 /// The session directories of `root` whose name ends with `_<agent>`.
 fn dirs_of(root: &TestEnv, agent: &str) -> Vec<std::path::PathBuf> {
     let suffix = format!("_{agent}");
@@ -326,39 +324,6 @@ fn dirs_of(root: &TestEnv, agent: &str) -> Vec<std::path::PathBuf> {
         .into_iter()
         .filter(|d| d.to_string_lossy().ends_with(&suffix))
         .collect()
-}
-
-/// The worker's model for [`continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker`]:
-/// the helper delegates one part to a scout and answers "child saw: " and its result;
-/// a scout's first request never ends (its root and worker die meanwhile), later ones
-/// answer [`FOUND`].
-fn stalling_model(scouts: Arc<std::sync::atomic::AtomicUsize>) -> ScriptedServer {
-    use std::sync::atomic::Ordering;
-    ScriptedServer::start(Arc::new(move |body: Value| {
-        let system = content_text(&body["messages"][0]);
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        let last = messages.last().map(content_text).unwrap_or_default();
-        let first_scout =
-            system.contains("You are scout.") && scouts.fetch_add(1, Ordering::SeqCst) == 0;
-        let reply = match (
-            system.contains("You are scout."),
-            last_role(&body) == "tool",
-        ) {
-            (true, _) => Reply::Sse(sse_text(FOUND)),
-            (false, false) => Reply::Sse(sse_tool_calls(&[(
-                "s1",
-                "task",
-                json!({"agent": SCOUT, "instruction": "Look in place 1"}),
-            )])),
-            (false, true) => Reply::Sse(sse_text(&format!("child saw: {last}"))),
-        };
-        Box::pin(async move {
-            if first_scout {
-                tokio::time::sleep(std::time::Duration::from_secs(600)).await;
-            }
-            reply
-        })
-    }))
 }
 
 /// A root and its worker killed while a remote child's scout waits for its model, then
@@ -374,15 +339,8 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     let model = root_model();
     let root = tree_root(&model.base_url, &nats.url, "tree-dead");
     let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let worker_llm = stalling_model(scouts.clone());
-    let start_worker = || {
-        WorkerProc::start_with(
-            &nats.url,
-            &worker_llm.base_url,
-            &["--pool", "tree-dead"],
-            |env| write_agent(&env.amplifier_home, SCOUT, ""),
-        )
-    };
+    let worker_llm = stalling_model(scouts.clone(), 0);
+    let start_worker = || scout_worker(&nats.url, &worker_llm.base_url, "tree-dead");
     let first = start_worker();
     let mut run = spawn_run(&root, "Delegate it");
     let scout_dir = || dirs_of(&root, SCOUT).pop();
@@ -504,11 +462,11 @@ fn resuming_reply(body: &Value) -> Reply {
     }
 }
 
-/// [`resuming_model`]'s helper — which also resumes the scout again when its call to
-/// it got no result (its worker was lost) — with scouts that answer [`FOUND`] first,
-/// never answer the second request (its worker is killed meanwhile), then answer
-/// [`AGAIN`].
-fn resuming_model_that_stalls(scouts: Arc<std::sync::atomic::AtomicUsize>) -> ScriptedServer {
+/// [`resuming_model`], with the scout request number `stall` (0 the first) never
+/// answered (its worker is killed meanwhile); its helper also resumes the scout when
+/// its call to it got no result (its worker was lost). `scouts` counts the scout
+/// requests.
+fn stalling_model(scouts: Arc<std::sync::atomic::AtomicUsize>, stall: usize) -> ScriptedServer {
     ScriptedServer::start(Arc::new(move |body: Value| {
         let system = content_text(&body["messages"][0]);
         let nth = system
@@ -520,18 +478,16 @@ fn resuming_model_that_stalls(scouts: Arc<std::sync::atomic::AtomicUsize>) -> Sc
             .map(content_text)
             .unwrap_or_default();
         let reply = match nth {
-            Some(0) => Reply::Sse(sse_text(FOUND)),
-            Some(_) => Reply::Sse(sse_text(AGAIN)),
             None if last.contains("no result was recorded") => {
                 let mut asked = body.clone();
                 let messages = asked["messages"].as_array_mut().unwrap();
                 messages.push(json!({"role": "user", "content": "again"}));
                 resuming_reply(&asked)
             }
-            None => resuming_reply(&body),
+            _ => resuming_reply(&body),
         };
         Box::pin(async move {
-            if nth == Some(1) {
+            if nth == Some(stall) {
                 tokio::time::sleep(std::time::Duration::from_secs(600)).await;
             }
             reply
@@ -551,12 +507,7 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
     let model = root_model();
     let root = tree_root(&model.base_url, &nats.url, "tree-again");
     let worker_llm = resuming_model();
-    let worker = WorkerProc::start_with(
-        &nats.url,
-        &worker_llm.base_url,
-        &["--pool", "tree-again"],
-        |env| write_agent(&env.amplifier_home, SCOUT, ""),
-    );
+    let worker = scout_worker(&nats.url, &worker_llm.base_url, "tree-again");
     let first = finish(spawn_run(&root, "Delegate it"), 120, || worker.output());
     assert!(
         first.status.success(),
@@ -623,15 +574,8 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
     let model = root_model();
     let root = tree_root(&model.base_url, &nats.url, "tree-lost");
     let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let worker_llm = resuming_model_that_stalls(scouts.clone());
-    let start_worker = || {
-        WorkerProc::start_with(
-            &nats.url,
-            &worker_llm.base_url,
-            &["--pool", "tree-lost"],
-            |env| write_agent(&env.amplifier_home, SCOUT, ""),
-        )
-    };
+    let worker_llm = stalling_model(scouts.clone(), 1);
+    let start_worker = || scout_worker(&nats.url, &worker_llm.base_url, "tree-lost");
     let first = start_worker();
     let run = finish(spawn_run(&root, "Delegate it"), 120, || first.output());
     assert!(run.status.success(), "{}", first.output());

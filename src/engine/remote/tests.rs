@@ -443,15 +443,22 @@ impl super::Adopt for StoreAdopt {
     }
 }
 
-#[tokio::test]
-async fn a_carried_sub_session_the_worker_resumed_is_loaded_merged_and_kept() {
-    let f = fixture();
+/// Remote runs whose sub-sessions are made live in `f`'s store (keep the adopter
+/// alive as long as the runs).
+fn store_runs(f: &Fixture) -> (Arc<dyn super::Adopt>, RemoteRuns) {
     let adopt: Arc<dyn super::Adopt> = Arc::new(StoreAdopt {
         store: f.store.clone(),
         root: f.child.parent_id.clone().unwrap(),
         dir: f._dir.path().to_path_buf(),
     });
     let runs = RemoteRuns::new(Arc::downgrade(&adopt));
+    (adopt, runs)
+}
+
+#[tokio::test]
+async fn a_carried_sub_session_the_worker_resumed_is_loaded_merged_and_kept() {
+    let f = fixture();
+    let (_adopt, runs) = store_runs(&f);
     let limits =
         crate::engine::limits::TreeLimits::new(crate::config::Limits::default(), f.store.clone());
     // A scout of the child's earlier run, stored at the root.
@@ -515,12 +522,7 @@ async fn a_carried_sub_session_the_worker_resumed_is_loaded_merged_and_kept() {
 #[tokio::test]
 async fn a_remote_childs_own_sub_sessions_are_counted_kept_and_controlled_through_the_run() {
     let f = fixture();
-    let adopt: Arc<dyn super::Adopt> = Arc::new(StoreAdopt {
-        store: f.store.clone(),
-        root: f.child.parent_id.clone().unwrap(),
-        dir: f._dir.path().to_path_buf(),
-    });
-    let runs = RemoteRuns::new(Arc::downgrade(&adopt));
+    let (_adopt, runs) = store_runs(&f);
     let limits = crate::engine::limits::TreeLimits::new(
         crate::config::Limits {
             max_sessions_per_tree: 3,
