@@ -140,6 +140,22 @@ pub(crate) fn wait_until(
     }
 }
 
+/// The id of the one root session (no `parent_id`) in `env`'s store.
+pub(crate) fn root_session_of(env: &TestEnv) -> String {
+    env.session_dirs("")
+        .into_iter()
+        .filter_map(|dir| {
+            let meta: Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join("metadata.json")).ok()?)
+                    .ok()?;
+            meta["parent_id"]
+                .is_null()
+                .then(|| meta["session_id"].as_str().map(str::to_string))?
+        })
+        .next()
+        .expect("the root session")
+}
+
 /// An `arbor` process's log (`$HOME/.local/state/arbor/arbor.log`).
 pub(crate) fn log_of(env: &TestEnv) -> String {
     std::fs::read_to_string(env.home.join(".local/state/arbor/arbor.log")).unwrap_or_default()

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::remote_faults::{finish, spawn_run, wait_until};
+use crate::remote_faults::{finish, root_session_of, spawn_run, wait_until};
 use crate::support::nats::NatsServer;
 use crate::support::worker_proc::WorkerProc;
 use crate::support::*;
@@ -359,13 +359,7 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     drop(first);
 
     let second = start_worker();
-    let root_id = root
-        .session_dirs("")
-        .into_iter()
-        .map(|d| metadata(&d))
-        .find(|m| m["parent_id"].is_null())
-        .and_then(|m| m["session_id"].as_str().map(str::to_string))
-        .expect("the root session");
+    let root_id = root_session_of(&root);
     let out = root
         .std_cmd()
         .args(["session", "continue", &root_id, "--tree", "--yes"])

@@ -88,19 +88,7 @@ fn a_root_killed_with_queued_children_leaves_their_instructions_and_no_job_runs_
     assert!(worker_model.requests().is_empty(), "a job ran for nobody");
 
     // `session continue --tree`: every child runs on its own instruction.
-    let root_id = root
-        .session_dirs("")
-        .into_iter()
-        .filter_map(|dir| {
-            let meta: Value =
-                serde_json::from_str(&std::fs::read_to_string(dir.join("metadata.json")).ok()?)
-                    .ok()?;
-            meta["parent_id"]
-                .is_null()
-                .then(|| meta["session_id"].as_str().map(str::to_string))?
-        })
-        .next()
-        .expect("the root session");
+    let root_id = root_session_of(&root);
     let out = root
         .std_cmd()
         .args(["--bundle", &bundle.display().to_string()])
