@@ -28,10 +28,12 @@
 //!   child of `LONG_TURNS` turns, and the messages each child's worker published on
 //!   `arbor.out.<child>` (median, max).
 //!
-//! Each throughput measurement starts after a pause ([`SETTLE`]) so that the files of
-//! the turns before it cost it nothing, and runs without the core-NATS subscriber of
-//! the other two (a deployment has none; it would cost every job a parse here and the
-//! server three more deliveries).
+//! Each throughput measurement starts after a pause ([`SETTLE`]), with nothing the
+//! bench made deleted before its end (`Kept`: on this machine's ext4 without a
+//! journal, inodes deleted minutes ago still slow every new file down), so that the
+//! files of the turns and measurements before it cost it nothing; and it runs without
+//! the core-NATS subscriber of the other two (a deployment has none; it would cost
+//! every job a parse here and the server three more deliveries).
 //!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
 //! on first use). Prints the figures as Markdown tables. With `REMOTE_BENCH_SPLIT=1`
@@ -72,10 +74,13 @@ const LATENCY_TURNS: usize = 40;
 const THROUGHPUT_TASKS: usize = 48;
 const THROUGHPUT_TURNS: usize = 10;
 /// The pause before each throughput measurement. On an ext4 without a journal (this
-/// machine's root file system) a new file's inode is searched past every inode deleted
-/// in the last 30 s, so the files the turns before made and removed would make the next
-/// measurement pay for them: each one starts from a file system at rest and pays for
-/// its own files only.
+/// machine's root file system) a new inode is searched past every inode of its group
+/// deleted in the last 60 s, or 300 s while the inode's table block is dirty
+/// (`recently_deleted`, `RECENTCY_MIN` / `RECENTCY_DIRTY` in Linux's
+/// `fs/ext4/ialloc.c`): the pause lets the writeback (30 s) clean the blocks the turns
+/// before dirtied. What those turns *deleted* would still cost the next measurement
+/// for minutes, so nothing the bench made is deleted before its end ([`Kept`]): each
+/// measurement pays for the files its own path makes and deletes, no more.
 const SETTLE: Duration = Duration::from_secs(35);
 /// `arbor worker` processes of the remote runs.
 const WORKERS: usize = 2;
@@ -177,10 +182,10 @@ fn main() {
         "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker took its lease (dispatch) | lease → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
     let mut throughput = Vec::new();
+    let mut kept = Kept::default();
     let pids = pids_of(&nats, &workers);
     for remote in [false, true] {
-        let (_held, runtime) =
-            root_runtime(&stub.base_url, remote.then_some(&nats.url[..]), &clock);
+        let (held, runtime) = root_runtime(&stub.base_url, remote.then_some(&nats.url[..]), &clock);
         let place = if remote {
             format!("remote ({WORKERS} workers × {cores} slots)")
         } else {
@@ -232,8 +237,9 @@ fn main() {
         // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
         let (rate, cpu) = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng, &pids);
         throughput.push((place, rate, cpu));
+        kept.roots.push(held);
     }
-    drop(workers);
+    kept.stop(workers);
     // The same with as many remote slots as children (local runs them all at once), on
     // a fresh server and a fresh root (its own connection).
     let nats = Nats::start();
@@ -241,7 +247,8 @@ fn main() {
     let workers: Vec<Worker> = (0..WORKERS)
         .map(|_| Worker::start(&nats.url, &stub.base_url, Some(slots)))
         .collect();
-    let (_held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
+    let (held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
+    kept.roots.push(held);
     mode.lock().unwrap().tasks = 1;
     run_turn(&tokio, &runtime); // warm-up
     let pids = pids_of(&nats, &workers);
@@ -251,7 +258,7 @@ fn main() {
         rate,
         cpu,
     ));
-    drop(workers);
+    kept.stop(workers);
     println!(
         "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local | CPU per job: this process (root, stub model) | workers | NATS server | total |\n|---|---|---|---|---|---|---|---|"
     );
@@ -528,6 +535,21 @@ struct Held {
     _registry: tokio::sync::watch::Sender<Arc<Registry>>,
 }
 
+/// What the bench made, deleted only at its end (see [`SETTLE`]): the roots' homes
+/// and stores, and the stopped workers' directories.
+#[derive(Default)]
+struct Kept {
+    roots: Vec<Held>,
+    workers: Vec<tempfile::TempDir>,
+}
+
+impl Kept {
+    /// Kills `workers` (as dropping them does) and keeps their directories.
+    fn stop(&mut self, workers: Vec<Worker>) {
+        self.workers.extend(workers.into_iter().map(Worker::stop));
+    }
+}
+
 fn env_of(root: &Path) -> Env {
     let root = root.to_path_buf();
     Arc::new(move |k: &str| match k {
@@ -671,7 +693,8 @@ impl Drop for Nats {
 /// at the stub, with `slots` (default: one per core); killed on drop.
 struct Worker {
     child: Child,
-    _dir: tempfile::TempDir,
+    /// Its home, store and job directories (`None` once [`Worker::stop`] handed it on).
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Worker {
@@ -713,7 +736,17 @@ impl Worker {
             assert!(Instant::now() < deadline, "arbor worker never started");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Self { child, _dir: dir }
+        Self {
+            child,
+            dir: Some(dir),
+        }
+    }
+
+    /// Kills the worker; its directory, which dropping it would delete, is returned.
+    fn stop(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.dir.take().expect("a running worker has its directory")
     }
 }
 
