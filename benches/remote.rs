@@ -19,7 +19,10 @@
 //!   (median of the turns), and remote / local, with the CPU time (user + system,
 //!   `/proc/<pid>/stat`) per job of this process (the root and the stub model), the
 //!   workers and the NATS server over those turns; remote twice: with the workers'
-//!   default slots, and with as many slots as children (local runs them all at once);
+//!   default slots, and with as many slots as children (local runs them all at once).
+//!   The three are measured in rounds, one turn of each per round in a shuffled order
+//!   (`jobs_per_sec`), so that each meets the same state of the machine and its file
+//!   system;
 //! - long answers, remote only (issue 38 item 8): `LONG_TASKS` sub-sessions in one
 //!   message, each answering `LONG_WORDS` words streamed one word per SSE chunk with
 //!   random gaps (uniform 0–`LONG_GAP_MS` ms), run by two workers of `LONG_SLOTS` slots
@@ -28,12 +31,11 @@
 //!   child of `LONG_TURNS` turns, and the messages each child's worker published on
 //!   `arbor.out.<child>` (median, max).
 //!
-//! Each throughput measurement starts after a pause ([`SETTLE`]), with nothing the
-//! bench made deleted before its end (`Kept`: on this machine's ext4 without a
-//! journal, inodes deleted minutes ago still slow every new file down), so that the
-//! files of the turns and measurements before it cost it nothing; and it runs without
-//! the core-NATS subscriber of the other two (a deployment has none; it would cost
-//! every job a parse here and the server three more deliveries).
+//! The throughput rounds start after a pause ([`SETTLE`]), with nothing the bench made
+//! deleted before its end (`Kept`: on this machine's ext4 without a journal, inodes
+//! deleted minutes ago still slow every new file down), and run without the core-NATS
+//! subscriber of the other two (a deployment has none; it would cost every job a parse
+//! here and the server three more deliveries).
 //!
 //! Run: `cargo bench --bench remote` (installs the pinned NATS server into `target/`
 //! on first use). Prints the figures as Markdown tables. With `REMOTE_BENCH_SPLIT=1`
@@ -64,6 +66,7 @@ use arbor::paths::Paths;
 use arbor::session::{EngineEvent, EventBus, Message, SessionStatus};
 use futures::StreamExt;
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
@@ -181,9 +184,8 @@ fn main() {
     println!(
         "\n| one sub-session | turns | task calls out → child's first model request | of which: calls out → job published (root) | job published → worker took its lease (dispatch) | lease → child's first model request (worker) |\n|---|---|---|---|---|---|"
     );
-    let mut throughput = Vec::new();
+    let mut subjects = Vec::new();
     let mut kept = Kept::default();
-    let pids = pids_of(&nats, &workers);
     for remote in [false, true] {
         let (held, runtime) = root_runtime(&stub.base_url, remote.then_some(&nats.url[..]), &clock);
         let place = if remote {
@@ -234,36 +236,51 @@ fn main() {
             cell(&mut worker_side)
         );
 
-        // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
-        let (rate, cpu) = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng, &pids);
-        throughput.push((place, rate, cpu));
+        let pids = if remote {
+            pids_of(&nats, &workers)
+        } else {
+            vec![std::process::id()]
+        };
+        subjects.push(Subject {
+            place,
+            runtime,
+            pids,
+        });
         kept.roots.push(held);
     }
-    kept.stop(workers);
     // The same with as many remote slots as children (local runs them all at once), on
-    // a fresh server and a fresh root (its own connection).
-    let nats = Nats::start();
+    // a second server and root (its own connection).
+    let nats_full = Nats::start();
     let slots = THROUGHPUT_TASKS / WORKERS;
-    let workers: Vec<Worker> = (0..WORKERS)
-        .map(|_| Worker::start(&nats.url, &stub.base_url, Some(slots)))
+    let workers_full: Vec<Worker> = (0..WORKERS)
+        .map(|_| Worker::start(&nats_full.url, &stub.base_url, Some(slots)))
         .collect();
-    let (held, runtime) = root_runtime(&stub.base_url, Some(&nats.url), &clock);
+    let (held, runtime) = root_runtime(&stub.base_url, Some(&nats_full.url), &clock);
     kept.roots.push(held);
     mode.lock().unwrap().tasks = 1;
     run_turn(&tokio, &runtime); // warm-up
-    let pids = pids_of(&nats, &workers);
-    let (rate, cpu) = jobs_per_sec(&tokio, &runtime, (&clock, &mode), &mut rng, &pids);
-    throughput.push((
-        format!("remote ({WORKERS} workers × {slots} slots)"),
-        rate,
-        cpu,
-    ));
+    subjects.push(Subject {
+        place: format!("remote ({WORKERS} workers × {slots} slots)"),
+        runtime,
+        pids: pids_of(&nats_full, &workers_full),
+    });
+    // Throughput: THROUGHPUT_TASKS trivial sub-sessions in one message.
+    let throughput = jobs_per_sec(&tokio, &subjects, (&clock, &mode), &mut rng);
+    drop(subjects);
     kept.stop(workers);
+    kept.stop(workers_full);
+    drop(nats_full);
     println!(
         "\n| throughput: {THROUGHPUT_TASKS} trivial sub-sessions in one message | turns | jobs/s (median) | remote / local | CPU per job: this process (root, stub model) | workers | NATS server | total |\n|---|---|---|---|---|---|---|---|"
     );
     let local = throughput[0].1;
     for (place, rate, cpu) in &throughput {
+        // The local turns ran in this process only: no workers, no server.
+        let cpu = if cpu.len() == 1 {
+            vec![cpu[0], 0.0, 0.0]
+        } else {
+            cpu.clone()
+        };
         let (root, workers, nats) = (
             cpu[0],
             cpu[1..cpu.len() - 1].iter().sum::<f64>(),
@@ -285,40 +302,71 @@ fn main() {
     );
 }
 
-/// Jobs per second of [`THROUGHPUT_TURNS`] turns of [`THROUGHPUT_TASKS`] trivial
-/// sub-sessions in one message on `runtime` (the median of the turns).
-/// Also the CPU time (user + system) each of `pids` spent per job over those turns,
-/// in ms.
+/// One subject of the throughput measurement: a root and the processes whose CPU its
+/// turns cost (this one first, then its workers and its NATS server).
+struct Subject {
+    place: String,
+    runtime: Engine,
+    pids: Vec<u32>,
+}
+
+/// For each of `subjects`, its name, its jobs per second over [`THROUGHPUT_TURNS`]
+/// turns of [`THROUGHPUT_TASKS`] trivial sub-sessions in one message (the median of
+/// its turns), and the CPU time (user + system) each of its pids spent per job over
+/// its turns, in ms (clock ticks of 10 ms read around each turn: within about 3% over
+/// the turns).
+///
+/// The turns run in rounds, one of each subject per round in an order shuffled per
+/// round, each after a random gap: every subject meets the same state of the machine
+/// and file system, and each pays for the others' files as they pay for its own.
 fn jobs_per_sec(
     tokio: &tokio::runtime::Runtime,
-    runtime: &Engine,
+    subjects: &[Subject],
     (clock, mode): (&Clock, &Arc<Mutex<Mode>>),
     rng: &mut StdRng,
-    pids: &[u32],
-) -> (f64, Vec<f64>) {
+) -> Vec<(String, f64, Vec<f64>)> {
     mode.lock().unwrap().tasks = THROUGHPUT_TASKS;
     std::thread::sleep(SETTLE);
-    let mut rates = Vec::new();
-    let before: Vec<Duration> = pids.iter().map(|p| cpu_of(*p)).collect();
+    let mut rates = vec![Vec::new(); subjects.len()];
+    let mut spent: Vec<Vec<Duration>> = subjects
+        .iter()
+        .map(|s| vec![Duration::ZERO; s.pids.len()])
+        .collect();
+    let mut order: Vec<usize> = (0..subjects.len()).collect();
     for _ in 0..THROUGHPUT_TURNS {
-        std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
-        *clock.lock().unwrap() = Stamps::default();
-        run_turn(tokio, runtime);
-        let stamps = clock.lock().unwrap();
-        assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
-        let took = stamps
-            .results_in
-            .unwrap()
-            .duration_since(stamps.calls_out.unwrap());
-        rates.push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
+        order.shuffle(rng);
+        for &i in &order {
+            let subject = &subjects[i];
+            std::thread::sleep(Duration::from_micros(rng.random_range(0..20_000)));
+            *clock.lock().unwrap() = Stamps::default();
+            let before: Vec<Duration> = subject.pids.iter().map(|p| cpu_of(*p)).collect();
+            run_turn(tokio, &subject.runtime);
+            for ((spent, pid), before) in spent[i].iter_mut().zip(&subject.pids).zip(before) {
+                *spent += cpu_of(*pid).saturating_sub(before);
+            }
+            let stamps = clock.lock().unwrap();
+            assert_eq!(stamps.child_requests.len(), THROUGHPUT_TASKS);
+            let took = stamps
+                .results_in
+                .unwrap()
+                .duration_since(stamps.calls_out.unwrap());
+            rates[i].push(THROUGHPUT_TASKS as f64 / took.as_secs_f64());
+        }
     }
     let jobs = (THROUGHPUT_TASKS * THROUGHPUT_TURNS) as f64;
-    let per_job = pids
+    subjects
         .iter()
-        .zip(before)
-        .map(|(p, before)| ms(cpu_of(*p).saturating_sub(before)) / jobs)
-        .collect();
-    (stats::percentiles(&mut rates).0, per_job)
+        .zip(rates)
+        .zip(spent)
+        .map(|((subject, mut rates), spent)| {
+            let per_job = spent.iter().map(|d| ms(*d) / jobs).collect();
+            (
+                subject.place.clone(),
+                stats::percentiles(&mut rates).0,
+                per_job,
+            )
+        })
+        .collect()
 }
 
 /// The CPU time (user + system) process `pid` used so far: `/proc/<pid>/stat` fields

@@ -8,11 +8,11 @@
 //! `scratch/` are kept, emptied, for the next job. A directory that cannot be
 //! emptied is removed and not handed out again. Why: on a disk file system every
 //! directory made and removed costs an inode allocation, and on an ext4 without a
-//! journal each allocation searches past every inode deleted in the last 30 s —
-//! three directories per trivial job, paid again by every file the root and the other
-//! jobs create on the same disk (issue 38 item 8). Does not own: what a job puts in
-//! its directory (`job`, `files`, `scratch`), a dead worker's leftovers (`leftover`,
-//! which removes the worker's whole directory).
+//! journal each allocation searches past every inode deleted in the last 60 s (300 s
+//! while its table block is dirty) — three directories per trivial job, paid again by
+//! every file the root and the other jobs create on the same disk (issue 38 item 8).
+//! Does not own: what a job puts in its directory (`job`, `files`, `scratch`), a dead
+//! worker's leftovers (`leftover`, which removes the worker's whole directory).
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! where its jobs' scratch stores are kept when there is one: a scratch store is made
 //! and removed per job, and on a disk file system every file it makes and removes costs
 //! an inode allocation (on an ext4 without journal, a search past every inode deleted
-//! in the last 30 s: most of a trivial remote job's time); [`sweep_memory`] removes
+//! in the last 60–300 s: most of a trivial remote job's time); [`sweep_memory`] removes
 //! what dead workers left there. Does not own: a job's own cleanup when it ends
 //! normally (`files`, `scratch`).
 

@@ -97,7 +97,7 @@ pub(crate) fn write(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
 /// rename — for a volatile store (`volatile`: a worker's scratch copy, thrown away
 /// after its job and never read after a crash), where every new file costs an inode
 /// created and one deleted (on an ext4 without journal, each creation scans past the
-/// inodes deleted in the last 30 s: the allocation, not the write, was most of a
+/// inodes deleted in the last 60–300 s: the allocation, not the write, was most of a
 /// trivial remote job's time). A crash mid-write leaves the file torn; the copy is
 /// not used again.
 pub(crate) fn write_in_place(dir: &Path, metadata: &Metadata) -> Result<(), StoreError> {
