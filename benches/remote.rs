@@ -82,8 +82,8 @@ const THROUGHPUT_TURNS: usize = 10;
 /// (`recently_deleted`, `RECENTCY_MIN` / `RECENTCY_DIRTY` in Linux's
 /// `fs/ext4/ialloc.c`): the pause lets the writeback (30 s) clean the blocks the turns
 /// before dirtied. What those turns *deleted* would still cost the next measurement
-/// for minutes, so nothing the bench made is deleted before its end ([`Kept`]): each
-/// measurement pays for the files its own path makes and deletes, no more.
+/// for minutes, so nothing the bench made is deleted before its end ([`Kept`]); what
+/// the measured turns themselves delete, every subject pays for alike (`jobs_per_sec`).
 const SETTLE: Duration = Duration::from_secs(35);
 /// `arbor worker` processes of the remote runs.
 const WORKERS: usize = 2;
@@ -313,7 +313,7 @@ struct Subject {
 /// For each of `subjects`, its name, its jobs per second over [`THROUGHPUT_TURNS`]
 /// turns of [`THROUGHPUT_TASKS`] trivial sub-sessions in one message (the median of
 /// its turns), and the CPU time (user + system) each of its pids spent per job over
-/// its turns, in ms (clock ticks of 10 ms read around each turn: within about 3% over
+/// its turns, in ms (clock ticks of 10 ms, read around each turn: within about 5% over
 /// the turns).
 ///
 /// The turns run in rounds, one of each subject per round in an order shuffled per
