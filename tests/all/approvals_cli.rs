@@ -176,9 +176,7 @@ fn a_configured_deny_holds_under_yes() {
     let server = write_and_bash("echo hi > out.txt");
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("approvals:\n  bash: deny\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("approvals:\n  bash: deny\n");
     let lines = run(&env, &["--yes"]);
     assert!(
         !env.project.join("out.txt").exists(),

@@ -27,10 +27,8 @@ fn run_calls(env: &TestEnv, approvals: &str, yes: bool, calls: &[(String, String
         Reply::Sse(sse_text("done")),
     ]);
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("approvals:\n");
-    config.push_str(approvals);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("approvals:\n");
+    env.append_config(approvals);
     let mut cmd = env.cmd();
     cmd.arg("run");
     if yes {

@@ -244,10 +244,8 @@ fn a_turn_too_large_for_the_window_fails_clearly() {
     let server = window_server(largest);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
     // The limit from the config file this time.
-    config.push_str("context:\n  max_tokens: 4000\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("context:\n  max_tokens: 4000\n");
     let huge = "x".repeat(40_000);
     let out = env
         .cmd()
@@ -275,9 +273,7 @@ fn an_overflow_the_estimate_missed_compacts_and_retries_once() {
     let server = window_server(largest);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-x");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("context:\n  max_tokens: 9000\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("context:\n  max_tokens: 9000\n");
     let bundle = env.dir.path().join("bundle.md");
     std::fs::write(
         &bundle,

@@ -12,9 +12,7 @@ use support::*;
 /// returns (success, stdout).
 fn doctor(env: &TestEnv, server: &ScriptedServer, extra: &str, args: &[&str]) -> (bool, String) {
     env.use_openai(&server.base_url, "sk-x");
-    let mut yaml = std::fs::read_to_string(&env.config).unwrap();
-    yaml.push_str(extra);
-    std::fs::write(&env.config, yaml).unwrap();
+    env.append_config(extra);
     let out = env.cmd().args(args).arg("doctor").output().unwrap();
     (
         out.status.success(),

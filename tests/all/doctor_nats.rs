@@ -17,9 +17,7 @@ use support::*;
 /// `doctor` with a reachable provider and `extra` config lines: (success, stdout).
 fn doctor(env: &TestEnv, server: &ScriptedServer, extra: &str) -> (bool, String) {
     env.use_openai(&server.base_url, "sk-x");
-    let mut yaml = std::fs::read_to_string(&env.config).unwrap();
-    yaml.push_str(extra);
-    std::fs::write(&env.config, yaml).unwrap();
+    env.append_config(extra);
     let out = env.cmd().arg("doctor").output().unwrap();
     (
         out.status.success(),

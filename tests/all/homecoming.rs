@@ -532,9 +532,7 @@ fn over_acp_review_asks_the_editor_with_the_diff() {
     );
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-home");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("isolation: {merge: review}\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("isolation: {merge: review}\n");
     two_broken_files(&env);
     let summary = crate::acp::drive(&env, &["fix the tests"]);
     let asked: Vec<String> = summary["log"]

@@ -17,9 +17,7 @@ tools:\n  - module: tool-bash\n---\nYou run commands.\n";
 pub(crate) fn env_with(server: &ScriptedServer, hooks_yaml: &str) -> TestEnv {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(hooks_yaml);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(hooks_yaml);
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();

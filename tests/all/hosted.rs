@@ -174,9 +174,7 @@ fn a_hosted_agents_permission_request_is_decided_by_the_approval_gate() {
         let server = root_model("fake", "Clean the build", None);
         env.use_openai(&server.base_url, "sk-root");
         if rule {
-            let mut config = std::fs::read_to_string(&env.config).unwrap();
-            config.push_str("approvals:\n  \"bash(rm *)\": deny\n");
-            std::fs::write(&env.config, config).unwrap();
+            env.append_config("approvals:\n  \"bash(rm *)\": deny\n");
         }
         write_fake(&env, "permission");
         let args: &[&str] = if yes {

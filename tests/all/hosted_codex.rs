@@ -239,9 +239,7 @@ fn codex_acps_permission_request_is_decided_by_arbors_approval_gate() {
         let (env, server) = codex_env("Clean the build", reply);
         std::fs::create_dir_all(env.project.join("build")).unwrap();
         if deny {
-            let mut config = std::fs::read_to_string(&env.config).unwrap();
-            config.push_str("approvals:\n  \"bash(rm *)\": deny\n");
-            std::fs::write(&env.config, config).unwrap();
+            env.append_config("approvals:\n  \"bash(rm *)\": deny\n");
         }
         let out = run(&env, &["--yes", "--output-format", "jsonl", "Clean up"]);
         assert!(

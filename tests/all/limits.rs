@@ -52,9 +52,7 @@ fn runaway_env(server: &ScriptedServer, limits: &str) -> TestEnv {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-limits");
     if !limits.is_empty() {
-        let mut config = std::fs::read_to_string(&env.config).unwrap();
-        config.push_str(limits);
-        std::fs::write(&env.config, config).unwrap();
+        env.append_config(limits);
     }
     let agents = env.project.join(".amplifier").join("agents");
     std::fs::create_dir_all(&agents).unwrap();

@@ -166,9 +166,7 @@ fn a_tui_sitting_idle_lets_a_shell_merge_and_resume_its_sessions() {
     }));
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-locks");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("isolation: {merge: manual}\napprovals: {write_file: allow}\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("isolation: {merge: manual}\napprovals: {write_file: allow}\n");
     git_project(&env);
     let tui = env.tui();
     tui.send(b"fix the value\r");

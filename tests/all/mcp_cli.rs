@@ -73,12 +73,10 @@ fn config_server_tools_reach_the_model_and_ask_for_approval() {
     let server = script();
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += &format!(
+    env.append_config(&format!(
         "mcp_servers:\n  ghost:\n    command: /nonexistent/mcp-ghost\n  calc:\n{}",
         calc_yaml(&env)
-    );
-    std::fs::write(&env.config, config).unwrap();
+    ));
 
     let out = run(&env, true);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -105,9 +103,7 @@ fn config_server_tools_reach_the_model_and_ask_for_approval() {
     // Without --yes the call asks, and headless that is a denial.
     let server = script();
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += &format!("mcp_servers:\n  calc:\n{}", calc_yaml(&env));
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(&format!("mcp_servers:\n  calc:\n{}", calc_yaml(&env)));
     let out = run(&env, false);
     assert!(
         out.status.success(),
@@ -209,9 +205,7 @@ fn an_agents_tool_mcp_servers_with_an_allow_rule_and_secrets_scrubbed() {
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += "approvals:\n  \"mcp__calc__*\": allow\n";
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("approvals:\n  \"mcp__calc__*\": allow\n");
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     let secret = "mcp-secret-5d1e0b7a93";
@@ -265,9 +259,7 @@ fn an_expanded_argument_is_scrubbed_everywhere() {
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
     let secret = "arg-secret-9c2f4e1d77";
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += "mcp_servers:\n  talker:\n    command: /bin/sh\n    args: [\"-c\", \"echo \\\"got $0\\\" >&2; sleep 0.3; exit 3\", \"${MCP_ARG_VALUE}\"]\n";
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("mcp_servers:\n  talker:\n    command: /bin/sh\n    args: [\"-c\", \"echo \\\"got $0\\\" >&2; sleep 0.3; exit 3\", \"${MCP_ARG_VALUE}\"]\n");
     let out = env
         .cmd()
         .env("MCP_ARG_VALUE", secret)
@@ -307,13 +299,11 @@ fn a_huge_mcp_result_is_capped_and_a_slow_call_times_out() {
     // call_timeout 8 s: the 16.5 MB answer must arrive within it on a loaded 2-core
     // CI machine (2 s was not enough at load 13), the 60 s sleep must not.
     // Its markers go into the project: the sandboxed server may write only there.
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += &format!(
+    env.append_config(&format!(
         "mcp_servers:\n  calc:\n    command: \"{}\"\n    env:\n      MCP_TEST_DIR: \"{}\"\n    call_timeout: 8\n",
         mcp_support::mcp_test_server().display(),
         env.project.display()
-    );
-    std::fs::write(&env.config, config).unwrap();
+    ));
 
     let started = std::time::Instant::now();
     let out = run(&env, true);
@@ -463,9 +453,10 @@ fn run_calls(
         Reply::Sse(sse_text("done")),
     ]);
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += &format!("{sandbox}mcp_servers:\n  calc:\n{}{entry}", calc_yaml(env));
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(&format!(
+        "{sandbox}mcp_servers:\n  calc:\n{}{entry}",
+        calc_yaml(env)
+    ));
     let out = run(env, true);
     assert!(
         out.status.success(),
@@ -620,9 +611,7 @@ fn an_mcp_image_result_reaches_the_model_as_an_image() {
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, KEY);
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config += &format!("mcp_servers:\n  calc:\n{}", calc_yaml(&env));
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(&format!("mcp_servers:\n  calc:\n{}", calc_yaml(&env)));
     let out = run(&env, true);
     assert!(
         out.status.success(),

@@ -71,10 +71,8 @@ fn inject_under_a_pty(config_yaml: &str) -> (String, String, String) {
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-tty-key-1");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(config_yaml);
-    config.push_str(HOOK);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(config_yaml);
+    env.append_config(HOOK);
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();
@@ -180,9 +178,7 @@ fn a_timeout_still_kills_everything_the_command_started() {
         ]);
         let env = TestEnv::new();
         env.use_openai(&server.base_url, "sk-test-timeout-key-1");
-        let mut config = std::fs::read_to_string(&env.config).unwrap();
-        config.push_str(yaml);
-        std::fs::write(&env.config, config).unwrap();
+        env.append_config(yaml);
         let agents = env.amplifier_home.join("agents");
         std::fs::create_dir_all(&agents).unwrap();
         std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();

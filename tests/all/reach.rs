@@ -35,9 +35,7 @@ pub(crate) fn bash_once(
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-reach-key-1");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(config_yaml);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(config_yaml);
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();

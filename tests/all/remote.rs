@@ -68,11 +68,9 @@ fn agent_file() -> String {
 fn root_env(base_url: &str, nats: &str) -> (TestEnv, std::path::PathBuf) {
     let env = TestEnv::new();
     env.use_openai(base_url, "sk-root-e2e");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(&format!(
+    env.append_config(&format!(
         "approvals:\n  bash: allow\nremote:\n  nats_url: \"{nats}\"\n  agents: [{AGENT}]\n  ack_wait: {ACK_WAIT_SECS}\n"
     ));
-    std::fs::write(&env.config, config).unwrap();
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(agents.join(format!("{AGENT}.md")), agent_file()).unwrap();

@@ -81,11 +81,9 @@ pub(crate) fn gated_model(answer: &'static str, gate: Arc<AtomicBool>) -> Script
 pub(crate) fn root_env(base_url: &str, url: &str, pool: &str) -> TestEnv {
     let env = TestEnv::new();
     env.use_openai(base_url, "sk-root-faults");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(&format!(
+    env.append_config(&format!(
         "remote:\n  nats_url: \"{url}\"\n  pool: {pool}\n  agents: [{AGENT}]\n  ack_wait: 5\n"
     ));
-    std::fs::write(&env.config, config).unwrap();
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
@@ -98,8 +96,13 @@ pub(crate) fn root_env(base_url: &str, url: &str, pool: &str) -> TestEnv {
 
 /// `arbor run --yes PROMPT` started in the background, output piped.
 pub(crate) fn spawn_run(env: &TestEnv, prompt: &str) -> Child {
+    spawn_arbor(env, &["run", "--yes", prompt])
+}
+
+/// `arbor ARGS` started in the background, output piped.
+pub(crate) fn spawn_arbor(env: &TestEnv, args: &[&str]) -> Child {
     env.std_cmd()
-        .args(["run", "--yes", prompt])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -13,12 +13,13 @@
 //! worker): a scout's `bash` call waits for the root's person in the scout's own
 //! session, and the answer reaches the scout's turn on the worker.
 
-use std::process::Stdio;
+use std::path::Path;
+use std::process::Output;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::remote_faults::{finish, root_session_of, spawn_run, wait_until};
+use crate::remote_faults::{finish, root_session_of, spawn_arbor, spawn_run, wait_until};
 use crate::support::nats::NatsServer;
 use crate::support::worker_proc::WorkerProc;
 use crate::support::*;
@@ -95,12 +96,10 @@ fn a_remote_childs_own_sub_sessions_are_counted_and_kept_at_the_root() {
     let model = root_model();
     let root = TestEnv::new();
     root.use_openai(&model.base_url, "sk-root-tree");
-    let mut config = std::fs::read_to_string(&root.config).unwrap();
-    config.push_str(&format!(
+    root.append_config(&format!(
         "remote:\n  nats_url: \"{}\"\n  pool: tree\n  agents: [{HELPER}]\n  ack_wait: 5\nlimits:\n  max_sessions_per_tree: 3\n",
         nats.url
     ));
-    std::fs::write(&root.config, config).unwrap();
     write_agent(
         &root.amplifier_home,
         HELPER,
@@ -291,16 +290,30 @@ async fn a_person_at_the_root_answers_a_remote_grandchilds_approval() {
     assert!(helper_asked, "the helper read the scout's answer");
 }
 
+/// The `session_id` in the `metadata.json` of session directory `dir`.
+fn session_id_in(dir: &Path) -> String {
+    metadata(dir)["session_id"].as_str().unwrap().to_string()
+}
+
+/// A finished command's stdout, and, for assertion messages, its stdout and stderr
+/// with the worker's output.
+fn said(out: &Output, worker: &str) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let context = format!(
+        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{worker}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (stdout, context)
+}
+
 /// A root (`arbor run`, its model at `base_url`) whose [`HELPER`] (which may delegate,
 /// depth 2) runs on a worker of `pool` at `url` (ack wait 5 s).
 fn tree_root(base_url: &str, url: &str, pool: &str) -> TestEnv {
     let root = TestEnv::new();
     root.use_openai(base_url, "sk-root-tree");
-    let mut config = std::fs::read_to_string(&root.config).unwrap();
-    config.push_str(&format!(
+    root.append_config(&format!(
         "remote:\n  nats_url: \"{url}\"\n  pool: {pool}\n  agents: [{HELPER}]\n  ack_wait: 5\n"
     ));
-    std::fs::write(&root.config, config).unwrap();
     write_agent(
         &root.amplifier_home,
         HELPER,
@@ -360,20 +373,9 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
 
     let second = start_worker();
     let root_id = root_session_of(&root);
-    let out = root
-        .std_cmd()
-        .args(["session", "continue", &root_id, "--tree", "--yes"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let out = spawn_arbor(&root, &["session", "continue", &root_id, "--tree", "--yes"]);
     let out = finish(out, 120, || second.output());
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let context = format!(
-        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        second.output()
-    );
+    let (stdout, context) = said(&out, &second.output());
     assert!(out.status.success(), "{context}");
     // The root read the child's answer, which quotes the scout's.
     assert!(stdout.starts_with("parent saw: "), "{context}");
@@ -510,31 +512,20 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
         worker.output()
     );
     let helper = dirs_of(&root, HELPER).pop().expect("the helper");
-    let helper_id = metadata(&helper)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let helper_id = session_id_in(&helper);
 
-    let again = root
-        .std_cmd()
-        .args([
+    let again = spawn_arbor(
+        &root,
+        &[
             "session",
             "resume",
             &helper_id,
             "Ask the scout again",
             "--yes",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = finish(again, 120, || worker.output());
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let context = format!(
-        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        worker.output()
+        ],
     );
+    let out = finish(again, 120, || worker.output());
+    let (stdout, context) = said(&out, &worker.output());
     assert!(out.status.success(), "{context}");
     assert!(stdout.contains(AGAIN), "{context}");
     let scouts = dirs_of(&root, SCOUT);
@@ -574,25 +565,19 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
     let run = finish(spawn_run(&root, "Delegate it"), 120, || first.output());
     assert!(run.status.success(), "{}", first.output());
     let helper = dirs_of(&root, HELPER).pop().expect("the helper");
-    let helper_id = metadata(&helper)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let helper_id = session_id_in(&helper);
     let scout_dir = dirs_of(&root, SCOUT).pop().expect("the scout");
 
-    let again = root
-        .std_cmd()
-        .args([
+    let again = spawn_arbor(
+        &root,
+        &[
             "session",
             "resume",
             &helper_id,
             "Ask the scout again",
             "--yes",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let transcript = || read_jsonl(&scout_dir.join("transcript.jsonl"));
     wait_until(
         60,
@@ -603,12 +588,7 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
     drop(first);
     let second = start_worker();
     let out = finish(again, 120, || second.output());
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let context = format!(
-        "stdout:\n{stdout}\nstderr:\n{}\nworker:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        second.output()
-    );
+    let (stdout, context) = said(&out, &second.output());
     assert!(out.status.success(), "{context}");
     assert!(stdout.contains(AGAIN), "{context}");
     // The new worker's scout read the lost worker's "Look again" too: it resumed the
@@ -619,13 +599,7 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
         .rev()
         .find(|b| content_text(&b["messages"][0]).contains("You are scout."))
         .expect("the scout asked");
-    let users: Vec<String> = asked["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(content_text)
-        .collect();
+    let users = user_texts(&asked);
     assert_eq!(users.len(), 3, "{users:?}\n{context}");
     assert_eq!(transcript().len(), 5, "{:?}", transcript());
 }

@@ -22,9 +22,7 @@ use support::{Reply, ScriptedServer, TestEnv, jsonl_lines, read_jsonl, sse_text}
 /// `env`'s config pointing at `server`, plus `extra` YAML (a `response:` section).
 fn configure(env: &TestEnv, server: &ScriptedServer, extra: &str) {
     env.use_openai(&server.base_url, "sk-test");
-    let mut yaml = std::fs::read_to_string(&env.config).unwrap();
-    yaml.push_str(extra);
-    std::fs::write(&env.config, yaml).unwrap();
+    env.append_config(extra);
 }
 
 /// An answer of `total` bytes of text in words of `word` bytes: `sse_text` streams

@@ -37,9 +37,7 @@ fn run_bash_with(command: &str, sandbox_yaml: &str, vars: &[(&str, &str)]) -> (V
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test-config-key-1");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(sandbox_yaml);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(sandbox_yaml);
     let agents = env.amplifier_home.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(agents.join("shell.md"), SHELL_AGENT).unwrap();

@@ -28,9 +28,7 @@ fn project_with_a_hook() -> (TestEnv, ScriptedServer) {
     ]);
     let env = TestEnv::new();
     env.use_openai(&server.base_url, "sk-test");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("approvals: {bash: allow}\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("approvals: {bash: allow}\n");
     std::fs::create_dir_all(env.project.join(".claude")).unwrap();
     std::fs::write(env.project.join(".claude/settings.json"), SETTINGS).unwrap();
     std::fs::create_dir_all(env.project.join("build")).unwrap();

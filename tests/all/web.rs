@@ -44,18 +44,16 @@ fn fetch_result(env: &TestEnv, url: &str, extra_args: &[&str]) -> String {
         Reply::Sse(sse_tool_calls(&[("f1", "web_fetch", json!({"url": url}))])),
         Reply::Sse(sse_text("read it")),
     ]);
-    let mut config = std::fs::read_to_string(&env.config).unwrap_or_default();
+    let config = std::fs::read_to_string(&env.config).unwrap_or_default();
     let web = config
         .lines()
         .filter(|l| l.starts_with("web:"))
         .collect::<Vec<_>>()
         .join("\n");
     env.use_openai(&server.base_url, "sk-test");
-    config = std::fs::read_to_string(&env.config).unwrap();
     if !web.is_empty() {
-        config.push_str(&format!("{web}\n"));
+        env.append_config(&format!("{web}\n"));
     }
-    std::fs::write(&env.config, config).unwrap();
     let mut args = vec!["run", "--output-format", "json"];
     args.extend_from_slice(extra_args);
     args.push("read the notes");
@@ -161,9 +159,7 @@ fn search_result(web_yaml: &str, extra_args: &[&str]) -> (Vec<String>, String) {
         Reply::Sse(sse_text("searched")),
     ]);
     env.use_openai(&server.base_url, "sk-test");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(web_yaml);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(web_yaml);
     let mut args = vec!["run", "--output-format", "json"];
     args.extend_from_slice(extra_args);
     args.push("search for it");
@@ -245,9 +241,7 @@ fn one_call(tool: &str, input: Value, config_yaml: &str, yes: bool) -> (String, 
         Reply::Sse(sse_text("done")),
     ]);
     env.use_openai(&server.base_url, "sk-test");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(config_yaml);
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config(config_yaml);
     let mut args = vec!["run", "--output-format", "json"];
     if yes {
         args.push("--yes");

@@ -69,9 +69,7 @@ fn html_server(ip: &str, body: String) -> (String, Arc<AtomicUsize>) {
 fn web_env(base_url: &str) -> TestEnv {
     let env = TestEnv::new();
     env.use_openai(base_url, "sk-web-hostile-test");
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str("web: {allow_private_addresses: true}\n");
-    std::fs::write(&env.config, config).unwrap();
+    env.append_config("web: {allow_private_addresses: true}\n");
     env
 }
 

@@ -269,13 +269,7 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
     // The resumed call continued the stored run: the instruction once, not re-sent.
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one cancelled call, one resumed");
-    let users: Vec<String> = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(content_text)
-        .collect();
+    let users = user_texts(&requests[1]);
     assert_eq!(users, vec!["count forever".to_string()]);
     let deadline = Instant::now() + Duration::from_secs(10);
     while jobs_left(&remote).await != 0 {
@@ -593,12 +587,10 @@ async fn a_jobs_own_sub_sessions_run_on_the_worker_even_when_its_config_has_remo
     };
     // This machine's config would send every sub-session to the pool the worker
     // itself serves with its single slot.
-    let mut config = std::fs::read_to_string(&env.config).unwrap();
-    config.push_str(&format!(
+    env.append_config(&format!(
         "remote:\n  nats_url: \"{}\"\n  pool: nest\n  agents: all\n",
         nats.url
     ));
-    std::fs::write(&env.config, config).unwrap();
     let worker = Worker::start(&env, &nats, "nest");
     let mut plan = plan(&server.base_url);
     plan["tools"] = json!([{"module": "tool-task", "config": {"max_recursion_depth": 2}}]);

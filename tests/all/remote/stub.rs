@@ -105,11 +105,7 @@ pub fn start(server: usize, script: &Arc<Script>) -> ScriptedServer {
 
 async fn answer(server: usize, script: &Script, body: &Value) -> Reply {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let users: Vec<String> = messages
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(content_text)
-        .collect();
+    let users = user_texts(body);
     let after_tool = messages.iter().any(|m| m["role"] == "tool");
     if let Some(child) = users.iter().find_map(|u| child_of(u)) {
         script.seen.lock().unwrap().push(ChildRequest {

@@ -89,14 +89,13 @@ fn a_root_killed_with_queued_children_leaves_their_instructions_and_no_job_runs_
 
     // `session continue --tree`: every child runs on its own instruction.
     let root_id = root_session_of(&root);
-    let out = root
-        .std_cmd()
-        .args(["--bundle", &bundle.display().to_string()])
-        .args(["session", "continue", &root_id, "--tree", "--yes"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let bundle = bundle.display().to_string();
+    let out = spawn_arbor(
+        &root,
+        &[
+            "--bundle", &bundle, "session", "continue", &root_id, "--tree", "--yes",
+        ],
+    );
     let out = finish(out, 120, || worker.output());
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();

@@ -370,6 +370,21 @@ pub fn content_text(m: &Value) -> String {
     }
 }
 
+/// The texts of the user messages of a model request body (`messages`, OpenAI
+/// chat-completions shape), in order.
+pub fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .map(content_text)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// An isolated environment for the binary: temp home, Amplifier home, config, project dir.
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
@@ -460,6 +475,13 @@ impl TestEnv {
             "providers:\n  - module: provider-openai\n    config:\n      base_url: \"{base_url}\"\n      api_key: \"{api_key}\"\n      default_model: scripted-model\n"
         );
         std::fs::write(&self.config, yaml).unwrap();
+    }
+
+    /// Appends `yaml` (top-level keys) to the config file.
+    pub fn append_config(&self, yaml: &str) {
+        let mut config = std::fs::read_to_string(&self.config).unwrap();
+        config.push_str(yaml);
+        std::fs::write(&self.config, config).unwrap();
     }
 
     /// This project's sessions directory.
