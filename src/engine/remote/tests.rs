@@ -81,6 +81,17 @@ fn assistant(text: &str) -> Message {
     })
 }
 
+/// Sub-session `scout` (of `parent`) appended the assistant message `text`.
+fn scout_says(scout: &str, parent: &str, text: &str) -> Event {
+    Event::new(
+        scout,
+        Some(parent),
+        EngineEvent::MessageAppended(crate::session::protocol::MessageAppendedEvent {
+            message: assistant(text),
+        }),
+    )
+}
+
 fn drain(events: &mut UnboundedReceiver<Arc<Event>>) -> Vec<&'static str> {
     let mut names = Vec::new();
     while let Ok(event) = events.try_recv() {
@@ -501,13 +512,7 @@ async fn a_carried_sub_session_the_worker_resumed_is_loaded_merged_and_kept() {
     assert_eq!(stored.status, SessionStatus::Running);
     assert_eq!(stored.working_dir.as_deref(), Some("/root/checkout"));
     assert_eq!(stored.arbor.ran_on, Some(worker(1)));
-    applier.event(Event::new(
-        &scout,
-        Some(&f.child.id),
-        EngineEvent::MessageAppended(crate::session::protocol::MessageAppendedEvent {
-            message: assistant("found it again"),
-        }),
-    ));
+    applier.event(scout_says(&scout, &f.child.id, "found it again"));
     let texts: Vec<String> = f
         .store
         .load(&scout)
@@ -592,13 +597,7 @@ async fn a_remote_childs_own_sub_sessions_are_counted_kept_and_controlled_throug
     assert_eq!(stored.arbor.ran_on, Some(worker(1)));
 
     // Its events are its own; its approval and steer go out marked with its id.
-    applier.event(Event::new(
-        &scout,
-        Some(&f.child.id),
-        EngineEvent::MessageAppended(crate::session::protocol::MessageAppendedEvent {
-            message: assistant("scout found it"),
-        }),
-    ));
+    applier.event(scout_says(&scout, &f.child.id, "scout found it"));
     let transcript = f.store.load(&scout).unwrap().transcript;
     assert!(matches!(transcript.last(), Some(m) if m.text() == "scout found it"));
     assert!(f.child.transcript_snapshot().is_empty());
