@@ -223,6 +223,13 @@ mod tests {
         Event::new("root", None, msg)
     }
 
+    /// A root thread of session `root`.
+    fn root_thread() -> Thread {
+        let mut t = Thread::new_root(None);
+        t.session_id = Some("root".into());
+        t
+    }
+
     fn appended(message: &Value) -> Event {
         ev(EngineEvent::appended(
             serde_json::from_value(message.clone()).unwrap(),
@@ -256,8 +263,7 @@ mod tests {
     #[test]
     fn a_resuming_task_card_names_its_agent_once_the_session_is_resumed() {
         let theme = Theme::builtin_dark(true);
-        let mut t = Thread::new_root(None);
-        t.session_id = Some("root".into());
+        let mut t = root_thread();
         let resume = json!({"role": "assistant", "content": [
             {"type": "tool_call", "id": "c2", "name": "task", "input": {"session_id": "abc-def_scout", "instruction": "Look again"}}
         ]});
@@ -287,8 +293,7 @@ mod tests {
     #[test]
     fn task_card_learns_its_child_and_result() {
         let theme = Theme::builtin_dark(true);
-        let mut t = Thread::new_root(None);
-        t.session_id = Some("root".into());
+        let mut t = root_thread();
         let assistant = json!({"role": "assistant", "content": [
             {"type": "text", "text": "Delegating."},
             {"type": "tool_call", "id": "c1", "name": "task", "input": {"agent": "explorer", "instruction": "Look around"}}
@@ -339,8 +344,7 @@ mod tests {
     #[test]
     fn a_call_id_reused_by_a_later_response_gets_its_own_card() {
         let theme = Theme::builtin_dark(true);
-        let mut t = Thread::new_root(None);
-        t.session_id = Some("root".into());
+        let mut t = root_thread();
         let call = json!({"role": "assistant", "content": [
             {"type": "tool_call", "id": "call_1", "name": "task", "input": {"agent": "explorer", "instruction": "Look"}}
         ]});
