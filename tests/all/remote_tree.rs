@@ -346,24 +346,21 @@ fn dirs_of(root: &TestEnv, agent: &str) -> Vec<std::path::PathBuf> {
 /// answer (the worker's scratch store has no scout), and the answers reach the root.
 #[test]
 fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
-    let Some(nats) = NatsServer::start() else {
+    let Some(tree) = Stalled::start("tree-dead", 0) else {
         return;
     };
-    let model = root_model();
-    let root = tree_root(&model.base_url, &nats.url, "tree-dead");
-    let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let worker_llm = stalling_model(scouts.clone(), 0);
-    let start_worker = || scout_worker(&nats.url, &worker_llm.base_url, "tree-dead");
+    let root = &tree.root;
+    let start_worker = || tree.worker();
     let first = start_worker();
-    let mut run = spawn_run(&root, "Delegate it");
-    let scout_dir = || dirs_of(&root, SCOUT).pop();
-    let helper_dir = || dirs_of(&root, HELPER).pop();
+    let mut run = spawn_run(root, "Delegate it");
+    let scout_dir = || dirs_of(root, SCOUT).pop();
+    let helper_dir = || dirs_of(root, HELPER).pop();
     wait_until(
         60,
         "the scout never reached its model",
         || first.output(),
         || {
-            scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
+            tree.scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
                 && scout_dir().is_some_and(|d| metadata(&d)["status"] == "running")
         },
     );
@@ -372,8 +369,8 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     drop(first);
 
     let second = start_worker();
-    let root_id = root_session_of(&root);
-    let out = spawn_arbor(&root, &["session", "continue", &root_id, "--tree", "--yes"]);
+    let root_id = root_session_of(root);
+    let out = spawn_arbor(root, &["session", "continue", &root_id, "--tree", "--yes"]);
     let out = finish(out, 120, || second.output());
     let (stdout, context) = said(&out, &second.output());
     assert!(out.status.success(), "{context}");
@@ -386,11 +383,12 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     );
     // The scout ran again on the worker, never on the root's model.
     assert_eq!(
-        scouts.load(std::sync::atomic::Ordering::SeqCst),
+        tree.scouts.load(std::sync::atomic::Ordering::SeqCst),
         2,
         "{context}"
     );
-    let root_asked_a_scout = model
+    let root_asked_a_scout = tree
+        .model
         .requests()
         .iter()
         .any(|b| content_text(&b["messages"][0]).contains("You are scout."));
@@ -455,6 +453,42 @@ fn resuming_reply(body: &Value) -> Reply {
             "s1".to_string(),
             json!({"agent": SCOUT, "instruction": "Look"}),
         )]))
+    }
+}
+
+/// A remote tree whose scouts stall (`stalling_model`): a server, a root of pool
+/// `pool` with its model, and the workers' model, which counts the scouts' requests.
+struct Stalled {
+    nats: NatsServer,
+    model: ScriptedServer,
+    root: TestEnv,
+    scouts: Arc<std::sync::atomic::AtomicUsize>,
+    worker_llm: ScriptedServer,
+    pool: &'static str,
+}
+
+impl Stalled {
+    /// Starts the server and both models, and sets up the root; `None` when the NATS
+    /// server cannot be had outside CI (`NatsServer::start`).
+    fn start(pool: &'static str, stall: usize) -> Option<Self> {
+        let nats = NatsServer::start()?;
+        let model = root_model();
+        let root = tree_root(&model.base_url, &nats.url, pool);
+        let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let worker_llm = stalling_model(scouts.clone(), stall);
+        Some(Self {
+            nats,
+            model,
+            root,
+            scouts,
+            worker_llm,
+            pool,
+        })
+    }
+
+    /// A worker of the pool with the scout agent.
+    fn worker(&self) -> WorkerProc {
+        scout_worker(&self.nats.url, &self.worker_llm.base_url, self.pool)
     }
 }
 
@@ -553,23 +587,20 @@ fn a_later_remote_run_resumes_its_scout_by_id() {
 /// "interrupted, continue it" instead of with the first run's answer.
 #[test]
 fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
-    let Some(nats) = NatsServer::start() else {
+    let Some(tree) = Stalled::start("tree-lost", 1) else {
         return;
     };
-    let model = root_model();
-    let root = tree_root(&model.base_url, &nats.url, "tree-lost");
-    let scouts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let worker_llm = stalling_model(scouts.clone(), 1);
-    let start_worker = || scout_worker(&nats.url, &worker_llm.base_url, "tree-lost");
+    let (root, worker_llm) = (&tree.root, &tree.worker_llm);
+    let start_worker = || tree.worker();
     let first = start_worker();
-    let run = finish(spawn_run(&root, "Delegate it"), 120, || first.output());
+    let run = finish(spawn_run(root, "Delegate it"), 120, || first.output());
     assert!(run.status.success(), "{}", first.output());
-    let helper = dirs_of(&root, HELPER).pop().expect("the helper");
+    let helper = dirs_of(root, HELPER).pop().expect("the helper");
     let helper_id = session_id_in(&helper);
-    let scout_dir = dirs_of(&root, SCOUT).pop().expect("the scout");
+    let scout_dir = dirs_of(root, SCOUT).pop().expect("the scout");
 
     let again = spawn_arbor(
-        &root,
+        root,
         &[
             "session",
             "resume",
@@ -583,7 +614,7 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
         60,
         "the resumed scout's turn never reached the root",
         || first.output(),
-        || scouts.load(std::sync::atomic::Ordering::SeqCst) == 2 && transcript().len() == 3,
+        || tree.scouts.load(std::sync::atomic::Ordering::SeqCst) == 2 && transcript().len() == 3,
     );
     drop(first);
     let second = start_worker();
