@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::payload::Payload;
 use crate::config::MountPlan;
-use crate::session::protocol::{AllowScope, ApprovalDecision, Event};
+use crate::session::protocol::{AllowScope, ApprovalDecision, Event, ToolPreEvent};
 use crate::session::{Message, Metadata, SessionId, SessionStatus};
 
 /// The version of [`Job`] this build writes and reads; a job of another version is
@@ -206,6 +206,15 @@ pub struct Job {
     pub subtree: Option<Payload<Vec<CarriedSession>>>,
 }
 
+/// The `tool:pre` events of a session's delegation calls as the root's
+/// `events.jsonl` holds them (`SessionStore::task_calls`), `tool_input` emptied
+/// (`null`): the call id, the tool and the sub-session it started or resumed. A worker
+/// writes them into the session's `events.jsonl` in its scratch store, so that the
+/// crash repair before a turn (`engine::recovered`) answers an unanswered call with
+/// its sub-session's answer, or its id and how to continue it, as it would at the
+/// root, instead of "cancelled: no result was recorded".
+pub type TaskCalls = Vec<ToolPreEvent>;
+
 /// One stored sub-session a [`Job`] carries to the worker ([`Job::subtree`]): its
 /// metadata (its `config` as stored: redacted) and transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,6 +223,10 @@ pub struct CarriedSession {
     pub metadata: Metadata,
     /// Its transcript as the root stores it.
     pub transcript: Vec<Message>,
+    /// Its delegation calls ([`TaskCalls`]); absent when it has none and from older
+    /// roots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_calls: TaskCalls,
 }
 
 /// The repository side of a [`Job`] (issue 25's worktrees, across machines).
@@ -394,6 +407,11 @@ pub struct SyncReply {
     /// copies. Absent from older roots, and when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subtree: Option<Payload<Vec<CarriedSession>>>,
+    /// The session's delegation calls as the root stores them now ([`TaskCalls`]):
+    /// the lost worker's calls included, so the redelivered run's repair links each
+    /// to its sub-session. Absent when it has none and from older roots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_calls: TaskCalls,
     /// Why the root sends no session (set instead of the others).
     pub error: Option<String>,
 }

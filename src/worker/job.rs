@@ -362,7 +362,7 @@ async fn execute(
     // Emptied and kept for the next job when this one ends (`job_dirs`).
     let dir = ctx.job_dirs.take()?;
     let files = cut_files(ctx, job, dir.path()).await?;
-    let (root_meta, transcript, resume, synced) =
+    let (root_meta, transcript, resume, synced, task_calls) =
         match start(ctx, job, attempt, out, &files).await? {
             Start::Answered(done) => return Ok(Some(done)),
             Start::Run {
@@ -370,7 +370,8 @@ async fn execute(
                 transcript,
                 resume,
                 carried,
-            } => (*metadata, transcript, resume, carried),
+                task_calls,
+            } => (*metadata, transcript, resume, carried, task_calls),
         };
     let wip = work_in_progress(ctx, job, (&files, dir.path()), resume, out).await?;
     let paths = Paths {
@@ -389,7 +390,7 @@ async fn execute(
     for note in &sessions.dropped {
         tracing::warn!(session, "worker: {note}");
     }
-    let carried = into_scratch(&sessions_dir, sessions, transcript).await?;
+    let carried = into_scratch(&sessions_dir, sessions, (transcript, task_calls)).await?;
     let (engine, room) = engine_for(ctx, job, paths, out)?;
     let command = command_for(job, resume);
     let mut subtree = Subtree::new(job.session_id.clone(), sessions_dir.clone());
@@ -530,6 +531,8 @@ struct Synced {
     /// Its own sub-sessions (`SyncReply::subtree`; `None` from an older root, or when
     /// it has none: the job's copies serve).
     carried: Option<Vec<CarriedSession>>,
+    /// Its delegation calls (`SyncReply::task_calls`).
+    task_calls: crate::remote::wire::TaskCalls,
 }
 
 /// Why one sync request did not give the session.
@@ -577,6 +580,7 @@ async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, SyncEr
             metadata: *metadata,
             transcript: transcript.unpack(&ctx.payloads).await.map_err(unpacked)?,
             carried,
+            task_calls: reply.task_calls,
         }),
         _ => Err(SyncError::Final(JobError::Sync(
             "the root's answer has no metadata or transcript".into(),

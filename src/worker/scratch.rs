@@ -23,6 +23,7 @@ use crate::config::MountPlan;
 use crate::isolation::{Repo, WorktreeRecord};
 use crate::remote::wire::RanOn;
 use crate::session::message::Meta;
+use crate::session::protocol::{EngineEvent, Event, ToolPreEvent};
 use crate::session::{Message, Metadata, SessionStatus, SessionStore, StoreError};
 
 /// Where a job runs on the worker and where it may write: its working directory, its
@@ -193,18 +194,25 @@ pub fn answered(before: usize, synced: &[Message]) -> Option<String> {
     }
 }
 
-/// Writes the session `metadata` with `transcript` into `store` (created, every
-/// message appended, synced, its lock released), ready for the engine to resume.
+/// Writes the session `metadata` with `transcript` and its delegation calls
+/// `task_calls` (as `tool:pre` lines of its `events.jsonl`, `wire::TaskCalls`) into
+/// `store` (created, every message appended, synced, its lock released), ready for the
+/// engine to resume.
 ///
 /// Errors: the store cannot be written (`StoreError`).
 pub fn materialise(
     store: &SessionStore,
     metadata: &Metadata,
     transcript: &[Message],
+    task_calls: &[ToolPreEvent],
 ) -> Result<(), StoreError> {
     let mut writer = store.create(metadata)?;
     for message in transcript {
         writer.append_message(message)?;
+    }
+    let (id, parent) = (metadata.session_id.as_str(), metadata.parent_id.as_deref());
+    for call in task_calls {
+        writer.append_event(&Event::new(id, parent, EngineEvent::ToolPre(call.clone())))?;
     }
     writer.sync()?;
     Ok(())
@@ -403,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn materialised_sessions_load_back_and_the_guard_removes_the_project() {
+    fn materialised_sessions_load_back_with_their_task_links_and_the_guard_removes_the_project() {
         let dir = tempfile::tempdir().unwrap();
         let sessions = dir.path().join("projects").join("slug").join("sessions");
         let store = SessionStore::new(&sessions);
@@ -414,10 +422,26 @@ mod tests {
             ..Default::default()
         };
         let transcript = vec![Message::user("hello")];
-        materialise(&store, &metadata, &transcript).unwrap();
+        let call = ToolPreEvent {
+            tool_name: "task".into(),
+            tool_call_id: "call_7".into(),
+            tool_input: serde_json::Value::Null,
+            task: Some(crate::session::protocol::TaskCallFields {
+                sub_session_id: "fedcba9876543210-1111111111111111_scout".into(),
+                parent_session_id: metadata.session_id.clone(),
+                depth: 2,
+            }),
+        };
+        materialise(&store, &metadata, &transcript, &[call]).unwrap();
         let loaded = store.load(&metadata.session_id).unwrap();
         assert_eq!(loaded.transcript.len(), 1);
         assert_eq!(loaded.transcript[0].text(), "hello");
+        // The repair before a turn links the call to its sub-session by these.
+        let links = store.task_links(&metadata.session_id).unwrap();
+        assert_eq!(
+            links.get("call_7").map(String::as_str),
+            Some("fedcba9876543210-1111111111111111_scout")
+        );
         drop(StoreGuard::new(&sessions));
         assert!(!dir.path().join("projects").join("slug").exists());
         assert!(dir.path().join("projects").exists());

@@ -412,6 +412,65 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
     assert_eq!(metadata(&helper)["remote_runs"], 2, "{context}");
 }
 
+/// A root and its worker killed while a remote child's scout waits for its model, then
+/// `arbor session continue` of the child alone with another worker: the repair of the
+/// child's unanswered call (at the root, before its turn is dispatched) names the
+/// interrupted scout and how to continue it, so the child's model, on the worker,
+/// resumes that scout by id instead of starting another, and its answer reaches the
+/// root.
+#[test]
+fn continuing_a_remote_child_alone_names_its_interrupted_scout_to_resume() {
+    let Some(tree) = Stalled::start("tree-alone", 0) else {
+        return;
+    };
+    let root = &tree.root;
+    let first = tree.worker();
+    let mut run = spawn_run(root, "Delegate it");
+    wait_until(
+        60,
+        "the scout never reached its model",
+        || first.output(),
+        || {
+            tree.scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
+                && dirs_of(root, SCOUT)
+                    .pop()
+                    .is_some_and(|d| metadata(&d)["status"] == "running")
+        },
+    );
+    run.kill().unwrap();
+    run.wait().unwrap();
+    drop(first);
+    let helper_id = session_id_in(&dirs_of(root, HELPER).pop().expect("the helper"));
+    let scout_dir = dirs_of(root, SCOUT).pop().expect("the scout");
+    let scout_id = session_id_in(&scout_dir);
+
+    let second = tree.worker();
+    let out = spawn_arbor(root, &["session", "continue", &helper_id, "--yes"]);
+    let out = finish(out, 120, || second.output());
+    let (stdout, context) = said(&out, &second.output());
+    assert!(out.status.success(), "{context}");
+    let repaired: Vec<String> = tree
+        .worker_llm
+        .requests()
+        .iter()
+        .flat_map(|b| b["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "s1")
+        .map(|m| content_text(&m))
+        .collect();
+    assert!(
+        repaired
+            .iter()
+            .any(|t| t.contains(&format!("session_id \"{scout_id}\" to continue it"))),
+        "{repaired:?}\n{context}"
+    );
+    // The child resumed that scout (no second one) and its answer came back.
+    assert!(stdout.contains(AGAIN), "{context}");
+    let scouts = dirs_of(root, SCOUT);
+    assert_eq!(scouts, std::slice::from_ref(&scout_dir), "{context}");
+    let scout = metadata(&scout_dir);
+    assert_eq!(scout["status"], "completed", "{scout}");
+}
+
 /// What a scout answers when asked a second time.
 const AGAIN: &str = "scout found it again";
 
@@ -439,10 +498,7 @@ fn resuming_reply(body: &Value) -> Reply {
         let scout = messages
             .iter()
             .filter(|m| m["role"] == "tool")
-            .find_map(|m| {
-                let result: Value = serde_json::from_str(&content_text(m)).ok()?;
-                result["session_id"].as_str().map(str::to_string)
-            })
+            .find_map(|m| named_session(&content_text(m)))
             .unwrap_or_default();
         Reply::Sse(sse_task_calls(&[(
             "s2".to_string(),
@@ -454,6 +510,16 @@ fn resuming_reply(body: &Value) -> Reply {
             json!({"agent": SCOUT, "instruction": "Look"}),
         )]))
     }
+}
+
+/// The sub-session a task result names: its `session_id` key, or the id in a
+/// repaired call's `… session_id "<id>" to continue it`.
+fn named_session(result: &str) -> Option<String> {
+    if let Ok(result) = serde_json::from_str::<Value>(result) {
+        return result["session_id"].as_str().map(str::to_string);
+    }
+    let (_, rest) = result.split_once("session_id \"")?;
+    rest.split_once('"').map(|(id, _)| id.to_string())
 }
 
 /// A remote tree whose scouts stall (`stalling_model`): a server, a root of pool
@@ -494,7 +560,8 @@ impl Stalled {
 
 /// [`resuming_model`], with the scout request number `stall` (0 the first) never
 /// answered (its worker is killed meanwhile); its helper also resumes the scout when
-/// its call to it got no result (its worker was lost). `scouts` counts the scout
+/// its call to it got no result (its worker was lost), by the id the repaired result
+/// names or else the one its first result named. `scouts` counts the scout
 /// requests.
 fn stalling_model(scouts: Arc<std::sync::atomic::AtomicUsize>, stall: usize) -> ScriptedServer {
     ScriptedServer::start(Arc::new(move |body: Value| {
@@ -508,7 +575,7 @@ fn stalling_model(scouts: Arc<std::sync::atomic::AtomicUsize>, stall: usize) -> 
             .map(content_text)
             .unwrap_or_default();
         let reply = match nth {
-            None if last.contains("no result was recorded") => {
+            None if last.contains("no result was recorded") || last.contains("to continue it") => {
                 let mut asked = body.clone();
                 let messages = asked["messages"].as_array_mut().unwrap();
                 messages.push(json!({"role": "user", "content": "again"}));
@@ -633,4 +700,20 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
     let users = user_texts(&asked);
     assert_eq!(users.len(), 3, "{users:?}\n{context}");
     assert_eq!(transcript().len(), 5, "{:?}", transcript());
+    // The new worker's repair linked the helper's unanswered call to the scout it
+    // resumed (the root's task calls came with the sync answer): the result names the
+    // scout and how to continue it, as a repair at the root would.
+    let scout_id = session_id_in(&scout_dir);
+    let repaired: Vec<String> = worker_llm
+        .requests()
+        .iter()
+        .flat_map(|b| b["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "s2")
+        .map(|m| content_text(&m))
+        .collect();
+    assert!(
+        repaired.iter().any(|t| t.contains("no result was recorded")
+            && t.contains(&format!("session_id \"{scout_id}\" to continue it"))),
+        "{repaired:?}\n{context}"
+    );
 }

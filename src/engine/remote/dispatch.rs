@@ -456,6 +456,7 @@ impl Link {
                 metadata: None,
                 transcript: None,
                 subtree: None,
+                task_calls: Vec::new(),
                 error: Some(format!("refused: {reason}")),
             };
             if let Ok(body) = serde_json::to_vec(&refused) {
@@ -481,10 +482,11 @@ impl Link {
         let answer = match self.hub.payloads().await {
             Ok(store) => match Payload::pack(&store, &name, transcript).await {
                 Ok(transcript) => match carried::now(&store, child, &name).await {
-                    Ok(subtree) => SyncReply {
+                    Ok((subtree, task_calls)) => SyncReply {
                         metadata: Some(Box::new(child.metadata())),
                         transcript: Some(transcript),
                         subtree,
+                        task_calls,
                         error: None,
                     },
                     Err(e) => sync_error(e),
@@ -630,6 +632,7 @@ fn sync_error(e: RemoteError) -> SyncReply {
         metadata: None,
         transcript: None,
         subtree: None,
+        task_calls: Vec::new(),
         error: Some(e.to_string()),
     }
 }

@@ -2,10 +2,11 @@
 //! the session's `events.jsonl` (issue 23 item 1: a parent whose process died during
 //! its task calls gets each continued child's answer as the call's result).
 //!
-//! Owns: [`SessionStore::task_links`]. Does not own: the event shapes (`protocol`:
-//! `tool:pre` carries `tool_call_id` and, for a task call, `sub_session_id` — written
-//! before the sub-session is created, so a kill at any later point leaves the link),
-//! what is done with the links (`engine::recovered`).
+//! Owns: [`SessionStore::task_calls`] and [`SessionStore::task_links`]. Does not own:
+//! the event shapes (`protocol`: `tool:pre` carries `tool_call_id` and, for a task
+//! call, `sub_session_id` — written before the sub-session is created, so a kill at any
+//! later point leaves the link), what is done with the links (`engine::recovered`),
+//! carrying them to a worker (`remote::wire::TaskCalls`).
 
 use std::collections::HashMap;
 use std::io::BufReader;
@@ -13,25 +14,24 @@ use std::io::BufReader;
 use super::EVENTS_FILE;
 use super::files::{CappedLines, MAX_LINE_BYTES, open_regular};
 use super::{SessionStore, StoreError};
-use crate::session::protocol::{EngineEvent, Event};
+use crate::session::protocol::{EngineEvent, Event, ToolPreEvent};
 
 impl SessionStore {
-    /// `tool_call_id → sub_session_id` for every `task` call of session `id`, from the
-    /// `tool:pre` lines of its `events.jsonl` (a call id that repeats across turns maps
-    /// to its latest call's sub-session). A missing `events.jsonl` gives an empty map;
-    /// lines that do not parse are skipped, and a read that fails part-way keeps what
-    /// was read before it (logged).
+    /// The `tool:pre` event of every `task` call of session `id` (those with
+    /// [`crate::session::protocol::TaskCallFields`]), in the order of its
+    /// `events.jsonl`. A missing `events.jsonl` gives none; lines that do not parse are
+    /// skipped, and a read that fails part-way keeps what was read before it (logged).
     ///
     /// Errors: an invalid id (`InvalidId`), no such session (`NotFound`).
-    pub fn task_links(&self, id: &str) -> Result<HashMap<String, String>, StoreError> {
+    pub fn task_calls(&self, id: &str) -> Result<Vec<ToolPreEvent>, StoreError> {
         let path = self.existing_dir(id)?.join(EVENTS_FILE);
-        let mut links = HashMap::new();
+        let mut calls = Vec::new();
         let file = match open_regular(&path) {
             Ok(Some(file)) => file,
-            Ok(None) => return Ok(links),
+            Ok(None) => return Ok(calls),
             Err(e) => {
                 tracing::warn!(session = id, "task links not read: {e}");
-                return Ok(links);
+                return Ok(calls);
             }
         };
         let mut lines = CappedLines::new(BufReader::new(file), &path, MAX_LINE_BYTES);
@@ -39,10 +39,10 @@ impl SessionStore {
         loop {
             match lines.next_into(&mut line) {
                 Ok(true) => {}
-                Ok(false) => return Ok(links),
+                Ok(false) => return Ok(calls),
                 Err(e) => {
                     tracing::warn!(session = id, "task links read in part: {e}");
-                    return Ok(links);
+                    return Ok(calls);
                 }
             }
             // Most lines are other events: parse only the task calls' `tool:pre`.
@@ -54,13 +54,29 @@ impl SessionStore {
                 msg: EngineEvent::ToolPre(pre),
                 ..
             }) = Event::from_log_line(&text)
-                && let Some(task) = pre.task
+                && pre.task.is_some()
             {
-                links.insert(
-                    String::from(pre.tool_call_id),
-                    String::from(task.sub_session_id),
-                );
+                calls.push(pre);
             }
         }
+    }
+
+    /// `tool_call_id → sub_session_id` for every `task` call of session `id`
+    /// ([`SessionStore::task_calls`]; a call id that repeats across turns maps to its
+    /// latest call's sub-session).
+    ///
+    /// Errors: as [`SessionStore::task_calls`].
+    pub fn task_links(&self, id: &str) -> Result<HashMap<String, String>, StoreError> {
+        Ok(self
+            .task_calls(id)?
+            .into_iter()
+            .filter_map(|pre| {
+                let task = pre.task?;
+                Some((
+                    String::from(pre.tool_call_id),
+                    String::from(task.sub_session_id),
+                ))
+            })
+            .collect())
     }
 }

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::remote::wire::CarriedSession;
+use crate::remote::wire::{CarriedSession, TaskCalls};
 use crate::session::SessionId;
 
 /// A job's files on this worker: the worktree of the job's commit (`None` outside a
@@ -66,11 +66,14 @@ pub(super) enum Start {
     /// run with the engine's crash repair instead of submitting the instruction;
     /// `carried`: the session's sub-sessions as the root stores them now (a
     /// redelivery), `None` for the job's own copies (`Job::subtree`).
+    /// `task_calls`: the session's delegation calls as the root stores them now
+    /// (`wire::TaskCalls`; a redelivery's: a first attempt's calls are all answered).
     Run {
         metadata: Box<Metadata>,
         transcript: Vec<Message>,
         resume: bool,
         carried: Option<Vec<CarriedSession>>,
+        task_calls: TaskCalls,
     },
 }
 
@@ -92,6 +95,7 @@ pub(super) async fn start(
             transcript: before,
             resume: false,
             carried: None,
+            task_calls: Vec::new(),
         });
     }
     let session = job.session_id.to_string();
@@ -99,6 +103,7 @@ pub(super) async fn start(
         metadata,
         transcript: synced,
         carried,
+        task_calls,
     } = sync(ctx, &session, out).await?;
     let Some(response) = scratch::answered(before.len(), &synced) else {
         let resume = scratch::resumes(before.len(), &synced);
@@ -107,6 +112,7 @@ pub(super) async fn start(
             transcript: synced,
             resume,
             carried,
+            task_calls,
         });
     };
     let changes = match (&files.tree, writes(job)) {
@@ -197,6 +203,7 @@ pub(super) fn worker_metadata(
             CarriedSession {
                 metadata,
                 transcript: c.transcript,
+                task_calls: c.task_calls,
             }
         })
         .collect();
@@ -207,14 +214,15 @@ pub(super) fn worker_metadata(
     })
 }
 
-/// Puts the job's session (`metadata`, `transcript`) and the stored sub-sessions it
-/// carries into the scratch store `sessions_dir`; the carried ones' ids.
+/// Puts the job's session (`metadata`, `transcript`, its delegation calls
+/// `task_calls`) and the stored sub-sessions it carries into the scratch store
+/// `sessions_dir`; the carried ones' ids.
 ///
 /// Errors: a session cannot be written (`Store`), the blocking task failed (`Io`).
 pub(super) async fn into_scratch(
     sessions_dir: &Path,
     sessions: WorkerSessions,
-    transcript: Vec<Message>,
+    (transcript, task_calls): (Vec<Message>, TaskCalls),
 ) -> Result<Vec<SessionId>, JobError> {
     let ids = sessions
         .carried
@@ -228,10 +236,10 @@ pub(super) async fn into_scratch(
     );
     blocking(move || {
         let store = SessionStore::new(dir);
-        scratch::materialise(&store, &metadata, &transcript)?;
-        carried
-            .iter()
-            .try_for_each(|c| scratch::materialise(&store, &c.metadata, &c.transcript))
+        scratch::materialise(&store, &metadata, &transcript, &task_calls)?;
+        carried.iter().try_for_each(|c| {
+            scratch::materialise(&store, &c.metadata, &c.transcript, &c.task_calls)
+        })
     })
     .await??;
     Ok(ids)

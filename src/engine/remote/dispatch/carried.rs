@@ -4,8 +4,10 @@
 //! resumes by id.
 //!
 //! Owns: finding and reading them ([`subtree_of`]; an unreadable one is left out and
-//! logged: the run goes on, and resuming that one fails on the worker as "not found")
-//! and packing them for the job ([`for_job`]). Does not own: the rest of the job
+//! logged: the run goes on, and resuming that one fails on the worker as "not found"),
+//! each one's delegation calls ([`task_calls_of`], `wire::TaskCalls`: the worker's
+//! crash repair links a call to its sub-session by them; a redelivery's sync answer
+//! carries the session's own, [`now`]) and packing them for the job ([`for_job`]). Does not own: the rest of the job
 //! (`dispatch`), what the worker does with them (`worker::job::setup`), applying what
 //! comes back (`apply`).
 
@@ -13,14 +15,16 @@ use async_nats::jetstream::object_store::ObjectStore;
 
 use crate::engine::env::TurnEnv;
 use crate::engine::live::LiveSession;
-use crate::remote::wire::{self, CarriedSession};
+use crate::remote::wire::{self, CarriedSession, TaskCalls};
 use crate::remote::{Payload, RemoteError};
 use crate::session::tree::{build_tree, subtree_ids};
 use crate::session::{SessionId, SessionStore};
 
 /// The job's `subtree` for run `run` of `session` — `None` when `delegated` is false
 /// (a session without a transcript has no sub-sessions) or it has none; packed into
-/// `payloads` when large — and the ids of the sessions it carries.
+/// `payloads` when large — and the ids of the sessions it carries. The session's own
+/// calls are all answered by then: the root repairs a session before its turn, remote
+/// or not.
 ///
 /// Errors: the object store refuses the payload, or the session id is no subject token.
 pub(super) async fn for_job(
@@ -50,29 +54,49 @@ pub(super) async fn for_job(
     Ok((Some(Payload::pack(payloads, &name, carried).await?), ids))
 }
 
+/// Session `id`'s delegation calls in `store` (`SessionStore::task_calls`), each
+/// `tool_input` emptied (the instruction is in the transcript already); none when they
+/// cannot be read (logged: the worker's repair then answers such a call "cancelled").
+pub(super) fn task_calls_of(store: &SessionStore, id: &str) -> TaskCalls {
+    match store.task_calls(id) {
+        Ok(mut calls) => {
+            for call in &mut calls {
+                call.tool_input = serde_json::Value::Null;
+            }
+            calls
+        }
+        Err(e) => {
+            tracing::warn!(session = id, "its task calls are not carried: {e}");
+            Vec::new()
+        }
+    }
+}
+
 /// The sub-sessions of `child` as the root's store holds them now, for the answer to
 /// a redelivered job's sync request (`SyncReply::subtree`), packed into `payloads`
-/// under `<name>-subtree` when large; `None` when it has none.
+/// under `<name>-subtree` when large (`None` when it has none), and the child's
+/// delegation calls (`SyncReply::task_calls`).
 ///
 /// Errors: the object store refuses the payload.
 pub(super) async fn now(
     payloads: &ObjectStore,
     child: &LiveSession,
     name: &str,
-) -> Result<Option<Payload<Vec<CarriedSession>>>, RemoteError> {
+) -> Result<(Option<Payload<Vec<CarriedSession>>>, TaskCalls), RemoteError> {
     let Some(sessions) = child.dir().parent().map(SessionStore::new) else {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     };
     let id = child.id.to_string();
-    let carried = tokio::task::spawn_blocking(move || subtree_of(&sessions, &id))
-        .await
-        .unwrap_or_default();
+    let (carried, task_calls) = tokio::task::spawn_blocking(move || {
+        (subtree_of(&sessions, &id), task_calls_of(&sessions, &id))
+    })
+    .await
+    .unwrap_or_default();
     if carried.is_empty() {
-        return Ok(None);
+        return Ok((None, task_calls));
     }
-    Ok(Some(
-        Payload::pack(payloads, &format!("{name}-subtree"), carried).await?,
-    ))
+    let subtree = Payload::pack(payloads, &format!("{name}-subtree"), carried).await?;
+    Ok((Some(subtree), task_calls))
 }
 
 /// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
@@ -93,6 +117,7 @@ pub(super) fn subtree_of(store: &SessionStore, child: &str) -> Vec<CarriedSessio
     below
         .filter_map(|id| match store.load(&id) {
             Ok(loaded) => Some(CarriedSession {
+                task_calls: task_calls_of(store, &id),
                 metadata: loaded.metadata,
                 transcript: loaded.transcript,
             }),
@@ -111,6 +136,7 @@ pub(super) fn subtree_of(store: &SessionStore, child: &str) -> Vec<CarriedSessio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::protocol::{EngineEvent, Event, TaskCallFields, ToolPreEvent};
     use crate::session::{Message, Metadata};
 
     fn stored(store: &SessionStore, id: &str, parent: Option<&str>) {
@@ -140,6 +166,22 @@ mod tests {
         stored(&store, grandchild, Some(child));
         stored(&store, great, Some(grandchild));
         stored(&store, other, Some(root));
+        // The grandchild delegated to the great-grandchild: the call goes with it, its
+        // input left behind (the transcript has it).
+        let call = ToolPreEvent {
+            tool_name: "task".into(),
+            tool_call_id: "call_1".into(),
+            tool_input: serde_json::json!({"agent": "scout", "instruction": "dig"}),
+            task: Some(TaskCallFields {
+                sub_session_id: great.into(),
+                parent_session_id: grandchild.into(),
+                depth: 3,
+            }),
+        };
+        let mut writer = store.open(grandchild).unwrap();
+        let event = Event::new(grandchild, Some(child), EngineEvent::ToolPre(call.clone()));
+        writer.append_event(&event).unwrap();
+        drop(writer);
         let carried = subtree_of(&store, child);
         let ids: Vec<&str> = carried
             .iter()
@@ -147,6 +189,12 @@ mod tests {
             .collect();
         assert_eq!(ids, [grandchild, great]);
         assert_eq!(carried[1].transcript[0].text(), format!("I am {great}"));
+        let carried_call = ToolPreEvent {
+            tool_input: serde_json::Value::Null,
+            ..call
+        };
+        assert_eq!(carried[0].task_calls, [carried_call]);
+        assert!(carried[1].task_calls.is_empty());
         assert!(subtree_of(&store, other).is_empty());
         assert!(subtree_of(&store, "ffffffffffffffff").is_empty());
     }
