@@ -350,25 +350,11 @@ fn continue_tree_runs_a_remote_childs_interrupted_sub_session_on_a_worker() {
         return;
     };
     let root = &tree.root;
-    let start_worker = || tree.worker();
-    let first = start_worker();
-    let mut run = spawn_run(root, "Delegate it");
     let scout_dir = || dirs_of(root, SCOUT).pop();
     let helper_dir = || dirs_of(root, HELPER).pop();
-    wait_until(
-        60,
-        "the scout never reached its model",
-        || first.output(),
-        || {
-            tree.scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
-                && scout_dir().is_some_and(|d| metadata(&d)["status"] == "running")
-        },
-    );
-    run.kill().unwrap();
-    run.wait().unwrap();
-    drop(first);
+    tree.killed_mid_scout();
 
-    let second = start_worker();
+    let second = tree.worker();
     let root_id = root_session_of(root);
     let out = spawn_arbor(root, &["session", "continue", &root_id, "--tree", "--yes"]);
     let out = finish(out, 120, || second.output());
@@ -424,22 +410,7 @@ fn continuing_a_remote_child_alone_names_its_interrupted_scout_to_resume() {
         return;
     };
     let root = &tree.root;
-    let first = tree.worker();
-    let mut run = spawn_run(root, "Delegate it");
-    wait_until(
-        60,
-        "the scout never reached its model",
-        || first.output(),
-        || {
-            tree.scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
-                && dirs_of(root, SCOUT)
-                    .pop()
-                    .is_some_and(|d| metadata(&d)["status"] == "running")
-        },
-    );
-    run.kill().unwrap();
-    run.wait().unwrap();
-    drop(first);
+    tree.killed_mid_scout();
     let helper_id = session_id_in(&dirs_of(root, HELPER).pop().expect("the helper"));
     let scout_dir = dirs_of(root, SCOUT).pop().expect("the scout");
     let scout_id = session_id_in(&scout_dir);
@@ -449,14 +420,7 @@ fn continuing_a_remote_child_alone_names_its_interrupted_scout_to_resume() {
     let out = finish(out, 120, || second.output());
     let (stdout, context) = said(&out, &second.output());
     assert!(out.status.success(), "{context}");
-    let repaired: Vec<String> = tree
-        .worker_llm
-        .requests()
-        .iter()
-        .flat_map(|b| b["messages"].as_array().cloned().unwrap_or_default())
-        .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "s1")
-        .map(|m| content_text(&m))
-        .collect();
+    let repaired = tree.results_of("s1");
     assert!(
         repaired
             .iter()
@@ -555,6 +519,37 @@ impl Stalled {
     /// A worker of the pool with the scout agent.
     fn worker(&self) -> WorkerProc {
         scout_worker(&self.nats.url, &self.worker_llm.base_url, self.pool)
+    }
+
+    /// Runs "Delegate it" on a worker of the pool and kills the root and that worker
+    /// while the (first, stalling) scout waits for its model, stored `running`.
+    fn killed_mid_scout(&self) {
+        let first = self.worker();
+        let mut run = spawn_run(&self.root, "Delegate it");
+        wait_until(
+            60,
+            "the scout never reached its model",
+            || first.output(),
+            || {
+                self.scouts.load(std::sync::atomic::Ordering::SeqCst) == 1
+                    && dirs_of(&self.root, SCOUT)
+                        .pop()
+                        .is_some_and(|d| metadata(&d)["status"] == "running")
+            },
+        );
+        run.kill().unwrap();
+        run.wait().unwrap();
+    }
+
+    /// The contents of the tool results the workers' model was sent for call `call`.
+    fn results_of(&self, call: &str) -> Vec<String> {
+        self.worker_llm
+            .requests()
+            .iter()
+            .flat_map(|b| b["messages"].as_array().cloned().unwrap_or_default())
+            .filter(|m| m["role"] == "tool" && m["tool_call_id"] == call)
+            .map(|m| content_text(&m))
+            .collect()
     }
 }
 
@@ -704,13 +699,7 @@ fn a_redelivered_run_resumes_from_the_roots_sub_sessions_as_they_are_now() {
     // resumed (the root's task calls came with the sync answer): the result names the
     // scout and how to continue it, as a repair at the root would.
     let scout_id = session_id_in(&scout_dir);
-    let repaired: Vec<String> = worker_llm
-        .requests()
-        .iter()
-        .flat_map(|b| b["messages"].as_array().cloned().unwrap_or_default())
-        .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "s2")
-        .map(|m| content_text(&m))
-        .collect();
+    let repaired = tree.results_of("s2");
     assert!(
         repaired.iter().any(|t| t.contains("no result was recorded")
             && t.contains(&format!("session_id \"{scout_id}\" to continue it"))),
