@@ -410,8 +410,8 @@ pub struct SyncReply {
     /// The session's delegation calls as the root stores them now ([`TaskCalls`]):
     /// the lost worker's calls included, so the redelivered run's repair links each
     /// to its sub-session. Absent when it has none and from older roots.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub task_calls: TaskCalls,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_calls: Option<Payload<TaskCalls>>,
     /// Why the root sends no session (set instead of the others).
     pub error: Option<String>,
 }

@@ -575,12 +575,16 @@ async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, SyncEr
         Some(subtree) => Some(subtree.unpack(&ctx.payloads).await.map_err(unpacked)?),
         None => None,
     };
+    let task_calls = match reply.task_calls {
+        Some(calls) => calls.unpack(&ctx.payloads).await.map_err(unpacked)?,
+        None => Vec::new(),
+    };
     match (reply.metadata, reply.transcript) {
         (Some(metadata), Some(transcript)) => Ok(Synced {
             metadata: *metadata,
             transcript: transcript.unpack(&ctx.payloads).await.map_err(unpacked)?,
             carried,
-            task_calls: reply.task_calls,
+            task_calls,
         }),
         _ => Err(SyncError::Final(JobError::Sync(
             "the root's answer has no metadata or transcript".into(),

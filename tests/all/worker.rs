@@ -170,7 +170,7 @@ async fn a_worker_that_loses_its_lease_goes_quiet_and_the_redelivery_resumes_fro
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(vec![Message::user("count forever")])),
         subtree: None,
-        task_calls: Vec::new(),
+        task_calls: None,
         error: None,
     };
     let answered = Arc::new(AtomicUsize::new(0));

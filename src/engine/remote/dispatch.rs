@@ -456,7 +456,7 @@ impl Link {
                 metadata: None,
                 transcript: None,
                 subtree: None,
-                task_calls: Vec::new(),
+                task_calls: None,
                 error: Some(format!("refused: {reason}")),
             };
             if let Ok(body) = serde_json::to_vec(&refused) {
@@ -632,7 +632,7 @@ fn sync_error(e: RemoteError) -> SyncReply {
         metadata: None,
         transcript: None,
         subtree: None,
-        task_calls: Vec::new(),
+        task_calls: None,
         error: Some(e.to_string()),
     }
 }

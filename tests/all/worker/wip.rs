@@ -113,7 +113,7 @@ async fn take_over(answer: Option<&str>) -> Option<Takeover> {
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(transcript)),
         subtree: None,
-        task_calls: Vec::new(),
+        task_calls: None,
         error: None,
     };
     tokio::spawn(async move {
@@ -234,7 +234,7 @@ async fn a_work_in_progress_that_does_not_apply_fails_the_redelivered_job() {
         metadata: Some(Box::new(job.metadata.clone())),
         transcript: Some(Payload::Inline(vec![Message::user("write")])),
         subtree: None,
-        task_calls: Vec::new(),
+        task_calls: None,
         error: None,
     };
     tokio::spawn(async move {

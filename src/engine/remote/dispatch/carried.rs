@@ -7,9 +7,9 @@
 //! logged: the run goes on, and resuming that one fails on the worker as "not found"),
 //! each one's delegation calls ([`task_calls_of`], `wire::TaskCalls`: the worker's
 //! crash repair links a call to its sub-session by them; a redelivery's sync answer
-//! carries the session's own, [`now`]) and packing them for the job ([`for_job`]). Does not own: the rest of the job
-//! (`dispatch`), what the worker does with them (`worker::job::setup`), applying what
-//! comes back (`apply`).
+//! carries the session's own, [`now`]) and packing them for the job ([`for_job`]).
+//! Does not own: the rest of the job (`dispatch`), what the worker does with them
+//! (`worker::job::setup`), applying what comes back (`apply`).
 
 use async_nats::jetstream::object_store::ObjectStore;
 
@@ -72,19 +72,25 @@ pub(super) fn task_calls_of(store: &SessionStore, id: &str) -> TaskCalls {
     }
 }
 
-/// The sub-sessions of `child` as the root's store holds them now, for the answer to
-/// a redelivered job's sync request (`SyncReply::subtree`), packed into `payloads`
-/// under `<name>-subtree` when large (`None` when it has none), and the child's
-/// delegation calls (`SyncReply::task_calls`).
+/// What a redelivered job's sync answer carries besides the session itself
+/// (`SyncReply::subtree`, `SyncReply::task_calls`), each packed when large.
+type Now = (
+    Option<Payload<Vec<CarriedSession>>>,
+    Option<Payload<TaskCalls>>,
+);
+
+/// The sub-sessions of `child` as the root's store holds them now, packed into
+/// `payloads` under `<name>-subtree` when large, and the child's delegation calls,
+/// under `<name>-calls`; each `None` when it has none.
 ///
-/// Errors: the object store refuses the payload.
+/// Errors: the object store refuses a payload.
 pub(super) async fn now(
     payloads: &ObjectStore,
     child: &LiveSession,
     name: &str,
-) -> Result<(Option<Payload<Vec<CarriedSession>>>, TaskCalls), RemoteError> {
+) -> Result<Now, RemoteError> {
     let Some(sessions) = child.dir().parent().map(SessionStore::new) else {
-        return Ok((None, Vec::new()));
+        return Ok((None, None));
     };
     let id = child.id.to_string();
     let (carried, task_calls) = tokio::task::spawn_blocking(move || {
@@ -92,11 +98,17 @@ pub(super) async fn now(
     })
     .await
     .unwrap_or_default();
-    if carried.is_empty() {
-        return Ok((None, task_calls));
-    }
-    let subtree = Payload::pack(payloads, &format!("{name}-subtree"), carried).await?;
-    Ok((Some(subtree), task_calls))
+    let subtree = if carried.is_empty() {
+        None
+    } else {
+        Some(Payload::pack(payloads, &format!("{name}-subtree"), carried).await?)
+    };
+    let task_calls = if task_calls.is_empty() {
+        None
+    } else {
+        Some(Payload::pack(payloads, &format!("{name}-calls"), task_calls).await?)
+    };
+    Ok((subtree, task_calls))
 }
 
 /// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
