@@ -362,17 +362,16 @@ async fn execute(
     // Emptied and kept for the next job when this one ends (`job_dirs`).
     let dir = ctx.job_dirs.take()?;
     let files = cut_files(ctx, job, dir.path()).await?;
-    let (root_meta, transcript, resume, synced, task_calls) =
-        match start(ctx, job, attempt, out, &files).await? {
-            Start::Answered(done) => return Ok(Some(done)),
-            Start::Run {
-                metadata,
-                transcript,
-                resume,
-                carried,
-                task_calls,
-            } => (*metadata, transcript, resume, carried, task_calls),
-        };
+    let (from, resume) = match start(ctx, job, attempt, out, &files).await? {
+        Start::Answered(done) => return Ok(Some(done)),
+        Start::Run { from, resume } => (*from, resume),
+    };
+    let Starting {
+        metadata: root_meta,
+        transcript,
+        carried: carried_now,
+        task_calls,
+    } = from;
     let wip = work_in_progress(ctx, job, (&files, dir.path()), resume, out).await?;
     let paths = Paths {
         cwd: files.work_dir.clone(),
@@ -381,7 +380,7 @@ async fn execute(
     let sessions_dir = paths.sessions_dir();
     let _store = StoreGuard::new(&sessions_dir);
     let scratch_dir = dir.path().join("scratch");
-    let carried = match (synced, &job.subtree) {
+    let carried = match (carried_now, &job.subtree) {
         (Some(now), _) => now,
         (None, Some(subtree)) => subtree.clone().unpack(&ctx.payloads).await?,
         (None, None) => Vec::new(),
@@ -508,7 +507,7 @@ async fn restore(ctx: &Ctx, tree: &JobTree, name: &str) -> Result<String, JobErr
 /// signed as the lease holder (`seal::request_sync`: the root answers no one else).
 /// Asked again (a second apart) while the root does not answer or says it could not
 /// read the server, for up to [`SYNC_FOR`]; a refusal is final.
-async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, JobError> {
+async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<Starting, JobError> {
     let started = Instant::now();
     loop {
         let error = match sync_once(ctx, session, out).await {
@@ -524,14 +523,18 @@ async fn sync(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, JobError> {
     }
 }
 
-/// The session as the root stores it now (a redelivered job's sync answer).
-struct Synced {
+/// The session a run starts from: the job's own on a first attempt, else the root's
+/// as it stores it now (a redelivered job's sync answer).
+struct Starting {
     metadata: Metadata,
     transcript: Vec<Message>,
-    /// Its own sub-sessions (`SyncReply::subtree`; `None` from an older root, or when
-    /// it has none: the job's copies serve).
+    /// Its own sub-sessions as the root stores them now (`SyncReply::subtree`; `None`
+    /// on a first attempt, from an older root, or when it has none: the job's copies,
+    /// `Job::subtree`, serve).
     carried: Option<Vec<CarriedSession>>,
-    /// Its delegation calls (`SyncReply::task_calls`).
+    /// Its delegation calls as the root stores them now (`SyncReply::task_calls`,
+    /// `wire::TaskCalls`; none on a first attempt, whose calls the root answered
+    /// before the job went out).
     task_calls: crate::remote::wire::TaskCalls,
 }
 
@@ -544,7 +547,7 @@ enum SyncError {
 }
 
 /// One request of [`sync`].
-async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, SyncError> {
+async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Starting, SyncError> {
     let subject = sync_subject(session)
         .map_err(RemoteError::from)
         .map_err(|e| SyncError::Final(e.into()))?;
@@ -580,7 +583,7 @@ async fn sync_once(ctx: &Ctx, session: &str, out: &Out) -> Result<Synced, SyncEr
         None => Vec::new(),
     };
     match (reply.metadata, reply.transcript) {
-        (Some(metadata), Some(transcript)) => Ok(Synced {
+        (Some(metadata), Some(transcript)) => Ok(Starting {
             metadata: *metadata,
             transcript: transcript.unpack(&ctx.payloads).await.map_err(unpacked)?,
             carried,

@@ -62,19 +62,9 @@ pub(super) async fn cut_files(ctx: &Ctx, job: &Job, dir: &Path) -> Result<JobFil
 pub(super) enum Start {
     /// A redelivered run the previous worker had finished: its answer, nothing to run.
     Answered(WorkerMsg),
-    /// Run it from this metadata and transcript; `resume`: continue the interrupted
-    /// run with the engine's crash repair instead of submitting the instruction;
-    /// `carried`: the session's sub-sessions as the root stores them now (a
-    /// redelivery), `None` for the job's own copies (`Job::subtree`).
-    /// `task_calls`: the session's delegation calls as the root stores them now
-    /// (`wire::TaskCalls`; a redelivery's: a first attempt's calls are all answered).
-    Run {
-        metadata: Box<Metadata>,
-        transcript: Vec<Message>,
-        resume: bool,
-        carried: Option<Vec<CarriedSession>>,
-        task_calls: TaskCalls,
-    },
+    /// Run it from `from`; `resume`: continue the interrupted run with the engine's
+    /// crash repair instead of submitting the instruction.
+    Run { from: Box<Starting>, resume: bool },
 }
 
 /// The session a job starts from: the job's own on a first attempt; on a redelivery,
@@ -90,31 +80,27 @@ pub(super) async fn start(
 ) -> Result<Start, JobError> {
     let before = job.transcript.clone().unpack(&ctx.payloads).await?;
     if attempt <= 1 {
-        return Ok(Start::Run {
-            metadata: Box::new(job.metadata.clone()),
+        let from = Starting {
+            metadata: job.metadata.clone(),
             transcript: before,
-            resume: false,
             carried: None,
             task_calls: Vec::new(),
+        };
+        return Ok(Start::Run {
+            from: Box::new(from),
+            resume: false,
         });
     }
     let session = job.session_id.to_string();
-    let Synced {
-        metadata,
-        transcript: synced,
-        carried,
-        task_calls,
-    } = sync(ctx, &session, out).await?;
-    let Some(response) = scratch::answered(before.len(), &synced) else {
-        let resume = scratch::resumes(before.len(), &synced);
+    let synced = sync(ctx, &session, out).await?;
+    let Some(response) = scratch::answered(before.len(), &synced.transcript) else {
+        let resume = scratch::resumes(before.len(), &synced.transcript);
         return Ok(Start::Run {
-            metadata: Box::new(metadata),
-            transcript: synced,
+            from: Box::new(synced),
             resume,
-            carried,
-            task_calls,
         });
     };
+    let metadata = synced.metadata;
     let changes = match (&files.tree, writes(job)) {
         (Some(tree), true) => {
             let name = wip::wip_name(&session, job.run)?;
