@@ -43,15 +43,29 @@ pub(super) async fn for_job(
     let carried = tokio::task::spawn_blocking(move || subtree_of(&store, &id))
         .await
         .unwrap_or_default();
-    if carried.is_empty() {
-        return Ok((None, Vec::new()));
-    }
     let ids = carried
         .iter()
         .map(|c| c.metadata.session_id.clone())
         .collect();
     let name = format!("{}-{run}-subtree", wire::token(session)?);
-    Ok((Some(Payload::pack(payloads, &name, carried).await?), ids))
+    Ok((packed(payloads, &name, carried).await?, ids))
+}
+
+/// `items` as a payload under `name` (`Payload::pack`); `None` when there are none.
+///
+/// Errors: the object store refuses the payload.
+async fn packed<T>(
+    payloads: &ObjectStore,
+    name: &str,
+    items: Vec<T>,
+) -> Result<Option<Payload<Vec<T>>>, RemoteError>
+where
+    Vec<T>: serde::Serialize + serde::de::DeserializeOwned,
+{
+    if items.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Payload::pack(payloads, name, items).await?))
 }
 
 /// Session `id`'s delegation calls in `store` (`SessionStore::task_calls`), each
@@ -98,17 +112,10 @@ pub(super) async fn now(
     })
     .await
     .unwrap_or_default();
-    let subtree = if carried.is_empty() {
-        None
-    } else {
-        Some(Payload::pack(payloads, &format!("{name}-subtree"), carried).await?)
-    };
-    let task_calls = if task_calls.is_empty() {
-        None
-    } else {
-        Some(Payload::pack(payloads, &format!("{name}-calls"), task_calls).await?)
-    };
-    Ok((subtree, task_calls))
+    Ok((
+        packed(payloads, &format!("{name}-subtree"), carried).await?,
+        packed(payloads, &format!("{name}-calls"), task_calls).await?,
+    ))
 }
 
 /// Every session below `child` in `store` (its sub-sessions, theirs, …), parents
